@@ -1,0 +1,24 @@
+/* cli.h: the `chat2sbx` command table's shared pieces. Each command is a
+ * function cmd_<verb>(ctx, argc, argv) returning the process exit status;
+ * errors are printed once, here at the boundary, with their exit status
+ * (cp_error_exit_status). */
+#ifndef CHAT2SBX_CLI_H
+#define CHAT2SBX_CLI_H
+
+#include "base/error.h"
+#include "config/config.h"
+
+struct cli {
+	struct config *cfg; /* owned by main */
+	int json;	    /* --json given */
+};
+
+/* Prints "chat2sbx: <message>" to stderr and returns the exit status for err's
+ * code. Frees err. */
+int cli_fail(struct cp_error *err);
+
+int cmd_serve(struct cli *cli, int argc, char **argv);
+int cmd_sandbox(struct cli *cli, int argc, char **argv);
+int cmd_workspace(struct cli *cli, int argc, char **argv);
+
+#endif

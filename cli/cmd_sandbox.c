@@ -1,0 +1,118 @@
+/* cmd_sandbox.c: `chat2sbx sandbox list|destroy ID`.
+ * Uses store/ and docker/ directly (through lifecycle/), so they work with or
+ * without serve running: the same database, WAL, busy timeout. */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/id.h"
+#include "cli.h"
+#include "controlplane.h"
+#include "docker/docker.h"
+#include "lifecycle/lifecycle.h"
+
+static const char *when(int64_t ms, char *buf, size_t size)
+{
+	return ms > 0 ? clock_format_rfc3339(ms, buf, size) : "-";
+}
+
+static int sandbox_list(struct cli *cli, struct store *store)
+{
+	struct sandbox_record *rows = NULL;
+	size_t n = 0;
+	struct cp_error *err = NULL;
+	if (store_sandbox_list(store, 0, &rows, &n, &err) < 0)
+		return cli_fail(err);
+	struct json_object *list = json_object_new_array();
+	if (!cli->json)
+		printf("%-26s %-9s %-25s %-24s %s\n", "SANDBOX", "STATUS", "WORKSPACE", "CREATED", "REASON");
+	for (size_t i = 0; i < n; i++) {
+		struct sandbox_record *s = &rows[i];
+		char b1[40], b2[40];
+		if (cli->json) {
+			struct json_object *o = json_object_new_object();
+			json_object_object_add(o, "sandbox_id", json_object_new_string(s->id));
+			json_object_object_add(o, "status", json_object_new_string(s->status));
+			json_object_object_add(o, "workspace_id", json_object_new_string(s->workspace_id));
+			json_object_object_add(o, "image", json_object_new_string(s->image));
+			json_object_object_add(o, "created_at",
+					       json_object_new_string(when(s->created_at_ms, b1, sizeof(b1))));
+			json_object_object_add(o, "last_activity_at",
+					       json_object_new_string(when(s->last_activity_ms, b2, sizeof(b2))));
+			if (s->failure_reason)
+				json_object_object_add(o, "failure_reason", json_object_new_string(s->failure_reason));
+			json_object_array_add(list, o);
+		} else {
+			printf("%-26s %-9s %-25s %-24s %s\n", s->id, s->status, s->workspace_id,
+			       when(s->created_at_ms, b1, sizeof(b1)), s->failure_reason ? s->failure_reason : "");
+		}
+		sandbox_record_clear(s);
+	}
+	free(rows);
+	if (cli->json)
+		printf("%s\n", json_object_to_json_string_ext(list, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(list);
+	return 0;
+}
+
+static int sandbox_destroy(struct cli *cli, struct store *store, const char *id)
+{
+	struct cp_error *err = NULL;
+	if (!id_valid(id, "sbx_")) {
+		fprintf(stderr, "chat2sbx: '%s' is not a sandbox id (sbx_ followed by %d characters); see 'chat2sbx "
+				"sandbox list'\n",
+			id, ID_RANDOM_CHARS);
+		return 2;
+	}
+	struct docker_engine *engine = NULL;
+	struct lifecycle *lc = NULL;
+	if (docker_engine_new(cli->cfg->docker_socket, &engine, &err) < 0 ||
+	    lifecycle_new(cli->cfg, store, engine, &lc, &err) < 0) {
+		docker_engine_free(engine);
+		return cli_fail(err);
+	}
+	struct sandbox_record s = {0};
+	int r = lifecycle_sandbox_destroy(lc, id, &s, &err);
+	if (r < 0 && err->code == CP_ERR_NOT_FOUND) {
+		/* No registry row: an orphan container with this name may still exist. */
+		struct cp_error *e2 = NULL;
+		if (docker_container_remove(engine, id, &e2) == 0) {
+			cp_error_free(err);
+			err = NULL;
+			printf("removed orphan container %s (it had no registry row)\n", id);
+			r = 1;
+		} else {
+			cp_error_free(e2);
+		}
+	}
+	lifecycle_free(lc);
+	docker_engine_free(engine);
+	if (r < 0)
+		return cli_fail(err);
+	if (r == 0) {
+		if (cli->json)
+			printf("{\"sandbox_id\":\"%s\",\"status\":\"%s\"}\n", s.id, s.status);
+		else
+			printf("destroyed %s (workspace %s kept)\n", s.id, s.workspace_id);
+	}
+	sandbox_record_clear(&s);
+	return 0;
+}
+
+int cmd_sandbox(struct cli *cli, int argc, char **argv)
+{
+	if (argc < 1 || (strcmp(argv[0], "list") && strcmp(argv[0], "destroy")) ||
+	    (!strcmp(argv[0], "destroy") && argc != 2) || (!strcmp(argv[0], "list") && argc != 1)) {
+		fprintf(stderr, "usage: chat2sbx sandbox list [--json] | chat2sbx sandbox destroy ID\n");
+		return 2;
+	}
+	struct store *store = NULL;
+	struct cp_error *err = NULL;
+	if (controlplane_open_store(cli->cfg, &store, &err) < 0)
+		return cli_fail(err);
+	int status = !strcmp(argv[0], "list") ? sandbox_list(cli, store) : sandbox_destroy(cli, store, argv[1]);
+	store_free(store);
+	return status;
+}

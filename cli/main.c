@@ -1,0 +1,81 @@
+/* main.c: the `chat2sbx` command: a table of verbs, global flags, config
+ * loading, and the one place errors become messages and exit statuses. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "cli.h"
+
+struct command {
+	const char *name;
+	int (*run)(struct cli *cli, int argc, char **argv);
+	const char *usage;
+};
+
+static const struct command commands[] = {
+	{"serve", cmd_serve, "serve [--stdio]            run the MCP server (HTTP on CHAT2SBX_HOST:PORT, or stdio)"},
+	{"sandbox", cmd_sandbox, "sandbox list [--json]      list sandboxes\n"
+				 "  sandbox destroy ID         remove a sandbox's container (its workspace is kept)"},
+	{"workspace", cmd_workspace, "workspace list [--json]    list workspaces"},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: chat2sbx COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %s\n", commands[i].usage);
+	fprintf(out, "  version                    print the version\n  help                       this text\n\n"
+		     "Configuration: environment variables (see .env.example), ./.env, ~/.chat2sbx/config.yaml.\n");
+}
+
+int cli_fail(struct cp_error *err)
+{
+	int status = cp_error_exit_status(err->code);
+	fprintf(stderr, "chat2sbx: %s\n", err->message);
+	cp_error_free(err);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("chat2sbx %s (%s)\n", CHAT2SBX_VERSION, CHAT2SBX_GIT_VERSION);
+		return 0;
+	}
+	const struct command *cmd = NULL;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			cmd = &commands[i];
+	if (!cmd) {
+		fprintf(stderr, "chat2sbx: unknown command '%s'\n\n", argv[1]);
+		usage(stderr);
+		return 2;
+	}
+
+	struct cli cli = {0};
+	int rest = 0;
+	char *args[argc];
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			cli.json = 1;
+		else
+			args[rest++] = argv[i];
+	}
+	args[rest] = NULL;
+
+	struct config_env env = config_env_process();
+	struct cp_error *err = NULL;
+	if (config_load(&env, &cli.cfg, &err) < 0)
+		return cli_fail(err);
+	log_set_debug(cli.cfg->log_debug);
+	log_set_json(cli.cfg->log_json);
+	int status = cmd->run(&cli, rest, args);
+	config_free(cli.cfg);
+	return status;
+}

@@ -1,0 +1,18 @@
+/* clock.h: time sources, injectable for tests (expiry and retention must be
+ * testable without waiting). */
+#ifndef CP_CLOCK_H
+#define CP_CLOCK_H
+
+#include <stdint.h>
+
+/* Milliseconds since the Unix epoch (wall clock), or the injected value. */
+int64_t clock_now_ms(void);
+/* Milliseconds from CLOCK_MONOTONIC (deadlines; never injected). */
+int64_t clock_monotonic_ms(void);
+/* Test hook: fixes clock_now_ms() to ms; pass -1 to return to the real clock. */
+void clock_set_fake_ms(int64_t ms);
+/* Formats a wall-clock ms value as RFC 3339 UTC ("2026-11-29T11:02:18.123Z")
+ * into buf (at least 32 bytes). Returns buf. */
+char *clock_format_rfc3339(int64_t ms, char *buf, unsigned long size);
+
+#endif

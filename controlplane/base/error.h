@@ -1,0 +1,59 @@
+/* error.h: the project's error object (after crun's libcrun_error_t).
+ * A fallible function returns int (>= 0 success, < 0 failure) and fills
+ * *err once, at the failure site; callers may prefix context on the way up.
+ * Only boundaries (MCP dispatch, the CLI, main) consume and free errors. */
+#ifndef CP_ERROR_H
+#define CP_ERROR_H
+
+#include <stdarg.h>
+
+enum cp_error_code {
+	CP_ERR_INVALID_ARGUMENT = 1,
+	CP_ERR_NOT_FOUND,
+	CP_ERR_CONFLICT,
+	CP_ERR_DENIED,
+	CP_ERR_APPROVAL_REQUIRED,
+	CP_ERR_UNAVAILABLE,
+	CP_ERR_TIMEOUT,
+	CP_ERR_LIMIT,
+	CP_ERR_INTERNAL,
+};
+
+struct cp_error {
+	enum cp_error_code code;
+	char *message; /* owned; never NULL once set */
+};
+
+/* Sets *err (when err is not NULL and *err is still NULL) to a new error with
+ * code and a printf-style message. Returns -1 so call sites can
+ * `return cp_error_set(err, ...)`. Allocation failure leaves a static-text
+ * message ("out of memory") rather than none. */
+int cp_error_set(struct cp_error **err, enum cp_error_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Like cp_error_set, appending ": strerror(errnum)". Returns -1. */
+int cp_error_set_errno(struct cp_error **err, enum cp_error_code code, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Prefixes context to an existing error: "<prefix>: <old message>". No-op when
+ * err or *err is NULL. Returns -1. */
+int cp_error_prefix(struct cp_error **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Frees an error; accepts NULL. */
+void cp_error_free(struct cp_error *e);
+static inline void cp_error_freep(struct cp_error **e)
+{
+	cp_error_free(*e);
+	*e = 0;
+}
+#define _cleanup_error_ __attribute__((cleanup(cp_error_freep)))
+
+/* Stable upper-snake name of a code ("NOT_FOUND"); never NULL. */
+const char *cp_error_code_name(enum cp_error_code code);
+
+/* CLI exit status for a code (the mapping is documented in README: 2 invalid
+ * input, 3 not found, 4 conflict, 5 denied/approval, 6 unavailable, 7 timeout,
+ * 8 limit, 1 internal). */
+int cp_error_exit_status(enum cp_error_code code);
+
+#endif

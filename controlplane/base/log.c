@@ -1,0 +1,98 @@
+/* log.c: the line logger behind log.h. Owns the level and debug component
+ * list (set once at start); writes to stderr only, never to stdout (stdout is
+ * the MCP stdio transport). */
+#include "log.h"
+
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static enum log_level min_level = LOG_LEVEL_INFO;
+static char debug_components[256];
+static int json_lines;
+
+void log_set_level(enum log_level level) { min_level = level; }
+void log_set_json(int on) { json_lines = on; }
+
+void log_set_debug(const char *components)
+{
+	snprintf(debug_components, sizeof(debug_components), "%s", components ? components : "");
+}
+
+int log_enabled(enum log_level level, const char *component)
+{
+	if (level <= min_level)
+		return 1;
+	if (level != LOG_LEVEL_DEBUG || !debug_components[0])
+		return 0;
+	if (strcmp(debug_components, "all") == 0)
+		return 1;
+	size_t n = strlen(component);
+	for (const char *p = debug_components; *p;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len == n && strncmp(p, component, n) == 0)
+			return 1;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return 0;
+}
+
+static const char *level_name(enum log_level level)
+{
+	switch (level) {
+	case LOG_LEVEL_ERROR: return "error";
+	case LOG_LEVEL_WARN: return "warn";
+	case LOG_LEVEL_INFO: return "info";
+	case LOG_LEVEL_DEBUG: return "debug";
+	}
+	return "info";
+}
+
+void log_emit(enum log_level level, const char *component, const char *fmt, ...)
+{
+	if (!log_enabled(level, component))
+		return;
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	char when[64];
+	snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ts.tv_nsec / 1000000));
+
+	char line[2400];
+	int n;
+	if (json_lines) {
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "ts", json_object_new_string(when));
+		json_object_object_add(o, "level", json_object_new_string(level_name(level)));
+		json_object_object_add(o, "component", json_object_new_string(component));
+		json_object_object_add(o, "msg", json_object_new_string(msg));
+		n = snprintf(line, sizeof(line), "%s\n",
+			     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	} else {
+		n = snprintf(line, sizeof(line), "%s %-5s %s: %s\n", when, level_name(level), component, msg);
+	}
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line)) {
+		n = sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+	(void)w;
+}

@@ -1,0 +1,31 @@
+/* log.h: one line per event on stderr. Levels are checked before formatting.
+ * Debug is enabled per component (log_set_debug("docker,mcp") or "all").
+ * Inner modules log at debug only; boundaries log at info and above. */
+#ifndef CP_LOG_H
+#define CP_LOG_H
+
+enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+
+/* Sets the minimum level printed (default INFO). Not thread-safe: call at start. */
+void log_set_level(enum log_level level);
+/* Comma-separated components with debug enabled ("all" for every one); the
+ * string is copied. Not thread-safe: call at start. */
+void log_set_debug(const char *components);
+/* Emit JSON lines instead of text when on. */
+void log_set_json(int on);
+/* True when a line at level for component would be printed. */
+int log_enabled(enum log_level level, const char *component);
+/* Formats and writes one line (thread-safe; a single write(2)). */
+void log_emit(enum log_level level, const char *component, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define log_error(c, ...) log_emit(LOG_LEVEL_ERROR, c, __VA_ARGS__)
+#define log_warn(c, ...) log_emit(LOG_LEVEL_WARN, c, __VA_ARGS__)
+#define log_info(c, ...) log_emit(LOG_LEVEL_INFO, c, __VA_ARGS__)
+#define log_debug(c, ...)                                                      \
+	do {                                                                   \
+		if (log_enabled(LOG_LEVEL_DEBUG, c))                           \
+			log_emit(LOG_LEVEL_DEBUG, c, __VA_ARGS__);             \
+	} while (0)
+
+#endif

@@ -1,0 +1,285 @@
+/* config.c: the settings table and its loader. Owns the only getenv calls of
+ * the project (config_env_process). Sources, lowest first: the table's
+ * defaults, DATA_ROOT/config.yaml (config_yaml.c), ./.env, the environment. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "config_file.h"
+
+enum setting_type { SETTING_STRING, SETTING_PATH, SETTING_INT, SETTING_BOOL };
+
+struct setting {
+	const char *env;
+	const char *yaml_key;
+	enum setting_type type;
+	size_t offset;
+	const char *def; /* "${NAME}" refers to an earlier setting's value, "~/" to HOME */
+	long min, max;	 /* SETTING_INT range */
+	const char *default_text;
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct config, f)
+
+/* Order matters: a default may only refer to settings above it. */
+static const struct setting settings[] = {
+	{"CHAT2SBX_HOST", "host", SETTING_STRING, OFF(host), "127.0.0.1", 0, 0, "127.0.0.1", "MCP bind address"},
+	{"CHAT2SBX_PORT", "port", SETTING_INT, OFF(port), "18788", 1, 65535, "18788", "MCP port"},
+	{"CHAT2SBX_DATA_ROOT", NULL, SETTING_PATH, OFF(data_root), "~/.chat2sbx", 0, 0, "~/.chat2sbx",
+	 "all persistent data"},
+	{"CHAT2SBX_STATE_DIR", "stateDir", SETTING_PATH, OFF(state_dir), "${CHAT2SBX_DATA_ROOT}/state", 0, 0,
+	 "DATA_ROOT/state", "runtime state (0700)"},
+	{"CHAT2SBX_WORKSPACE_ROOT", "workspaceRoot", SETTING_PATH, OFF(workspace_root),
+	 "${CHAT2SBX_DATA_ROOT}/workspaces", 0, 0, "DATA_ROOT/workspaces", "managed workspaces (0700)"},
+	{"CHAT2SBX_DATABASE_PATH", "databasePath", SETTING_PATH, OFF(database_path),
+	 "${CHAT2SBX_STATE_DIR}/chat2sbx.sqlite", 0, 0, "STATE_DIR/chat2sbx.sqlite", "the registry (0600)"},
+	{"CHAT2SBX_ALLOWED_HOST_ROOTS", "allowedHostRoots", SETTING_STRING, OFF(allowed_host_roots),
+	 "~/repositories", 0, 0, "~/repositories", "colon-separated roots eligible for approval"},
+	{"CHAT2SBX_ENABLE_TUNNEL", "enableTunnel", SETTING_BOOL, OFF(enable_tunnel), "1", 0, 1, "1",
+	 "0 = serve local-only, no tunnel client"},
+	{"CHAT2SBX_TUNNEL_CLIENT", "tunnelClient", SETTING_PATH, OFF(tunnel_client), "~/.local/bin/tunnel-client", 0,
+	 0, "~/.local/bin/tunnel-client", "tunnel client executable"},
+	{"CHAT2SBX_SECRET_DIR", "secretDir", SETTING_PATH, OFF(secret_dir), "~/.secrets/tunnel-client", 0, 0,
+	 "~/.secrets/tunnel-client", "holds tunnel-id and key"},
+	{"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "maxActiveSandboxes", SETTING_INT, OFF(max_active_sandboxes), "unlimited",
+	 1, 100000, "unlimited", "most sandboxes running at once ('unlimited' or 1-100000)"},
+	{"CHAT2SBX_DOCKER_SOCKET", "dockerSocket", SETTING_PATH, OFF(docker_socket), "${DOCKER_HOST_UNIX}", 0, 0,
+	 "DOCKER_HOST if unix://, else /var/run/docker.sock", "Docker Engine socket"},
+	{"CHAT2SBX_TEMPLATE_IMAGE", "templateImage", SETTING_STRING, OFF(template_image),
+	 "chat2sbx-template:" CHAT2SBX_VERSION, 0, 0, "chat2sbx-template:VERSION", "default sandbox image"},
+	{"CHAT2SBX_RUNTIME", "runtime", SETTING_STRING, OFF(runtime), "", 0, 0, "engine default",
+	 "OCI runtime name (runc, runsc, ...)"},
+	{"CHAT2SBX_EXPOSE_HOST", "exposeHost", SETTING_STRING, OFF(expose_host), "127.0.0.1", 0, 0, "127.0.0.1",
+	 "host address sandbox_expose binds"},
+	{"CHAT2SBX_MAX_YIELD_MS", "maxYieldMs", SETTING_INT, OFF(max_yield_ms), "30000", 100, 60000, "30000",
+	 "upper clamp of yield_time_ms for bash and bash_poll (ms, at most 60000)"},
+	{"CHAT2SBX_MAX_OUTPUT_CHARS", "maxOutputChars", SETTING_INT, OFF(max_output_chars), "60000", 1000, 1000000,
+	 "60000", "bound on the output returned by one tool call (bytes)"},
+	{"CHAT2SBX_PIDS_LIMIT", "pidsLimit", SETTING_INT, OFF(pids_limit), "4096", 16, 1000000, "4096",
+	 "process limit of each sandbox"},
+	{"CHAT2SBX_HELPER_PATH", "helperPath", SETTING_PATH, OFF(helper_path), "${EXE_DIR}/chat2sbx-helper", 0, 0,
+	 "chat2sbx-helper beside the chat2sbx binary", "static helper binary mounted into each sandbox"},
+	{"CHAT2SBX_LOG_DEBUG", "logDebug", SETTING_STRING, OFF(log_debug), "", 0, 0, "(none)",
+	 "components with debug logging, comma-separated (docker,mcp,helper,store,all)"},
+	{"CHAT2SBX_LOG_JSON", "logJson", SETTING_BOOL, OFF(log_json), "0", 0, 1, "0", "1 = log JSON lines"},
+};
+
+static const struct config_setting_info *infos;
+
+const struct config_setting_info *config_settings(size_t *ret_n)
+{
+	static struct config_setting_info table[sizeof(settings) / sizeof(settings[0])];
+	if (!infos) {
+		for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+			table[i] = (struct config_setting_info){settings[i].env,
+								 settings[i].yaml_key ? settings[i].yaml_key : "-",
+								 settings[i].default_text, settings[i].help};
+		infos = table;
+	}
+	*ret_n = sizeof(settings) / sizeof(settings[0]);
+	return infos;
+}
+
+static const char *process_get(void *userdata, const char *name)
+{
+	(void)userdata;
+	return getenv(name);
+}
+
+struct config_env config_env_process(void)
+{
+	static char exe_dir[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe_dir, sizeof(exe_dir) - 1);
+	if (n > 0) {
+		exe_dir[n] = '\0';
+		char *slash = strrchr(exe_dir, '/');
+		if (slash)
+			*slash = '\0';
+	} else {
+		snprintf(exe_dir, sizeof(exe_dir), ".");
+	}
+	const char *home = getenv("HOME");
+	return (struct config_env){process_get, NULL, home && *home ? home : "/root", ".env", exe_dir};
+}
+
+/* Expands "~/", "${NAME}" (an earlier setting, EXE_DIR, DOCKER_HOST_UNIX). */
+static char *expand(const struct config_env *env, const struct config *c, const char *in)
+{
+	char out[PATH_MAX * 2];
+	size_t o = 0;
+	const char *p = in;
+	if (p[0] == '~' && (p[1] == '/' || p[1] == '\0')) {
+		o += (size_t)snprintf(out, sizeof(out), "%s", env->home);
+		p++;
+	}
+	while (*p && o < sizeof(out) - 1) {
+		if (p[0] == '$' && p[1] == '{') {
+			const char *end = strchr(p, '}');
+			if (!end)
+				break;
+			char name[64];
+			snprintf(name, sizeof(name), "%.*s", (int)(end - p - 2), p + 2);
+			const char *val = "";
+			if (strcmp(name, "EXE_DIR") == 0) {
+				val = env->exe_dir ? env->exe_dir : ".";
+			} else if (strcmp(name, "DOCKER_HOST_UNIX") == 0) {
+				const char *dh = env->get(env->userdata, "DOCKER_HOST");
+				val = dh && strncmp(dh, "unix://", 7) == 0 ? dh + 7 : "/var/run/docker.sock";
+			} else {
+				for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+					if (strcmp(settings[i].env, name) == 0)
+						val = *(char **)((char *)c + settings[i].offset);
+			}
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s", val ? val : "");
+			p = end + 1;
+			continue;
+		}
+		out[o++] = *p++;
+	}
+	out[o < sizeof(out) ? o : sizeof(out) - 1] = '\0';
+	return strdup(out);
+}
+
+static int parse_bool(const char *s, int *ret)
+{
+	if (!strcmp(s, "1") || !strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on"))
+		*ret = 1;
+	else if (!strcmp(s, "0") || !strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off"))
+		*ret = 0;
+	else
+		return -1;
+	return 0;
+}
+
+static int apply(const struct config_env *env, const struct setting *s, const char *raw, const char *origin,
+		 struct config *c, struct cp_error **err)
+{
+	void *field = (char *)c + s->offset;
+	switch (s->type) {
+	case SETTING_STRING:
+	case SETTING_PATH: {
+		char *v = expand(env, c, raw);
+		if (!v)
+			return cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
+		if (s->type == SETTING_PATH && v[0] != '/' && v[0] != '\0') {
+			cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' (from %s) must be an absolute path",
+				     s->env, raw, origin);
+			free(v);
+			return -1;
+		}
+		free(*(char **)field);
+		*(char **)field = v;
+		return 0;
+	}
+	case SETTING_BOOL:
+		if (parse_bool(raw, (int *)field) < 0)
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+					    "%s '%s' (from %s) is not a boolean; use 1 or 0", s->env, raw, origin);
+		return 0;
+	case SETTING_INT: {
+		if (s->offset == OFF(max_active_sandboxes) && (!strcasecmp(raw, "unlimited") || !strcmp(raw, "0"))) {
+			*(int *)field = 0;
+			return 0;
+		}
+		char *end = NULL;
+		errno = 0;
+		long v = strtol(raw, &end, 10);
+		if (errno || !*raw || *end || v < s->min || v > s->max)
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+					    "%s '%s' (from %s) is not an integer in %ld..%ld%s", s->env, raw, origin,
+					    s->min, s->max,
+					    s->offset == OFF(max_active_sandboxes) ? " or 'unlimited'" : "");
+		*(int *)field = (int)v;
+		return 0;
+	}
+	}
+	return 0;
+}
+
+int config_load(const struct config_env *env, struct config **ret_config, struct cp_error **err)
+{
+	struct config *c = calloc(1, sizeof(*c));
+	if (!c)
+		return cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
+	struct config_file dotenv = {0}, yaml = {0};
+	int r = 0;
+
+	if (env->dotenv_path && config_file_read_dotenv(env->dotenv_path, &dotenv, err) < 0)
+		goto fail;
+
+	/* config.yaml lives in DATA_ROOT, so DATA_ROOT itself comes only from
+	 * the environment, .env or the default; the file is read before the rest. */
+	size_t n = sizeof(settings) / sizeof(settings[0]);
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			const struct setting *s = &settings[i];
+			if ((pass == 0) != (s->offset == OFF(data_root)))
+				continue;
+			const char *raw = env->get(env->userdata, s->env);
+			const char *origin = "the environment";
+			if (!raw && env->dotenv_path) {
+				raw = config_file_get(&dotenv, s->env);
+				origin = env->dotenv_path;
+			}
+			if (!raw && s->yaml_key) {
+				raw = config_file_get(&yaml, s->yaml_key);
+				origin = "config.yaml";
+			}
+			if (!raw) {
+				raw = s->def;
+				origin = "the default";
+			}
+			if (apply(env, s, raw, origin, c, err) < 0)
+				goto fail;
+		}
+		if (pass == 0) {
+			_cleanup_free_ char *path = NULL;
+			if (asprintf(&path, "%s/config.yaml", c->data_root) < 0) {
+				cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
+				goto fail;
+			}
+			if (config_file_read_yaml(path, &yaml, err) < 0)
+				goto fail;
+			for (size_t k = 0; k < yaml.n; k++) {
+				int known = 0;
+				for (size_t i = 0; i < n; i++)
+					if (settings[i].yaml_key && !strcmp(settings[i].yaml_key, yaml.keys[k]))
+						known = 1;
+				if (!known) {
+					cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+						     "'%s' has an unknown key '%s'; see .env.example for the settings "
+						     "(camelCase in config.yaml, e.g. maxActiveSandboxes)",
+						     path, yaml.keys[k]);
+					goto fail;
+				}
+			}
+		}
+	}
+	config_file_clear(&dotenv);
+	config_file_clear(&yaml);
+	*ret_config = c;
+	return r;
+fail:
+	config_file_clear(&dotenv);
+	config_file_clear(&yaml);
+	config_free(c);
+	return -1;
+}
+
+void config_free(struct config *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+		if (settings[i].type == SETTING_STRING || settings[i].type == SETTING_PATH)
+			free(*(char **)((char *)c + settings[i].offset));
+	free(c);
+}

@@ -1,0 +1,385 @@
+/* containers.c: container calls on the Docker Engine (create, start, remove,
+ * inspect, list). Owns the one place where a sandbox's container settings
+ * become the engine's create body, so the hardening (no privileges, dropped
+ * capabilities, no engine logs of helper traffic) is decided here and nowhere
+ * else. Never chooses names, images or limits: the caller's spec does. */
+#include "engine_internal.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/cleanup.h"
+#include "../base/log.h"
+
+#define DOCKER_CREATE_TIMEOUT_MS 30000L
+#define DOCKER_START_TIMEOUT_MS 60000L /* microVM runtimes boot a kernel first */
+#define DOCKER_REMOVE_TIMEOUT_MS 30000L
+#define DOCKER_QUERY_TIMEOUT_MS 10000L
+
+/* Capabilities dropped from Docker's default set: none is needed to run
+ * shells and builds, and each has been used to attack a host or a neighbour
+ * (NET_RAW: ARP/ICMP spoofing, CVE-2020-14386; MKNOD: device nodes; SETFCAP:
+ * file capabilities across a user namespace, CVE-2022-0492 class). */
+static const char *const dropped_caps[] = {"NET_RAW", "MKNOD", "AUDIT_WRITE", "SYS_CHROOT", "SETFCAP", NULL};
+
+/* "<verb> container '<ref>'", the prefix of every message from this file. */
+static char *what_new(const char *verb, const char *ref)
+{
+	char *w = NULL;
+	if (asprintf(&w, "%s container '%s'", verb, ref ? ref : "") < 0)
+		return NULL;
+	return w;
+}
+
+static int add_string(struct json_object *o, const char *key, const char *value)
+{
+	struct json_object *s = json_object_new_string(value);
+	if (!s || json_object_object_add(o, key, s) < 0) {
+		json_object_put(s);
+		return -1;
+	}
+	return 0;
+}
+
+static int add_int64(struct json_object *o, const char *key, int64_t value)
+{
+	struct json_object *v = json_object_new_int64(value);
+	if (!v || json_object_object_add(o, key, v) < 0) {
+		json_object_put(v);
+		return -1;
+	}
+	return 0;
+}
+
+static int add_bool(struct json_object *o, const char *key, int value)
+{
+	struct json_object *v = json_object_new_boolean(value ? 1 : 0);
+	if (!v || json_object_object_add(o, key, v) < 0) {
+		json_object_put(v);
+		return -1;
+	}
+	return 0;
+}
+
+/* Adds key: [strings...] from a NULL-terminated vector (NULL = empty array). */
+static int add_strv(struct json_object *o, const char *key, const char *const *v)
+{
+	struct json_object *a = json_object_new_array();
+	if (!a)
+		return -1;
+	for (size_t i = 0; v && v[i]; i++) {
+		struct json_object *s = json_object_new_string(v[i]);
+		if (!s || json_object_array_add(a, s) < 0) {
+			json_object_put(s);
+			json_object_put(a);
+			return -1;
+		}
+	}
+	if (json_object_object_add(o, key, a) < 0) {
+		json_object_put(a);
+		return -1;
+	}
+	return 0;
+}
+
+static int add_object(struct json_object *o, const char *key, struct json_object **ret_child)
+{
+	struct json_object *c = json_object_new_object();
+	if (!c || json_object_object_add(o, key, c) < 0) {
+		json_object_put(c);
+		return -1;
+	}
+	*ret_child = c; /* borrowed: o owns it */
+	return 0;
+}
+
+static int build_host_config(struct json_object *root, const struct docker_container_spec *spec)
+{
+	struct json_object *hc = NULL, *log = NULL, *mounts = NULL;
+	if (add_object(root, "HostConfig", &hc) < 0)
+		return -1;
+
+	mounts = json_object_new_array();
+	if (!mounts || json_object_object_add(hc, "Mounts", mounts) < 0) {
+		json_object_put(mounts);
+		return -1;
+	}
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		struct json_object *m = json_object_new_object();
+		if (!m || json_object_array_add(mounts, m) < 0) {
+			json_object_put(m);
+			return -1;
+		}
+		if (add_string(m, "Type", "bind") < 0 || add_string(m, "Source", spec->mounts[i].source) < 0 ||
+		    add_string(m, "Target", spec->mounts[i].target) < 0 ||
+		    add_bool(m, "ReadOnly", spec->mounts[i].read_only) < 0)
+			return -1;
+	}
+	if (spec->memory_bytes > 0 && add_int64(hc, "Memory", spec->memory_bytes) < 0)
+		return -1;
+	if (spec->nano_cpus > 0 && add_int64(hc, "NanoCpus", spec->nano_cpus) < 0)
+		return -1;
+	if (spec->pids_limit > 0 && add_int64(hc, "PidsLimit", spec->pids_limit) < 0)
+		return -1;
+	if (spec->network_disabled && add_string(hc, "NetworkMode", "none") < 0)
+		return -1;
+	if (spec->runtime && *spec->runtime && add_string(hc, "Runtime", spec->runtime) < 0)
+		return -1;
+	if (add_bool(hc, "Privileged", 0) < 0 || add_object(hc, "LogConfig", &log) < 0 ||
+	    add_string(log, "Type", "none") < 0 || add_strv(hc, "CapDrop", dropped_caps) < 0)
+		return -1;
+	static const char *const security_opt[] = {"no-new-privileges", NULL};
+	if (add_strv(hc, "SecurityOpt", security_opt) < 0 || add_bool(hc, "Init", 0) < 0)
+		return -1;
+	return 0;
+}
+
+/* The create body (Docker Engine API v1.41, "Create a container",
+ * ContainerConfig + HostConfig). Returns a new object or NULL (out of memory). */
+static struct json_object *build_create_body(const struct docker_container_spec *spec)
+{
+	_cleanup_json_ struct json_object *root = json_object_new_object();
+	struct json_object *labels = NULL;
+	if (!root || add_string(root, "Image", spec->image) < 0 || add_strv(root, "Entrypoint", spec->entrypoint) < 0 ||
+	    add_strv(root, "Cmd", NULL) < 0 || add_strv(root, "Env", spec->env) < 0 ||
+	    add_object(root, "Labels", &labels) < 0)
+		return NULL;
+	for (size_t i = 0; spec->labels && spec->labels[i]; i += 2)
+		if (add_string(labels, spec->labels[i], spec->labels[i + 1]) < 0)
+			return NULL;
+	if (spec->working_dir && add_string(root, "WorkingDir", spec->working_dir) < 0)
+		return NULL;
+	/* stdin stays open across attaches (StdinOnce false) so the control plane
+	 * can re-attach after a restart; no TTY so the stream is multiplexed. */
+	if (add_bool(root, "OpenStdin", 1) < 0 || add_bool(root, "StdinOnce", 0) < 0 ||
+	    add_bool(root, "AttachStdin", 1) < 0 || add_bool(root, "AttachStdout", 1) < 0 ||
+	    add_bool(root, "AttachStderr", 1) < 0 || add_bool(root, "Tty", 0) < 0)
+		return NULL;
+	if (build_host_config(root, spec) < 0)
+		return NULL;
+	return TAKE_PTR(root);
+}
+
+/* POST /containers/create?name=… (Docker Engine API v1.41, "Create a
+ * container"). spec and its strings are borrowed. *ret_id (caller frees) is the
+ * new container's id. Errors: INVALID_ARGUMENT for a bad spec or a 400 (a bind
+ * source that does not exist), NOT_FOUND when the image is absent, CONFLICT
+ * when the name is taken, UNAVAILABLE/TIMEOUT from the transport. Blocks at
+ * most 30 s. */
+int docker_container_create(struct docker_engine *engine, const struct docker_container_spec *spec, char **ret_id,
+			    struct cp_error **err)
+{
+	_cleanup_free_ char *what = what_new("create", spec && spec->name ? spec->name : "");
+	if (!what)
+		return cp_error_set(err, CP_ERR_INTERNAL, "create container: out of memory");
+	if (!spec || !spec->name || !*spec->name || !spec->image || !*spec->image)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: a name and an image are required", what);
+	size_t n_labels = 0;
+	while (spec->labels && spec->labels[n_labels])
+		n_labels++;
+	if (n_labels % 2)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: label '%s' has no value", what,
+				    spec->labels[n_labels - 1]);
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (!spec->mounts[i].source || !spec->mounts[i].target)
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: mount %zu lacks a source or target",
+					    what, i);
+
+	_cleanup_json_ struct json_object *body = build_create_body(spec);
+	_cleanup_free_ char *name = docker_escape(spec->name, NULL);
+	_cleanup_free_ char *path = NULL;
+	if (!body || !name || asprintf(&path, "/containers/create?name=%s", name) < 0) {
+		path = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (docker_request(engine, "POST", path, body, DOCKER_CREATE_TIMEOUT_MS, what, NULL, &reply, err) < 0)
+		return -1;
+	struct json_object *id = NULL, *warnings = NULL;
+	if (!reply || !json_object_object_get_ex(reply, "Id", &id) || !json_object_is_type(id, json_type_string))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no container Id", what);
+	if (json_object_object_get_ex(reply, "Warnings", &warnings) && json_object_is_type(warnings, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(warnings); i++)
+			log_debug("docker", "%s: engine warning: %s", what,
+				  json_object_get_string(json_object_array_get_idx(warnings, i)));
+	char *copy = strdup(json_object_get_string(id));
+	if (!copy)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	*ret_id = copy;
+	return 0;
+}
+
+/* Sends a body-less request on /containers/{id}<suffix>. */
+static int container_simple(struct docker_engine *engine, const char *method, const char *verb, const char *id,
+			    const char *suffix, long timeout_ms, struct json_object **ret_body, struct cp_error **err)
+{
+	_cleanup_free_ char *what = what_new(verb, id);
+	if (!what)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s container: out of memory", verb);
+	if (!id || !*id)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty container id", what);
+	_cleanup_free_ char *esc = docker_escape(id, NULL);
+	_cleanup_free_ char *path = NULL;
+	if (!esc || asprintf(&path, "/containers/%s%s", esc, suffix) < 0) {
+		path = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	return docker_request(engine, method, path, NULL, timeout_ms, what, NULL, ret_body, err);
+}
+
+/* POST /containers/{id}/start (Docker Engine API v1.41, "Start a container");
+ * 204 started, 304 already started (both success). id borrowed. NOT_FOUND
+ * when absent; a 500 (the entrypoint cannot run) is UNAVAILABLE with the
+ * engine's reason. Blocks at most 60 s. */
+int docker_container_start(struct docker_engine *engine, const char *id, struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *reply = NULL;
+	return container_simple(engine, "POST", "start", id, "/start", DOCKER_START_TIMEOUT_MS, &reply, err);
+}
+
+/* DELETE /containers/{id}?force=1&v=1 (Docker Engine API v1.41, "Remove a
+ * container"): kills a running container and removes its anonymous volumes.
+ * id borrowed. NOT_FOUND when absent; CONFLICT while a removal is already in
+ * progress. Blocks at most 30 s. */
+int docker_container_remove(struct docker_engine *engine, const char *id, struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *reply = NULL;
+	return container_simple(engine, "DELETE", "remove", id, "?force=1&v=1", DOCKER_REMOVE_TIMEOUT_MS, &reply,
+				err);
+}
+
+/* Frees the owned strings of s and zeroes it; accepts NULL. */
+void docker_container_state_clear(struct docker_container_state *s)
+{
+	if (!s)
+		return;
+	free(s->id);
+	free(s->name);
+	free(s->status);
+	free(s->error);
+	memset(s, 0, sizeof(*s));
+}
+
+static const char *get_string(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static char *dup_name(const char *name)
+{
+	if (!name)
+		return strdup("");
+	return strdup(name[0] == '/' ? name + 1 : name);
+}
+
+/* GET /containers/{id}/json (Docker Engine API v1.41, "Inspect a
+ * container"). id borrowed; *ret_state (caller clears) is filled only on
+ * success. NOT_FOUND when absent. Blocks at most 10 s. */
+int docker_container_inspect(struct docker_engine *engine, const char *id, struct docker_container_state *ret_state,
+			     struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (container_simple(engine, "GET", "inspect", id, "/json", DOCKER_QUERY_TIMEOUT_MS, &reply, err) < 0)
+		return -1;
+	struct json_object *state = NULL, *v = NULL;
+	const char *cid = get_string(reply, "Id");
+	if (!cid || !json_object_object_get_ex(reply, "State", &state) || !json_object_is_type(state, json_type_object))
+		return cp_error_set(err, CP_ERR_INTERNAL,
+				    "inspect container '%s': the engine's answer lacks Id or State", id);
+	struct docker_container_state s = {0};
+	const char *status = get_string(state, "Status");
+	const char *error = get_string(state, "Error");
+	s.id = strdup(cid);
+	s.name = dup_name(get_string(reply, "Name"));
+	s.status = strdup(status ? status : "unknown");
+	s.error = error && *error ? strdup(error) : NULL;
+	if (json_object_object_get_ex(state, "Running", &v))
+		s.running = json_object_get_boolean(v);
+	if (json_object_object_get_ex(state, "ExitCode", &v))
+		s.exit_code = json_object_get_int(v);
+	if (!s.id || !s.name || !s.status || (error && *error && !s.error)) {
+		docker_container_state_clear(&s);
+		return cp_error_set(err, CP_ERR_INTERNAL, "inspect container '%s': out of memory", id);
+	}
+	*ret_state = s;
+	return 0;
+}
+
+/* One entry of GET /containers/json. The list has no exit code field; it is
+ * read from the human Status text ("Exited (137) 2 minutes ago"). */
+static int state_from_summary(struct json_object *c, struct docker_container_state *s)
+{
+	struct json_object *names = NULL;
+	const char *name = NULL;
+	if (json_object_object_get_ex(c, "Names", &names) && json_object_is_type(names, json_type_array) &&
+	    json_object_array_length(names) > 0)
+		name = json_object_get_string(json_object_array_get_idx(names, 0));
+	const char *id = get_string(c, "Id");
+	const char *state = get_string(c, "State");
+	const char *human = get_string(c, "Status");
+	memset(s, 0, sizeof(*s));
+	s->id = strdup(id ? id : "");
+	s->name = dup_name(name);
+	s->status = strdup(state ? state : "unknown");
+	s->running = state && strcmp(state, "running") == 0;
+	if (human && strncmp(human, "Exited (", 8) == 0)
+		s->exit_code = atoi(human + 8);
+	if (!s->id || !s->name || !s->status) {
+		docker_container_state_clear(s);
+		return -1;
+	}
+	return 0;
+}
+
+/* GET /containers/json?all=1&filters={"label":[label]} (Docker Engine API
+ * v1.41, "List containers"). label borrowed ("key" or "key=value"). On success
+ * *ret_states (caller clears each entry and frees the array; NULL when *ret_n
+ * is 0) and *ret_n are set. Blocks at most 10 s. */
+int docker_container_list(struct docker_engine *engine, const char *label, struct docker_container_state **ret_states,
+			  size_t *ret_n, struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	if (asprintf(&what, "list containers labelled '%s'", label ? label : "") < 0) {
+		what = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "list containers: out of memory");
+	}
+	if (!label || !*label)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty label", what);
+
+	_cleanup_json_ struct json_object *filters = json_object_new_object();
+	const char *const values[] = {label, NULL};
+	if (!filters || add_strv(filters, "label", values) < 0)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	_cleanup_free_ char *esc = docker_escape(json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN), NULL);
+	_cleanup_free_ char *path = NULL;
+	if (!esc || asprintf(&path, "/containers/json?all=1&filters=%s", esc) < 0) {
+		path = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (docker_request(engine, "GET", path, NULL, DOCKER_QUERY_TIMEOUT_MS, what, NULL, &reply, err) < 0)
+		return -1;
+	if (!reply || !json_object_is_type(reply, json_type_array))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
+
+	size_t n = json_object_array_length(reply);
+	struct docker_container_state *states = n ? calloc(n, sizeof(*states)) : NULL;
+	if (n && !states)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	for (size_t i = 0; i < n; i++) {
+		if (state_from_summary(json_object_array_get_idx(reply, i), &states[i]) < 0) {
+			for (size_t j = 0; j < i; j++)
+				docker_container_state_clear(&states[j]);
+			free(states);
+			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+		}
+	}
+	*ret_states = states;
+	*ret_n = n;
+	return 0;
+}

@@ -1,0 +1,155 @@
+/* docker.h: the Docker Engine REST client (the only libcurl code).
+ * Talks to the engine over its Unix socket; the API version is negotiated
+ * from GET /version (Docker Engine API reference, "Versioning"). Every engine
+ * error becomes a cp_error whose message names the call and carries the
+ * engine's own "message" field. Engine HTTP statuses map to codes:
+ * 400 → INVALID_ARGUMENT, 404 → NOT_FOUND, 409 → CONFLICT, 5xx → UNAVAILABLE
+ * (with the engine's reason), connection failure → UNAVAILABLE naming the
+ * socket and how to start the engine. */
+#ifndef CP_DOCKER_H
+#define CP_DOCKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/error.h"
+
+struct json_object;
+struct docker_engine;
+
+/* Highest Engine API version this client speaks; lower engines are used at
+ * their own ApiVersion (never below DOCKER_API_MIN). */
+#define DOCKER_API_MAX "1.43"
+#define DOCKER_API_MIN "1.41"
+
+/* Opens a client for the engine at socket_path (copied) and negotiates the
+ * API version with GET /version (timeout 5 s). On success *ret_engine is owned
+ * by the caller (docker_engine_free). Fails with UNAVAILABLE when the socket
+ * does not answer ("cannot reach the Docker Engine at '/var/run/docker.sock':
+ * ...; start it with 'sudo systemctl start docker' or 'dockerd &'"), or when
+ * the engine's API is older than DOCKER_API_MIN. Thread-safe once created:
+ * each call uses its own curl handle. */
+int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine, struct cp_error **err);
+void docker_engine_free(struct docker_engine *engine);
+
+/* Negotiated API version ("1.41"); borrowed, valid for the engine's lifetime. */
+const char *docker_engine_api_version(const struct docker_engine *engine);
+/* Engine version ("20.10.24+dfsg1"); borrowed. */
+const char *docker_engine_version(const struct docker_engine *engine);
+/* Socket path; borrowed. */
+const char *docker_engine_socket(const struct docker_engine *engine);
+
+/* Low-level request: method ("GET"), path below the version prefix
+ * ("/containers/json?all=1"), optional JSON body (borrowed). timeout_ms bounds
+ * the whole transfer. On an HTTP status < 400, *ret_status gets the status and
+ * *ret_body (may be NULL for an empty body; caller puts) the parsed JSON, or a
+ * JSON string for a non-JSON body. On >= 400 it fails with the mapped code and
+ * "<what>: <engine message>". Response bodies over 16 MiB fail with INTERNAL. */
+int docker_request(struct docker_engine *engine, const char *method, const char *path, struct json_object *body,
+		   long timeout_ms, const char *what, long *ret_status, struct json_object **ret_body,
+		   struct cp_error **err);
+
+/* ---- images (docker/images.c) ---- */
+
+/* GET /images/{name}/json. On success *ret_id (caller frees) is the image id.
+ * Fails with NOT_FOUND when the image is absent. */
+int docker_image_inspect(struct docker_engine *engine, const char *name, char **ret_id, struct cp_error **err);
+
+/* ---- containers (docker/containers.c) ---- */
+
+struct docker_mount {
+	const char *source; /* host path */
+	const char *target; /* path inside the container */
+	int read_only;
+};
+
+/* What chat2sbx asks of a container. Strings are borrowed for the call. */
+struct docker_container_spec {
+	const char *name;	      /* "sbx_…" */
+	const char *image;	      /* "chat2sbx-template:0.1.0" */
+	const char *const *entrypoint; /* NULL-terminated argv; the helper */
+	const char *const *env;	      /* NULL-terminated "K=V"; nothing from the host */
+	const char *const *labels;    /* NULL-terminated, alternating key, value */
+	const char *working_dir;      /* "/workspace" */
+	const struct docker_mount *mounts;
+	size_t n_mounts;
+	int64_t memory_bytes; /* 0 = engine default */
+	int64_t nano_cpus;    /* 0 = engine default */
+	int64_t pids_limit;   /* 0 = engine default */
+	int network_disabled; /* 1 = NetworkMode "none" */
+	const char *runtime;  /* NULL = engine default */
+};
+
+/* POST /containers/create?name=… with OpenStdin, AttachStdin/Stdout/Stderr,
+ * StdinOnce false, Tty false, LogConfig "none" (helper traffic never reaches
+ * the engine's logs), Privileged false, CapDrop of NET_RAW/MKNOD/AUDIT_WRITE…,
+ * no-new-privileges, Init false (the helper is PID 1). *ret_id (caller frees)
+ * is the container id. A name already in use fails with CONFLICT. */
+int docker_container_create(struct docker_engine *engine, const struct docker_container_spec *spec, char **ret_id,
+			    struct cp_error **err);
+
+/* POST /containers/{id}/start. 304 (already started) counts as success. */
+int docker_container_start(struct docker_engine *engine, const char *id, struct cp_error **err);
+
+/* DELETE /containers/{id}?force=1&v=1. NOT_FOUND when it does not exist (callers
+ * that only want it gone may ignore that code). */
+int docker_container_remove(struct docker_engine *engine, const char *id, struct cp_error **err);
+
+struct docker_container_state {
+	char *id;     /* owned */
+	char *name;   /* owned, without the leading '/' */
+	char *status; /* owned: "created", "running", "exited", "dead", ... */
+	int running;
+	int exit_code;
+	char *error; /* owned, engine's State.Error, may be NULL */
+};
+void docker_container_state_clear(struct docker_container_state *s);
+
+/* GET /containers/{id}/json → *ret_state (caller clears). NOT_FOUND when absent. */
+int docker_container_inspect(struct docker_engine *engine, const char *id, struct docker_container_state *ret_state,
+			     struct cp_error **err);
+
+/* GET /containers/json?all=1&filters={"label":[label]} with label "key" or
+ * "key=value". *ret_states is an array of *ret_n states (caller clears each
+ * and frees the array). */
+int docker_container_list(struct docker_engine *engine, const char *label, struct docker_container_state **ret_states,
+			  size_t *ret_n, struct cp_error **err);
+
+/* ---- attach (docker/attach.c) ---- */
+
+/* POST /containers/{id}/attach?stream=1&stdin=1&stdout=1&stderr=1 with
+ * "Connection: Upgrade", "Upgrade: tcp", hijacking the connection (Docker
+ * Engine API, "Attach to a container": the stream is multiplexed with 8-byte
+ * headers when Tty is false). On success *ret_fd (caller closes; O_CLOEXEC,
+ * blocking) is the raw stream: writes go to the container's stdin, reads
+ * return multiplexed frames (docker_demux). Bytes the engine sent after the
+ * response headers are never lost (the headers are read without over-reading).
+ * Blocks at most timeout_ms for the handshake. */
+int docker_container_attach(struct docker_engine *engine, const char *id, long timeout_ms, int *ret_fd,
+			    struct cp_error **err);
+
+/* ---- stream demultiplexer (docker/demux.c) ---- */
+
+enum docker_stream { DOCKER_STREAM_STDIN = 0, DOCKER_STREAM_STDOUT = 1, DOCKER_STREAM_STDERR = 2 };
+
+/* Called once per contiguous piece of a frame's payload (a frame may arrive
+ * in several pieces; pieces of one frame come in order). data is borrowed. */
+typedef void (*docker_demux_fn)(void *userdata, enum docker_stream stream, const char *data, size_t len);
+
+/* Incremental parser of the attach stream format: header = 1 byte stream type,
+ * 3 zero bytes, 4-byte big-endian payload length; then the payload. */
+struct docker_demux {
+	unsigned char header[8];
+	size_t header_len; /* bytes of the current header seen so far */
+	uint32_t remaining; /* payload bytes left in the current frame */
+	enum docker_stream stream;
+	docker_demux_fn fn;
+	void *userdata;
+};
+
+void docker_demux_init(struct docker_demux *d, docker_demux_fn fn, void *userdata);
+/* Feeds len bytes (any split, even one byte at a time). Returns 0, or -1 when a
+ * header names an unknown stream type (the stream is corrupt; stop reading). */
+int docker_demux_feed(struct docker_demux *d, const char *data, size_t len);
+
+#endif

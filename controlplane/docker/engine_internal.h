@@ -1,0 +1,46 @@
+/* engine_internal.h: private to docker/ (never included from another layer).
+ * The engine handle's layout and the helpers the transport, the container and
+ * image calls and the attach hijack share: status mapping, error messages and
+ * URL escaping, so every engine error reads the same way. */
+#ifndef CP_DOCKER_ENGINE_INTERNAL_H
+#define CP_DOCKER_ENGINE_INTERNAL_H
+
+#include "docker.h"
+
+/* Largest engine response body accepted (bytes). */
+#define DOCKER_MAX_RESPONSE (16u * 1024 * 1024)
+
+/* What the user is told when the socket does not answer. */
+#define DOCKER_START_HINT "start it with 'sudo systemctl start docker' or 'dockerd &'"
+
+struct docker_engine {
+	char *socket_path;    /* owned */
+	char *api_version;    /* owned, negotiated "1.41" */
+	char *engine_version; /* owned, "20.10.24+dfsg1" */
+};
+
+/* Engine HTTP status → error code (docker.h: 400 INVALID_ARGUMENT, 404
+ * NOT_FOUND, 409 CONFLICT, 5xx UNAVAILABLE; 403, which an authorization
+ * plugin answers, DENIED; anything else INTERNAL). */
+enum cp_error_code docker_status_code(long status);
+
+/* Fills *err with "<what>: <engine_message>" (or "<what>: the engine answered
+ * HTTP <status>" when engine_message is NULL or empty), code from
+ * docker_status_code. Returns -1. */
+int docker_error_status(struct cp_error **err, long status, const char *engine_message, const char *what);
+
+/* Fills *err with UNAVAILABLE "[<what>: ]cannot reach the Docker Engine at
+ * '<socket>': <detail>; start it with ...". what may be NULL. Returns -1. */
+int docker_error_unreachable(struct cp_error **err, const char *socket_path, const char *what, const char *detail);
+
+/* Percent-encodes s for a URL path segment or query value: unreserved
+ * characters (RFC 3986, section 2.3) and those in keep pass through. Returns a
+ * new string (caller frees) or NULL when out of memory. */
+char *docker_escape(const char *s, const char *keep);
+
+/* The engine's own "message" from an error body (a JSON object with a
+ * "message" string, or plain text), copied into buf (size bytes, truncated).
+ * Returns buf, or NULL when the body says nothing. */
+const char *docker_engine_message(const char *body, size_t len, char *buf, size_t size);
+
+#endif

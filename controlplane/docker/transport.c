@@ -1,0 +1,371 @@
+/* transport.c: the Docker Engine REST transport. Owns the engine handle, API
+ * version negotiation and the one request function every engine call goes
+ * through (libcurl over the engine's Unix socket, one easy handle per call so
+ * threads never share one). Maps engine statuses to cp_error codes. Knows no
+ * sandbox semantics; never logs above debug. */
+#include "engine_internal.h"
+
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/buf.h"
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "../base/log.h"
+
+#define DOCKER_VERSION_TIMEOUT_MS 5000L
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_result = CURLE_FAILED_INIT;
+
+/* curl_global_init is not thread-safe before 7.84; run it exactly once. */
+static void curl_init_once(void) { curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+static void cleanup_curlp(CURL **h)
+{
+	if (*h)
+		curl_easy_cleanup(*h);
+}
+static void cleanup_slistp(struct curl_slist **l)
+{
+	if (*l)
+		curl_slist_free_all(*l);
+}
+
+/* Engine status → code (engine_internal.h has the table). Pure. */
+enum cp_error_code docker_status_code(long status)
+{
+	if (status == 400)
+		return CP_ERR_INVALID_ARGUMENT;
+	if (status == 403)
+		return CP_ERR_DENIED;
+	if (status == 404)
+		return CP_ERR_NOT_FOUND;
+	if (status == 409)
+		return CP_ERR_CONFLICT;
+	if (status >= 500)
+		return CP_ERR_UNAVAILABLE;
+	return CP_ERR_INTERNAL;
+}
+
+/* Fills *err with "<what>: <engine message>" and the mapped code; -1. */
+int docker_error_status(struct cp_error **err, long status, const char *engine_message, const char *what)
+{
+	enum cp_error_code code = docker_status_code(status);
+	if (engine_message && *engine_message)
+		return cp_error_set(err, code, "%s: %s", what, engine_message);
+	return cp_error_set(err, code, "%s: the engine answered HTTP %ld", what, status);
+}
+
+/* Fills *err with UNAVAILABLE naming the socket and how to start the engine; -1. */
+int docker_error_unreachable(struct cp_error **err, const char *socket_path, const char *what, const char *detail)
+{
+	return cp_error_set(err, CP_ERR_UNAVAILABLE,
+			    "%s%scannot reach the Docker Engine at '%s': %s; " DOCKER_START_HINT, what ? what : "",
+			    what ? ": " : "", socket_path, detail);
+}
+
+/* Percent-encoding for paths and queries (RFC 3986, section 2.1); result owned by the caller, NULL on OOM. */
+char *docker_escape(const char *s, const char *keep)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(s);
+	char *out = malloc(n * 3 + 1);
+	if (!out)
+		return NULL;
+	char *p = out;
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+		    strchr("-._~", *c) || (keep && strchr(keep, *c))) {
+			*p++ = (char)*c;
+		} else {
+			*p++ = '%';
+			*p++ = hex[*c >> 4];
+			*p++ = hex[*c & 15];
+		}
+	}
+	*p = '\0';
+	return out;
+}
+
+/* The engine's "message" from an error body, copied into buf (borrowed); NULL when absent. */
+const char *docker_engine_message(const char *body, size_t len, char *buf, size_t size)
+{
+	if (!body || !len || !size)
+		return NULL;
+	json_tokener *tok = json_tokener_new();
+	struct json_object *o = tok ? json_tokener_parse_ex(tok, body, (int)(len > 1 << 20 ? 1 << 20 : len)) : NULL;
+	if (tok)
+		json_tokener_free(tok);
+	struct json_object *m = NULL;
+	if (o && json_object_object_get_ex(o, "message", &m) && json_object_is_type(m, json_type_string)) {
+		snprintf(buf, size, "%s", json_object_get_string(m));
+		json_object_put(o);
+		return buf[0] ? buf : NULL;
+	}
+	if (o) {
+		json_object_put(o);
+		return NULL;
+	}
+	/* A plain-text body (some proxies and old engines answer text/plain). */
+	size_t n = len < size - 1 ? len : size - 1;
+	memcpy(buf, body, n);
+	buf[n] = '\0';
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return n ? buf : NULL;
+}
+
+struct http_exchange {
+	long status;
+	struct cp_buf body;
+	int overflow;
+};
+static void cleanup_exchangep(struct http_exchange *x) { cp_buf_free(&x->body); }
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
+{
+	struct http_exchange *x = userdata;
+	size_t len = size * nmemb;
+	if (cp_buf_append(&x->body, data, len) < 0) {
+		x->overflow = 1;
+		return 0; /* makes curl stop with CURLE_WRITE_ERROR */
+	}
+	return len;
+}
+
+/* One HTTP exchange on the engine socket. url is absolute ("http://localhost/…"),
+ * body a serialized JSON text or NULL. what may be NULL (engine_new). Fills x
+ * on any HTTP answer; transport failures fill *err. */
+static int http_exchange(const char *socket_path, const char *method, const char *url, const char *body,
+			 long timeout_ms, const char *what, struct http_exchange *x, struct cp_error **err)
+{
+	pthread_once(&curl_once, curl_init_once);
+	if (curl_init_result != CURLE_OK)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s%sinitialize libcurl: %s", what ? what : "",
+				    what ? ": " : "", curl_easy_strerror(curl_init_result));
+
+	_cleanup_(cleanup_curlp) CURL *h = curl_easy_init();
+	_cleanup_(cleanup_slistp) struct curl_slist *headers = NULL;
+	if (!h)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s%sout of memory", what ? what : "", what ? ": " : "");
+
+	char errbuf[CURL_ERROR_SIZE] = "";
+	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, socket_path);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM: we run in many threads */
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 5000 ? timeout_ms : 5000L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+	/* Expect: 100-continue would stall bodies over 1 KiB for a second. */
+	headers = curl_slist_append(headers, "Expect:");
+	if (body)
+		headers = curl_slist_append(headers, "Content-Type: application/json");
+	if (!headers)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s%sout of memory", what ? what : "", what ? ": " : "");
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+
+	if (strcmp(method, "GET") == 0) {
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	} else {
+		if (body || strcmp(method, "POST") == 0) {
+			curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? strlen(body) : 0));
+		}
+		if (strcmp(method, "POST") != 0)
+			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	}
+
+	CURLcode rc = curl_easy_perform(h);
+	const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+	switch (rc) {
+	case CURLE_OK:
+		break;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return docker_error_unreachable(err, socket_path, what, detail);
+	case CURLE_OPERATION_TIMEDOUT:
+		return cp_error_set(err, CP_ERR_TIMEOUT, "%s%sthe Docker Engine at '%s' did not answer within %ld ms",
+				    what ? what : "", what ? ": " : "", socket_path, timeout_ms);
+	case CURLE_WRITE_ERROR:
+		if (x->overflow)
+			return cp_error_set(err, CP_ERR_INTERNAL, "%s%sthe engine's response exceeds %u MiB",
+					    what ? what : "", what ? ": " : "", DOCKER_MAX_RESPONSE >> 20);
+		/* fall through */
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s%sthe Docker Engine at '%s' dropped the connection: %s",
+				    what ? what : "", what ? ": " : "", socket_path, detail);
+	default:
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s%s%s", what ? what : "", what ? ": " : "", detail);
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
+	return 0;
+}
+
+/* Parses a whole body as JSON; a body that is not JSON becomes a JSON string. */
+static struct json_object *body_to_json(const struct cp_buf *b)
+{
+	if (!b->len)
+		return NULL;
+	if (b->len > (size_t)INT32_MAX)
+		return NULL;
+	json_tokener *tok = json_tokener_new();
+	if (!tok)
+		return NULL;
+	struct json_object *o = json_tokener_parse_ex(tok, b->data, (int)b->len);
+	size_t used = json_tokener_get_parse_end(tok);
+	int ok = o && json_tokener_get_error(tok) == json_tokener_success;
+	json_tokener_free(tok);
+	for (size_t i = used; ok && i < b->len; i++)
+		if (!strchr(" \t\r\n", b->data[i]))
+			ok = 0;
+	if (ok)
+		return o;
+	json_object_put(o);
+	return json_object_new_string_len(b->data, (int)b->len);
+}
+
+/* Parses "1.41" into 1041; -1 when malformed. */
+static long api_number(const char *v)
+{
+	char *end = NULL;
+	long major = strtol(v, &end, 10);
+	if (end == v || *end != '.')
+		return -1;
+	const char *m = end + 1;
+	long minor = strtol(m, &end, 10);
+	if (end == m || *end || major < 0 || minor < 0 || minor >= 1000)
+		return -1;
+	return major * 1000 + minor;
+}
+
+static void engine_destroy(struct docker_engine *e)
+{
+	if (!e)
+		return;
+	free(e->socket_path);
+	free(e->api_version);
+	free(e->engine_version);
+	free(e);
+}
+static void cleanup_enginep(struct docker_engine **e) { engine_destroy(*e); }
+
+/* Opens an engine client and negotiates the API version (docker.h). GET
+ * /version is sent without a version prefix because the engine answers it at
+ * any version (Docker Engine API reference, "Versioning"). Blocks at most
+ * DOCKER_VERSION_TIMEOUT_MS. */
+int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine, struct cp_error **err)
+{
+	if (!socket_path || !*socket_path)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "open the Docker Engine: empty socket path");
+
+	_cleanup_(cleanup_enginep) struct docker_engine *e = calloc(1, sizeof(*e));
+	if (!e || !(e->socket_path = strdup(socket_path)))
+		return cp_error_set(err, CP_ERR_INTERNAL, "open the Docker Engine: out of memory");
+
+	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
+	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
+	if (http_exchange(socket_path, "GET", "http://localhost/version", NULL, DOCKER_VERSION_TIMEOUT_MS, NULL, &x,
+			  err) < 0)
+		return -1;
+	if (x.status != 200) {
+		char msg[512];
+		const char *m = docker_engine_message(x.body.data, x.body.len, msg, sizeof(msg));
+		return cp_error_set(err, CP_ERR_UNAVAILABLE,
+				    "ask the Docker Engine at '%s' for its version: HTTP %ld%s%s", socket_path,
+				    x.status, m ? ": " : "", m ? m : "");
+	}
+
+	_cleanup_json_ struct json_object *v = body_to_json(&x.body);
+	struct json_object *api = NULL, *ver = NULL;
+	if (!v || !json_object_object_get_ex(v, "ApiVersion", &api) || !json_object_is_type(api, json_type_string) ||
+	    api_number(json_object_get_string(api)) < 0)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE,
+				    "the Docker Engine at '%s' did not report a usable API version", socket_path);
+	const char *engine_api = json_object_get_string(api);
+	if (api_number(engine_api) < api_number(DOCKER_API_MIN))
+		return cp_error_set(err, CP_ERR_UNAVAILABLE,
+				    "the Docker Engine at '%s' speaks API %s, older than the %s chat2sbx needs; "
+				    "upgrade the engine (Docker 20.10 or newer)",
+				    socket_path, engine_api, DOCKER_API_MIN);
+	const char *chosen = api_number(engine_api) < api_number(DOCKER_API_MAX) ? engine_api : DOCKER_API_MAX;
+	const char *version = "unknown";
+	if (json_object_object_get_ex(v, "Version", &ver) && json_object_is_type(ver, json_type_string))
+		version = json_object_get_string(ver);
+	e->api_version = strdup(chosen);
+	e->engine_version = strdup(version);
+	if (!e->api_version || !e->engine_version)
+		return cp_error_set(err, CP_ERR_INTERNAL, "open the Docker Engine: out of memory");
+
+	log_debug("docker", "engine %s at '%s' (API %s, using %s)", version, socket_path, engine_api, chosen);
+	*ret_engine = TAKE_PTR(e);
+	return 0;
+}
+
+/* Frees the handle; accepts NULL. Calls still running on other threads must
+ * have returned. */
+void docker_engine_free(struct docker_engine *engine) { engine_destroy(engine); }
+
+/* The negotiated API version ("1.41"); borrowed for the engine's lifetime. */
+const char *docker_engine_api_version(const struct docker_engine *engine) { return engine->api_version; }
+
+/* The engine's own version from GET /version ("20.10.24+dfsg1"); borrowed. */
+const char *docker_engine_version(const struct docker_engine *engine) { return engine->engine_version; }
+
+/* The socket path given to docker_engine_new; borrowed. */
+const char *docker_engine_socket(const struct docker_engine *engine) { return engine->socket_path; }
+
+/* One engine call at the negotiated version (docker.h has the contract).
+ * The URL is http://localhost/v<api><path>; the host name is ignored by the
+ * engine on its Unix socket. Blocks at most timeout_ms (ms). The response
+ * body is bounded by DOCKER_MAX_RESPONSE. Thread-safe. */
+int docker_request(struct docker_engine *engine, const char *method, const char *path, struct json_object *body,
+		   long timeout_ms, const char *what, long *ret_status, struct json_object **ret_body,
+		   struct cp_error **err)
+{
+	if (!what)
+		what = "call the Docker Engine";
+	if (!method || !path || path[0] != '/' || timeout_ms <= 0)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: bad request arguments", what);
+
+	_cleanup_free_ char *url = NULL;
+	if (asprintf(&url, "http://localhost/v%s%s", engine->api_version, path) < 0) {
+		url = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	const char *text = body ? json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN) : NULL;
+	if (body && !text)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+
+	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
+	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
+	int64_t start = clock_monotonic_ms();
+	if (http_exchange(engine->socket_path, method, url, text, timeout_ms, what, &x, err) < 0) {
+		log_debug("docker", "%s %s failed after %lld ms", method, path,
+			  (long long)(clock_monotonic_ms() - start));
+		return -1;
+	}
+	log_debug("docker", "%s %s -> %ld (%zu bytes, %lld ms)", method, path, x.status, x.body.len,
+		  (long long)(clock_monotonic_ms() - start));
+
+	if (x.status >= 400) {
+		char msg[1024];
+		const char *m = docker_engine_message(x.body.data, x.body.len, msg, sizeof(msg));
+		return docker_error_status(err, x.status, m, what);
+	}
+	if (ret_body)
+		*ret_body = body_to_json(&x.body);
+	if (ret_status)
+		*ret_status = x.status;
+	return 0;
+}

@@ -1,0 +1,563 @@
+/* channel.c: the control plane's end of one helper channel. Owns the attach
+ * stream's fd, a reader thread (demultiplex → split lines → hand each answer
+ * to the caller waiting on its id) and the table of calls in flight. Moves
+ * JSON-RPC frames only: it never looks inside params or results, and never
+ * decides anything about a sandbox (that is tools/ and policy/). */
+#include "helper.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "../../template/helper/proto.h"
+#include "../base/buf.h"
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "../base/log.h"
+#include "../docker/docker.h"
+
+/* A helper log line longer than this is logged in pieces. */
+#define HELPER_MAX_LOG_LINE (16u * 1024)
+/* A line buffer grown past this by one large answer is released afterwards. */
+#define HELPER_KEEP_LINE_BUFFER (1u * 1024 * 1024)
+
+/* One call in flight. Lives on the caller's stack; linked in ch->pending
+ * only while the caller holds or waits on ch->lock, so the reader never sees
+ * a dangling entry. */
+struct pending {
+	int64_t id;
+	pthread_cond_t cond; /* CLOCK_MONOTONIC */
+	int done;
+	struct json_object *response; /* owned once done */
+	struct pending *next;
+};
+
+struct helper_channel {
+	int fd;
+	char *name; /* the sandbox id, shown as "sandbox '<name>'" */
+	pthread_t reader;
+	int refs; /* atomic */
+
+	pthread_mutex_t lock; /* guards pending, next_id, alive, close_reason, writing */
+	struct pending *pending;
+	int64_t next_id;
+	int alive;
+	char *close_reason; /* set once, freed with the channel */
+	/* One request on the wire at a time. A flag and a CLOCK_MONOTONIC
+	 * condition rather than a second mutex, so waiting for the wire has the
+	 * call's deadline too. */
+	int writing;
+	pthread_cond_t write_cond;
+
+	/* Reader-thread state, touched by nothing else. */
+	struct docker_demux demux;
+	struct cp_buf out_line;
+	struct cp_buf err_line;
+	int out_overflow; /* 1: a frame over HELPER_MAX_FRAME; 2: out of memory */
+};
+
+/* Marks the channel dead (first reason wins), wakes every waiting caller and
+ * shuts the socket down so the reader's recv returns. Safe from any thread. */
+static void __attribute__((format(printf, 2, 3))) channel_kill(struct helper_channel *ch, const char *fmt, ...)
+{
+	pthread_mutex_lock(&ch->lock);
+	if (!ch->alive) {
+		pthread_mutex_unlock(&ch->lock);
+		return;
+	}
+	ch->alive = 0;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&ch->close_reason, fmt, ap) < 0)
+		ch->close_reason = NULL;
+	va_end(ap);
+	for (struct pending *p = ch->pending; p; p = p->next)
+		pthread_cond_broadcast(&p->cond);
+	pthread_cond_broadcast(&ch->write_cond);
+	log_debug("helper", "sandbox '%s': channel closed: %s", ch->name,
+		  ch->close_reason ? ch->close_reason : "out of memory");
+	pthread_mutex_unlock(&ch->lock);
+	shutdown(ch->fd, SHUT_RDWR);
+}
+
+static const char *reason_of(struct helper_channel *ch)
+{
+	return ch->close_reason ? ch->close_reason : "the channel is closed";
+}
+
+/* Hands one complete stdout line (an answer) to the call waiting on its id. */
+static void dispatch_frame(struct helper_channel *ch, const char *line, size_t len)
+{
+	while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
+		len--;
+	if (!len)
+		return;
+	json_tokener *tok = json_tokener_new();
+	if (!tok)
+		return;
+	struct json_object *msg = json_tokener_parse_ex(tok, line, (int)len);
+	int complete = msg && json_tokener_get_error(tok) == json_tokener_success &&
+		       json_tokener_get_parse_end(tok) == len;
+	json_tokener_free(tok);
+	struct json_object *idv = NULL;
+	if (!complete || !json_object_object_get_ex(msg, "id", &idv) || !json_object_is_type(idv, json_type_int)) {
+		log_debug("helper", "sandbox '%s': dropped a %zu-byte line that is not an answer", ch->name, len);
+		json_object_put(msg);
+		return;
+	}
+	int64_t id = json_object_get_int64(idv);
+	pthread_mutex_lock(&ch->lock);
+	struct pending *p = ch->pending;
+	while (p && (p->id != id || p->done))
+		p = p->next;
+	if (p) {
+		p->response = TAKE_PTR(msg);
+		p->done = 1;
+		pthread_cond_signal(&p->cond);
+	}
+	pthread_mutex_unlock(&ch->lock);
+	if (msg) {
+		/* Its caller timed out and left: the answer has nobody to go to. */
+		log_debug("helper", "sandbox '%s': dropped a late answer to request %lld", ch->name, (long long)id);
+		json_object_put(msg);
+	}
+}
+
+static void flush_log_line(struct helper_channel *ch)
+{
+	if (ch->err_line.len)
+		log_debug("helper", "sandbox '%s': %.*s", ch->name, (int)ch->err_line.len, ch->err_line.data);
+	cp_buf_consume(&ch->err_line, ch->err_line.len);
+}
+
+/* The helper's stderr: its own log, line by line at debug. */
+static void on_stderr(struct helper_channel *ch, const char *data, size_t len)
+{
+	if (!log_enabled(LOG_LEVEL_DEBUG, "helper"))
+		return;
+	while (len) {
+		const char *nl = memchr(data, '\n', len);
+		size_t take = nl ? (size_t)(nl - data) : len;
+		size_t room = HELPER_MAX_LOG_LINE - ch->err_line.len;
+		if (take >= room) {
+			cp_buf_append(&ch->err_line, data, room);
+			flush_log_line(ch);
+			data += room;
+			len -= room;
+			continue;
+		}
+		cp_buf_append(&ch->err_line, data, take);
+		if (!nl)
+			return;
+		flush_log_line(ch);
+		data += take + 1;
+		len -= take + 1;
+	}
+}
+
+/* Demultiplexer callback: stdout carries answers, one per line. */
+static void on_stream(void *userdata, enum docker_stream stream, const char *data, size_t len)
+{
+	struct helper_channel *ch = userdata;
+	if (stream == DOCKER_STREAM_STDERR) {
+		on_stderr(ch, data, len);
+		return;
+	}
+	if (stream != DOCKER_STREAM_STDOUT || ch->out_overflow)
+		return;
+	while (len) {
+		const char *nl = memchr(data, '\n', len);
+		size_t take = nl ? (size_t)(nl - data) : len;
+		if (take > HELPER_MAX_FRAME - ch->out_line.len) {
+			ch->out_overflow = 1;
+			cp_buf_free(&ch->out_line);
+			return;
+		}
+		if (nl && ch->out_line.len == 0) {
+			dispatch_frame(ch, data, take); /* whole line in this piece: no copy */
+		} else {
+			if (cp_buf_append(&ch->out_line, data, take) < 0) {
+				ch->out_overflow = 2;
+				cp_buf_free(&ch->out_line);
+				return;
+			}
+			if (!nl)
+				return;
+			dispatch_frame(ch, ch->out_line.data, ch->out_line.len);
+			if (ch->out_line.cap > HELPER_KEEP_LINE_BUFFER)
+				cp_buf_free(&ch->out_line);
+			else
+				cp_buf_consume(&ch->out_line, ch->out_line.len);
+		}
+		data += take + 1;
+		len -= take + 1;
+	}
+}
+
+static void *reader_main(void *arg)
+{
+	struct helper_channel *ch = arg;
+	char buf[64 * 1024];
+	for (;;) {
+		ssize_t n = recv(ch->fd, buf, sizeof(buf), 0);
+		if (n == 0) {
+			channel_kill(ch, "the helper's stream ended (the container stopped or the engine closed the "
+					 "attach connection)");
+			break;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			channel_kill(ch, "read from the helper: %s", strerror(errno));
+			break;
+		}
+		if (docker_demux_feed(&ch->demux, buf, (size_t)n) < 0) {
+			channel_kill(ch, "the attach stream is corrupt (unknown stream type %u)", ch->demux.header[0]);
+			break;
+		}
+		if (ch->out_overflow == 1) {
+			channel_kill(ch, "the helper sent a frame over the %u MiB limit", HELPER_MAX_FRAME >> 20);
+			break;
+		}
+		if (ch->out_overflow) {
+			channel_kill(ch, "out of memory while reading a frame from the helper");
+			break;
+		}
+	}
+	flush_log_line(ch);
+	return NULL;
+}
+
+static void channel_destroy(struct helper_channel *ch)
+{
+	channel_kill(ch, "the channel was closed");
+	pthread_join(ch->reader, NULL);
+	close(ch->fd);
+	cp_buf_free(&ch->out_line);
+	cp_buf_free(&ch->err_line);
+	pthread_mutex_destroy(&ch->lock);
+	pthread_cond_destroy(&ch->write_cond);
+	free(ch->close_reason);
+	free(ch->name);
+	free(ch);
+}
+
+/* Takes ownership of fd (closed here even on failure) and starts the reader
+ * thread (helper.h). name is the sandbox id ("sbx_…"), copied; messages say
+ * "sandbox '<name>'". *ret_channel holds one reference. Errors:
+ * INVALID_ARGUMENT for a bad fd, INTERNAL when memory or a thread cannot be
+ * had. Never blocks. */
+int helper_channel_new(int fd, const char *name, struct helper_channel **ret_channel, struct cp_error **err)
+{
+	_cleanup_close_ int owned = fd;
+	if (fd < 0)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "open the helper channel: bad descriptor");
+	if (!name)
+		name = "?";
+	struct helper_channel *ch = calloc(1, sizeof(*ch));
+	if (!ch || !(ch->name = strdup(name))) {
+		free(ch);
+		return cp_error_set(err, CP_ERR_INTERNAL, "open the helper channel of sandbox '%s': out of memory",
+				    name);
+	}
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_mutex_init(&ch->lock, NULL);
+	pthread_cond_init(&ch->write_cond, &attr);
+	pthread_condattr_destroy(&attr);
+	cp_buf_init(&ch->out_line, HELPER_MAX_FRAME);
+	cp_buf_init(&ch->err_line, HELPER_MAX_LOG_LINE);
+	docker_demux_init(&ch->demux, on_stream, ch);
+	ch->next_id = 1;
+	ch->alive = 1;
+	ch->refs = 1;
+	ch->fd = TAKE_FD(owned); /* the channel owns the stream from here */
+	int rc = pthread_create(&ch->reader, NULL, reader_main, ch);
+	if (rc != 0) {
+		close(ch->fd);
+		pthread_mutex_destroy(&ch->lock);
+		pthread_cond_destroy(&ch->write_cond);
+		free(ch->name);
+		free(ch);
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, rc, "open the helper channel of sandbox '%s': start "
+								    "the reader thread", name);
+	}
+	*ret_channel = ch;
+	return 0;
+}
+
+/* Adds a reference; returns ch. Thread-safe. */
+struct helper_channel *helper_channel_ref(struct helper_channel *ch)
+{
+	__atomic_add_fetch(&ch->refs, 1, __ATOMIC_RELAXED);
+	return ch;
+}
+
+/* Drops a reference; the last one closes the stream, joins the reader and
+ * frees. Accepts NULL. Blocks only for the join (the reader wakes at once
+ * because the socket is shut down). */
+void helper_channel_unref(struct helper_channel *ch)
+{
+	if (ch && __atomic_sub_fetch(&ch->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		channel_destroy(ch);
+}
+
+/* Closes the channel now (every pending call fails with UNAVAILABLE) and
+ * drops the caller's reference; memory goes when the last reference does, so
+ * calls holding their own reference fail cleanly instead of touching freed
+ * memory. Accepts NULL. */
+void helper_channel_free(struct helper_channel *ch)
+{
+	if (!ch)
+		return;
+	channel_kill(ch, "the channel was closed");
+	helper_channel_unref(ch);
+}
+
+/* True while the stream is open (helper.h). Thread-safe; never blocks long. */
+int helper_channel_alive(struct helper_channel *ch)
+{
+	pthread_mutex_lock(&ch->lock);
+	int alive = ch->alive;
+	pthread_mutex_unlock(&ch->lock);
+	return alive;
+}
+
+/* Why the channel closed, NULL while alive. The string is set once and lives
+ * as long as the channel, so the borrowed pointer stays valid while the
+ * caller holds a reference. */
+const char *helper_channel_close_reason(struct helper_channel *ch)
+{
+	pthread_mutex_lock(&ch->lock);
+	const char *r = ch->alive ? NULL : reason_of(ch);
+	pthread_mutex_unlock(&ch->lock);
+	return r;
+}
+
+static struct timespec to_timespec(int64_t ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+	return ts;
+}
+
+/* Writes all of buf before deadline. 0, or -1 with errno (ETIMEDOUT when the
+ * helper stopped reading its stdin). *sent counts the bytes on the wire. */
+static int send_all(int fd, const char *buf, size_t len, int64_t deadline, size_t *sent)
+{
+	while (len) {
+		/* MSG_NOSIGNAL: a gone peer is EPIPE here, not a process-wide SIGPIPE. */
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			*sent += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN)
+			return -1;
+		int64_t left = deadline - clock_monotonic_ms();
+		if (left <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		if (poll(&p, 1, left > 1000000 ? 1000000 : (int)left) < 0 && errno != EINTR)
+			return -1;
+	}
+	return 0;
+}
+
+/* Sends one request line; waits (until deadline) while another is on the wire. */
+static int send_request(struct helper_channel *ch, int64_t id, const char *method, const char *text, size_t len,
+			int64_t deadline, struct cp_error **err)
+{
+	struct timespec abs = to_timespec(deadline);
+	pthread_mutex_lock(&ch->lock);
+	int rc = 0;
+	while (ch->writing && ch->alive && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&ch->write_cond, &ch->lock, &abs);
+	if (!ch->alive) {
+		cp_error_set(err, CP_ERR_UNAVAILABLE, "the helper of sandbox '%s' is not answering: %s", ch->name,
+			     reason_of(ch));
+		pthread_mutex_unlock(&ch->lock);
+		return -1;
+	}
+	if (ch->writing) {
+		pthread_mutex_unlock(&ch->lock);
+		return cp_error_set(err, CP_ERR_TIMEOUT, "the helper of sandbox '%s' did not take '%s' in time",
+				    ch->name, method);
+	}
+	ch->writing = 1;
+	pthread_mutex_unlock(&ch->lock);
+
+	size_t sent = 0;
+	int r = send_all(ch->fd, text, len, deadline, &sent);
+	if (r == 0)
+		r = send_all(ch->fd, "\n", 1, deadline, &sent);
+	int saved = errno;
+
+	pthread_mutex_lock(&ch->lock);
+	ch->writing = 0;
+	pthread_cond_signal(&ch->write_cond);
+	pthread_mutex_unlock(&ch->lock);
+	if (r == 0)
+		return 0;
+	if (saved == ETIMEDOUT && sent == 0)
+		return cp_error_set(err, CP_ERR_TIMEOUT, "the helper of sandbox '%s' did not read request %lld ('%s') "
+							 "in time", ch->name, (long long)id, method);
+	if (saved == ETIMEDOUT) {
+		/* Half a line is on the wire: every later frame would be garbage. */
+		channel_kill(ch, "request %lld ('%s') was cut off mid-line after %zu bytes", (long long)id, method,
+			     sent);
+		return cp_error_set(err, CP_ERR_TIMEOUT, "the helper of sandbox '%s' stopped reading during '%s'",
+				    ch->name, method);
+	}
+	channel_kill(ch, "write to the helper: %s", strerror(saved));
+	/* The first reason wins: a close that caused the failed write names itself. */
+	pthread_mutex_lock(&ch->lock);
+	cp_error_set(err, CP_ERR_UNAVAILABLE, "the helper of sandbox '%s' is not answering: %s", ch->name,
+		     reason_of(ch));
+	pthread_mutex_unlock(&ch->lock);
+	return -1;
+}
+
+/* The helper's data.code ("NOT_FOUND") → our code; INTERNAL when unknown. */
+static enum cp_error_code code_from_name(const char *name)
+{
+	for (int c = CP_ERR_INVALID_ARGUMENT; name && c <= CP_ERR_INTERNAL; c++)
+		if (strcmp(name, cp_error_code_name((enum cp_error_code)c)) == 0)
+			return (enum cp_error_code)c;
+	return CP_ERR_INTERNAL;
+}
+
+/* Turns a JSON-RPC response into *ret_result or *err (proto.h). */
+static int take_response(struct helper_channel *ch, const char *method, struct json_object *resp,
+			 struct json_object **ret_result, struct cp_error **err)
+{
+	struct json_object *error = NULL, *result = NULL, *v = NULL, *data = NULL;
+	if (json_object_object_get_ex(resp, "error", &error) && json_object_is_type(error, json_type_object)) {
+		const char *message = "the helper reported an error without a message";
+		if (json_object_object_get_ex(error, "message", &v) && json_object_is_type(v, json_type_string))
+			message = json_object_get_string(v);
+		enum cp_error_code code = CP_ERR_INTERNAL;
+		if (json_object_object_get_ex(error, "data", &data) &&
+		    json_object_object_get_ex(data, "code", &v) && json_object_is_type(v, json_type_string))
+			code = code_from_name(json_object_get_string(v));
+		return cp_error_set(err, code, "%s", message);
+	}
+	if (!json_object_object_get_ex(resp, "result", &result))
+		return cp_error_set(err, CP_ERR_INTERNAL, "the helper of sandbox '%s' answered '%s' with neither "
+							  "result nor error", ch->name, method);
+	*ret_result = json_object_get(result); /* the caller's own reference */
+	return 0;
+}
+
+/* Waits on p until answered, the channel dies or deadline passes; unlinks p.
+ * Returns the response (owned) or NULL with *err set. */
+static struct json_object *wait_answer(struct helper_channel *ch, struct pending *p, const char *method,
+				       long timeout_ms, int64_t deadline, struct cp_error **err)
+{
+	struct timespec abs = to_timespec(deadline);
+	pthread_mutex_lock(&ch->lock);
+	while (!p->done && ch->alive)
+		if (pthread_cond_timedwait(&p->cond, &ch->lock, &abs) == ETIMEDOUT)
+			break;
+	struct json_object *resp = p->done ? TAKE_PTR(p->response) : NULL;
+	if (!resp && !ch->alive)
+		cp_error_set(err, CP_ERR_UNAVAILABLE, "the helper of sandbox '%s' is not answering: %s", ch->name,
+			     reason_of(ch));
+	else if (!resp)
+		cp_error_set(err, CP_ERR_TIMEOUT, "the helper of sandbox '%s' did not answer '%s' within %ld ms",
+			     ch->name, method, timeout_ms);
+	for (struct pending **pp = &ch->pending; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	pthread_mutex_unlock(&ch->lock);
+	return resp;
+}
+
+static void cleanup_condattrp(pthread_condattr_t *a) { pthread_condattr_destroy(a); }
+
+/* One JSON-RPC call (helper.h has the contract; the frame format is
+ * template/helper/proto.h). method and params are borrowed. A request over
+ * PROTO_MAX_FRAME fails with LIMIT before anything is sent. timeout_ms (> 0,
+ * else INVALID_ARGUMENT) bounds the whole call, write included. */
+int helper_channel_call(struct helper_channel *ch, const char *method, struct json_object *params, long timeout_ms,
+			struct json_object **ret_result, struct cp_error **err)
+{
+	if (!ch || !method || !*method || timeout_ms <= 0 || !ret_result)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "call the helper: a method and a positive timeout "
+								  "are required");
+	int64_t deadline = clock_monotonic_ms() + timeout_ms;
+
+	struct pending p = {0};
+	_cleanup_(cleanup_condattrp) pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&p.cond, &attr);
+
+	pthread_mutex_lock(&ch->lock);
+	if (!ch->alive) {
+		cp_error_set(err, CP_ERR_UNAVAILABLE, "the helper of sandbox '%s' is not answering: %s", ch->name,
+			     reason_of(ch));
+		pthread_mutex_unlock(&ch->lock);
+		pthread_cond_destroy(&p.cond);
+		return -1;
+	}
+	p.id = ch->next_id++;
+	p.next = ch->pending;
+	ch->pending = &p;
+	pthread_mutex_unlock(&ch->lock);
+
+	_cleanup_json_ struct json_object *req = json_object_new_object();
+	int ok = req && json_object_object_add(req, "jsonrpc", json_object_new_string("2.0")) == 0 &&
+		 json_object_object_add(req, "id", json_object_new_int64(p.id)) == 0 &&
+		 json_object_object_add(req, "method", json_object_new_string(method)) == 0 &&
+		 json_object_object_add(req, "params",
+					params ? json_object_get(params) : json_object_new_object()) == 0;
+	size_t len = 0;
+	/* PLAIN escapes every newline inside strings: one request, one line. */
+	const char *text = ok ? json_object_to_json_string_length(req, JSON_C_TO_STRING_PLAIN, &len) : NULL;
+
+	int rc = 0;
+	if (!text)
+		rc = cp_error_set(err, CP_ERR_INTERNAL, "send '%s' to sandbox '%s': out of memory", method, ch->name);
+	else if (len + 1 > PROTO_MAX_FRAME)
+		rc = cp_error_set(err, CP_ERR_LIMIT,
+				  "send '%s' to sandbox '%s': the request is %zu bytes, over the helper's %u MiB "
+				  "frame limit",
+				  method, ch->name, len, PROTO_MAX_FRAME >> 20);
+	else
+		rc = send_request(ch, p.id, method, text, len, deadline, err);
+
+	_cleanup_json_ struct json_object *resp = NULL;
+	if (rc < 0) {
+		/* Unlink without waiting; the channel may have died meanwhile. */
+		pthread_mutex_lock(&ch->lock);
+		for (struct pending **pp = &ch->pending; *pp; pp = &(*pp)->next)
+			if (*pp == &p) {
+				*pp = p.next;
+				break;
+			}
+		pthread_mutex_unlock(&ch->lock);
+		json_object_put(p.response);
+	} else {
+		resp = wait_answer(ch, &p, method, timeout_ms, deadline, err);
+		rc = resp ? take_response(ch, method, resp, ret_result, err) : -1;
+	}
+	pthread_cond_destroy(&p.cond);
+	return rc;
+}

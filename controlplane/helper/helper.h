@@ -1,0 +1,50 @@
+/* helper.h: the control plane's side of the helper channel. One channel per
+ * running sandbox: an attached container stdio stream (docker attach) carrying
+ * newline-delimited JSON-RPC 2.0 (template/helper/proto.h is the wire format).
+ * Requests carry ids so calls on one sandbox overlap: a long bash.poll does not
+ * block a file.read. A reader thread demultiplexes the stream, splits lines,
+ * and wakes the caller waiting on each id. Never parses tool semantics. */
+#ifndef CP_HELPER_H
+#define CP_HELPER_H
+
+#include "../base/error.h"
+
+struct json_object;
+struct helper_channel;
+
+/* Largest frame accepted from the helper (bytes); longer lines close the channel. */
+#define HELPER_MAX_FRAME (64u * 1024 * 1024)
+
+/* Takes ownership of fd (a hijacked attach stream, see docker_container_attach)
+ * and starts the reader thread. name (copied) is used in messages
+ * ("sandbox 'sbx_…'"). *ret_channel is owned by the caller (helper_channel_free). */
+int helper_channel_new(int fd, const char *name, struct helper_channel **ret_channel, struct cp_error **err);
+
+/* Closes the stream, fails every pending call with UNAVAILABLE, joins the
+ * reader thread, frees. Accepts NULL. Must not be called while another thread
+ * is inside helper_channel_call on the same channel (callers hold a reference). */
+void helper_channel_free(struct helper_channel *ch);
+
+/* Reference counting so a channel can be dropped from a table while calls are
+ * in flight: _ref returns ch; _unref frees at zero (new() returns one ref). */
+struct helper_channel *helper_channel_ref(struct helper_channel *ch);
+void helper_channel_unref(struct helper_channel *ch);
+
+/* Sends {"jsonrpc":"2.0","id":N,"method":method,"params":params} (params
+ * borrowed, may be NULL) and waits up to timeout_ms for the answer. On success
+ * *ret_result (caller puts) is the "result" member. Errors: the helper's own
+ * JSON-RPC error → code from its data.code when present (INVALID_ARGUMENT,
+ * NOT_FOUND, ...) else INTERNAL, message = helper's message; no answer in time →
+ * TIMEOUT (the pending slot is freed; a late answer is dropped); channel closed
+ * or helper gone → UNAVAILABLE ("the helper of sandbox 'sbx_…' is not
+ * answering: ..."). Thread-safe; blocks at most timeout_ms. */
+int helper_channel_call(struct helper_channel *ch, const char *method, struct json_object *params, long timeout_ms,
+			struct json_object **ret_result, struct cp_error **err);
+
+/* True while the stream is open and the reader has not seen EOF or a corrupt frame. */
+int helper_channel_alive(struct helper_channel *ch);
+
+/* Why the channel closed (borrowed, NULL while alive). */
+const char *helper_channel_close_reason(struct helper_channel *ch);
+
+#endif

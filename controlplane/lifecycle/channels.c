@@ -1,0 +1,82 @@
+/* channels.c: the table of open helper channels, one per running sandbox,
+ * keyed by sandbox id. A small array under a mutex: tens of sandboxes at most
+ * per machine, so a linear scan is cheaper than a hash table's upkeep. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lifecycle_internal.h"
+
+struct helper_channel *lifecycle_channel_get(struct lifecycle *lc, const char *id)
+{
+	struct helper_channel *ch = NULL;
+	pthread_mutex_lock(&lc->lock);
+	for (size_t i = 0; i < lc->n_channels; i++)
+		if (strcmp(lc->channels[i].sandbox_id, id) == 0) {
+			ch = helper_channel_ref(lc->channels[i].channel);
+			break;
+		}
+	pthread_mutex_unlock(&lc->lock);
+	return ch;
+}
+
+int lifecycle_channel_put(struct lifecycle *lc, const char *id, struct helper_channel *ch)
+{
+	pthread_mutex_lock(&lc->lock);
+	struct helper_channel *old = NULL;
+	int r = 0;
+	for (size_t i = 0; i < lc->n_channels; i++)
+		if (strcmp(lc->channels[i].sandbox_id, id) == 0) {
+			old = lc->channels[i].channel;
+			lc->channels[i].channel = ch;
+			goto out;
+		}
+	struct lifecycle_channel *grown = realloc(lc->channels, (lc->n_channels + 1) * sizeof(*grown));
+	char *copy = strdup(id);
+	if (!grown || !copy) {
+		if (grown)
+			lc->channels = grown;
+		free(copy);
+		r = -1;
+		goto out;
+	}
+	lc->channels = grown;
+	lc->channels[lc->n_channels].sandbox_id = copy;
+	lc->channels[lc->n_channels].channel = ch;
+	lc->n_channels++;
+out:
+	pthread_mutex_unlock(&lc->lock);
+	if (old)
+		helper_channel_unref(old);
+	return r;
+}
+
+void lifecycle_channel_drop(struct lifecycle *lc, const char *id)
+{
+	struct helper_channel *old = NULL;
+	pthread_mutex_lock(&lc->lock);
+	for (size_t i = 0; i < lc->n_channels; i++)
+		if (strcmp(lc->channels[i].sandbox_id, id) == 0) {
+			old = lc->channels[i].channel;
+			free(lc->channels[i].sandbox_id);
+			lc->channels[i] = lc->channels[--lc->n_channels];
+			break;
+		}
+	pthread_mutex_unlock(&lc->lock);
+	if (old)
+		helper_channel_unref(old);
+}
+
+void lifecycle_channels_clear(struct lifecycle *lc)
+{
+	pthread_mutex_lock(&lc->lock);
+	struct lifecycle_channel *list = lc->channels;
+	size_t n = lc->n_channels;
+	lc->channels = NULL;
+	lc->n_channels = 0;
+	pthread_mutex_unlock(&lc->lock);
+	for (size_t i = 0; i < n; i++) {
+		helper_channel_unref(list[i].channel);
+		free(list[i].sandbox_id);
+	}
+	free(list);
+}

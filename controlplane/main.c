@@ -1,0 +1,175 @@
+/* main.c: the start-up order of `serve`, and nothing else: config (by the
+ * caller) → log → data dirs + store + migrations → engine → template and
+ * helper checks → reconcile → MCP listener → wait for a signal → shut down.
+ * Sandboxes keep running across a shutdown; only channels are closed. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "controlplane.h"
+#include "docker/docker.h"
+#include "lifecycle/lifecycle.h"
+#include "mcp/mcp.h"
+#include "tools/tools.h"
+
+#define MCP_MAX_BODY_BYTES (20u * 1024 * 1024)
+#define MCP_MAX_SESSIONS 1024
+#define MCP_SESSION_IDLE_MS (60L * 60 * 1000)
+
+static int ensure_dir(const char *path, mode_t mode, struct cp_error **err)
+{
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "create directory '%s'", path);
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "inspect directory '%s'", path);
+	if (!S_ISDIR(st.st_mode))
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "'%s' exists but is not a directory; move it away", path);
+	if ((st.st_mode & 07777) != mode && chmod(path, mode) < 0)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "set mode %o on '%s'", mode, path);
+	return 0;
+}
+
+int controlplane_open_store(const struct config *cfg, struct store **ret_store, struct cp_error **err)
+{
+	if (ensure_dir(cfg->data_root, 0700, err) < 0 || ensure_dir(cfg->state_dir, 0700, err) < 0 ||
+	    ensure_dir(cfg->workspace_root, 0700, err) < 0)
+		return -1;
+	return store_open(cfg->database_path, ret_store, err);
+}
+
+int controlplane_check_tunnel(const struct config *cfg, struct cp_error **err)
+{
+	if (!cfg->enable_tunnel)
+		return 0;
+	const char *local = "or serve local-only with CHAT2SBX_ENABLE_TUNNEL=0";
+	if (access(cfg->tunnel_client, X_OK) < 0)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE,
+				    "the tunnel is enabled but the tunnel client '%s' %s; install it there or set "
+				    "CHAT2SBX_TUNNEL_CLIENT, %s",
+				    cfg->tunnel_client, errno == ENOENT ? "does not exist" : "is not executable", local);
+	const char *files[] = {"tunnel-id", "key"};
+	for (size_t i = 0; i < 2; i++) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/%s", cfg->secret_dir, files[i]);
+		if (access(path, R_OK) < 0)
+			return cp_error_set(err, CP_ERR_UNAVAILABLE,
+					    "the tunnel is enabled but '%s' is missing; store the tunnel %s there "
+					    "(CHAT2SBX_SECRET_DIR), %s",
+					    path, i == 0 ? "id" : "runtime key (mode 0600)", local);
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static int check_runtime_inputs(const struct config *cfg, struct docker_engine *engine, struct cp_error **err)
+{
+	_cleanup_free_ char *image_id = NULL;
+	if (docker_image_inspect(engine, cfg->template_image, &image_id, err) < 0) {
+		if ((*err)->code == CP_ERR_NOT_FOUND) {
+			cp_error_freep(err);
+			return cp_error_set(err, CP_ERR_UNAVAILABLE,
+					    "the template image '%s' is not in the engine; build it with 'make "
+					    "template' (or set CHAT2SBX_TEMPLATE_IMAGE)",
+					    cfg->template_image);
+		}
+		return -1;
+	}
+	if (access(cfg->helper_path, R_OK) < 0)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE,
+				    "the helper binary '%s' is missing; build it with 'make' (or set "
+				    "CHAT2SBX_HELPER_PATH)",
+				    cfg->helper_path);
+	return 0;
+}
+
+int controlplane_serve(const struct config *cfg, const struct serve_options *opts, struct cp_error **err)
+{
+	if (controlplane_check_tunnel(cfg, err) < 0)
+		return -1;
+	if (cfg->enable_tunnel)
+		log_warn("serve", "the tunnel client is configured, but this version does not start it yet; serve "
+				  "is reachable on loopback only");
+
+	struct store *store = NULL;
+	struct docker_engine *engine = NULL;
+	struct lifecycle *lc = NULL;
+	struct mcp_server *server = NULL;
+	int r = -1;
+
+	if (controlplane_open_store(cfg, &store, err) < 0 || docker_engine_new(cfg->docker_socket, &engine, err) < 0)
+		goto out;
+	log_info("serve", "engine %s (API %s) at %s", docker_engine_version(engine), docker_engine_api_version(engine),
+		 cfg->docker_socket);
+	if (check_runtime_inputs(cfg, engine, err) < 0 || lifecycle_new(cfg, store, engine, &lc, err) < 0)
+		goto out;
+	struct cp_error *rec_err = NULL;
+	if (lifecycle_reconcile(lc, &rec_err) < 0) {
+		log_warn("serve", "%s", rec_err->message);
+		cp_error_free(rec_err);
+	}
+
+	struct tools_app app = {.cfg = cfg, .store = store, .lc = lc};
+	size_t n_tools = 0;
+	const struct mcp_tool *tools = tools_table(&n_tools);
+	struct mcp_server_options mo = {
+		.host = cfg->host,
+		.port = (unsigned)cfg->port,
+		.name = "chat2sbx",
+		.version = CHAT2SBX_VERSION,
+		.instructions = tools_instructions,
+		.max_body_bytes = MCP_MAX_BODY_BYTES,
+		.max_sessions = MCP_MAX_SESSIONS,
+		.session_idle_ms = MCP_SESSION_IDLE_MS,
+	};
+	if (mcp_server_new(&mo, tools, n_tools, &app, &server, err) < 0)
+		goto out;
+
+	if (opts->stdio) {
+		log_info("serve", "serving MCP on stdin/stdout");
+		r = mcp_server_serve_stdio(server, STDIN_FILENO, STDOUT_FILENO, err);
+		goto out;
+	}
+
+	/* Block the stop signals before the listener's threads exist, so only
+	 * sigsuspend below receives them (no lost wake-up). */
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigset_t stop_set, old_set;
+	sigemptyset(&stop_set);
+	sigaddset(&stop_set, SIGINT);
+	sigaddset(&stop_set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop_set, &old_set);
+	if (mcp_server_listen(server, err) < 0) {
+		pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+		goto out;
+	}
+	log_info("serve", "serving MCP on http://%s:%u/mcp (%s)", cfg->host, mcp_server_port(server),
+		 cfg->enable_tunnel ? "tunnel configured" : "local-only: CHAT2SBX_ENABLE_TUNNEL=0");
+	while (!stop_requested)
+		sigsuspend(&old_set);
+	pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+	log_info("serve", "stopping; sandboxes keep running and are re-attached at the next start");
+	mcp_server_stop(server);
+	r = 0;
+out:
+	mcp_server_free(server);
+	lifecycle_free(lc);
+	docker_engine_free(engine);
+	store_free(store);
+	return r;
+}

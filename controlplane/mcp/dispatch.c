@@ -1,0 +1,292 @@
+/* dispatch.c: JSON-RPC 2.0 message dispatch for MCP: validates the envelope,
+ * routes a method through the method table, answers the lifecycle and
+ * utility methods itself and hands tools/list and tools/call to tools.c.
+ * Transport-independent: no sockets, no HTTP status codes; the only state it
+ * touches is the session table (initialize creates one when asked). */
+#include "internal.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/cleanup.h"
+#include "../base/log.h"
+
+struct rpc_request {
+	struct mcp_server *server;
+	struct json_object *id; /* borrowed; NULL for a notification */
+	struct json_object *params; /* borrowed; an object or NULL */
+	const char *session_id;
+	char **ret_new_session;
+};
+
+/* A method handler returns the whole response (owned), or NULL when it has
+ * nothing to send (notifications). */
+typedef struct json_object *(*rpc_method_fn)(const struct rpc_request *req);
+
+static struct json_object *method_initialize(const struct rpc_request *req)
+{
+	/* basic/lifecycle, "Version Negotiation": echo a version we support,
+	 * otherwise answer with the latest we support and let the client
+	 * decide whether to disconnect. */
+	const char *version = MCP_PROTOCOL_LATEST;
+	struct json_object *v;
+	if (req->params && json_object_object_get_ex(req->params, "protocolVersion", &v) &&
+	    json_object_is_type(v, json_type_string) && mcp_protocol_supported(json_object_get_string(v)))
+		version = json_object_get_string(v);
+
+	struct mcp_server *server = req->server;
+	struct json_object *result = json_object_new_object();
+	json_object_object_add(result, "protocolVersion", json_object_new_string(version));
+
+	struct json_object *caps = json_object_new_object();
+	struct json_object *tools = json_object_new_object();
+	json_object_object_add(tools, "listChanged", json_object_new_boolean(0));
+	json_object_object_add(caps, "tools", tools);
+	json_object_object_add(caps, "logging", json_object_new_object());
+	json_object_object_add(result, "capabilities", caps);
+
+	struct json_object *info = json_object_new_object();
+	json_object_object_add(info, "name", json_object_new_string(server->name));
+	json_object_object_add(info, "version", json_object_new_string(server->version));
+	json_object_object_add(result, "serverInfo", info);
+	if (server->instructions)
+		json_object_object_add(result, "instructions", json_object_new_string(server->instructions));
+
+	if (req->ret_new_session) {
+		_cleanup_error_ struct cp_error *err = NULL;
+		char *sid = NULL;
+		if (mcp_session_create(server->sessions, version, &sid, &err) < 0) {
+			json_object_put(result);
+			log_error("mcp", "initialize: %s", err->message);
+			return mcp_rpc_error_new(req->id, MCP_RPC_INTERNAL_ERROR, err->message);
+		}
+		*req->ret_new_session = sid; /* ownership moves to the transport */
+	}
+	return mcp_rpc_result_new(req->id, result);
+}
+
+static struct json_object *method_empty(const struct rpc_request *req)
+{
+	return mcp_rpc_result_new(req->id, json_object_new_object());
+}
+
+static struct json_object *method_set_level(const struct rpc_request *req)
+{
+	/* server/utilities/logging: level is one of the RFC 5424 names. */
+	static const char *const levels[] = {"debug", "info", "notice", "warning", "error", "critical", "alert",
+					     "emergency"};
+	struct json_object *v;
+	if (req->params && json_object_object_get_ex(req->params, "level", &v) &&
+	    json_object_is_type(v, json_type_string))
+		for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+			if (strcmp(json_object_get_string(v), levels[i]) == 0)
+				return method_empty(req);
+	return mcp_rpc_error_new(req->id, MCP_RPC_INVALID_PARAMS,
+				 "logging/setLevel needs params.level, one of debug, info, notice, warning, "
+				 "error, critical, alert, emergency");
+}
+
+static struct json_object *empty_list(const struct rpc_request *req, const char *key)
+{
+	struct json_object *result = json_object_new_object();
+	json_object_object_add(result, key, json_object_new_array());
+	return mcp_rpc_result_new(req->id, result);
+}
+
+static struct json_object *method_resources_list(const struct rpc_request *req)
+{
+	return empty_list(req, "resources");
+}
+
+static struct json_object *method_resource_templates_list(const struct rpc_request *req)
+{
+	return empty_list(req, "resourceTemplates");
+}
+
+static struct json_object *method_prompts_list(const struct rpc_request *req)
+{
+	return empty_list(req, "prompts");
+}
+
+static struct json_object *method_complete(const struct rpc_request *req)
+{
+	struct json_object *completion = json_object_new_object();
+	json_object_object_add(completion, "values", json_object_new_array());
+	json_object_object_add(completion, "total", json_object_new_int(0));
+	json_object_object_add(completion, "hasMore", json_object_new_boolean(0));
+	struct json_object *result = json_object_new_object();
+	json_object_object_add(result, "completion", completion);
+	return mcp_rpc_result_new(req->id, result);
+}
+
+static struct json_object *method_tools_list(const struct rpc_request *req)
+{
+	return mcp_tools_list(req->server, req->id);
+}
+
+static struct json_object *method_tools_call(const struct rpc_request *req)
+{
+	return mcp_tools_call(req->server, req->id, req->params, req->session_id);
+}
+
+/* The method table, as redis's command table: one row per method we answer. */
+static const struct {
+	const char *name;
+	rpc_method_fn fn;
+} methods[] = {
+	{"initialize", method_initialize},
+	{"ping", method_empty},
+	{"tools/list", method_tools_list},
+	{"tools/call", method_tools_call},
+	{"logging/setLevel", method_set_level},
+	{"resources/list", method_resources_list},
+	{"resources/templates/list", method_resource_templates_list},
+	{"prompts/list", method_prompts_list},
+	{"completion/complete", method_complete},
+};
+
+/* The id a reply to value should carry: the request's id when it is a string
+ * or a number (JSON-RPC 2.0 section 4; MCP basic "Requests": never null),
+ * NULL otherwise. value and the result are borrowed. */
+struct json_object *mcp_message_id(struct json_object *value)
+{
+	struct json_object *id;
+	if (!json_object_is_type(value, json_type_object) || !json_object_object_get_ex(value, "id", &id))
+		return NULL;
+	if (json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int) ||
+	    json_object_is_type(id, json_type_double))
+		return id;
+	return NULL;
+}
+
+/* True when value is a single initialize request (MCP basic/lifecycle,
+ * "Initialization"). value is borrowed. */
+int mcp_message_is_initialize(struct json_object *value)
+{
+	struct json_object *m;
+	return json_object_is_type(value, json_type_object) && json_object_object_get_ex(value, "method", &m) &&
+	       json_object_is_type(m, json_type_string) && strcmp(json_object_get_string(m), "initialize") == 0 &&
+	       mcp_message_id(value) != NULL;
+}
+
+static struct json_object *dispatch_object(struct mcp_server *server, struct json_object *msg,
+					   const char *session_id, char **ret_new_session)
+{
+	struct json_object *method, *params = NULL, *version, *id_raw;
+	int has_id = json_object_object_get_ex(msg, "id", &id_raw);
+	int has_method = json_object_object_get_ex(msg, "method", &method);
+	struct json_object *id = mcp_message_id(msg);
+
+	/* A response sent to us (we never send requests to the client): ignore
+	 * it, as basic/transports says for POSTed responses (202, no body). */
+	if (!has_method && (json_object_object_get_ex(msg, "result", NULL) ||
+			    json_object_object_get_ex(msg, "error", NULL)))
+		return NULL;
+
+	/* JSON-RPC 2.0 section 4 and 5: an invalid request is answered even
+	 * without an id; we keep the id whenever it was readable. */
+	if (!json_object_object_get_ex(msg, "jsonrpc", &version) || !json_object_is_type(version, json_type_string) ||
+	    strcmp(json_object_get_string(version), "2.0") != 0)
+		return mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST, "invalid request: \"jsonrpc\" must be \"2.0\"");
+	if (!has_method || !json_object_is_type(method, json_type_string))
+		return mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST, "invalid request: \"method\" must be a string");
+	if (has_id && !id)
+		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
+					 "invalid request: \"id\" must be a string or an integer");
+
+	const char *name = json_object_get_string(method);
+	if (!has_id) {
+		/* Notifications (notifications/initialized, notifications/cancelled,
+		 * ...) never get a reply (JSON-RPC 2.0 section 4.1). */
+		log_debug("mcp", "notification %s", name);
+		return NULL;
+	}
+
+	if (json_object_object_get_ex(msg, "params", &params) && params &&
+	    !json_object_is_type(params, json_type_object))
+		return mcp_rpc_error_new(id, MCP_RPC_INVALID_PARAMS, "invalid params: \"params\" must be an object");
+
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		if (strcmp(methods[i].name, name) != 0)
+			continue;
+		struct rpc_request req = {server, id, params, session_id, ret_new_session};
+		return methods[i].fn(&req);
+	}
+	_cleanup_free_ char *text = NULL;
+	if (asprintf(&text, "method '%.100s' not found", name) < 0)
+		return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, "method not found");
+	return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, text);
+}
+
+static struct json_object *dispatch_batch(struct mcp_server *server, struct json_object *batch,
+					  const char *session_id, char **ret_new_session)
+{
+	size_t n = json_object_array_length(batch);
+	if (n == 0)
+		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST, "invalid request: empty batch");
+	struct json_object *replies = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		/* Only the first initialize of a batch may create a session. */
+		char **new_session = ret_new_session && !*ret_new_session ? ret_new_session : NULL;
+		struct json_object *msg = json_object_array_get_idx(batch, i);
+		struct json_object *r =
+			json_object_is_type(msg, json_type_object)
+				? dispatch_object(server, msg, session_id, new_session)
+				: mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
+						    "invalid request: a batch element must be a JSON-RPC object");
+		if (r)
+			json_object_array_add(replies, r);
+	}
+	if (json_object_array_length(replies) == 0) {
+		json_object_put(replies);
+		return NULL;
+	}
+	return replies;
+}
+
+/* Dispatches one parsed JSON value: an object (one message), an array (a
+ * JSON-RPC 2.0 section 6 batch, as the 2025-03-26 revision allows) or
+ * anything else (-32600, id null). Arguments as mcp_dispatch; returns an
+ * owned reply (object or array) or NULL when nothing is to be sent. Blocks
+ * for as long as the tool handlers it calls. */
+struct json_object *mcp_dispatch_value(struct mcp_server *server, struct json_object *value, const char *session_id,
+				       char **ret_new_session)
+{
+	if (json_object_is_type(value, json_type_array))
+		return dispatch_batch(server, value, session_id, ret_new_session);
+	if (!json_object_is_type(value, json_type_object))
+		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST, "invalid request: expected a JSON-RPC object");
+	return dispatch_object(server, value, session_id, ret_new_session);
+}
+
+/* Dispatches one JSON-RPC message (JSON-RPC 2.0 sections 4-5; MCP
+ * 2025-11-25 basic, basic/lifecycle, server/tools, server/utilities). msg is
+ * borrowed; the reply is owned by the caller, NULL for a notification or a
+ * response. session_id is borrowed and may be NULL (stateless). When
+ * ret_new_session is not NULL, an initialize creates a session and stores its
+ * owned id there. Blocks for as long as a tool handler runs. */
+struct json_object *mcp_dispatch(struct mcp_server *server, struct json_object *msg, const char *session_id,
+				 char **ret_new_session)
+{
+	if (json_object_is_type(msg, json_type_array))
+		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST, "invalid request: expected a JSON-RPC object");
+	return mcp_dispatch_value(server, msg, session_id, ret_new_session);
+}
+
+/* Dispatches raw bytes body[0..len) (borrowed): -32700 with id null when they
+ * are not one JSON value (JSON-RPC 2.0 section 5.1), a batch answered by an
+ * array, anything else as mcp_dispatch. Returns the owned reply text (one
+ * line) or NULL when nothing is to be sent. Blocks while tools run. */
+char *mcp_dispatch_text(struct mcp_server *server, const char *body, size_t len, const char *session_id,
+			char **ret_new_session)
+{
+	_cleanup_json_ struct json_object *value = NULL;
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (mcp_json_parse(body, len, &value) < 0)
+		reply = mcp_rpc_error_new(NULL, MCP_RPC_PARSE_ERROR, "parse error: the body is not valid JSON");
+	else
+		reply = mcp_dispatch_value(server, value, session_id, ret_new_session);
+	return reply ? mcp_json_text(reply) : NULL;
+}

@@ -1,0 +1,443 @@
+/* http.c: the MCP Streamable HTTP transport on libmicrohttpd (MCP
+ * basic/transports, "Streamable HTTP"): one endpoint, /mcp, POST for
+ * messages, DELETE to end a session, JSON answers only (no SSE). Owns the
+ * daemon and each request's bounded body buffer; enforces the loopback
+ * Host/Origin checks, the body limit and session validity before anything is
+ * dispatched. Never writes an HTTP server of its own. */
+#include "internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/buf.h"
+#include "../base/cleanup.h"
+#include "../base/log.h"
+
+#define MCP_PATH "/mcp"
+/* Idle keep-alive connections hold a thread each; tool calls stay well under
+ * a minute by design (DESIGN.md, MCP surface), so two minutes is generous. */
+#define CONNECTION_TIMEOUT_S 120u
+#define CONNECTION_LIMIT 256u
+/* libmicrohttpd 0.9.75 cannot queue a reply while a body is arriving, so a
+ * body without Content-Length that passes the limit is read and dropped, and
+ * the 413 goes out at its end. Past this much dropped data the connection is
+ * closed instead: a reset is better than reading forever. */
+#define DISCARD_MAX_BYTES ((size_t)64 * 1024 * 1024)
+/* How long stop waits for running requests: longer than any tool call may
+ * take (DESIGN.md: a call must finish well inside ChatGPT's 60 s). */
+#define STOP_WAIT_MS 70000
+
+struct http_request {
+	struct cp_buf body;
+	int too_large;	  /* the body passed max_body_bytes; the rest is discarded */
+	size_t discarded; /* bytes dropped since */
+	int counted;	  /* counted in server->http_active */
+	int replied;	  /* a reply was queued from the headers alone */
+};
+
+/* Headers a reply may carry besides Content-Type. */
+struct reply_headers {
+	const char *session_id;
+	const char *protocol_version;
+	const char *allow;
+};
+
+static enum MHD_Result queue_reply(struct MHD_Connection *conn, unsigned status, char *body,
+				   const struct reply_headers *h)
+{
+	/* body is owned (malloc'd) and moves into the response; NULL = empty. */
+	size_t len = body ? strlen(body) : 0;
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body ? body : (void *)"",
+								    body ? MHD_RESPMEM_MUST_FREE
+									 : MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				body ? "application/json" : "text/plain; charset=utf-8");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (h && h->session_id)
+		MHD_add_response_header(resp, "Mcp-Session-Id", h->session_id);
+	if (h && h->protocol_version)
+		MHD_add_response_header(resp, "MCP-Protocol-Version", h->protocol_version);
+	if (h && h->allow)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, h->allow);
+	enum MHD_Result r = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+/* An HTTP error whose body is a JSON-RPC error (id borrowed, may be NULL), so
+ * clients that only read JSON-RPC still see why. */
+static enum MHD_Result queue_rpc_error(struct MHD_Connection *conn, unsigned status, struct json_object *id, int code,
+				       const char *message, const struct reply_headers *h)
+{
+	_cleanup_json_ struct json_object *e = mcp_rpc_error_new(id, code, message);
+	return queue_reply(conn, status, mcp_json_text(e), h);
+}
+
+static const char *header(struct MHD_Connection *conn, const char *name)
+{
+	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+static int content_type_is_json(const char *ct)
+{
+	/* "application/json" with optional parameters (RFC 9110 section 8.3.1). */
+	if (!ct)
+		return 0;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	size_t n = strlen("application/json");
+	if (strncasecmp(ct, "application/json", n) != 0)
+		return 0;
+	ct += n;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	return *ct == '\0' || *ct == ';';
+}
+
+static enum MHD_Result reply_too_large(struct mcp_server *server, struct MHD_Connection *conn)
+{
+	char size[32], text[128];
+	mcp_format_size(server->opts.max_body_bytes, size, sizeof(size));
+	snprintf(text, sizeof(text), "request body exceeds the %s limit; send less data per call", size);
+	log_warn("mcp", "refused a request body over %s", size);
+	return queue_rpc_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
+}
+
+/* Checks that need only the request line and headers; queues a reply and
+ * returns 1 when the request is refused. */
+static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, const char *url, const char *method,
+			enum MHD_Result *ret)
+{
+	const char *host = header(conn, MHD_HTTP_HEADER_HOST);
+	const char *origin = header(conn, "Origin");
+	char text[256];
+	/* basic/transports, "Security Warning": DNS-rebinding protection. */
+	if (!mcp_host_allowed(host, server->host)) {
+		snprintf(text, sizeof(text), "forbidden: Host '%.100s' is not a loopback name", host);
+		log_warn("mcp", "refused a request for Host '%.100s' (DNS-rebinding protection)", host);
+		*ret = queue_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
+		return 1;
+	}
+	if (!mcp_origin_allowed(origin)) {
+		snprintf(text, sizeof(text), "forbidden: Origin '%.100s' is not a loopback origin", origin);
+		log_warn("mcp", "refused a request from Origin '%.100s' (DNS-rebinding protection)", origin);
+		*ret = queue_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
+		return 1;
+	}
+	/* Only /mcp exists; in particular /.well-known/... is 404, never 401,
+	 * which would start an OAuth flow in the tunnel (DESIGN.md). */
+	if (strcmp(url, MCP_PATH) != 0) {
+		*ret = queue_rpc_error(conn, MHD_HTTP_NOT_FOUND, NULL, MCP_RPC_INVALID_REQUEST,
+				       "not found: the MCP endpoint is " MCP_PATH, NULL);
+		return 1;
+	}
+	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0 && strcmp(method, MHD_HTTP_METHOD_DELETE) != 0) {
+		/* basic/transports, "Listening for Messages from the Server": a
+		 * server without an SSE stream answers GET with 405. */
+		struct reply_headers h = {.allow = "POST, DELETE"};
+		*ret = queue_rpc_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, MCP_RPC_INVALID_REQUEST,
+				       "method not allowed: use POST (or DELETE to end a session)", &h);
+		return 1;
+	}
+	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+		return 0;
+	if (!content_type_is_json(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+		*ret = queue_rpc_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL, MCP_RPC_INVALID_REQUEST,
+				       "unsupported media type: POST a JSON-RPC message as application/json", NULL);
+		return 1;
+	}
+	/* Refuse an announced oversize body before reading any of it. */
+	const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl) {
+		errno = 0;
+		char *end;
+		unsigned long long n = strtoull(cl, &end, 10);
+		if (errno == ERANGE || n > server->opts.max_body_bytes) {
+			*ret = reply_too_large(server, conn);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static enum MHD_Result handle_delete(struct mcp_server *server, struct MHD_Connection *conn)
+{
+	/* basic/transports, "Session Management": DELETE ends a session; an
+	 * unknown one is 404 like any other request carrying it. */
+	const char *sid = header(conn, "Mcp-Session-Id");
+	if (!sid)
+		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_INVALID_REQUEST,
+				       "DELETE needs the Mcp-Session-Id header of the session to end", NULL);
+	if (!mcp_session_end(server->sessions, sid))
+		return queue_rpc_error(conn, MHD_HTTP_NOT_FOUND, NULL, MCP_RPC_SESSION_NOT_FOUND,
+				       "session not found: it ended or expired", NULL);
+	log_debug("mcp", "session %.8s… ended by DELETE", sid);
+	return queue_reply(conn, MHD_HTTP_OK, NULL, NULL);
+}
+
+static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connection *conn, struct http_request *req)
+{
+	if (req->too_large)
+		return reply_too_large(server, conn);
+
+	_cleanup_json_ struct json_object *value = NULL;
+	if (mcp_json_parse(req->body.data, req->body.len, &value) < 0)
+		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_PARSE_ERROR,
+				       "parse error: the body is not valid JSON", NULL);
+	cp_buf_free(&req->body);
+	struct json_object *id = mcp_message_id(value);
+
+	/* basic/transports, "Protocol Version Header": an unsupported version
+	 * is 400; a missing one is served (the spec says assume 2025-03-26). */
+	struct reply_headers h = {0};
+	const char *version = header(conn, "MCP-Protocol-Version");
+	if (version && !mcp_protocol_supported(version)) {
+		char text[200];
+		snprintf(text, sizeof(text),
+			 "unsupported MCP-Protocol-Version '%.40s'; this server speaks 2025-11-25, 2025-06-18 and "
+			 "2025-03-26",
+			 version);
+		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, id, MCP_RPC_INVALID_REQUEST, text, NULL);
+	}
+	h.protocol_version = version;
+
+	/* basic/transports, "Session Management": an unknown or ended session
+	 * is 404, which tells the client to initialize again. No session id at
+	 * all is served statelessly: ChatGPT drops it after initialize
+	 * (DESIGN.md). An initialize needs no session, so a stale id on one is
+	 * ignored rather than refused. */
+	const char *sid = header(conn, "Mcp-Session-Id");
+	if (sid && !mcp_session_touch(server->sessions, sid)) {
+		if (!mcp_message_is_initialize(value))
+			return queue_rpc_error(conn, MHD_HTTP_NOT_FOUND, id, MCP_RPC_SESSION_NOT_FOUND,
+					       "session not found: it ended or expired; send initialize without "
+					       "Mcp-Session-Id to start a new one",
+					       &h);
+		sid = NULL;
+	}
+
+	_cleanup_free_ char *new_session = NULL;
+	_cleanup_json_ struct json_object *reply = mcp_dispatch_value(server, value, sid, &new_session);
+	h.session_id = new_session;
+	if (!reply) /* only notifications or responses: 202, no body */
+		return queue_reply(conn, MHD_HTTP_ACCEPTED, NULL, &h);
+	char *text = mcp_json_text(reply);
+	if (!text)
+		return MHD_NO;
+	return queue_reply(conn, MHD_HTTP_OK, text, &h);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	(void)version;
+	struct mcp_server *server = cls;
+	struct http_request *req = *con_cls;
+
+	if (!req) {
+		/* First call: headers only. */
+		req = calloc(1, sizeof(*req));
+		if (!req)
+			return MHD_NO;
+		cp_buf_init(&req->body, server->opts.max_body_bytes);
+		*con_cls = req;
+		pthread_mutex_lock(&server->http_lock);
+		int stopping = server->http_stopping;
+		if (!stopping) {
+			server->http_active++;
+			req->counted = 1;
+		}
+		pthread_mutex_unlock(&server->http_lock);
+		req->replied = 1;
+		if (stopping)
+			return queue_rpc_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, MCP_RPC_INTERNAL_ERROR,
+					       "the server is shutting down; retry shortly", NULL);
+		enum MHD_Result r;
+		if (refuse_early(server, conn, url, method, &r))
+			return r;
+		if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
+			return handle_delete(server, conn);
+		req->replied = 0;
+		return MHD_YES;
+	}
+	if (req->replied) {
+		/* libmicrohttpd skips the body after an early reply; should it
+		 * still hand some over, it is dropped. */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+
+	if (*upload_data_size > 0) {
+		/* Body bytes: keep them while under the limit; past it, drop the
+		 * buffer and discard the rest, then answer 413 at the end. */
+		size_t n = *upload_data_size;
+		*upload_data_size = 0;
+		if (!req->too_large && cp_buf_append(&req->body, upload_data, n) < 0) {
+			req->too_large = 1;
+			cp_buf_free(&req->body);
+		}
+		if (req->too_large) {
+			req->discarded += n;
+			if (req->discarded > DISCARD_MAX_BYTES) {
+				log_warn("mcp", "closed a connection streaming an oversize body");
+				return MHD_NO;
+			}
+		}
+		return MHD_YES;
+	}
+	return handle_post(server, conn, req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)conn;
+	(void)toe;
+	struct mcp_server *server = cls;
+	struct http_request *req = *con_cls;
+	if (!req)
+		return;
+	if (req->counted) {
+		pthread_mutex_lock(&server->http_lock);
+		server->http_active--;
+		pthread_cond_broadcast(&server->http_idle);
+		pthread_mutex_unlock(&server->http_lock);
+	}
+	cp_buf_free(&req->body);
+	free(req);
+	*con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	char text[512];
+	vsnprintf(text, sizeof(text), fmt, ap);
+	size_t n = strlen(text);
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+		text[--n] = '\0';
+	log_warn("mcp", "libmicrohttpd: %s", text);
+}
+
+static int resolve_bind(const char *host, unsigned port, struct sockaddr_storage *ret_addr, struct cp_error **err)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+	struct addrinfo *ai = NULL;
+	int r = getaddrinfo(host, NULL, &hints, &ai);
+	if (r != 0 || !ai)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "resolve bind address '%s': %s", host,
+				    gai_strerror(r));
+	memset(ret_addr, 0, sizeof(*ret_addr));
+	memcpy(ret_addr, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	if (ret_addr->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ret_addr)->sin6_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in *)ret_addr)->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+/* libmicrohttpd reports a failed start only through its log; a bind of our
+ * own on the same address recovers errno for a precise message. */
+static int bind_failure(const struct mcp_server *server, const struct sockaddr_storage *addr, struct cp_error **err)
+{
+	socklen_t len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	_cleanup_close_ int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd >= 0 && bind(fd, (const struct sockaddr *)addr, len) < 0) {
+		if (errno == EADDRINUSE)
+			return cp_error_set(err, CP_ERR_UNAVAILABLE,
+					    "port %u on %s is in use; stop the other server or set CHAT2SBX_PORT",
+					    server->opts.port, server->host);
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "listen on %s port %u", server->host,
+					  server->opts.port);
+	}
+	return cp_error_set(err, CP_ERR_UNAVAILABLE, "listen on %s port %u: libmicrohttpd failed to start",
+			    server->host, server->opts.port);
+}
+
+/* Starts the Streamable HTTP listener (see mcp.h; MCP basic/transports,
+ * "Streamable HTTP"). Requests run on one thread per connection, so a slow
+ * tool call blocks only its own connection. Fails with INVALID_ARGUMENT for
+ * an unresolvable host, UNAVAILABLE naming the address when the port is
+ * taken or the daemon cannot start, CONFLICT when already listening. Returns
+ * at once. */
+int mcp_server_listen(struct mcp_server *server, struct cp_error **err)
+{
+	if (server->daemon)
+		return cp_error_set(err, CP_ERR_CONFLICT, "listen: the MCP server is already listening on port %u",
+				    server->port);
+	struct sockaddr_storage addr;
+	if (resolve_bind(server->host, server->opts.port, &addr, err) < 0)
+		return -1;
+	/* MHD_USE_ITC lets stop quiesce the daemon (close the listener) while
+	 * running requests finish. */
+	unsigned flags =
+		MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+	if (addr.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	server->daemon = MHD_start_daemon(
+		flags, (uint16_t)server->opts.port, NULL, NULL, on_request, server, MHD_OPTION_EXTERNAL_LOGGER,
+		on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, server, MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT, MHD_OPTION_END);
+	if (!server->daemon)
+		return bind_failure(server, &addr, err);
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	server->port = info ? info->port : server->opts.port;
+	log_info("mcp", "listening on http://%s%s%s:%u" MCP_PATH, addr.ss_family == AF_INET6 ? "[" : "",
+		 server->host, addr.ss_family == AF_INET6 ? "]" : "", server->port);
+	return 0;
+}
+
+/* Stops the listener (see mcp.h): closes the listening socket at once,
+ * answers requests that arrive on open connections with 503, waits up to
+ * STOP_WAIT_MS for running requests to send their replies, then stops the
+ * daemon (which closes every connection and joins its threads; alone it
+ * would cut running requests off without a reply). No-op when not
+ * listening. Blocks for as long as the longest running request. */
+void mcp_server_stop(struct mcp_server *server)
+{
+	if (!server->daemon)
+		return;
+	pthread_mutex_lock(&server->http_lock);
+	server->http_stopping = 1;
+	pthread_mutex_unlock(&server->http_lock);
+	MHD_socket fd = MHD_quiesce_daemon(server->daemon);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += STOP_WAIT_MS / 1000;
+	pthread_mutex_lock(&server->http_lock);
+	while (server->http_active > 0)
+		if (pthread_cond_timedwait(&server->http_idle, &server->http_lock, &deadline) == ETIMEDOUT) {
+			log_warn("mcp", "stopping with %u requests still running", server->http_active);
+			break;
+		}
+	pthread_mutex_unlock(&server->http_lock);
+
+	MHD_stop_daemon(server->daemon);
+	server->daemon = NULL;
+	server->port = 0;
+	pthread_mutex_lock(&server->http_lock);
+	server->http_stopping = 0;
+	pthread_mutex_unlock(&server->http_lock);
+}

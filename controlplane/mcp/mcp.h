@@ -1,0 +1,100 @@
+/* mcp.h: the MCP server: Streamable HTTP transport (libmicrohttpd), JSON-RPC
+ * 2.0 dispatch, sessions, and the stdio transport. Knows no Docker and no SQL:
+ * tools are a table supplied by the caller (tools/), as redis's command table.
+ * Protocol rules: MCP specification 2025-11-25 (basic/transports, server/tools,
+ * basic/lifecycle), also serving 2025-06-18 and 2025-03-26 clients. */
+#ifndef CP_MCP_H
+#define CP_MCP_H
+
+#include <stddef.h>
+
+#include "../base/error.h"
+
+struct json_object;
+
+/* Annotation bits (MCP server/tools "ToolAnnotations"). */
+enum mcp_tool_hint {
+	MCP_HINT_READ_ONLY = 1 << 0,
+	MCP_HINT_DESTRUCTIVE = 1 << 1,
+	MCP_HINT_IDEMPOTENT = 1 << 2,
+	MCP_HINT_OPEN_WORLD = 1 << 3,
+};
+
+/* Per-call context handed to a tool handler. */
+struct mcp_call {
+	void *app;		/* the application context given to mcp_server_new */
+	const char *session_id; /* MCP session id, NULL when stateless */
+	const char *tool;	/* tool name */
+};
+
+/* A tool handler: args is the "arguments" object (borrowed; never NULL, an
+ * empty object when absent). On success it sets *ret_result to an owned JSON
+ * object which becomes structuredContent (and its JSON text the content[0]
+ * text). On failure it sets *err; the dispatcher turns it into a tool result
+ * with isError: true and the message as text (MCP server/tools, "Error
+ * Handling": tool execution errors are results, not protocol errors). */
+typedef int (*mcp_tool_handler)(const struct mcp_call *call, struct json_object *args,
+				struct json_object **ret_result, struct cp_error **err);
+
+struct mcp_tool {
+	const char *name;
+	const char *title;
+	const char *description;
+	const char *input_schema;  /* JSON Schema text (object) */
+	const char *output_schema; /* JSON Schema text (object), may be NULL */
+	unsigned hints;		   /* enum mcp_tool_hint bits */
+	mcp_tool_handler handler;
+};
+
+struct mcp_server_options {
+	const char *host;	  /* bind address, "127.0.0.1" */
+	unsigned port;		  /* 18788; 0 = pick a free port (tests) */
+	const char *name;	  /* serverInfo.name */
+	const char *version;	  /* serverInfo.version */
+	const char *instructions; /* initialize result "instructions" */
+	size_t max_body_bytes;	  /* 20 MiB; larger bodies get 413 */
+	size_t max_sessions;	  /* cap on live sessions (oldest idle evicted) */
+	long session_idle_ms;	  /* idle sessions expire after this */
+};
+
+struct mcp_server;
+
+/* Creates a server over tools[0..n_tools) (borrowed; must outlive the server)
+ * and app (borrowed; passed to handlers). Does not listen yet. */
+int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool *tools, size_t n_tools, void *app,
+		   struct mcp_server **ret_server, struct cp_error **err);
+void mcp_server_free(struct mcp_server *server);
+
+/* Starts the HTTP listener on opts->host:opts->port at path /mcp
+ * (thread per connection, so a tool call that waits does not block others).
+ * Fails with UNAVAILABLE naming the address when it cannot bind
+ * ("port 18788 on 127.0.0.1 is in use; stop the other server or set
+ * CHAT2SBX_PORT"). Returns at once; the server runs on its own threads. */
+int mcp_server_listen(struct mcp_server *server, struct cp_error **err);
+
+/* The port actually bound (useful with port 0). */
+unsigned mcp_server_port(const struct mcp_server *server);
+
+/* Stops accepting and waits for running requests to finish (bounded by their
+ * own deadlines). */
+void mcp_server_stop(struct mcp_server *server);
+
+/* Serves newline-delimited JSON-RPC on in_fd/out_fd until EOF (MCP
+ * basic/transports, "stdio"). Blocks. Logs go to stderr only. */
+int mcp_server_serve_stdio(struct mcp_server *server, int in_fd, int out_fd, struct cp_error **err);
+
+/* Transport-independent dispatch of one parsed JSON-RPC message (borrowed).
+ * Returns the response object (caller puts) or NULL for a notification or a
+ * response. session_id may be NULL (stateless). *ret_new_session (may be NULL)
+ * receives an owned session id when the message was an initialize that created
+ * a session. Used by both transports and by unit tests. */
+struct json_object *mcp_dispatch(struct mcp_server *server, struct json_object *msg, const char *session_id,
+				 char **ret_new_session);
+
+/* Dispatch of raw bytes: parses (parse error -32700 on bad JSON, -32600 on a
+ * non-object), handles batches as the 2025-03-26 revision allows, returns the
+ * response text (caller frees) or NULL when nothing is to be sent. */
+char *mcp_dispatch_text(struct mcp_server *server, const char *body, size_t len, const char *session_id,
+			char **ret_new_session);
+
+#endif

@@ -1,0 +1,104 @@
+/* server.c: the mcp_server object: copies of the options, the borrowed tool
+ * table with its prebuilt tools/list answer, and the session table. Owns
+ * their lifetime; the transports (http.c, stdio.c) only borrow the server.
+ * Never calls a tool handler itself. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_MAX_BODY_BYTES ((size_t)20 * 1024 * 1024)
+#define DEFAULT_MAX_SESSIONS 1000
+#define DEFAULT_SESSION_IDLE_MS (60L * 60 * 1000)
+
+static int copy_string(const char *s, const char *fallback, char **ret)
+{
+	const char *v = s ? s : fallback;
+	if (!v) {
+		*ret = NULL;
+		return 0;
+	}
+	*ret = strdup(v);
+	return *ret ? 0 : -1;
+}
+
+/* Creates a server (see mcp.h). opts is copied (NULL strings and zero limits
+ * get the defaults: 127.0.0.1, "chat2sbx", 20 MiB bodies, 1000 sessions, one
+ * hour idle); tools and app are borrowed and must outlive the server. Fails
+ * with INVALID_ARGUMENT when the tool table is malformed (a schema that is
+ * not a JSON object, a duplicate name), INTERNAL when memory runs out. Does
+ * not block. */
+int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool *tools, size_t n_tools, void *app,
+		   struct mcp_server **ret_server, struct cp_error **err)
+{
+	struct mcp_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
+	pthread_mutex_init(&s->http_lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* stop's deadline must not move with the wall clock */
+	pthread_cond_init(&s->http_idle, &ca);
+	pthread_condattr_destroy(&ca);
+	if (opts)
+		s->opts = *opts;
+	if (copy_string(s->opts.host, "127.0.0.1", &s->host) < 0 ||
+	    copy_string(s->opts.name, "chat2sbx", &s->name) < 0 || copy_string(s->opts.version, "0", &s->version) < 0 ||
+	    copy_string(s->opts.instructions, NULL, &s->instructions) < 0) {
+		mcp_server_free(s);
+		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
+	}
+	s->opts.host = s->host;
+	s->opts.name = s->name;
+	s->opts.version = s->version;
+	s->opts.instructions = s->instructions;
+	if (!s->opts.max_body_bytes)
+		s->opts.max_body_bytes = DEFAULT_MAX_BODY_BYTES;
+	if (!s->opts.max_sessions)
+		s->opts.max_sessions = DEFAULT_MAX_SESSIONS;
+	if (s->opts.session_idle_ms <= 0)
+		s->opts.session_idle_ms = DEFAULT_SESSION_IDLE_MS;
+	s->tools = tools;
+	s->n_tools = n_tools;
+	s->app = app;
+
+	if (mcp_tools_list_build(tools, n_tools, &s->tools_list_json, err) < 0) {
+		mcp_server_free(s);
+		return cp_error_prefix(err, "create MCP server");
+	}
+	s->sessions = mcp_session_table_new(s->opts.max_sessions, s->opts.session_idle_ms);
+	if (!s->sessions) {
+		mcp_server_free(s);
+		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
+	}
+	*ret_server = s;
+	return 0;
+}
+
+/* Stops the listener if it runs (waiting for running requests, as
+ * mcp_server_stop), then frees the server and its sessions, which ends them
+ * (basic/transports, "Session Management"); accepts NULL. Tools and app are
+ * not touched. */
+void mcp_server_free(struct mcp_server *server)
+{
+	if (!server)
+		return;
+	mcp_server_stop(server);
+	mcp_session_table_free(server->sessions);
+	free(server->tools_list_json);
+	free(server->host);
+	free(server->name);
+	free(server->version);
+	free(server->instructions);
+	pthread_cond_destroy(&server->http_idle);
+	pthread_mutex_destroy(&server->http_lock);
+	free(server);
+}
+
+/* The TCP port the Streamable HTTP listener (basic/transports) is bound to:
+ * the real one when opts.port was 0, 0 when not listening. */
+unsigned mcp_server_port(const struct mcp_server *server)
+{
+	return server->port;
+}

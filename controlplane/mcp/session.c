@@ -1,0 +1,211 @@
+/* session.c: the MCP session table (basic/transports, "Session Management").
+ * Owns every session record: a random id, the negotiated protocol version and
+ * the time of last use, in least-recently-used order under one mutex. Idle
+ * sessions expire lazily on each access; the count is capped by evicting the
+ * least recently used. Holds nothing a tool handler needs. */
+#include "internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "../base/clock.h"
+#include "../base/log.h"
+
+#define SESSION_ID_BYTES 16 /* 128 bits, shown as 32 hex characters */
+
+struct session {
+	struct session *prev, *next; /* most recently used first */
+	char id[2 * SESSION_ID_BYTES + 1];
+	char protocol_version[16];
+	int64_t last_used_ms;
+};
+
+struct mcp_session_table {
+	pthread_mutex_t lock;
+	struct session *head, *tail;
+	size_t count;
+	size_t max;
+	long idle_ms;
+};
+
+/* Creates an empty session table (MCP basic/transports, "Session
+ * Management") holding at most max_sessions (at least 1) sessions, each
+ * expiring idle_ms after its last use. Returns an owned table, NULL when
+ * memory is exhausted. */
+struct mcp_session_table *mcp_session_table_new(size_t max_sessions, long idle_ms)
+{
+	struct mcp_session_table *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	pthread_mutex_init(&t->lock, NULL);
+	t->max = max_sessions ? max_sessions : 1;
+	t->idle_ms = idle_ms;
+	return t;
+}
+
+/* Frees the table and every session in it (the server side of ending all
+ * sessions, basic/transports "Session Management"); accepts NULL. No request
+ * may be using the table any more. */
+void mcp_session_table_free(struct mcp_session_table *t)
+{
+	if (!t)
+		return;
+	for (struct session *s = t->head, *next; s; s = next) {
+		next = s->next;
+		free(s);
+	}
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+static void unlink_locked(struct mcp_session_table *t, struct session *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		t->head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		t->tail = s->prev;
+	s->prev = s->next = NULL;
+}
+
+static void push_front_locked(struct mcp_session_table *t, struct session *s)
+{
+	s->prev = NULL;
+	s->next = t->head;
+	if (t->head)
+		t->head->prev = s;
+	t->head = s;
+	if (!t->tail)
+		t->tail = s;
+}
+
+static void remove_locked(struct mcp_session_table *t, struct session *s)
+{
+	unlink_locked(t, s);
+	t->count--;
+	free(s);
+}
+
+/* The list is in order of last use, so the expired ones are at the tail. */
+static void expire_locked(struct mcp_session_table *t, int64_t now)
+{
+	while (t->tail && now - t->tail->last_used_ms >= t->idle_ms) {
+		log_debug("mcp", "session %.8s… expired after %ld ms idle", t->tail->id, t->idle_ms);
+		remove_locked(t, t->tail);
+	}
+}
+
+static struct session *find_locked(struct mcp_session_table *t, const char *id)
+{
+	for (struct session *s = t->head; s; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			return s;
+	return NULL;
+}
+
+static int random_bytes(unsigned char *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = getrandom(buf + got, n - got, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* Creates a session (basic/transports, "Session Management": a globally
+ * unique, cryptographically secure id of visible ASCII) and records
+ * protocol_version (borrowed). Evicts the least recently used session when
+ * the table is full. Returns 0 and an owned id in *ret_id; INTERNAL in *err
+ * when the kernel's random source or memory fails. Does not block (except on
+ * the table's mutex, held only for list edits). */
+int mcp_session_create(struct mcp_session_table *t, const char *protocol_version, char **ret_id,
+		       struct cp_error **err)
+{
+	unsigned char raw[SESSION_ID_BYTES];
+	int r = random_bytes(raw, sizeof(raw));
+	if (r < 0)
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, -r, "create session: getrandom");
+	struct session *s = calloc(1, sizeof(*s));
+	char *copy = malloc(sizeof(s->id));
+	if (!s || !copy) {
+		free(s);
+		free(copy);
+		return cp_error_set(err, CP_ERR_INTERNAL, "create session: out of memory");
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
+	snprintf(s->protocol_version, sizeof(s->protocol_version), "%s", protocol_version ? protocol_version : "");
+	memcpy(copy, s->id, sizeof(s->id));
+
+	/* The clock is read under the lock so the list stays in order of use. */
+	pthread_mutex_lock(&t->lock);
+	int64_t now = clock_now_ms();
+	s->last_used_ms = now;
+	expire_locked(t, now);
+	while (t->count >= t->max && t->tail) {
+		log_debug("mcp", "session %.8s… evicted: %zu sessions is the cap", t->tail->id, t->max);
+		remove_locked(t, t->tail);
+	}
+	push_front_locked(t, s);
+	t->count++;
+	pthread_mutex_unlock(&t->lock);
+	*ret_id = copy;
+	return 0;
+}
+
+/* Marks the session id (borrowed) as used now. Returns 1 when it is live, 0
+ * when it is unknown, ended or expired (the transport answers 404:
+ * basic/transports, "Session Management"). */
+int mcp_session_touch(struct mcp_session_table *t, const char *id)
+{
+	pthread_mutex_lock(&t->lock);
+	int64_t now = clock_now_ms();
+	expire_locked(t, now);
+	struct session *s = find_locked(t, id);
+	if (s) {
+		s->last_used_ms = now;
+		unlink_locked(t, s);
+		push_front_locked(t, s);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return s != NULL;
+}
+
+/* Ends the session id (borrowed), as an HTTP DELETE asks
+ * (basic/transports, "Session Management"). Returns 1 when it was live, 0
+ * when it was unknown. */
+int mcp_session_end(struct mcp_session_table *t, const char *id)
+{
+	pthread_mutex_lock(&t->lock);
+	expire_locked(t, clock_now_ms());
+	struct session *s = find_locked(t, id);
+	int found = s != NULL;
+	if (s)
+		remove_locked(t, s);
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
+/* Number of live sessions (basic/transports, "Session Management"; expired
+ * ones are dropped first). For tests and status output. Does not block. */
+size_t mcp_session_count(struct mcp_session_table *t)
+{
+	pthread_mutex_lock(&t->lock);
+	expire_locked(t, clock_now_ms());
+	size_t n = t->count;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}

@@ -1,0 +1,233 @@
+/* tools.c: tools/list and tools/call over the caller's tool table (MCP
+ * server/tools). Builds the tools/list answer once at start; turns a
+ * handler's result or cp_error into a tool result and logs one line per call.
+ * Knows nothing of what a tool does: no Docker, no SQL, no policy. */
+#include "internal.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "../base/log.h"
+
+static int parse_schema(const char *tool, const char *field, const char *text, struct json_object **ret,
+			struct cp_error **err)
+{
+	struct json_object *v = NULL;
+	if (!text || mcp_json_parse(text, strlen(text), &v) < 0 || !json_object_is_type(v, json_type_object)) {
+		json_object_put(v);
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "tool '%s': %s is not a JSON object", tool, field);
+	}
+	*ret = v;
+	return 0;
+}
+
+static struct json_object *annotations_new(const struct mcp_tool *t)
+{
+	/* All four hints are always present: ChatGPT asks the user to confirm
+	 * any tool whose readOnlyHint is not true, and the spec defaults for a
+	 * missing hint (destructive, open world) are the cautious ones. */
+	struct json_object *a = json_object_new_object();
+	if (t->title)
+		json_object_object_add(a, "title", json_object_new_string(t->title));
+	json_object_object_add(a, "readOnlyHint", json_object_new_boolean(!!(t->hints & MCP_HINT_READ_ONLY)));
+	json_object_object_add(a, "destructiveHint", json_object_new_boolean(!!(t->hints & MCP_HINT_DESTRUCTIVE)));
+	json_object_object_add(a, "idempotentHint", json_object_new_boolean(!!(t->hints & MCP_HINT_IDEMPOTENT)));
+	json_object_object_add(a, "openWorldHint", json_object_new_boolean(!!(t->hints & MCP_HINT_OPEN_WORLD)));
+	return a;
+}
+
+/* Builds the tools/list result text ({"tools": [...]}, MCP server/tools,
+ * "Listing Tools" and "Tool") from tools[0..n_tools) (borrowed). Schemas are
+ * parsed from their JSON text here, so a malformed table fails at start with
+ * INVALID_ARGUMENT naming the tool rather than at the first tools/list.
+ * Returns 0 and an owned string in *ret_json. */
+int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **ret_json, struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *result = json_object_new_object();
+	struct json_object *list = json_object_new_array();
+	json_object_object_add(result, "tools", list);
+	for (size_t i = 0; i < n_tools; i++) {
+		const struct mcp_tool *t = &tools[i];
+		if (!t->name || !t->description || !t->handler)
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+					    "tool #%zu: name, description and handler are required", i);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(tools[j].name, t->name) == 0)
+				return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "tool '%s' is listed twice",
+						    t->name);
+		struct json_object *in = NULL, *out = NULL;
+		if (parse_schema(t->name, "input_schema", t->input_schema, &in, err) < 0)
+			return -1;
+		if (t->output_schema && parse_schema(t->name, "output_schema", t->output_schema, &out, err) < 0) {
+			json_object_put(in);
+			return -1;
+		}
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(t->name));
+		if (t->title)
+			json_object_object_add(o, "title", json_object_new_string(t->title));
+		json_object_object_add(o, "description", json_object_new_string(t->description));
+		json_object_object_add(o, "inputSchema", in);
+		if (out)
+			json_object_object_add(o, "outputSchema", out);
+		json_object_object_add(o, "annotations", annotations_new(t));
+		json_object_array_add(list, o);
+	}
+	char *text = mcp_json_text(result);
+	if (!text)
+		return cp_error_set(err, CP_ERR_INTERNAL, "build tools/list: out of memory");
+	*ret_json = text;
+	return 0;
+}
+
+/* Answers tools/list (MCP server/tools, "Listing Tools"; one page, no
+ * cursor). id is borrowed; returns an owned response. Each call parses the
+ * prebuilt text into fresh objects, so concurrent requests share no json-c
+ * object (json-c reference counts and serialization caches are not
+ * thread-safe). */
+struct json_object *mcp_tools_list(struct mcp_server *server, struct json_object *id)
+{
+	struct json_object *result = NULL;
+	if (mcp_json_parse(server->tools_list_json, strlen(server->tools_list_json), &result) < 0)
+		return mcp_rpc_error_new(id, MCP_RPC_INTERNAL_ERROR, "tools/list: out of memory");
+	return mcp_rpc_result_new(id, result);
+}
+
+static const struct mcp_tool *tool_find(const struct mcp_server *server, const char *name)
+{
+	for (size_t i = 0; i < server->n_tools; i++)
+		if (strcmp(server->tools[i].name, name) == 0)
+			return &server->tools[i];
+	return NULL;
+}
+
+static struct json_object *text_content(const char *text)
+{
+	struct json_object *item = json_object_new_object();
+	json_object_object_add(item, "type", json_object_new_string("text"));
+	json_object_object_add(item, "text", json_object_new_string(text));
+	struct json_object *content = json_object_new_array();
+	json_object_array_add(content, item);
+	return content;
+}
+
+/* MCP server/tools, "Error Handling": a tool execution error is a result
+ * with isError: true, so the model sees the message and can act on it. */
+/* An error result carries the message as text and no structuredContent: an
+ * error shape would not match the tool's outputSchema, and clients such as the
+ * official TypeScript SDK validate structuredContent even when isError is
+ * true (MCP server/tools, "Error Handling"). */
+static struct json_object *tool_error_result(const struct cp_error *e)
+{
+	struct json_object *result = json_object_new_object();
+	json_object_object_add(result, "content", text_content(e->message));
+	json_object_object_add(result, "isError", json_object_new_boolean(1));
+	return result;
+}
+
+static struct json_object *tool_success_result(struct json_object *value)
+{
+	const char *text = json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	struct json_object *result = json_object_new_object();
+	json_object_object_add(result, "content", text_content(text));
+	json_object_object_add(result, "structuredContent", value); /* the result takes value's reference */
+	json_object_object_add(result, "isError", json_object_new_boolean(0));
+	return result;
+}
+
+static const char *string_field(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return NULL;
+}
+
+/* Client-chosen words in a log line are cut and reduced to a safe alphabet,
+ * so a crafted name can neither forge a second line nor flood the log. */
+static const char *log_word(const char *s, char *buf, size_t size)
+{
+	if (!s || !*s)
+		return "-";
+	size_t i = 0;
+	for (; s[i] && i + 1 < size; i++) {
+		unsigned char c = (unsigned char)s[i];
+		buf[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+					 c == '-' || c == '.' || c == '/'
+				 ? (char)c
+				 : '?';
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+static struct json_object *invalid_params(struct json_object *id, const char *tool, int64_t start, const char *text)
+{
+	char word[65];
+	log_info("mcp", "tools/call tool=%s sandbox=- status=INVALID_PARAMS duration_ms=%lld",
+		 log_word(tool, word, sizeof(word)), (long long)(clock_monotonic_ms() - start));
+	return mcp_rpc_error_new(id, MCP_RPC_INVALID_PARAMS, text);
+}
+
+/* Answers tools/call (MCP server/tools, "Calling Tools" and "Error
+ * Handling"): malformed params or an unknown tool are JSON-RPC -32602
+ * errors; a handler's failure is a result with isError: true. id and params
+ * are borrowed (params may be NULL); session_id may be NULL. Returns an owned
+ * response and logs one info line. Blocks for as long as the handler. */
+struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object *id, struct json_object *params,
+				   const char *session_id)
+{
+	int64_t start = clock_monotonic_ms();
+	if (!params)
+		return invalid_params(id, NULL, start, "tools/call needs params {name, arguments}");
+	const char *name = string_field(params, "name");
+	if (!name)
+		return invalid_params(id, NULL, start, "tools/call needs params.name, a string");
+	char text[256];
+	const struct mcp_tool *tool = tool_find(server, name);
+	if (!tool) {
+		snprintf(text, sizeof(text), "unknown tool '%.100s'; call tools/list to see the available tools", name);
+		return invalid_params(id, name, start, text);
+	}
+
+	_cleanup_json_ struct json_object *empty = NULL;
+	struct json_object *args;
+	if (!json_object_object_get_ex(params, "arguments", &args) || !args)
+		args = empty = json_object_new_object();
+	else if (!json_object_is_type(args, json_type_object)) {
+		snprintf(text, sizeof(text), "tools/call '%.100s': params.arguments must be an object", name);
+		return invalid_params(id, name, start, text);
+	}
+
+	struct mcp_call call = {server->app, session_id, tool->name};
+	struct json_object *value = NULL;
+	_cleanup_error_ struct cp_error *err = NULL;
+	int r = tool->handler(&call, args, &value, &err);
+	if (r >= 0 && !json_object_is_type(value, json_type_object)) {
+		cp_error_set(&err, CP_ERR_INTERNAL, "tool '%s' returned no result object; this is a server bug",
+			     tool->name);
+		r = -1;
+	}
+	if (r < 0 && !err)
+		cp_error_set(&err, CP_ERR_INTERNAL, "tool '%s' failed without saying why; this is a server bug",
+			     tool->name);
+
+	struct json_object *result;
+	if (r < 0) {
+		if (value)
+			json_object_put(value);
+		result = tool_error_result(err);
+	} else {
+		result = tool_success_result(value);
+	}
+	char word[65];
+	const char *status = r < 0 ? cp_error_code_name(err->code) : "ok";
+	log_info("mcp", "tools/call tool=%s sandbox=%s status=%s duration_ms=%lld", tool->name,
+		 log_word(string_field(args, "sandbox_id"), word, sizeof(word)), status,
+		 (long long)(clock_monotonic_ms() - start));
+	return mcp_rpc_result_new(id, result);
+}

@@ -1,0 +1,304 @@
+/* sandboxes.c: rows of the sandboxes table. A partial unique index keeps one
+ * live (creating/running) sandbox per workspace, so two racing creates cannot
+ * both win. No engine calls here. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "store_internal.h"
+
+void sandbox_record_clear(struct sandbox_record *s)
+{
+	if (!s)
+		return;
+	free(s->id);
+	free(s->workspace_id);
+	free(s->status);
+	free(s->container_name);
+	free(s->container_id);
+	free(s->image);
+	free(s->runtime);
+	free(s->failure_reason);
+	*s = (struct sandbox_record){0};
+}
+
+#define SBX_COLUMNS                                                                                            \
+	"id, workspace_id, status, container_name, container_id, image, runtime, COALESCE(memory_bytes,0), "   \
+	"COALESCE(nano_cpus,0), network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms, "    \
+	"COALESCE(removed_at_ms,0)"
+
+static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
+{
+	s->id = store_column_strdup(st, 0);
+	s->workspace_id = store_column_strdup(st, 1);
+	s->status = store_column_strdup(st, 2);
+	s->container_name = store_column_strdup(st, 3);
+	s->container_id = store_column_strdup(st, 4);
+	s->image = store_column_strdup(st, 5);
+	s->runtime = store_column_strdup(st, 6);
+	s->memory_bytes = sqlite3_column_int64(st, 7);
+	s->nano_cpus = sqlite3_column_int64(st, 8);
+	s->network = sqlite3_column_int(st, 9);
+	s->failure_reason = store_column_strdup(st, 10);
+	s->created_at_ms = sqlite3_column_int64(st, 11);
+	s->updated_at_ms = sqlite3_column_int64(st, 12);
+	s->last_activity_ms = sqlite3_column_int64(st, 13);
+	s->removed_at_ms = sqlite3_column_int64(st, 14);
+}
+
+static void bind_opt_text(sqlite3_stmt *st, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+int store_sandbox_insert(struct store *store, const struct sandbox_record *s, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db,
+			       "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
+			       "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
+			       "last_activity_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "insert sandbox");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, s->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, s->workspace_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, s->status ? s->status : "creating", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, s->container_name, -1, SQLITE_STATIC);
+	bind_opt_text(st, 5, s->container_id);
+	sqlite3_bind_text(st, 6, s->image, -1, SQLITE_STATIC);
+	bind_opt_text(st, 7, s->runtime);
+	sqlite3_bind_int64(st, 8, s->memory_bytes);
+	sqlite3_bind_int64(st, 9, s->nano_cpus);
+	sqlite3_bind_int(st, 10, s->network);
+	sqlite3_bind_int64(st, 11, s->created_at_ms);
+	sqlite3_bind_int64(st, 12, s->created_at_ms);
+	sqlite3_bind_int64(st, 13, s->created_at_ms);
+	int rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE) {
+		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
+			r = cp_error_set(err, CP_ERR_CONFLICT,
+					 "workspace '%s' already has a live sandbox; use it (sandbox_list) or destroy it first",
+					 s->workspace_id);
+		else
+			r = store_fail(store, err, "insert sandbox");
+	}
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+static int get_one(struct store *store, const char *sql, const char *arg, struct sandbox_record *ret,
+		   struct cp_error **err, int *ret_found)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	*ret_found = 0;
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "load sandbox");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		read_row(st, ret);
+		*ret_found = 1;
+	} else if (rc != SQLITE_DONE) {
+		r = store_fail(store, err, "load sandbox");
+	}
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_sandbox_get(struct store *store, const char *id, struct sandbox_record *ret, struct cp_error **err)
+{
+	int found;
+	if (get_one(store, "SELECT " SBX_COLUMNS " FROM sandboxes WHERE id = ?", id, ret, err, &found) < 0)
+		return -1;
+	if (!found)
+		return cp_error_set(err, CP_ERR_NOT_FOUND,
+				    "sandbox '%s' does not exist; call sandbox_list to see the sandboxes, or "
+				    "sandbox_create to make one",
+				    id);
+	return 0;
+}
+
+int store_sandbox_get_live_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
+					 struct cp_error **err)
+{
+	int found;
+	if (get_one(store,
+		    "SELECT " SBX_COLUMNS
+		    " FROM sandboxes WHERE workspace_id = ? AND status IN ('creating','running')",
+		    workspace_id, ret, err, &found) < 0)
+		return -1;
+	if (!found)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "workspace '%s' has no live sandbox", workspace_id);
+	return 0;
+}
+
+int store_sandbox_list(struct store *store, int include_removed, struct sandbox_record **ret, size_t *ret_n,
+		       struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	struct sandbox_record *list = NULL;
+	size_t n = 0;
+	int r = 0;
+	const char *sql = include_removed
+				  ? "SELECT " SBX_COLUMNS " FROM sandboxes ORDER BY created_at_ms, id"
+				  : "SELECT " SBX_COLUMNS
+				    " FROM sandboxes WHERE status != 'removed' ORDER BY created_at_ms, id";
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "list sandboxes");
+		goto out;
+	}
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct sandbox_record *grown = realloc(list, (n + 1) * sizeof(*list));
+		if (!grown) {
+			r = cp_error_set(err, CP_ERR_INTERNAL, "list sandboxes: out of memory");
+			goto out;
+		}
+		list = grown;
+		list[n] = (struct sandbox_record){0};
+		read_row(st, &list[n++]);
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(store, err, "list sandboxes");
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			sandbox_record_clear(&list[i]);
+		free(list);
+		return r;
+	}
+	*ret = list;
+	*ret_n = n;
+	return 0;
+}
+
+int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, "SELECT COUNT(*) FROM sandboxes WHERE status IN ('creating','running')",
+			       -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+		r = store_fail(store, err, "count sandboxes");
+	else
+		*ret_count = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+static int exec_changes(struct store *store, sqlite3_stmt *st, const char *what, const char *id,
+			struct cp_error **err)
+{
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(store, err, what);
+	if (sqlite3_changes(store->db) == 0)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "%s: sandbox '%s' does not exist", what, id);
+	return 0;
+}
+
+int store_sandbox_set_status(struct store *store, const char *id, const char *status, const char *container_id,
+			     const char *failure_reason, int64_t now_ms, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = store_exec(store, "BEGIN IMMEDIATE", "update sandbox", err);
+	if (r < 0)
+		goto out;
+	if (sqlite3_prepare_v2(store->db,
+			       "UPDATE sandboxes SET status = ?1, container_id = COALESCE(?2, container_id), "
+			       "failure_reason = COALESCE(?3, failure_reason), updated_at_ms = ?4, "
+			       "removed_at_ms = CASE WHEN ?1 = 'removed' THEN ?4 ELSE removed_at_ms END WHERE id = ?5",
+			       -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "update sandbox");
+		goto rollback;
+	}
+	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
+	bind_opt_text(st, 2, container_id);
+	bind_opt_text(st, 3, failure_reason);
+	sqlite3_bind_int64(st, 4, now_ms);
+	sqlite3_bind_text(st, 5, id, -1, SQLITE_STATIC);
+	r = exec_changes(store, st, "update sandbox", id, err);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (r < 0)
+		goto rollback;
+	if (strcmp(status, "removed") == 0 || strcmp(status, "failed") == 0) {
+		if (sqlite3_prepare_v2(store->db,
+				       "UPDATE workspaces SET released_at_ms = ?1 WHERE id = (SELECT workspace_id FROM "
+				       "sandboxes WHERE id = ?2)",
+				       -1, &st, NULL) != SQLITE_OK) {
+			r = store_fail(store, err, "release workspace");
+			goto rollback;
+		}
+		sqlite3_bind_int64(st, 1, now_ms);
+		sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			r = store_fail(store, err, "release workspace");
+			goto rollback;
+		}
+	}
+	r = store_exec(store, "COMMIT", "update sandbox", err);
+	if (r < 0)
+		goto rollback;
+	goto out;
+rollback:
+	store_exec(store, "ROLLBACK", "roll back", NULL);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_sandbox_touch(struct store *store, const char *id, int64_t now_ms, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, "UPDATE sandboxes SET last_activity_ms = MAX(last_activity_ms, ?) WHERE id = ?",
+			       -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "record activity");
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, now_ms);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	r = exec_changes(store, st, "record activity", id, err);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_sandbox_delete(struct store *store, const char *id, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, "DELETE FROM sandboxes WHERE id = ?", -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "delete sandbox");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	r = exec_changes(store, st, "delete sandbox", id, err);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}

@@ -1,0 +1,170 @@
+/* store.c: opening the registry and running migrations. Owns the SQLite
+ * connection; every statement runs under store->lock. Migrations are the only
+ * source of schema (migrations/NNNN_name.sql, embedded by scripts/embed-migrations.sh). */
+#include "store_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../base/clock.h"
+#include "../base/log.h"
+
+int store_fail(struct store *store, struct cp_error **err, const char *what)
+{
+	int rc = sqlite3_extended_errcode(store->db);
+	enum cp_error_code code = CP_ERR_INTERNAL;
+	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+		code = CP_ERR_UNAVAILABLE;
+	else if ((rc & 0xff) == SQLITE_CONSTRAINT)
+		code = CP_ERR_CONFLICT;
+	return cp_error_set(err, code, "%s: registry error: %s", what, sqlite3_errmsg(store->db));
+}
+
+int store_exec(struct store *store, const char *sql, const char *what, struct cp_error **err)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(store->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		cp_error_set(err, CP_ERR_INTERNAL, "%s: registry error: %s", what, msg ? msg : "unknown");
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int applied_version(struct store *store, int *ret, struct cp_error **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store->db, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", -1, &st,
+			       NULL) != SQLITE_OK)
+		return store_fail(store, err, "read schema version");
+	int r = 0;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*ret = sqlite3_column_int(st, 0);
+	else
+		r = store_fail(store, err, "read schema version");
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int migrate(struct store *store, struct cp_error **err)
+{
+	if (store_exec(store,
+		       "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT "
+		       "NULL, applied_at_ms INTEGER NOT NULL)",
+		       "create schema_migrations", err) < 0)
+		return -1;
+	int current = 0;
+	if (applied_version(store, &current, err) < 0)
+		return -1;
+	int newest = store_migrations_count ? store_migrations[store_migrations_count - 1].version : 0;
+	if (current > newest)
+		return cp_error_set(err, CP_ERR_CONFLICT,
+				    "the registry has schema version %d but this chat2sbx knows only up to %d; "
+				    "run a newer chat2sbx or point CHAT2SBX_DATABASE_PATH elsewhere",
+				    current, newest);
+	for (size_t i = 0; i < store_migrations_count; i++) {
+		const struct store_migration *m = &store_migrations[i];
+		if (m->version <= current)
+			continue;
+		if (store_exec(store, "BEGIN IMMEDIATE", "begin migration", err) < 0)
+			return -1;
+		/* Another process may have applied it while we waited for the lock. */
+		int now_version = 0;
+		if (applied_version(store, &now_version, err) < 0)
+			goto rollback;
+		if (now_version >= m->version) {
+			store_exec(store, "COMMIT", "commit migration", NULL);
+			continue;
+		}
+		char what[128];
+		snprintf(what, sizeof(what), "apply migration %s", m->name);
+		if (store_exec(store, m->sql, what, err) < 0)
+			goto rollback;
+		sqlite3_stmt *st = NULL;
+		if (sqlite3_prepare_v2(store->db,
+				       "INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)",
+				       -1, &st, NULL) != SQLITE_OK) {
+			store_fail(store, err, what);
+			goto rollback;
+		}
+		sqlite3_bind_int(st, 1, m->version);
+		sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, clock_now_ms());
+		int rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE) {
+			store_fail(store, err, what);
+			goto rollback;
+		}
+		if (store_exec(store, "COMMIT", what, err) < 0)
+			goto rollback;
+		log_info("store", "applied migration %s", m->name);
+	}
+	return 0;
+rollback:
+	store_exec(store, "ROLLBACK", "roll back migration", NULL);
+	return -1;
+}
+
+int store_open(const char *path, struct store **ret_store, struct cp_error **err)
+{
+	/* Create the file 0600 ourselves so SQLite never makes it world-readable. */
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "open registry '%s'", path);
+	if (fchmod(fd, 0600) < 0) {
+		close(fd);
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "set mode of registry '%s'", path);
+	}
+	close(fd);
+
+	struct store *store = calloc(1, sizeof(*store));
+	if (!store)
+		return cp_error_set(err, CP_ERR_INTERNAL, "open registry: out of memory");
+	pthread_mutex_init(&store->lock, NULL);
+	if (sqlite3_open_v2(path, &store->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
+		cp_error_set(err, CP_ERR_UNAVAILABLE, "open registry '%s': %s", path,
+			     store->db ? sqlite3_errmsg(store->db) : "out of memory");
+		store_free(store);
+		return -1;
+	}
+	sqlite3_busy_timeout(store->db, STORE_BUSY_TIMEOUT_MS);
+	if (store_exec(store, "PRAGMA journal_mode=WAL", "enable WAL", err) < 0 ||
+	    store_exec(store, "PRAGMA foreign_keys=ON", "enable foreign keys", err) < 0 ||
+	    store_exec(store, "PRAGMA synchronous=NORMAL", "set synchronous", err) < 0 || migrate(store, err) < 0) {
+		cp_error_prefix(err, "open registry '%s'", path);
+		store_free(store);
+		return -1;
+	}
+	/* WAL side files inherit nothing from the main file's mode; tighten them. */
+	char side[4096];
+	snprintf(side, sizeof(side), "%s-wal", path);
+	chmod(side, 0600);
+	snprintf(side, sizeof(side), "%s-shm", path);
+	chmod(side, 0600);
+	*ret_store = store;
+	return 0;
+}
+
+void store_free(struct store *store)
+{
+	if (!store)
+		return;
+	if (store->db)
+		sqlite3_close(store->db);
+	pthread_mutex_destroy(&store->lock);
+	free(store);
+}
+
+int store_schema_version(struct store *store, int *ret_version, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	int r = applied_version(store, ret_version, err);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}

@@ -1,0 +1,112 @@
+/* store.h: the registry (SQLite). The only code with SQL. WAL mode, a busy
+ * timeout and foreign keys on; the schema comes only from migrations/NNNN_name.sql,
+ * embedded at build time and applied in order at open, each in its own
+ * transaction and recorded in schema_migrations. The CLI and the server may
+ * use one database at once. A store handle is thread-safe (one connection,
+ * serialized by a mutex). */
+#ifndef CP_STORE_H
+#define CP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/error.h"
+
+struct store;
+
+/* A migration embedded from migrations/NNNN_name.sql (build/gen/migrations.c). */
+struct store_migration {
+	int version;
+	const char *name;
+	const char *sql;
+};
+extern const struct store_migration store_migrations[];
+extern const size_t store_migrations_count;
+
+/* Busy timeout for every statement (ms): a writer waits this long for another. */
+#define STORE_BUSY_TIMEOUT_MS 5000
+
+/* Opens (creating with mode 0600) the database at path, enables WAL, busy
+ * timeout and foreign keys, and applies pending migrations. The parent
+ * directory must exist. *ret_store is owned by the caller (store_free). Fails
+ * with UNAVAILABLE naming the path when it cannot be opened, INTERNAL when a
+ * migration fails (the failed migration is rolled back; earlier ones stay),
+ * CONFLICT when the database holds a newer schema than this binary knows. */
+int store_open(const char *path, struct store **ret_store, struct cp_error **err);
+void store_free(struct store *store);
+
+/* Highest applied migration version. */
+int store_schema_version(struct store *store, int *ret_version, struct cp_error **err);
+
+/* ---- workspaces ---- */
+
+struct workspace_record {
+	char *id;
+	char *mode;	 /* managed | clone | direct */
+	char *path;	 /* host directory behind /workspace */
+	char *host_path; /* may be NULL */
+	int64_t created_at_ms;
+	int64_t released_at_ms; /* 0 = in use or never released */
+	char *sandbox_id;	/* live sandbox using it (filled by get/list), may be NULL */
+};
+void workspace_record_clear(struct workspace_record *w);
+
+/* Inserts w (borrowed). CONFLICT when the id exists. */
+int store_workspace_insert(struct store *store, const struct workspace_record *w, struct cp_error **err);
+/* Loads one workspace into *ret (caller clears). NOT_FOUND names the id. */
+int store_workspace_get(struct store *store, const char *id, struct workspace_record *ret, struct cp_error **err);
+/* All workspaces, oldest first; *ret is an array of *ret_n records (caller
+ * clears each and frees the array). */
+int store_workspace_list(struct store *store, struct workspace_record **ret, size_t *ret_n, struct cp_error **err);
+/* Deletes a workspace that no sandbox row refers to (used to undo a failed
+ * create). CONFLICT when a sandbox still refers to it. */
+int store_workspace_delete(struct store *store, const char *id, struct cp_error **err);
+
+/* ---- sandboxes ---- */
+
+struct sandbox_record {
+	char *id;
+	char *workspace_id;
+	char *status; /* creating | running | failed | removed */
+	char *container_name;
+	char *container_id; /* may be NULL while creating */
+	char *image;
+	char *runtime; /* may be NULL */
+	int64_t memory_bytes; /* 0 = engine default */
+	int64_t nano_cpus;    /* 0 = engine default */
+	int network;
+	char *failure_reason; /* may be NULL */
+	int64_t created_at_ms;
+	int64_t updated_at_ms;
+	int64_t last_activity_ms;
+	int64_t removed_at_ms;
+};
+void sandbox_record_clear(struct sandbox_record *s);
+
+/* Inserts s (borrowed) with status 'creating' or as given. CONFLICT when the
+ * workspace already has a live (creating/running) sandbox, naming it. */
+int store_sandbox_insert(struct store *store, const struct sandbox_record *s, struct cp_error **err);
+/* Loads one sandbox. NOT_FOUND names the id and says to call sandbox_list. */
+int store_sandbox_get(struct store *store, const char *id, struct sandbox_record *ret, struct cp_error **err);
+/* The live sandbox of a workspace, or NOT_FOUND. */
+int store_sandbox_get_live_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
+					 struct cp_error **err);
+/* Sandboxes, oldest first; include_removed 0 hides removed ones. Caller clears
+ * each and frees the array. */
+int store_sandbox_list(struct store *store, int include_removed, struct sandbox_record **ret, size_t *ret_n,
+		       struct cp_error **err);
+/* Count of sandboxes in creating/running. */
+int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err);
+/* Sets status (and failure_reason when not NULL, container_id when not NULL),
+ * updated_at = now_ms; status 'removed' also sets removed_at_ms and releases
+ * the workspace (released_at_ms = now_ms) in the same transaction. NOT_FOUND
+ * when the id is unknown. */
+int store_sandbox_set_status(struct store *store, const char *id, const char *status, const char *container_id,
+			     const char *failure_reason, int64_t now_ms, struct cp_error **err);
+/* Records activity (a tool call reached the sandbox) at now_ms. */
+int store_sandbox_touch(struct store *store, const char *id, int64_t now_ms, struct cp_error **err);
+/* Deletes a sandbox row (used only to undo a create that failed before the
+ * sandbox was ever usable). */
+int store_sandbox_delete(struct store *store, const char *id, struct cp_error **err);
+
+#endif

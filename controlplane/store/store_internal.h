@@ -1,0 +1,29 @@
+/* store_internal.h: shared by the store/ sources only. */
+#ifndef CP_STORE_INTERNAL_H
+#define CP_STORE_INTERNAL_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <string.h>
+
+#include "store.h"
+
+struct store {
+	sqlite3 *db;
+	pthread_mutex_t lock; /* one statement sequence at a time per handle */
+};
+
+/* Sets *err from the connection's last error: "<what>: registry error: ...",
+ * CONFLICT for constraint failures, UNAVAILABLE for busy. Returns -1. */
+int store_fail(struct store *store, struct cp_error **err, const char *what);
+/* Runs SQL without results. Returns 0 or -1 with *err set. */
+int store_exec(struct store *store, const char *sql, const char *what, struct cp_error **err);
+
+/* Copies column i as an owned string (NULL for SQL NULL). */
+static inline char *store_column_strdup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	return t ? strdup((const char *)t) : NULL;
+}
+
+#endif

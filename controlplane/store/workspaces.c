@@ -1,0 +1,142 @@
+/* workspaces.c: rows of the workspaces table. No policy here (policy/ decides
+ * what may become a workspace); this only persists and loads. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "store_internal.h"
+
+void workspace_record_clear(struct workspace_record *w)
+{
+	if (!w)
+		return;
+	free(w->id);
+	free(w->mode);
+	free(w->path);
+	free(w->host_path);
+	free(w->sandbox_id);
+	*w = (struct workspace_record){0};
+}
+
+#define WS_COLUMNS                                                                                             \
+	"w.id, w.mode, w.path, w.host_path, w.created_at_ms, COALESCE(w.released_at_ms, 0), "                  \
+	"(SELECT s.id FROM sandboxes s WHERE s.workspace_id = w.id AND s.status IN ('creating','running'))"
+
+static void read_row(sqlite3_stmt *st, struct workspace_record *w)
+{
+	w->id = store_column_strdup(st, 0);
+	w->mode = store_column_strdup(st, 1);
+	w->path = store_column_strdup(st, 2);
+	w->host_path = store_column_strdup(st, 3);
+	w->created_at_ms = sqlite3_column_int64(st, 4);
+	w->released_at_ms = sqlite3_column_int64(st, 5);
+	w->sandbox_id = store_column_strdup(st, 6);
+}
+
+int store_workspace_insert(struct store *store, const struct workspace_record *w, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db,
+			       "INSERT INTO workspaces (id, mode, path, host_path, created_at_ms) VALUES (?,?,?,?,?)",
+			       -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "insert workspace");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, w->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, w->mode, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, w->path, -1, SQLITE_STATIC);
+	if (w->host_path)
+		sqlite3_bind_text(st, 4, w->host_path, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, w->created_at_ms);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = store_fail(store, err, "insert workspace");
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	if (r < 0)
+		cp_error_prefix(err, "workspace '%s'", w->id);
+	return r;
+}
+
+int store_workspace_get(struct store *store, const char *id, struct workspace_record *ret, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.id = ?", -1, &st,
+			       NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "load workspace");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		read_row(st, ret);
+	else if (rc == SQLITE_DONE)
+		r = cp_error_set(err, CP_ERR_NOT_FOUND,
+				 "workspace '%s' does not exist; call workspace_list to see the known workspaces", id);
+	else
+		r = store_fail(store, err, "load workspace");
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_workspace_list(struct store *store, struct workspace_record **ret, size_t *ret_n, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	struct workspace_record *list = NULL;
+	size_t n = 0;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, "SELECT " WS_COLUMNS " FROM workspaces w ORDER BY w.created_at_ms, w.id",
+			       -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "list workspaces");
+		goto out;
+	}
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct workspace_record *grown = realloc(list, (n + 1) * sizeof(*list));
+		if (!grown) {
+			r = cp_error_set(err, CP_ERR_INTERNAL, "list workspaces: out of memory");
+			goto out;
+		}
+		list = grown;
+		list[n] = (struct workspace_record){0};
+		read_row(st, &list[n++]);
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(store, err, "list workspaces");
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			workspace_record_clear(&list[i]);
+		free(list);
+		return r;
+	}
+	*ret = list;
+	*ret_n = n;
+	return 0;
+}
+
+int store_workspace_delete(struct store *store, const char *id, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, "DELETE FROM workspaces WHERE id = ?", -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "delete workspace");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = store_fail(store, err, "delete workspace");
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}

@@ -1,0 +1,98 @@
+/* test_base.c: ids (format, uniqueness, validation), the error object's
+ * prefixing, the bounded buffer, and the memory/yield policy. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/id.h"
+#include "policy/policy.h"
+
+Test(id, format_and_uniqueness)
+{
+	char *ids[200];
+	for (int i = 0; i < 200; i++) {
+		struct cp_error *err = NULL;
+		cr_assert_eq(id_new("sbx_", &ids[i], &err), 0);
+		cr_expect_eq(strlen(ids[i]), 4 + ID_RANDOM_CHARS);
+		cr_expect(id_valid(ids[i], "sbx_"), "%s", ids[i]);
+		cr_expect_not(id_valid(ids[i], "ws_"));
+		for (int j = 0; j < i; j++)
+			cr_expect_str_neq(ids[i], ids[j]);
+	}
+	for (int i = 0; i < 200; i++)
+		free(ids[i]);
+}
+
+Test(id, validation_refuses_malformed)
+{
+	cr_expect_not(id_valid(NULL, "sbx_"));
+	cr_expect_not(id_valid("sbx_", "sbx_"));
+	cr_expect_not(id_valid("sbx_abc", "sbx_"));
+	cr_expect_not(id_valid("sbx_ABCDEFGHIJKLMNOPQRST", "sbx_"), "uppercase is not base32 here");
+	cr_expect_not(id_valid("sbx_abcdefghijklmnopqrs1", "sbx_"), "1 is not in the alphabet");
+	cr_expect_not(id_valid("sbx_abcdefghijklmnopqrst/", "sbx_"));
+	cr_expect(id_valid("sbx_abcdefghijklmnopq234", "sbx_"));
+}
+
+Test(error, prefix_and_codes)
+{
+	struct cp_error *err = NULL;
+	cr_assert_eq(cp_error_set(&err, CP_ERR_NOT_FOUND, "sandbox '%s' does not exist", "sbx_x"), -1);
+	cp_error_prefix(&err, "destroy");
+	cr_expect_str_eq(err->message, "destroy: sandbox 'sbx_x' does not exist");
+	cr_expect_str_eq(cp_error_code_name(err->code), "NOT_FOUND");
+	cr_expect_eq(cp_error_exit_status(err->code), 3);
+	/* A second set does not overwrite the first failure. */
+	cp_error_set(&err, CP_ERR_INTERNAL, "other");
+	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
+	cp_error_free(err);
+}
+
+Test(buf, bounded)
+{
+	struct cp_buf b;
+	cp_buf_init(&b, 10);
+	cr_expect_eq(cp_buf_append(&b, "hello", 5), 0);
+	cr_expect_eq(cp_buf_append(&b, "world", 5), 0);
+	cr_expect_eq(cp_buf_append(&b, "!", 1), -1, "over the maximum is refused");
+	cr_expect_eq(b.len, 10);
+	cr_expect_str_eq(b.data, "helloworld");
+	cp_buf_consume(&b, 5);
+	cr_expect_str_eq(b.data, "world");
+	cp_buf_free(&b);
+}
+
+Test(policy, memory_sizes)
+{
+	struct {
+		const char *in;
+		int64_t want; /* -1 = refused */
+	} cases[] = {
+		{"512m", 512LL << 20}, {"4g", 4LL << 30}, {"4G", 4LL << 30}, {"512mb", 512LL << 20},
+		{"1048576k", 1LL << 30}, {"7000000", 7000000}, {"5m", -1}, {"", -1}, {"m", -1}, {"-1g", -1},
+		{"12x", -1}, {"1.5g", -1}, {"2000g", -1}, {"99999999999999999999g", -1},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int64_t got = 0;
+		struct cp_error *err = NULL;
+		int r = policy_memory_parse(cases[i].in, &got, &err);
+		if (cases[i].want < 0) {
+			cr_expect_lt(r, 0, "'%s' accepted", cases[i].in);
+			cr_expect(err && err->code == CP_ERR_INVALID_ARGUMENT);
+			cp_error_free(err);
+		} else {
+			cr_expect_eq(r, 0, "'%s': %s", cases[i].in, err ? err->message : "");
+			cr_expect_eq(got, cases[i].want, "'%s'", cases[i].in);
+		}
+	}
+}
+
+Test(policy, yield_clamp)
+{
+	cr_expect_eq(policy_yield_clamp(-1, 10000, 30000), 10000);
+	cr_expect_eq(policy_yield_clamp(45000, 10000, 30000), 30000);
+	cr_expect_eq(policy_yield_clamp(0, 10000, 30000), 0);
+	cr_expect_eq(policy_yield_clamp(500, 10000, 30000), 500);
+}

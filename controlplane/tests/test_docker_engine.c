@@ -1,0 +1,816 @@
+/* test_docker_engine.c: the Docker client (docker/) against a fake engine: a
+ * thread serving a Unix socket in a temporary directory, answering each
+ * connection with the next canned reply from tests/data/docker/ (one file per
+ * case) and recording the request line, headers and body, so the tests check
+ * the exact method, path and JSON we send and how engine errors map. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "docker/docker.h"
+
+/* ---- fake engine ---- */
+
+struct fake_reply {
+	const char *fixture; /* file in tests/data/docker/ */
+	const char *extra;   /* raw bytes sent in the same write, right after the reply */
+	size_t extra_len;
+	int echo;	  /* then echo every byte received back as stdout frames, until EOF */
+	long delay_ms;	  /* wait this long before answering */
+	size_t big_body;  /* instead of a fixture: 200 with a body of this many bytes */
+};
+
+struct fake_request {
+	char line[1024]; /* "POST /v1.41/containers/create?name=x HTTP/1.1" */
+	char head[4096]; /* all header lines */
+	char *body;	 /* NUL-terminated, may be empty */
+};
+
+struct fake_engine {
+	char dir[64];
+	char sock[128];
+	int lfd;
+	pthread_t thread;
+	const struct fake_reply *replies;
+	size_t n_replies;
+	struct fake_request req[16];
+	size_t n_req;
+};
+
+static char *read_fixture(const char *name, size_t *ret_len)
+{
+	/* __FILE__ is controlplane/tests/test_docker_engine.c as the Makefile
+	 * compiles it; the tests run from the repository root. */
+	char path[512];
+	const char *slash = strrchr(__FILE__, '/');
+	int dirlen = slash ? (int)(slash - __FILE__) : 1;
+	snprintf(path, sizeof(path), "%.*s/data/docker/%s", dirlen, slash ? __FILE__ : ".", name);
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "fixture %s", path);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = malloc((size_t)n + 1);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*ret_len = (size_t)n;
+	return buf;
+}
+
+static void write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return; /* the client went away (a timeout test) */
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* A fixture is status line + headers (LF line ends), a blank line, then the
+ * body verbatim. The fake adds CRLFs, Content-Length (or chunked framing) and
+ * Connection: close; a 101 gets none of them. */
+static void send_reply(int cfd, const struct fake_reply *r)
+{
+	char *out = NULL;
+	size_t out_len = 0;
+	FILE *m = open_memstream(&out, &out_len);
+	if (r->big_body) {
+		fprintf(m, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+			   "Connection: close\r\n\r\n", r->big_body);
+		fflush(m);
+		write_all(cfd, out, out_len);
+		fclose(m);
+		free(out);
+		char zeros[65536];
+		memset(zeros, ' ', sizeof(zeros));
+		for (size_t sent = 0; sent < r->big_body; sent += sizeof(zeros))
+			write_all(cfd, zeros, r->big_body - sent < sizeof(zeros) ? r->big_body - sent : sizeof(zeros));
+		return;
+	}
+	size_t len = 0;
+	char *text = read_fixture(r->fixture, &len);
+	char *sep = strstr(text, "\n\n");
+	cr_assert_not_null(sep, "fixture %s has no blank line", r->fixture);
+	*sep = '\0';
+	const char *body = sep + 2;
+	size_t body_len = len - (size_t)(body - text);
+	int upgrade = strncmp(text, "HTTP/1.1 101", 12) == 0;
+	int chunked = strstr(text, "Transfer-Encoding: chunked") != NULL;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+		fprintf(m, "%s\r\n", line);
+	if (!upgrade && !chunked)
+		fprintf(m, "Content-Length: %zu\r\n", body_len);
+	if (!upgrade)
+		fprintf(m, "Connection: close\r\n");
+	fprintf(m, "\r\n");
+	if (chunked) {
+		size_t half = body_len / 2;
+		fprintf(m, "%zx\r\n%.*s\r\n", half, (int)half, body);
+		fprintf(m, "%zx\r\n%.*s\r\n0\r\n\r\n", body_len - half, (int)(body_len - half), body + half);
+	} else {
+		fwrite(body, 1, body_len, m);
+	}
+	if (r->extra_len)
+		fwrite(r->extra, 1, r->extra_len, m);
+	fclose(m);
+	write_all(cfd, out, out_len); /* headers and early stream bytes in one write */
+	free(out);
+	free(text);
+}
+
+static void read_request(int cfd, struct fake_request *rq)
+{
+	char buf[65536];
+	size_t len = 0;
+	char *end = NULL;
+	while (!end && len < sizeof(buf) - 1) {
+		ssize_t n = recv(cfd, buf + len, 1, 0); /* byte by byte: never eat stdin bytes */
+		if (n <= 0)
+			return;
+		len += (size_t)n;
+		buf[len] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+	}
+	char *crlf = strstr(buf, "\r\n");
+	snprintf(rq->line, sizeof(rq->line), "%.*s", (int)(crlf - buf), buf);
+	snprintf(rq->head, sizeof(rq->head), "%.*s", (int)(end - crlf), crlf + 2);
+	size_t want = 0;
+	char *cl = strcasestr(rq->head, "Content-Length:");
+	if (cl)
+		want = strtoul(cl + 15, NULL, 10);
+	rq->body = calloc(1, want + 1);
+	for (size_t got = 0; got < want;) {
+		ssize_t n = recv(cfd, rq->body + got, want - got, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+}
+
+static void echo_frames(int cfd)
+{
+	char buf[4096];
+	for (;;) {
+		ssize_t n = recv(cfd, buf, sizeof(buf), 0);
+		if (n <= 0)
+			return;
+		unsigned char hdr[8] = {1, 0, 0, 0, (unsigned char)(n >> 24), (unsigned char)(n >> 16),
+					(unsigned char)(n >> 8), (unsigned char)n};
+		write_all(cfd, hdr, 8);
+		write_all(cfd, buf, (size_t)n);
+	}
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake_engine *fe = arg;
+	for (size_t i = 0; i < fe->n_replies; i++) {
+		struct pollfd p = {.fd = fe->lfd, .events = POLLIN};
+		if (poll(&p, 1, 10000) <= 0)
+			return NULL; /* the client never came: the test fails on its own */
+		int cfd = accept4(fe->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (cfd < 0)
+			return NULL;
+		read_request(cfd, &fe->req[fe->n_req++]);
+		if (fe->replies[i].delay_ms)
+			usleep((useconds_t)fe->replies[i].delay_ms * 1000);
+		send_reply(cfd, &fe->replies[i]);
+		if (fe->replies[i].echo)
+			echo_frames(cfd);
+		close(cfd);
+	}
+	return NULL;
+}
+
+/* One fake per test process (Criterion runs each test in its own process). */
+static struct fake_engine fake;
+
+static struct fake_engine *fake_start(const struct fake_reply *replies, size_t n)
+{
+	struct fake_engine *fe = &fake;
+	memset(fe, 0, sizeof(*fe));
+	char dir[] = "/tmp/chat2sbx-fake-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(fe->dir, sizeof(fe->dir), "%s", dir);
+	snprintf(fe->sock, sizeof(fe->sock), "%s/docker.sock", dir);
+	fe->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	cr_assert_lt(strlen(fe->sock), sizeof(addr.sun_path));
+	memcpy(addr.sun_path, fe->sock, strlen(fe->sock) + 1);
+	cr_assert_eq(bind(fe->lfd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+	cr_assert_eq(listen(fe->lfd, 8), 0);
+	fe->replies = replies;
+	fe->n_replies = n;
+	cr_assert_eq(pthread_create(&fe->thread, NULL, fake_main, fe), 0);
+	return fe;
+}
+
+/* Joins the server thread (all replies served), then removes the socket.
+ * The recorded requests stay readable until the test ends. */
+static void fake_stop(struct fake_engine *fe)
+{
+	pthread_join(fe->thread, NULL);
+	close(fe->lfd);
+	unlink(fe->sock);
+	rmdir(fe->dir);
+}
+
+static void fake_free_requests(void)
+{
+	for (size_t i = 0; i < fake.n_req; i++)
+		free(fake.req[i].body);
+	fake.n_req = 0;
+}
+
+TestSuite(docker_engine, .fini = fake_free_requests);
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static struct docker_engine *open_engine(struct fake_engine *fe)
+{
+	struct docker_engine *e = NULL;
+	struct cp_error *err = NULL;
+	int rc = docker_engine_new(fe->sock, &e, &err);
+	cr_assert_eq(rc, 0, "engine_new: %s", err ? err->message : "");
+	return e;
+}
+
+/* ---- version negotiation and reachability ---- */
+
+Test(docker_engine, negotiates_engine_version)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	cr_assert_str_eq(docker_engine_api_version(e), "1.41");
+	cr_assert_str_eq(docker_engine_version(e), "20.10.24+dfsg1");
+	cr_assert_str_eq(docker_engine_socket(e), fe->sock);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_str_eq(fe->req[0].line, "GET /version HTTP/1.1", "no version prefix: %s", fe->req[0].line);
+}
+
+Test(docker_engine, newer_engine_is_used_at_our_max)
+{
+	static const struct fake_reply r[] = {{.fixture = "version_newer.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	cr_assert_str_eq(docker_engine_api_version(e), DOCKER_API_MAX);
+	cr_assert_str_eq(docker_engine_version(e), "27.3.1");
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, old_api_is_refused)
+{
+	static const struct fake_reply r[] = {{.fixture = "version_old.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_engine_new(fe->sock, &e, &err), 0);
+	cr_assert_null(e);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_assert_not_null(strstr(err->message, "1.40"), "%s", err->message);
+	cr_assert_not_null(strstr(err->message, DOCKER_API_MIN), "%s", err->message);
+	cp_error_free(err);
+	fake_stop(fe);
+}
+
+Test(docker_engine, unreachable_socket_names_it)
+{
+	char dir[] = "/tmp/chat2sbx-nosock-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char sock[128];
+	snprintf(sock, sizeof(sock), "%s/docker.sock", dir);
+	struct docker_engine *e = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_engine_new(sock, &e, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_assert_not_null(strstr(err->message, sock), "%s", err->message);
+	cr_assert_not_null(strstr(err->message, "cannot reach the Docker Engine"), "%s", err->message);
+	cr_assert_not_null(strstr(err->message, "systemctl start docker"), "%s", err->message);
+	cp_error_free(err);
+	rmdir(dir);
+}
+
+/* ---- containers ---- */
+
+static const char *const entrypoint[] = {"/usr/local/bin/chat2sbx-helper", NULL};
+static const char *const env[] = {"HOME=/root", "LANG=C.UTF-8", NULL};
+static const char *const labels[] = {"chat2sbx.sandbox", "sbx_test", "chat2sbx.workspace", "ws_abc", NULL};
+static const struct docker_mount mounts[] = {
+	{.source = "/srv/helper", .target = "/usr/local/bin/chat2sbx-helper", .read_only = 1},
+	{.source = "/srv/ws", .target = "/workspace", .read_only = 0},
+};
+
+static struct docker_container_spec test_spec(int network_disabled)
+{
+	return (struct docker_container_spec){
+		.name = "sbx_test",
+		.image = "chat2sbx-template:0.1.0",
+		.entrypoint = entrypoint,
+		.env = env,
+		.labels = labels,
+		.working_dir = "/workspace",
+		.mounts = mounts,
+		.n_mounts = 2,
+		.memory_bytes = 512LL << 20,
+		.nano_cpus = 1500000000LL,
+		.pids_limit = 512,
+		.network_disabled = network_disabled,
+		.runtime = network_disabled ? "runc" : NULL,
+	};
+}
+
+static struct json_object *member(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "member '%s' missing in %s", key,
+		  json_object_to_json_string(o));
+	return v;
+}
+
+static void assert_bool(struct json_object *o, const char *key, int want)
+{
+	struct json_object *v = member(o, key);
+	cr_assert(json_object_is_type(v, json_type_boolean), "%s is not a boolean", key);
+	cr_assert_eq(json_object_get_boolean(v), want, "%s", key);
+}
+
+Test(docker_engine, create_sends_hardened_body)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "create_ok.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct docker_container_spec spec = test_spec(1);
+	char *id = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_create(e, &spec, &id, &err), 0, "%s", err ? err->message : "");
+	cr_assert_str_eq(id, "e90e34656806a1b6b1f6c5b2e3bd28b4a1e1c0d6f1a4c8b7a4a8f0e4d1c2b3a4");
+	free(id);
+	docker_engine_free(e);
+	fake_stop(fe);
+
+	cr_assert_str_eq(fe->req[1].line, "POST /v1.41/containers/create?name=sbx_test HTTP/1.1");
+	cr_assert_not_null(strcasestr(fe->req[1].head, "Content-Type: application/json"));
+	struct json_object *b = json_tokener_parse(fe->req[1].body);
+	cr_assert_not_null(b, "body is JSON: %s", fe->req[1].body);
+	cr_assert_str_eq(json_object_get_string(member(b, "Image")), "chat2sbx-template:0.1.0");
+	cr_assert_str_eq(json_object_to_json_string_ext(member(b, "Entrypoint"), JSON_C_TO_STRING_PLAIN),
+			 "[\"\\/usr\\/local\\/bin\\/chat2sbx-helper\"]");
+	cr_assert_eq(json_object_array_length(member(b, "Cmd")), 0);
+	cr_assert_eq(json_object_array_length(member(b, "Env")), 2);
+	cr_assert_str_eq(json_object_get_string(member(member(b, "Labels"), "chat2sbx.workspace")), "ws_abc");
+	cr_assert_str_eq(json_object_get_string(member(b, "WorkingDir")), "/workspace");
+	assert_bool(b, "OpenStdin", 1);
+	assert_bool(b, "StdinOnce", 0);
+	assert_bool(b, "AttachStdin", 1);
+	assert_bool(b, "AttachStdout", 1);
+	assert_bool(b, "AttachStderr", 1);
+	assert_bool(b, "Tty", 0);
+
+	struct json_object *hc = member(b, "HostConfig");
+	cr_assert_eq(json_object_get_int64(member(hc, "Memory")), 512LL << 20);
+	cr_assert_eq(json_object_get_int64(member(hc, "NanoCpus")), 1500000000LL);
+	cr_assert_eq(json_object_get_int64(member(hc, "PidsLimit")), 512);
+	cr_assert_str_eq(json_object_get_string(member(hc, "NetworkMode")), "none");
+	cr_assert_str_eq(json_object_get_string(member(hc, "Runtime")), "runc");
+	assert_bool(hc, "Privileged", 0);
+	assert_bool(hc, "Init", 0);
+	cr_assert_str_eq(json_object_get_string(member(member(hc, "LogConfig"), "Type")), "none");
+	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "CapDrop"), JSON_C_TO_STRING_PLAIN),
+			 "[\"NET_RAW\",\"MKNOD\",\"AUDIT_WRITE\",\"SYS_CHROOT\",\"SETFCAP\"]");
+	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "SecurityOpt"), JSON_C_TO_STRING_PLAIN),
+			 "[\"no-new-privileges\"]");
+	struct json_object *m = member(hc, "Mounts");
+	cr_assert_eq(json_object_array_length(m), 2);
+	struct json_object *m0 = json_object_array_get_idx(m, 0), *m1 = json_object_array_get_idx(m, 1);
+	cr_assert_str_eq(json_object_get_string(member(m0, "Type")), "bind");
+	cr_assert_str_eq(json_object_get_string(member(m0, "Source")), "/srv/helper");
+	cr_assert_str_eq(json_object_get_string(member(m0, "Target")), "/usr/local/bin/chat2sbx-helper");
+	assert_bool(m0, "ReadOnly", 1);
+	assert_bool(m1, "ReadOnly", 0);
+	json_object_put(b);
+}
+
+Test(docker_engine, create_with_network_leaves_engine_defaults)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "create_ok.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct docker_container_spec spec = test_spec(0);
+	spec.memory_bytes = 0;
+	spec.nano_cpus = 0;
+	spec.pids_limit = 0;
+	char *id = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_create(e, &spec, &id, &err), 0);
+	free(id);
+	docker_engine_free(e);
+	fake_stop(fe);
+	struct json_object *b = json_tokener_parse(fe->req[1].body), *hc = member(b, "HostConfig"), *v = NULL;
+	cr_assert_not(json_object_object_get_ex(hc, "NetworkMode", &v));
+	cr_assert_not(json_object_object_get_ex(hc, "Runtime", &v));
+	cr_assert_not(json_object_object_get_ex(hc, "Memory", &v));
+	cr_assert_not(json_object_object_get_ex(hc, "NanoCpus", &v));
+	cr_assert_not(json_object_object_get_ex(hc, "PidsLimit", &v));
+	cr_assert_str_eq(json_object_get_string(member(member(hc, "LogConfig"), "Type")), "none");
+	json_object_put(b);
+}
+
+/* Runs one create against a canned error and checks code and message. */
+static void create_expect(const char *fixture, enum cp_error_code code, const char *fragment)
+{
+	const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = fixture}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct docker_container_spec spec = test_spec(1);
+	char *id = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_container_create(e, &spec, &id, &err), 0);
+	cr_assert_null(id);
+	cr_assert_eq(err->code, code, "%s: got %s", fixture, cp_error_code_name(err->code));
+	cr_assert_not_null(strstr(err->message, "create container 'sbx_test': "), "%s", err->message);
+	cr_assert_not_null(strstr(err->message, fragment), "%s", err->message);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, create_conflict_maps_to_conflict)
+{
+	create_expect("create_conflict.http", CP_ERR_CONFLICT, "is already in use by container");
+}
+
+Test(docker_engine, create_bad_mount_maps_to_invalid_argument)
+{
+	create_expect("create_bad_mount.http", CP_ERR_INVALID_ARGUMENT, "bind source path does not exist");
+}
+
+Test(docker_engine, create_missing_image_maps_to_not_found)
+{
+	create_expect("create_no_image.http", CP_ERR_NOT_FOUND, "No such image: chat2sbx-template:9.9.9");
+}
+
+Test(docker_engine, create_refuses_odd_labels_without_a_call)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	static const char *const odd[] = {"chat2sbx.sandbox", NULL};
+	struct docker_container_spec spec = test_spec(1);
+	spec.labels = odd;
+	char *id = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_container_create(e, &spec, &id, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_INVALID_ARGUMENT);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_eq(fe->n_req, 1);
+}
+
+Test(docker_engine, start_and_remove_paths)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"},
+					      {.fixture = "start_ok.http"},
+					      {.fixture = "start_not_modified.http"},
+					      {.fixture = "remove_ok.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_start(e, "sbx_test", &err), 0);
+	cr_assert_eq(docker_container_start(e, "sbx_test", &err), 0, "304 counts as started");
+	cr_assert_eq(docker_container_remove(e, "sbx_test", &err), 0);
+	cr_assert_null(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_str_eq(fe->req[1].line, "POST /v1.41/containers/sbx_test/start HTTP/1.1");
+	cr_assert_str_eq(fe->req[2].line, "POST /v1.41/containers/sbx_test/start HTTP/1.1");
+	cr_assert_str_eq(fe->req[3].line, "DELETE /v1.41/containers/sbx_test?force=1&v=1 HTTP/1.1");
+}
+
+Test(docker_engine, start_failure_is_unavailable_with_engine_reason)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "start_error.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_container_start(e, "sbx_test", &err), 0);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_assert_not_null(strstr(err->message, "start container 'sbx_test': failed to create shim task"), "%s",
+			   err->message);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, ids_are_escaped_in_paths)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "remove_ok.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_remove(e, "a/b?c d", &err), 0);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_str_eq(fe->req[1].line, "DELETE /v1.41/containers/a%2Fb%3Fc%20d?force=1&v=1 HTTP/1.1");
+}
+
+Test(docker_engine, inspect_missing_is_not_found_with_engine_message)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "inspect_missing.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct docker_container_state s = {0};
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_container_inspect(e, "sbx_missing", &s, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
+	cr_assert_str_eq(err->message, "inspect container 'sbx_missing': No such container: sbx_missing");
+	cr_assert_null(s.id);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_str_eq(fe->req[1].line, "GET /v1.41/containers/sbx_missing/json HTTP/1.1");
+}
+
+Test(docker_engine, inspect_decodes_state)
+{
+	static const struct fake_reply r[] = {
+		{.fixture = "version.http"}, {.fixture = "inspect_ok.http"}, {.fixture = "inspect_dead.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct docker_container_state s = {0};
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_inspect(e, "sbx_test", &s, &err), 0);
+	cr_assert_str_eq(s.id, "e90e34656806a1b6b1f6c5b2e3bd28b4a1e1c0d6f1a4c8b7a4a8f0e4d1c2b3a4");
+	cr_assert_str_eq(s.name, "sbx_test");
+	cr_assert_str_eq(s.status, "exited");
+	cr_assert_eq(s.running, 0);
+	cr_assert_eq(s.exit_code, 137);
+	cr_assert_null(s.error, "an empty State.Error is NULL");
+	docker_container_state_clear(&s);
+	cr_assert_eq(docker_container_inspect(e, "sbx_dead", &s, &err), 0);
+	cr_assert_str_eq(s.status, "dead");
+	cr_assert_str_eq(s.error, "driver failed programming external connectivity");
+	docker_container_state_clear(&s);
+	docker_container_state_clear(&s); /* idempotent */
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, list_filters_by_label)
+{
+	static const struct fake_reply r[] = {
+		{.fixture = "version.http"}, {.fixture = "list_ok.http"}, {.fixture = "list_empty.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct docker_container_state *s = NULL;
+	size_t n = 0;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_list(e, "chat2sbx.sandbox", &s, &n, &err), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(s[0].id, "aaa111");
+	cr_assert_str_eq(s[0].name, "sbx_one");
+	cr_assert_str_eq(s[0].status, "running");
+	cr_assert_eq(s[0].running, 1);
+	cr_assert_str_eq(s[1].name, "sbx_two");
+	cr_assert_str_eq(s[1].status, "exited");
+	cr_assert_eq(s[1].running, 0);
+	cr_assert_eq(s[1].exit_code, 137);
+	for (size_t i = 0; i < n; i++)
+		docker_container_state_clear(&s[i]);
+	free(s);
+	cr_assert_eq(docker_container_list(e, "chat2sbx.workspace=ws_abc", &s, &n, &err), 0);
+	cr_assert_eq(n, 0);
+	free(s);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_str_eq(fe->req[1].line, "GET /v1.41/containers/json?all=1&filters="
+					  "%7B%22label%22%3A%5B%22chat2sbx.sandbox%22%5D%7D HTTP/1.1");
+	cr_assert_str_eq(fe->req[2].line, "GET /v1.41/containers/json?all=1&filters="
+					  "%7B%22label%22%3A%5B%22chat2sbx.workspace%3Dws_abc%22%5D%7D HTTP/1.1");
+}
+
+/* ---- images ---- */
+
+Test(docker_engine, image_inspect)
+{
+	static const struct fake_reply r[] = {
+		{.fixture = "version.http"}, {.fixture = "image_ok.http"}, {.fixture = "image_missing.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	char *id = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_image_inspect(e, "chat2sbx-template:0.1.0", &id, &err), 0);
+	cr_assert_str_eq(id, "sha256:4f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8");
+	free(id);
+	id = NULL;
+	cr_assert_lt(docker_image_inspect(e, "ghcr.io/x/chat2sbx-template:9.9.9", &id, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
+	cr_assert_not_null(strstr(err->message, "inspect image 'ghcr.io/x/chat2sbx-template:9.9.9': No such image"));
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_str_eq(fe->req[1].line, "GET /v1.41/images/chat2sbx-template:0.1.0/json HTTP/1.1");
+	cr_assert_str_eq(fe->req[2].line, "GET /v1.41/images/ghcr.io/x/chat2sbx-template:9.9.9/json HTTP/1.1");
+}
+
+/* ---- the transport itself ---- */
+
+Test(docker_engine, request_text_body_becomes_json_string)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "ping_text.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	long status = 0;
+	struct json_object *body = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_request(e, "GET", "/_ping", NULL, 2000, "ping the engine", &status, &body, &err), 0);
+	cr_assert_eq(status, 200);
+	cr_assert(json_object_is_type(body, json_type_string));
+	cr_assert_str_eq(json_object_get_string(body), "OK\n");
+	json_object_put(body);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, request_timeout_maps_to_timeout)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"},
+					      {.fixture = "list_empty.http", .delay_ms = 1500}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct json_object *body = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_request(e, "GET", "/containers/json", NULL, 300, "list containers", NULL, &body, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_TIMEOUT);
+	cr_assert_not_null(strstr(err->message, "list containers: "), "%s", err->message);
+	cr_assert_not_null(strstr(err->message, "300 ms"), "%s", err->message);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, oversized_response_is_refused)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.big_body = (16u << 20) + 10}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct json_object *body = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_request(e, "GET", "/containers/json", NULL, 10000, "list containers", NULL, &body, &err),
+		     0);
+	cr_assert_eq(err->code, CP_ERR_INTERNAL);
+	cr_assert_not_null(strstr(err->message, "16 MiB"), "%s", err->message);
+	cr_assert_null(body);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+/* ---- attach ---- */
+
+struct collected {
+	char out[256];
+	size_t out_len;
+};
+
+static void collect(void *userdata, enum docker_stream stream, const char *data, size_t len)
+{
+	struct collected *c = userdata;
+	if (stream != DOCKER_STREAM_STDOUT)
+		return;
+	cr_assert_lt(c->out_len + len, sizeof(c->out));
+	memcpy(c->out + c->out_len, data, len);
+	c->out_len += len;
+}
+
+/* Reads and demultiplexes until stdout holds want bytes (2 s at most). */
+static void read_stdout(int fd, struct docker_demux *d, struct collected *c, size_t want)
+{
+	while (c->out_len < want) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		cr_assert_gt(poll(&p, 1, 2000), 0, "stream bytes arrive");
+		char buf[256];
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		cr_assert_gt(n, 0);
+		cr_assert_eq(docker_demux_feed(d, buf, (size_t)n), 0);
+	}
+}
+
+Test(docker_engine, attach_keeps_bytes_sent_with_the_headers)
+{
+	/* The engine may put stream frames in the same segment as its 101. */
+	static const char early[] = "\x01\x00\x00\x00\x00\x00\x00\x06" "early\n"
+				    "\x02\x00\x00\x00\x00\x00\x00\x04" "log\n";
+	static const struct fake_reply r[] = {
+		{.fixture = "version.http"},
+		{.fixture = "attach_upgrade.http", .extra = early, .extra_len = sizeof(early) - 1, .echo = 1}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	int fd = -1;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_attach(e, "sbx_test", 2000, &fd, &err), 0, "%s", err ? err->message : "");
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	cr_assert_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0, "blocking");
+
+	struct collected c = {0};
+	struct docker_demux d;
+	docker_demux_init(&d, collect, &c);
+	read_stdout(fd, &d, &c, 6);
+	cr_assert_eq(memcmp(c.out, "early\n", 6), 0);
+	cr_assert_eq(send(fd, "ping\n", 5, MSG_NOSIGNAL), 5);
+	read_stdout(fd, &d, &c, 11);
+	cr_assert_eq(memcmp(c.out, "early\nping\n", 11), 0);
+	close(fd);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_str_eq(fe->req[1].line,
+			 "POST /v1.41/containers/sbx_test/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1");
+	cr_assert_not_null(strstr(fe->req[1].head, "Upgrade: tcp"));
+	cr_assert_not_null(strstr(fe->req[1].head, "Connection: Upgrade"));
+}
+
+Test(docker_engine, attach_missing_is_not_found)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "attach_missing.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	int fd = -1;
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_container_attach(e, "sbx_missing", 2000, &fd, &err), 0);
+	cr_assert_eq(fd, -1);
+	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
+	cr_assert_str_eq(err->message, "attach to container 'sbx_missing': No such container: sbx_missing");
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, attach_chunked_error_keeps_engine_message)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "attach_error_chunked.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	int fd = -1;
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_container_attach(e, "sbx_test", 2000, &fd, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_assert_not_null(strstr(err->message, "attach to container 'sbx_test': container e90e34656806 is "
+						"restarting"), "%s", err->message);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, attach_handshake_has_a_deadline)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"},
+					      {.fixture = "attach_upgrade.http", .delay_ms = 1500}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	int fd = -1;
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_container_attach(e, "sbx_test", 200, &fd, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_TIMEOUT);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, attach_unreachable_names_socket)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	char sock[128];
+	snprintf(sock, sizeof(sock), "%s", fe->sock);
+	fake_stop(fe); /* the socket file is gone now */
+	int fd = -1;
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_container_attach(e, "sbx_test", 500, &fd, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_assert_not_null(strstr(err->message, sock), "%s", err->message);
+	cp_error_free(err);
+	docker_engine_free(e);
+}

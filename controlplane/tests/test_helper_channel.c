@@ -1,0 +1,620 @@
+/* test_helper_channel.c: the helper channel (helper/channel.c) over a
+ * socketpair, with a fake helper thread on the other end that reads raw
+ * request lines (the attach stream's stdin is not multiplexed) and answers
+ * with multiplexed stdout/stderr frames, the way the engine relays them. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "helper/helper.h"
+
+/* ---- the fake helper's side ---- */
+
+struct fake {
+	int fd;
+	char buf[1 << 16];
+	size_t len;
+	pthread_t thread;
+	void (*script)(struct fake *);
+};
+
+/* Next request line (without '\n'), parsed; NULL at EOF. */
+static struct json_object *fake_read_request(struct fake *f)
+{
+	for (;;) {
+		char *nl = memchr(f->buf, '\n', f->len);
+		if (nl) {
+			*nl = '\0';
+			struct json_object *req = json_tokener_parse(f->buf);
+			cr_assert_not_null(req, "request is one JSON line: %s", f->buf);
+			size_t used = (size_t)(nl - f->buf) + 1;
+			memmove(f->buf, f->buf + used, f->len - used);
+			f->len -= used;
+			return req;
+		}
+		cr_assert_lt(f->len, sizeof(f->buf));
+		ssize_t n = recv(f->fd, f->buf + f->len, sizeof(f->buf) - f->len, 0);
+		if (n <= 0)
+			return NULL;
+		f->len += (size_t)n;
+	}
+}
+
+static int64_t req_id(struct json_object *req)
+{
+	struct json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(req, "id", &v));
+	return json_object_get_int64(v);
+}
+
+static const char *req_method(struct json_object *req)
+{
+	struct json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(req, "method", &v));
+	return json_object_get_string(v);
+}
+
+static void send_raw(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return; /* the channel closed its end */
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static size_t frame_header(unsigned char *h, int stream, size_t len)
+{
+	h[0] = (unsigned char)stream;
+	h[1] = h[2] = h[3] = 0;
+	h[4] = (unsigned char)(len >> 24);
+	h[5] = (unsigned char)(len >> 16);
+	h[6] = (unsigned char)(len >> 8);
+	h[7] = (unsigned char)len;
+	return 8;
+}
+
+static void send_frame(int fd, int stream, const char *data, size_t len)
+{
+	unsigned char h[8];
+	frame_header(h, stream, len);
+	send_raw(fd, h, 8);
+	send_raw(fd, data, len);
+}
+
+static void send_line(int fd, const char *line)
+{
+	char *text = NULL;
+	cr_assert_gt(asprintf(&text, "%s\n", line), 0);
+	send_frame(fd, 1, text, strlen(text));
+	free(text);
+}
+
+static void answer(struct fake *f, int64_t id, const char *result_json)
+{
+	char *line = NULL;
+	cr_assert_gt(asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":%s}", (long long)id, result_json), 0);
+	send_line(f->fd, line);
+	free(line);
+}
+
+/* Drains the stream until the channel closes its end. */
+static void fake_wait_eof(struct fake *f)
+{
+	struct json_object *req;
+	while ((req = fake_read_request(f)))
+		json_object_put(req);
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	f->script(f);
+	return NULL;
+}
+
+/* ---- fixture: a channel on one end, the fake on the other ---- */
+
+static struct fake fake;
+static struct helper_channel *ch;
+
+static void start(void (*script)(struct fake *))
+{
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(&fake, 0, sizeof(fake));
+	fake.fd = sv[1];
+	fake.script = script;
+	struct cp_error *err = NULL;
+	cr_assert_eq(helper_channel_new(sv[0], "sbx_test", &ch, &err), 0);
+	cr_assert_eq(pthread_create(&fake.thread, NULL, fake_main, &fake), 0);
+}
+
+static void finish(void)
+{
+	helper_channel_free(ch);
+	ch = NULL;
+	pthread_join(fake.thread, NULL);
+	close(fake.fd);
+}
+
+static struct json_object *call_ok(const char *method, const char *params_json, long timeout_ms)
+{
+	struct json_object *params = params_json ? json_tokener_parse(params_json) : NULL;
+	struct json_object *result = NULL;
+	struct cp_error *err = NULL;
+	int rc = helper_channel_call(ch, method, params, timeout_ms, &result, &err);
+	cr_assert_eq(rc, 0, "%s: %s", method, err ? err->message : "");
+	json_object_put(params);
+	return result;
+}
+
+static struct cp_error *call_fail(const char *method, long timeout_ms)
+{
+	struct json_object *result = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_lt(helper_channel_call(ch, method, NULL, timeout_ms, &result, &err), 0, "%s should fail", method);
+	cr_assert_null(result);
+	cr_assert_not_null(err);
+	return err;
+}
+
+static const char *str_member(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "no '%s' in %s", key, json_object_to_json_string(o));
+	return json_object_get_string(v);
+}
+
+/* ---- tests ---- */
+
+static void script_hello(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	cr_assert_str_eq(str_member(req, "jsonrpc"), "2.0");
+	cr_assert_str_eq(req_method(req), "hello");
+	struct json_object *params = NULL;
+	cr_assert(json_object_object_get_ex(req, "params", &params));
+	cr_assert_str_eq(str_member(params, "text"), "two\nlines", "newlines inside strings stay escaped");
+	answer(f, req_id(req), "{\"version\":\"1\",\"pid\":1,\"sessions\":0}");
+	json_object_put(req);
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, call_returns_result)
+{
+	start(script_hello);
+	struct json_object *r = call_ok("hello", "{\"text\":\"two\\nlines\"}", 2000);
+	cr_assert_str_eq(str_member(r, "version"), "1");
+	json_object_put(r);
+	cr_assert(helper_channel_alive(ch));
+	cr_assert_null(helper_channel_close_reason(ch));
+	finish();
+}
+
+/* Two calls in flight; answers come back in the opposite order. */
+static void script_reverse(struct fake *f)
+{
+	struct json_object *a = fake_read_request(f), *b = fake_read_request(f);
+	cr_assert_neq(req_id(a), req_id(b));
+	struct json_object *reqs[2] = {b, a};
+	for (int i = 0; i < 2; i++) {
+		struct json_object *params = NULL;
+		json_object_object_get_ex(reqs[i], "params", &params);
+		char result[128];
+		snprintf(result, sizeof(result), "{\"method\":\"%s\",\"n\":%d}", req_method(reqs[i]),
+			 json_object_get_int(json_object_object_get(params, "n")));
+		answer(f, req_id(reqs[i]), result);
+	}
+	json_object_put(a);
+	json_object_put(b);
+	fake_wait_eof(f);
+}
+
+struct caller {
+	const char *method;
+	const char *params;
+	struct json_object *result;
+};
+
+static void *caller_main(void *arg)
+{
+	struct caller *c = arg;
+	c->result = call_ok(c->method, c->params, 5000);
+	return NULL;
+}
+
+Test(helper_channel, overlapping_calls_answered_out_of_order)
+{
+	start(script_reverse);
+	struct caller c1 = {.method = "bash.poll", .params = "{\"n\":1}"};
+	struct caller c2 = {.method = "file.read", .params = "{\"n\":2}"};
+	pthread_t t1, t2;
+	pthread_create(&t1, NULL, caller_main, &c1);
+	pthread_create(&t2, NULL, caller_main, &c2);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	cr_assert_str_eq(str_member(c1.result, "method"), "bash.poll");
+	cr_assert_str_eq(str_member(c1.result, "n"), "1");
+	cr_assert_str_eq(str_member(c2.result, "method"), "file.read");
+	cr_assert_str_eq(str_member(c2.result, "n"), "2");
+	json_object_put(c1.result);
+	json_object_put(c2.result);
+	finish();
+}
+
+static void script_errors(struct fake *f)
+{
+	static const char *const errors[] = {
+		"{\"code\":-32000,\"message\":\"no such file: /workspace/x\",\"data\":{\"code\":\"NOT_FOUND\"}}",
+		"{\"code\":-32000,\"message\":\"output cap\",\"data\":{\"code\":\"LIMIT\"}}",
+		"{\"code\":-32602,\"message\":\"params.path: expected a string\","
+		"\"data\":{\"code\":\"INVALID_ARGUMENT\"}}",
+		"{\"code\":-32601,\"message\":\"unknown method 'nope'\"}",
+		"{\"code\":-32000,\"message\":\"odd\",\"data\":{\"code\":\"SOMETHING_NEW\"}}",
+	};
+	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
+		struct json_object *req = fake_read_request(f);
+		char *line = NULL;
+		cr_assert_gt(asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":%s}", (long long)req_id(req),
+				      errors[i]), 0);
+		send_line(f->fd, line);
+		free(line);
+		json_object_put(req);
+	}
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, helper_errors_map_by_data_code)
+{
+	start(script_errors);
+	struct cp_error *err = call_fail("file.read", 2000);
+	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
+	cr_assert_str_eq(err->message, "no such file: /workspace/x");
+	cp_error_free(err);
+	err = call_fail("bash.poll", 2000);
+	cr_assert_eq(err->code, CP_ERR_LIMIT);
+	cp_error_free(err);
+	err = call_fail("file.read", 2000);
+	cr_assert_eq(err->code, CP_ERR_INVALID_ARGUMENT);
+	cr_assert_str_eq(err->message, "params.path: expected a string");
+	cp_error_free(err);
+	err = call_fail("nope", 2000);
+	cr_assert_eq(err->code, CP_ERR_INTERNAL, "no data.code → INTERNAL");
+	cp_error_free(err);
+	err = call_fail("x", 2000);
+	cr_assert_eq(err->code, CP_ERR_INTERNAL, "unknown data.code → INTERNAL");
+	cp_error_free(err);
+	cr_assert(helper_channel_alive(ch), "a helper error does not close the channel");
+	finish();
+}
+
+static void script_late(struct fake *f)
+{
+	struct json_object *slow = fake_read_request(f);
+	usleep(400 * 1000); /* the caller gave up after 150 ms */
+	answer(f, req_id(slow), "{\"late\":true}");
+	json_object_put(slow);
+	struct json_object *next = fake_read_request(f);
+	answer(f, req_id(next), "{\"late\":false}");
+	json_object_put(next);
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, timeout_then_late_answer_is_dropped)
+{
+	start(script_late);
+	int64_t t0 = clock_monotonic_ms();
+	struct cp_error *err = call_fail("bash.poll", 150);
+	int64_t took = clock_monotonic_ms() - t0;
+	cr_assert_eq(err->code, CP_ERR_TIMEOUT);
+	cr_assert_not_null(strstr(err->message, "sandbox 'sbx_test'"), "%s", err->message);
+	cr_assert_not_null(strstr(err->message, "150 ms"), "%s", err->message);
+	cr_assert_geq(took, 140);
+	cr_assert_lt(took, 1000);
+	cp_error_free(err);
+	usleep(500 * 1000); /* let the late answer arrive and be dropped */
+	cr_assert(helper_channel_alive(ch));
+	struct json_object *r = call_ok("hello", NULL, 2000);
+	cr_assert_str_eq(str_member(r, "late"), "false", "the late answer never reaches the next call");
+	json_object_put(r);
+	finish();
+}
+
+static void script_eof(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	json_object_put(req);
+	usleep(100 * 1000);
+	shutdown(f->fd, SHUT_RDWR); /* the container stopped */
+}
+
+Test(helper_channel, eof_fails_pending_with_unavailable)
+{
+	start(script_eof);
+	struct cp_error *err = call_fail("bash.poll", 5000);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_assert_not_null(strstr(err->message, "the helper of sandbox 'sbx_test' is not answering: "), "%s",
+			   err->message);
+	cp_error_free(err);
+	cr_assert_not(helper_channel_alive(ch));
+	cr_assert_not_null(strstr(helper_channel_close_reason(ch), "stream ended"));
+	err = call_fail("hello", 5000);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE, "later calls fail at once");
+	cp_error_free(err);
+	finish();
+}
+
+static void script_huge(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	json_object_put(req);
+	size_t chunk = 1 << 20;
+	char *junk = malloc(chunk);
+	memset(junk, 'x', chunk);
+	memcpy(junk, "{\"id\":1,\"result\":\"", 18);
+	for (size_t sent = 0; sent <= HELPER_MAX_FRAME; sent += chunk)
+		send_frame(f->fd, 1, junk, chunk); /* no newline ever */
+	free(junk);
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, frame_over_limit_closes_channel, .timeout = 60)
+{
+	start(script_huge);
+	struct cp_error *err = call_fail("file.read", 30000);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_assert_not_null(strstr(err->message, "limit"), "%s", err->message);
+	cp_error_free(err);
+	cr_assert_not(helper_channel_alive(ch));
+	finish();
+}
+
+static void script_stderr(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	char *line = NULL;
+	cr_assert_gt(asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"ok\":true}}\n",
+			      (long long)req_id(req)), 0);
+	size_t half = strlen(line) / 2;
+	send_frame(f->fd, 2, "helper: started session\nhelper: par", 35);
+	send_frame(f->fd, 1, line, half);
+	send_frame(f->fd, 2, "tial log line\n", 14);
+	send_frame(f->fd, 2, "{\"id\":1,\"result\":{\"ok\":false}}\n", 31); /* stderr is never an answer */
+	send_frame(f->fd, 1, line + half, strlen(line) - half);
+	free(line);
+	json_object_put(req);
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, stderr_frames_do_not_disturb_stdout)
+{
+	log_set_debug("helper"); /* exercise the stderr line logger too */
+	start(script_stderr);
+	struct json_object *r = call_ok("hello", NULL, 2000);
+	cr_assert(json_object_get_boolean(json_object_object_get(r, "ok")));
+	json_object_put(r);
+	finish();
+}
+
+/* Three answers, one of them 100 KB, cut into frames of odd sizes with stderr
+ * frames between, and written in odd-sized pieces with pauses so the reader
+ * sees headers and lines split everywhere. */
+static void script_split(struct fake *f)
+{
+	struct json_object *reqs[3];
+	for (int i = 0; i < 3; i++)
+		reqs[i] = fake_read_request(f);
+	char *big = malloc(100001);
+	for (int i = 0; i < 100000; i++)
+		big[i] = (char)('a' + i % 26);
+	big[100000] = '\0';
+	char *text = NULL;
+	cr_assert_gt(asprintf(&text,
+			      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"v\":\"first\"}}\n"
+			      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"v\":\"%s\"}}\n"
+			      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"v\":\"third\"}}\n",
+			      (long long)req_id(reqs[2]), (long long)req_id(reqs[0]), big, (long long)req_id(reqs[1])),
+		     0);
+	free(big);
+	size_t len = strlen(text);
+
+	/* Multiplex: stdout frames of sizes 1, 8, 27, 64, ... cycling, a stderr
+	 * frame after every third one. */
+	char *wire = malloc(len * 2 + 65536);
+	size_t w = 0, off = 0, k = 0;
+	static const size_t sizes[] = {1, 8, 27, 64, 125, 216, 343, 5000, 2, 3};
+	while (off < len) {
+		size_t n = sizes[k % 10];
+		if (n > len - off)
+			n = len - off;
+		w += frame_header((unsigned char *)wire + w, 1, n);
+		memcpy(wire + w, text + off, n);
+		w += n;
+		off += n;
+		if (++k % 3 == 0) {
+			w += frame_header((unsigned char *)wire + w, 2, 6);
+			memcpy(wire + w, "noise\n", 6);
+			w += 6;
+		}
+	}
+	static const size_t pieces[] = {1, 3, 7, 8, 9, 100, 4096, 13, 1, 65536};
+	for (size_t pos = 0, i = 0; pos < w; i++) {
+		size_t n = pieces[i % 10];
+		if (n > w - pos)
+			n = w - pos;
+		send_raw(f->fd, wire + pos, n);
+		pos += n;
+		if (i % 4 == 0)
+			usleep(200);
+	}
+	free(wire);
+	free(text);
+	for (int i = 0; i < 3; i++)
+		json_object_put(reqs[i]);
+	fake_wait_eof(f);
+}
+
+static void *split_caller(void *arg)
+{
+	struct caller *c = arg;
+	c->result = call_ok(c->method, NULL, 10000);
+	return NULL;
+}
+
+Test(helper_channel, frames_split_arbitrarily)
+{
+	start(script_split);
+	struct caller c[3] = {{.method = "m0"}, {.method = "m1"}, {.method = "m2"}};
+	pthread_t t[3];
+	/* Started one after another so the request ids follow c[] order. */
+	for (int i = 0; i < 3; i++) {
+		pthread_create(&t[i], NULL, split_caller, &c[i]);
+		usleep(20 * 1000);
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	const char *v0 = str_member(c[0].result, "v");
+	cr_assert_eq(strlen(v0), 100000);
+	for (int i = 0; i < 100000; i++)
+		cr_assert_eq(v0[i], 'a' + i % 26);
+	cr_assert_str_eq(str_member(c[1].result, "v"), "third");
+	cr_assert_str_eq(str_member(c[2].result, "v"), "first");
+	for (int i = 0; i < 3; i++)
+		json_object_put(c[i].result);
+	finish();
+}
+
+static void script_noise(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	send_line(f->fd, "this is not json");
+	send_line(f->fd, "{\"jsonrpc\":\"2.0\",\"method\":\"notify\"}");
+	send_line(f->fd, "{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{}}");
+	send_line(f->fd, "");
+	answer(f, req_id(req), "{\"ok\":1}");
+	json_object_put(req);
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, noise_lines_are_ignored)
+{
+	start(script_noise);
+	struct json_object *r = call_ok("hello", NULL, 2000);
+	cr_assert_str_eq(str_member(r, "ok"), "1");
+	json_object_put(r);
+	cr_assert(helper_channel_alive(ch));
+	finish();
+}
+
+static void script_corrupt(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	json_object_put(req);
+	send_raw(f->fd, "HTTP/1.1 500 oops\r\n", 19); /* not a frame header */
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, corrupt_stream_closes_channel)
+{
+	start(script_corrupt);
+	struct cp_error *err = call_fail("hello", 5000);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_assert_not_null(strstr(err->message, "corrupt"), "%s", err->message);
+	cp_error_free(err);
+	finish();
+}
+
+/* Reads requests and never answers, until EOF. */
+static void script_silent(struct fake *f)
+{
+	struct json_object *req;
+	while ((req = fake_read_request(f)))
+		json_object_put(req);
+}
+
+struct held_call {
+	struct helper_channel *ref;
+	struct cp_error *err;
+	int64_t took;
+};
+
+static void *held_caller(void *arg)
+{
+	struct held_call *h = arg;
+	struct json_object *result = NULL;
+	int64_t t0 = clock_monotonic_ms();
+	helper_channel_call(h->ref, "bash.poll", NULL, 10000, &result, &h->err);
+	h->took = clock_monotonic_ms() - t0;
+	helper_channel_unref(h->ref);
+	return NULL;
+}
+
+Test(helper_channel, free_fails_calls_holding_a_reference)
+{
+	start(script_silent);
+	struct held_call h = {.ref = helper_channel_ref(ch)};
+	pthread_t t;
+	pthread_create(&t, NULL, held_caller, &h);
+	usleep(100 * 1000);
+	helper_channel_free(ch); /* the table drops the channel while a call is in flight */
+	ch = NULL;
+	pthread_join(t, NULL);
+	cr_assert_not_null(h.err);
+	cr_assert_eq(h.err->code, CP_ERR_UNAVAILABLE);
+	cr_assert_not_null(strstr(h.err->message, "closed"), "%s", h.err->message);
+	cr_assert_lt(h.took, 2000);
+	cp_error_free(h.err);
+	pthread_join(fake.thread, NULL);
+	close(fake.fd);
+}
+
+Test(helper_channel, ref_keeps_memory_after_free)
+{
+	start(script_silent);
+	struct helper_channel *ref = helper_channel_ref(ch);
+	helper_channel_free(ch);
+	ch = NULL;
+	cr_assert_not(helper_channel_alive(ref));
+	cr_assert_not_null(helper_channel_close_reason(ref));
+	struct json_object *result = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_lt(helper_channel_call(ref, "hello", NULL, 1000, &result, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cp_error_free(err);
+	helper_channel_unref(ref);
+	helper_channel_free(NULL);
+	helper_channel_unref(NULL);
+	pthread_join(fake.thread, NULL);
+	close(fake.fd);
+}
+
+Test(helper_channel, bad_arguments)
+{
+	start(script_silent);
+	struct json_object *result = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_lt(helper_channel_call(ch, "hello", NULL, 0, &result, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_INVALID_ARGUMENT);
+	cp_error_free(err);
+	err = NULL;
+	cr_assert_lt(helper_channel_new(-1, "x", &ch, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_INVALID_ARGUMENT);
+	cp_error_free(err);
+	finish();
+}

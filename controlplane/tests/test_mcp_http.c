@@ -1,0 +1,473 @@
+/* test_mcp_http.c: the Streamable HTTP transport (mcp/http.c) end to end on
+ * 127.0.0.1 with a random port, driven by libcurl: sessions, status codes,
+ * DNS-rebinding checks, the body limit and concurrent tool calls. */
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "mcp/mcp.h"
+
+static int htool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+		      struct cp_error **err)
+{
+	(void)call;
+	(void)err;
+	struct json_object *ms;
+	if (json_object_object_get_ex(args, "sleep_ms", &ms))
+		usleep((useconds_t)json_object_get_int(ms) * 1000);
+	struct json_object *copy = NULL;
+	json_object_deep_copy(args, &copy, NULL);
+	*ret_result = copy;
+	return 0;
+}
+
+static int htool_fail(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+		      struct cp_error **err)
+{
+	(void)call;
+	(void)args;
+	(void)ret_result;
+	return cp_error_set(err, CP_ERR_NOT_FOUND, "sandbox 'sbx_gone' not found");
+}
+
+static const struct mcp_tool htools[] = {
+	{"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}", NULL, MCP_HINT_READ_ONLY, htool_echo},
+	{"fail", "Fail", "Always fails.", "{\"type\":\"object\"}", NULL, MCP_HINT_DESTRUCTIVE, htool_fail},
+};
+
+static struct mcp_server *hserver;
+static char base_url[64];
+
+static void hsetup(void)
+{
+	log_set_level(LOG_LEVEL_ERROR);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	struct mcp_server_options o = {.host = "127.0.0.1",
+				       .port = 0,
+				       .name = "chat2sbx-test",
+				       .version = "0.0.1",
+				       .max_body_bytes = 1024,
+				       .max_sessions = 8,
+				       .session_idle_ms = 60000};
+	struct cp_error *err = NULL;
+	cr_assert_eq(mcp_server_new(&o, htools, 2, NULL, &hserver, &err), 0);
+	cr_assert_eq(mcp_server_listen(hserver, &err), 0, "%s", err ? err->message : "");
+	cr_assert_gt(mcp_server_port(hserver), 0);
+	snprintf(base_url, sizeof(base_url), "http://127.0.0.1:%u", mcp_server_port(hserver));
+}
+
+static void hteardown(void)
+{
+	mcp_server_free(hserver);
+	hserver = NULL;
+	curl_global_cleanup();
+}
+
+TestSuite(mcp_http, .init = hsetup, .fini = hteardown, .timeout = 20);
+
+struct hreply {
+	long status;
+	char *body;
+	size_t len;
+	char session[128];
+	char proto[64];
+	char ctype[128];
+	char allow[64];
+};
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct hreply *r = arg;
+	char *p = realloc(r->body, r->len + size * n + 1);
+	cr_assert_not_null(p);
+	memcpy(p + r->len, data, size * n);
+	r->len += size * n;
+	p[r->len] = '\0';
+	r->body = p;
+	return size * n;
+}
+
+static void copy_header(const char *line, size_t len, const char *name, char *dst, size_t dst_size)
+{
+	size_t n = strlen(name);
+	if (len <= n + 1 || strncasecmp(line, name, n) != 0 || line[n] != ':')
+		return;
+	const char *v = line + n + 1;
+	while (*v == ' ')
+		v++;
+	size_t vlen = (size_t)(line + len - v);
+	while (vlen > 0 && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n'))
+		vlen--;
+	snprintf(dst, dst_size, "%.*s", (int)vlen, v);
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+	struct hreply *r = arg;
+	copy_header(data, size * n, "Mcp-Session-Id", r->session, sizeof(r->session));
+	copy_header(data, size * n, "MCP-Protocol-Version", r->proto, sizeof(r->proto));
+	copy_header(data, size * n, "Content-Type", r->ctype, sizeof(r->ctype));
+	copy_header(data, size * n, "Allow", r->allow, sizeof(r->allow));
+	return size * n;
+}
+
+struct upload {
+	const char *data;
+	size_t len, off;
+};
+
+static size_t on_read(char *buf, size_t size, size_t n, void *arg)
+{
+	struct upload *u = arg;
+	size_t k = size * n < u->len - u->off ? size * n : u->len - u->off;
+	memcpy(buf, u->data + u->off, k);
+	u->off += k;
+	return k;
+}
+
+/* One request. headers is NULL-terminated; unless it sets one, POSTs carry
+ * Content-Type: application/json and the MCP Accept header. chunked sends
+ * the body without a Content-Length. */
+static void hreq_ex(struct hreply *r, const char *method, const char *path, const char *body,
+		    const char *const *headers, int chunked)
+{
+	memset(r, 0, sizeof(*r));
+	CURL *c = curl_easy_init();
+	char url[256];
+	snprintf(url, sizeof(url), "%s%s", base_url, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	struct curl_slist *hl = NULL;
+	int has_ct = 0;
+	for (size_t i = 0; headers && headers[i]; i++) {
+		hl = curl_slist_append(hl, headers[i]);
+		if (strncasecmp(headers[i], "Content-Type:", 13) == 0)
+			has_ct = 1;
+	}
+	struct upload up = {body, body ? strlen(body) : 0, 0};
+	if (body) {
+		if (!has_ct)
+			hl = curl_slist_append(hl, "Content-Type: application/json");
+		hl = curl_slist_append(hl, "Accept: application/json, text/event-stream");
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		if (chunked) {
+			curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+			curl_easy_setopt(c, CURLOPT_READDATA, &up);
+			hl = curl_slist_append(hl, "Transfer-Encoding: chunked");
+		} else {
+			curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+			curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+		}
+	}
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	CURLcode rc = curl_easy_perform(c);
+	cr_assert_eq(rc, CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(c);
+	cr_assert(r->ctype[0], "%s %s: every response has a Content-Type", method, path);
+}
+
+static void hreq(struct hreply *r, const char *method, const char *path, const char *body, const char *const *headers)
+{
+	hreq_ex(r, method, path, body, headers, 0);
+}
+
+static struct json_object *hjson(const struct hreply *r)
+{
+	cr_assert_not_null(r->body, "empty body, status %ld", r->status);
+	struct json_object *o = json_tokener_parse(r->body);
+	cr_assert_not_null(o, "not JSON: %s", r->body);
+	cr_assert(strncmp(r->ctype, "application/json", 16) == 0, "content type %s", r->ctype);
+	return o;
+}
+
+static int rpc_code(const struct hreply *r)
+{
+	struct json_object *o = hjson(r), *e, *code;
+	cr_assert(json_object_object_get_ex(o, "error", &e) && json_object_object_get_ex(e, "code", &code), "%s",
+		  r->body);
+	int v = json_object_get_int(code);
+	json_object_put(o);
+	return v;
+}
+
+#define INIT_BODY                                                                                                  \
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\","   \
+	"\"capabilities\":{},\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}}"
+#define ECHO_BODY                                                                                                  \
+	"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"       \
+	"{\"x\":1}}}"
+
+static void free_reply(struct hreply *r)
+{
+	free(r->body);
+	r->body = NULL;
+}
+
+Test(mcp_http, initialize_returns_a_session)
+{
+	struct hreply r;
+	hreq(&r, "POST", "/mcp", INIT_BODY, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_eq(strlen(r.session), 32, "session id '%s'", r.session);
+	struct json_object *o = hjson(&r), *v;
+	cr_assert(json_object_object_get_ex(o, "result", &v) && json_object_object_get_ex(v, "protocolVersion", &v));
+	cr_assert_str_eq(json_object_get_string(v), "2025-06-18");
+	json_object_put(o);
+
+	char sid_header[200];
+	snprintf(sid_header, sizeof(sid_header), "Mcp-Session-Id: %s", r.session);
+	free_reply(&r);
+	const char *h[] = {sid_header, "MCP-Protocol-Version: 2025-06-18", NULL};
+	hreq(&r, "POST", "/mcp", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", h);
+	cr_assert_eq(r.status, 202);
+	cr_assert_eq(r.len, 0);
+	free_reply(&r);
+	hreq(&r, "POST", "/mcp", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", h);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_str_eq(r.proto, "2025-06-18");
+	cr_assert(strstr(r.body, "\"readOnlyHint\":true"));
+	free_reply(&r);
+}
+
+Test(mcp_http, unknown_session_is_404_with_the_id)
+{
+	struct hreply r;
+	const char *h[] = {"Mcp-Session-Id: 0123456789abcdef0123456789abcdef", NULL};
+	hreq(&r, "POST", "/mcp", ECHO_BODY, h);
+	cr_assert_eq(r.status, 404);
+	struct json_object *o = hjson(&r), *id;
+	cr_assert(json_object_object_get_ex(o, "id", &id));
+	cr_assert_eq(json_object_get_int(id), 7, "%s", r.body);
+	json_object_put(o);
+	free_reply(&r);
+
+	/* an initialize with a stale id starts a new session instead */
+	hreq(&r, "POST", "/mcp", INIT_BODY, h);
+	cr_assert_eq(r.status, 200);
+	cr_assert_eq(strlen(r.session), 32);
+	free_reply(&r);
+}
+
+Test(mcp_http, no_session_is_served_statelessly)
+{
+	struct hreply r;
+	hreq(&r, "POST", "/mcp", ECHO_BODY, (const char *const[]){"Accept:", NULL});
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(r.body, "\"structuredContent\":{\"x\":1}"), "%s", r.body);
+	cr_assert_eq(r.session[0], '\0');
+	free_reply(&r);
+
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"fail\",\"arguments\":{}}}",
+	     NULL);
+	cr_assert_eq(r.status, 200);
+	cr_assert(strstr(r.body, "\"isError\":true"), "%s", r.body);
+	free_reply(&r);
+}
+
+Test(mcp_http, get_is_405)
+{
+	struct hreply r;
+	hreq(&r, "GET", "/mcp", NULL, (const char *const[]){"Accept: text/event-stream", NULL});
+	cr_assert_eq(r.status, 405);
+	cr_assert_str_eq(r.allow, "POST, DELETE");
+	free_reply(&r);
+}
+
+Test(mcp_http, delete_ends_a_session)
+{
+	struct hreply r;
+	hreq(&r, "POST", "/mcp", INIT_BODY, NULL);
+	char sid_header[200];
+	snprintf(sid_header, sizeof(sid_header), "Mcp-Session-Id: %s", r.session);
+	free_reply(&r);
+	const char *h[] = {sid_header, NULL};
+	hreq(&r, "DELETE", "/mcp", NULL, h);
+	cr_assert_eq(r.status, 200);
+	free_reply(&r);
+	hreq(&r, "POST", "/mcp", ECHO_BODY, h);
+	cr_assert_eq(r.status, 404);
+	cr_assert_eq(rpc_code(&r), -32001);
+	free_reply(&r);
+	hreq(&r, "DELETE", "/mcp", NULL, h);
+	cr_assert_eq(r.status, 404);
+	free_reply(&r);
+}
+
+Test(mcp_http, dns_rebinding_is_refused)
+{
+	struct hreply r;
+	hreq(&r, "POST", "/mcp", ECHO_BODY, (const char *const[]){"Host: evil.example", NULL});
+	cr_assert_eq(r.status, 403);
+	cr_assert_eq(rpc_code(&r), -32600);
+	free_reply(&r);
+	hreq(&r, "POST", "/mcp", ECHO_BODY, (const char *const[]){"Origin: http://evil.example", NULL});
+	cr_assert_eq(r.status, 403);
+	free_reply(&r);
+	hreq(&r, "POST", "/mcp", ECHO_BODY,
+	     (const char *const[]){"Host: localhost:18788", "Origin: http://localhost:5173", NULL});
+	cr_assert_eq(r.status, 200);
+	free_reply(&r);
+}
+
+Test(mcp_http, body_over_the_limit_is_413)
+{
+	char body[2048];
+	snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"pad\":\"%01900d\"}}",
+		 0);
+	struct hreply r;
+	for (int chunked = 0; chunked < 2; chunked++) {
+		hreq_ex(&r, "POST", "/mcp", body, NULL, chunked);
+		cr_assert_eq(r.status, 413, "chunked=%d", chunked);
+		cr_assert_eq(rpc_code(&r), -32600);
+		cr_assert(strstr(r.body, "request body exceeds the 1 KiB limit"), "%s", r.body);
+		free_reply(&r);
+	}
+
+	/* a large body announced by Content-Length is refused before it is read */
+	size_t big_len = 3 * 1024 * 1024;
+	char *big = malloc(big_len + 1);
+	memset(big, ' ', big_len);
+	big[big_len] = '\0';
+	big[0] = '{';
+	big[big_len - 1] = '}';
+	hreq(&r, "POST", "/mcp", big, NULL);
+	cr_assert_eq(r.status, 413);
+	free_reply(&r);
+	free(big);
+
+	/* the server still answers afterwards */
+	hreq(&r, "POST", "/mcp", ECHO_BODY, NULL);
+	cr_assert_eq(r.status, 200);
+	free_reply(&r);
+}
+
+Test(mcp_http, other_paths_are_404)
+{
+	struct hreply r;
+	const char *paths[] = {"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp",
+			       "/", "/mcp/extra"};
+	for (size_t i = 0; i < 4; i++) {
+		hreq(&r, "GET", paths[i], NULL, NULL);
+		cr_assert_eq(r.status, 404, "%s", paths[i]);
+		free_reply(&r);
+	}
+	hreq(&r, "POST", "/.well-known/oauth-authorization-server", ECHO_BODY, NULL);
+	cr_assert_eq(r.status, 404);
+	free_reply(&r);
+}
+
+Test(mcp_http, notifications_and_responses_are_202)
+{
+	struct hreply r;
+	hreq(&r, "POST", "/mcp", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", NULL);
+	cr_assert_eq(r.status, 202);
+	cr_assert_eq(r.len, 0);
+	free_reply(&r);
+	hreq(&r, "POST", "/mcp", "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}", NULL);
+	cr_assert_eq(r.status, 202);
+	free_reply(&r);
+}
+
+Test(mcp_http, protocol_version_header)
+{
+	struct hreply r;
+	hreq(&r, "POST", "/mcp", ECHO_BODY, (const char *const[]){"MCP-Protocol-Version: 2024-01-01", NULL});
+	cr_assert_eq(r.status, 400);
+	cr_assert_eq(rpc_code(&r), -32600);
+	cr_assert(strstr(r.body, "\"id\":7"), "%s", r.body);
+	free_reply(&r);
+	hreq(&r, "POST", "/mcp", ECHO_BODY, (const char *const[]){"MCP-Protocol-Version: 2025-03-26", NULL});
+	cr_assert_eq(r.status, 200);
+	cr_assert_str_eq(r.proto, "2025-03-26");
+	free_reply(&r);
+}
+
+Test(mcp_http, bad_content_type_and_bad_json)
+{
+	struct hreply r;
+	hreq(&r, "POST", "/mcp", ECHO_BODY, (const char *const[]){"Content-Type: text/plain", NULL});
+	cr_assert_eq(r.status, 415);
+	free_reply(&r);
+	hreq(&r, "POST", "/mcp", ECHO_BODY, (const char *const[]){"Content-Type: application/json; charset=utf-8", NULL});
+	cr_assert_eq(r.status, 200);
+	free_reply(&r);
+	hreq(&r, "POST", "/mcp", "{\"jsonrpc\":", NULL);
+	cr_assert_eq(r.status, 400);
+	cr_assert_eq(rpc_code(&r), -32700);
+	cr_assert(strstr(r.body, "\"id\":null"), "%s", r.body);
+	free_reply(&r);
+}
+
+static void *echo_slow(void *arg)
+{
+	struct hreply *r = arg;
+	hreq(r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"
+	     "{\"sleep_ms\":300}}}",
+	     NULL);
+	return NULL;
+}
+
+Test(mcp_http, tool_calls_run_concurrently)
+{
+	struct hreply r[2];
+	pthread_t th[2];
+	int64_t start = clock_monotonic_ms();
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, echo_slow, &r[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	int64_t ms = clock_monotonic_ms() - start;
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(r[i].status, 200);
+		free_reply(&r[i]);
+	}
+	cr_assert_lt(ms, 600, "two 300 ms calls took %lld ms", (long long)ms);
+}
+
+Test(mcp_http, busy_port_names_the_address)
+{
+	struct mcp_server_options o = {.host = "127.0.0.1", .port = mcp_server_port(hserver)};
+	struct mcp_server *other = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(mcp_server_new(&o, htools, 2, NULL, &other, &err), 0);
+	cr_assert_lt(mcp_server_listen(other, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	char want[128];
+	snprintf(want, sizeof(want), "port %u on 127.0.0.1 is in use", mcp_server_port(hserver));
+	cr_assert(strstr(err->message, want), "%s", err->message);
+	cp_error_free(err);
+	mcp_server_free(other);
+}
+
+Test(mcp_http, stop_waits_for_running_calls)
+{
+	struct hreply r;
+	pthread_t th;
+	pthread_create(&th, NULL, echo_slow, &r);
+	usleep(100 * 1000); /* the call is now sleeping in the handler */
+	int64_t start = clock_monotonic_ms();
+	mcp_server_stop(hserver);
+	int64_t ms = clock_monotonic_ms() - start;
+	pthread_join(th, NULL);
+	cr_assert_eq(r.status, 200);
+	cr_assert_gt(ms, 100, "stop returned after %lld ms, before the call ended", (long long)ms);
+	cr_assert_eq(mcp_server_port(hserver), 0);
+	free_reply(&r);
+}

@@ -1,0 +1,30 @@
+/* args.h: validation of tool arguments. Every failure is INVALID_ARGUMENT with
+ * a message that names the argument, says what was given and what is
+ * expected, so a model can correct its call. Values are borrowed from args. */
+#ifndef CP_TOOLS_ARGS_H
+#define CP_TOOLS_ARGS_H
+
+#include <stdint.h>
+
+#include "../base/error.h"
+
+struct json_object;
+
+/* String argument. Absent: required → error, else *ret = NULL. Wrong type → error. */
+int tool_args_string(struct json_object *args, const char *name, int required, const char **ret,
+		     struct cp_error **err);
+/* Integer argument within [min, max]; absent → *ret = def. Wrong type or out
+ * of range → error naming the range. */
+int tool_args_int(struct json_object *args, const char *name, int64_t def, int64_t min, int64_t max, int64_t *ret,
+		  struct cp_error **err);
+/* Boolean argument; absent → def. */
+int tool_args_bool(struct json_object *args, const char *name, int def, int *ret, struct cp_error **err);
+/* Required id argument that must look like prefix + 20 base32 chars
+ * ("sandbox_id" with "sbx_"); a malformed one says where to find real ids. */
+int tool_args_id(struct json_object *args, const char *name, const char *prefix, const char *hint,
+		 const char **ret, struct cp_error **err);
+/* Refuses arguments the tool does not know (typos must not pass silently).
+ * known is NULL-terminated. */
+int tool_args_only(struct json_object *args, const char *const *known, struct cp_error **err);
+
+#endif

@@ -1,0 +1,147 @@
+/* bash.c: bash, bash_poll, bash_stop. The helper owns the sessions and their
+ * output; this file validates, clamps the yield (DESIGN.md, Bash contract),
+ * bounds the answer, and turns a slow first snapshot into "running" so a
+ * started command is never lost to the caller. */
+#include <json-c/json.h>
+#include <string.h>
+
+#include "../base/cleanup.h"
+#include "../base/id.h"
+#include "../base/log.h"
+#include "../policy/policy.h"
+#include "args.h"
+#include "tools_internal.h"
+
+#define BASH_DEFAULT_YIELD_MS 10000
+/* Time the helper gets beyond the yield to answer (ms). */
+#define BASH_REPLY_MARGIN_MS 10000
+/* A command longer than this is refused (bytes). */
+#define BASH_MAX_COMMAND_BYTES (1024 * 1024)
+
+int tools_helper_call(struct tools_app *app, const char *sandbox_id, const char *method, struct json_object *params,
+		      long timeout_ms, struct json_object **ret, struct cp_error **err)
+{
+	struct helper_channel *ch = NULL;
+	if (lifecycle_sandbox_channel(app->lc, sandbox_id, &ch, err) < 0)
+		return -1;
+	int r = helper_channel_call(ch, method, params, timeout_ms, ret, err);
+	helper_channel_unref(ch);
+	if (r < 0 && (*err)->code == CP_ERR_UNAVAILABLE)
+		cp_error_prefix(err, "sandbox '%s'", sandbox_id);
+	return r;
+}
+
+static int yield_arg(struct tools_app *app, struct json_object *args, int64_t *ret, struct cp_error **err)
+{
+	int64_t requested;
+	if (tool_args_int(args, "yield_time_ms", -1, 0, 3600000, &requested, err) < 0)
+		return -1;
+	*ret = policy_yield_clamp(requested, BASH_DEFAULT_YIELD_MS, app->cfg->max_yield_ms);
+	return 0;
+}
+
+static struct json_object *finish(struct json_object *res, const char *sandbox_id)
+{
+	json_object_object_add(res, "sandbox_id", json_object_new_string(sandbox_id));
+	return res;
+}
+
+int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+		  struct cp_error **err)
+{
+	struct tools_app *app = call->app;
+	static const char *const known[] = {"sandbox_id", "command", "cwd", "yield_time_ms", "timeout_ms", NULL};
+	const char *sandbox_id = NULL, *command = NULL, *cwd = NULL;
+	int64_t yield = 0, timeout = 0;
+	if (tool_args_only(args, known, err) < 0 ||
+	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list or sandbox_create first", &sandbox_id, err) <
+		    0 ||
+	    tool_args_string(args, "command", 1, &command, err) < 0 || tool_args_string(args, "cwd", 0, &cwd, err) < 0 ||
+	    yield_arg(app, args, &yield, err) < 0 ||
+	    tool_args_int(args, "timeout_ms", 0, 1, INT64_C(7) * 24 * 3600 * 1000, &timeout, err) < 0)
+		return -1;
+	if (!*command)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument 'command' is empty; give a shell command");
+	if (strlen(command) > BASH_MAX_COMMAND_BYTES)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+				    "argument 'command' is over 1 MiB; write a script with the write tool and run it");
+
+	_cleanup_free_ char *session_id = NULL;
+	if (id_new("bash_", &session_id, err) < 0)
+		return -1;
+	_cleanup_json_ struct json_object *p = json_object_new_object();
+	json_object_object_add(p, "session_id", json_object_new_string(session_id));
+	json_object_object_add(p, "command", json_object_new_string(command));
+	if (cwd)
+		json_object_object_add(p, "cwd", json_object_new_string(cwd));
+	if (timeout)
+		json_object_object_add(p, "timeout_ms", json_object_new_int64(timeout));
+	json_object_object_add(p, "yield_time_ms", json_object_new_int64(yield));
+	json_object_object_add(p, "max_output_bytes", json_object_new_int(app->cfg->max_output_chars));
+
+	struct json_object *res = NULL;
+	if (tools_helper_call(app, sandbox_id, "bash.start", p, (long)yield + BASH_REPLY_MARGIN_MS, &res, err) < 0) {
+		if ((*err)->code != CP_ERR_TIMEOUT)
+			return -1;
+		/* Started, but the first snapshot did not come back in time: keep the
+		 * session and let the caller poll (nothing is lost). */
+		log_warn("tools", "bash in %s: first snapshot of %s timed out; answering running", sandbox_id,
+			 session_id);
+		cp_error_freep(err);
+		res = json_object_new_object();
+		json_object_object_add(res, "session_id", json_object_new_string(session_id));
+		json_object_object_add(res, "status", json_object_new_string("running"));
+		json_object_object_add(res, "output", json_object_new_string(""));
+		json_object_object_add(res, "has_more_output", json_object_new_boolean(1));
+	}
+	*ret = finish(res, sandbox_id);
+	return 0;
+}
+
+static int session_args(struct json_object *args, const char *const *known, const char **sandbox_id,
+			const char **session_id, struct cp_error **err)
+{
+	if (tool_args_only(args, known, err) < 0 ||
+	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes", sandbox_id, err) < 0 ||
+	    tool_args_id(args, "session_id", "bash_", "use the session_id a bash call returned", session_id, err) < 0)
+		return -1;
+	return 0;
+}
+
+int tool_bash_poll(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+		   struct cp_error **err)
+{
+	struct tools_app *app = call->app;
+	static const char *const known[] = {"sandbox_id", "session_id", "yield_time_ms", NULL};
+	const char *sandbox_id = NULL, *session_id = NULL;
+	int64_t yield = 0;
+	if (session_args(args, known, &sandbox_id, &session_id, err) < 0 || yield_arg(app, args, &yield, err) < 0)
+		return -1;
+	_cleanup_json_ struct json_object *p = json_object_new_object();
+	json_object_object_add(p, "session_id", json_object_new_string(session_id));
+	json_object_object_add(p, "yield_time_ms", json_object_new_int64(yield));
+	json_object_object_add(p, "max_output_bytes", json_object_new_int(app->cfg->max_output_chars));
+	struct json_object *res = NULL;
+	if (tools_helper_call(app, sandbox_id, "bash.poll", p, (long)yield + BASH_REPLY_MARGIN_MS, &res, err) < 0)
+		return -1;
+	*ret = finish(res, sandbox_id);
+	return 0;
+}
+
+int tool_bash_stop(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+		   struct cp_error **err)
+{
+	struct tools_app *app = call->app;
+	static const char *const known[] = {"sandbox_id", "session_id", NULL};
+	const char *sandbox_id = NULL, *session_id = NULL;
+	if (session_args(args, known, &sandbox_id, &session_id, err) < 0)
+		return -1;
+	_cleanup_json_ struct json_object *p = json_object_new_object();
+	json_object_object_add(p, "session_id", json_object_new_string(session_id));
+	json_object_object_add(p, "max_output_bytes", json_object_new_int(app->cfg->max_output_chars));
+	struct json_object *res = NULL;
+	if (tools_helper_call(app, sandbox_id, "bash.stop", p, BASH_REPLY_MARGIN_MS, &res, err) < 0)
+		return -1;
+	*ret = finish(res, sandbox_id);
+	return 0;
+}

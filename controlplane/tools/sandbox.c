@@ -1,0 +1,218 @@
+/* sandbox.c: the management tools: sandbox_create, sandbox_list,
+ * sandbox_get, sandbox_destroy, workspace_list. They shape answers; the work
+ * is lifecycle/'s and store/'s. */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "args.h"
+#include "tools_internal.h"
+
+/* Global agent instructions are advisory text read at each create/get;
+ * never executed, never copied into a workspace (DESIGN.md, Configuration). */
+#define AGENTS_MD_MAX_BYTES (64 * 1024)
+
+static void add_agents_md(const struct config *cfg, struct json_object *out)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/AGENTS.md", cfg->data_root);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	char *buf = malloc(AGENTS_MD_MAX_BYTES + 1);
+	ssize_t n = buf ? read(fd, buf, AGENTS_MD_MAX_BYTES) : -1;
+	close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		json_object_object_add(out, "agents_md", json_object_new_string_len(buf, (int)n));
+	}
+	free(buf);
+}
+
+static void add_time(struct json_object *o, const char *key, int64_t ms)
+{
+	char when[40];
+	if (ms > 0)
+		json_object_object_add(o, key, json_object_new_string(clock_format_rfc3339(ms, when, sizeof(when))));
+}
+
+static void add_str(struct json_object *o, const char *key, const char *v)
+{
+	if (v)
+		json_object_object_add(o, key, json_object_new_string(v));
+}
+
+struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandbox_record *s)
+{
+	struct json_object *o = json_object_new_object();
+	add_str(o, "sandbox_id", s->id);
+	add_str(o, "status", s->status);
+	add_str(o, "workspace_id", s->workspace_id);
+	struct workspace_record w = {0};
+	struct cp_error *e = NULL;
+	if (store_workspace_get(app->store, s->workspace_id, &w, &e) == 0) {
+		add_str(o, "workspace_mode", w.mode);
+		add_str(o, "workspace_path", w.path);
+		workspace_record_clear(&w);
+	}
+	cp_error_free(e);
+	add_str(o, "image", s->image);
+	if (s->container_id)
+		json_object_object_add(o, "container_id", json_object_new_string_len(s->container_id, (int)strnlen(s->container_id, 12)));
+	if (s->memory_bytes > 0)
+		json_object_object_add(o, "memory_bytes", json_object_new_int64(s->memory_bytes));
+	json_object_object_add(o, "network", json_object_new_boolean(s->network));
+	add_str(o, "runtime", s->runtime);
+	add_str(o, "failure_reason", s->failure_reason);
+	add_time(o, "created_at", s->created_at_ms);
+	add_time(o, "last_activity_at", s->last_activity_ms);
+	add_time(o, "removed_at", s->removed_at_ms);
+	return o;
+}
+
+int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+			struct cp_error **err)
+{
+	struct tools_app *app = call->app;
+	static const char *const known[] = {"memory", "workspace_id", NULL};
+	const char *memory = NULL, *workspace_id = NULL;
+	if (tool_args_only(args, known, err) < 0 || tool_args_string(args, "memory", 0, &memory, err) < 0)
+		return -1;
+	if (json_object_object_get_ex(args, "workspace_id", NULL) &&
+	    tool_args_id(args, "workspace_id", "ws_", "call workspace_list to see the workspaces", &workspace_id,
+			 err) < 0)
+		return -1;
+	struct lifecycle_create_options opts = {.workspace_id = workspace_id, .memory = memory};
+	struct sandbox_record s = {0};
+	int reused = 0;
+	if (lifecycle_sandbox_create(app->lc, &opts, &s, &reused, err) < 0)
+		return -1;
+	struct json_object *o = tools_sandbox_json(app, &s);
+	json_object_object_add(o, "reused", json_object_new_boolean(reused));
+	add_agents_md(app->cfg, o);
+	sandbox_record_clear(&s);
+	*ret = o;
+	return 0;
+}
+
+int tool_sandbox_list(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+		      struct cp_error **err)
+{
+	struct tools_app *app = call->app;
+	static const char *const known[] = {NULL};
+	if (tool_args_only(args, known, err) < 0)
+		return -1;
+	struct sandbox_record *rows = NULL;
+	size_t n = 0;
+	if (store_sandbox_list(app->store, 0, &rows, &n, err) < 0)
+		return -1;
+	struct json_object *list = json_object_new_array();
+	int active = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object_array_add(list, tools_sandbox_json(app, &rows[i]));
+		if (strcmp(rows[i].status, "running") == 0 || strcmp(rows[i].status, "creating") == 0)
+			active++;
+		sandbox_record_clear(&rows[i]);
+	}
+	free(rows);
+	struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "sandboxes", list);
+	json_object_object_add(o, "active_count", json_object_new_int(active));
+	if (app->cfg->max_active_sandboxes > 0)
+		json_object_object_add(o, "max_active_sandboxes", json_object_new_int(app->cfg->max_active_sandboxes));
+	*ret = o;
+	return 0;
+}
+
+int tool_sandbox_get(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+		     struct cp_error **err)
+{
+	struct tools_app *app = call->app;
+	static const char *const known[] = {"sandbox_id", NULL};
+	const char *id = NULL;
+	if (tool_args_only(args, known, err) < 0 ||
+	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes", &id, err) < 0)
+		return -1;
+	struct sandbox_record s = {0};
+	if (store_sandbox_get(app->store, id, &s, err) < 0)
+		return -1;
+	struct json_object *o = tools_sandbox_json(app, &s);
+	if (strcmp(s.status, "running") == 0) {
+		/* The helper knows the sessions; an unreachable helper is reported, not fatal. */
+		struct helper_channel *ch = NULL;
+		struct cp_error *e = NULL;
+		struct json_object *res = NULL;
+		if (lifecycle_sandbox_channel(app->lc, id, &ch, &e) == 0 &&
+		    helper_channel_call(ch, "bash.list", NULL, 5000, &res, &e) == 0) {
+			struct json_object *sessions = NULL;
+			if (json_object_object_get_ex(res, "sessions", &sessions))
+				json_object_object_add(o, "bash_sessions", json_object_get(sessions));
+		} else if (e) {
+			json_object_object_add(o, "helper_error", json_object_new_string(e->message));
+		}
+		json_object_put(res);
+		cp_error_free(e);
+		if (ch)
+			helper_channel_unref(ch);
+	}
+	add_agents_md(app->cfg, o);
+	sandbox_record_clear(&s);
+	*ret = o;
+	return 0;
+}
+
+int tool_sandbox_destroy(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+			 struct cp_error **err)
+{
+	struct tools_app *app = call->app;
+	static const char *const known[] = {"sandbox_id", NULL};
+	const char *id = NULL;
+	if (tool_args_only(args, known, err) < 0 ||
+	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes", &id, err) < 0)
+		return -1;
+	struct sandbox_record s = {0};
+	if (lifecycle_sandbox_destroy(app->lc, id, &s, err) < 0)
+		return -1;
+	struct json_object *o = tools_sandbox_json(app, &s);
+	json_object_object_add(o, "workspace_kept", json_object_new_boolean(1));
+	sandbox_record_clear(&s);
+	*ret = o;
+	return 0;
+}
+
+int tool_workspace_list(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+			struct cp_error **err)
+{
+	struct tools_app *app = call->app;
+	static const char *const known[] = {NULL};
+	if (tool_args_only(args, known, err) < 0)
+		return -1;
+	struct workspace_record *rows = NULL;
+	size_t n = 0;
+	if (store_workspace_list(app->store, &rows, &n, err) < 0)
+		return -1;
+	struct json_object *list = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *o = json_object_new_object();
+		add_str(o, "workspace_id", rows[i].id);
+		add_str(o, "mode", rows[i].mode);
+		add_str(o, "path", rows[i].path);
+		add_str(o, "host_path", rows[i].host_path);
+		add_str(o, "sandbox_id", rows[i].sandbox_id);
+		add_time(o, "created_at", rows[i].created_at_ms);
+		add_time(o, "released_at", rows[i].released_at_ms);
+		json_object_array_add(list, o);
+		workspace_record_clear(&rows[i]);
+	}
+	free(rows);
+	struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "workspaces", list);
+	*ret = o;
+	return 0;
+}

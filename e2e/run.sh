@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# End-to-end tests: real Docker Engine, real chat2sbx serve, official MCP SDK.
+# Usage (from anywhere; CI runs it as root with no stdin):
+#   e2e/run.sh            all scenarios in e2e/tests, in order
+#   e2e/run.sh 02 03      only the scenarios whose file name starts with these
+# Needs build/chat2sbx (+ build/chat2sbx-helper), a running engine and the
+# template image; `make e2e` provides all three before calling this.
+# Environment: E2E_TIMEOUT (s, default 420), E2E_KEEP=1 keeps data roots,
+# CHAT2SBX_BIN overrides the binary, CHAT2SBX_RUNTIME / CHAT2SBX_TEMPLATE_IMAGE
+# / CHAT2SBX_DOCKER_SOCKET are passed to the server.
+set -euo pipefail
+exec </dev/null
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+cd "$root"
+
+die() { echo "e2e: $*" >&2; exit 2; }
+
+bin="${CHAT2SBX_BIN:-$root/build/chat2sbx}"
+[ -x "$bin" ] || die "$bin is missing; run 'make all'"
+[ -x "$(dirname "$bin")/chat2sbx-helper" ] || die "$(dirname "$bin")/chat2sbx-helper is missing; run 'make all'"
+command -v node >/dev/null || die "node is not installed (Node.js 20 or later)"
+command -v npm >/dev/null || die "npm is not installed"
+
+# Engine and template image (asked over the socket, not through a docker CLI).
+sock="${CHAT2SBX_DOCKER_SOCKET:-}"
+if [ -z "$sock" ]; then
+  case "${DOCKER_HOST:-}" in unix://*) sock="${DOCKER_HOST#unix://}" ;; *) sock=/var/run/docker.sock ;; esac
+fi
+image="${CHAT2SBX_TEMPLATE_IMAGE:-chat2sbx-template:$(cat "$root/VERSION")}"
+if command -v curl >/dev/null; then
+  curl -fsS --max-time 5 --unix-socket "$sock" http://localhost/_ping >/dev/null 2>&1 ||
+    die "the Docker Engine at $sock does not answer; run scripts/ensure-engine.sh"
+  curl -fsS --max-time 5 --unix-socket "$sock" "http://localhost/images/$image/json" >/dev/null 2>&1 ||
+    die "template image $image is not in the engine; run 'make template'"
+fi
+
+# Dependencies: npm ci when node_modules is missing or was installed from
+# another lockfile (the lockfile's hash is stamped into node_modules).
+want="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1) node-$(node --version)"
+stamp="$here/node_modules/.chat2sbx-e2e-lock"
+if [ ! -d "$here/node_modules" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "e2e: installing test dependencies (npm ci)" >&2
+  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$want" >"$stamp"
+fi
+
+files=()
+if [ $# -eq 0 ]; then
+  files=("$here"/tests/*.test.mjs)
+else
+  for want_prefix in "$@"; do
+    matched=0
+    for f in "$here"/tests/"$want_prefix"*.test.mjs; do
+      [ -e "$f" ] && { files+=("$f"); matched=1; }
+    done
+    [ "$matched" = 1 ] || die "no scenario matches '$want_prefix'"
+  done
+fi
+
+E2E_MEASURE_FILE="$(mktemp -t chat2sbx-e2e-measure.XXXXXX)"
+export E2E_MEASURE_FILE
+trap 'rm -f "$E2E_MEASURE_FILE"' EXIT
+
+rc=0
+timeout --kill-after=15 "${E2E_TIMEOUT:-420}" \
+  node --test --test-concurrency=1 --test-timeout=180000 --test-reporter=spec "${files[@]}" || rc=$?
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+  echo "e2e: the suite did not finish within ${E2E_TIMEOUT:-420} s" >&2
+fi
+if [ -s "$E2E_MEASURE_FILE" ]; then
+  echo "---- measurements ----"
+  cat "$E2E_MEASURE_FILE"
+fi
+if [ "$rc" = 0 ]; then echo "e2e: all scenarios passed"; else echo "e2e: FAILED (exit $rc)" >&2; fi
+exit "$rc"

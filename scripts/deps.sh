@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install the Debian packages chat2sbx needs, only those missing (a warm
+# machine pays nothing). Never prompts (CI has no standard input).
+# Usage: scripts/deps.sh [build|all]   build = compilers and libraries only
+set -euo pipefail
+want=(build-essential pkg-config curl ca-certificates git
+      libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev
+      libmicrohttpd-dev libcriterion-dev libpcre2-dev)
+if [ "${1:-all}" = all ]; then
+  want+=(docker.io debootstrap)
+  command -v node >/dev/null 2>&1 || want+=(nodejs)
+  command -v npm >/dev/null 2>&1 || want+=(npm)
+fi
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "deps: missing Debian packages: ${missing[*]}" >&2
+  echo "deps: run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

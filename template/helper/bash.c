@@ -1,0 +1,849 @@
+/* bash.c: bash sessions inside the sandbox. Owns every session shell (one
+ * process group each), its output pipe and log file, and the replies that
+ * wait on it (bash.start until exit, bash.poll until output, bash.stop until
+ * reaped). Output goes to the log file first and is delivered from there by
+ * a per-session cursor, so memory stays bounded whatever a command prints.
+ * Mechanism only: which commands may run is decided on the host. */
+#include "bash.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hlog.h"
+#include "paths.h"
+#include "proto.h"
+#include "utf8.h"
+
+#define DRAIN_BUDGET (1024 * 1024)   /* bytes read from a pipe when its shell exits */
+#define READ_BUDGET (256 * 1024)     /* bytes read per pipe per loop turn (fairness) */
+#define STOP_SLACK_MS 1000           /* bash.stop answers by grace + this at the latest */
+#define LIST_COMMAND_MAX 1000        /* bytes of a command shown by bash.list */
+
+extern char **environ;
+
+enum session_status { SESSION_RUNNING, SESSION_EXITED, SESSION_KILLED, SESSION_TIMED_OUT };
+enum kill_reason { KILL_NONE, KILL_STOP, KILL_TIMEOUT };
+enum waiter_kind { WAIT_START, WAIT_POLL, WAIT_STOP };
+
+struct session {
+	char id[BASH_ID_MAX + 1];
+	char *command;
+	char *log_path;
+	pid_t pid; /* also the process group id (the child calls setsid) */
+	int pipe_fd, log_fd;
+	uint64_t total;     /* bytes in the log file */
+	uint64_t delivered; /* bytes already returned in replies */
+	uint64_t dropped;   /* bytes lost: over BASH_LOG_MAX or a failing log write */
+	unsigned char tail[3];
+	size_t tail_len; /* last bytes of the log, to spot an unfinished character */
+	bool ended, log_failed;
+	enum session_status status;
+	int exit_code;
+	enum kill_reason kill;
+	int64_t timeout_at, kill_at; /* monotonic ms; 0 = none */
+	int64_t started_at_ms, ended_at_ms; /* wall clock, for bash.list */
+	uint64_t seq, ended_seq;
+	size_t waiters;
+};
+
+struct waiter {
+	enum waiter_kind kind;
+	json_object *id; /* own reference */
+	struct session *session;
+	int64_t deadline;
+	size_t max_output;
+	struct waiter *next;
+};
+
+static struct session **sessions;
+static size_t nsessions, sessions_cap;
+static struct waiter *waiters;
+static size_t nwaiters;
+static uint64_t seq_counter;
+/* Sessions behind the pollfds last handed out, in the same order. */
+static struct session **polled;
+static size_t npolled;
+
+int64_t bash_clock_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct session *session_find(const char *id)
+{
+	for (size_t i = 0; i < nsessions; i++)
+		if (strcmp(sessions[i]->id, id) == 0)
+			return sessions[i];
+	return NULL;
+}
+
+static size_t running_count(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nsessions; i++)
+		n += !sessions[i]->ended;
+	return n;
+}
+
+size_t bash_session_count(size_t *ret_running)
+{
+	if (ret_running)
+		*ret_running = running_count();
+	return nsessions;
+}
+
+static const char *status_name(enum session_status s)
+{
+	switch (s) {
+	case SESSION_RUNNING:
+		return "running";
+	case SESSION_EXITED:
+		return "exited";
+	case SESSION_KILLED:
+		return "killed";
+	case SESSION_TIMED_OUT:
+		return "timed_out";
+	}
+	return "unknown";
+}
+
+static void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	if (s->pipe_fd >= 0)
+		close(s->pipe_fd);
+	if (s->log_fd >= 0)
+		close(s->log_fd);
+	free(s->command);
+	free(s->log_path);
+	free(s);
+}
+
+/* ---- output: pipe → log file → replies ---- */
+
+static void tail_push(struct session *s, const char *p, size_t n)
+{
+	if (n >= sizeof s->tail) {
+		memcpy(s->tail, p + n - sizeof s->tail, sizeof s->tail);
+		s->tail_len = sizeof s->tail;
+		return;
+	}
+	unsigned char t[2 * sizeof s->tail];
+	memcpy(t, s->tail, s->tail_len);
+	memcpy(t + s->tail_len, p, n);
+	size_t len = s->tail_len + n;
+	size_t skip = len > sizeof s->tail ? len - sizeof s->tail : 0;
+	memcpy(s->tail, t + skip, len - skip);
+	s->tail_len = len - skip;
+}
+
+static void session_append(struct session *s, const char *p, size_t n)
+{
+	size_t keep = n;
+	if (s->total >= BASH_LOG_MAX)
+		keep = 0;
+	else if (s->total + n > BASH_LOG_MAX)
+		keep = (size_t)(BASH_LOG_MAX - s->total);
+	size_t done = 0;
+	while (done < keep && !s->log_failed) {
+		ssize_t w = write(s->log_fd, p + done, keep - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			hlog_warn("writing log '%s' failed (%s); later output of session '%s' is "
+				  "dropped",
+				  s->log_path, w < 0 ? strerror(errno) : "no progress", s->id);
+			s->log_failed = true;
+			break;
+		}
+		done += (size_t)w;
+	}
+	if (keep < n && s->dropped == 0)
+		hlog_warn("session '%s' wrote more than %llu bytes; the rest is dropped", s->id,
+			  (unsigned long long)BASH_LOG_MAX);
+	tail_push(s, p, done);
+	s->total += done;
+	s->dropped += n - done;
+}
+
+/* Read what the pipe holds, up to budget bytes; EOF or an error closes it. */
+static void session_read(struct session *s, size_t budget)
+{
+	static char buf[64 * 1024];
+	while (s->pipe_fd >= 0 && budget > 0) {
+		ssize_t n = read(s->pipe_fd, buf, budget < sizeof buf ? budget : sizeof buf);
+		if (n > 0) {
+			session_append(s, buf, (size_t)n);
+			budget -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		close(s->pipe_fd);
+		s->pipe_fd = -1;
+	}
+}
+
+/* Bytes a reply could deliver now. While the session runs, an unfinished
+ * character at the end of the log waits for its remaining bytes. */
+static uint64_t session_deliverable(const struct session *s)
+{
+	uint64_t avail = s->total - s->delivered;
+	if (!s->ended && avail > 0) {
+		size_t inc = utf8_incomplete_suffix(s->tail, s->tail_len);
+		return inc >= avail ? 0 : avail - inc;
+	}
+	return avail;
+}
+
+/* A snapshot reply (proto.h) that consumes up to max_output bytes of
+ * undelivered output, cut at a character boundary. */
+static json_object *session_snapshot(struct session *s, size_t max_output)
+{
+	uint64_t avail = s->total - s->delivered;
+	size_t n = avail < max_output ? (size_t)avail : max_output;
+	unsigned char *buf = malloc(n ? n : 1);
+	if (!buf)
+		n = 0;
+	size_t got = 0;
+	while (buf && got < n) {
+		ssize_t r = pread(s->log_fd, buf + got, n - got, (off_t)(s->delivered + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got < n) {
+		/* The log was truncated or removed from inside the sandbox. */
+		hlog_warn("log '%s' of session '%s' is shorter than expected; %llu bytes skipped",
+			  s->log_path, s->id, (unsigned long long)(avail - got));
+		s->dropped += avail - got;
+		s->total = s->delivered + got;
+		avail = got;
+		n = got;
+	}
+	size_t take = n;
+	if (!(s->ended && n == avail))
+		take = n - utf8_incomplete_suffix(buf, n);
+	size_t out_len = 0;
+	char *out = buf ? utf8_sanitize(buf, take, &out_len) : NULL;
+	free(buf);
+	s->delivered += out ? take : 0;
+
+	json_object *r = json_object_new_object();
+	json_object_object_add(r, "session_id", json_object_new_string(s->id));
+	json_object_object_add(r, "status", json_object_new_string(status_name(s->status)));
+	if (s->ended)
+		json_object_object_add(r, "exit_code", json_object_new_int(s->exit_code));
+	json_object_object_add(r, "output", json_object_new_string_len(out ? out : "", (int)out_len));
+	json_object_object_add(r, "output_bytes", json_object_new_int64(out ? (int64_t)take : 0));
+	json_object_object_add(r, "has_more_output",
+			       json_object_new_boolean(session_deliverable(s) > 0));
+	json_object_object_add(r, "total_output_bytes", json_object_new_int64((int64_t)s->total));
+	if (s->dropped)
+		json_object_object_add(r, "dropped_output_bytes",
+				       json_object_new_int64((int64_t)s->dropped));
+	json_object_object_add(r, "log_path", json_object_new_string(s->log_path));
+	json_object_object_add(r, "pid", json_object_new_int(s->pid));
+	free(out);
+	return r;
+}
+
+/* ---- signals to a session's process group ---- */
+
+static void group_signal(struct session *s, int sig)
+{
+	/* Right after fork the child may not have called setsid yet; then the
+	 * group does not exist and the signal goes to the child itself (it is
+	 * blocked there until the child resets its mask, then acts). */
+	if (kill(-s->pid, sig) < 0 && errno == ESRCH && !s->ended)
+		kill(s->pid, sig);
+}
+
+static void kill_begin(struct session *s, enum kill_reason reason, int64_t now)
+{
+	if (!s->ended && s->kill == KILL_NONE)
+		s->kill = reason;
+	group_signal(s, SIGTERM);
+	group_signal(s, SIGCONT);
+	if (!s->kill_at)
+		s->kill_at = now + PROTO_KILL_GRACE_MS;
+}
+
+/* ---- sessions table ---- */
+
+static void session_forget(size_t i)
+{
+	struct session *s = sessions[i];
+	hlog_debug("forgetting session '%s' (log %s stays)", s->id, s->log_path);
+	/* Keep creation order for bash.list. */
+	memmove(sessions + i, sessions + i + 1, (nsessions - i - 1) * sizeof *sessions);
+	nsessions--;
+	session_free(s);
+}
+
+/* Forget the oldest ended sessions beyond BASH_MAX_FINISHED, preferring
+ * those whose pipe is closed; sessions with waiting replies stay. */
+static void sessions_prune(void)
+{
+	size_t finished = nsessions - running_count();
+	while (finished > BASH_MAX_FINISHED) {
+		ssize_t pick = -1;
+		for (size_t i = 0; i < nsessions; i++) {
+			struct session *s = sessions[i];
+			if (!s->ended || s->waiters)
+				continue;
+			if (pick < 0)
+				pick = (ssize_t)i;
+			struct session *p = sessions[pick];
+			bool s_closed = s->pipe_fd < 0, p_closed = p->pipe_fd < 0;
+			if ((s_closed && !p_closed) ||
+			    (s_closed == p_closed && s->ended_seq < p->ended_seq))
+				pick = (ssize_t)i;
+		}
+		if (pick < 0)
+			return;
+		session_forget((size_t)pick);
+		finished--;
+	}
+}
+
+static int sessions_add(struct session *s, struct rpc_error *err)
+{
+	if (nsessions == sessions_cap) {
+		size_t cap = sessions_cap ? sessions_cap * 2 : 64;
+		struct session **a = realloc(sessions, cap * sizeof *a);
+		struct session **p = realloc(polled, cap * sizeof *p);
+		if (p)
+			polled = p;
+		if (!a || !p) {
+			if (a)
+				sessions = a;
+			return rpc_fail(err, "INTERNAL", "out of memory adding a session");
+		}
+		sessions = a;
+		sessions_cap = cap;
+	}
+	sessions[nsessions++] = s;
+	return 0;
+}
+
+/* ---- waiting replies ---- */
+
+static int waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline,
+		      size_t max_output, struct rpc_error *err)
+{
+	struct waiter *w = calloc(1, sizeof *w);
+	if (!w)
+		return rpc_fail(err, "INTERNAL", "out of memory queueing a reply");
+	w->kind = kind;
+	w->id = json_object_get(id);
+	w->session = s;
+	w->deadline = deadline;
+	w->max_output = max_output;
+	struct waiter **tail = &waiters;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = w;
+	nwaiters++;
+	s->waiters++;
+	return 0;
+}
+
+static bool waiter_ready(const struct waiter *w, int64_t now)
+{
+	const struct session *s = w->session;
+	if (s->ended || now >= w->deadline)
+		return true;
+	return w->kind == WAIT_POLL && session_deliverable(s) > 0;
+}
+
+/* Answer every waiter whose condition holds (all of them when force). The
+ * list is walked in arrival order, so of two polls on one session the
+ * first gets the new output and the second keeps waiting. */
+static void waiters_answer(bool force)
+{
+	int64_t now = bash_clock_ms();
+	struct waiter **pp = &waiters;
+	while (*pp) {
+		struct waiter *w = *pp;
+		if (!force && !waiter_ready(w, now)) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		nwaiters--;
+		w->session->waiters--;
+		rpc_send_result(w->id, session_snapshot(w->session, w->max_output));
+		json_object_put(w->id);
+		free(w);
+	}
+}
+
+/* ---- parameters ---- */
+
+static int param_session(json_object *params, struct session **ret, struct rpc_error *err)
+{
+	const char *sid;
+	if (rpc_param_string(params, "session_id", true, &sid, NULL, err) < 0)
+		return -1;
+	struct session *s = session_find(sid);
+	if (!s)
+		return rpc_fail(err, "NOT_FOUND",
+				"no session '%.*s' in this sandbox; bash.list shows the sessions it "
+				"knows (old ended ones are forgotten, their logs stay in %s)",
+				BASH_ID_MAX, sid, paths_log_dir());
+	*ret = s;
+	return 0;
+}
+
+static int param_max_output(json_object *params, size_t *ret, struct rpc_error *err)
+{
+	int64_t v;
+	if (rpc_param_int(params, "max_output_bytes", BASH_DEFAULT_OUTPUT, 0, BASH_MAX_OUTPUT, true,
+			  &v, err) < 0)
+		return -1;
+	*ret = v < BASH_MIN_OUTPUT ? BASH_MIN_OUTPUT : (size_t)v;
+	return 0;
+}
+
+static int param_yield(json_object *params, int64_t *ret, struct rpc_error *err)
+{
+	return rpc_param_int(params, "yield_time_ms", BASH_DEFAULT_YIELD_MS, 0, BASH_MAX_YIELD_MS,
+			     true, ret, err) < 0 ? -1 : 0;
+}
+
+static int check_session_id(const char *id, size_t len, struct rpc_error *err)
+{
+	bool ok = len > 0 && len <= BASH_ID_MAX && id[0] != '.' && strlen(id) == len;
+	for (size_t i = 0; ok && i < len; i++) {
+		char c = id[i];
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		     c == '_' || c == '-' || c == '.';
+	}
+	if (!ok)
+		return rpc_fail(err, "INVALID_ARGUMENT",
+				"session_id must be 1 to %d characters from A-Z a-z 0-9 _ - . "
+				"(not starting with '.'), like 'bash_1f2e'",
+				BASH_ID_MAX);
+	return 0;
+}
+
+/* ---- bash.start ---- */
+
+/* In the child: become a session leader with a clean signal state, wire
+ * stdin to /dev/null and stdout+stderr to the pipe, enter cwd, exec.
+ * Only async-signal-safe calls; never returns. */
+static void __attribute__((noreturn))
+child_exec(const char *cwd, const char *command, int out_fd, int null_fd)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	setsid();
+	if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+	    dup2(out_fd, STDERR_FILENO) < 0)
+		_exit(127);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (chdir(cwd) < 0) {
+		dprintf(STDERR_FILENO, "chat2sbx-helper: cannot enter '%s': %s\n", cwd,
+			strerror(errno));
+		_exit(127);
+	}
+	char *bash_argv[] = { "bash", "-c", (char *)command, NULL };
+	execve("/bin/bash", bash_argv, environ);
+	if (errno == ENOENT) {
+		char *sh_argv[] = { "sh", "-c", (char *)command, NULL };
+		execve("/bin/sh", sh_argv, environ);
+	}
+	dprintf(STDERR_FILENO, "chat2sbx-helper: cannot run /bin/bash or /bin/sh: %s\n",
+		strerror(errno));
+	_exit(127);
+}
+
+static int start_check_cwd(json_object *params, char **ret_cwd, struct rpc_error *err)
+{
+	const char *cwd;
+	size_t len;
+	int r = rpc_param_string(params, "cwd", false, &cwd, &len, err);
+	if (r < 0)
+		return -1;
+	if (r == 0 || len == 0) {
+		cwd = paths_workspace();
+		len = strlen(cwd);
+	}
+	char *abs;
+	if (paths_resolve(cwd, len, "cwd", &abs, err) < 0)
+		return -1;
+	struct stat st;
+	if (stat(abs, &st) < 0) {
+		int e = errno;
+		rpc_fail(err, "INVALID_ARGUMENT",
+			 "cwd '%s' %s; create the directory first or pass an existing one", abs,
+			 e == ENOENT ? "does not exist" : strerror(e));
+		free(abs);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		rpc_fail(err, "INVALID_ARGUMENT", "cwd '%s' is not a directory", abs);
+		free(abs);
+		return -1;
+	}
+	*ret_cwd = abs;
+	return 0;
+}
+
+/* Create the log file and pipe and fork the shell; fills s on success. */
+static int start_spawn(struct session *s, const char *cwd, struct rpc_error *err)
+{
+	int r = paths_mkdir_p(paths_log_dir(), 0700);
+	if (r < 0)
+		return rpc_fail_errno(err, -r, "create log directory", paths_log_dir());
+	if (asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), s->id) < 0) {
+		s->log_path = NULL;
+		return rpc_fail(err, "INTERNAL", "out of memory");
+	}
+	s->log_fd = open(s->log_path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (s->log_fd < 0)
+		return rpc_fail_errno(err, errno, "create log", s->log_path);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return rpc_fail_errno(err, errno, "create output pipe for", s->id);
+	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null_fd < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return rpc_fail_errno(err, e, "open", "/dev/null");
+	}
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	pid_t pid = fork();
+	if (pid == 0)
+		child_exec(cwd, s->command, p[1], null_fd);
+	int e = errno;
+	close(p[1]);
+	close(null_fd);
+	if (pid < 0) {
+		close(p[0]);
+		return rpc_fail(err, e == EAGAIN ? "LIMIT" : "INTERNAL",
+				"fork for session '%s' failed: %s%s", s->id, strerror(e),
+				e == EAGAIN ? "; too many processes, stop some sessions" : "");
+	}
+	s->pid = pid;
+	s->pipe_fd = p[0];
+	return 0;
+}
+
+int bash_rpc_start(json_object *id, json_object *params, json_object **ret_result,
+		   struct rpc_error *err)
+{
+	(void)ret_result;
+	const char *sid, *command;
+	size_t sid_len, cmd_len, max_output;
+	int64_t timeout_ms, yield_ms;
+	if (rpc_param_string(params, "session_id", true, &sid, &sid_len, err) < 0 ||
+	    check_session_id(sid, sid_len, err) < 0 ||
+	    rpc_param_string(params, "command", true, &command, &cmd_len, err) < 0 ||
+	    rpc_param_int(params, "timeout_ms", 0, 0, INT64_MAX / 4, true, &timeout_ms, err) < 0 ||
+	    param_yield(params, &yield_ms, err) < 0 || param_max_output(params, &max_output, err) < 0)
+		return -1;
+	if (cmd_len == 0)
+		return rpc_fail(err, "INVALID_ARGUMENT", "command is empty; pass a shell command");
+	if (strlen(command) != cmd_len)
+		return rpc_fail(err, "INVALID_ARGUMENT", "command contains a NUL character");
+	if (cmd_len > BASH_COMMAND_MAX)
+		return rpc_fail(err, "INVALID_ARGUMENT",
+				"command is %zu bytes; the limit is %d. Write a script with "
+				"file.write and run that instead",
+				cmd_len, BASH_COMMAND_MAX);
+	if (session_find(sid))
+		return rpc_fail(err, "CONFLICT",
+				"session '%s' already exists; choose a new session_id or use "
+				"bash.poll on it",
+				sid);
+	if (running_count() >= BASH_MAX_RUNNING)
+		return rpc_fail(err, "LIMIT",
+				"%d sessions are already running; stop some with bash.stop first",
+				BASH_MAX_RUNNING);
+	if (nwaiters >= BASH_MAX_WAITERS)
+		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later",
+				BASH_MAX_WAITERS);
+	char *cwd;
+	if (start_check_cwd(params, &cwd, err) < 0)
+		return -1;
+
+	struct session *s = calloc(1, sizeof *s);
+	if (!s || !(s->command = strdup(command))) {
+		free(s);
+		free(cwd);
+		return rpc_fail(err, "INTERNAL", "out of memory");
+	}
+	memcpy(s->id, sid, sid_len + 1);
+	s->pipe_fd = s->log_fd = -1;
+	s->status = SESSION_RUNNING;
+	int r = start_spawn(s, cwd, err);
+	free(cwd);
+	if (r < 0) {
+		session_free(s);
+		return -1;
+	}
+	int64_t now = bash_clock_ms();
+	s->seq = ++seq_counter;
+	s->started_at_ms = wall_ms();
+	s->timeout_at = timeout_ms ? now + timeout_ms : 0;
+	if (sessions_add(s, err) < 0 ||
+	    waiter_add(WAIT_START, id, s, now + yield_ms, max_output, err) < 0) {
+		/* The shell runs already: keep it reachable if it was added. */
+		if (!session_find(s->id)) {
+			group_signal(s, SIGKILL);
+			session_free(s);
+		}
+		return -1;
+	}
+	hlog_debug("session '%s' started: pid %d", s->id, (int)s->pid);
+	return 1;
+}
+
+/* ---- bash.poll, bash.stop, bash.list ---- */
+
+int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result,
+		  struct rpc_error *err)
+{
+	(void)ret_result;
+	struct session *s;
+	int64_t yield_ms;
+	size_t max_output;
+	if (param_session(params, &s, err) < 0 || param_yield(params, &yield_ms, err) < 0 ||
+	    param_max_output(params, &max_output, err) < 0)
+		return -1;
+	if (nwaiters >= BASH_MAX_WAITERS)
+		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later",
+				BASH_MAX_WAITERS);
+	return waiter_add(WAIT_POLL, id, s, bash_clock_ms() + yield_ms, max_output, err) < 0 ? -1
+											 : 1;
+}
+
+int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result,
+		  struct rpc_error *err)
+{
+	(void)ret_result;
+	struct session *s;
+	size_t max_output;
+	if (param_session(params, &s, err) < 0 || param_max_output(params, &max_output, err) < 0)
+		return -1;
+	if (nwaiters >= BASH_MAX_WAITERS)
+		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later",
+				BASH_MAX_WAITERS);
+	int64_t now = bash_clock_ms();
+	/* An ended session whose pipe is still open has background jobs left in
+	 * its group: stop them too, but keep the shell's real status. */
+	if (!s->ended || s->pipe_fd >= 0)
+		kill_begin(s, KILL_STOP, now);
+	return waiter_add(WAIT_STOP, id, s, now + PROTO_KILL_GRACE_MS + STOP_SLACK_MS, max_output,
+			  err) < 0 ? -1 : 1;
+}
+
+int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result,
+		  struct rpc_error *err)
+{
+	(void)id;
+	(void)params;
+	(void)err;
+	json_object *list = json_object_new_array();
+	for (size_t i = 0; i < nsessions; i++) {
+		struct session *s = sessions[i];
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "session_id", json_object_new_string(s->id));
+		size_t clen = strlen(s->command);
+		if (clen > LIST_COMMAND_MAX) {
+			size_t cut = LIST_COMMAND_MAX;
+			cut -= utf8_incomplete_suffix((const unsigned char *)s->command, cut);
+			char *c = NULL;
+			if (asprintf(&c, "%.*s…", (int)cut, s->command) >= 0) {
+				json_object_object_add(o, "command", json_object_new_string(c));
+				free(c);
+			}
+		} else {
+			json_object_object_add(o, "command", json_object_new_string(s->command));
+		}
+		json_object_object_add(o, "status", json_object_new_string(status_name(s->status)));
+		if (s->ended)
+			json_object_object_add(o, "exit_code", json_object_new_int(s->exit_code));
+		json_object_object_add(o, "started_at_ms", json_object_new_int64(s->started_at_ms));
+		if (s->ended)
+			json_object_object_add(o, "ended_at_ms", json_object_new_int64(s->ended_at_ms));
+		json_object_object_add(o, "pid", json_object_new_int(s->pid));
+		json_object_object_add(o, "log_path", json_object_new_string(s->log_path));
+		json_object_object_add(o, "total_output_bytes",
+				       json_object_new_int64((int64_t)s->total));
+		json_object_object_add(o, "has_more_output",
+				       json_object_new_boolean(session_deliverable(s) > 0));
+		json_object_array_add(list, o);
+	}
+	json_object *r = json_object_new_object();
+	json_object_object_add(r, "sessions", list);
+	*ret_result = r;
+	return 0;
+}
+
+/* ---- events ---- */
+
+size_t bash_pollfds(struct pollfd *fds, size_t cap)
+{
+	npolled = 0;
+	for (size_t i = 0; i < nsessions && npolled < cap; i++) {
+		if (sessions[i]->pipe_fd < 0)
+			continue;
+		fds[npolled].fd = sessions[i]->pipe_fd;
+		fds[npolled].events = POLLIN;
+		fds[npolled].revents = 0;
+		polled[npolled++] = sessions[i];
+	}
+	return npolled;
+}
+
+void bash_pollfds_handle(const struct pollfd *fds, size_t n)
+{
+	for (size_t i = 0; i < n && i < npolled; i++)
+		if (fds[i].revents && polled[i]->pipe_fd == fds[i].fd)
+			session_read(polled[i], READ_BUDGET);
+	npolled = 0;
+}
+
+void bash_reap(void)
+{
+	int st;
+	pid_t pid;
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		struct session *s = NULL;
+		for (size_t i = 0; i < nsessions && !s; i++)
+			if (sessions[i]->pid == pid && !sessions[i]->ended)
+				s = sessions[i];
+		if (!s) {
+			hlog_debug("reaped process %d", (int)pid);
+			continue;
+		}
+		s->ended = true;
+		s->ended_at_ms = wall_ms();
+		s->ended_seq = ++seq_counter;
+		s->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		s->status = s->kill == KILL_STOP      ? SESSION_KILLED
+			    : s->kill == KILL_TIMEOUT ? SESSION_TIMED_OUT
+						      : SESSION_EXITED;
+		/* What the shell wrote before it exited is in the pipe now; take
+		 * it, so `echo hi; exit 3` answers "hi" with exit_code 3. */
+		session_read(s, DRAIN_BUDGET);
+		hlog_debug("session '%s' ended: %s, exit code %d", s->id, status_name(s->status),
+			   s->exit_code);
+	}
+}
+
+int64_t bash_next_deadline(void)
+{
+	int64_t best = -1;
+#define CONSIDER(t)                                                                                \
+	do {                                                                                       \
+		if ((t) > 0 && (best < 0 || (t) < best))                                           \
+			best = (t);                                                                \
+	} while (0)
+	for (struct waiter *w = waiters; w; w = w->next)
+		CONSIDER(w->deadline);
+	for (size_t i = 0; i < nsessions; i++) {
+		struct session *s = sessions[i];
+		if (!s->ended && s->kill == KILL_NONE)
+			CONSIDER(s->timeout_at);
+		CONSIDER(s->kill_at);
+	}
+#undef CONSIDER
+	return best;
+}
+
+void bash_tick(void)
+{
+	int64_t now = bash_clock_ms();
+	for (size_t i = 0; i < nsessions; i++) {
+		struct session *s = sessions[i];
+		if (!s->ended && s->kill == KILL_NONE && s->timeout_at && now >= s->timeout_at) {
+			hlog_debug("session '%s' timed out", s->id);
+			kill_begin(s, KILL_TIMEOUT, now);
+		}
+		if (s->kill_at && now >= s->kill_at) {
+			if (!s->ended || s->pipe_fd >= 0)
+				group_signal(s, SIGKILL);
+			s->kill_at = 0;
+		}
+	}
+	waiters_answer(false);
+	sessions_prune();
+}
+
+void bash_shutdown(int sigfd)
+{
+	int64_t now = bash_clock_ms();
+	for (size_t i = 0; i < nsessions; i++)
+		if (!sessions[i]->ended || sessions[i]->pipe_fd >= 0)
+			kill_begin(sessions[i], KILL_STOP, now);
+	for (int round = 0; round < 2; round++) {
+		int64_t deadline = bash_clock_ms() + (round == 0 ? PROTO_KILL_GRACE_MS : 500);
+		bash_reap();
+		while (running_count() > 0) {
+			int64_t left = deadline - bash_clock_ms();
+			if (left <= 0)
+				break;
+			struct pollfd p = { .fd = sigfd, .events = POLLIN };
+			if (poll(&p, 1, (int)left) > 0) {
+				char buf[1024];
+				while (read(sigfd, buf, sizeof buf) > 0)
+					;
+			}
+			bash_reap();
+		}
+		if (round == 0)
+			for (size_t i = 0; i < nsessions; i++)
+				if (!sessions[i]->ended || sessions[i]->pipe_fd >= 0)
+					group_signal(sessions[i], SIGKILL);
+	}
+	waiters_answer(true);
+}
+
+void bash_free(void)
+{
+	while (waiters) {
+		struct waiter *w = waiters;
+		waiters = w->next;
+		json_object_put(w->id);
+		free(w);
+	}
+	nwaiters = 0;
+	for (size_t i = 0; i < nsessions; i++)
+		session_free(sessions[i]);
+	free(sessions);
+	free(polled);
+	sessions = polled = NULL;
+	nsessions = sessions_cap = npolled = 0;
+}

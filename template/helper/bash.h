@@ -1,0 +1,75 @@
+/* bash.h: bash sessions (proto.h: bash.start, bash.poll, bash.stop,
+ * bash.list): one shell per session in its own process group, output
+ * logged to a file and delivered by cursor, replies that wait. */
+#ifndef CHAT2SBX_HELPER_BASH_H
+#define CHAT2SBX_HELPER_BASH_H
+
+#include <json-c/json.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpc.h"
+
+/* Limits (documented in template/helper/README.md). */
+#define BASH_MAX_RUNNING 256         /* live shells; bash.start beyond: LIMIT */
+#define BASH_MAX_FINISHED 256        /* ended sessions kept; older ones are forgotten */
+#define BASH_MAX_WAITERS 1024        /* pending bash.* replies; beyond: LIMIT */
+#define BASH_ID_MAX 128              /* session_id: [A-Za-z0-9_.-], 1..128 bytes */
+#define BASH_COMMAND_MAX (128 * 1024 - 1) /* Linux MAX_ARG_STRLEN less the NUL */
+#define BASH_LOG_MAX (1ull << 30)    /* bytes logged per session; more is dropped */
+#define BASH_DEFAULT_YIELD_MS 10000
+#define BASH_MAX_YIELD_MS (24 * 3600 * 1000)
+#define BASH_DEFAULT_OUTPUT 60000    /* max_output_bytes when absent */
+#define BASH_MIN_OUTPUT 4            /* room for one whole character */
+#define BASH_MAX_OUTPUT (4 * 1024 * 1024)
+
+/* Request handlers. params and id are borrowed. Each returns 0 with
+ * *ret_result set (reply now; the caller owns it), 1 when the reply is
+ * deferred (sent later through rpc_send_*, keeping its own reference to
+ * id), or -1 with err set. None of them blocks. */
+int bash_rpc_start(json_object *id, json_object *params, json_object **ret_result,
+		   struct rpc_error *err);
+int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result,
+		  struct rpc_error *err);
+int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result,
+		  struct rpc_error *err);
+int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result,
+		  struct rpc_error *err);
+
+/* Monotonic clock in milliseconds (CLOCK_MONOTONIC). */
+int64_t bash_clock_ms(void);
+
+/* Number of sessions kept; *ret_running (may be NULL) gets the live ones. */
+size_t bash_session_count(size_t *ret_running);
+
+/* Fill fds (capacity cap) with one POLLIN entry per open output pipe and
+ * return how many; bash_pollfds_handle then reads those that are ready.
+ * The pair must be used around one poll(2) call with nothing in between. */
+size_t bash_pollfds(struct pollfd *fds, size_t cap);
+void bash_pollfds_handle(const struct pollfd *fds, size_t n);
+
+/* Reap every child that has exited (waitpid(-1, WNOHANG) loop): session
+ * shells get their status and their pipe drained of what is readable;
+ * orphans re-parented to the helper are just reaped. Never blocks. */
+void bash_reap(void);
+
+/* Earliest monotonic deadline (ms) among waiting replies, timeouts and
+ * kill escalations, or -1 when there is none. */
+int64_t bash_next_deadline(void);
+
+/* Fire due timers (timeout_ms → SIGTERM, grace over → SIGKILL) and send
+ * every waiting reply whose condition now holds. Call after each event. */
+void bash_tick(void);
+
+/* Stop all sessions for a helper exit: SIGTERM to every process group,
+ * reaping while waiting up to PROTO_KILL_GRACE_MS (signals arrive on
+ * sigfd, a signalfd for SIGCHLD), then SIGKILL; answers every waiting
+ * request. Blocks at most about PROTO_KILL_GRACE_MS + 500 ms. */
+void bash_shutdown(int sigfd);
+
+/* Forget every session and waiting reply (log files stay), closing their
+ * descriptors; children are not signalled. */
+void bash_free(void);
+
+#endif

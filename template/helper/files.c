@@ -1,0 +1,484 @@
+/* files.c: file.read and file.write inside the sandbox. Reads stream the
+ * file once (line selection, binary probe, content hash) with memory
+ * bounded by max_bytes; writes are atomic (temp file in the same directory,
+ * fsync, rename) and never leave a temp file behind. Paths are resolved by
+ * paths.c; what may be touched is decided on the host, not here. */
+#include "files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "paths.h"
+#include "sha256.h"
+#include "utf8.h"
+
+#define CHUNK (64 * 1024)
+
+/* Line selection state while streaming. */
+struct selector {
+	uint64_t offset, end; /* selected lines: [offset, end) */
+	size_t max_bytes;
+	char *out;
+	size_t out_len, last_end; /* last_end: out_len after the last whole line */
+	uint64_t line;            /* number of the line the next byte belongs to */
+	uint64_t lines_out;
+	bool stopped, cut, partial_first;
+};
+
+static bool selected(const struct selector *s)
+{
+	return !s->stopped && s->line >= s->offset && s->line < s->end;
+}
+
+static void select_chunk(struct selector *s, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		const char *nl = memchr(p + i, '\n', n - i);
+		size_t seg_end = nl ? (size_t)(nl - p) + 1 : n;
+		size_t seg = seg_end - i;
+		if (selected(s)) {
+			if (s->out_len + seg <= s->max_bytes) {
+				memcpy(s->out + s->out_len, p + i, seg);
+				s->out_len += seg;
+			} else {
+				s->stopped = s->cut = true;
+				if (s->lines_out == 0) {
+					/* Even the first line does not fit: return its start. */
+					size_t room = s->max_bytes - s->out_len;
+					memcpy(s->out + s->out_len, p + i, room);
+					s->out_len += room;
+					s->partial_first = true;
+				} else {
+					s->out_len = s->last_end;
+				}
+			}
+		}
+		if (nl) {
+			if (selected(s)) {
+				s->lines_out++;
+				s->last_end = s->out_len;
+			}
+			s->line++;
+		}
+		i = seg_end;
+	}
+}
+
+int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, size_t max_bytes,
+		  struct files_selection *sel, struct rpc_error *err)
+{
+	memset(sel, 0, sizeof *sel);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return rpc_fail_errno(err, errno, "stat", path);
+	uint64_t read_max = (uint64_t)st.st_size + FILES_READ_SLACK;
+	struct selector s = { .offset = offset,
+			      .end = offset + limit < offset ? UINT64_MAX : offset + limit,
+			      .max_bytes = max_bytes,
+			      .line = 1 };
+	s.out = malloc(max_bytes + 1);
+	char *buf = malloc(CHUNK);
+	if (!s.out || !buf) {
+		free(s.out);
+		free(buf);
+		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", path);
+	}
+	struct sha256 h;
+	sha256_init(&h);
+	uint64_t size = 0;
+	char last = '\n';
+	for (;;) {
+		size_t want = CHUNK;
+		if (read_max - size < want)
+			want = (size_t)(read_max - size);
+		if (want == 0)
+			break;
+		ssize_t n = read(fd, buf, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(s.out);
+			free(buf);
+			return rpc_fail_errno(err, e, "read", path);
+		}
+		if (n == 0)
+			break;
+		if (size < FILES_BINARY_PROBE) {
+			size_t probe = FILES_BINARY_PROBE - size < (size_t)n ? FILES_BINARY_PROBE - size
+									   : (size_t)n;
+			if (memchr(buf, '\0', probe))
+				sel->binary = true;
+		}
+		sha256_update(&h, buf, (size_t)n);
+		if (!sel->binary)
+			select_chunk(&s, buf, (size_t)n);
+		size += (size_t)n;
+		last = buf[n - 1];
+	}
+	free(buf);
+	sha256_final_hex(&h, sel->sha256);
+	sel->size = size;
+	sel->start_line = offset;
+	if (sel->binary) {
+		free(s.out);
+		return 0;
+	}
+	bool unterminated = size > 0 && last != '\n';
+	if (unterminated && selected(&s)) {
+		s.lines_out++;
+		s.last_end = s.out_len;
+	}
+	sel->total_lines = s.line - 1 + (unterminated ? 1 : 0);
+	uint64_t highest = sel->total_lines ? sel->total_lines : 1;
+	if (offset > highest) {
+		free(s.out);
+		return rpc_fail(err, "INVALID_ARGUMENT",
+				"offset %" PRIu64 " is past the end of '%s', which has %" PRIu64
+				" lines; pass an offset from 1 to %" PRIu64,
+				offset, path, sel->total_lines, highest);
+	}
+	if (s.partial_first)
+		s.out_len -= utf8_incomplete_suffix((unsigned char *)s.out, s.out_len);
+	sel->lines = s.lines_out + (s.partial_first ? 1 : 0);
+	sel->truncated = s.cut || offset + sel->lines - 1 < sel->total_lines;
+	sel->content = utf8_sanitize((unsigned char *)s.out, s.out_len, &sel->content_len);
+	free(s.out);
+	if (!sel->content)
+		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", path);
+	return 0;
+}
+
+/* Open path for reading without blocking on FIFOs or devices; only regular
+ * files are accepted. */
+static int open_regular(const char *path, int *ret_fd, struct rpc_error *err)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return rpc_fail(err, "NOT_FOUND",
+					"'%s' does not exist; check the path (relative paths start "
+					"at %s)",
+					path, paths_workspace());
+		return rpc_fail_errno(err, errno, "open", path);
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return rpc_fail_errno(err, e, "stat", path);
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return rpc_fail(err, "INVALID_ARGUMENT",
+				"'%s' is a directory; read a file in it, or list it with bash 'ls'",
+				path);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return rpc_fail(err, "INVALID_ARGUMENT",
+				"'%s' is not a regular file (a device, FIFO or socket); inspect it "
+				"with bash instead",
+				path);
+	}
+	fcntl(fd, F_SETFL, 0);
+	*ret_fd = fd;
+	return 0;
+}
+
+int files_rpc_read(json_object *id, json_object *params, json_object **ret_result,
+		   struct rpc_error *err)
+{
+	(void)id;
+	const char *path;
+	size_t path_len;
+	int64_t offset, limit, max_bytes;
+	if (rpc_param_string(params, "path", true, &path, &path_len, err) < 0 ||
+	    rpc_param_int(params, "offset", 1, 1, INT64_MAX, false, &offset, err) < 0 ||
+	    rpc_param_int(params, "limit", FILES_DEFAULT_LIMIT, 1, FILES_MAX_LIMIT, true, &limit,
+			  err) < 0 ||
+	    rpc_param_int(params, "max_bytes", FILES_DEFAULT_MAX_BYTES, 1, FILES_MAX_BYTES, true,
+			  &max_bytes, err) < 0)
+		return -1;
+	char *abs;
+	if (paths_resolve(path, path_len, "path", &abs, err) < 0)
+		return -1;
+	int fd;
+	struct files_selection sel;
+	if (open_regular(abs, &fd, err) < 0) {
+		free(abs);
+		return -1;
+	}
+	int r = files_read_fd(fd, abs, (uint64_t)offset, (uint64_t)limit, (size_t)max_bytes, &sel,
+			      err);
+	close(fd);
+	if (r < 0) {
+		free(abs);
+		return -1;
+	}
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(abs));
+	if (sel.binary) {
+		json_object_object_add(o, "binary", json_object_new_boolean(1));
+	} else {
+		json_object_object_add(o, "content",
+				       json_object_new_string_len(sel.content, (int)sel.content_len));
+		json_object_object_add(o, "start_line", json_object_new_int64((int64_t)sel.start_line));
+		json_object_object_add(o, "lines", json_object_new_int64((int64_t)sel.lines));
+		json_object_object_add(o, "total_lines",
+				       json_object_new_int64((int64_t)sel.total_lines));
+		json_object_object_add(o, "truncated", json_object_new_boolean(sel.truncated));
+		json_object_object_add(o, "binary", json_object_new_boolean(0));
+	}
+	json_object_object_add(o, "size", json_object_new_int64((int64_t)sel.size));
+	json_object_object_add(o, "sha256", json_object_new_string(sel.sha256));
+	free(sel.content);
+	free(abs);
+	*ret_result = o;
+	return 0;
+}
+
+/* ---- file.write ---- */
+
+static int hash_file(const char *path, char hex[65], struct rpc_error *err)
+{
+	int fd;
+	if (open_regular(path, &fd, err) < 0)
+		return -1;
+	struct sha256 h;
+	sha256_init(&h);
+	char *buf = malloc(CHUNK);
+	ssize_t n = 0;
+	while (buf && ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR)))
+		if (n > 0)
+			sha256_update(&h, buf, (size_t)n);
+	int e = errno;
+	free(buf);
+	close(fd);
+	if (!buf || n < 0)
+		return rpc_fail_errno(err, buf ? e : ENOMEM, "read", path);
+	sha256_final_hex(&h, hex);
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Check the parent directory of target, creating it when asked. */
+static int write_parent(const char *target, bool create_dirs, char **ret_dir,
+			struct rpc_error *err)
+{
+	char *copy = strdup(target);
+	if (!copy)
+		return rpc_fail(err, "INTERNAL", "out of memory");
+	char *dir = strdup(dirname(copy));
+	free(copy);
+	if (!dir)
+		return rpc_fail(err, "INTERNAL", "out of memory");
+	struct stat st;
+	if (stat(dir, &st) < 0) {
+		int e = errno;
+		if (e == ENOENT && create_dirs) {
+			int r = paths_mkdir_p(dir, 0755);
+			if (r < 0) {
+				rpc_fail_errno(err, -r, "create directory", dir);
+				free(dir);
+				return -1;
+			}
+		} else if (e == ENOENT) {
+			rpc_fail(err, "NOT_FOUND",
+				 "parent directory '%s' does not exist; pass create_dirs:true to "
+				 "create it",
+				 dir);
+			free(dir);
+			return -1;
+		} else {
+			rpc_fail_errno(err, e, "stat", dir);
+			free(dir);
+			return -1;
+		}
+	} else if (!S_ISDIR(st.st_mode)) {
+		rpc_fail(err, "INVALID_ARGUMENT", "'%s' is not a directory", dir);
+		free(dir);
+		return -1;
+	}
+	*ret_dir = dir;
+	return 0;
+}
+
+/* Write content to a new temp file in dir and rename it over target. */
+static int write_replace(const char *target, const char *dir, const char *content, size_t len,
+			 const struct stat *old, struct rpc_error *err)
+{
+	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	char tmp[PATH_MAX];
+	int n = strlen(base) <= 200 ? snprintf(tmp, sizeof tmp, "%s/.%s.chat2sbx-XXXXXX", dir, base)
+				    : snprintf(tmp, sizeof tmp, "%s/.chat2sbx-XXXXXX", dir);
+	if (n < 0 || (size_t)n >= sizeof tmp)
+		return rpc_fail(err, "INVALID_ARGUMENT", "path '%s' is too long", target);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return rpc_fail_errno(err, errno, "create a temporary file in", dir);
+	const char *step = "write";
+	int closed, dfd;
+	if (write_all(fd, content, len) < 0)
+		goto fail;
+	step = "set the mode of";
+	if (fchmod(fd, old ? old->st_mode & 07777 : 0644) < 0)
+		goto fail;
+	/* Keep the owner of an existing file (a host user's file in a direct
+	 * workspace must stay theirs); only root can, and failing is harmless. */
+	if (old && geteuid() == 0 && (old->st_uid != 0 || old->st_gid != 0) &&
+	    fchown(fd, old->st_uid, old->st_gid) < 0)
+		errno = 0;
+	step = "fsync";
+	if (fsync(fd) < 0)
+		goto fail;
+	step = "close";
+	closed = close(fd);
+	fd = -1;
+	if (closed < 0)
+		goto fail;
+	step = "rename over";
+	if (rename(tmp, target) < 0)
+		goto fail;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+fail:;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	char what[64];
+	snprintf(what, sizeof what, "%s (temp file, old content kept)", step);
+	if (e == ENOSPC || e == EDQUOT || e == EFBIG)
+		return rpc_fail(err, "LIMIT",
+				"write '%s' failed: %s; the old content is kept. Free space or "
+				"write less",
+				target, strerror(e));
+	return rpc_fail_errno(err, e, what, target);
+}
+
+int files_write_atomic(const char *path, const char *content, size_t len, bool create_dirs,
+		       const char *expected_sha256, bool *ret_created, char *ret_sha256,
+		       struct rpc_error *err)
+{
+	char *target = NULL;
+	struct stat lst;
+	if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+		target = realpath(path, NULL);
+	if (!target && !(target = strdup(path)))
+		return rpc_fail(err, "INTERNAL", "out of memory");
+	struct stat st;
+	bool exists = stat(target, &st) == 0;
+	int r = -1;
+	char *dir = NULL;
+	if (!exists && errno != ENOENT) {
+		rpc_fail_errno(err, errno, "stat", target);
+		goto out;
+	}
+	if (exists && S_ISDIR(st.st_mode)) {
+		rpc_fail(err, "INVALID_ARGUMENT", "'%s' is a directory; write to a file path", path);
+		goto out;
+	}
+	if (exists && !S_ISREG(st.st_mode)) {
+		rpc_fail(err, "INVALID_ARGUMENT",
+			 "'%s' is not a regular file (a device, FIFO or socket)", path);
+		goto out;
+	}
+	if (expected_sha256) {
+		char now[65];
+		if (!exists) {
+			rpc_fail(err, "CONFLICT",
+				 "'%s' no longer exists but expected_sha256 was given; read it "
+				 "again or write without expected_sha256",
+				 path);
+			goto out;
+		}
+		if (hash_file(target, now, err) < 0)
+			goto out;
+		if (strcasecmp(now, expected_sha256) != 0) {
+			rpc_fail(err, "CONFLICT",
+				 "'%s' changed since it was read (sha256 is now %s); read it again "
+				 "and reapply the change",
+				 path, now);
+			goto out;
+		}
+	}
+	if (write_parent(target, create_dirs, &dir, err) < 0)
+		goto out;
+	if (write_replace(target, dir, content, len, exists ? &st : NULL, err) < 0)
+		goto out;
+	struct sha256 h;
+	sha256_init(&h);
+	sha256_update(&h, content, len);
+	sha256_final_hex(&h, ret_sha256);
+	*ret_created = !exists;
+	r = 0;
+out:
+	free(dir);
+	free(target);
+	return r;
+}
+
+int files_rpc_write(json_object *id, json_object *params, json_object **ret_result,
+		    struct rpc_error *err)
+{
+	(void)id;
+	const char *path, *content, *expected;
+	size_t path_len, content_len, expected_len;
+	bool create_dirs;
+	if (rpc_param_string(params, "path", true, &path, &path_len, err) < 0 ||
+	    rpc_param_string(params, "content", true, &content, &content_len, err) < 0 ||
+	    rpc_param_bool(params, "create_dirs", false, &create_dirs, err) < 0)
+		return -1;
+	int has_expected = rpc_param_string(params, "expected_sha256", false, &expected,
+					    &expected_len, err);
+	if (has_expected < 0)
+		return -1;
+	if (has_expected && (expected_len != 64 || strspn(expected, "0123456789abcdefABCDEF") != 64))
+		return rpc_fail(err, "INVALID_ARGUMENT",
+				"expected_sha256 must be 64 hex digits (the sha256 file.read returned)");
+	char *abs;
+	if (paths_resolve(path, path_len, "path", &abs, err) < 0)
+		return -1;
+	bool created;
+	char sha[65];
+	if (files_write_atomic(abs, content, content_len, create_dirs, has_expected ? expected : NULL,
+			       &created, sha, err) < 0) {
+		free(abs);
+		return -1;
+	}
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(abs));
+	json_object_object_add(o, "bytes_written", json_object_new_int64((int64_t)content_len));
+	json_object_object_add(o, "created", json_object_new_boolean(created));
+	json_object_object_add(o, "sha256", json_object_new_string(sha));
+	free(abs);
+	*ret_result = o;
+	return 0;
+}

@@ -1,0 +1,283 @@
+/* loop.c: the helper's event loop and method table. One thread, one
+ * poll(2): requests are read and dispatched as they arrive, replies go out
+ * in any order (paired by id), waiting bash replies are answered when their
+ * session produces output, ends or their deadline passes. Only this file
+ * touches signals; only main.c calls loop_run. */
+#include "loop.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "bash.h"
+#include "files.h"
+#include "frame.h"
+#include "hlog.h"
+#include "paths.h"
+#include "proto.h"
+#include "rpc.h"
+
+/* Stop reading requests while this many reply bytes wait for the host. */
+#define OUT_HIGH_WATER (64u * 1024 * 1024)
+#define FLUSH_AT_EXIT_MS 1000
+
+typedef int (*method_fn)(json_object *id, json_object *params, json_object **ret_result,
+			 struct rpc_error *err);
+
+static int method_hello(json_object *id, json_object *params, json_object **ret_result,
+			struct rpc_error *err)
+{
+	(void)id;
+	(void)params;
+	(void)err;
+	size_t running, n = bash_session_count(&running);
+	json_object *r = json_object_new_object();
+	json_object_object_add(r, "version", json_object_new_string(PROTO_VERSION));
+#ifdef CHAT2SBX_VERSION
+	json_object_object_add(r, "helper_version", json_object_new_string(CHAT2SBX_VERSION));
+#endif
+	json_object_object_add(r, "pid", json_object_new_int(getpid()));
+	json_object_object_add(r, "sessions", json_object_new_int64((int64_t)n));
+	json_object_object_add(r, "running", json_object_new_int64((int64_t)running));
+	*ret_result = r;
+	return 0;
+}
+
+static const struct method {
+	const char *name;
+	method_fn fn;
+} methods[] = {
+	{ "hello", method_hello },
+	{ "bash.start", bash_rpc_start },
+	{ "bash.poll", bash_rpc_poll },
+	{ "bash.stop", bash_rpc_stop },
+	{ "bash.list", bash_rpc_list },
+	{ "file.read", files_rpc_read },
+	{ "file.write", files_rpc_write },
+};
+
+static void reply_sink(const char *line, size_t len, void *data)
+{
+	frame_writer_put(data, line, len);
+}
+
+/* Reply to a request that could not be parsed when its id can be found. */
+static void reply_unparsed(const char *line, size_t len, const struct rpc_error *err)
+{
+	int64_t idv;
+	if (!rpc_id_scan(line, len, &idv)) {
+		hlog_warn("dropping a request without a readable id: %s", err->message);
+		return;
+	}
+	json_object *id = json_object_new_int64(idv);
+	rpc_send_error(id, err);
+	json_object_put(id);
+}
+
+static void dispatch_line(char *line, size_t len, void *data)
+{
+	(void)data;
+	json_object *root, *id, *params = NULL;
+	const char *method = NULL;
+	struct rpc_error err;
+	int r = rpc_request_parse(line, len, &root, &id, &method, &params, &err);
+	if (r == 1) {
+		hlog_debug("ignoring a request without an id");
+	} else if (r < 0 && id) {
+		rpc_send_error(id, &err);
+	} else if (r < 0) {
+		reply_unparsed(line, len, &err);
+	} else {
+		const struct method *m = NULL;
+		for (size_t i = 0; i < sizeof methods / sizeof methods[0] && !m; i++)
+			if (strcmp(methods[i].name, method) == 0)
+				m = &methods[i];
+		json_object *result = NULL;
+		if (!m) {
+			rpc_fail_code(&err, PROTO_ERR_METHOD_NOT_FOUND, "INVALID_ARGUMENT",
+				      "unknown method '%.64s'; this helper (protocol %s) knows hello, "
+				      "bash.start, bash.poll, bash.stop, bash.list, file.read, "
+				      "file.write",
+				      method, PROTO_VERSION);
+			rpc_send_error(id, &err);
+		} else if ((r = m->fn(id, params, &result, &err)) == 0) {
+			rpc_send_result(id, result);
+		} else if (r < 0) {
+			hlog_debug("%s failed: %s", m->name, err.message);
+			rpc_send_error(id, &err);
+		}
+	}
+	json_object_put(root);
+}
+
+static void dispatch_overlong(char *buf, size_t len, void *data)
+{
+	(void)data;
+	struct rpc_error err;
+	rpc_fail_code(&err, PROTO_ERR_INVALID_REQUEST, "LIMIT",
+		      "request is longer than %u bytes (PROTO_MAX_FRAME) and was dropped; send "
+		      "smaller requests (large files can be written in parts with bash)",
+		      PROTO_MAX_FRAME);
+	reply_unparsed(buf, len, &err);
+}
+
+/* Read pending signals; returns true when the helper must stop. */
+static bool signals_read(int sigfd, bool *ret_child)
+{
+	bool stop = false;
+	struct signalfd_siginfo si;
+	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		if (si.ssi_signo == SIGCHLD) {
+			*ret_child = true;
+		} else {
+			hlog_info("received signal %u; stopping every session", si.ssi_signo);
+			stop = true;
+		}
+	}
+	return stop;
+}
+
+static void flush_at_exit(struct frame_writer *w)
+{
+	int64_t deadline = bash_clock_ms() + FLUSH_AT_EXIT_MS;
+	while (frame_writer_flush(w) > 0) {
+		int64_t left = deadline - bash_clock_ms();
+		if (left <= 0)
+			break;
+		struct pollfd p = { .fd = w->fd, .events = POLLOUT };
+		if (poll(&p, 1, (int)left) <= 0)
+			break;
+	}
+}
+
+static int poll_timeout(void)
+{
+	int64_t dl = bash_next_deadline();
+	if (dl < 0)
+		return -1;
+	int64_t left = dl - bash_clock_ms();
+	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* The loop proper; returns after a stop signal. */
+static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct frame_writer *writer)
+{
+	bool in_open = true;
+	struct pollfd *fds = NULL;
+	size_t cap = 0;
+	for (;;) {
+		size_t want = 3 + bash_session_count(NULL);
+		if (want > cap) {
+			struct pollfd *f = realloc(fds, want * sizeof *f);
+			if (f) {
+				fds = f;
+				cap = want;
+			}
+		}
+		if (cap < 3) {
+			hlog_error("out of memory in the event loop");
+			break;
+		}
+		size_t n = 0;
+		int in_idx = -1, out_idx = -1;
+		fds[n++] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+		if (in_open && frame_writer_pending(writer) < OUT_HIGH_WATER) {
+			in_idx = (int)n;
+			fds[n++] = (struct pollfd){ .fd = in_fd, .events = POLLIN };
+		}
+		if (frame_writer_pending(writer) > 0) {
+			out_idx = (int)n;
+			fds[n++] = (struct pollfd){ .fd = writer->fd, .events = POLLOUT };
+		}
+		size_t base = n, m = bash_pollfds(fds + base, cap - base);
+		n += m;
+		if (poll(fds, n, poll_timeout()) < 0) {
+			if (errno != EINTR) {
+				hlog_error("poll failed: %s", strerror(errno));
+				break;
+			}
+			for (size_t i = 0; i < n; i++)
+				fds[i].revents = 0;
+		}
+		bool child = false, stop = false;
+		if (fds[0].revents)
+			stop = signals_read(sigfd, &child);
+		if (child)
+			bash_reap();
+		bash_pollfds_handle(fds + base, m);
+		if (in_idx >= 0 && fds[in_idx].revents) {
+			int r = frame_reader_read(reader, in_fd, dispatch_line, dispatch_overlong, NULL);
+			if (r <= 0) {
+				in_open = false;
+				hlog_info("requests ended (%s); sessions keep running",
+					  r == 0 ? "end of input" : strerror(errno));
+			}
+		}
+		bash_tick();
+		(void)out_idx;
+		frame_writer_flush(writer);
+		if (stop)
+			break;
+	}
+	free(fds);
+}
+
+int loop_run(const struct loop_config *cfg)
+{
+	paths_configure(cfg->workspace, cfg->log_dir);
+	sigset_t mask, old;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0) {
+		hlog_error("cannot block signals: %s", strerror(errno));
+		return 1;
+	}
+	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sigfd < 0) {
+		hlog_error("cannot create a signalfd: %s", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return 1;
+	}
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe, old_hup;
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	sigaction(SIGHUP, &ign, &old_hup);
+	/* As PID 1 orphans come to us anyway; elsewhere (tests, an init in
+	 * front of us) this makes them come here too. */
+	if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		hlog_warn("cannot become a child subreaper: %s", strerror(errno));
+	/* Children must not inherit the request and reply streams. */
+	if (cfg->in_fd > 2)
+		fcntl(cfg->in_fd, F_SETFD, FD_CLOEXEC);
+	if (cfg->out_fd > 2)
+		fcntl(cfg->out_fd, F_SETFD, FD_CLOEXEC);
+	fcntl(cfg->out_fd, F_SETFL, fcntl(cfg->out_fd, F_GETFL) | O_NONBLOCK);
+
+	struct frame_reader reader;
+	struct frame_writer writer;
+	frame_reader_init(&reader);
+	frame_writer_init(&writer, cfg->out_fd);
+	rpc_sink_set(reply_sink, &writer);
+
+	serve(cfg->in_fd, sigfd, &reader, &writer);
+
+	bash_shutdown(sigfd);
+	flush_at_exit(&writer);
+	bash_free();
+	rpc_sink_set(NULL, NULL);
+	frame_reader_free(&reader);
+	frame_writer_free(&writer);
+	close(sigfd);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return 0;
+}

@@ -1,0 +1,95 @@
+/* proto.h: the helper's wire format, the one source of truth shared by the
+ * in-container helper (template/helper/) and the control plane's channel
+ * (controlplane/helper/). Newline-delimited JSON-RPC 2.0 over the helper's
+ * stdin (requests) and stdout (responses); stderr carries the helper's own log
+ * lines. One JSON object per line; no line exceeds PROTO_MAX_FRAME bytes.
+ *
+ * Requests: {"jsonrpc":"2.0","id":<int>,"method":M,"params":{...}}
+ * Responses: {"jsonrpc":"2.0","id":<same>,"result":{...}}
+ *         or {"jsonrpc":"2.0","id":<same>,"error":{"code":C,"message":S,
+ *              "data":{"code":"INVALID_ARGUMENT"|"NOT_FOUND"|"CONFLICT"|"LIMIT"|"INTERNAL"}}}
+ * Responses may come in any order; the id pairs them. A request without an id
+ * is ignored. Unknown methods: code -32601. Bad params: -32602 with
+ * data.code "INVALID_ARGUMENT" and a message naming the field.
+ *
+ * Methods
+ *   hello {} → {"version":S,"pid":N,"sessions":N}
+ *
+ *   bash.start {"session_id":"bash_…" (chosen by the host, unique),
+ *               "command":S, "cwd":S (default "/workspace"),
+ *               "timeout_ms":N (0 or absent = none),
+ *               "yield_time_ms":N (wait at most this long for exit, ≥ 0),
+ *               "max_output_bytes":N (cap on output in this reply)}
+ *     Starts /bin/bash -c command in a new session/process group, stdin
+ *     /dev/null, stdout+stderr into one pipe, and waits until the shell exits
+ *     or yield_time_ms passes. Reply: a snapshot (below) with the output
+ *     produced so far (from offset 0). A duplicate session_id: CONFLICT.
+ *
+ *   bash.poll {"session_id":S, "yield_time_ms":N, "max_output_bytes":N}
+ *     Returns at once when undelivered output exists or the session has
+ *     ended; otherwise waits until new output, exit, or yield_time_ms.
+ *     Reply: a snapshot with only output not returned before.
+ *
+ *   bash.stop {"session_id":S, "max_output_bytes":N}
+ *     SIGTERM to the process group, SIGKILL after PROTO_KILL_GRACE_MS if
+ *     the group is still alive; replies when the shell has been reaped (at most
+ *     about PROTO_KILL_GRACE_MS + 500 ms). Status "killed" unless the session
+ *     had already ended (then its real status). Reply: a snapshot.
+ *
+ *   bash.list {} → {"sessions":[{"session_id","command","status","exit_code"?,
+ *              "started_at_ms","ended_at_ms"?,"pid","log_path"}]}
+ *
+ *   Snapshot: {"session_id":S,"status":"running"|"exited"|"killed"|"timed_out",
+ *              "exit_code":N (present when not running; 128+signal when the
+ *              shell died of a signal), "output":S (valid UTF-8: invalid bytes
+ *              become U+FFFD, a multi-byte character is never split across
+ *              replies; control bytes other than \n \t \r pass through JSON
+ *              escaping), "output_bytes":N (raw bytes consumed this reply),
+ *              "has_more_output":bool (undelivered bytes remain after this
+ *              reply), "total_output_bytes":N, "log_path":S (full output,
+ *              inside the sandbox), "pid":N}
+ *     A session's full output is appended to log_path
+ *     (/tmp/chat2sbx/bash/<session_id>.log); delivery cursors are kept per
+ *     session in the helper, so nothing is lost or repeated between calls and
+ *     across a control-plane re-attach.
+ *     The shell's exit ends the session even when a background job still holds
+ *     the output pipe; output such a job writes later is still collected.
+ *     timeout_ms expiry: SIGTERM, then SIGKILL after PROTO_KILL_GRACE_MS; status
+ *     "timed_out".
+ *
+ *   file.read {"path":S, "offset":N (first line, 1-based, default 1),
+ *              "limit":N (lines, default 2000), "max_bytes":N}
+ *     → {"path":S (absolute), "content":S (the selected lines, UTF-8 made
+ *        safe), "start_line":N, "lines":N (returned), "total_lines":N,
+ *        "truncated":bool (more lines exist after the selection or max_bytes
+ *        cut it), "size":N (file bytes), "binary":bool}
+ *     Binary files (a NUL byte in the first 8 KiB) return binary:true, size and
+ *     no content. Missing file: NOT_FOUND. Directory: INVALID_ARGUMENT.
+ *
+ *   file.write {"path":S, "content":S, "create_dirs":bool (default false)}
+ *     → {"path":S, "bytes_written":N, "created":bool}
+ *     Atomic: temp file in the same directory, fsync, rename. Keeps the mode of
+ *     an existing file (0644 for a new one). A failed write leaves the old
+ *     content and no temp file. Missing parent without create_dirs: NOT_FOUND.
+ *
+ * Paths: relative paths are resolved against /workspace; absolute paths are
+ * used as given (the whole container is the sandbox's to use). */
+#ifndef CHAT2SBX_PROTO_H
+#define CHAT2SBX_PROTO_H
+
+#define PROTO_VERSION "1"
+#define PROTO_MAX_FRAME (32u * 1024 * 1024)
+#define PROTO_KILL_GRACE_MS 1500
+#define PROTO_WORKSPACE "/workspace"
+#define PROTO_LOG_DIR "/tmp/chat2sbx/bash"
+
+/* JSON-RPC 2.0 error codes (JSON-RPC 2.0 specification, section 5.1). */
+#define PROTO_ERR_PARSE (-32700)
+#define PROTO_ERR_INVALID_REQUEST (-32600)
+#define PROTO_ERR_METHOD_NOT_FOUND (-32601)
+#define PROTO_ERR_INVALID_PARAMS (-32602)
+#define PROTO_ERR_INTERNAL (-32603)
+/* Application error (operation failed; data.code says why). */
+#define PROTO_ERR_OPERATION (-32000)
+
+#endif

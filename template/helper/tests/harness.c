@@ -1,0 +1,202 @@
+/* harness.c: the test side of the helper's stdio channel. Forks a child
+ * that runs loop_run() on a pair of pipes and speaks newline-delimited
+ * JSON-RPC to it, pairing replies by id as the control plane does. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../loop.h"
+
+int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void harness_start(struct harness *h)
+{
+	memset(h, 0, sizeof *h);
+	snprintf(h->dir, sizeof h->dir, "/tmp/chat2sbx-test-XXXXXX");
+	cr_assert_not_null(mkdtemp(h->dir));
+	snprintf(h->workspace, sizeof h->workspace, "%s/workspace", h->dir);
+	snprintf(h->logs, sizeof h->logs, "%s/logs", h->dir);
+	cr_assert_eq(mkdir(h->workspace, 0755), 0);
+	int req[2], rep[2];
+	cr_assert_eq(pipe2(req, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(rep, O_CLOEXEC), 0);
+	fflush(NULL);
+	h->pid = fork();
+	cr_assert_geq(h->pid, 0);
+	if (h->pid == 0) {
+		close(req[1]);
+		close(rep[0]);
+		struct loop_config cfg = { .in_fd = req[0],
+					   .out_fd = rep[1],
+					   .workspace = h->workspace,
+					   .log_dir = h->logs };
+		int rc = loop_run(&cfg);
+		close(req[0]);
+		close(rep[1]);
+		/* exit, not _exit: LeakSanitizer checks the loop freed everything. */
+		exit(rc);
+	}
+	close(req[0]);
+	close(rep[1]);
+	h->req_fd = req[1];
+	h->rep_fd = rep[0];
+	h->stash = json_object_new_array();
+}
+
+void harness_send(struct harness *h, const char *fmt, ...)
+{
+	char *line;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&line, fmt, ap);
+	va_end(ap);
+	cr_assert_geq(n, 0);
+	size_t off = 0;
+	while (off < (size_t)n) {
+		ssize_t w = write(h->req_fd, line + off, (size_t)n - off);
+		cr_assert_gt(w, 0, "write request: %s", strerror(errno));
+		off += (size_t)w;
+	}
+	cr_assert_eq(write(h->req_fd, "\n", 1), 1);
+	free(line);
+}
+
+static json_object *stash_take(struct harness *h, int64_t id)
+{
+	size_t n = json_object_array_length(h->stash);
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(h->stash, i);
+		if (jint(r, "id") == id) {
+			json_object_get(r);
+			json_object_array_del_idx(h->stash, i, 1);
+			return r;
+		}
+	}
+	return NULL;
+}
+
+json_object *harness_wait(struct harness *h, int64_t id, int timeout_ms)
+{
+	json_object *r = stash_take(h, id);
+	int64_t deadline = now_ms() + timeout_ms;
+	while (!r) {
+		char *nl = h->buf ? memchr(h->buf, '\n', h->len) : NULL;
+		if (nl) {
+			size_t n = (size_t)(nl - h->buf);
+			json_tokener *tok = json_tokener_new();
+			json_object *o = json_tokener_parse_ex(tok, h->buf, (int)n);
+			cr_assert_not_null(o, "reply is not JSON: %.*s", (int)(n > 300 ? 300 : n), h->buf);
+			json_tokener_free(tok);
+			memmove(h->buf, nl + 1, h->len - n - 1);
+			h->len -= n + 1;
+			json_object_array_add(h->stash, o);
+			r = stash_take(h, id);
+			continue;
+		}
+		int64_t left = deadline - now_ms();
+		if (left <= 0)
+			return NULL;
+		struct pollfd p = { .fd = h->rep_fd, .events = POLLIN };
+		if (poll(&p, 1, (int)left) <= 0)
+			continue;
+		if (h->cap - h->len < 65536) {
+			h->cap = h->cap ? h->cap * 2 : 131072;
+			h->buf = realloc(h->buf, h->cap);
+			cr_assert_not_null(h->buf);
+		}
+		ssize_t n = read(h->rep_fd, h->buf + h->len, h->cap - h->len);
+		if (n <= 0)
+			return NULL;
+		h->len += (size_t)n;
+	}
+	return r;
+}
+
+json_object *harness_call(struct harness *h, int64_t id, int timeout_ms, const char *fmt, ...)
+{
+	char *params;
+	va_list ap;
+	va_start(ap, fmt);
+	cr_assert_geq(vasprintf(&params, fmt, ap), 0);
+	va_end(ap);
+	harness_send(h, "%s", params);
+	free(params);
+	json_object *reply = harness_wait(h, id, timeout_ms);
+	cr_assert_not_null(reply, "no reply to request %lld within %d ms", (long long)id, timeout_ms);
+	json_object *result = NULL;
+	if (json_object_object_get_ex(reply, "result", &result))
+		json_object_get(result);
+	json_object_put(reply);
+	return result;
+}
+
+void harness_close_input(struct harness *h)
+{
+	close(h->req_fd);
+	h->req_fd = -1;
+}
+
+int harness_stop(struct harness *h)
+{
+	int st = -1;
+	kill(h->pid, SIGTERM);
+	for (int i = 0; i < 100; i++) {
+		if (waitpid(h->pid, &st, WNOHANG) == h->pid)
+			break;
+		usleep(50 * 1000);
+	}
+	if (waitpid(h->pid, &st, WNOHANG) == 0) {
+		kill(h->pid, SIGKILL);
+		waitpid(h->pid, &st, 0);
+	}
+	if (h->req_fd >= 0)
+		close(h->req_fd);
+	close(h->rep_fd);
+	free(h->buf);
+	json_object_put(h->stash);
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", h->dir);
+	cr_assert_eq(system(cmd), 0);
+	return st;
+}
+
+int64_t jint(json_object *o, const char *key)
+{
+	json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v))
+		return -1;
+	return json_object_get_int64(v);
+}
+
+const char *jstr(json_object *o, const char *key)
+{
+	json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+int jbool(json_object *o, const char *key)
+{
+	json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v))
+		return 0;
+	return json_object_get_boolean(v);
+}

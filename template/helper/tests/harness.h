@@ -1,0 +1,46 @@
+/* harness.h: runs the helper's event loop in a forked child over pipes, so
+ * tests can exchange JSON-RPC lines with it as the control plane would (no
+ * Docker). The child runs under the same sanitizers as the tests. */
+#ifndef CHAT2SBX_HELPER_TEST_HARNESS_H
+#define CHAT2SBX_HELPER_TEST_HARNESS_H
+
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct harness {
+	pid_t pid;
+	int req_fd, rep_fd;
+	char dir[64];             /* temporary root, removed by harness_stop */
+	char workspace[PATH_MAX]; /* dir/workspace */
+	char logs[PATH_MAX];      /* dir/logs */
+	char *buf;                /* partial reply line */
+	size_t len, cap;
+	json_object *stash;       /* replies read while waiting for another id */
+};
+
+/* Fork the loop with a fresh workspace and log directory. */
+void harness_start(struct harness *h);
+/* Send one request line (printf format; the newline is added). */
+void harness_send(struct harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The reply with this id, waiting up to timeout_ms; NULL on timeout. The
+ * caller puts the result. Other replies are kept for later calls. */
+json_object *harness_wait(struct harness *h, int64_t id, int timeout_ms);
+/* Send and wait for the reply's "result" (NULL when it is an error). */
+json_object *harness_call(struct harness *h, int64_t id, int timeout_ms, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Close the request stream (end of input for the helper). */
+void harness_close_input(struct harness *h);
+/* SIGTERM the loop, wait for it, remove the temporary files; returns the
+ * child's wait status. */
+int harness_stop(struct harness *h);
+
+/* Field getters on a reply object (borrowed); missing fields give
+ * -1 / NULL / false. */
+int64_t jint(json_object *o, const char *key);
+const char *jstr(json_object *o, const char *key);
+int jbool(json_object *o, const char *key);
+int64_t now_ms(void);
+
+#endif

@@ -1,0 +1,505 @@
+/* test_loop.c: end-to-end tests of the helper: the event loop runs in a
+ * forked child over pipes (harness.c) and gets the requests the control
+ * plane sends (bash.start/poll/stop/list, file.read/write), overlapping, as
+ * real shells run. No Docker needed. Every test also checks the loop exits
+ * cleanly on SIGTERM with no leak (LeakSanitizer runs at the child's exit). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../proto.h"
+#include "harness.h"
+
+static void stop_clean(struct harness *h)
+{
+	int st = harness_stop(h);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "helper loop ended with status 0x%x", st);
+}
+
+static json_object *error_of(json_object *reply)
+{
+	json_object *e = NULL;
+	cr_assert_not_null(reply, "no reply");
+	cr_assert(json_object_object_get_ex(reply, "error", &e), "expected an error: %s",
+		  json_object_to_json_string(reply));
+	return e;
+}
+
+static const char *data_code(json_object *e)
+{
+	json_object *d;
+	cr_assert(json_object_object_get_ex(e, "data", &d));
+	return jstr(d, "code");
+}
+
+Test(loop, hello_and_malformed_requests)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 5000, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\"}");
+	cr_assert_str_eq(jstr(r, "version"), PROTO_VERSION);
+	cr_assert_eq(jint(r, "pid"), h.pid);
+	cr_assert_eq(jint(r, "sessions"), 0);
+	json_object_put(r);
+
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"hello\"}"); /* no id: ignored */
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}");
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.poll\",\"params\":{}}");
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"bash.poll\"");
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"bash.start\",\"params\":"
+			 "{\"session_id\":\"../x\",\"command\":\"true\"}}");
+	json_object *rep = harness_wait(&h, 2, 5000);
+	json_object *e = error_of(rep);
+	cr_assert_eq(jint(e, "code"), PROTO_ERR_METHOD_NOT_FOUND);
+	json_object_put(rep);
+	rep = harness_wait(&h, 3, 5000);
+	e = error_of(rep);
+	cr_assert_eq(jint(e, "code"), PROTO_ERR_INVALID_PARAMS);
+	cr_assert_str_eq(data_code(e), "INVALID_ARGUMENT");
+	cr_assert(strstr(jstr(e, "message"), "session_id"));
+	json_object_put(rep);
+	rep = harness_wait(&h, 4, 5000);
+	cr_assert_eq(jint(error_of(rep), "code"), PROTO_ERR_PARSE);
+	json_object_put(rep);
+	rep = harness_wait(&h, 5, 5000);
+	cr_assert_str_eq(data_code(error_of(rep)), "INVALID_ARGUMENT");
+	json_object_put(rep);
+	stop_clean(&h);
+}
+
+Test(loop, exit_code_and_last_output_in_one_reply)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 10000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":"
+				      "{\"session_id\":\"bash_exit\",\"command\":\"echo hi; echo err >&2; "
+				      "exit 3\",\"yield_time_ms\":5000}}");
+	cr_assert_str_eq(jstr(r, "status"), "exited");
+	cr_assert_eq(jint(r, "exit_code"), 3);
+	cr_assert_str_eq(jstr(r, "output"), "hi\nerr\n");
+	cr_assert_not(jbool(r, "has_more_output"));
+	cr_assert_eq(jint(r, "total_output_bytes"), 7);
+	cr_assert(strstr(jstr(r, "log_path"), "/logs/bash_exit.log"));
+	json_object_put(r);
+	/* The default cwd is the workspace, and the environment is the helper's. */
+	setenv("CHAT2SBX_TEST_MARK", "inherited", 1);
+	r = harness_call(&h, 2, 10000,
+			 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.start\",\"params\":"
+			 "{\"session_id\":\"bash_pwd\",\"command\":\"pwd; read x; echo \\\"r=$?\\\"\","
+			 "\"yield_time_ms\":5000}}");
+	char want[PATH_MAX + 16];
+	snprintf(want, sizeof want, "%s\nr=1\n", h.workspace);
+	cr_assert_str_eq(jstr(r, "output"), want);
+	json_object_put(r);
+	stop_clean(&h);
+}
+
+Test(loop, overlapping_requests_answer_in_any_order)
+{
+	struct harness h;
+	harness_start(&h);
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+			 "\"session_id\":\"bash_tick\",\"command\":\"for i in 1 2 3; do echo tick $i; "
+			 "sleep 0.4; done\",\"yield_time_ms\":0}}");
+	json_object *r = harness_wait(&h, 1, 5000);
+	cr_assert_not_null(r);
+	json_object_put(r);
+	/* A long poll, then file operations that must not wait for it. */
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.start\",\"params\":{"
+			 "\"session_id\":\"bash_slow\",\"command\":\"sleep 2; echo slow\","
+			 "\"yield_time_ms\":10000}}");
+	int64_t t0 = now_ms();
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"file.write\",\"params\":{"
+			 "\"path\":\"notes/a.txt\",\"content\":\"one\\ntwo\\n\",\"create_dirs\":true}}");
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"file.read\",\"params\":{"
+			 "\"path\":\"notes/a.txt\",\"offset\":2}}");
+	json_object *w = harness_wait(&h, 3, 5000), *rd = harness_wait(&h, 4, 5000);
+	cr_assert_lt(now_ms() - t0, 1500, "file replies waited for the pending bash.start");
+	json_object *res;
+	cr_assert(json_object_object_get_ex(w, "result", &res));
+	cr_assert(jbool(res, "created"));
+	cr_assert_eq(jint(res, "bytes_written"), 8);
+	cr_assert(json_object_object_get_ex(rd, "result", &res));
+	cr_assert_str_eq(jstr(res, "content"), "two\n");
+	cr_assert_eq(jint(res, "total_lines"), 2);
+	char want[PATH_MAX + 32];
+	snprintf(want, sizeof want, "%s/notes/a.txt", h.workspace);
+	cr_assert_str_eq(jstr(res, "path"), want);
+	json_object_put(w);
+	json_object_put(rd);
+
+	/* Polls return new output only, and together see every line once. */
+	char all[256] = "";
+	for (int id = 10; id < 30; id++) {
+		json_object *p = harness_call(&h, id, 5000,
+					      "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.poll\","
+					      "\"params\":{\"session_id\":\"bash_tick\",\"yield_time_ms\":"
+					      "3000}}",
+					      id);
+		strncat(all, jstr(p, "output"), sizeof all - strlen(all) - 1);
+		bool done = strcmp(jstr(p, "status"), "running") != 0 && !jbool(p, "has_more_output");
+		json_object_put(p);
+		if (done)
+			break;
+	}
+	cr_assert_str_eq(all, "tick 1\ntick 2\ntick 3\n");
+	json_object *slow = harness_wait(&h, 2, 10000);
+	cr_assert(json_object_object_get_ex(slow, "result", &res));
+	cr_assert_str_eq(jstr(res, "output"), "slow\n");
+	json_object_put(slow);
+
+	json_object *l = harness_call(&h, 40, 5000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":40,\"method\":\"bash.list\"}");
+	json_object *arr;
+	cr_assert(json_object_object_get_ex(l, "sessions", &arr));
+	cr_assert_eq(json_object_array_length(arr), 2);
+	cr_assert_str_eq(jstr(json_object_array_get_idx(arr, 0), "session_id"), "bash_tick");
+	cr_assert_str_eq(jstr(json_object_array_get_idx(arr, 1), "status"), "exited");
+	json_object_put(l);
+	stop_clean(&h);
+}
+
+Test(loop, stop_kills_the_process_group)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 5000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+				      "\"session_id\":\"bash_sleep\",\"command\":\"echo start; sleep 1000 "
+				      "& sleep 1000\",\"yield_time_ms\":300}}");
+	cr_assert_str_eq(jstr(r, "status"), "running");
+	cr_assert_str_eq(jstr(r, "output"), "start\n");
+	json_object_put(r);
+	int64_t t0 = now_ms();
+	r = harness_call(&h, 2, 5000,
+			 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.stop\",\"params\":{"
+			 "\"session_id\":\"bash_sleep\"}}");
+	cr_assert_lt(now_ms() - t0, 1000);
+	cr_assert_str_eq(jstr(r, "status"), "killed");
+	cr_assert_eq(jint(r, "exit_code"), 128 + SIGTERM);
+	json_object_put(r);
+	/* A group that ignores SIGTERM gets SIGKILL after the grace period. */
+	t0 = now_ms();
+	r = harness_call(&h, 3, 5000,
+			 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.start\",\"params\":{"
+			 "\"session_id\":\"bash_stubborn\",\"command\":\"trap '' TERM; sleep 1000; "
+			 "true\",\"yield_time_ms\":200}}");
+	json_object_put(r);
+	t0 = now_ms();
+	r = harness_call(&h, 4, 6000,
+			 "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"bash.stop\",\"params\":{"
+			 "\"session_id\":\"bash_stubborn\"}}");
+	int64_t took = now_ms() - t0;
+	cr_assert_geq(took, PROTO_KILL_GRACE_MS - 100);
+	cr_assert_lt(took, PROTO_KILL_GRACE_MS + 1200);
+	cr_assert_str_eq(jstr(r, "status"), "killed");
+	cr_assert_eq(jint(r, "exit_code"), 128 + SIGKILL);
+	json_object_put(r);
+	/* Stopping an ended session reports its real status. */
+	r = harness_call(&h, 5, 5000,
+			 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"bash.start\",\"params\":{"
+			 "\"session_id\":\"bash_done\",\"command\":\"exit 4\",\"yield_time_ms\":5000}}");
+	json_object_put(r);
+	r = harness_call(&h, 6, 5000,
+			 "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"bash.stop\",\"params\":{"
+			 "\"session_id\":\"bash_done\"}}");
+	cr_assert_str_eq(jstr(r, "status"), "exited");
+	cr_assert_eq(jint(r, "exit_code"), 4);
+	json_object_put(r);
+	stop_clean(&h);
+}
+
+Test(loop, timeout_ms_ends_the_session)
+{
+	struct harness h;
+	harness_start(&h);
+	int64_t t0 = now_ms();
+	json_object *r = harness_call(&h, 1, 8000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+				      "\"session_id\":\"bash_to\",\"command\":\"echo before; sleep 1000\","
+				      "\"timeout_ms\":300,\"yield_time_ms\":6000}}");
+	cr_assert_lt(now_ms() - t0, 2000);
+	cr_assert_str_eq(jstr(r, "status"), "timed_out");
+	cr_assert_eq(jint(r, "exit_code"), 128 + SIGTERM);
+	cr_assert_str_eq(jstr(r, "output"), "before\n");
+	json_object_put(r);
+	stop_clean(&h);
+}
+
+Test(loop, shell_exit_ends_session_while_background_job_holds_pipe)
+{
+	struct harness h;
+	harness_start(&h);
+	int64_t t0 = now_ms();
+	json_object *r = harness_call(&h, 1, 8000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+				      "\"session_id\":\"bash_bg\",\"command\":\"(sleep 1; echo late) & "
+				      "echo early\",\"yield_time_ms\":6000}}");
+	cr_assert_lt(now_ms() - t0, 900, "bash.start waited for the background job");
+	cr_assert_str_eq(jstr(r, "status"), "exited");
+	cr_assert_eq(jint(r, "exit_code"), 0);
+	cr_assert_str_eq(jstr(r, "output"), "early\n");
+	json_object_put(r);
+	/* Later output is still collected; an ended session's poll returns at
+	 * once, so poll until it shows up. */
+	char got[64] = "";
+	for (int id = 2; id < 40 && !strstr(got, "late"); id++) {
+		usleep(100 * 1000);
+		r = harness_call(&h, id, 5000,
+				 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.poll\",\"params\":{"
+				 "\"session_id\":\"bash_bg\",\"yield_time_ms\":3000}}",
+				 id);
+		strncat(got, jstr(r, "output"), sizeof got - strlen(got) - 1);
+		json_object_put(r);
+	}
+	cr_assert_str_eq(got, "late\n");
+	stop_clean(&h);
+}
+
+Test(loop, multibyte_character_is_never_split)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 5000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+				      "\"session_id\":\"bash_utf8\",\"command\":\"printf 'caf\\\\303'; "
+				      "sleep 0.6; printf '\\\\251\\\\n'\",\"yield_time_ms\":300}}");
+	cr_assert_str_eq(jstr(r, "status"), "running");
+	cr_assert_str_eq(jstr(r, "output"), "caf");
+	cr_assert_eq(jint(r, "output_bytes"), 3);
+	cr_assert_eq(jint(r, "total_output_bytes"), 4);
+	cr_assert_not(jbool(r, "has_more_output"));
+	json_object_put(r);
+	r = harness_call(&h, 2, 5000,
+			 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.poll\",\"params\":{"
+			 "\"session_id\":\"bash_utf8\",\"yield_time_ms\":3000}}");
+	cr_assert_str_eq(jstr(r, "output"), "\xc3\xa9\n");
+	json_object_put(r);
+	/* Invalid bytes become U+FFFD; control bytes survive JSON escaping. */
+	r = harness_call(&h, 3, 5000,
+			 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.start\",\"params\":{"
+			 "\"session_id\":\"bash_bad\",\"command\":\"printf 'a\\\\377b\\\\033c\\\\000d'\","
+			 "\"yield_time_ms\":5000}}");
+	json_object *out;
+	cr_assert(json_object_object_get_ex(r, "output", &out));
+	cr_assert_eq(json_object_get_string_len(out), 10);
+	cr_assert_eq(memcmp(json_object_get_string(out), "a\xef\xbf\xbd" "b\033c\0d", 10), 0);
+	json_object_put(r);
+	stop_clean(&h);
+}
+
+Test(loop, large_output_is_delivered_in_bounded_pieces)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 10000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+				      "\"session_id\":\"bash_big\",\"command\":\"head -c 300000 "
+				      "/dev/zero | tr '\\\\0' a; printf '\\\\303\\\\251'\","
+				      "\"yield_time_ms\":8000,\"max_output_bytes\":4001}}");
+	cr_assert_str_eq(jstr(r, "status"), "exited");
+	size_t got = strlen(jstr(r, "output"));
+	cr_assert_eq(got, 4001);
+	cr_assert(jbool(r, "has_more_output"));
+	json_object_put(r);
+	int polls = 0;
+	bool more = true;
+	const char *last = NULL;
+	json_object *keep = NULL;
+	while (more) {
+		r = harness_call(&h, 100 + polls, 5000,
+				 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.poll\",\"params\":{"
+				 "\"session_id\":\"bash_big\",\"max_output_bytes\":100001}}",
+				 100 + polls);
+		polls++;
+		cr_assert_leq(jint(r, "output_bytes"), 100001);
+		got += (size_t)jint(r, "output_bytes");
+		more = jbool(r, "has_more_output");
+		json_object_put(keep);
+		keep = r;
+		last = jstr(r, "output");
+	}
+	cr_assert_eq(got, 300002);
+	cr_assert_eq(polls, 3);
+	size_t n = strlen(last);
+	cr_assert_str_eq(last + n - 3, "a\xc3\xa9");
+	json_object_put(keep);
+	stop_clean(&h);
+}
+
+/* Zombie children of pid, from /proc. */
+static int zombies_of(pid_t pid)
+{
+	int n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char path[300], buf[512];
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t len = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[len] = '\0';
+		char *p = strrchr(buf, ')');
+		char state;
+		int ppid;
+		if (p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 && ppid == pid && state == 'Z')
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+Test(loop, orphans_are_reaped)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 5000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+				      "\"session_id\":\"bash_orphans\",\"command\":\"(sleep 0.2 &); "
+				      "(sleep 0.3 >/dev/null 2>&1 &); echo ok\",\"yield_time_ms\":3000}}");
+	cr_assert_str_eq(jstr(r, "status"), "exited");
+	json_object_put(r);
+	usleep(900 * 1000);
+	/* Nudge the loop once so it surely ran after the last SIGCHLD. */
+	r = harness_call(&h, 2, 5000, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"hello\"}");
+	json_object_put(r);
+	cr_assert_eq(zombies_of(h.pid), 0);
+	stop_clean(&h);
+}
+
+Test(loop, session_errors)
+{
+	struct harness h;
+	harness_start(&h);
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+			 "\"session_id\":\"bash_cwd\",\"command\":\"true\",\"cwd\":\"missing/dir\"}}");
+	json_object *rep = harness_wait(&h, 1, 5000);
+	json_object *e = error_of(rep);
+	cr_assert_str_eq(data_code(e), "INVALID_ARGUMENT");
+	cr_assert(strstr(jstr(e, "message"), "missing/dir"), "%s", jstr(e, "message"));
+	json_object_put(rep);
+	json_object *r = harness_call(&h, 2, 5000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.start\",\"params\":{"
+				      "\"session_id\":\"bash_dup\",\"command\":\"true\"}}");
+	json_object_put(r);
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.start\",\"params\":{"
+			 "\"session_id\":\"bash_dup\",\"command\":\"true\"}}");
+	rep = harness_wait(&h, 3, 5000);
+	cr_assert_str_eq(data_code(error_of(rep)), "CONFLICT");
+	json_object_put(rep);
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"bash.poll\",\"params\":{"
+			 "\"session_id\":\"bash_nobody\"}}");
+	rep = harness_wait(&h, 4, 5000);
+	e = error_of(rep);
+	cr_assert_eq(jint(e, "code"), PROTO_ERR_OPERATION);
+	cr_assert_str_eq(data_code(e), "NOT_FOUND");
+	json_object_put(rep);
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"file.read\",\"params\":{"
+			 "\"path\":\"/nonexistent/file\"}}");
+	rep = harness_wait(&h, 5, 5000);
+	cr_assert_str_eq(data_code(error_of(rep)), "NOT_FOUND");
+	json_object_put(rep);
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"file.read\",\"params\":{"
+			 "\"path\":\".\"}}");
+	rep = harness_wait(&h, 6, 5000);
+	cr_assert_str_eq(data_code(error_of(rep)), "INVALID_ARGUMENT");
+	json_object_put(rep);
+	stop_clean(&h);
+}
+
+Test(loop, overlong_request_gets_an_error_and_the_loop_goes_on)
+{
+	struct harness h;
+	harness_start(&h);
+	size_t n = PROTO_MAX_FRAME + 1024;
+	char *big = malloc(n + 200);
+	int k = snprintf(big, 200, "{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"file.write\","
+				   "\"params\":{\"path\":\"x\",\"content\":\"");
+	memset(big + k, 'a', n);
+	strcpy(big + k + n, "\"}}");
+	harness_send(&h, "%s", big);
+	free(big);
+	json_object *rep = harness_wait(&h, 77, 20000);
+	json_object *e = error_of(rep);
+	cr_assert_eq(jint(e, "code"), PROTO_ERR_INVALID_REQUEST);
+	cr_assert_str_eq(data_code(e), "LIMIT");
+	json_object_put(rep);
+	json_object *r = harness_call(&h, 78, 5000, "{\"jsonrpc\":\"2.0\",\"id\":78,\"method\":\"hello\"}");
+	cr_assert_not_null(r);
+	json_object_put(r);
+	stop_clean(&h);
+}
+
+Test(loop, end_of_input_keeps_sessions_running)
+{
+	struct harness h;
+	harness_start(&h);
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+			 "\"session_id\":\"bash_eof\",\"command\":\"sleep 0.5; echo done\","
+			 "\"yield_time_ms\":5000}}");
+	harness_close_input(&h);
+	json_object *rep = harness_wait(&h, 1, 8000);
+	json_object *res;
+	cr_assert(json_object_object_get_ex(rep, "result", &res));
+	cr_assert_str_eq(jstr(res, "output"), "done\n");
+	json_object_put(rep);
+	usleep(200 * 1000);
+	cr_assert_eq(kill(h.pid, 0), 0, "the helper exited at end of input");
+	stop_clean(&h);
+}
+
+Test(loop, sigterm_stops_sessions_and_answers_waiting_requests)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 5000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+				      "\"session_id\":\"bash_long\",\"command\":\"sleep 1000\","
+				      "\"yield_time_ms\":0}}");
+	cr_assert_str_eq(jstr(r, "status"), "running");
+	json_object_put(r);
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.poll\",\"params\":{"
+			 "\"session_id\":\"bash_long\",\"yield_time_ms\":30000}}");
+	usleep(200 * 1000);
+	int64_t t0 = now_ms();
+	kill(h.pid, SIGTERM);
+	json_object *rep = harness_wait(&h, 2, 5000);
+	cr_assert_lt(now_ms() - t0, 3000);
+	json_object *res;
+	cr_assert(json_object_object_get_ex(rep, "result", &res));
+	cr_assert_str_eq(jstr(res, "status"), "killed");
+	json_object_put(rep);
+	stop_clean(&h);
+}
+
+Test(loop, two_polls_on_one_session_share_the_output)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 5000,
+				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+				      "\"session_id\":\"bash_two\",\"command\":\"sleep 0.3; echo one; "
+				      "sleep 0.5; echo two\",\"yield_time_ms\":0}}");
+	json_object_put(r);
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.poll\",\"params\":{"
+			 "\"session_id\":\"bash_two\",\"yield_time_ms\":5000}}");
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.poll\",\"params\":{"
+			 "\"session_id\":\"bash_two\",\"yield_time_ms\":5000}}");
+	json_object *a = harness_wait(&h, 2, 5000), *b = harness_wait(&h, 3, 5000), *res;
+	cr_assert(json_object_object_get_ex(a, "result", &res));
+	cr_assert_str_eq(jstr(res, "output"), "one\n");
+	cr_assert(json_object_object_get_ex(b, "result", &res));
+	cr_assert_str_eq(jstr(res, "output"), "two\n");
+	json_object_put(a);
+	json_object_put(b);
+	stop_clean(&h);
+}

@@ -297,6 +297,7 @@ static void mark_failed(struct lifecycle *lc, const char *id, const char *reason
 int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
 			      struct cp_error **err)
 {
+	_cleanup_error_ struct cp_error *touch_err = NULL; /* before any goto */
 	struct sandbox_record s = {0};
 	if (store_sandbox_get(lc->store, id, &s, err) < 0)
 		return -1;
@@ -315,7 +316,6 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 		goto out;
 	}
 	/* Every call that reaches a running sandbox counts as activity. */
-	_cleanup_error_ struct cp_error *touch_err = NULL;
 	if (store_sandbox_touch(lc->store, id, clock_now_ms(), &touch_err) < 0)
 		log_warn("lifecycle", "record activity of %s: %s", id, touch_err->message);
 

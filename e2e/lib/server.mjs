@@ -11,10 +11,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = process.env.CHAT2SBX_BIN || path.join(REPO_ROOT, 'build', 'chat2sbx');
@@ -110,16 +112,22 @@ export class Server {
   }
 
   // Starts the server; resolves once its port accepts connections.
+  // A second start() (after the server died) reuses the data root, port and
+  // log files, as a restart of the service would.
   async start({ env = {}, readyTimeoutMs = 20_000 } = {}) {
     if (!fs.existsSync(BIN)) throw new Error(`${BIN} does not exist; run 'make all' first`);
-    this.root = await fsp.mkdtemp(path.join(os.tmpdir(), 'chat2sbx-e2e-'));
-    this.dataRoot = path.join(this.root, 'data');
+    this.env = env;
+    if (!this.root) {
+      this.root = await fsp.mkdtemp(path.join(os.tmpdir(), 'chat2sbx-e2e-'));
+      this.dataRoot = path.join(this.root, 'data');
+      await fsp.mkdir(path.join(this.root, 'home'), { recursive: true });
+      this.stderrPath = path.join(this.root, 'serve.stderr.log');
+      this.stdoutPath = path.join(this.root, 'serve.stdout.log');
+      this.port = await freePort();
+      this.url = `http://127.0.0.1:${this.port}/mcp`;
+    }
     const home = path.join(this.root, 'home');
-    await fsp.mkdir(home, { recursive: true });
-    this.stderrPath = path.join(this.root, 'serve.stderr.log');
-    this.stdoutPath = path.join(this.root, 'serve.stdout.log');
-    this.port = await freePort();
-    this.url = `http://127.0.0.1:${this.port}/mcp`;
+    this.exit = null;
     const errFd = fs.openSync(this.stderrPath, 'a');
     const outFd = fs.openSync(this.stdoutPath, 'a');
     try {
@@ -167,6 +175,17 @@ export class Server {
 
   alive() {
     return this.proc && !this.exit;
+  }
+
+  // Alive and accepting connections; a process that no longer accepts is
+  // given a moment to report its exit.
+  async healthy() {
+    if (!this.alive()) return false;
+    if (await canConnect(this.port)) return true;
+    let timer;
+    await Promise.race([this.exited, new Promise((r) => (timer = setTimeout(r, 3000)))]);
+    clearTimeout(timer);
+    return this.alive() && (await canConnect(this.port));
   }
 
   stderrTail(lines = 60) {
@@ -279,7 +298,26 @@ export class Tools {
   }
 
   async call(name, args = {}, opts = CALL_TIMEOUT) {
-    const res = await this.client.callTool({ name, arguments: args }, undefined, opts);
+    let res;
+    try {
+      res = await this.client.callTool({ name, arguments: args }, undefined, opts);
+    } catch (e) {
+      if (e instanceof McpError) throw e;
+      // A transport failure: say which call, and whether the server died.
+      let state = '';
+      if (this.server) {
+        const ok = await this.server.healthy();
+        state = ok
+          ? ' (the server is still running)'
+          : ` (chat2sbx serve is gone: ${JSON.stringify(this.server.exit)}; stderr ${this.server.stderrPath})`;
+      }
+      const err = new Error(
+        `${name}(${JSON.stringify(args).slice(0, 200)}) failed in transport: ${e.message}` +
+          `${e.cause ? ` (${e.cause.message})` : ''}${state}`,
+      );
+      err.cause = e;
+      throw err;
+    }
     const sid = res?.structuredContent?.sandbox_id;
     if (typeof sid === 'string') this.server?.sandboxIds.add(sid);
     return res;
@@ -431,10 +469,18 @@ export function median(xs) {
 // removed from the engine, and a server that died or would not stop fails the
 // file.
 export function useServer({ env } = {}) {
-  const ctx = { srv: new Server(), failed: false, cleanups: [] };
+  const ctx = { srv: new Server(), failed: false, cleanups: [], crashes: [], generation: 0 };
   // fn runs at the end of the file, before the server stops (for example to
   // destroy a sandbox a failed test left running).
   ctx.onCleanup = (fn) => ctx.cleanups.push(fn);
+  // A Tools over one client shared by the tests of a file; a new client after
+  // the server was restarted (its sessions are gone).
+  ctx.tools = async () => {
+    if (!ctx.shared || ctx.shared.generation !== ctx.generation) {
+      ctx.shared = { generation: ctx.generation, tools: ctx.srv.tools(await ctx.srv.client()) };
+    }
+    return ctx.shared.tools;
+  };
   before(async () => {
     try {
       await ctx.srv.start({ env });
@@ -444,7 +490,9 @@ export function useServer({ env } = {}) {
       throw e;
     }
   });
-  after(async () => {
+  // Stops everything once; returns the problems seen with the server itself.
+  const finish = async () => {
+    if (ctx.finished) return ctx.finished;
     const srv = ctx.srv;
     for (const fn of ctx.cleanups) {
       try {
@@ -455,14 +503,19 @@ export function useServer({ env } = {}) {
     }
     const st = await srv.stop();
     await srv.cleanupContainers();
-    const problems = [];
+    const problems = ctx.crashes.map(
+      (x) => `chat2sbx serve died during a test (exit code ${x.code}, signal ${x.signal}); stderr: ${srv.stderrPath}`,
+    );
     if (!ctx.started) {
       // start() already failed with the reason
-    } else if (st.wasAlive === false) {
-      problems.push(`chat2sbx serve died during the tests (code ${st.code}, signal ${st.signal})`);
+    } else if (st.wasAlive === false || (st.signal && st.signal !== 'SIGTERM')) {
+      problems.push(
+        `chat2sbx serve died during the tests (exit code ${st.code}, signal ${st.signal}); ` +
+          `the failing test above shows the call it died on; stderr: ${srv.stderrPath}`,
+      );
     } else if (st.killed) {
       problems.push('chat2sbx serve did not exit within 10 s of SIGTERM (SIGKILL sent)');
-    } else if (srv.proc && !(st.code === 0 || st.signal === 'SIGTERM')) {
+    } else if (!(st.code === 0 || st.signal === 'SIGTERM')) {
       problems.push(`chat2sbx serve exited after SIGTERM with code ${st.code}, signal ${st.signal}`);
     }
     if (ctx.failed || problems.length) {
@@ -471,13 +524,43 @@ export function useServer({ env } = {}) {
     } else if (!process.env.E2E_KEEP) {
       await srv.removeRoot();
     }
-    if (problems.length) throw new Error(problems.join('; '));
+    ctx.finished = problems;
+    return problems;
+  };
+  // The last test of every file (call ctx.finish() at the end of the file):
+  // the server never died and stops cleanly on SIGTERM.
+  ctx.finish = () =>
+    test('chat2sbx serve stayed up through the file and stops cleanly on SIGTERM', async () => {
+      if (!ctx.started) return; // start() already failed every test with the reason
+      ctx.finishReported = true;
+      const problems = await finish();
+      assert.deepEqual(problems, [], problems.join('; '));
+    });
+  // Safety net when a file does not reach ctx.finish (or forgot it).
+  after(async () => {
+    const problems = await finish();
+    if (problems.length && !ctx.finishReported) console.log(`e2e: ${problems.join('; ')}`);
   });
   ctx.test = (name, ...rest) => {
     const fn = rest.pop();
     const opts = rest[0] || {};
     return test(name, opts, async (t) => {
       try {
+        if (ctx.started && !(await ctx.srv.healthy())) {
+          // An earlier test crashed the server: note it, start it again so
+          // this test still says something.
+          if (ctx.srv.alive()) {
+            ctx.srv.proc.kill('SIGKILL'); // alive but not accepting connections
+            await ctx.srv.exited;
+          }
+          ctx.crashes.push(ctx.srv.exit);
+          for (const c of ctx.srv.clients) c.close().catch(() => {});
+          ctx.srv.clients.clear();
+          console.log(`e2e: chat2sbx serve had died (${JSON.stringify(ctx.srv.exit)}); restarting it for "${name}"`);
+          fs.appendFileSync(ctx.srv.stderrPath, `---- e2e: restarting serve for "${name}" ----\n`);
+          await ctx.srv.start({ env });
+          ctx.generation++;
+        }
         return await fn(t);
       } catch (e) {
         ctx.failed = true;

@@ -186,3 +186,5 @@ ctx.test('results validate against each tool\'s outputSchema (SDK client after t
   });
   assert.deepEqual(problems, [], `SDK output-schema validation failures:\n  ${problems.join('\n  ')}`);
 });
+
+ctx.finish();

@@ -5,11 +5,10 @@ import assert from 'node:assert/strict';
 import { SESSION_ID_RE, measure, median, useServer } from '../lib/server.mjs';
 
 const ctx = useServer();
-let tools = null;
 let sandboxId = null;
 
 ctx.test('setup: create the sandbox these tests share (timed)', async () => {
-  tools = ctx.srv.tools(await ctx.srv.client());
+  const tools = await ctx.tools();
   const t0 = performance.now();
   const sbx = await tools.create({});
   const createMs = performance.now() - t0;
@@ -18,13 +17,14 @@ ctx.test('setup: create the sandbox these tests share (timed)', async () => {
   ctx.createMs = Math.round(createMs);
 });
 
-const need = () => {
+const need = async () => {
   if (!sandboxId) throw new Error('no sandbox (setup failed)');
+  return ctx.tools();
 };
 
 // Polls a session until it is no longer running and nothing more is pending;
 // returns {output, last, polls}. Bounded by maxMs.
-async function drain(sessionId, first, { yieldMs = 2000, maxMs = 30_000 } = {}) {
+async function drain(tools, sessionId, first, { yieldMs = 2000, maxMs = 30_000 } = {}) {
   let output = first.output ?? '';
   let last = first;
   let polls = 0;
@@ -42,28 +42,28 @@ async function drain(sessionId, first, { yieldMs = 2000, maxMs = 30_000 } = {}) 
 }
 
 ctx.test('yield then poll: each line exactly once, in order, and exit 0', async () => {
-  need();
+  const tools = await need();
   const cmd = 'for i in 1 2 3 4 5; do echo line$i; sleep 1; done';
   const first = await tools.ok('bash', { sandbox_id: sandboxId, command: cmd, yield_time_ms: 1000 });
   assert.match(String(first.session_id), SESSION_ID_RE);
   assert.equal(first.status, 'running', `after 1 s of a 5 s loop: ${JSON.stringify(first)}`);
   assert.equal(first.exit_code ?? null, null, 'no exit_code while running');
   assert.equal(typeof first.log_path, 'string', 'bash names its log file');
-  const { output, last, polls } = await drain(first.session_id, first);
+  const { output, last, polls } = await drain(tools, first.session_id, first);
   assert.equal(output, 'line1\nline2\nline3\nline4\nline5\n', `concatenated output of bash + ${polls} polls`);
   assert.equal(last.status, 'exited', JSON.stringify(last));
   assert.equal(last.exit_code, 0);
 });
 
 ctx.test('exit codes are the shell\'s: exit 3', async () => {
-  need();
+  const tools = await need();
   const r = await tools.ok('bash', { sandbox_id: sandboxId, command: 'exit 3' });
   assert.equal(r.status, 'exited', JSON.stringify(r));
   assert.equal(r.exit_code, 3);
 });
 
 ctx.test('bash_stop kills a running command within ~3 s', async () => {
-  need();
+  const tools = await need();
   const r = await tools.ok('bash', { sandbox_id: sandboxId, command: 'sleep 1000', yield_time_ms: 500 });
   assert.equal(r.status, 'running', JSON.stringify(r));
   const t0 = performance.now();
@@ -80,7 +80,7 @@ ctx.test('bash_stop kills a running command within ~3 s', async () => {
 });
 
 ctx.test('timeout_ms ends the command: timed_out', async () => {
-  need();
+  const tools = await need();
   const t0 = performance.now();
   const r = await tools.ok('bash', { sandbox_id: sandboxId, command: 'sleep 30', timeout_ms: 1000, yield_time_ms: 10_000 });
   let last = r;
@@ -93,7 +93,7 @@ ctx.test('timeout_ms ends the command: timed_out', async () => {
 });
 
 ctx.test('stdin is at end-of-file: cat returns at once', async () => {
-  need();
+  const tools = await need();
   const t0 = performance.now();
   const r = await tools.ok('bash', { sandbox_id: sandboxId, command: 'cat', yield_time_ms: 5000 });
   const ms = performance.now() - t0;
@@ -104,7 +104,7 @@ ctx.test('stdin is at end-of-file: cat returns at once', async () => {
 });
 
 ctx.test('output beyond the response cap arrives through polls without loss', async () => {
-  need();
+  const tools = await need();
   const r = await tools.ok('bash', {
     sandbox_id: sandboxId,
     command: "head -c 200000 /dev/zero | tr '\\0' a",
@@ -112,7 +112,7 @@ ctx.test('output beyond the response cap arrives through polls without loss', as
   });
   assert.ok(r.output.length < 200_000, `a single response is bounded (got ${r.output.length} chars)`);
   assert.equal(r.has_more_output, true, `has_more_output on the first response: ${JSON.stringify({ ...r, output: `<${r.output.length} chars>` })}`);
-  const { output, last, polls } = await drain(r.session_id, r, { yieldMs: 2000, maxMs: 30_000 });
+  const { output, last, polls } = await drain(tools, r.session_id, r, { yieldMs: 2000, maxMs: 30_000 });
   assert.equal(last.status, 'exited', JSON.stringify({ ...last, output: `<${last.output?.length} chars>` }));
   assert.equal(last.exit_code, 0);
   assert.equal(output.length, 200_000, `total output over bash + ${polls} polls`);
@@ -120,7 +120,7 @@ ctx.test('output beyond the response cap arrives through polls without loss', as
 });
 
 ctx.test('round trip of `bash true` (20 calls, median)', async () => {
-  need();
+  const tools = await need();
   const times = [];
   for (let i = 0; i < 20; i++) {
     const t0 = performance.now();
@@ -134,7 +134,7 @@ ctx.test('round trip of `bash true` (20 calls, median)', async () => {
 });
 
 ctx.test('teardown: destroy (timed) and report measurements', async () => {
-  need();
+  const tools = await need();
   const t0 = performance.now();
   const d = await tools.ok('sandbox_destroy', { sandbox_id: sandboxId }, { timeout: 90_000 });
   const destroyMs = Math.round(performance.now() - t0);
@@ -145,7 +145,7 @@ ctx.test('teardown: destroy (timed) and report measurements', async () => {
 
 // At the end, even after a failure: no sandbox left running, and the numbers.
 ctx.onCleanup(async () => {
-  if (sandboxId && tools) await tools.destroyQuietly(sandboxId);
+  if (sandboxId && ctx.srv.alive()) await (await ctx.tools()).destroyQuietly(sandboxId);
   measure({
     sandbox_create_ms: ctx.createMs ?? 'NA',
     bash_true_p50_ms: ctx.trueP50 ?? 'NA',
@@ -153,3 +153,5 @@ ctx.onCleanup(async () => {
     sandbox_destroy_ms: ctx.destroyMs ?? 'NA',
   });
 });
+
+ctx.finish();

@@ -7,13 +7,12 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { rawPost, resultText, useServer } from '../lib/server.mjs';
 
 const ctx = useServer();
-let tools = null;
 
 const WELL_FORMED_UNKNOWN = 'sbx_' + 'abcdefghijklmnopqrst'; // sbx_ + 20 base32 chars
 const MALFORMED = 'sbx_NOT-an-id!';
 
 ctx.test('unknown tool → JSON-RPC error -32602', async () => {
-  tools = ctx.srv.tools(await ctx.srv.client());
+  const tools = await ctx.tools();
   await assert.rejects(
     tools.client.callTool({ name: 'no_such_tool', arguments: {} }),
     (e) => {
@@ -26,7 +25,7 @@ ctx.test('unknown tool → JSON-RPC error -32602', async () => {
 });
 
 ctx.test('missing sandbox_id → isError naming sandbox_id', async () => {
-  tools ??= ctx.srv.tools(await ctx.srv.client());
+  const tools = await ctx.tools();
   for (const name of ['bash', 'read', 'write', 'sandbox_get', 'sandbox_destroy']) {
     const r = await tools.call(name, name === 'bash' ? { command: 'true' } : name === 'read' ? { path: 'x' } : name === 'write' ? { path: 'x', content: 'y' } : {});
     assert.equal(r.isError, true, `${name} without sandbox_id: ${JSON.stringify(r)}`);
@@ -35,7 +34,7 @@ ctx.test('missing sandbox_id → isError naming sandbox_id', async () => {
 });
 
 ctx.test('unknown sandbox_id (well-formed and malformed) → isError naming it', async () => {
-  tools ??= ctx.srv.tools(await ctx.srv.client());
+  const tools = await ctx.tools();
   for (const id of [WELL_FORMED_UNKNOWN, MALFORMED]) {
     for (const [name, args] of [
       ['bash', { sandbox_id: id, command: 'true' }],
@@ -47,14 +46,27 @@ ctx.test('unknown sandbox_id (well-formed and malformed) → isError naming it',
       assert.ok(resultText(r).includes(id), `${name}: message names ${id}: ${resultText(r)}`);
     }
   }
-  // CONTRACT.md: structuredContent of an error is {error: {code, message}}
-  const r = await tools.call('sandbox_get', { sandbox_id: WELL_FORMED_UNKNOWN });
-  assert.equal(typeof r.structuredContent?.error?.code, 'string', `structured error: ${JSON.stringify(r.structuredContent)}`);
-  assert.equal(typeof r.structuredContent?.error?.message, 'string');
+});
+
+// An error result carries its message as text and no structuredContent: the
+// SDK validates structuredContent against the outputSchema even on isError
+// results (CONTRACT.md).
+ctx.test('isError results: message in content[0].text, no structuredContent', async () => {
+  const tools = await ctx.tools();
+  for (const [name, args] of [
+    ['sandbox_get', { sandbox_id: WELL_FORMED_UNKNOWN }],
+    ['bash', { command: 'true' }],
+  ]) {
+    const r = await tools.call(name, args);
+    assert.equal(r.isError, true);
+    assert.equal(r.content?.[0]?.type, 'text', `${name}: content[0] is text: ${JSON.stringify(r)}`);
+    assert.ok(resultText(r).length > 10, `${name}: a message: ${JSON.stringify(r)}`);
+    assert.equal(r.structuredContent, undefined, `${name}: ${JSON.stringify(r.structuredContent)}`);
+  }
 });
 
 ctx.test('wrong argument types → isError naming the field', async () => {
-  tools ??= ctx.srv.tools(await ctx.srv.client());
+  const tools = await ctx.tools();
   const cases = [
     ['bash', { sandbox_id: WELL_FORMED_UNKNOWN, command: 42 }, 'command'],
     ['bash', { sandbox_id: WELL_FORMED_UNKNOWN, command: 'true', yield_time_ms: 'soon' }, 'yield_time_ms'],
@@ -117,7 +129,7 @@ ctx.test('unknown Mcp-Session-Id → HTTP 404', async () => {
 });
 
 ctx.test('tools/list advertises the contract tools with exact annotations', async () => {
-  tools ??= ctx.srv.tools(await ctx.srv.client());
+  const tools = await ctx.tools();
   const { tools: list } = await tools.client.listTools();
   const byName = new Map(list.map((x) => [x.name, x]));
   const readOnly = ['sandbox_list', 'sandbox_get', 'workspace_list', 'read', 'bash_poll'];
@@ -136,7 +148,7 @@ ctx.test('tools/list advertises the contract tools with exact annotations', asyn
 });
 
 ctx.test('after all that, the server still serves (ping, tools/list, a fresh session)', async () => {
-  tools ??= ctx.srv.tools(await ctx.srv.client());
+  const tools = await ctx.tools();
   await tools.client.ping();
   const { tools: list } = await tools.client.listTools();
   assert.ok(list.length > 0);
@@ -144,3 +156,5 @@ ctx.test('after all that, the server still serves (ping, tools/list, a fresh ses
   await fresh.ping();
   assert.ok(ctx.srv.alive(), 'chat2sbx serve is still running');
 });
+
+ctx.finish();

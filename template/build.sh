@@ -33,6 +33,7 @@ say() { echo "template: $*"; }
 die() { echo "template: error: $*" >&2; exit 1; }
 
 # ---- engine ----
+command -v docker >/dev/null 2>&1 || die "the docker client is not installed; run 'make deps'"
 if ! curl -fsS --max-time 3 --unix-socket "$sock" http://localhost/_ping >/dev/null 2>&1; then
   say "engine at $sock does not answer; starting it"
   "$top/scripts/ensure-engine.sh" || die "no Docker Engine at $sock (see scripts/ensure-engine.sh)"
@@ -46,9 +47,14 @@ packages="$(grep -v '^[[:space:]]*#' "$here/packages.txt" | tr -s ' \t\n' '\n' |
 [ -n "$packages" ] || die "template/packages.txt lists no packages"
 hash="$( { cat "$here/build.sh" "$here/Dockerfile"; echo "suite=$suite"; echo "packages=$packages"; } \
   | sha256sum | cut -c1-32)"
+# The root file system depends only on the suite, the packages and the
+# debootstrap recipe below; bump rootfs_recipe when that recipe changes.
+rootfs_recipe=1
+rootfs_key="$(echo "recipe=$rootfs_recipe suite=$suite packages=$packages" | sha256sum | cut -c1-32)"
 say "image $tag, input hash $hash"
 
 have="$(docker image inspect --format "{{ index .Config.Labels \"$label\" }}" "$tag" 2>/dev/null || true)"
+old_id="$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
 if [ "$have" = "$hash" ]; then
   say "template up to date ($tag)"
   exit 0
@@ -62,11 +68,7 @@ if [ -n "$same" ]; then
 fi
 
 # ---- root file system (cached tarball) ----
-command -v debootstrap >/dev/null 2>&1 || die "debootstrap is not installed; run 'apt-get install debootstrap' (or 'make deps')"
-[ "$(id -u)" = 0 ] || die "debootstrap needs root; run as root"
-mkdir -p "$cache"
-chmod 0700 "$cache"
-tarball="$cache/template-rootfs-$suite-$hash.tar"
+tarball="$cache/template-rootfs-$suite-$rootfs_key.tar"
 work=""
 cleanup() {
   if [ -n "$work" ] && [ -d "$work" ]; then
@@ -81,6 +83,10 @@ trap cleanup EXIT
 if [ -s "$tarball" ]; then
   say "using cached root file system $tarball"
 else
+  command -v debootstrap >/dev/null 2>&1 || die "debootstrap is not installed; run 'apt-get install debootstrap' (or 'make deps')"
+  [ "$(id -u)" = 0 ] || die "debootstrap needs root; run template/build.sh as root"
+  mkdir -p "$cache"
+  chmod 0700 "$cache"
   work="$(mktemp -d "$cache/build.XXXXXX")"
   say "debootstrap $suite minbase ($packages) — a few minutes, log: $work/debootstrap.log"
   t0=$SECONDS
@@ -111,18 +117,26 @@ docker import --message "chat2sbx template base ($suite minbase)" "$tarball" "$b
 ctx="$(mktemp -d)"
 cp "$here/Dockerfile" "$ctx/Dockerfile"
 say "applying template/Dockerfile (legacy builder, no network)"
-if ! DOCKER_BUILDKIT=0 docker build --quiet --network none --force-rm \
+# The classic builder works with engine API 1.41 and needs no BuildKit; its
+# deprecation notice goes to the log, shown only when the build fails.
+if ! DOCKER_BUILDKIT=0 docker build --network none --force-rm \
     --build-arg "BASE=$base" \
     --label "$label=$hash" \
     --label "org.chat2sbx.template.version=$version" \
-    -t "$tag" "$ctx" >/dev/null; then
-  rm -rf "$ctx"
+    -t "$tag" "$ctx" >"$ctx.log" 2>&1; then
+  tail -n 30 "$ctx.log" >&2
+  rm -rf "$ctx" "$ctx.log"
   docker rmi "$base" >/dev/null 2>&1 || true
-  die "docker build of template/Dockerfile failed"
+  die "docker build of template/Dockerfile failed (last 30 lines above)"
 fi
-rm -rf "$ctx"
+rm -rf "$ctx" "$ctx.log"
 # The final image keeps the base layer; only the extra tag goes.
 docker rmi "$base" >/dev/null 2>&1 || true
+# The image this one replaces: remove it unless it is still tagged or used
+# by a container (then the engine refuses, which is fine).
+if [ -n "$old_id" ] && [ "$(docker image inspect --format '{{len .RepoTags}}' "$old_id" 2>/dev/null)" = 0 ]; then
+  docker rmi "$old_id" >/dev/null 2>&1 && say "removed the previous template image ${old_id:7:12}" || true
+fi
 
 # ---- smoke test: the helper answers hello as PID 1 in the new image ----
 if [ -n "$helper_bin" ]; then

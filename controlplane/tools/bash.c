@@ -15,8 +15,9 @@
 #define BASH_DEFAULT_YIELD_MS 10000
 /* Time the helper gets beyond the yield to answer (ms). */
 #define BASH_REPLY_MARGIN_MS 10000
-/* A command longer than this is refused (bytes). */
-#define BASH_MAX_COMMAND_BYTES (1024 * 1024)
+/* A command longer than this is refused (bytes): the kernel's limit on one
+ * exec argument (MAX_ARG_STRLEN, 32 pages) less the terminating NUL. */
+#define BASH_MAX_COMMAND_BYTES 131071
 
 int tools_helper_call(struct tools_app *app, const char *sandbox_id, const char *method, struct json_object *params,
 		      long timeout_ms, struct json_object **ret, struct cp_error **err)
@@ -64,7 +65,7 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument 'command' is empty; give a shell command");
 	if (strlen(command) > BASH_MAX_COMMAND_BYTES)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-				    "argument 'command' is over 1 MiB; write a script with the write tool and run it");
+				    "argument 'command' is over 128 KiB; write a script with the write tool and run it");
 
 	_cleanup_free_ char *session_id = NULL;
 	if (id_new("bash_", &session_id, err) < 0)

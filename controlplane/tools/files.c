@@ -40,14 +40,15 @@ int tool_files_write(const struct mcp_call *call, struct json_object *args, stru
 		     struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "path", "content", "create_dirs", NULL};
-	const char *sandbox_id = NULL, *path = NULL, *content = NULL;
+	static const char *const known[] = {"sandbox_id", "path", "content", "create_dirs", "expected_sha256", NULL};
+	const char *sandbox_id = NULL, *path = NULL, *content = NULL, *expected = NULL;
 	int create_dirs = 0;
 	if (tool_args_only(args, known, err) < 0 ||
 	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes", &sandbox_id, err) < 0 ||
 	    tool_args_string(args, "path", 1, &path, err) < 0 ||
 	    tool_args_string(args, "content", 1, &content, err) < 0 ||
-	    tool_args_bool(args, "create_dirs", 0, &create_dirs, err) < 0)
+	    tool_args_bool(args, "create_dirs", 0, &create_dirs, err) < 0 ||
+	    tool_args_string(args, "expected_sha256", 0, &expected, err) < 0)
 		return -1;
 	if (!*path)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
@@ -58,5 +59,7 @@ int tool_files_write(const struct mcp_call *call, struct json_object *args, stru
 	json_object_object_get_ex(args, "content", &c);
 	json_object_object_add(p, "content", json_object_get(c));
 	json_object_object_add(p, "create_dirs", json_object_new_boolean(create_dirs));
+	if (expected)
+		json_object_object_add(p, "expected_sha256", json_object_new_string(expected));
 	return tools_helper_call(app, sandbox_id, "file.write", p, FILES_TIMEOUT_MS, ret, err);
 }

@@ -183,7 +183,9 @@ static const struct mcp_tool table[] = {
 				 "\"content\":{\"type\":\"string\"},\"start_line\":{\"type\":\"integer\"},"
 				 "\"lines\":{\"type\":\"integer\"},\"total_lines\":{\"type\":\"integer\"},"
 				 "\"truncated\":{\"type\":\"boolean\"},\"size\":{\"type\":\"integer\"},"
-				 "\"binary\":{\"type\":\"boolean\"}},\"required\":[\"path\"]}",
+				 "\"binary\":{\"type\":\"boolean\"},\"sha256\":{\"type\":\"string\","
+				 "\"description\":\"Hash of the whole file; pass it to write as "
+				 "expected_sha256\"}},\"required\":[\"path\"]}",
 		.hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
 		.handler = tool_files_read,
 	},
@@ -197,10 +199,14 @@ static const struct mcp_tool table[] = {
 				",\"path\":{\"type\":\"string\",\"description\":\"File path\"},"
 				"\"content\":{\"type\":\"string\",\"description\":\"The complete new content\"},"
 				"\"create_dirs\":{\"type\":\"boolean\",\"description\":\"Create missing parent "
-				"directories (default false)\"}},\"required\":[\"sandbox_id\",\"path\",\"content\"],"
+				"directories (default false)\"},"
+				"\"expected_sha256\":{\"type\":\"string\",\"description\":\"The sha256 a read "
+				"returned: refuse, changing nothing, if the file changed since\"}},"
+				"\"required\":[\"sandbox_id\",\"path\",\"content\"],"
 				"\"additionalProperties\":false}",
 		.output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-				 "\"bytes_written\":{\"type\":\"integer\"},\"created\":{\"type\":\"boolean\"}},"
+				 "\"bytes_written\":{\"type\":\"integer\"},\"created\":{\"type\":\"boolean\"},"
+				 "\"sha256\":{\"type\":\"string\"}},"
 				 "\"required\":[\"path\",\"bytes_written\"]}",
 		.hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
 		.handler = tool_files_write,

@@ -105,6 +105,22 @@ ctx.test('sandbox lifecycle: create, bash, read/write, list from a second sessio
   const r3 = await tools.ok('read', { sandbox_id: sandboxId, path: '/workspace/deep/er/file.txt' });
   assert.equal(r3.content, 'nested\n');
 
+  // ---- read's sha256 guards a write: a stale hash changes nothing ----
+  const before = await tools.ok('read', { sandbox_id: sandboxId, path: 'notes.txt' });
+  assert.match(before.sha256 ?? '', /^[0-9a-f]{64}$/, `read returns a sha256: ${JSON.stringify(before)}`);
+  await tools.ok('bash', { sandbox_id: sandboxId, command: 'echo changed-by-someone > notes.txt' });
+  const stale = await tools.call('write', {
+    sandbox_id: sandboxId, path: 'notes.txt', content: 'mine\n', expected_sha256: before.sha256,
+  });
+  assert.equal(stale.isError, true, `stale write refused: ${JSON.stringify(stale)}`);
+  assert.match(stale.content[0].text, /changed since it was read/);
+  const reread = await tools.ok('read', { sandbox_id: sandboxId, path: 'notes.txt' });
+  assert.equal(reread.content, 'changed-by-someone\n', 'the refused write changed nothing');
+  const fresh = await tools.ok('write', {
+    sandbox_id: sandboxId, path: 'notes.txt', content: 'mine\n', expected_sha256: reread.sha256,
+  });
+  assert.equal(fresh.bytes_written, 5);
+
   // ---- a second client session sees it ----
   const tools2 = srv.tools(await srv.client({ name: 'chat2sbx-e2e-second' }));
   const list = await tools2.ok('sandbox_list', {});

@@ -73,33 +73,21 @@ static void select_chunk(struct selector *s, const char *p, size_t n)
 	}
 }
 
-int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, size_t max_bytes,
-		  struct files_selection *sel, struct rpc_error *err)
+/* Read fd to its end (at most read_max bytes) once: binary probe, hash,
+ * line selection. Fills sel->binary, sel->size, sel->sha256; *ret_last gets
+ * the last byte ('\n' for an empty file). */
+static int stream_file(int fd, uint64_t read_max, struct selector *s, struct files_selection *sel,
+		       char *ret_last, const char *path, struct rpc_error *err)
 {
-	memset(sel, 0, sizeof *sel);
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return rpc_fail_errno(err, errno, "stat", path);
-	uint64_t read_max = (uint64_t)st.st_size + FILES_READ_SLACK;
-	struct selector s = { .offset = offset,
-			      .end = offset + limit < offset ? UINT64_MAX : offset + limit,
-			      .max_bytes = max_bytes,
-			      .line = 1 };
-	s.out = malloc(max_bytes + 1);
 	char *buf = malloc(CHUNK);
-	if (!s.out || !buf) {
-		free(s.out);
-		free(buf);
+	if (!buf)
 		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", path);
-	}
 	struct sha256 h;
 	sha256_init(&h);
 	uint64_t size = 0;
 	char last = '\n';
 	for (;;) {
-		size_t want = CHUNK;
-		if (read_max - size < want)
-			want = (size_t)(read_max - size);
+		size_t want = read_max - size < CHUNK ? (size_t)(read_max - size) : CHUNK;
 		if (want == 0)
 			break;
 		ssize_t n = read(fd, buf, want);
@@ -107,7 +95,6 @@ int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, siz
 			continue;
 		if (n < 0) {
 			int e = errno;
-			free(s.out);
 			free(buf);
 			return rpc_fail_errno(err, e, "read", path);
 		}
@@ -121,19 +108,38 @@ int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, siz
 		}
 		sha256_update(&h, buf, (size_t)n);
 		if (!sel->binary)
-			select_chunk(&s, buf, (size_t)n);
+			select_chunk(s, buf, (size_t)n);
 		size += (size_t)n;
 		last = buf[n - 1];
 	}
 	free(buf);
 	sha256_final_hex(&h, sel->sha256);
 	sel->size = size;
-	sel->start_line = offset;
-	if (sel->binary) {
+	*ret_last = last;
+	return 0;
+}
+
+int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, size_t max_bytes,
+		  struct files_selection *sel, struct rpc_error *err)
+{
+	memset(sel, 0, sizeof *sel);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return rpc_fail_errno(err, errno, "stat", path);
+	struct selector s = { .offset = offset,
+			      .end = offset + limit < offset ? UINT64_MAX : offset + limit,
+			      .max_bytes = max_bytes,
+			      .line = 1 };
+	if (!(s.out = malloc(max_bytes + 1)))
+		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", path);
+	char last = '\n';
+	if (stream_file(fd, (uint64_t)st.st_size + FILES_READ_SLACK, &s, sel, &last, path, err) < 0 ||
+	    sel->binary) {
 		free(s.out);
-		return 0;
+		return sel->binary ? 0 : -1;
 	}
-	bool unterminated = size > 0 && last != '\n';
+	sel->start_line = offset;
+	bool unterminated = sel->size > 0 && last != '\n';
 	if (unterminated && selected(&s)) {
 		s.lines_out++;
 		s.last_end = s.out_len;

@@ -42,7 +42,8 @@ static int reserve(struct frame_reader *r, size_t want)
 }
 
 /* Hand out every complete line in buf[0..len) and keep the partial tail. */
-static void split_lines(struct frame_reader *r, frame_line_fn on_line, void *data)
+static void split_lines(struct frame_reader *r, frame_line_fn on_line, frame_line_fn on_overlong,
+			void *data)
 {
 	size_t start = 0;
 	char *nl;
@@ -56,7 +57,9 @@ static void split_lines(struct frame_reader *r, frame_line_fn on_line, void *dat
 			if (n > 0 && r->buf[start + n - 1] == '\r')
 				n--;
 			r->buf[start + n] = '\0';
-			if (n > 0)
+			if (n > PROTO_MAX_FRAME)
+				on_overlong(r->buf + start, n, data);
+			else if (n > 0)
 				on_line(r->buf + start, n, data);
 		}
 		start = end + 1;
@@ -87,7 +90,7 @@ int frame_reader_read(struct frame_reader *r, int fd, frame_line_fn on_line,
 	if (n == 0)
 		return 0;
 	r->len += (size_t)n;
-	split_lines(r, on_line, data);
+	split_lines(r, on_line, on_overlong, data);
 	if (r->len > PROTO_MAX_FRAME) {
 		r->buf[r->len] = '\0';
 		on_overlong(r->buf, r->len, data);

@@ -10,16 +10,23 @@
  *              "data":{"code":"INVALID_ARGUMENT"|"NOT_FOUND"|"CONFLICT"|"LIMIT"|"INTERNAL"}}}
  * Responses may come in any order; the id pairs them. A request without an id
  * is ignored. Unknown methods: code -32601. Bad params: -32602 with
- * data.code "INVALID_ARGUMENT" and a message naming the field.
+ * data.code "INVALID_ARGUMENT" and a message naming the field. A line over
+ * PROTO_MAX_FRAME is dropped; it gets -32600 with data.code "LIMIT" when its
+ * "id" can be found in it.
  *
  * Methods
- *   hello {} → {"version":S,"pid":N,"sessions":N}
+ *   hello {} → {"version":S,"helper_version":S,"pid":N,"sessions":N,"running":N}
  *
  *   bash.start {"session_id":"bash_…" (chosen by the host, unique),
  *               "command":S, "cwd":S (default "/workspace"),
  *               "timeout_ms":N (0 or absent = none),
- *               "yield_time_ms":N (wait at most this long for exit, ≥ 0),
- *               "max_output_bytes":N (cap on output in this reply)}
+ *               "yield_time_ms":N (wait at most this long for exit, ≥ 0;
+ *                 default 10000, clamped to 24 h),
+ *               "max_output_bytes":N (cap on raw output bytes in this reply;
+ *                 default 60000, clamped to [4, 4 MiB]; also for poll/stop)}
+ *     session_id: 1-128 of [A-Za-z0-9_.-], not starting with '.'. command:
+ *     at most 131071 bytes, no NUL. A missing cwd: INVALID_ARGUMENT naming it.
+ *     256 sessions already running: LIMIT.
  *     Starts /bin/bash -c command in a new session/process group, stdin
  *     /dev/null, stdout+stderr into one pipe, and waits until the shell exits
  *     or yield_time_ms passes. Reply: a snapshot (below) with the output
@@ -34,10 +41,14 @@
  *     SIGTERM to the process group, SIGKILL after PROTO_KILL_GRACE_MS if
  *     the group is still alive; replies when the shell has been reaped (at most
  *     about PROTO_KILL_GRACE_MS + 500 ms). Status "killed" unless the session
- *     had already ended (then its real status). Reply: a snapshot.
+ *     had already ended (then its real status; background jobs still holding
+ *     its output pipe are stopped the same way). Reply: a snapshot.
  *
- *   bash.list {} → {"sessions":[{"session_id","command","status","exit_code"?,
- *              "started_at_ms","ended_at_ms"?,"pid","log_path"}]}
+ *   bash.list {} → {"sessions":[{"session_id","command" (first 1000 bytes),
+ *              "status","exit_code"?,"started_at_ms","ended_at_ms"? (wall clock),
+ *              "pid","log_path","total_output_bytes","has_more_output"}]}
+ *     The helper keeps at most 256 ended sessions; older ones are forgotten
+ *     (bash.poll: NOT_FOUND) but their log files stay.
  *
  *   Snapshot: {"session_id":S,"status":"running"|"exited"|"killed"|"timed_out",
  *              "exit_code":N (present when not running; 128+signal when the
@@ -46,8 +57,12 @@
  *              replies; control bytes other than \n \t \r pass through JSON
  *              escaping), "output_bytes":N (raw bytes consumed this reply),
  *              "has_more_output":bool (undelivered bytes remain after this
- *              reply), "total_output_bytes":N, "log_path":S (full output,
- *              inside the sandbox), "pid":N}
+ *              reply, so a bash.poll now returns at once; the start of a
+ *              character whose remaining bytes have not arrived yet is held
+ *              back and does not count), "total_output_bytes":N, "log_path":S
+ *              (full output, inside the sandbox), "pid":N,
+ *              "dropped_output_bytes":N (only when output was lost: beyond
+ *              1 GiB per session, or the log could not be written)}
  *     A session's full output is appended to log_path
  *     (/tmp/chat2sbx/bash/<session_id>.log); delivery cursors are kept per
  *     session in the helper, so nothing is lost or repeated between calls and
@@ -58,19 +73,29 @@
  *     "timed_out".
  *
  *   file.read {"path":S, "offset":N (first line, 1-based, default 1),
- *              "limit":N (lines, default 2000), "max_bytes":N}
+ *              "limit":N (lines, default 2000), "max_bytes":N (content bytes,
+ *              default 262144, clamped to 4 MiB)}
  *     → {"path":S (absolute), "content":S (the selected lines, UTF-8 made
  *        safe), "start_line":N, "lines":N (returned), "total_lines":N,
  *        "truncated":bool (more lines exist after the selection or max_bytes
- *        cut it), "size":N (file bytes), "binary":bool}
- *     Binary files (a NUL byte in the first 8 KiB) return binary:true, size and
- *     no content. Missing file: NOT_FOUND. Directory: INVALID_ARGUMENT.
+ *        cut it), "size":N (file bytes), "binary":bool,
+ *        "sha256":S (hex, of the whole file: pass it to file.write)}
+ *     Whole lines only, unless the first selected line alone exceeds
+ *     max_bytes: then its start (cut at a character boundary), lines 1,
+ *     truncated true. An offset past the last line: INVALID_ARGUMENT.
+ *     Binary files (a NUL byte in the first 8 KiB) return {"path","binary":
+ *     true,"size","sha256"} and no content. Missing file: NOT_FOUND.
+ *     Directory, device, FIFO or socket: INVALID_ARGUMENT.
  *
- *   file.write {"path":S, "content":S, "create_dirs":bool (default false)}
- *     → {"path":S, "bytes_written":N, "created":bool}
+ *   file.write {"path":S, "content":S, "create_dirs":bool (default false),
+ *               "expected_sha256":S (optional: the sha256 file.read returned)}
+ *     → {"path":S, "bytes_written":N, "created":bool, "sha256":S (new content)}
  *     Atomic: temp file in the same directory, fsync, rename. Keeps the mode of
- *     an existing file (0644 for a new one). A failed write leaves the old
- *     content and no temp file. Missing parent without create_dirs: NOT_FOUND.
+ *     an existing file (0644 for a new one) and, as root, its owner; a symlink
+ *     is followed. A failed write leaves the old content and no temp file.
+ *     Missing parent without create_dirs: NOT_FOUND. expected_sha256 given and
+ *     the file changed or is gone: CONFLICT ("changed since read"). No space:
+ *     LIMIT. Permission denied or read-only: INVALID_ARGUMENT.
  *
  * Paths: relative paths are resolved against /workspace; absolute paths are
  * used as given (the whole container is the sandbox's to use). */

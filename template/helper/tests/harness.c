@@ -12,12 +12,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../loop.h"
+
+/* When this binary is exec'd by harness_start, be the helper: serve the
+ * loop on stdin/stdout and exit (LeakSanitizer checks the exit). Runs before
+ * Criterion's main, so Criterion never starts in that process. */
+__attribute__((constructor)) static void run_loop_if_asked(void)
+{
+	const char *ws = getenv("CHAT2SBX_TEST_LOOP_WORKSPACE");
+	const char *logs = getenv("CHAT2SBX_TEST_LOOP_LOGS");
+	if (!ws || !logs)
+		return;
+	char ws_copy[PATH_MAX], logs_copy[PATH_MAX];
+	snprintf(ws_copy, sizeof ws_copy, "%s", ws);
+	snprintf(logs_copy, sizeof logs_copy, "%s", logs);
+	unsetenv("CHAT2SBX_TEST_LOOP_WORKSPACE");
+	unsetenv("CHAT2SBX_TEST_LOOP_LOGS");
+	struct loop_config cfg = { .in_fd = STDIN_FILENO,
+				   .out_fd = STDOUT_FILENO,
+				   .workspace = ws_copy,
+				   .log_dir = logs_copy };
+	exit(loop_run(&cfg));
+}
 
 int64_t now_ms(void)
 {
@@ -41,17 +63,21 @@ void harness_start(struct harness *h)
 	h->pid = fork();
 	cr_assert_geq(h->pid, 0);
 	if (h->pid == 0) {
-		close(req[1]);
-		close(rep[0]);
-		struct loop_config cfg = { .in_fd = req[0],
-					   .out_fd = rep[1],
-					   .workspace = h->workspace,
-					   .log_dir = h->logs };
-		int rc = loop_run(&cfg);
-		close(req[0]);
-		close(rep[1]);
-		/* exit, not _exit: LeakSanitizer checks the loop freed everything. */
-		exit(rc);
+		/* A test that fails or crashes must not leave a loop behind (the
+		 * loop outlives the end of its input by design). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		char log[PATH_MAX];
+		snprintf(log, sizeof log, "%s/helper.stderr", h->dir);
+		int err_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (dup2(req[0], STDIN_FILENO) < 0 || dup2(rep[1], STDOUT_FILENO) < 0 ||
+		    err_fd < 0 || dup2(err_fd, STDERR_FILENO) < 0)
+			_exit(120);
+		setenv("CHAT2SBX_TEST_LOOP_WORKSPACE", h->workspace, 1);
+		setenv("CHAT2SBX_TEST_LOOP_LOGS", h->logs, 1);
+		/* A fresh, single-threaded, sanitized process: this test binary
+		 * again, taken over by run_loop_if_asked() before Criterion starts. */
+		execl("/proc/self/exe", "test_helper (helper loop)", (char *)NULL);
+		_exit(121);
 	}
 	close(req[0]);
 	close(rep[1]);
@@ -153,19 +179,30 @@ void harness_close_input(struct harness *h)
 	h->req_fd = -1;
 }
 
+bool harness_wait_exit(struct harness *h, int timeout_ms)
+{
+	for (int waited = 0; !h->exited; waited += 20) {
+		if (waitpid(h->pid, &h->status, WNOHANG) == h->pid)
+			h->exited = true;
+		else if (waited >= timeout_ms)
+			return false;
+		else
+			usleep(20 * 1000);
+	}
+	return true;
+}
+
 int harness_stop(struct harness *h)
 {
-	int st = -1;
-	kill(h->pid, SIGTERM);
-	for (int i = 0; i < 100; i++) {
-		if (waitpid(h->pid, &st, WNOHANG) == h->pid)
-			break;
-		usleep(50 * 1000);
+	if (!h->exited) {
+		kill(h->pid, SIGTERM);
+		if (!harness_wait_exit(h, 5000)) {
+			kill(h->pid, SIGKILL);
+			waitpid(h->pid, &h->status, 0);
+			h->exited = true;
+		}
 	}
-	if (waitpid(h->pid, &st, WNOHANG) == 0) {
-		kill(h->pid, SIGKILL);
-		waitpid(h->pid, &st, 0);
-	}
+	int st = h->status;
 	if (h->req_fd >= 0)
 		close(h->req_fd);
 	close(h->rep_fd);

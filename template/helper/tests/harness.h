@@ -6,6 +6,7 @@
 
 #include <json-c/json.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,6 +19,8 @@ struct harness {
 	char *buf;                /* partial reply line */
 	size_t len, cap;
 	json_object *stash;       /* replies read while waiting for another id */
+	bool exited;              /* the child was reaped; status holds its wait status */
+	int status;
 };
 
 /* Fork the loop with a fresh workspace and log directory. */
@@ -32,7 +35,9 @@ json_object *harness_call(struct harness *h, int64_t id, int timeout_ms, const c
 	__attribute__((format(printf, 4, 5)));
 /* Close the request stream (end of input for the helper). */
 void harness_close_input(struct harness *h);
-/* SIGTERM the loop, wait for it, remove the temporary files; returns the
+/* Reap the child if it exits within timeout_ms; true when it has. */
+bool harness_wait_exit(struct harness *h, int timeout_ms);
+/* SIGTERM the loop (unless it already exited), wait for it, remove the temporary files; returns the
  * child's wait status. */
 int harness_stop(struct harness *h);
 

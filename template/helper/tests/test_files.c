@@ -143,7 +143,7 @@ Test(files, long_first_line_is_cut_at_a_character_boundary)
 	put("l.txt", "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\nnext\n", 14);
 	struct files_selection s;
 	struct rpc_error err;
-	for (size_t max = 1; max <= 9; max++) {
+	for (size_t max = 1; max <= 8; max++) {
 		cr_assert_eq(sel_read("l.txt", 1, 10, max, &s, &err), 0);
 		cr_assert_eq(s.content_len, max / 2 * 2, "max %zu gave %zu bytes", max, s.content_len);
 		cr_assert_eq(s.lines, 1);

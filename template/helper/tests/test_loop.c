@@ -75,6 +75,7 @@ Test(loop, hello_and_malformed_requests)
 Test(loop, exit_code_and_last_output_in_one_reply)
 {
 	struct harness h;
+	setenv("CHAT2SBX_TEST_MARK", "inherited", 1);
 	harness_start(&h);
 	json_object *r = harness_call(&h, 1, 10000,
 				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":"
@@ -88,13 +89,13 @@ Test(loop, exit_code_and_last_output_in_one_reply)
 	cr_assert(strstr(jstr(r, "log_path"), "/logs/bash_exit.log"));
 	json_object_put(r);
 	/* The default cwd is the workspace, and the environment is the helper's. */
-	setenv("CHAT2SBX_TEST_MARK", "inherited", 1);
 	r = harness_call(&h, 2, 10000,
 			 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.start\",\"params\":"
-			 "{\"session_id\":\"bash_pwd\",\"command\":\"pwd; read x; echo \\\"r=$?\\\"\","
+			 "{\"session_id\":\"bash_pwd\",\"command\":\"pwd; read x; echo \\\"r=$?\\\"; "
+			 "echo $CHAT2SBX_TEST_MARK\","
 			 "\"yield_time_ms\":5000}}");
 	char want[PATH_MAX + 16];
-	snprintf(want, sizeof want, "%s\nr=1\n", h.workspace);
+	snprintf(want, sizeof want, "%s\nr=1\ninherited\n", h.workspace);
 	cr_assert_str_eq(jstr(r, "output"), want);
 	json_object_put(r);
 	stop_clean(&h);
@@ -288,8 +289,8 @@ Test(loop, multibyte_character_is_never_split)
 			 "\"yield_time_ms\":5000}}");
 	json_object *out;
 	cr_assert(json_object_object_get_ex(r, "output", &out));
-	cr_assert_eq(json_object_get_string_len(out), 10);
-	cr_assert_eq(memcmp(json_object_get_string(out), "a\xef\xbf\xbd" "b\033c\0d", 10), 0);
+	cr_assert_eq(json_object_get_string_len(out), 9);
+	cr_assert_eq(memcmp(json_object_get_string(out), "a\xef\xbf\xbd" "b\033c\0d", 9), 0);
 	json_object_put(r);
 	stop_clean(&h);
 }
@@ -478,6 +479,7 @@ Test(loop, sigterm_stops_sessions_and_answers_waiting_requests)
 	cr_assert(json_object_object_get_ex(rep, "result", &res));
 	cr_assert_str_eq(jstr(res, "status"), "killed");
 	json_object_put(rep);
+	cr_assert(harness_wait_exit(&h, 3000), "the helper did not exit after SIGTERM");
 	stop_clean(&h);
 }
 

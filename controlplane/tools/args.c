@@ -116,3 +116,12 @@ int tool_args_only(struct json_object *args, const char *const *known, struct cp
 	}
 	return 0;
 }
+
+int tool_args_sandbox(struct json_object *args, const char *const *known, const char **ret_sandbox_id,
+		      struct cp_error **err)
+{
+	if (tool_args_only(args, known, err) < 0)
+		return -1;
+	return tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes, or sandbox_create",
+			    ret_sandbox_id, err);
+}

@@ -23,6 +23,10 @@ int tool_args_bool(struct json_object *args, const char *name, int def, int *ret
  * ("sandbox_id" with "sbx_"); a malformed one says where to find real ids. */
 int tool_args_id(struct json_object *args, const char *name, const char *prefix, const char *hint,
 		 const char **ret, struct cp_error **err);
+/* The common start of every sandbox tool: refuses unknown arguments (known is
+ * NULL-terminated) and reads the required sandbox_id ("sbx_…"). */
+int tool_args_sandbox(struct json_object *args, const char *const *known, const char **ret_sandbox_id,
+		      struct cp_error **err);
 /* Refuses arguments the tool does not know (typos must not pass silently).
  * known is NULL-terminated. */
 int tool_args_only(struct json_object *args, const char *const *known, struct cp_error **err);

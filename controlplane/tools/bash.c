@@ -54,9 +54,7 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 	static const char *const known[] = {"sandbox_id", "command", "cwd", "yield_time_ms", "timeout_ms", NULL};
 	const char *sandbox_id = NULL, *command = NULL, *cwd = NULL;
 	int64_t yield = 0, timeout = 0;
-	if (tool_args_only(args, known, err) < 0 ||
-	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list or sandbox_create first", &sandbox_id, err) <
-		    0 ||
+	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 ||
 	    tool_args_string(args, "command", 1, &command, err) < 0 || tool_args_string(args, "cwd", 0, &cwd, err) < 0 ||
 	    yield_arg(app, args, &yield, err) < 0 ||
 	    tool_args_int(args, "timeout_ms", 0, 1, INT64_C(7) * 24 * 3600 * 1000, &timeout, err) < 0)
@@ -102,8 +100,7 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 static int session_args(struct json_object *args, const char *const *known, const char **sandbox_id,
 			const char **session_id, struct cp_error **err)
 {
-	if (tool_args_only(args, known, err) < 0 ||
-	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes", sandbox_id, err) < 0 ||
+	if (tool_args_sandbox(args, known, sandbox_id, err) < 0 ||
 	    tool_args_id(args, "session_id", "bash_", "use the session_id a bash call returned", session_id, err) < 0)
 		return -1;
 	return 0;

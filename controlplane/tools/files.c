@@ -19,8 +19,7 @@ int tool_files_read(const struct mcp_call *call, struct json_object *args, struc
 	static const char *const known[] = {"sandbox_id", "path", "offset", "limit", NULL};
 	const char *sandbox_id = NULL, *path = NULL;
 	int64_t offset = 1, limit = READ_DEFAULT_LIMIT;
-	if (tool_args_only(args, known, err) < 0 ||
-	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes", &sandbox_id, err) < 0 ||
+	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 ||
 	    tool_args_string(args, "path", 1, &path, err) < 0 ||
 	    tool_args_int(args, "offset", 1, 1, INT32_MAX, &offset, err) < 0 ||
 	    tool_args_int(args, "limit", READ_DEFAULT_LIMIT, 1, READ_MAX_LIMIT, &limit, err) < 0)
@@ -43,8 +42,7 @@ int tool_files_write(const struct mcp_call *call, struct json_object *args, stru
 	static const char *const known[] = {"sandbox_id", "path", "content", "create_dirs", "expected_sha256", NULL};
 	const char *sandbox_id = NULL, *path = NULL, *content = NULL, *expected = NULL;
 	int create_dirs = 0;
-	if (tool_args_only(args, known, err) < 0 ||
-	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes", &sandbox_id, err) < 0 ||
+	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 ||
 	    tool_args_string(args, "path", 1, &path, err) < 0 ||
 	    tool_args_string(args, "content", 1, &content, err) < 0 ||
 	    tool_args_bool(args, "create_dirs", 0, &create_dirs, err) < 0 ||

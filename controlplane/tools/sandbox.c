@@ -136,8 +136,7 @@ int tool_sandbox_get(const struct mcp_call *call, struct json_object *args, stru
 	struct tools_app *app = call->app;
 	static const char *const known[] = {"sandbox_id", NULL};
 	const char *id = NULL;
-	if (tool_args_only(args, known, err) < 0 ||
-	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes", &id, err) < 0)
+	if (tool_args_sandbox(args, known, &id, err) < 0)
 		return -1;
 	struct sandbox_record s = {0};
 	if (store_sandbox_get(app->store, id, &s, err) < 0)
@@ -173,8 +172,7 @@ int tool_sandbox_destroy(const struct mcp_call *call, struct json_object *args, 
 	struct tools_app *app = call->app;
 	static const char *const known[] = {"sandbox_id", NULL};
 	const char *id = NULL;
-	if (tool_args_only(args, known, err) < 0 ||
-	    tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes", &id, err) < 0)
+	if (tool_args_sandbox(args, known, &id, err) < 0)
 		return -1;
 	struct sandbox_record s = {0};
 	if (lifecycle_sandbox_destroy(app->lc, id, &s, err) < 0)

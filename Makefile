@@ -111,11 +111,13 @@ run:
 	template/build.sh $(HELPER_BIN)
 	scripts/run.sh $(BIN)
 
+FMT_FILES = $(wildcard controlplane/*.[ch] controlplane/*/*.[ch] cli/*.[ch] template/helper/*.[ch] template/helper/tests/*.[ch])
+
 fmt:
-	clang-format -i $(CP_LIB_SRCS) $(CLI_SRCS) $(HELPER_SRCS) $(wildcard controlplane/*/*.h template/helper/*.h)
+	clang-format -i $(FMT_FILES)
 
 fmt-check:
-	clang-format --dry-run $(CP_LIB_SRCS) $(CLI_SRCS) $(HELPER_SRCS) 2>&1 | grep -c warning: || true
+	clang-format --dry-run --Werror $(FMT_FILES)
 
 clean:
 	rm -rf $(BUILD)
@@ -127,6 +129,7 @@ help:
 	@echo "make unit       unit tests only"
 	@echo "make e2e        end-to-end tests (real engine, official MCP SDK client)"
 	@echo "make template   build the sandbox template image (cached by content hash)"
+	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
 	@echo "make clean      remove build/"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

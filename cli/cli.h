@@ -10,7 +10,7 @@
 
 struct cli {
 	struct config *cfg; /* owned by main */
-	int json;	    /* --json given */
+	int json;           /* --json given */
 };
 
 /* Prints "chat2sbx: <message>" to stderr and returns the exit status for err's

@@ -38,9 +38,9 @@ static int sandbox_list(struct cli *cli, struct store *store)
 			json_object_object_add(o, "workspace_id", json_object_new_string(s->workspace_id));
 			json_object_object_add(o, "image", json_object_new_string(s->image));
 			json_object_object_add(o, "created_at",
-					       json_object_new_string(when(s->created_at_ms, b1, sizeof(b1))));
+			                       json_object_new_string(when(s->created_at_ms, b1, sizeof(b1))));
 			json_object_object_add(o, "last_activity_at",
-					       json_object_new_string(when(s->last_activity_ms, b2, sizeof(b2))));
+			                       json_object_new_string(when(s->last_activity_ms, b2, sizeof(b2))));
 			if (s->failure_reason)
 				json_object_object_add(o, "failure_reason", json_object_new_string(s->failure_reason));
 			json_object_array_add(list, o);
@@ -52,7 +52,8 @@ static int sandbox_list(struct cli *cli, struct store *store)
 	}
 	free(rows);
 	if (cli->json)
-		printf("%s\n", json_object_to_json_string_ext(list, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n",
+		       json_object_to_json_string_ext(list, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(list);
 	return 0;
 }
@@ -61,9 +62,10 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id)
 {
 	struct cp_error *err = NULL;
 	if (!id_valid(id, "sbx_")) {
-		fprintf(stderr, "chat2sbx: '%s' is not a sandbox id (sbx_ followed by %d characters); see 'chat2sbx "
-				"sandbox list'\n",
-			id, ID_RANDOM_CHARS);
+		fprintf(stderr,
+		        "chat2sbx: '%s' is not a sandbox id (sbx_ followed by %d characters); see 'chat2sbx "
+		        "sandbox list'\n",
+		        id, ID_RANDOM_CHARS);
 		return 2;
 	}
 	struct docker_engine *engine = NULL;

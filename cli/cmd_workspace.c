@@ -44,7 +44,8 @@ int cmd_workspace(struct cli *cli, int argc, char **argv)
 	}
 	free(rows);
 	if (cli->json)
-		printf("%s\n", json_object_to_json_string_ext(list, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n",
+		       json_object_to_json_string_ext(list, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(list);
 	store_free(store);
 	return 0;

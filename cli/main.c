@@ -14,10 +14,11 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{"serve", cmd_serve, "serve [--stdio]            run the MCP server (HTTP on CHAT2SBX_HOST:PORT, or stdio)"},
-	{"sandbox", cmd_sandbox, "sandbox list [--json]      list sandboxes\n"
-				 "  sandbox destroy ID         remove a sandbox's container (its workspace is kept)"},
-	{"workspace", cmd_workspace, "workspace list [--json]    list workspaces"},
+    {"serve", cmd_serve, "serve [--stdio]            run the MCP server (HTTP on CHAT2SBX_HOST:PORT, or stdio)"},
+    {"sandbox", cmd_sandbox,
+     "sandbox list [--json]      list sandboxes\n"
+     "  sandbox destroy ID         remove a sandbox's container (its workspace is kept)"},
+    {"workspace", cmd_workspace, "workspace list [--json]    list workspaces"},
 };
 
 static void usage(FILE *out)
@@ -26,7 +27,7 @@ static void usage(FILE *out)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %s\n", commands[i].usage);
 	fprintf(out, "  version                    print the version\n  help                       this text\n\n"
-		     "Configuration: environment variables (see .env.example), ./.env, ~/.chat2sbx/config.yaml.\n");
+	             "Configuration: environment variables (see .env.example), ./.env, ~/.chat2sbx/config.yaml.\n");
 }
 
 int cli_fail(struct cp_error *err)

@@ -51,18 +51,19 @@ int controlplane_check_tunnel(const struct config *cfg, struct cp_error **err)
 	const char *local = "or serve local-only with CHAT2SBX_ENABLE_TUNNEL=0";
 	if (access(cfg->tunnel_client, X_OK) < 0)
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
-				    "the tunnel is enabled but the tunnel client '%s' %s; install it there or set "
-				    "CHAT2SBX_TUNNEL_CLIENT, %s",
-				    cfg->tunnel_client, errno == ENOENT ? "does not exist" : "is not executable", local);
+		                    "the tunnel is enabled but the tunnel client '%s' %s; install it there or set "
+		                    "CHAT2SBX_TUNNEL_CLIENT, %s",
+		                    cfg->tunnel_client, errno == ENOENT ? "does not exist" : "is not executable",
+		                    local);
 	const char *files[] = {"tunnel-id", "key"};
 	for (size_t i = 0; i < 2; i++) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/%s", cfg->secret_dir, files[i]);
 		if (access(path, R_OK) < 0)
 			return cp_error_set(err, CP_ERR_UNAVAILABLE,
-					    "the tunnel is enabled but '%s' is missing; store the tunnel %s there "
-					    "(CHAT2SBX_SECRET_DIR), %s",
-					    path, i == 0 ? "id" : "runtime key (mode 0600)", local);
+			                    "the tunnel is enabled but '%s' is missing; store the tunnel %s there "
+			                    "(CHAT2SBX_SECRET_DIR), %s",
+			                    path, i == 0 ? "id" : "runtime key (mode 0600)", local);
 	}
 	return 0;
 }
@@ -81,17 +82,17 @@ static int check_runtime_inputs(const struct config *cfg, struct docker_engine *
 		if ((*err)->code == CP_ERR_NOT_FOUND) {
 			cp_error_freep(err);
 			return cp_error_set(err, CP_ERR_UNAVAILABLE,
-					    "the template image '%s' is not in the engine; build it with 'make "
-					    "template' (or set CHAT2SBX_TEMPLATE_IMAGE)",
-					    cfg->template_image);
+			                    "the template image '%s' is not in the engine; build it with 'make "
+			                    "template' (or set CHAT2SBX_TEMPLATE_IMAGE)",
+			                    cfg->template_image);
 		}
 		return -1;
 	}
 	if (access(cfg->helper_path, R_OK) < 0)
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
-				    "the helper binary '%s' is missing; build it with 'make' (or set "
-				    "CHAT2SBX_HELPER_PATH)",
-				    cfg->helper_path);
+		                    "the helper binary '%s' is missing; build it with 'make' (or set "
+		                    "CHAT2SBX_HELPER_PATH)",
+		                    cfg->helper_path);
 	return 0;
 }
 
@@ -101,7 +102,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		return -1;
 	if (cfg->enable_tunnel)
 		log_warn("serve", "the tunnel client is configured, but this version does not start it yet; serve "
-				  "is reachable on loopback only");
+		                  "is reachable on loopback only");
 
 	struct store *store = NULL;
 	struct docker_engine *engine = NULL;
@@ -112,7 +113,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	if (controlplane_open_store(cfg, &store, err) < 0 || docker_engine_new(cfg->docker_socket, &engine, err) < 0)
 		goto out;
 	log_info("serve", "engine %s (API %s) at %s", docker_engine_version(engine), docker_engine_api_version(engine),
-		 cfg->docker_socket);
+	         cfg->docker_socket);
 	if (check_runtime_inputs(cfg, engine, err) < 0 || lifecycle_new(cfg, store, engine, &lc, err) < 0)
 		goto out;
 	struct cp_error *rec_err = NULL;
@@ -125,14 +126,14 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	size_t n_tools = 0;
 	const struct mcp_tool *tools = tools_table(&n_tools);
 	struct mcp_server_options mo = {
-		.host = cfg->host,
-		.port = (unsigned)cfg->port,
-		.name = "chat2sbx",
-		.version = CHAT2SBX_VERSION,
-		.instructions = tools_instructions,
-		.max_body_bytes = MCP_MAX_BODY_BYTES,
-		.max_sessions = MCP_MAX_SESSIONS,
-		.session_idle_ms = MCP_SESSION_IDLE_MS,
+	    .host = cfg->host,
+	    .port = (unsigned)cfg->port,
+	    .name = "chat2sbx",
+	    .version = CHAT2SBX_VERSION,
+	    .instructions = tools_instructions,
+	    .max_body_bytes = MCP_MAX_BODY_BYTES,
+	    .max_sessions = MCP_MAX_SESSIONS,
+	    .session_idle_ms = MCP_SESSION_IDLE_MS,
 	};
 	if (mcp_server_new(&mo, tools, n_tools, &app, &server, err) < 0)
 		goto out;
@@ -159,7 +160,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		goto out;
 	}
 	log_info("serve", "serving MCP on http://%s:%u/mcp (%s)", cfg->host, mcp_server_port(server),
-		 cfg->enable_tunnel ? "tunnel configured" : "local-only: CHAT2SBX_ENABLE_TUNNEL=0");
+	         cfg->enable_tunnel ? "tunnel configured" : "local-only: CHAT2SBX_ENABLE_TUNNEL=0");
 	while (!stop_requested)
 		sigsuspend(&old_set);
 	pthread_sigmask(SIG_SETMASK, &old_set, NULL);

@@ -10,7 +10,10 @@
 
 #define _cleanup_(fn) __attribute__((cleanup(fn)))
 
-static inline void cleanup_freep(void *p) { free(*(void **)p); }
+static inline void cleanup_freep(void *p)
+{
+	free(*(void **)p);
+}
 #define _cleanup_free_ _cleanup_(cleanup_freep)
 
 static inline void cleanup_closep(int *fd)
@@ -21,19 +24,19 @@ static inline void cleanup_closep(int *fd)
 #define _cleanup_close_ _cleanup_(cleanup_closep)
 
 /* Returns the pointer and leaves NULL in the variable: ownership moves to the caller. */
-#define TAKE_PTR(p)                                                            \
-	({                                                                     \
-		__typeof__(p) _tp = (p);                                       \
-		(p) = NULL;                                                    \
-		_tp;                                                           \
+#define TAKE_PTR(p)                                                                                                    \
+	({                                                                                                             \
+		__typeof__(p) _tp = (p);                                                                               \
+		(p) = NULL;                                                                                            \
+		_tp;                                                                                                   \
 	})
 
 /* Returns the descriptor and leaves -1 in the variable. */
-#define TAKE_FD(fd)                                                            \
-	({                                                                     \
-		int _tf = (fd);                                                \
-		(fd) = -1;                                                     \
-		_tf;                                                           \
+#define TAKE_FD(fd)                                                                                                    \
+	({                                                                                                             \
+		int _tf = (fd);                                                                                        \
+		(fd) = -1;                                                                                             \
+		_tf;                                                                                                   \
 	})
 
 /* json-c: one reference per parse/new; this drops it at scope exit. */

@@ -24,7 +24,10 @@ int64_t clock_monotonic_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void clock_set_fake_ms(int64_t ms) { atomic_store(&fake_ms, ms); }
+void clock_set_fake_ms(int64_t ms)
+{
+	atomic_store(&fake_ms, ms);
+}
 
 char *clock_format_rfc3339(int64_t ms, char *buf, unsigned long size)
 {
@@ -32,6 +35,6 @@ char *clock_format_rfc3339(int64_t ms, char *buf, unsigned long size)
 	struct tm tm;
 	gmtime_r(&s, &tm);
 	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+	         tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 	return buf;
 }

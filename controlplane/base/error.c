@@ -8,8 +8,7 @@
 
 static char oom_text[] = "out of memory";
 
-static int error_setv(struct cp_error **err, enum cp_error_code code, const char *suffix, const char *fmt,
-		      va_list ap)
+static int error_setv(struct cp_error **err, enum cp_error_code code, const char *suffix, const char *fmt, va_list ap)
 {
 	if (!err || *err)
 		return -1;

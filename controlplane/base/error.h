@@ -29,11 +29,11 @@ struct cp_error {
  * `return cp_error_set(err, ...)`. Allocation failure leaves a static-text
  * message ("out of memory") rather than none. */
 int cp_error_set(struct cp_error **err, enum cp_error_code code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Like cp_error_set, appending ": strerror(errnum)". Returns -1. */
 int cp_error_set_errno(struct cp_error **err, enum cp_error_code code, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Prefixes context to an existing error: "<prefix>: <old message>". No-op when
  * err or *err is NULL. Returns -1. */

@@ -15,8 +15,14 @@ static enum log_level min_level = LOG_LEVEL_INFO;
 static char debug_components[256];
 static int json_lines;
 
-void log_set_level(enum log_level level) { min_level = level; }
-void log_set_json(int on) { json_lines = on; }
+void log_set_level(enum log_level level)
+{
+	min_level = level;
+}
+void log_set_json(int on)
+{
+	json_lines = on;
+}
 
 void log_set_debug(const char *components)
 {
@@ -71,7 +77,7 @@ void log_emit(enum log_level level, const char *component, const char *fmt, ...)
 	gmtime_r(&ts.tv_sec, &tm);
 	char when[64];
 	snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ts.tv_nsec / 1000000));
+	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ts.tv_nsec / 1000000));
 
 	char line[2400];
 	int n;
@@ -81,8 +87,9 @@ void log_emit(enum log_level level, const char *component, const char *fmt, ...)
 		json_object_object_add(o, "level", json_object_new_string(level_name(level)));
 		json_object_object_add(o, "component", json_object_new_string(component));
 		json_object_object_add(o, "msg", json_object_new_string(msg));
-		n = snprintf(line, sizeof(line), "%s\n",
-			     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		n = snprintf(
+		    line, sizeof(line), "%s\n",
+		    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
 		n = snprintf(line, sizeof(line), "%s %-5s %s: %s\n", when, level_name(level), component, msg);

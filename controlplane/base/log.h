@@ -16,16 +16,15 @@ void log_set_json(int on);
 /* True when a line at level for component would be printed. */
 int log_enabled(enum log_level level, const char *component);
 /* Formats and writes one line (thread-safe; a single write(2)). */
-void log_emit(enum log_level level, const char *component, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+void log_emit(enum log_level level, const char *component, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_error(c, ...) log_emit(LOG_LEVEL_ERROR, c, __VA_ARGS__)
 #define log_warn(c, ...) log_emit(LOG_LEVEL_WARN, c, __VA_ARGS__)
 #define log_info(c, ...) log_emit(LOG_LEVEL_INFO, c, __VA_ARGS__)
-#define log_debug(c, ...)                                                      \
-	do {                                                                   \
-		if (log_enabled(LOG_LEVEL_DEBUG, c))                           \
-			log_emit(LOG_LEVEL_DEBUG, c, __VA_ARGS__);             \
+#define log_debug(c, ...)                                                                                              \
+	do {                                                                                                           \
+		if (log_enabled(LOG_LEVEL_DEBUG, c))                                                                   \
+			log_emit(LOG_LEVEL_DEBUG, c, __VA_ARGS__);                                                     \
 	} while (0)
 
 #endif

@@ -22,7 +22,7 @@ struct setting {
 	enum setting_type type;
 	size_t offset;
 	const char *def; /* "${NAME}" refers to an earlier setting's value, "~/" to HOME */
-	long min, max;	 /* SETTING_INT range */
+	long min, max;   /* SETTING_INT range */
 	const char *default_text;
 	const char *help;
 };
@@ -31,45 +31,45 @@ struct setting {
 
 /* Order matters: a default may only refer to settings above it. */
 static const struct setting settings[] = {
-	{"CHAT2SBX_HOST", "host", SETTING_STRING, OFF(host), "127.0.0.1", 0, 0, "127.0.0.1", "MCP bind address"},
-	{"CHAT2SBX_PORT", "port", SETTING_INT, OFF(port), "18788", 1, 65535, "18788", "MCP port"},
-	{"CHAT2SBX_DATA_ROOT", NULL, SETTING_PATH, OFF(data_root), "~/.chat2sbx", 0, 0, "~/.chat2sbx",
-	 "all persistent data"},
-	{"CHAT2SBX_STATE_DIR", "stateDir", SETTING_PATH, OFF(state_dir), "${CHAT2SBX_DATA_ROOT}/state", 0, 0,
-	 "DATA_ROOT/state", "runtime state (0700)"},
-	{"CHAT2SBX_WORKSPACE_ROOT", "workspaceRoot", SETTING_PATH, OFF(workspace_root),
-	 "${CHAT2SBX_DATA_ROOT}/workspaces", 0, 0, "DATA_ROOT/workspaces", "managed workspaces (0700)"},
-	{"CHAT2SBX_DATABASE_PATH", "databasePath", SETTING_PATH, OFF(database_path),
-	 "${CHAT2SBX_STATE_DIR}/chat2sbx.sqlite", 0, 0, "STATE_DIR/chat2sbx.sqlite", "the registry (0600)"},
-	{"CHAT2SBX_ALLOWED_HOST_ROOTS", "allowedHostRoots", SETTING_STRING, OFF(allowed_host_roots),
-	 "~/repositories", 0, 0, "~/repositories", "colon-separated roots eligible for approval"},
-	{"CHAT2SBX_ENABLE_TUNNEL", "enableTunnel", SETTING_BOOL, OFF(enable_tunnel), "1", 0, 1, "1",
-	 "0 = serve local-only, no tunnel client"},
-	{"CHAT2SBX_TUNNEL_CLIENT", "tunnelClient", SETTING_PATH, OFF(tunnel_client), "~/.local/bin/tunnel-client", 0,
-	 0, "~/.local/bin/tunnel-client", "tunnel client executable"},
-	{"CHAT2SBX_SECRET_DIR", "secretDir", SETTING_PATH, OFF(secret_dir), "~/.secrets/tunnel-client", 0, 0,
-	 "~/.secrets/tunnel-client", "holds tunnel-id and key"},
-	{"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "maxActiveSandboxes", SETTING_INT, OFF(max_active_sandboxes), "unlimited",
-	 1, 100000, "unlimited", "most sandboxes running at once ('unlimited' or 1-100000)"},
-	{"CHAT2SBX_DOCKER_SOCKET", "dockerSocket", SETTING_PATH, OFF(docker_socket), "${DOCKER_HOST_UNIX}", 0, 0,
-	 "DOCKER_HOST if unix://, else /var/run/docker.sock", "Docker Engine socket"},
-	{"CHAT2SBX_TEMPLATE_IMAGE", "templateImage", SETTING_STRING, OFF(template_image),
-	 "chat2sbx-template:" CHAT2SBX_VERSION, 0, 0, "chat2sbx-template:VERSION", "default sandbox image"},
-	{"CHAT2SBX_RUNTIME", "runtime", SETTING_STRING, OFF(runtime), "", 0, 0, "engine default",
-	 "OCI runtime name (runc, runsc, ...)"},
-	{"CHAT2SBX_EXPOSE_HOST", "exposeHost", SETTING_STRING, OFF(expose_host), "127.0.0.1", 0, 0, "127.0.0.1",
-	 "host address sandbox_expose binds"},
-	{"CHAT2SBX_MAX_YIELD_MS", "maxYieldMs", SETTING_INT, OFF(max_yield_ms), "30000", 100, 60000, "30000",
-	 "upper clamp of yield_time_ms for bash and bash_poll (ms, at most 60000)"},
-	{"CHAT2SBX_MAX_OUTPUT_CHARS", "maxOutputChars", SETTING_INT, OFF(max_output_chars), "60000", 1000, 1000000,
-	 "60000", "bound on the output returned by one tool call (bytes)"},
-	{"CHAT2SBX_PIDS_LIMIT", "pidsLimit", SETTING_INT, OFF(pids_limit), "4096", 16, 1000000, "4096",
-	 "process limit of each sandbox"},
-	{"CHAT2SBX_HELPER_PATH", "helperPath", SETTING_PATH, OFF(helper_path), "${EXE_DIR}/chat2sbx-helper", 0, 0,
-	 "chat2sbx-helper beside the chat2sbx binary", "static helper binary mounted into each sandbox"},
-	{"CHAT2SBX_LOG_DEBUG", "logDebug", SETTING_STRING, OFF(log_debug), "", 0, 0, "(none)",
-	 "components with debug logging, comma-separated (docker,mcp,helper,store,all)"},
-	{"CHAT2SBX_LOG_JSON", "logJson", SETTING_BOOL, OFF(log_json), "0", 0, 1, "0", "1 = log JSON lines"},
+    {"CHAT2SBX_HOST", "host", SETTING_STRING, OFF(host), "127.0.0.1", 0, 0, "127.0.0.1", "MCP bind address"},
+    {"CHAT2SBX_PORT", "port", SETTING_INT, OFF(port), "18788", 1, 65535, "18788", "MCP port"},
+    {"CHAT2SBX_DATA_ROOT", NULL, SETTING_PATH, OFF(data_root), "~/.chat2sbx", 0, 0, "~/.chat2sbx",
+     "all persistent data"},
+    {"CHAT2SBX_STATE_DIR", "stateDir", SETTING_PATH, OFF(state_dir), "${CHAT2SBX_DATA_ROOT}/state", 0, 0,
+     "DATA_ROOT/state", "runtime state (0700)"},
+    {"CHAT2SBX_WORKSPACE_ROOT", "workspaceRoot", SETTING_PATH, OFF(workspace_root), "${CHAT2SBX_DATA_ROOT}/workspaces",
+     0, 0, "DATA_ROOT/workspaces", "managed workspaces (0700)"},
+    {"CHAT2SBX_DATABASE_PATH", "databasePath", SETTING_PATH, OFF(database_path),
+     "${CHAT2SBX_STATE_DIR}/chat2sbx.sqlite", 0, 0, "STATE_DIR/chat2sbx.sqlite", "the registry (0600)"},
+    {"CHAT2SBX_ALLOWED_HOST_ROOTS", "allowedHostRoots", SETTING_STRING, OFF(allowed_host_roots), "~/repositories", 0, 0,
+     "~/repositories", "colon-separated roots eligible for approval"},
+    {"CHAT2SBX_ENABLE_TUNNEL", "enableTunnel", SETTING_BOOL, OFF(enable_tunnel), "1", 0, 1, "1",
+     "0 = serve local-only, no tunnel client"},
+    {"CHAT2SBX_TUNNEL_CLIENT", "tunnelClient", SETTING_PATH, OFF(tunnel_client), "~/.local/bin/tunnel-client", 0, 0,
+     "~/.local/bin/tunnel-client", "tunnel client executable"},
+    {"CHAT2SBX_SECRET_DIR", "secretDir", SETTING_PATH, OFF(secret_dir), "~/.secrets/tunnel-client", 0, 0,
+     "~/.secrets/tunnel-client", "holds tunnel-id and key"},
+    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "maxActiveSandboxes", SETTING_INT, OFF(max_active_sandboxes), "unlimited", 1,
+     100000, "unlimited", "most sandboxes running at once ('unlimited' or 1-100000)"},
+    {"CHAT2SBX_DOCKER_SOCKET", "dockerSocket", SETTING_PATH, OFF(docker_socket), "${DOCKER_HOST_UNIX}", 0, 0,
+     "DOCKER_HOST if unix://, else /var/run/docker.sock", "Docker Engine socket"},
+    {"CHAT2SBX_TEMPLATE_IMAGE", "templateImage", SETTING_STRING, OFF(template_image),
+     "chat2sbx-template:" CHAT2SBX_VERSION, 0, 0, "chat2sbx-template:VERSION", "default sandbox image"},
+    {"CHAT2SBX_RUNTIME", "runtime", SETTING_STRING, OFF(runtime), "", 0, 0, "engine default",
+     "OCI runtime name (runc, runsc, ...)"},
+    {"CHAT2SBX_EXPOSE_HOST", "exposeHost", SETTING_STRING, OFF(expose_host), "127.0.0.1", 0, 0, "127.0.0.1",
+     "host address sandbox_expose binds"},
+    {"CHAT2SBX_MAX_YIELD_MS", "maxYieldMs", SETTING_INT, OFF(max_yield_ms), "30000", 100, 60000, "30000",
+     "upper clamp of yield_time_ms for bash and bash_poll (ms, at most 60000)"},
+    {"CHAT2SBX_MAX_OUTPUT_CHARS", "maxOutputChars", SETTING_INT, OFF(max_output_chars), "60000", 1000, 1000000, "60000",
+     "bound on the output returned by one tool call (bytes)"},
+    {"CHAT2SBX_PIDS_LIMIT", "pidsLimit", SETTING_INT, OFF(pids_limit), "4096", 16, 1000000, "4096",
+     "process limit of each sandbox"},
+    {"CHAT2SBX_HELPER_PATH", "helperPath", SETTING_PATH, OFF(helper_path), "${EXE_DIR}/chat2sbx-helper", 0, 0,
+     "chat2sbx-helper beside the chat2sbx binary", "static helper binary mounted into each sandbox"},
+    {"CHAT2SBX_LOG_DEBUG", "logDebug", SETTING_STRING, OFF(log_debug), "", 0, 0, "(none)",
+     "components with debug logging, comma-separated (docker,mcp,helper,store,all)"},
+    {"CHAT2SBX_LOG_JSON", "logJson", SETTING_BOOL, OFF(log_json), "0", 0, 1, "0", "1 = log JSON lines"},
 };
 
 static const struct config_setting_info *infos;
@@ -80,8 +80,8 @@ const struct config_setting_info *config_settings(size_t *ret_n)
 	if (!infos) {
 		for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
 			table[i] = (struct config_setting_info){settings[i].env,
-								 settings[i].yaml_key ? settings[i].yaml_key : "-",
-								 settings[i].default_text, settings[i].help};
+			                                        settings[i].yaml_key ? settings[i].yaml_key : "-",
+			                                        settings[i].default_text, settings[i].help};
 		infos = table;
 	}
 	*ret_n = sizeof(settings) / sizeof(settings[0]);
@@ -160,7 +160,7 @@ static int parse_bool(const char *s, int *ret)
 }
 
 static int apply(const struct config_env *env, const struct setting *s, const char *raw, const char *origin,
-		 struct config *c, struct cp_error **err)
+                 struct config *c, struct cp_error **err)
 {
 	void *field = (char *)c + s->offset;
 	switch (s->type) {
@@ -170,8 +170,8 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 		if (!v)
 			return cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
 		if (s->type == SETTING_PATH && v[0] != '/' && v[0] != '\0') {
-			cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' (from %s) must be an absolute path",
-				     s->env, raw, origin);
+			cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' (from %s) must be an absolute path", s->env,
+			             raw, origin);
 			free(v);
 			return -1;
 		}
@@ -182,7 +182,7 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 	case SETTING_BOOL:
 		if (parse_bool(raw, (int *)field) < 0)
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-					    "%s '%s' (from %s) is not a boolean; use 1 or 0", s->env, raw, origin);
+			                    "%s '%s' (from %s) is not a boolean; use 1 or 0", s->env, raw, origin);
 		return 0;
 	case SETTING_INT: {
 		if (s->offset == OFF(max_active_sandboxes) && (!strcasecmp(raw, "unlimited") || !strcmp(raw, "0"))) {
@@ -194,9 +194,9 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 		long v = strtol(raw, &end, 10);
 		if (errno || !*raw || *end || v < s->min || v > s->max)
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-					    "%s '%s' (from %s) is not an integer in %ld..%ld%s", s->env, raw, origin,
-					    s->min, s->max,
-					    s->offset == OFF(max_active_sandboxes) ? " or 'unlimited'" : "");
+			                    "%s '%s' (from %s) is not an integer in %ld..%ld%s", s->env, raw, origin,
+			                    s->min, s->max,
+			                    s->offset == OFF(max_active_sandboxes) ? " or 'unlimited'" : "");
 		*(int *)field = (int)v;
 		return 0;
 	}
@@ -255,9 +255,9 @@ int config_load(const struct config_env *env, struct config **ret_config, struct
 						known = 1;
 				if (!known) {
 					cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-						     "'%s' has an unknown key '%s'; see .env.example for the settings "
-						     "(camelCase in config.yaml, e.g. maxActiveSandboxes)",
-						     path, yaml.keys[k]);
+					             "'%s' has an unknown key '%s'; see .env.example for the settings "
+					             "(camelCase in config.yaml, e.g. maxActiveSandboxes)",
+					             path, yaml.keys[k]);
 					goto fail;
 				}
 			}

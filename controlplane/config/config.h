@@ -10,28 +10,28 @@
 #include "../base/error.h"
 
 struct config {
-	char *host;		 /* CHAT2SBX_HOST */
-	int port;		 /* CHAT2SBX_PORT */
-	char *data_root;	 /* CHAT2SBX_DATA_ROOT */
-	char *state_dir;	 /* CHAT2SBX_STATE_DIR */
-	char *workspace_root;	 /* CHAT2SBX_WORKSPACE_ROOT */
-	char *database_path;	 /* CHAT2SBX_DATABASE_PATH */
+	char *host;               /* CHAT2SBX_HOST */
+	int port;                 /* CHAT2SBX_PORT */
+	char *data_root;          /* CHAT2SBX_DATA_ROOT */
+	char *state_dir;          /* CHAT2SBX_STATE_DIR */
+	char *workspace_root;     /* CHAT2SBX_WORKSPACE_ROOT */
+	char *database_path;      /* CHAT2SBX_DATABASE_PATH */
 	char *allowed_host_roots; /* CHAT2SBX_ALLOWED_HOST_ROOTS, colon-separated */
-	int enable_tunnel;	 /* CHAT2SBX_ENABLE_TUNNEL */
-	char *tunnel_client;	 /* CHAT2SBX_TUNNEL_CLIENT */
-	char *secret_dir;	 /* CHAT2SBX_SECRET_DIR */
+	int enable_tunnel;        /* CHAT2SBX_ENABLE_TUNNEL */
+	char *tunnel_client;      /* CHAT2SBX_TUNNEL_CLIENT */
+	char *secret_dir;         /* CHAT2SBX_SECRET_DIR */
 	int max_active_sandboxes; /* CHAT2SBX_MAX_ACTIVE_SANDBOXES, 0 = unlimited */
-	char *docker_socket;	 /* CHAT2SBX_DOCKER_SOCKET */
-	char *template_image;	 /* CHAT2SBX_TEMPLATE_IMAGE */
-	char *runtime;		 /* CHAT2SBX_RUNTIME, "" = engine default */
-	char *expose_host;	 /* CHAT2SBX_EXPOSE_HOST */
-	int max_yield_ms;	 /* CHAT2SBX_MAX_YIELD_MS */
-	int max_output_chars;	 /* CHAT2SBX_MAX_OUTPUT_CHARS */
-	int pids_limit;		 /* CHAT2SBX_PIDS_LIMIT */
-	char *helper_path;	 /* CHAT2SBX_HELPER_PATH */
-	char *log_debug;	 /* CHAT2SBX_LOG_DEBUG */
-	int log_json;		 /* CHAT2SBX_LOG_JSON */
-	/* Where each value came from, for `status`: not needed yet. */
+	char *docker_socket;      /* CHAT2SBX_DOCKER_SOCKET */
+	char *template_image;     /* CHAT2SBX_TEMPLATE_IMAGE */
+	char *runtime;            /* CHAT2SBX_RUNTIME, "" = engine default */
+	char *expose_host;        /* CHAT2SBX_EXPOSE_HOST */
+	int max_yield_ms;         /* CHAT2SBX_MAX_YIELD_MS */
+	int max_output_chars;     /* CHAT2SBX_MAX_OUTPUT_CHARS */
+	int pids_limit;           /* CHAT2SBX_PIDS_LIMIT */
+	char *helper_path;        /* CHAT2SBX_HELPER_PATH */
+	char *log_debug;          /* CHAT2SBX_LOG_DEBUG */
+	int log_json;             /* CHAT2SBX_LOG_JSON */
+	                          /* Where each value came from, for `status`: not needed yet. */
 };
 
 /* Where settings are read from. Tests pass their own; main uses config_env_process(). */
@@ -39,9 +39,9 @@ struct config_env {
 	/* Returns the value of an environment variable or NULL (borrowed). */
 	const char *(*get)(void *userdata, const char *name);
 	void *userdata;
-	const char *home;	/* expands "~/" */
+	const char *home;        /* expands "~/" */
 	const char *dotenv_path; /* ".env" or NULL to skip */
-	const char *exe_dir;	/* directory of the running binary (helper default) */
+	const char *exe_dir;     /* directory of the running binary (helper default) */
 };
 
 /* The process environment, $HOME, ./.env and the directory of /proc/self/exe.
@@ -57,8 +57,8 @@ void config_free(struct config *config);
 
 /* The setting table, for .env.example checks and `status`. */
 struct config_setting_info {
-	const char *env;      /* "CHAT2SBX_PORT" */
-	const char *yaml_key; /* "port" */
+	const char *env;          /* "CHAT2SBX_PORT" */
+	const char *yaml_key;     /* "port" */
 	const char *default_text; /* as documented ("~/.chat2sbx", "unlimited") */
 	const char *help;
 };

@@ -57,7 +57,7 @@ int config_file_read_dotenv(const char *path, struct config_file *ret, struct cp
 		if (!eq) {
 			fclose(fp);
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-					    "read '%s': line %d is not KEY=VALUE; fix or remove it", path, lineno);
+			                    "read '%s': line %d is not KEY=VALUE; fix or remove it", path, lineno);
 		}
 		char *key_end = eq;
 		while (key_end > p && (key_end[-1] == ' ' || key_end[-1] == '\t'))
@@ -94,33 +94,33 @@ int config_file_read_yaml(const char *path, struct config_file *ret, struct cp_e
 		yaml_event_t ev;
 		if (!yaml_parser_parse(&parser, &ev)) {
 			r = cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "read '%s': %s at line %zu", path,
-					 parser.problem ? parser.problem : "malformed YAML",
-					 parser.problem_mark.line + 1);
+			                 parser.problem ? parser.problem : "malformed YAML",
+			                 parser.problem_mark.line + 1);
 			break;
 		}
 		switch (ev.type) {
 		case YAML_MAPPING_START_EVENT:
 			if (++depth > 1)
 				r = cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-						 "read '%s': key '%s' at line %zu must be a scalar, not a mapping",
-						 path, key ? key : "?", ev.start_mark.line + 1);
+				                 "read '%s': key '%s' at line %zu must be a scalar, not a mapping",
+				                 path, key ? key : "?", ev.start_mark.line + 1);
 			break;
 		case YAML_SEQUENCE_START_EVENT:
 			r = cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-					 "read '%s': key '%s' at line %zu must be a scalar, not a list", path,
-					 key ? key : "?", ev.start_mark.line + 1);
+			                 "read '%s': key '%s' at line %zu must be a scalar, not a list", path,
+			                 key ? key : "?", ev.start_mark.line + 1);
 			break;
 		case YAML_MAPPING_END_EVENT: depth--; break;
 		case YAML_SCALAR_EVENT:
 			if (depth != 1) {
 				r = cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-						 "read '%s': the document must be a mapping of settings (line %zu)",
-						 path, ev.start_mark.line + 1);
+				                 "read '%s': the document must be a mapping of settings (line %zu)",
+				                 path, ev.start_mark.line + 1);
 			} else if (!key) {
 				key = strndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
 			} else {
 				if (add(ret, key, strlen(key), (const char *)ev.data.scalar.value,
-					ev.data.scalar.length) < 0)
+				        ev.data.scalar.length) < 0)
 					r = cp_error_set(err, CP_ERR_INTERNAL, "read '%s': out of memory", path);
 				free(key);
 				key = NULL;

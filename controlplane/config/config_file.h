@@ -9,7 +9,7 @@
 #include "../base/error.h"
 
 struct config_file {
-	char **keys; /* owned */
+	char **keys;   /* owned */
 	char **values; /* owned */
 	size_t n;
 };

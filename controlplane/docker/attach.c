@@ -23,7 +23,10 @@
 #define ATTACH_MAX_HEADERS (16u * 1024)
 #define ATTACH_MAX_ERROR_BODY (64u * 1024)
 
-static void cleanup_bufp(struct cp_buf *b) { cp_buf_free(b); }
+static void cleanup_bufp(struct cp_buf *b)
+{
+	cp_buf_free(b);
+}
 
 /* Waits for events on fd until deadline (monotonic ms). 1 ready, 0 timed
  * out, -1 error (errno). */
@@ -47,12 +50,12 @@ static int wait_fd(int fd, short events, int64_t deadline)
  * the response head must be read without consuming one byte of the stream
  * behind it, which needs byte-level control of every read. */
 static int attach_connect(const char *socket_path, int64_t deadline, const char *what, int *ret_fd,
-			  struct cp_error **err)
+                          struct cp_error **err)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	if (strlen(socket_path) >= sizeof(addr.sun_path))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: socket path '%s' is too long", what,
-				    socket_path);
+		                    socket_path);
 	memcpy(addr.sun_path, socket_path, strlen(socket_path) + 1);
 
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -68,8 +71,10 @@ static int attach_connect(const char *socket_path, int64_t deadline, const char 
 			int soerr = 0;
 			socklen_t sl = sizeof(soerr);
 			if (r == 0)
-				return cp_error_set(err, CP_ERR_TIMEOUT, "%s: the Docker Engine at '%s' did not accept "
-							 "the connection in time", what, socket_path);
+				return cp_error_set(err, CP_ERR_TIMEOUT,
+				                    "%s: the Docker Engine at '%s' did not accept "
+				                    "the connection in time",
+				                    what, socket_path);
 			if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
 				soerr = errno;
 			if (soerr)
@@ -80,8 +85,10 @@ static int attach_connect(const char *socket_path, int64_t deadline, const char 
 			/* A full listen backlog: a non-blocking AF_UNIX connect cannot
 			 * wait for room, so retry briefly, bounded by the deadline. */
 			if (clock_monotonic_ms() >= deadline)
-				return cp_error_set(err, CP_ERR_TIMEOUT, "%s: the Docker Engine at '%s' is too busy to "
-							 "accept a connection", what, socket_path);
+				return cp_error_set(err, CP_ERR_TIMEOUT,
+				                    "%s: the Docker Engine at '%s' is too busy to "
+				                    "accept a connection",
+				                    what, socket_path);
 			poll(NULL, 0, 10);
 			continue;
 		}
@@ -106,7 +113,7 @@ static int send_all(int fd, const char *buf, size_t len, int64_t deadline, const
 			int r = wait_fd(fd, POLLOUT, deadline);
 			if (r == 0)
 				return cp_error_set(err, CP_ERR_TIMEOUT,
-						    "%s: the engine did not take the request in time", what);
+				                    "%s: the engine did not take the request in time", what);
 			if (r > 0)
 				continue;
 		}
@@ -144,15 +151,17 @@ static int read_head(int fd, int64_t deadline, struct cp_buf *head, const char *
 		ssize_t n = recv_some(fd, &c, 1, deadline);
 		if (n == -2)
 			return cp_error_set(err, CP_ERR_TIMEOUT,
-					    "%s: the engine did not answer the attach request in time", what);
+			                    "%s: the engine did not answer the attach request in time", what);
 		if (n < 0)
 			return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "%s: read the engine's answer", what);
 		if (n == 0)
-			return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s: the engine closed the connection during the "
-								    "attach handshake", what);
+			return cp_error_set(err, CP_ERR_UNAVAILABLE,
+			                    "%s: the engine closed the connection during the "
+			                    "attach handshake",
+			                    what);
 		if (cp_buf_append(head, &c, 1) < 0)
 			return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's response headers exceed %u KiB",
-					    what, ATTACH_MAX_HEADERS >> 10);
+			                    what, ATTACH_MAX_HEADERS >> 10);
 	}
 	return 0;
 }
@@ -232,7 +241,7 @@ static void read_error_body(int fd, const char *head, int64_t deadline, struct c
  * 5xx → UNAVAILABLE, each with its message; the engine unreachable →
  * UNAVAILABLE; no answer within timeout_ms → TIMEOUT. */
 int docker_container_attach(struct docker_engine *engine, const char *id, long timeout_ms, int *ret_fd,
-			    struct cp_error **err)
+                            struct cp_error **err)
 {
 	_cleanup_free_ char *what = NULL;
 	if (asprintf(&what, "attach to container '%s'", id ? id : "") < 0) {
@@ -241,15 +250,15 @@ int docker_container_attach(struct docker_engine *engine, const char *id, long t
 	}
 	if (!id || !*id || timeout_ms <= 0)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: an id and a positive timeout are required",
-				    what);
+		                    what);
 
 	int64_t start = clock_monotonic_ms(), deadline = start + timeout_ms;
 	_cleanup_free_ char *esc = docker_escape(id, NULL);
 	_cleanup_free_ char *request = NULL;
 	if (!esc || asprintf(&request,
-			     "POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
-			     "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
-			     engine->api_version, esc) < 0) {
+	                     "POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
+	                     "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
+	                     engine->api_version, esc) < 0) {
 		request = NULL;
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	}
@@ -275,7 +284,7 @@ int docker_container_attach(struct docker_engine *engine, const char *id, long t
 		read_error_body(fd, head.data, deadline, &body);
 		char msg[1024];
 		return docker_error_status(err, status, docker_engine_message(body.data, body.len, msg, sizeof(msg)),
-					   what);
+		                           what);
 	}
 
 	int flags = fcntl(fd, F_GETFL);

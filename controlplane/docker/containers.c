@@ -169,7 +169,7 @@ static struct json_object *build_create_body(const struct docker_container_spec 
  * when the name is taken, UNAVAILABLE/TIMEOUT from the transport. Blocks at
  * most 30 s. */
 int docker_container_create(struct docker_engine *engine, const struct docker_container_spec *spec, char **ret_id,
-			    struct cp_error **err)
+                            struct cp_error **err)
 {
 	_cleanup_free_ char *what = what_new("create", spec && spec->name ? spec->name : "");
 	if (!what)
@@ -181,11 +181,11 @@ int docker_container_create(struct docker_engine *engine, const struct docker_co
 		n_labels++;
 	if (n_labels % 2)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: label '%s' has no value", what,
-				    spec->labels[n_labels - 1]);
+		                    spec->labels[n_labels - 1]);
 	for (size_t i = 0; i < spec->n_mounts; i++)
 		if (!spec->mounts[i].source || !spec->mounts[i].target)
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: mount %zu lacks a source or target",
-					    what, i);
+			                    what, i);
 
 	_cleanup_json_ struct json_object *body = build_create_body(spec);
 	_cleanup_free_ char *name = docker_escape(spec->name, NULL);
@@ -203,7 +203,7 @@ int docker_container_create(struct docker_engine *engine, const struct docker_co
 	if (json_object_object_get_ex(reply, "Warnings", &warnings) && json_object_is_type(warnings, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(warnings); i++)
 			log_debug("docker", "%s: engine warning: %s", what,
-				  json_object_get_string(json_object_array_get_idx(warnings, i)));
+			          json_object_get_string(json_object_array_get_idx(warnings, i)));
 	char *copy = strdup(json_object_get_string(id));
 	if (!copy)
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
@@ -213,7 +213,7 @@ int docker_container_create(struct docker_engine *engine, const struct docker_co
 
 /* Sends a body-less request on /containers/{id}<suffix>. */
 static int container_simple(struct docker_engine *engine, const char *method, const char *verb, const char *id,
-			    const char *suffix, long timeout_ms, struct json_object **ret_body, struct cp_error **err)
+                            const char *suffix, long timeout_ms, struct json_object **ret_body, struct cp_error **err)
 {
 	_cleanup_free_ char *what = what_new(verb, id);
 	if (!what)
@@ -246,8 +246,7 @@ int docker_container_start(struct docker_engine *engine, const char *id, struct 
 int docker_container_remove(struct docker_engine *engine, const char *id, struct cp_error **err)
 {
 	_cleanup_json_ struct json_object *reply = NULL;
-	return container_simple(engine, "DELETE", "remove", id, "?force=1&v=1", DOCKER_REMOVE_TIMEOUT_MS, &reply,
-				err);
+	return container_simple(engine, "DELETE", "remove", id, "?force=1&v=1", DOCKER_REMOVE_TIMEOUT_MS, &reply, err);
 }
 
 /* Frees the owned strings of s and zeroes it; accepts NULL. */
@@ -281,7 +280,7 @@ static char *dup_name(const char *name)
  * container"). id borrowed; *ret_state (caller clears) is filled only on
  * success. NOT_FOUND when absent. Blocks at most 10 s. */
 int docker_container_inspect(struct docker_engine *engine, const char *id, struct docker_container_state *ret_state,
-			     struct cp_error **err)
+                             struct cp_error **err)
 {
 	_cleanup_json_ struct json_object *reply = NULL;
 	if (container_simple(engine, "GET", "inspect", id, "/json", DOCKER_QUERY_TIMEOUT_MS, &reply, err) < 0)
@@ -290,7 +289,7 @@ int docker_container_inspect(struct docker_engine *engine, const char *id, struc
 	const char *cid = get_string(reply, "Id");
 	if (!cid || !json_object_object_get_ex(reply, "State", &state) || !json_object_is_type(state, json_type_object))
 		return cp_error_set(err, CP_ERR_INTERNAL,
-				    "inspect container '%s': the engine's answer lacks Id or State", id);
+		                    "inspect container '%s': the engine's answer lacks Id or State", id);
 	struct docker_container_state s = {0};
 	const char *status = get_string(state, "Status");
 	const char *error = get_string(state, "Error");
@@ -341,7 +340,7 @@ static int state_from_summary(struct json_object *c, struct docker_container_sta
  * *ret_states (caller clears each entry and frees the array; NULL when *ret_n
  * is 0) and *ret_n are set. Blocks at most 10 s. */
 int docker_container_list(struct docker_engine *engine, const char *label, struct docker_container_state **ret_states,
-			  size_t *ret_n, struct cp_error **err)
+                          size_t *ret_n, struct cp_error **err)
 {
 	_cleanup_free_ char *what = NULL;
 	if (asprintf(&what, "list containers labelled '%s'", label ? label : "") < 0) {

@@ -40,7 +40,7 @@ int docker_demux_feed(struct docker_demux *d, const char *data, size_t len)
 				return -1;
 			d->stream = (enum docker_stream)type;
 			d->remaining = (uint32_t)d->header[4] << 24 | (uint32_t)d->header[5] << 16 |
-				       (uint32_t)d->header[6] << 8 | (uint32_t)d->header[7];
+			               (uint32_t)d->header[6] << 8 | (uint32_t)d->header[7];
 			if (d->remaining == 0) {
 				d->header_len = 0; /* an empty frame: nothing to hand out */
 				continue;

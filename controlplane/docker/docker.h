@@ -46,8 +46,8 @@ const char *docker_engine_socket(const struct docker_engine *engine);
  * JSON string for a non-JSON body. On >= 400 it fails with the mapped code and
  * "<what>: <engine message>". Response bodies over 16 MiB fail with INTERNAL. */
 int docker_request(struct docker_engine *engine, const char *method, const char *path, struct json_object *body,
-		   long timeout_ms, const char *what, long *ret_status, struct json_object **ret_body,
-		   struct cp_error **err);
+                   long timeout_ms, const char *what, long *ret_status, struct json_object **ret_body,
+                   struct cp_error **err);
 
 /* ---- images (docker/images.c) ---- */
 
@@ -65,12 +65,12 @@ struct docker_mount {
 
 /* What chat2sbx asks of a container. Strings are borrowed for the call. */
 struct docker_container_spec {
-	const char *name;	      /* "sbx_…" */
-	const char *image;	      /* "chat2sbx-template:0.1.0" */
+	const char *name;              /* "sbx_…" */
+	const char *image;             /* "chat2sbx-template:0.1.0" */
 	const char *const *entrypoint; /* NULL-terminated argv; the helper */
-	const char *const *env;	      /* NULL-terminated "K=V"; nothing from the host */
-	const char *const *labels;    /* NULL-terminated, alternating key, value */
-	const char *working_dir;      /* "/workspace" */
+	const char *const *env;        /* NULL-terminated "K=V"; nothing from the host */
+	const char *const *labels;     /* NULL-terminated, alternating key, value */
+	const char *working_dir;       /* "/workspace" */
 	const struct docker_mount *mounts;
 	size_t n_mounts;
 	int64_t memory_bytes; /* 0 = engine default */
@@ -86,7 +86,7 @@ struct docker_container_spec {
  * no-new-privileges, Init false (the helper is PID 1). *ret_id (caller frees)
  * is the container id. A name already in use fails with CONFLICT. */
 int docker_container_create(struct docker_engine *engine, const struct docker_container_spec *spec, char **ret_id,
-			    struct cp_error **err);
+                            struct cp_error **err);
 
 /* POST /containers/{id}/start. 304 (already started) counts as success. */
 int docker_container_start(struct docker_engine *engine, const char *id, struct cp_error **err);
@@ -107,13 +107,13 @@ void docker_container_state_clear(struct docker_container_state *s);
 
 /* GET /containers/{id}/json → *ret_state (caller clears). NOT_FOUND when absent. */
 int docker_container_inspect(struct docker_engine *engine, const char *id, struct docker_container_state *ret_state,
-			     struct cp_error **err);
+                             struct cp_error **err);
 
 /* GET /containers/json?all=1&filters={"label":[label]} with label "key" or
  * "key=value". *ret_states is an array of *ret_n states (caller clears each
  * and frees the array). */
 int docker_container_list(struct docker_engine *engine, const char *label, struct docker_container_state **ret_states,
-			  size_t *ret_n, struct cp_error **err);
+                          size_t *ret_n, struct cp_error **err);
 
 /* ---- attach (docker/attach.c) ---- */
 
@@ -126,7 +126,7 @@ int docker_container_list(struct docker_engine *engine, const char *label, struc
  * response headers are never lost (the headers are read without over-reading).
  * Blocks at most timeout_ms for the handshake. */
 int docker_container_attach(struct docker_engine *engine, const char *id, long timeout_ms, int *ret_fd,
-			    struct cp_error **err);
+                            struct cp_error **err);
 
 /* ---- stream demultiplexer (docker/demux.c) ---- */
 
@@ -140,7 +140,7 @@ typedef void (*docker_demux_fn)(void *userdata, enum docker_stream stream, const
  * 3 zero bytes, 4-byte big-endian payload length; then the payload. */
 struct docker_demux {
 	unsigned char header[8];
-	size_t header_len; /* bytes of the current header seen so far */
+	size_t header_len;  /* bytes of the current header seen so far */
 	uint32_t remaining; /* payload bytes left in the current frame */
 	enum docker_stream stream;
 	docker_demux_fn fn;

@@ -23,7 +23,10 @@ static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_result = CURLE_FAILED_INIT;
 
 /* curl_global_init is not thread-safe before 7.84; run it exactly once. */
-static void curl_init_once(void) { curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT); }
+static void curl_init_once(void)
+{
+	curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
 
 static void cleanup_curlp(CURL **h)
 {
@@ -65,8 +68,8 @@ int docker_error_status(struct cp_error **err, long status, const char *engine_m
 int docker_error_unreachable(struct cp_error **err, const char *socket_path, const char *what, const char *detail)
 {
 	return cp_error_set(err, CP_ERR_UNAVAILABLE,
-			    "%s%scannot reach the Docker Engine at '%s': %s; " DOCKER_START_HINT, what ? what : "",
-			    what ? ": " : "", socket_path, detail);
+	                    "%s%scannot reach the Docker Engine at '%s': %s; " DOCKER_START_HINT, what ? what : "",
+	                    what ? ": " : "", socket_path, detail);
 }
 
 /* Percent-encoding for paths and queries (RFC 3986, section 2.1); result owned by the caller, NULL on OOM. */
@@ -125,7 +128,10 @@ struct http_exchange {
 	struct cp_buf body;
 	int overflow;
 };
-static void cleanup_exchangep(struct http_exchange *x) { cp_buf_free(&x->body); }
+static void cleanup_exchangep(struct http_exchange *x)
+{
+	cp_buf_free(&x->body);
+}
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 {
@@ -142,12 +148,12 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
  * body a serialized JSON text or NULL. what may be NULL (engine_new). Fills x
  * on any HTTP answer; transport failures fill *err. */
 static int http_exchange(const char *socket_path, const char *method, const char *url, const char *body,
-			 long timeout_ms, const char *what, struct http_exchange *x, struct cp_error **err)
+                         long timeout_ms, const char *what, struct http_exchange *x, struct cp_error **err)
 {
 	pthread_once(&curl_once, curl_init_once);
 	if (curl_init_result != CURLE_OK)
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s%sinitialize libcurl: %s", what ? what : "",
-				    what ? ": " : "", curl_easy_strerror(curl_init_result));
+		                    what ? ": " : "", curl_easy_strerror(curl_init_result));
 
 	_cleanup_(cleanup_curlp) CURL *h = curl_easy_init();
 	_cleanup_(cleanup_slistp) struct curl_slist *headers = NULL;
@@ -186,27 +192,24 @@ static int http_exchange(const char *socket_path, const char *method, const char
 	CURLcode rc = curl_easy_perform(h);
 	const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
 	switch (rc) {
-	case CURLE_OK:
-		break;
+	case CURLE_OK: break;
 	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return docker_error_unreachable(err, socket_path, what, detail);
+	case CURLE_COULDNT_RESOLVE_HOST: return docker_error_unreachable(err, socket_path, what, detail);
 	case CURLE_OPERATION_TIMEDOUT:
 		return cp_error_set(err, CP_ERR_TIMEOUT, "%s%sthe Docker Engine at '%s' did not answer within %ld ms",
-				    what ? what : "", what ? ": " : "", socket_path, timeout_ms);
+		                    what ? what : "", what ? ": " : "", socket_path, timeout_ms);
 	case CURLE_WRITE_ERROR:
 		if (x->overflow)
 			return cp_error_set(err, CP_ERR_INTERNAL, "%s%sthe engine's response exceeds %u MiB",
-					    what ? what : "", what ? ": " : "", DOCKER_MAX_RESPONSE >> 20);
+			                    what ? what : "", what ? ": " : "", DOCKER_MAX_RESPONSE >> 20);
 		/* fall through */
 	case CURLE_GOT_NOTHING:
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
 	case CURLE_PARTIAL_FILE:
 		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s%sthe Docker Engine at '%s' dropped the connection: %s",
-				    what ? what : "", what ? ": " : "", socket_path, detail);
-	default:
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s%s%s", what ? what : "", what ? ": " : "", detail);
+		                    what ? what : "", what ? ": " : "", socket_path, detail);
+	default: return cp_error_set(err, CP_ERR_INTERNAL, "%s%s%s", what ? what : "", what ? ": " : "", detail);
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
 	return 0;
@@ -258,7 +261,10 @@ static void engine_destroy(struct docker_engine *e)
 	free(e->engine_version);
 	free(e);
 }
-static void cleanup_enginep(struct docker_engine **e) { engine_destroy(*e); }
+static void cleanup_enginep(struct docker_engine **e)
+{
+	engine_destroy(*e);
+}
 
 /* Opens an engine client and negotiates the API version (docker.h). GET
  * /version is sent without a version prefix because the engine answers it at
@@ -276,14 +282,14 @@ int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
 	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
 	if (http_exchange(socket_path, "GET", "http://localhost/version", NULL, DOCKER_VERSION_TIMEOUT_MS, NULL, &x,
-			  err) < 0)
+	                  err) < 0)
 		return -1;
 	if (x.status != 200) {
 		char msg[512];
 		const char *m = docker_engine_message(x.body.data, x.body.len, msg, sizeof(msg));
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
-				    "ask the Docker Engine at '%s' for its version: HTTP %ld%s%s", socket_path,
-				    x.status, m ? ": " : "", m ? m : "");
+		                    "ask the Docker Engine at '%s' for its version: HTTP %ld%s%s", socket_path,
+		                    x.status, m ? ": " : "", m ? m : "");
 	}
 
 	_cleanup_json_ struct json_object *v = body_to_json(&x.body);
@@ -291,13 +297,13 @@ int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine
 	if (!v || !json_object_object_get_ex(v, "ApiVersion", &api) || !json_object_is_type(api, json_type_string) ||
 	    api_number(json_object_get_string(api)) < 0)
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
-				    "the Docker Engine at '%s' did not report a usable API version", socket_path);
+		                    "the Docker Engine at '%s' did not report a usable API version", socket_path);
 	const char *engine_api = json_object_get_string(api);
 	if (api_number(engine_api) < api_number(DOCKER_API_MIN))
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
-				    "the Docker Engine at '%s' speaks API %s, older than the %s chat2sbx needs; "
-				    "upgrade the engine (Docker 20.10 or newer)",
-				    socket_path, engine_api, DOCKER_API_MIN);
+		                    "the Docker Engine at '%s' speaks API %s, older than the %s chat2sbx needs; "
+		                    "upgrade the engine (Docker 20.10 or newer)",
+		                    socket_path, engine_api, DOCKER_API_MIN);
 	const char *chosen = api_number(engine_api) < api_number(DOCKER_API_MAX) ? engine_api : DOCKER_API_MAX;
 	const char *version = "unknown";
 	if (json_object_object_get_ex(v, "Version", &ver) && json_object_is_type(ver, json_type_string))
@@ -314,24 +320,36 @@ int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine
 
 /* Frees the handle; accepts NULL. Calls still running on other threads must
  * have returned. */
-void docker_engine_free(struct docker_engine *engine) { engine_destroy(engine); }
+void docker_engine_free(struct docker_engine *engine)
+{
+	engine_destroy(engine);
+}
 
 /* The negotiated API version ("1.41"); borrowed for the engine's lifetime. */
-const char *docker_engine_api_version(const struct docker_engine *engine) { return engine->api_version; }
+const char *docker_engine_api_version(const struct docker_engine *engine)
+{
+	return engine->api_version;
+}
 
 /* The engine's own version from GET /version ("20.10.24+dfsg1"); borrowed. */
-const char *docker_engine_version(const struct docker_engine *engine) { return engine->engine_version; }
+const char *docker_engine_version(const struct docker_engine *engine)
+{
+	return engine->engine_version;
+}
 
 /* The socket path given to docker_engine_new; borrowed. */
-const char *docker_engine_socket(const struct docker_engine *engine) { return engine->socket_path; }
+const char *docker_engine_socket(const struct docker_engine *engine)
+{
+	return engine->socket_path;
+}
 
 /* One engine call at the negotiated version (docker.h has the contract).
  * The URL is http://localhost/v<api><path>; the host name is ignored by the
  * engine on its Unix socket. Blocks at most timeout_ms (ms). The response
  * body is bounded by DOCKER_MAX_RESPONSE. Thread-safe. */
 int docker_request(struct docker_engine *engine, const char *method, const char *path, struct json_object *body,
-		   long timeout_ms, const char *what, long *ret_status, struct json_object **ret_body,
-		   struct cp_error **err)
+                   long timeout_ms, const char *what, long *ret_status, struct json_object **ret_body,
+                   struct cp_error **err)
 {
 	if (!what)
 		what = "call the Docker Engine";
@@ -352,11 +370,11 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 	int64_t start = clock_monotonic_ms();
 	if (http_exchange(engine->socket_path, method, url, text, timeout_ms, what, &x, err) < 0) {
 		log_debug("docker", "%s %s failed after %lld ms", method, path,
-			  (long long)(clock_monotonic_ms() - start));
+		          (long long)(clock_monotonic_ms() - start));
 		return -1;
 	}
 	log_debug("docker", "%s %s -> %ld (%zu bytes, %lld ms)", method, path, x.status, x.body.len,
-		  (long long)(clock_monotonic_ms() - start));
+	          (long long)(clock_monotonic_ms() - start));
 
 	if (x.status >= 400) {
 		char msg[1024];

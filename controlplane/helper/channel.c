@@ -83,7 +83,7 @@ static void __attribute__((format(printf, 2, 3))) channel_kill(struct helper_cha
 		pthread_cond_broadcast(&p->cond);
 	pthread_cond_broadcast(&ch->write_cond);
 	log_debug("helper", "sandbox '%s': channel closed: %s", ch->name,
-		  ch->close_reason ? ch->close_reason : "out of memory");
+	          ch->close_reason ? ch->close_reason : "out of memory");
 	pthread_mutex_unlock(&ch->lock);
 	shutdown(ch->fd, SHUT_RDWR);
 }
@@ -104,8 +104,8 @@ static void dispatch_frame(struct helper_channel *ch, const char *line, size_t l
 	if (!tok)
 		return;
 	struct json_object *msg = json_tokener_parse_ex(tok, line, (int)len);
-	int complete = msg && json_tokener_get_error(tok) == json_tokener_success &&
-		       json_tokener_get_parse_end(tok) == len;
+	int complete =
+	    msg && json_tokener_get_error(tok) == json_tokener_success && json_tokener_get_parse_end(tok) == len;
 	json_tokener_free(tok);
 	struct json_object *idv = NULL;
 	if (!complete || !json_object_object_get_ex(msg, "id", &idv) || !json_object_is_type(idv, json_type_int)) {
@@ -210,7 +210,7 @@ static void *reader_main(void *arg)
 		ssize_t n = recv(ch->fd, buf, sizeof(buf), 0);
 		if (n == 0) {
 			channel_kill(ch, "the helper's stream ended (the container stopped or the engine closed the "
-					 "attach connection)");
+			                 "attach connection)");
 			break;
 		}
 		if (n < 0) {
@@ -266,7 +266,7 @@ int helper_channel_new(int fd, const char *name, struct helper_channel **ret_cha
 	if (!ch || !(ch->name = strdup(name))) {
 		free(ch);
 		return cp_error_set(err, CP_ERR_INTERNAL, "open the helper channel of sandbox '%s': out of memory",
-				    name);
+		                    name);
 	}
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
@@ -288,8 +288,10 @@ int helper_channel_new(int fd, const char *name, struct helper_channel **ret_cha
 		pthread_cond_destroy(&ch->write_cond);
 		free(ch->name);
 		free(ch);
-		return cp_error_set_errno(err, CP_ERR_INTERNAL, rc, "open the helper channel of sandbox '%s': start "
-								    "the reader thread", name);
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, rc,
+		                          "open the helper channel of sandbox '%s': start "
+		                          "the reader thread",
+		                          name);
 	}
 	*ret_channel = ch;
 	return 0;
@@ -380,7 +382,7 @@ static int send_all(int fd, const char *buf, size_t len, int64_t deadline, size_
 
 /* Sends one request line; waits (until deadline) while another is on the wire. */
 static int send_request(struct helper_channel *ch, int64_t id, const char *method, const char *text, size_t len,
-			int64_t deadline, struct cp_error **err)
+                        int64_t deadline, struct cp_error **err)
 {
 	struct timespec abs = to_timespec(deadline);
 	pthread_mutex_lock(&ch->lock);
@@ -389,14 +391,14 @@ static int send_request(struct helper_channel *ch, int64_t id, const char *metho
 		rc = pthread_cond_timedwait(&ch->write_cond, &ch->lock, &abs);
 	if (!ch->alive) {
 		cp_error_set(err, CP_ERR_UNAVAILABLE, "the helper of sandbox '%s' is not answering: %s", ch->name,
-			     reason_of(ch));
+		             reason_of(ch));
 		pthread_mutex_unlock(&ch->lock);
 		return -1;
 	}
 	if (ch->writing) {
 		pthread_mutex_unlock(&ch->lock);
 		return cp_error_set(err, CP_ERR_TIMEOUT, "the helper of sandbox '%s' did not take '%s' in time",
-				    ch->name, method);
+		                    ch->name, method);
 	}
 	ch->writing = 1;
 	pthread_mutex_unlock(&ch->lock);
@@ -414,20 +416,22 @@ static int send_request(struct helper_channel *ch, int64_t id, const char *metho
 	if (r == 0)
 		return 0;
 	if (saved == ETIMEDOUT && sent == 0)
-		return cp_error_set(err, CP_ERR_TIMEOUT, "the helper of sandbox '%s' did not read request %lld ('%s') "
-							 "in time", ch->name, (long long)id, method);
+		return cp_error_set(err, CP_ERR_TIMEOUT,
+		                    "the helper of sandbox '%s' did not read request %lld ('%s') "
+		                    "in time",
+		                    ch->name, (long long)id, method);
 	if (saved == ETIMEDOUT) {
 		/* Half a line is on the wire: every later frame would be garbage. */
 		channel_kill(ch, "request %lld ('%s') was cut off mid-line after %zu bytes", (long long)id, method,
-			     sent);
+		             sent);
 		return cp_error_set(err, CP_ERR_TIMEOUT, "the helper of sandbox '%s' stopped reading during '%s'",
-				    ch->name, method);
+		                    ch->name, method);
 	}
 	channel_kill(ch, "write to the helper: %s", strerror(saved));
 	/* The first reason wins: a close that caused the failed write names itself. */
 	pthread_mutex_lock(&ch->lock);
 	cp_error_set(err, CP_ERR_UNAVAILABLE, "the helper of sandbox '%s' is not answering: %s", ch->name,
-		     reason_of(ch));
+	             reason_of(ch));
 	pthread_mutex_unlock(&ch->lock);
 	return -1;
 }
@@ -443,7 +447,7 @@ static enum cp_error_code code_from_name(const char *name)
 
 /* Turns a JSON-RPC response into *ret_result or *err (proto.h). */
 static int take_response(struct helper_channel *ch, const char *method, struct json_object *resp,
-			 struct json_object **ret_result, struct cp_error **err)
+                         struct json_object **ret_result, struct cp_error **err)
 {
 	struct json_object *error = NULL, *result = NULL, *v = NULL, *data = NULL;
 	if (json_object_object_get_ex(resp, "error", &error) && json_object_is_type(error, json_type_object)) {
@@ -451,14 +455,16 @@ static int take_response(struct helper_channel *ch, const char *method, struct j
 		if (json_object_object_get_ex(error, "message", &v) && json_object_is_type(v, json_type_string))
 			message = json_object_get_string(v);
 		enum cp_error_code code = CP_ERR_INTERNAL;
-		if (json_object_object_get_ex(error, "data", &data) &&
-		    json_object_object_get_ex(data, "code", &v) && json_object_is_type(v, json_type_string))
+		if (json_object_object_get_ex(error, "data", &data) && json_object_object_get_ex(data, "code", &v) &&
+		    json_object_is_type(v, json_type_string))
 			code = code_from_name(json_object_get_string(v));
 		return cp_error_set(err, code, "%s", message);
 	}
 	if (!json_object_object_get_ex(resp, "result", &result))
-		return cp_error_set(err, CP_ERR_INTERNAL, "the helper of sandbox '%s' answered '%s' with neither "
-							  "result nor error", ch->name, method);
+		return cp_error_set(err, CP_ERR_INTERNAL,
+		                    "the helper of sandbox '%s' answered '%s' with neither "
+		                    "result nor error",
+		                    ch->name, method);
 	*ret_result = json_object_get(result); /* the caller's own reference */
 	return 0;
 }
@@ -466,7 +472,7 @@ static int take_response(struct helper_channel *ch, const char *method, struct j
 /* Waits on p until answered, the channel dies or deadline passes; unlinks p.
  * Returns the response (owned) or NULL with *err set. */
 static struct json_object *wait_answer(struct helper_channel *ch, struct pending *p, const char *method,
-				       long timeout_ms, int64_t deadline, struct cp_error **err)
+                                       long timeout_ms, int64_t deadline, struct cp_error **err)
 {
 	struct timespec abs = to_timespec(deadline);
 	pthread_mutex_lock(&ch->lock);
@@ -476,10 +482,10 @@ static struct json_object *wait_answer(struct helper_channel *ch, struct pending
 	struct json_object *resp = p->done ? TAKE_PTR(p->response) : NULL;
 	if (!resp && !ch->alive)
 		cp_error_set(err, CP_ERR_UNAVAILABLE, "the helper of sandbox '%s' is not answering: %s", ch->name,
-			     reason_of(ch));
+		             reason_of(ch));
 	else if (!resp)
 		cp_error_set(err, CP_ERR_TIMEOUT, "the helper of sandbox '%s' did not answer '%s' within %ld ms",
-			     ch->name, method, timeout_ms);
+		             ch->name, method, timeout_ms);
 	for (struct pending **pp = &ch->pending; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;
@@ -489,18 +495,22 @@ static struct json_object *wait_answer(struct helper_channel *ch, struct pending
 	return resp;
 }
 
-static void cleanup_condattrp(pthread_condattr_t *a) { pthread_condattr_destroy(a); }
+static void cleanup_condattrp(pthread_condattr_t *a)
+{
+	pthread_condattr_destroy(a);
+}
 
 /* One JSON-RPC call (helper.h has the contract; the frame format is
  * template/helper/proto.h). method and params are borrowed. A request over
  * PROTO_MAX_FRAME fails with LIMIT before anything is sent. timeout_ms (> 0,
  * else INVALID_ARGUMENT) bounds the whole call, write included. */
 int helper_channel_call(struct helper_channel *ch, const char *method, struct json_object *params, long timeout_ms,
-			struct json_object **ret_result, struct cp_error **err)
+                        struct json_object **ret_result, struct cp_error **err)
 {
 	if (!ch || !method || !*method || timeout_ms <= 0 || !ret_result)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "call the helper: a method and a positive timeout "
-								  "are required");
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "call the helper: a method and a positive timeout "
+		                    "are required");
 	int64_t deadline = clock_monotonic_ms() + timeout_ms;
 
 	struct pending p = {0};
@@ -512,7 +522,7 @@ int helper_channel_call(struct helper_channel *ch, const char *method, struct js
 	pthread_mutex_lock(&ch->lock);
 	if (!ch->alive) {
 		cp_error_set(err, CP_ERR_UNAVAILABLE, "the helper of sandbox '%s' is not answering: %s", ch->name,
-			     reason_of(ch));
+		             reason_of(ch));
 		pthread_mutex_unlock(&ch->lock);
 		pthread_cond_destroy(&p.cond);
 		return -1;
@@ -523,11 +533,11 @@ int helper_channel_call(struct helper_channel *ch, const char *method, struct js
 	pthread_mutex_unlock(&ch->lock);
 
 	_cleanup_json_ struct json_object *req = json_object_new_object();
-	int ok = req && json_object_object_add(req, "jsonrpc", json_object_new_string("2.0")) == 0 &&
-		 json_object_object_add(req, "id", json_object_new_int64(p.id)) == 0 &&
-		 json_object_object_add(req, "method", json_object_new_string(method)) == 0 &&
-		 json_object_object_add(req, "params",
-					params ? json_object_get(params) : json_object_new_object()) == 0;
+	int ok =
+	    req && json_object_object_add(req, "jsonrpc", json_object_new_string("2.0")) == 0 &&
+	    json_object_object_add(req, "id", json_object_new_int64(p.id)) == 0 &&
+	    json_object_object_add(req, "method", json_object_new_string(method)) == 0 &&
+	    json_object_object_add(req, "params", params ? json_object_get(params) : json_object_new_object()) == 0;
 	size_t len = 0;
 	/* PLAIN escapes every newline inside strings: one request, one line. */
 	const char *text = ok ? json_object_to_json_string_length(req, JSON_C_TO_STRING_PLAIN, &len) : NULL;
@@ -537,9 +547,9 @@ int helper_channel_call(struct helper_channel *ch, const char *method, struct js
 		rc = cp_error_set(err, CP_ERR_INTERNAL, "send '%s' to sandbox '%s': out of memory", method, ch->name);
 	else if (len + 1 > PROTO_MAX_FRAME)
 		rc = cp_error_set(err, CP_ERR_LIMIT,
-				  "send '%s' to sandbox '%s': the request is %zu bytes, over the helper's %u MiB "
-				  "frame limit",
-				  method, ch->name, len, PROTO_MAX_FRAME >> 20);
+		                  "send '%s' to sandbox '%s': the request is %zu bytes, over the helper's %u MiB "
+		                  "frame limit",
+		                  method, ch->name, len, PROTO_MAX_FRAME >> 20);
 	else
 		rc = send_request(ch, p.id, method, text, len, deadline, err);
 

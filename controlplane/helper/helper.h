@@ -39,7 +39,7 @@ void helper_channel_unref(struct helper_channel *ch);
  * or helper gone → UNAVAILABLE ("the helper of sandbox 'sbx_…' is not
  * answering: ..."). Thread-safe; blocks at most timeout_ms. */
 int helper_channel_call(struct helper_channel *ch, const char *method, struct json_object *params, long timeout_ms,
-			struct json_object **ret_result, struct cp_error **err);
+                        struct json_object **ret_result, struct cp_error **err);
 
 /* True while the stream is open and the reader has not seen EOF or a corrupt frame. */
 int helper_channel_alive(struct helper_channel *ch);

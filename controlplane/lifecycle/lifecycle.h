@@ -25,15 +25,15 @@
 struct lifecycle;
 
 /* Borrows cfg, store and engine (they must outlive the lifecycle). */
-int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine,
-		  struct lifecycle **ret, struct cp_error **err);
+int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine, struct lifecycle **ret,
+                  struct cp_error **err);
 /* Closes every helper channel; the containers keep running (a restart of
  * serve loses no sandbox). Accepts NULL. */
 void lifecycle_free(struct lifecycle *lc);
 
 struct lifecycle_create_options {
 	const char *workspace_id; /* NULL = a new managed workspace */
-	const char *memory;	  /* "512m"; NULL = engine default */
+	const char *memory;       /* "512m"; NULL = engine default */
 };
 
 /* Creates a sandbox: validates options (before anything is created), makes or
@@ -46,14 +46,13 @@ struct lifecycle_create_options {
  * deleted. *ret (caller clears) is the sandbox row. Blocks for container
  * create+start (about 1-2 s here) and at most LIFECYCLE_HELLO_TIMEOUT_MS for the helper. */
 int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create_options *opts,
-			     struct sandbox_record *ret, int *ret_reused, struct cp_error **err);
+                             struct sandbox_record *ret, int *ret_reused, struct cp_error **err);
 
 /* Removes the container (force) and marks the row removed; the workspace is
  * kept. Works for running and failed sandboxes; NOT_FOUND for unknown ids,
  * CONFLICT ("already removed") for removed ones. *ret (may be NULL; caller
  * clears) is the final row. */
-int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret,
-			      struct cp_error **err);
+int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret, struct cp_error **err);
 
 /* The helper channel of a running sandbox, with a reference the caller drops
  * (helper_channel_unref). Records activity. Re-attaches when the channel was
@@ -62,7 +61,7 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
  * id), CONFLICT (sandbox failed or removed, with the reason and what to do),
  * UNAVAILABLE (engine or helper not answering). */
 int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
-			      struct cp_error **err);
+                              struct cp_error **err);
 
 /* Compares the registry with the engine's containers (label
  * LIFECYCLE_LABEL_REGISTRY = this database): running sandboxes whose container

@@ -13,15 +13,15 @@ static inline void helper_channel_unrefp(struct helper_channel **ch)
 }
 
 struct lifecycle_channel {
-	char *sandbox_id;		 /* owned */
+	char *sandbox_id;               /* owned */
 	struct helper_channel *channel; /* one reference owned by the table */
 };
 
 struct lifecycle {
-	const struct config *cfg;      /* borrowed */
-	struct store *store;	       /* borrowed */
-	struct docker_engine *engine;  /* borrowed */
-	pthread_mutex_t lock;	       /* guards channels */
+	const struct config *cfg;     /* borrowed */
+	struct store *store;          /* borrowed */
+	struct docker_engine *engine; /* borrowed */
+	pthread_mutex_t lock;         /* guards channels */
 	struct lifecycle_channel *channels;
 	size_t n_channels;
 	pthread_mutex_t attach_lock; /* one (re-)attach at a time, so a sandbox never gets two channels */
@@ -38,6 +38,6 @@ void lifecycle_channels_clear(struct lifecycle *lc);
  * (sandbox.c). On success the channel is in the table and *ret_channel (may be
  * NULL) gets an extra reference. */
 int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
-		     struct helper_channel **ret_channel, struct cp_error **err);
+                     struct helper_channel **ret_channel, struct cp_error **err);
 
 #endif

@@ -86,9 +86,9 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
 				known = 1;
 		if (!known)
 			log_warn("lifecycle",
-				 "container %s carries this registry's label but has no live sandbox row; remove it "
-				 "with 'chat2sbx sandbox destroy %s'",
-				 cs[j].name, cs[j].name);
+			         "container %s carries this registry's label but has no live sandbox row; remove it "
+			         "with 'chat2sbx sandbox destroy %s'",
+			         cs[j].name, cs[j].name);
 	}
 	log_info("lifecycle", "reconciled: %d sandbox(es) re-attached, %d marked failed", attached, failed);
 	for (size_t i = 0; i < n_rows; i++)

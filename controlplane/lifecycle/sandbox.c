@@ -18,8 +18,8 @@
 #include "../policy/policy.h"
 #include "lifecycle_internal.h"
 
-int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine,
-		  struct lifecycle **ret, struct cp_error **err)
+int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine, struct lifecycle **ret,
+                  struct cp_error **err)
 {
 	struct lifecycle *lc = calloc(1, sizeof(*lc));
 	if (!lc)
@@ -43,11 +43,17 @@ void lifecycle_free(struct lifecycle *lc)
 	free(lc);
 }
 
-const struct config *lifecycle_config(const struct lifecycle *lc) { return lc->cfg; }
-struct store *lifecycle_store(const struct lifecycle *lc) { return lc->store; }
+const struct config *lifecycle_config(const struct lifecycle *lc)
+{
+	return lc->cfg;
+}
+struct store *lifecycle_store(const struct lifecycle *lc)
+{
+	return lc->store;
+}
 
 int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
-		     struct helper_channel **ret_channel, struct cp_error **err)
+                     struct helper_channel **ret_channel, struct cp_error **err)
 {
 	int fd = -1;
 	if (docker_container_attach(lc->engine, container, 10000, &fd, err) < 0)
@@ -93,38 +99,38 @@ static int make_managed_workspace(struct lifecycle *lc, struct workspace_record 
 }
 
 static int start_container(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
-			   char **ret_container_id, struct cp_error **err)
+                           char **ret_container_id, struct cp_error **err)
 {
 	char sandbox_env[64];
 	snprintf(sandbox_env, sizeof(sandbox_env), "CHAT2SBX_SANDBOX_ID=%s", s->id);
 	const char *env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			     "HOME=/root",
-			     "LANG=C.UTF-8",
-			     "TERM=dumb",
-			     sandbox_env,
-			     NULL};
+	                     "HOME=/root",
+	                     "LANG=C.UTF-8",
+	                     "TERM=dumb",
+	                     sandbox_env,
+	                     NULL};
 	const char *entrypoint[] = {LIFECYCLE_HELPER_TARGET, NULL};
-	const char *labels[] = {LIFECYCLE_LABEL_SANDBOX,  s->id,		LIFECYCLE_LABEL_WORKSPACE,
-				w->id,			  LIFECYCLE_LABEL_REGISTRY, lc->cfg->database_path,
-				NULL};
+	const char *labels[] = {
+	    LIFECYCLE_LABEL_SANDBOX, s->id, LIFECYCLE_LABEL_WORKSPACE, w->id, LIFECYCLE_LABEL_REGISTRY,
+	    lc->cfg->database_path,  NULL};
 	struct docker_mount mounts[] = {
-		{.source = lc->cfg->helper_path, .target = LIFECYCLE_HELPER_TARGET, .read_only = 1},
-		{.source = w->path, .target = LIFECYCLE_WORKSPACE_TARGET, .read_only = 0},
+	    {.source = lc->cfg->helper_path, .target = LIFECYCLE_HELPER_TARGET, .read_only = 1},
+	    {.source = w->path, .target = LIFECYCLE_WORKSPACE_TARGET, .read_only = 0},
 	};
 	struct docker_container_spec spec = {
-		.name = s->container_name,
-		.image = s->image,
-		.entrypoint = entrypoint,
-		.env = env,
-		.labels = labels,
-		.working_dir = LIFECYCLE_WORKSPACE_TARGET,
-		.mounts = mounts,
-		.n_mounts = sizeof(mounts) / sizeof(mounts[0]),
-		.memory_bytes = s->memory_bytes,
-		.nano_cpus = s->nano_cpus,
-		.pids_limit = lc->cfg->pids_limit,
-		.network_disabled = !s->network,
-		.runtime = s->runtime,
+	    .name = s->container_name,
+	    .image = s->image,
+	    .entrypoint = entrypoint,
+	    .env = env,
+	    .labels = labels,
+	    .working_dir = LIFECYCLE_WORKSPACE_TARGET,
+	    .mounts = mounts,
+	    .n_mounts = sizeof(mounts) / sizeof(mounts[0]),
+	    .memory_bytes = s->memory_bytes,
+	    .nano_cpus = s->nano_cpus,
+	    .pids_limit = lc->cfg->pids_limit,
+	    .network_disabled = !s->network,
+	    .runtime = s->runtime,
 	};
 	_cleanup_free_ char *container_id = NULL;
 	if (docker_container_create(lc->engine, &spec, &container_id, err) < 0)
@@ -141,7 +147,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 
 /* Undo of a create that failed: nothing of it may remain. */
 static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container_id,
-			const struct workspace_record *new_workspace)
+                        const struct workspace_record *new_workspace)
 {
 	lifecycle_channel_drop(lc, sandbox_id);
 	_cleanup_error_ struct cp_error *e = NULL;
@@ -159,7 +165,7 @@ static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char
 }
 
 int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create_options *opts,
-			     struct sandbox_record *ret, int *ret_reused, struct cp_error **err)
+                             struct sandbox_record *ret, int *ret_reused, struct cp_error **err)
 {
 	/* Declared before any goto so their cleanups never see garbage. */
 	_cleanup_free_ char *id = NULL;
@@ -193,9 +199,9 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 			goto fail_workspace;
 		if (live >= lc->cfg->max_active_sandboxes) {
 			cp_error_set(err, CP_ERR_LIMIT,
-				     "the sandbox limit is reached: %d of %d active; destroy a sandbox you no "
-				     "longer need (sandbox_list, sandbox_destroy) and try again",
-				     live, lc->cfg->max_active_sandboxes);
+			             "the sandbox limit is reached: %d of %d active; destroy a sandbox you no "
+			             "longer need (sandbox_list, sandbox_destroy) and try again",
+			             live, lc->cfg->max_active_sandboxes);
 			goto fail_workspace;
 		}
 	}
@@ -203,15 +209,15 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	if (id_new("sbx_", &id, err) < 0)
 		goto fail_workspace;
 	struct sandbox_record row = {
-		.id = id,
-		.workspace_id = ws.id,
-		.status = "creating",
-		.container_name = id,
-		.image = lc->cfg->template_image,
-		.runtime = lc->cfg->runtime[0] ? lc->cfg->runtime : NULL,
-		.memory_bytes = memory,
-		.network = 1,
-		.created_at_ms = clock_now_ms(),
+	    .id = id,
+	    .workspace_id = ws.id,
+	    .status = "creating",
+	    .container_name = id,
+	    .image = lc->cfg->template_image,
+	    .runtime = lc->cfg->runtime[0] ? lc->cfg->runtime : NULL,
+	    .memory_bytes = memory,
+	    .network = 1,
+	    .created_at_ms = clock_now_ms(),
 	};
 	if (store_sandbox_insert(lc->store, &row, err) < 0) {
 		if ((*err)->code == CP_ERR_CONFLICT && !new_workspace) {
@@ -238,8 +244,8 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 		workspace_record_clear(&ws);
 		return -1;
 	}
-	log_info("lifecycle", "created sandbox %s (workspace %s, container %.12s) in %lld ms", id, ws.id,
-		 container_id, (long long)(clock_monotonic_ms() - t0));
+	log_info("lifecycle", "created sandbox %s (workspace %s, container %.12s) in %lld ms", id, ws.id, container_id,
+	         (long long)(clock_monotonic_ms() - t0));
 	workspace_record_clear(&ws);
 	*ret_reused = 0;
 	return store_sandbox_get(lc->store, id, ret, err);
@@ -254,8 +260,7 @@ fail_workspace:
 	return -1;
 }
 
-int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret,
-			      struct cp_error **err)
+int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret, struct cp_error **err)
 {
 	struct sandbox_record s = {0};
 	if (store_sandbox_get(lc->store, id, &s, err) < 0)
@@ -295,7 +300,7 @@ static void mark_failed(struct lifecycle *lc, const char *id, const char *reason
 }
 
 int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
-			      struct cp_error **err)
+                              struct cp_error **err)
 {
 	_cleanup_error_ struct cp_error *touch_err = NULL; /* before any goto */
 	struct sandbox_record s = {0};
@@ -304,15 +309,16 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 	int r = -1;
 	if (strcmp(s.status, "running") != 0) {
 		if (strcmp(s.status, "failed") == 0)
-			cp_error_set(err, CP_ERR_CONFLICT,
-				     "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one",
-				     id, s.failure_reason ? s.failure_reason : "no reason recorded");
+			cp_error_set(
+			    err, CP_ERR_CONFLICT,
+			    "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", id,
+			    s.failure_reason ? s.failure_reason : "no reason recorded");
 		else if (strcmp(s.status, "removed") == 0)
 			cp_error_set(err, CP_ERR_CONFLICT,
-				     "sandbox '%s' was destroyed; create a new one with sandbox_create", id);
+			             "sandbox '%s' was destroyed; create a new one with sandbox_create", id);
 		else
 			cp_error_set(err, CP_ERR_CONFLICT, "sandbox '%s' is still being created; try again shortly",
-				     id);
+			             id);
 		goto out;
 	}
 	/* Every call that reaches a running sandbox counts as activity. */
@@ -344,9 +350,9 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 			cp_error_freep(err);
 			mark_failed(lc, id, "its container no longer exists");
 			cp_error_set(err, CP_ERR_CONFLICT,
-				     "sandbox '%s' has failed (its container no longer exists); destroy it with "
-				     "sandbox_destroy and create a new one",
-				     id);
+			             "sandbox '%s' has failed (its container no longer exists); destroy it with "
+			             "sandbox_destroy and create a new one",
+			             id);
 		}
 		pthread_mutex_unlock(&lc->attach_lock);
 		goto out;
@@ -354,11 +360,11 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 	if (!st.running) {
 		char reason[256];
 		snprintf(reason, sizeof(reason), "its container stopped (status %s, exit code %d)%s%s", st.status,
-			 st.exit_code, st.error && *st.error ? ": " : "", st.error ? st.error : "");
+		         st.exit_code, st.error && *st.error ? ": " : "", st.error ? st.error : "");
 		mark_failed(lc, id, reason);
 		cp_error_set(err, CP_ERR_CONFLICT,
-			     "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", id,
-			     reason);
+		             "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", id,
+		             reason);
 		docker_container_state_clear(&st);
 		pthread_mutex_unlock(&lc->attach_lock);
 		goto out;

@@ -15,7 +15,7 @@
 
 struct rpc_request {
 	struct mcp_server *server;
-	struct json_object *id; /* borrowed; NULL for a notification */
+	struct json_object *id;     /* borrowed; NULL for a notification */
 	struct json_object *params; /* borrowed; an object or NULL */
 	const char *session_id;
 	char **ret_new_session;
@@ -75,8 +75,8 @@ static struct json_object *method_empty(const struct rpc_request *req)
 static struct json_object *method_set_level(const struct rpc_request *req)
 {
 	/* server/utilities/logging: level is one of the RFC 5424 names. */
-	static const char *const levels[] = {"debug", "info", "notice", "warning", "error", "critical", "alert",
-					     "emergency"};
+	static const char *const levels[] = {"debug", "info",     "notice", "warning",
+	                                     "error", "critical", "alert",  "emergency"};
 	struct json_object *v;
 	if (req->params && json_object_object_get_ex(req->params, "level", &v) &&
 	    json_object_is_type(v, json_type_string))
@@ -84,8 +84,8 @@ static struct json_object *method_set_level(const struct rpc_request *req)
 			if (strcmp(json_object_get_string(v), levels[i]) == 0)
 				return method_empty(req);
 	return mcp_rpc_error_new(req->id, MCP_RPC_INVALID_PARAMS,
-				 "logging/setLevel needs params.level, one of debug, info, notice, warning, "
-				 "error, critical, alert, emergency");
+	                         "logging/setLevel needs params.level, one of debug, info, notice, warning, "
+	                         "error, critical, alert, emergency");
 }
 
 static struct json_object *empty_list(const struct rpc_request *req, const char *key)
@@ -136,15 +136,15 @@ static const struct {
 	const char *name;
 	rpc_method_fn fn;
 } methods[] = {
-	{"initialize", method_initialize},
-	{"ping", method_empty},
-	{"tools/list", method_tools_list},
-	{"tools/call", method_tools_call},
-	{"logging/setLevel", method_set_level},
-	{"resources/list", method_resources_list},
-	{"resources/templates/list", method_resource_templates_list},
-	{"prompts/list", method_prompts_list},
-	{"completion/complete", method_complete},
+    {"initialize", method_initialize},
+    {"ping", method_empty},
+    {"tools/list", method_tools_list},
+    {"tools/call", method_tools_call},
+    {"logging/setLevel", method_set_level},
+    {"resources/list", method_resources_list},
+    {"resources/templates/list", method_resource_templates_list},
+    {"prompts/list", method_prompts_list},
+    {"completion/complete", method_complete},
 };
 
 /* The id a reply to value should carry: the request's id when it is a string
@@ -171,8 +171,8 @@ int mcp_message_is_initialize(struct json_object *value)
 	       mcp_message_id(value) != NULL;
 }
 
-static struct json_object *dispatch_object(struct mcp_server *server, struct json_object *msg,
-					   const char *session_id, char **ret_new_session)
+static struct json_object *dispatch_object(struct mcp_server *server, struct json_object *msg, const char *session_id,
+                                           char **ret_new_session)
 {
 	struct json_object *method, *params = NULL, *version, *id_raw;
 	int has_id = json_object_object_get_ex(msg, "id", &id_raw);
@@ -181,8 +181,8 @@ static struct json_object *dispatch_object(struct mcp_server *server, struct jso
 
 	/* A response sent to us (we never send requests to the client): ignore
 	 * it, as basic/transports says for POSTed responses (202, no body). */
-	if (!has_method && (json_object_object_get_ex(msg, "result", NULL) ||
-			    json_object_object_get_ex(msg, "error", NULL)))
+	if (!has_method &&
+	    (json_object_object_get_ex(msg, "result", NULL) || json_object_object_get_ex(msg, "error", NULL)))
 		return NULL;
 
 	/* JSON-RPC 2.0 section 4 and 5: an invalid request is answered even
@@ -194,7 +194,7 @@ static struct json_object *dispatch_object(struct mcp_server *server, struct jso
 		return mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST, "invalid request: \"method\" must be a string");
 	if (has_id && !id)
 		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
-					 "invalid request: \"id\" must be a string or an integer");
+		                         "invalid request: \"id\" must be a string or an integer");
 
 	const char *name = json_object_get_string(method);
 	if (!has_id) {
@@ -220,8 +220,8 @@ static struct json_object *dispatch_object(struct mcp_server *server, struct jso
 	return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, text);
 }
 
-static struct json_object *dispatch_batch(struct mcp_server *server, struct json_object *batch,
-					  const char *session_id, char **ret_new_session)
+static struct json_object *dispatch_batch(struct mcp_server *server, struct json_object *batch, const char *session_id,
+                                          char **ret_new_session)
 {
 	size_t n = json_object_array_length(batch);
 	if (n == 0)
@@ -232,10 +232,10 @@ static struct json_object *dispatch_batch(struct mcp_server *server, struct json
 		char **new_session = ret_new_session && !*ret_new_session ? ret_new_session : NULL;
 		struct json_object *msg = json_object_array_get_idx(batch, i);
 		struct json_object *r =
-			json_object_is_type(msg, json_type_object)
-				? dispatch_object(server, msg, session_id, new_session)
-				: mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
-						    "invalid request: a batch element must be a JSON-RPC object");
+		    json_object_is_type(msg, json_type_object)
+		        ? dispatch_object(server, msg, session_id, new_session)
+		        : mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
+		                            "invalid request: a batch element must be a JSON-RPC object");
 		if (r)
 			json_object_array_add(replies, r);
 	}
@@ -252,7 +252,7 @@ static struct json_object *dispatch_batch(struct mcp_server *server, struct json
  * owned reply (object or array) or NULL when nothing is to be sent. Blocks
  * for as long as the tool handlers it calls. */
 struct json_object *mcp_dispatch_value(struct mcp_server *server, struct json_object *value, const char *session_id,
-				       char **ret_new_session)
+                                       char **ret_new_session)
 {
 	if (json_object_is_type(value, json_type_array))
 		return dispatch_batch(server, value, session_id, ret_new_session);
@@ -268,7 +268,7 @@ struct json_object *mcp_dispatch_value(struct mcp_server *server, struct json_ob
  * ret_new_session is not NULL, an initialize creates a session and stores its
  * owned id there. Blocks for as long as a tool handler runs. */
 struct json_object *mcp_dispatch(struct mcp_server *server, struct json_object *msg, const char *session_id,
-				 char **ret_new_session)
+                                 char **ret_new_session)
 {
 	if (json_object_is_type(msg, json_type_array))
 		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST, "invalid request: expected a JSON-RPC object");
@@ -280,7 +280,7 @@ struct json_object *mcp_dispatch(struct mcp_server *server, struct json_object *
  * array, anything else as mcp_dispatch. Returns the owned reply text (one
  * line) or NULL when nothing is to be sent. Blocks while tools run. */
 char *mcp_dispatch_text(struct mcp_server *server, const char *body, size_t len, const char *session_id,
-			char **ret_new_session)
+                        char **ret_new_session)
 {
 	_cleanup_json_ struct json_object *value = NULL;
 	_cleanup_json_ struct json_object *reply = NULL;

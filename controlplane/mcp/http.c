@@ -39,10 +39,10 @@
 
 struct http_request {
 	struct cp_buf body;
-	int too_large;	  /* the body passed max_body_bytes; the rest is discarded */
+	int too_large;    /* the body passed max_body_bytes; the rest is discarded */
 	size_t discarded; /* bytes dropped since */
-	int counted;	  /* counted in server->http_active */
-	int replied;	  /* a reply was queued from the headers alone */
+	int counted;      /* counted in server->http_active */
+	int replied;      /* a reply was queued from the headers alone */
 };
 
 /* Headers a reply may carry besides Content-Type. */
@@ -53,19 +53,18 @@ struct reply_headers {
 };
 
 static enum MHD_Result queue_reply(struct MHD_Connection *conn, unsigned status, char *body,
-				   const struct reply_headers *h)
+                                   const struct reply_headers *h)
 {
 	/* body is owned (malloc'd) and moves into the response; NULL = empty. */
 	size_t len = body ? strlen(body) : 0;
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body ? body : (void *)"",
-								    body ? MHD_RESPMEM_MUST_FREE
-									 : MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+	    len, body ? body : (void *)"", body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	if (!resp) {
 		free(body);
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-				body ? "application/json" : "text/plain; charset=utf-8");
+	                        body ? "application/json" : "text/plain; charset=utf-8");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	if (h && h->session_id)
 		MHD_add_response_header(resp, "Mcp-Session-Id", h->session_id);
@@ -81,7 +80,7 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, unsigned status,
 /* An HTTP error whose body is a JSON-RPC error (id borrowed, may be NULL), so
  * clients that only read JSON-RPC still see why. */
 static enum MHD_Result queue_rpc_error(struct MHD_Connection *conn, unsigned status, struct json_object *id, int code,
-				       const char *message, const struct reply_headers *h)
+                                       const char *message, const struct reply_headers *h)
 {
 	_cleanup_json_ struct json_object *e = mcp_rpc_error_new(id, code, message);
 	return queue_reply(conn, status, mcp_json_text(e), h);
@@ -120,7 +119,7 @@ static enum MHD_Result reply_too_large(struct mcp_server *server, struct MHD_Con
 /* Checks that need only the request line and headers; queues a reply and
  * returns 1 when the request is refused. */
 static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, const char *url, const char *method,
-			enum MHD_Result *ret)
+                        enum MHD_Result *ret)
 {
 	const char *host = header(conn, MHD_HTTP_HEADER_HOST);
 	const char *origin = header(conn, "Origin");
@@ -142,7 +141,7 @@ static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, 
 	 * which would start an OAuth flow in the tunnel (DESIGN.md). */
 	if (strcmp(url, MCP_PATH) != 0) {
 		*ret = queue_rpc_error(conn, MHD_HTTP_NOT_FOUND, NULL, MCP_RPC_INVALID_REQUEST,
-				       "not found: the MCP endpoint is " MCP_PATH, NULL);
+		                       "not found: the MCP endpoint is " MCP_PATH, NULL);
 		return 1;
 	}
 	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0 && strcmp(method, MHD_HTTP_METHOD_DELETE) != 0) {
@@ -150,14 +149,14 @@ static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, 
 		 * server without an SSE stream answers GET with 405. */
 		struct reply_headers h = {.allow = "POST, DELETE"};
 		*ret = queue_rpc_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, MCP_RPC_INVALID_REQUEST,
-				       "method not allowed: use POST (or DELETE to end a session)", &h);
+		                       "method not allowed: use POST (or DELETE to end a session)", &h);
 		return 1;
 	}
 	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
 		return 0;
 	if (!content_type_is_json(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE))) {
 		*ret = queue_rpc_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL, MCP_RPC_INVALID_REQUEST,
-				       "unsupported media type: POST a JSON-RPC message as application/json", NULL);
+		                       "unsupported media type: POST a JSON-RPC message as application/json", NULL);
 		return 1;
 	}
 	/* Refuse an announced oversize body before reading any of it. */
@@ -181,10 +180,10 @@ static enum MHD_Result handle_delete(struct mcp_server *server, struct MHD_Conne
 	const char *sid = header(conn, "Mcp-Session-Id");
 	if (!sid)
 		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_INVALID_REQUEST,
-				       "DELETE needs the Mcp-Session-Id header of the session to end", NULL);
+		                       "DELETE needs the Mcp-Session-Id header of the session to end", NULL);
 	if (!mcp_session_end(server->sessions, sid))
 		return queue_rpc_error(conn, MHD_HTTP_NOT_FOUND, NULL, MCP_RPC_SESSION_NOT_FOUND,
-				       "session not found: it ended or expired", NULL);
+		                       "session not found: it ended or expired", NULL);
 	log_debug("mcp", "session %.8s… ended by DELETE", sid);
 	return queue_reply(conn, MHD_HTTP_OK, NULL, NULL);
 }
@@ -197,7 +196,7 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 	_cleanup_json_ struct json_object *value = NULL;
 	if (mcp_json_parse(req->body.data, req->body.len, &value) < 0)
 		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_PARSE_ERROR,
-				       "parse error: the body is not valid JSON", NULL);
+		                       "parse error: the body is not valid JSON", NULL);
 	cp_buf_free(&req->body);
 	struct json_object *id = mcp_message_id(value);
 
@@ -208,9 +207,9 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 	if (version && !mcp_protocol_supported(version)) {
 		char text[200];
 		snprintf(text, sizeof(text),
-			 "unsupported MCP-Protocol-Version '%.40s'; this server speaks 2025-11-25, 2025-06-18 and "
-			 "2025-03-26",
-			 version);
+		         "unsupported MCP-Protocol-Version '%.40s'; this server speaks 2025-11-25, 2025-06-18 and "
+		         "2025-03-26",
+		         version);
 		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, id, MCP_RPC_INVALID_REQUEST, text, NULL);
 	}
 	h.protocol_version = version;
@@ -224,9 +223,9 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 	if (sid && !mcp_session_touch(server->sessions, sid)) {
 		if (!mcp_message_is_initialize(value))
 			return queue_rpc_error(conn, MHD_HTTP_NOT_FOUND, id, MCP_RPC_SESSION_NOT_FOUND,
-					       "session not found: it ended or expired; send initialize without "
-					       "Mcp-Session-Id to start a new one",
-					       &h);
+			                       "session not found: it ended or expired; send initialize without "
+			                       "Mcp-Session-Id to start a new one",
+			                       &h);
 		sid = NULL;
 	}
 
@@ -242,8 +241,8 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-				  const char *version, const char *upload_data, size_t *upload_data_size,
-				  void **con_cls)
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
 {
 	(void)version;
 	struct mcp_server *server = cls;
@@ -266,7 +265,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		req->replied = 1;
 		if (stopping)
 			return queue_rpc_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, MCP_RPC_INTERNAL_ERROR,
-					       "the server is shutting down; retry shortly", NULL);
+			                       "the server is shutting down; retry shortly", NULL);
 		enum MHD_Result r;
 		if (refuse_early(server, conn, url, method, &r))
 			return r;
@@ -340,7 +339,7 @@ static int resolve_bind(const char *host, unsigned port, struct sockaddr_storage
 	int r = getaddrinfo(host, NULL, &hints, &ai);
 	if (r != 0 || !ai)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "resolve bind address '%s': %s", host,
-				    gai_strerror(r));
+		                    gai_strerror(r));
 	memset(ret_addr, 0, sizeof(*ret_addr));
 	memcpy(ret_addr, ai->ai_addr, ai->ai_addrlen);
 	freeaddrinfo(ai);
@@ -363,13 +362,13 @@ static int bind_failure(const struct mcp_server *server, const struct sockaddr_s
 	if (fd >= 0 && bind(fd, (const struct sockaddr *)addr, len) < 0) {
 		if (errno == EADDRINUSE)
 			return cp_error_set(err, CP_ERR_UNAVAILABLE,
-					    "port %u on %s is in use; stop the other server or set CHAT2SBX_PORT",
-					    server->opts.port, server->host);
+			                    "port %u on %s is in use; stop the other server or set CHAT2SBX_PORT",
+			                    server->opts.port, server->host);
 		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "listen on %s port %u", server->host,
-					  server->opts.port);
+		                          server->opts.port);
 	}
 	return cp_error_set(err, CP_ERR_UNAVAILABLE, "listen on %s port %u: libmicrohttpd failed to start",
-			    server->host, server->opts.port);
+	                    server->host, server->opts.port);
 }
 
 /* Starts the Streamable HTTP listener (see mcp.h; MCP basic/transports,
@@ -382,27 +381,26 @@ int mcp_server_listen(struct mcp_server *server, struct cp_error **err)
 {
 	if (server->daemon)
 		return cp_error_set(err, CP_ERR_CONFLICT, "listen: the MCP server is already listening on port %u",
-				    server->port);
+		                    server->port);
 	struct sockaddr_storage addr;
 	if (resolve_bind(server->host, server->opts.port, &addr, err) < 0)
 		return -1;
 	/* MHD_USE_ITC lets stop quiesce the daemon (close the listener) while
 	 * running requests finish. */
-	unsigned flags =
-		MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	if (addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	server->daemon = MHD_start_daemon(
-		flags, (uint16_t)server->opts.port, NULL, NULL, on_request, server, MHD_OPTION_EXTERNAL_LOGGER,
-		on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, server, MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S,
-		MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT, MHD_OPTION_END);
+	server->daemon = MHD_start_daemon(flags, (uint16_t)server->opts.port, NULL, NULL, on_request, server,
+	                                  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+	                                  (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
+	                                  MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S,
+	                                  MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT, MHD_OPTION_END);
 	if (!server->daemon)
 		return bind_failure(server, &addr, err);
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	server->port = info ? info->port : server->opts.port;
-	log_info("mcp", "listening on http://%s%s%s:%u" MCP_PATH, addr.ss_family == AF_INET6 ? "[" : "",
-		 server->host, addr.ss_family == AF_INET6 ? "]" : "", server->port);
+	log_info("mcp", "listening on http://%s%s%s:%u" MCP_PATH, addr.ss_family == AF_INET6 ? "[" : "", server->host,
+	         addr.ss_family == AF_INET6 ? "]" : "", server->port);
 	return 0;
 }
 

@@ -40,7 +40,7 @@ struct mcp_server {
 	const struct mcp_tool *tools; /* borrowed */
 	size_t n_tools;
 	char *tools_list_json; /* the tools/list result, built once at start */
-	void *app;	       /* borrowed */
+	void *app;             /* borrowed */
 	struct mcp_session_table *sessions;
 	struct MHD_Daemon *daemon; /* NULL when not listening */
 	unsigned port;
@@ -61,7 +61,7 @@ void mcp_format_size(size_t bytes, char *buf, size_t size);
 
 /* dispatch.c */
 struct json_object *mcp_dispatch_value(struct mcp_server *server, struct json_object *value, const char *session_id,
-				       char **ret_new_session);
+                                       char **ret_new_session);
 int mcp_message_is_initialize(struct json_object *value);
 struct json_object *mcp_message_id(struct json_object *value);
 
@@ -69,13 +69,13 @@ struct json_object *mcp_message_id(struct json_object *value);
 int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **ret_json, struct cp_error **err);
 struct json_object *mcp_tools_list(struct mcp_server *server, struct json_object *id);
 struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object *id, struct json_object *params,
-				   const char *session_id);
+                                   const char *session_id);
 
 /* session.c */
 struct mcp_session_table *mcp_session_table_new(size_t max_sessions, long idle_ms);
 void mcp_session_table_free(struct mcp_session_table *table);
 int mcp_session_create(struct mcp_session_table *table, const char *protocol_version, char **ret_id,
-		       struct cp_error **err);
+                       struct cp_error **err);
 int mcp_session_touch(struct mcp_session_table *table, const char *id);
 int mcp_session_end(struct mcp_session_table *table, const char *id);
 size_t mcp_session_count(struct mcp_session_table *table);

@@ -22,9 +22,9 @@ enum mcp_tool_hint {
 
 /* Per-call context handed to a tool handler. */
 struct mcp_call {
-	void *app;		/* the application context given to mcp_server_new */
+	void *app;              /* the application context given to mcp_server_new */
 	const char *session_id; /* MCP session id, NULL when stateless */
-	const char *tool;	/* tool name */
+	const char *tool;       /* tool name */
 };
 
 /* A tool handler: args is the "arguments" object (borrowed; never NULL, an
@@ -33,8 +33,8 @@ struct mcp_call {
  * text). On failure it sets *err; the dispatcher turns it into a tool result
  * with isError: true and the message as text (MCP server/tools, "Error
  * Handling": tool execution errors are results, not protocol errors). */
-typedef int (*mcp_tool_handler)(const struct mcp_call *call, struct json_object *args,
-				struct json_object **ret_result, struct cp_error **err);
+typedef int (*mcp_tool_handler)(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+                                struct cp_error **err);
 
 struct mcp_tool {
 	const char *name;
@@ -42,19 +42,19 @@ struct mcp_tool {
 	const char *description;
 	const char *input_schema;  /* JSON Schema text (object) */
 	const char *output_schema; /* JSON Schema text (object), may be NULL */
-	unsigned hints;		   /* enum mcp_tool_hint bits */
+	unsigned hints;            /* enum mcp_tool_hint bits */
 	mcp_tool_handler handler;
 };
 
 struct mcp_server_options {
-	const char *host;	  /* bind address, "127.0.0.1" */
-	unsigned port;		  /* 18788; 0 = pick a free port (tests) */
-	const char *name;	  /* serverInfo.name */
-	const char *version;	  /* serverInfo.version */
+	const char *host;         /* bind address, "127.0.0.1" */
+	unsigned port;            /* 18788; 0 = pick a free port (tests) */
+	const char *name;         /* serverInfo.name */
+	const char *version;      /* serverInfo.version */
 	const char *instructions; /* initialize result "instructions" */
-	size_t max_body_bytes;	  /* 20 MiB; larger bodies get 413 */
-	size_t max_sessions;	  /* cap on live sessions (oldest idle evicted) */
-	long session_idle_ms;	  /* idle sessions expire after this */
+	size_t max_body_bytes;    /* 20 MiB; larger bodies get 413 */
+	size_t max_sessions;      /* cap on live sessions (oldest idle evicted) */
+	long session_idle_ms;     /* idle sessions expire after this */
 };
 
 struct mcp_server;
@@ -62,7 +62,7 @@ struct mcp_server;
 /* Creates a server over tools[0..n_tools) (borrowed; must outlive the server)
  * and app (borrowed; passed to handlers). Does not listen yet. */
 int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool *tools, size_t n_tools, void *app,
-		   struct mcp_server **ret_server, struct cp_error **err);
+                   struct mcp_server **ret_server, struct cp_error **err);
 void mcp_server_free(struct mcp_server *server);
 
 /* Starts the HTTP listener on opts->host:opts->port at path /mcp
@@ -89,12 +89,12 @@ int mcp_server_serve_stdio(struct mcp_server *server, int in_fd, int out_fd, str
  * receives an owned session id when the message was an initialize that created
  * a session. Used by both transports and by unit tests. */
 struct json_object *mcp_dispatch(struct mcp_server *server, struct json_object *msg, const char *session_id,
-				 char **ret_new_session);
+                                 char **ret_new_session);
 
 /* Dispatch of raw bytes: parses (parse error -32700 on bad JSON, -32600 on a
  * non-object), handles batches as the 2025-03-26 revision allows, returns the
  * response text (caller frees) or NULL when nothing is to be sent. */
 char *mcp_dispatch_text(struct mcp_server *server, const char *body, size_t len, const char *session_id,
-			char **ret_new_session);
+                        char **ret_new_session);
 
 #endif

@@ -30,7 +30,7 @@ static int copy_string(const char *s, const char *fallback, char **ret)
  * not a JSON object, a duplicate name), INTERNAL when memory runs out. Does
  * not block. */
 int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool *tools, size_t n_tools, void *app,
-		   struct mcp_server **ret_server, struct cp_error **err)
+                   struct mcp_server **ret_server, struct cp_error **err)
 {
 	struct mcp_server *s = calloc(1, sizeof(*s));
 	if (!s)

@@ -131,8 +131,7 @@ static int random_bytes(unsigned char *buf, size_t n)
  * the table is full. Returns 0 and an owned id in *ret_id; INTERNAL in *err
  * when the kernel's random source or memory fails. Does not block (except on
  * the table's mutex, held only for list edits). */
-int mcp_session_create(struct mcp_session_table *t, const char *protocol_version, char **ret_id,
-		       struct cp_error **err)
+int mcp_session_create(struct mcp_session_table *t, const char *protocol_version, char **ret_id, struct cp_error **err)
 {
 	unsigned char raw[SESSION_ID_BYTES];
 	int r = random_bytes(raw, sizeof(raw));

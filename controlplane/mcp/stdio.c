@@ -25,7 +25,7 @@ struct stdio_ctx {
 	struct mcp_server *server;
 	int out_fd;
 	pthread_mutex_t write_lock; /* one response is one uninterrupted line */
-	pthread_mutex_t lock;	    /* guards in_flight and write_errno */
+	pthread_mutex_t lock;       /* guards in_flight and write_errno */
 	pthread_cond_t changed;
 	unsigned in_flight;
 	int write_errno;
@@ -132,7 +132,7 @@ static void handle_line(struct stdio_ctx *ctx, const char *line, size_t len)
 	struct json_object *msg = NULL;
 	if (mcp_json_parse(line, len, &msg) < 0) {
 		_cleanup_json_ struct json_object *e =
-			mcp_rpc_error_new(NULL, MCP_RPC_PARSE_ERROR, "parse error: the line is not valid JSON");
+		    mcp_rpc_error_new(NULL, MCP_RPC_PARSE_ERROR, "parse error: the line is not valid JSON");
 		write_reply(ctx, e);
 		return;
 	}

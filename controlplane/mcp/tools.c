@@ -14,7 +14,7 @@
 #include "../base/log.h"
 
 static int parse_schema(const char *tool, const char *field, const char *text, struct json_object **ret,
-			struct cp_error **err)
+                        struct cp_error **err)
 {
 	struct json_object *v = NULL;
 	if (!text || mcp_json_parse(text, strlen(text), &v) < 0 || !json_object_is_type(v, json_type_object)) {
@@ -54,11 +54,10 @@ int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **re
 		const struct mcp_tool *t = &tools[i];
 		if (!t->name || !t->description || !t->handler)
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-					    "tool #%zu: name, description and handler are required", i);
+			                    "tool #%zu: name, description and handler are required", i);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(tools[j].name, t->name) == 0)
-				return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "tool '%s' is listed twice",
-						    t->name);
+				return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "tool '%s' is listed twice", t->name);
 		struct json_object *in = NULL, *out = NULL;
 		if (parse_schema(t->name, "input_schema", t->input_schema, &in, err) < 0)
 			return -1;
@@ -131,7 +130,8 @@ static struct json_object *tool_error_result(const struct cp_error *e)
 
 static struct json_object *tool_success_result(struct json_object *value)
 {
-	const char *text = json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *text =
+	    json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	struct json_object *result = json_object_new_object();
 	json_object_object_add(result, "content", text_content(text));
 	json_object_object_add(result, "structuredContent", value); /* the result takes value's reference */
@@ -157,9 +157,9 @@ static const char *log_word(const char *s, char *buf, size_t size)
 	for (; s[i] && i + 1 < size; i++) {
 		unsigned char c = (unsigned char)s[i];
 		buf[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-					 c == '-' || c == '.' || c == '/'
-				 ? (char)c
-				 : '?';
+		                 c == '-' || c == '.' || c == '/'
+		             ? (char)c
+		             : '?';
 	}
 	buf[i] = '\0';
 	return buf;
@@ -169,7 +169,7 @@ static struct json_object *invalid_params(struct json_object *id, const char *to
 {
 	char word[65];
 	log_info("mcp", "tools/call tool=%s sandbox=- status=INVALID_PARAMS duration_ms=%lld",
-		 log_word(tool, word, sizeof(word)), (long long)(clock_monotonic_ms() - start));
+	         log_word(tool, word, sizeof(word)), (long long)(clock_monotonic_ms() - start));
 	return mcp_rpc_error_new(id, MCP_RPC_INVALID_PARAMS, text);
 }
 
@@ -179,7 +179,7 @@ static struct json_object *invalid_params(struct json_object *id, const char *to
  * are borrowed (params may be NULL); session_id may be NULL. Returns an owned
  * response and logs one info line. Blocks for as long as the handler. */
 struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object *id, struct json_object *params,
-				   const char *session_id)
+                                   const char *session_id)
 {
 	int64_t start = clock_monotonic_ms();
 	if (!params)
@@ -209,12 +209,12 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 	int r = tool->handler(&call, args, &value, &err);
 	if (r >= 0 && !json_object_is_type(value, json_type_object)) {
 		cp_error_set(&err, CP_ERR_INTERNAL, "tool '%s' returned no result object; this is a server bug",
-			     tool->name);
+		             tool->name);
 		r = -1;
 	}
 	if (r < 0 && !err)
 		cp_error_set(&err, CP_ERR_INTERNAL, "tool '%s' failed without saying why; this is a server bug",
-			     tool->name);
+		             tool->name);
 
 	struct json_object *result;
 	if (r < 0) {
@@ -227,7 +227,7 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 	char word[65];
 	const char *status = r < 0 ? cp_error_code_name(err->code) : "ok";
 	log_info("mcp", "tools/call tool=%s sandbox=%s status=%s duration_ms=%lld", tool->name,
-		 log_word(string_field(args, "sandbox_id"), word, sizeof(word)), status,
-		 (long long)(clock_monotonic_ms() - start));
+	         log_word(string_field(args, "sandbox_id"), word, sizeof(word)), status,
+	         (long long)(clock_monotonic_ms() - start));
 	return mcp_rpc_result_new(id, result);
 }

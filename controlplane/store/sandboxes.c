@@ -21,9 +21,9 @@ void sandbox_record_clear(struct sandbox_record *s)
 	*s = (struct sandbox_record){0};
 }
 
-#define SBX_COLUMNS                                                                                            \
-	"id, workspace_id, status, container_name, container_id, image, runtime, COALESCE(memory_bytes,0), "   \
-	"COALESCE(nano_cpus,0), network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms, "    \
+#define SBX_COLUMNS                                                                                                    \
+	"id, workspace_id, status, container_name, container_id, image, runtime, COALESCE(memory_bytes,0), "           \
+	"COALESCE(nano_cpus,0), network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms, "             \
 	"COALESCE(removed_at_ms,0)"
 
 static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
@@ -59,10 +59,10 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	sqlite3_stmt *st = NULL;
 	int r = 0;
 	if (sqlite3_prepare_v2(store->db,
-			       "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
-			       "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
-			       "last_activity_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       -1, &st, NULL) != SQLITE_OK) {
+	                       "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
+	                       "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
+	                       "last_activity_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "insert sandbox");
 		goto out;
 	}
@@ -82,9 +82,10 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE) {
 		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
-			r = cp_error_set(err, CP_ERR_CONFLICT,
-					 "workspace '%s' already has a live sandbox; use it (sandbox_list) or destroy it first",
-					 s->workspace_id);
+			r = cp_error_set(
+			    err, CP_ERR_CONFLICT,
+			    "workspace '%s' already has a live sandbox; use it (sandbox_list) or destroy it first",
+			    s->workspace_id);
 		else
 			r = store_fail(store, err, "insert sandbox");
 	}
@@ -95,7 +96,7 @@ out:
 }
 
 static int get_one(struct store *store, const char *sql, const char *arg, struct sandbox_record *ret,
-		   struct cp_error **err, int *ret_found)
+                   struct cp_error **err, int *ret_found)
 {
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
@@ -126,20 +127,19 @@ int store_sandbox_get(struct store *store, const char *id, struct sandbox_record
 		return -1;
 	if (!found)
 		return cp_error_set(err, CP_ERR_NOT_FOUND,
-				    "sandbox '%s' does not exist; call sandbox_list to see the sandboxes, or "
-				    "sandbox_create to make one",
-				    id);
+		                    "sandbox '%s' does not exist; call sandbox_list to see the sandboxes, or "
+		                    "sandbox_create to make one",
+		                    id);
 	return 0;
 }
 
 int store_sandbox_get_live_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
-					 struct cp_error **err)
+                                         struct cp_error **err)
 {
 	int found;
 	if (get_one(store,
-		    "SELECT " SBX_COLUMNS
-		    " FROM sandboxes WHERE workspace_id = ? AND status IN ('creating','running')",
-		    workspace_id, ret, err, &found) < 0)
+	            "SELECT " SBX_COLUMNS " FROM sandboxes WHERE workspace_id = ? AND status IN ('creating','running')",
+	            workspace_id, ret, err, &found) < 0)
 		return -1;
 	if (!found)
 		return cp_error_set(err, CP_ERR_NOT_FOUND, "workspace '%s' has no live sandbox", workspace_id);
@@ -147,17 +147,16 @@ int store_sandbox_get_live_for_workspace(struct store *store, const char *worksp
 }
 
 int store_sandbox_list(struct store *store, int include_removed, struct sandbox_record **ret, size_t *ret_n,
-		       struct cp_error **err)
+                       struct cp_error **err)
 {
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	struct sandbox_record *list = NULL;
 	size_t n = 0;
 	int r = 0;
-	const char *sql = include_removed
-				  ? "SELECT " SBX_COLUMNS " FROM sandboxes ORDER BY created_at_ms, id"
-				  : "SELECT " SBX_COLUMNS
-				    " FROM sandboxes WHERE status != 'removed' ORDER BY created_at_ms, id";
+	const char *sql = include_removed ? "SELECT " SBX_COLUMNS " FROM sandboxes ORDER BY created_at_ms, id"
+	                                  : "SELECT " SBX_COLUMNS
+	                                    " FROM sandboxes WHERE status != 'removed' ORDER BY created_at_ms, id";
 	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "list sandboxes");
 		goto out;
@@ -194,8 +193,9 @@ int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_erro
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "SELECT COUNT(*) FROM sandboxes WHERE status IN ('creating','running')",
-			       -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+	if (sqlite3_prepare_v2(store->db, "SELECT COUNT(*) FROM sandboxes WHERE status IN ('creating','running')", -1,
+	                       &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW)
 		r = store_fail(store, err, "count sandboxes");
 	else
 		*ret_count = sqlite3_column_int(st, 0);
@@ -204,8 +204,7 @@ int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_erro
 	return r;
 }
 
-static int exec_changes(struct store *store, sqlite3_stmt *st, const char *what, const char *id,
-			struct cp_error **err)
+static int exec_changes(struct store *store, sqlite3_stmt *st, const char *what, const char *id, struct cp_error **err)
 {
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return store_fail(store, err, what);
@@ -215,7 +214,7 @@ static int exec_changes(struct store *store, sqlite3_stmt *st, const char *what,
 }
 
 int store_sandbox_set_status(struct store *store, const char *id, const char *status, const char *container_id,
-			     const char *failure_reason, int64_t now_ms, struct cp_error **err)
+                             const char *failure_reason, int64_t now_ms, struct cp_error **err)
 {
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
@@ -223,10 +222,10 @@ int store_sandbox_set_status(struct store *store, const char *id, const char *st
 	if (r < 0)
 		goto out;
 	if (sqlite3_prepare_v2(store->db,
-			       "UPDATE sandboxes SET status = ?1, container_id = COALESCE(?2, container_id), "
-			       "failure_reason = COALESCE(?3, failure_reason), updated_at_ms = ?4, "
-			       "removed_at_ms = CASE WHEN ?1 = 'removed' THEN ?4 ELSE removed_at_ms END WHERE id = ?5",
-			       -1, &st, NULL) != SQLITE_OK) {
+	                       "UPDATE sandboxes SET status = ?1, container_id = COALESCE(?2, container_id), "
+	                       "failure_reason = COALESCE(?3, failure_reason), updated_at_ms = ?4, "
+	                       "removed_at_ms = CASE WHEN ?1 = 'removed' THEN ?4 ELSE removed_at_ms END WHERE id = ?5",
+	                       -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "update sandbox");
 		goto rollback;
 	}
@@ -242,9 +241,9 @@ int store_sandbox_set_status(struct store *store, const char *id, const char *st
 		goto rollback;
 	if (strcmp(status, "removed") == 0 || strcmp(status, "failed") == 0) {
 		if (sqlite3_prepare_v2(store->db,
-				       "UPDATE workspaces SET released_at_ms = ?1 WHERE id = (SELECT workspace_id FROM "
-				       "sandboxes WHERE id = ?2)",
-				       -1, &st, NULL) != SQLITE_OK) {
+		                       "UPDATE workspaces SET released_at_ms = ?1 WHERE id = (SELECT workspace_id FROM "
+		                       "sandboxes WHERE id = ?2)",
+		                       -1, &st, NULL) != SQLITE_OK) {
 			r = store_fail(store, err, "release workspace");
 			goto rollback;
 		}
@@ -272,8 +271,9 @@ int store_sandbox_touch(struct store *store, const char *id, int64_t now_ms, str
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "UPDATE sandboxes SET last_activity_ms = MAX(last_activity_ms, ?) WHERE id = ?",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(store->db,
+	                       "UPDATE sandboxes SET last_activity_ms = MAX(last_activity_ms, ?) WHERE id = ?", -1, &st,
+	                       NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "record activity");
 		goto out;
 	}

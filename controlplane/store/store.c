@@ -39,8 +39,8 @@ int store_exec(struct store *store, const char *sql, const char *what, struct cp
 static int applied_version(struct store *store, int *ret, struct cp_error **err)
 {
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store->db, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(store->db, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", -1, &st, NULL) !=
+	    SQLITE_OK)
 		return store_fail(store, err, "read schema version");
 	int r = 0;
 	if (sqlite3_step(st) == SQLITE_ROW)
@@ -54,9 +54,9 @@ static int applied_version(struct store *store, int *ret, struct cp_error **err)
 static int migrate(struct store *store, struct cp_error **err)
 {
 	if (store_exec(store,
-		       "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT "
-		       "NULL, applied_at_ms INTEGER NOT NULL)",
-		       "create schema_migrations", err) < 0)
+	               "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT "
+	               "NULL, applied_at_ms INTEGER NOT NULL)",
+	               "create schema_migrations", err) < 0)
 		return -1;
 	int current = 0;
 	if (applied_version(store, &current, err) < 0)
@@ -64,9 +64,9 @@ static int migrate(struct store *store, struct cp_error **err)
 	int newest = store_migrations_count ? store_migrations[store_migrations_count - 1].version : 0;
 	if (current > newest)
 		return cp_error_set(err, CP_ERR_CONFLICT,
-				    "the registry has schema version %d but this chat2sbx knows only up to %d; "
-				    "run a newer chat2sbx or point CHAT2SBX_DATABASE_PATH elsewhere",
-				    current, newest);
+		                    "the registry has schema version %d but this chat2sbx knows only up to %d; "
+		                    "run a newer chat2sbx or point CHAT2SBX_DATABASE_PATH elsewhere",
+		                    current, newest);
 	for (size_t i = 0; i < store_migrations_count; i++) {
 		const struct store_migration *m = &store_migrations[i];
 		if (m->version <= current)
@@ -87,8 +87,8 @@ static int migrate(struct store *store, struct cp_error **err)
 			goto rollback;
 		sqlite3_stmt *st = NULL;
 		if (sqlite3_prepare_v2(store->db,
-				       "INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)",
-				       -1, &st, NULL) != SQLITE_OK) {
+		                       "INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)",
+		                       -1, &st, NULL) != SQLITE_OK) {
 			store_fail(store, err, what);
 			goto rollback;
 		}
@@ -129,7 +129,7 @@ int store_open(const char *path, struct store **ret_store, struct cp_error **err
 	pthread_mutex_init(&store->lock, NULL);
 	if (sqlite3_open_v2(path, &store->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
 		cp_error_set(err, CP_ERR_UNAVAILABLE, "open registry '%s': %s", path,
-			     store->db ? sqlite3_errmsg(store->db) : "out of memory");
+		             store->db ? sqlite3_errmsg(store->db) : "out of memory");
 		store_free(store);
 		return -1;
 	}

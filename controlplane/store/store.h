@@ -42,12 +42,12 @@ int store_schema_version(struct store *store, int *ret_version, struct cp_error 
 
 struct workspace_record {
 	char *id;
-	char *mode;	 /* managed | clone | direct */
-	char *path;	 /* host directory behind /workspace */
+	char *mode;      /* managed | clone | direct */
+	char *path;      /* host directory behind /workspace */
 	char *host_path; /* may be NULL */
 	int64_t created_at_ms;
 	int64_t released_at_ms; /* 0 = in use or never released */
-	char *sandbox_id;	/* live sandbox using it (filled by get/list), may be NULL */
+	char *sandbox_id;       /* live sandbox using it (filled by get/list), may be NULL */
 };
 void workspace_record_clear(struct workspace_record *w);
 
@@ -71,7 +71,7 @@ struct sandbox_record {
 	char *container_name;
 	char *container_id; /* may be NULL while creating */
 	char *image;
-	char *runtime; /* may be NULL */
+	char *runtime;        /* may be NULL */
 	int64_t memory_bytes; /* 0 = engine default */
 	int64_t nano_cpus;    /* 0 = engine default */
 	int network;
@@ -90,11 +90,11 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 int store_sandbox_get(struct store *store, const char *id, struct sandbox_record *ret, struct cp_error **err);
 /* The live sandbox of a workspace, or NOT_FOUND. */
 int store_sandbox_get_live_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
-					 struct cp_error **err);
+                                         struct cp_error **err);
 /* Sandboxes, oldest first; include_removed 0 hides removed ones. Caller clears
  * each and frees the array. */
 int store_sandbox_list(struct store *store, int include_removed, struct sandbox_record **ret, size_t *ret_n,
-		       struct cp_error **err);
+                       struct cp_error **err);
 /* Count of sandboxes in creating/running. */
 int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err);
 /* Sets status (and failure_reason when not NULL, container_id when not NULL),
@@ -102,7 +102,7 @@ int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_erro
  * the workspace (released_at_ms = now_ms) in the same transaction. NOT_FOUND
  * when the id is unknown. */
 int store_sandbox_set_status(struct store *store, const char *id, const char *status, const char *container_id,
-			     const char *failure_reason, int64_t now_ms, struct cp_error **err);
+                             const char *failure_reason, int64_t now_ms, struct cp_error **err);
 /* Records activity (a tool call reached the sandbox) at now_ms. */
 int store_sandbox_touch(struct store *store, const char *id, int64_t now_ms, struct cp_error **err);
 /* Deletes a sandbox row (used only to undo a create that failed before the

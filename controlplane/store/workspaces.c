@@ -17,8 +17,8 @@ void workspace_record_clear(struct workspace_record *w)
 	*w = (struct workspace_record){0};
 }
 
-#define WS_COLUMNS                                                                                             \
-	"w.id, w.mode, w.path, w.host_path, w.created_at_ms, COALESCE(w.released_at_ms, 0), "                  \
+#define WS_COLUMNS                                                                                                     \
+	"w.id, w.mode, w.path, w.host_path, w.created_at_ms, COALESCE(w.released_at_ms, 0), "                          \
 	"(SELECT s.id FROM sandboxes s WHERE s.workspace_id = w.id AND s.status IN ('creating','running'))"
 
 static void read_row(sqlite3_stmt *st, struct workspace_record *w)
@@ -38,8 +38,8 @@ int store_workspace_insert(struct store *store, const struct workspace_record *w
 	sqlite3_stmt *st = NULL;
 	int r = 0;
 	if (sqlite3_prepare_v2(store->db,
-			       "INSERT INTO workspaces (id, mode, path, host_path, created_at_ms) VALUES (?,?,?,?,?)",
-			       -1, &st, NULL) != SQLITE_OK) {
+	                       "INSERT INTO workspaces (id, mode, path, host_path, created_at_ms) VALUES (?,?,?,?,?)",
+	                       -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "insert workspace");
 		goto out;
 	}
@@ -64,8 +64,8 @@ int store_workspace_get(struct store *store, const char *id, struct workspace_re
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.id = ?", -1, &st,
-			       NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(store->db, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.id = ?", -1, &st, NULL) !=
+	    SQLITE_OK) {
 		r = store_fail(store, err, "load workspace");
 		goto out;
 	}
@@ -75,7 +75,7 @@ int store_workspace_get(struct store *store, const char *id, struct workspace_re
 		read_row(st, ret);
 	else if (rc == SQLITE_DONE)
 		r = cp_error_set(err, CP_ERR_NOT_FOUND,
-				 "workspace '%s' does not exist; call workspace_list to see the known workspaces", id);
+		                 "workspace '%s' does not exist; call workspace_list to see the known workspaces", id);
 	else
 		r = store_fail(store, err, "load workspace");
 out:
@@ -91,8 +91,8 @@ int store_workspace_list(struct store *store, struct workspace_record **ret, siz
 	struct workspace_record *list = NULL;
 	size_t n = 0;
 	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "SELECT " WS_COLUMNS " FROM workspaces w ORDER BY w.created_at_ms, w.id",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(store->db, "SELECT " WS_COLUMNS " FROM workspaces w ORDER BY w.created_at_ms, w.id", -1,
+	                       &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "list workspaces");
 		goto out;
 	}

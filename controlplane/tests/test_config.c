@@ -76,9 +76,8 @@ Test(config, defaults)
 
 Test(config, environment_overrides_and_derived_paths)
 {
-	struct fake_env fe = {{"CHAT2SBX_DATA_ROOT", "/srv/c2s", "CHAT2SBX_PORT", "9000", "CHAT2SBX_ENABLE_TUNNEL",
-			       "0", "DOCKER_HOST", "unix:///run/other.sock", "CHAT2SBX_MAX_ACTIVE_SANDBOXES", "3",
-			       NULL}};
+	struct fake_env fe = {{"CHAT2SBX_DATA_ROOT", "/srv/c2s", "CHAT2SBX_PORT", "9000", "CHAT2SBX_ENABLE_TUNNEL", "0",
+	                       "DOCKER_HOST", "unix:///run/other.sock", "CHAT2SBX_MAX_ACTIVE_SANDBOXES", "3", NULL}};
 	struct cp_error *err = NULL;
 	struct config *c = load(&fe, NULL, &err);
 	cr_assert_not_null(c, "%s", err ? err->message : "");
@@ -132,12 +131,12 @@ Test(config, env_wins_over_yaml_for_sandbox_limit)
 Test(config, bad_values_name_the_variable)
 {
 	const char *cases[][3] = {
-		{"CHAT2SBX_PORT", "70000", "CHAT2SBX_PORT '70000'"},
-		{"CHAT2SBX_PORT", "12x", "not an integer"},
-		{"CHAT2SBX_ENABLE_TUNNEL", "maybe", "CHAT2SBX_ENABLE_TUNNEL 'maybe'"},
-		{"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "-1", "or 'unlimited'"},
-		{"CHAT2SBX_MAX_YIELD_MS", "90000", "100..60000"},
-		{"CHAT2SBX_DATA_ROOT", "relative/dir", "absolute path"},
+	    {"CHAT2SBX_PORT", "70000", "CHAT2SBX_PORT '70000'"},
+	    {"CHAT2SBX_PORT", "12x", "not an integer"},
+	    {"CHAT2SBX_ENABLE_TUNNEL", "maybe", "CHAT2SBX_ENABLE_TUNNEL 'maybe'"},
+	    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "-1", "or 'unlimited'"},
+	    {"CHAT2SBX_MAX_YIELD_MS", "90000", "100..60000"},
+	    {"CHAT2SBX_DATA_ROOT", "relative/dir", "absolute path"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fake_env fe = {{cases[i][0], cases[i][1], NULL}};
@@ -147,7 +146,7 @@ Test(config, bad_values_name_the_variable)
 		cr_assert_not_null(err);
 		cr_expect_eq(err->code, CP_ERR_INVALID_ARGUMENT);
 		cr_expect(strstr(err->message, cases[i][2]) != NULL, "message '%s' lacks '%s'", err->message,
-			  cases[i][2]);
+		          cases[i][2]);
 		cp_error_free(err);
 	}
 }
@@ -164,7 +163,7 @@ Test(config, malformed_yaml_names_file_and_key)
 	cr_expect_null(load(&fe, NULL, &err));
 	cr_assert_not_null(err);
 	cr_expect(strstr(err->message, "config.yaml") && strstr(err->message, "maxActiveSandboxes"), "%s",
-		  err->message);
+	          err->message);
 	cp_error_free(err);
 
 	f = fopen(path, "w");

@@ -26,15 +26,15 @@ struct fake_reply {
 	const char *fixture; /* file in tests/data/docker/ */
 	const char *extra;   /* raw bytes sent in the same write, right after the reply */
 	size_t extra_len;
-	int echo;	  /* then echo every byte received back as stdout frames, until EOF */
-	long delay_ms;	  /* wait this long before answering */
-	size_t big_body;  /* instead of a fixture: 200 with a body of this many bytes */
+	int echo;        /* then echo every byte received back as stdout frames, until EOF */
+	long delay_ms;   /* wait this long before answering */
+	size_t big_body; /* instead of a fixture: 200 with a body of this many bytes */
 };
 
 struct fake_request {
 	char line[1024]; /* "POST /v1.41/containers/create?name=x HTTP/1.1" */
 	char head[4096]; /* all header lines */
-	char *body;	 /* NUL-terminated, may be empty */
+	char *body;      /* NUL-terminated, may be empty */
 };
 
 struct fake_engine {
@@ -93,8 +93,10 @@ static void send_reply(int cfd, const struct fake_reply *r)
 	size_t out_len = 0;
 	FILE *m = open_memstream(&out, &out_len);
 	if (r->big_body) {
-		fprintf(m, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-			   "Connection: close\r\n\r\n", r->big_body);
+		fprintf(m,
+		        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+		        "Connection: close\r\n\r\n",
+		        r->big_body);
 		fflush(m);
 		write_all(cfd, out, out_len);
 		fclose(m);
@@ -172,8 +174,14 @@ static void echo_frames(int cfd)
 		ssize_t n = recv(cfd, buf, sizeof(buf), 0);
 		if (n <= 0)
 			return;
-		unsigned char hdr[8] = {1, 0, 0, 0, (unsigned char)(n >> 24), (unsigned char)(n >> 16),
-					(unsigned char)(n >> 8), (unsigned char)n};
+		unsigned char hdr[8] = {1,
+		                        0,
+		                        0,
+		                        0,
+		                        (unsigned char)(n >> 24),
+		                        (unsigned char)(n >> 16),
+		                        (unsigned char)(n >> 8),
+		                        (unsigned char)n};
 		write_all(cfd, hdr, 8);
 		write_all(cfd, buf, (size_t)n);
 	}
@@ -317,26 +325,26 @@ static const char *const entrypoint[] = {"/usr/local/bin/chat2sbx-helper", NULL}
 static const char *const env[] = {"HOME=/root", "LANG=C.UTF-8", NULL};
 static const char *const labels[] = {"chat2sbx.sandbox", "sbx_test", "chat2sbx.workspace", "ws_abc", NULL};
 static const struct docker_mount mounts[] = {
-	{.source = "/srv/helper", .target = "/usr/local/bin/chat2sbx-helper", .read_only = 1},
-	{.source = "/srv/ws", .target = "/workspace", .read_only = 0},
+    {.source = "/srv/helper", .target = "/usr/local/bin/chat2sbx-helper", .read_only = 1},
+    {.source = "/srv/ws", .target = "/workspace", .read_only = 0},
 };
 
 static struct docker_container_spec test_spec(int network_disabled)
 {
 	return (struct docker_container_spec){
-		.name = "sbx_test",
-		.image = "chat2sbx-template:0.1.0",
-		.entrypoint = entrypoint,
-		.env = env,
-		.labels = labels,
-		.working_dir = "/workspace",
-		.mounts = mounts,
-		.n_mounts = 2,
-		.memory_bytes = 512LL << 20,
-		.nano_cpus = 1500000000LL,
-		.pids_limit = 512,
-		.network_disabled = network_disabled,
-		.runtime = network_disabled ? "runc" : NULL,
+	    .name = "sbx_test",
+	    .image = "chat2sbx-template:0.1.0",
+	    .entrypoint = entrypoint,
+	    .env = env,
+	    .labels = labels,
+	    .working_dir = "/workspace",
+	    .mounts = mounts,
+	    .n_mounts = 2,
+	    .memory_bytes = 512LL << 20,
+	    .nano_cpus = 1500000000LL,
+	    .pids_limit = 512,
+	    .network_disabled = network_disabled,
+	    .runtime = network_disabled ? "runc" : NULL,
 	};
 }
 
@@ -344,7 +352,7 @@ static struct json_object *member(struct json_object *o, const char *key)
 {
 	struct json_object *v = NULL;
 	cr_assert(json_object_object_get_ex(o, key, &v), "member '%s' missing in %s", key,
-		  json_object_to_json_string(o));
+	          json_object_to_json_string(o));
 	return v;
 }
 
@@ -375,7 +383,7 @@ Test(docker_engine, create_sends_hardened_body)
 	cr_assert_not_null(b, "body is JSON: %s", fe->req[1].body);
 	cr_assert_str_eq(json_object_get_string(member(b, "Image")), "chat2sbx-template:0.1.0");
 	cr_assert_str_eq(json_object_to_json_string_ext(member(b, "Entrypoint"), JSON_C_TO_STRING_PLAIN),
-			 "[\"\\/usr\\/local\\/bin\\/chat2sbx-helper\"]");
+	                 "[\"\\/usr\\/local\\/bin\\/chat2sbx-helper\"]");
 	cr_assert_eq(json_object_array_length(member(b, "Cmd")), 0);
 	cr_assert_eq(json_object_array_length(member(b, "Env")), 2);
 	cr_assert_str_eq(json_object_get_string(member(member(b, "Labels"), "chat2sbx.workspace")), "ws_abc");
@@ -397,9 +405,9 @@ Test(docker_engine, create_sends_hardened_body)
 	assert_bool(hc, "Init", 0);
 	cr_assert_str_eq(json_object_get_string(member(member(hc, "LogConfig"), "Type")), "none");
 	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "CapDrop"), JSON_C_TO_STRING_PLAIN),
-			 "[\"NET_RAW\",\"MKNOD\",\"AUDIT_WRITE\",\"SYS_CHROOT\",\"SETFCAP\"]");
+	                 "[\"NET_RAW\",\"MKNOD\",\"AUDIT_WRITE\",\"SYS_CHROOT\",\"SETFCAP\"]");
 	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "SecurityOpt"), JSON_C_TO_STRING_PLAIN),
-			 "[\"no-new-privileges\"]");
+	                 "[\"no-new-privileges\"]");
 	struct json_object *m = member(hc, "Mounts");
 	cr_assert_eq(json_object_array_length(m), 2);
 	struct json_object *m0 = json_object_array_get_idx(m, 0), *m1 = json_object_array_get_idx(m, 1);
@@ -491,9 +499,9 @@ Test(docker_engine, create_refuses_odd_labels_without_a_call)
 Test(docker_engine, start_and_remove_paths)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"},
-					      {.fixture = "start_ok.http"},
-					      {.fixture = "start_not_modified.http"},
-					      {.fixture = "remove_ok.http"}};
+	                                      {.fixture = "start_ok.http"},
+	                                      {.fixture = "start_not_modified.http"},
+	                                      {.fixture = "remove_ok.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
 	struct docker_engine *e = open_engine(fe);
 	struct cp_error *err = NULL;
@@ -517,7 +525,7 @@ Test(docker_engine, start_failure_is_unavailable_with_engine_reason)
 	cr_assert_lt(docker_container_start(e, "sbx_test", &err), 0);
 	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
 	cr_assert_not_null(strstr(err->message, "start container 'sbx_test': failed to create shim task"), "%s",
-			   err->message);
+	                   err->message);
 	cp_error_free(err);
 	docker_engine_free(e);
 	fake_stop(fe);
@@ -555,7 +563,7 @@ Test(docker_engine, inspect_missing_is_not_found_with_engine_message)
 Test(docker_engine, inspect_decodes_state)
 {
 	static const struct fake_reply r[] = {
-		{.fixture = "version.http"}, {.fixture = "inspect_ok.http"}, {.fixture = "inspect_dead.http"}};
+	    {.fixture = "version.http"}, {.fixture = "inspect_ok.http"}, {.fixture = "inspect_dead.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
 	struct docker_engine *e = open_engine(fe);
 	struct docker_container_state s = {0};
@@ -580,7 +588,7 @@ Test(docker_engine, inspect_decodes_state)
 Test(docker_engine, list_filters_by_label)
 {
 	static const struct fake_reply r[] = {
-		{.fixture = "version.http"}, {.fixture = "list_ok.http"}, {.fixture = "list_empty.http"}};
+	    {.fixture = "version.http"}, {.fixture = "list_ok.http"}, {.fixture = "list_empty.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
 	struct docker_engine *e = open_engine(fe);
 	struct docker_container_state *s = NULL;
@@ -605,9 +613,9 @@ Test(docker_engine, list_filters_by_label)
 	docker_engine_free(e);
 	fake_stop(fe);
 	cr_assert_str_eq(fe->req[1].line, "GET /v1.41/containers/json?all=1&filters="
-					  "%7B%22label%22%3A%5B%22chat2sbx.sandbox%22%5D%7D HTTP/1.1");
+	                                  "%7B%22label%22%3A%5B%22chat2sbx.sandbox%22%5D%7D HTTP/1.1");
 	cr_assert_str_eq(fe->req[2].line, "GET /v1.41/containers/json?all=1&filters="
-					  "%7B%22label%22%3A%5B%22chat2sbx.workspace%3Dws_abc%22%5D%7D HTTP/1.1");
+	                                  "%7B%22label%22%3A%5B%22chat2sbx.workspace%3Dws_abc%22%5D%7D HTTP/1.1");
 }
 
 /* ---- images ---- */
@@ -615,7 +623,7 @@ Test(docker_engine, list_filters_by_label)
 Test(docker_engine, image_inspect)
 {
 	static const struct fake_reply r[] = {
-		{.fixture = "version.http"}, {.fixture = "image_ok.http"}, {.fixture = "image_missing.http"}};
+	    {.fixture = "version.http"}, {.fixture = "image_ok.http"}, {.fixture = "image_missing.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
 	struct docker_engine *e = open_engine(fe);
 	char *id = NULL;
@@ -656,7 +664,7 @@ Test(docker_engine, request_text_body_becomes_json_string)
 Test(docker_engine, request_timeout_maps_to_timeout)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"},
-					      {.fixture = "list_empty.http", .delay_ms = 1500}};
+	                                      {.fixture = "list_empty.http", .delay_ms = 1500}};
 	struct fake_engine *fe = fake_start(r, N(r));
 	struct docker_engine *e = open_engine(fe);
 	struct json_object *body = NULL;
@@ -678,7 +686,7 @@ Test(docker_engine, oversized_response_is_refused)
 	struct json_object *body = NULL;
 	struct cp_error *err = NULL;
 	cr_assert_lt(docker_request(e, "GET", "/containers/json", NULL, 10000, "list containers", NULL, &body, &err),
-		     0);
+	             0);
 	cr_assert_eq(err->code, CP_ERR_INTERNAL);
 	cr_assert_not_null(strstr(err->message, "16 MiB"), "%s", err->message);
 	cr_assert_null(body);
@@ -720,11 +728,13 @@ static void read_stdout(int fd, struct docker_demux *d, struct collected *c, siz
 Test(docker_engine, attach_keeps_bytes_sent_with_the_headers)
 {
 	/* The engine may put stream frames in the same segment as its 101. */
-	static const char early[] = "\x01\x00\x00\x00\x00\x00\x00\x06" "early\n"
-				    "\x02\x00\x00\x00\x00\x00\x00\x04" "log\n";
+	static const char early[] = "\x01\x00\x00\x00\x00\x00\x00\x06"
+	                            "early\n"
+	                            "\x02\x00\x00\x00\x00\x00\x00\x04"
+	                            "log\n";
 	static const struct fake_reply r[] = {
-		{.fixture = "version.http"},
-		{.fixture = "attach_upgrade.http", .extra = early, .extra_len = sizeof(early) - 1, .echo = 1}};
+	    {.fixture = "version.http"},
+	    {.fixture = "attach_upgrade.http", .extra = early, .extra_len = sizeof(early) - 1, .echo = 1}};
 	struct fake_engine *fe = fake_start(r, N(r));
 	struct docker_engine *e = open_engine(fe);
 	int fd = -1;
@@ -746,7 +756,7 @@ Test(docker_engine, attach_keeps_bytes_sent_with_the_headers)
 	docker_engine_free(e);
 	fake_stop(fe);
 	cr_assert_str_eq(fe->req[1].line,
-			 "POST /v1.41/containers/sbx_test/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1");
+	                 "POST /v1.41/containers/sbx_test/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1");
 	cr_assert_not_null(strstr(fe->req[1].head, "Upgrade: tcp"));
 	cr_assert_not_null(strstr(fe->req[1].head, "Connection: Upgrade"));
 }
@@ -777,7 +787,8 @@ Test(docker_engine, attach_chunked_error_keeps_engine_message)
 	cr_assert_lt(docker_container_attach(e, "sbx_test", 2000, &fd, &err), 0);
 	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
 	cr_assert_not_null(strstr(err->message, "attach to container 'sbx_test': container e90e34656806 is "
-						"restarting"), "%s", err->message);
+	                                        "restarting"),
+	                   "%s", err->message);
 	cp_error_free(err);
 	docker_engine_free(e);
 	fake_stop(fe);
@@ -786,7 +797,7 @@ Test(docker_engine, attach_chunked_error_keeps_engine_message)
 Test(docker_engine, attach_handshake_has_a_deadline)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"},
-					      {.fixture = "attach_upgrade.http", .delay_ms = 1500}};
+	                                      {.fixture = "attach_upgrade.http", .delay_ms = 1500}};
 	struct fake_engine *fe = fake_start(r, N(r));
 	struct docker_engine *e = open_engine(fe);
 	int fd = -1;

@@ -218,7 +218,7 @@ static void script_reverse(struct fake *f)
 		json_object_object_get_ex(reqs[i], "params", &params);
 		char result[128];
 		snprintf(result, sizeof(result), "{\"method\":\"%s\",\"n\":%d}", req_method(reqs[i]),
-			 json_object_get_int(json_object_object_get(params, "n")));
+		         json_object_get_int(json_object_object_get(params, "n")));
 		answer(f, req_id(reqs[i]), result);
 	}
 	json_object_put(a);
@@ -261,18 +261,19 @@ Test(helper_channel, overlapping_calls_answered_out_of_order)
 static void script_errors(struct fake *f)
 {
 	static const char *const errors[] = {
-		"{\"code\":-32000,\"message\":\"no such file: /workspace/x\",\"data\":{\"code\":\"NOT_FOUND\"}}",
-		"{\"code\":-32000,\"message\":\"output cap\",\"data\":{\"code\":\"LIMIT\"}}",
-		"{\"code\":-32602,\"message\":\"params.path: expected a string\","
-		"\"data\":{\"code\":\"INVALID_ARGUMENT\"}}",
-		"{\"code\":-32601,\"message\":\"unknown method 'nope'\"}",
-		"{\"code\":-32000,\"message\":\"odd\",\"data\":{\"code\":\"SOMETHING_NEW\"}}",
+	    "{\"code\":-32000,\"message\":\"no such file: /workspace/x\",\"data\":{\"code\":\"NOT_FOUND\"}}",
+	    "{\"code\":-32000,\"message\":\"output cap\",\"data\":{\"code\":\"LIMIT\"}}",
+	    "{\"code\":-32602,\"message\":\"params.path: expected a string\","
+	    "\"data\":{\"code\":\"INVALID_ARGUMENT\"}}",
+	    "{\"code\":-32601,\"message\":\"unknown method 'nope'\"}",
+	    "{\"code\":-32000,\"message\":\"odd\",\"data\":{\"code\":\"SOMETHING_NEW\"}}",
 	};
 	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
 		struct json_object *req = fake_read_request(f);
 		char *line = NULL;
 		cr_assert_gt(asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":%s}", (long long)req_id(req),
-				      errors[i]), 0);
+		                      errors[i]),
+		             0);
 		send_line(f->fd, line);
 		free(line);
 		json_object_put(req);
@@ -350,7 +351,7 @@ Test(helper_channel, eof_fails_pending_with_unavailable)
 	struct cp_error *err = call_fail("bash.poll", 5000);
 	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
 	cr_assert_not_null(strstr(err->message, "the helper of sandbox 'sbx_test' is not answering: "), "%s",
-			   err->message);
+	                   err->message);
 	cp_error_free(err);
 	cr_assert_not(helper_channel_alive(ch));
 	cr_assert_not_null(strstr(helper_channel_close_reason(ch), "stream ended"));
@@ -389,8 +390,8 @@ static void script_stderr(struct fake *f)
 {
 	struct json_object *req = fake_read_request(f);
 	char *line = NULL;
-	cr_assert_gt(asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"ok\":true}}\n",
-			      (long long)req_id(req)), 0);
+	cr_assert_gt(
+	    asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"ok\":true}}\n", (long long)req_id(req)), 0);
 	size_t half = strlen(line) / 2;
 	send_frame(f->fd, 2, "helper: started session\nhelper: par", 35);
 	send_frame(f->fd, 1, line, half);
@@ -426,11 +427,11 @@ static void script_split(struct fake *f)
 	big[100000] = '\0';
 	char *text = NULL;
 	cr_assert_gt(asprintf(&text,
-			      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"v\":\"first\"}}\n"
-			      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"v\":\"%s\"}}\n"
-			      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"v\":\"third\"}}\n",
-			      (long long)req_id(reqs[2]), (long long)req_id(reqs[0]), big, (long long)req_id(reqs[1])),
-		     0);
+	                      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"v\":\"first\"}}\n"
+	                      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"v\":\"%s\"}}\n"
+	                      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"v\":\"third\"}}\n",
+	                      (long long)req_id(reqs[2]), (long long)req_id(reqs[0]), big, (long long)req_id(reqs[1])),
+	             0);
 	free(big);
 	size_t len = strlen(text);
 

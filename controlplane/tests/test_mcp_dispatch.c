@@ -15,7 +15,7 @@
 #include "mcp/mcp.h"
 
 static int dtool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
-		      struct cp_error **err)
+                      struct cp_error **err)
 {
 	(void)call;
 	(void)err;
@@ -29,7 +29,7 @@ static int dtool_echo(const struct mcp_call *call, struct json_object *args, str
 }
 
 static int dtool_fail(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
-		      struct cp_error **err)
+                      struct cp_error **err)
 {
 	(void)call;
 	(void)args;
@@ -38,10 +38,10 @@ static int dtool_fail(const struct mcp_call *call, struct json_object *args, str
 }
 
 static const struct mcp_tool dtools[] = {
-	{"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}",
-	 "{\"type\":\"object\",\"additionalProperties\":true}", MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT, dtool_echo},
-	{"fail", "Fail", "Always fails.", "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"}}}",
-	 NULL, MCP_HINT_DESTRUCTIVE | MCP_HINT_OPEN_WORLD, dtool_fail},
+    {"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}",
+     "{\"type\":\"object\",\"additionalProperties\":true}", MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT, dtool_echo},
+    {"fail", "Fail", "Always fails.", "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"}}}",
+     NULL, MCP_HINT_DESTRUCTIVE | MCP_HINT_OPEN_WORLD, dtool_fail},
 };
 
 static struct mcp_server *dserver;
@@ -50,12 +50,12 @@ static void dsetup(void)
 {
 	log_set_level(LOG_LEVEL_ERROR);
 	struct mcp_server_options o = {.host = "127.0.0.1",
-				       .name = "chat2sbx-test",
-				       .version = "1.2.3",
-				       .instructions = "Create a sandbox first.",
-				       .max_body_bytes = 4096,
-				       .max_sessions = 3,
-				       .session_idle_ms = 1000};
+	                               .name = "chat2sbx-test",
+	                               .version = "1.2.3",
+	                               .instructions = "Create a sandbox first.",
+	                               .max_body_bytes = 4096,
+	                               .max_sessions = 3,
+	                               .session_idle_ms = 1000};
 	struct cp_error *err = NULL;
 	cr_assert_eq(mcp_server_new(&o, dtools, 2, NULL, &dserver, &err), 0);
 }
@@ -124,9 +124,9 @@ Test(mcp_dispatch, initialize_echoes_each_supported_version)
 	for (size_t i = 0; i < 3; i++) {
 		char req[256];
 		snprintf(req, sizeof(req),
-			 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-			 "\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
-			 versions[i]);
+		         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+		         "\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+		         versions[i]);
 		struct json_object *r = rpc(req);
 		cr_assert_str_eq(gets(r, "result.protocolVersion"), versions[i]);
 		cr_assert_eq(geti(r, "id"), 1);
@@ -137,7 +137,7 @@ Test(mcp_dispatch, initialize_echoes_each_supported_version)
 Test(mcp_dispatch, initialize_unknown_version_gets_latest)
 {
 	struct json_object *r = rpc("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"initialize\",\"params\":"
-				    "{\"protocolVersion\":\"2024-11-05\",\"capabilities\":{}}}");
+	                            "{\"protocolVersion\":\"2024-11-05\",\"capabilities\":{}}}");
 	cr_assert_str_eq(gets(r, "result.protocolVersion"), "2025-11-25");
 	cr_assert_str_eq(gets(r, "id"), "a");
 	cr_assert_str_eq(gets(r, "result.serverInfo.name"), "chat2sbx-test");
@@ -156,7 +156,7 @@ Test(mcp_dispatch, initialize_unknown_version_gets_latest)
 Test(mcp_dispatch, initialize_creates_a_session_only_when_asked)
 {
 	const char *req = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-			  "\"2025-06-18\"}}";
+	                  "\"2025-06-18\"}}";
 	char *sid = NULL;
 	char *out = mcp_dispatch_text(dserver, req, strlen(req), NULL, &sid);
 	cr_assert_not_null(out);
@@ -181,12 +181,13 @@ Test(mcp_dispatch, ping_and_empty_lists)
 	json_object_put(r);
 
 	const char *lists[][2] = {{"resources/list", "result.resources"},
-				  {"resources/templates/list", "result.resourceTemplates"},
-				  {"prompts/list", "result.prompts"},
-				  {"completion/complete", "result.completion.values"}};
+	                          {"resources/templates/list", "result.resourceTemplates"},
+	                          {"prompts/list", "result.prompts"},
+	                          {"completion/complete", "result.completion.values"}};
 	for (size_t i = 0; i < 4; i++) {
 		char req[160];
-		snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"%s\",\"params\":{}}", lists[i][0]);
+		snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"%s\",\"params\":{}}",
+		         lists[i][0]);
 		r = rpc(req);
 		struct json_object *a = get(r, lists[i][1]);
 		cr_assert(json_object_is_type(a, json_type_array), "%s", lists[i][0]);
@@ -235,7 +236,7 @@ Test(mcp_dispatch, tools_list_has_schemas_and_all_annotations)
 Test(mcp_dispatch, tools_call_success)
 {
 	struct json_object *r = rpc("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":"
-				    "\"echo\",\"arguments\":{\"sandbox_id\":\"sbx_1\",\"n\":[1,2]}}}");
+	                            "\"echo\",\"arguments\":{\"sandbox_id\":\"sbx_1\",\"n\":[1,2]}}}");
 	cr_assert_eq(geti(r, "id"), 9);
 	struct json_object *res = get(r, "result");
 	cr_assert_not_null(res, "%s", json_object_to_json_string(r));
@@ -258,7 +259,7 @@ Test(mcp_dispatch, tools_call_success)
 Test(mcp_dispatch, tools_call_handler_error_is_a_result)
 {
 	struct json_object *r = rpc("{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"tools/call\",\"params\":{\"name\":"
-				    "\"fail\",\"arguments\":{\"sandbox_id\":\"sbx_gone\"}}}");
+	                            "\"fail\",\"arguments\":{\"sandbox_id\":\"sbx_gone\"}}}");
 	cr_assert_null(get(r, "error"));
 	cr_assert_str_eq(gets(r, "id"), "x");
 	cr_assert_eq(json_object_get_boolean(get(r, "result.isError")), 1);
@@ -271,7 +272,7 @@ Test(mcp_dispatch, tools_call_handler_error_is_a_result)
 Test(mcp_dispatch, tools_call_unknown_tool)
 {
 	struct json_object *r = rpc(
-		"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\",\"arguments\":{}}}");
+	    "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\",\"arguments\":{}}}");
 	assert_error(r, -32602);
 	cr_assert_eq(geti(r, "id"), 4);
 	cr_assert(strstr(gets(r, "error.message"), "unknown tool 'nope'; call tools/list"));
@@ -281,13 +282,14 @@ Test(mcp_dispatch, tools_call_unknown_tool)
 Test(mcp_dispatch, tools_call_bad_params)
 {
 	const char *bad[] = {
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":[\"echo\"]}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":\"echo\"}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":7}}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":\"x\"}}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":[1]}}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":[\"echo\"]}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":\"echo\"}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":7}}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/"
+	    "call\",\"params\":{\"name\":\"echo\",\"arguments\":\"x\"}}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":[1]}}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct json_object *r = rpc(bad[i]);
@@ -352,7 +354,8 @@ Test(mcp_dispatch, unknown_method)
 Test(mcp_dispatch, notifications_and_responses_get_no_reply)
 {
 	cr_assert_null(rpc("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"));
-	cr_assert_null(rpc("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}"));
+	cr_assert_null(
+	    rpc("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}"));
 	cr_assert_null(rpc("{\"jsonrpc\":\"2.0\",\"method\":\"no/such/notification\"}"));
 	cr_assert_null(rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"));
 	cr_assert_null(rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1,\"message\":\"m\"}}"));
@@ -361,11 +364,11 @@ Test(mcp_dispatch, notifications_and_responses_get_no_reply)
 Test(mcp_dispatch, batch)
 {
 	struct json_object *r =
-		rpc("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
-		    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},"
-		    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"
-		    "{\"a\":1}}},"
-		    "3]");
+	    rpc("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+	        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},"
+	        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"
+	        "{\"a\":1}}},"
+	        "3]");
 	cr_assert(json_object_is_type(r, json_type_array));
 	cr_assert_eq(json_object_array_length(r), 3);
 	cr_assert_eq(geti(r, "0.id"), 1);
@@ -407,7 +410,8 @@ Test(mcp_dispatch, malformed_tool_table_is_refused)
 {
 	struct mcp_tool bad_schema[] = {{"t", NULL, "d", "{not json", NULL, 0, dtool_dummy}};
 	struct mcp_tool array_schema[] = {{"t", NULL, "d", "[]", NULL, 0, dtool_dummy}};
-	struct mcp_tool dup[] = {{"t", NULL, "d", "{}", NULL, 0, dtool_dummy}, {"t", NULL, "d", "{}", NULL, 0, dtool_dummy}};
+	struct mcp_tool dup[] = {{"t", NULL, "d", "{}", NULL, 0, dtool_dummy},
+	                         {"t", NULL, "d", "{}", NULL, 0, dtool_dummy}};
 	struct mcp_tool *tables[] = {bad_schema, array_schema, dup};
 	size_t sizes[] = {1, 1, 2};
 	for (size_t i = 0; i < 3; i++) {
@@ -454,9 +458,20 @@ Test(mcp_dispatch, sessions_expire_and_are_capped)
 
 Test(mcp_dispatch, loopback_host_and_origin)
 {
-	const char *good_hosts[] = {"127.0.0.1", "127.0.0.1:18788", "localhost", "LocalHost:1", "[::1]", "[::1]:80", NULL};
-	const char *bad_hosts[] = {"evil.example", "evil.example:18788", "127.0.0.1.evil.example", "localhost:",
-				   "localhost:80:80", "[::1", "[::1]x", "::1", "", "127.0.0.2", "0.0.0.0", NULL};
+	const char *good_hosts[] = {"127.0.0.1", "127.0.0.1:18788", "localhost", "LocalHost:1",
+	                            "[::1]",     "[::1]:80",        NULL};
+	const char *bad_hosts[] = {"evil.example",
+	                           "evil.example:18788",
+	                           "127.0.0.1.evil.example",
+	                           "localhost:",
+	                           "localhost:80:80",
+	                           "[::1",
+	                           "[::1]x",
+	                           "::1",
+	                           "",
+	                           "127.0.0.2",
+	                           "0.0.0.0",
+	                           NULL};
 	for (size_t i = 0; good_hosts[i]; i++)
 		cr_assert(mcp_host_allowed(good_hosts[i], "127.0.0.1"), "%s", good_hosts[i]);
 	for (size_t i = 0; bad_hosts[i]; i++)
@@ -465,10 +480,16 @@ Test(mcp_dispatch, loopback_host_and_origin)
 	cr_assert(mcp_host_allowed("10.0.0.5:18788", "10.0.0.5"));
 	cr_assert_not(mcp_host_allowed("0.0.0.0:1", "0.0.0.0"));
 
-	const char *good_origins[] = {"http://localhost:5173", "http://127.0.0.1", "http://[::1]:3000",
-				      "https://localhost", "http://localhost:3000/", NULL};
-	const char *bad_origins[] = {"http://evil.example", "null", "http://localhost.evil.example", "file://",
-				     "http://127.0.0.1:80/path", "localhost", "", NULL};
+	const char *good_origins[] = {"http://localhost:5173", "http://127.0.0.1",       "http://[::1]:3000",
+	                              "https://localhost",     "http://localhost:3000/", NULL};
+	const char *bad_origins[] = {"http://evil.example",
+	                             "null",
+	                             "http://localhost.evil.example",
+	                             "file://",
+	                             "http://127.0.0.1:80/path",
+	                             "localhost",
+	                             "",
+	                             NULL};
 	for (size_t i = 0; good_origins[i]; i++)
 		cr_assert(mcp_origin_allowed(good_origins[i]), "%s", good_origins[i]);
 	for (size_t i = 0; bad_origins[i]; i++)
@@ -522,13 +543,13 @@ static char *stdio_exchange(const char *input, long *ret_ms)
 Test(mcp_dispatch, stdio_lines)
 {
 	const char *input =
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}\n"
-		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
-		"\n"
-		"not json\r\n"
-		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"
-		"{\"s\":\"line\\nbreak\"}}}\n"
-		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}"; /* last line without newline */
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}\n"
+	    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+	    "\n"
+	    "not json\r\n"
+	    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"
+	    "{\"s\":\"line\\nbreak\"}}}\n"
+	    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}"; /* last line without newline */
 	long ms;
 	char *out = stdio_exchange(input, &ms);
 	int lines = 0, saw[4] = {0};
@@ -558,14 +579,14 @@ Test(mcp_dispatch, stdio_tool_calls_overlap_and_long_lines_are_refused)
 	big[sizeof(big) - 1] = '\0';
 	char *input = NULL;
 	cr_assert_gt(asprintf(&input,
-			      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
-			      "\"arguments\":{\"sleep_ms\":300}}}\n"
-			      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
-			      "\"arguments\":{\"sleep_ms\":300}}}\n"
-			      "{\"pad\":\"%s\"}\n"
-			      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n",
-			      big),
-		     0);
+	                      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+	                      "\"arguments\":{\"sleep_ms\":300}}}\n"
+	                      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+	                      "\"arguments\":{\"sleep_ms\":300}}}\n"
+	                      "{\"pad\":\"%s\"}\n"
+	                      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n",
+	                      big),
+	             0);
 	long ms;
 	char *out = stdio_exchange(input, &ms);
 	cr_assert_lt(ms, 600, "two 300 ms calls took %ld ms", ms);

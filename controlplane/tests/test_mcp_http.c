@@ -16,7 +16,7 @@
 #include "mcp/mcp.h"
 
 static int htool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
-		      struct cp_error **err)
+                      struct cp_error **err)
 {
 	(void)call;
 	(void)err;
@@ -30,7 +30,7 @@ static int htool_echo(const struct mcp_call *call, struct json_object *args, str
 }
 
 static int htool_fail(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
-		      struct cp_error **err)
+                      struct cp_error **err)
 {
 	(void)call;
 	(void)args;
@@ -39,8 +39,8 @@ static int htool_fail(const struct mcp_call *call, struct json_object *args, str
 }
 
 static const struct mcp_tool htools[] = {
-	{"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}", NULL, MCP_HINT_READ_ONLY, htool_echo},
-	{"fail", "Fail", "Always fails.", "{\"type\":\"object\"}", NULL, MCP_HINT_DESTRUCTIVE, htool_fail},
+    {"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}", NULL, MCP_HINT_READ_ONLY, htool_echo},
+    {"fail", "Fail", "Always fails.", "{\"type\":\"object\"}", NULL, MCP_HINT_DESTRUCTIVE, htool_fail},
 };
 
 static struct mcp_server *hserver;
@@ -51,12 +51,12 @@ static void hsetup(void)
 	log_set_level(LOG_LEVEL_ERROR);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	struct mcp_server_options o = {.host = "127.0.0.1",
-				       .port = 0,
-				       .name = "chat2sbx-test",
-				       .version = "0.0.1",
-				       .max_body_bytes = 1024,
-				       .max_sessions = 8,
-				       .session_idle_ms = 60000};
+	                               .port = 0,
+	                               .name = "chat2sbx-test",
+	                               .version = "0.0.1",
+	                               .max_body_bytes = 1024,
+	                               .max_sessions = 8,
+	                               .session_idle_ms = 60000};
 	struct cp_error *err = NULL;
 	cr_assert_eq(mcp_server_new(&o, htools, 2, NULL, &hserver, &err), 0);
 	cr_assert_eq(mcp_server_listen(hserver, &err), 0, "%s", err ? err->message : "");
@@ -137,7 +137,7 @@ static size_t on_read(char *buf, size_t size, size_t n, void *arg)
  * Content-Type: application/json and the MCP Accept header. chunked sends
  * the body without a Content-Length. */
 static void hreq_ex(struct hreply *r, const char *method, const char *path, const char *body,
-		    const char *const *headers, int chunked)
+                    const char *const *headers, int chunked)
 {
 	memset(r, 0, sizeof(*r));
 	CURL *c = curl_easy_init();
@@ -199,17 +199,17 @@ static int rpc_code(const struct hreply *r)
 {
 	struct json_object *o = hjson(r), *e, *code;
 	cr_assert(json_object_object_get_ex(o, "error", &e) && json_object_object_get_ex(e, "code", &code), "%s",
-		  r->body);
+	          r->body);
 	int v = json_object_get_int(code);
 	json_object_put(o);
 	return v;
 }
 
-#define INIT_BODY                                                                                                  \
-	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\","   \
+#define INIT_BODY                                                                                                      \
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\","      \
 	"\"capabilities\":{},\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}}"
-#define ECHO_BODY                                                                                                  \
-	"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"       \
+#define ECHO_BODY                                                                                                      \
+	"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"         \
 	"{\"x\":1}}}"
 
 static void free_reply(struct hreply *r)
@@ -328,8 +328,8 @@ Test(mcp_http, dns_rebinding_is_refused)
 Test(mcp_http, body_over_the_limit_is_413)
 {
 	char body[2048];
-	snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"pad\":\"%01900d\"}}",
-		 0);
+	snprintf(body, sizeof(body),
+	         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"pad\":\"%01900d\"}}", 0);
 	struct hreply r;
 	for (int chunked = 0; chunked < 2; chunked++) {
 		hreq_ex(&r, "POST", "/mcp", body, NULL, chunked);
@@ -361,7 +361,7 @@ Test(mcp_http, other_paths_are_404)
 {
 	struct hreply r;
 	const char *paths[] = {"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp",
-			       "/", "/mcp/extra"};
+	                       "/", "/mcp/extra"};
 	for (size_t i = 0; i < 4; i++) {
 		hreq(&r, "GET", paths[i], NULL, NULL);
 		cr_assert_eq(r.status, 404, "%s", paths[i]);
@@ -404,7 +404,8 @@ Test(mcp_http, bad_content_type_and_bad_json)
 	hreq(&r, "POST", "/mcp", ECHO_BODY, (const char *const[]){"Content-Type: text/plain", NULL});
 	cr_assert_eq(r.status, 415);
 	free_reply(&r);
-	hreq(&r, "POST", "/mcp", ECHO_BODY, (const char *const[]){"Content-Type: application/json; charset=utf-8", NULL});
+	hreq(&r, "POST", "/mcp", ECHO_BODY,
+	     (const char *const[]){"Content-Type: application/json; charset=utf-8", NULL});
 	cr_assert_eq(r.status, 200);
 	free_reply(&r);
 	hreq(&r, "POST", "/mcp", "{\"jsonrpc\":", NULL);

@@ -45,11 +45,11 @@ static void add_workspace(struct store *s, const char *id)
 static int add_sandbox(struct store *s, const char *id, const char *ws, struct cp_error **err)
 {
 	struct sandbox_record r = {.id = (char *)id,
-				   .workspace_id = (char *)ws,
-				   .container_name = (char *)id,
-				   .image = "img:1",
-				   .network = 1,
-				   .created_at_ms = 2000};
+	                           .workspace_id = (char *)ws,
+	                           .container_name = (char *)id,
+	                           .image = "img:1",
+	                           .network = 1,
+	                           .created_at_ms = 2000};
 	return store_sandbox_insert(s, &r, err);
 }
 

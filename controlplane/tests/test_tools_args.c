@@ -20,8 +20,7 @@ static void expect_invalid(mcp_tool_handler h, const char *args_json, const char
 	cr_expect_lt(h(&call, args, &res, &err), 0, "%s accepted", args_json);
 	cr_assert_not_null(err, "%s", args_json);
 	cr_expect_eq(err->code, CP_ERR_INVALID_ARGUMENT, "%s: %s", args_json, err->message);
-	cr_expect(strstr(err->message, needle) != NULL, "%s: message '%s' lacks '%s'", args_json, err->message,
-		  needle);
+	cr_expect(strstr(err->message, needle) != NULL, "%s: message '%s' lacks '%s'", args_json, err->message, needle);
 	cp_error_free(err);
 	json_object_put(res);
 	json_object_put(args);
@@ -34,32 +33,33 @@ Test(tools_args, bash_validation)
 	expect_invalid(tool_bash_run, "{\"sandbox_id\":\"nope\",\"command\":\"ls\"}", "not a valid id");
 	expect_invalid(tool_bash_run, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\"}", "'command' is required");
 	expect_invalid(tool_bash_run, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"command\":42}",
-		       "'command' must be a string");
+	               "'command' must be a string");
 	expect_invalid(tool_bash_run, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"command\":\"\"}", "empty");
 	expect_invalid(tool_bash_run,
-		       "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"command\":\"ls\",\"yield_time_ms\":\"5\"}",
-		       "'yield_time_ms' must be an integer");
+	               "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"command\":\"ls\",\"yield_time_ms\":\"5\"}",
+	               "'yield_time_ms' must be an integer");
 	expect_invalid(tool_bash_run,
-		       "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"command\":\"ls\",\"timeout_ms\":0}",
-		       "'timeout_ms' is 0");
+	               "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"command\":\"ls\",\"timeout_ms\":0}",
+	               "'timeout_ms' is 0");
 	expect_invalid(tool_bash_run, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"command\":\"ls\",\"cmd\":1}",
-		       "unknown argument 'cmd'");
+	               "unknown argument 'cmd'");
 	expect_invalid(tool_bash_poll, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\"}", "'session_id' is required");
 	expect_invalid(tool_bash_stop, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"session_id\":\"x\"}",
-		       "not a valid id");
+	               "not a valid id");
 }
 
 Test(tools_args, files_and_sandbox_validation)
 {
 	expect_invalid(tool_files_read, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\"}", "'path' is required");
 	expect_invalid(tool_files_read, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"path\":\"a\",\"offset\":0}",
-		       "'offset' is 0");
+	               "'offset' is 0");
 	expect_invalid(tool_files_read, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"path\":\"\"}", "empty");
 	expect_invalid(tool_files_write, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"path\":\"a\"}",
-		       "'content' is required");
-	expect_invalid(tool_files_write,
-		       "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"path\":\"a\",\"content\":\"\",\"create_dirs\":1}",
-		       "true or false");
+	               "'content' is required");
+	expect_invalid(
+	    tool_files_write,
+	    "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"path\":\"a\",\"content\":\"\",\"create_dirs\":1}",
+	    "true or false");
 	expect_invalid(tool_sandbox_create, "{\"memory\":512}", "'memory' must be a string");
 	expect_invalid(tool_sandbox_create, "{\"workspace_id\":\"sbx_abcdefghijklmnopqrst\"}", "not a valid id");
 	expect_invalid(tool_sandbox_get, "{}", "'sandbox_id' is required");
@@ -83,8 +83,9 @@ Test(tools_args, table_is_complete)
 {
 	size_t n = 0;
 	const struct mcp_tool *t = tools_table(&n);
-	const char *want[] = {"sandbox_create", "sandbox_list", "sandbox_get", "sandbox_destroy", "workspace_list",
-			      "bash", "bash_poll", "bash_stop", "read", "write"};
+	const char *want[] = {"sandbox_create", "sandbox_list", "sandbox_get", "sandbox_destroy",
+	                      "workspace_list", "bash",         "bash_poll",   "bash_stop",
+	                      "read",           "write"};
 	cr_expect_eq(n, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < n; i++) {
 		cr_expect_str_eq(t[i].name, want[i]);
@@ -101,13 +102,13 @@ Test(tools_args, table_is_complete)
 		int ro = !!(t[i].hints & MCP_HINT_READ_ONLY), de = !!(t[i].hints & MCP_HINT_DESTRUCTIVE);
 		const char *name = t[i].name;
 		int want_ro = !strcmp(name, "sandbox_list") || !strcmp(name, "sandbox_get") ||
-			      !strcmp(name, "workspace_list") || !strcmp(name, "read") || !strcmp(name, "bash_poll");
+		              !strcmp(name, "workspace_list") || !strcmp(name, "read") || !strcmp(name, "bash_poll");
 		int want_de = !strcmp(name, "sandbox_destroy") || !strcmp(name, "bash_stop") || !strcmp(name, "write");
 		cr_expect_eq(ro, want_ro, "%s readOnlyHint", name);
 		cr_expect_eq(de, want_de, "%s destructiveHint", name);
 	}
 	cr_expect(strstr(tools_instructions, "sandbox_create") && strstr(tools_instructions, "bash_poll") &&
-		  strstr(tools_instructions, "sandbox_destroy"));
+	          strstr(tools_instructions, "sandbox_destroy"));
 	const char *destroy = strstr(tools_instructions, "sandbox_destroy");
 	cr_expect_lt(destroy - tools_instructions, 512, "the workflow fits in the first 512 characters");
 }

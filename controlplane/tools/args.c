@@ -21,8 +21,7 @@ static const char *type_name(struct json_object *v)
 	return "a value";
 }
 
-int tool_args_string(struct json_object *args, const char *name, int required, const char **ret,
-		     struct cp_error **err)
+int tool_args_string(struct json_object *args, const char *name, int required, const char **ret, struct cp_error **err)
 {
 	struct json_object *v = NULL;
 	if (!json_object_object_get_ex(args, name, &v) || json_object_is_type(v, json_type_null)) {
@@ -33,13 +32,13 @@ int tool_args_string(struct json_object *args, const char *name, int required, c
 	}
 	if (!json_object_is_type(v, json_type_string))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument '%s' must be a string, not %s", name,
-				    type_name(v));
+		                    type_name(v));
 	*ret = json_object_get_string(v);
 	return 0;
 }
 
 int tool_args_int(struct json_object *args, const char *name, int64_t def, int64_t min, int64_t max, int64_t *ret,
-		  struct cp_error **err)
+                  struct cp_error **err)
 {
 	struct json_object *v = NULL;
 	if (!json_object_object_get_ex(args, name, &v) || json_object_is_type(v, json_type_null)) {
@@ -50,15 +49,15 @@ int tool_args_int(struct json_object *args, const char *name, int64_t def, int64
 	if (json_object_is_type(v, json_type_int)) {
 		n = json_object_get_int64(v);
 	} else if (json_object_is_type(v, json_type_double) &&
-		   json_object_get_double(v) == (double)(int64_t)json_object_get_double(v)) {
+	           json_object_get_double(v) == (double)(int64_t)json_object_get_double(v)) {
 		n = (int64_t)json_object_get_double(v); /* 1000.0 is an integer too */
 	} else {
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument '%s' must be an integer, not %s", name,
-				    type_name(v));
+		                    type_name(v));
 	}
 	if (n < min || n > max)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument '%s' is %lld; it must be in %lld..%lld",
-				    name, (long long)n, (long long)min, (long long)max);
+		                    name, (long long)n, (long long)min, (long long)max);
 	*ret = n;
 	return 0;
 }
@@ -71,27 +70,27 @@ int tool_args_bool(struct json_object *args, const char *name, int def, int *ret
 		return 0;
 	}
 	if (!json_object_is_type(v, json_type_boolean))
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument '%s' must be true or false, not %s",
-				    name, type_name(v));
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument '%s' must be true or false, not %s", name,
+		                    type_name(v));
 	*ret = json_object_get_boolean(v);
 	return 0;
 }
 
-int tool_args_id(struct json_object *args, const char *name, const char *prefix, const char *hint,
-		 const char **ret, struct cp_error **err)
+int tool_args_id(struct json_object *args, const char *name, const char *prefix, const char *hint, const char **ret,
+                 struct cp_error **err)
 {
 	const char *s = NULL;
 	struct json_object *v = NULL;
 	if (!json_object_object_get_ex(args, name, &v) || json_object_is_type(v, json_type_null))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument '%s' is required (a string like '%s…'); %s",
-				    name, prefix, hint);
+		                    name, prefix, hint);
 	if (tool_args_string(args, name, 1, &s, err) < 0)
 		return -1;
 	if (!id_valid(s, prefix))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-				    "argument '%s' is '%.80s', which is not a valid id ('%s' followed by %d "
-				    "lowercase letters and digits); %s",
-				    name, s, prefix, ID_RANDOM_CHARS, hint);
+		                    "argument '%s' is '%.80s', which is not a valid id ('%s' followed by %d "
+		                    "lowercase letters and digits); %s",
+		                    name, s, prefix, ID_RANDOM_CHARS, hint);
 	*ret = s;
 	return 0;
 }
@@ -111,17 +110,17 @@ int tool_args_only(struct json_object *args, const char *const *known, struct cp
 			for (const char *const *k = known; *k && o < sizeof(list); k++)
 				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", o ? ", " : "", *k);
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-					    "unknown argument '%.64s'; this tool accepts: %s", key, list);
+			                    "unknown argument '%.64s'; this tool accepts: %s", key, list);
 		}
 	}
 	return 0;
 }
 
 int tool_args_sandbox(struct json_object *args, const char *const *known, const char **ret_sandbox_id,
-		      struct cp_error **err)
+                      struct cp_error **err)
 {
 	if (tool_args_only(args, known, err) < 0)
 		return -1;
 	return tool_args_id(args, "sandbox_id", "sbx_", "call sandbox_list to see the sandboxes, or sandbox_create",
-			    ret_sandbox_id, err);
+	                    ret_sandbox_id, err);
 }

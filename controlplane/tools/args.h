@@ -11,22 +11,21 @@
 struct json_object;
 
 /* String argument. Absent: required → error, else *ret = NULL. Wrong type → error. */
-int tool_args_string(struct json_object *args, const char *name, int required, const char **ret,
-		     struct cp_error **err);
+int tool_args_string(struct json_object *args, const char *name, int required, const char **ret, struct cp_error **err);
 /* Integer argument within [min, max]; absent → *ret = def. Wrong type or out
  * of range → error naming the range. */
 int tool_args_int(struct json_object *args, const char *name, int64_t def, int64_t min, int64_t max, int64_t *ret,
-		  struct cp_error **err);
+                  struct cp_error **err);
 /* Boolean argument; absent → def. */
 int tool_args_bool(struct json_object *args, const char *name, int def, int *ret, struct cp_error **err);
 /* Required id argument that must look like prefix + 20 base32 chars
  * ("sandbox_id" with "sbx_"); a malformed one says where to find real ids. */
-int tool_args_id(struct json_object *args, const char *name, const char *prefix, const char *hint,
-		 const char **ret, struct cp_error **err);
+int tool_args_id(struct json_object *args, const char *name, const char *prefix, const char *hint, const char **ret,
+                 struct cp_error **err);
 /* The common start of every sandbox tool: refuses unknown arguments (known is
  * NULL-terminated) and reads the required sandbox_id ("sbx_…"). */
 int tool_args_sandbox(struct json_object *args, const char *const *known, const char **ret_sandbox_id,
-		      struct cp_error **err);
+                      struct cp_error **err);
 /* Refuses arguments the tool does not know (typos must not pass silently).
  * known is NULL-terminated. */
 int tool_args_only(struct json_object *args, const char *const *known, struct cp_error **err);

@@ -20,7 +20,7 @@
 #define BASH_MAX_COMMAND_BYTES 131071
 
 int tools_helper_call(struct tools_app *app, const char *sandbox_id, const char *method, struct json_object *params,
-		      long timeout_ms, struct json_object **ret, struct cp_error **err)
+                      long timeout_ms, struct json_object **ret, struct cp_error **err)
 {
 	struct helper_channel *ch = NULL;
 	if (lifecycle_sandbox_channel(app->lc, sandbox_id, &ch, err) < 0)
@@ -48,22 +48,23 @@ static struct json_object *finish(struct json_object *res, const char *sandbox_i
 }
 
 int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
-		  struct cp_error **err)
+                  struct cp_error **err)
 {
 	struct tools_app *app = call->app;
 	static const char *const known[] = {"sandbox_id", "command", "cwd", "yield_time_ms", "timeout_ms", NULL};
 	const char *sandbox_id = NULL, *command = NULL, *cwd = NULL;
 	int64_t yield = 0, timeout = 0;
 	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 ||
-	    tool_args_string(args, "command", 1, &command, err) < 0 || tool_args_string(args, "cwd", 0, &cwd, err) < 0 ||
-	    yield_arg(app, args, &yield, err) < 0 ||
+	    tool_args_string(args, "command", 1, &command, err) < 0 ||
+	    tool_args_string(args, "cwd", 0, &cwd, err) < 0 || yield_arg(app, args, &yield, err) < 0 ||
 	    tool_args_int(args, "timeout_ms", 0, 1, INT64_C(7) * 24 * 3600 * 1000, &timeout, err) < 0)
 		return -1;
 	if (!*command)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument 'command' is empty; give a shell command");
 	if (strlen(command) > BASH_MAX_COMMAND_BYTES)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-				    "argument 'command' is over 128 KiB; write a script with the write tool and run it");
+		return cp_error_set(
+		    err, CP_ERR_INVALID_ARGUMENT,
+		    "argument 'command' is over 128 KiB; write a script with the write tool and run it");
 
 	_cleanup_free_ char *session_id = NULL;
 	if (id_new("bash_", &session_id, err) < 0)
@@ -85,7 +86,7 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 		/* Started, but the first snapshot did not come back in time: keep the
 		 * session and let the caller poll (nothing is lost). */
 		log_warn("tools", "bash in %s: first snapshot of %s timed out; answering running", sandbox_id,
-			 session_id);
+		         session_id);
 		cp_error_freep(err);
 		res = json_object_new_object();
 		json_object_object_add(res, "session_id", json_object_new_string(session_id));
@@ -98,7 +99,7 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 }
 
 static int session_args(struct json_object *args, const char *const *known, const char **sandbox_id,
-			const char **session_id, struct cp_error **err)
+                        const char **session_id, struct cp_error **err)
 {
 	if (tool_args_sandbox(args, known, sandbox_id, err) < 0 ||
 	    tool_args_id(args, "session_id", "bash_", "use the session_id a bash call returned", session_id, err) < 0)
@@ -107,7 +108,7 @@ static int session_args(struct json_object *args, const char *const *known, cons
 }
 
 int tool_bash_poll(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
-		   struct cp_error **err)
+                   struct cp_error **err)
 {
 	struct tools_app *app = call->app;
 	static const char *const known[] = {"sandbox_id", "session_id", "yield_time_ms", NULL};
@@ -127,7 +128,7 @@ int tool_bash_poll(const struct mcp_call *call, struct json_object *args, struct
 }
 
 int tool_bash_stop(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
-		   struct cp_error **err)
+                   struct cp_error **err)
 {
 	struct tools_app *app = call->app;
 	static const char *const known[] = {"sandbox_id", "session_id", NULL};

@@ -64,7 +64,8 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 	cp_error_free(e);
 	add_str(o, "image", s->image);
 	if (s->container_id)
-		json_object_object_add(o, "container_id", json_object_new_string_len(s->container_id, (int)strnlen(s->container_id, 12)));
+		json_object_object_add(o, "container_id",
+		                       json_object_new_string_len(s->container_id, (int)strnlen(s->container_id, 12)));
 	if (s->memory_bytes > 0)
 		json_object_object_add(o, "memory_bytes", json_object_new_int64(s->memory_bytes));
 	json_object_object_add(o, "network", json_object_new_boolean(s->network));
@@ -77,7 +78,7 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 }
 
 int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
-			struct cp_error **err)
+                        struct cp_error **err)
 {
 	struct tools_app *app = call->app;
 	static const char *const known[] = {"memory", "workspace_id", NULL};
@@ -85,8 +86,8 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	if (tool_args_only(args, known, err) < 0 || tool_args_string(args, "memory", 0, &memory, err) < 0)
 		return -1;
 	if (json_object_object_get_ex(args, "workspace_id", NULL) &&
-	    tool_args_id(args, "workspace_id", "ws_", "call workspace_list to see the workspaces", &workspace_id,
-			 err) < 0)
+	    tool_args_id(args, "workspace_id", "ws_", "call workspace_list to see the workspaces", &workspace_id, err) <
+	        0)
 		return -1;
 	struct lifecycle_create_options opts = {.workspace_id = workspace_id, .memory = memory};
 	struct sandbox_record s = {0};
@@ -102,7 +103,7 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 }
 
 int tool_sandbox_list(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
-		      struct cp_error **err)
+                      struct cp_error **err)
 {
 	struct tools_app *app = call->app;
 	static const char *const known[] = {NULL};
@@ -131,7 +132,7 @@ int tool_sandbox_list(const struct mcp_call *call, struct json_object *args, str
 }
 
 int tool_sandbox_get(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
-		     struct cp_error **err)
+                     struct cp_error **err)
 {
 	struct tools_app *app = call->app;
 	static const char *const known[] = {"sandbox_id", NULL};
@@ -167,7 +168,7 @@ int tool_sandbox_get(const struct mcp_call *call, struct json_object *args, stru
 }
 
 int tool_sandbox_destroy(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
-			 struct cp_error **err)
+                         struct cp_error **err)
 {
 	struct tools_app *app = call->app;
 	static const char *const known[] = {"sandbox_id", NULL};
@@ -185,7 +186,7 @@ int tool_sandbox_destroy(const struct mcp_call *call, struct json_object *args, 
 }
 
 int tool_workspace_list(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
-			struct cp_error **err)
+                        struct cp_error **err)
 {
 	struct tools_app *app = call->app;
 	static const char *const known[] = {NULL};

@@ -5,212 +5,209 @@
 #include "tools_internal.h"
 
 const char tools_instructions[] =
-	"chat2sbx gives you disposable Linux sandboxes (containers). Workflow: 1) call sandbox_create once and keep "
-	"its sandbox_id; pass it to every other tool. 2) Run commands with bash; it returns a session_id and waits "
-	"up to yield_time_ms. If status is running, call bash_poll with that session_id until status is exited, "
-	"killed or timed_out. 3) Use read and write for files under /workspace. 4) Call sandbox_destroy when done.\n"
-	"Details: /workspace is persistent (a managed workspace on the host, kept after destroy). "
-	"In another conversation, find existing sandboxes with sandbox_list and load one with sandbox_get. "
-	"Commands have no timeout unless you pass timeout_ms; stop a session with bash_stop. Standard input is "
-	"at end-of-file, so prompts do not hang. Output over the per-call bound is never lost: has_more_output "
-	"says to poll again, and log_path holds the full output inside the sandbox.";
+    "chat2sbx gives you disposable Linux sandboxes (containers). Workflow: 1) call sandbox_create once and keep "
+    "its sandbox_id; pass it to every other tool. 2) Run commands with bash; it returns a session_id and waits "
+    "up to yield_time_ms. If status is running, call bash_poll with that session_id until status is exited, "
+    "killed or timed_out. 3) Use read and write for files under /workspace. 4) Call sandbox_destroy when done.\n"
+    "Details: /workspace is persistent (a managed workspace on the host, kept after destroy). "
+    "In another conversation, find existing sandboxes with sandbox_list and load one with sandbox_get. "
+    "Commands have no timeout unless you pass timeout_ms; stop a session with bash_stop. Standard input is "
+    "at end-of-file, so prompts do not hang. Output over the per-call bound is never lost: has_more_output "
+    "says to poll again, and log_path holds the full output inside the sandbox.";
 
-#define SANDBOX_ID_PROP                                                                                        \
-	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox_id returned by sandbox_create or "   \
+#define SANDBOX_ID_PROP                                                                                                \
+	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox_id returned by sandbox_create or "          \
 	"sandbox_list (sbx_...)\"}"
 
-#define SANDBOX_OUT                                                                                            \
-	"{\"type\":\"object\",\"properties\":{"                                                                 \
-	"\"sandbox_id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"creating\","        \
-	"\"running\",\"failed\",\"removed\"]},"                                                                 \
-	"\"workspace_id\":{\"type\":\"string\"},\"workspace_mode\":{\"type\":\"string\"},"                     \
-	"\"workspace_path\":{\"type\":\"string\",\"description\":\"Host directory behind /workspace\"},"       \
-	"\"image\":{\"type\":\"string\"},\"container_id\":{\"type\":\"string\"},"                               \
-	"\"memory_bytes\":{\"type\":\"integer\"},\"network\":{\"type\":\"boolean\"},"                           \
-	"\"runtime\":{\"type\":\"string\"},\"failure_reason\":{\"type\":\"string\"},"                           \
-	"\"created_at\":{\"type\":\"string\"},\"last_activity_at\":{\"type\":\"string\"},"                      \
-	"\"removed_at\":{\"type\":\"string\"},\"reused\":{\"type\":\"boolean\"},"                               \
-	"\"workspace_kept\":{\"type\":\"boolean\"},\"agents_md\":{\"type\":\"string\"},"                        \
-	"\"bash_sessions\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"                              \
-	"\"helper_error\":{\"type\":\"string\"}"                                                                \
+#define SANDBOX_OUT                                                                                                    \
+	"{\"type\":\"object\",\"properties\":{"                                                                        \
+	"\"sandbox_id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"creating\","                 \
+	"\"running\",\"failed\",\"removed\"]},"                                                                        \
+	"\"workspace_id\":{\"type\":\"string\"},\"workspace_mode\":{\"type\":\"string\"},"                             \
+	"\"workspace_path\":{\"type\":\"string\",\"description\":\"Host directory behind /workspace\"},"               \
+	"\"image\":{\"type\":\"string\"},\"container_id\":{\"type\":\"string\"},"                                      \
+	"\"memory_bytes\":{\"type\":\"integer\"},\"network\":{\"type\":\"boolean\"},"                                  \
+	"\"runtime\":{\"type\":\"string\"},\"failure_reason\":{\"type\":\"string\"},"                                  \
+	"\"created_at\":{\"type\":\"string\"},\"last_activity_at\":{\"type\":\"string\"},"                             \
+	"\"removed_at\":{\"type\":\"string\"},\"reused\":{\"type\":\"boolean\"},"                                      \
+	"\"workspace_kept\":{\"type\":\"boolean\"},\"agents_md\":{\"type\":\"string\"},"                               \
+	"\"bash_sessions\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"                                      \
+	"\"helper_error\":{\"type\":\"string\"}"                                                                       \
 	"},\"required\":[\"sandbox_id\",\"status\",\"workspace_id\"]}"
 
-#define BASH_OUT                                                                                               \
-	"{\"type\":\"object\",\"properties\":{"                                                                 \
-	"\"sandbox_id\":{\"type\":\"string\"},\"session_id\":{\"type\":\"string\"},"                            \
-	"\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\",\"killed\",\"timed_out\"]},"         \
-	"\"exit_code\":{\"type\":\"integer\"},\"output\":{\"type\":\"string\"},"                                \
-	"\"has_more_output\":{\"type\":\"boolean\",\"description\":\"More output is waiting: call "           \
-	"bash_poll\"},"                                                                                         \
-	"\"output_bytes\":{\"type\":\"integer\"},\"total_output_bytes\":{\"type\":\"integer\"},"               \
-	"\"log_path\":{\"type\":\"string\",\"description\":\"Full output, inside the sandbox\"},"              \
-	"\"pid\":{\"type\":\"integer\"}"                                                                        \
+#define BASH_OUT                                                                                                       \
+	"{\"type\":\"object\",\"properties\":{"                                                                        \
+	"\"sandbox_id\":{\"type\":\"string\"},\"session_id\":{\"type\":\"string\"},"                                   \
+	"\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\",\"killed\",\"timed_out\"]},"                 \
+	"\"exit_code\":{\"type\":\"integer\"},\"output\":{\"type\":\"string\"},"                                       \
+	"\"has_more_output\":{\"type\":\"boolean\",\"description\":\"More output is waiting: call "                    \
+	"bash_poll\"},"                                                                                                \
+	"\"output_bytes\":{\"type\":\"integer\"},\"total_output_bytes\":{\"type\":\"integer\"},"                       \
+	"\"log_path\":{\"type\":\"string\",\"description\":\"Full output, inside the sandbox\"},"                      \
+	"\"pid\":{\"type\":\"integer\"}"                                                                               \
 	"},\"required\":[\"sandbox_id\",\"session_id\",\"status\",\"output\"]}"
 
-#define YIELD_PROP                                                                                             \
-	"\"yield_time_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":60000,\"description\":\"How long "  \
-	"to wait before answering (default 10000; clamped to the server's maximum, 30000 unless "              \
+#define YIELD_PROP                                                                                                     \
+	"\"yield_time_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":60000,\"description\":\"How long "          \
+	"to wait before answering (default 10000; clamped to the server's maximum, 30000 unless "                      \
 	"configured)\"}"
 
 static const struct mcp_tool table[] = {
-	{
-		.name = "sandbox_create",
-		.title = "Create sandbox",
-		.description =
-			"Create a disposable Linux sandbox with a persistent /workspace and return its sandbox_id. "
-			"Keep the sandbox_id and pass it to every other tool. With workspace_id, attaches an existing "
-			"workspace; if that workspace already has a running sandbox, that one is returned (reused: "
-			"true). Takes a few seconds.",
-		.input_schema =
-			"{\"type\":\"object\",\"properties\":{"
-			"\"memory\":{\"type\":\"string\",\"description\":\"Memory ceiling such as \\\"512m\\\" or "
-			"\\\"4g\\\" (default: no ceiling)\"},"
-			"\"workspace_id\":{\"type\":\"string\",\"description\":\"Existing workspace to attach "
-			"(ws_..., from workspace_list); default: a new managed workspace\"}"
-			"},\"additionalProperties\":false}",
-		.output_schema = SANDBOX_OUT,
-		.hints = MCP_HINT_OPEN_WORLD,
-		.handler = tool_sandbox_create,
-	},
-	{
-		.name = "sandbox_list",
-		.title = "List sandboxes",
-		.description = "List the sandboxes that are running or failed, with their workspaces. Use it to "
-			       "find a sandbox_id from another conversation.",
-		.input_schema = "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
-		.output_schema = "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":"
-				 "{\"type\":\"object\"}},\"active_count\":{\"type\":\"integer\"},"
-				 "\"max_active_sandboxes\":{\"type\":\"integer\"}},\"required\":[\"sandboxes\","
-				 "\"active_count\"]}",
-		.hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
-		.handler = tool_sandbox_list,
-	},
-	{
-		.name = "sandbox_get",
-		.title = "Get sandbox",
-		.description = "Show one sandbox: status, workspace, its bash sessions, and the operator's global "
-			       "instructions (agents_md). Call it first when reopening a sandbox.",
-		.input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-				"},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
-		.output_schema = SANDBOX_OUT,
-		.hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
-		.handler = tool_sandbox_get,
-	},
-	{
-		.name = "sandbox_destroy",
-		.title = "Destroy sandbox",
-		.description = "Stop and remove a sandbox's container and every process in it. A managed "
-			       "workspace directory is kept on the host. Unsaved state outside /workspace is lost.",
-		.input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-				"},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
-		.output_schema = SANDBOX_OUT,
-		.hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
-		.handler = tool_sandbox_destroy,
-	},
-	{
-		.name = "workspace_list",
-		.title = "List workspaces",
-		.description = "List the workspaces chat2sbx knows (managed directories kept between sandboxes), "
-			       "with the sandbox using each.",
-		.input_schema = "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
-		.output_schema = "{\"type\":\"object\",\"properties\":{\"workspaces\":{\"type\":\"array\","
-				 "\"items\":{\"type\":\"object\"}}},\"required\":[\"workspaces\"]}",
-		.hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
-		.handler = tool_workspace_list,
-	},
-	{
-		.name = "bash",
-		.title = "Run a shell command",
-		.description =
-			"Run a bash command in the sandbox (cwd /workspace) and wait up to yield_time_ms. Always "
-			"returns a session_id. status is exited (with exit_code), running (call bash_poll), killed "
-			"or timed_out. Standard input is at end-of-file. No time limit unless timeout_ms is given. "
-			"Start servers in the background or let them run and poll.",
-		.input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-				",\"command\":{\"type\":\"string\",\"description\":\"Shell command, run with bash "
-				"-c\"},"
-				"\"cwd\":{\"type\":\"string\",\"description\":\"Working directory inside the "
-				"sandbox (default /workspace)\"}," YIELD_PROP
-				",\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Kill the "
-				"command after this long (SIGTERM, then SIGKILL after 1.5 s); default: no "
-				"limit\"}},\"required\":[\"sandbox_id\",\"command\"],\"additionalProperties\":false}",
-		.output_schema = BASH_OUT,
-		.hints = MCP_HINT_OPEN_WORLD,
-		.handler = tool_bash_run,
-	},
-	{
-		.name = "bash_poll",
-		.title = "Poll a shell session",
-		.description = "Wait for new output or the end of a bash session, up to yield_time_ms, and return "
-			       "only output not returned before. Poll again while status is running or "
-			       "has_more_output is true.",
-		.input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-				",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
-				"returned (bash_...)\"}," YIELD_PROP
-				"},\"required\":[\"sandbox_id\",\"session_id\"],\"additionalProperties\":false}",
-		.output_schema = BASH_OUT,
-		.hints = MCP_HINT_READ_ONLY,
-		.handler = tool_bash_poll,
-	},
-	{
-		.name = "bash_stop",
-		.title = "Stop a shell session",
-		.description = "Stop a bash session and its whole process group (SIGTERM, then SIGKILL after "
-			       "1.5 s). Returns the output not returned before; status becomes killed.",
-		.input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-				",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
-				"returned (bash_...)\"}},\"required\":[\"sandbox_id\",\"session_id\"],"
-				"\"additionalProperties\":false}",
-		.output_schema = BASH_OUT,
-		.hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
-		.handler = tool_bash_stop,
-	},
-	{
-		.name = "read",
-		.title = "Read a file",
-		.description = "Read a text file in the sandbox (path relative to /workspace, or absolute). "
-			       "offset is the first line (1-based), limit the number of lines. Says how many lines "
-			       "the file has and whether the answer was cut; binary files are described, not "
-			       "dumped.",
-		.input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-				",\"path\":{\"type\":\"string\",\"description\":\"File path\"},"
-				"\"offset\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"First line, "
-				"1-based (default 1)\"},"
-				"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,\"description\":"
-				"\"Lines to return (default 2000)\"}},\"required\":[\"sandbox_id\",\"path\"],"
-				"\"additionalProperties\":false}",
-		.output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-				 "\"content\":{\"type\":\"string\"},\"start_line\":{\"type\":\"integer\"},"
-				 "\"lines\":{\"type\":\"integer\"},\"total_lines\":{\"type\":\"integer\"},"
-				 "\"truncated\":{\"type\":\"boolean\"},\"size\":{\"type\":\"integer\"},"
-				 "\"binary\":{\"type\":\"boolean\"},\"sha256\":{\"type\":\"string\","
-				 "\"description\":\"Hash of the whole file; pass it to write as "
-				 "expected_sha256\"}},\"required\":[\"path\"]}",
-		.hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
-		.handler = tool_files_read,
-	},
-	{
-		.name = "write",
-		.title = "Write a file",
-		.description = "Write a whole file in the sandbox atomically (a reader never sees half a file); "
-			       "replaces an existing file, keeping its mode. create_dirs makes missing parent "
-			       "directories.",
-		.input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-				",\"path\":{\"type\":\"string\",\"description\":\"File path\"},"
-				"\"content\":{\"type\":\"string\",\"description\":\"The complete new content\"},"
-				"\"create_dirs\":{\"type\":\"boolean\",\"description\":\"Create missing parent "
-				"directories (default false)\"},"
-				"\"expected_sha256\":{\"type\":\"string\",\"description\":\"The sha256 a read "
-				"returned: refuse, changing nothing, if the file changed since\"}},"
-				"\"required\":[\"sandbox_id\",\"path\",\"content\"],"
-				"\"additionalProperties\":false}",
-		.output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-				 "\"bytes_written\":{\"type\":\"integer\"},\"created\":{\"type\":\"boolean\"},"
-				 "\"sha256\":{\"type\":\"string\"}},"
-				 "\"required\":[\"path\",\"bytes_written\"]}",
-		.hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
-		.handler = tool_files_write,
-	},
+    {
+        .name = "sandbox_create",
+        .title = "Create sandbox",
+        .description = "Create a disposable Linux sandbox with a persistent /workspace and return its sandbox_id. "
+                       "Keep the sandbox_id and pass it to every other tool. With workspace_id, attaches an existing "
+                       "workspace; if that workspace already has a running sandbox, that one is returned (reused: "
+                       "true). Takes a few seconds.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{"
+                        "\"memory\":{\"type\":\"string\",\"description\":\"Memory ceiling such as \\\"512m\\\" or "
+                        "\\\"4g\\\" (default: no ceiling)\"},"
+                        "\"workspace_id\":{\"type\":\"string\",\"description\":\"Existing workspace to attach "
+                        "(ws_..., from workspace_list); default: a new managed workspace\"}"
+                        "},\"additionalProperties\":false}",
+        .output_schema = SANDBOX_OUT,
+        .hints = MCP_HINT_OPEN_WORLD,
+        .handler = tool_sandbox_create,
+    },
+    {
+        .name = "sandbox_list",
+        .title = "List sandboxes",
+        .description = "List the sandboxes that are running or failed, with their workspaces. Use it to "
+                       "find a sandbox_id from another conversation.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":"
+                         "{\"type\":\"object\"}},\"active_count\":{\"type\":\"integer\"},"
+                         "\"max_active_sandboxes\":{\"type\":\"integer\"}},\"required\":[\"sandboxes\","
+                         "\"active_count\"]}",
+        .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
+        .handler = tool_sandbox_list,
+    },
+    {
+        .name = "sandbox_get",
+        .title = "Get sandbox",
+        .description = "Show one sandbox: status, workspace, its bash sessions, and the operator's global "
+                       "instructions (agents_md). Call it first when reopening a sandbox.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+        .output_schema = SANDBOX_OUT,
+        .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
+        .handler = tool_sandbox_get,
+    },
+    {
+        .name = "sandbox_destroy",
+        .title = "Destroy sandbox",
+        .description = "Stop and remove a sandbox's container and every process in it. A managed "
+                       "workspace directory is kept on the host. Unsaved state outside /workspace is lost.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+        .output_schema = SANDBOX_OUT,
+        .hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
+        .handler = tool_sandbox_destroy,
+    },
+    {
+        .name = "workspace_list",
+        .title = "List workspaces",
+        .description = "List the workspaces chat2sbx knows (managed directories kept between sandboxes), "
+                       "with the sandbox using each.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"workspaces\":{\"type\":\"array\","
+                         "\"items\":{\"type\":\"object\"}}},\"required\":[\"workspaces\"]}",
+        .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
+        .handler = tool_workspace_list,
+    },
+    {
+        .name = "bash",
+        .title = "Run a shell command",
+        .description = "Run a bash command in the sandbox (cwd /workspace) and wait up to yield_time_ms. Always "
+                       "returns a session_id. status is exited (with exit_code), running (call bash_poll), killed "
+                       "or timed_out. Standard input is at end-of-file. No time limit unless timeout_ms is given. "
+                       "Start servers in the background or let them run and poll.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"command\":{\"type\":\"string\",\"description\":\"Shell command, run with bash "
+                        "-c\"},"
+                        "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory inside the "
+                        "sandbox (default /workspace)\"}," YIELD_PROP
+                        ",\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Kill the "
+                        "command after this long (SIGTERM, then SIGKILL after 1.5 s); default: no "
+                        "limit\"}},\"required\":[\"sandbox_id\",\"command\"],\"additionalProperties\":false}",
+        .output_schema = BASH_OUT,
+        .hints = MCP_HINT_OPEN_WORLD,
+        .handler = tool_bash_run,
+    },
+    {
+        .name = "bash_poll",
+        .title = "Poll a shell session",
+        .description = "Wait for new output or the end of a bash session, up to yield_time_ms, and return "
+                       "only output not returned before. Poll again while status is running or "
+                       "has_more_output is true.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
+                        "returned (bash_...)\"}," YIELD_PROP
+                        "},\"required\":[\"sandbox_id\",\"session_id\"],\"additionalProperties\":false}",
+        .output_schema = BASH_OUT,
+        .hints = MCP_HINT_READ_ONLY,
+        .handler = tool_bash_poll,
+    },
+    {
+        .name = "bash_stop",
+        .title = "Stop a shell session",
+        .description = "Stop a bash session and its whole process group (SIGTERM, then SIGKILL after "
+                       "1.5 s). Returns the output not returned before; status becomes killed.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
+                        "returned (bash_...)\"}},\"required\":[\"sandbox_id\",\"session_id\"],"
+                        "\"additionalProperties\":false}",
+        .output_schema = BASH_OUT,
+        .hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
+        .handler = tool_bash_stop,
+    },
+    {
+        .name = "read",
+        .title = "Read a file",
+        .description = "Read a text file in the sandbox (path relative to /workspace, or absolute). "
+                       "offset is the first line (1-based), limit the number of lines. Says how many lines "
+                       "the file has and whether the answer was cut; binary files are described, not "
+                       "dumped.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"path\":{\"type\":\"string\",\"description\":\"File path\"},"
+                        "\"offset\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"First line, "
+                        "1-based (default 1)\"},"
+                        "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,\"description\":"
+                        "\"Lines to return (default 2000)\"}},\"required\":[\"sandbox_id\",\"path\"],"
+                        "\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+                         "\"content\":{\"type\":\"string\"},\"start_line\":{\"type\":\"integer\"},"
+                         "\"lines\":{\"type\":\"integer\"},\"total_lines\":{\"type\":\"integer\"},"
+                         "\"truncated\":{\"type\":\"boolean\"},\"size\":{\"type\":\"integer\"},"
+                         "\"binary\":{\"type\":\"boolean\"},\"sha256\":{\"type\":\"string\","
+                         "\"description\":\"Hash of the whole file; pass it to write as "
+                         "expected_sha256\"}},\"required\":[\"path\"]}",
+        .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
+        .handler = tool_files_read,
+    },
+    {
+        .name = "write",
+        .title = "Write a file",
+        .description = "Write a whole file in the sandbox atomically (a reader never sees half a file); "
+                       "replaces an existing file, keeping its mode. create_dirs makes missing parent "
+                       "directories.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"path\":{\"type\":\"string\",\"description\":\"File path\"},"
+                        "\"content\":{\"type\":\"string\",\"description\":\"The complete new content\"},"
+                        "\"create_dirs\":{\"type\":\"boolean\",\"description\":\"Create missing parent "
+                        "directories (default false)\"},"
+                        "\"expected_sha256\":{\"type\":\"string\",\"description\":\"The sha256 a read "
+                        "returned: refuse, changing nothing, if the file changed since\"}},"
+                        "\"required\":[\"sandbox_id\",\"path\",\"content\"],"
+                        "\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+                         "\"bytes_written\":{\"type\":\"integer\"},\"created\":{\"type\":\"boolean\"},"
+                         "\"sha256\":{\"type\":\"string\"}},"
+                         "\"required\":[\"path\",\"bytes_written\"]}",
+        .hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
+        .handler = tool_files_write,
+    },
 };
 
 const struct mcp_tool *tools_table(size_t *ret_n)

@@ -14,8 +14,8 @@
 
 struct tools_app {
 	const struct config *cfg; /* borrowed */
-	struct store *store;	  /* borrowed */
-	struct lifecycle *lc;	  /* borrowed */
+	struct store *store;      /* borrowed */
+	struct lifecycle *lc;     /* borrowed */
 };
 
 /* The tool table (static storage) and its length. */

@@ -25,6 +25,6 @@ int tool_files_write(const struct mcp_call *, struct json_object *, struct json_
  * recorded), sends params (borrowed), waits up to timeout_ms. *ret (caller
  * puts) is the helper's result. Errors name the sandbox. */
 int tools_helper_call(struct tools_app *app, const char *sandbox_id, const char *method, struct json_object *params,
-		      long timeout_ms, struct json_object **ret, struct cp_error **err);
+                      long timeout_ms, struct json_object **ret, struct cp_error **err);
 
 #endif

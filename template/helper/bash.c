@@ -24,10 +24,10 @@
 #include "proto.h"
 #include "utf8.h"
 
-#define DRAIN_BUDGET (1024 * 1024)   /* bytes read from a pipe when its shell exits */
-#define READ_BUDGET (256 * 1024)     /* bytes read per pipe per loop turn (fairness) */
-#define STOP_SLACK_MS 1000           /* bash.stop answers by grace + this at the latest */
-#define LIST_COMMAND_MAX 1000        /* bytes of a command shown by bash.list */
+#define DRAIN_BUDGET (1024 * 1024) /* bytes read from a pipe when its shell exits */
+#define READ_BUDGET (256 * 1024)   /* bytes read per pipe per loop turn (fairness) */
+#define STOP_SLACK_MS 1000         /* bash.stop answers by grace + this at the latest */
+#define LIST_COMMAND_MAX 1000      /* bytes of a command shown by bash.list */
 
 extern char **environ;
 
@@ -50,7 +50,7 @@ struct session {
 	enum session_status status;
 	int exit_code;
 	enum kill_reason kill;
-	int64_t timeout_at, kill_at; /* monotonic ms; 0 = none */
+	int64_t timeout_at, kill_at;        /* monotonic ms; 0 = none */
 	int64_t started_at_ms, ended_at_ms; /* wall clock, for bash.list */
 	uint64_t seq, ended_seq;
 	size_t waiters;
@@ -114,14 +114,10 @@ size_t bash_session_count(size_t *ret_running)
 static const char *status_name(enum session_status s)
 {
 	switch (s) {
-	case SESSION_RUNNING:
-		return "running";
-	case SESSION_EXITED:
-		return "exited";
-	case SESSION_KILLED:
-		return "killed";
-	case SESSION_TIMED_OUT:
-		return "timed_out";
+	case SESSION_RUNNING: return "running";
+	case SESSION_EXITED: return "exited";
+	case SESSION_KILLED: return "killed";
+	case SESSION_TIMED_OUT: return "timed_out";
 	}
 	return "unknown";
 }
@@ -171,8 +167,8 @@ static void session_append(struct session *s, const char *p, size_t n)
 			continue;
 		if (w <= 0) {
 			hlog_warn("writing log '%s' failed (%s); later output of session '%s' is "
-				  "dropped",
-				  s->log_path, w < 0 ? strerror(errno) : "no progress", s->id);
+			          "dropped",
+			          s->log_path, w < 0 ? strerror(errno) : "no progress", s->id);
 			s->log_failed = true;
 			break;
 		}
@@ -180,7 +176,7 @@ static void session_append(struct session *s, const char *p, size_t n)
 	}
 	if (keep < n && s->dropped == 0)
 		hlog_warn("session '%s' wrote more than %llu bytes; the rest is dropped", s->id,
-			  (unsigned long long)BASH_LOG_MAX);
+		          (unsigned long long)BASH_LOG_MAX);
 	tail_push(s, p, done);
 	s->total += done;
 	s->dropped += n - done;
@@ -238,8 +234,8 @@ static json_object *session_snapshot(struct session *s, size_t max_output)
 	}
 	if (got < n) {
 		/* The log was truncated or removed from inside the sandbox. */
-		hlog_warn("log '%s' of session '%s' is shorter than expected; %llu bytes skipped",
-			  s->log_path, s->id, (unsigned long long)(avail - got));
+		hlog_warn("log '%s' of session '%s' is shorter than expected; %llu bytes skipped", s->log_path, s->id,
+		          (unsigned long long)(avail - got));
 		s->dropped += avail - got;
 		s->total = s->delivered + got;
 		avail = got;
@@ -260,12 +256,10 @@ static json_object *session_snapshot(struct session *s, size_t max_output)
 		json_object_object_add(r, "exit_code", json_object_new_int(s->exit_code));
 	json_object_object_add(r, "output", json_object_new_string_len(out ? out : "", (int)out_len));
 	json_object_object_add(r, "output_bytes", json_object_new_int64(out ? (int64_t)take : 0));
-	json_object_object_add(r, "has_more_output",
-			       json_object_new_boolean(session_deliverable(s) > 0));
+	json_object_object_add(r, "has_more_output", json_object_new_boolean(session_deliverable(s) > 0));
 	json_object_object_add(r, "total_output_bytes", json_object_new_int64((int64_t)s->total));
 	if (s->dropped)
-		json_object_object_add(r, "dropped_output_bytes",
-				       json_object_new_int64((int64_t)s->dropped));
+		json_object_object_add(r, "dropped_output_bytes", json_object_new_int64((int64_t)s->dropped));
 	json_object_object_add(r, "log_path", json_object_new_string(s->log_path));
 	json_object_object_add(r, "pid", json_object_new_int(s->pid));
 	free(out);
@@ -320,8 +314,7 @@ static void sessions_prune(void)
 				pick = (ssize_t)i;
 			struct session *p = sessions[pick];
 			bool s_closed = s->pipe_fd < 0, p_closed = p->pipe_fd < 0;
-			if ((s_closed && !p_closed) ||
-			    (s_closed == p_closed && s->ended_seq < p->ended_seq))
+			if ((s_closed && !p_closed) || (s_closed == p_closed && s->ended_seq < p->ended_seq))
 				pick = (ssize_t)i;
 		}
 		if (pick < 0)
@@ -353,8 +346,8 @@ static int sessions_add(struct session *s, struct rpc_error *err)
 
 /* ---- waiting replies ---- */
 
-static int waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline,
-		      size_t max_output, struct rpc_error *err)
+static int waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline, size_t max_output,
+                      struct rpc_error *err)
 {
 	struct waiter *w = calloc(1, sizeof *w);
 	if (!w)
@@ -413,9 +406,9 @@ static int param_session(json_object *params, struct session **ret, struct rpc_e
 	struct session *s = session_find(sid);
 	if (!s)
 		return rpc_fail(err, "NOT_FOUND",
-				"no session '%.*s' in this sandbox; bash.list shows the sessions it "
-				"knows (old ended ones are forgotten, their logs stay in %s)",
-				BASH_ID_MAX, sid, paths_log_dir());
+		                "no session '%.*s' in this sandbox; bash.list shows the sessions it "
+		                "knows (old ended ones are forgotten, their logs stay in %s)",
+		                BASH_ID_MAX, sid, paths_log_dir());
 	*ret = s;
 	return 0;
 }
@@ -423,8 +416,7 @@ static int param_session(json_object *params, struct session **ret, struct rpc_e
 static int param_max_output(json_object *params, size_t *ret, struct rpc_error *err)
 {
 	int64_t v;
-	if (rpc_param_int(params, "max_output_bytes", BASH_DEFAULT_OUTPUT, 0, BASH_MAX_OUTPUT, true,
-			  &v, err) < 0)
+	if (rpc_param_int(params, "max_output_bytes", BASH_DEFAULT_OUTPUT, 0, BASH_MAX_OUTPUT, true, &v, err) < 0)
 		return -1;
 	*ret = v < BASH_MIN_OUTPUT ? BASH_MIN_OUTPUT : (size_t)v;
 	return 0;
@@ -432,8 +424,9 @@ static int param_max_output(json_object *params, size_t *ret, struct rpc_error *
 
 static int param_yield(json_object *params, int64_t *ret, struct rpc_error *err)
 {
-	return rpc_param_int(params, "yield_time_ms", BASH_DEFAULT_YIELD_MS, 0, BASH_MAX_YIELD_MS,
-			     true, ret, err) < 0 ? -1 : 0;
+	return rpc_param_int(params, "yield_time_ms", BASH_DEFAULT_YIELD_MS, 0, BASH_MAX_YIELD_MS, true, ret, err) < 0
+	           ? -1
+	           : 0;
 }
 
 static int check_session_id(const char *id, size_t len, struct rpc_error *err)
@@ -441,14 +434,14 @@ static int check_session_id(const char *id, size_t len, struct rpc_error *err)
 	bool ok = len > 0 && len <= BASH_ID_MAX && id[0] != '.' && strlen(id) == len;
 	for (size_t i = 0; ok && i < len; i++) {
 		char c = id[i];
-		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		     c == '_' || c == '-' || c == '.';
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		     c == '-' || c == '.';
 	}
 	if (!ok)
 		return rpc_fail(err, "INVALID_ARGUMENT",
-				"session_id must be 1 to %d characters from A-Z a-z 0-9 _ - . "
-				"(not starting with '.'), like 'bash_1f2e'",
-				BASH_ID_MAX);
+		                "session_id must be 1 to %d characters from A-Z a-z 0-9 _ - . "
+		                "(not starting with '.'), like 'bash_1f2e'",
+		                BASH_ID_MAX);
 	return 0;
 }
 
@@ -457,8 +450,7 @@ static int check_session_id(const char *id, size_t len, struct rpc_error *err)
 /* In the child: become a session leader with a clean signal state, wire
  * stdin to /dev/null and stdout+stderr to the pipe, enter cwd, exec.
  * Only async-signal-safe calls; never returns. */
-static void __attribute__((noreturn))
-child_exec(const char *cwd, const char *command, int out_fd, int null_fd)
+static void __attribute__((noreturn)) child_exec(const char *cwd, const char *command, int out_fd, int null_fd)
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -466,23 +458,20 @@ child_exec(const char *cwd, const char *command, int out_fd, int null_fd)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, SIG_DFL);
 	setsid();
-	if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
-	    dup2(out_fd, STDERR_FILENO) < 0)
+	if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 || dup2(out_fd, STDERR_FILENO) < 0)
 		_exit(127);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (chdir(cwd) < 0) {
-		dprintf(STDERR_FILENO, "chat2sbx-helper: cannot enter '%s': %s\n", cwd,
-			strerror(errno));
+		dprintf(STDERR_FILENO, "chat2sbx-helper: cannot enter '%s': %s\n", cwd, strerror(errno));
 		_exit(127);
 	}
-	char *bash_argv[] = { "bash", "-c", (char *)command, NULL };
+	char *bash_argv[] = {"bash", "-c", (char *)command, NULL};
 	execve("/bin/bash", bash_argv, environ);
 	if (errno == ENOENT) {
-		char *sh_argv[] = { "sh", "-c", (char *)command, NULL };
+		char *sh_argv[] = {"sh", "-c", (char *)command, NULL};
 		execve("/bin/sh", sh_argv, environ);
 	}
-	dprintf(STDERR_FILENO, "chat2sbx-helper: cannot run /bin/bash or /bin/sh: %s\n",
-		strerror(errno));
+	dprintf(STDERR_FILENO, "chat2sbx-helper: cannot run /bin/bash or /bin/sh: %s\n", strerror(errno));
 	_exit(127);
 }
 
@@ -503,9 +492,8 @@ static int start_check_cwd(json_object *params, char **ret_cwd, struct rpc_error
 	struct stat st;
 	if (stat(abs, &st) < 0) {
 		int e = errno;
-		rpc_fail(err, "INVALID_ARGUMENT",
-			 "cwd '%s' %s; create the directory first or pass an existing one", abs,
-			 e == ENOENT ? "does not exist" : strerror(e));
+		rpc_fail(err, "INVALID_ARGUMENT", "cwd '%s' %s; create the directory first or pass an existing one",
+		         abs, e == ENOENT ? "does not exist" : strerror(e));
 		free(abs);
 		return -1;
 	}
@@ -550,17 +538,15 @@ static int start_spawn(struct session *s, const char *cwd, struct rpc_error *err
 	close(null_fd);
 	if (pid < 0) {
 		close(p[0]);
-		return rpc_fail(err, e == EAGAIN ? "LIMIT" : "INTERNAL",
-				"fork for session '%s' failed: %s%s", s->id, strerror(e),
-				e == EAGAIN ? "; too many processes, stop some sessions" : "");
+		return rpc_fail(err, e == EAGAIN ? "LIMIT" : "INTERNAL", "fork for session '%s' failed: %s%s", s->id,
+		                strerror(e), e == EAGAIN ? "; too many processes, stop some sessions" : "");
 	}
 	s->pid = pid;
 	s->pipe_fd = p[0];
 	return 0;
 }
 
-int bash_rpc_start(json_object *id, json_object *params, json_object **ret_result,
-		   struct rpc_error *err)
+int bash_rpc_start(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
 	(void)ret_result;
 	const char *sid, *command;
@@ -578,21 +564,19 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 		return rpc_fail(err, "INVALID_ARGUMENT", "command contains a NUL character");
 	if (cmd_len > BASH_COMMAND_MAX)
 		return rpc_fail(err, "INVALID_ARGUMENT",
-				"command is %zu bytes; the limit is %d. Write a script with "
-				"file.write and run that instead",
-				cmd_len, BASH_COMMAND_MAX);
+		                "command is %zu bytes; the limit is %d. Write a script with "
+		                "file.write and run that instead",
+		                cmd_len, BASH_COMMAND_MAX);
 	if (session_find(sid))
 		return rpc_fail(err, "CONFLICT",
-				"session '%s' already exists; choose a new session_id or use "
-				"bash.poll on it",
-				sid);
+		                "session '%s' already exists; choose a new session_id or use "
+		                "bash.poll on it",
+		                sid);
 	if (running_count() >= BASH_MAX_RUNNING)
-		return rpc_fail(err, "LIMIT",
-				"%d sessions are already running; stop some with bash.stop first",
-				BASH_MAX_RUNNING);
+		return rpc_fail(err, "LIMIT", "%d sessions are already running; stop some with bash.stop first",
+		                BASH_MAX_RUNNING);
 	if (nwaiters >= BASH_MAX_WAITERS)
-		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later",
-				BASH_MAX_WAITERS);
+		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
 	char *cwd;
 	if (start_check_cwd(params, &cwd, err) < 0)
 		return -1;
@@ -616,8 +600,7 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 	s->seq = ++seq_counter;
 	s->started_at_ms = wall_ms();
 	s->timeout_at = timeout_ms ? now + timeout_ms : 0;
-	if (sessions_add(s, err) < 0 ||
-	    waiter_add(WAIT_START, id, s, now + yield_ms, max_output, err) < 0) {
+	if (sessions_add(s, err) < 0 || waiter_add(WAIT_START, id, s, now + yield_ms, max_output, err) < 0) {
 		/* The shell runs already: keep it reachable if it was added. */
 		if (!session_find(s->id)) {
 			group_signal(s, SIGKILL);
@@ -631,8 +614,7 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 
 /* ---- bash.poll, bash.stop, bash.list ---- */
 
-int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result,
-		  struct rpc_error *err)
+int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
 	(void)ret_result;
 	struct session *s;
@@ -642,14 +624,11 @@ int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result
 	    param_max_output(params, &max_output, err) < 0)
 		return -1;
 	if (nwaiters >= BASH_MAX_WAITERS)
-		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later",
-				BASH_MAX_WAITERS);
-	return waiter_add(WAIT_POLL, id, s, bash_clock_ms() + yield_ms, max_output, err) < 0 ? -1
-											 : 1;
+		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
+	return waiter_add(WAIT_POLL, id, s, bash_clock_ms() + yield_ms, max_output, err) < 0 ? -1 : 1;
 }
 
-int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result,
-		  struct rpc_error *err)
+int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
 	(void)ret_result;
 	struct session *s;
@@ -657,19 +636,16 @@ int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result
 	if (param_session(params, &s, err) < 0 || param_max_output(params, &max_output, err) < 0)
 		return -1;
 	if (nwaiters >= BASH_MAX_WAITERS)
-		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later",
-				BASH_MAX_WAITERS);
+		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
 	int64_t now = bash_clock_ms();
 	/* An ended session whose pipe is still open has background jobs left in
 	 * its group: stop them too, but keep the shell's real status. */
 	if (!s->ended || s->pipe_fd >= 0)
 		kill_begin(s, KILL_STOP, now);
-	return waiter_add(WAIT_STOP, id, s, now + PROTO_KILL_GRACE_MS + STOP_SLACK_MS, max_output,
-			  err) < 0 ? -1 : 1;
+	return waiter_add(WAIT_STOP, id, s, now + PROTO_KILL_GRACE_MS + STOP_SLACK_MS, max_output, err) < 0 ? -1 : 1;
 }
 
-int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result,
-		  struct rpc_error *err)
+int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
 	(void)id;
 	(void)params;
@@ -699,10 +675,8 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 			json_object_object_add(o, "ended_at_ms", json_object_new_int64(s->ended_at_ms));
 		json_object_object_add(o, "pid", json_object_new_int(s->pid));
 		json_object_object_add(o, "log_path", json_object_new_string(s->log_path));
-		json_object_object_add(o, "total_output_bytes",
-				       json_object_new_int64((int64_t)s->total));
-		json_object_object_add(o, "has_more_output",
-				       json_object_new_boolean(session_deliverable(s) > 0));
+		json_object_object_add(o, "total_output_bytes", json_object_new_int64((int64_t)s->total));
+		json_object_object_add(o, "has_more_output", json_object_new_boolean(session_deliverable(s) > 0));
 		json_object_array_add(list, o);
 	}
 	json_object *r = json_object_new_object();
@@ -753,23 +727,22 @@ void bash_reap(void)
 		s->ended_seq = ++seq_counter;
 		s->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		s->status = s->kill == KILL_STOP      ? SESSION_KILLED
-			    : s->kill == KILL_TIMEOUT ? SESSION_TIMED_OUT
-						      : SESSION_EXITED;
+		            : s->kill == KILL_TIMEOUT ? SESSION_TIMED_OUT
+		                                      : SESSION_EXITED;
 		/* What the shell wrote before it exited is in the pipe now; take
 		 * it, so `echo hi; exit 3` answers "hi" with exit_code 3. */
 		session_read(s, DRAIN_BUDGET);
-		hlog_debug("session '%s' ended: %s, exit code %d", s->id, status_name(s->status),
-			   s->exit_code);
+		hlog_debug("session '%s' ended: %s, exit code %d", s->id, status_name(s->status), s->exit_code);
 	}
 }
 
 int64_t bash_next_deadline(void)
 {
 	int64_t best = -1;
-#define CONSIDER(t)                                                                                \
-	do {                                                                                       \
-		if ((t) > 0 && (best < 0 || (t) < best))                                           \
-			best = (t);                                                                \
+#define CONSIDER(t)                                                                                                    \
+	do {                                                                                                           \
+		if ((t) > 0 && (best < 0 || (t) < best))                                                               \
+			best = (t);                                                                                    \
 	} while (0)
 	for (struct waiter *w = waiters; w; w = w->next)
 		CONSIDER(w->deadline);
@@ -815,7 +788,7 @@ void bash_shutdown(int sigfd)
 			int64_t left = deadline - bash_clock_ms();
 			if (left <= 0)
 				break;
-			struct pollfd p = { .fd = sigfd, .events = POLLIN };
+			struct pollfd p = {.fd = sigfd, .events = POLLIN};
 			if (poll(&p, 1, (int)left) > 0) {
 				char buf[1024];
 				while (read(sigfd, buf, sizeof buf) > 0)

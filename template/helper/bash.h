@@ -12,30 +12,26 @@
 #include "rpc.h"
 
 /* Limits (documented in template/helper/README.md). */
-#define BASH_MAX_RUNNING 256         /* live shells; bash.start beyond: LIMIT */
-#define BASH_MAX_FINISHED 256        /* ended sessions kept; older ones are forgotten */
-#define BASH_MAX_WAITERS 1024        /* pending bash.* replies; beyond: LIMIT */
-#define BASH_ID_MAX 128              /* session_id: [A-Za-z0-9_.-], 1..128 bytes */
+#define BASH_MAX_RUNNING 256              /* live shells; bash.start beyond: LIMIT */
+#define BASH_MAX_FINISHED 256             /* ended sessions kept; older ones are forgotten */
+#define BASH_MAX_WAITERS 1024             /* pending bash.* replies; beyond: LIMIT */
+#define BASH_ID_MAX 128                   /* session_id: [A-Za-z0-9_.-], 1..128 bytes */
 #define BASH_COMMAND_MAX (128 * 1024 - 1) /* Linux MAX_ARG_STRLEN less the NUL */
-#define BASH_LOG_MAX (1ull << 30)    /* bytes logged per session; more is dropped */
+#define BASH_LOG_MAX (1ull << 30)         /* bytes logged per session; more is dropped */
 #define BASH_DEFAULT_YIELD_MS 10000
 #define BASH_MAX_YIELD_MS (24 * 3600 * 1000)
-#define BASH_DEFAULT_OUTPUT 60000    /* max_output_bytes when absent */
-#define BASH_MIN_OUTPUT 4            /* room for one whole character */
+#define BASH_DEFAULT_OUTPUT 60000 /* max_output_bytes when absent */
+#define BASH_MIN_OUTPUT 4         /* room for one whole character */
 #define BASH_MAX_OUTPUT (4 * 1024 * 1024)
 
 /* Request handlers. params and id are borrowed. Each returns 0 with
  * *ret_result set (reply now; the caller owns it), 1 when the reply is
  * deferred (sent later through rpc_send_*, keeping its own reference to
  * id), or -1 with err set. None of them blocks. */
-int bash_rpc_start(json_object *id, json_object *params, json_object **ret_result,
-		   struct rpc_error *err);
-int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result,
-		  struct rpc_error *err);
-int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result,
-		  struct rpc_error *err);
-int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result,
-		  struct rpc_error *err);
+int bash_rpc_start(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
+int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
+int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
+int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
 
 /* Monotonic clock in milliseconds (CLOCK_MONOTONIC). */
 int64_t bash_clock_ms(void);

@@ -76,8 +76,8 @@ static void select_chunk(struct selector *s, const char *p, size_t n)
 /* Read fd to its end (at most read_max bytes) once: binary probe, hash,
  * line selection. Fills sel->binary, sel->size, sel->sha256; *ret_last gets
  * the last byte ('\n' for an empty file). */
-static int stream_file(int fd, uint64_t read_max, struct selector *s, struct files_selection *sel,
-		       char *ret_last, const char *path, struct rpc_error *err)
+static int stream_file(int fd, uint64_t read_max, struct selector *s, struct files_selection *sel, char *ret_last,
+                       const char *path, struct rpc_error *err)
 {
 	char *buf = malloc(CHUNK);
 	if (!buf)
@@ -101,8 +101,7 @@ static int stream_file(int fd, uint64_t read_max, struct selector *s, struct fil
 		if (n == 0)
 			break;
 		if (size < FILES_BINARY_PROBE) {
-			size_t probe = FILES_BINARY_PROBE - size < (size_t)n ? FILES_BINARY_PROBE - size
-									   : (size_t)n;
+			size_t probe = FILES_BINARY_PROBE - size < (size_t)n ? FILES_BINARY_PROBE - size : (size_t)n;
 			if (memchr(buf, '\0', probe))
 				sel->binary = true;
 		}
@@ -120,21 +119,20 @@ static int stream_file(int fd, uint64_t read_max, struct selector *s, struct fil
 }
 
 int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, size_t max_bytes,
-		  struct files_selection *sel, struct rpc_error *err)
+                  struct files_selection *sel, struct rpc_error *err)
 {
 	memset(sel, 0, sizeof *sel);
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return rpc_fail_errno(err, errno, "stat", path);
-	struct selector s = { .offset = offset,
-			      .end = offset + limit < offset ? UINT64_MAX : offset + limit,
-			      .max_bytes = max_bytes,
-			      .line = 1 };
+	struct selector s = {.offset = offset,
+	                     .end = offset + limit < offset ? UINT64_MAX : offset + limit,
+	                     .max_bytes = max_bytes,
+	                     .line = 1};
 	if (!(s.out = malloc(max_bytes + 1)))
 		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", path);
 	char last = '\n';
-	if (stream_file(fd, (uint64_t)st.st_size + FILES_READ_SLACK, &s, sel, &last, path, err) < 0 ||
-	    sel->binary) {
+	if (stream_file(fd, (uint64_t)st.st_size + FILES_READ_SLACK, &s, sel, &last, path, err) < 0 || sel->binary) {
 		free(s.out);
 		return sel->binary ? 0 : -1;
 	}
@@ -149,9 +147,9 @@ int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, siz
 	if (offset > highest) {
 		free(s.out);
 		return rpc_fail(err, "INVALID_ARGUMENT",
-				"offset %" PRIu64 " is past the end of '%s', which has %" PRIu64
-				" lines; pass an offset from 1 to %" PRIu64,
-				offset, path, sel->total_lines, highest);
+		                "offset %" PRIu64 " is past the end of '%s', which has %" PRIu64
+		                " lines; pass an offset from 1 to %" PRIu64,
+		                offset, path, sel->total_lines, highest);
 	}
 	if (s.partial_first)
 		s.out_len -= utf8_incomplete_suffix((unsigned char *)s.out, s.out_len);
@@ -172,9 +170,9 @@ static int open_regular(const char *path, int *ret_fd, struct rpc_error *err)
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return rpc_fail(err, "NOT_FOUND",
-					"'%s' does not exist; check the path (relative paths start "
-					"at %s)",
-					path, paths_workspace());
+			                "'%s' does not exist; check the path (relative paths start "
+			                "at %s)",
+			                path, paths_workspace());
 		return rpc_fail_errno(err, errno, "open", path);
 	}
 	struct stat st;
@@ -186,23 +184,21 @@ static int open_regular(const char *path, int *ret_fd, struct rpc_error *err)
 	if (S_ISDIR(st.st_mode)) {
 		close(fd);
 		return rpc_fail(err, "INVALID_ARGUMENT",
-				"'%s' is a directory; read a file in it, or list it with bash 'ls'",
-				path);
+		                "'%s' is a directory; read a file in it, or list it with bash 'ls'", path);
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		return rpc_fail(err, "INVALID_ARGUMENT",
-				"'%s' is not a regular file (a device, FIFO or socket); inspect it "
-				"with bash instead",
-				path);
+		                "'%s' is not a regular file (a device, FIFO or socket); inspect it "
+		                "with bash instead",
+		                path);
 	}
 	fcntl(fd, F_SETFL, 0);
 	*ret_fd = fd;
 	return 0;
 }
 
-int files_rpc_read(json_object *id, json_object *params, json_object **ret_result,
-		   struct rpc_error *err)
+int files_rpc_read(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
 	(void)id;
 	const char *path;
@@ -210,10 +206,8 @@ int files_rpc_read(json_object *id, json_object *params, json_object **ret_resul
 	int64_t offset, limit, max_bytes;
 	if (rpc_param_string(params, "path", true, &path, &path_len, err) < 0 ||
 	    rpc_param_int(params, "offset", 1, 1, INT64_MAX, false, &offset, err) < 0 ||
-	    rpc_param_int(params, "limit", FILES_DEFAULT_LIMIT, 1, FILES_MAX_LIMIT, true, &limit,
-			  err) < 0 ||
-	    rpc_param_int(params, "max_bytes", FILES_DEFAULT_MAX_BYTES, 1, FILES_MAX_BYTES, true,
-			  &max_bytes, err) < 0)
+	    rpc_param_int(params, "limit", FILES_DEFAULT_LIMIT, 1, FILES_MAX_LIMIT, true, &limit, err) < 0 ||
+	    rpc_param_int(params, "max_bytes", FILES_DEFAULT_MAX_BYTES, 1, FILES_MAX_BYTES, true, &max_bytes, err) < 0)
 		return -1;
 	char *abs;
 	if (paths_resolve(path, path_len, "path", &abs, err) < 0)
@@ -224,8 +218,7 @@ int files_rpc_read(json_object *id, json_object *params, json_object **ret_resul
 		free(abs);
 		return -1;
 	}
-	int r = files_read_fd(fd, abs, (uint64_t)offset, (uint64_t)limit, (size_t)max_bytes, &sel,
-			      err);
+	int r = files_read_fd(fd, abs, (uint64_t)offset, (uint64_t)limit, (size_t)max_bytes, &sel, err);
 	close(fd);
 	if (r < 0) {
 		free(abs);
@@ -236,12 +229,10 @@ int files_rpc_read(json_object *id, json_object *params, json_object **ret_resul
 	if (sel.binary) {
 		json_object_object_add(o, "binary", json_object_new_boolean(1));
 	} else {
-		json_object_object_add(o, "content",
-				       json_object_new_string_len(sel.content, (int)sel.content_len));
+		json_object_object_add(o, "content", json_object_new_string_len(sel.content, (int)sel.content_len));
 		json_object_object_add(o, "start_line", json_object_new_int64((int64_t)sel.start_line));
 		json_object_object_add(o, "lines", json_object_new_int64((int64_t)sel.lines));
-		json_object_object_add(o, "total_lines",
-				       json_object_new_int64((int64_t)sel.total_lines));
+		json_object_object_add(o, "total_lines", json_object_new_int64((int64_t)sel.total_lines));
 		json_object_object_add(o, "truncated", json_object_new_boolean(sel.truncated));
 		json_object_object_add(o, "binary", json_object_new_boolean(0));
 	}
@@ -291,8 +282,7 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /* Check the parent directory of target, creating it when asked. */
-static int write_parent(const char *target, bool create_dirs, char **ret_dir,
-			struct rpc_error *err)
+static int write_parent(const char *target, bool create_dirs, char **ret_dir, struct rpc_error *err)
 {
 	char *copy = strdup(target);
 	if (!copy)
@@ -313,9 +303,9 @@ static int write_parent(const char *target, bool create_dirs, char **ret_dir,
 			}
 		} else if (e == ENOENT) {
 			rpc_fail(err, "NOT_FOUND",
-				 "parent directory '%s' does not exist; pass create_dirs:true to "
-				 "create it",
-				 dir);
+			         "parent directory '%s' does not exist; pass create_dirs:true to "
+			         "create it",
+			         dir);
 			free(dir);
 			return -1;
 		} else {
@@ -333,13 +323,13 @@ static int write_parent(const char *target, bool create_dirs, char **ret_dir,
 }
 
 /* Write content to a new temp file in dir and rename it over target. */
-static int write_replace(const char *target, const char *dir, const char *content, size_t len,
-			 const struct stat *old, struct rpc_error *err)
+static int write_replace(const char *target, const char *dir, const char *content, size_t len, const struct stat *old,
+                         struct rpc_error *err)
 {
 	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
 	char tmp[PATH_MAX];
 	int n = strlen(base) <= 200 ? snprintf(tmp, sizeof tmp, "%s/.%s.chat2sbx-XXXXXX", dir, base)
-				    : snprintf(tmp, sizeof tmp, "%s/.chat2sbx-XXXXXX", dir);
+	                            : snprintf(tmp, sizeof tmp, "%s/.chat2sbx-XXXXXX", dir);
 	if (n < 0 || (size_t)n >= sizeof tmp)
 		return rpc_fail(err, "INVALID_ARGUMENT", "path '%s' is too long", target);
 	int fd = mkostemp(tmp, O_CLOEXEC);
@@ -354,8 +344,7 @@ static int write_replace(const char *target, const char *dir, const char *conten
 		goto fail;
 	/* Keep the owner of an existing file (a host user's file in a direct
 	 * workspace must stay theirs); only root can, and failing is harmless. */
-	if (old && geteuid() == 0 && (old->st_uid != 0 || old->st_gid != 0) &&
-	    fchown(fd, old->st_uid, old->st_gid) < 0)
+	if (old && geteuid() == 0 && (old->st_uid != 0 || old->st_gid != 0) && fchown(fd, old->st_uid, old->st_gid) < 0)
 		errno = 0;
 	step = "fsync";
 	if (fsync(fd) < 0)
@@ -383,15 +372,14 @@ fail:;
 	snprintf(what, sizeof what, "%s (temp file, old content kept)", step);
 	if (e == ENOSPC || e == EDQUOT || e == EFBIG)
 		return rpc_fail(err, "LIMIT",
-				"write '%s' failed: %s; the old content is kept. Free space or "
-				"write less",
-				target, strerror(e));
+		                "write '%s' failed: %s; the old content is kept. Free space or "
+		                "write less",
+		                target, strerror(e));
 	return rpc_fail_errno(err, e, what, target);
 }
 
-int files_write_atomic(const char *path, const char *content, size_t len, bool create_dirs,
-		       const char *expected_sha256, bool *ret_created, char *ret_sha256,
-		       struct rpc_error *err)
+int files_write_atomic(const char *path, const char *content, size_t len, bool create_dirs, const char *expected_sha256,
+                       bool *ret_created, char *ret_sha256, struct rpc_error *err)
 {
 	char *target = NULL;
 	struct stat lst;
@@ -412,26 +400,25 @@ int files_write_atomic(const char *path, const char *content, size_t len, bool c
 		goto out;
 	}
 	if (exists && !S_ISREG(st.st_mode)) {
-		rpc_fail(err, "INVALID_ARGUMENT",
-			 "'%s' is not a regular file (a device, FIFO or socket)", path);
+		rpc_fail(err, "INVALID_ARGUMENT", "'%s' is not a regular file (a device, FIFO or socket)", path);
 		goto out;
 	}
 	if (expected_sha256) {
 		char now[65];
 		if (!exists) {
 			rpc_fail(err, "CONFLICT",
-				 "'%s' no longer exists but expected_sha256 was given; read it "
-				 "again or write without expected_sha256",
-				 path);
+			         "'%s' no longer exists but expected_sha256 was given; read it "
+			         "again or write without expected_sha256",
+			         path);
 			goto out;
 		}
 		if (hash_file(target, now, err) < 0)
 			goto out;
 		if (strcasecmp(now, expected_sha256) != 0) {
 			rpc_fail(err, "CONFLICT",
-				 "'%s' changed since it was read (sha256 is now %s); read it again "
-				 "and reapply the change",
-				 path, now);
+			         "'%s' changed since it was read (sha256 is now %s); read it again "
+			         "and reapply the change",
+			         path, now);
 			goto out;
 		}
 	}
@@ -451,8 +438,7 @@ out:
 	return r;
 }
 
-int files_rpc_write(json_object *id, json_object *params, json_object **ret_result,
-		    struct rpc_error *err)
+int files_rpc_write(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
 	(void)id;
 	const char *path, *content, *expected;
@@ -462,20 +448,19 @@ int files_rpc_write(json_object *id, json_object *params, json_object **ret_resu
 	    rpc_param_string(params, "content", true, &content, &content_len, err) < 0 ||
 	    rpc_param_bool(params, "create_dirs", false, &create_dirs, err) < 0)
 		return -1;
-	int has_expected = rpc_param_string(params, "expected_sha256", false, &expected,
-					    &expected_len, err);
+	int has_expected = rpc_param_string(params, "expected_sha256", false, &expected, &expected_len, err);
 	if (has_expected < 0)
 		return -1;
 	if (has_expected && (expected_len != 64 || strspn(expected, "0123456789abcdefABCDEF") != 64))
 		return rpc_fail(err, "INVALID_ARGUMENT",
-				"expected_sha256 must be 64 hex digits (the sha256 file.read returned)");
+		                "expected_sha256 must be 64 hex digits (the sha256 file.read returned)");
 	char *abs;
 	if (paths_resolve(path, path_len, "path", &abs, err) < 0)
 		return -1;
 	bool created;
 	char sha[65];
-	if (files_write_atomic(abs, content, content_len, create_dirs, has_expected ? expected : NULL,
-			       &created, sha, err) < 0) {
+	if (files_write_atomic(abs, content, content_len, create_dirs, has_expected ? expected : NULL, &created, sha,
+	                       err) < 0) {
 		free(abs);
 		return -1;
 	}

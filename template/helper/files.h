@@ -11,16 +11,16 @@
 
 #include "rpc.h"
 
-#define FILES_DEFAULT_LIMIT 2000              /* lines when limit is absent */
+#define FILES_DEFAULT_LIMIT 2000 /* lines when limit is absent */
 #define FILES_MAX_LIMIT 10000000
-#define FILES_DEFAULT_MAX_BYTES (256 * 1024)  /* content bytes when max_bytes is absent */
+#define FILES_DEFAULT_MAX_BYTES (256 * 1024) /* content bytes when max_bytes is absent */
 #define FILES_MAX_BYTES (4 * 1024 * 1024)
-#define FILES_BINARY_PROBE 8192               /* a NUL in these first bytes: binary */
+#define FILES_BINARY_PROBE 8192                /* a NUL in these first bytes: binary */
 #define FILES_READ_SLACK (64ull * 1024 * 1024) /* read at most st_size + this */
 
 /* The result of selecting lines from a file (see files_read_fd). */
 struct files_selection {
-	char *content;        /* malloc'd, valid UTF-8, NUL-terminated; NULL when binary */
+	char *content; /* malloc'd, valid UTF-8, NUL-terminated; NULL when binary */
 	size_t content_len;
 	uint64_t start_line;  /* = offset */
 	uint64_t lines;       /* lines in content (a first line cut by max_bytes counts) */
@@ -28,7 +28,7 @@ struct files_selection {
 	uint64_t size;        /* bytes read */
 	bool truncated;       /* lines after the selection, or max_bytes cut it */
 	bool binary;
-	char sha256[65];      /* of all bytes read */
+	char sha256[65]; /* of all bytes read */
 };
 
 /* Read the regular file open on fd from its start and select lines
@@ -39,7 +39,7 @@ struct files_selection {
  * read error; path is for messages. Blocks for the file's size of I/O.
  * The caller frees sel->content. */
 int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, size_t max_bytes,
-		  struct files_selection *sel, struct rpc_error *err);
+                  struct files_selection *sel, struct rpc_error *err);
 
 /* Replace path's content atomically: write a temporary file in the same
  * directory, fsync it, give it the old file's mode (0644 for a new file, and
@@ -50,15 +50,12 @@ int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, siz
  * hashes to it. *ret_created tells whether path did not exist; ret_sha256
  * (65 bytes) gets the new content's hash. Missing parent: NOT_FOUND unless
  * create_dirs (then created 0755). Blocks for the write and two fsyncs. */
-int files_write_atomic(const char *path, const char *content, size_t len, bool create_dirs,
-		       const char *expected_sha256, bool *ret_created, char *ret_sha256,
-		       struct rpc_error *err);
+int files_write_atomic(const char *path, const char *content, size_t len, bool create_dirs, const char *expected_sha256,
+                       bool *ret_created, char *ret_sha256, struct rpc_error *err);
 
 /* Request handlers (ids and params borrowed; 0 with *ret_result owned by
  * the caller, or -1 with err set). They block for the file I/O. */
-int files_rpc_read(json_object *id, json_object *params, json_object **ret_result,
-		   struct rpc_error *err);
-int files_rpc_write(json_object *id, json_object *params, json_object **ret_result,
-		    struct rpc_error *err);
+int files_rpc_read(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
+int files_rpc_write(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
 
 #endif

@@ -42,8 +42,7 @@ static int reserve(struct frame_reader *r, size_t want)
 }
 
 /* Hand out every complete line in buf[0..len) and keep the partial tail. */
-static void split_lines(struct frame_reader *r, frame_line_fn on_line, frame_line_fn on_overlong,
-			void *data)
+static void split_lines(struct frame_reader *r, frame_line_fn on_line, frame_line_fn on_overlong, void *data)
 {
 	size_t start = 0;
 	char *nl;
@@ -75,8 +74,7 @@ static void split_lines(struct frame_reader *r, frame_line_fn on_line, frame_lin
 	r->scanned = r->len;
 }
 
-int frame_reader_read(struct frame_reader *r, int fd, frame_line_fn on_line,
-		      frame_line_fn on_overlong, void *data)
+int frame_reader_read(struct frame_reader *r, int fd, frame_line_fn on_line, frame_line_fn on_overlong, void *data)
 {
 	if (reserve(r, READ_CHUNK + 1) < 0) {
 		hlog_error("out of memory reading requests; dropping a partial request");
@@ -155,8 +153,7 @@ size_t frame_writer_flush(struct frame_writer *w)
 				continue;
 			if (errno == EAGAIN)
 				break;
-			hlog_warn("writing replies failed (%s); replies are dropped until restart",
-				  strerror(errno));
+			hlog_warn("writing replies failed (%s); replies are dropped until restart", strerror(errno));
 			w->broken = true;
 			break;
 		}

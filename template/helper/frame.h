@@ -25,8 +25,7 @@ void frame_reader_free(struct frame_reader *r);
  * the newline. Returns 1 after a read (or EAGAIN/EINTR), 0 at end of file,
  * -1 on a read error (errno set). Memory stays below about
  * PROTO_MAX_FRAME + 64 KiB and shrinks back after a large line. */
-int frame_reader_read(struct frame_reader *r, int fd, frame_line_fn on_line,
-		      frame_line_fn on_overlong, void *data);
+int frame_reader_read(struct frame_reader *r, int fd, frame_line_fn on_line, frame_line_fn on_overlong, void *data);
 
 /* Queue of reply lines for a non-blocking fd. */
 struct frame_writer {

@@ -14,10 +14,10 @@ void hlog_write(const char *level, const char *fmt, ...) __attribute__((format(p
 #define hlog_error(...) hlog_write("error", __VA_ARGS__)
 #define hlog_warn(...) hlog_write("warn", __VA_ARGS__)
 #define hlog_info(...) hlog_write("info", __VA_ARGS__)
-#define hlog_debug(...)                                                                            \
-	do {                                                                                       \
-		if (hlog_debug_enabled)                                                            \
-			hlog_write("debug", __VA_ARGS__);                                          \
+#define hlog_debug(...)                                                                                                \
+	do {                                                                                                           \
+		if (hlog_debug_enabled)                                                                                \
+			hlog_write("debug", __VA_ARGS__);                                                              \
 	} while (0)
 
 #endif

@@ -28,11 +28,9 @@
 #define OUT_HIGH_WATER (64u * 1024 * 1024)
 #define FLUSH_AT_EXIT_MS 1000
 
-typedef int (*method_fn)(json_object *id, json_object *params, json_object **ret_result,
-			 struct rpc_error *err);
+typedef int (*method_fn)(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
 
-static int method_hello(json_object *id, json_object *params, json_object **ret_result,
-			struct rpc_error *err)
+static int method_hello(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
 	(void)id;
 	(void)params;
@@ -54,13 +52,9 @@ static const struct method {
 	const char *name;
 	method_fn fn;
 } methods[] = {
-	{ "hello", method_hello },
-	{ "bash.start", bash_rpc_start },
-	{ "bash.poll", bash_rpc_poll },
-	{ "bash.stop", bash_rpc_stop },
-	{ "bash.list", bash_rpc_list },
-	{ "file.read", files_rpc_read },
-	{ "file.write", files_rpc_write },
+    {"hello", method_hello},         {"bash.start", bash_rpc_start}, {"bash.poll", bash_rpc_poll},
+    {"bash.stop", bash_rpc_stop},    {"bash.list", bash_rpc_list},   {"file.read", files_rpc_read},
+    {"file.write", files_rpc_write},
 };
 
 static void reply_sink(const char *line, size_t len, void *data)
@@ -102,10 +96,10 @@ static void dispatch_line(char *line, size_t len, void *data)
 		json_object *result = NULL;
 		if (!m) {
 			rpc_fail_code(&err, PROTO_ERR_METHOD_NOT_FOUND, "INVALID_ARGUMENT",
-				      "unknown method '%.64s'; this helper (protocol %s) knows hello, "
-				      "bash.start, bash.poll, bash.stop, bash.list, file.read, "
-				      "file.write",
-				      method, PROTO_VERSION);
+			              "unknown method '%.64s'; this helper (protocol %s) knows hello, "
+			              "bash.start, bash.poll, bash.stop, bash.list, file.read, "
+			              "file.write",
+			              method, PROTO_VERSION);
 			rpc_send_error(id, &err);
 		} else if ((r = m->fn(id, params, &result, &err)) == 0) {
 			rpc_send_result(id, result);
@@ -122,9 +116,9 @@ static void dispatch_overlong(char *buf, size_t len, void *data)
 	(void)data;
 	struct rpc_error err;
 	rpc_fail_code(&err, PROTO_ERR_INVALID_REQUEST, "LIMIT",
-		      "request is longer than %u bytes (PROTO_MAX_FRAME) and was dropped; send "
-		      "smaller requests (large files can be written in parts with bash)",
-		      PROTO_MAX_FRAME);
+	              "request is longer than %u bytes (PROTO_MAX_FRAME) and was dropped; send "
+	              "smaller requests (large files can be written in parts with bash)",
+	              PROTO_MAX_FRAME);
 	reply_unparsed(buf, len, &err);
 }
 
@@ -151,7 +145,7 @@ static void flush_at_exit(struct frame_writer *w)
 		int64_t left = deadline - bash_clock_ms();
 		if (left <= 0)
 			break;
-		struct pollfd p = { .fd = w->fd, .events = POLLOUT };
+		struct pollfd p = {.fd = w->fd, .events = POLLOUT};
 		if (poll(&p, 1, (int)left) <= 0)
 			break;
 	}
@@ -187,14 +181,14 @@ static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct fram
 		}
 		size_t n = 0;
 		int in_idx = -1, out_idx = -1;
-		fds[n++] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+		fds[n++] = (struct pollfd){.fd = sigfd, .events = POLLIN};
 		if (in_open && frame_writer_pending(writer) < OUT_HIGH_WATER) {
 			in_idx = (int)n;
-			fds[n++] = (struct pollfd){ .fd = in_fd, .events = POLLIN };
+			fds[n++] = (struct pollfd){.fd = in_fd, .events = POLLIN};
 		}
 		if (frame_writer_pending(writer) > 0) {
 			out_idx = (int)n;
-			fds[n++] = (struct pollfd){ .fd = writer->fd, .events = POLLOUT };
+			fds[n++] = (struct pollfd){.fd = writer->fd, .events = POLLOUT};
 		}
 		size_t base = n, m = bash_pollfds(fds + base, cap - base);
 		n += m;
@@ -217,7 +211,7 @@ static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct fram
 			if (r <= 0) {
 				in_open = false;
 				hlog_info("requests ended (%s); sessions keep running",
-					  r == 0 ? "end of input" : strerror(errno));
+				          r == 0 ? "end of input" : strerror(errno));
 			}
 		}
 		bash_tick();
@@ -247,7 +241,7 @@ int loop_run(const struct loop_config *cfg)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return 1;
 	}
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe, old_hup;
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe, old_hup;
 	sigaction(SIGPIPE, &ign, &old_pipe);
 	sigaction(SIGHUP, &ign, &old_hup);
 	/* As PID 1 orphans come to us anyway; elsewhere (tests, an init in

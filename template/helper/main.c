@@ -26,21 +26,19 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	const char *debug = getenv("CHAT2SBX_LOG_DEBUG");
-	hlog_debug_enabled = debug && (strstr(debug, "helper") || strcmp(debug, "1") == 0 ||
-				       strcmp(debug, "all") == 0);
+	hlog_debug_enabled = debug && (strstr(debug, "helper") || strcmp(debug, "1") == 0 || strcmp(debug, "all") == 0);
 	/* Every session holds a pipe and a log file open. */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	hlog_info("chat2sbx-helper %s (protocol %s) serving as pid %d", CHAT2SBX_VERSION,
-		  PROTO_VERSION, (int)getpid());
+	hlog_info("chat2sbx-helper %s (protocol %s) serving as pid %d", CHAT2SBX_VERSION, PROTO_VERSION, (int)getpid());
 	struct loop_config cfg = {
-		.in_fd = STDIN_FILENO,
-		.out_fd = STDOUT_FILENO,
-		.workspace = PROTO_WORKSPACE,
-		.log_dir = PROTO_LOG_DIR,
+	    .in_fd = STDIN_FILENO,
+	    .out_fd = STDOUT_FILENO,
+	    .workspace = PROTO_WORKSPACE,
+	    .log_dir = PROTO_LOG_DIR,
 	};
 	return loop_run(&cfg);
 }

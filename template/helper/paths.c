@@ -34,13 +34,11 @@ const char *paths_log_dir(void)
 	return log_dir;
 }
 
-int paths_resolve(const char *path, size_t len, const char *what, char **ret_abs,
-		  struct rpc_error *err)
+int paths_resolve(const char *path, size_t len, const char *what, char **ret_abs, struct rpc_error *err)
 {
 	if (len == 0)
-		return rpc_fail(err, "INVALID_ARGUMENT",
-				"%s is empty; pass an absolute path or one relative to %s", what,
-				workspace);
+		return rpc_fail(err, "INVALID_ARGUMENT", "%s is empty; pass an absolute path or one relative to %s",
+		                what, workspace);
 	if (strlen(path) != len)
 		return rpc_fail(err, "INVALID_ARGUMENT", "%s contains a NUL character", what);
 	size_t cap = strlen(workspace) + 1 + len + 1;

@@ -19,8 +19,7 @@ const char *paths_log_dir(void);
  * kernel to resolve. *ret_abs is newly allocated (caller frees). Fails with
  * INVALID_ARGUMENT for an empty path, an embedded NUL (len != strlen) or a
  * result longer than PATH_MAX. what names the parameter in messages. */
-int paths_resolve(const char *path, size_t len, const char *what, char **ret_abs,
-		  struct rpc_error *err);
+int paths_resolve(const char *path, size_t len, const char *what, char **ret_abs, struct rpc_error *err);
 
 /* mkdir -p: create dir and its missing parents with mode (umask applies).
  * Returns 0, or -errno (EEXIST when a component exists and is not a

@@ -16,8 +16,7 @@
 static rpc_sink_fn sink_fn;
 static void *sink_data;
 
-static int fail_va(struct rpc_error *err, int code, const char *data_code, const char *fmt,
-		   va_list ap)
+static int fail_va(struct rpc_error *err, int code, const char *data_code, const char *fmt, va_list ap)
 {
 	err->code = code;
 	err->data_code = data_code;
@@ -27,8 +26,7 @@ static int fail_va(struct rpc_error *err, int code, const char *data_code, const
 
 int rpc_fail(struct rpc_error *err, const char *data_code, const char *fmt, ...)
 {
-	int code = strcmp(data_code, "INVALID_ARGUMENT") == 0 ? PROTO_ERR_INVALID_PARAMS
-							       : PROTO_ERR_OPERATION;
+	int code = strcmp(data_code, "INVALID_ARGUMENT") == 0 ? PROTO_ERR_INVALID_PARAMS : PROTO_ERR_OPERATION;
 	va_list ap;
 	va_start(ap, fmt);
 	fail_va(err, code, data_code, fmt, ap);
@@ -49,9 +47,7 @@ int rpc_fail_errno(struct rpc_error *err, int errnum, const char *what, const ch
 {
 	const char *code = "INTERNAL";
 	switch (errnum) {
-	case ENOENT:
-		code = "NOT_FOUND";
-		break;
+	case ENOENT: code = "NOT_FOUND"; break;
 	case ENOTDIR:
 	case EISDIR:
 	case ENAMETOOLONG:
@@ -59,16 +55,12 @@ int rpc_fail_errno(struct rpc_error *err, int errnum, const char *what, const ch
 	case EACCES:
 	case EPERM:
 	case EROFS:
-	case ETXTBSY:
-		code = "INVALID_ARGUMENT";
-		break;
+	case ETXTBSY: code = "INVALID_ARGUMENT"; break;
 	case ENOSPC:
 	case EDQUOT:
 	case EFBIG:
 	case EMFILE:
-	case ENFILE:
-		code = "LIMIT";
-		break;
+	case ENFILE: code = "LIMIT"; break;
 	}
 	return rpc_fail(err, code, "%s '%s': %s", what, path, strerror(errnum));
 }
@@ -76,48 +68,39 @@ int rpc_fail_errno(struct rpc_error *err, int errnum, const char *what, const ch
 static const char *type_word(json_object *v)
 {
 	switch (json_object_get_type(v)) {
-	case json_type_null:
-		return "null";
-	case json_type_boolean:
-		return "a boolean";
-	case json_type_double:
-		return "a fraction";
-	case json_type_int:
-		return "an integer";
-	case json_type_object:
-		return "an object";
-	case json_type_array:
-		return "an array";
-	case json_type_string:
-		return "a string";
+	case json_type_null: return "null";
+	case json_type_boolean: return "a boolean";
+	case json_type_double: return "a fraction";
+	case json_type_int: return "an integer";
+	case json_type_object: return "an object";
+	case json_type_array: return "an array";
+	case json_type_string: return "a string";
 	}
 	return "unknown";
 }
 
-int rpc_param_string(json_object *params, const char *name, bool required, const char **ret,
-		     size_t *ret_len, struct rpc_error *err)
+int rpc_param_string(json_object *params, const char *name, bool required, const char **ret, size_t *ret_len,
+                     struct rpc_error *err)
 {
 	json_object *v;
 	if (!json_object_object_get_ex(params, name, &v) || json_object_is_type(v, json_type_null)) {
 		if (required)
-			return rpc_fail(err, "INVALID_ARGUMENT",
-					"missing parameter '%s': pass it as a string", name);
+			return rpc_fail(err, "INVALID_ARGUMENT", "missing parameter '%s': pass it as a string", name);
 		*ret = NULL;
 		if (ret_len)
 			*ret_len = 0;
 		return 0;
 	}
 	if (!json_object_is_type(v, json_type_string))
-		return rpc_fail(err, "INVALID_ARGUMENT", "parameter '%s' must be a string, not %s",
-				name, type_word(v));
+		return rpc_fail(err, "INVALID_ARGUMENT", "parameter '%s' must be a string, not %s", name, type_word(v));
 	*ret = json_object_get_string(v);
 	if (ret_len)
 		*ret_len = (size_t)json_object_get_string_len(v);
 	return 1;
 }
 
-int rpc_param_int(json_object *params, const char *name, int64_t def, int64_t min, int64_t max,
-		  bool clamp, int64_t *ret, struct rpc_error *err)
+int rpc_param_int(json_object *params, const char *name, int64_t def, int64_t min, int64_t max, bool clamp,
+                  int64_t *ret, struct rpc_error *err)
 {
 	json_object *v;
 	if (!json_object_object_get_ex(params, name, &v) || json_object_is_type(v, json_type_null)) {
@@ -125,29 +108,26 @@ int rpc_param_int(json_object *params, const char *name, int64_t def, int64_t mi
 		return 0;
 	}
 	if (!json_object_is_type(v, json_type_int))
-		return rpc_fail(err, "INVALID_ARGUMENT", "parameter '%s' must be an integer, not %s",
-				name, type_word(v));
+		return rpc_fail(err, "INVALID_ARGUMENT", "parameter '%s' must be an integer, not %s", name,
+		                type_word(v));
 	errno = 0;
 	int64_t x = json_object_get_int64(v);
 	if (errno == ERANGE)
 		x = INT64_MAX;
 	if (x < min)
-		return rpc_fail(err, "INVALID_ARGUMENT",
-				"parameter '%s' is %" PRId64 "; it must be at least %" PRId64, name, x,
-				min);
+		return rpc_fail(err, "INVALID_ARGUMENT", "parameter '%s' is %" PRId64 "; it must be at least %" PRId64,
+		                name, x, min);
 	if (x > max) {
 		if (!clamp)
 			return rpc_fail(err, "INVALID_ARGUMENT",
-					"parameter '%s' is %" PRId64 "; it must be at most %" PRId64,
-					name, x, max);
+			                "parameter '%s' is %" PRId64 "; it must be at most %" PRId64, name, x, max);
 		x = max;
 	}
 	*ret = x;
 	return 1;
 }
 
-int rpc_param_bool(json_object *params, const char *name, bool def, bool *ret,
-		   struct rpc_error *err)
+int rpc_param_bool(json_object *params, const char *name, bool def, bool *ret, struct rpc_error *err)
 {
 	json_object *v;
 	if (!json_object_object_get_ex(params, name, &v) || json_object_is_type(v, json_type_null)) {
@@ -155,8 +135,8 @@ int rpc_param_bool(json_object *params, const char *name, bool def, bool *ret,
 		return 0;
 	}
 	if (!json_object_is_type(v, json_type_boolean))
-		return rpc_fail(err, "INVALID_ARGUMENT", "parameter '%s' must be true or false, not %s",
-				name, type_word(v));
+		return rpc_fail(err, "INVALID_ARGUMENT", "parameter '%s' must be true or false, not %s", name,
+		                type_word(v));
 	*ret = json_object_get_boolean(v);
 	return 1;
 }
@@ -170,8 +150,8 @@ void rpc_sink_set(rpc_sink_fn fn, void *data)
 static void send_frame(json_object *frame)
 {
 	size_t len;
-	const char *s = json_object_to_json_string_length(
-		frame, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	const char *s =
+	    json_object_to_json_string_length(frame, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 	if (sink_fn)
 		sink_fn(s, len, sink_data);
 }
@@ -204,14 +184,14 @@ void rpc_send_result(json_object *id, json_object *result)
 	json_object *frame = frame_new(id);
 	json_object_object_add(frame, "result", result);
 	size_t len;
-	const char *s = json_object_to_json_string_length(
-		frame, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	const char *s =
+	    json_object_to_json_string_length(frame, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 	if (len + 1 > PROTO_MAX_FRAME) {
 		struct rpc_error err;
 		rpc_fail(&err, "LIMIT",
-			 "reply of %zu bytes exceeds the %u-byte frame limit; ask for less output "
-			 "(max_output_bytes, max_bytes, limit)",
-			 len, PROTO_MAX_FRAME);
+		         "reply of %zu bytes exceeds the %u-byte frame limit; ask for less output "
+		         "(max_output_bytes, max_bytes, limit)",
+		         len, PROTO_MAX_FRAME);
 		hlog_warn("%s", err.message);
 		rpc_send_error(id, &err);
 	} else if (sink_fn) {
@@ -221,7 +201,7 @@ void rpc_send_result(json_object *id, json_object *result)
 }
 
 int rpc_request_parse(const char *line, size_t len, json_object **ret_root, json_object **ret_id,
-		      const char **ret_method, json_object **ret_params, struct rpc_error *err)
+                      const char **ret_method, json_object **ret_params, struct rpc_error *err)
 {
 	*ret_root = NULL;
 	*ret_id = NULL;
@@ -237,38 +217,36 @@ int rpc_request_parse(const char *line, size_t len, json_object **ret_root, json
 	if (!root || jerr != json_tokener_success || end != len) {
 		json_object_put(root);
 		return rpc_fail_code(err, PROTO_ERR_PARSE, "INVALID_ARGUMENT",
-				     "request is not valid JSON (%s); send one JSON-RPC object per line",
-				     jerr == json_tokener_continue ? "incomplete"
-				     : jerr != json_tokener_success ? json_tokener_error_desc(jerr)
-								    : "trailing data");
+		                     "request is not valid JSON (%s); send one JSON-RPC object per line",
+		                     jerr == json_tokener_continue  ? "incomplete"
+		                     : jerr != json_tokener_success ? json_tokener_error_desc(jerr)
+		                                                    : "trailing data");
 	}
 	*ret_root = root;
 	if (!json_object_is_type(root, json_type_object))
 		return rpc_fail_code(err, PROTO_ERR_INVALID_REQUEST, "INVALID_ARGUMENT",
-				     "request must be a JSON object, not %s", type_word(root));
+		                     "request must be a JSON object, not %s", type_word(root));
 	json_object *id;
 	if (!json_object_object_get_ex(root, "id", &id) || json_object_is_type(id, json_type_null))
 		return 1;
 	if (!json_object_is_type(id, json_type_int) && !json_object_is_type(id, json_type_string))
 		return rpc_fail_code(err, PROTO_ERR_INVALID_REQUEST, "INVALID_ARGUMENT",
-				     "request id must be an integer or a string, not %s",
-				     type_word(id));
+		                     "request id must be an integer or a string, not %s", type_word(id));
 	*ret_id = id;
 	json_object *v;
 	if (json_object_object_get_ex(root, "jsonrpc", &v) &&
 	    (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), "2.0")))
-		return rpc_fail_code(err, PROTO_ERR_INVALID_REQUEST, "INVALID_ARGUMENT",
-				     "\"jsonrpc\" must be \"2.0\"");
+		return rpc_fail_code(err, PROTO_ERR_INVALID_REQUEST, "INVALID_ARGUMENT", "\"jsonrpc\" must be \"2.0\"");
 	if (!json_object_object_get_ex(root, "method", &v) || !json_object_is_type(v, json_type_string))
 		return rpc_fail_code(err, PROTO_ERR_INVALID_REQUEST, "INVALID_ARGUMENT",
-				     "request has no \"method\" string");
+		                     "request has no \"method\" string");
 	*ret_method = json_object_get_string(v);
 	if (!json_object_object_get_ex(root, "params", &v) || json_object_is_type(v, json_type_null)) {
 		v = json_object_new_object();
 		json_object_object_add(root, "params", v);
 	} else if (!json_object_is_type(v, json_type_object)) {
 		return rpc_fail_code(err, PROTO_ERR_INVALID_PARAMS, "INVALID_ARGUMENT",
-				     "\"params\" must be an object, not %s", type_word(v));
+		                     "\"params\" must be an object, not %s", type_word(v));
 	}
 	*ret_params = v;
 	return 0;

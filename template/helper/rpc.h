@@ -24,12 +24,11 @@ struct rpc_error {
  * proto.h says), every other code to -32000 (operation failed). Messages say
  * what was wrong and what to do. Always returns -1, so callers can write
  * `return rpc_fail(err, ...)`. */
-int rpc_fail(struct rpc_error *err, const char *data_code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int rpc_fail(struct rpc_error *err, const char *data_code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Same with an explicit JSON-RPC code (-32600, -32601, ...). Returns -1. */
 int rpc_fail_code(struct rpc_error *err, int code, const char *data_code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Map an errno from a file operation on path to NOT_FOUND (ENOENT),
  * INVALID_ARGUMENT (ENOTDIR, EISDIR, ENAMETOOLONG, ELOOP, EACCES, EPERM, EROFS,
@@ -42,14 +41,13 @@ int rpc_fail_errno(struct rpc_error *err, int errnum, const char *what, const ch
  * returns 0 when the parameter is absent and not required (the default is
  * stored), 1 when present and valid, -1 with err set (INVALID_ARGUMENT naming
  * the field) otherwise. Returned strings are borrowed from params. */
-int rpc_param_string(json_object *params, const char *name, bool required, const char **ret,
-		     size_t *ret_len, struct rpc_error *err);
+int rpc_param_string(json_object *params, const char *name, bool required, const char **ret, size_t *ret_len,
+                     struct rpc_error *err);
 /* An integer in [min, max]; values above max are clamped to max when clamp
  * is true, refused otherwise. */
-int rpc_param_int(json_object *params, const char *name, int64_t def, int64_t min, int64_t max,
-		  bool clamp, int64_t *ret, struct rpc_error *err);
-int rpc_param_bool(json_object *params, const char *name, bool def, bool *ret,
-		   struct rpc_error *err);
+int rpc_param_int(json_object *params, const char *name, int64_t def, int64_t min, int64_t max, bool clamp,
+                  int64_t *ret, struct rpc_error *err);
+int rpc_param_bool(json_object *params, const char *name, bool def, bool *ret, struct rpc_error *err);
 
 /* Where replies go: a function taking one serialized reply line (without
  * the newline, len bytes, borrowed). The loop registers its output queue. */
@@ -71,7 +69,7 @@ void rpc_send_error(json_object *id, const struct rpc_error *err);
  * id when one could be found (borrowed from *ret_root, which the caller must
  * free when non-NULL), else NULL. */
 int rpc_request_parse(const char *line, size_t len, json_object **ret_root, json_object **ret_id,
-		      const char **ret_method, json_object **ret_params, struct rpc_error *err);
+                      const char **ret_method, json_object **ret_params, struct rpc_error *err);
 
 /* Find a top-level-looking "id": <integer> in the first part of a frame that
  * could not be parsed (over-long or truncated). Returns true and sets *ret_id

@@ -34,10 +34,8 @@ __attribute__((constructor)) static void run_loop_if_asked(void)
 	snprintf(logs_copy, sizeof logs_copy, "%s", logs);
 	unsetenv("CHAT2SBX_TEST_LOOP_WORKSPACE");
 	unsetenv("CHAT2SBX_TEST_LOOP_LOGS");
-	struct loop_config cfg = { .in_fd = STDIN_FILENO,
-				   .out_fd = STDOUT_FILENO,
-				   .workspace = ws_copy,
-				   .log_dir = logs_copy };
+	struct loop_config cfg = {
+	    .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO, .workspace = ws_copy, .log_dir = logs_copy};
 	exit(loop_run(&cfg));
 }
 
@@ -69,8 +67,8 @@ void harness_start(struct harness *h)
 		char log[PATH_MAX];
 		snprintf(log, sizeof log, "%s/helper.stderr", h->dir);
 		int err_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (dup2(req[0], STDIN_FILENO) < 0 || dup2(rep[1], STDOUT_FILENO) < 0 ||
-		    err_fd < 0 || dup2(err_fd, STDERR_FILENO) < 0)
+		if (dup2(req[0], STDIN_FILENO) < 0 || dup2(rep[1], STDOUT_FILENO) < 0 || err_fd < 0 ||
+		    dup2(err_fd, STDERR_FILENO) < 0)
 			_exit(120);
 		setenv("CHAT2SBX_TEST_LOOP_WORKSPACE", h->workspace, 1);
 		setenv("CHAT2SBX_TEST_LOOP_LOGS", h->logs, 1);
@@ -139,7 +137,7 @@ json_object *harness_wait(struct harness *h, int64_t id, int timeout_ms)
 		int64_t left = deadline - now_ms();
 		if (left <= 0)
 			return NULL;
-		struct pollfd p = { .fd = h->rep_fd, .events = POLLIN };
+		struct pollfd p = {.fd = h->rep_fd, .events = POLLIN};
 		if (poll(&p, 1, (int)left) <= 0)
 			continue;
 		if (h->cap - h->len < 65536) {

@@ -18,8 +18,8 @@ struct harness {
 	char logs[PATH_MAX];      /* dir/logs */
 	char *buf;                /* partial reply line */
 	size_t len, cap;
-	json_object *stash;       /* replies read while waiting for another id */
-	bool exited;              /* the child was reaped; status holds its wait status */
+	json_object *stash; /* replies read while waiting for another id */
+	bool exited;        /* the child was reaped; status holds its wait status */
 	int status;
 };
 
@@ -32,7 +32,7 @@ void harness_send(struct harness *h, const char *fmt, ...) __attribute__((format
 json_object *harness_wait(struct harness *h, int64_t id, int timeout_ms);
 /* Send and wait for the reply's "result" (NULL when it is an error). */
 json_object *harness_call(struct harness *h, int64_t id, int timeout_ms, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 /* Close the request stream (end of input for the helper). */
 void harness_close_input(struct harness *h);
 /* Reap the child if it exits within timeout_ms; true when it has. */

@@ -48,8 +48,8 @@ static void put(const char *name, const void *data, size_t n)
 	fclose(f);
 }
 
-static int sel_read(const char *name, uint64_t offset, uint64_t limit, size_t max_bytes,
-		    struct files_selection *sel, struct rpc_error *err)
+static int sel_read(const char *name, uint64_t offset, uint64_t limit, size_t max_bytes, struct files_selection *sel,
+                    struct rpc_error *err)
 {
 	int fd = open(path_of(name), O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
@@ -188,8 +188,7 @@ Test(files, write_creates_with_0644_and_hash)
 	bool created;
 	char sha[65];
 	struct rpc_error err;
-	cr_assert_eq(files_write_atomic(path_of("new.txt"), "abc", 3, false, NULL, &created, sha, &err),
-		     0);
+	cr_assert_eq(files_write_atomic(path_of("new.txt"), "abc", 3, false, NULL, &created, sha, &err), 0);
 	cr_assert(created);
 	cr_assert_str_eq(sha, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	struct stat st;
@@ -205,9 +204,7 @@ Test(files, write_keeps_mode_of_existing_file)
 	bool created;
 	char sha[65];
 	struct rpc_error err;
-	cr_assert_eq(files_write_atomic(path_of("run.sh"), "#!/bin/sh\n", 10, false, NULL, &created,
-					sha, &err),
-		     0);
+	cr_assert_eq(files_write_atomic(path_of("run.sh"), "#!/bin/sh\n", 10, false, NULL, &created, sha, &err), 0);
 	cr_assert_not(created);
 	struct stat st;
 	cr_assert_eq(stat(path_of("run.sh"), &st), 0);
@@ -222,19 +219,17 @@ Test(files, failed_write_keeps_old_content_and_no_temp_file)
 	/* Make the write itself fail: a 4 KiB file size limit, EFBIG instead
 	 * of SIGXFSZ. This process is the test's own (Criterion forks). */
 	signal(SIGXFSZ, SIG_IGN);
-	struct rlimit rl = { 4096, 4096 };
+	struct rlimit rl = {4096, 4096};
 	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
 	static char big[100000];
 	memset(big, 'x', sizeof big);
 	bool created;
 	char sha[65];
 	struct rpc_error err;
-	cr_assert_eq(files_write_atomic(path_of("keep.txt"), big, sizeof big, false, NULL, &created,
-					sha, &err),
-		     -1);
+	cr_assert_eq(files_write_atomic(path_of("keep.txt"), big, sizeof big, false, NULL, &created, sha, &err), -1);
 	cr_assert_str_eq(err.data_code, "LIMIT", "%s: %s", err.data_code, err.message);
 	cr_assert_eq(temp_files(), 0);
-	char buf[32] = { 0 };
+	char buf[32] = {0};
 	FILE *f = fopen(path_of("keep.txt"), "r");
 	cr_assert_eq(fread(buf, 1, sizeof buf, f), 9);
 	fclose(f);
@@ -246,14 +241,10 @@ Test(files, missing_parent_needs_create_dirs)
 	bool created;
 	char sha[65];
 	struct rpc_error err;
-	cr_assert_eq(files_write_atomic(path_of("a/b/c.txt"), "x", 1, false, NULL, &created, sha,
-					&err),
-		     -1);
+	cr_assert_eq(files_write_atomic(path_of("a/b/c.txt"), "x", 1, false, NULL, &created, sha, &err), -1);
 	cr_assert_str_eq(err.data_code, "NOT_FOUND");
 	cr_assert(strstr(err.message, "create_dirs"));
-	cr_assert_eq(files_write_atomic(path_of("a/b/c.txt"), "x", 1, true, NULL, &created, sha,
-					&err),
-		     0);
+	cr_assert_eq(files_write_atomic(path_of("a/b/c.txt"), "x", 1, true, NULL, &created, sha, &err), 0);
 	cr_assert(created);
 }
 
@@ -265,13 +256,10 @@ Test(files, expected_sha256_detects_a_change)
 	struct rpc_error err;
 	const char *abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 	const char *other = "0000000000000000000000000000000000000000000000000000000000000000";
-	cr_assert_eq(files_write_atomic(path_of("h.txt"), "new", 3, false, other, &created, sha,
-					&err),
-		     -1);
+	cr_assert_eq(files_write_atomic(path_of("h.txt"), "new", 3, false, other, &created, sha, &err), -1);
 	cr_assert_str_eq(err.data_code, "CONFLICT");
 	cr_assert(strstr(err.message, abc), "%s", err.message);
-	cr_assert_eq(files_write_atomic(path_of("h.txt"), "new", 3, false, abc, &created, sha, &err),
-		     0);
+	cr_assert_eq(files_write_atomic(path_of("h.txt"), "new", 3, false, abc, &created, sha, &err), 0);
 }
 
 Test(files, write_follows_a_symlink)
@@ -281,9 +269,7 @@ Test(files, write_follows_a_symlink)
 	bool created;
 	char sha[65];
 	struct rpc_error err;
-	cr_assert_eq(files_write_atomic(path_of("link.txt"), "new", 3, false, NULL, &created, sha,
-					&err),
-		     0);
+	cr_assert_eq(files_write_atomic(path_of("link.txt"), "new", 3, false, NULL, &created, sha, &err), 0);
 	struct stat st;
 	cr_assert_eq(lstat(path_of("link.txt"), &st), 0);
 	cr_assert(S_ISLNK(st.st_mode));

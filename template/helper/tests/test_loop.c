@@ -26,7 +26,7 @@ static json_object *error_of(json_object *reply)
 	json_object *e = NULL;
 	cr_assert_not_null(reply, "no reply");
 	cr_assert(json_object_object_get_ex(reply, "error", &e), "expected an error: %s",
-		  json_object_to_json_string(reply));
+	          json_object_to_json_string(reply));
 	return e;
 }
 
@@ -52,7 +52,7 @@ Test(loop, hello_and_malformed_requests)
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.poll\",\"params\":{}}");
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"bash.poll\"");
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"bash.start\",\"params\":"
-			 "{\"session_id\":\"../x\",\"command\":\"true\"}}");
+	                 "{\"session_id\":\"../x\",\"command\":\"true\"}}");
 	json_object *rep = harness_wait(&h, 2, 5000);
 	json_object *e = error_of(rep);
 	cr_assert_eq(jint(e, "code"), PROTO_ERR_METHOD_NOT_FOUND);
@@ -78,9 +78,9 @@ Test(loop, exit_code_and_last_output_in_one_reply)
 	setenv("CHAT2SBX_TEST_MARK", "inherited", 1);
 	harness_start(&h);
 	json_object *r = harness_call(&h, 1, 10000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":"
-				      "{\"session_id\":\"bash_exit\",\"command\":\"echo hi; echo err >&2; "
-				      "exit 3\",\"yield_time_ms\":5000}}");
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":"
+	                              "{\"session_id\":\"bash_exit\",\"command\":\"echo hi; echo err >&2; "
+	                              "exit 3\",\"yield_time_ms\":5000}}");
 	cr_assert_str_eq(jstr(r, "status"), "exited");
 	cr_assert_eq(jint(r, "exit_code"), 3);
 	cr_assert_str_eq(jstr(r, "output"), "hi\nerr\n");
@@ -90,10 +90,10 @@ Test(loop, exit_code_and_last_output_in_one_reply)
 	json_object_put(r);
 	/* The default cwd is the workspace, and the environment is the helper's. */
 	r = harness_call(&h, 2, 10000,
-			 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.start\",\"params\":"
-			 "{\"session_id\":\"bash_pwd\",\"command\":\"pwd; read x; echo \\\"r=$?\\\"; "
-			 "echo $CHAT2SBX_TEST_MARK\","
-			 "\"yield_time_ms\":5000}}");
+	                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.start\",\"params\":"
+	                 "{\"session_id\":\"bash_pwd\",\"command\":\"pwd; read x; echo \\\"r=$?\\\"; "
+	                 "echo $CHAT2SBX_TEST_MARK\","
+	                 "\"yield_time_ms\":5000}}");
 	char want[PATH_MAX + 16];
 	snprintf(want, sizeof want, "%s\nr=1\ninherited\n", h.workspace);
 	cr_assert_str_eq(jstr(r, "output"), want);
@@ -106,20 +106,20 @@ Test(loop, overlapping_requests_answer_in_any_order)
 	struct harness h;
 	harness_start(&h);
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-			 "\"session_id\":\"bash_tick\",\"command\":\"for i in 1 2 3; do echo tick $i; "
-			 "sleep 0.4; done\",\"yield_time_ms\":0}}");
+	                 "\"session_id\":\"bash_tick\",\"command\":\"for i in 1 2 3; do echo tick $i; "
+	                 "sleep 0.4; done\",\"yield_time_ms\":0}}");
 	json_object *r = harness_wait(&h, 1, 5000);
 	cr_assert_not_null(r);
 	json_object_put(r);
 	/* A long poll, then file operations that must not wait for it. */
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.start\",\"params\":{"
-			 "\"session_id\":\"bash_slow\",\"command\":\"sleep 2; echo slow\","
-			 "\"yield_time_ms\":10000}}");
+	                 "\"session_id\":\"bash_slow\",\"command\":\"sleep 2; echo slow\","
+	                 "\"yield_time_ms\":10000}}");
 	int64_t t0 = now_ms();
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"file.write\",\"params\":{"
-			 "\"path\":\"notes/a.txt\",\"content\":\"one\\ntwo\\n\",\"create_dirs\":true}}");
+	                 "\"path\":\"notes/a.txt\",\"content\":\"one\\ntwo\\n\",\"create_dirs\":true}}");
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"file.read\",\"params\":{"
-			 "\"path\":\"notes/a.txt\",\"offset\":2}}");
+	                 "\"path\":\"notes/a.txt\",\"offset\":2}}");
 	json_object *w = harness_wait(&h, 3, 5000), *rd = harness_wait(&h, 4, 5000);
 	cr_assert_lt(now_ms() - t0, 1500, "file replies waited for the pending bash.start");
 	json_object *res;
@@ -139,10 +139,10 @@ Test(loop, overlapping_requests_answer_in_any_order)
 	char all[256] = "";
 	for (int id = 10; id < 30; id++) {
 		json_object *p = harness_call(&h, id, 5000,
-					      "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.poll\","
-					      "\"params\":{\"session_id\":\"bash_tick\",\"yield_time_ms\":"
-					      "3000}}",
-					      id);
+		                              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.poll\","
+		                              "\"params\":{\"session_id\":\"bash_tick\",\"yield_time_ms\":"
+		                              "3000}}",
+		                              id);
 		strncat(all, jstr(p, "output"), sizeof all - strlen(all) - 1);
 		bool done = strcmp(jstr(p, "status"), "running") != 0 && !jbool(p, "has_more_output");
 		json_object_put(p);
@@ -155,8 +155,7 @@ Test(loop, overlapping_requests_answer_in_any_order)
 	cr_assert_str_eq(jstr(res, "output"), "slow\n");
 	json_object_put(slow);
 
-	json_object *l = harness_call(&h, 40, 5000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":40,\"method\":\"bash.list\"}");
+	json_object *l = harness_call(&h, 40, 5000, "{\"jsonrpc\":\"2.0\",\"id\":40,\"method\":\"bash.list\"}");
 	json_object *arr;
 	cr_assert(json_object_object_get_ex(l, "sessions", &arr));
 	cr_assert_eq(json_object_array_length(arr), 2);
@@ -171,16 +170,16 @@ Test(loop, stop_kills_the_process_group)
 	struct harness h;
 	harness_start(&h);
 	json_object *r = harness_call(&h, 1, 5000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-				      "\"session_id\":\"bash_sleep\",\"command\":\"echo start; sleep 1000 "
-				      "& sleep 1000\",\"yield_time_ms\":300}}");
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_sleep\",\"command\":\"echo start; sleep 1000 "
+	                              "& sleep 1000\",\"yield_time_ms\":300}}");
 	cr_assert_str_eq(jstr(r, "status"), "running");
 	cr_assert_str_eq(jstr(r, "output"), "start\n");
 	json_object_put(r);
 	int64_t t0 = now_ms();
 	r = harness_call(&h, 2, 5000,
-			 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.stop\",\"params\":{"
-			 "\"session_id\":\"bash_sleep\"}}");
+	                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.stop\",\"params\":{"
+	                 "\"session_id\":\"bash_sleep\"}}");
 	cr_assert_lt(now_ms() - t0, 1000);
 	cr_assert_str_eq(jstr(r, "status"), "killed");
 	cr_assert_eq(jint(r, "exit_code"), 128 + SIGTERM);
@@ -188,14 +187,14 @@ Test(loop, stop_kills_the_process_group)
 	/* A group that ignores SIGTERM gets SIGKILL after the grace period. */
 	t0 = now_ms();
 	r = harness_call(&h, 3, 5000,
-			 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.start\",\"params\":{"
-			 "\"session_id\":\"bash_stubborn\",\"command\":\"trap '' TERM; sleep 1000; "
-			 "true\",\"yield_time_ms\":200}}");
+	                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.start\",\"params\":{"
+	                 "\"session_id\":\"bash_stubborn\",\"command\":\"trap '' TERM; sleep 1000; "
+	                 "true\",\"yield_time_ms\":200}}");
 	json_object_put(r);
 	t0 = now_ms();
 	r = harness_call(&h, 4, 6000,
-			 "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"bash.stop\",\"params\":{"
-			 "\"session_id\":\"bash_stubborn\"}}");
+	                 "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"bash.stop\",\"params\":{"
+	                 "\"session_id\":\"bash_stubborn\"}}");
 	int64_t took = now_ms() - t0;
 	cr_assert_geq(took, PROTO_KILL_GRACE_MS - 100);
 	cr_assert_lt(took, PROTO_KILL_GRACE_MS + 1200);
@@ -204,12 +203,12 @@ Test(loop, stop_kills_the_process_group)
 	json_object_put(r);
 	/* Stopping an ended session reports its real status. */
 	r = harness_call(&h, 5, 5000,
-			 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"bash.start\",\"params\":{"
-			 "\"session_id\":\"bash_done\",\"command\":\"exit 4\",\"yield_time_ms\":5000}}");
+	                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"bash.start\",\"params\":{"
+	                 "\"session_id\":\"bash_done\",\"command\":\"exit 4\",\"yield_time_ms\":5000}}");
 	json_object_put(r);
 	r = harness_call(&h, 6, 5000,
-			 "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"bash.stop\",\"params\":{"
-			 "\"session_id\":\"bash_done\"}}");
+	                 "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"bash.stop\",\"params\":{"
+	                 "\"session_id\":\"bash_done\"}}");
 	cr_assert_str_eq(jstr(r, "status"), "exited");
 	cr_assert_eq(jint(r, "exit_code"), 4);
 	json_object_put(r);
@@ -222,9 +221,9 @@ Test(loop, timeout_ms_ends_the_session)
 	harness_start(&h);
 	int64_t t0 = now_ms();
 	json_object *r = harness_call(&h, 1, 8000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-				      "\"session_id\":\"bash_to\",\"command\":\"echo before; sleep 1000\","
-				      "\"timeout_ms\":300,\"yield_time_ms\":6000}}");
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_to\",\"command\":\"echo before; sleep 1000\","
+	                              "\"timeout_ms\":300,\"yield_time_ms\":6000}}");
 	cr_assert_lt(now_ms() - t0, 2000);
 	cr_assert_str_eq(jstr(r, "status"), "timed_out");
 	cr_assert_eq(jint(r, "exit_code"), 128 + SIGTERM);
@@ -239,9 +238,9 @@ Test(loop, shell_exit_ends_session_while_background_job_holds_pipe)
 	harness_start(&h);
 	int64_t t0 = now_ms();
 	json_object *r = harness_call(&h, 1, 8000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-				      "\"session_id\":\"bash_bg\",\"command\":\"(sleep 1; echo late) & "
-				      "echo early\",\"yield_time_ms\":6000}}");
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_bg\",\"command\":\"(sleep 1; echo late) & "
+	                              "echo early\",\"yield_time_ms\":6000}}");
 	cr_assert_lt(now_ms() - t0, 900, "bash.start waited for the background job");
 	cr_assert_str_eq(jstr(r, "status"), "exited");
 	cr_assert_eq(jint(r, "exit_code"), 0);
@@ -253,9 +252,9 @@ Test(loop, shell_exit_ends_session_while_background_job_holds_pipe)
 	for (int id = 2; id < 40 && !strstr(got, "late"); id++) {
 		usleep(100 * 1000);
 		r = harness_call(&h, id, 5000,
-				 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.poll\",\"params\":{"
-				 "\"session_id\":\"bash_bg\",\"yield_time_ms\":3000}}",
-				 id);
+		                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.poll\",\"params\":{"
+		                 "\"session_id\":\"bash_bg\",\"yield_time_ms\":3000}}",
+		                 id);
 		strncat(got, jstr(r, "output"), sizeof got - strlen(got) - 1);
 		json_object_put(r);
 	}
@@ -268,9 +267,9 @@ Test(loop, multibyte_character_is_never_split)
 	struct harness h;
 	harness_start(&h);
 	json_object *r = harness_call(&h, 1, 5000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-				      "\"session_id\":\"bash_utf8\",\"command\":\"printf 'caf\\\\303'; "
-				      "sleep 0.6; printf '\\\\251\\\\n'\",\"yield_time_ms\":300}}");
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_utf8\",\"command\":\"printf 'caf\\\\303'; "
+	                              "sleep 0.6; printf '\\\\251\\\\n'\",\"yield_time_ms\":300}}");
 	cr_assert_str_eq(jstr(r, "status"), "running");
 	cr_assert_str_eq(jstr(r, "output"), "caf");
 	cr_assert_eq(jint(r, "output_bytes"), 3);
@@ -278,19 +277,23 @@ Test(loop, multibyte_character_is_never_split)
 	cr_assert_not(jbool(r, "has_more_output"));
 	json_object_put(r);
 	r = harness_call(&h, 2, 5000,
-			 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.poll\",\"params\":{"
-			 "\"session_id\":\"bash_utf8\",\"yield_time_ms\":3000}}");
+	                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.poll\",\"params\":{"
+	                 "\"session_id\":\"bash_utf8\",\"yield_time_ms\":3000}}");
 	cr_assert_str_eq(jstr(r, "output"), "\xc3\xa9\n");
 	json_object_put(r);
 	/* Invalid bytes become U+FFFD; control bytes survive JSON escaping. */
 	r = harness_call(&h, 3, 5000,
-			 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.start\",\"params\":{"
-			 "\"session_id\":\"bash_bad\",\"command\":\"printf 'a\\\\377b\\\\033c\\\\000d'\","
-			 "\"yield_time_ms\":5000}}");
+	                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.start\",\"params\":{"
+	                 "\"session_id\":\"bash_bad\",\"command\":\"printf 'a\\\\377b\\\\033c\\\\000d'\","
+	                 "\"yield_time_ms\":5000}}");
 	json_object *out;
 	cr_assert(json_object_object_get_ex(r, "output", &out));
 	cr_assert_eq(json_object_get_string_len(out), 9);
-	cr_assert_eq(memcmp(json_object_get_string(out), "a\xef\xbf\xbd" "b\033c\0d", 9), 0);
+	cr_assert_eq(memcmp(json_object_get_string(out),
+	                    "a\xef\xbf\xbd"
+	                    "b\033c\0d",
+	                    9),
+	             0);
 	json_object_put(r);
 	stop_clean(&h);
 }
@@ -300,10 +303,10 @@ Test(loop, large_output_is_delivered_in_bounded_pieces)
 	struct harness h;
 	harness_start(&h);
 	json_object *r = harness_call(&h, 1, 10000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-				      "\"session_id\":\"bash_big\",\"command\":\"head -c 300000 "
-				      "/dev/zero | tr '\\\\0' a; printf '\\\\303\\\\251'\","
-				      "\"yield_time_ms\":8000,\"max_output_bytes\":4001}}");
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_big\",\"command\":\"head -c 300000 "
+	                              "/dev/zero | tr '\\\\0' a; printf '\\\\303\\\\251'\","
+	                              "\"yield_time_ms\":8000,\"max_output_bytes\":4001}}");
 	cr_assert_str_eq(jstr(r, "status"), "exited");
 	size_t got = strlen(jstr(r, "output"));
 	cr_assert_eq(got, 4001);
@@ -315,9 +318,9 @@ Test(loop, large_output_is_delivered_in_bounded_pieces)
 	json_object *keep = NULL;
 	while (more) {
 		r = harness_call(&h, 100 + polls, 5000,
-				 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.poll\",\"params\":{"
-				 "\"session_id\":\"bash_big\",\"max_output_bytes\":100001}}",
-				 100 + polls);
+		                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.poll\",\"params\":{"
+		                 "\"session_id\":\"bash_big\",\"max_output_bytes\":100001}}",
+		                 100 + polls);
 		polls++;
 		cr_assert_leq(jint(r, "output_bytes"), 100001);
 		got += (size_t)jint(r, "output_bytes");
@@ -364,9 +367,9 @@ Test(loop, orphans_are_reaped)
 	struct harness h;
 	harness_start(&h);
 	json_object *r = harness_call(&h, 1, 5000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-				      "\"session_id\":\"bash_orphans\",\"command\":\"(sleep 0.2 &); "
-				      "(sleep 0.3 >/dev/null 2>&1 &); echo ok\",\"yield_time_ms\":3000}}");
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_orphans\",\"command\":\"(sleep 0.2 &); "
+	                              "(sleep 0.3 >/dev/null 2>&1 &); echo ok\",\"yield_time_ms\":3000}}");
 	cr_assert_str_eq(jstr(r, "status"), "exited");
 	json_object_put(r);
 	usleep(900 * 1000);
@@ -382,35 +385,35 @@ Test(loop, session_errors)
 	struct harness h;
 	harness_start(&h);
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-			 "\"session_id\":\"bash_cwd\",\"command\":\"true\",\"cwd\":\"missing/dir\"}}");
+	                 "\"session_id\":\"bash_cwd\",\"command\":\"true\",\"cwd\":\"missing/dir\"}}");
 	json_object *rep = harness_wait(&h, 1, 5000);
 	json_object *e = error_of(rep);
 	cr_assert_str_eq(data_code(e), "INVALID_ARGUMENT");
 	cr_assert(strstr(jstr(e, "message"), "missing/dir"), "%s", jstr(e, "message"));
 	json_object_put(rep);
 	json_object *r = harness_call(&h, 2, 5000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.start\",\"params\":{"
-				      "\"session_id\":\"bash_dup\",\"command\":\"true\"}}");
+	                              "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_dup\",\"command\":\"true\"}}");
 	json_object_put(r);
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.start\",\"params\":{"
-			 "\"session_id\":\"bash_dup\",\"command\":\"true\"}}");
+	                 "\"session_id\":\"bash_dup\",\"command\":\"true\"}}");
 	rep = harness_wait(&h, 3, 5000);
 	cr_assert_str_eq(data_code(error_of(rep)), "CONFLICT");
 	json_object_put(rep);
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"bash.poll\",\"params\":{"
-			 "\"session_id\":\"bash_nobody\"}}");
+	                 "\"session_id\":\"bash_nobody\"}}");
 	rep = harness_wait(&h, 4, 5000);
 	e = error_of(rep);
 	cr_assert_eq(jint(e, "code"), PROTO_ERR_OPERATION);
 	cr_assert_str_eq(data_code(e), "NOT_FOUND");
 	json_object_put(rep);
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"file.read\",\"params\":{"
-			 "\"path\":\"/nonexistent/file\"}}");
+	                 "\"path\":\"/nonexistent/file\"}}");
 	rep = harness_wait(&h, 5, 5000);
 	cr_assert_str_eq(data_code(error_of(rep)), "NOT_FOUND");
 	json_object_put(rep);
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"file.read\",\"params\":{"
-			 "\"path\":\".\"}}");
+	                 "\"path\":\".\"}}");
 	rep = harness_wait(&h, 6, 5000);
 	cr_assert_str_eq(data_code(error_of(rep)), "INVALID_ARGUMENT");
 	json_object_put(rep);
@@ -423,8 +426,9 @@ Test(loop, overlong_request_gets_an_error_and_the_loop_goes_on)
 	harness_start(&h);
 	size_t n = PROTO_MAX_FRAME + 1024;
 	char *big = malloc(n + 200);
-	int k = snprintf(big, 200, "{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"file.write\","
-				   "\"params\":{\"path\":\"x\",\"content\":\"");
+	int k = snprintf(big, 200,
+	                 "{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"file.write\","
+	                 "\"params\":{\"path\":\"x\",\"content\":\"");
 	memset(big + k, 'a', n);
 	strcpy(big + k + n, "\"}}");
 	harness_send(&h, "%s", big);
@@ -445,8 +449,8 @@ Test(loop, end_of_input_keeps_sessions_running)
 	struct harness h;
 	harness_start(&h);
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-			 "\"session_id\":\"bash_eof\",\"command\":\"sleep 0.5; echo done\","
-			 "\"yield_time_ms\":5000}}");
+	                 "\"session_id\":\"bash_eof\",\"command\":\"sleep 0.5; echo done\","
+	                 "\"yield_time_ms\":5000}}");
 	harness_close_input(&h);
 	json_object *rep = harness_wait(&h, 1, 8000);
 	json_object *res;
@@ -463,13 +467,13 @@ Test(loop, sigterm_stops_sessions_and_answers_waiting_requests)
 	struct harness h;
 	harness_start(&h);
 	json_object *r = harness_call(&h, 1, 5000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-				      "\"session_id\":\"bash_long\",\"command\":\"sleep 1000\","
-				      "\"yield_time_ms\":0}}");
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_long\",\"command\":\"sleep 1000\","
+	                              "\"yield_time_ms\":0}}");
 	cr_assert_str_eq(jstr(r, "status"), "running");
 	json_object_put(r);
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.poll\",\"params\":{"
-			 "\"session_id\":\"bash_long\",\"yield_time_ms\":30000}}");
+	                 "\"session_id\":\"bash_long\",\"yield_time_ms\":30000}}");
 	usleep(200 * 1000);
 	int64_t t0 = now_ms();
 	kill(h.pid, SIGTERM);
@@ -488,14 +492,14 @@ Test(loop, two_polls_on_one_session_share_the_output)
 	struct harness h;
 	harness_start(&h);
 	json_object *r = harness_call(&h, 1, 5000,
-				      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
-				      "\"session_id\":\"bash_two\",\"command\":\"sleep 0.3; echo one; "
-				      "sleep 0.5; echo two\",\"yield_time_ms\":0}}");
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_two\",\"command\":\"sleep 0.3; echo one; "
+	                              "sleep 0.5; echo two\",\"yield_time_ms\":0}}");
 	json_object_put(r);
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.poll\",\"params\":{"
-			 "\"session_id\":\"bash_two\",\"yield_time_ms\":5000}}");
+	                 "\"session_id\":\"bash_two\",\"yield_time_ms\":5000}}");
 	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"bash.poll\",\"params\":{"
-			 "\"session_id\":\"bash_two\",\"yield_time_ms\":5000}}");
+	                 "\"session_id\":\"bash_two\",\"yield_time_ms\":5000}}");
 	json_object *a = harness_wait(&h, 2, 5000), *b = harness_wait(&h, 3, 5000), *res;
 	cr_assert(json_object_object_get_ex(a, "result", &res));
 	cr_assert_str_eq(jstr(res, "output"), "one\n");

@@ -40,16 +40,13 @@ Test(rpc, notification_and_errors)
 	json_object_put(root);
 
 	const char *nomethod = "{\"jsonrpc\":\"2.0\",\"id\":4}";
-	cr_assert_eq(rpc_request_parse(nomethod, strlen(nomethod), &root, &id, &method, &params, &err),
-		     -1);
+	cr_assert_eq(rpc_request_parse(nomethod, strlen(nomethod), &root, &id, &method, &params, &err), -1);
 	cr_assert_eq(err.code, PROTO_ERR_INVALID_REQUEST);
 	cr_assert_eq(json_object_get_int(id), 4);
 	json_object_put(root);
 
 	const char *badparams = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"x\",\"params\":[1]}";
-	cr_assert_eq(rpc_request_parse(badparams, strlen(badparams), &root, &id, &method, &params,
-				       &err),
-		     -1);
+	cr_assert_eq(rpc_request_parse(badparams, strlen(badparams), &root, &id, &method, &params, &err), -1);
 	cr_assert_eq(err.code, PROTO_ERR_INVALID_PARAMS);
 	json_object_put(root);
 }
@@ -121,8 +118,8 @@ Test(frame, lines_split_across_reads_and_crlf)
 	cr_assert_eq(pipe(p), 0);
 	struct frame_reader r;
 	frame_reader_init(&r);
-	struct lines l = { 0 };
-	const char *parts[] = { "{\"a\"", ":1}\r\n{\"b\":2}\n\n{\"c\"", ":3}\n" };
+	struct lines l = {0};
+	const char *parts[] = {"{\"a\"", ":1}\r\n{\"b\":2}\n\n{\"c\"", ":3}\n"};
 	for (size_t i = 0; i < 3; i++) {
 		cr_assert_eq(write(p[1], parts[i], strlen(parts[i])), (ssize_t)strlen(parts[i]));
 		cr_assert_eq(frame_reader_read(&r, p[0], on_line, on_overlong, &l), 1);
@@ -143,7 +140,7 @@ Test(frame, overlong_line_is_skipped_and_reported_once)
 	cr_assert_eq(pipe2(p, O_NONBLOCK), 0);
 	struct frame_reader r;
 	frame_reader_init(&r);
-	struct lines l = { 0 };
+	struct lines l = {0};
 	const char *head = "{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"file.write\",\"params\":{\"content\":\"";
 	size_t total = PROTO_MAX_FRAME + 100000;
 	char *chunk = malloc(65536);

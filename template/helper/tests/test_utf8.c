@@ -33,15 +33,17 @@ Test(utf8, invalid_bytes_become_replacement_characters)
 		size_t n;
 		const char *want;
 	} cases[] = {
-		{ "\xff", 1, FFFD },
-		{ "a\x80z", 3, "a" FFFD "z" },
-		{ "\xc0\xaf", 2, FFFD FFFD },                     /* overlong '/' */
-		{ "\xed\xa0\x80", 3, FFFD FFFD FFFD },            /* surrogate U+D800 */
-		{ "\xf4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD },   /* above U+10FFFF */
-		{ "\xe2\x82" "A", 3, FFFD "A" },                  /* truncated, one maximal subpart */
-		{ "\xf0\x9f\x98", 3, FFFD },                      /* truncated at the end */
-		{ "\xe0\x80\x80", 3, FFFD FFFD FFFD },            /* overlong 3-byte */
-		{ "\xf5\x80", 2, FFFD FFFD },
+	    {"\xff", 1, FFFD},
+	    {"a\x80z", 3, "a" FFFD "z"},
+	    {"\xc0\xaf", 2, FFFD FFFD},                   /* overlong '/' */
+	    {"\xed\xa0\x80", 3, FFFD FFFD FFFD},          /* surrogate U+D800 */
+	    {"\xf4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD}, /* above U+10FFFF */
+	    {"\xe2\x82"
+	     "A",
+	     3, FFFD "A"},                       /* truncated, one maximal subpart */
+	    {"\xf0\x9f\x98", 3, FFFD},           /* truncated at the end */
+	    {"\xe0\x80\x80", 3, FFFD FFFD FFFD}, /* overlong 3-byte */
+	    {"\xf5\x80", 2, FFFD FFFD},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char *out = san(cases[i].in, cases[i].n);
@@ -61,8 +63,7 @@ Test(utf8, nul_and_control_bytes_are_kept)
 
 Test(utf8, incomplete_suffix_at_every_split)
 {
-	const char *chars[] = { "\xc3\xa9", "\xe2\x82\xac", "\xed\x9f\xbf", "\xf0\x9f\x98\x80",
-				"\xf4\x8f\xbf\xbf" };
+	const char *chars[] = {"\xc3\xa9", "\xe2\x82\xac", "\xed\x9f\xbf", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"};
 	for (size_t c = 0; c < sizeof chars / sizeof chars[0]; c++) {
 		size_t len = strlen(chars[c]);
 		for (size_t k = 0; k <= len; k++) {
@@ -86,9 +87,9 @@ Test(utf8, incomplete_suffix_at_every_split)
 Test(utf8, stream_cut_at_every_byte_matches_whole)
 {
 	const char *inputs[] = {
-		"x\xc3\xa9y\xe2\x82\xacz\xf0\x9f\x98\x80!",
-		"\xf0\x9f\x98\x80\xf0\x9f\x98\x80",
-		"bad \xff\xc3 mixed \xe2\x82 \xed\xa0\x80 \xf0\x9f\x98\x80",
+	    "x\xc3\xa9y\xe2\x82\xacz\xf0\x9f\x98\x80!",
+	    "\xf0\x9f\x98\x80\xf0\x9f\x98\x80",
+	    "bad \xff\xc3 mixed \xe2\x82 \xed\xa0\x80 \xf0\x9f\x98\x80",
 	};
 	for (size_t t = 0; t < sizeof inputs / sizeof inputs[0]; t++) {
 		const unsigned char *s = (const unsigned char *)inputs[t];

@@ -78,16 +78,28 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id)
 	struct sandbox_record s = {0};
 	int r = lifecycle_sandbox_destroy(lc, id, &s, &err);
 	if (r < 0 && err->code == CP_ERR_NOT_FOUND) {
-		/* No registry row: an orphan container with this name may still exist. */
+		/* No registry row: an orphan container of THIS registry (its label
+		 * names our database) may still exist. Containers of other
+		 * registries or of nobody are never touched. */
+		struct docker_container_state *cs = NULL;
+		size_t n = 0;
 		struct cp_error *e2 = NULL;
-		if (docker_container_remove(engine, id, &e2) == 0) {
-			cp_error_free(err);
-			err = NULL;
-			printf("removed orphan container %s (it had no registry row)\n", id);
-			r = 1;
-		} else {
-			cp_error_free(e2);
+		char label[4200];
+		snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_REGISTRY, cli->cfg->database_path);
+		if (docker_container_list(engine, label, &cs, &n, &e2) == 0) {
+			for (size_t i = 0; i < n; i++) {
+				if (r < 0 && strcmp(cs[i].name, id) == 0 &&
+				    docker_container_remove(engine, cs[i].id, &e2) == 0) {
+					cp_error_free(err);
+					err = NULL;
+					printf("removed orphan container %s (it had no registry row)\n", id);
+					r = 1;
+				}
+				docker_container_state_clear(&cs[i]);
+			}
+			free(cs);
 		}
+		cp_error_free(e2);
 	}
 	lifecycle_free(lc);
 	docker_engine_free(engine);

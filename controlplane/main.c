@@ -3,6 +3,9 @@
  * helper checks → reconcile → MCP listener → wait for a signal → shut down.
  * Sandboxes keep running across a shutdown; only channels are closed. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,6 +71,48 @@ int controlplane_check_tunnel(const struct config *cfg, struct cp_error **err)
 	return 0;
 }
 
+/* One serve per registry: two would both attach to every helper and take each
+ * other's answers, and a starting one would reconcile away the other's
+ * sandboxes in creation. The lock (flock, released by the kernel when the
+ * process dies, so a SIGKILL never leaves it stale) is held for serve's life;
+ * *ret_fd receives it. */
+static int take_serve_lock(const struct config *cfg, int *ret_fd, struct cp_error **err)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/serve.lock", cfg->state_dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "open '%s'", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		char pid[32] = "";
+		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		return cp_error_set(err, CP_ERR_CONFLICT,
+		                    "another chat2sbx serve (pid %s) is using the registry '%s'; stop it, or give "
+		                    "this one its own CHAT2SBX_DATA_ROOT",
+		                    pid[0] ? pid : "unknown", cfg->database_path);
+	}
+	char pid[32];
+	int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)len, 0) < 0)
+		log_warn("serve", "write pid to '%s': %s", path, strerror(errno));
+	*ret_fd = fd;
+	return 0;
+}
+
+/* Every MCP connection and every helper channel holds a descriptor; lift the
+ * soft limit to the hard one so a busy serve does not run out at 1024. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig)
 {
@@ -98,9 +143,10 @@ static int check_runtime_inputs(const struct config *cfg, struct docker_engine *
 
 int controlplane_serve(const struct config *cfg, const struct serve_options *opts, struct cp_error **err)
 {
-	if (controlplane_check_tunnel(cfg, err) < 0)
+	/* stdio is a local client's own pipe: the tunnel plays no part in it. */
+	if (!opts->stdio && controlplane_check_tunnel(cfg, err) < 0)
 		return -1;
-	if (cfg->enable_tunnel)
+	if (!opts->stdio && cfg->enable_tunnel)
 		log_warn("serve", "the tunnel client is configured, but this version does not start it yet; serve "
 		                  "is reachable on loopback only");
 
@@ -108,9 +154,12 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	struct docker_engine *engine = NULL;
 	struct lifecycle *lc = NULL;
 	struct mcp_server *server = NULL;
+	_cleanup_close_ int lock_fd = -1;
 	int r = -1;
 
-	if (controlplane_open_store(cfg, &store, err) < 0 || docker_engine_new(cfg->docker_socket, &engine, err) < 0)
+	raise_fd_limit();
+	if (controlplane_open_store(cfg, &store, err) < 0 || take_serve_lock(cfg, &lock_fd, err) < 0 ||
+	    docker_engine_new(cfg->docker_socket, &engine, err) < 0)
 		goto out;
 	log_info("serve", "engine %s (API %s) at %s", docker_engine_version(engine), docker_engine_api_version(engine),
 	         cfg->docker_socket);

@@ -123,6 +123,8 @@ static int build_host_config(struct json_object *root, const struct docker_conta
 		return -1;
 	if (spec->pids_limit > 0 && add_int64(hc, "PidsLimit", spec->pids_limit) < 0)
 		return -1;
+	if (!spec->network_disabled && spec->network && add_string(hc, "NetworkMode", spec->network) < 0)
+		return -1;
 	if (spec->network_disabled && add_string(hc, "NetworkMode", "none") < 0)
 		return -1;
 	if (spec->runtime && *spec->runtime && add_string(hc, "Runtime", spec->runtime) < 0)

@@ -77,6 +77,7 @@ struct docker_container_spec {
 	int64_t nano_cpus;    /* 0 = engine default */
 	int64_t pids_limit;   /* 0 = engine default */
 	int network_disabled; /* 1 = NetworkMode "none" */
+	const char *network;  /* NetworkMode when not disabled; NULL = engine default bridge */
 	const char *runtime;  /* NULL = engine default */
 };
 
@@ -114,6 +115,13 @@ int docker_container_inspect(struct docker_engine *engine, const char *id, struc
  * and frees the array). */
 int docker_container_list(struct docker_engine *engine, const char *label, struct docker_container_state **ret_states,
                           size_t *ret_n, struct cp_error **err);
+
+/* ---- networks (docker/networks.c) ---- */
+
+/* Makes sure a bridge network called name exists, with inter-container
+ * communication disabled and the label label=true; an existing network of that
+ * name is used as it is. Fails with UNAVAILABLE or INTERNAL naming the call. */
+int docker_network_ensure(struct docker_engine *engine, const char *name, const char *label, struct cp_error **err);
 
 /* ---- attach (docker/attach.c) ---- */
 

@@ -465,6 +465,13 @@ static int take_response(struct helper_channel *ch, const char *method, struct j
 		                    "the helper of sandbox '%s' answered '%s' with neither "
 		                    "result nor error",
 		                    ch->name, method);
+	/* Every result in proto.h is an object; anything else is a broken or
+	 * forged answer and must never reach code that adds members to it. */
+	if (!json_object_is_type(result, json_type_object))
+		return cp_error_set(err, CP_ERR_INTERNAL,
+		                    "the helper of sandbox '%s' answered '%s' with a malformed result "
+		                    "(not an object)",
+		                    ch->name, method);
 	*ret_result = json_object_get(result); /* the caller's own reference */
 	return 0;
 }

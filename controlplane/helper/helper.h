@@ -32,7 +32,8 @@ void helper_channel_unref(struct helper_channel *ch);
 
 /* Sends {"jsonrpc":"2.0","id":N,"method":method,"params":params} (params
  * borrowed, may be NULL) and waits up to timeout_ms for the answer. On success
- * *ret_result (caller puts) is the "result" member. Errors: the helper's own
+ * *ret_result (caller puts) is the "result" member, always a JSON object (a
+ * result of any other type is refused with INTERNAL). Errors: the helper's own
  * JSON-RPC error → code from its data.code when present (INVALID_ARGUMENT,
  * NOT_FOUND, ...) else INTERNAL, message = helper's message; no answer in time →
  * TIMEOUT (the pending slot is freed; a late answer is dropped); channel closed

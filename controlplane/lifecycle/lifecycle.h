@@ -19,6 +19,10 @@
 #define LIFECYCLE_LABEL_SANDBOX "org.chat2sbx.sandbox"
 #define LIFECYCLE_LABEL_WORKSPACE "org.chat2sbx.workspace"
 #define LIFECYCLE_LABEL_REGISTRY "org.chat2sbx.registry"
+/* The engine network of sandboxes with network access: a bridge with
+ * inter-container communication off, so sandboxes cannot reach each other. */
+#define LIFECYCLE_NETWORK "chat2sbx"
+#define LIFECYCLE_LABEL_NETWORK "org.chat2sbx.network"
 /* How long the helper gets to answer its first hello after start (ms). */
 #define LIFECYCLE_HELLO_TIMEOUT_MS 15000
 
@@ -49,8 +53,8 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
                              struct sandbox_record *ret, int *ret_reused, struct cp_error **err);
 
 /* Removes the container (force) and marks the row removed; the workspace is
- * kept. Works for running and failed sandboxes; NOT_FOUND for unknown ids,
- * CONFLICT ("already removed") for removed ones. *ret (may be NULL; caller
+ * kept. Works for running and failed sandboxes; NOT_FOUND for unknown ids. A
+ * sandbox already removed is answered as it is (destroy is idempotent). *ret (may be NULL; caller
  * clears) is the final row. */
 int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret, struct cp_error **err);
 

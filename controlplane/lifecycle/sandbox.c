@@ -98,6 +98,17 @@ static int make_managed_workspace(struct lifecycle *lc, struct workspace_record 
 	return store_workspace_get(lc->store, id, ret, err);
 }
 
+static int ensure_network(struct lifecycle *lc, struct cp_error **err)
+{
+	pthread_mutex_lock(&lc->attach_lock);
+	int r =
+	    lc->network_ready ? 0 : docker_network_ensure(lc->engine, LIFECYCLE_NETWORK, LIFECYCLE_LABEL_NETWORK, err);
+	if (r == 0)
+		lc->network_ready = 1;
+	pthread_mutex_unlock(&lc->attach_lock);
+	return r;
+}
+
 static int start_container(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
                            char **ret_container_id, struct cp_error **err)
 {
@@ -130,8 +141,11 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	    .nano_cpus = s->nano_cpus,
 	    .pids_limit = lc->cfg->pids_limit,
 	    .network_disabled = !s->network,
+	    .network = LIFECYCLE_NETWORK,
 	    .runtime = s->runtime,
 	};
+	if (s->network && ensure_network(lc, err) < 0)
+		return -1;
 	_cleanup_free_ char *container_id = NULL;
 	if (docker_container_create(lc->engine, &spec, &container_id, err) < 0)
 		return -1;
@@ -266,8 +280,12 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
 	if (store_sandbox_get(lc->store, id, &s, err) < 0)
 		return -1;
 	if (strcmp(s.status, "removed") == 0) {
-		sandbox_record_clear(&s);
-		return cp_error_set(err, CP_ERR_CONFLICT, "sandbox '%s' is already removed", id);
+		/* Destroy is idempotent: a second call answers the removed sandbox. */
+		if (ret)
+			*ret = s;
+		else
+			sandbox_record_clear(&s);
+		return 0;
 	}
 	lifecycle_channel_drop(lc, id);
 	const char *container = s.container_id ? s.container_id : s.container_name;

@@ -27,7 +27,11 @@
 /* Idle keep-alive connections hold a thread each; tool calls stay well under
  * a minute by design (DESIGN.md, MCP surface), so two minutes is generous. */
 #define CONNECTION_TIMEOUT_S 120u
-#define CONNECTION_LIMIT 256u
+/* Each connection is a thread that may wait up to a minute in a tool call, so
+ * the limit bounds threads; their stacks are kept small (STACK_BYTES) so the
+ * limit costs little memory. serve raises RLIMIT_NOFILE to fit. */
+#define CONNECTION_LIMIT 1024u
+#define STACK_BYTES ((size_t)512 * 1024)
 /* libmicrohttpd 0.9.75 cannot queue a reply while a body is arriving, so a
  * body without Content-Length that passes the limit is read and dropped, and
  * the 413 goes out at its end. Past this much dropped data the connection is
@@ -390,11 +394,11 @@ int mcp_server_listen(struct mcp_server *server, struct cp_error **err)
 	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	if (addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	server->daemon = MHD_start_daemon(flags, (uint16_t)server->opts.port, NULL, NULL, on_request, server,
-	                                  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-	                                  (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
-	                                  MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S,
-	                                  MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT, MHD_OPTION_END);
+	server->daemon = MHD_start_daemon(
+	    flags, (uint16_t)server->opts.port, NULL, NULL, on_request, server, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+	    NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
+	    MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT,
+	    MHD_OPTION_THREAD_STACK_SIZE, STACK_BYTES, MHD_OPTION_END);
 	if (!server->daemon)
 		return bind_failure(server, &addr, err);
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);

@@ -619,3 +619,34 @@ Test(helper_channel, bad_arguments)
 	cp_error_free(err);
 	finish();
 }
+
+/* A result that is not an object (a broken or forged answer) is refused, and
+ * the channel keeps working for the next call. */
+static void script_non_object(struct fake *f)
+{
+	const char *bad[] = {"null", "\"x\"", "[]", "5"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct json_object *req = fake_read_request(f);
+		answer(f, req_id(req), bad[i]);
+		json_object_put(req);
+	}
+	struct json_object *req = fake_read_request(f);
+	answer(f, req_id(req), "{\"ok\":true}");
+	json_object_put(req);
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, non_object_result_is_refused)
+{
+	start(script_non_object);
+	for (int i = 0; i < 4; i++) {
+		struct cp_error *err = call_fail("bash.start", 2000);
+		cr_expect_eq(err->code, CP_ERR_INTERNAL);
+		cr_expect(strstr(err->message, "malformed result") != NULL, "%s", err->message);
+		cp_error_free(err);
+	}
+	struct json_object *r = call_ok("hello", NULL, 2000);
+	json_object_put(r);
+	cr_assert(helper_channel_alive(ch));
+	finish();
+}

@@ -112,3 +112,22 @@ Test(tools_args, table_is_complete)
 	const char *destroy = strstr(tools_instructions, "sandbox_destroy");
 	cr_expect_lt(destroy - tools_instructions, 512, "the workflow fits in the first 512 characters");
 }
+
+Test(tools_args, nul_characters_are_refused_except_in_content)
+{
+	expect_invalid(tool_files_write,
+	               "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"path\":\"a\\u0000b\",\"content\":\"x\"}",
+	               "'path' contains a NUL character");
+	expect_invalid(tool_sandbox_get, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\\u0000x\"}",
+	               "'sandbox_id' contains a NUL character");
+	expect_invalid(tool_bash_run, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"command\":\"ls\\u0000rm\"}",
+	               "'command' contains a NUL character");
+	struct json_object *args = json_tokener_parse("{\"content\":\"a\\u0000b\"}");
+	const char *text = NULL;
+	size_t len = 0;
+	struct cp_error *err = NULL;
+	cr_expect_eq(tool_args_text(args, "content", 1, &text, &len, &err), 0);
+	cr_expect_eq(len, 3);
+	json_object_put(args);
+	expect_invalid(tool_sandbox_list, "{\"x\":1}", "this tool takes no arguments");
+}

@@ -21,7 +21,8 @@ static const char *type_name(struct json_object *v)
 	return "a value";
 }
 
-int tool_args_string(struct json_object *args, const char *name, int required, const char **ret, struct cp_error **err)
+static int args_string(struct json_object *args, const char *name, int required, int allow_nul, const char **ret,
+                       struct cp_error **err)
 {
 	struct json_object *v = NULL;
 	if (!json_object_object_get_ex(args, name, &v) || json_object_is_type(v, json_type_null)) {
@@ -33,7 +34,30 @@ int tool_args_string(struct json_object *args, const char *name, int required, c
 	if (!json_object_is_type(v, json_type_string))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument '%s' must be a string, not %s", name,
 		                    type_name(v));
+	/* A NUL inside would silently cut a path, id or command short. */
+	if (!allow_nul && strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "argument '%s' contains a NUL character (\\u0000), which no path, id or "
+		                    "command may hold; remove it",
+		                    name);
 	*ret = json_object_get_string(v);
+	return 0;
+}
+
+int tool_args_string(struct json_object *args, const char *name, int required, const char **ret, struct cp_error **err)
+{
+	return args_string(args, name, required, 0, ret, err);
+}
+
+int tool_args_text(struct json_object *args, const char *name, int required, const char **ret, size_t *ret_len,
+                   struct cp_error **err)
+{
+	if (args_string(args, name, required, 1, ret, err) < 0)
+		return -1;
+	struct json_object *v = NULL;
+	if (ret_len)
+		*ret_len =
+		    *ret && json_object_object_get_ex(args, name, &v) ? (size_t)json_object_get_string_len(v) : 0;
 	return 0;
 }
 
@@ -109,8 +133,8 @@ int tool_args_only(struct json_object *args, const char *const *known, struct cp
 			size_t o = 0;
 			for (const char *const *k = known; *k && o < sizeof(list); k++)
 				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", o ? ", " : "", *k);
-			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-			                    "unknown argument '%.64s'; this tool accepts: %s", key, list);
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "unknown argument '%.64s'; %s%s", key,
+			                    list[0] ? "this tool accepts: " : "this tool takes no arguments", list);
 		}
 	}
 	return 0;

@@ -4,14 +4,20 @@
 #ifndef CP_TOOLS_ARGS_H
 #define CP_TOOLS_ARGS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../base/error.h"
 
 struct json_object;
 
-/* String argument. Absent: required → error, else *ret = NULL. Wrong type → error. */
+/* String argument. Absent: required → error, else *ret = NULL. Wrong type, or
+ * a NUL character inside (it would cut the value short) → error. */
 int tool_args_string(struct json_object *args, const char *name, int required, const char **ret, struct cp_error **err);
+/* Like tool_args_string, but the text may hold NUL characters (file content);
+ * *ret_len (may be NULL) gets its length in bytes. */
+int tool_args_text(struct json_object *args, const char *name, int required, const char **ret, size_t *ret_len,
+                   struct cp_error **err);
 /* Integer argument within [min, max]; absent → *ret = def. Wrong type or out
  * of range → error naming the range. */
 int tool_args_int(struct json_object *args, const char *name, int64_t def, int64_t min, int64_t max, int64_t *ret,

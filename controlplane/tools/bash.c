@@ -41,10 +41,31 @@ static int yield_arg(struct tools_app *app, struct json_object *args, int64_t *r
 	return 0;
 }
 
-static struct json_object *finish(struct json_object *res, const char *sandbox_id)
+/* Checks that a snapshot is the one asked for and has the fields the
+ * outputSchema promises, then adds sandbox_id. Takes res; on failure it is
+ * put and *err says the helper's answer was malformed. */
+static int finish(struct json_object *res, const char *sandbox_id, const char *session_id, struct json_object **ret,
+                  struct cp_error **err)
 {
+	static const char *const statuses[] = {"running", "exited", "killed", "timed_out"};
+	struct json_object *v = NULL;
+	int ok = json_object_object_get_ex(res, "session_id", &v) && json_object_is_type(v, json_type_string) &&
+	         strcmp(json_object_get_string(v), session_id) == 0 && json_object_object_get_ex(res, "output", &v) &&
+	         json_object_is_type(v, json_type_string) && json_object_object_get_ex(res, "status", &v) &&
+	         json_object_is_type(v, json_type_string);
+	int known = 0;
+	for (size_t i = 0; ok && i < sizeof(statuses) / sizeof(statuses[0]); i++)
+		known |= strcmp(json_object_get_string(v), statuses[i]) == 0;
+	if (!ok || !known) {
+		json_object_put(res);
+		return cp_error_set(err, CP_ERR_INTERNAL,
+		                    "the helper of sandbox '%s' gave a malformed answer for session '%s'; "
+		                    "try bash_poll, or destroy the sandbox if it persists",
+		                    sandbox_id, session_id);
+	}
 	json_object_object_add(res, "sandbox_id", json_object_new_string(sandbox_id));
-	return res;
+	*ret = res;
+	return 0;
 }
 
 int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
@@ -94,8 +115,7 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 		json_object_object_add(res, "output", json_object_new_string(""));
 		json_object_object_add(res, "has_more_output", json_object_new_boolean(1));
 	}
-	*ret = finish(res, sandbox_id);
-	return 0;
+	return finish(res, sandbox_id, session_id, ret, err);
 }
 
 static int session_args(struct json_object *args, const char *const *known, const char **sandbox_id,
@@ -123,8 +143,7 @@ int tool_bash_poll(const struct mcp_call *call, struct json_object *args, struct
 	struct json_object *res = NULL;
 	if (tools_helper_call(app, sandbox_id, "bash.poll", p, (long)yield + BASH_REPLY_MARGIN_MS, &res, err) < 0)
 		return -1;
-	*ret = finish(res, sandbox_id);
-	return 0;
+	return finish(res, sandbox_id, session_id, ret, err);
 }
 
 int tool_bash_stop(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
@@ -141,6 +160,5 @@ int tool_bash_stop(const struct mcp_call *call, struct json_object *args, struct
 	struct json_object *res = NULL;
 	if (tools_helper_call(app, sandbox_id, "bash.stop", p, BASH_REPLY_MARGIN_MS, &res, err) < 0)
 		return -1;
-	*ret = finish(res, sandbox_id);
-	return 0;
+	return finish(res, sandbox_id, session_id, ret, err);
 }

@@ -42,7 +42,7 @@ int tool_files_write(const struct mcp_call *call, struct json_object *args, stru
 	const char *sandbox_id = NULL, *path = NULL, *content = NULL, *expected = NULL;
 	int create_dirs = 0;
 	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 || tool_args_string(args, "path", 1, &path, err) < 0 ||
-	    tool_args_string(args, "content", 1, &content, err) < 0 ||
+	    tool_args_text(args, "content", 1, &content, NULL, err) < 0 ||
 	    tool_args_bool(args, "create_dirs", 0, &create_dirs, err) < 0 ||
 	    tool_args_string(args, "expected_sha256", 0, &expected, err) < 0)
 		return -1;

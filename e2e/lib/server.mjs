@@ -76,7 +76,7 @@ function tail(file, lines = 60) {
 // Environment for the child: the caller's PATH and locale, but no CHAT2SBX_*
 // setting of the operator except the few that choose the engine and image,
 // and a private HOME so ~/.chat2sbx/config.yaml of the machine is not read.
-function childEnv(extra, home, dataRoot, port) {
+export function childEnv(extra, home, dataRoot, port) {
   const env = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (k.startsWith('CHAT2SBX_')) continue;

@@ -4,7 +4,10 @@
 // reaches the engine while a bad value creates nothing.
 import assert from 'node:assert/strict';
 
-import { dockerInspect, dockerRequest, useServer } from '../lib/server.mjs';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+import { BIN, childEnv, dockerInspect, dockerRequest, freePort, useServer } from '../lib/server.mjs';
 
 const ctx = useServer();
 
@@ -110,6 +113,22 @@ ctx.test('memory reaches the engine; a bad memory value creates nothing', async 
     assert.equal(next.reused, false);
   } finally {
     await tools.destroyQuietly(next.sandbox_id);
+  }
+});
+
+ctx.test('a second serve on the same registry refuses to start and disturbs nothing', async () => {
+  const tools = await ctx.tools();
+  const sbx = await tools.create({});
+  try {
+    const srv = ctx.srv;
+    const env = childEnv({}, path.join(srv.root, 'home'), srv.dataRoot, await freePort());
+    const second = spawnSync(BIN, ['serve'], { env, cwd: srv.root, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(second.status, 4, `exit status (conflict): ${second.stderr}`);
+    assert.match(second.stderr, /another chat2sbx serve \(pid \d+\) is using the registry/);
+    const r = await tools.ok('bash', { sandbox_id: sbx.sandbox_id, command: 'echo still-mine' });
+    assert.equal(r.output, 'still-mine\n');
+  } finally {
+    await tools.destroyQuietly(sbx.sandbox_id);
   }
 });
 

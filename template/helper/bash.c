@@ -406,8 +406,8 @@ static int param_session(json_object *params, struct session **ret, struct rpc_e
 	struct session *s = session_find(sid);
 	if (!s)
 		return rpc_fail(err, "NOT_FOUND",
-		                "no session '%.*s' in this sandbox; bash.list shows the sessions it "
-		                "knows (old ended ones are forgotten, their logs stay in %s)",
+		                "no session '%.*s' in this sandbox; sandbox_get lists this sandbox's "
+		                "bash sessions (old ended ones are forgotten, their logs stay in %s)",
 		                BASH_ID_MAX, sid, paths_log_dir());
 	*ret = s;
 	return 0;
@@ -564,16 +564,16 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 		return rpc_fail(err, "INVALID_ARGUMENT", "command contains a NUL character");
 	if (cmd_len > BASH_COMMAND_MAX)
 		return rpc_fail(err, "INVALID_ARGUMENT",
-		                "command is %zu bytes; the limit is %d. Write a script with "
-		                "file.write and run that instead",
+		                "command is %zu bytes; the limit is %d. Write a script with the "
+		                "write tool and run that with bash instead",
 		                cmd_len, BASH_COMMAND_MAX);
 	if (session_find(sid))
 		return rpc_fail(err, "CONFLICT",
-		                "session '%s' already exists; choose a new session_id or use "
-		                "bash.poll on it",
+		                "session '%s' already exists in this sandbox; get its output with "
+		                "bash_poll",
 		                sid);
 	if (running_count() >= BASH_MAX_RUNNING)
-		return rpc_fail(err, "LIMIT", "%d sessions are already running; stop some with bash.stop first",
+		return rpc_fail(err, "LIMIT", "%d sessions are already running; stop some with bash_stop first (sandbox_get lists them)",
 		                BASH_MAX_RUNNING);
 	if (nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);

@@ -453,7 +453,7 @@ int files_rpc_write(json_object *id, json_object *params, json_object **ret_resu
 		return -1;
 	if (has_expected && (expected_len != 64 || strspn(expected, "0123456789abcdefABCDEF") != 64))
 		return rpc_fail(err, "INVALID_ARGUMENT",
-		                "expected_sha256 must be 64 hex digits (the sha256 file.read returned)");
+		                "expected_sha256 must be 64 hex digits (the sha256 a read returned)");
 	char *abs;
 	if (paths_resolve(path, path_len, "path", &abs, err) < 0)
 		return -1;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -116,8 +117,8 @@ static void dispatch_overlong(char *buf, size_t len, void *data)
 	(void)data;
 	struct rpc_error err;
 	rpc_fail_code(&err, PROTO_ERR_INVALID_REQUEST, "LIMIT",
-	              "request is longer than %u bytes (PROTO_MAX_FRAME) and was dropped; send "
-	              "smaller requests (large files can be written in parts with bash)",
+	              "request is longer than %u bytes and was dropped; write large files in "
+	              "smaller parts (for example several files joined with cat in bash)",
 	              PROTO_MAX_FRAME);
 	reply_unparsed(buf, len, &err);
 }
@@ -223,8 +224,46 @@ static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct fram
 	free(fds);
 }
 
+/* Keep every command of the sandbox away from the helper's own streams.
+ * Commands run as root in the container, and /proc/1/fd/{0,1,2} would let
+ * them forge replies to the host or inject requests. A non-dumpable process's
+ * /proc entries (fd, environ, mem, …) and ptrace need CAP_SYS_PTRACE, which
+ * sandboxes lack; execve makes each session shell dumpable again. No
+ * descriptor of ours reaches a child: 0, 1 and 2 are replaced in the child
+ * before exec, and everything else is close-on-exec. */
+static void protect_streams(const struct loop_config *cfg)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		hlog_error("cannot make the helper non-dumpable (%s): commands could reach its "
+		           "streams through /proc",
+		           strerror(errno));
+	/* A closed standard descriptor would be reused by a pipe or log file
+	 * and then clobbered in the child; fill the gaps with /dev/null. */
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		int n = open("/dev/null", O_RDWR);
+		if (n >= 0 && n != fd) {
+			dup2(n, fd);
+			close(n);
+		}
+	}
+	/* Whatever we were started with (a runtime's leftovers, a test
+	 * runner's pipes) must not reach the sessions either. */
+	if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) < 0) {
+		struct rlimit rl;
+		int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
+		for (int fd = 3; fd < max; fd++)
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+	}
+	int own[] = {cfg->in_fd, cfg->out_fd, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
+	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+		fcntl(own[i], F_SETFD, FD_CLOEXEC);
+}
+
 int loop_run(const struct loop_config *cfg)
 {
+	protect_streams(cfg);
 	paths_configure(cfg->workspace, cfg->log_dir);
 	sigset_t mask, old;
 	sigemptyset(&mask);
@@ -248,11 +287,6 @@ int loop_run(const struct loop_config *cfg)
 	 * front of us) this makes them come here too. */
 	if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		hlog_warn("cannot become a child subreaper: %s", strerror(errno));
-	/* Children must not inherit the request and reply streams. */
-	if (cfg->in_fd > 2)
-		fcntl(cfg->in_fd, F_SETFD, FD_CLOEXEC);
-	if (cfg->out_fd > 2)
-		fcntl(cfg->out_fd, F_SETFD, FD_CLOEXEC);
 	fcntl(cfg->out_fd, F_SETFL, fcntl(cfg->out_fd, F_GETFL) | O_NONBLOCK);
 
 	struct frame_reader reader;

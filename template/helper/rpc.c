@@ -189,8 +189,8 @@ void rpc_send_result(json_object *id, json_object *result)
 	if (len + 1 > PROTO_MAX_FRAME) {
 		struct rpc_error err;
 		rpc_fail(&err, "LIMIT",
-		         "reply of %zu bytes exceeds the %u-byte frame limit; ask for less output "
-		         "(max_output_bytes, max_bytes, limit)",
+		         "reply of %zu bytes exceeds the %u-byte limit; ask for less at once (for "
+		         "example fewer lines with read's limit)",
 		         len, PROTO_MAX_FRAME);
 		hlog_warn("%s", err.message);
 		rpc_send_error(id, &err);

@@ -1,0 +1,93 @@
+// 05: negative security checks, attacked from inside a sandbox through the
+// MCP tools a model gets: host files, host environment, the Docker socket,
+// privileges, the helper's own pipes, and other sandboxes are out of reach.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { dockerInspect, useServer } from '../lib/server.mjs';
+
+const CANARY_ENV = `c2s-env-canary-${process.pid}`;
+const ctx = useServer({ env: { CHAT2SBX_E2E_CANARY: CANARY_ENV } });
+
+async function sh(tools, sandboxId, command) {
+  const r = await tools.ok('bash', { sandbox_id: sandboxId, command, yield_time_ms: 20000 });
+  assert.equal(r.status, 'exited', `${command}: ${JSON.stringify(r)}`);
+  return r;
+}
+
+ctx.test('host files, host environment, Docker socket and privileges stay outside', async (t) => {
+  const tools = await ctx.tools();
+  const sbx = await tools.create({});
+  t.after(() => tools.destroyQuietly(sbx.sandbox_id));
+  const canaryFile = path.join(ctx.srv.root, 'host-canary.txt');
+  fs.writeFileSync(canaryFile, 'host-secret\n');
+
+  const r = await sh(tools, sbx.sandbox_id, `cat ${canaryFile} 2>&1; ls ${ctx.srv.dataRoot} 2>&1; echo ---;` +
+    ` env; echo ---; ls -l /var/run/docker.sock /run/docker.sock 2>&1; echo ---; grep CapEff /proc/self/status`);
+  assert.doesNotMatch(r.output, /host-secret/, 'a host file outside the workspace is not visible');
+  assert.doesNotMatch(r.output, new RegExp(CANARY_ENV), "serve's environment does not reach the sandbox");
+  assert.match(r.output, /cannot access '\/var\/run\/docker\.sock': No such file/);
+  assert.match(r.output, /cannot access '\/run\/docker\.sock': No such file/);
+  const capEff = BigInt('0x' + /CapEff:\s*([0-9a-f]+)/.exec(r.output)[1]);
+  assert.equal(capEff & (1n << 21n), 0n, 'no CAP_SYS_ADMIN');
+  assert.equal(capEff & (1n << 12n), 0n, 'no CAP_NET_ADMIN');
+  assert.equal(capEff & (1n << 19n), 0n, 'no CAP_SYS_PTRACE');
+
+  const info = await dockerInspect(sbx.sandbox_id);
+  assert.equal(info.HostConfig.Privileged, false);
+  assert.ok(info.HostConfig.SecurityOpt.includes('no-new-privileges'));
+  assert.equal(info.HostConfig.LogConfig.Type, 'none', 'helper traffic never lands in engine logs');
+  const sources = info.Mounts.map((m) => m.Source);
+  assert.ok(sources.every((s) => s === sbx.workspace_path || s.endsWith('/chat2sbx-helper')), JSON.stringify(sources));
+  const helperMount = info.Mounts.find((m) => m.Source.endsWith('/chat2sbx-helper'));
+  assert.equal(helperMount.RW, false, 'the helper is mounted read-only');
+});
+
+ctx.test("a sandbox cannot write to or read from the helper's pipes (no forged answers)", async (t) => {
+  const tools = await ctx.tools();
+  const sbx = await tools.create({});
+  t.after(() => tools.destroyQuietly(sbx.sandbox_id));
+  const r = await sh(tools, sbx.sandbox_id,
+    `for i in $(seq 1 50); do echo '{"jsonrpc":"2.0","id":'$i',"result":null}'; done > /proc/1/fd/1; echo w=$?;` +
+    ` timeout 1 cat /proc/1/fd/0 >/dev/null; echo r=$?; echo x > /proc/1/fd/2; echo e=$?`);
+  assert.match(r.output, /w=1/, `writing to the helper's stdout is refused: ${r.output}`);
+  assert.match(r.output, /r=1/, `reading the helper's stdin is refused: ${r.output}`);
+  assert.match(r.output, /e=1/, `writing to the helper's stderr is refused: ${r.output}`);
+  const after = await sh(tools, sbx.sandbox_id, 'echo fine');
+  assert.equal(after.output, 'fine\n', 'the channel still works');
+});
+
+ctx.test('sandboxes cannot reach each other over the network', async (t) => {
+  const tools = await ctx.tools();
+  const a = await tools.create({});
+  t.after(() => tools.destroyQuietly(a.sandbox_id));
+  const b = await tools.create({});
+  t.after(() => tools.destroyQuietly(b.sandbox_id));
+  const server = await tools.ok('bash', {
+    sandbox_id: b.sandbox_id,
+    command: 'echo b-secret > s.txt; exec python3 -m http.server 8080 --bind 0.0.0.0',
+    yield_time_ms: 1000,
+  });
+  assert.equal(server.status, 'running', JSON.stringify(server));
+  const info = await dockerInspect(b.sandbox_id);
+  const nets = Object.values(info.NetworkSettings.Networks);
+  assert.equal(nets.length, 1);
+  const ip = nets[0].IPAddress;
+  assert.ok(ip, JSON.stringify(info.NetworkSettings.Networks));
+  // B serves itself (the server is up) ...
+  const self = await sh(tools, b.sandbox_id,
+    'python3 -c "import urllib.request;print(urllib.request.urlopen(\'http://127.0.0.1:8080/s.txt\',timeout=3).read().decode())"');
+  assert.match(self.output, /b-secret/);
+  // ... but A cannot reach it.
+  const probe = await sh(tools, a.sandbox_id,
+    `python3 -c "import socket;s=socket.socket();s.settimeout(2)
+try:
+  s.connect(('${ip}',8080));print('REACHED')
+except Exception as e:
+  print('blocked',type(e).__name__)"`);
+  assert.match(probe.output, /blocked/, probe.output);
+  await tools.ok('bash_stop', { sandbox_id: b.sandbox_id, session_id: server.session_id });
+});
+
+ctx.finish();

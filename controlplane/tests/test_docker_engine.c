@@ -825,3 +825,54 @@ Test(docker_engine, attach_unreachable_names_socket)
 	cp_error_free(err);
 	docker_engine_free(e);
 }
+
+/* ---- networks ---- */
+
+Test(docker_engine, network_ensure_creates_an_icc_off_bridge_once)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"},
+	                                      {.fixture = "network_missing.http"},
+	                                      {.fixture = "network_create_ok.http"},
+	                                      {.fixture = "network_ok.http"},
+	                                      {.fixture = "network_missing.http"},
+	                                      {.fixture = "network_create_conflict.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_network_ensure(e, "chat2sbx", "org.chat2sbx.network", &err), 0, "%s",
+	             err ? err->message : "");
+	cr_assert_eq(docker_network_ensure(e, "chat2sbx", "org.chat2sbx.network", &err), 0, "an existing one is used");
+	cr_assert_eq(docker_network_ensure(e, "chat2sbx", "org.chat2sbx.network", &err), 0,
+	             "a racing creator's network counts");
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_str_eq(fe->req[1].line, "GET /v1.41/networks/chat2sbx HTTP/1.1");
+	cr_assert_str_eq(fe->req[2].line, "POST /v1.41/networks/create HTTP/1.1");
+	struct json_object *b = json_tokener_parse(fe->req[2].body);
+	cr_assert_str_eq(json_object_get_string(member(b, "Name")), "chat2sbx");
+	cr_assert_str_eq(json_object_get_string(member(b, "Driver")), "bridge");
+	cr_assert_eq(json_object_get_boolean(member(b, "CheckDuplicate")), 1);
+	cr_assert_str_eq(json_object_get_string(member(member(b, "Options"), "com.docker.network.bridge.enable_icc")),
+	                 "false");
+	cr_assert_str_eq(json_object_get_string(member(member(b, "Labels"), "org.chat2sbx.network")), "true");
+	json_object_put(b);
+	cr_assert_str_eq(fe->req[3].line, "GET /v1.41/networks/chat2sbx HTTP/1.1");
+}
+
+Test(docker_engine, create_joins_the_named_network)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "create_ok.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct docker_container_spec spec = test_spec(0);
+	spec.network = "chat2sbx";
+	char *id = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_create(e, &spec, &id, &err), 0);
+	free(id);
+	docker_engine_free(e);
+	fake_stop(fe);
+	struct json_object *b = json_tokener_parse(fe->req[1].body);
+	cr_assert_str_eq(json_object_get_string(member(member(b, "HostConfig"), "NetworkMode")), "chat2sbx");
+	json_object_put(b);
+}

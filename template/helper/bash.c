@@ -47,6 +47,7 @@ struct session {
 	unsigned char tail[3];
 	size_t tail_len; /* last bytes of the log, to spot an unfinished character */
 	bool ended, log_failed;
+	bool group_gone; /* the process group was seen empty after the shell ended */
 	enum session_status status;
 	int exit_code;
 	enum kill_reason kill;
@@ -268,8 +269,28 @@ static json_object *session_snapshot(struct session *s, size_t max_output)
 
 /* ---- signals to a session's process group ---- */
 
+/* Whether a process is left in the session's process group (the shell, or
+ * background jobs after it exited). The group's number cannot be handed out
+ * again while any member lives, but it can once the group is empty: so a
+ * group seen empty once stays gone, and a live process whose pid is the
+ * reaped shell's means the number was reused (not ours). */
+static bool group_alive(struct session *s)
+{
+	if (!s->ended)
+		return true;
+	if (s->group_gone)
+		return false;
+	if (kill(s->pid, 0) == 0 || errno != ESRCH)
+		s->group_gone = true; /* the shell's pid belongs to another process now */
+	else if (kill(-s->pid, 0) < 0 && errno == ESRCH)
+		s->group_gone = true;
+	return !s->group_gone;
+}
+
 static void group_signal(struct session *s, int sig)
 {
+	if (!group_alive(s))
+		return;
 	/* Right after fork the child may not have called setsid yet; then the
 	 * group does not exist and the signal goes to the child itself (it is
 	 * blocked there until the child resets its mask, then acts). */
@@ -368,10 +389,13 @@ static int waiter_add(enum waiter_kind kind, json_object *id, struct session *s,
 
 static bool waiter_ready(const struct waiter *w, int64_t now)
 {
-	const struct session *s = w->session;
-	if (s->ended || now >= w->deadline)
+	struct session *s = w->session;
+	if (now >= w->deadline)
 		return true;
-	return w->kind == WAIT_POLL && session_deliverable(s) > 0;
+	/* bash.stop answers once nothing is left of the process group. */
+	if (w->kind == WAIT_STOP)
+		return s->ended && !group_alive(s);
+	return s->ended || (w->kind == WAIT_POLL && session_deliverable(s) > 0);
 }
 
 /* Answer every waiter whose condition holds (all of them when force). The
@@ -638,9 +662,10 @@ int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result
 	if (nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
 	int64_t now = bash_clock_ms();
-	/* An ended session whose pipe is still open has background jobs left in
-	 * its group: stop them too, but keep the shell's real status. */
-	if (!s->ended || s->pipe_fd >= 0)
+	/* After the shell exited, background jobs may be left in its group
+	 * (holding the output pipe or not): stop them too, but keep the shell's
+	 * real status. */
+	if (group_alive(s))
 		kill_begin(s, KILL_STOP, now);
 	return waiter_add(WAIT_STOP, id, s, now + PROTO_KILL_GRACE_MS + STOP_SLACK_MS, max_output, err) < 0 ? -1 : 1;
 }
@@ -651,8 +676,11 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 	(void)params;
 	(void)err;
 	json_object *list = json_object_new_array();
+	size_t recent_from = nsessions > BASH_LIST_RECENT ? nsessions - BASH_LIST_RECENT : 0;
 	for (size_t i = 0; i < nsessions; i++) {
 		struct session *s = sessions[i];
+		if (i < recent_from && s->ended)
+			continue;
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "session_id", json_object_new_string(s->id));
 		size_t clen = strlen(s->command);
@@ -679,8 +707,11 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 		json_object_object_add(o, "has_more_output", json_object_new_boolean(session_deliverable(s) > 0));
 		json_object_array_add(list, o);
 	}
+	size_t listed = json_object_array_length(list);
 	json_object *r = json_object_new_object();
 	json_object_object_add(r, "sessions", list);
+	json_object_object_add(r, "total", json_object_new_int64((int64_t)nsessions));
+	json_object_object_add(r, "truncated", json_object_new_boolean(listed < nsessions));
 	*ret_result = r;
 	return 0;
 }
@@ -713,7 +744,9 @@ void bash_reap(void)
 {
 	int st;
 	pid_t pid;
+	bool reaped = false;
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		reaped = true;
 		struct session *s = NULL;
 		for (size_t i = 0; i < nsessions && !s; i++)
 			if (sessions[i]->pid == pid && !sessions[i]->ended)
@@ -734,6 +767,10 @@ void bash_reap(void)
 		session_read(s, DRAIN_BUDGET);
 		hlog_debug("session '%s' ended: %s, exit code %d", s->id, status_name(s->status), s->exit_code);
 	}
+	/* Leftover group members are orphans re-parented to us, so a group
+	 * empties on a reap: notice it while its number cannot be reused yet. */
+	for (size_t i = 0; reaped && i < nsessions; i++)
+		group_alive(sessions[i]);
 }
 
 int64_t bash_next_deadline(void)
@@ -766,8 +803,7 @@ void bash_tick(void)
 			kill_begin(s, KILL_TIMEOUT, now);
 		}
 		if (s->kill_at && now >= s->kill_at) {
-			if (!s->ended || s->pipe_fd >= 0)
-				group_signal(s, SIGKILL);
+			group_signal(s, SIGKILL);
 			s->kill_at = 0;
 		}
 	}
@@ -779,7 +815,7 @@ void bash_shutdown(int sigfd)
 {
 	int64_t now = bash_clock_ms();
 	for (size_t i = 0; i < nsessions; i++)
-		if (!sessions[i]->ended || sessions[i]->pipe_fd >= 0)
+		if (group_alive(sessions[i]))
 			kill_begin(sessions[i], KILL_STOP, now);
 	for (int round = 0; round < 2; round++) {
 		int64_t deadline = bash_clock_ms() + (round == 0 ? PROTO_KILL_GRACE_MS : 500);
@@ -798,8 +834,7 @@ void bash_shutdown(int sigfd)
 		}
 		if (round == 0)
 			for (size_t i = 0; i < nsessions; i++)
-				if (!sessions[i]->ended || sessions[i]->pipe_fd >= 0)
-					group_signal(sessions[i], SIGKILL);
+				group_signal(sessions[i], SIGKILL);
 	}
 	waiters_answer(true);
 }

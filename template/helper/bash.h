@@ -14,6 +14,7 @@
 /* Limits (documented in template/helper/README.md). */
 #define BASH_MAX_RUNNING 256              /* live shells; bash.start beyond: LIMIT */
 #define BASH_MAX_FINISHED 256             /* ended sessions kept; older ones are forgotten */
+#define BASH_LIST_RECENT 50               /* bash.list: the latest sessions, plus all running */
 #define BASH_MAX_WAITERS 1024             /* pending bash.* replies; beyond: LIMIT */
 #define BASH_ID_MAX 128                   /* session_id: [A-Za-z0-9_.-], 1..128 bytes */
 #define BASH_COMMAND_MAX (128 * 1024 - 1) /* Linux MAX_ARG_STRLEN less the NUL */

@@ -20,5 +20,6 @@ int cli_fail(struct cp_error *err);
 int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_sandbox(struct cli *cli, int argc, char **argv);
 int cmd_workspace(struct cli *cli, int argc, char **argv);
+int cmd_approval(struct cli *cli, int argc, char **argv);
 
 #endif

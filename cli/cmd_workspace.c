@@ -1,52 +1,109 @@
-/* cmd_workspace.c: `chat2sbx workspace list [--json]`. Reads the registry
- * directly, so it works with or without serve running. */
+/* cmd_workspace.c: `chat2sbx workspace list [--json]` and `workspace add PATH
+ * --mode clone|direct` (operator registration under the same policy as an
+ * approval). Reads and writes the registry directly, so it works with or
+ * without serve running. */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "cli.h"
 #include "controlplane.h"
+#include "lifecycle/lifecycle.h"
+#include "tools/tools_internal.h"
+
+static void print_json(struct json_object *o)
+{
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+static int list(struct cli *cli, struct store *store)
+{
+	struct workspace_record *rows = NULL;
+	size_t n = 0;
+	struct cp_error *err = NULL;
+	if (store_workspace_list(store, &rows, &n, &err) < 0)
+		return cli_fail(err);
+	struct json_object *arr = json_object_new_array();
+	if (!cli->json)
+		printf("%-25s %-8s %-9s %-26s %-24s %s\n", "WORKSPACE", "MODE", "STATE", "SANDBOX", "TRASH AT", "PATH");
+	for (size_t i = 0; i < n; i++) {
+		struct workspace_record *w = &rows[i];
+		if (cli->json) {
+			struct json_object *o = json_object_new_object();
+			tools_workspace_fill(o, w);
+			json_object_array_add(arr, o);
+		} else {
+			int64_t trash_at = 0;
+			const char *state = lifecycle_workspace_state(w, &trash_at);
+			char when[40] = "-";
+			if (trash_at)
+				clock_format_rfc3339(trash_at, when, sizeof(when));
+			printf("%-25s %-8s %-9s %-26s %-24s %s\n", w->id, w->mode, state,
+			       w->sandbox_id ? w->sandbox_id : "-", when, w->path);
+		}
+		workspace_record_clear(w);
+	}
+	free(rows);
+	if (cli->json)
+		print_json(arr);
+	else
+		json_object_put(arr);
+	return 0;
+}
+
+static int add(struct cli *cli, struct store *store, int argc, char **argv)
+{
+	const char *path = NULL, *mode = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+			mode = argv[++i];
+		else if (!strncmp(argv[i], "--mode=", 7))
+			mode = argv[i] + 7;
+		else if (!path && argv[i][0] != '-')
+			path = argv[i];
+		else {
+			fprintf(stderr, "chat2sbx workspace add: unexpected '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!path || !mode) {
+		fprintf(stderr, "usage: chat2sbx workspace add PATH --mode clone|direct [--json]\n");
+		return 2;
+	}
+	struct workspace_record w = {0};
+	int created = 0;
+	struct cp_error *err = NULL;
+	if (lifecycle_workspace_register(cli->cfg, store, path, mode, &w, &created, &err) < 0)
+		return cli_fail(err);
+	if (cli->json) {
+		struct json_object *o = json_object_new_object();
+		tools_workspace_fill(o, &w);
+		json_object_object_add(o, "created", json_object_new_boolean(created));
+		print_json(o);
+	} else {
+		printf("%s workspace %s (%s) for %s\nThe model can use it with sandbox_create {\"workspace_id\": \"%s\"}.\n",
+		       created ? "registered" : "already registered:", w.id, w.mode, w.path, w.id);
+	}
+	workspace_record_clear(&w);
+	return 0;
+}
 
 int cmd_workspace(struct cli *cli, int argc, char **argv)
 {
-	if (argc != 1 || strcmp(argv[0], "list")) {
-		fprintf(stderr, "usage: chat2sbx workspace list [--json]\n");
+	int is_list = argc == 1 && !strcmp(argv[0], "list");
+	int is_add = argc >= 1 && !strcmp(argv[0], "add");
+	if (!is_list && !is_add) {
+		fprintf(stderr, "usage: chat2sbx workspace list [--json] | workspace add PATH --mode clone|direct\n");
 		return 2;
 	}
 	struct store *store = NULL;
 	struct cp_error *err = NULL;
 	if (controlplane_open_store(cli->cfg, &store, &err) < 0)
 		return cli_fail(err);
-	struct workspace_record *rows = NULL;
-	size_t n = 0;
-	if (store_workspace_list(store, &rows, &n, &err) < 0) {
-		store_free(store);
-		return cli_fail(err);
-	}
-	struct json_object *list = json_object_new_array();
-	if (!cli->json)
-		printf("%-25s %-8s %-26s %s\n", "WORKSPACE", "MODE", "SANDBOX", "PATH");
-	for (size_t i = 0; i < n; i++) {
-		struct workspace_record *w = &rows[i];
-		if (cli->json) {
-			struct json_object *o = json_object_new_object();
-			json_object_object_add(o, "workspace_id", json_object_new_string(w->id));
-			json_object_object_add(o, "mode", json_object_new_string(w->mode));
-			json_object_object_add(o, "path", json_object_new_string(w->path));
-			if (w->sandbox_id)
-				json_object_object_add(o, "sandbox_id", json_object_new_string(w->sandbox_id));
-			json_object_array_add(list, o);
-		} else {
-			printf("%-25s %-8s %-26s %s\n", w->id, w->mode, w->sandbox_id ? w->sandbox_id : "-", w->path);
-		}
-		workspace_record_clear(w);
-	}
-	free(rows);
-	if (cli->json)
-		printf("%s\n",
-		       json_object_to_json_string_ext(list, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(list);
+	int status = is_list ? list(cli, store) : add(cli, store, argc, argv);
 	store_free(store);
-	return 0;
+	return status;
 }

@@ -18,7 +18,13 @@ static const struct command commands[] = {
     {"sandbox", cmd_sandbox,
      "sandbox list [--json]      list sandboxes\n"
      "  sandbox destroy ID         remove a sandbox's container (its workspace is kept)"},
-    {"workspace", cmd_workspace, "workspace list [--json]    list workspaces"},
+    {"workspace", cmd_workspace,
+     "workspace list [--json]    list workspaces, their state and sandbox\n"
+     "  workspace add PATH --mode clone|direct   register an approved host directory"},
+    {"approval", cmd_approval,
+     "approval list [--json]     host-directory requests and decisions\n"
+     "  approval approve ID        allow the directory (checked against the policy again)\n"
+     "  approval reject ID         refuse it; the decision is kept"},
 };
 
 static void usage(FILE *out)

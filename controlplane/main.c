@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "controlplane.h"
 #include "docker/docker.h"
@@ -113,6 +114,68 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* Retention runs at start and once a minute on its own thread, never inside
+ * a tool call (DESIGN.md, Sandboxes: lifetime). */
+struct maintenance {
+	const struct config *cfg;
+	struct store *store;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	int stop;
+	pthread_t thread;
+	int started;
+};
+
+#define MAINTENANCE_INTERVAL_MS 60000
+
+static void *maintenance_main(void *arg)
+{
+	struct maintenance *m = arg;
+	pthread_mutex_lock(&m->lock);
+	while (!m->stop) {
+		pthread_mutex_unlock(&m->lock);
+		struct cp_error *e = NULL;
+		if (lifecycle_retention_run(m->cfg, m->store, clock_now_ms(), &e) < 0) {
+			log_warn("serve", "retention: %s", e->message);
+			cp_error_free(e);
+		}
+		pthread_mutex_lock(&m->lock);
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += MAINTENANCE_INTERVAL_MS / 1000;
+		while (!m->stop && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
+			;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+static void maintenance_start(struct maintenance *m, const struct config *cfg, struct store *store)
+{
+	*m = (struct maintenance){.cfg = cfg, .store = store};
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->wake, &attr);
+	pthread_condattr_destroy(&attr);
+	m->started = pthread_create(&m->thread, NULL, maintenance_main, m) == 0;
+}
+
+static void maintenance_stop(struct maintenance *m)
+{
+	if (!m->started)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stop = 1;
+	pthread_cond_signal(&m->wake);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	pthread_cond_destroy(&m->wake);
+	pthread_mutex_destroy(&m->lock);
+	m->started = 0;
+}
+
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig)
 {
@@ -154,10 +217,16 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	struct docker_engine *engine = NULL;
 	struct lifecycle *lc = NULL;
 	struct mcp_server *server = NULL;
+	struct maintenance maint = {0};
 	_cleanup_close_ int lock_fd = -1;
 	int r = -1;
 
 	raise_fd_limit();
+	if (cfg->clock_offset_ms) {
+		clock_set_offset_ms(cfg->clock_offset_ms);
+		log_warn("serve", "the wall clock is shifted by %lld ms (CHAT2SBX_CLOCK_OFFSET_MS; for tests only)",
+		         (long long)cfg->clock_offset_ms);
+	}
 	if (controlplane_open_store(cfg, &store, err) < 0 || take_serve_lock(cfg, &lock_fd, err) < 0 ||
 	    docker_engine_new(cfg->docker_socket, &engine, err) < 0)
 		goto out;
@@ -170,6 +239,8 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		log_warn("serve", "%s", rec_err->message);
 		cp_error_free(rec_err);
 	}
+
+	maintenance_start(&maint, cfg, store);
 
 	struct tools_app app = {.cfg = cfg, .store = store, .lc = lc};
 	size_t n_tools = 0;
@@ -217,6 +288,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	mcp_server_stop(server);
 	r = 0;
 out:
+	maintenance_stop(&maint);
 	mcp_server_free(server);
 	lifecycle_free(lc);
 	docker_engine_free(engine);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 static _Atomic int64_t fake_ms = -1;
+static _Atomic int64_t offset_ms;
 
 int64_t clock_now_ms(void)
 {
@@ -14,7 +15,12 @@ int64_t clock_now_ms(void)
 		return f;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + atomic_load(&offset_ms);
+}
+
+void clock_set_offset_ms(int64_t ms)
+{
+	atomic_store(&offset_ms, ms);
 }
 
 int64_t clock_monotonic_ms(void)

@@ -11,6 +11,9 @@ int64_t clock_now_ms(void);
 int64_t clock_monotonic_ms(void);
 /* Test hook: fixes clock_now_ms() to ms; pass -1 to return to the real clock. */
 void clock_set_fake_ms(int64_t ms);
+/* Shifts clock_now_ms() by ms (CHAT2SBX_CLOCK_OFFSET_MS: lets an end-to-end
+ * test see 30 days pass without waiting). */
+void clock_set_offset_ms(int64_t ms);
 /* Formats a wall-clock ms value as RFC 3339 UTC ("2026-11-29T11:02:18.123Z")
  * into buf (at least 32 bytes). Returns buf. */
 char *clock_format_rfc3339(int64_t ms, char *buf, unsigned long size);

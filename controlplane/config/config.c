@@ -14,7 +14,7 @@
 #include "../base/cleanup.h"
 #include "config_file.h"
 
-enum setting_type { SETTING_STRING, SETTING_PATH, SETTING_INT, SETTING_BOOL };
+enum setting_type { SETTING_STRING, SETTING_PATH, SETTING_INT, SETTING_INT64, SETTING_BOOL };
 
 struct setting {
 	const char *env;
@@ -70,6 +70,8 @@ static const struct setting settings[] = {
     {"CHAT2SBX_LOG_DEBUG", "logDebug", SETTING_STRING, OFF(log_debug), "", 0, 0, "(none)",
      "components with debug logging, comma-separated (docker,mcp,helper,store,all)"},
     {"CHAT2SBX_LOG_JSON", "logJson", SETTING_BOOL, OFF(log_json), "0", 0, 1, "0", "1 = log JSON lines"},
+    {"CHAT2SBX_CLOCK_OFFSET_MS", "clockOffsetMs", SETTING_INT64, OFF(clock_offset_ms), "0", -315360000000L,
+     315360000000L, "0", "tests only: shift serve's wall clock by this many ms (retention without waiting)"},
 };
 
 static const struct config_setting_info *infos;
@@ -184,7 +186,8 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 			                    "%s '%s' (from %s) is not a boolean; use 1 or 0", s->env, raw, origin);
 		return 0;
-	case SETTING_INT: {
+	case SETTING_INT:
+	case SETTING_INT64: {
 		if (s->offset == OFF(max_active_sandboxes) && (!strcasecmp(raw, "unlimited") || !strcmp(raw, "0"))) {
 			*(int *)field = 0;
 			return 0;
@@ -197,7 +200,10 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 			                    "%s '%s' (from %s) is not an integer in %ld..%ld%s", s->env, raw, origin,
 			                    s->min, s->max,
 			                    s->offset == OFF(max_active_sandboxes) ? " or 'unlimited'" : "");
-		*(int *)field = (int)v;
+		if (s->type == SETTING_INT64)
+			*(int64_t *)field = v;
+		else
+			*(int *)field = (int)v;
 		return 0;
 	}
 	}

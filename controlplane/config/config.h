@@ -6,6 +6,7 @@
 #define CP_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../base/error.h"
 
@@ -31,6 +32,7 @@ struct config {
 	char *helper_path;        /* CHAT2SBX_HELPER_PATH */
 	char *log_debug;          /* CHAT2SBX_LOG_DEBUG */
 	int log_json;             /* CHAT2SBX_LOG_JSON */
+	int64_t clock_offset_ms;  /* CHAT2SBX_CLOCK_OFFSET_MS, tests only */
 	                          /* Where each value came from, for `status`: not needed yet. */
 };
 

@@ -23,6 +23,8 @@
  * inter-container communication off, so sandboxes cannot reach each other. */
 #define LIFECYCLE_NETWORK "chat2sbx"
 #define LIFECYCLE_LABEL_NETWORK "org.chat2sbx.network"
+/* Where clone mode mounts the approved host directory (read-only). */
+#define LIFECYCLE_SOURCE_TARGET "/.chat2sbx/source"
 /* How long the helper gets to answer its first hello after start (ms). */
 #define LIFECYCLE_HELLO_TIMEOUT_MS 15000
 
@@ -36,21 +38,73 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 void lifecycle_free(struct lifecycle *lc);
 
 struct lifecycle_create_options {
-	const char *workspace_id; /* NULL = a new managed workspace */
-	const char *memory;       /* "512m"; NULL = engine default */
+	const char *workspace_id;   /* attach this workspace; NULL = see below */
+	const char *workspace_path; /* a host directory (needs an approval); NULL = new managed workspace */
+	const char *workspace_mode; /* "clone" (default) or "direct", with workspace_path */
+	const char *memory;         /* "512m"; NULL = engine default */
 };
 
+struct lifecycle_create_result {
+	int approval_required;           /* 1: nothing was created; see approval */
+	struct approval_record approval; /* the pending approval (approval_required) */
+	struct sandbox_record sandbox;   /* the sandbox (otherwise) */
+	int reused;                      /* the workspace's running sandbox was returned */
+	char *copy_session_id;           /* clone mode: the copy's bash session when it is still running */
+};
+void lifecycle_create_result_clear(struct lifecycle_create_result *r);
+
 /* Creates a sandbox: validates options (before anything is created), makes or
- * loads the managed workspace, inserts the row (creating), creates the
- * container (helper mounted read-only as PID 1, workspace at /workspace, no
- * host environment, pids limit), attaches, starts, waits for the helper's
- * hello, marks it running. When the workspace already has a live sandbox, that
- * one is returned with *ret_reused = 1. On failure nothing is left behind: the
- * container is removed and the rows (and a workspace made by this call) are
- * deleted. *ret (caller clears) is the sandbox row. Blocks for container
- * create+start (about 1-2 s here) and at most LIFECYCLE_HELLO_TIMEOUT_MS for the helper. */
+ * loads the workspace, inserts the row (creating), creates the container
+ * (helper mounted read-only as PID 1, workspace at /workspace, no host
+ * environment, pids limit), attaches, starts, waits for the helper's hello,
+ * marks it running. A host path goes through the host-path policy (request
+ * time) and its approval: never decided → a pending approval is recorded and
+ * returned (approval_required, nothing mounted); rejected → DENIED naming the
+ * approval; approved → its workspace. A host workspace is checked against
+ * the policy again at mount time (a path that became a symlink elsewhere is
+ * refused). clone copies the read-only mounted directory into the
+ * container's own /workspace (git clone with every branch for a repository)
+ * and waits for it up to LIFECYCLE_COPY_WAIT_MS. When the workspace already
+ * has a live sandbox, that one is returned (reused). On failure nothing is
+ * left behind: the container is removed and the rows (and a managed
+ * workspace made by this call) are deleted. *ret (caller clears with
+ * lifecycle_create_result_clear) is filled on success. */
 int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create_options *opts,
-                             struct sandbox_record *ret, int *ret_reused, struct cp_error **err);
+                             struct lifecycle_create_result *ret, struct cp_error **err);
+
+/* ---- workspaces (lifecycle/workspace.c): usable by the CLI without an engine ---- */
+
+/* Days a managed workspace is kept after its sandbox is removed. */
+#define LIFECYCLE_RETENTION_MS (30LL * 24 * 3600 * 1000)
+/* How long sandbox_create waits for a clone copy before answering (ms). */
+#define LIFECYCLE_COPY_WAIT_MS 45000
+
+/* State of a workspace for listings: "in_use" (a live sandbox), "trashed",
+ * "retained" (managed, released; *ret_trash_at_ms = when it moves to the
+ * trash), or "idle". Pure. */
+const char *lifecycle_workspace_state(const struct workspace_record *w, int64_t *ret_trash_at_ms);
+
+/* Checks a host path with the policy built from cfg (allowed roots, data
+ * root). *ret_real (caller frees) is its resolution. Errors as
+ * policy_host_path_check. */
+int lifecycle_host_path_check(const struct config *cfg, const char *path, char **ret_real, struct cp_error **err);
+
+/* `chat2sbx workspace add PATH --mode M`: policy, then the workspace of the
+ * path and mode is reused or made, and the approval recorded approved.
+ * *ret (caller clears) is the workspace, *ret_created whether it is new. */
+int lifecycle_workspace_register(const struct config *cfg, struct store *store, const char *path, const char *mode,
+                                 struct workspace_record *ret, int *ret_created, struct cp_error **err);
+
+/* `chat2sbx approval approve ID`: checks the approval's path with the policy
+ * again (approval time), then approves it (store_approval_approve). */
+int lifecycle_approval_approve(const struct config *cfg, struct store *store, const char *id,
+                               struct approval_record *ret, struct cp_error **err);
+
+/* Moves every managed workspace released more than LIFECYCLE_RETENTION_MS
+ * before now_ms, and without a live sandbox, to DATA_ROOT/trash/<id> (never
+ * deletes; host workspaces are never touched). Returns how many moved, or -1
+ * when the registry cannot be read. */
+int lifecycle_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err);
 
 /* Removes the container (force) and marks the row removed; the workspace is
  * kept. Works for running and failed sandboxes; NOT_FOUND for unknown ids. A

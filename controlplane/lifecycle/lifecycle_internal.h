@@ -41,4 +41,7 @@ void lifecycle_channels_clear(struct lifecycle *lc);
 int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
                      struct helper_channel **ret_channel, struct cp_error **err);
 
+/* Asks the helper for hello (up to LIFECYCLE_HELLO_TIMEOUT_MS). */
+int lifecycle_helper_hello(struct helper_channel *ch, struct cp_error **err);
+
 #endif

@@ -1,8 +1,10 @@
-/* policy.h: pure decisions, no I/O: what a request may ask for. Each check
- * returns 0 (allowed) or -1 with *err naming the rule and the value. */
+/* policy.h: decisions about what a request may ask for. Each check returns 0
+ * (allowed) or -1 with *err naming the rule and the value. Everything here is
+ * pure except the host-path check, which must look at the file system. */
 #ifndef CP_POLICY_H
 #define CP_POLICY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../base/error.h"
@@ -21,5 +23,49 @@ int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **
 /* Clamps a requested yield (ms; negative = absent) to [0, max_ms], default_ms
  * when absent. DESIGN.md, Bash contract. */
 int64_t policy_yield_clamp(int64_t requested_ms, int64_t default_ms, int64_t max_ms);
+
+/* ---- host paths (policy/host_path.c) ----
+ * The only way a host directory reaches a sandbox is an approval a person
+ * gave on this machine; these rules decide which paths may even be asked for.
+ * Checked at request time, at approval time and again at mount time
+ * (DESIGN.md, Workspaces and approvals). This is the one place in policy/
+ * that touches the file system (realpath, lstat), because a decision about a
+ * path is only as good as the path's current resolution. */
+
+/* Directory names that may never appear as a component of a given or
+ * resolved host path (credential stores). NULL-terminated. */
+extern const char *const policy_credential_dirs[];
+
+struct policy_host_roots {
+	const char *const *roots; /* absolute paths (need not be resolved) */
+	size_t n;
+	const char *data_root; /* chat2sbx's own data; never mountable */
+};
+
+/* Decides whether host path `path` (as the requester gave it) may become a
+ * workspace. Rules, each refusal naming its rule and the path:
+ *   1. path is absolute (no "~", no relative path);
+ *   2. it exists and is a directory (realpath follows every symlink);
+ *   3. no component of the given path, nor of its resolution, nor of any
+ *      symlink target met on the way, is a credential directory
+ *      (policy_credential_dirs; ".sshx" is fine);
+ *   4. the resolution is strictly below one of roots->roots, each root
+ *      itself resolved (a root itself is refused);
+ *   5. the resolution is not the data root, inside it, nor an ancestor of it.
+ * On success *ret_real (caller frees) is the resolved path (no trailing
+ * slash), valid at the moment of the check: callers check again right
+ * before mounting. Fails with DENIED (rules 3–5), INVALID_ARGUMENT (rule 1,
+ * not a directory, too long) or NOT_FOUND (rule 2: missing, a symlink loop,
+ * permission refused), CONFLICT when the tree changed during the check, the
+ * message saying which rule refused which path and what to do. Blocks only
+ * on the file system. */
+int policy_host_path_check(const struct policy_host_roots *roots, const char *path, char **ret_real,
+                           struct cp_error **err);
+
+/* Splits a colon-separated root list (CHAT2SBX_ALLOWED_HOST_ROOTS) into a
+ * NULL-terminated array (caller frees with policy_roots_free); empty entries
+ * are skipped. */
+char **policy_roots_split(const char *colon_list, size_t *ret_n);
+void policy_roots_free(char **roots);
 
 #endif

@@ -47,6 +47,7 @@ struct workspace_record {
 	char *host_path; /* may be NULL */
 	int64_t created_at_ms;
 	int64_t released_at_ms; /* 0 = in use or never released */
+	int64_t trashed_at_ms;  /* 0 = not in the trash */
 	char *sandbox_id;       /* live sandbox using it (filled by get/list), may be NULL */
 };
 void workspace_record_clear(struct workspace_record *w);
@@ -61,6 +62,62 @@ int store_workspace_list(struct store *store, struct workspace_record **ret, siz
 /* Deletes a workspace that no sandbox row refers to (used to undo a failed
  * create). CONFLICT when a sandbox still refers to it. */
 int store_workspace_delete(struct store *store, const char *id, struct cp_error **err);
+
+/* The workspace of a resolved host path and mode (clone/direct), or NOT_FOUND. */
+int store_workspace_find_host(struct store *store, const char *real_path, const char *mode,
+                              struct workspace_record *ret, struct cp_error **err);
+/* Records that a managed workspace moved to the trash: path = new_path,
+ * trashed_at_ms = now_ms. NOT_FOUND for an unknown id. */
+int store_workspace_set_trashed(struct store *store, const char *id, const char *new_path, int64_t now_ms,
+                                struct cp_error **err);
+
+/* ---- approvals ---- */
+
+struct approval_record {
+	char *id;
+	char *host_path; /* as requested */
+	char *real_path; /* resolved at request time */
+	char *mode;      /* clone | direct */
+	char *status;    /* pending | approved | rejected */
+	char *workspace_id; /* set once approved */
+	char *requested_by; /* mcp | cli */
+	int64_t requested_at_ms;
+	int64_t decided_at_ms; /* 0 while pending */
+};
+void approval_record_clear(struct approval_record *a);
+
+/* The approval for (want->real_path, want->mode) when one exists, else a new
+ * pending one made from want (its id, host_path, requested_by,
+ * requested_at_ms). *ret (caller clears) is the row; *ret_created says which.
+ * One transaction: two racing requests get the same row. */
+int store_approval_request(struct store *store, const struct approval_record *want, struct approval_record *ret,
+                           int *ret_created, struct cp_error **err);
+/* One approval by id. NOT_FOUND names it and says how to list them. */
+int store_approval_get(struct store *store, const char *id, struct approval_record *ret, struct cp_error **err);
+/* All approvals, pending first, then newest first. Caller clears each and frees. */
+int store_approval_list(struct store *store, struct approval_record **ret, size_t *ret_n, struct cp_error **err);
+/* Approves a pending approval in one transaction: the workspace of its path
+ * and mode is reused when it exists, else ws (borrowed; id, path = the
+ * resolved path, host_path, created_at_ms) is inserted; the approval gets
+ * status approved, workspace_id and decided_at_ms = now_ms. Approving an
+ * approved one answers it unchanged. CONFLICT when it was rejected (the
+ * message says how to allow the path after all). *ret (caller clears) is the
+ * final row. */
+int store_approval_approve(struct store *store, const char *id, const struct workspace_record *ws, int64_t now_ms,
+                           struct approval_record *ret, struct cp_error **err);
+/* Rejects a pending approval (rejecting a rejected one answers it unchanged).
+ * CONFLICT when it was approved already. */
+int store_approval_reject(struct store *store, const char *id, int64_t now_ms, struct approval_record *ret,
+                          struct cp_error **err);
+/* Operator registration (`chat2sbx workspace add`): in one transaction, the
+ * workspace of (ws->path, ws->mode) is reused or ws inserted, and the approval
+ * of that path and mode is made or turned approved (a rejection is
+ * overridden: the operator decided). *ret (caller clears) is the workspace;
+ * *ret_created says whether it is new. approval_id is used for a new
+ * approval row. */
+int store_workspace_register_host(struct store *store, const struct workspace_record *ws, const char *host_path,
+                                  const char *approval_id, int64_t now_ms, struct workspace_record *ret,
+                                  int *ret_created, struct cp_error **err);
 
 /* ---- sandboxes ---- */
 

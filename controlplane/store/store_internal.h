@@ -19,6 +19,12 @@ int store_fail(struct store *store, struct cp_error **err, const char *what);
 /* Runs SQL without results. Returns 0 or -1 with *err set. */
 int store_exec(struct store *store, const char *sql, const char *what, struct cp_error **err);
 
+/* Workspace helpers for callers that already hold store->lock (and run a
+ * transaction): insert, and lookup by host path and mode. */
+int store_workspace_insert_locked(struct store *store, const struct workspace_record *w, struct cp_error **err);
+int store_workspace_find_host_locked(struct store *store, const char *real_path, const char *mode,
+                                     struct workspace_record *ret, int *ret_found, struct cp_error **err);
+
 /* Copies column i as an owned string (NULL for SQL NULL). */
 static inline char *store_column_strdup(sqlite3_stmt *st, int i)
 {

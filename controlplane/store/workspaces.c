@@ -1,5 +1,6 @@
 /* workspaces.c: rows of the workspaces table. No policy here (policy/ decides
- * what may become a workspace); this only persists and loads. */
+ * what may become a workspace); this only persists and loads. The _locked
+ * helpers run inside a caller's lock (and transaction), for approvals.c. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -19,7 +20,8 @@ void workspace_record_clear(struct workspace_record *w)
 
 #define WS_COLUMNS                                                                                                     \
 	"w.id, w.mode, w.path, w.host_path, w.created_at_ms, COALESCE(w.released_at_ms, 0), "                          \
-	"(SELECT s.id FROM sandboxes s WHERE s.workspace_id = w.id AND s.status IN ('creating','running'))"
+	"(SELECT s.id FROM sandboxes s WHERE s.workspace_id = w.id AND s.status IN ('creating','running')), "          \
+	"COALESCE(w.trashed_at_ms, 0)"
 
 static void read_row(sqlite3_stmt *st, struct workspace_record *w)
 {
@@ -30,19 +32,17 @@ static void read_row(sqlite3_stmt *st, struct workspace_record *w)
 	w->created_at_ms = sqlite3_column_int64(st, 4);
 	w->released_at_ms = sqlite3_column_int64(st, 5);
 	w->sandbox_id = store_column_strdup(st, 6);
+	w->trashed_at_ms = sqlite3_column_int64(st, 7);
 }
 
-int store_workspace_insert(struct store *store, const struct workspace_record *w, struct cp_error **err)
+int store_workspace_insert_locked(struct store *store, const struct workspace_record *w, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	int r = 0;
 	if (sqlite3_prepare_v2(store->db,
 	                       "INSERT INTO workspaces (id, mode, path, host_path, created_at_ms) VALUES (?,?,?,?,?)",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "insert workspace");
-		goto out;
-	}
+	                       -1, &st, NULL) != SQLITE_OK)
+		return store_fail(store, err, "insert workspace");
 	sqlite3_bind_text(st, 1, w->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, w->mode, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, w->path, -1, SQLITE_STATIC);
@@ -51,36 +51,73 @@ int store_workspace_insert(struct store *store, const struct workspace_record *w
 	sqlite3_bind_int64(st, 5, w->created_at_ms);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		r = store_fail(store, err, "insert workspace");
-out:
 	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
 	if (r < 0)
 		cp_error_prefix(err, "workspace '%s'", w->id);
 	return r;
 }
 
-int store_workspace_get(struct store *store, const char *id, struct workspace_record *ret, struct cp_error **err)
+/* Loads the first row of sql (one text parameter per arg) into *ret;
+ * *ret_found says whether there was one. */
+static int get_one_locked(struct store *store, const char *sql, const char *a1, const char *a2,
+                          struct workspace_record *ret, int *ret_found, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.id = ?", -1, &st, NULL) !=
-	    SQLITE_OK) {
-		r = store_fail(store, err, "load workspace");
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	*ret_found = 0;
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return store_fail(store, err, "load workspace");
+	sqlite3_bind_text(st, 1, a1, -1, SQLITE_STATIC);
+	if (a2)
+		sqlite3_bind_text(st, 2, a2, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
 		read_row(st, ret);
-	else if (rc == SQLITE_DONE)
-		r = cp_error_set(err, CP_ERR_NOT_FOUND,
-		                 "workspace '%s' does not exist; call workspace_list to see the known workspaces", id);
-	else
+		*ret_found = 1;
+	} else if (rc != SQLITE_DONE) {
 		r = store_fail(store, err, "load workspace");
-out:
+	}
 	sqlite3_finalize(st);
+	return r;
+}
+
+int store_workspace_find_host_locked(struct store *store, const char *real_path, const char *mode,
+                                     struct workspace_record *ret, int *ret_found, struct cp_error **err)
+{
+	return get_one_locked(store, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.path = ? AND w.mode = ?",
+	                      real_path, mode, ret, ret_found, err);
+}
+
+int store_workspace_insert(struct store *store, const struct workspace_record *w, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	int r = store_workspace_insert_locked(store, w, err);
 	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_workspace_get(struct store *store, const char *id, struct workspace_record *ret, struct cp_error **err)
+{
+	int found = 0;
+	pthread_mutex_lock(&store->lock);
+	int r = get_one_locked(store, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.id = ?", id, NULL, ret, &found,
+	                       err);
+	pthread_mutex_unlock(&store->lock);
+	if (r == 0 && !found)
+		return cp_error_set(err, CP_ERR_NOT_FOUND,
+		                    "workspace '%s' does not exist; call workspace_list to see the known workspaces", id);
+	return r;
+}
+
+int store_workspace_find_host(struct store *store, const char *real_path, const char *mode,
+                              struct workspace_record *ret, struct cp_error **err)
+{
+	int found = 0;
+	pthread_mutex_lock(&store->lock);
+	int r = store_workspace_find_host_locked(store, real_path, mode, ret, &found, err);
+	pthread_mutex_unlock(&store->lock);
+	if (r == 0 && !found)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "no %s workspace for '%s'", mode, real_path);
 	return r;
 }
 
@@ -123,20 +160,39 @@ out:
 	return 0;
 }
 
-int store_workspace_delete(struct store *store, const char *id, struct cp_error **err)
+static int exec_one(struct store *store, const char *sql, const char *what, const char *id, const char *text,
+                    int64_t num, struct cp_error **err)
 {
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "DELETE FROM workspaces WHERE id = ?", -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "delete workspace");
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, what);
 		goto out;
 	}
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if (text)
+		sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+	if (num)
+		sqlite3_bind_int64(st, 3, num);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		r = store_fail(store, err, "delete workspace");
+		r = store_fail(store, err, what);
+	else if (sqlite3_changes(store->db) == 0)
+		r = cp_error_set(err, CP_ERR_NOT_FOUND, "%s: workspace '%s' does not exist", what, id);
 out:
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&store->lock);
 	return r;
+}
+
+int store_workspace_delete(struct store *store, const char *id, struct cp_error **err)
+{
+	return exec_one(store, "DELETE FROM workspaces WHERE id = ?1", "delete workspace", id, NULL, 0, err);
+}
+
+int store_workspace_set_trashed(struct store *store, const char *id, const char *new_path, int64_t now_ms,
+                                struct cp_error **err)
+{
+	return exec_one(store, "UPDATE workspaces SET path = ?2, trashed_at_ms = ?3 WHERE id = ?1",
+	                "move workspace to the trash", id, new_path, now_ms, err);
 }

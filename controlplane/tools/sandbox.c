@@ -59,6 +59,7 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 	if (store_workspace_get(app->store, s->workspace_id, &w, &e) == 0) {
 		add_str(o, "workspace_mode", w.mode);
 		add_str(o, "workspace_path", w.path);
+		add_str(o, "host_path", w.host_path);
 		workspace_record_clear(&w);
 	}
 	cp_error_free(e);
@@ -81,23 +82,47 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
                         struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"memory", "workspace_id", NULL};
-	const char *memory = NULL, *workspace_id = NULL;
-	if (tool_args_only(args, known, err) < 0 || tool_args_string(args, "memory", 0, &memory, err) < 0)
+	static const char *const known[] = {"memory", "workspace_id", "workspace_path", "workspace_mode", NULL};
+	struct lifecycle_create_options opts = {0};
+	if (tool_args_only(args, known, err) < 0 || tool_args_string(args, "memory", 0, &opts.memory, err) < 0 ||
+	    tool_args_string(args, "workspace_path", 0, &opts.workspace_path, err) < 0 ||
+	    tool_args_string(args, "workspace_mode", 0, &opts.workspace_mode, err) < 0)
 		return -1;
 	if (json_object_object_get_ex(args, "workspace_id", NULL) &&
-	    tool_args_id(args, "workspace_id", "ws_", "call workspace_list to see the workspaces", &workspace_id, err) <
-	        0)
+	    tool_args_id(args, "workspace_id", "ws_", "call workspace_list to see the workspaces", &opts.workspace_id,
+	                 err) < 0)
 		return -1;
-	struct lifecycle_create_options opts = {.workspace_id = workspace_id, .memory = memory};
-	struct sandbox_record s = {0};
-	int reused = 0;
-	if (lifecycle_sandbox_create(app->lc, &opts, &s, &reused, err) < 0)
+	struct lifecycle_create_result res = {0};
+	if (lifecycle_sandbox_create(app->lc, &opts, &res, err) < 0)
 		return -1;
-	struct json_object *o = tools_sandbox_json(app, &s);
-	json_object_object_add(o, "reused", json_object_new_boolean(reused));
-	add_agents_md(app->cfg, o);
-	sandbox_record_clear(&s);
+	struct json_object *o;
+	if (res.approval_required) {
+		/* Not an error: the model's next step is to ask the person. */
+		o = json_object_new_object();
+		add_str(o, "status", "approval_required");
+		add_str(o, "approval_id", res.approval.id);
+		add_str(o, "workspace_path", res.approval.host_path);
+		add_str(o, "workspace_mode", res.approval.mode);
+		char *msg = NULL;
+		if (asprintf(&msg,
+		             "The host directory '%s' (%s mode) needs the approval of the person at this machine. Ask "
+		             "them to run: chat2sbx approval approve %s ; then call sandbox_create again with the "
+		             "same workspace_path and workspace_mode. Nothing was mounted.",
+		             res.approval.host_path, res.approval.mode, res.approval.id) >= 0) {
+			add_str(o, "message", msg);
+			free(msg);
+		}
+	} else {
+		o = tools_sandbox_json(app, &res.sandbox);
+		json_object_object_add(o, "reused", json_object_new_boolean(res.reused));
+		if (res.copy_session_id) {
+			add_str(o, "copy_session_id", res.copy_session_id);
+			add_str(o, "message", "The workspace is still being copied into the sandbox; poll "
+			                      "copy_session_id with bash_poll until it has exited before working on it.");
+		}
+		add_agents_md(app->cfg, o);
+	}
+	lifecycle_create_result_clear(&res);
 	*ret = o;
 	return 0;
 }
@@ -185,6 +210,22 @@ int tool_sandbox_destroy(const struct mcp_call *call, struct json_object *args, 
 	return 0;
 }
 
+void tools_workspace_fill(struct json_object *o, const struct workspace_record *w)
+{
+	int64_t trash_at = 0;
+	const char *state = lifecycle_workspace_state(w, &trash_at);
+	add_str(o, "workspace_id", w->id);
+	add_str(o, "mode", w->mode);
+	add_str(o, "state", state);
+	add_str(o, "path", w->path);
+	add_str(o, "host_path", w->host_path);
+	add_str(o, "sandbox_id", w->sandbox_id);
+	add_time(o, "created_at", w->created_at_ms);
+	add_time(o, "released_at", w->released_at_ms);
+	add_time(o, "trash_at", trash_at);
+	add_time(o, "trashed_at", w->trashed_at_ms);
+}
+
 int tool_workspace_list(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
                         struct cp_error **err)
 {
@@ -199,13 +240,7 @@ int tool_workspace_list(const struct mcp_call *call, struct json_object *args, s
 	struct json_object *list = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *o = json_object_new_object();
-		add_str(o, "workspace_id", rows[i].id);
-		add_str(o, "mode", rows[i].mode);
-		add_str(o, "path", rows[i].path);
-		add_str(o, "host_path", rows[i].host_path);
-		add_str(o, "sandbox_id", rows[i].sandbox_id);
-		add_time(o, "created_at", rows[i].created_at_ms);
-		add_time(o, "released_at", rows[i].released_at_ms);
+		tools_workspace_fill(o, &rows[i]);
 		json_object_array_add(list, o);
 		workspace_record_clear(&rows[i]);
 	}

@@ -22,7 +22,7 @@ const char tools_instructions[] =
 #define SANDBOX_OUT                                                                                                    \
 	"{\"type\":\"object\",\"properties\":{"                                                                        \
 	"\"sandbox_id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"creating\","                 \
-	"\"running\",\"failed\",\"removed\"]},"                                                                        \
+	"\"running\",\"failed\",\"removed\",\"approval_required\"]},"                                                                        \
 	"\"workspace_id\":{\"type\":\"string\"},\"workspace_mode\":{\"type\":\"string\"},"                             \
 	"\"workspace_path\":{\"type\":\"string\",\"description\":\"Host directory behind /workspace\"},"               \
 	"\"image\":{\"type\":\"string\"},\"container_id\":{\"type\":\"string\"},"                                      \
@@ -32,8 +32,10 @@ const char tools_instructions[] =
 	"\"removed_at\":{\"type\":\"string\"},\"reused\":{\"type\":\"boolean\"},"                                      \
 	"\"workspace_kept\":{\"type\":\"boolean\"},\"agents_md\":{\"type\":\"string\"},"                               \
 	"\"bash_sessions\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"                                      \
-	"\"helper_error\":{\"type\":\"string\"}"                                                                       \
-	"},\"required\":[\"sandbox_id\",\"status\",\"workspace_id\"]}"
+	"\"helper_error\":{\"type\":\"string\"},\"host_path\":{\"type\":\"string\"},"                              \
+	"\"copy_session_id\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},"                             \
+	"\"approval_id\":{\"type\":\"string\"}"                                                                        \
+	"},\"required\":[\"status\"]}"
 
 #define BASH_OUT                                                                                                       \
 	"{\"type\":\"object\",\"properties\":{"                                                                        \
@@ -56,16 +58,25 @@ static const struct mcp_tool table[] = {
     {
         .name = "sandbox_create",
         .title = "Create sandbox",
-        .description = "Create a disposable Linux sandbox with a persistent /workspace and return its sandbox_id. "
-                       "Keep the sandbox_id and pass it to every other tool. With workspace_id, attaches an existing "
-                       "workspace; if that workspace already has a running sandbox, that one is returned (reused: "
-                       "true). Takes a few seconds.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{"
-                        "\"memory\":{\"type\":\"string\",\"description\":\"Memory ceiling such as \\\"512m\\\" or "
-                        "\\\"4g\\\" (default: no ceiling)\"},"
-                        "\"workspace_id\":{\"type\":\"string\",\"description\":\"Existing workspace to attach "
-                        "(ws_..., from workspace_list); default: a new managed workspace\"}"
-                        "},\"additionalProperties\":false}",
+        .description =
+            "Create a disposable Linux sandbox with a persistent /workspace and return its sandbox_id. Keep the "
+            "sandbox_id and pass it to every other tool. Default: a new managed workspace. workspace_path works on "
+            "a directory of the user's machine: clone mode (default) gives a private copy (a git clone with every "
+            "branch) whose edits never reach the host, direct mode the directory itself. A host directory needs the "
+            "user's approval once: the answer is then status approval_required with an approval_id and what the "
+            "user must run; call again with the same arguments after they approved. With workspace_id, attaches an "
+            "existing workspace; if it already has a running sandbox, that one is returned (reused: true).",
+        .input_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"memory\":{\"type\":\"string\",\"description\":\"Memory ceiling such as \\\"512m\\\" or "
+            "\\\"4g\\\" (default: no ceiling)\"},"
+            "\"workspace_id\":{\"type\":\"string\",\"description\":\"Existing workspace to attach "
+            "(ws_..., from workspace_list)\"},"
+            "\"workspace_path\":{\"type\":\"string\",\"description\":\"Absolute path of a directory on the "
+            "user's machine (below an allowed root such as ~/repositories)\"},"
+            "\"workspace_mode\":{\"type\":\"string\",\"enum\":[\"clone\",\"direct\"],\"description\":\"With "
+            "workspace_path: clone (a private copy, default) or direct (the directory itself, read-write)\"}"
+            "},\"additionalProperties\":false}",
         .output_schema = SANDBOX_OUT,
         .hints = MCP_HINT_OPEN_WORLD,
         .handler = tool_sandbox_create,
@@ -108,8 +119,9 @@ static const struct mcp_tool table[] = {
     {
         .name = "workspace_list",
         .title = "List workspaces",
-        .description = "List the workspaces chat2sbx knows (managed directories kept between sandboxes), "
-                       "with the sandbox using each.",
+        .description = "List the workspaces chat2sbx knows: managed directories (kept 30 days after their "
+                       "sandbox, then moved to the trash) and approved host directories (clone or direct), with "
+                       "their state and the sandbox using each.",
         .input_schema = "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
         .output_schema = "{\"type\":\"object\",\"properties\":{\"workspaces\":{\"type\":\"array\","
                          "\"items\":{\"type\":\"object\"}}},\"required\":[\"workspaces\"]}",

@@ -597,8 +597,10 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 		                "bash_poll",
 		                sid);
 	if (running_count() >= BASH_MAX_RUNNING)
-		return rpc_fail(err, "LIMIT", "%d sessions are already running; stop some with bash_stop first (sandbox_get lists them)",
-		                BASH_MAX_RUNNING);
+		return rpc_fail(
+		    err, "LIMIT",
+		    "%d sessions are already running; stop some with bash_stop first (sandbox_get lists them)",
+		    BASH_MAX_RUNNING);
 	if (nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
 	char *cwd;

@@ -31,12 +31,20 @@ struct selector {
 	size_t out_len, last_end; /* last_end: out_len after the last whole line */
 	uint64_t line;            /* number of the line the next byte belongs to */
 	uint64_t lines_out;
+	uint64_t base;    /* file offset of the chunk being selected from */
+	uint64_t end_pos; /* file offset just after line end-1, once reached */
 	bool stopped, cut, partial_first;
 };
 
 static bool selected(const struct selector *s)
 {
 	return !s->stopped && s->line >= s->offset && s->line < s->end;
+}
+
+/* Nothing more can be selected: limit lines taken, or max_bytes reached. */
+static bool selection_done(const struct selector *s)
+{
+	return s->stopped || s->line >= s->end;
 }
 
 static void select_chunk(struct selector *s, const char *p, size_t n)
@@ -68,16 +76,22 @@ static void select_chunk(struct selector *s, const char *p, size_t n)
 				s->last_end = s->out_len;
 			}
 			s->line++;
+			if (s->line == s->end)
+				s->end_pos = s->base + seg_end;
 		}
 		i = seg_end;
 	}
 }
 
-/* Read fd to its end (at most read_max bytes) once: binary probe, hash,
- * line selection. Fills sel->binary, sel->size, sel->sha256; *ret_last gets
- * the last byte ('\n' for an empty file). */
-static int stream_file(int fd, uint64_t read_max, struct selector *s, struct files_selection *sel, char *ret_last,
-                       const char *path, struct rpc_error *err)
+/* Read fd from its start: binary probe, line selection and, when whole,
+ * the hash of every byte to the end (at most read_max bytes). When not
+ * whole, stop as soon as the selection is complete (or the file is
+ * binary), and fail with LIMIT when the selection has not started within
+ * FILES_WHOLE_MAX bytes. Fills sel->binary and sel->sha256 (whole only);
+ * *ret_read gets the bytes read, *ret_last the last byte ('\n' for an
+ * empty file), *ret_eof whether the end of the file was seen. */
+static int stream_file(int fd, uint64_t read_max, bool whole, struct selector *s, struct files_selection *sel,
+                       uint64_t *ret_read, char *ret_last, bool *ret_eof, const char *path, struct rpc_error *err)
 {
 	char *buf = malloc(CHUNK);
 	if (!buf)
@@ -86,7 +100,21 @@ static int stream_file(int fd, uint64_t read_max, struct selector *s, struct fil
 	sha256_init(&h);
 	uint64_t size = 0;
 	char last = '\n';
+	bool eof = false;
 	for (;;) {
+		if (!whole && (sel->binary || selection_done(s)))
+			break;
+		if (!whole && size >= FILES_WHOLE_MAX && s->line < s->offset) {
+			free(buf);
+			uint64_t to = s->end - 1;
+			return rpc_fail(err, "LIMIT",
+			                "'%s' is larger than %llu bytes and line %" PRIu64
+			                " is not within its first %llu bytes, so read does not reach it; "
+			                "use bash instead: sed -n '%" PRIu64 ",%" PRIu64 "p' '%s' prints lines %" PRIu64
+			                " to %" PRIu64 ", tail -n 100 '%s' the last 100 lines",
+			                path, FILES_WHOLE_MAX, s->offset, FILES_WHOLE_MAX, s->offset, to, path,
+			                s->offset, to, path);
+		}
 		size_t want = read_max - size < CHUNK ? (size_t)(read_max - size) : CHUNK;
 		if (want == 0)
 			break;
@@ -98,23 +126,30 @@ static int stream_file(int fd, uint64_t read_max, struct selector *s, struct fil
 			free(buf);
 			return rpc_fail_errno(err, e, "read", path);
 		}
-		if (n == 0)
+		if (n == 0) {
+			eof = true;
 			break;
+		}
 		if (size < FILES_BINARY_PROBE) {
 			size_t probe = FILES_BINARY_PROBE - size < (size_t)n ? FILES_BINARY_PROBE - size : (size_t)n;
 			if (memchr(buf, '\0', probe))
 				sel->binary = true;
 		}
-		sha256_update(&h, buf, (size_t)n);
-		if (!sel->binary)
+		if (whole)
+			sha256_update(&h, buf, (size_t)n);
+		if (!sel->binary) {
+			s->base = size;
 			select_chunk(s, buf, (size_t)n);
+		}
 		size += (size_t)n;
 		last = buf[n - 1];
 	}
 	free(buf);
-	sha256_final_hex(&h, sel->sha256);
-	sel->size = size;
+	if (whole)
+		sha256_final_hex(&h, sel->sha256);
+	*ret_read = size;
 	*ret_last = last;
+	*ret_eof = eof;
 	return 0;
 }
 
@@ -131,30 +166,48 @@ int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, siz
 	                     .line = 1};
 	if (!(s.out = malloc(max_bytes + 1)))
 		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", path);
+	/* Small files are read whole (a file that keeps growing is cut at its
+	 * size plus FILES_READ_SLACK); large ones only as far as the selection. */
+	uint64_t fsize = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+	sel->whole = fsize <= FILES_WHOLE_MAX;
+	uint64_t got = 0;
 	char last = '\n';
-	if (stream_file(fd, (uint64_t)st.st_size + FILES_READ_SLACK, &s, sel, &last, path, err) < 0 || sel->binary) {
+	bool eof = false;
+	if (stream_file(fd, sel->whole ? fsize + FILES_READ_SLACK : UINT64_MAX, sel->whole, &s, sel, &got, &last, &eof,
+	                path, err) < 0) {
 		free(s.out);
-		return sel->binary ? 0 : -1;
+		return -1;
+	}
+	sel->size = sel->whole || eof || got > fsize ? got : fsize;
+	sel->total_known = sel->whole || eof;
+	if (sel->binary) {
+		free(s.out);
+		return 0;
 	}
 	sel->start_line = offset;
-	bool unterminated = sel->size > 0 && last != '\n';
+	bool unterminated = sel->total_known && got > 0 && last != '\n';
 	if (unterminated && selected(&s)) {
 		s.lines_out++;
 		s.last_end = s.out_len;
 	}
-	sel->total_lines = s.line - 1 + (unterminated ? 1 : 0);
-	uint64_t highest = sel->total_lines ? sel->total_lines : 1;
-	if (offset > highest) {
-		free(s.out);
-		return rpc_fail(err, "INVALID_ARGUMENT",
-		                "offset %" PRIu64 " is past the end of '%s', which has %" PRIu64
-		                " lines; pass an offset from 1 to %" PRIu64,
-		                offset, path, sel->total_lines, highest);
+	if (sel->total_known) {
+		sel->total_lines = s.line - 1 + (unterminated ? 1 : 0);
+		uint64_t highest = sel->total_lines ? sel->total_lines : 1;
+		if (offset > highest) {
+			free(s.out);
+			return rpc_fail(err, "INVALID_ARGUMENT",
+			                "offset %" PRIu64 " is past the end of '%s', which has %" PRIu64
+			                " lines; pass an offset from 1 to %" PRIu64,
+			                offset, path, sel->total_lines, highest);
+		}
 	}
 	if (s.partial_first)
 		s.out_len -= utf8_incomplete_suffix((unsigned char *)s.out, s.out_len);
 	sel->lines = s.lines_out + (s.partial_first ? 1 : 0);
-	sel->truncated = s.cut || offset + sel->lines - 1 < sel->total_lines;
+	if (sel->total_known)
+		sel->truncated = s.cut || offset + sel->lines - 1 < sel->total_lines;
+	else /* stopped early: by max_bytes, or after line end-1 */
+		sel->truncated = s.cut || s.end_pos < sel->size;
 	sel->content = utf8_sanitize((unsigned char *)s.out, s.out_len, &sel->content_len);
 	free(s.out);
 	if (!sel->content)
@@ -232,12 +285,20 @@ int files_rpc_read(json_object *id, json_object *params, json_object **ret_resul
 		json_object_object_add(o, "content", json_object_new_string_len(sel.content, (int)sel.content_len));
 		json_object_object_add(o, "start_line", json_object_new_int64((int64_t)sel.start_line));
 		json_object_object_add(o, "lines", json_object_new_int64((int64_t)sel.lines));
-		json_object_object_add(o, "total_lines", json_object_new_int64((int64_t)sel.total_lines));
+		if (sel.total_known)
+			json_object_object_add(o, "total_lines", json_object_new_int64((int64_t)sel.total_lines));
+		json_object_object_add(o, "total_lines_known", json_object_new_boolean(sel.total_known));
 		json_object_object_add(o, "truncated", json_object_new_boolean(sel.truncated));
 		json_object_object_add(o, "binary", json_object_new_boolean(0));
 	}
 	json_object_object_add(o, "size", json_object_new_int64((int64_t)sel.size));
-	json_object_object_add(o, "sha256", json_object_new_string(sel.sha256));
+	if (sel.whole) {
+		json_object_object_add(o, "sha256", json_object_new_string(sel.sha256));
+	} else {
+		char why[64];
+		snprintf(why, sizeof why, "file larger than %llu bytes", FILES_WHOLE_MAX);
+		json_object_object_add(o, "sha256_skipped", json_object_new_string(why));
+	}
 	free(sel.content);
 	free(abs);
 	*ret_result = o;
@@ -246,23 +307,43 @@ int files_rpc_read(json_object *id, json_object *params, json_object **ret_resul
 
 /* ---- file.write ---- */
 
+static int too_large_to_check(const char *path, struct rpc_error *err)
+{
+	return rpc_fail(err, "LIMIT",
+	                "'%s' is larger than %llu bytes, so its sha256 is not computed and "
+	                "expected_sha256 cannot be checked; write it without expected_sha256",
+	                path, FILES_WHOLE_MAX);
+}
+
+/* Hash a file of at most FILES_WHOLE_MAX bytes (LIMIT beyond). */
 static int hash_file(const char *path, char hex[65], struct rpc_error *err)
 {
 	int fd;
+	struct stat st;
 	if (open_regular(path, &fd, err) < 0)
 		return -1;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > FILES_WHOLE_MAX) {
+		close(fd);
+		return too_large_to_check(path, err);
+	}
 	struct sha256 h;
 	sha256_init(&h);
 	char *buf = malloc(CHUNK);
 	ssize_t n = 0;
-	while (buf && ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR)))
-		if (n > 0)
+	uint64_t total = 0;
+	while (buf && total <= FILES_WHOLE_MAX && ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR))) {
+		if (n > 0) {
 			sha256_update(&h, buf, (size_t)n);
+			total += (size_t)n;
+		}
+	}
 	int e = errno;
 	free(buf);
 	close(fd);
 	if (!buf || n < 0)
 		return rpc_fail_errno(err, buf ? e : ENOMEM, "read", path);
+	if (total > FILES_WHOLE_MAX) /* it grew while we read */
+		return too_large_to_check(path, err);
 	sha256_final_hex(&h, hex);
 	return 0;
 }
@@ -378,15 +459,74 @@ fail:;
 	return rpc_fail_errno(err, e, what, target);
 }
 
+/* The file a write to path replaces: path itself unless it is a symlink;
+ * then the end of its chain (a dangling link's target, to be created), in
+ * its parent's canonical form when that parent exists. */
+static int write_target(const char *path, char **ret, struct rpc_error *err)
+{
+	char *cur = strdup(path);
+	if (!cur)
+		return rpc_fail(err, "INTERNAL", "out of memory");
+	bool followed = false;
+	for (int hops = 0;; hops++) {
+		struct stat lst;
+		if (lstat(cur, &lst) < 0 || !S_ISLNK(lst.st_mode))
+			break;
+		char link[PATH_MAX];
+		ssize_t n = hops < FILES_MAX_SYMLINKS ? readlink(cur, link, sizeof link - 1) : -1;
+		if (n <= 0) {
+			int e = hops < FILES_MAX_SYMLINKS ? (n < 0 ? errno : ENOENT) : ELOOP;
+			free(cur);
+			if (e == ELOOP)
+				return rpc_fail(err, "INVALID_ARGUMENT",
+				                "'%s' is a symlink chain longer than %d links (or a loop); "
+				                "write to the file it should point to",
+				                path, FILES_MAX_SYMLINKS);
+			return rpc_fail_errno(err, e, "read symlink", path);
+		}
+		link[n] = '\0';
+		char *next = NULL;
+		if (link[0] == '/') {
+			next = strdup(link);
+		} else {
+			const char *slash = strrchr(cur, '/');
+			int dlen = slash ? (int)(slash - cur) : 1;
+			if (asprintf(&next, "%.*s/%s", dlen, slash ? cur : ".", link) < 0)
+				next = NULL;
+		}
+		free(cur);
+		if (!next)
+			return rpc_fail(err, "INTERNAL", "out of memory");
+		if (strlen(next) >= PATH_MAX) {
+			free(next);
+			return rpc_fail(err, "INVALID_ARGUMENT",
+			                "the symlink chain of '%s' leads to a path over %d bytes", path, PATH_MAX);
+		}
+		cur = next;
+		followed = true;
+	}
+	if (followed) {
+		char *slash = strrchr(cur, '/');
+		*slash = '\0';
+		char *dir = realpath(slash == cur ? "/" : cur, NULL);
+		*slash = '/';
+		char *clean = NULL;
+		if (dir && asprintf(&clean, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", slash + 1) >= 0) {
+			free(cur);
+			cur = clean;
+		}
+		free(dir);
+	}
+	*ret = cur;
+	return 0;
+}
+
 int files_write_atomic(const char *path, const char *content, size_t len, bool create_dirs, const char *expected_sha256,
                        bool *ret_created, char *ret_sha256, struct rpc_error *err)
 {
-	char *target = NULL;
-	struct stat lst;
-	if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
-		target = realpath(path, NULL);
-	if (!target && !(target = strdup(path)))
-		return rpc_fail(err, "INTERNAL", "out of memory");
+	char *target;
+	if (write_target(path, &target, err) < 0)
+		return -1;
 	struct stat st;
 	bool exists = stat(target, &st) == 0;
 	int r = -1;

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,7 +48,27 @@ int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Drop CAP_SYS_PTRACE from the bounding set and the current sets, so the
+ * exec'd helper and everything it starts lack it (even as root). */
+static void drop_sys_ptrace(void)
+{
+	prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0);
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return;
+	data[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective &= ~CAP_TO_MASK(CAP_SYS_PTRACE);
+	data[CAP_TO_INDEX(CAP_SYS_PTRACE)].permitted &= ~CAP_TO_MASK(CAP_SYS_PTRACE);
+	data[CAP_TO_INDEX(CAP_SYS_PTRACE)].inheritable &= ~CAP_TO_MASK(CAP_SYS_PTRACE);
+	syscall(SYS_capset, &hdr, data);
+}
+
 void harness_start(struct harness *h)
+{
+	harness_start_flags(h, 0);
+}
+
+void harness_start_flags(struct harness *h, unsigned flags)
 {
 	memset(h, 0, sizeof *h);
 	snprintf(h->dir, sizeof h->dir, "/tmp/chat2sbx-test-XXXXXX");
@@ -70,6 +92,8 @@ void harness_start(struct harness *h)
 		if (dup2(req[0], STDIN_FILENO) < 0 || dup2(rep[1], STDOUT_FILENO) < 0 || err_fd < 0 ||
 		    dup2(err_fd, STDERR_FILENO) < 0)
 			_exit(120);
+		if (flags & HARNESS_NO_SYS_PTRACE)
+			drop_sys_ptrace();
 		setenv("CHAT2SBX_TEST_LOOP_WORKSPACE", h->workspace, 1);
 		setenv("CHAT2SBX_TEST_LOOP_LOGS", h->logs, 1);
 		/* A fresh, single-threaded, sanitized process: this test binary

@@ -25,6 +25,11 @@ struct harness {
 
 /* Fork the loop with a fresh workspace and log directory. */
 void harness_start(struct harness *h);
+/* The same, with flags: HARNESS_NO_SYS_PTRACE runs the helper (and so its
+ * sessions) without CAP_SYS_PTRACE, as in a container; a no-op when the
+ * tests do not run as root. */
+#define HARNESS_NO_SYS_PTRACE 1u
+void harness_start_flags(struct harness *h, unsigned flags);
 /* Send one request line (printf format; the newline is added). */
 void harness_send(struct harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The reply with this id, waiting up to timeout_ms; NULL on timeout. The

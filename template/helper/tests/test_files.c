@@ -262,6 +262,28 @@ Test(files, expected_sha256_detects_a_change)
 	cr_assert_eq(files_write_atomic(path_of("h.txt"), "new", 3, false, abc, &created, sha, &err), 0);
 }
 
+static void assert_content(const char *name, const char *want)
+{
+	char buf[256] = {0};
+	FILE *f = fopen(path_of(name), "r");
+	cr_assert_not_null(f, "%s is missing", name);
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	cr_assert_eq(n, strlen(want));
+	cr_assert_str_eq(buf, want);
+}
+
+static void assert_link(const char *name, const char *to)
+{
+	char buf[256];
+	ssize_t n = readlink(path_of(name), buf, sizeof buf - 1);
+	cr_assert_gt(n, 0, "%s is no longer a symlink", name);
+	buf[n] = '\0';
+	cr_assert_str_eq(buf, to);
+}
+
+/* One rule: a symlink is followed to the end of its chain and the file
+ * there is replaced, or created when the link dangles; links stay. */
 Test(files, write_follows_a_symlink)
 {
 	put("target.txt", "old", 3);
@@ -270,11 +292,156 @@ Test(files, write_follows_a_symlink)
 	char sha[65];
 	struct rpc_error err;
 	cr_assert_eq(files_write_atomic(path_of("link.txt"), "new", 3, false, NULL, &created, sha, &err), 0);
+	cr_assert_not(created);
+	assert_link("link.txt", "target.txt");
+	assert_content("target.txt", "new");
+	/* expected_sha256 is checked against the target. */
+	const char *new_sha = "11507a0e2f5e69d5dfa40a62a1bd7b6ee57e6bcd85c67c9b8431b36fff21c437";
+	cr_assert_eq(files_write_atomic(path_of("link.txt"), "newer", 5, false, new_sha, &created, sha, &err), 0, "%s",
+	             err.message);
+	assert_content("target.txt", "newer");
+	cr_assert_eq(temp_files(), 0);
+}
+
+Test(files, write_through_a_dangling_symlink_creates_its_target)
+{
+	mkdir(path_of("sub"), 0755);
+	cr_assert_eq(symlink("sub/made.txt", path_of("dangling")), 0);
+	bool created;
+	char sha[65];
+	struct rpc_error err;
+	cr_assert_eq(files_write_atomic(path_of("dangling"), "hello", 5, false, NULL, &created, sha, &err), 0, "%s",
+	             err.message);
+	cr_assert(created);
+	assert_link("dangling", "sub/made.txt");
+	assert_content("sub/made.txt", "hello");
 	struct stat st;
-	cr_assert_eq(lstat(path_of("link.txt"), &st), 0);
-	cr_assert(S_ISLNK(st.st_mode));
-	cr_assert_eq(stat(path_of("target.txt"), &st), 0);
-	cr_assert_eq(st.st_size, 3);
+	cr_assert_eq(stat(path_of("sub/made.txt"), &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0644);
+	/* A chain of relative links, the last one dangling into a missing
+	 * directory: create_dirs creates it. */
+	cr_assert_eq(symlink("../chain2", path_of("sub/chain1")), 0);
+	cr_assert_eq(symlink("deep/end.txt", path_of("chain2")), 0);
+	cr_assert_eq(files_write_atomic(path_of("sub/chain1"), "x", 1, false, NULL, &created, sha, &err), -1);
+	cr_assert_str_eq(err.data_code, "NOT_FOUND");
+	cr_assert_eq(files_write_atomic(path_of("sub/chain1"), "x", 1, true, NULL, &created, sha, &err), 0, "%s",
+	             err.message);
+	cr_assert(created);
+	assert_link("sub/chain1", "../chain2");
+	assert_link("chain2", "deep/end.txt");
+	assert_content("deep/end.txt", "x");
+	/* An absolute dangling link. */
+	char abs_to[256];
+	snprintf(abs_to, sizeof abs_to, "%s/abs.txt", dir);
+	cr_assert_eq(symlink(abs_to, path_of("abs_link")), 0);
+	cr_assert_eq(files_write_atomic(path_of("abs_link"), "abs", 3, false, NULL, &created, sha, &err), 0);
+	assert_link("abs_link", abs_to);
+	assert_content("abs.txt", "abs");
+	cr_assert_eq(temp_files(), 0);
+}
+
+Test(files, write_refuses_a_symlink_loop)
+{
+	cr_assert_eq(symlink("loop_b", path_of("loop_a")), 0);
+	cr_assert_eq(symlink("loop_a", path_of("loop_b")), 0);
+	bool created;
+	char sha[65];
+	struct rpc_error err;
+	cr_assert_eq(files_write_atomic(path_of("loop_a"), "x", 1, false, NULL, &created, sha, &err), -1);
+	cr_assert_str_eq(err.data_code, "INVALID_ARGUMENT");
+	cr_assert(strstr(err.message, "loop"), "%s", err.message);
+	assert_link("loop_a", "loop_b");
+	cr_assert_eq(temp_files(), 0);
+}
+
+/* A sparse file of 20 GiB: text lines, then a hole (one endless line). */
+static void put_huge(const char *name)
+{
+	FILE *f = fopen(path_of(name), "w");
+	cr_assert_not_null(f);
+	for (int i = 1; i <= 2000; i++)
+		fprintf(f, "line %d\n", i);
+	fclose(f);
+	cr_assert_eq(truncate(path_of(name), 20ll << 30), 0);
+}
+
+Test(files, huge_file_is_read_only_as_far_as_the_selection)
+{
+	put_huge("huge.txt");
+	struct files_selection s;
+	struct rpc_error err;
+	cr_assert_eq(sel_read("huge.txt", 1999, 2, 1000, &s, &err), 0, "%s", err.message);
+	cr_assert_str_eq(s.content, "line 1999\nline 2000\n");
+	cr_assert_eq(s.lines, 2);
+	cr_assert(s.truncated);
+	cr_assert_not(s.whole);
+	cr_assert_not(s.total_known);
+	cr_assert_eq(s.size, 20ull << 30);
+	free(s.content);
+	/* max_bytes still bounds the endless line after them. */
+	cr_assert_eq(sel_read("huge.txt", 2000, 5, 100, &s, &err), 0, "%s", err.message);
+	cr_assert_str_eq(s.content, "line 2000\n");
+	cr_assert(s.truncated);
+	free(s.content);
+	/* A selection that starts beyond the first FILES_WHOLE_MAX bytes. */
+	cr_assert_eq(sel_read("huge.txt", 2002, 3, 1000, &s, &err), -1);
+	cr_assert_str_eq(err.data_code, "LIMIT");
+	cr_assert(strstr(err.message, "sed -n '2002,2004p'"), "%s", err.message);
+	cr_assert(strstr(err.message, "tail -n"), "%s", err.message);
+	/* A binary one stops after the probe. */
+	put("zeros", "", 0);
+	cr_assert_eq(truncate(path_of("zeros"), 20ll << 30), 0);
+	cr_assert_eq(sel_read("zeros", 1, 10, 1000, &s, &err), 0);
+	cr_assert(s.binary);
+	cr_assert_not(s.whole);
+	cr_assert_eq(s.size, 20ull << 30);
+}
+
+Test(files, large_file_read_to_its_end_counts_its_lines)
+{
+	/* Just over the bound, the last lines starting before it: line 1 is
+	 * text (no NUL in the probe), line 2 a hole, then lines 3 and 4. */
+	char pad[9000];
+	memset(pad, 'p', sizeof pad);
+	pad[sizeof pad - 1] = '\n';
+	put("tail.txt", pad, sizeof pad);
+	int fd = open(path_of("tail.txt"), O_WRONLY);
+	cr_assert_geq(fd, 0);
+	const char tail[] = "\nlast1\nlast2\n";
+	cr_assert_eq(pwrite(fd, tail, sizeof tail - 1, (off_t)FILES_WHOLE_MAX - 7), (ssize_t)sizeof tail - 1);
+	close(fd);
+	struct files_selection s;
+	struct rpc_error err;
+	cr_assert_eq(sel_read("tail.txt", 3, 10, 1000, &s, &err), 0, "%s", err.message);
+	cr_assert_str_eq(s.content, "last1\nlast2\n");
+	cr_assert_not(s.whole);
+	cr_assert(s.total_known);
+	cr_assert_eq(s.total_lines, 4);
+	cr_assert_not(s.truncated);
+	cr_assert_eq(s.size, FILES_WHOLE_MAX + 6);
+	free(s.content);
+	/* expected_sha256 is refused on it, and the file is untouched. */
+	bool created;
+	char sha[65];
+	const char *any = "0000000000000000000000000000000000000000000000000000000000000000";
+	cr_assert_eq(files_write_atomic(path_of("tail.txt"), "x", 1, false, any, &created, sha, &err), -1);
+	cr_assert_str_eq(err.data_code, "LIMIT");
+	cr_assert(strstr(err.message, "without expected_sha256"), "%s", err.message);
+	struct stat st;
+	cr_assert_eq(stat(path_of("tail.txt"), &st), 0);
+	cr_assert_eq((uint64_t)st.st_size, FILES_WHOLE_MAX + 6);
+}
+
+Test(files, file_at_the_bound_is_read_whole)
+{
+	put("edge.txt", "a\nb\n", 4);
+	cr_assert_eq(truncate(path_of("edge.txt"), (off_t)FILES_WHOLE_MAX), 0);
+	struct files_selection s;
+	struct rpc_error err;
+	cr_assert_eq(sel_read("edge.txt", 1, 1, 1000, &s, &err), 0);
+	cr_assert(s.binary); /* the hole is NUL bytes */
+	cr_assert(s.whole);
+	cr_assert_eq(strlen(s.sha256), 64);
 }
 
 Test(files, write_refuses_a_directory)

@@ -509,3 +509,220 @@ Test(loop, two_polls_on_one_session_share_the_output)
 	json_object_put(b);
 	stop_clean(&h);
 }
+
+/* Commands run as root in the container: without CAP_SYS_PTRACE (which
+ * containers lack) they must not reach the helper's stdin, stdout or stderr
+ * through /proc, nor its memory or environment; their own processes stay
+ * reachable (execve makes them dumpable again), and they inherit no
+ * descriptor of the helper's. */
+Test(loop, helper_streams_are_out_of_reach_of_commands)
+{
+	struct harness h;
+	harness_start_flags(&h, HARNESS_NO_SYS_PTRACE);
+	char script[PATH_MAX + 16];
+	snprintf(script, sizeof script, "%s/probe.sh", h.workspace);
+	FILE *f = fopen(script, "w");
+	cr_assert_not_null(f);
+	fputs("P=$1\n"
+	      "echo '{\"id\":1,\"result\":null}' >> /proc/$P/fd/1 && echo LEAK:fd1\n"
+	      ": < /proc/$P/fd/0 && echo LEAK:fd0\n"
+	      ": >> /proc/$P/fd/2 && echo LEAK:fd2\n"
+	      "ls -l /proc/$P/fd/ 2>&1 | grep -q -- '->' && echo LEAK:fdlist\n"
+	      "cat /proc/$P/environ > /dev/null && echo LEAK:environ\n"
+	      "printf x | dd of=/proc/$P/mem bs=1 seek=4096 conv=notrunc status=none && echo LEAK:mem\n"
+	      ": >> /proc/$$/fd/1 && echo own-fd-ok\n"
+	      "cat /proc/$$/environ > /dev/null && echo own-environ-ok\n"
+	      "echo fds: $(ls /proc/self/fd)\n",
+	      f);
+	fclose(f);
+	json_object *r = harness_call(&h, 1, 10000,
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_probe\",\"command\":\"bash probe.sh %d\","
+	                              "\"yield_time_ms\":8000}}",
+	                              (int)h.pid);
+	cr_assert_not_null(r);
+	const char *out = jstr(r, "output");
+	cr_assert_str_eq(jstr(r, "status"), "exited", "%s", out);
+	cr_assert_null(strstr(out, "LEAK"), "%s", out);
+	cr_assert(strstr(out, "Permission denied"), "%s", out);
+	cr_assert(strstr(out, "own-fd-ok\nown-environ-ok\n"), "%s", out);
+	cr_assert(strstr(out, "fds: 0 1 2 3\n"), "%s", out);
+	json_object_put(r);
+	/* Nothing forged arrived: the next reply is the helper's own. */
+	r = harness_call(&h, 2, 5000, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"hello\"}");
+	cr_assert_str_eq(jstr(r, "version"), PROTO_VERSION);
+	json_object_put(r);
+	stop_clean(&h);
+}
+
+static pid_t first_int(const char *s)
+{
+	return s ? (pid_t)strtol(s, NULL, 10) : 0;
+}
+
+/* bash.stop after the shell exited still clears its process group, whether
+ * the leftovers hold the output pipe or not, and keeps the shell's status. */
+Test(loop, stop_kills_leftovers_of_an_ended_shell)
+{
+	struct harness h;
+	harness_start(&h);
+	const char *cmds[] = {"sleep 1000 & echo $!; exit 0", "sleep 1000 >/dev/null 2>&1 & echo $!; exit 5",
+	                      "(trap '' TERM; while :; do sleep 1000 & sleep 0.01; done) >/dev/null 2>&1 & "
+	                      "echo $!"};
+	for (int i = 0; i < 3; i++) {
+		json_object *r = harness_call(&h, 10 * i + 1, 5000,
+		                              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.start\",\"params\":{"
+		                              "\"session_id\":\"bash_left%d\",\"command\":\"%s\","
+		                              "\"yield_time_ms\":5000}}",
+		                              10 * i + 1, i, cmds[i]);
+		cr_assert_str_eq(jstr(r, "status"), "exited");
+		pid_t bg = first_int(jstr(r, "output")), pgid = (pid_t)jint(r, "pid");
+		int code = (int)jint(r, "exit_code");
+		cr_assert_gt(bg, 1);
+		json_object_put(r);
+		usleep(200 * 1000);
+		cr_assert_eq(kill(bg, 0), 0, "the background job is not running");
+		int64_t t0 = now_ms();
+		r = harness_call(&h, 10 * i + 2, 5000,
+		                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.stop\",\"params\":{"
+		                 "\"session_id\":\"bash_left%d\"}}",
+		                 10 * i + 2, i);
+		int64_t took = now_ms() - t0;
+		cr_assert_str_eq(jstr(r, "status"), "exited");
+		cr_assert_eq(jint(r, "exit_code"), code);
+		json_object_put(r);
+		cr_assert_eq(kill(-pgid, 0), -1, "process group %d survived bash.stop", (int)pgid);
+		cr_assert_eq(kill(bg, 0), -1);
+		/* The last one ignores SIGTERM: SIGKILL after the grace period. */
+		if (i == 2)
+			cr_assert_geq(took, PROTO_KILL_GRACE_MS - 100);
+		else
+			cr_assert_lt(took, 1000);
+	}
+	stop_clean(&h);
+}
+
+/* bash.list: the 50 most recent sessions plus every running one. */
+Test(loop, list_is_bounded)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 5000,
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_old_running\",\"command\":\"sleep 1000\","
+	                              "\"yield_time_ms\":0}}");
+	json_object_put(r);
+	for (int i = 0; i < 60; i++) {
+		r = harness_call(&h, 100 + i, 5000,
+		                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.start\",\"params\":{"
+		                 "\"session_id\":\"bash_n%d\",\"command\":\"true\",\"yield_time_ms\":5000}}",
+		                 100 + i, i);
+		cr_assert_str_eq(jstr(r, "status"), "exited");
+		json_object_put(r);
+	}
+	r = harness_call(&h, 2, 5000, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.list\"}");
+	json_object *arr;
+	cr_assert(json_object_object_get_ex(r, "sessions", &arr));
+	cr_assert_eq(json_object_array_length(arr), 51);
+	cr_assert_eq(jint(r, "total"), 61);
+	cr_assert(jbool(r, "truncated"));
+	cr_assert_str_eq(jstr(json_object_array_get_idx(arr, 0), "session_id"), "bash_old_running");
+	cr_assert_str_eq(jstr(json_object_array_get_idx(arr, 0), "status"), "running");
+	cr_assert_str_eq(jstr(json_object_array_get_idx(arr, 1), "session_id"), "bash_n10");
+	cr_assert_str_eq(jstr(json_object_array_get_idx(arr, 50), "session_id"), "bash_n59");
+	json_object_put(r);
+	stop_clean(&h);
+}
+
+/* Messages that reach the model name its tools, not helper methods. */
+Test(loop, messages_name_the_tools)
+{
+	struct harness h;
+	harness_start(&h);
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.poll\",\"params\":{"
+	                 "\"session_id\":\"bash_nobody\"}}");
+	json_object *rep = harness_wait(&h, 1, 5000);
+	const char *msg = jstr(error_of(rep), "message");
+	cr_assert(strstr(msg, "sandbox_get lists this sandbox's bash sessions"), "%s", msg);
+	cr_assert_null(strstr(msg, "bash."), "%s", msg);
+	json_object_put(rep);
+	size_t n = 140000;
+	char *cmd = malloc(n + 1);
+	memset(cmd, ':', n);
+	cmd[n] = '\0';
+	harness_send(&h,
+	             "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.start\",\"params\":{"
+	             "\"session_id\":\"bash_long_cmd\",\"command\":\"%s\"}}",
+	             cmd);
+	free(cmd);
+	rep = harness_wait(&h, 2, 5000);
+	msg = jstr(error_of(rep), "message");
+	cr_assert(strstr(msg, "write tool"), "%s", msg);
+	cr_assert_null(strstr(msg, "file."), "%s", msg);
+	json_object_put(rep);
+	stop_clean(&h);
+}
+
+/* A huge (sparse) file is read only as far as the selection: no hash, no
+ * line count, and no minutes-long stall of the loop. */
+Test(loop, huge_file_read_is_bounded)
+{
+	struct harness h;
+	harness_start(&h);
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof path, "%s/huge.txt", h.workspace);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	for (int i = 1; i <= 2000; i++)
+		fprintf(f, "line %d\n", i);
+	fclose(f);
+	cr_assert_eq(truncate(path, 20ll << 30), 0);
+	int64_t t0 = now_ms();
+	json_object *r = harness_call(&h, 1, 30000,
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"file.read\",\"params\":{"
+	                              "\"path\":\"huge.txt\",\"offset\":2,\"limit\":2}}");
+	cr_assert_lt(now_ms() - t0, 3000);
+	cr_assert_str_eq(jstr(r, "content"), "line 2\nline 3\n");
+	cr_assert_eq(jint(r, "size"), 20ll << 30);
+	cr_assert(jbool(r, "truncated"));
+	json_object *v;
+	cr_assert_not(json_object_object_get_ex(r, "total_lines", &v));
+	cr_assert(json_object_object_get_ex(r, "total_lines_known", &v));
+	cr_assert_not(json_object_get_boolean(v));
+	cr_assert_not(json_object_object_get_ex(r, "sha256", &v));
+	cr_assert_str_eq(jstr(r, "sha256_skipped"), "file larger than 67108864 bytes");
+	json_object_put(r);
+	/* Line 5000 would take a scan of gigabytes: LIMIT, pointing to bash. */
+	t0 = now_ms();
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"file.read\",\"params\":{"
+	                 "\"path\":\"huge.txt\",\"offset\":5000,\"limit\":10}}");
+	json_object *rep = harness_wait(&h, 2, 30000);
+	cr_assert_lt(now_ms() - t0, 5000);
+	json_object *e = error_of(rep);
+	cr_assert_str_eq(data_code(e), "LIMIT");
+	cr_assert(strstr(jstr(e, "message"), "sed -n '5000,5009p'"), "%s", jstr(e, "message"));
+	json_object_put(rep);
+	/* expected_sha256 cannot be checked on it. */
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"file.write\",\"params\":{"
+	                 "\"path\":\"huge.txt\",\"content\":\"x\",\"expected_sha256\":"
+	                 "\"0000000000000000000000000000000000000000000000000000000000000000\"}}");
+	rep = harness_wait(&h, 3, 30000);
+	e = error_of(rep);
+	cr_assert_str_eq(data_code(e), "LIMIT");
+	cr_assert(strstr(jstr(e, "message"), "without expected_sha256"), "%s", jstr(e, "message"));
+	json_object_put(rep);
+	/* A small file still gets both. */
+	r = harness_call(&h, 4, 5000,
+	                 "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"file.write\",\"params\":{"
+	                 "\"path\":\"small.txt\",\"content\":\"a\\nb\\n\"}}");
+	json_object_put(r);
+	r = harness_call(&h, 5, 5000,
+	                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"file.read\",\"params\":{"
+	                 "\"path\":\"small.txt\"}}");
+	cr_assert_eq(jint(r, "total_lines"), 2);
+	cr_assert(jbool(r, "total_lines_known"));
+	cr_assert_not_null(jstr(r, "sha256"));
+	cr_assert_null(jstr(r, "sha256_skipped"));
+	json_object_put(r);
+	stop_clean(&h);
+}

@@ -1,0 +1,109 @@
+/* cmd_approval.c: `chat2sbx approval list|approve ID|reject ID`. The person at
+ * this machine decides here whether a host directory may become a workspace.
+ * Works with or without serve running (same registry, transactions). */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/id.h"
+#include "cli.h"
+#include "controlplane.h"
+#include "lifecycle/lifecycle.h"
+
+static struct json_object *approval_json(const struct approval_record *a)
+{
+	char when[40];
+	struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "approval_id", json_object_new_string(a->id));
+	json_object_object_add(o, "status", json_object_new_string(a->status));
+	json_object_object_add(o, "mode", json_object_new_string(a->mode));
+	json_object_object_add(o, "host_path", json_object_new_string(a->host_path));
+	json_object_object_add(o, "real_path", json_object_new_string(a->real_path));
+	json_object_object_add(o, "requested_by", json_object_new_string(a->requested_by));
+	json_object_object_add(o, "requested_at",
+	                       json_object_new_string(clock_format_rfc3339(a->requested_at_ms, when, sizeof(when))));
+	if (a->decided_at_ms)
+		json_object_object_add(o, "decided_at",
+		                       json_object_new_string(clock_format_rfc3339(a->decided_at_ms, when, sizeof(when))));
+	if (a->workspace_id)
+		json_object_object_add(o, "workspace_id", json_object_new_string(a->workspace_id));
+	return o;
+}
+
+static void print_json(struct json_object *o)
+{
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+static int list(struct cli *cli, struct store *store)
+{
+	struct approval_record *rows = NULL;
+	size_t n = 0;
+	struct cp_error *err = NULL;
+	if (store_approval_list(store, &rows, &n, &err) < 0)
+		return cli_fail(err);
+	struct json_object *arr = json_object_new_array();
+	if (!cli->json)
+		printf("%-30s %-9s %-7s %-24s %s\n", "APPROVAL", "STATUS", "MODE", "REQUESTED", "PATH");
+	for (size_t i = 0; i < n; i++) {
+		char when[40];
+		if (cli->json)
+			json_object_array_add(arr, approval_json(&rows[i]));
+		else
+			printf("%-30s %-9s %-7s %-24s %s\n", rows[i].id, rows[i].status, rows[i].mode,
+			       clock_format_rfc3339(rows[i].requested_at_ms, when, sizeof(when)), rows[i].real_path);
+		approval_record_clear(&rows[i]);
+	}
+	free(rows);
+	if (cli->json)
+		print_json(arr);
+	else
+		json_object_put(arr);
+	return 0;
+}
+
+static int decide(struct cli *cli, struct store *store, const char *verb, const char *id)
+{
+	if (!id_valid(id, "approval_")) {
+		fprintf(stderr, "chat2sbx: '%s' is not an approval id (approval_ followed by %d characters); see "
+		                "'chat2sbx approval list'\n",
+		        id, ID_RANDOM_CHARS);
+		return 2;
+	}
+	struct approval_record a = {0};
+	struct cp_error *err = NULL;
+	int r = !strcmp(verb, "approve") ? lifecycle_approval_approve(cli->cfg, store, id, &a, &err)
+	                                 : store_approval_reject(store, id, clock_now_ms(), &a, &err);
+	if (r < 0)
+		return cli_fail(err);
+	if (cli->json)
+		print_json(approval_json(&a));
+	else if (!strcmp(a.status, "approved"))
+		printf("approved %s: workspace %s (%s) for %s\nThe model can now call sandbox_create with the same "
+		       "workspace_path and workspace_mode, or with workspace_id %s.\n",
+		       a.id, a.workspace_id, a.mode, a.real_path, a.workspace_id);
+	else
+		printf("rejected %s: %s (%s) will not be mounted; the decision is kept\n", a.id, a.real_path, a.mode);
+	approval_record_clear(&a);
+	return 0;
+}
+
+int cmd_approval(struct cli *cli, int argc, char **argv)
+{
+	int is_list = argc == 1 && !strcmp(argv[0], "list");
+	int is_decide = argc == 2 && (!strcmp(argv[0], "approve") || !strcmp(argv[0], "reject"));
+	if (!is_list && !is_decide) {
+		fprintf(stderr, "usage: chat2sbx approval list [--json] | approval approve ID | approval reject ID\n");
+		return 2;
+	}
+	struct store *store = NULL;
+	struct cp_error *err = NULL;
+	if (controlplane_open_store(cli->cfg, &store, &err) < 0)
+		return cli_fail(err);
+	int status = is_list ? list(cli, store) : decide(cli, store, argv[0], argv[1]);
+	store_free(store);
+	return status;
+}

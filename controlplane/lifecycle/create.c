@@ -1,0 +1,375 @@
+/* create.c: sandbox_create, from options to a running sandbox. The order
+ * (workspace → row → container → attach → start → hello → copy → running)
+ * makes every failure undoable: whatever step fails, the container is
+ * removed and the rows this call made are deleted, so the registry and the
+ * engine agree. A host directory only gets here through an approval, and is
+ * checked against the policy again right before it is mounted. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "../base/id.h"
+#include "../base/log.h"
+#include "../policy/policy.h"
+#include "lifecycle_internal.h"
+
+/* Copies the read-only source into the container's own /workspace: a git
+ * repository is cloned (every branch becomes a local branch), anything else
+ * is copied as it is. Runs inside the sandbox as a bash session. */
+static const char copy_command[] =
+    "set -e\n"
+    "src=" LIFECYCLE_SOURCE_TARGET "\n"
+    "if [ -e \"$src/.git\" ]; then\n"
+    "  git clone --quiet --no-hardlinks \"$src\" " LIFECYCLE_WORKSPACE_TARGET "\n"
+    "  cd " LIFECYCLE_WORKSPACE_TARGET "\n"
+    "  git for-each-ref --format='%(refname:strip=3)' refs/remotes/origin | while read -r b; do\n"
+    "    [ \"$b\" = HEAD ] && continue\n"
+    "    git show-ref --quiet --verify \"refs/heads/$b\" || git branch --quiet --track \"$b\" \"origin/$b\"\n"
+    "  done\n"
+    "else\n"
+    "  cp -a \"$src/.\" " LIFECYCLE_WORKSPACE_TARGET "/\n"
+    "fi\n";
+
+void lifecycle_create_result_clear(struct lifecycle_create_result *r)
+{
+	if (!r)
+		return;
+	approval_record_clear(&r->approval);
+	sandbox_record_clear(&r->sandbox);
+	free(r->copy_session_id);
+	*r = (struct lifecycle_create_result){0};
+}
+
+static int make_managed_workspace(struct lifecycle *lc, struct workspace_record *ret, struct cp_error **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (id_new("ws_", &id, err) < 0)
+		return -1;
+	_cleanup_free_ char *path = NULL;
+	if (asprintf(&path, "%s/%s", lc->cfg->workspace_root, id) < 0)
+		return cp_error_set(err, CP_ERR_INTERNAL, "create workspace: out of memory");
+	/* 0755 inside a 0700 root: the sandbox's own non-root users can read it,
+	 * nobody else on the host can reach it. */
+	if (mkdir(path, 0755) < 0)
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "create workspace directory '%s'", path);
+	struct workspace_record w = {.id = id, .mode = "managed", .path = path, .created_at_ms = clock_now_ms()};
+	if (store_workspace_insert(lc->store, &w, err) < 0) {
+		rmdir(path);
+		return -1;
+	}
+	return store_workspace_get(lc->store, id, ret, err);
+}
+
+/* A host path: policy (request time), then its approval. Returns 0 with *ret
+ * loaded when approved, 1 with ret->approval when a person must decide. */
+static int resolve_host_path(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                             struct workspace_record *ret_ws, struct lifecycle_create_result *ret,
+                             struct cp_error **err)
+{
+	const char *mode = opts->workspace_mode ? opts->workspace_mode : "clone";
+	if (strcmp(mode, "clone") && strcmp(mode, "direct"))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "workspace_mode '%s' is not one of clone (a private copy, the default) or direct "
+		                    "(the host directory itself, read-write)",
+		                    mode);
+	_cleanup_free_ char *real = NULL;
+	_cleanup_free_ char *approval_id = NULL;
+	if (lifecycle_host_path_check(lc->cfg, opts->workspace_path, &real, err) < 0 ||
+	    id_new("approval_", &approval_id, err) < 0)
+		return -1;
+	struct approval_record want = {.id = approval_id, .host_path = (char *)opts->workspace_path, .real_path = real,
+	                               .mode = (char *)mode, .requested_by = "mcp", .requested_at_ms = clock_now_ms()};
+	struct approval_record a = {0};
+	int created = 0;
+	if (store_approval_request(lc->store, &want, &a, &created, err) < 0)
+		return -1;
+	if (created)
+		log_info("lifecycle", "approval %s requested for %s (%s)", a.id, a.real_path, a.mode);
+	if (!strcmp(a.status, "pending")) {
+		ret->approval = a;
+		ret->approval_required = 1;
+		return 1;
+	}
+	int r;
+	if (!strcmp(a.status, "rejected")) {
+		char when[40];
+		r = cp_error_set(err, CP_ERR_DENIED,
+		                 "host path '%s' (%s) was rejected by the person at this machine (approval '%s', %s); "
+		                 "do not ask again; use another path or a managed workspace",
+		                 a.host_path, a.mode, a.id, clock_format_rfc3339(a.decided_at_ms, when, sizeof(when)));
+	} else {
+		r = store_workspace_get(lc->store, a.workspace_id, ret_ws, err);
+	}
+	approval_record_clear(&a);
+	return r;
+}
+
+/* Mount time: the approved directory must still pass the policy and resolve
+ * where it did when it was approved (it may have become a symlink). */
+static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err)
+{
+	_cleanup_free_ char *real = NULL;
+	if (lifecycle_host_path_check(lc->cfg, w->host_path, &real, err) < 0)
+		return cp_error_prefix(err, "mount workspace '%s'", w->id);
+	if (strcmp(real, w->path) != 0)
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "mount workspace '%s': '%s' now resolves to '%s', not to the approved '%s'; it is "
+		                    "not mounted",
+		                    w->id, w->host_path, real, w->path);
+	return 0;
+}
+
+static int ensure_network(struct lifecycle *lc, struct cp_error **err)
+{
+	pthread_mutex_lock(&lc->attach_lock);
+	int r = lc->network_ready ? 0 : docker_network_ensure(lc->engine, LIFECYCLE_NETWORK, LIFECYCLE_LABEL_NETWORK, err);
+	if (r == 0)
+		lc->network_ready = 1;
+	pthread_mutex_unlock(&lc->attach_lock);
+	return r;
+}
+
+static int start_container(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
+                           char **ret_container_id, struct helper_channel **ret_channel, struct cp_error **err)
+{
+	char sandbox_env[64];
+	snprintf(sandbox_env, sizeof(sandbox_env), "CHAT2SBX_SANDBOX_ID=%s", s->id);
+	const char *env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	                     "HOME=/root",
+	                     "LANG=C.UTF-8",
+	                     "TERM=dumb",
+	                     sandbox_env,
+	                     NULL};
+	const char *entrypoint[] = {LIFECYCLE_HELPER_TARGET, NULL};
+	const char *labels[] = {
+	    LIFECYCLE_LABEL_SANDBOX, s->id, LIFECYCLE_LABEL_WORKSPACE, w->id, LIFECYCLE_LABEL_REGISTRY,
+	    lc->cfg->database_path,  NULL};
+	/* managed and direct: the directory is /workspace. clone: it is a
+	 * read-only source, and /workspace stays on the container's own disk. */
+	int clone = !strcmp(w->mode, "clone");
+	struct docker_mount mounts[] = {
+	    {.source = lc->cfg->helper_path, .target = LIFECYCLE_HELPER_TARGET, .read_only = 1},
+	    {.source = w->path,
+	     .target = clone ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET,
+	     .read_only = clone},
+	};
+	struct docker_container_spec spec = {
+	    .name = s->container_name,
+	    .image = s->image,
+	    .entrypoint = entrypoint,
+	    .env = env,
+	    .labels = labels,
+	    .working_dir = LIFECYCLE_WORKSPACE_TARGET,
+	    .mounts = mounts,
+	    .n_mounts = sizeof(mounts) / sizeof(mounts[0]),
+	    .memory_bytes = s->memory_bytes,
+	    .nano_cpus = s->nano_cpus,
+	    .pids_limit = lc->cfg->pids_limit,
+	    .network_disabled = !s->network,
+	    .network = LIFECYCLE_NETWORK,
+	    .runtime = s->runtime,
+	};
+	if (s->network && ensure_network(lc, err) < 0)
+		return -1;
+	_cleanup_free_ char *container_id = NULL;
+	if (docker_container_create(lc->engine, &spec, &container_id, err) < 0)
+		return -1;
+	_cleanup_(helper_channel_unrefp) struct helper_channel *ch = NULL;
+	int r = 0;
+	if (lifecycle_attach(lc, s->id, container_id, &ch, err) < 0 ||
+	    docker_container_start(lc->engine, container_id, err) < 0 || lifecycle_helper_hello(ch, err) < 0)
+		r = -1;
+	*ret_container_id = TAKE_PTR(container_id); /* on failure the caller removes it */
+	if (r == 0)
+		*ret_channel = TAKE_PTR(ch);
+	return r;
+}
+
+/* Runs the clone copy; waits up to LIFECYCLE_COPY_WAIT_MS. A copy still
+ * running leaves its session id in *ret_session (the sandbox is usable; the
+ * model can poll it). A copy that failed fails the create with its output. */
+static int copy_into_workspace(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id,
+                               char **ret_session, struct cp_error **err)
+{
+	_cleanup_free_ char *session = NULL;
+	if (id_new("bash_", &session, err) < 0)
+		return -1;
+	_cleanup_json_ struct json_object *p = json_object_new_object();
+	json_object_object_add(p, "session_id", json_object_new_string(session));
+	json_object_object_add(p, "command", json_object_new_string(copy_command));
+	json_object_object_add(p, "cwd", json_object_new_string("/"));
+	json_object_object_add(p, "yield_time_ms", json_object_new_int(LIFECYCLE_COPY_WAIT_MS));
+	json_object_object_add(p, "max_output_bytes", json_object_new_int(4000));
+	_cleanup_json_ struct json_object *res = NULL;
+	if (helper_channel_call(ch, "bash.start", p, LIFECYCLE_COPY_WAIT_MS + 10000, &res, err) < 0)
+		return cp_error_prefix(err, "copy the workspace into sandbox '%s'", sandbox_id);
+	struct json_object *v = NULL;
+	const char *status = json_object_object_get_ex(res, "status", &v) ? json_object_get_string(v) : "";
+	if (status && !strcmp(status, "running")) {
+		log_info("lifecycle", "sandbox %s: workspace copy still running as %s", sandbox_id, session);
+		*ret_session = TAKE_PTR(session);
+		return 0;
+	}
+	int code = json_object_object_get_ex(res, "exit_code", &v) ? json_object_get_int(v) : -1;
+	if (status && !strcmp(status, "exited") && code == 0)
+		return 0;
+	const char *out = json_object_object_get_ex(res, "output", &v) ? json_object_get_string(v) : "";
+	(void)lc;
+	return cp_error_set(err, CP_ERR_INTERNAL, "copy the workspace into sandbox '%s' failed (%s, exit code %d): %.2000s",
+	                    sandbox_id, status ? status : "?", code, out ? out : "");
+}
+
+/* Undo of a create that failed: nothing of it may remain. */
+static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container_id,
+                        const struct workspace_record *new_workspace)
+{
+	lifecycle_channel_drop(lc, sandbox_id);
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (container_id && docker_container_remove(lc->engine, container_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
+		log_warn("lifecycle", "undo create of sandbox '%s': %s", sandbox_id, e->message);
+	cp_error_freep(&e);
+	if (store_sandbox_delete(lc->store, sandbox_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
+		log_warn("lifecycle", "undo create of sandbox '%s': %s", sandbox_id, e->message);
+	cp_error_freep(&e);
+	if (new_workspace) {
+		if (store_workspace_delete(lc->store, new_workspace->id, &e) < 0)
+			log_warn("lifecycle", "undo create of workspace '%s': %s", new_workspace->id, e->message);
+		rmdir(new_workspace->path); /* only when still empty */
+	}
+}
+
+/* The workspace's live sandbox as the answer (reused). */
+static int answer_reused(struct lifecycle *lc, const char *workspace_id, struct lifecycle_create_result *ret,
+                         struct cp_error **err)
+{
+	if (store_sandbox_get_live_for_workspace(lc->store, workspace_id, &ret->sandbox, err) < 0)
+		return -1;
+	ret->reused = 1;
+	return 0;
+}
+
+static int check_limit(struct lifecycle *lc, struct cp_error **err)
+{
+	if (lc->cfg->max_active_sandboxes <= 0)
+		return 0;
+	int live = 0;
+	if (store_sandbox_count_live(lc->store, &live, err) < 0)
+		return -1;
+	if (live >= lc->cfg->max_active_sandboxes)
+		return cp_error_set(err, CP_ERR_LIMIT,
+		                    "the sandbox limit is reached: %d of %d active; destroy a sandbox you no longer need "
+		                    "(sandbox_list, sandbox_destroy) and try again",
+		                    live, lc->cfg->max_active_sandboxes);
+	return 0;
+}
+
+int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                             struct lifecycle_create_result *ret, struct cp_error **err)
+{
+	/* Declared before any goto so their cleanups never see garbage. */
+	_cleanup_free_ char *id = NULL;
+	_cleanup_free_ char *container_id = NULL;
+	_cleanup_(helper_channel_unrefp) struct helper_channel *ch = NULL;
+	struct workspace_record ws = {0};
+	int new_workspace = 0;
+	int64_t memory = 0;
+	*ret = (struct lifecycle_create_result){0};
+
+	if (opts->memory && policy_memory_parse(opts->memory, &memory, err) < 0)
+		return -1;
+	if (opts->workspace_id && opts->workspace_path)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "give either workspace_id (an existing workspace) or workspace_path (a host "
+		                    "directory), not both");
+	if (opts->workspace_mode && !opts->workspace_path)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "workspace_mode only applies with workspace_path (a host directory)");
+
+	if (opts->workspace_path) {
+		int r = resolve_host_path(lc, opts, &ws, ret, err);
+		if (r != 0)
+			return r < 0 ? -1 : 0; /* approval required: nothing to create */
+	} else if (opts->workspace_id) {
+		if (store_workspace_get(lc->store, opts->workspace_id, &ws, err) < 0)
+			return -1;
+	} else {
+		if (check_limit(lc, err) < 0 || make_managed_workspace(lc, &ws, err) < 0)
+			return -1;
+		new_workspace = 1;
+	}
+	if (!new_workspace) {
+		if (ws.sandbox_id) {
+			/* One workspace, one live sandbox: hand back the one it has. */
+			int r = answer_reused(lc, ws.id, ret, err);
+			workspace_record_clear(&ws);
+			return r;
+		}
+		if (ws.trashed_at_ms > 0) {
+			cp_error_set(err, CP_ERR_CONFLICT,
+			             "workspace '%s' was moved to the trash after 30 days without a sandbox; its files "
+			             "are in '%s' on the host; create a sandbox without workspace_id for a new one",
+			             ws.id, ws.path);
+			goto fail_workspace;
+		}
+		if (check_limit(lc, err) < 0 || (strcmp(ws.mode, "managed") && recheck_host_workspace(lc, &ws, err) < 0))
+			goto fail_workspace;
+	}
+
+	if (id_new("sbx_", &id, err) < 0)
+		goto fail_workspace;
+	struct sandbox_record row = {
+	    .id = id,
+	    .workspace_id = ws.id,
+	    .status = "creating",
+	    .container_name = id,
+	    .image = lc->cfg->template_image,
+	    .runtime = lc->cfg->runtime[0] ? lc->cfg->runtime : NULL,
+	    .memory_bytes = memory,
+	    .network = 1,
+	    .created_at_ms = clock_now_ms(),
+	};
+	if (store_sandbox_insert(lc->store, &row, err) < 0) {
+		if ((*err)->code == CP_ERR_CONFLICT && !new_workspace) {
+			/* A concurrent create won the race for this workspace: reuse its sandbox. */
+			cp_error_freep(err);
+			int r = answer_reused(lc, ws.id, ret, err);
+			workspace_record_clear(&ws);
+			return r;
+		}
+		goto fail_workspace;
+	}
+
+	int64_t t0 = clock_monotonic_ms();
+	if (start_container(lc, &row, &ws, &container_id, &ch, err) < 0 ||
+	    (!strcmp(ws.mode, "clone") && copy_into_workspace(lc, ch, id, &ret->copy_session_id, err) < 0)) {
+		cp_error_prefix(err, "create sandbox '%s'", id);
+		goto fail_sandbox;
+	}
+	if (store_sandbox_set_status(lc->store, id, "running", container_id, NULL, clock_now_ms(), err) < 0)
+		goto fail_sandbox;
+	log_info("lifecycle", "created sandbox %s (%s workspace %s, container %.12s) in %lld ms", id, ws.mode, ws.id,
+	         container_id, (long long)(clock_monotonic_ms() - t0));
+	workspace_record_clear(&ws);
+	return store_sandbox_get(lc->store, id, &ret->sandbox, err);
+
+fail_sandbox:
+	undo_create(lc, id, container_id, new_workspace ? &ws : NULL);
+	free(ret->copy_session_id);
+	ret->copy_session_id = NULL;
+	workspace_record_clear(&ws);
+	return -1;
+fail_workspace:
+	if (new_workspace) {
+		_cleanup_error_ struct cp_error *e = NULL;
+		store_workspace_delete(lc->store, ws.id, &e);
+		rmdir(ws.path);
+	}
+	workspace_record_clear(&ws);
+	return -1;
+}

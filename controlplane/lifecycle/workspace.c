@@ -1,0 +1,165 @@
+/* workspace.c: workspaces as the host sees them: the host-path policy applied
+ * with this configuration, operator registration, approval decisions, and
+ * retention (managed workspaces kept 30 days after their sandbox, then moved
+ * to DATA_ROOT/trash, never deleted). No engine calls: the CLI uses these
+ * with or without serve running. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "../base/id.h"
+#include "../base/log.h"
+#include "../policy/policy.h"
+#include "lifecycle_internal.h"
+
+const char *lifecycle_workspace_state(const struct workspace_record *w, int64_t *ret_trash_at_ms)
+{
+	if (ret_trash_at_ms)
+		*ret_trash_at_ms = 0;
+	if (w->trashed_at_ms > 0)
+		return "trashed";
+	if (w->sandbox_id)
+		return "in_use";
+	if (!strcmp(w->mode, "managed") && w->released_at_ms > 0) {
+		if (ret_trash_at_ms)
+			*ret_trash_at_ms = w->released_at_ms + LIFECYCLE_RETENTION_MS;
+		return "retained";
+	}
+	return "idle";
+}
+
+int lifecycle_host_path_check(const struct config *cfg, const char *path, char **ret_real, struct cp_error **err)
+{
+	size_t n = 0;
+	char **roots = policy_roots_split(cfg->allowed_host_roots, &n);
+	if (!roots)
+		return cp_error_set(err, CP_ERR_INTERNAL, "check host path: out of memory");
+	struct policy_host_roots pr = {.roots = (const char *const *)roots, .n = n, .data_root = cfg->data_root};
+	int r = policy_host_path_check(&pr, path, ret_real, err);
+	policy_roots_free(roots);
+	return r;
+}
+
+static int check_mode(const char *mode, struct cp_error **err)
+{
+	if (mode && (!strcmp(mode, "clone") || !strcmp(mode, "direct")))
+		return 0;
+	return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+	                    "workspace mode '%s' is not one of clone (a private copy, the default) or direct (the "
+	                    "host directory itself, read-write)",
+	                    mode ? mode : "");
+}
+
+int lifecycle_workspace_register(const struct config *cfg, struct store *store, const char *path, const char *mode,
+                                 struct workspace_record *ret, int *ret_created, struct cp_error **err)
+{
+	if (check_mode(mode, err) < 0)
+		return -1;
+	_cleanup_free_ char *real = NULL;
+	_cleanup_free_ char *ws_id = NULL;
+	_cleanup_free_ char *approval_id = NULL;
+	if (lifecycle_host_path_check(cfg, path, &real, err) < 0 || id_new("ws_", &ws_id, err) < 0 ||
+	    id_new("approval_", &approval_id, err) < 0)
+		return -1;
+	int64_t now = clock_now_ms();
+	struct workspace_record ws = {.id = ws_id, .mode = (char *)mode, .path = real, .host_path = real,
+	                              .created_at_ms = now};
+	return store_workspace_register_host(store, &ws, path, approval_id, now, ret, ret_created, err);
+}
+
+int lifecycle_approval_approve(const struct config *cfg, struct store *store, const char *id,
+                               struct approval_record *ret, struct cp_error **err)
+{
+	struct approval_record a = {0};
+	if (store_approval_get(store, id, &a, err) < 0)
+		return -1;
+	_cleanup_free_ char *real = NULL;
+	_cleanup_free_ char *ws_id = NULL;
+	int r = -1;
+	if (!strcmp(a.status, "pending")) {
+		/* Approval time: the path may have changed since it was requested. */
+		if (lifecycle_host_path_check(cfg, a.host_path, &real, err) < 0) {
+			cp_error_prefix(err, "approve '%s'", id);
+			goto out;
+		}
+		if (strcmp(real, a.real_path) != 0) {
+			cp_error_set(err, CP_ERR_DENIED,
+			             "approve '%s': '%s' now resolves to '%s', not '%s' as when it was requested; "
+			             "reject it and ask again",
+			             id, a.host_path, real, a.real_path);
+			goto out;
+		}
+	}
+	if (id_new("ws_", &ws_id, err) < 0)
+		goto out;
+	struct workspace_record ws = {.id = ws_id, .mode = a.mode, .path = a.real_path, .host_path = a.real_path,
+	                              .created_at_ms = clock_now_ms()};
+	r = store_approval_approve(store, id, &ws, clock_now_ms(), ret, err);
+out:
+	approval_record_clear(&a);
+	return r;
+}
+
+/* Moves dir to DATA_ROOT/trash/<name> (a numbered suffix when taken);
+ * *ret_dest (caller frees) is where it went. */
+static int move_to_trash(const struct config *cfg, const char *dir, const char *name, char **ret_dest,
+                         struct cp_error **err)
+{
+	_cleanup_free_ char *trash = NULL;
+	if (asprintf(&trash, "%s/trash", cfg->data_root) < 0)
+		return cp_error_set(err, CP_ERR_INTERNAL, "move to trash: out of memory");
+	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "create '%s'", trash);
+	for (int i = 0; i < 1000; i++) {
+		char *dest = NULL;
+		if ((i ? asprintf(&dest, "%s/%s.%d", trash, name, i) : asprintf(&dest, "%s/%s", trash, name)) < 0)
+			return cp_error_set(err, CP_ERR_INTERNAL, "move to trash: out of memory");
+		struct stat st;
+		if (lstat(dest, &st) == 0) {
+			free(dest);
+			continue;
+		}
+		if (rename(dir, dest) < 0) {
+			cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "move '%s' to '%s'", dir, dest);
+			free(dest);
+			return -1;
+		}
+		*ret_dest = dest;
+		return 0;
+	}
+	return cp_error_set(err, CP_ERR_CONFLICT, "move '%s' to the trash: too many entries named '%s'", dir, name);
+}
+
+int lifecycle_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err)
+{
+	struct workspace_record *rows = NULL;
+	size_t n = 0;
+	if (store_workspace_list(store, &rows, &n, err) < 0)
+		return -1;
+	int moved = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct workspace_record *w = &rows[i];
+		int64_t trash_at = 0;
+		const char *state = lifecycle_workspace_state(w, &trash_at);
+		if (!strcmp(state, "retained") && trash_at <= now_ms) {
+			char *dest = NULL;
+			struct cp_error *e = NULL;
+			if (move_to_trash(cfg, w->path, w->id, &dest, &e) < 0 ||
+			    store_workspace_set_trashed(store, w->id, dest, now_ms, &e) < 0) {
+				log_warn("lifecycle", "retention of workspace %s: %s", w->id, e->message);
+				cp_error_free(e);
+			} else {
+				log_info("lifecycle", "workspace %s moved to the trash: %s", w->id, dest);
+				moved++;
+			}
+			free(dest);
+		}
+		workspace_record_clear(w);
+	}
+	free(rows);
+	return moved;
+}

@@ -1,0 +1,335 @@
+/* approvals.c: rows of the approvals table. A decision is kept per resolved
+ * path and mode (a unique index), and every change that touches an approval
+ * and a workspace together runs in one BEGIN IMMEDIATE transaction, so the
+ * CLI and serve can decide and request at the same time without a lost
+ * update. No policy here: callers check the path first. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+void approval_record_clear(struct approval_record *a)
+{
+	if (!a)
+		return;
+	free(a->id);
+	free(a->host_path);
+	free(a->real_path);
+	free(a->mode);
+	free(a->status);
+	free(a->workspace_id);
+	free(a->requested_by);
+	*a = (struct approval_record){0};
+}
+
+#define AP_COLUMNS                                                                                                     \
+	"id, host_path, real_path, mode, status, workspace_id, requested_by, requested_at_ms, "                        \
+	"COALESCE(decided_at_ms, 0)"
+
+static void read_row(sqlite3_stmt *st, struct approval_record *a)
+{
+	a->id = store_column_strdup(st, 0);
+	a->host_path = store_column_strdup(st, 1);
+	a->real_path = store_column_strdup(st, 2);
+	a->mode = store_column_strdup(st, 3);
+	a->status = store_column_strdup(st, 4);
+	a->workspace_id = store_column_strdup(st, 5);
+	a->requested_by = store_column_strdup(st, 6);
+	a->requested_at_ms = sqlite3_column_int64(st, 7);
+	a->decided_at_ms = sqlite3_column_int64(st, 8);
+}
+
+/* First row of sql with up to two text parameters. */
+static int get_locked(struct store *store, const char *sql, const char *a1, const char *a2,
+                      struct approval_record *ret, int *ret_found, struct cp_error **err)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	*ret_found = 0;
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return store_fail(store, err, "load approval");
+	sqlite3_bind_text(st, 1, a1, -1, SQLITE_STATIC);
+	if (a2)
+		sqlite3_bind_text(st, 2, a2, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		read_row(st, ret);
+		*ret_found = 1;
+	} else if (rc != SQLITE_DONE) {
+		r = store_fail(store, err, "load approval");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int get_by_id_locked(struct store *store, const char *id, struct approval_record *ret, struct cp_error **err)
+{
+	int found = 0;
+	if (get_locked(store, "SELECT " AP_COLUMNS " FROM approvals WHERE id = ?", id, NULL, ret, &found, err) < 0)
+		return -1;
+	if (!found)
+		return cp_error_set(err, CP_ERR_NOT_FOUND,
+		                    "approval '%s' does not exist; 'chat2sbx approval list' shows the approvals", id);
+	return 0;
+}
+
+static int get_by_path_locked(struct store *store, const char *real_path, const char *mode,
+                              struct approval_record *ret, int *ret_found, struct cp_error **err)
+{
+	return get_locked(store, "SELECT " AP_COLUMNS " FROM approvals WHERE real_path = ? AND mode = ?", real_path,
+	                  mode, ret, ret_found, err);
+}
+
+static int insert_locked(struct store *store, const struct approval_record *a, struct cp_error **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store->db,
+	                       "INSERT INTO approvals (id, host_path, real_path, mode, status, workspace_id, "
+	                       "requested_by, requested_at_ms, decided_at_ms) VALUES (?,?,?,?,?,?,?,?,?)",
+	                       -1, &st, NULL) != SQLITE_OK)
+		return store_fail(store, err, "insert approval");
+	sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, a->host_path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, a->real_path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, a->mode, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, a->status, -1, SQLITE_STATIC);
+	if (a->workspace_id)
+		sqlite3_bind_text(st, 6, a->workspace_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, a->requested_by, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 8, a->requested_at_ms);
+	if (a->decided_at_ms)
+		sqlite3_bind_int64(st, 9, a->decided_at_ms);
+	int r = sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "insert approval");
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int decide_locked(struct store *store, const char *id, const char *status, const char *workspace_id,
+                         int64_t now_ms, struct cp_error **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store->db,
+	                       "UPDATE approvals SET status = ?2, workspace_id = COALESCE(?3, workspace_id), "
+	                       "decided_at_ms = ?4 WHERE id = ?1",
+	                       -1, &st, NULL) != SQLITE_OK)
+		return store_fail(store, err, "decide approval");
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
+	if (workspace_id)
+		sqlite3_bind_text(st, 3, workspace_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, now_ms);
+	int r = sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "decide approval");
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Runs body inside BEGIN IMMEDIATE … COMMIT under the lock; rolls back when
+ * body fails. */
+#define TRANSACTION(store, what, err, body)                                                                           \
+	({                                                                                                             \
+		pthread_mutex_lock(&(store)->lock);                                                                    \
+		int _r = store_exec(store, "BEGIN IMMEDIATE", what, err);                                              \
+		if (_r == 0) {                                                                                         \
+			_r = (body);                                                                                   \
+			if (_r == 0)                                                                                   \
+				_r = store_exec(store, "COMMIT", what, err);                                           \
+			if (_r < 0)                                                                                    \
+				store_exec(store, "ROLLBACK", what, NULL);                                             \
+		}                                                                                                      \
+		pthread_mutex_unlock(&(store)->lock);                                                                  \
+		_r;                                                                                                    \
+	})
+
+static int request_body(struct store *store, const struct approval_record *want, struct approval_record *ret,
+                        int *ret_created, struct cp_error **err)
+{
+	int found = 0;
+	if (get_by_path_locked(store, want->real_path, want->mode, ret, &found, err) < 0)
+		return -1;
+	*ret_created = !found;
+	if (found)
+		return 0;
+	struct approval_record row = *want;
+	row.status = "pending";
+	row.workspace_id = NULL;
+	row.decided_at_ms = 0;
+	if (insert_locked(store, &row, err) < 0)
+		return -1;
+	return get_by_id_locked(store, want->id, ret, err);
+}
+
+int store_approval_request(struct store *store, const struct approval_record *want, struct approval_record *ret,
+                           int *ret_created, struct cp_error **err)
+{
+	return TRANSACTION(store, "request approval", err, request_body(store, want, ret, ret_created, err));
+}
+
+int store_approval_get(struct store *store, const char *id, struct approval_record *ret, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	int r = get_by_id_locked(store, id, ret, err);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_approval_list(struct store *store, struct approval_record **ret, size_t *ret_n, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	struct approval_record *list = NULL;
+	size_t n = 0;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db,
+	                       "SELECT " AP_COLUMNS " FROM approvals ORDER BY status != 'pending', "
+	                       "requested_at_ms DESC, id",
+	                       -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "list approvals");
+		goto out;
+	}
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct approval_record *grown = realloc(list, (n + 1) * sizeof(*list));
+		if (!grown) {
+			r = cp_error_set(err, CP_ERR_INTERNAL, "list approvals: out of memory");
+			goto out;
+		}
+		list = grown;
+		list[n] = (struct approval_record){0};
+		read_row(st, &list[n++]);
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(store, err, "list approvals");
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			approval_record_clear(&list[i]);
+		free(list);
+		return r;
+	}
+	*ret = list;
+	*ret_n = n;
+	return 0;
+}
+
+/* The workspace for (path, mode): the existing one, or ws inserted. Its id
+ * goes to *ret_id (caller frees). */
+static int workspace_for_locked(struct store *store, const struct workspace_record *ws, char **ret_id,
+                                int *ret_created, struct cp_error **err)
+{
+	struct workspace_record found = {0};
+	int exists = 0;
+	if (store_workspace_find_host_locked(store, ws->path, ws->mode, &found, &exists, err) < 0)
+		return -1;
+	if (ret_created)
+		*ret_created = !exists;
+	if (exists) {
+		*ret_id = found.id;
+		found.id = NULL;
+		workspace_record_clear(&found);
+		return 0;
+	}
+	if (store_workspace_insert_locked(store, ws, err) < 0)
+		return -1;
+	*ret_id = strdup(ws->id);
+	return *ret_id ? 0 : cp_error_set(err, CP_ERR_INTERNAL, "approve: out of memory");
+}
+
+static int approve_body(struct store *store, const char *id, const struct workspace_record *ws, int64_t now_ms,
+                        struct approval_record *ret, struct cp_error **err)
+{
+	struct approval_record a = {0};
+	if (get_by_id_locked(store, id, &a, err) < 0)
+		return -1;
+	int r = 0;
+	if (!strcmp(a.status, "rejected")) {
+		r = cp_error_set(err, CP_ERR_CONFLICT,
+		                 "approval '%s' was rejected; to allow '%s' (%s) after all, run 'chat2sbx workspace add "
+		                 "%s --mode %s'",
+		                 id, a.host_path, a.mode, a.host_path, a.mode);
+	} else if (!strcmp(a.status, "pending")) {
+		char *workspace_id = NULL;
+		struct workspace_record w = *ws;
+		w.mode = a.mode;
+		r = workspace_for_locked(store, &w, &workspace_id, NULL, err);
+		if (r == 0)
+			r = decide_locked(store, id, "approved", workspace_id, now_ms, err);
+		free(workspace_id);
+	}
+	approval_record_clear(&a);
+	return r < 0 ? r : get_by_id_locked(store, id, ret, err);
+}
+
+int store_approval_approve(struct store *store, const char *id, const struct workspace_record *ws, int64_t now_ms,
+                           struct approval_record *ret, struct cp_error **err)
+{
+	return TRANSACTION(store, "approve", err, approve_body(store, id, ws, now_ms, ret, err));
+}
+
+static int reject_body(struct store *store, const char *id, int64_t now_ms, struct approval_record *ret,
+                       struct cp_error **err)
+{
+	struct approval_record a = {0};
+	if (get_by_id_locked(store, id, &a, err) < 0)
+		return -1;
+	int r = 0;
+	if (!strcmp(a.status, "approved"))
+		r = cp_error_set(err, CP_ERR_CONFLICT,
+		                 "approval '%s' was already approved (workspace '%s'); a decision is kept", id,
+		                 a.workspace_id ? a.workspace_id : "?");
+	else if (!strcmp(a.status, "pending"))
+		r = decide_locked(store, id, "rejected", NULL, now_ms, err);
+	approval_record_clear(&a);
+	return r < 0 ? r : get_by_id_locked(store, id, ret, err);
+}
+
+int store_approval_reject(struct store *store, const char *id, int64_t now_ms, struct approval_record *ret,
+                          struct cp_error **err)
+{
+	return TRANSACTION(store, "reject", err, reject_body(store, id, now_ms, ret, err));
+}
+
+static int register_body(struct store *store, const struct workspace_record *ws, const char *host_path,
+                         const char *approval_id, int64_t now_ms, struct workspace_record *ret, int *ret_created,
+                         struct cp_error **err)
+{
+	char *workspace_id = NULL;
+	if (workspace_for_locked(store, ws, &workspace_id, ret_created, err) < 0)
+		return -1;
+	struct approval_record a = {0};
+	int found = 0;
+	int r = get_by_path_locked(store, ws->path, ws->mode, &a, &found, err);
+	if (r == 0 && found)
+		r = decide_locked(store, a.id, "approved", workspace_id, now_ms, err);
+	else if (r == 0) {
+		struct approval_record row = {.id = (char *)approval_id,
+		                              .host_path = (char *)host_path,
+		                              .real_path = ws->path,
+		                              .mode = ws->mode,
+		                              .status = "approved",
+		                              .workspace_id = workspace_id,
+		                              .requested_by = "cli",
+		                              .requested_at_ms = now_ms,
+		                              .decided_at_ms = now_ms};
+		r = insert_locked(store, &row, err);
+	}
+	approval_record_clear(&a);
+	if (r == 0) {
+		int got = 0;
+		r = store_workspace_find_host_locked(store, ws->path, ws->mode, ret, &got, err);
+		if (r == 0 && !got)
+			r = cp_error_set(err, CP_ERR_INTERNAL, "register workspace: it vanished");
+	}
+	free(workspace_id);
+	return r;
+}
+
+int store_workspace_register_host(struct store *store, const struct workspace_record *ws, const char *host_path,
+                                  const char *approval_id, int64_t now_ms, struct workspace_record *ret,
+                                  int *ret_created, struct cp_error **err)
+{
+	return TRANSACTION(store, "register workspace", err,
+	                   register_body(store, ws, host_path, approval_id, now_ms, ret, ret_created, err));
+}

@@ -287,9 +287,16 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "give either workspace_id (an existing workspace) or workspace_path (a host "
 		                    "directory), not both");
-	if (opts->workspace_mode && !opts->workspace_path)
+	/* "managed" names the default explicitly (the reference systems' own call). */
+	int managed_mode = opts->workspace_mode && !strcmp(opts->workspace_mode, "managed");
+	if (managed_mode && (opts->workspace_path || opts->workspace_id))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "workspace_mode only applies with workspace_path (a host directory)");
+		                    "workspace_mode 'managed' makes a new managed workspace; it does not go with "
+		                    "workspace_path or workspace_id");
+	if (opts->workspace_mode && !managed_mode && !opts->workspace_path)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "workspace_mode '%s' only applies with workspace_path (a host directory)",
+		                    opts->workspace_mode);
 
 	if (opts->workspace_path) {
 		int r = resolve_host_path(lc, opts, &ws, ret, err);

@@ -74,8 +74,9 @@ static const struct mcp_tool table[] = {
             "(ws_..., from workspace_list)\"},"
             "\"workspace_path\":{\"type\":\"string\",\"description\":\"Absolute path of a directory on the "
             "user's machine (below an allowed root such as ~/repositories)\"},"
-            "\"workspace_mode\":{\"type\":\"string\",\"enum\":[\"clone\",\"direct\"],\"description\":\"With "
-            "workspace_path: clone (a private copy, default) or direct (the directory itself, read-write)\"}"
+            "\"workspace_mode\":{\"type\":\"string\",\"enum\":[\"managed\",\"clone\",\"direct\"],"
+            "\"description\":\"With workspace_path: clone (a private copy, default) or direct (the directory "
+            "itself, read-write). Without it: managed (the default, may be omitted)\"}"
             "},\"additionalProperties\":false}",
         .output_schema = SANDBOX_OUT,
         .hints = MCP_HINT_OPEN_WORLD,

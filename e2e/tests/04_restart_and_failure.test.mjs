@@ -93,7 +93,7 @@ ctx.test('memory reaches the engine; a bad memory value creates nothing', async 
   assert.match(bad.content[0].text, /memory 'lots'/);
   assert.equal((await tools.ok('workspace_list', {})).workspaces.length, before, 'no workspace left behind');
 
-  const sbx = await tools.create({ memory: '256m' });
+  const sbx = await tools.create({ memory: '256m', workspace_mode: 'managed' });
   try {
     assert.equal(sbx.memory_bytes, 256 * 1024 * 1024);
     const info = await dockerInspect(sbx.sandbox_id);

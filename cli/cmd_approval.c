@@ -25,8 +25,9 @@ static struct json_object *approval_json(const struct approval_record *a)
 	json_object_object_add(o, "requested_at",
 	                       json_object_new_string(clock_format_rfc3339(a->requested_at_ms, when, sizeof(when))));
 	if (a->decided_at_ms)
-		json_object_object_add(o, "decided_at",
-		                       json_object_new_string(clock_format_rfc3339(a->decided_at_ms, when, sizeof(when))));
+		json_object_object_add(
+		    o, "decided_at",
+		    json_object_new_string(clock_format_rfc3339(a->decided_at_ms, when, sizeof(when))));
 	if (a->workspace_id)
 		json_object_object_add(o, "workspace_id", json_object_new_string(a->workspace_id));
 	return o;
@@ -68,8 +69,9 @@ static int list(struct cli *cli, struct store *store)
 static int decide(struct cli *cli, struct store *store, const char *verb, const char *id)
 {
 	if (!id_valid(id, "approval_")) {
-		fprintf(stderr, "chat2sbx: '%s' is not an approval id (approval_ followed by %d characters); see "
-		                "'chat2sbx approval list'\n",
+		fprintf(stderr,
+		        "chat2sbx: '%s' is not an approval id (approval_ followed by %d characters); see "
+		        "'chat2sbx approval list'\n",
 		        id, ID_RANDOM_CHARS);
 		return 2;
 	}

@@ -84,7 +84,8 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 		json_object_object_add(o, "created", json_object_new_boolean(created));
 		print_json(o);
 	} else {
-		printf("%s workspace %s (%s) for %s\nThe model can use it with sandbox_create {\"workspace_id\": \"%s\"}.\n",
+		printf("%s workspace %s (%s) for %s\nThe model can use it with sandbox_create {\"workspace_id\": "
+		       "\"%s\"}.\n",
 		       created ? "registered" : "already registered:", w.id, w.mode, w.path, w.id);
 	}
 	workspace_record_clear(&w);

@@ -83,8 +83,12 @@ static int resolve_host_path(struct lifecycle *lc, const struct lifecycle_create
 	if (lifecycle_host_path_check(lc->cfg, opts->workspace_path, &real, err) < 0 ||
 	    id_new("approval_", &approval_id, err) < 0)
 		return -1;
-	struct approval_record want = {.id = approval_id, .host_path = (char *)opts->workspace_path, .real_path = real,
-	                               .mode = (char *)mode, .requested_by = "mcp", .requested_at_ms = clock_now_ms()};
+	struct approval_record want = {.id = approval_id,
+	                               .host_path = (char *)opts->workspace_path,
+	                               .real_path = real,
+	                               .mode = (char *)mode,
+	                               .requested_by = "mcp",
+	                               .requested_at_ms = clock_now_ms()};
 	struct approval_record a = {0};
 	int created = 0;
 	if (store_approval_request(lc->store, &want, &a, &created, err) < 0)
@@ -128,7 +132,8 @@ static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_r
 static int ensure_network(struct lifecycle *lc, struct cp_error **err)
 {
 	pthread_mutex_lock(&lc->attach_lock);
-	int r = lc->network_ready ? 0 : docker_network_ensure(lc->engine, LIFECYCLE_NETWORK, LIFECYCLE_LABEL_NETWORK, err);
+	int r =
+	    lc->network_ready ? 0 : docker_network_ensure(lc->engine, LIFECYCLE_NETWORK, LIFECYCLE_LABEL_NETWORK, err);
 	if (r == 0)
 		lc->network_ready = 1;
 	pthread_mutex_unlock(&lc->attach_lock);
@@ -221,8 +226,9 @@ static int copy_into_workspace(struct lifecycle *lc, struct helper_channel *ch, 
 		return 0;
 	const char *out = json_object_object_get_ex(res, "output", &v) ? json_object_get_string(v) : "";
 	(void)lc;
-	return cp_error_set(err, CP_ERR_INTERNAL, "copy the workspace into sandbox '%s' failed (%s, exit code %d): %.2000s",
-	                    sandbox_id, status ? status : "?", code, out ? out : "");
+	return cp_error_set(err, CP_ERR_INTERNAL,
+	                    "copy the workspace into sandbox '%s' failed (%s, exit code %d): %.2000s", sandbox_id,
+	                    status ? status : "?", code, out ? out : "");
 }
 
 /* Undo of a create that failed: nothing of it may remain. */
@@ -262,10 +268,11 @@ static int check_limit(struct lifecycle *lc, struct cp_error **err)
 	if (store_sandbox_count_live(lc->store, &live, err) < 0)
 		return -1;
 	if (live >= lc->cfg->max_active_sandboxes)
-		return cp_error_set(err, CP_ERR_LIMIT,
-		                    "the sandbox limit is reached: %d of %d active; destroy a sandbox you no longer need "
-		                    "(sandbox_list, sandbox_destroy) and try again",
-		                    live, lc->cfg->max_active_sandboxes);
+		return cp_error_set(
+		    err, CP_ERR_LIMIT,
+		    "the sandbox limit is reached: %d of %d active; destroy a sandbox you no longer need "
+		    "(sandbox_list, sandbox_destroy) and try again",
+		    live, lc->cfg->max_active_sandboxes);
 	return 0;
 }
 
@@ -324,7 +331,8 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 			             ws.id, ws.path);
 			goto fail_workspace;
 		}
-		if (check_limit(lc, err) < 0 || (strcmp(ws.mode, "managed") && recheck_host_workspace(lc, &ws, err) < 0))
+		if (check_limit(lc, err) < 0 ||
+		    (strcmp(ws.mode, "managed") && recheck_host_workspace(lc, &ws, err) < 0))
 			goto fail_workspace;
 	}
 

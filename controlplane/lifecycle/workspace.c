@@ -66,8 +66,8 @@ int lifecycle_workspace_register(const struct config *cfg, struct store *store, 
 	    id_new("approval_", &approval_id, err) < 0)
 		return -1;
 	int64_t now = clock_now_ms();
-	struct workspace_record ws = {.id = ws_id, .mode = (char *)mode, .path = real, .host_path = real,
-	                              .created_at_ms = now};
+	struct workspace_record ws = {
+	    .id = ws_id, .mode = (char *)mode, .path = real, .host_path = real, .created_at_ms = now};
 	return store_workspace_register_host(store, &ws, path, approval_id, now, ret, ret_created, err);
 }
 
@@ -96,7 +96,10 @@ int lifecycle_approval_approve(const struct config *cfg, struct store *store, co
 	}
 	if (id_new("ws_", &ws_id, err) < 0)
 		goto out;
-	struct workspace_record ws = {.id = ws_id, .mode = a.mode, .path = a.real_path, .host_path = a.real_path,
+	struct workspace_record ws = {.id = ws_id,
+	                              .mode = a.mode,
+	                              .path = a.real_path,
+	                              .host_path = a.real_path,
 	                              .created_at_ms = clock_now_ms()};
 	r = store_approval_approve(store, id, &ws, clock_now_ms(), ret, err);
 out:

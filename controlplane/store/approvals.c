@@ -41,8 +41,8 @@ static void read_row(sqlite3_stmt *st, struct approval_record *a)
 }
 
 /* First row of sql with up to two text parameters. */
-static int get_locked(struct store *store, const char *sql, const char *a1, const char *a2,
-                      struct approval_record *ret, int *ret_found, struct cp_error **err)
+static int get_locked(struct store *store, const char *sql, const char *a1, const char *a2, struct approval_record *ret,
+                      int *ret_found, struct cp_error **err)
 {
 	sqlite3_stmt *st = NULL;
 	int r = 0;
@@ -74,8 +74,8 @@ static int get_by_id_locked(struct store *store, const char *id, struct approval
 	return 0;
 }
 
-static int get_by_path_locked(struct store *store, const char *real_path, const char *mode,
-                              struct approval_record *ret, int *ret_found, struct cp_error **err)
+static int get_by_path_locked(struct store *store, const char *real_path, const char *mode, struct approval_record *ret,
+                              int *ret_found, struct cp_error **err)
 {
 	return get_locked(store, "SELECT " AP_COLUMNS " FROM approvals WHERE real_path = ? AND mode = ?", real_path,
 	                  mode, ret, ret_found, err);
@@ -126,7 +126,7 @@ static int decide_locked(struct store *store, const char *id, const char *status
 
 /* Runs body inside BEGIN IMMEDIATE … COMMIT under the lock; rolls back when
  * body fails. */
-#define TRANSACTION(store, what, err, body)                                                                           \
+#define TRANSACTION(store, what, err, body)                                                                            \
 	({                                                                                                             \
 		pthread_mutex_lock(&(store)->lock);                                                                    \
 		int _r = store_exec(store, "BEGIN IMMEDIATE", what, err);                                              \
@@ -216,8 +216,8 @@ out:
 
 /* The workspace for (path, mode): the existing one, or ws inserted. Its id
  * goes to *ret_id (caller frees). */
-static int workspace_for_locked(struct store *store, const struct workspace_record *ws, char **ret_id,
-                                int *ret_created, struct cp_error **err)
+static int workspace_for_locked(struct store *store, const struct workspace_record *ws, char **ret_id, int *ret_created,
+                                struct cp_error **err)
 {
 	struct workspace_record found = {0};
 	int exists = 0;
@@ -245,10 +245,11 @@ static int approve_body(struct store *store, const char *id, const struct worksp
 		return -1;
 	int r = 0;
 	if (!strcmp(a.status, "rejected")) {
-		r = cp_error_set(err, CP_ERR_CONFLICT,
-		                 "approval '%s' was rejected; to allow '%s' (%s) after all, run 'chat2sbx workspace add "
-		                 "%s --mode %s'",
-		                 id, a.host_path, a.mode, a.host_path, a.mode);
+		r = cp_error_set(
+		    err, CP_ERR_CONFLICT,
+		    "approval '%s' was rejected; to allow '%s' (%s) after all, run 'chat2sbx workspace add "
+		    "%s --mode %s'",
+		    id, a.host_path, a.mode, a.host_path, a.mode);
 	} else if (!strcmp(a.status, "pending")) {
 		char *workspace_id = NULL;
 		struct workspace_record w = *ws;

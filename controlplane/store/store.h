@@ -75,10 +75,10 @@ int store_workspace_set_trashed(struct store *store, const char *id, const char 
 
 struct approval_record {
 	char *id;
-	char *host_path; /* as requested */
-	char *real_path; /* resolved at request time */
-	char *mode;      /* clone | direct */
-	char *status;    /* pending | approved | rejected */
+	char *host_path;    /* as requested */
+	char *real_path;    /* resolved at request time */
+	char *mode;         /* clone | direct */
+	char *status;       /* pending | approved | rejected */
 	char *workspace_id; /* set once approved */
 	char *requested_by; /* mcp | cli */
 	int64_t requested_at_ms;

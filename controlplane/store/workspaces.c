@@ -100,12 +100,13 @@ int store_workspace_get(struct store *store, const char *id, struct workspace_re
 {
 	int found = 0;
 	pthread_mutex_lock(&store->lock);
-	int r = get_one_locked(store, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.id = ?", id, NULL, ret, &found,
-	                       err);
+	int r =
+	    get_one_locked(store, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.id = ?", id, NULL, ret, &found, err);
 	pthread_mutex_unlock(&store->lock);
 	if (r == 0 && !found)
 		return cp_error_set(err, CP_ERR_NOT_FOUND,
-		                    "workspace '%s' does not exist; call workspace_list to see the known workspaces", id);
+		                    "workspace '%s' does not exist; call workspace_list to see the known workspaces",
+		                    id);
 	return r;
 }
 

@@ -830,12 +830,10 @@ Test(docker_engine, attach_unreachable_names_socket)
 
 Test(docker_engine, network_ensure_creates_an_icc_off_bridge_once)
 {
-	static const struct fake_reply r[] = {{.fixture = "version.http"},
-	                                      {.fixture = "network_missing.http"},
-	                                      {.fixture = "network_create_ok.http"},
-	                                      {.fixture = "network_ok.http"},
-	                                      {.fixture = "network_missing.http"},
-	                                      {.fixture = "network_create_conflict.http"}};
+	static const struct fake_reply r[] = {
+	    {.fixture = "version.http"},           {.fixture = "network_missing.http"},
+	    {.fixture = "network_create_ok.http"}, {.fixture = "network_ok.http"},
+	    {.fixture = "network_missing.http"},   {.fixture = "network_create_conflict.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
 	struct docker_engine *e = open_engine(fe);
 	struct cp_error *err = NULL;

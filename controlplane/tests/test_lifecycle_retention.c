@@ -41,13 +41,20 @@ TestSuite(lifecycle_retention, .init = setup, .fini = teardown);
 static void workspace_with_removed_sandbox(const char *ws_id, const char *mode, const char *path, int64_t removed)
 {
 	struct cp_error *err = NULL;
-	struct workspace_record w = {.id = (char *)ws_id, .mode = (char *)mode, .path = (char *)path,
-	                             .host_path = strcmp(mode, "managed") ? (char *)path : NULL, .created_at_ms = 1};
+	struct workspace_record w = {.id = (char *)ws_id,
+	                             .mode = (char *)mode,
+	                             .path = (char *)path,
+	                             .host_path = strcmp(mode, "managed") ? (char *)path : NULL,
+	                             .created_at_ms = 1};
 	cr_assert_eq(store_workspace_insert(store, &w, &err), 0);
 	char sbx[64];
 	snprintf(sbx, sizeof(sbx), "sbx_of_%s", ws_id);
-	struct sandbox_record s = {.id = sbx, .workspace_id = (char *)ws_id, .container_name = sbx, .image = "i",
-	                           .network = 1, .created_at_ms = 2};
+	struct sandbox_record s = {.id = sbx,
+	                           .workspace_id = (char *)ws_id,
+	                           .container_name = sbx,
+	                           .image = "i",
+	                           .network = 1,
+	                           .created_at_ms = 2};
 	cr_assert_eq(store_sandbox_insert(store, &s, &err), 0);
 	cr_assert_eq(store_sandbox_set_status(store, sbx, "removed", NULL, NULL, removed, &err), 0);
 }
@@ -102,8 +109,12 @@ Test(lifecycle_retention, a_live_sandbox_keeps_its_workspace)
 	cr_assert_eq(mkdir(managed, 0755), 0);
 	workspace_with_removed_sandbox("ws_live", "managed", managed, 5);
 	struct cp_error *err = NULL;
-	struct sandbox_record s = {.id = "sbx_new", .workspace_id = "ws_live", .container_name = "sbx_new",
-	                           .image = "i", .network = 1, .created_at_ms = 6};
+	struct sandbox_record s = {.id = "sbx_new",
+	                           .workspace_id = "ws_live",
+	                           .container_name = "sbx_new",
+	                           .image = "i",
+	                           .network = 1,
+	                           .created_at_ms = 6};
 	cr_assert_eq(store_sandbox_insert(store, &s, &err), 0);
 	cr_expect_eq(lifecycle_retention_run(&cfg, store, 5 + 2 * LIFECYCLE_RETENTION_MS, &err), 0);
 	struct stat st;

@@ -33,8 +33,7 @@ static void teardown(void)
 
 TestSuite(store_approvals, .init = setup, .fini = teardown);
 
-static struct approval_record request(struct store *s, const char *id, const char *path, const char *mode,
-                                      int *created)
+static struct approval_record request(struct store *s, const char *id, const char *path, const char *mode, int *created)
 {
 	struct approval_record want = {.id = (char *)id,
 	                               .host_path = (char *)path,
@@ -69,8 +68,8 @@ Test(store_approvals, approve_makes_the_workspace_and_is_kept)
 	int created = 0;
 	struct approval_record a = request(s1, "approval_a", "/r/p", "clone", &created);
 	approval_record_clear(&a);
-	struct workspace_record ws = {.id = "ws_1", .mode = "clone", .path = "/r/p", .host_path = "/r/p",
-	                              .created_at_ms = 5};
+	struct workspace_record ws = {
+	    .id = "ws_1", .mode = "clone", .path = "/r/p", .host_path = "/r/p", .created_at_ms = 5};
 	struct approval_record d = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(store_approval_approve(s2, "approval_a", &ws, 200, &d, &err), 0, "%s", err ? err->message : "");
@@ -108,8 +107,8 @@ Test(store_approvals, reject_is_kept_and_register_overrides_it)
 	cr_assert_eq(store_approval_reject(s2, "approval_a", 200, &d, &err), 0);
 	cr_expect_str_eq(d.status, "rejected");
 	approval_record_clear(&d);
-	struct workspace_record ws = {.id = "ws_1", .mode = "direct", .path = "/r/p", .host_path = "/r/p",
-	                              .created_at_ms = 5};
+	struct workspace_record ws = {
+	    .id = "ws_1", .mode = "direct", .path = "/r/p", .host_path = "/r/p", .created_at_ms = 5};
 	cr_expect_lt(store_approval_approve(s1, "approval_a", &ws, 300, &d, &err), 0);
 	cr_expect_eq(err->code, CP_ERR_CONFLICT);
 	cr_expect(strstr(err->message, "workspace add /r/p --mode direct") != NULL, "%s", err->message);
@@ -117,8 +116,8 @@ Test(store_approvals, reject_is_kept_and_register_overrides_it)
 	err = NULL;
 
 	struct workspace_record got = {0};
-	cr_assert_eq(store_workspace_register_host(s1, &ws, "/r/p", "approval_new", 400, &got, &created, &err), 0,
-	             "%s", err ? err->message : "");
+	cr_assert_eq(store_workspace_register_host(s1, &ws, "/r/p", "approval_new", 400, &got, &created, &err), 0, "%s",
+	             err ? err->message : "");
 	cr_expect(created);
 	cr_expect_str_eq(got.id, "ws_1");
 	workspace_record_clear(&got);

@@ -117,8 +117,9 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 		json_object_object_add(o, "reused", json_object_new_boolean(res.reused));
 		if (res.copy_session_id) {
 			add_str(o, "copy_session_id", res.copy_session_id);
-			add_str(o, "message", "The workspace is still being copied into the sandbox; poll "
-			                      "copy_session_id with bash_poll until it has exited before working on it.");
+			add_str(o, "message",
+			        "The workspace is still being copied into the sandbox; poll "
+			        "copy_session_id with bash_poll until it has exited before working on it.");
 		}
 		add_agents_md(app->cfg, o);
 	}
@@ -178,6 +179,12 @@ int tool_sandbox_get(const struct mcp_call *call, struct json_object *args, stru
 			struct json_object *sessions = NULL;
 			if (json_object_object_get_ex(res, "sessions", &sessions))
 				json_object_object_add(o, "bash_sessions", json_object_get(sessions));
+			/* The helper lists the recent and running sessions only. */
+			struct json_object *v = NULL;
+			if (json_object_object_get_ex(res, "total", &v))
+				json_object_object_add(o, "bash_sessions_total", json_object_get(v));
+			if (json_object_object_get_ex(res, "truncated", &v))
+				json_object_object_add(o, "bash_sessions_truncated", json_object_get(v));
 		} else if (e) {
 			json_object_object_add(o, "helper_error", json_object_new_string(e->message));
 		}

@@ -22,7 +22,7 @@ const char tools_instructions[] =
 #define SANDBOX_OUT                                                                                                    \
 	"{\"type\":\"object\",\"properties\":{"                                                                        \
 	"\"sandbox_id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"creating\","                 \
-	"\"running\",\"failed\",\"removed\",\"approval_required\"]},"                                                                        \
+	"\"running\",\"failed\",\"removed\",\"approval_required\"]},"                                                  \
 	"\"workspace_id\":{\"type\":\"string\"},\"workspace_mode\":{\"type\":\"string\"},"                             \
 	"\"workspace_path\":{\"type\":\"string\",\"description\":\"Host directory behind /workspace\"},"               \
 	"\"image\":{\"type\":\"string\"},\"container_id\":{\"type\":\"string\"},"                                      \
@@ -32,8 +32,9 @@ const char tools_instructions[] =
 	"\"removed_at\":{\"type\":\"string\"},\"reused\":{\"type\":\"boolean\"},"                                      \
 	"\"workspace_kept\":{\"type\":\"boolean\"},\"agents_md\":{\"type\":\"string\"},"                               \
 	"\"bash_sessions\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"                                      \
-	"\"helper_error\":{\"type\":\"string\"},\"host_path\":{\"type\":\"string\"},"                              \
-	"\"copy_session_id\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},"                             \
+	"\"bash_sessions_total\":{\"type\":\"integer\"},\"bash_sessions_truncated\":{\"type\":\"boolean\"},"           \
+	"\"helper_error\":{\"type\":\"string\"},\"host_path\":{\"type\":\"string\"},"                                  \
+	"\"copy_session_id\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},"                                 \
 	"\"approval_id\":{\"type\":\"string\"}"                                                                        \
 	"},\"required\":[\"status\"]}"
 
@@ -193,7 +194,8 @@ static const struct mcp_tool table[] = {
                          "\"content\":{\"type\":\"string\"},\"start_line\":{\"type\":\"integer\"},"
                          "\"lines\":{\"type\":\"integer\"},\"total_lines\":{\"type\":\"integer\"},"
                          "\"truncated\":{\"type\":\"boolean\"},\"size\":{\"type\":\"integer\"},"
-                         "\"binary\":{\"type\":\"boolean\"},\"sha256\":{\"type\":\"string\","
+                         "\"binary\":{\"type\":\"boolean\"},\"total_lines_known\":{\"type\":\"boolean\"},"
+                         "\"sha256_skipped\":{\"type\":\"string\"},\"sha256\":{\"type\":\"string\","
                          "\"description\":\"Hash of the whole file; pass it to write as "
                          "expected_sha256\"}},\"required\":[\"path\"]}",
         .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,

@@ -12,13 +12,13 @@
 #include "rpc.h"
 
 /* Limits (documented in template/helper/README.md). */
-#define BASH_MAX_RUNNING 256              /* live shells; bash.start beyond: LIMIT */
-#define BASH_MAX_FINISHED 256             /* ended sessions kept; older ones are forgotten */
-#define BASH_LIST_RECENT 50               /* bash.list: the latest sessions, plus all running */
-#define BASH_MAX_WAITERS 1024             /* pending bash.* replies; beyond: LIMIT */
-#define BASH_ID_MAX 128                   /* session_id: [A-Za-z0-9_.-], 1..128 bytes */
-#define BASH_COMMAND_MAX (128 * 1024 - 1) /* Linux MAX_ARG_STRLEN less the NUL */
-#define BASH_LOG_MAX (1ull << 30)         /* bytes logged per session; more is dropped */
+#define BASH_MAX_RUNNING 256               /* live shells; bash.start beyond: LIMIT */
+#define BASH_MAX_FINISHED 256              /* ended sessions kept; older ones are forgotten */
+#define BASH_LIST_RECENT PROTO_LIST_RECENT /* bash.list: the latest sessions, plus all running */
+#define BASH_MAX_WAITERS 1024              /* pending bash.* replies; beyond: LIMIT */
+#define BASH_ID_MAX 128                    /* session_id: [A-Za-z0-9_.-], 1..128 bytes */
+#define BASH_COMMAND_MAX (128 * 1024 - 1)  /* Linux MAX_ARG_STRLEN less the NUL */
+#define BASH_LOG_MAX (1ull << 30)          /* bytes logged per session; more is dropped */
 #define BASH_DEFAULT_YIELD_MS 10000
 #define BASH_MAX_YIELD_MS (24 * 3600 * 1000)
 #define BASH_DEFAULT_OUTPUT 60000 /* max_output_bytes when absent */

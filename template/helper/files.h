@@ -20,7 +20,7 @@
 /* Files up to this size are read whole (hashed, lines counted). Larger ones
  * are read only up to the selection, and only when it starts within this
  * many bytes; file.write cannot check expected_sha256 on them. */
-#define FILES_WHOLE_MAX (64ull * 1024 * 1024)
+#define FILES_WHOLE_MAX PROTO_READ_WHOLE_MAX
 #define FILES_MAX_SYMLINKS 40 /* links followed by file.write (Linux MAXSYMLINKS) */
 
 /* The result of selecting lines from a file (see files_read_fd). */

@@ -14,6 +14,12 @@
  * PROTO_MAX_FRAME is dropped; it gets -32600 with data.code "LIMIT" when its
  * "id" can be found in it.
  *
+ * Only the helper reads its stdin and writes its stdout: it makes itself
+ * non-dumpable, so commands in the sandbox (root in the container) cannot
+ * open /proc/1/fd/{0,1,2}, /proc/1/mem or ptrace it without CAP_SYS_PTRACE.
+ * The host must never give a sandbox CAP_SYS_PTRACE (or a privileged mode),
+ * or the channel can be forged from inside.
+ *
  * Methods
  *   hello {} → {"version":S,"helper_version":S,"pid":N,"sessions":N,"running":N}
  *
@@ -38,16 +44,22 @@
  *     Reply: a snapshot with only output not returned before.
  *
  *   bash.stop {"session_id":S, "max_output_bytes":N}
- *     SIGTERM to the process group, SIGKILL after PROTO_KILL_GRACE_MS if
- *     the group is still alive; replies when the shell has been reaped (at most
- *     about PROTO_KILL_GRACE_MS + 500 ms). Status "killed" unless the session
- *     had already ended (then its real status; background jobs still holding
- *     its output pipe are stopped the same way). Reply: a snapshot.
+ *     SIGTERM (+SIGCONT) to the process group, SIGKILL after
+ *     PROTO_KILL_GRACE_MS if anything of the group is still alive; replies
+ *     when the shell has been reaped and nothing is left of its group (at the
+ *     latest about PROTO_KILL_GRACE_MS + 1000 ms). Status "killed" unless the
+ *     session had already ended: then its real status, and whatever is left
+ *     in its process group (background jobs, whether or not they hold the
+ *     output pipe) is stopped the same way. Reply: a snapshot.
  *
  *   bash.list {} → {"sessions":[{"session_id","command" (first 1000 bytes),
  *              "status","exit_code"?,"started_at_ms","ended_at_ms"? (wall clock),
- *              "pid","log_path","total_output_bytes","has_more_output"}]}
- *     The helper keeps at most 256 ended sessions; older ones are forgotten
+ *              "pid","log_path","total_output_bytes","has_more_output"}],
+ *              "total":N (sessions the helper remembers),
+ *              "truncated":bool (some were left out)}
+ *     Lists at most the PROTO_LIST_RECENT most recently started sessions
+ *     plus every running one (at most 256 more), oldest first. The helper
+ *     keeps at most 256 ended sessions; older ones are forgotten
  *     (bash.poll: NOT_FOUND) but their log files stay.
  *
  *   Snapshot: {"session_id":S,"status":"running"|"exited"|"killed"|"timed_out",
@@ -76,26 +88,41 @@
  *              "limit":N (lines, default 2000), "max_bytes":N (content bytes,
  *              default 262144, clamped to 4 MiB)}
  *     → {"path":S (absolute), "content":S (the selected lines, UTF-8 made
- *        safe), "start_line":N, "lines":N (returned), "total_lines":N,
- *        "truncated":bool (more lines exist after the selection or max_bytes
- *        cut it), "size":N (file bytes), "binary":bool,
- *        "sha256":S (hex, of the whole file: pass it to file.write)}
+ *        safe), "start_line":N, "lines":N (returned),
+ *        "total_lines":N (absent when not known, see below),
+ *        "total_lines_known":bool, "truncated":bool (more lines exist after
+ *        the selection or max_bytes cut it), "size":N (file bytes),
+ *        "binary":bool, "sha256":S (hex, of the whole file: pass it to
+ *        file.write) or instead "sha256_skipped":S (why, e.g. "file larger
+ *        than 67108864 bytes")}
  *     Whole lines only, unless the first selected line alone exceeds
  *     max_bytes: then its start (cut at a character boundary), lines 1,
  *     truncated true. An offset past the last line: INVALID_ARGUMENT.
+ *     Files of at most PROTO_READ_WHOLE_MAX bytes are read whole: sha256 and
+ *     total_lines are always given. Larger files are read only from their
+ *     start to the end of the selection: no sha256 ("sha256_skipped"), and
+ *     total_lines only when the selection reached the end of the file
+ *     (total_lines_known says which); a selection that does not start within
+ *     the first PROTO_READ_WHOLE_MAX bytes fails with LIMIT (the message
+ *     points to sed -n 'A,Bp' / tail in bash).
  *     Binary files (a NUL byte in the first 8 KiB) return {"path","binary":
- *     true,"size","sha256"} and no content. Missing file: NOT_FOUND.
- *     Directory, device, FIFO or socket: INVALID_ARGUMENT.
+ *     true,"size","sha256" or "sha256_skipped"} and no content. Missing file:
+ *     NOT_FOUND. Directory, device, FIFO or socket: INVALID_ARGUMENT.
  *
  *   file.write {"path":S, "content":S, "create_dirs":bool (default false),
  *               "expected_sha256":S (optional: the sha256 file.read returned)}
  *     → {"path":S, "bytes_written":N, "created":bool, "sha256":S (new content)}
- *     Atomic: temp file in the same directory, fsync, rename. Keeps the mode of
- *     an existing file (0644 for a new one) and, as root, its owner; a symlink
- *     is followed. A failed write leaves the old content and no temp file.
- *     Missing parent without create_dirs: NOT_FOUND. expected_sha256 given and
- *     the file changed or is gone: CONFLICT ("changed since read"). No space:
- *     LIMIT. Permission denied or read-only: INVALID_ARGUMENT.
+ *     Atomic: temp file in the target's directory, fsync, rename. Keeps the
+ *     mode of an existing file (0644 for a new one) and, as root, its owner.
+ *     A symlink (dangling or not) is followed to the end of its chain and the
+ *     file there is replaced, or created when the link dangles; the links
+ *     stay ("created" then says whether that file is new). More than 40
+ *     links or a loop: INVALID_ARGUMENT. A failed write leaves the old content
+ *     and no temp file. Missing parent without create_dirs: NOT_FOUND.
+ *     expected_sha256 given and the file changed or is gone: CONFLICT
+ *     ("changed since read"); given for a file over PROTO_READ_WHOLE_MAX
+ *     bytes (read returns no sha256 for it): LIMIT, nothing written. No
+ *     space: LIMIT. Permission denied or read-only: INVALID_ARGUMENT.
  *
  * Paths: relative paths are resolved against /workspace; absolute paths are
  * used as given (the whole container is the sandbox's to use). */
@@ -107,6 +134,8 @@
 #define PROTO_KILL_GRACE_MS 1500
 #define PROTO_WORKSPACE "/workspace"
 #define PROTO_LOG_DIR "/tmp/chat2sbx/bash"
+#define PROTO_LIST_RECENT 50                       /* bash.list: latest sessions listed (+ running ones) */
+#define PROTO_READ_WHOLE_MAX (64ull * 1024 * 1024) /* file.read: larger files are not hashed or counted */
 
 /* JSON-RPC 2.0 error codes (JSON-RPC 2.0 specification, section 5.1). */
 #define PROTO_ERR_PARSE (-32700)

@@ -512,7 +512,7 @@ Test(loop, two_polls_on_one_session_share_the_output)
 
 /* Commands run as root in the container: without CAP_SYS_PTRACE (which
  * containers lack) they must not reach the helper's stdin, stdout or stderr
- * through /proc, nor its memory or environment; their own processes stay
+ * through /proc, nor its memory (ptrace access); their own processes stay
  * reachable (execve makes them dumpable again), and they inherit no
  * descriptor of the helper's. */
 Test(loop, helper_streams_are_out_of_reach_of_commands)
@@ -528,8 +528,10 @@ Test(loop, helper_streams_are_out_of_reach_of_commands)
 	      ": < /proc/$P/fd/0 && echo LEAK:fd0\n"
 	      ": >> /proc/$P/fd/2 && echo LEAK:fd2\n"
 	      "ls -l /proc/$P/fd/ 2>&1 | grep -q -- '->' && echo LEAK:fdlist\n"
-	      "cat /proc/$P/environ > /dev/null && echo LEAK:environ\n"
+	      "cat /proc/$P/io > /dev/null && echo LEAK:io\n"
+	      "ls /proc/$P/cwd/ > /dev/null && echo LEAK:cwd\n"
 	      "printf x | dd of=/proc/$P/mem bs=1 seek=4096 conv=notrunc status=none && echo LEAK:mem\n"
+	      "dd if=/proc/$P/mem bs=1 count=1 status=none > /dev/null && echo LEAK:mem-read\n"
 	      ": >> /proc/$$/fd/1 && echo own-fd-ok\n"
 	      "cat /proc/$$/environ > /dev/null && echo own-environ-ok\n"
 	      "echo fds: $(ls /proc/self/fd)\n",
@@ -540,7 +542,7 @@ Test(loop, helper_streams_are_out_of_reach_of_commands)
 	                              "\"session_id\":\"bash_probe\",\"command\":\"bash probe.sh %d\","
 	                              "\"yield_time_ms\":8000}}",
 	                              (int)h.pid);
-	cr_assert_not_null(r);
+	cr_assert_not_null(r, "the bash.start reply was replaced by a forged one");
 	const char *out = jstr(r, "output");
 	cr_assert_str_eq(jstr(r, "status"), "exited", "%s", out);
 	cr_assert_null(strstr(out, "LEAK"), "%s", out);

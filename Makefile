@@ -51,7 +51,7 @@ $(BIN): $(CP_OBJS)
 
 # The helper runs in any image, so it is linked statically (libc + json-c).
 $(HELPER_BIN): $(HELPER_OBJS)
-	$(CC) -static $(LDFLAGS) -o $@ $^ $(shell pkg-config --static --libs json-c) -lutil
+	$(CC) -static $(LDFLAGS) -o $@ $^ $(shell pkg-config --static --libs json-c libpcre2-8) -lutil
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -59,7 +59,7 @@ $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/helper/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(shell pkg-config --cflags json-c) -Itemplate/helper -c -o $@ $<
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags json-c libpcre2-8) -Itemplate/helper -c -o $@ $<
 
 $(BUILD)/san/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -75,7 +75,7 @@ $(CP_TESTS): $(CP_TEST_OBJS) $(CP_LIB_OBJS_SAN)
 	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(PKG_LIBS) $(CRITERION_LIBS) -lpthread
 
 $(HELPER_TESTS): $(HELPER_TEST_OBJS) $(HELPER_LIB_OBJS_SAN)
-	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(shell pkg-config --libs json-c) $(CRITERION_LIBS) -lutil
+	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(shell pkg-config --libs json-c libpcre2-8) $(CRITERION_LIBS) -lutil
 
 deps:
 	scripts/deps.sh all

@@ -72,14 +72,22 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
                   struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "command", "cwd", "yield_time_ms", "timeout_ms", NULL};
+	static const char *const known[] = {"sandbox_id", "command",     "cwd",  "yield_time_ms", "timeout_ms",
+	                                    "interactive", "tty",      "rows", "cols",          NULL};
 	const char *sandbox_id = NULL, *command = NULL, *cwd = NULL;
-	int64_t yield = 0, timeout = 0;
+	int64_t yield = 0, timeout = 0, rows = 0, cols = 0;
+	int interactive = 0, tty = 0;
 	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 ||
 	    tool_args_string(args, "command", 1, &command, err) < 0 ||
 	    tool_args_string(args, "cwd", 0, &cwd, err) < 0 || yield_arg(app, args, &yield, err) < 0 ||
-	    tool_args_int(args, "timeout_ms", 0, 1, INT64_C(7) * 24 * 3600 * 1000, &timeout, err) < 0)
+	    tool_args_int(args, "timeout_ms", 0, 1, INT64_C(7) * 24 * 3600 * 1000, &timeout, err) < 0 ||
+	    tool_args_bool(args, "interactive", 0, &interactive, err) < 0 ||
+	    tool_args_bool(args, "tty", 0, &tty, err) < 0 || tool_args_int(args, "rows", 0, 1, 1000, &rows, err) < 0 ||
+	    tool_args_int(args, "cols", 0, 1, 1000, &cols, err) < 0)
 		return -1;
+	if ((rows || cols) && !tty)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "arguments 'rows' and 'cols' size a terminal; they "
+		                                                  "need tty: true");
 	if (!*command)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument 'command' is empty; give a shell command");
 	if (strlen(command) > BASH_MAX_COMMAND_BYTES)
@@ -99,6 +107,16 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 		json_object_object_add(p, "timeout_ms", json_object_new_int64(timeout));
 	json_object_object_add(p, "yield_time_ms", json_object_new_int64(yield));
 	json_object_object_add(p, "max_output_bytes", json_object_new_int(app->cfg->max_output_chars));
+	/* tty implies interactive: a terminal is read and written both ways. */
+	if (interactive || tty)
+		json_object_object_add(p, "interactive", json_object_new_boolean(1));
+	if (tty) {
+		json_object_object_add(p, "tty", json_object_new_boolean(1));
+		if (rows)
+			json_object_object_add(p, "rows", json_object_new_int64(rows));
+		if (cols)
+			json_object_object_add(p, "cols", json_object_new_int64(cols));
+	}
 
 	struct json_object *res = NULL;
 	if (tools_helper_call(app, sandbox_id, "bash.start", p, (long)yield + BASH_REPLY_MARGIN_MS, &res, err) < 0) {
@@ -161,4 +179,50 @@ int tool_bash_stop(const struct mcp_call *call, struct json_object *args, struct
 	if (tools_helper_call(app, sandbox_id, "bash.stop", p, BASH_REPLY_MARGIN_MS, &res, err) < 0)
 		return -1;
 	return finish(res, sandbox_id, session_id, ret, err);
+}
+
+int tool_bash_input(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+                    struct cp_error **err)
+{
+	struct tools_app *app = call->app;
+	static const char *const known[] = {"sandbox_id", "session_id", "data", "close", NULL};
+	const char *sandbox_id = NULL, *session_id = NULL, *data = NULL;
+	int close_stdin = 0;
+	if (session_args(args, known, &sandbox_id, &session_id, err) < 0 ||
+	    tool_args_text(args, "data", 0, &data, NULL, err) < 0 ||
+	    tool_args_bool(args, "close", 0, &close_stdin, err) < 0)
+		return -1;
+	if (!data && !close_stdin)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "give 'data' to write (end lines with \\n), 'close': true to end the input, or both");
+	_cleanup_json_ struct json_object *p = json_object_new_object();
+	json_object_object_add(p, "session_id", json_object_new_string(session_id));
+	struct json_object *d = NULL;
+	if (data && json_object_object_get_ex(args, "data", &d))
+		json_object_object_add(p, "data", json_object_get(d));
+	else
+		json_object_object_add(p, "data", json_object_new_string(""));
+	json_object_object_add(p, "close", json_object_new_boolean(close_stdin));
+	struct json_object *res = NULL;
+	if (tools_helper_call(app, sandbox_id, "bash.input", p, BASH_REPLY_MARGIN_MS, &res, err) < 0)
+		return -1;
+	json_object_object_add(res, "sandbox_id", json_object_new_string(sandbox_id));
+	*ret = res;
+	return 0;
+}
+
+int tool_bash_list(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+                   struct cp_error **err)
+{
+	struct tools_app *app = call->app;
+	static const char *const known[] = {"sandbox_id", NULL};
+	const char *sandbox_id = NULL;
+	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0)
+		return -1;
+	struct json_object *res = NULL;
+	if (tools_helper_call(app, sandbox_id, "bash.list", NULL, BASH_REPLY_MARGIN_MS, &res, err) < 0)
+		return -1;
+	json_object_object_add(res, "sandbox_id", json_object_new_string(sandbox_id));
+	*ret = res;
+	return 0;
 }

@@ -8,7 +8,7 @@ const char tools_instructions[] =
     "chat2sbx gives you disposable Linux sandboxes (containers). Workflow: 1) call sandbox_create once and keep "
     "its sandbox_id; pass it to every other tool. 2) Run commands with bash; it returns a session_id and waits "
     "up to yield_time_ms. If status is running, call bash_poll with that session_id until status is exited, "
-    "killed or timed_out. 3) Use read and write for files under /workspace. 4) Call sandbox_destroy when done.\n"
+    "killed or timed_out. 3) Use read, write, edit, apply_patch, search and list for files under /workspace. 4) Call sandbox_destroy when done.\n"
     "Details: /workspace is persistent (a managed workspace on the host, kept after destroy). "
     "In another conversation, find existing sandboxes with sandbox_list and load one with sandbox_get. "
     "Commands have no timeout unless you pass timeout_ms; stop a session with bash_stop. Standard input is "
@@ -135,8 +135,9 @@ static const struct mcp_tool table[] = {
         .title = "Run a shell command",
         .description = "Run a bash command in the sandbox (cwd /workspace) and wait up to yield_time_ms. Always "
                        "returns a session_id. status is exited (with exit_code), running (call bash_poll), killed "
-                       "or timed_out. Standard input is at end-of-file. No time limit unless timeout_ms is given. "
-                       "Start servers in the background or let them run and poll.",
+                       "or timed_out. Standard input is at end-of-file unless interactive is true (then send it "
+                       "with bash_input). No time limit unless timeout_ms is given. Start servers in the "
+                       "background or let them run and poll.",
         .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
                         ",\"command\":{\"type\":\"string\",\"description\":\"Shell command, run with bash "
                         "-c\"},"
@@ -144,7 +145,16 @@ static const struct mcp_tool table[] = {
                         "sandbox (default /workspace)\"}," YIELD_PROP
                         ",\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Kill the "
                         "command after this long (SIGTERM, then SIGKILL after 1.5 s); default: no "
-                        "limit\"}},\"required\":[\"sandbox_id\",\"command\"],\"additionalProperties\":false}",
+                        "limit\"},"
+                        "\"interactive\":{\"type\":\"boolean\",\"description\":\"Keep standard input open "
+                        "so bash_input can answer prompts (default false: input is at end-of-file)\"},"
+                        "\"tty\":{\"type\":\"boolean\",\"description\":\"Run on a pseudo-terminal, for "
+                        "programs that need one (implies interactive)\"},"
+                        "\"rows\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":"
+                        "\"Terminal rows with tty (default 24)\"},"
+                        "\"cols\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":"
+                        "\"Terminal columns with tty (default 80)\"}"
+                        "},\"required\":[\"sandbox_id\",\"command\"],\"additionalProperties\":false}",
         .output_schema = BASH_OUT,
         .hints = MCP_HINT_OPEN_WORLD,
         .handler = tool_bash_run,
@@ -177,6 +187,40 @@ static const struct mcp_tool table[] = {
         .handler = tool_bash_stop,
     },
     {
+        .name = "bash_input",
+        .title = "Send input to a shell session",
+        .description = "Write text to the standard input of a bash session started with interactive: true (end "
+                       "lines with \\n), and/or close it (close: true) so the program sees end-of-file. Then "
+                       "call bash_poll for the output.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
+                        "returned (bash_...)\"},"
+                        "\"data\":{\"type\":\"string\",\"description\":\"Text to write, for example "
+                        "\\\"yes\\\\n\\\"\"},"
+                        "\"close\":{\"type\":\"boolean\",\"description\":\"Close standard input after "
+                        "writing (default false)\"}},\"required\":[\"sandbox_id\",\"session_id\"],"
+                        "\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
+                         "\"session_id\":{\"type\":\"string\"},\"bytes_written\":{\"type\":\"integer\"},"
+                         "\"stdin_open\":{\"type\":\"boolean\"}},\"required\":[\"session_id\"]}",
+        .hints = 0,
+        .handler = tool_bash_input,
+    },
+    {
+        .name = "bash_list",
+        .title = "List shell sessions",
+        .description = "List a sandbox's bash sessions (the recent ones and every running one) with command, "
+                       "status, start time and exit code.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
+                         "\"sessions\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
+                         "\"total\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}},"
+                         "\"required\":[\"sessions\"]}",
+        .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
+        .handler = tool_bash_list,
+    },
+    {
         .name = "read",
         .title = "Read a file",
         .description = "Read a text file in the sandbox (path relative to /workspace, or absolute). "
@@ -188,7 +232,10 @@ static const struct mcp_tool table[] = {
                         "\"offset\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"First line, "
                         "1-based (default 1)\"},"
                         "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,\"description\":"
-                        "\"Lines to return (default 2000)\"}},\"required\":[\"sandbox_id\",\"path\"],"
+                        "\"Lines to return (default 2000)\"},"
+                        "\"line_numbers\":{\"type\":\"boolean\",\"description\":\"Prefix each line with "
+                        "its number and a tab, like cat -n (default true); the numbers are not part of the "
+                        "file\"}},\"required\":[\"sandbox_id\",\"path\"],"
                         "\"additionalProperties\":false}",
         .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
                          "\"content\":{\"type\":\"string\"},\"start_line\":{\"type\":\"integer\"},"
@@ -222,6 +269,93 @@ static const struct mcp_tool table[] = {
                          "\"required\":[\"path\",\"bytes_written\"]}",
         .hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
         .handler = tool_files_write,
+    },
+    {
+        .name = "edit",
+        .title = "Edit a file",
+        .description = "Replace old_string with new_string in a file, atomically. old_string must match exactly "
+                       "once (whitespace included; copy it from read without the line-number prefix) unless "
+                       "replace_all is true; the error says how many matches and where. CRLF files and a "
+                       "missing final newline are preserved.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"path\":{\"type\":\"string\",\"description\":\"File path\"},"
+                        "\"old_string\":{\"type\":\"string\",\"description\":\"Exact text to replace\"},"
+                        "\"new_string\":{\"type\":\"string\",\"description\":\"Replacement text\"},"
+                        "\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every match "
+                        "(default false)\"},"
+                        "\"expected_sha256\":{\"type\":\"string\",\"description\":\"The sha256 a read "
+                        "returned: refuse, changing nothing, if the file changed since\"}},"
+                        "\"required\":[\"sandbox_id\",\"path\",\"old_string\",\"new_string\"],"
+                        "\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+                         "\"replacements\":{\"type\":\"integer\"},\"bytes_written\":{\"type\":\"integer\"},"
+                         "\"sha256\":{\"type\":\"string\"}},\"required\":[\"path\"]}",
+        .hints = MCP_HINT_DESTRUCTIVE,
+        .handler = tool_files_edit,
+    },
+    {
+        .name = "apply_patch",
+        .title = "Apply a patch",
+        .description = "Apply a patch to files in the sandbox, all or nothing: the '*** Begin Patch' format "
+                       "(*** Add File / *** Update File / *** Delete File / *** Move to, @@ anchors, context "
+                       "lines with ' ', removals '-', additions '+', *** End Patch) or a unified diff. If any "
+                       "hunk does not apply, nothing changes and the error names the file and hunk.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"patch\":{\"type\":\"string\",\"description\":\"The patch text\"},"
+                        "\"cwd\":{\"type\":\"string\",\"description\":\"Directory the patch's relative "
+                        "paths start from (default /workspace)\"}},\"required\":[\"sandbox_id\",\"patch\"],"
+                        "\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
+                         "\"items\":{\"type\":\"object\"}},\"summary\":{\"type\":\"string\"}},"
+                         "\"required\":[\"files\"]}",
+        .hints = MCP_HINT_DESTRUCTIVE,
+        .handler = tool_files_apply_patch,
+    },
+    {
+        .name = "search",
+        .title = "Search files",
+        .description = "Search files for a regular expression (PCRE2 syntax) under a path (default "
+                       "/workspace), optionally only files matching glob (e.g. \\\"*.py\\\"); skips binary files "
+                       "and .git. Results are path:line:text lines; says when the list was cut.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"pattern\":{\"type\":\"string\",\"description\":\"Regular expression\"},"
+                        "\"path\":{\"type\":\"string\",\"description\":\"File or directory (default "
+                        "/workspace)\"},"
+                        "\"glob\":{\"type\":\"string\",\"description\":\"Only files whose name matches, "
+                        "e.g. *.c\"},"
+                        "\"case_insensitive\":{\"type\":\"boolean\",\"description\":\"Ignore case "
+                        "(default false)\"},"
+                        "\"max_matches\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5000,"
+                        "\"description\":\"At most this many matches (default 200)\"}},"
+                        "\"required\":[\"sandbox_id\",\"pattern\"],\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"matches\":{\"type\":\"string\"},"
+                         "\"count\":{\"type\":\"integer\"},\"files_searched\":{\"type\":\"integer\"},"
+                         "\"truncated\":{\"type\":\"boolean\"},\"truncated_reason\":{\"type\":\"string\"}},"
+                         "\"required\":[\"matches\"]}",
+        .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
+        .handler = tool_files_search,
+    },
+    {
+        .name = "list",
+        .title = "List files",
+        .description = "List files and directories under a path (default /workspace) to a depth (default 2), "
+                       "optionally only files matching glob, with types and sizes, sorted; says when cut.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"path\":{\"type\":\"string\",\"description\":\"Directory (default "
+                        "/workspace)\"},"
+                        "\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"description\":"
+                        "\"Levels to descend; 1 = the directory's own entries (default 2)\"},"
+                        "\"glob\":{\"type\":\"string\",\"description\":\"Only files whose name matches, "
+                        "e.g. *.md\"},"
+                        "\"max_entries\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10000,"
+                        "\"description\":\"At most this many entries (default 1000)\"}},"
+                        "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+                         "\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
+                         "\"count\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}},"
+                         "\"required\":[\"entries\"]}",
+        .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
+        .handler = tool_files_list,
     },
 };
 

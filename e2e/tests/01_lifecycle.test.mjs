@@ -75,7 +75,7 @@ ctx.test('sandbox lifecycle: create, bash, read/write, list from a second sessio
   assert.equal(echo.exit_code, 0, JSON.stringify(echo));
 
   // ---- read what bash wrote; the host sees it too ----
-  const r1 = await tools.ok('read', { sandbox_id: sandboxId, path: 'hello.txt' });
+  const r1 = await tools.ok('read', { sandbox_id: sandboxId, path: 'hello.txt', line_numbers: false });
   assert.equal(r1.content, 'hello\n', `read hello.txt: ${JSON.stringify(r1)}`);
   const onHost = path.join(sbx.workspace_path, 'hello.txt');
   assert.equal(fs.readFileSync(onHost, 'utf8'), 'hello\n', `host file ${onHost}`);
@@ -85,7 +85,7 @@ ctx.test('sandbox lifecycle: create, bash, read/write, list from a second sessio
   const w = await tools.ok('write', { sandbox_id: sandboxId, path: 'notes.txt', content: text });
   assert.equal(w.bytes_written, Buffer.byteLength(text), `write: ${JSON.stringify(w)}`);
   assert.equal(w.created, true, `write created a new file: ${JSON.stringify(w)}`);
-  const r2 = await tools.ok('read', { sandbox_id: sandboxId, path: 'notes.txt' });
+  const r2 = await tools.ok('read', { sandbox_id: sandboxId, path: 'notes.txt', line_numbers: false });
   assert.equal(r2.content, text, 'read returns what write wrote');
   const cat = await tools.ok('bash', { sandbox_id: sandboxId, command: 'cat notes.txt' });
   assert.equal(cat.exit_code, 0, JSON.stringify(cat));
@@ -102,11 +102,11 @@ ctx.test('sandbox lifecycle: create, bash, read/write, list from a second sessio
     create_dirs: true,
   });
   assert.equal(w3.created, true, JSON.stringify(w3));
-  const r3 = await tools.ok('read', { sandbox_id: sandboxId, path: '/workspace/deep/er/file.txt' });
+  const r3 = await tools.ok('read', { sandbox_id: sandboxId, path: '/workspace/deep/er/file.txt', line_numbers: false });
   assert.equal(r3.content, 'nested\n');
 
   // ---- read's sha256 guards a write: a stale hash changes nothing ----
-  const before = await tools.ok('read', { sandbox_id: sandboxId, path: 'notes.txt' });
+  const before = await tools.ok('read', { sandbox_id: sandboxId, path: 'notes.txt', line_numbers: false });
   assert.match(before.sha256 ?? '', /^[0-9a-f]{64}$/, `read returns a sha256: ${JSON.stringify(before)}`);
   await tools.ok('bash', { sandbox_id: sandboxId, command: 'echo changed-by-someone > notes.txt' });
   const stale = await tools.call('write', {
@@ -114,7 +114,7 @@ ctx.test('sandbox lifecycle: create, bash, read/write, list from a second sessio
   });
   assert.equal(stale.isError, true, `stale write refused: ${JSON.stringify(stale)}`);
   assert.match(stale.content[0].text, /changed since it was read/);
-  const reread = await tools.ok('read', { sandbox_id: sandboxId, path: 'notes.txt' });
+  const reread = await tools.ok('read', { sandbox_id: sandboxId, path: 'notes.txt', line_numbers: false });
   assert.equal(reread.content, 'changed-by-someone\n', 'the refused write changed nothing');
   const fresh = await tools.ok('write', {
     sandbox_id: sandboxId, path: 'notes.txt', content: 'mine\n', expected_sha256: reread.sha256,
@@ -185,7 +185,7 @@ ctx.test('results validate against each tool\'s outputSchema (SDK client after t
       await attempt('bash_poll', () => tools.ok('bash_poll', { sandbox_id: sandboxId, session_id: b.session_id, yield_time_ms: 5000 }));
     }
     await attempt('write', () => tools.ok('write', { sandbox_id: sandboxId, path: 'v.txt', content: 'v\n' }));
-    await attempt('read', () => tools.ok('read', { sandbox_id: sandboxId, path: 'v.txt' }));
+    await attempt('read', () => tools.ok('read', { sandbox_id: sandboxId, path: 'v.txt', line_numbers: false }));
     await attempt('sandbox_list', () => tools.ok('sandbox_list', {}));
     await attempt('sandbox_get', () => tools.ok('sandbox_get', { sandbox_id: sandboxId }));
     await attempt('workspace_list', () => tools.ok('workspace_list', {}));

@@ -132,9 +132,9 @@ ctx.test('tools/list advertises the contract tools with exact annotations', asyn
   const tools = await ctx.tools();
   const { tools: list } = await tools.client.listTools();
   const byName = new Map(list.map((x) => [x.name, x]));
-  const readOnly = ['sandbox_list', 'sandbox_get', 'workspace_list', 'read', 'bash_poll'];
-  const destructive = ['sandbox_destroy', 'bash_stop', 'write'];
-  const others = ['sandbox_create', 'bash'];
+  const readOnly = ['sandbox_list', 'sandbox_get', 'workspace_list', 'read', 'bash_poll', 'bash_list', 'search', 'list'];
+  const destructive = ['sandbox_destroy', 'bash_stop', 'write', 'edit', 'apply_patch'];
+  const others = ['sandbox_create', 'bash', 'bash_input'];
   for (const n of [...readOnly, ...destructive, ...others]) {
     const tool = byName.get(n);
     assert.ok(tool, `tools/list has ${n} (has: ${[...byName.keys()].join(', ')})`);

@@ -381,7 +381,7 @@ ctx.test('direct mode: the host directory is /workspace, changes appear on the h
   await sh(tools, sbx.sandbox_id, "sed -i 's/one/two/' existing.txt && echo three >> /workspace/existing.txt");
   assert.equal(fs.readFileSync(path.join(dir, 'existing.txt'), 'utf8'), 'two\nthree\n', 'bash edit reaches the host');
   fs.writeFileSync(path.join(dir, 'from-host.txt'), 'host side\n');
-  const r = await tools.ok('read', { sandbox_id: sbx.sandbox_id, path: 'from-host.txt' });
+  const r = await tools.ok('read', { sandbox_id: sbx.sandbox_id, path: 'from-host.txt', line_numbers: false });
   assert.equal(r.content, 'host side\n', 'a host change is visible inside');
 
   const d = await tools.ok('sandbox_destroy', { sandbox_id: sbx.sandbox_id }, CREATE_TIMEOUT);
@@ -448,7 +448,7 @@ ctx.test('workspace add: registered without an approval step, idempotent, listed
   assert.equal(sbx.status, 'running', JSON.stringify(sbx));
   assert.equal(sbx.workspace_mode, 'direct', JSON.stringify(sbx));
   assert.equal(sbx.workspace_path, real, JSON.stringify(sbx));
-  const r = await tools.ok('read', { sandbox_id: sbx.sandbox_id, path: 'readme.txt' });
+  const r = await tools.ok('read', { sandbox_id: sbx.sandbox_id, path: 'readme.txt', line_numbers: false });
   assert.equal(r.content, 'added\n');
 
   const cliRow = cliJson(['workspace', 'list', '--json']).find?.((w) => w.workspace_id === add.workspace_id);
@@ -582,7 +582,7 @@ ctx.test('retention: managed workspace retained 30 days, then trashed; host work
   const back = await tools.create({ workspace_id: wsId });
   created.push(back.sandbox_id);
   assert.equal(back.reused, false, JSON.stringify(back));
-  assert.equal((await tools.ok('read', { sandbox_id: back.sandbox_id, path: 'keep.txt' })).content, 'kept for 30 days\n');
+  assert.equal((await tools.ok('read', { sandbox_id: back.sandbox_id, path: 'keep.txt', line_numbers: false })).content, 'kept for 30 days\n');
   row = wsRow(await tools.ok('workspace_list', {}), wsId);
   assert.equal(row?.state, 'in_use', `attached again: ${JSON.stringify(row)}`);
   await tools.ok('sandbox_destroy', { sandbox_id: back.sandbox_id }, CREATE_TIMEOUT);

@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,6 +30,8 @@
 #define READ_BUDGET (256 * 1024)   /* bytes read per pipe per loop turn (fairness) */
 #define STOP_SLACK_MS 1000         /* bash.stop answers by grace + this at the latest */
 #define LIST_COMMAND_MAX 1000      /* bytes of a command shown by bash.list */
+#define TTY_TERM "TERM=xterm-256color" /* TERM of tty sessions (others inherit the helper's) */
+#define TTY_EOF '\x04'                 /* VEOF (Ctrl-D) of a fresh pseudo-terminal */
 
 extern char **environ;
 
@@ -41,6 +45,15 @@ struct session {
 	char *log_path;
 	pid_t pid; /* also the process group id (the child calls setsid) */
 	int pipe_fd, log_fd;
+	bool interactive, tty;
+	/* The program's stdin (interactive sessions): the pipe's write end or a
+	 * duplicate of the pty master, non-blocking; -1 once closed. Input the
+	 * program has not read yet waits in inbuf (at most BASH_INPUT_MAX). */
+	int in_fd;
+	char *inbuf;
+	size_t inlen, incap;
+	bool in_close;   /* bash.input close: close stdin once inbuf is written */
+	bool in_mid_line; /* tty: the last byte queued was not '\n' */
 	uint64_t total;     /* bytes in the log file */
 	uint64_t delivered; /* bytes already returned in replies */
 	uint64_t dropped;   /* bytes lost: over BASH_LOG_MAX or a failing log write */
@@ -50,6 +63,7 @@ struct session {
 	bool group_gone; /* the process group was seen empty after the shell ended */
 	enum session_status status;
 	int exit_code;
+	int term_sig; /* the signal that killed the shell, or 0 */
 	enum kill_reason kill;
 	int64_t timeout_at, kill_at;        /* monotonic ms; 0 = none */
 	int64_t started_at_ms, ended_at_ms; /* wall clock, for bash.list */
@@ -72,7 +86,7 @@ static struct waiter *waiters;
 static size_t nwaiters;
 static uint64_t seq_counter;
 /* Sessions behind the pollfds last handed out, in the same order. */
-static struct session **polled;
+static struct session **polled; /* at most two entries per session */
 static size_t npolled;
 
 int64_t bash_clock_ms(void)
@@ -131,6 +145,9 @@ static void session_free(struct session *s)
 		close(s->pipe_fd);
 	if (s->log_fd >= 0)
 		close(s->log_fd);
+	if (s->in_fd >= 0)
+		close(s->in_fd);
+	free(s->inbuf);
 	free(s->command);
 	free(s->log_path);
 	free(s);
@@ -215,6 +232,116 @@ static uint64_t session_deliverable(const struct session *s)
 	return avail;
 }
 
+size_t bash_collapse_cr(unsigned char *buf, size_t len)
+{
+	size_t out = 0, start = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] != '\n')
+			continue;
+		/* The line is buf[start..i]; keep what follows its last '\r' that
+		 * does not end it ("\r\n" stays). */
+		size_t from = start;
+		for (size_t k = start; k < i; k++)
+			if (buf[k] == '\r' && buf[k + 1] != '\n')
+				from = k + 1;
+		memmove(buf + out, buf + from, i + 1 - from);
+		out += i + 1 - from;
+		start = i + 1;
+	}
+	if (start < len)
+		memmove(buf + out, buf + start, len - start);
+	return out + (len - start);
+}
+
+/* "SIGKILL" for 9; realtime signals as "SIGRTMIN+n". */
+static const char *signal_name(int sig, char *buf, size_t cap)
+{
+	const char *abbrev = sigabbrev_np(sig);
+	if (abbrev)
+		snprintf(buf, cap, "SIG%s", abbrev);
+	else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, cap, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, cap, "SIG%d", sig);
+	return buf;
+}
+
+/* ---- input: bash.input → pending buffer → the program's stdin ---- */
+
+static bool stdin_open(const struct session *s)
+{
+	return s->in_fd >= 0 && !s->in_close;
+}
+
+/* Close the program's stdin for good, dropping input it has not read. */
+static void input_close(struct session *s)
+{
+	if (s->in_fd >= 0)
+		close(s->in_fd);
+	s->in_fd = -1;
+	free(s->inbuf);
+	s->inbuf = NULL;
+	s->inlen = s->incap = 0;
+}
+
+/* Write what stdin takes now without blocking; returns the bytes written.
+ * No reader left (EPIPE; EIO on a pty whose slave is closed) closes stdin. */
+static size_t input_write(struct session *s, const char *p, size_t n)
+{
+	size_t done = 0;
+	while (s->in_fd >= 0 && done < n) {
+		ssize_t w = write(s->in_fd, p + done, n - done);
+		if (w > 0) {
+			done += (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w == 0 || errno == EAGAIN)
+			break;
+		hlog_debug("stdin of session '%s' is gone (%s); %zu bytes of input dropped", s->id, strerror(errno),
+		           n - done + s->inlen);
+		input_close(s);
+	}
+	return done;
+}
+
+/* Write pending input as far as stdin takes it; close stdin after the last
+ * byte when a close was asked for. */
+static void input_flush(struct session *s)
+{
+	if (s->in_fd < 0)
+		return;
+	if (s->inlen > 0) {
+		size_t w = input_write(s, s->inbuf, s->inlen);
+		if (s->in_fd < 0)
+			return;
+		memmove(s->inbuf, s->inbuf + w, s->inlen - w);
+		s->inlen -= w;
+	}
+	if (s->inlen == 0 && s->in_close)
+		input_close(s);
+}
+
+static int input_queue(struct session *s, const char *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (s->inlen + n > s->incap) {
+		size_t cap = s->incap ? s->incap : 4096;
+		while (cap < s->inlen + n)
+			cap *= 2;
+		char *b = realloc(s->inbuf, cap);
+		if (!b)
+			return -1;
+		s->inbuf = b;
+		s->incap = cap;
+	}
+	memcpy(s->inbuf + s->inlen, p, n);
+	s->inlen += n;
+	return 0;
+}
+
 /* A snapshot reply (proto.h) that consumes up to max_output bytes of
  * undelivered output, cut at a character boundary. */
 static json_object *session_snapshot(struct session *s, size_t max_output)
@@ -246,7 +373,7 @@ static json_object *session_snapshot(struct session *s, size_t max_output)
 	if (!(s->ended && n == avail))
 		take = n - utf8_incomplete_suffix(buf, n);
 	size_t out_len = 0;
-	char *out = buf ? utf8_sanitize(buf, take, &out_len) : NULL;
+	char *out = buf ? utf8_sanitize(buf, bash_collapse_cr(buf, take), &out_len) : NULL;
 	free(buf);
 	s->delivered += out ? take : 0;
 
@@ -255,6 +382,13 @@ static json_object *session_snapshot(struct session *s, size_t max_output)
 	json_object_object_add(r, "status", json_object_new_string(status_name(s->status)));
 	if (s->ended)
 		json_object_object_add(r, "exit_code", json_object_new_int(s->exit_code));
+	if (s->ended && s->term_sig) {
+		char name[32];
+		json_object_object_add(r, "signal",
+		                       json_object_new_string(signal_name(s->term_sig, name, sizeof name)));
+	}
+	if (s->interactive)
+		json_object_object_add(r, "stdin_open", json_object_new_boolean(stdin_open(s)));
 	json_object_object_add(r, "output", json_object_new_string_len(out ? out : "", (int)out_len));
 	json_object_object_add(r, "output_bytes", json_object_new_int64(out ? (int64_t)take : 0));
 	json_object_object_add(r, "has_more_output", json_object_new_boolean(session_deliverable(s) > 0));

@@ -149,6 +149,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	                     "HOME=/root",
 	                     "LANG=C.UTF-8",
 	                     "TERM=dumb",
+	                     "USER=root",
 	                     sandbox_env,
 	                     NULL};
 	const char *entrypoint[] = {LIFECYCLE_HELPER_TARGET, NULL};

@@ -83,10 +83,10 @@ Test(tools_args, table_is_complete)
 {
 	size_t n = 0;
 	const struct mcp_tool *t = tools_table(&n);
-	const char *want[] = {"sandbox_create", "sandbox_list", "sandbox_get", "sandbox_destroy", "workspace_list",
-	                      "bash",           "bash_poll",    "bash_stop",   "bash_input",      "bash_list",
-	                      "read",           "write",        "edit",        "apply_patch",     "search",
-	                      "list"};
+	const char *want[] = {"sandbox_create", "sandbox_list", "sandbox_get", "sandbox_destroy",
+	                      "workspace_list", "bash",         "bash_poll",   "bash_stop",
+	                      "bash_input",     "bash_list",    "read",        "write",
+	                      "edit",           "apply_patch",  "search",      "list"};
 	cr_assert_eq(n, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < n; i++) {
 		cr_expect_str_eq(t[i].name, want[i]);
@@ -105,8 +105,8 @@ Test(tools_args, table_is_complete)
 		int want_ro = !strcmp(name, "sandbox_list") || !strcmp(name, "sandbox_get") ||
 		              !strcmp(name, "workspace_list") || !strcmp(name, "read") || !strcmp(name, "bash_poll") ||
 		              !strcmp(name, "bash_list") || !strcmp(name, "search") || !strcmp(name, "list");
-		int want_de = !strcmp(name, "sandbox_destroy") || !strcmp(name, "bash_stop") || !strcmp(name, "write") ||
-		              !strcmp(name, "edit") || !strcmp(name, "apply_patch");
+		int want_de = !strcmp(name, "sandbox_destroy") || !strcmp(name, "bash_stop") ||
+		              !strcmp(name, "write") || !strcmp(name, "edit") || !strcmp(name, "apply_patch");
 		cr_expect_eq(ro, want_ro, "%s readOnlyHint", name);
 		cr_expect_eq(de, want_de, "%s destructiveHint", name);
 	}

@@ -72,8 +72,8 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
                   struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "command",     "cwd",  "yield_time_ms", "timeout_ms",
-	                                    "interactive", "tty",      "rows", "cols",          NULL};
+	static const char *const known[] = {"sandbox_id",  "command", "cwd",  "yield_time_ms", "timeout_ms",
+	                                    "interactive", "tty",     "rows", "cols",          NULL};
 	const char *sandbox_id = NULL, *command = NULL, *cwd = NULL;
 	int64_t yield = 0, timeout = 0, rows = 0, cols = 0;
 	int interactive = 0, tty = 0;
@@ -86,8 +86,9 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 	    tool_args_int(args, "cols", 0, 1, 1000, &cols, err) < 0)
 		return -1;
 	if ((rows || cols) && !tty)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "arguments 'rows' and 'cols' size a terminal; they "
-		                                                  "need tty: true");
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "arguments 'rows' and 'cols' size a terminal; they "
+		                    "need tty: true");
 	if (!*command)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument 'command' is empty; give a shell command");
 	if (strlen(command) > BASH_MAX_COMMAND_BYTES)
@@ -193,8 +194,9 @@ int tool_bash_input(const struct mcp_call *call, struct json_object *args, struc
 	    tool_args_bool(args, "close", 0, &close_stdin, err) < 0)
 		return -1;
 	if (!data && !close_stdin)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "give 'data' to write (end lines with \\n), 'close': true to end the input, or both");
+		return cp_error_set(
+		    err, CP_ERR_INVALID_ARGUMENT,
+		    "give 'data' to write (end lines with \\n), 'close': true to end the input, or both");
 	_cleanup_json_ struct json_object *p = json_object_new_object();
 	json_object_object_add(p, "session_id", json_object_new_string(session_id));
 	struct json_object *d = NULL;

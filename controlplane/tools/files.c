@@ -75,8 +75,8 @@ int tool_files_edit(const struct mcp_call *call, struct json_object *args, struc
                     struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "path",        "old_string", "new_string",
-	                                    "replace_all", "expected_sha256", NULL};
+	static const char *const known[] = {"sandbox_id",      "path", "old_string", "new_string", "replace_all",
+	                                    "expected_sha256", NULL};
 	const char *sandbox_id = NULL, *path = NULL, *old_s = NULL, *new_s = NULL, *expected = NULL;
 	int replace_all = 0;
 	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 || tool_args_string(args, "path", 1, &path, err) < 0 ||
@@ -101,7 +101,7 @@ int tool_files_apply_patch(const struct mcp_call *call, struct json_object *args
                            struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "patch", "cwd", NULL};
+	static const char *const known[] = {"sandbox_id", "patch", "cwd", "expected_sha256", NULL};
 	const char *sandbox_id = NULL, *patch = NULL, *cwd = NULL;
 	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 ||
 	    tool_args_text(args, "patch", 1, &patch, NULL, err) < 0 || tool_args_string(args, "cwd", 0, &cwd, err) < 0)
@@ -111,8 +111,15 @@ int tool_files_apply_patch(const struct mcp_call *call, struct json_object *args
 		                    "argument 'patch' is empty; give a patch starting with '*** Begin Patch' or a "
 		                    "unified diff");
 	_cleanup_json_ struct json_object *p = json_object_new_object();
+	struct json_object *expected = NULL;
+	if (json_object_object_get_ex(args, "expected_sha256", &expected) &&
+	    !json_object_is_type(expected, json_type_object))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "argument 'expected_sha256' must be an object mapping each path to the sha256 "
+		                    "read returned, e.g. {\"src/a.py\": \"3f2a…\"}");
 	pass(args, p, "patch");
 	pass(args, p, "cwd");
+	pass(args, p, "expected_sha256");
 	return tools_helper_call(app, sandbox_id, "file.apply_patch", p, FILES_TIMEOUT_MS, ret, err);
 }
 
@@ -120,19 +127,20 @@ int tool_files_search(const struct mcp_call *call, struct json_object *args, str
                       struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "pattern", "path", "glob", "case_insensitive", "max_matches",
-	                                    NULL};
+	static const char *const known[] = {"sandbox_id",       "pattern",     "path", "glob",
+	                                    "case_insensitive", "max_matches", NULL};
 	const char *sandbox_id = NULL, *pattern = NULL, *path = NULL, *glob = NULL;
 	int ci = 0;
 	int64_t max_matches = 0;
 	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 ||
-	    tool_args_string(args, "pattern", 1, &pattern, err) < 0 || tool_args_string(args, "path", 0, &path, err) < 0 ||
-	    tool_args_string(args, "glob", 0, &glob, err) < 0 ||
+	    tool_args_string(args, "pattern", 1, &pattern, err) < 0 ||
+	    tool_args_string(args, "path", 0, &path, err) < 0 || tool_args_string(args, "glob", 0, &glob, err) < 0 ||
 	    tool_args_bool(args, "case_insensitive", 0, &ci, err) < 0 ||
 	    tool_args_int(args, "max_matches", 200, 1, 5000, &max_matches, err) < 0)
 		return -1;
 	if (!*pattern)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument 'pattern' is empty; give a regular expression");
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "argument 'pattern' is empty; give a regular expression");
 	_cleanup_json_ struct json_object *p = json_object_new_object();
 	pass(args, p, "pattern");
 	pass(args, p, "path");
@@ -151,7 +159,8 @@ int tool_files_list(const struct mcp_call *call, struct json_object *args, struc
 	const char *sandbox_id = NULL, *path = NULL, *glob = NULL;
 	int64_t depth = 0, max_entries = 0;
 	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 || tool_args_string(args, "path", 0, &path, err) < 0 ||
-	    tool_args_string(args, "glob", 0, &glob, err) < 0 || tool_args_int(args, "depth", 2, 1, 10, &depth, err) < 0 ||
+	    tool_args_string(args, "glob", 0, &glob, err) < 0 ||
+	    tool_args_int(args, "depth", 2, 1, 10, &depth, err) < 0 ||
 	    tool_args_int(args, "max_entries", 1000, 1, 10000, &max_entries, err) < 0)
 		return -1;
 	_cleanup_json_ struct json_object *p = json_object_new_object();

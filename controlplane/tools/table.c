@@ -8,7 +8,8 @@ const char tools_instructions[] =
     "chat2sbx gives you disposable Linux sandboxes (containers). Workflow: 1) call sandbox_create once and keep "
     "its sandbox_id; pass it to every other tool. 2) Run commands with bash; it returns a session_id and waits "
     "up to yield_time_ms. If status is running, call bash_poll with that session_id until status is exited, "
-    "killed or timed_out. 3) Use read, write, edit, apply_patch, search and list for files under /workspace. 4) Call sandbox_destroy when done.\n"
+    "killed or timed_out. 3) Use read, write, edit, apply_patch, search and list for files under /workspace. 4) Call "
+    "sandbox_destroy when done.\n"
     "Details: /workspace is persistent (a managed workspace on the host, kept after destroy). "
     "In another conversation, find existing sandboxes with sandbox_list and load one with sandbox_get. "
     "Commands have no timeout unless you pass timeout_ms; stop a session with bash_stop. Standard input is "
@@ -303,7 +304,10 @@ static const struct mcp_tool table[] = {
         .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
                         ",\"patch\":{\"type\":\"string\",\"description\":\"The patch text\"},"
                         "\"cwd\":{\"type\":\"string\",\"description\":\"Directory the patch's relative "
-                        "paths start from (default /workspace)\"}},\"required\":[\"sandbox_id\",\"patch\"],"
+                        "paths start from (default /workspace)\"},"
+                        "\"expected_sha256\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+                        "\"string\"},\"description\":\"Path → sha256 that read returned: refuse, changing "
+                        "nothing, if any of these files changed since\"}},\"required\":[\"sandbox_id\",\"patch\"],"
                         "\"additionalProperties\":false}",
         .output_schema = "{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
                          "\"items\":{\"type\":\"object\"}},\"summary\":{\"type\":\"string\"}},"

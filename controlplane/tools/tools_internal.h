@@ -24,8 +24,7 @@ int tool_bash_stop(const struct mcp_call *, struct json_object *, struct json_ob
 int tool_bash_input(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_bash_list(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_files_edit(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
-int tool_files_apply_patch(const struct mcp_call *, struct json_object *, struct json_object **,
-                           struct cp_error **);
+int tool_files_apply_patch(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_files_search(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_files_list(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_files_read(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);

@@ -113,6 +113,18 @@ ctx.test('apply_patch: add, update, delete, move; a failing hunk changes nothing
   assert.match(bad.content[0].text, /p\/c\.py/);
   const still = await sh('cat p/a.py');
   assert.equal(still.output, 'def f():\n    return 2\n', 'the first file is untouched');
+
+  // A patch guarded by the hash read returned refuses when the file moved on.
+  const seen = await t.ok('read', { sandbox_id: sandboxId, path: 'p/a.py' });
+  await sh("sed -i 's/return 2/return 7/' p/a.py");
+  const stale = await t.call('apply_patch', {
+    sandbox_id: sandboxId,
+    patch: '*** Begin Patch\n*** Update File: p/a.py\n-    return 7\n+    return 8\n*** End Patch',
+    expected_sha256: { 'p/a.py': seen.sha256 },
+  });
+  assert.equal(stale.isError, true, JSON.stringify(stale));
+  assert.match(stale.content[0].text, /changed since it was read/);
+  assert.equal((await sh('cat p/a.py')).output, 'def f():\n    return 7\n');
 });
 
 ctx.test('search and list', async () => {
@@ -173,6 +185,8 @@ ctx.test('output discipline: bounded, escaped, background jobs, signals, bash_li
   assert.ok(big.output.length <= 61000, `bounded: ${big.output.length}`);
   assert.equal(big.has_more_output, true);
   const bin = await sh("printf '\\xff\\xfe'; echo");
+  const env = await sh('echo "$USER $HOME $LANG"; env | grep -c CHAT2SBX_E2E || true');
+  assert.match(env.output, /^root \/root C\.UTF-8\n0\n$/);
   assert.equal(bin.output, '\ufffd\ufffd\n');
   const t0 = Date.now();
   const bg = await sh('sleep 100 & echo started');

@@ -26,10 +26,10 @@
 #include "proto.h"
 #include "utf8.h"
 
-#define DRAIN_BUDGET (1024 * 1024) /* bytes read from a pipe when its shell exits */
-#define READ_BUDGET (256 * 1024)   /* bytes read per pipe per loop turn (fairness) */
-#define STOP_SLACK_MS 1000         /* bash.stop answers by grace + this at the latest */
-#define LIST_COMMAND_MAX 1000      /* bytes of a command shown by bash.list */
+#define DRAIN_BUDGET (1024 * 1024)     /* bytes read from a pipe when its shell exits */
+#define READ_BUDGET (256 * 1024)       /* bytes read per pipe per loop turn (fairness) */
+#define STOP_SLACK_MS 1000             /* bash.stop answers by grace + this at the latest */
+#define LIST_COMMAND_MAX 1000          /* bytes of a command shown by bash.list */
 #define TTY_TERM "TERM=xterm-256color" /* TERM of tty sessions (others inherit the helper's) */
 #define TTY_EOF '\x04'                 /* VEOF (Ctrl-D) of a fresh pseudo-terminal */
 
@@ -52,8 +52,8 @@ struct session {
 	int in_fd;
 	char *inbuf;
 	size_t inlen, incap;
-	bool in_close;   /* bash.input close: close stdin once inbuf is written */
-	bool in_mid_line; /* tty: the last byte queued was not '\n' */
+	bool in_close;      /* bash.input close: close stdin once inbuf is written */
+	bool in_mid_line;   /* tty: the last byte queued was not '\n' */
 	uint64_t total;     /* bytes in the log file */
 	uint64_t delivered; /* bytes already returned in replies */
 	uint64_t dropped;   /* bytes lost: over BASH_LOG_MAX or a failing log write */
@@ -484,7 +484,7 @@ static int sessions_add(struct session *s, struct rpc_error *err)
 	if (nsessions == sessions_cap) {
 		size_t cap = sessions_cap ? sessions_cap * 2 : 64;
 		struct session **a = realloc(sessions, cap * sizeof *a);
-		struct session **p = realloc(polled, cap * sizeof *p);
+		struct session **p = realloc(polled, 2 * cap * sizeof *p);
 		if (p)
 			polled = p;
 		if (!a || !p) {
@@ -606,9 +606,12 @@ static int check_session_id(const char *id, size_t len, struct rpc_error *err)
 /* ---- bash.start ---- */
 
 /* In the child: become a session leader with a clean signal state, wire
- * stdin to /dev/null and stdout+stderr to the pipe, enter cwd, exec.
+ * stdin to in_fd (/dev/null, the input pipe or the pty slave) and
+ * stdout+stderr to out_fd (the output pipe or the pty slave, which then
+ * becomes the controlling terminal), enter cwd, exec with envp.
  * Only async-signal-safe calls; never returns. */
-static void __attribute__((noreturn)) child_exec(const char *cwd, const char *command, int out_fd, int null_fd)
+static void __attribute__((noreturn))
+child_exec(const char *cwd, const char *command, int in_fd, int out_fd, bool tty, char **envp)
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -616,21 +619,57 @@ static void __attribute__((noreturn)) child_exec(const char *cwd, const char *co
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, SIG_DFL);
 	setsid();
-	if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 || dup2(out_fd, STDERR_FILENO) < 0)
+	int ctty = tty ? ioctl(out_fd, TIOCSCTTY, 0) : 0;
+	int ctty_errno = errno;
+	if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 || dup2(out_fd, STDERR_FILENO) < 0)
 		_exit(127);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (ctty < 0) {
+		dprintf(STDERR_FILENO,
+		        "chat2sbx-helper: cannot make the pseudo-terminal the controlling terminal: %s\n",
+		        strerror(ctty_errno));
+		_exit(127);
+	}
 	if (chdir(cwd) < 0) {
 		dprintf(STDERR_FILENO, "chat2sbx-helper: cannot enter '%s': %s\n", cwd, strerror(errno));
 		_exit(127);
 	}
 	char *bash_argv[] = {"bash", "-c", (char *)command, NULL};
-	execve("/bin/bash", bash_argv, environ);
+	execve("/bin/bash", bash_argv, envp);
 	if (errno == ENOENT) {
 		char *sh_argv[] = {"sh", "-c", (char *)command, NULL};
-		execve("/bin/sh", sh_argv, environ);
+		execve("/bin/sh", sh_argv, envp);
 	}
 	dprintf(STDERR_FILENO, "chat2sbx-helper: cannot run /bin/bash or /bin/sh: %s\n", strerror(errno));
 	_exit(127);
+}
+
+/* The helper's environment with TERM replaced by TTY_TERM (for tty
+ * sessions); NULL when out of memory. Free the array only. */
+static char **tty_environ(void)
+{
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = malloc((n + 2) * sizeof *env);
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "TERM=", 5) != 0)
+			env[k++] = environ[i];
+	env[k++] = (char *)TTY_TERM;
+	env[k] = NULL;
+	return env;
+}
+
+static void close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
 }
 
 static int start_check_cwd(json_object *params, char **ret_cwd, struct rpc_error *err)
@@ -664,8 +703,11 @@ static int start_check_cwd(json_object *params, char **ret_cwd, struct rpc_error
 	return 0;
 }
 
-/* Create the log file and pipe and fork the shell; fills s on success. */
-static int start_spawn(struct session *s, const char *cwd, struct rpc_error *err)
+/* Create the log file and the shell's streams and fork the shell; fills s
+ * on success. Streams: output pipe + stdin /dev/null; output pipe + input
+ * pipe (interactive); or a pseudo-terminal of rows x cols (tty), whose
+ * master is read for output and written (through a duplicate) for input. */
+static int start_spawn(struct session *s, const char *cwd, int rows, int cols, struct rpc_error *err)
 {
 	int r = paths_mkdir_p(paths_log_dir(), 0700);
 	if (r < 0)
@@ -677,30 +719,69 @@ static int start_spawn(struct session *s, const char *cwd, struct rpc_error *err
 	s->log_fd = open(s->log_path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 	if (s->log_fd < 0)
 		return rpc_fail_errno(err, errno, "create log", s->log_path);
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return rpc_fail_errno(err, errno, "create output pipe for", s->id);
-	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (null_fd < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return rpc_fail_errno(err, e, "open", "/dev/null");
+	/* Ours: output read end, input write end. The child's: its stdin and
+	 * its stdout/stderr (the same slave on a tty). */
+	enum { OUT_R, IN_W, CHILD_IN, CHILD_OUT, NFDS };
+	int fd[NFDS] = {-1, -1, -1, -1};
+	char **envp = environ;
+	if (s->tty) {
+		struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+		if (openpty(&fd[OUT_R], &fd[CHILD_OUT], NULL, NULL, &ws) < 0)
+			return rpc_fail(err, "INTERNAL",
+			                "cannot open a pseudo-terminal for session '%s': %s; start it "
+			                "without tty",
+			                s->id, strerror(errno));
+		fcntl(fd[OUT_R], F_SETFD, FD_CLOEXEC);
+		fcntl(fd[CHILD_OUT], F_SETFD, FD_CLOEXEC);
+		fd[IN_W] = fcntl(fd[OUT_R], F_DUPFD_CLOEXEC, 3);
+		if (fd[IN_W] < 0) {
+			int e = errno;
+			close_fds(fd, NFDS);
+			return rpc_fail_errno(err, e, "duplicate the pseudo-terminal of", s->id);
+		}
+		envp = tty_environ();
+		if (!envp) {
+			close_fds(fd, NFDS);
+			return rpc_fail(err, "INTERNAL", "out of memory");
+		}
+	} else {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return rpc_fail_errno(err, errno, "create output pipe for", s->id);
+		fd[OUT_R] = p[0];
+		fd[CHILD_OUT] = p[1];
+		if (s->interactive) {
+			if (pipe2(p, O_CLOEXEC) < 0) {
+				int e = errno;
+				close_fds(fd, NFDS);
+				return rpc_fail_errno(err, e, "create input pipe for", s->id);
+			}
+			fd[CHILD_IN] = p[0];
+			fd[IN_W] = p[1];
+		} else if ((fd[CHILD_IN] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+			int e = errno;
+			close_fds(fd, NFDS);
+			return rpc_fail_errno(err, e, "open", "/dev/null");
+		}
 	}
-	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	fcntl(fd[OUT_R], F_SETFL, O_NONBLOCK);
+	if (fd[IN_W] >= 0)
+		fcntl(fd[IN_W], F_SETFL, O_NONBLOCK);
 	pid_t pid = fork();
 	if (pid == 0)
-		child_exec(cwd, s->command, p[1], null_fd);
+		child_exec(cwd, s->command, s->tty ? fd[CHILD_OUT] : fd[CHILD_IN], fd[CHILD_OUT], s->tty, envp);
 	int e = errno;
-	close(p[1]);
-	close(null_fd);
+	if (envp != environ)
+		free(envp);
+	close_fds(fd + CHILD_IN, 2);
 	if (pid < 0) {
-		close(p[0]);
+		close_fds(fd, NFDS);
 		return rpc_fail(err, e == EAGAIN ? "LIMIT" : "INTERNAL", "fork for session '%s' failed: %s%s", s->id,
 		                strerror(e), e == EAGAIN ? "; too many processes, stop some sessions" : "");
 	}
 	s->pid = pid;
-	s->pipe_fd = p[0];
+	s->pipe_fd = fd[OUT_R];
+	s->in_fd = fd[IN_W];
 	return 0;
 }
 
@@ -709,12 +790,17 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 	(void)ret_result;
 	const char *sid, *command;
 	size_t sid_len, cmd_len, max_output;
-	int64_t timeout_ms, yield_ms;
+	int64_t timeout_ms, yield_ms, rows, cols;
+	bool interactive, tty;
 	if (rpc_param_string(params, "session_id", true, &sid, &sid_len, err) < 0 ||
 	    check_session_id(sid, sid_len, err) < 0 ||
 	    rpc_param_string(params, "command", true, &command, &cmd_len, err) < 0 ||
 	    rpc_param_int(params, "timeout_ms", 0, 0, INT64_MAX / 4, true, &timeout_ms, err) < 0 ||
-	    param_yield(params, &yield_ms, err) < 0 || param_max_output(params, &max_output, err) < 0)
+	    param_yield(params, &yield_ms, err) < 0 || param_max_output(params, &max_output, err) < 0 ||
+	    rpc_param_bool(params, "interactive", false, &interactive, err) < 0 ||
+	    rpc_param_bool(params, "tty", false, &tty, err) < 0 ||
+	    rpc_param_int(params, "rows", BASH_TTY_ROWS, 1, BASH_TTY_MAX, false, &rows, err) < 0 ||
+	    rpc_param_int(params, "cols", BASH_TTY_COLS, 1, BASH_TTY_MAX, false, &cols, err) < 0)
 		return -1;
 	if (cmd_len == 0)
 		return rpc_fail(err, "INVALID_ARGUMENT", "command is empty; pass a shell command");
@@ -748,9 +834,11 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 		return rpc_fail(err, "INTERNAL", "out of memory");
 	}
 	memcpy(s->id, sid, sid_len + 1);
-	s->pipe_fd = s->log_fd = -1;
+	s->pipe_fd = s->log_fd = s->in_fd = -1;
 	s->status = SESSION_RUNNING;
-	int r = start_spawn(s, cwd, err);
+	s->tty = tty;
+	s->interactive = interactive || tty;
+	int r = start_spawn(s, cwd, (int)rows, (int)cols, err);
 	free(cwd);
 	if (r < 0) {
 		session_free(s);
@@ -768,7 +856,10 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 		}
 		return -1;
 	}
-	hlog_debug("session '%s' started: pid %d", s->id, (int)s->pid);
+	hlog_debug("session '%s' started: pid %d%s", s->id, (int)s->pid,
+	           tty              ? ", on a pseudo-terminal"
+	           : s->interactive ? ", interactive"
+	                            : "");
 	return 1;
 }
 
@@ -786,6 +877,69 @@ int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result
 	if (nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
 	return waiter_add(WAIT_POLL, id, s, bash_clock_ms() + yield_ms, max_output, err) < 0 ? -1 : 1;
+}
+
+int bash_rpc_input(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
+{
+	(void)id;
+	struct session *s;
+	const char *data;
+	size_t len;
+	bool close_stdin;
+	if (param_session(params, &s, err) < 0)
+		return -1;
+	int r = rpc_param_string(params, "data", false, &data, &len, err);
+	if (r < 0 || rpc_param_bool(params, "close", false, &close_stdin, err) < 0)
+		return -1;
+	if (r == 0) {
+		data = "";
+		len = 0;
+	}
+	if (!s->interactive)
+		return rpc_fail(err, "INVALID_ARGUMENT",
+		                "session '%s' was not started with interactive: true; its stdin is at "
+		                "end-of-file. Start a new session with interactive: true to send it input",
+		                s->id);
+	if (s->ended)
+		return rpc_fail(err, "CONFLICT",
+		                "session '%s' has ended (%s), so its stdin is closed; get the rest of its "
+		                "output with bash_poll",
+		                s->id, status_name(s->status));
+	if (!stdin_open(s))
+		return rpc_fail(err, "CONFLICT",
+		                "the stdin of session '%s' is closed (closed on request, or the program "
+		                "stopped reading it); the session can no longer take input",
+		                s->id);
+	if (len > BASH_INPUT_MAX - s->inlen)
+		return rpc_fail(err, "LIMIT",
+		                "session '%s' has %zu bytes of input it has not read yet and at most %d "
+		                "may wait; nothing was sent. Poll its output and send the rest later",
+		                s->id, s->inlen, BASH_INPUT_MAX);
+	input_flush(s);
+	size_t written = 0;
+	if (s->in_fd >= 0 && s->inlen == 0)
+		written = input_write(s, data, len);
+	if (s->in_fd >= 0 && input_queue(s, data + written, len - written) < 0)
+		return rpc_fail(err, "INTERNAL", "out of memory queueing input for session '%s'", s->id);
+	if (len > 0)
+		s->in_mid_line = data[len - 1] != '\n';
+	if (close_stdin && s->in_fd >= 0) {
+		/* A pty has no end of file of its own: the line discipline turns
+		 * VEOF at the start of a line into one (a second one ends a
+		 * partial line first). */
+		const char eof[2] = {TTY_EOF, TTY_EOF};
+		if (s->tty && input_queue(s, eof, s->in_mid_line ? 2 : 1) < 0)
+			return rpc_fail(err, "INTERNAL", "out of memory queueing input for session '%s'", s->id);
+		s->in_close = true;
+		input_flush(s);
+	}
+	json_object *res = json_object_new_object();
+	json_object_object_add(res, "session_id", json_object_new_string(s->id));
+	json_object_object_add(res, "bytes_written", json_object_new_int64((int64_t)written));
+	json_object_object_add(res, "pending_input_bytes", json_object_new_int64((int64_t)s->inlen));
+	json_object_object_add(res, "stdin_open", json_object_new_boolean(stdin_open(s)));
+	*ret_result = res;
+	return 0;
 }
 
 int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
@@ -834,6 +988,14 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 		json_object_object_add(o, "status", json_object_new_string(status_name(s->status)));
 		if (s->ended)
 			json_object_object_add(o, "exit_code", json_object_new_int(s->exit_code));
+		if (s->ended && s->term_sig) {
+			char name[32];
+			json_object_object_add(o, "signal",
+			                       json_object_new_string(signal_name(s->term_sig, name, sizeof name)));
+		}
+		json_object_object_add(o, "interactive", json_object_new_boolean(s->interactive));
+		json_object_object_add(o, "tty", json_object_new_boolean(s->tty));
+		json_object_object_add(o, "stdin_open", json_object_new_boolean(stdin_open(s)));
 		json_object_object_add(o, "started_at_ms", json_object_new_int64(s->started_at_ms));
 		if (s->ended)
 			json_object_object_add(o, "ended_at_ms", json_object_new_int64(s->ended_at_ms));
@@ -858,21 +1020,31 @@ size_t bash_pollfds(struct pollfd *fds, size_t cap)
 {
 	npolled = 0;
 	for (size_t i = 0; i < nsessions && npolled < cap; i++) {
-		if (sessions[i]->pipe_fd < 0)
-			continue;
-		fds[npolled].fd = sessions[i]->pipe_fd;
-		fds[npolled].events = POLLIN;
-		fds[npolled].revents = 0;
-		polled[npolled++] = sessions[i];
+		struct session *s = sessions[i];
+		if (s->pipe_fd >= 0) {
+			fds[npolled] = (struct pollfd){.fd = s->pipe_fd, .events = POLLIN};
+			polled[npolled++] = s;
+		}
+		if (s->in_fd >= 0 && s->inlen > 0 && npolled < cap) {
+			fds[npolled] = (struct pollfd){.fd = s->in_fd, .events = POLLOUT};
+			polled[npolled++] = s;
+		}
 	}
 	return npolled;
 }
 
 void bash_pollfds_handle(const struct pollfd *fds, size_t n)
 {
-	for (size_t i = 0; i < n && i < npolled; i++)
-		if (fds[i].revents && polled[i]->pipe_fd == fds[i].fd)
+	/* No descriptor is opened in between, so a number still names the
+	 * stream it was polled for (or was closed). */
+	for (size_t i = 0; i < n && i < npolled; i++) {
+		if (!fds[i].revents)
+			continue;
+		if (polled[i]->pipe_fd == fds[i].fd && fds[i].events == POLLIN)
 			session_read(polled[i], READ_BUDGET);
+		else if (polled[i]->in_fd == fds[i].fd && fds[i].events == POLLOUT)
+			input_flush(polled[i]);
+	}
 	npolled = 0;
 }
 
@@ -895,6 +1067,9 @@ void bash_reap(void)
 		s->ended_at_ms = wall_ms();
 		s->ended_seq = ++seq_counter;
 		s->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		s->term_sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+		/* Input after the shell's exit is refused (CONFLICT). */
+		input_close(s);
 		s->status = s->kill == KILL_STOP      ? SESSION_KILLED
 		            : s->kill == KILL_TIMEOUT ? SESSION_TIMED_OUT
 		                                      : SESSION_EXITED;

@@ -1,6 +1,7 @@
-/* bash.h: bash sessions (proto.h: bash.start, bash.poll, bash.stop,
- * bash.list): one shell per session in its own process group, output
- * logged to a file and delivered by cursor, replies that wait. */
+/* bash.h: bash sessions (proto.h: bash.start, bash.poll, bash.input,
+ * bash.stop, bash.list): one shell per session in its own process group
+ * (on a pipe or a pseudo-terminal), output logged to a file and delivered
+ * by cursor, input queued without blocking, replies that wait. */
 #ifndef CHAT2SBX_HELPER_BASH_H
 #define CHAT2SBX_HELPER_BASH_H
 
@@ -24,6 +25,10 @@
 #define BASH_DEFAULT_OUTPUT 60000 /* max_output_bytes when absent */
 #define BASH_MIN_OUTPUT 4         /* room for one whole character */
 #define BASH_MAX_OUTPUT (4 * 1024 * 1024)
+#define BASH_INPUT_MAX (1024 * 1024) /* input waiting per session; bash.input beyond: LIMIT */
+#define BASH_TTY_ROWS 24             /* tty size when rows / cols are absent */
+#define BASH_TTY_COLS 80
+#define BASH_TTY_MAX 1000 /* rows and cols: 1..1000 */
 
 /* Request handlers. params and id are borrowed. Each returns 0 with
  * *ret_result set (reply now; the caller owns it), 1 when the reply is
@@ -31,6 +36,7 @@
  * id), or -1 with err set. None of them blocks. */
 int bash_rpc_start(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
 int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
+int bash_rpc_input(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
 int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
 int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
 
@@ -40,8 +46,10 @@ int64_t bash_clock_ms(void);
 /* Number of sessions kept; *ret_running (may be NULL) gets the live ones. */
 size_t bash_session_count(size_t *ret_running);
 
-/* Fill fds (capacity cap) with one POLLIN entry per open output pipe and
- * return how many; bash_pollfds_handle then reads those that are ready.
+/* Fill fds (capacity cap) with one POLLIN entry per open output stream and
+ * one POLLOUT entry per stdin with input waiting (so at most two per
+ * session) and return how many; bash_pollfds_handle then reads and writes
+ * those that are ready.
  * The pair must be used around one poll(2) call with nothing in between. */
 size_t bash_pollfds(struct pollfd *fds, size_t cap);
 void bash_pollfds_handle(const struct pollfd *fds, size_t n);
@@ -64,6 +72,13 @@ void bash_tick(void);
  * sigfd, a signalfd for SIGCHLD), then SIGKILL; answers every waiting
  * request. Blocks at most about PROTO_KILL_GRACE_MS + 500 ms. */
 void bash_shutdown(int sigfd);
+
+/* Carriage-return progress lines: in buf[0..len), every complete line (up
+ * to and including '\n') that holds a '\r' not followed by '\n' keeps only
+ * what follows its last such '\r' ("10%\r20%\r30%\n" → "30%\n"; "\r\n"
+ * endings stay). A last line without '\n' is kept as it is. In place;
+ * returns the new length. */
+size_t bash_collapse_cr(unsigned char *buf, size_t len);
 
 /* Forget every session and waiting reply (log files stay), closing their
  * descriptors; children are not signalled. */

@@ -215,6 +215,55 @@ int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, siz
 	return 0;
 }
 
+/* file.read "numbered": prefix each line of sel->content with its number
+ * right-aligned in 6 columns and a tab (cat -n), keeping whole lines within
+ * max_bytes (only the start of the first line, cut at a character boundary,
+ * when even it does not fit); lines that no longer fit are dropped and
+ * the selection is marked truncated. The content is valid UTF-8 already. */
+static int number_lines(struct files_selection *sel, size_t max_bytes)
+{
+	const char *p = sel->content, *end = p + sel->content_len;
+	size_t segments = 1;
+	for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))); q++)
+		segments++;
+	char *out = malloc(sel->content_len + segments * 24 + 1);
+	if (!out)
+		return -1;
+	size_t o = 0;
+	uint64_t kept = 0, num = sel->start_line;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t seg = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+		char pre[32];
+		size_t pn = (size_t)snprintf(pre, sizeof pre, "%6" PRIu64 "\t", num);
+		if (o + pn + seg > max_bytes) {
+			sel->truncated = true;
+			if (kept == 0) {
+				memcpy(out, pre, pn);
+				memcpy(out + pn, p, seg);
+				size_t n = max_bytes;
+				while (n > 0 && ((unsigned char)out[n] & 0xC0) == 0x80)
+					n--;
+				o = n;
+				kept = 1;
+			}
+			break;
+		}
+		memcpy(out + o, pre, pn);
+		memcpy(out + o + pn, p, seg);
+		o += pn + seg;
+		kept++;
+		num++;
+		p += seg;
+	}
+	out[o] = '\0';
+	free(sel->content);
+	sel->content = out;
+	sel->content_len = o;
+	sel->lines = kept;
+	return 0;
+}
+
 /* Open path for reading without blocking on FIFOs or devices; only regular
  * files are accepted. */
 static int open_regular(const char *path, int *ret_fd, struct rpc_error *err)
@@ -257,7 +306,9 @@ int files_rpc_read(json_object *id, json_object *params, json_object **ret_resul
 	const char *path;
 	size_t path_len;
 	int64_t offset, limit, max_bytes;
+	bool numbered;
 	if (rpc_param_string(params, "path", true, &path, &path_len, err) < 0 ||
+	    rpc_param_bool(params, "numbered", false, &numbered, err) < 0 ||
 	    rpc_param_int(params, "offset", 1, 1, INT64_MAX, false, &offset, err) < 0 ||
 	    rpc_param_int(params, "limit", FILES_DEFAULT_LIMIT, 1, FILES_MAX_LIMIT, true, &limit, err) < 0 ||
 	    rpc_param_int(params, "max_bytes", FILES_DEFAULT_MAX_BYTES, 1, FILES_MAX_BYTES, true, &max_bytes, err) < 0)
@@ -273,6 +324,10 @@ int files_rpc_read(json_object *id, json_object *params, json_object **ret_resul
 	}
 	int r = files_read_fd(fd, abs, (uint64_t)offset, (uint64_t)limit, (size_t)max_bytes, &sel, err);
 	close(fd);
+	if (r == 0 && numbered && !sel.binary && number_lines(&sel, (size_t)max_bytes) < 0) {
+		free(sel.content);
+		r = rpc_fail(err, "INTERNAL", "out of memory reading '%s'", abs);
+	}
 	if (r < 0) {
 		free(abs);
 		return -1;

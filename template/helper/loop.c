@@ -18,12 +18,16 @@
 #include <unistd.h>
 
 #include "bash.h"
+#include "edit.h"
 #include "files.h"
 #include "frame.h"
 #include "hlog.h"
+#include "list.h"
+#include "patch.h"
 #include "paths.h"
 #include "proto.h"
 #include "rpc.h"
+#include "search.h"
 
 /* Stop reading requests while this many reply bytes wait for the host. */
 #define OUT_HIGH_WATER (64u * 1024 * 1024)
@@ -53,9 +57,10 @@ static const struct method {
 	const char *name;
 	method_fn fn;
 } methods[] = {
-    {"hello", method_hello},         {"bash.start", bash_rpc_start}, {"bash.poll", bash_rpc_poll},
-    {"bash.stop", bash_rpc_stop},    {"bash.list", bash_rpc_list},   {"file.read", files_rpc_read},
-    {"file.write", files_rpc_write},
+    {"hello", method_hello},        {"bash.start", bash_rpc_start},  {"bash.poll", bash_rpc_poll},
+    {"bash.input", bash_rpc_input}, {"bash.stop", bash_rpc_stop},    {"bash.list", bash_rpc_list},
+    {"file.read", files_rpc_read},  {"file.write", files_rpc_write}, {"file.search", search_rpc},
+    {"file.list", list_rpc},        {"file.edit", edit_rpc},         {"file.apply_patch", patch_rpc},
 };
 
 static void reply_sink(const char *line, size_t len, void *data)
@@ -98,8 +103,8 @@ static void dispatch_line(char *line, size_t len, void *data)
 		if (!m) {
 			rpc_fail_code(&err, PROTO_ERR_METHOD_NOT_FOUND, "INVALID_ARGUMENT",
 			              "unknown method '%.64s'; this helper (protocol %s) knows hello, "
-			              "bash.start, bash.poll, bash.stop, bash.list, file.read, "
-			              "file.write",
+			              "bash.start, bash.poll, bash.input, bash.stop, bash.list, file.read, "
+			              "file.write, file.search, file.list, file.edit, file.apply_patch",
 			              method, PROTO_VERSION);
 			rpc_send_error(id, &err);
 		} else if ((r = m->fn(id, params, &result, &err)) == 0) {
@@ -168,7 +173,7 @@ static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct fram
 	struct pollfd *fds = NULL;
 	size_t cap = 0;
 	for (;;) {
-		size_t want = 3 + bash_session_count(NULL);
+		size_t want = 3 + 2 * bash_session_count(NULL); /* bash_pollfds: two per session at most */
 		if (want > cap) {
 			struct pollfd *f = realloc(fds, want * sizeof *f);
 			if (f) {

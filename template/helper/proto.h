@@ -29,19 +29,48 @@
  *               "yield_time_ms":N (wait at most this long for exit, ≥ 0;
  *                 default 10000, clamped to 24 h),
  *               "max_output_bytes":N (cap on raw output bytes in this reply;
- *                 default 60000, clamped to [4, 4 MiB]; also for poll/stop)}
+ *                 default 60000, clamped to [4, 4 MiB]; also for poll/stop),
+ *               "interactive":bool (default false: stdin is /dev/null; true:
+ *                 stdin is a pipe fed by bash.input),
+ *               "tty":bool (default false; true implies interactive: the shell
+ *                 runs on a pseudo-terminal), "rows":N, "cols":N (its size,
+ *                 default 24 x 80, each 1..1000, else INVALID_ARGUMENT;
+ *                 ignored without tty)}
  *     session_id: 1-128 of [A-Za-z0-9_.-], not starting with '.'. command:
  *     at most 131071 bytes, no NUL. A missing cwd: INVALID_ARGUMENT naming it.
  *     256 sessions already running: LIMIT.
  *     Starts /bin/bash -c command in a new session/process group, stdin
- *     /dev/null, stdout+stderr into one pipe, and waits until the shell exits
- *     or yield_time_ms passes. Reply: a snapshot (below) with the output
- *     produced so far (from offset 0). A duplicate session_id: CONFLICT.
+ *     /dev/null (or the input pipe), stdout+stderr into one pipe, and waits
+ *     until the shell exits or yield_time_ms passes. With tty, stdin, stdout
+ *     and stderr are the slave of a new pseudo-terminal, which becomes the
+ *     shell's controlling terminal (so ^C sent with bash.input is SIGINT),
+ *     TERM is "xterm-256color" (otherwise the helper's own environment), the
+ *     terminal echoes input and ends lines with "\r\n". Reply: a snapshot
+ *     (below) with the output produced so far (from offset 0). A duplicate
+ *     session_id: CONFLICT.
  *
  *   bash.poll {"session_id":S, "yield_time_ms":N, "max_output_bytes":N}
  *     Returns at once when undelivered output exists or the session has
  *     ended; otherwise waits until new output, exit, or yield_time_ms.
  *     Reply: a snapshot with only output not returned before.
+ *
+ *   bash.input {"session_id":S, "data":S (text for stdin, may be empty;
+ *               default ""), "close":bool (default false; true: after data,
+ *               close stdin so the program sees end of file)}
+ *     → {"session_id":S, "bytes_written":N (bytes of data the program's stdin
+ *        took during this call), "pending_input_bytes":N (input queued in
+ *        the helper, written as the program reads), "stdin_open":bool (the
+ *        session still takes input)}
+ *     Never waits: what stdin does not take at once is queued and written
+ *     when the program reads; close takes effect after the queued input.
+ *     At most 1 MiB (1048576 bytes) may be queued per session: more is
+ *     LIMIT and nothing of the request is sent. On a tty, close queues
+ *     VEOF (^D, twice after a partial line) instead of closing. A program
+ *     that closed its stdin or exited (EPIPE) makes stdin_open false, queued
+ *     input is dropped. Unknown session: NOT_FOUND. Session started without
+ *     interactive: INVALID_ARGUMENT ("… was not started with interactive:
+ *     true; its stdin is at end-of-file"). Session ended, or its stdin
+ *     closed: CONFLICT.
  *
  *   bash.stop {"session_id":S, "max_output_bytes":N}
  *     SIGTERM (+SIGCONT) to the process group, SIGKILL after
@@ -54,6 +83,7 @@
  *
  *   bash.list {} → {"sessions":[{"session_id","command" (first 1000 bytes),
  *              "status","exit_code"?,"started_at_ms","ended_at_ms"? (wall clock),
+ *              "signal"? (as in a snapshot), "interactive","tty","stdin_open",
  *              "pid","log_path","total_output_bytes","has_more_output"}],
  *              "total":N (sessions the helper remembers),
  *              "truncated":bool (some were left out)}
@@ -64,7 +94,9 @@
  *
  *   Snapshot: {"session_id":S,"status":"running"|"exited"|"killed"|"timed_out",
  *              "exit_code":N (present when not running; 128+signal when the
- *              shell died of a signal), "output":S (valid UTF-8: invalid bytes
+ *              shell died of a signal), "signal":S (only then: its name,
+ *              e.g. "SIGKILL"), "stdin_open":bool (interactive sessions
+ *              only), "output":S (valid UTF-8: invalid bytes
  *              become U+FFFD, a multi-byte character is never split across
  *              replies; control bytes other than \n \t \r pass through JSON
  *              escaping), "output_bytes":N (raw bytes consumed this reply),
@@ -75,6 +107,11 @@
  *              (full output, inside the sandbox), "pid":N,
  *              "dropped_output_bytes":N (only when output was lost: beyond
  *              1 GiB per session, or the log could not be written)}
+ *     Carriage-return progress lines are collapsed in "output": each
+ *     complete line of a reply (ending in \n) that holds a \r not followed
+ *     by \n keeps only what follows its last such \r ("10%\r20%\r30%\n"
+ *     is "30%\n"); "\r\n" stays, and a last line without \n is sent as
+ *     is. output_bytes still counts the raw bytes; the log has everything.
  *     A session's full output is appended to log_path
  *     (/tmp/chat2sbx/bash/<session_id>.log); delivery cursors are kept per
  *     session in the helper, so nothing is lost or repeated between calls and
@@ -86,7 +123,11 @@
  *
  *   file.read {"path":S, "offset":N (first line, 1-based, default 1),
  *              "limit":N (lines, default 2000), "max_bytes":N (content bytes,
- *              default 262144, clamped to 4 MiB)}
+ *              default 262144, clamped to 4 MiB), "numbered":bool (default
+ *              false: content is the file's bytes; true: each line prefixed
+ *              by its number right-aligned in 6 columns and a tab, like
+ *              cat -n, "     1\thello\n"; max_bytes then bounds the numbered
+ *              text and lines that no longer fit are left out)}
  *     → {"path":S (absolute), "content":S (the selected lines, UTF-8 made
  *        safe), "start_line":N, "lines":N (returned),
  *        "total_lines":N (absent when not known, see below),
@@ -124,6 +165,119 @@
  *     bytes (read returns no sha256 for it): LIMIT, nothing written. No
  *     space: LIMIT. Permission denied or read-only: INVALID_ARGUMENT.
  *
+ *   file.edit {"path":S, "old_string":S (non-empty), "new_string":S (≠ old),
+ *              "replace_all":bool (default false),
+ *              "expected_sha256":S (optional, as for file.write)}
+ *     → {"path":S (absolute), "replacements":N, "bytes_written":N,
+ *        "sha256":S (new content)}
+ *     Exact bytes, matches counted left to right without overlap. In a CRLF
+ *     file ("\r\n" and no bare "\n") an old_string/new_string holding "\n"
+ *     and no "\r" has its "\n" turned into "\r\n" first, so LF strings edit
+ *     CRLF files and they stay CRLF; only the matched bytes change (a
+ *     missing final newline stays missing). No match: NOT_FOUND ("old_string
+ *     was not found in '<path>'; read the file again …"). More than one
+ *     match without replace_all: CONFLICT ("old_string matches N times in
+ *     '<path>' (lines a, b, c, …); add surrounding context …", at most 20
+ *     lines listed). Empty old_string or old == new: INVALID_ARGUMENT.
+ *     expected_sha256 mismatch: CONFLICT ("changed since it was read"),
+ *     nothing written. Binary (NUL in the first 8 KiB): INVALID_ARGUMENT.
+ *     Over PROTO_READ_WHOLE_MAX bytes: LIMIT. Missing: NOT_FOUND. Written
+ *     like file.write (atomic, mode/owner kept, symlinks followed), guarded
+ *     by the hash of what was read (a change in between: CONFLICT).
+ *
+ *   file.apply_patch {"patch":S, "cwd":S (default /workspace: relative paths
+ *              in the patch resolve against it; must be a directory),
+ *              "expected_sha256":{path:S} (optional: each named file, path as
+ *              in the patch, must still have the sha256 read returned, else
+ *              CONFLICT "changed since it was read" and nothing changes)}
+ *     → {"files":[{"path":S (absolute),"action":"add"|"update"|"delete"|
+ *        "move","to":S (absolute, move only)}] (in patch order),
+ *        "summary":S ("applied the patch to N files:" then one line per
+ *        section: "A p", "M p", "D p", "R p -> q", paths as written)}
+ *     patch: V4A ("*** Begin Patch" / "*** Add File: p" + "+" lines /
+ *     "*** Update File: p" [+ "*** Move to: q"] + hunks / "*** Delete File:
+ *     p" / "*** End Patch"; a hunk: optional "@@" or "@@ anchor" lines, then
+ *     ' ', '-', '+' lines, optionally "*** End of File") or a unified diff
+ *     (diff -u, git diff: "--- a/p", "+++ b/p", "@@ -l,n +l,n @@";
+ *     /dev/null old: add, new: delete; a/ and b/ stripped; git "rename
+ *     from/to": move; "new file mode"/"deleted file mode" without hunks:
+ *     empty add/delete; "\ No newline at end of file" honoured; binary and
+ *     copy patches: INVALID_ARGUMENT).
+ *     A hunk's old lines (context + removed) are searched at or after the end
+ *     of the previous hunk of that file (and after its anchor lines: a line
+ *     equal to the anchor, else one containing it): exact, then ignoring
+ *     trailing whitespace, then leading and trailing whitespace, nothing
+ *     fuzzier; "*** End of File": only at the end; a unified hunk's line
+ *     number picks the nearest of several matches. Context lines keep the
+ *     file's bytes. A hunk with only added lines goes after its anchor, or at
+ *     the end of the file (unified: after line l). CRLF files keep CRLF; a
+ *     missing final newline stays missing, also when lines are added at the
+ *     end (unified markers decide when present).
+ *     All or nothing: everything is parsed and computed in memory first;
+ *     then changed/added files are written (each atomically as file.write,
+ *     create_dirs, guarded by the hash read), deletions and moved-away names
+ *     last. A move keeps the mode. Errors (all end "nothing was changed"):
+ *     malformed patch: INVALID_ARGUMENT (names the patch line); a hunk that
+ *     does not apply: CONFLICT ("apply_patch: '<path>' hunk K of N does not
+ *     apply: could not find the lines starting with '<line>' (after line
+ *     L)[: the closest match …]; read the file again; nothing was
+ *     changed"); Add File on an existing file, or a move onto one: CONFLICT;
+ *     Update/Delete of a missing file: NOT_FOUND; binary file:
+ *     INVALID_ARGUMENT; a file over PROTO_READ_WHOLE_MAX, or over 256 MiB
+ *     read in total: LIMIT. A write failing in the write phase after
+ *     others succeeded: INTERNAL naming the files already changed (they are
+ *     not rolled back).
+ *
+ *   file.search {"pattern":S (PCRE2 regular expression), "path":S (file or
+ *                directory, default /workspace), "glob":S (optional: only
+ *                files whose name, or relative path when glob holds a '/',
+ *                matches this fnmatch(3) pattern; FNM_PATHNAME off; ignored
+ *                for a file named by path), "case_insensitive":bool (default
+ *                false), "max_matches":N (default 200, clamped to 5000),
+ *                "max_bytes":N (bound on "matches", default 60000, clamped
+ *                to 4 MiB)}
+ *     → {"path":S (absolute), "matches":S (one "path:line:text\n" per
+ *        matching line; path relative to the searched directory when that
+ *        is inside the workspace, else absolute; a file named by path is
+ *        shown relative to the workspace when inside it; text cut at 500
+ *        bytes at a character boundary, then "…"; UTF-8 made safe),
+ *        "count":N (lines in matches), "files_searched":N (text files
+ *        scanned), "truncated":bool, "truncated_reason":"max_matches"|
+ *        "max_bytes"|"time"|"max_files" (only when truncated)}
+ *     Compiled with PCRE2_UTF | PCRE2_MATCH_INVALID_UTF (invalid bytes in
+ *     a file match nothing but do not stop matching; \xff in a pattern is
+ *     U+00FF), JIT when available; each line is matched without its '\n'.
+ *     Directories are walked depth-first in strcmp order of names: ".git"
+ *     directories and symlinks to directories are not entered, /proc-like
+ *     file systems are not descended into, symlinks to files are searched.
+ *     Skipped: binary files (a NUL in the first 8 KiB), empty files and
+ *     files over PROTO_SEARCH_FILE_MAX bytes. A line on which PCRE2 hits its
+ *     match limit counts as not matching. Bounds: truncated with
+ *     "max_matches" or "max_bytes" when one more matching line was found
+ *     but did not fit; "max_files" after PROTO_WALK_MAX_ENTRIES directory
+ *     entries; "time" after PROTO_SEARCH_TIME_MS of wall time (the loop is
+ *     single-threaded). Bad pattern: INVALID_ARGUMENT with PCRE2's message
+ *     and the offset ("pattern is not a valid regular expression (PCRE2
+ *     syntax): missing closing parenthesis at offset 3"). Missing path:
+ *     NOT_FOUND. Device, FIFO or socket: INVALID_ARGUMENT.
+ *
+ *   file.list {"path":S (directory, default /workspace), "depth":N (levels,
+ *              1 = the directory's own entries; default 2, 1..10, clamped
+ *              above), "glob":S (optional, as in file.search; filters files,
+ *              symlinks and other entries; directories are always listed),
+ *              "max_entries":N (default 1000, clamped to 10000)}
+ *     → {"path":S (absolute), "entries":[{"path":S (relative to path),
+ *        "type":"file"|"dir"|"symlink"|"other", "size":N (files only),
+ *        "target":S (symlinks only, as stored in the link),
+ *        "contents_skipped":true (".git" directories only)}], "count":N,
+ *        "truncated":bool (max_entries reached with more to list, or the
+ *        walk stopped after PROTO_WALK_MAX_ENTRIES entries)}
+ *     Depth-first, names in strcmp order, a directory right before its
+ *     contents; symlinks are listed, never followed (path itself may be a
+ *     symlink to a directory); a directory that cannot be opened is listed
+ *     without contents; names are UTF-8 made safe. Not a directory:
+ *     INVALID_ARGUMENT. Missing: NOT_FOUND.
+ *
  * Paths: relative paths are resolved against /workspace; absolute paths are
  * used as given (the whole container is the sandbox's to use). */
 #ifndef CHAT2SBX_PROTO_H
@@ -134,8 +288,11 @@
 #define PROTO_KILL_GRACE_MS 1500
 #define PROTO_WORKSPACE "/workspace"
 #define PROTO_LOG_DIR "/tmp/chat2sbx/bash"
-#define PROTO_LIST_RECENT 50                       /* bash.list: latest sessions listed (+ running ones) */
-#define PROTO_READ_WHOLE_MAX (64ull * 1024 * 1024) /* file.read: larger files are not hashed or counted */
+#define PROTO_LIST_RECENT 50                        /* bash.list: latest sessions listed (+ running ones) */
+#define PROTO_READ_WHOLE_MAX (64ull * 1024 * 1024)  /* file.read: larger files are not hashed or counted */
+#define PROTO_SEARCH_FILE_MAX (64ull * 1024 * 1024) /* file.search: larger files are skipped */
+#define PROTO_SEARCH_TIME_MS 5000                   /* file.search: wall-time bound */
+#define PROTO_WALK_MAX_ENTRIES 100000               /* file.search/file.list: entries walked at most */
 
 /* JSON-RPC 2.0 error codes (JSON-RPC 2.0 specification, section 5.1). */
 #define PROTO_ERR_PARSE (-32700)

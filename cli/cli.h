@@ -17,6 +17,13 @@ struct cli {
  * code. Frees err. */
 int cli_fail(struct cp_error *err);
 
+struct store;
+/* Appends an audit row for a CLI decision (actor "cli"); err (may be NULL)
+ * gives the status and message. Never fails the command: a failed audit
+ * write is reported on stderr. */
+void cli_audit(struct store *store, const char *action, const char *target, const char *sandbox_id,
+               const struct cp_error *err);
+
 int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_sandbox(struct cli *cli, int argc, char **argv);
 int cmd_workspace(struct cli *cli, int argc, char **argv);

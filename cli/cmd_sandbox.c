@@ -103,6 +103,7 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id)
 	}
 	lifecycle_free(lc);
 	docker_engine_free(engine);
+	cli_audit(store, "sandbox.destroy", id, id, r < 0 ? err : NULL);
 	if (r < 0)
 		return cli_fail(err);
 	if (r == 0) {

@@ -76,7 +76,9 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 	struct workspace_record w = {0};
 	int created = 0;
 	struct cp_error *err = NULL;
-	if (lifecycle_workspace_register(cli->cfg, store, path, mode, &w, &created, &err) < 0)
+	int r = lifecycle_workspace_register(cli->cfg, store, path, mode, &w, &created, &err);
+	cli_audit(store, "workspace.add", path, NULL, err);
+	if (r < 0)
 		return cli_fail(err);
 	if (cli->json) {
 		struct json_object *o = json_object_new_object();

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/log.h"
+#include "store/store.h"
 #include "cli.h"
 
 struct command {
@@ -42,6 +44,23 @@ int cli_fail(struct cp_error *err)
 	fprintf(stderr, "chat2sbx: %s\n", err->message);
 	cp_error_free(err);
 	return status;
+}
+
+void cli_audit(struct store *store, const char *action, const char *target, const char *sandbox_id,
+               const struct cp_error *err)
+{
+	struct audit_record a = {.at_ms = clock_now_ms(),
+	                         .actor = "cli",
+	                         .action = action,
+	                         .sandbox_id = sandbox_id,
+	                         .target = target,
+	                         .status = err ? cp_error_code_name(err->code) : "ok",
+	                         .message = err ? err->message : NULL};
+	struct cp_error *e = NULL;
+	if (store_audit_insert(store, &a, &e) < 0) {
+		fprintf(stderr, "chat2sbx: warning: %s\n", e->message);
+		cp_error_free(e);
+	}
 }
 
 int main(int argc, char **argv)

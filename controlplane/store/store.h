@@ -119,6 +119,24 @@ int store_workspace_register_host(struct store *store, const struct workspace_re
                                   const char *approval_id, int64_t now_ms, struct workspace_record *ret,
                                   int *ret_created, struct cp_error **err);
 
+/* ---- audit ---- */
+
+struct audit_record {
+	int64_t at_ms;
+	const char *actor;      /* mcp | cli | serve */
+	const char *action;     /* tool name, approval.approve, … */
+	const char *sandbox_id; /* may be NULL */
+	const char *target;     /* may be NULL */
+	const char *status;     /* "ok" or an error code name */
+	int64_t duration_ms;
+	const char *message; /* may be NULL; stored cut to 1000 bytes */
+};
+
+/* Appends one audit row (all strings borrowed). Fails like any write. */
+int store_audit_insert(struct store *store, const struct audit_record *a, struct cp_error **err);
+/* Count of audit rows with the given action (tests and status). */
+int store_audit_count(struct store *store, const char *action, int64_t *ret_count, struct cp_error **err);
+
 /* ---- sandboxes ---- */
 
 struct sandbox_record {

@@ -2,6 +2,8 @@
  * each bad call is INVALID_ARGUMENT naming the argument (no engine, no
  * registry needed: the handlers must fail before touching either). */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <json-c/json.h>
 #include <string.h>
 
@@ -133,4 +135,40 @@ Test(tools_args, nul_characters_are_refused_except_in_content)
 	cr_expect_eq(len, 3);
 	json_object_put(args);
 	expect_invalid(tool_sandbox_list, "{\"x\":1}", "this tool takes no arguments");
+}
+
+/* Every tool call through the served table leaves one audit row, failures
+ * included, with the error code as its status. */
+Test(tools_args, calls_are_audited)
+{
+	char dir[] = "/tmp/c2s-audit-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[64];
+	snprintf(db, sizeof(db), "%s/reg.sqlite", dir);
+	struct store *store = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_open(db, &store, &err), 0);
+	struct config cfg = {.max_yield_ms = 30000, .max_output_chars = 60000};
+	struct tools_app app = {.cfg = &cfg, .store = store};
+	size_t n = 0;
+	const struct mcp_tool *t = tools_table(&n);
+	const struct mcp_tool *bash = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(t[i].name, "bash"))
+			bash = &t[i];
+	cr_assert_not_null(bash);
+	struct mcp_call call = {.app = &app, .tool = "bash"};
+	struct json_object *args = json_tokener_parse("{\"command\":\"ls\"}"), *res = NULL;
+	cr_expect_lt(bash->handler(&call, args, &res, &err), 0);
+	cr_expect_eq(err->code, CP_ERR_INVALID_ARGUMENT);
+	cp_error_free(err);
+	err = NULL;
+	json_object_put(args);
+	int64_t count = 0;
+	cr_assert_eq(store_audit_count(store, "bash", &count, &err), 0);
+	cr_expect_eq(count, 1);
+	store_free(store);
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
 }

@@ -363,7 +363,7 @@ static const struct mcp_tool table[] = {
     },
 };
 
-const struct mcp_tool *tools_table(size_t *ret_n)
+const struct mcp_tool *tools_table_plain(size_t *ret_n)
 {
 	*ret_n = sizeof(table) / sizeof(table[0]);
 	return table;

@@ -18,8 +18,11 @@ struct tools_app {
 	struct lifecycle *lc;     /* borrowed */
 };
 
-/* The tool table (static storage) and its length. */
+/* The tool table served to mcp/ (static storage) and its length: every
+ * handler is wrapped so each call leaves an audit row (audit.c). */
 const struct mcp_tool *tools_table(size_t *ret_n);
+/* The same table with the plain handlers (table.c). */
+const struct mcp_tool *tools_table_plain(size_t *ret_n);
 
 /* initialize's instructions: the workflow in a few lines; the first 512
  * characters stand alone (DESIGN.md, MCP surface). */

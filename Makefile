@@ -42,8 +42,12 @@ BIN := $(BUILD)/chat2sbx
 HELPER_BIN := $(BUILD)/chat2sbx-helper
 CP_TESTS := $(BUILD)/test_controlplane
 HELPER_TESTS := $(BUILD)/test_helper
+FUZZ_DIR := controlplane/fuzz
+FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame
+FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
+FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
-.PHONY: all run test unit e2e template deps engine clean help fmt fmt-check
+.PHONY: all run test unit e2e template deps engine clean help fmt fmt-check fuzz fuzz-replay
 all: $(BIN) $(HELPER_BIN)
 
 $(BIN): $(CP_OBJS)
@@ -83,10 +87,59 @@ deps:
 engine: deps
 	scripts/ensure-engine.sh
 
-# Unit tests under ASan/UBSan (no engine needed).
-unit: $(CP_TESTS) $(if $(HELPER_TEST_SRCS),$(HELPER_TESTS))
+# Unit tests under ASan/UBSan (no engine needed), then the fuzz corpus replay.
+unit: $(CP_TESTS) $(if $(HELPER_TEST_SRCS),$(HELPER_TESTS)) $(FUZZ_REPLAYS)
 	scripts/unit.sh $(CP_TESTS)
 	$(if $(HELPER_TEST_SRCS),scripts/unit.sh $(HELPER_TESTS))
+	scripts/fuzz-replay.sh $(BUILD)/replay $(FUZZ_DIR) $(FUZZ_HARNESSES)
+
+# ---- fuzzing (controlplane/fuzz/README.md) ----
+# make fuzz: libFuzzer harnesses built with clang, each run FUZZ_SECONDS over
+# a working corpus in build/fuzz/corpus seeded from controlplane/fuzz.
+# fuzz-replay (part of unit): the same harnesses built with $(CC) as plain
+# programs that replay controlplane/fuzz/corpus and regressions once.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 120
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+# Library sources each harness links (the objects the unit tests link).
+FUZZ_SRCS_fuzz_mcp_request := $(sort $(wildcard controlplane/base/*.c controlplane/mcp/*.c))
+FUZZ_SRCS_fuzz_docker_demux := controlplane/docker/demux.c
+FUZZ_SRCS_fuzz_helper_frame := template/helper/frame.c template/helper/hlog.c
+
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CFLAGS) -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(PKG_CFLAGS) \
+		-Icontrolplane -Itemplate/helper -c -o $@ $<
+
+define FUZZ_HARNESS
+$(BUILD)/fuzz/bin/$(1): $(BUILD)/fuzz/obj/$(FUZZ_DIR)/$(1).o $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRCS_$(1)))
+	@mkdir -p $$(dir $$@)
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $$@ $$^ $$(PKG_LIBS) -lpthread
+$(BUILD)/replay/$(1): $(BUILD)/san/$(FUZZ_DIR)/$(1).o $(BUILD)/san/$(FUZZ_DIR)/replay_main.o \
+		$(patsubst %.c,$(BUILD)/san/%.o,$(FUZZ_SRCS_$(1)))
+	@mkdir -p $$(dir $$@)
+	$(CC) -fsanitize=$(SANITIZE) -o $$@ $$^ $$(PKG_LIBS) -lpthread
+endef
+$(foreach h,$(FUZZ_HARNESSES),$(eval $(call FUZZ_HARNESS,$(h))))
+
+fuzz: $(FUZZ_BINS)
+	@status=0; for h in $(FUZZ_HARNESSES); do \
+		mkdir -p $(BUILD)/fuzz/corpus/$$h $(BUILD)/fuzz/artifacts; \
+		echo "fuzz: $$h for $(FUZZ_SECONDS)s"; \
+		$(BUILD)/fuzz/bin/$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(BUILD)/fuzz/artifacts/$$h- $(BUILD)/fuzz/corpus/$$h $(FUZZ_DIR)/corpus/$$h \
+			$$(test -d $(FUZZ_DIR)/regressions/$$h && echo $(FUZZ_DIR)/regressions/$$h) || status=1; \
+	done; \
+	[ $$status = 0 ] || echo "fuzz: a harness failed; reproducers are in $(BUILD)/fuzz/artifacts" >&2; \
+	exit $$status
+
+$(FUZZ_BINS): | fuzz-deps
+.PHONY: fuzz-deps
+fuzz-deps:
+	@$(FUZZ_CC) --version >/dev/null 2>&1 || scripts/deps.sh fuzz
+
+fuzz-replay: $(FUZZ_REPLAYS)
+	scripts/fuzz-replay.sh $(BUILD)/replay $(FUZZ_DIR) $(FUZZ_HARNESSES)
 
 template: all
 	template/build.sh $(HELPER_BIN)
@@ -126,8 +179,9 @@ help:
 	@echo "make            build build/chat2sbx and build/chat2sbx-helper"
 	@echo "make run        install what is missing, build, build the template, serve on loopback"
 	@echo "make test       install, build, unit tests (ASan/UBSan), template, e2e on the real engine"
-	@echo "make unit       unit tests only"
+	@echo "make unit       unit tests only (and the fuzz corpus replay)"
 	@echo "make e2e        end-to-end tests (real engine, official MCP SDK client)"
+	@echo "make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS each (default 120)"
 	@echo "make template   build the sandbox template image (cached by content hash)"
 	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
 	@echo "make clean      remove build/"

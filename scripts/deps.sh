@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian packages chat2sbx needs, only those missing (a warm
 # machine pays nothing). Never prompts (CI has no standard input).
-# Usage: scripts/deps.sh [build|all]   build = compilers and libraries only
+# Usage: scripts/deps.sh [build|all|fuzz]   build = compilers and libraries only,
+#        fuzz = build plus clang (libFuzzer) for `make fuzz`
 set -euo pipefail
 want=(build-essential pkg-config curl ca-certificates git
       libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev
@@ -10,6 +11,9 @@ if [ "${1:-all}" = all ]; then
   want+=(docker.io debootstrap)
   command -v node >/dev/null 2>&1 || want+=(nodejs)
   command -v npm >/dev/null 2>&1 || want+=(npm)
+fi
+if [ "${1:-all}" = fuzz ]; then
+  want+=(clang)
 fi
 missing=()
 for p in "${want[@]}"; do

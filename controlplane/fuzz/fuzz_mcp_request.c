@@ -1,0 +1,150 @@
+/* fuzz_mcp_request.c: libFuzzer harness over the MCP JSON-RPC dispatcher
+ * (mcp/dispatch.c via mcp_dispatch_text): each input is one raw request body,
+ * dispatched once stateless (no session) and once under a fake session id
+ * that may also create a session. The server is built once with a two-tool
+ * fake table and never listens. Checks beyond the sanitizers: a reply is one
+ * line of strict JSON, an object or an array (what both transports send as
+ * is); FUZZ_MCP_STRICT_UTF8=1 also requires valid UTF-8 (see check_reply).
+ * Built with clang -fsanitize=fuzzer by `make fuzz`; replayed with gcc over
+ * corpus/ and regressions/ by `make unit` (replay_main.c). */
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "mcp/internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* echo: returns a copy of its arguments; {"raw": v} returns v itself, which
+ * need not be an object (the dispatcher's "no result object" path). */
+static int tool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+                     struct cp_error **err)
+{
+	(void)call;
+	(void)err;
+	struct json_object *raw;
+	if (json_object_object_get_ex(args, "raw", &raw)) {
+		*ret_result = json_object_get(raw);
+		return 0;
+	}
+	struct json_object *copy = NULL;
+	if (json_object_deep_copy(args, &copy, NULL) < 0)
+		return cp_error_set(err, CP_ERR_INTERNAL, "echo: copy failed");
+	*ret_result = copy;
+	return 0;
+}
+
+/* fail: an error naming its arguments; {"silent": true} fails without one. */
+static int tool_fail(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+                     struct cp_error **err)
+{
+	(void)ret_result;
+	if (json_object_object_get_ex(args, "silent", NULL))
+		return -1;
+	return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s failed (session %s): %s", call->tool,
+	                    call->session_id ? call->session_id : "-",
+	                    json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
+}
+
+static const struct mcp_tool fuzz_tools[] = {
+    {"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}", "{\"type\":\"object\"}", MCP_HINT_READ_ONLY,
+     tool_echo},
+    {"fail", NULL, "Always fails.", "{\"type\":\"object\",\"properties\":{\"silent\":{\"type\":\"boolean\"}}}", NULL,
+     MCP_HINT_DESTRUCTIVE | MCP_HINT_OPEN_WORLD, tool_fail},
+};
+
+static struct mcp_server *fuzz_server(void)
+{
+	static struct mcp_server *server;
+	if (server)
+		return server;
+	log_set_level(LOG_LEVEL_ERROR); /* one info line per tools/call would dominate the run */
+	struct mcp_server_options opts = {
+	    .name = "chat2sbx-fuzz",
+	    .version = "0.0.0",
+	    .instructions = "fuzzing",
+	    .max_sessions = 64, /* small, so eviction is exercised too */
+	};
+	struct cp_error *err = NULL;
+	if (mcp_server_new(&opts, fuzz_tools, sizeof(fuzz_tools) / sizeof(fuzz_tools[0]), NULL, &server, &err) < 0) {
+		fprintf(stderr, "fuzz_mcp_request: mcp_server_new: %s\n", err->message);
+		abort();
+	}
+	return server;
+}
+
+/* Strict JSON, UTF-8 not checked: json-c keeps a string's bytes as they are. */
+static struct json_object *parse_lax_utf8(const char *text, size_t n)
+{
+	struct json_tokener *tok = json_tokener_new();
+	if (!tok)
+		abort();
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	struct json_object *v = json_tokener_parse_ex(tok, text, (int)n);
+	int ok = json_tokener_get_error(tok) == json_tokener_success && json_tokener_get_parse_end(tok) == n;
+	json_tokener_free(tok);
+	if (!ok) {
+		json_object_put(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* A reply must be one line of strict JSON; with FUZZ_MCP_STRICT_UTF8=1 in the
+ * environment also valid UTF-8 (off by default: messages that quote a client
+ * string with "%.100s" can cut a UTF-8 sequence, a known open finding, see
+ * regressions/fuzz_mcp_request/utf8-cut-*; turn it on once that is fixed). */
+static void check_reply(const char *reply)
+{
+	static int strict_utf8 = -1;
+	if (strict_utf8 < 0) {
+		const char *e = getenv("FUZZ_MCP_STRICT_UTF8");
+		strict_utf8 = e && strcmp(e, "1") == 0;
+	}
+	if (!reply)
+		return;
+	size_t n = strlen(reply);
+	if (memchr(reply, '\n', n)) {
+		fprintf(stderr, "fuzz_mcp_request: reply has a newline: %s\n", reply);
+		abort();
+	}
+	struct json_object *v = NULL;
+	if (strict_utf8 ? mcp_json_parse(reply, n, &v) < 0 : !(v = parse_lax_utf8(reply, n))) {
+		fprintf(stderr, "fuzz_mcp_request: reply is not valid JSON%s: %s\n", strict_utf8 ? " (UTF-8)" : "",
+		        reply);
+		abort();
+	}
+	if (!json_object_is_type(v, json_type_object) && !json_object_is_type(v, json_type_array)) {
+		fprintf(stderr, "fuzz_mcp_request: reply is neither an object nor an array: %s\n", reply);
+		abort();
+	}
+	json_object_put(v);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mcp_server *server = fuzz_server();
+	/* An exact-size copy, so a read past the body is an ASan report. */
+	char *body = malloc(size ? size : 1);
+	if (!body)
+		return 0;
+	if (size)
+		memcpy(body, data, size);
+
+	char *reply = mcp_dispatch_text(server, body, size, NULL, NULL);
+	check_reply(reply);
+	free(reply);
+
+	char *new_session = NULL;
+	reply = mcp_dispatch_text(server, body, size, "0123456789abcdef0123456789abcdef", &new_session);
+	check_reply(reply);
+	free(reply);
+	free(new_session);
+
+	free(body);
+	return 0;
+}

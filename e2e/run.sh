@@ -69,6 +69,7 @@ timeout --kill-after=15 "${E2E_TIMEOUT:-300}" \
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
   echo "e2e: the suite did not finish within ${E2E_TIMEOUT:-300} s" >&2
 fi
+[ $# -eq 0 ] && { timeout --kill-after=15 300 node "$here/conformance/run.mjs" || rc=$?; } # MCP conformance suite
 if [ -s "$E2E_MEASURE_FILE" ]; then
   echo "---- measurements ----"
   cat "$E2E_MEASURE_FILE"

@@ -4,7 +4,7 @@
  * that may also create a session. The server is built once with a two-tool
  * fake table and never listens. Checks beyond the sanitizers: a reply is one
  * line of strict JSON, an object or an array (what both transports send as
- * is); FUZZ_MCP_STRICT_UTF8=1 also requires valid UTF-8 (see check_reply).
+ * is) in valid UTF-8 (see check_reply).
  * Built with clang -fsanitize=fuzzer by `make fuzz`; replayed with gcc over
  * corpus/ and regressions/ by `make unit` (replay_main.c). */
 #include <json-c/json.h>
@@ -94,16 +94,15 @@ static struct json_object *parse_lax_utf8(const char *text, size_t n)
 	return v;
 }
 
-/* A reply must be one line of strict JSON; with FUZZ_MCP_STRICT_UTF8=1 in the
- * environment also valid UTF-8 (off by default: messages that quote a client
- * string with "%.100s" can cut a UTF-8 sequence, a known open finding, see
- * regressions/fuzz_mcp_request/utf8-cut-*; turn it on once that is fixed). */
+/* A reply must be one line of strict JSON in valid UTF-8 (messages quoting a
+ * client string once cut a UTF-8 sequence: regressions/fuzz_mcp_request/
+ * utf8-cut-*). FUZZ_MCP_STRICT_UTF8=0 relaxes the UTF-8 part. */
 static void check_reply(const char *reply)
 {
 	static int strict_utf8 = -1;
 	if (strict_utf8 < 0) {
 		const char *e = getenv("FUZZ_MCP_STRICT_UTF8");
-		strict_utf8 = e && strcmp(e, "1") == 0;
+		strict_utf8 = !(e && strcmp(e, "0") == 0);
 	}
 	if (!reply)
 		return;

@@ -4,6 +4,7 @@
  * Transport-independent: no sockets, no HTTP status codes; the only state it
  * touches is the session table (initialize creates one when asked). */
 #include "internal.h"
+#include "../base/text.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@ struct rpc_request {
 	struct json_object *params; /* borrowed; an object or NULL */
 	const char *session_id;
 	char **ret_new_session;
+	struct mcp_sink *sink; /* may be NULL */
 };
 
 /* A method handler returns the whole response (owned), or NULL when it has
@@ -128,7 +130,7 @@ static struct json_object *method_tools_list(const struct rpc_request *req)
 
 static struct json_object *method_tools_call(const struct rpc_request *req)
 {
-	return mcp_tools_call(req->server, req->id, req->params, req->session_id);
+	return mcp_tools_call(req->server, req->id, req->params, req->session_id, req->sink);
 }
 
 /* The method table, as redis's command table: one row per method we answer. */
@@ -171,8 +173,42 @@ int mcp_message_is_initialize(struct json_object *value)
 	       mcp_message_id(value) != NULL;
 }
 
+/* notifications/cancelled (MCP basic/utilities/cancellation): marks the
+ * in-flight tools/call with params.requestId on the same session (or, for a
+ * stateless sender, one without a session) as cancelled, so its response is
+ * never sent. Unknown or finished requests are ignored, as the spec asks. */
+static void notification_cancelled(struct mcp_server *server, struct json_object *params, const char *session_id)
+{
+	struct json_object *rid;
+	if (!params || !json_object_is_type(params, json_type_object) ||
+	    !json_object_object_get_ex(params, "requestId", &rid) ||
+	    !(json_object_is_type(rid, json_type_string) || json_object_is_type(rid, json_type_int)))
+		return;
+	if (mcp_cancel_request(server, session_id, rid))
+		log_debug("mcp", "request %.40s cancelled by the client", json_object_to_json_string(rid));
+}
+
+/* Marks the in-flight tools/call with request_id (borrowed) of session_id
+ * (NULL = stateless) as cancelled; returns how many were marked. */
+int mcp_cancel_request(struct mcp_server *server, const char *session_id, struct json_object *request_id)
+{
+	const char *want = json_object_to_json_string_ext(request_id, JSON_C_TO_STRING_PLAIN);
+	int n = 0;
+	pthread_mutex_lock(&server->inflight_lock);
+	for (struct mcp_inflight *f = server->inflight; f; f = f->next) {
+		int same_session =
+		    session_id ? f->session_id && strcmp(f->session_id, session_id) == 0 : !f->session_id;
+		if (same_session && strcmp(f->id_text, want) == 0) {
+			__atomic_store_n(&f->cancelled, 1, __ATOMIC_SEQ_CST);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&server->inflight_lock);
+	return n;
+}
+
 static struct json_object *dispatch_object(struct mcp_server *server, struct json_object *msg, const char *session_id,
-                                           char **ret_new_session)
+                                           char **ret_new_session, struct mcp_sink *sink)
 {
 	struct json_object *method, *params = NULL, *version, *id_raw;
 	int has_id = json_object_object_get_ex(msg, "id", &id_raw);
@@ -201,6 +237,8 @@ static struct json_object *dispatch_object(struct mcp_server *server, struct jso
 		/* Notifications (notifications/initialized, notifications/cancelled,
 		 * ...) never get a reply (JSON-RPC 2.0 section 4.1). */
 		log_debug("mcp", "notification %s", name);
+		if (strcmp(name, "notifications/cancelled") == 0 && json_object_object_get_ex(msg, "params", &params))
+			notification_cancelled(server, params, session_id);
 		return NULL;
 	}
 
@@ -211,17 +249,18 @@ static struct json_object *dispatch_object(struct mcp_server *server, struct jso
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
 		if (strcmp(methods[i].name, name) != 0)
 			continue;
-		struct rpc_request req = {server, id, params, session_id, ret_new_session};
+		struct rpc_request req = {server, id, params, session_id, ret_new_session, sink};
 		return methods[i].fn(&req);
 	}
 	_cleanup_free_ char *text = NULL;
-	if (asprintf(&text, "method '%.100s' not found", name) < 0)
+	char clipped[320];
+	if (asprintf(&text, "method '%s' not found", text_clip(name, 100, clipped, sizeof(clipped))) < 0)
 		return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, "method not found");
 	return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, text);
 }
 
 static struct json_object *dispatch_batch(struct mcp_server *server, struct json_object *batch, const char *session_id,
-                                          char **ret_new_session)
+                                          char **ret_new_session, struct mcp_sink *sink)
 {
 	size_t n = json_object_array_length(batch);
 	if (n == 0)
@@ -233,7 +272,7 @@ static struct json_object *dispatch_batch(struct mcp_server *server, struct json
 		struct json_object *msg = json_object_array_get_idx(batch, i);
 		struct json_object *r =
 		    json_object_is_type(msg, json_type_object)
-		        ? dispatch_object(server, msg, session_id, new_session)
+		        ? dispatch_object(server, msg, session_id, new_session, sink)
 		        : mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
 		                            "invalid request: a batch element must be a JSON-RPC object");
 		if (r)
@@ -254,11 +293,21 @@ static struct json_object *dispatch_batch(struct mcp_server *server, struct json
 struct json_object *mcp_dispatch_value(struct mcp_server *server, struct json_object *value, const char *session_id,
                                        char **ret_new_session)
 {
+	return mcp_dispatch_sink(server, value, session_id, ret_new_session, NULL);
+}
+
+/* As mcp_dispatch_value, with the transport's notification sink (may be
+ * NULL): tool handlers send progress through it while they run, and
+ * sink->cancelled is set when the client cancelled a request of value (the
+ * transport then sends no response for it). */
+struct json_object *mcp_dispatch_sink(struct mcp_server *server, struct json_object *value, const char *session_id,
+                                      char **ret_new_session, struct mcp_sink *sink)
+{
 	if (json_object_is_type(value, json_type_array))
-		return dispatch_batch(server, value, session_id, ret_new_session);
+		return dispatch_batch(server, value, session_id, ret_new_session, sink);
 	if (!json_object_is_type(value, json_type_object))
 		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST, "invalid request: expected a JSON-RPC object");
-	return dispatch_object(server, value, session_id, ret_new_session);
+	return dispatch_object(server, value, session_id, ret_new_session, sink);
 }
 
 /* Dispatches one JSON-RPC message (JSON-RPC 2.0 sections 4-5; MCP

@@ -1,10 +1,16 @@
 /* http.c: the MCP Streamable HTTP transport on libmicrohttpd (MCP
  * basic/transports, "Streamable HTTP"): one endpoint, /mcp, POST for
- * messages, DELETE to end a session, JSON answers only (no SSE). Owns the
+ * messages, DELETE to end a session. A POST answers application/json, or
+ * text/event-stream when its request produces notifications: a tools/call with
+ * a progressToken streams each progress event as it is sent (the call runs on
+ * a worker thread), the response last; each event has an id unique in the
+ * server. A batch that produced notifications sends them with its responses
+ * at the end. GET is 405 (no standalone stream, no resumption). Owns the
  * daemon and each request's bounded body buffer; enforces the loopback
  * Host/Origin checks, the body limit and session validity before anything is
  * dispatched. Never writes an HTTP server of its own. */
 #include "internal.h"
+#include "../base/text.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,6 +46,8 @@
 /* How long stop waits for running requests: longer than any tool call may
  * take (DESIGN.md: a call must finish well inside ChatGPT's 60 s). */
 #define STOP_WAIT_MS 70000
+/* Bound on the notifications one POST may collect before its response. */
+#define SSE_MAX_BYTES ((size_t)16 * 1024 * 1024)
 
 struct http_request {
 	struct cp_buf body;
@@ -56,8 +64,8 @@ struct reply_headers {
 	const char *allow;
 };
 
-static enum MHD_Result queue_reply(struct MHD_Connection *conn, unsigned status, char *body,
-                                   const struct reply_headers *h)
+static enum MHD_Result queue_reply_type(struct MHD_Connection *conn, unsigned status, char *body,
+                                        const char *content_type, const struct reply_headers *h)
 {
 	/* body is owned (malloc'd) and moves into the response; NULL = empty. */
 	size_t len = body ? strlen(body) : 0;
@@ -67,8 +75,7 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, unsigned status,
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-	                        body ? "application/json" : "text/plain; charset=utf-8");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, body ? content_type : "text/plain; charset=utf-8");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	if (h && h->session_id)
 		MHD_add_response_header(resp, "Mcp-Session-Id", h->session_id);
@@ -79,6 +86,53 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, unsigned status,
 	enum MHD_Result r = MHD_queue_response(conn, status, resp);
 	MHD_destroy_response(resp);
 	return r;
+}
+
+static enum MHD_Result queue_reply(struct MHD_Connection *conn, unsigned status, char *body,
+                                   const struct reply_headers *h)
+{
+	return queue_reply_type(conn, status, body, "application/json", h);
+}
+
+/* The notifications a POST produced, kept as SSE events until its response
+ * is ready (basic/transports, "Sending Messages to the Server": the server
+ * may answer with an SSE stream carrying notifications before the response).
+ * They are sent together with the response, not as they happen (batches
+ * only; a single tools/call with a progressToken is streamed live). */
+struct sse_events {
+	struct mcp_server *server;
+	pthread_mutex_t lock;
+	struct cp_buf text; /* "id: N\ndata: JSON\n\n" events */
+	int failed;         /* out of memory: fall back to the plain response */
+	size_t count;
+};
+
+static void sse_append(struct sse_events *ev, struct json_object *message)
+{
+	_cleanup_free_ char *json = mcp_json_text(message);
+	char head[48];
+	/* Event ids are unique across the server, hence per session stream. */
+	unsigned long long n = __atomic_add_fetch(&ev->server->sse_event_id, 1, __ATOMIC_SEQ_CST);
+	int hn = snprintf(head, sizeof(head), "id: %llu\ndata: ", n);
+	pthread_mutex_lock(&ev->lock);
+	if (!json || cp_buf_append(&ev->text, head, (size_t)hn) < 0 ||
+	    cp_buf_append(&ev->text, json, strlen(json)) < 0 || cp_buf_append(&ev->text, "\n\n", 2) < 0)
+		ev->failed = 1;
+	else
+		ev->count++;
+	pthread_mutex_unlock(&ev->lock);
+}
+
+static void sse_notify(void *ctx, struct json_object *message)
+{
+	sse_append(ctx, message);
+}
+
+/* True when the client accepts text/event-stream (basic/transports: clients
+ * send "Accept: application/json, text/event-stream"). */
+static int accepts_sse(const char *accept)
+{
+	return accept && strcasestr(accept, "text/event-stream") != NULL;
 }
 
 /* An HTTP error whose body is a JSON-RPC error (id borrowed, may be NULL), so
@@ -127,17 +181,19 @@ static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, 
 {
 	const char *host = header(conn, MHD_HTTP_HEADER_HOST);
 	const char *origin = header(conn, "Origin");
-	char text[256];
+	char text[512], clipped[320];
 	/* basic/transports, "Security Warning": DNS-rebinding protection. */
 	if (!mcp_host_allowed(host, server->host)) {
-		snprintf(text, sizeof(text), "forbidden: Host '%.100s' is not a loopback name", host);
-		log_warn("mcp", "refused a request for Host '%.100s' (DNS-rebinding protection)", host);
+		snprintf(text, sizeof(text), "forbidden: Host '%s' is not a loopback name",
+		         text_clip(host, 100, clipped, sizeof(clipped)));
+		log_warn("mcp", "refused a request for Host '%s' (DNS-rebinding protection)", clipped);
 		*ret = queue_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
 		return 1;
 	}
 	if (!mcp_origin_allowed(origin)) {
-		snprintf(text, sizeof(text), "forbidden: Origin '%.100s' is not a loopback origin", origin);
-		log_warn("mcp", "refused a request from Origin '%.100s' (DNS-rebinding protection)", origin);
+		snprintf(text, sizeof(text), "forbidden: Origin '%s' is not a loopback origin",
+		         text_clip(origin, 100, clipped, sizeof(clipped)));
+		log_warn("mcp", "refused a request from Origin '%s' (DNS-rebinding protection)", clipped);
 		*ret = queue_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
 		return 1;
 	}
@@ -192,6 +248,173 @@ static enum MHD_Result handle_delete(struct mcp_server *server, struct MHD_Conne
 	return queue_reply(conn, MHD_HTTP_OK, NULL, NULL);
 }
 
+/* A live SSE answer for a tools/call that asked for progress: the call runs
+ * on a worker thread, each notification is an event as soon as it is sent,
+ * the response is the last event. The connection's thread waits in
+ * stream_read for the next event (thread per connection, so it may block).
+ * Shared by the worker and the response; the last to let go frees it. */
+struct sse_stream {
+	struct mcp_server *server;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	struct cp_buf pending; /* events not yet handed to libmicrohttpd */
+	int done;              /* the response (or nothing, when cancelled) is queued */
+	int cancelled;         /* the request was cancelled: end without a response */
+	int failed;            /* out of memory: end the stream */
+	int refs;
+	struct json_object *msg; /* owned by the worker */
+	char *session_id;        /* NULL when stateless */
+};
+
+static void stream_unref(struct sse_stream *st)
+{
+	pthread_mutex_lock(&st->lock);
+	int last = --st->refs == 0;
+	pthread_mutex_unlock(&st->lock);
+	if (!last)
+		return;
+	pthread_cond_destroy(&st->changed);
+	pthread_mutex_destroy(&st->lock);
+	cp_buf_free(&st->pending);
+	json_object_put(st->msg);
+	free(st->session_id);
+	free(st);
+}
+
+static void stream_event(struct sse_stream *st, struct json_object *message)
+{
+	_cleanup_free_ char *json = mcp_json_text(message);
+	char head[48];
+	unsigned long long n = __atomic_add_fetch(&st->server->sse_event_id, 1, __ATOMIC_SEQ_CST);
+	int hn = snprintf(head, sizeof(head), "id: %llu\ndata: ", n);
+	pthread_mutex_lock(&st->lock);
+	if (!json || cp_buf_append(&st->pending, head, (size_t)hn) < 0 ||
+	    cp_buf_append(&st->pending, json, strlen(json)) < 0 || cp_buf_append(&st->pending, "\n\n", 2) < 0)
+		st->failed = 1;
+	pthread_cond_broadcast(&st->changed);
+	pthread_mutex_unlock(&st->lock);
+}
+
+static void stream_notify(void *ctx, struct json_object *message)
+{
+	stream_event(ctx, message);
+}
+
+static void *stream_worker(void *arg)
+{
+	struct sse_stream *st = arg;
+	struct mcp_server *server = st->server;
+	struct mcp_sink sink = {.notify = stream_notify, .ctx = st};
+	_cleanup_json_ struct json_object *reply = mcp_dispatch_sink(server, st->msg, st->session_id, NULL, &sink);
+	if (reply && !sink.cancelled)
+		stream_event(st, reply);
+	pthread_mutex_lock(&st->lock);
+	st->cancelled = sink.cancelled;
+	st->done = 1;
+	pthread_cond_broadcast(&st->changed);
+	pthread_mutex_unlock(&st->lock);
+	stream_unref(st);
+	/* The worker counts as a running request, so stop waits for it. */
+	pthread_mutex_lock(&server->http_lock);
+	server->http_active--;
+	pthread_cond_broadcast(&server->http_idle);
+	pthread_mutex_unlock(&server->http_lock);
+	return NULL;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	struct sse_stream *st = cls;
+	pthread_mutex_lock(&st->lock);
+	while (st->pending.len == 0 && !st->done && !st->failed)
+		pthread_cond_wait(&st->changed, &st->lock);
+	ssize_t n;
+	if (st->failed)
+		n = MHD_CONTENT_READER_END_WITH_ERROR;
+	else if (st->pending.len > 0) {
+		size_t k = st->pending.len < max ? st->pending.len : max;
+		memcpy(buf, st->pending.data, k);
+		cp_buf_consume(&st->pending, k);
+		n = (ssize_t)k;
+	} else /* done; a cancelled request ends without its response */
+		n = st->cancelled ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+	pthread_mutex_unlock(&st->lock);
+	return n;
+}
+
+static void stream_free(void *cls)
+{
+	stream_unref(cls);
+}
+
+/* True for a single tools/call whose params carry _meta.progressToken. */
+static int wants_progress(struct json_object *value)
+{
+	struct json_object *m, *params, *meta;
+	return json_object_is_type(value, json_type_object) && mcp_message_id(value) &&
+	       json_object_object_get_ex(value, "method", &m) && json_object_is_type(m, json_type_string) &&
+	       strcmp(json_object_get_string(m), "tools/call") == 0 &&
+	       json_object_object_get_ex(value, "params", &params) && json_object_is_type(params, json_type_object) &&
+	       json_object_object_get_ex(params, "_meta", &meta) && json_object_is_type(meta, json_type_object) &&
+	       json_object_object_get_ex(meta, "progressToken", NULL);
+}
+
+/* Answers *value (taken over on success) as a live SSE stream. Returns 1 and
+ * sets *ret when it did; 0 to fall back to the buffered answer. */
+static int queue_stream(struct mcp_server *server, struct MHD_Connection *conn, struct json_object **value,
+                        const char *sid, const struct reply_headers *h, enum MHD_Result *ret)
+{
+	struct sse_stream *st = calloc(1, sizeof(*st));
+	if (!st)
+		return 0;
+	if (sid && !(st->session_id = strdup(sid))) {
+		free(st);
+		return 0;
+	}
+	st->server = server;
+	pthread_mutex_init(&st->lock, NULL);
+	pthread_cond_init(&st->changed, NULL);
+	cp_buf_init(&st->pending, SSE_MAX_BYTES);
+	st->refs = 2; /* the worker and the response */
+	struct MHD_Response *resp =
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
+	if (!resp) {
+		st->refs = 1;
+		stream_unref(st);
+		return 0;
+	}
+	st->msg = *value;
+	pthread_mutex_lock(&server->http_lock);
+	server->http_active++;
+	pthread_mutex_unlock(&server->http_lock);
+	pthread_t tid;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, STACK_BYTES);
+	int started = pthread_create(&tid, &attr, stream_worker, st) == 0;
+	pthread_attr_destroy(&attr);
+	if (!started) {
+		pthread_mutex_lock(&server->http_lock);
+		server->http_active--;
+		pthread_cond_broadcast(&server->http_idle);
+		pthread_mutex_unlock(&server->http_lock);
+		st->msg = NULL;             /* the caller keeps value */
+		MHD_destroy_response(resp); /* drops the response's reference */
+		stream_unref(st);           /* and the worker's */
+		return 0;
+	}
+	*value = NULL; /* the worker owns it now */
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (h->protocol_version)
+		MHD_add_response_header(resp, "MCP-Protocol-Version", h->protocol_version);
+	*ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return 1;
+}
+
 static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connection *conn, struct http_request *req)
 {
 	if (req->too_large)
@@ -233,15 +456,52 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 		sid = NULL;
 	}
 
+	/* A tools/call that asked for progress gets a live SSE stream. */
+	enum MHD_Result streamed;
+	if (accepts_sse(header(conn, MHD_HTTP_HEADER_ACCEPT)) && wants_progress(value) &&
+	    queue_stream(server, conn, &value, sid, &h, &streamed))
+		return streamed;
+
 	_cleanup_free_ char *new_session = NULL;
-	_cleanup_json_ struct json_object *reply = mcp_dispatch_value(server, value, sid, &new_session);
+	struct sse_events ev = {.server = server};
+	pthread_mutex_init(&ev.lock, NULL);
+	cp_buf_init(&ev.text, SSE_MAX_BYTES);
+	struct mcp_sink sink = {0};
+	if (accepts_sse(header(conn, MHD_HTTP_HEADER_ACCEPT))) {
+		sink.notify = sse_notify;
+		sink.ctx = &ev;
+	}
+	_cleanup_json_ struct json_object *reply = mcp_dispatch_sink(server, value, sid, &new_session, &sink);
+	pthread_mutex_destroy(&ev.lock);
 	h.session_id = new_session;
-	if (!reply) /* only notifications or responses: 202, no body */
-		return queue_reply(conn, MHD_HTTP_ACCEPTED, NULL, &h);
-	char *text = mcp_json_text(reply);
-	if (!text)
+	if (!reply && sink.cancelled) {
+		/* basic/utilities/cancellation: a cancelled request gets no
+		 * response; closing the connection sends nothing. */
+		cp_buf_free(&ev.text);
 		return MHD_NO;
-	return queue_reply(conn, MHD_HTTP_OK, text, &h);
+	}
+	if (!reply) { /* only notifications or responses: 202, no body */
+		cp_buf_free(&ev.text);
+		return queue_reply(conn, MHD_HTTP_ACCEPTED, NULL, &h);
+	}
+	char *text = mcp_json_text(reply);
+	if (!text) {
+		cp_buf_free(&ev.text);
+		return MHD_NO;
+	}
+	if (ev.count == 0 || ev.failed) {
+		cp_buf_free(&ev.text);
+		return queue_reply(conn, MHD_HTTP_OK, text, &h);
+	}
+	/* The response is the stream's last event. */
+	sse_append(&ev, reply);
+	free(text);
+	if (ev.failed) {
+		cp_buf_free(&ev.text);
+		return queue_reply(conn, MHD_HTTP_OK, mcp_json_text(reply), &h);
+	}
+	char *stream = cp_buf_steal(&ev.text); /* ownership moves to the response */
+	return queue_reply_type(conn, MHD_HTTP_OK, stream, "text/event-stream", &h);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,

@@ -31,6 +31,22 @@ enum mcp_rpc_code {
 
 struct mcp_session_table;
 
+/* A transport's notification sink for one incoming message, and what the
+ * dispatcher reports back about it. */
+struct mcp_sink {
+	void (*notify)(void *ctx, struct json_object *message); /* message borrowed; may be NULL */
+	void *ctx;
+	int cancelled; /* out: a request of the message was cancelled; send no response */
+};
+
+/* A tools/call in progress, so notifications/cancelled can find it. */
+struct mcp_inflight {
+	struct mcp_inflight *next;
+	char *session_id; /* NULL when stateless */
+	char *id_text;    /* the request id as JSON text */
+	int cancelled;    /* atomic */
+};
+
 struct mcp_server {
 	struct mcp_server_options opts; /* string fields point at the copies below */
 	char *host;
@@ -49,6 +65,9 @@ struct mcp_server {
 	pthread_cond_t http_idle; /* signalled when http_active drops */
 	unsigned http_active;
 	int http_stopping; /* new requests get 503 */
+	pthread_mutex_t inflight_lock;
+	struct mcp_inflight *inflight; /* tools/call requests being answered */
+	uint64_t sse_event_id;         /* last SSE event id sent (atomic) */
 };
 
 /* protocol.c */
@@ -62,6 +81,9 @@ void mcp_format_size(size_t bytes, char *buf, size_t size);
 /* dispatch.c */
 struct json_object *mcp_dispatch_value(struct mcp_server *server, struct json_object *value, const char *session_id,
                                        char **ret_new_session);
+struct json_object *mcp_dispatch_sink(struct mcp_server *server, struct json_object *value, const char *session_id,
+                                      char **ret_new_session, struct mcp_sink *sink);
+int mcp_cancel_request(struct mcp_server *server, const char *session_id, struct json_object *request_id);
 int mcp_message_is_initialize(struct json_object *value);
 struct json_object *mcp_message_id(struct json_object *value);
 
@@ -69,7 +91,7 @@ struct json_object *mcp_message_id(struct json_object *value);
 int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **ret_json, struct cp_error **err);
 struct json_object *mcp_tools_list(struct mcp_server *server, struct json_object *id);
 struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object *id, struct json_object *params,
-                                   const char *session_id);
+                                   const char *session_id, struct mcp_sink *sink);
 
 /* session.c */
 struct mcp_session_table *mcp_session_table_new(size_t max_sessions, long idle_ms);

@@ -20,12 +20,42 @@ enum mcp_tool_hint {
 	MCP_HINT_OPEN_WORLD = 1 << 3,
 };
 
-/* Per-call context handed to a tool handler. */
+/* Per-call context handed to a tool handler. Handlers only read it; the
+ * fields after tool are filled by the dispatcher (zero in a call built by
+ * hand, which makes the helpers below no-ops). */
 struct mcp_call {
 	void *app;              /* the application context given to mcp_server_new */
 	const char *session_id; /* MCP session id, NULL when stateless */
 	const char *tool;       /* tool name */
+	/* params._meta.progressToken of the request (borrowed), NULL when the
+	 * client asked for no progress (MCP basic/utilities/progress). */
+	struct json_object *progress_token;
+	/* Where the transport takes a notification (borrowed message): over
+	 * Streamable HTTP an SSE event before the response, over stdio a line
+	 * before the response. NULL when the transport cannot send any. */
+	void (*notify)(void *notify_ctx, struct json_object *message);
+	void *notify_ctx;
+	/* Set (atomically) when the client sent notifications/cancelled for this
+	 * request; NULL when not tracked. */
+	const int *cancelled;
 };
+
+/* Sends notifications/progress {progressToken, progress, total, message} for
+ * call (MCP basic/utilities/progress). Does nothing when call is NULL, the
+ * request carried no progressToken or the transport has no sink. total <= 0
+ * leaves total out; message may be NULL. progress must grow from call to
+ * call. Thread-safe as far as the transport's sink is (both are). */
+void mcp_call_progress(const struct mcp_call *call, double progress, double total, const char *message);
+
+/* True when the client cancelled this request (notifications/cancelled, MCP
+ * basic/utilities/cancellation). What a cancel does: the request gets no
+ * response (HTTP: the connection or SSE stream closes without it; stdio: no
+ * line), and a handler that polls this may stop waiting early. What it does
+ * not: a handler is never interrupted, and work it started keeps running (a
+ * bash command goes on; bash_stop ends it; a sandbox being created is
+ * created). Only tools/call requests can be cancelled; a cancel for another
+ * session's request, an unknown or finished one is ignored. NULL-safe. */
+int mcp_call_cancelled(const struct mcp_call *call);
 
 /* A tool handler: args is the "arguments" object (borrowed; never NULL, an
  * empty object when absent). On success it sets *ret_result to an owned JSON

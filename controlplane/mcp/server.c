@@ -36,6 +36,7 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 	if (!s)
 		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
 	pthread_mutex_init(&s->http_lock, NULL);
+	pthread_mutex_init(&s->inflight_lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* stop's deadline must not move with the wall clock */
@@ -93,6 +94,7 @@ void mcp_server_free(struct mcp_server *server)
 	free(server->instructions);
 	pthread_cond_destroy(&server->http_idle);
 	pthread_mutex_destroy(&server->http_lock);
+	pthread_mutex_destroy(&server->inflight_lock);
 	free(server);
 }
 

@@ -68,11 +68,19 @@ static void write_reply(struct stdio_ctx *ctx, struct json_object *reply)
 	}
 }
 
+/* A handler's notification (progress) is a line of its own before the
+ * response (basic/transports, "stdio"). */
+static void stdio_notify(void *ctx, struct json_object *message)
+{
+	write_reply(ctx, message);
+}
+
 static void *call_thread(void *arg)
 {
 	struct stdio_call *call = arg;
 	struct stdio_ctx *ctx = call->ctx;
-	_cleanup_json_ struct json_object *reply = mcp_dispatch(ctx->server, call->msg, NULL, NULL);
+	struct mcp_sink sink = {.notify = stdio_notify, .ctx = ctx};
+	_cleanup_json_ struct json_object *reply = mcp_dispatch_sink(ctx->server, call->msg, NULL, NULL, &sink);
 	write_reply(ctx, reply);
 	json_object_put(call->msg);
 	free(call);
@@ -115,7 +123,8 @@ static void start_call(struct stdio_ctx *ctx, struct json_object *msg)
 		free(call);
 	}
 	pthread_attr_destroy(&attr);
-	_cleanup_json_ struct json_object *reply = mcp_dispatch(ctx->server, msg, NULL, NULL);
+	struct mcp_sink sink = {.notify = stdio_notify, .ctx = ctx};
+	_cleanup_json_ struct json_object *reply = mcp_dispatch_sink(ctx->server, msg, NULL, NULL, &sink);
 	write_reply(ctx, reply);
 	json_object_put(msg);
 	pthread_mutex_lock(&ctx->lock);

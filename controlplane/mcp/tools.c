@@ -3,6 +3,7 @@
  * handler's result or cp_error into a tool result and logs one line per call.
  * Knows nothing of what a tool does: no Docker, no SQL, no policy. */
 #include "internal.h"
+#include "../base/text.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
@@ -173,13 +174,89 @@ static struct json_object *invalid_params(struct json_object *id, const char *to
 	return mcp_rpc_error_new(id, MCP_RPC_INVALID_PARAMS, text);
 }
 
+/* Sends notifications/progress for call (see mcp.h; MCP
+ * basic/utilities/progress). */
+void mcp_call_progress(const struct mcp_call *call, double progress, double total, const char *message)
+{
+	if (!call || !call->progress_token || !call->notify || mcp_call_cancelled(call))
+		return;
+	struct json_object *params = json_object_new_object();
+	json_object_object_add(params, "progressToken", json_object_get(call->progress_token));
+	json_object_object_add(params, "progress", json_object_new_double(progress));
+	if (total > 0)
+		json_object_object_add(params, "total", json_object_new_double(total));
+	if (message)
+		json_object_object_add(params, "message", json_object_new_string(message));
+	_cleanup_json_ struct json_object *n = json_object_new_object();
+	json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(n, "method", json_object_new_string("notifications/progress"));
+	json_object_object_add(n, "params", params);
+	call->notify(call->notify_ctx, n);
+}
+
+int mcp_call_cancelled(const struct mcp_call *call)
+{
+	return call && call->cancelled && __atomic_load_n(call->cancelled, __ATOMIC_SEQ_CST);
+}
+
+/* Registers a tools/call so notifications/cancelled can find it; NULL when
+ * memory runs out (the call then cannot be cancelled). */
+static struct mcp_inflight *inflight_add(struct mcp_server *server, const char *session_id, struct json_object *id)
+{
+	struct mcp_inflight *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->id_text = strdup(json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN));
+	f->session_id = session_id ? strdup(session_id) : NULL;
+	if (!f->id_text || (session_id && !f->session_id)) {
+		free(f->id_text);
+		free(f->session_id);
+		free(f);
+		return NULL;
+	}
+	pthread_mutex_lock(&server->inflight_lock);
+	f->next = server->inflight;
+	server->inflight = f;
+	pthread_mutex_unlock(&server->inflight_lock);
+	return f;
+}
+
+static void inflight_remove(struct mcp_server *server, struct mcp_inflight *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&server->inflight_lock);
+	for (struct mcp_inflight **p = &server->inflight; *p; p = &(*p)->next)
+		if (*p == f) {
+			*p = f->next;
+			break;
+		}
+	pthread_mutex_unlock(&server->inflight_lock);
+	free(f->id_text);
+	free(f->session_id);
+	free(f);
+}
+
+/* params._meta.progressToken when it is a string or an integer (borrowed). */
+static struct json_object *progress_token(struct json_object *params)
+{
+	struct json_object *meta, *tok;
+	if (json_object_object_get_ex(params, "_meta", &meta) && json_object_is_type(meta, json_type_object) &&
+	    json_object_object_get_ex(meta, "progressToken", &tok) &&
+	    (json_object_is_type(tok, json_type_string) || json_object_is_type(tok, json_type_int)))
+		return tok;
+	return NULL;
+}
+
 /* Answers tools/call (MCP server/tools, "Calling Tools" and "Error
  * Handling"): malformed params or an unknown tool are JSON-RPC -32602
  * errors; a handler's failure is a result with isError: true. id and params
  * are borrowed (params may be NULL); session_id may be NULL. Returns an owned
- * response and logs one info line. Blocks for as long as the handler. */
+ * response and logs one info line. Blocks for as long as the handler.
+ * sink (may be NULL) takes the handler's progress notifications; a request
+ * the client cancelled meanwhile gets no response: NULL, sink->cancelled set. */
 struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object *id, struct json_object *params,
-                                   const char *session_id)
+                                   const char *session_id, struct mcp_sink *sink)
 {
 	int64_t start = clock_monotonic_ms();
 	if (!params)
@@ -190,7 +267,9 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 	char text[256];
 	const struct mcp_tool *tool = tool_find(server, name);
 	if (!tool) {
-		snprintf(text, sizeof(text), "unknown tool '%.100s'; call tools/list to see the available tools", name);
+		char clipped[320];
+		snprintf(text, sizeof(text), "unknown tool '%s'; call tools/list to see the available tools",
+		         text_clip(name, 100, clipped, sizeof(clipped)));
 		return invalid_params(id, name, start, text);
 	}
 
@@ -199,14 +278,27 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 	if (!json_object_object_get_ex(params, "arguments", &args) || !args)
 		args = empty = json_object_new_object();
 	else if (!json_object_is_type(args, json_type_object)) {
-		snprintf(text, sizeof(text), "tools/call '%.100s': params.arguments must be an object", name);
+		char clipped[320];
+		snprintf(text, sizeof(text), "tools/call '%s': params.arguments must be an object",
+		         text_clip(name, 100, clipped, sizeof(clipped)));
 		return invalid_params(id, name, start, text);
 	}
 
-	struct mcp_call call = {server->app, session_id, tool->name};
+	struct mcp_inflight *inflight = inflight_add(server, session_id, id);
+	struct mcp_call call = {
+	    .app = server->app,
+	    .session_id = session_id,
+	    .tool = tool->name,
+	    .progress_token = progress_token(params),
+	    .notify = sink ? sink->notify : NULL,
+	    .notify_ctx = sink ? sink->ctx : NULL,
+	    .cancelled = inflight ? &inflight->cancelled : NULL,
+	};
 	struct json_object *value = NULL;
 	_cleanup_error_ struct cp_error *err = NULL;
 	int r = tool->handler(&call, args, &value, &err);
+	int cancelled = mcp_call_cancelled(&call);
+	inflight_remove(server, inflight);
 	if (r >= 0 && !json_object_is_type(value, json_type_object)) {
 		cp_error_set(&err, CP_ERR_INTERNAL, "tool '%s' returned no result object; this is a server bug",
 		             tool->name);
@@ -226,8 +318,15 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 	}
 	char word[65];
 	const char *status = r < 0 ? cp_error_code_name(err->code) : "ok";
-	log_info("mcp", "tools/call tool=%s sandbox=%s status=%s duration_ms=%lld", tool->name,
+	log_info("mcp", "tools/call tool=%s sandbox=%s status=%s%s duration_ms=%lld", tool->name,
 	         log_word(string_field(args, "sandbox_id"), word, sizeof(word)), status,
-	         (long long)(clock_monotonic_ms() - start));
+	         cancelled ? " cancelled=1" : "", (long long)(clock_monotonic_ms() - start));
+	if (cancelled) {
+		/* basic/utilities/cancellation: no response for a cancelled request. */
+		json_object_put(result);
+		if (sink)
+			sink->cancelled = 1;
+		return NULL;
+	}
 	return mcp_rpc_result_new(id, result);
 }

@@ -107,3 +107,19 @@ Test(policy, yield_clamp)
 	cr_expect_eq(policy_yield_clamp(0, 10000, 30000), 0);
 	cr_expect_eq(policy_yield_clamp(500, 10000, 30000), 500);
 }
+
+#include "base/text.h"
+
+Test(text, clip_keeps_utf8_whole)
+{
+	char buf[64];
+	/* "a" + 10 × "é" (2 bytes each): a cut at 4 bytes must not split one. */
+	cr_expect_str_eq(text_clip("a\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 4, buf, sizeof(buf)),
+	                 "a\xc3\xa9\xe2\x80\xa6");
+	cr_expect_str_eq(text_clip("ok", 100, buf, sizeof(buf)), "ok");
+	cr_expect_str_eq(text_clip("bad\xff\x01x", 100, buf, sizeof(buf)), "bad??x");
+	cr_expect_str_eq(text_clip("\xed\xa0\x80", 100, buf, sizeof(buf)), "???", "a surrogate is not UTF-8");
+	cr_expect_str_eq(text_clip(NULL, 10, buf, sizeof(buf)), "");
+	char small[6];
+	cr_expect_str_eq(text_clip("abcdefgh", 100, small, sizeof(small)), "ab\xe2\x80\xa6", "bounded by the buffer");
+}

@@ -17,11 +17,12 @@
 static int dtool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
                       struct cp_error **err)
 {
-	(void)call;
 	(void)err;
 	struct json_object *ms;
 	if (json_object_object_get_ex(args, "sleep_ms", &ms))
 		usleep((useconds_t)json_object_get_int(ms) * 1000);
+	if (json_object_object_get_ex(args, "progress", NULL))
+		mcp_call_progress(call, 1, 0, "started");
 	struct json_object *copy = NULL;
 	json_object_deep_copy(args, &copy, NULL);
 	*ret_result = copy;
@@ -596,4 +597,44 @@ Test(mcp_dispatch, stdio_tool_calls_overlap_and_long_lines_are_refused)
 	cr_assert(strstr(out, "\"id\":3"));
 	free(out);
 	free(input);
+}
+
+Test(mcp_dispatch, progress_helpers_are_null_safe)
+{
+	struct mcp_call plain = {.tool = "t"};
+	mcp_call_progress(NULL, 1, 2, "x");
+	mcp_call_progress(&plain, 1, 2, "x"); /* no token, no sink: nothing happens */
+	cr_assert_eq(mcp_call_cancelled(NULL), 0);
+	cr_assert_eq(mcp_call_cancelled(&plain), 0);
+	/* Dispatched without a sink, a progressToken is ignored. */
+	struct json_object *r = rpc("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+	                            "\"echo\",\"_meta\":{\"progressToken\":3},\"arguments\":{\"progress\":1}}}");
+	cr_assert_eq(geti(r, "id"), 4);
+	cr_assert_not_null(get(r, "result"));
+	json_object_put(r);
+}
+
+Test(mcp_dispatch, stdio_progress_lines_come_before_the_response)
+{
+	const char *input = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+	                    "\"_meta\":{\"progressToken\":77},\"arguments\":{\"progress\":true}}}\n";
+	long ms;
+	char *out = stdio_exchange(input, &ms);
+	char *nl = strchr(out, '\n');
+	cr_assert_not_null(nl, "%s", out);
+	*nl = '\0';
+	struct json_object *n = json_tokener_parse(out);
+	cr_assert_not_null(n, "%s", out);
+	cr_assert_str_eq(gets(n, "method"), "notifications/progress");
+	cr_assert_eq(geti(n, "params.progressToken"), 77);
+	cr_assert_eq(geti(n, "params.progress"), 1);
+	cr_assert_null(get(n, "params.total"));
+	cr_assert_str_eq(gets(n, "params.message"), "started");
+	json_object_put(n);
+	struct json_object *r = json_tokener_parse(nl + 1);
+	cr_assert_not_null(r, "%s", nl + 1);
+	cr_assert_eq(geti(r, "id"), 5);
+	cr_assert_not_null(get(r, "result"));
+	json_object_put(r);
+	free(out);
 }

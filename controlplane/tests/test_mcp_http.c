@@ -1,6 +1,7 @@
 /* test_mcp_http.c: the Streamable HTTP transport (mcp/http.c) end to end on
  * 127.0.0.1 with a random port, driven by libcurl: sessions, status codes,
- * DNS-rebinding checks, the body limit and concurrent tool calls. */
+ * DNS-rebinding checks, the body limit, concurrent tool calls, SSE answers
+ * with progress and cancellation. */
 #include <criterion/criterion.h>
 #include <curl/curl.h>
 #include <json-c/json.h>
@@ -18,11 +19,22 @@
 static int htool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
                       struct cp_error **err)
 {
-	(void)call;
 	(void)err;
 	struct json_object *ms;
 	if (json_object_object_get_ex(args, "sleep_ms", &ms))
 		usleep((useconds_t)json_object_get_int(ms) * 1000);
+	if (json_object_object_get_ex(args, "progress", NULL)) {
+		mcp_call_progress(call, 1, 2, "half");
+		mcp_call_progress(call, 2, 2, NULL);
+	}
+	if (json_object_object_get_ex(args, "sleep_after_ms", &ms)) {
+		mcp_call_progress(call, 1, 0, "before the sleep");
+		usleep((useconds_t)json_object_get_int(ms) * 1000);
+	}
+	/* wait_cancel_ms: wait that long unless the request is cancelled. */
+	if (json_object_object_get_ex(args, "wait_cancel_ms", &ms))
+		for (int i = 0; i < json_object_get_int(ms) / 10 && !mcp_call_cancelled(call); i++)
+			usleep(10000);
 	struct json_object *copy = NULL;
 	json_object_deep_copy(args, &copy, NULL);
 	*ret_result = copy;
@@ -471,4 +483,197 @@ Test(mcp_http, stop_waits_for_running_calls)
 	cr_assert_gt(ms, 100, "stop returned after %lld ms, before the call ended", (long long)ms);
 	cr_assert_eq(mcp_server_port(hserver), 0);
 	free_reply(&r);
+}
+
+/* ---- SSE answers, progress, cancellation ---- */
+
+Test(mcp_http, progress_comes_as_sse_events_before_the_result)
+{
+	struct hreply r;
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+	     "\"_meta\":{\"progressToken\":\"tok\"},\"arguments\":{\"progress\":true}}}",
+	     NULL);
+	cr_assert_eq(r.status, 200);
+	cr_assert(strncmp(r.ctype, "text/event-stream", 17) == 0, "content type %s", r.ctype);
+	/* Three events: progress 1/2, progress 2/2, the response; each with its
+	 * own id and one data line. */
+	char ids[3][32] = {{0}};
+	struct json_object *msgs[3] = {0};
+	int n = 0;
+	char *save = NULL;
+	for (char *ev = strtok_r(r.body, "\n", &save); ev; ev = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(ev, "id: ", 4) == 0) {
+			cr_assert_lt(n, 3, "%s", ev);
+			snprintf(ids[n], sizeof(ids[n]), "%s", ev + 4);
+		} else {
+			cr_assert(strncmp(ev, "data: ", 6) == 0, "unexpected line %s", ev);
+			cr_assert(ids[n][0], "data before id");
+			msgs[n] = json_tokener_parse(ev + 6);
+			cr_assert_not_null(msgs[n], "%s", ev);
+			n++;
+		}
+	}
+	cr_assert_eq(n, 3);
+	cr_assert(strcmp(ids[0], ids[1]) != 0 && strcmp(ids[1], ids[2]) != 0 && strcmp(ids[0], ids[2]) != 0);
+	for (int i = 0; i < 2; i++) {
+		struct json_object *m, *p, *v;
+		cr_assert(json_object_object_get_ex(msgs[i], "method", &m));
+		cr_assert_str_eq(json_object_get_string(m), "notifications/progress");
+		cr_assert(json_object_object_get_ex(msgs[i], "params", &p));
+		cr_assert(json_object_object_get_ex(p, "progressToken", &v));
+		cr_assert_str_eq(json_object_get_string(v), "tok");
+		cr_assert(json_object_object_get_ex(p, "progress", &v));
+		cr_assert_eq(json_object_get_int(v), i + 1);
+		cr_assert(json_object_object_get_ex(p, "total", &v));
+		cr_assert(json_object_object_get_ex(p, "message", &v) == (i == 0));
+		cr_assert(!json_object_object_get_ex(msgs[i], "id", NULL));
+	}
+	struct json_object *id;
+	cr_assert(json_object_object_get_ex(msgs[2], "result", NULL));
+	cr_assert(json_object_object_get_ex(msgs[2], "id", &id));
+	cr_assert_eq(json_object_get_int(id), 9);
+	for (int i = 0; i < 3; i++)
+		json_object_put(msgs[i]);
+	free_reply(&r);
+
+	/* Without a progressToken the same call answers plain JSON. */
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+	     "\"arguments\":{\"progress\":true}}}",
+	     NULL);
+	cr_assert_eq(r.status, 200);
+	json_object_put(hjson(&r));
+	free_reply(&r);
+}
+
+struct cancel_call {
+	CURLcode rc;
+	long status;
+	struct hreply r;
+	const char *body; /* NULL: the plain waiting call */
+};
+
+static void *post_waiting_call(void *arg)
+{
+	struct cancel_call *cc = arg;
+	memset(&cc->r, 0, sizeof(cc->r));
+	static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":\"c-1\",\"method\":\"tools/call\",\"params\":{"
+	                           "\"name\":\"echo\",\"arguments\":{\"wait_cancel_ms\":5000}}}";
+	CURL *c = curl_easy_init();
+	char url[256];
+	snprintf(url, sizeof(url), "%s/mcp", base_url);
+	struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+	hl = curl_slist_append(hl, "Accept: application/json, text/event-stream");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, cc->body ? cc->body : body);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &cc->r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	cc->rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &cc->status);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+Test(mcp_http, a_cancelled_request_gets_no_response)
+{
+	struct cancel_call cc = {0};
+	pthread_t th;
+	int64_t start = clock_monotonic_ms();
+	pthread_create(&th, NULL, post_waiting_call, &cc);
+	usleep(300 * 1000);
+	/* A cancel for another id (and one that is malformed) changes nothing. */
+	struct hreply r;
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"c-2\"}}", NULL);
+	cr_assert_eq(r.status, 202);
+	free_reply(&r);
+	hreq(&r, "POST", "/mcp", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{}}", NULL);
+	cr_assert_eq(r.status, 202);
+	free_reply(&r);
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"c-1\","
+	     "\"reason\":\"user\"}}",
+	     NULL);
+	cr_assert_eq(r.status, 202);
+	free_reply(&r);
+	pthread_join(th, NULL);
+	int64_t ms = clock_monotonic_ms() - start;
+	cr_assert_neq(cc.rc, CURLE_OK, "a cancelled call was answered (status %ld): %s", cc.status,
+	              cc.r.body ? cc.r.body : "");
+	cr_assert_null(cc.r.body);
+	cr_assert_lt(ms, 2500, "the handler saw the cancellation late (%lld ms)", (long long)ms);
+}
+
+struct live_reply {
+	struct hreply r;
+	int64_t start, first_progress_ms, end_ms;
+};
+
+static size_t on_live_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct live_reply *lr = arg;
+	size_t k = on_body(data, size, n, &lr->r);
+	if (!lr->first_progress_ms && strstr(lr->r.body, "notifications/progress"))
+		lr->first_progress_ms = clock_monotonic_ms() - lr->start;
+	return k;
+}
+
+Test(mcp_http, progress_events_are_sent_while_the_call_runs)
+{
+	static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{"
+	                           "\"name\":\"echo\",\"_meta\":{\"progressToken\":1},\"arguments\":{"
+	                           "\"sleep_after_ms\":600}}}";
+	struct live_reply lr;
+	memset(&lr, 0, sizeof(lr));
+	CURL *c = curl_easy_init();
+	char url[256];
+	snprintf(url, sizeof(url), "%s/mcp", base_url);
+	struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+	hl = curl_slist_append(hl, "Accept: application/json, text/event-stream");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_live_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &lr);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &lr.r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	lr.start = clock_monotonic_ms();
+	CURLcode rc = curl_easy_perform(c);
+	lr.end_ms = clock_monotonic_ms() - lr.start;
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(c);
+	cr_assert_eq(rc, CURLE_OK);
+	cr_assert(strncmp(lr.r.ctype, "text/event-stream", 17) == 0, "content type %s", lr.r.ctype);
+	cr_assert(strstr(lr.r.body, "\"id\":11"), "%s", lr.r.body);
+	cr_assert_gt(lr.first_progress_ms, 0);
+	cr_assert_lt(lr.first_progress_ms, 400, "progress came at %lld ms", (long long)lr.first_progress_ms);
+	cr_assert_geq(lr.end_ms, 550);
+	free_reply(&lr.r);
+}
+
+Test(mcp_http, a_cancelled_streaming_call_ends_without_its_response)
+{
+	struct cancel_call cc = {.body = "{\"jsonrpc\":\"2.0\",\"id\":\"c-1\",\"method\":\"tools/call\",\"params\":{"
+	                                 "\"name\":\"echo\",\"_meta\":{\"progressToken\":2},\"arguments\":{"
+	                                 "\"progress\":1,\"wait_cancel_ms\":5000}}}"};
+	pthread_t th;
+	int64_t start = clock_monotonic_ms();
+	pthread_create(&th, NULL, post_waiting_call, &cc);
+	usleep(300 * 1000);
+	struct hreply r;
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"c-1\"}}", NULL);
+	cr_assert_eq(r.status, 202);
+	free_reply(&r);
+	pthread_join(th, NULL);
+	cr_assert_lt(clock_monotonic_ms() - start, 2500);
+	cr_assert_not_null(cc.r.body, "the progress events were sent");
+	cr_assert(strstr(cc.r.body, "notifications/progress"), "%s", cc.r.body);
+	cr_assert_null(strstr(cc.r.body, "\"result\""), "a cancelled call was answered: %s", cc.r.body);
+	free_reply(&cc.r);
 }

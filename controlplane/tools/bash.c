@@ -120,6 +120,9 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 	}
 
 	struct json_object *res = NULL;
+	/* A long wait tells a client that asked for progress what is going on. */
+	if (yield > 2000)
+		mcp_call_progress(call, 0, 0, "command started; waiting for it to exit or for yield_time_ms");
 	if (tools_helper_call(app, sandbox_id, "bash.start", p, (long)yield + BASH_REPLY_MARGIN_MS, &res, err) < 0) {
 		if ((*err)->code != CP_ERR_TIMEOUT)
 			return -1;

@@ -93,8 +93,12 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	                 err) < 0)
 		return -1;
 	struct lifecycle_create_result res = {0};
+	/* Progress (when the client asked for it): the steps inside
+	 * lifecycle_sandbox_create report nothing yet, so only start and end. */
+	mcp_call_progress(call, 0, 2, "creating the sandbox: workspace, container, helper");
 	if (lifecycle_sandbox_create(app->lc, &opts, &res, err) < 0)
 		return -1;
+	mcp_call_progress(call, 2, 2, res.approval_required ? "approval required" : "sandbox ready");
 	struct json_object *o;
 	if (res.approval_required) {
 		/* Not an error: the model's next step is to ask the person. */

@@ -24,6 +24,10 @@ struct store;
 void cli_audit(struct store *store, const char *action, const char *target, const char *sandbox_id,
                const struct cp_error *err);
 
+struct json_object;
+/* Prints o as pretty JSON on stdout and puts it (takes the reference). */
+void cli_print_json(struct json_object *o);
+
 int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_sandbox(struct cli *cli, int argc, char **argv);
 int cmd_workspace(struct cli *cli, int argc, char **argv);

@@ -33,12 +33,6 @@ static struct json_object *approval_json(const struct approval_record *a)
 	return o;
 }
 
-static void print_json(struct json_object *o)
-{
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
-}
-
 static int list(struct cli *cli, struct store *store)
 {
 	struct approval_record *rows = NULL;
@@ -60,7 +54,7 @@ static int list(struct cli *cli, struct store *store)
 	}
 	free(rows);
 	if (cli->json)
-		print_json(arr);
+		cli_print_json(arr);
 	else
 		json_object_put(arr);
 	return 0;
@@ -83,7 +77,7 @@ static int decide(struct cli *cli, struct store *store, const char *verb, const 
 	if (r < 0)
 		return cli_fail(err);
 	if (cli->json)
-		print_json(approval_json(&a));
+		cli_print_json(approval_json(&a));
 	else if (!strcmp(a.status, "approved"))
 		printf("approved %s: workspace %s (%s) for %s\nThe model can now call sandbox_create with the same "
 		       "workspace_path and workspace_mode, or with workspace_id %s.\n",

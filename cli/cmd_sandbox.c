@@ -52,9 +52,9 @@ static int sandbox_list(struct cli *cli, struct store *store)
 	}
 	free(rows);
 	if (cli->json)
-		printf("%s\n",
-		       json_object_to_json_string_ext(list, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(list);
+		cli_print_json(list);
+	else
+		json_object_put(list);
 	return 0;
 }
 

@@ -13,12 +13,6 @@
 #include "lifecycle/lifecycle.h"
 #include "tools/tools_internal.h"
 
-static void print_json(struct json_object *o)
-{
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
-}
-
 static int list(struct cli *cli, struct store *store)
 {
 	struct workspace_record *rows = NULL;
@@ -48,7 +42,7 @@ static int list(struct cli *cli, struct store *store)
 	}
 	free(rows);
 	if (cli->json)
-		print_json(arr);
+		cli_print_json(arr);
 	else
 		json_object_put(arr);
 	return 0;
@@ -84,7 +78,7 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 		struct json_object *o = json_object_new_object();
 		tools_workspace_fill(o, &w);
 		json_object_object_add(o, "created", json_object_new_boolean(created));
-		print_json(o);
+		cli_print_json(o);
 	} else {
 		printf("%s workspace %s (%s) for %s\nThe model can use it with sandbox_create {\"workspace_id\": "
 		       "\"%s\"}.\n",

@@ -1,5 +1,6 @@
 /* main.c: the `chat2sbx` command: a table of verbs, global flags, config
  * loading, and the one place errors become messages and exit statuses. */
+#include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +62,12 @@ void cli_audit(struct store *store, const char *action, const char *target, cons
 		fprintf(stderr, "chat2sbx: warning: %s\n", e->message);
 		cp_error_free(e);
 	}
+}
+
+void cli_print_json(struct json_object *o)
+{
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
 }
 
 int main(int argc, char **argv)

@@ -40,6 +40,16 @@ static void read_row(sqlite3_stmt *st, struct approval_record *a)
 	a->decided_at_ms = sqlite3_column_int64(st, 8);
 }
 
+static void read_row_any(sqlite3_stmt *st, void *row)
+{
+	read_row(st, row);
+}
+
+static void clear_row_any(void *row)
+{
+	approval_record_clear(row);
+}
+
 /* First row of sql with up to two text parameters. */
 static int get_locked(struct store *store, const char *sql, const char *a1, const char *a2, struct approval_record *ret,
                       int *ret_found, struct cp_error **err)
@@ -175,43 +185,11 @@ int store_approval_get(struct store *store, const char *id, struct approval_reco
 
 int store_approval_list(struct store *store, struct approval_record **ret, size_t *ret_n, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	struct approval_record *list = NULL;
-	size_t n = 0;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
+	return store_list_rows(store,
 	                       "SELECT " AP_COLUMNS " FROM approvals ORDER BY status != 'pending', "
 	                       "requested_at_ms DESC, id",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "list approvals");
-		goto out;
-	}
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct approval_record *grown = realloc(list, (n + 1) * sizeof(*list));
-		if (!grown) {
-			r = cp_error_set(err, CP_ERR_INTERNAL, "list approvals: out of memory");
-			goto out;
-		}
-		list = grown;
-		list[n] = (struct approval_record){0};
-		read_row(st, &list[n++]);
-	}
-	if (rc != SQLITE_DONE)
-		r = store_fail(store, err, "list approvals");
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	if (r < 0) {
-		for (size_t i = 0; i < n; i++)
-			approval_record_clear(&list[i]);
-		free(list);
-		return r;
-	}
-	*ret = list;
-	*ret_n = n;
-	return 0;
+	                       sizeof(struct approval_record), read_row_any, clear_row_any, "list approvals",
+	                       (void **)ret, ret_n, err);
 }
 
 /* The workspace for (path, mode): the existing one, or ws inserted. Its id

@@ -45,6 +45,16 @@ static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 	s->removed_at_ms = sqlite3_column_int64(st, 14);
 }
 
+static void read_row_any(sqlite3_stmt *st, void *row)
+{
+	read_row(st, row);
+}
+
+static void clear_row_any(void *row)
+{
+	sandbox_record_clear(row);
+}
+
 static void bind_opt_text(sqlite3_stmt *st, int i, const char *v)
 {
 	if (v)
@@ -149,43 +159,11 @@ int store_sandbox_get_live_for_workspace(struct store *store, const char *worksp
 int store_sandbox_list(struct store *store, int include_removed, struct sandbox_record **ret, size_t *ret_n,
                        struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	struct sandbox_record *list = NULL;
-	size_t n = 0;
-	int r = 0;
 	const char *sql = include_removed ? "SELECT " SBX_COLUMNS " FROM sandboxes ORDER BY created_at_ms, id"
 	                                  : "SELECT " SBX_COLUMNS
 	                                    " FROM sandboxes WHERE status != 'removed' ORDER BY created_at_ms, id";
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "list sandboxes");
-		goto out;
-	}
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct sandbox_record *grown = realloc(list, (n + 1) * sizeof(*list));
-		if (!grown) {
-			r = cp_error_set(err, CP_ERR_INTERNAL, "list sandboxes: out of memory");
-			goto out;
-		}
-		list = grown;
-		list[n] = (struct sandbox_record){0};
-		read_row(st, &list[n++]);
-	}
-	if (rc != SQLITE_DONE)
-		r = store_fail(store, err, "list sandboxes");
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	if (r < 0) {
-		for (size_t i = 0; i < n; i++)
-			sandbox_record_clear(&list[i]);
-		free(list);
-		return r;
-	}
-	*ret = list;
-	*ret_n = n;
-	return 0;
+	return store_list_rows(store, sql, sizeof(struct sandbox_record), read_row_any, clear_row_any, "list sandboxes",
+	                       (void **)ret, ret_n, err);
 }
 
 int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err)

@@ -168,3 +168,43 @@ int store_schema_version(struct store *store, int *ret_version, struct cp_error 
 	pthread_mutex_unlock(&store->lock);
 	return r;
 }
+
+int store_list_rows(struct store *store, const char *sql, size_t row_size, void (*read_row)(sqlite3_stmt *, void *),
+                    void (*clear_row)(void *), const char *what, void **ret, size_t *ret_n, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	char *list = NULL;
+	size_t n = 0;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, what);
+		goto out;
+	}
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		char *grown = realloc(list, (n + 1) * row_size);
+		if (!grown) {
+			r = cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+			goto out;
+		}
+		list = grown;
+		memset(list + n * row_size, 0, row_size);
+		read_row(st, list + n * row_size);
+		n++;
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(store, err, what);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			clear_row(list + i * row_size);
+		free(list);
+		return r;
+	}
+	*ret = list;
+	*ret_n = n;
+	return 0;
+}

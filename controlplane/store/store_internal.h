@@ -25,6 +25,13 @@ int store_workspace_insert_locked(struct store *store, const struct workspace_re
 int store_workspace_find_host_locked(struct store *store, const char *real_path, const char *mode,
                                      struct workspace_record *ret, int *ret_found, struct cp_error **err);
 
+/* Runs sql (no parameters) and collects every row into a new array of
+ * records of row_size bytes, each zeroed and then filled by read_row; on
+ * failure clear_row releases what was read. *ret (caller frees) and *ret_n
+ * are set on success. Takes store->lock. what names the call in errors. */
+int store_list_rows(struct store *store, const char *sql, size_t row_size, void (*read_row)(sqlite3_stmt *, void *),
+                    void (*clear_row)(void *), const char *what, void **ret, size_t *ret_n, struct cp_error **err);
+
 /* Copies column i as an owned string (NULL for SQL NULL). */
 static inline char *store_column_strdup(sqlite3_stmt *st, int i)
 {

@@ -35,6 +35,16 @@ static void read_row(sqlite3_stmt *st, struct workspace_record *w)
 	w->trashed_at_ms = sqlite3_column_int64(st, 7);
 }
 
+static void read_row_any(sqlite3_stmt *st, void *row)
+{
+	read_row(st, row);
+}
+
+static void clear_row_any(void *row)
+{
+	workspace_record_clear(row);
+}
+
 int store_workspace_insert_locked(struct store *store, const struct workspace_record *w, struct cp_error **err)
 {
 	sqlite3_stmt *st = NULL;
@@ -124,41 +134,9 @@ int store_workspace_find_host(struct store *store, const char *real_path, const 
 
 int store_workspace_list(struct store *store, struct workspace_record **ret, size_t *ret_n, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	struct workspace_record *list = NULL;
-	size_t n = 0;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "SELECT " WS_COLUMNS " FROM workspaces w ORDER BY w.created_at_ms, w.id", -1,
-	                       &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "list workspaces");
-		goto out;
-	}
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct workspace_record *grown = realloc(list, (n + 1) * sizeof(*list));
-		if (!grown) {
-			r = cp_error_set(err, CP_ERR_INTERNAL, "list workspaces: out of memory");
-			goto out;
-		}
-		list = grown;
-		list[n] = (struct workspace_record){0};
-		read_row(st, &list[n++]);
-	}
-	if (rc != SQLITE_DONE)
-		r = store_fail(store, err, "list workspaces");
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	if (r < 0) {
-		for (size_t i = 0; i < n; i++)
-			workspace_record_clear(&list[i]);
-		free(list);
-		return r;
-	}
-	*ret = list;
-	*ret_n = n;
-	return 0;
+	return store_list_rows(store, "SELECT " WS_COLUMNS " FROM workspaces w ORDER BY w.created_at_ms, w.id",
+	                       sizeof(struct workspace_record), read_row_any, clear_row_any, "list workspaces",
+	                       (void **)ret, ret_n, err);
 }
 
 static int exec_one(struct store *store, const char *sql, const char *what, const char *id, const char *text,

@@ -42,6 +42,15 @@ struct lifecycle_create_options {
 	const char *workspace_path; /* a host directory (needs an approval); NULL = new managed workspace */
 	const char *workspace_mode; /* "clone" (default) or "direct", with workspace_path */
 	const char *memory;         /* "512m"; NULL = engine default */
+	const char *cpus;           /* "1.5" (CPUs, > 0, at most the host's); NULL = no limit (issue 6) */
+	int64_t pids_limit;         /* > 0: process limit; 0 = CHAT2SBX_PIDS_LIMIT (issue 6) */
+	int network_off;            /* 1: no interface but loopback (NetworkMode none); 0 = default on */
+	/* Progress of the steps of a create (template check, workspace, container
+	 * create, start, helper hello, copy), for notifications/progress. Called
+	 * on the creating thread; step is a short static text, done counts from 1
+	 * up to total. NULL = no report. */
+	void (*progress)(void *userdata, const char *step, int done, int total);
+	void *progress_userdata;
 };
 
 struct lifecycle_create_result {

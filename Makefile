@@ -23,7 +23,8 @@ SANITIZE ?= address,undefined
 # ---- sources (one folder per layer; see controlplane/README.md) ----
 CP_LIB_SRCS := $(sort $(wildcard controlplane/base/*.c controlplane/config/*.c controlplane/store/*.c \
 	controlplane/docker/*.c controlplane/helper/*.c controlplane/mcp/*.c controlplane/policy/*.c \
-	controlplane/lifecycle/*.c controlplane/tools/*.c)) controlplane/main.c
+	controlplane/lifecycle/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c)) \
+	controlplane/main.c
 CLI_SRCS := $(sort $(wildcard cli/*.c))
 GEN_SRCS := $(BUILD)/gen/migrations.c
 HELPER_SRCS := $(sort $(filter-out template/helper/tests/%,$(wildcard template/helper/*.c)))
@@ -55,7 +56,7 @@ $(BIN): $(CP_OBJS)
 
 # The helper runs in any image, so it is linked statically (libc + json-c).
 $(HELPER_BIN): $(HELPER_OBJS)
-	$(CC) -static $(LDFLAGS) -o $@ $^ $(shell pkg-config --static --libs json-c libpcre2-8) -lutil
+	$(CC) -static $(LDFLAGS) -o $@ $^ $(shell pkg-config --static --libs json-c libpcre2-8) -lutil -lresolv
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -79,7 +80,7 @@ $(CP_TESTS): $(CP_TEST_OBJS) $(CP_LIB_OBJS_SAN)
 	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(PKG_LIBS) $(CRITERION_LIBS) -lpthread
 
 $(HELPER_TESTS): $(HELPER_TEST_OBJS) $(HELPER_LIB_OBJS_SAN)
-	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(shell pkg-config --libs json-c libpcre2-8) $(CRITERION_LIBS) -lutil
+	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(shell pkg-config --libs json-c libpcre2-8) $(CRITERION_LIBS) -lutil -lresolv
 
 deps:
 	scripts/deps.sh all
@@ -164,6 +165,23 @@ run:
 	template/build.sh $(HELPER_BIN)
 	scripts/run.sh $(BIN)
 
+# ---- benchmark (issue 8; README "Performance") ----
+# make bench: the C load client (libcurl, one handle per thread) and the
+# driver e2e/bench/run.mjs, which starts serve on a free port with a
+# temporary data root and measures round trips, creates, throughput, memory
+# and streaming against the engine's own baselines. Results: $(BUILD)/bench/results.json.
+BENCH_LOADCLIENT := $(BUILD)/bench/loadclient
+
+$(BENCH_LOADCLIENT): e2e/bench/loadclient.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags libcurl json-c) -o $@ $< $(shell pkg-config --libs libcurl json-c) -lpthread
+
+.PHONY: bench
+bench: all $(BENCH_LOADCLIENT)
+	scripts/ensure-engine.sh
+	template/build.sh $(HELPER_BIN)
+	node e2e/bench/run.mjs --bin $(BIN) --loadclient $(BENCH_LOADCLIENT) --out $(BUILD)/bench/results.json
+
 FMT_FILES = $(wildcard controlplane/*.[ch] controlplane/*/*.[ch] cli/*.[ch] template/helper/*.[ch] template/helper/tests/*.[ch])
 
 fmt:
@@ -184,6 +202,7 @@ help:
 	@echo "make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS each (default 120)"
 	@echo "make template   build the sandbox template image (cached by content hash)"
 	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
+	@echo "make bench      benchmark against the engine's baselines (README: Performance)"
 	@echo "make clean      remove build/"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -32,5 +32,13 @@ int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_sandbox(struct cli *cli, int argc, char **argv);
 int cmd_workspace(struct cli *cli, int argc, char **argv);
 int cmd_approval(struct cli *cli, int argc, char **argv);
+int cmd_setup(struct cli *cli, int argc, char **argv);
+int cmd_status(struct cli *cli, int argc, char **argv);
+int cmd_doctor(struct cli *cli, int argc, char **argv);
+
+/* `setup --install-service|--uninstall-service|--print-service` (action
+ * without the dashes): the systemd user unit (cmd_service.c). Returns the
+ * exit status; 6 when systemd's user manager is not available. */
+int cli_setup_service(struct cli *cli, const char *action);
 
 #endif

@@ -100,6 +100,12 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id)
 			free(cs);
 		}
 		cp_error_free(e2);
+		e2 = NULL;
+		/* Its sandbox_expose forwarders and network, if any (labelled with its id). */
+		if (r == 1 && lifecycle_exposures_remove(lc, id, &e2) < 0) {
+			fprintf(stderr, "chat2sbx: %s\n", e2->message);
+			cp_error_free(e2);
+		}
 	}
 	lifecycle_free(lc);
 	docker_engine_free(engine);

@@ -1,4 +1,4 @@
-/* cmd_serve.c: `chat2sbx serve [--stdio]`. */
+/* cmd_serve.c: `chat2sbx serve [--stdio] [--verify-isolation]`. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,8 +11,11 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--stdio")) {
 			opts.stdio = 1;
+		} else if (!strcmp(argv[i], "--verify-isolation")) {
+			opts.verify_isolation = 1;
 		} else {
-			fprintf(stderr, "chat2sbx serve: unknown option '%s' (accepted: --stdio)\n", argv[i]);
+			fprintf(stderr, "chat2sbx serve: unknown option '%s' (accepted: --stdio, --verify-isolation)\n",
+			        argv[i]);
 			return 2;
 		}
 	}

@@ -17,7 +17,18 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"serve", cmd_serve, "serve [--stdio]            run the MCP server (HTTP on CHAT2SBX_HOST:PORT, or stdio)"},
+    {"setup", cmd_setup,
+     "setup                      check the engine, build the template, create the data directories, check the\n"
+     "                             tunnel; says what changed (a second run changes nothing)\n"
+     "  setup --install-service    run serve as a systemd user service (--uninstall-service, --print-service)"},
+    {"status", cmd_status,
+     "status [--json]            service, MCP, tunnel, engine, template, sandboxes; exit 6 if not ready"},
+    {"doctor", cmd_doctor,
+     "doctor [--json]            attack a probe sandbox from inside; exit 1 if an attack succeeds"},
+    {"serve", cmd_serve,
+     "serve [--stdio] [--verify-isolation]\n"
+     "                             run the MCP server (HTTP on CHAT2SBX_HOST:PORT, or stdio); with\n"
+     "                             --verify-isolation, refuse to serve unless the doctor's attacks fail"},
     {"sandbox", cmd_sandbox,
      "sandbox list [--json]      list sandboxes\n"
      "  sandbox destroy ID         remove a sandbox's container (its workspace is kept)"},

@@ -20,7 +20,9 @@
 #include "docker/docker.h"
 #include "lifecycle/lifecycle.h"
 #include "mcp/mcp.h"
+#include "ops/ops.h"
 #include "tools/tools.h"
+#include "tunnel/tunnel.h"
 
 #define MCP_MAX_BODY_BYTES (20u * 1024 * 1024)
 #define MCP_MAX_SESSIONS 1024
@@ -46,30 +48,6 @@ int controlplane_open_store(const struct config *cfg, struct store **ret_store, 
 	    ensure_dir(cfg->workspace_root, 0700, err) < 0)
 		return -1;
 	return store_open(cfg->database_path, ret_store, err);
-}
-
-int controlplane_check_tunnel(const struct config *cfg, struct cp_error **err)
-{
-	if (!cfg->enable_tunnel)
-		return 0;
-	const char *local = "or serve local-only with CHAT2SBX_ENABLE_TUNNEL=0";
-	if (access(cfg->tunnel_client, X_OK) < 0)
-		return cp_error_set(err, CP_ERR_UNAVAILABLE,
-		                    "the tunnel is enabled but the tunnel client '%s' %s; install it there or set "
-		                    "CHAT2SBX_TUNNEL_CLIENT, %s",
-		                    cfg->tunnel_client, errno == ENOENT ? "does not exist" : "is not executable",
-		                    local);
-	const char *files[] = {"tunnel-id", "key"};
-	for (size_t i = 0; i < 2; i++) {
-		char path[4200];
-		snprintf(path, sizeof(path), "%s/%s", cfg->secret_dir, files[i]);
-		if (access(path, R_OK) < 0)
-			return cp_error_set(err, CP_ERR_UNAVAILABLE,
-			                    "the tunnel is enabled but '%s' is missing; store the tunnel %s there "
-			                    "(CHAT2SBX_SECRET_DIR), %s",
-			                    path, i == 0 ? "id" : "runtime key (mode 0600)", local);
-	}
-	return 0;
 }
 
 /* One serve per registry: two would both attach to every helper and take each
@@ -114,11 +92,12 @@ static void raise_fd_limit(void)
 	}
 }
 
-/* Retention runs at start and once a minute on its own thread, never inside
- * a tool call (DESIGN.md, Sandboxes: lifetime). */
+/* Retention and expiry run at start and once a minute on their own thread,
+ * never inside a tool call (DESIGN.md, Sandboxes: lifetime). */
 struct maintenance {
 	const struct config *cfg;
 	struct store *store;
+	struct lifecycle *lc;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	int stop;
@@ -137,7 +116,18 @@ static void *maintenance_main(void *arg)
 		struct cp_error *e = NULL;
 		if (lifecycle_retention_run(m->cfg, m->store, clock_now_ms(), &e) < 0) {
 			log_warn("serve", "retention: %s", e->message);
+			cp_error_freep(&e);
+		}
+		if (lifecycle_expiry_run(m->lc, clock_now_ms(), &e) < 0) {
+			log_warn("serve", "expiry: %s", e->message);
 			cp_error_free(e);
+		}
+		/* Channels closed by an engine or helper restart come back
+		 * here even when no tool call asks for them. */
+		struct cp_error *re = NULL;
+		if (lifecycle_reattach_run(m->lc, &re) < 0) {
+			log_warn("serve", "re-attach: %s", re->message);
+			cp_error_free(re);
 		}
 		pthread_mutex_lock(&m->lock);
 		struct timespec until;
@@ -150,9 +140,10 @@ static void *maintenance_main(void *arg)
 	return NULL;
 }
 
-static void maintenance_start(struct maintenance *m, const struct config *cfg, struct store *store)
+static void maintenance_start(struct maintenance *m, const struct config *cfg, struct store *store,
+                              struct lifecycle *lc)
 {
-	*m = (struct maintenance){.cfg = cfg, .store = store};
+	*m = (struct maintenance){.cfg = cfg, .store = store, .lc = lc};
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
@@ -176,11 +167,37 @@ static void maintenance_stop(struct maintenance *m)
 	m->started = 0;
 }
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, reload_requested;
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_requested = 1;
+	if (sig == SIGHUP)
+		reload_requested = 1;
+	else
+		stop_requested = 1;
+}
+
+/* SIGHUP re-reads AGENTS.md only (issue 7). AGENTS.md is already read from
+ * disk at every sandbox_create and sandbox_get (tools/sandbox.c), so there is
+ * nothing to reload: say so. Every other setting stays as loaded at start. */
+static void on_reload(const struct config *cfg)
+{
+	log_info("serve",
+	         "SIGHUP: '%s/AGENTS.md' is read at every sandbox_create and sandbox_get, so its current "
+	         "text already applies; no other setting is reloaded (restart serve to change them)",
+	         cfg->data_root);
+}
+
+/* The URL the tunnel client reaches us at: loopback, even when we listen on
+ * every interface. */
+static void endpoint_url(const struct config *cfg, unsigned port, char *buf, size_t size)
+{
+	const char *host = cfg->host;
+	if (!*host || !strcmp(host, "0.0.0.0") || !strcmp(host, "::"))
+		host = "127.0.0.1";
+	if (strchr(host, ':'))
+		snprintf(buf, size, "http://[%s]:%u/mcp", host, port);
+	else
+		snprintf(buf, size, "http://%s:%u/mcp", host, port);
 }
 
 static int check_runtime_inputs(const struct config *cfg, struct docker_engine *engine, struct cp_error **err)
@@ -207,16 +224,18 @@ static int check_runtime_inputs(const struct config *cfg, struct docker_engine *
 int controlplane_serve(const struct config *cfg, const struct serve_options *opts, struct cp_error **err)
 {
 	/* stdio is a local client's own pipe: the tunnel plays no part in it. */
-	if (!opts->stdio && controlplane_check_tunnel(cfg, err) < 0)
+	int tunnel = !opts->stdio && cfg->enable_tunnel;
+	if (tunnel && tunnel_config_check(cfg, err) < 0) {
+		if (access(cfg->state_dir, W_OK) == 0)
+			tunnel_state_write_refused(cfg, (*err)->message);
 		return -1;
-	if (!opts->stdio && cfg->enable_tunnel)
-		log_warn("serve", "the tunnel client is configured, but this version does not start it yet; serve "
-		                  "is reachable on loopback only");
+	}
 
 	struct store *store = NULL;
 	struct docker_engine *engine = NULL;
 	struct lifecycle *lc = NULL;
 	struct mcp_server *server = NULL;
+	struct tunnel_supervisor *tunnel_sup = NULL;
 	struct maintenance maint = {0};
 	_cleanup_close_ int lock_fd = -1;
 	int r = -1;
@@ -237,10 +256,23 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	struct cp_error *rec_err = NULL;
 	if (lifecycle_reconcile(lc, &rec_err) < 0) {
 		log_warn("serve", "%s", rec_err->message);
+		cp_error_freep(&rec_err);
+	}
+	/* Sandboxes that went idle while serve was down go before anyone can
+	 * call them (then the maintenance thread checks once a minute). */
+	if (lifecycle_expiry_run(lc, clock_now_ms(), &rec_err) < 0) {
+		log_warn("serve", "expiry: %s", rec_err->message);
 		cp_error_free(rec_err);
 	}
+	if (cfg->test_unsafe_mount_docker_socket)
+		log_warn("serve", "CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET=1: every sandbox gets the engine socket; "
+		                  "TEST ONLY, never use it otherwise");
+	/* Before the pool starts, so the probe is a fresh sandbox like any create. */
+	if (opts->verify_isolation && ops_isolation_require(lc, err) < 0)
+		goto out;
+	lifecycle_pool_start(lc, cfg->warm_pool, NULL); /* never fatal: a failure is logged, creates go cold */
 
-	maintenance_start(&maint, cfg, store);
+	maintenance_start(&maint, cfg, store, lc);
 
 	struct tools_app app = {.cfg = cfg, .store = store, .lc = lc};
 	size_t n_tools = 0;
@@ -254,6 +286,8 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	    .max_body_bytes = MCP_MAX_BODY_BYTES,
 	    .max_sessions = MCP_MAX_SESSIONS,
 	    .session_idle_ms = MCP_SESSION_IDLE_MS,
+	    .on_request = tools_audit_request, /* one audit row per request */
+	    .on_request_ctx = &app,
 	};
 	if (mcp_server_new(&mo, tools, n_tools, &app, &server, err) < 0)
 		goto out;
@@ -270,10 +304,12 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	sigset_t stop_set, old_set;
 	sigemptyset(&stop_set);
 	sigaddset(&stop_set, SIGINT);
 	sigaddset(&stop_set, SIGTERM);
+	sigaddset(&stop_set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop_set, &old_set);
 	if (mcp_server_listen(server, err) < 0) {
 		pthread_sigmask(SIG_SETMASK, &old_set, NULL);
@@ -281,15 +317,47 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	}
 	log_info("serve", "serving MCP on http://%s:%u/mcp (%s)", cfg->host, mcp_server_port(server),
 	         cfg->enable_tunnel ? "tunnel configured" : "local-only: CHAT2SBX_ENABLE_TUNNEL=0");
-	while (!stop_requested)
+	/* The listener accepts connections once mcp_server_listen returned, so
+	 * the tunnel client's first probe finds it. */
+	if (tunnel) {
+		char url[4300];
+		endpoint_url(cfg, mcp_server_port(server), url, sizeof(url));
+		if (tunnel_start(cfg, url, &tunnel_sup, err) < 0) {
+			pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+			goto out;
+		}
+	}
+	{
+		char url[4300];
+		struct cp_error *state_err = NULL;
+		endpoint_url(cfg, mcp_server_port(server), url, sizeof(url));
+		if (ops_serve_state_write(cfg->state_dir, url, cfg->enable_tunnel, &state_err) < 0) {
+			log_warn("serve", "%s; 'chat2sbx status' will not find this serve", state_err->message);
+			cp_error_free(state_err);
+		}
+	}
+	while (!stop_requested) {
 		sigsuspend(&old_set);
+		if (reload_requested) {
+			reload_requested = 0;
+			on_reload(cfg);
+		}
+	}
 	pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 	log_info("serve", "stopping; sandboxes keep running and are re-attached at the next start");
+	/* Stop accepting and let running calls answer (mcp_server_stop bounds
+	 * the wait) while the tunnel still carries their replies; then the
+	 * tunnel client goes. */
 	mcp_server_stop(server);
+	tunnel_stop(TAKE_PTR(tunnel_sup));
 	r = 0;
 out:
+	if (!opts->stdio)
+		ops_serve_state_remove(cfg->state_dir); /* only when it names this process */
+	tunnel_stop(tunnel_sup);
 	maintenance_stop(&maint);
 	mcp_server_free(server);
+	lifecycle_pool_stop(lc); /* after the last tool call: removes the unclaimed members it made */
 	lifecycle_free(lc);
 	docker_engine_free(engine);
 	store_free(store);

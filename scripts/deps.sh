@@ -8,7 +8,8 @@ want=(build-essential pkg-config curl ca-certificates git
       libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev
       libmicrohttpd-dev libcriterion-dev libpcre2-dev)
 if [ "${1:-all}" = all ]; then
-  want+=(docker.io debootstrap)
+  want+=(docker.io debootstrap runsc) # runsc: gVisor, registered by scripts/ensure-engine.sh
+  want+=(sqlite3) # e2e 09 reads the audit table of a test registry
   command -v node >/dev/null 2>&1 || want+=(nodejs)
   command -v npm >/dev/null 2>&1 || want+=(npm)
 fi

@@ -28,6 +28,12 @@ if [ -f /var/run/docker.pid ]; then
   echo "ensure-engine: a dockerd is running (pid $(cat /var/run/docker.pid)) but $sock does not answer" >&2
   exit 1
 fi
+# gVisor: register runsc (installed by scripts/deps.sh) in daemon.json before
+# this dockerd reads it; an operator's other settings are merged, never
+# replaced, and a file that cannot be merged is left alone (the engine then
+# starts without runsc and chat2sbx refuses CHAT2SBX_RUNTIME=runsc clearly).
+"$(dirname "${BASH_SOURCE[0]}")/engine-runtimes.sh" "${CHAT2SBX_DAEMON_JSON:-/etc/docker/daemon.json}" ||
+  echo "ensure-engine: starting dockerd without the runsc runtime" >&2
 mkdir -p /var/log
 echo "ensure-engine: starting dockerd (log: /var/log/chat2sbx-dockerd.log)" >&2
 setsid nohup dockerd >/var/log/chat2sbx-dockerd.log 2>&1 < /dev/null &

@@ -61,6 +61,9 @@ static const char *level_name(enum log_level level)
 	return "info";
 }
 
+static void emit_line(enum log_level level, const char *component, const char *msg, const struct log_field *fields,
+                      size_t n_fields);
+
 void log_emit(enum log_level level, const char *component, const char *fmt, ...)
 {
 	if (!log_enabled(level, component))
@@ -70,6 +73,35 @@ void log_emit(enum log_level level, const char *component, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	emit_line(level, component, msg, NULL, 0);
+}
+
+void log_fields(enum log_level level, const char *component, const char *event, const struct log_field *fields,
+                size_t n)
+{
+	if (!log_enabled(level, component))
+		return;
+	if (json_lines) {
+		emit_line(level, component, event, fields, n);
+		return;
+	}
+	char msg[2048];
+	size_t used = (size_t)snprintf(msg, sizeof(msg), "%s", event);
+	for (size_t i = 0; i < n && used < sizeof(msg); i++) {
+		int k = fields[i].is_num
+		            ? snprintf(msg + used, sizeof(msg) - used, " %s=%lld", fields[i].key, fields[i].num)
+		            : snprintf(msg + used, sizeof(msg) - used, " %s=%s", fields[i].key,
+		                       fields[i].str ? fields[i].str : "-");
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
+	emit_line(level, component, msg, NULL, 0);
+}
+
+static void emit_line(enum log_level level, const char *component, const char *msg, const struct log_field *fields,
+                      size_t n_fields)
+{
 
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -87,6 +119,11 @@ void log_emit(enum log_level level, const char *component, const char *fmt, ...)
 		json_object_object_add(o, "level", json_object_new_string(level_name(level)));
 		json_object_object_add(o, "component", json_object_new_string(component));
 		json_object_object_add(o, "msg", json_object_new_string(msg));
+		for (size_t i = 0; i < n_fields; i++)
+			json_object_object_add(o, fields[i].key,
+			                       fields[i].is_num ? json_object_new_int64(fields[i].num)
+			                       : fields[i].str  ? json_object_new_string(fields[i].str)
+			                                        : NULL);
 		n = snprintf(
 		    line, sizeof(line), "%s\n",
 		    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));

@@ -4,6 +4,8 @@
 #ifndef CP_LOG_H
 #define CP_LOG_H
 
+#include <stddef.h>
+
 enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
 
 /* Sets the minimum level printed (default INFO). Not thread-safe: call at start. */
@@ -17,6 +19,23 @@ void log_set_json(int on);
 int log_enabled(enum log_level level, const char *component);
 /* Formats and writes one line (thread-safe; a single write(2)). */
 void log_emit(enum log_level level, const char *component, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* One field of a structured line: a string (str, NULL prints "-") or, when
+ * is_num, the number num. */
+struct log_field {
+	const char *key;
+	const char *str;
+	long long num;
+	int is_num;
+};
+
+/* Writes one structured line: in text mode "event key=value ...", in JSON
+ * mode (log_set_json) an object with ts, level, component, msg = event and
+ * one member per field (numbers as numbers). Strings are written as given in
+ * text mode, so callers pass words without spaces or newlines; JSON mode
+ * escapes them. Thread-safe; a single write(2). */
+void log_fields(enum log_level level, const char *component, const char *event, const struct log_field *fields,
+                size_t n);
 
 #define log_error(c, ...) log_emit(LOG_LEVEL_ERROR, c, __VA_ARGS__)
 #define log_warn(c, ...) log_emit(LOG_LEVEL_WARN, c, __VA_ARGS__)

@@ -65,6 +65,8 @@ static const struct setting settings[] = {
      "bound on the output returned by one tool call (bytes)"},
     {"CHAT2SBX_PIDS_LIMIT", "pidsLimit", SETTING_INT, OFF(pids_limit), "4096", 16, 1000000, "4096",
      "process limit of each sandbox"},
+    {"CHAT2SBX_IDLE_TIMEOUT_MS", "idleTimeoutMs", SETTING_INT64, OFF(idle_timeout_ms), "86400000", 60000, 315360000000L,
+     "86400000", "a sandbox with no tool call for this long is removed (ms; default 24 h)"},
     {"CHAT2SBX_HELPER_PATH", "helperPath", SETTING_PATH, OFF(helper_path), "${EXE_DIR}/chat2sbx-helper", 0, 0,
      "chat2sbx-helper beside the chat2sbx binary", "static helper binary mounted into each sandbox"},
     {"CHAT2SBX_LOG_DEBUG", "logDebug", SETTING_STRING, OFF(log_debug), "", 0, 0, "(none)",
@@ -72,6 +74,11 @@ static const struct setting settings[] = {
     {"CHAT2SBX_LOG_JSON", "logJson", SETTING_BOOL, OFF(log_json), "0", 0, 1, "0", "1 = log JSON lines"},
     {"CHAT2SBX_CLOCK_OFFSET_MS", "clockOffsetMs", SETTING_INT64, OFF(clock_offset_ms), "0", -315360000000L,
      315360000000L, "0", "tests only: shift serve's wall clock by this many ms (retention without waiting)"},
+    {"CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET", "testUnsafeMountDockerSocket", SETTING_BOOL,
+     OFF(test_unsafe_mount_docker_socket), "0", 0, 1, "0",
+     "TEST ONLY, never in use: 1 = mount the engine socket into every sandbox, so doctor can be seen failing"},
+    {"CHAT2SBX_WARM_POOL", "warmPool", SETTING_INT, OFF(warm_pool), "1", 0, 64, "1",
+     "started sandboxes kept ready for sandbox_create (0-64; 0 = create every sandbox cold)"},
 };
 
 static const struct config_setting_info *infos;

@@ -29,11 +29,15 @@ struct config {
 	int max_yield_ms;         /* CHAT2SBX_MAX_YIELD_MS */
 	int max_output_chars;     /* CHAT2SBX_MAX_OUTPUT_CHARS */
 	int pids_limit;           /* CHAT2SBX_PIDS_LIMIT */
+	int64_t idle_timeout_ms;  /* CHAT2SBX_IDLE_TIMEOUT_MS: a sandbox without a tool call this long is removed */
 	char *helper_path;        /* CHAT2SBX_HELPER_PATH */
 	char *log_debug;          /* CHAT2SBX_LOG_DEBUG */
 	int log_json;             /* CHAT2SBX_LOG_JSON */
 	int64_t clock_offset_ms;  /* CHAT2SBX_CLOCK_OFFSET_MS, tests only */
+	int warm_pool;            /* CHAT2SBX_WARM_POOL: started sandboxes kept ready (issue 8) */
 	                          /* Where each value came from, for `status`: not needed yet. */
+	/* CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET: TEST ONLY, weakens isolation (create.c) */
+	int test_unsafe_mount_docker_socket;
 };
 
 /* Where settings are read from. Tests pass their own; main uses config_env_process(). */

@@ -95,6 +95,53 @@ static int add_object(struct json_object *o, const char *key, struct json_object
 	return 0;
 }
 
+/* "8000/tcp", the engine's key for a container port. */
+static void port_key(char *buf, size_t size, int port)
+{
+	snprintf(buf, size, "%d/tcp", port);
+}
+
+/* The HostConfig fields only forwarder containers set: PortBindings
+ * ({"8000/tcp":[{"HostIp":"127.0.0.1","HostPort":"49153"}]}, HostPort ""
+ * for an engine-chosen port), RestartPolicy, ReadonlyRootfs (Docker Engine
+ * API v1.41, "Create a container", HostConfig). */
+static int build_forwarder_host_config(struct json_object *hc, const struct docker_container_spec *spec)
+{
+	if (spec->n_port_bindings) {
+		struct json_object *pb = NULL;
+		if (add_object(hc, "PortBindings", &pb) < 0)
+			return -1;
+		for (size_t i = 0; i < spec->n_port_bindings; i++) {
+			const struct docker_port_binding *b = &spec->port_bindings[i];
+			char key[32], host_port[16] = "";
+			port_key(key, sizeof(key), b->container_port);
+			if (b->host_port > 0)
+				snprintf(host_port, sizeof(host_port), "%d", b->host_port);
+			struct json_object *list = json_object_new_array(), *one = json_object_new_object();
+			if (!list || !one || json_object_array_add(list, one) < 0) {
+				json_object_put(list);
+				json_object_put(one);
+				return -1;
+			}
+			if (json_object_object_add(pb, key, list) < 0) {
+				json_object_put(list);
+				return -1;
+			}
+			if (add_string(one, "HostIp", b->host_ip ? b->host_ip : "") < 0 ||
+			    add_string(one, "HostPort", host_port) < 0)
+				return -1;
+		}
+	}
+	if (spec->restart_policy) {
+		struct json_object *rp = NULL;
+		if (add_object(hc, "RestartPolicy", &rp) < 0 || add_string(rp, "Name", spec->restart_policy) < 0)
+			return -1;
+	}
+	if (spec->read_only_rootfs && add_bool(hc, "ReadonlyRootfs", 1) < 0)
+		return -1;
+	return 0;
+}
+
 static int build_host_config(struct json_object *root, const struct docker_container_spec *spec)
 {
 	struct json_object *hc = NULL, *log = NULL, *mounts = NULL;
@@ -129,8 +176,12 @@ static int build_host_config(struct json_object *root, const struct docker_conta
 		return -1;
 	if (spec->runtime && *spec->runtime && add_string(hc, "Runtime", spec->runtime) < 0)
 		return -1;
+	static const char *const drop_all[] = {"ALL", NULL};
 	if (add_bool(hc, "Privileged", 0) < 0 || add_object(hc, "LogConfig", &log) < 0 ||
-	    add_string(log, "Type", "none") < 0 || add_strv(hc, "CapDrop", dropped_caps) < 0)
+	    add_string(log, "Type", "none") < 0 ||
+	    add_strv(hc, "CapDrop", spec->cap_drop_all ? drop_all : dropped_caps) < 0)
+		return -1;
+	if (build_forwarder_host_config(hc, spec) < 0)
 		return -1;
 	static const char *const security_opt[] = {"no-new-privileges", NULL};
 	if (add_strv(hc, "SecurityOpt", security_opt) < 0 || add_bool(hc, "Init", 0) < 0)
@@ -155,10 +206,26 @@ static struct json_object *build_create_body(const struct docker_container_spec 
 		return NULL;
 	/* stdin stays open across attaches (StdinOnce false) so the control plane
 	 * can re-attach after a restart; no TTY so the stream is multiplexed. */
-	if (add_bool(root, "OpenStdin", 1) < 0 || add_bool(root, "StdinOnce", 0) < 0 ||
-	    add_bool(root, "AttachStdin", 1) < 0 || add_bool(root, "AttachStdout", 1) < 0 ||
-	    add_bool(root, "AttachStderr", 1) < 0 || add_bool(root, "Tty", 0) < 0)
+	int attach = !spec->no_stdin;
+	if (add_bool(root, "OpenStdin", attach) < 0 || add_bool(root, "StdinOnce", 0) < 0 ||
+	    add_bool(root, "AttachStdin", attach) < 0 || add_bool(root, "AttachStdout", attach) < 0 ||
+	    add_bool(root, "AttachStderr", attach) < 0 || add_bool(root, "Tty", 0) < 0)
 		return NULL;
+	if (spec->user && add_string(root, "User", spec->user) < 0)
+		return NULL;
+	/* A bound port must also be exposed, or the engine publishes nothing. */
+	if (spec->n_port_bindings) {
+		struct json_object *exposed = NULL;
+		if (add_object(root, "ExposedPorts", &exposed) < 0)
+			return NULL;
+		for (size_t i = 0; i < spec->n_port_bindings; i++) {
+			char key[32];
+			struct json_object *empty = NULL;
+			port_key(key, sizeof(key), spec->port_bindings[i].container_port);
+			if (add_object(exposed, key, &empty) < 0)
+				return NULL;
+		}
+	}
 	if (build_host_config(root, spec) < 0)
 		return NULL;
 	return TAKE_PTR(root);

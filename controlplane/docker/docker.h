@@ -49,6 +49,15 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
                    long timeout_ms, const char *what, long *ret_status, struct json_object **ret_body,
                    struct cp_error **err);
 
+/* ---- engine information (docker/info.c) ---- */
+
+/* Whether the engine has the OCI runtime name registered (GET /info
+ * Runtimes), and whether it runs with runtimeArgs "--network=none". *ret_names
+ * (may be NULL; caller frees) lists the registered runtimes, comma-separated.
+ * UNAVAILABLE when the engine does not answer. Blocks at most 10 s. */
+int docker_engine_runtime(struct docker_engine *engine, const char *name, int *ret_found, int *ret_no_network,
+                          char **ret_names, struct cp_error **err);
+
 /* ---- images (docker/images.c) ---- */
 
 /* GET /images/{name}/json. On success *ret_id (caller frees) is the image id.
@@ -61,6 +70,15 @@ struct docker_mount {
 	const char *source; /* host path */
 	const char *target; /* path inside the container */
 	int read_only;
+};
+
+/* A published TCP port: container_port/tcp on host_ip:host_port (Docker
+ * Engine API v1.41, HostConfig.PortBindings). host_port 0 lets the engine
+ * choose (an empty HostPort). */
+struct docker_port_binding {
+	int container_port;
+	const char *host_ip; /* "127.0.0.1"; NULL or "" = every address */
+	int host_port;
 };
 
 /* What chat2sbx asks of a container. Strings are borrowed for the call. */
@@ -79,6 +97,15 @@ struct docker_container_spec {
 	int network_disabled; /* 1 = NetworkMode "none" */
 	const char *network;  /* NetworkMode when not disabled; NULL = engine default bridge */
 	const char *runtime;  /* NULL = engine default */
+	/* Forwarder containers (issue 6, sandbox_expose); zero values keep the
+	 * sandbox defaults described at docker_container_create. */
+	const struct docker_port_binding *port_bindings; /* HostConfig.PortBindings (+ ExposedPorts) */
+	size_t n_port_bindings;
+	const char *restart_policy; /* RestartPolicy.Name ("unless-stopped"); NULL = engine default ("no") */
+	int cap_drop_all;           /* 1 = CapDrop ["ALL"] instead of the default drop list */
+	int read_only_rootfs;       /* 1 = ReadonlyRootfs */
+	const char *user;           /* "65534:65534"; NULL = the image's user */
+	int no_stdin;               /* 1 = no stdin and no attach (nobody talks to it) */
 };
 
 /* POST /containers/create?name=… with OpenStdin, AttachStdin/Stdout/Stderr,
@@ -122,6 +149,39 @@ int docker_container_list(struct docker_engine *engine, const char *label, struc
  * communication disabled and the label label=true; an existing network of that
  * name is used as it is. Fails with UNAVAILABLE or INTERNAL naming the call. */
 int docker_network_ensure(struct docker_engine *engine, const char *name, const char *label, struct cp_error **err);
+
+/* ---- networks made on request (docker/network_ops.c) ---- */
+
+/* POST /networks/create (Docker Engine API v1.41, "Create a network"): a
+ * bridge called name with CheckDuplicate, inter-container communication on
+ * (icc 1) or off (com.docker.network.bridge.enable_icc), and labels
+ * (NULL-terminated, alternating key, value). *ret_id (may be NULL; caller
+ * frees) is the network id. CONFLICT when the name exists. All borrowed.
+ * Blocks at most 15 s. */
+int docker_network_create(struct docker_engine *engine, const char *name, const char *const *labels, int icc,
+                          char **ret_id, struct cp_error **err);
+/* POST /networks/{network}/connect with EndpointConfig.Aliases [alias] (alias
+ * may be NULL): the container joins the network, reachable by that name from
+ * its other members. NOT_FOUND when either is absent; an engine refusal
+ * (already connected, NetworkMode none) is DENIED or UNAVAILABLE with the
+ * engine's words. Blocks at most 15 s. */
+int docker_network_connect(struct docker_engine *engine, const char *network, const char *container, const char *alias,
+                           struct cp_error **err);
+/* POST /networks/{network}/disconnect with Force true. NOT_FOUND when either
+ * is absent. Blocks at most 15 s. */
+int docker_network_disconnect(struct docker_engine *engine, const char *network, const char *container,
+                              struct cp_error **err);
+/* DELETE /networks/{network}. NOT_FOUND when absent; a network with
+ * containers still on it is refused by the engine (DENIED or UNAVAILABLE).
+ * Blocks at most 15 s. */
+int docker_network_remove(struct docker_engine *engine, const char *network, struct cp_error **err);
+/* GET /networks?filters={"label":[label]}: names of the matching networks as
+ * a NULL-terminated vector *ret_names (caller frees with docker_strv_free)
+ * of *ret_n entries. Blocks at most 15 s. */
+int docker_network_list(struct docker_engine *engine, const char *label, char ***ret_names, size_t *ret_n,
+                        struct cp_error **err);
+/* Frees a NULL-terminated vector of owned strings; accepts NULL. */
+void docker_strv_free(char **v);
 
 /* ---- attach (docker/attach.c) ---- */
 

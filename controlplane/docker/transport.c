@@ -6,11 +6,13 @@
 #include "engine_internal.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../base/buf.h"
 #include "../base/cleanup.h"
@@ -194,7 +196,15 @@ static int http_exchange(const char *socket_path, const char *method, const char
 	switch (rc) {
 	case CURLE_OK: break;
 	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST: return docker_error_unreachable(err, socket_path, what, detail);
+	case CURLE_COULDNT_RESOLVE_HOST: {
+		/* curl words a Unix socket failure as "localhost port 80"; say
+		 * what the socket itself shows instead. */
+		struct stat st;
+		int gone = stat(socket_path, &st) < 0 && errno == ENOENT;
+		return docker_error_unreachable(err, socket_path, what,
+		                                gone ? "no socket exists there, so the engine is not running"
+		                                     : "nothing accepts connections on it");
+	}
 	case CURLE_OPERATION_TIMEDOUT:
 		return cp_error_set(err, CP_ERR_TIMEOUT, "%s%sthe Docker Engine at '%s' did not answer within %ld ms",
 		                    what ? what : "", what ? ": " : "", socket_path, timeout_ms);

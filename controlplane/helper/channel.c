@@ -19,6 +19,7 @@
 
 #include "../../template/helper/proto.h"
 #include "../base/buf.h"
+#include "../base/cancel.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -476,20 +477,44 @@ static int take_response(struct helper_channel *ch, const char *method, struct j
 	return 0;
 }
 
-/* Waits on p until answered, the channel dies or deadline passes; unlinks p.
- * Returns the response (owned) or NULL with *err set. */
+/* A cancel wakes the caller waiting on one pending call. */
+struct cancel_wake {
+	struct helper_channel *ch;
+	struct pending *p;
+};
+
+static void on_cancel(void *arg)
+{
+	struct cancel_wake *cw = arg;
+	pthread_mutex_lock(&cw->ch->lock);
+	pthread_cond_broadcast(&cw->p->cond);
+	pthread_mutex_unlock(&cw->ch->lock);
+}
+
+/* Waits on p until answered, the channel dies, cancel fires or deadline
+ * passes; unlinks p. Returns the response (owned) or NULL with *err set. */
 static struct json_object *wait_answer(struct helper_channel *ch, struct pending *p, const char *method,
-                                       long timeout_ms, int64_t deadline, struct cp_error **err)
+                                       long timeout_ms, int64_t deadline, struct cp_cancel *cancel,
+                                       struct cp_error **err)
 {
 	struct timespec abs = to_timespec(deadline);
+	struct cancel_wake cw = {ch, p};
+	struct cp_cancel_waiter waiter = {.wake = on_cancel, .arg = &cw};
+	/* Registered before the lock is taken: the token's lock comes first. */
+	cp_cancel_watch(cancel, &waiter);
 	pthread_mutex_lock(&ch->lock);
-	while (!p->done && ch->alive)
+	while (!p->done && ch->alive && !cp_cancel_fired(cancel))
 		if (pthread_cond_timedwait(&p->cond, &ch->lock, &abs) == ETIMEDOUT)
 			break;
 	struct json_object *resp = p->done ? TAKE_PTR(p->response) : NULL;
 	if (!resp && !ch->alive)
 		cp_error_set(err, CP_ERR_UNAVAILABLE, "the helper of sandbox '%s' is not answering: %s", ch->name,
 		             reason_of(ch));
+	else if (!resp && cp_cancel_fired(cancel))
+		cp_error_set(err, CP_ERR_UNAVAILABLE,
+		             "the wait for '%s' on sandbox '%s' was cancelled by the client; the helper goes on "
+		             "with the request",
+		             method, ch->name);
 	else if (!resp)
 		cp_error_set(err, CP_ERR_TIMEOUT, "the helper of sandbox '%s' did not answer '%s' within %ld ms",
 		             ch->name, method, timeout_ms);
@@ -499,6 +524,7 @@ static struct json_object *wait_answer(struct helper_channel *ch, struct pending
 			break;
 		}
 	pthread_mutex_unlock(&ch->lock);
+	cp_cancel_unwatch(cancel, &waiter);
 	return resp;
 }
 
@@ -513,6 +539,16 @@ static void cleanup_condattrp(pthread_condattr_t *a)
  * else INVALID_ARGUMENT) bounds the whole call, write included. */
 int helper_channel_call(struct helper_channel *ch, const char *method, struct json_object *params, long timeout_ms,
                         struct json_object **ret_result, struct cp_error **err)
+{
+	return helper_channel_call_cancel(ch, method, params, timeout_ms, NULL, ret_result, err);
+}
+
+/* helper_channel_call whose wait for the answer also ends when cancel fires
+ * (helper.h). The request is written whole first (a half-written line would
+ * corrupt the channel), so a cancel ends only the wait. */
+int helper_channel_call_cancel(struct helper_channel *ch, const char *method, struct json_object *params,
+                               long timeout_ms, struct cp_cancel *cancel, struct json_object **ret_result,
+                               struct cp_error **err)
 {
 	if (!ch || !method || !*method || timeout_ms <= 0 || !ret_result)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
@@ -572,7 +608,7 @@ int helper_channel_call(struct helper_channel *ch, const char *method, struct js
 		pthread_mutex_unlock(&ch->lock);
 		json_object_put(p.response);
 	} else {
-		resp = wait_answer(ch, &p, method, timeout_ms, deadline, err);
+		resp = wait_answer(ch, &p, method, timeout_ms, deadline, cancel, err);
 		rc = resp ? take_response(ch, method, resp, ret_result, err) : -1;
 	}
 	pthread_cond_destroy(&p.cond);

@@ -11,6 +11,7 @@
 
 struct json_object;
 struct helper_channel;
+struct cp_cancel;
 
 /* Largest frame accepted from the helper (bytes); longer lines close the channel. */
 #define HELPER_MAX_FRAME (64u * 1024 * 1024)
@@ -41,6 +42,17 @@ void helper_channel_unref(struct helper_channel *ch);
  * answering: ..."). Thread-safe; blocks at most timeout_ms. */
 int helper_channel_call(struct helper_channel *ch, const char *method, struct json_object *params, long timeout_ms,
                         struct json_object **ret_result, struct cp_error **err);
+
+/* As helper_channel_call, but the wait for the answer also ends as soon as
+ * cancel (borrowed, may be NULL = never) fires: UNAVAILABLE with a message
+ * saying the client cancelled. Only the wait ends: the request was sent and
+ * the helper carries it out (a bash session started keeps running and can be
+ * polled); its late answer is dropped. A token that fired before the call
+ * still sends the request and returns at once. MCP
+ * basic/utilities/cancellation. */
+int helper_channel_call_cancel(struct helper_channel *ch, const char *method, struct json_object *params,
+                               long timeout_ms, struct cp_cancel *cancel, struct json_object **ret_result,
+                               struct cp_error **err);
 
 /* True while the stream is open and the reader has not seen EOF or a corrupt frame. */
 int helper_channel_alive(struct helper_channel *ch);

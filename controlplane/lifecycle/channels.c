@@ -1,6 +1,7 @@
 /* channels.c: the table of open helper channels, one per running sandbox,
  * keyed by sandbox id. A small array under a mutex: tens of sandboxes at most
  * per machine, so a linear scan is cheaper than a hash table's upkeep. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,8 @@ struct helper_channel *lifecycle_channel_get(struct lifecycle *lc, const char *i
 	pthread_mutex_lock(&lc->lock);
 	for (size_t i = 0; i < lc->n_channels; i++)
 		if (strcmp(lc->channels[i].sandbox_id, id) == 0) {
-			ch = helper_channel_ref(lc->channels[i].channel);
+			if (lc->channels[i].channel)
+				ch = helper_channel_ref(lc->channels[i].channel);
 			break;
 		}
 	pthread_mutex_unlock(&lc->lock);
@@ -40,8 +42,7 @@ int lifecycle_channel_put(struct lifecycle *lc, const char *id, struct helper_ch
 		goto out;
 	}
 	lc->channels = grown;
-	lc->channels[lc->n_channels].sandbox_id = copy;
-	lc->channels[lc->n_channels].channel = ch;
+	lc->channels[lc->n_channels] = (struct lifecycle_channel){.sandbox_id = copy, .channel = ch};
 	lc->n_channels++;
 out:
 	pthread_mutex_unlock(&lc->lock);
@@ -79,4 +80,39 @@ void lifecycle_channels_clear(struct lifecycle *lc)
 		free(list[i].sandbox_id);
 	}
 	free(list);
+}
+
+size_t lifecycle_channels_drop_dead(struct lifecycle *lc)
+{
+	struct helper_channel *dead[64];
+	size_t n = 0;
+	pthread_mutex_lock(&lc->lock);
+	for (size_t i = 0; i < lc->n_channels && n < sizeof(dead) / sizeof(dead[0]); i++) {
+		struct helper_channel *ch = lc->channels[i].channel;
+		if (ch && !helper_channel_alive(ch)) {
+			dead[n++] = ch;
+			lc->channels[i].channel = NULL;
+		}
+	}
+	pthread_mutex_unlock(&lc->lock);
+	/* Outside the lock: the last reference joins the reader thread. */
+	for (size_t i = 0; i < n; i++)
+		helper_channel_unref(dead[i]);
+	return n;
+}
+
+void lifecycle_channel_boot_swap(struct lifecycle *lc, const char *id, const char *boot_id, char *prev, size_t size)
+{
+	if (size)
+		prev[0] = '\0';
+	pthread_mutex_lock(&lc->lock);
+	for (size_t i = 0; i < lc->n_channels; i++)
+		if (strcmp(lc->channels[i].sandbox_id, id) == 0) {
+			struct lifecycle_channel *c = &lc->channels[i];
+			if (size)
+				snprintf(prev, size, "%s", c->boot_id);
+			snprintf(c->boot_id, sizeof(c->boot_id), "%s", boot_id);
+			break;
+		}
+	pthread_mutex_unlock(&lc->lock);
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/cancel.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/id.h"
@@ -43,6 +44,7 @@ void lifecycle_create_result_clear(struct lifecycle_create_result *r)
 	approval_record_clear(&r->approval);
 	sandbox_record_clear(&r->sandbox);
 	free(r->copy_session_id);
+	free(r->options_note);
 	*r = (struct lifecycle_create_result){0};
 }
 
@@ -140,8 +142,19 @@ static int ensure_network(struct lifecycle *lc, struct cp_error **err)
 	return r;
 }
 
+/* Steps a create reports to opts->progress (lifecycle.h): options,
+ * workspace, container create, start, helper hello, clone copy. */
+#define CREATE_STEPS 6
+
+static void report_step(const struct lifecycle_create_options *opts, const char *step, int done)
+{
+	if (opts && opts->progress)
+		opts->progress(opts->progress_userdata, step, done, CREATE_STEPS);
+}
+
 static int start_container(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
-                           char **ret_container_id, struct helper_channel **ret_channel, struct cp_error **err)
+                           char **ret_container_id, struct helper_channel **ret_channel,
+                           const struct lifecycle_create_options *opts, struct cp_error **err)
 {
 	char sandbox_env[64];
 	snprintf(sandbox_env, sizeof(sandbox_env), "CHAT2SBX_SANDBOX_ID=%s", s->id);
@@ -153,9 +166,15 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	                     sandbox_env,
 	                     NULL};
 	const char *entrypoint[] = {LIFECYCLE_HELPER_TARGET, NULL};
-	const char *labels[] = {
-	    LIFECYCLE_LABEL_SANDBOX, s->id, LIFECYCLE_LABEL_WORKSPACE, w->id, LIFECYCLE_LABEL_REGISTRY,
-	    lc->cfg->database_path,  NULL};
+	const char *labels[] = {LIFECYCLE_LABEL_SANDBOX,
+	                        s->id,
+	                        LIFECYCLE_LABEL_WORKSPACE,
+	                        w->id,
+	                        LIFECYCLE_LABEL_REGISTRY,
+	                        lc->cfg->database_path,
+	                        s->pooled ? LIFECYCLE_LABEL_POOL : NULL, /* NULL ends the list early */
+	                        "1",
+	                        NULL};
 	/* managed and direct: the directory is /workspace. clone: it is a
 	 * read-only source, and /workspace stays on the container's own disk. */
 	int clone = !strcmp(w->mode, "clone");
@@ -164,6 +183,10 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	    {.source = w->path,
 	     .target = clone ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET,
 	     .read_only = clone},
+	    /* TEST ONLY (CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET=1): the engine
+	     * socket inside, the very hole `chat2sbx doctor` must detect. Never
+	     * mounted otherwise (n_mounts below leaves this entry out). */
+	    {.source = lc->cfg->docker_socket, .target = "/var/run/docker.sock"},
 	};
 	struct docker_container_spec spec = {
 	    .name = s->container_name,
@@ -173,23 +196,32 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	    .labels = labels,
 	    .working_dir = LIFECYCLE_WORKSPACE_TARGET,
 	    .mounts = mounts,
-	    .n_mounts = sizeof(mounts) / sizeof(mounts[0]),
+	    .n_mounts = sizeof(mounts) / sizeof(mounts[0]) - (lc->cfg->test_unsafe_mount_docker_socket ? 0 : 1),
 	    .memory_bytes = s->memory_bytes,
 	    .nano_cpus = s->nano_cpus,
-	    .pids_limit = lc->cfg->pids_limit,
+	    .pids_limit = opts && opts->pids_limit > 0 ? opts->pids_limit : lc->cfg->pids_limit,
 	    .network_disabled = !s->network,
 	    .network = LIFECYCLE_NETWORK,
 	    .runtime = s->runtime,
+	    /* An engine restart (no live-restore) starts it again; the helper
+	     * then reports the sessions it was running as lost (recovery.c). */
+	    .restart_policy = "unless-stopped",
 	};
 	if (s->network && ensure_network(lc, err) < 0)
 		return -1;
 	_cleanup_free_ char *container_id = NULL;
+	report_step(opts, "creating the container", 3);
 	if (docker_container_create(lc->engine, &spec, &container_id, err) < 0)
 		return -1;
 	_cleanup_(helper_channel_unrefp) struct helper_channel *ch = NULL;
 	int r = 0;
-	if (lifecycle_attach(lc, s->id, container_id, &ch, err) < 0 ||
-	    docker_container_start(lc->engine, container_id, err) < 0 || lifecycle_helper_hello(ch, err) < 0)
+	if (lifecycle_attach(lc, s->id, container_id, &ch, err) < 0)
+		r = -1;
+	report_step(opts, "starting the container", 4);
+	if (r == 0 && docker_container_start(lc->engine, container_id, err) < 0)
+		r = -1;
+	report_step(opts, "waiting for the helper in the sandbox", 5);
+	if (r == 0 && lifecycle_helper_greet(lc, s, ch, err) < 0) /* records its boot id (recovery.c) */
 		r = -1;
 	*ret_container_id = TAKE_PTR(container_id); /* on failure the caller removes it */
 	if (r == 0)
@@ -201,7 +233,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
  * running leaves its session id in *ret_session (the sandbox is usable; the
  * model can poll it). A copy that failed fails the create with its output. */
 static int copy_into_workspace(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id,
-                               char **ret_session, struct cp_error **err)
+                               char **ret_session, const struct lifecycle_create_options *opts, struct cp_error **err)
 {
 	_cleanup_free_ char *session = NULL;
 	if (id_new("bash_", &session, err) < 0)
@@ -213,8 +245,18 @@ static int copy_into_workspace(struct lifecycle *lc, struct helper_channel *ch, 
 	json_object_object_add(p, "yield_time_ms", json_object_new_int(LIFECYCLE_COPY_WAIT_MS));
 	json_object_object_add(p, "max_output_bytes", json_object_new_int(4000));
 	_cleanup_json_ struct json_object *res = NULL;
-	if (helper_channel_call(ch, "bash.start", p, LIFECYCLE_COPY_WAIT_MS + 10000, &res, err) < 0)
-		return cp_error_prefix(err, "copy the workspace into sandbox '%s'", sandbox_id);
+	report_step(opts, "copying the workspace into the sandbox", 6);
+	if (helper_channel_call_cancel(ch, "bash.start", p, LIFECYCLE_COPY_WAIT_MS + 10000, opts->cancel, &res, err) <
+	    0) {
+		if (!cp_cancel_fired(opts->cancel))
+			return cp_error_prefix(err, "copy the workspace into sandbox '%s'", sandbox_id);
+		/* The client stopped waiting: the copy goes on, as a slow one does. */
+		cp_error_freep(err);
+		log_info("lifecycle", "sandbox %s: create cancelled by the client; workspace copy goes on as %s",
+		         sandbox_id, session);
+		*ret_session = TAKE_PTR(session);
+		return 0;
+	}
 	struct json_object *v = NULL;
 	const char *status = json_object_object_get_ex(res, "status", &v) ? json_object_get_string(v) : "";
 	if (status && !strcmp(status, "running")) {
@@ -252,12 +294,13 @@ static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char
 }
 
 /* The workspace's live sandbox as the answer (reused). */
-static int answer_reused(struct lifecycle *lc, const char *workspace_id, struct lifecycle_create_result *ret,
-                         struct cp_error **err)
+static int answer_reused(struct lifecycle *lc, const char *workspace_id, const struct lifecycle_limits *want,
+                         struct lifecycle_create_result *ret, struct cp_error **err)
 {
 	if (store_sandbox_get_live_for_workspace(lc->store, workspace_id, &ret->sandbox, err) < 0)
 		return -1;
 	ret->reused = 1;
+	ret->options_note = lifecycle_limits_differ(&ret->sandbox, want);
 	return 0;
 }
 
@@ -286,11 +329,11 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	_cleanup_(helper_channel_unrefp) struct helper_channel *ch = NULL;
 	struct workspace_record ws = {0};
 	int new_workspace = 0;
-	int64_t memory = 0;
+	struct lifecycle_limits lim = {0};
 	*ret = (struct lifecycle_create_result){0};
 
-	if (opts->memory && policy_memory_parse(opts->memory, &memory, err) < 0)
-		return -1;
+	if (lifecycle_create_limits(lc, opts, &lim, err) < 0)
+		return -1; /* nothing created yet */
 	if (opts->workspace_id && opts->workspace_path)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "give either workspace_id (an existing workspace) or workspace_path (a host "
@@ -305,6 +348,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "workspace_mode '%s' only applies with workspace_path (a host directory)",
 		                    opts->workspace_mode);
+	report_step(opts, "options checked", 1);
 
 	if (opts->workspace_path) {
 		int r = resolve_host_path(lc, opts, &ws, ret, err);
@@ -314,6 +358,10 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 		if (store_workspace_get(lc->store, opts->workspace_id, &ws, err) < 0)
 			return -1;
 	} else {
+		/* Warm pool (pool.c): a ready member answers at once. */
+		int claimed = opts->pool_member ? 0 : lifecycle_pool_claim(lc, opts, ret, err);
+		if (claimed != 0)
+			return claimed < 0 ? -1 : 0;
 		if (check_limit(lc, err) < 0 || make_managed_workspace(lc, &ws, err) < 0)
 			return -1;
 		new_workspace = 1;
@@ -321,7 +369,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	if (!new_workspace) {
 		if (ws.sandbox_id) {
 			/* One workspace, one live sandbox: hand back the one it has. */
-			int r = answer_reused(lc, ws.id, ret, err);
+			int r = answer_reused(lc, ws.id, &lim, ret, err);
 			workspace_record_clear(&ws);
 			return r;
 		}
@@ -345,16 +393,18 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	    .status = "creating",
 	    .container_name = id,
 	    .image = lc->cfg->template_image,
-	    .runtime = lc->cfg->runtime[0] ? lc->cfg->runtime : NULL,
-	    .memory_bytes = memory,
-	    .network = 1,
+	    .runtime = (char *)lim.runtime,
+	    .memory_bytes = lim.memory_bytes,
+	    .nano_cpus = lim.nano_cpus,
+	    .network = lim.network,
 	    .created_at_ms = clock_now_ms(),
+	    .pooled = opts->pool_member ? 1 : 0,
 	};
-	if (store_sandbox_insert(lc->store, &row, err) < 0) {
+	if (lifecycle_sandbox_insert_limited(lc, &row, err) < 0) {
 		if ((*err)->code == CP_ERR_CONFLICT && !new_workspace) {
 			/* A concurrent create won the race for this workspace: reuse its sandbox. */
 			cp_error_freep(err);
-			int r = answer_reused(lc, ws.id, ret, err);
+			int r = answer_reused(lc, ws.id, &lim, ret, err);
 			workspace_record_clear(&ws);
 			return r;
 		}
@@ -362,8 +412,9 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	}
 
 	int64_t t0 = clock_monotonic_ms();
-	if (start_container(lc, &row, &ws, &container_id, &ch, err) < 0 ||
-	    (!strcmp(ws.mode, "clone") && copy_into_workspace(lc, ch, id, &ret->copy_session_id, err) < 0)) {
+	report_step(opts, "workspace ready", 2);
+	if (start_container(lc, &row, &ws, &container_id, &ch, opts, err) < 0 ||
+	    (!strcmp(ws.mode, "clone") && copy_into_workspace(lc, ch, id, &ret->copy_session_id, opts, err) < 0)) {
 		cp_error_prefix(err, "create sandbox '%s'", id);
 		goto fail_sandbox;
 	}

@@ -51,6 +51,13 @@ struct lifecycle_create_options {
 	 * up to total. NULL = no report. */
 	void (*progress)(void *userdata, const char *step, int done, int total);
 	void *progress_userdata;
+	/* Fired when the MCP client cancels the request (borrowed, NULL =
+	 * never): ends the wait for a clone copy, which goes on and is answered
+	 * as still running (copy_session_id). Other steps are short and finish. */
+	struct cp_cancel *cancel;
+	/* Internal (lifecycle/pool.c): make a warm-pool member (pooled row,
+	 * LIFECYCLE_LABEL_POOL on the container, never itself a claim). */
+	int pool_member;
 };
 
 struct lifecycle_create_result {
@@ -58,6 +65,7 @@ struct lifecycle_create_result {
 	struct approval_record approval; /* the pending approval (approval_required) */
 	struct sandbox_record sandbox;   /* the sandbox (otherwise) */
 	int reused;                      /* the workspace's running sandbox was returned */
+	char *options_note;              /* reused with other memory/cpus/network/runtime than asked: what differs */
 	char *copy_session_id;           /* clone mode: the copy's bash session when it is still running */
 };
 void lifecycle_create_result_clear(struct lifecycle_create_result *r);
@@ -121,8 +129,9 @@ int lifecycle_retention_run(const struct config *cfg, struct store *store, int64
  * clears) is the final row. */
 int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret, struct cp_error **err);
 
-/* The helper channel of a running sandbox, with a reference the caller drops
- * (helper_channel_unref). Records activity. Re-attaches when the channel was
+/* The helper channel of a running sandbox, with a reference and a hold on
+ * the sandbox that the caller ends with lifecycle_sandbox_release (never
+ * helper_channel_unref alone: expiry waits for holds). Records activity. Re-attaches when the channel was
  * closed and the container still runs; marks the sandbox failed (reason
  * recorded) when the container is gone or stopped. Errors: NOT_FOUND (unknown
  * id), CONFLICT (sandbox failed or removed, with the reason and what to do),
@@ -130,15 +139,178 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
 int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
                               struct cp_error **err);
 
-/* Compares the registry with the engine's containers (label
- * LIFECYCLE_LABEL_REGISTRY = this database): running sandboxes whose container
- * runs are re-attached; those whose container is gone or stopped are marked
- * failed with the reason; labelled containers with no live row are logged and
- * left alone. Returns 0 unless the engine cannot be listed. */
+/* Ends a call that got ch from lifecycle_sandbox_channel: drops the
+ * reference (ch may be NULL), records activity again (a call's end counts,
+ * so a long call never looks idle) and releases the call's hold on the
+ * sandbox, which expiry waits for. Every successful lifecycle_sandbox_channel
+ * is paired with exactly one release, on every path. Never fails. */
+void lifecycle_sandbox_release(struct lifecycle *lc, const char *id, struct helper_channel *ch);
+
+/* Default of CHAT2SBX_IDLE_TIMEOUT_MS: a sandbox with no tool call for 24 h
+ * is removed (DESIGN.md, Sandboxes: lifetime). */
+#define LIFECYCLE_IDLE_TIMEOUT_MS (24LL * 3600 * 1000)
+
+/* Expiry pass (lifecycle/expiry.c): every running sandbox whose last tool
+ * call started or ended more than cfg->idle_timeout_ms before now_ms, and
+ * that no call holds right now, is destroyed (lifecycle_sandbox_destroy: the
+ * container is removed, the row becomes removed, the workspace is kept and
+ * its retention clock starts) and an audit row "sandbox.expire" is written.
+ * A call arriving while its sandbox is being expired is refused with
+ * CONFLICT saying so. Returns how many were removed, or -1 when the registry
+ * cannot be read (*err). Blocks for the engine removals (30 s each at most).
+ * Run once at start after reconcile and once a minute. */
+int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error **err);
+
+/* ---- recovery (lifecycle/recovery.c) ---- */
+
+/* Maintenance pass, once a minute after expiry: releases the helper channels
+ * whose stream closed (the helper exited, the engine went away) and
+ * re-attaches every running sandbox (warm-pool members too) that has no
+ * live channel, as lifecycle_sandbox_channel would, without counting as
+ * activity: a container that is gone or stopped makes its row failed with
+ * the reason, a helper that restarted is logged. Stops at the first sandbox
+ * the engine does not answer for (the next pass retries). Returns how many
+ * were re-attached, or -1 when the registry cannot be read (*err). Blocks
+ * for the engine calls (bounded by their timeouts) and the hellos (at most
+ * LIFECYCLE_HELLO_TIMEOUT_MS each). */
+int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err);
+
+/* ---- reconcile decision table (lifecycle/reconcile.c) ---- */
+
+/* What the registry says of one sandbox (NONE: a labelled container has no
+ * row at all). */
+enum lifecycle_row_state {
+	LIFECYCLE_ROW_NONE,
+	LIFECYCLE_ROW_CREATING,
+	LIFECYCLE_ROW_RUNNING,
+	LIFECYCLE_ROW_FAILED,
+	LIFECYCLE_ROW_REMOVED,
+};
+/* What the engine says of its container. RESTARTING: the engine's restart
+ * policy is bringing it back (left to the next tool call). */
+enum lifecycle_container_state {
+	LIFECYCLE_CONTAINER_ABSENT,
+	LIFECYCLE_CONTAINER_RUNNING,
+	LIFECYCLE_CONTAINER_RESTARTING,
+	LIFECYCLE_CONTAINER_STOPPED,
+};
+enum lifecycle_reconcile_action {
+	LIFECYCLE_RECONCILE_NOTHING,
+	LIFECYCLE_RECONCILE_REATTACH,         /* open the helper channel again */
+	LIFECYCLE_RECONCILE_MARK_FAILED,      /* row → failed with reason */
+	LIFECYCLE_RECONCILE_REMOVE_AND_FAIL,  /* remove the container, row → failed with reason */
+	LIFECYCLE_RECONCILE_REMOVE_CONTAINER, /* the row is removed already: remove the leftover container */
+	LIFECYCLE_RECONCILE_REPORT_ORPHAN,    /* no row: log it; only `chat2sbx sandbox destroy` removes it */
+};
+struct lifecycle_reconcile_decision {
+	enum lifecycle_reconcile_action action;
+	char reason[200]; /* failure reason (MARK_FAILED, REMOVE_AND_FAIL) or what was seen */
+};
+/* Maps a row status ("creating", …; NULL = no row) and an engine container
+ * state ("running", "exited", …; NULL = absent) to the enums. Pure. */
+enum lifecycle_row_state lifecycle_row_state_of(const char *status);
+enum lifecycle_container_state lifecycle_container_state_of(const char *engine_status);
+/* The reconcile decision table: registry state × engine state → action, with
+ * the reason recorded for failed rows (engine_status and exit_code describe
+ * a stopped container). Pure; every row of the table has a unit test
+ * (tests/test_lifecycle_reconcile.c). */
+void lifecycle_reconcile_decide(enum lifecycle_row_state row, enum lifecycle_container_state container,
+                                const char *engine_status, int exit_code, struct lifecycle_reconcile_decision *ret);
+
+/* Compares the registry (every row, removed and warm-pool ones included)
+ * with the engine's containers (label LIFECYCLE_LABEL_REGISTRY = this
+ * database) and carries out lifecycle_reconcile_decide for each pair:
+ * running sandboxes whose container runs are re-attached; those whose
+ * container is gone or stopped are marked failed with the reason; rows left
+ * 'creating' by a killed serve lose their container and are marked failed; a
+ * removed row's leftover container is removed; labelled containers with no
+ * row are logged and left alone. Run at start, before the listener (no
+ * create is in flight). Returns 0 unless the registry or the engine cannot
+ * be listed. Blocks on the engine (10 s per call at most). */
 int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err);
 
 /* Mounts and paths exposed for tools' answers. */
 const struct config *lifecycle_config(const struct lifecycle *lc);
 struct store *lifecycle_store(const struct lifecycle *lc);
+
+/* ---- warm pool (lifecycle/pool.c, issue 8) ---- */
+
+/* Label on every container made for the warm pool (value "1"). Engine labels
+ * are fixed at create, so a claimed sandbox keeps it: whether a sandbox is
+ * still a member is the registry's pooled column, never the label. */
+#define LIFECYCLE_LABEL_POOL "org.chat2sbx.pool"
+
+/* Starts the warm pool after lifecycle_reconcile: pool members of this
+ * registry that failed (their container died while serve was away) are
+ * removed with their rows and empty workspaces; then, when size > 0, a
+ * background thread keeps size running members with their helper attached,
+ * refilling after each claim and retrying failed creates with a growing
+ * delay (up to a minute). Members re-attached by reconcile count toward
+ * size. Returns 0; a failure to list the members is logged, not fatal.
+ * Call lifecycle_pool_stop before lifecycle_free. */
+int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err);
+
+/* Stops the pool thread (waits for a create in progress, at most its helper
+ * hello timeout) and removes the members this process created and nobody
+ * claimed: container, row and empty workspace. Members adopted from an
+ * earlier serve are left for the next one. Safe when the pool never started. */
+void lifecycle_pool_stop(struct lifecycle *lc);
+
+/* The claim hook of lifecycle_sandbox_create: when opts ask for a new
+ * managed workspace with default options (no workspace, memory, cpus, pids
+ * or network option) and a member made from the configured image and
+ * runtime is ready, claims it atomically (store_sandbox_pool_claim) and
+ * fills *ret with it (a user sandbox from now on, created and active now),
+ * then wakes the refill. Returns 1 when claimed, 0 when the caller must
+ * create cold (no pool, no member ready, the sandbox limit is reached — the
+ * cold path reports that — or the claimed member's helper no longer answers:
+ * it is removed), -1 with *err on a registry failure. */
+int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                         struct lifecycle_create_result *ret, struct cp_error **err);
+
+/* ---- exposed ports (lifecycle/expose.c, issue 6) ---- */
+
+/* Labels on forwarder containers and their per-sandbox networks. Distinct
+ * from LIFECYCLE_LABEL_REGISTRY, so sandbox reconcile never takes a
+ * forwarder for a sandbox. */
+#define LIFECYCLE_LABEL_EXPOSE_SANDBOX "org.chat2sbx.expose.sandbox"
+#define LIFECYCLE_LABEL_EXPOSE_REGISTRY "org.chat2sbx.expose.registry"
+#define LIFECYCLE_LABEL_EXPOSE_PORT "org.chat2sbx.expose.port"
+/* The sandbox's name on its per-sandbox network, where forwarders reach it. */
+#define LIFECYCLE_EXPOSE_ALIAS "sandbox"
+
+/* sandbox_expose: publishes TCP port (1-65535) of a running sandbox on
+ * cfg->expose_host at a host port chosen automatically, through a forwarder
+ * container (see expose.c for why). An exposed port is answered as it is
+ * (*ret_created 0; a stopped forwarder is started again); otherwise the
+ * per-sandbox network, the sandbox's connection to it and the forwarder are
+ * made and the row inserted (*ret_created 1). *ret (caller clears) is the
+ * row. Counts as activity of the sandbox. Errors: INVALID_ARGUMENT (port),
+ * NOT_FOUND (unknown sandbox), CONFLICT (failed, removed or still creating;
+ * created with network off), engine errors with what failed. Checks come
+ * before anything is made; on failure nothing made is left. Blocks on the
+ * engine (about a second for a new exposure). Thread-safe (one expose or
+ * removal at a time per process). */
+int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64_t port, struct exposure_record *ret,
+                             int *ret_created, struct cp_error **err);
+
+/* Removes every exposure of a sandbox: forwarders (with and without rows),
+ * rows, the sandbox's connection to its network, the network. Called by
+ * lifecycle_sandbox_destroy; idempotent. On an engine failure the rows of
+ * forwarders not removed stay (the next reconcile retries) and *err says
+ * which. */
+int lifecycle_exposures_remove(struct lifecycle *lc, const char *sandbox_id, struct cp_error **err);
+
+/* The exposures of one sandbox (store_exposure_list), for answers. */
+int lifecycle_sandbox_exposures(struct lifecycle *lc, const char *sandbox_id, struct exposure_record **ret,
+                                size_t *ret_n, struct cp_error **err);
+
+/* At start, after the sandboxes are reconciled: forwarders of running
+ * sandboxes run (started when stopped, made again on the same host port when
+ * gone); exposures of sandboxes that are not running (failed, removed) are
+ * removed; forwarders and networks with this registry's label and no row
+ * are removed. Problems with single forwarders are logged. Fails only when
+ * the registry cannot be read. */
+int lifecycle_exposures_reconcile(struct lifecycle *lc, struct cp_error **err);
 
 #endif

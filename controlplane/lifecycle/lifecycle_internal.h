@@ -14,7 +14,8 @@ static inline void helper_channel_unrefp(struct helper_channel **ch)
 
 struct lifecycle_channel {
 	char *sandbox_id;               /* owned */
-	struct helper_channel *channel; /* one reference owned by the table */
+	struct helper_channel *channel; /* one reference owned by the table; NULL once dropped dead */
+	char boot_id[40];               /* the helper start last greeted (recovery.c); "" = not yet */
 };
 
 struct lifecycle {
@@ -26,13 +27,62 @@ struct lifecycle {
 	size_t n_channels;
 	int network_ready;           /* LIFECYCLE_NETWORK exists (under attach_lock) */
 	pthread_mutex_t attach_lock; /* one (re-)attach at a time, so a sandbox never gets two channels */
+	struct lifecycle_pool *pool; /* warm pool (pool.c); NULL = none */
+	/* Calls holding a sandbox (activity.c), under lock: expiry never removes
+	 * a sandbox a call holds, and a sandbox being expired takes no new call. */
+	struct lifecycle_hold *holds;
+	size_t n_holds;
+	pthread_mutex_t create_lock; /* the sandbox limit check and the row insert, as one step */
 };
+
+struct lifecycle_hold {
+	char *sandbox_id; /* owned */
+	int calls;        /* calls between lifecycle_sandbox_channel and lifecycle_sandbox_release */
+	int expiring;     /* expiry is removing it */
+};
+
+/* The limits a create asks for (create_options.c), validated. */
+struct lifecycle_limits {
+	int64_t memory_bytes; /* 0 = engine default */
+	int64_t nano_cpus;    /* 0 = no limit */
+	int64_t pids_limit;   /* > 0 */
+	int network;          /* 0 = NetworkMode none (asked, or the runtime has --network=none) */
+	const char *runtime;  /* borrowed from cfg; NULL = engine default */
+};
+/* Validates opts' memory, cpus, pids_limit and the configured runtime (GET
+ * /info) before anything is created; INVALID_ARGUMENT naming the value, or
+ * UNAVAILABLE when the engine lacks the runtime. */
+int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                            struct lifecycle_limits *ret, struct cp_error **err);
+/* What differs between a live sandbox and the limits asked for, as a
+ * sentence for the model (caller frees), or NULL when nothing differs. */
+char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifecycle_limits *want);
+/* store_sandbox_insert after checking CHAT2SBX_MAX_ACTIVE_SANDBOXES (LIMIT
+ * when reached; pooled rows are not counted), both under create_lock. */
+int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err);
+
+/* Holds (activity.c). hold_begin counts a call on id; it fails (CONFLICT)
+ * when the sandbox is being expired, INTERNAL when out of memory. hold_end
+ * undoes one hold_begin. expire_claim marks id expiring when no call holds
+ * it (returns 1), else returns 0; expire_done forgets the mark. */
+int lifecycle_hold_begin(struct lifecycle *lc, const char *id, struct cp_error **err);
+void lifecycle_hold_end(struct lifecycle *lc, const char *id);
+int lifecycle_expire_claim(struct lifecycle *lc, const char *id);
+void lifecycle_expire_done(struct lifecycle *lc, const char *id);
+void lifecycle_holds_clear(struct lifecycle *lc);
 
 /* Channel table (channels.c). get returns a new reference or NULL; put takes
  * ch's reference (replacing and unreferencing an older one); -1 on OOM. */
 struct helper_channel *lifecycle_channel_get(struct lifecycle *lc, const char *id);
 int lifecycle_channel_put(struct lifecycle *lc, const char *id, struct helper_channel *ch);
 void lifecycle_channel_drop(struct lifecycle *lc, const char *id);
+/* Releases every channel whose stream has closed (the helper exited, the
+ * engine went away), keeping its entry's boot id; returns how many. */
+size_t lifecycle_channels_drop_dead(struct lifecycle *lc);
+/* Records boot_id (the helper's hello) as the start of id's helper and
+ * copies the one recorded before into prev (size bytes; "" when none).
+ * A sandbox without an entry gets none recorded. */
+void lifecycle_channel_boot_swap(struct lifecycle *lc, const char *id, const char *boot_id, char *prev, size_t size);
 void lifecycle_channels_clear(struct lifecycle *lc);
 
 /* Attaches to a running container and checks the helper answers hello
@@ -40,6 +90,27 @@ void lifecycle_channels_clear(struct lifecycle *lc);
  * NULL) gets an extra reference. */
 int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
                      struct helper_channel **ret_channel, struct cp_error **err);
+
+/* Brings back the channel of s, a row loaded as "running", whose channel is
+ * missing or closed (recovery.c), under attach_lock: the container is
+ * inspected; running → attach + hello (the helper's boot id is recorded, a
+ * restarted helper logged); gone or stopped → the row becomes failed with
+ * the reason and CONFLICT says to destroy it; restarting → UNAVAILABLE; the
+ * engine not answering (stopped, restarting, hung: bounded by the engine
+ * timeouts) → UNAVAILABLE naming the socket, the row untouched; a helper
+ * that does not answer hello within LIFECYCLE_HELLO_TIMEOUT_MS → failed.
+ * On success *ret_channel holds a reference the caller drops. */
+int lifecycle_sandbox_reattach(struct lifecycle *lc, const struct sandbox_record *s,
+                               struct helper_channel **ret_channel, struct cp_error **err);
+
+/* hello on the fresh channel ch of sandbox s (up to
+ * LIFECYCLE_HELLO_TIMEOUT_MS; errors as helper_channel_call): records the
+ * helper's boot id in s's channel-table entry and logs a helper that started
+ * again since the last hello (its container was restarted: an engine restart
+ * or a helper crash), or, with no earlier hello known, one that started long
+ * after the sandbox was created (recovery.c). */
+int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
+                           struct cp_error **err);
 
 /* Asks the helper for hello (up to LIFECYCLE_HELLO_TIMEOUT_MS). */
 int lifecycle_helper_hello(struct helper_channel *ch, struct cp_error **err);

@@ -1,7 +1,9 @@
 /* reconcile.c: at start, make the registry and the engine agree. Sandboxes
  * survive a restart of serve: the helper keeps every session, so re-attaching
- * loses nothing. Containers are never removed here (only an explicit destroy
- * removes one). */
+ * loses nothing. What happens to each pair (registry row × engine container)
+ * is one pure decision table (lifecycle_reconcile_decide), unit-tested row by
+ * row; this file then carries the decisions out. A container with no row is
+ * only reported: an explicit destroy removes it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,93 @@
 #include "../base/clock.h"
 #include "../base/log.h"
 #include "lifecycle_internal.h"
+
+enum lifecycle_row_state lifecycle_row_state_of(const char *status)
+{
+	if (!status)
+		return LIFECYCLE_ROW_NONE;
+	if (strcmp(status, "creating") == 0)
+		return LIFECYCLE_ROW_CREATING;
+	if (strcmp(status, "running") == 0)
+		return LIFECYCLE_ROW_RUNNING;
+	if (strcmp(status, "failed") == 0)
+		return LIFECYCLE_ROW_FAILED;
+	return LIFECYCLE_ROW_REMOVED;
+}
+
+enum lifecycle_container_state lifecycle_container_state_of(const char *engine_status)
+{
+	if (!engine_status)
+		return LIFECYCLE_CONTAINER_ABSENT;
+	if (strcmp(engine_status, "running") == 0)
+		return LIFECYCLE_CONTAINER_RUNNING;
+	if (strcmp(engine_status, "restarting") == 0)
+		return LIFECYCLE_CONTAINER_RESTARTING;
+	return LIFECYCLE_CONTAINER_STOPPED; /* created, paused, exited, dead, removing */
+}
+
+void lifecycle_reconcile_decide(enum lifecycle_row_state row, enum lifecycle_container_state container,
+                                const char *engine_status, int exit_code, struct lifecycle_reconcile_decision *ret)
+{
+	struct lifecycle_reconcile_decision d = {.action = LIFECYCLE_RECONCILE_NOTHING};
+	const char *status = engine_status ? engine_status : "stopped";
+	switch (row) {
+	case LIFECYCLE_ROW_NONE:
+		/* Not ours to judge: another serve's leftover, or a row deleted by
+		 * hand. Reported; `chat2sbx sandbox destroy` removes it. */
+		if (container != LIFECYCLE_CONTAINER_ABSENT) {
+			d.action = LIFECYCLE_RECONCILE_REPORT_ORPHAN;
+			snprintf(d.reason, sizeof(d.reason), "a labelled container (%s) has no sandbox row", status);
+		}
+		break;
+	case LIFECYCLE_ROW_CREATING:
+		/* serve died in the middle of a create: the steps after the
+		 * container (attach, hello, copy) may be missing, so it is never
+		 * half-usable: the container goes, the row says why. */
+		if (container == LIFECYCLE_CONTAINER_ABSENT) {
+			d.action = LIFECYCLE_RECONCILE_MARK_FAILED;
+			snprintf(d.reason, sizeof(d.reason),
+			         "chat2sbx stopped while creating it, before its container existed");
+		} else {
+			d.action = LIFECYCLE_RECONCILE_REMOVE_AND_FAIL;
+			snprintf(d.reason, sizeof(d.reason),
+			         "chat2sbx stopped while creating it; its container was removed");
+		}
+		break;
+	case LIFECYCLE_ROW_RUNNING:
+		switch (container) {
+		case LIFECYCLE_CONTAINER_RUNNING: d.action = LIFECYCLE_RECONCILE_REATTACH; break;
+		case LIFECYCLE_CONTAINER_RESTARTING:
+			/* The engine's restart policy brings it back; the next tool call
+			 * re-attaches (or fails it with the reason then). */
+			snprintf(d.reason, sizeof(d.reason), "its container is restarting");
+			break;
+		case LIFECYCLE_CONTAINER_ABSENT:
+			d.action = LIFECYCLE_RECONCILE_MARK_FAILED;
+			snprintf(d.reason, sizeof(d.reason), "its container no longer exists");
+			break;
+		case LIFECYCLE_CONTAINER_STOPPED:
+			d.action = LIFECYCLE_RECONCILE_MARK_FAILED;
+			snprintf(d.reason, sizeof(d.reason), "its container is %s (exit code %d)", status, exit_code);
+			break;
+		}
+		break;
+	case LIFECYCLE_ROW_FAILED:
+		/* Already reported; its container (if any) stays for inspection
+		 * until the user destroys the sandbox. */
+		break;
+	case LIFECYCLE_ROW_REMOVED:
+		/* The user (or expiry) destroyed it and the container is still
+		 * there (its removal failed midway): finish what was asked. */
+		if (container != LIFECYCLE_CONTAINER_ABSENT) {
+			d.action = LIFECYCLE_RECONCILE_REMOVE_CONTAINER;
+			snprintf(d.reason, sizeof(d.reason),
+			         "the sandbox was destroyed but its container (%s) remained", status);
+		}
+		break;
+	}
+	*ret = d;
+}
 
 static void fail_row(struct lifecycle *lc, const char *id, const char *reason)
 {
@@ -22,80 +111,131 @@ static void fail_row(struct lifecycle *lc, const char *id, const char *reason)
 	}
 }
 
+static int remove_container(struct lifecycle *lc, const char *sandbox_id, const char *container_id)
+{
+	struct cp_error *e = NULL;
+	if (docker_container_remove(lc->engine, container_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND) {
+		log_warn("lifecycle", "remove the container of sandbox %s: %s", sandbox_id, e->message);
+		cp_error_free(e);
+		return -1;
+	}
+	cp_error_free(e);
+	return 0;
+}
+
+struct reconcile_counts {
+	int attached, failed, removed, orphans;
+};
+
+/* Carries out one decision for row s (NULL for an orphan) and container c
+ * (NULL when absent). */
+static void apply(struct lifecycle *lc, const struct sandbox_record *s, const struct docker_container_state *c,
+                  const struct lifecycle_reconcile_decision *d, struct reconcile_counts *n)
+{
+	struct cp_error *e = NULL;
+	switch (d->action) {
+	case LIFECYCLE_RECONCILE_NOTHING:
+		if (d->reason[0])
+			log_info("lifecycle", "sandbox %s: %s", s ? s->id : c->name, d->reason);
+		break;
+	case LIFECYCLE_RECONCILE_REATTACH:
+		if (lifecycle_attach(lc, s->id, c->id, NULL, &e) < 0) {
+			log_warn("lifecycle", "re-attach sandbox %s: %s (next tool call retries)", s->id, e->message);
+			cp_error_free(e);
+		} else {
+			n->attached++;
+		}
+		break;
+	case LIFECYCLE_RECONCILE_REMOVE_AND_FAIL:
+		/* A container that cannot be removed now stays listed as the
+		 * failed row's; destroy removes it later. */
+		remove_container(lc, s->id, c->id);
+		/* fall through */
+	case LIFECYCLE_RECONCILE_MARK_FAILED:
+		fail_row(lc, s->id, d->reason);
+		n->failed++;
+		break;
+	case LIFECYCLE_RECONCILE_REMOVE_CONTAINER:
+		if (remove_container(lc, s->id, c->id) == 0) {
+			log_info("lifecycle", "sandbox %s: %s; removed it", s->id, d->reason);
+			n->removed++;
+		}
+		break;
+	case LIFECYCLE_RECONCILE_REPORT_ORPHAN:
+		log_warn("lifecycle",
+		         "container %s carries this registry's label but has no sandbox row; remove it with "
+		         "'chat2sbx sandbox destroy %s'",
+		         c->name, c->name);
+		n->orphans++;
+		break;
+	}
+}
+
+static void free_rows(struct sandbox_record *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sandbox_record_clear(&rows[i]);
+	free(rows);
+}
+
 int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
 {
 	struct sandbox_record *rows = NULL;
 	size_t n_rows = 0;
-	if (store_sandbox_list(lc->store, 0, &rows, &n_rows, err) < 0)
+	if (store_sandbox_list(lc->store, STORE_SANDBOX_LIST_REMOVED | STORE_SANDBOX_LIST_POOLED, &rows, &n_rows, err) <
+	    0)
 		return -1;
 	char label[4200];
 	snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_REGISTRY, lc->cfg->database_path);
 	struct docker_container_state *cs = NULL;
 	size_t n_cs = 0;
 	if (docker_container_list(lc->engine, label, &cs, &n_cs, err) < 0) {
-		for (size_t i = 0; i < n_rows; i++)
-			sandbox_record_clear(&rows[i]);
-		free(rows);
+		free_rows(rows, n_rows);
 		return cp_error_prefix(err, "reconcile sandboxes");
 	}
 
-	int attached = 0, failed = 0;
+	struct reconcile_counts n = {0};
+	char *matched = n_cs ? calloc(n_cs, 1) : NULL;
 	for (size_t i = 0; i < n_rows; i++) {
 		struct sandbox_record *s = &rows[i];
-		if (strcmp(s->status, "running") != 0 && strcmp(s->status, "creating") != 0)
-			continue;
 		struct docker_container_state *c = NULL;
-		for (size_t j = 0; j < n_cs; j++)
-			if (strcmp(cs[j].name, s->container_name) == 0)
+		for (size_t j = 0; j < n_cs && !c; j++)
+			if (strcmp(cs[j].name, s->container_name) == 0) {
 				c = &cs[j];
-		if (strcmp(s->status, "creating") == 0) {
-			/* serve died in the middle of a create: never half-usable. */
-			if (c) {
-				struct cp_error *e = NULL;
-				if (docker_container_remove(lc->engine, c->id, &e) < 0)
-					cp_error_free(e);
+				if (matched)
+					matched[j] = 1;
 			}
-			fail_row(lc, s->id, "chat2sbx stopped while creating it; its container was removed");
-			failed++;
+		/* Removed rows without a container are the history: skip quickly. */
+		if (!c && strcmp(s->status, "removed") == 0)
 			continue;
-		}
-		if (!c) {
-			fail_row(lc, s->id, "its container no longer exists");
-			failed++;
-			continue;
-		}
-		if (!c->running) {
-			char reason[160];
-			snprintf(reason, sizeof(reason), "its container is %s (exit code %d)", c->status, c->exit_code);
-			fail_row(lc, s->id, reason);
-			failed++;
-			continue;
-		}
-		struct cp_error *e = NULL;
-		if (lifecycle_attach(lc, s->id, c->id, NULL, &e) < 0) {
-			log_warn("lifecycle", "re-attach sandbox %s: %s (next tool call retries)", s->id, e->message);
-			cp_error_free(e);
-			continue;
-		}
-		attached++;
+		struct lifecycle_reconcile_decision d;
+		lifecycle_reconcile_decide(lifecycle_row_state_of(s->status),
+		                           lifecycle_container_state_of(c ? c->status : NULL), c ? c->status : NULL,
+		                           c ? c->exit_code : 0, &d);
+		apply(lc, s, c, &d, &n);
 	}
 	for (size_t j = 0; j < n_cs; j++) {
-		int known = 0;
-		for (size_t i = 0; i < n_rows; i++)
-			if (strcmp(rows[i].container_name, cs[j].name) == 0)
-				known = 1;
-		if (!known)
-			log_warn("lifecycle",
-			         "container %s carries this registry's label but has no live sandbox row; remove it "
-			         "with 'chat2sbx sandbox destroy %s'",
-			         cs[j].name, cs[j].name);
+		if (matched && matched[j])
+			continue;
+		struct lifecycle_reconcile_decision d;
+		lifecycle_reconcile_decide(LIFECYCLE_ROW_NONE, lifecycle_container_state_of(cs[j].status), cs[j].status,
+		                           cs[j].exit_code, &d);
+		apply(lc, NULL, &cs[j], &d, &n);
 	}
-	log_info("lifecycle", "reconciled: %d sandbox(es) re-attached, %d marked failed", attached, failed);
-	for (size_t i = 0; i < n_rows; i++)
-		sandbox_record_clear(&rows[i]);
-	free(rows);
+	free(matched);
+	log_info("lifecycle",
+	         "reconciled: %d sandbox(es) re-attached, %d marked failed, %d leftover container(s) removed, %d "
+	         "container(s) without a row",
+	         n.attached, n.failed, n.removed, n.orphans);
+	free_rows(rows, n_rows);
 	for (size_t j = 0; j < n_cs; j++)
 		docker_container_state_clear(&cs[j]);
 	free(cs);
+	/* Exposed ports follow the sandboxes' states just decided (expose.c). */
+	struct cp_error *expose_err = NULL;
+	if (lifecycle_exposures_reconcile(lc, &expose_err) < 0) {
+		log_warn("lifecycle", "%s", expose_err->message);
+		cp_error_free(expose_err);
+	}
 	return 0;
 }

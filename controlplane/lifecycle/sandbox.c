@@ -29,6 +29,7 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 	lc->engine = engine;
 	pthread_mutex_init(&lc->lock, NULL);
 	pthread_mutex_init(&lc->attach_lock, NULL);
+	pthread_mutex_init(&lc->create_lock, NULL);
 	*ret = lc;
 	return 0;
 }
@@ -38,8 +39,10 @@ void lifecycle_free(struct lifecycle *lc)
 	if (!lc)
 		return;
 	lifecycle_channels_clear(lc);
+	lifecycle_holds_clear(lc);
 	pthread_mutex_destroy(&lc->lock);
 	pthread_mutex_destroy(&lc->attach_lock);
+	pthread_mutex_destroy(&lc->create_lock);
 	free(lc);
 }
 
@@ -100,6 +103,11 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
 		cp_error_freep(err);
 	}
 	sandbox_record_clear(&s);
+	/* Exposed ports go with the sandbox (expose.c); a forwarder the engine
+	 * would not remove now is retried by the next reconcile. */
+	_cleanup_error_ struct cp_error *expose_err = NULL;
+	if (lifecycle_exposures_remove(lc, id, &expose_err) < 0)
+		log_warn("lifecycle", "destroy sandbox %s: %s (retried at the next start)", id, expose_err->message);
 	if (store_sandbox_set_status(lc->store, id, "removed", NULL, NULL, clock_now_ms(), err) < 0)
 		return -1;
 	log_info("lifecycle", "destroyed sandbox %s", id);
@@ -108,22 +116,12 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
 	return 0;
 }
 
-/* Marks a sandbox failed with reason and drops its channel. */
-static void mark_failed(struct lifecycle *lc, const char *id, const char *reason)
-{
-	lifecycle_channel_drop(lc, id);
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_sandbox_set_status(lc->store, id, "failed", NULL, reason, clock_now_ms(), &e) < 0)
-		log_warn("lifecycle", "mark sandbox '%s' failed: %s", id, e->message);
-	else
-		log_warn("lifecycle", "sandbox %s failed: %s", id, reason);
-}
-
 int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
                               struct cp_error **err)
 {
 	_cleanup_error_ struct cp_error *touch_err = NULL; /* before any goto */
 	struct sandbox_record s = {0};
+	int held = 0;
 	if (store_sandbox_get(lc->store, id, &s, err) < 0)
 		return -1;
 	int r = -1;
@@ -141,6 +139,12 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 			             id);
 		goto out;
 	}
+	/* The call holds the sandbox until lifecycle_sandbox_release (expiry
+	 * waits for it); taken before the activity is recorded, so expiry
+	 * never sees an idle row that a call is about to use. */
+	if (lifecycle_hold_begin(lc, id, err) < 0)
+		goto out;
+	held = 1;
 	/* Every call that reaches a running sandbox counts as activity. */
 	if (store_sandbox_touch(lc->store, id, clock_now_ms(), &touch_err) < 0)
 		log_warn("lifecycle", "record activity of %s: %s", id, touch_err->message);
@@ -153,54 +157,24 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 	}
 	helper_channel_unref(ch);
 
-	/* The channel is closed: the helper died, or serve restarted. Look at the container. */
-	pthread_mutex_lock(&lc->attach_lock);
-	ch = lifecycle_channel_get(lc, id);
-	if (ch && helper_channel_alive(ch)) {
-		pthread_mutex_unlock(&lc->attach_lock);
-		*ret_channel = ch;
-		r = 0;
-		goto out;
-	}
-	helper_channel_unref(ch);
-	struct docker_container_state st = {0};
-	const char *container = s.container_id ? s.container_id : s.container_name;
-	if (docker_container_inspect(lc->engine, container, &st, err) < 0) {
-		if ((*err)->code == CP_ERR_NOT_FOUND) {
-			cp_error_freep(err);
-			mark_failed(lc, id, "its container no longer exists");
-			cp_error_set(err, CP_ERR_CONFLICT,
-			             "sandbox '%s' has failed (its container no longer exists); destroy it with "
-			             "sandbox_destroy and create a new one",
-			             id);
-		}
-		pthread_mutex_unlock(&lc->attach_lock);
-		goto out;
-	}
-	if (!st.running) {
-		char reason[256];
-		snprintf(reason, sizeof(reason), "its container stopped (status %s, exit code %d)%s%s", st.status,
-		         st.exit_code, st.error && *st.error ? ": " : "", st.error ? st.error : "");
-		mark_failed(lc, id, reason);
-		cp_error_set(err, CP_ERR_CONFLICT,
-		             "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", id,
-		             reason);
-		docker_container_state_clear(&st);
-		pthread_mutex_unlock(&lc->attach_lock);
-		goto out;
-	}
-	docker_container_state_clear(&st);
-	r = lifecycle_attach(lc, id, container, ret_channel, err);
-	if (r == 0 && lifecycle_helper_hello(*ret_channel, err) < 0) {
-		helper_channel_unref(*ret_channel);
-		*ret_channel = NULL;
-		lifecycle_channel_drop(lc, id);
-		r = -1;
-	}
-	pthread_mutex_unlock(&lc->attach_lock);
-	if (r < 0)
-		cp_error_prefix(err, "reach the helper of sandbox '%s'", id);
+	/* The channel is closed: the helper or the engine restarted, or serve
+	 * did. recovery.c looks at the container and re-attaches or explains. */
+	r = lifecycle_sandbox_reattach(lc, &s, ret_channel, err);
 out:
+	if (r < 0 && held)
+		lifecycle_hold_end(lc, id);
 	sandbox_record_clear(&s);
 	return r;
+}
+
+void lifecycle_sandbox_release(struct lifecycle *lc, const char *id, struct helper_channel *ch)
+{
+	if (ch)
+		helper_channel_unref(ch);
+	/* The end of a call counts too: a call longer than the idle timeout
+	 * must not leave its sandbox looking idle. */
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_sandbox_touch(lc->store, id, clock_now_ms(), &e) < 0)
+		log_warn("lifecycle", "record activity of %s: %s", id, e->message);
+	lifecycle_hold_end(lc, id);
 }

@@ -20,7 +20,8 @@ struct rpc_request {
 	struct json_object *params; /* borrowed; an object or NULL */
 	const char *session_id;
 	char **ret_new_session;
-	struct mcp_sink *sink; /* may be NULL */
+	struct mcp_sink *sink;         /* may be NULL */
+	struct mcp_request_info *info; /* what the log line and audit row say */
 };
 
 /* A method handler returns the whole response (owned), or NULL when it has
@@ -130,7 +131,7 @@ static struct json_object *method_tools_list(const struct rpc_request *req)
 
 static struct json_object *method_tools_call(const struct rpc_request *req)
 {
-	return mcp_tools_call(req->server, req->id, req->params, req->session_id, req->sink);
+	return mcp_tools_call(req->server, req->id, req->params, req->session_id, req->sink, req->info);
 }
 
 /* The method table, as redis's command table: one row per method we answer. */
@@ -199,7 +200,7 @@ int mcp_cancel_request(struct mcp_server *server, const char *session_id, struct
 		int same_session =
 		    session_id ? f->session_id && strcmp(f->session_id, session_id) == 0 : !f->session_id;
 		if (same_session && strcmp(f->id_text, want) == 0) {
-			__atomic_store_n(&f->cancelled, 1, __ATOMIC_SEQ_CST);
+			cp_cancel_fire(&f->cancel);
 			n++;
 		}
 	}
@@ -207,8 +208,9 @@ int mcp_cancel_request(struct mcp_server *server, const char *session_id, struct
 	return n;
 }
 
-static struct json_object *dispatch_object(struct mcp_server *server, struct json_object *msg, const char *session_id,
-                                           char **ret_new_session, struct mcp_sink *sink)
+static struct json_object *dispatch_object_info(struct mcp_server *server, struct json_object *msg,
+                                                const char *session_id, char **ret_new_session, struct mcp_sink *sink,
+                                                struct mcp_request_info *info)
 {
 	struct json_object *method, *params = NULL, *version, *id_raw;
 	int has_id = json_object_object_get_ex(msg, "id", &id_raw);
@@ -249,7 +251,7 @@ static struct json_object *dispatch_object(struct mcp_server *server, struct jso
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
 		if (strcmp(methods[i].name, name) != 0)
 			continue;
-		struct rpc_request req = {server, id, params, session_id, ret_new_session, sink};
+		struct rpc_request req = {server, id, params, session_id, ret_new_session, sink, info};
 		return methods[i].fn(&req);
 	}
 	_cleanup_free_ char *text = NULL;
@@ -257,6 +259,29 @@ static struct json_object *dispatch_object(struct mcp_server *server, struct jso
 	if (asprintf(&text, "method '%s' not found", text_clip(name, 100, clipped, sizeof(clipped))) < 0)
 		return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, "method not found");
 	return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, text);
+}
+
+/* One message with its log line and audit record (reqlog.c): every request
+ * and notification, never a response sent to us. */
+static struct json_object *dispatch_object(struct mcp_server *server, struct json_object *msg, const char *session_id,
+                                           char **ret_new_session, struct mcp_sink *sink)
+{
+	struct json_object *m = NULL;
+	int has_method = json_object_object_get_ex(msg, "method", &m);
+	if (!has_method &&
+	    (json_object_object_get_ex(msg, "result", NULL) || json_object_object_get_ex(msg, "error", NULL)))
+		return NULL; /* a response: nothing to log or answer */
+	struct mcp_request_info info;
+	mcp_request_info_begin(&info, json_object_is_type(m, json_type_string) ? json_object_get_string(m) : NULL,
+	                       session_id);
+	int cancelled_before = sink ? sink->cancelled : 0;
+	struct json_object *reply = dispatch_object_info(server, msg, session_id, ret_new_session, sink, &info);
+	if (!session_id && ret_new_session && *ret_new_session && !info.session[0])
+		snprintf(info.session, sizeof(info.session), "%.8s", *ret_new_session); /* initialize made it */
+	if (!reply && sink && sink->cancelled && !cancelled_before)
+		mcp_request_info_fail(&info, "CANCELLED", "the client cancelled the request; no response was sent");
+	mcp_request_done(server, &info, reply);
+	return reply;
 }
 
 static struct json_object *dispatch_batch(struct mcp_server *server, struct json_object *batch, const char *session_id,

@@ -1,14 +1,15 @@
 /* http.c: the MCP Streamable HTTP transport on libmicrohttpd (MCP
  * basic/transports, "Streamable HTTP"): one endpoint, /mcp, POST for
- * messages, DELETE to end a session. A POST answers application/json, or
- * text/event-stream when its request produces notifications: a tools/call with
- * a progressToken streams each progress event as it is sent (the call runs on
- * a worker thread), the response last; each event has an id unique in the
- * server. A batch that produced notifications sends them with its responses
- * at the end. GET is 405 (no standalone stream, no resumption). Owns the
- * daemon and each request's bounded body buffer; enforces the loopback
- * Host/Origin checks, the body limit and session validity before anything is
- * dispatched. Never writes an HTTP server of its own. */
+ * messages, DELETE to end a session, GET with Last-Event-ID to resume an SSE
+ * answer (other GETs are 405: no standalone stream). A POST answers
+ * application/json, or text/event-stream when its request produces
+ * notifications: a tools/call with a progressToken streams each progress
+ * event as it is sent (the call runs on a worker thread), the response last;
+ * a batch that produced notifications sends them with its responses at the
+ * end. Every SSE answer is a resumable stream (resume.c) whose event ids name
+ * it. Owns the daemon and each request's bounded body buffer; enforces the
+ * loopback Host/Origin checks, the body limit and session validity before
+ * anything is dispatched. Never writes an HTTP server of its own. */
 #include "internal.h"
 #include "../base/text.h"
 
@@ -46,8 +47,6 @@
 /* How long stop waits for running requests: longer than any tool call may
  * take (DESIGN.md: a call must finish well inside ChatGPT's 60 s). */
 #define STOP_WAIT_MS 70000
-/* Bound on the notifications one POST may collect before its response. */
-#define SSE_MAX_BYTES ((size_t)16 * 1024 * 1024)
 
 struct http_request {
 	struct cp_buf body;
@@ -92,40 +91,6 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, unsigned status,
                                    const struct reply_headers *h)
 {
 	return queue_reply_type(conn, status, body, "application/json", h);
-}
-
-/* The notifications a POST produced, kept as SSE events until its response
- * is ready (basic/transports, "Sending Messages to the Server": the server
- * may answer with an SSE stream carrying notifications before the response).
- * They are sent together with the response, not as they happen (batches
- * only; a single tools/call with a progressToken is streamed live). */
-struct sse_events {
-	struct mcp_server *server;
-	pthread_mutex_t lock;
-	struct cp_buf text; /* "id: N\ndata: JSON\n\n" events */
-	int failed;         /* out of memory: fall back to the plain response */
-	size_t count;
-};
-
-static void sse_append(struct sse_events *ev, struct json_object *message)
-{
-	_cleanup_free_ char *json = mcp_json_text(message);
-	char head[48];
-	/* Event ids are unique across the server, hence per session stream. */
-	unsigned long long n = __atomic_add_fetch(&ev->server->sse_event_id, 1, __ATOMIC_SEQ_CST);
-	int hn = snprintf(head, sizeof(head), "id: %llu\ndata: ", n);
-	pthread_mutex_lock(&ev->lock);
-	if (!json || cp_buf_append(&ev->text, head, (size_t)hn) < 0 ||
-	    cp_buf_append(&ev->text, json, strlen(json)) < 0 || cp_buf_append(&ev->text, "\n\n", 2) < 0)
-		ev->failed = 1;
-	else
-		ev->count++;
-	pthread_mutex_unlock(&ev->lock);
-}
-
-static void sse_notify(void *ctx, struct json_object *message)
-{
-	sse_append(ctx, message);
 }
 
 /* True when the client accepts text/event-stream (basic/transports: clients
@@ -204,12 +169,16 @@ static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, 
 		                       "not found: the MCP endpoint is " MCP_PATH, NULL);
 		return 1;
 	}
-	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0 && strcmp(method, MHD_HTTP_METHOD_DELETE) != 0) {
+	int resume = strcmp(method, MHD_HTTP_METHOD_GET) == 0 && header(conn, "Last-Event-ID");
+	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0 && strcmp(method, MHD_HTTP_METHOD_DELETE) != 0 && !resume) {
 		/* basic/transports, "Listening for Messages from the Server": a
-		 * server without an SSE stream answers GET with 405. */
+		 * server without a standalone SSE stream answers GET with 405; a
+		 * GET with Last-Event-ID resumes a stream (handle_resume). */
 		struct reply_headers h = {.allow = "POST, DELETE"};
 		*ret = queue_rpc_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, MCP_RPC_INVALID_REQUEST,
-		                       "method not allowed: use POST (or DELETE to end a session)", &h);
+		                       "method not allowed: use POST (or DELETE to end a session, or GET with "
+		                       "Last-Event-ID to resume a stream)",
+		                       &h);
 		return 1;
 	}
 	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
@@ -248,104 +217,94 @@ static enum MHD_Result handle_delete(struct mcp_server *server, struct MHD_Conne
 	return queue_reply(conn, MHD_HTTP_OK, NULL, NULL);
 }
 
-/* A live SSE answer for a tools/call that asked for progress: the call runs
- * on a worker thread, each notification is an event as soon as it is sent,
- * the response is the last event. The connection's thread waits in
- * stream_read for the next event (thread per connection, so it may block).
- * Shared by the worker and the response; the last to let go frees it. */
-struct sse_stream {
-	struct mcp_server *server;
-	pthread_mutex_t lock;
-	pthread_cond_t changed;
-	struct cp_buf pending; /* events not yet handed to libmicrohttpd */
-	int done;              /* the response (or nothing, when cancelled) is queued */
-	int cancelled;         /* the request was cancelled: end without a response */
-	int failed;            /* out of memory: end the stream */
-	int refs;
-	struct json_object *msg; /* owned by the worker */
-	char *session_id;        /* NULL when stateless */
+/* Every SSE answer is a resumable stream (resume.c): the POST's own
+ * response reads it from its first event; a GET with Last-Event-ID reads it
+ * again from where the client lost it. The connection's thread blocks in
+ * reader_cb for the next event (thread per connection, so it may). */
+static ssize_t reader_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	ssize_t n = mcp_stream_read(cls, buf, max);
+	/* A cancelled request's stream ends without its response, as an error. */
+	return n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void reader_free_cb(void *cls)
+{
+	mcp_stream_reader_free(cls);
+}
+
+/* Queues 200 text/event-stream read from r (taken over). */
+static enum MHD_Result queue_sse(struct MHD_Connection *conn, struct mcp_stream_reader *r,
+                                 const struct reply_headers *h)
+{
+	struct MHD_Response *resp =
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, reader_cb, r, reader_free_cb);
+	if (!resp) {
+		mcp_stream_reader_free(r);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (h && h->session_id)
+		MHD_add_response_header(resp, "Mcp-Session-Id", h->session_id);
+	if (h && h->protocol_version)
+		MHD_add_response_header(resp, "MCP-Protocol-Version", h->protocol_version);
+	enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* The notification sink of one POST: each notification is the stream's next
+ * event (basic/transports, "Sending Messages to the Server"). */
+struct sse_answer {
+	struct mcp_stream *stream; /* the writer's reference */
+	int events;                /* notifications appended (atomic) */
 };
-
-static void stream_unref(struct sse_stream *st)
-{
-	pthread_mutex_lock(&st->lock);
-	int last = --st->refs == 0;
-	pthread_mutex_unlock(&st->lock);
-	if (!last)
-		return;
-	pthread_cond_destroy(&st->changed);
-	pthread_mutex_destroy(&st->lock);
-	cp_buf_free(&st->pending);
-	json_object_put(st->msg);
-	free(st->session_id);
-	free(st);
-}
-
-static void stream_event(struct sse_stream *st, struct json_object *message)
-{
-	_cleanup_free_ char *json = mcp_json_text(message);
-	char head[48];
-	unsigned long long n = __atomic_add_fetch(&st->server->sse_event_id, 1, __ATOMIC_SEQ_CST);
-	int hn = snprintf(head, sizeof(head), "id: %llu\ndata: ", n);
-	pthread_mutex_lock(&st->lock);
-	if (!json || cp_buf_append(&st->pending, head, (size_t)hn) < 0 ||
-	    cp_buf_append(&st->pending, json, strlen(json)) < 0 || cp_buf_append(&st->pending, "\n\n", 2) < 0)
-		st->failed = 1;
-	pthread_cond_broadcast(&st->changed);
-	pthread_mutex_unlock(&st->lock);
-}
 
 static void stream_notify(void *ctx, struct json_object *message)
 {
-	stream_event(ctx, message);
+	struct sse_answer *a = ctx;
+	_cleanup_free_ char *json = mcp_json_text(message);
+	if (json && mcp_stream_append(a->stream, json) == 0)
+		__atomic_add_fetch(&a->events, 1, __ATOMIC_SEQ_CST);
 }
+
+/* Appends reply (borrowed, may be NULL) as the last event and ends the
+ * stream: complete with it, abandoned without it. */
+static void stream_finish(struct mcp_stream *stream, struct json_object *reply, int cancelled)
+{
+	_cleanup_free_ char *text = reply && !cancelled ? mcp_json_text(reply) : NULL;
+	int ok = text && mcp_stream_append(stream, text) == 0;
+	mcp_stream_end(stream, ok ? MCP_STREAM_COMPLETE : MCP_STREAM_ABANDONED);
+}
+
+/* A tools/call that asked for progress runs on a worker thread, so its
+ * events go out while it runs; the response is the last event. */
+struct stream_job {
+	struct mcp_server *server;
+	struct mcp_stream *stream;
+	struct json_object *msg; /* owned */
+	char *session_id;        /* NULL when stateless */
+};
 
 static void *stream_worker(void *arg)
 {
-	struct sse_stream *st = arg;
-	struct mcp_server *server = st->server;
-	struct mcp_sink sink = {.notify = stream_notify, .ctx = st};
-	_cleanup_json_ struct json_object *reply = mcp_dispatch_sink(server, st->msg, st->session_id, NULL, &sink);
-	if (reply && !sink.cancelled)
-		stream_event(st, reply);
-	pthread_mutex_lock(&st->lock);
-	st->cancelled = sink.cancelled;
-	st->done = 1;
-	pthread_cond_broadcast(&st->changed);
-	pthread_mutex_unlock(&st->lock);
-	stream_unref(st);
+	struct stream_job *job = arg;
+	struct mcp_server *server = job->server;
+	struct sse_answer a = {.stream = job->stream};
+	struct mcp_sink sink = {.notify = stream_notify, .ctx = &a};
+	_cleanup_json_ struct json_object *reply = mcp_dispatch_sink(server, job->msg, job->session_id, NULL, &sink);
+	stream_finish(job->stream, reply, sink.cancelled);
+	json_object_put(job->msg);
+	free(job->session_id);
+	free(job);
 	/* The worker counts as a running request, so stop waits for it. */
 	pthread_mutex_lock(&server->http_lock);
 	server->http_active--;
 	pthread_cond_broadcast(&server->http_idle);
 	pthread_mutex_unlock(&server->http_lock);
 	return NULL;
-}
-
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	(void)pos;
-	struct sse_stream *st = cls;
-	pthread_mutex_lock(&st->lock);
-	while (st->pending.len == 0 && !st->done && !st->failed)
-		pthread_cond_wait(&st->changed, &st->lock);
-	ssize_t n;
-	if (st->failed)
-		n = MHD_CONTENT_READER_END_WITH_ERROR;
-	else if (st->pending.len > 0) {
-		size_t k = st->pending.len < max ? st->pending.len : max;
-		memcpy(buf, st->pending.data, k);
-		cp_buf_consume(&st->pending, k);
-		n = (ssize_t)k;
-	} else /* done; a cancelled request ends without its response */
-		n = st->cancelled ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
-	pthread_mutex_unlock(&st->lock);
-	return n;
-}
-
-static void stream_free(void *cls)
-{
-	stream_unref(cls);
 }
 
 /* True for a single tools/call whose params carry _meta.progressToken. */
@@ -365,26 +324,23 @@ static int wants_progress(struct json_object *value)
 static int queue_stream(struct mcp_server *server, struct MHD_Connection *conn, struct json_object **value,
                         const char *sid, const struct reply_headers *h, enum MHD_Result *ret)
 {
-	struct sse_stream *st = calloc(1, sizeof(*st));
-	if (!st)
+	struct stream_job *job = calloc(1, sizeof(*job));
+	if (!job)
 		return 0;
-	if (sid && !(st->session_id = strdup(sid))) {
-		free(st);
-		return 0;
-	}
-	st->server = server;
-	pthread_mutex_init(&st->lock, NULL);
-	pthread_cond_init(&st->changed, NULL);
-	cp_buf_init(&st->pending, SSE_MAX_BYTES);
-	st->refs = 2; /* the worker and the response */
-	struct MHD_Response *resp =
-	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
-	if (!resp) {
-		st->refs = 1;
-		stream_unref(st);
+	if ((sid && !(job->session_id = strdup(sid))) || mcp_stream_open(server->resume, sid, &job->stream, NULL) < 0) {
+		free(job->session_id);
+		free(job);
 		return 0;
 	}
-	st->msg = *value;
+	struct mcp_stream_reader *reader = mcp_stream_reader_new(job->stream);
+	if (!reader) {
+		mcp_stream_end(job->stream, MCP_STREAM_DISCARD);
+		free(job->session_id);
+		free(job);
+		return 0;
+	}
+	job->server = server;
+	job->msg = *value;
 	pthread_mutex_lock(&server->http_lock);
 	server->http_active++;
 	pthread_mutex_unlock(&server->http_lock);
@@ -393,26 +349,78 @@ static int queue_stream(struct mcp_server *server, struct MHD_Connection *conn, 
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, STACK_BYTES);
-	int started = pthread_create(&tid, &attr, stream_worker, st) == 0;
+	int started = pthread_create(&tid, &attr, stream_worker, job) == 0;
 	pthread_attr_destroy(&attr);
 	if (!started) {
 		pthread_mutex_lock(&server->http_lock);
 		server->http_active--;
 		pthread_cond_broadcast(&server->http_idle);
 		pthread_mutex_unlock(&server->http_lock);
-		st->msg = NULL;             /* the caller keeps value */
-		MHD_destroy_response(resp); /* drops the response's reference */
-		stream_unref(st);           /* and the worker's */
+		mcp_stream_reader_free(reader);
+		mcp_stream_end(job->stream, MCP_STREAM_DISCARD);
+		free(job->session_id);
+		free(job); /* the caller keeps value */
 		return 0;
 	}
 	*value = NULL; /* the worker owns it now */
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	if (h->protocol_version)
-		MHD_add_response_header(resp, "MCP-Protocol-Version", h->protocol_version);
-	*ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-	MHD_destroy_response(resp);
+	*ret = queue_sse(conn, reader, h);
 	return 1;
+}
+
+/* GET with Last-Event-ID (basic/transports, "Resumability and
+ * Redelivery"): replays the events of that stream after the id, then goes
+ * on live while its request runs, then ends. The session rules are a POST's
+ * (unknown session 404); an id that is malformed, unknown, expired, of
+ * another session or whose events were dropped is 400 with a JSON-RPC error
+ * saying which: not 404, which would tell a client with a live session to
+ * initialize again (the spec names no status for this). */
+static enum MHD_Result handle_resume(struct mcp_server *server, struct MHD_Connection *conn, const char *last_id)
+{
+	struct reply_headers h = {0};
+	const char *version = header(conn, "MCP-Protocol-Version");
+	if (version && !mcp_protocol_supported(version))
+		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_INVALID_REQUEST,
+		                       "unsupported MCP-Protocol-Version; this server speaks 2025-11-25, 2025-06-18 "
+		                       "and 2025-03-26",
+		                       NULL);
+	h.protocol_version = version;
+	const char *sid = header(conn, "Mcp-Session-Id");
+	if (sid && !mcp_session_touch(server->sessions, sid))
+		return queue_rpc_error(conn, MHD_HTTP_NOT_FOUND, NULL, MCP_RPC_SESSION_NOT_FOUND,
+		                       "session not found: it ended or expired; send initialize without "
+		                       "Mcp-Session-Id to start a new one",
+		                       &h);
+	struct mcp_stream_reader *reader = NULL;
+	_cleanup_error_ struct cp_error *err = NULL;
+	if (mcp_stream_resume(server->resume, last_id, sid, &reader, &err) < 0) {
+		char word[80];
+		log_info("mcp", "resume from event %s refused: %s", mcp_log_word(last_id, word, sizeof(word)),
+		         cp_error_code_name(err->code));
+		if (err->code == CP_ERR_INTERNAL)
+			return queue_rpc_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, MCP_RPC_INTERNAL_ERROR,
+			                       err->message, &h);
+		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_INVALID_REQUEST, err->message, &h);
+	}
+	char word[80];
+	log_info("mcp", "resuming a stream after event %s", mcp_log_word(last_id, word, sizeof(word)));
+	return queue_sse(conn, reader, &h);
+}
+
+/* The log line and audit record of a POST refused before dispatch (bad
+ * JSON, unsupported version, unknown session): it is a request too. value
+ * (borrowed) may be NULL. */
+static void record_refused(struct mcp_server *server, struct json_object *value, const char *sid, const char *status,
+                           const char *message)
+{
+	struct json_object *m = NULL;
+	const char *method = json_object_is_type(value, json_type_array) ? "batch" : NULL;
+	if (json_object_is_type(value, json_type_object) && json_object_object_get_ex(value, "method", &m) &&
+	    json_object_is_type(m, json_type_string))
+		method = json_object_get_string(m);
+	struct mcp_request_info info;
+	mcp_request_info_begin(&info, method, sid);
+	mcp_request_info_fail(&info, status, message);
+	mcp_request_done(server, &info, NULL);
 }
 
 static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connection *conn, struct http_request *req)
@@ -421,9 +429,12 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 		return reply_too_large(server, conn);
 
 	_cleanup_json_ struct json_object *value = NULL;
-	if (mcp_json_parse(req->body.data, req->body.len, &value) < 0)
+	if (mcp_json_parse(req->body.data, req->body.len, &value) < 0) {
+		record_refused(server, NULL, header(conn, "Mcp-Session-Id"), "PARSE_ERROR",
+		               "the body is not valid JSON");
 		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_PARSE_ERROR,
 		                       "parse error: the body is not valid JSON", NULL);
+	}
 	cp_buf_free(&req->body);
 	struct json_object *id = mcp_message_id(value);
 
@@ -437,6 +448,7 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 		         "unsupported MCP-Protocol-Version '%.40s'; this server speaks 2025-11-25, 2025-06-18 and "
 		         "2025-03-26",
 		         version);
+		record_refused(server, value, header(conn, "Mcp-Session-Id"), "INVALID_REQUEST", text);
 		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, id, MCP_RPC_INVALID_REQUEST, text, NULL);
 	}
 	h.protocol_version = version;
@@ -448,11 +460,13 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 	 * ignored rather than refused. */
 	const char *sid = header(conn, "Mcp-Session-Id");
 	if (sid && !mcp_session_touch(server->sessions, sid)) {
-		if (!mcp_message_is_initialize(value))
+		if (!mcp_message_is_initialize(value)) {
+			record_refused(server, value, sid, "SESSION_NOT_FOUND", "the session ended or expired");
 			return queue_rpc_error(conn, MHD_HTTP_NOT_FOUND, id, MCP_RPC_SESSION_NOT_FOUND,
 			                       "session not found: it ended or expired; send initialize without "
 			                       "Mcp-Session-Id to start a new one",
 			                       &h);
+		}
 		sid = NULL;
 	}
 
@@ -463,45 +477,39 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 		return streamed;
 
 	_cleanup_free_ char *new_session = NULL;
-	struct sse_events ev = {.server = server};
-	pthread_mutex_init(&ev.lock, NULL);
-	cp_buf_init(&ev.text, SSE_MAX_BYTES);
+	/* Notifications of any other POST (a batch) are collected on a stream
+	 * and sent with the response at the end; none, and the stream is
+	 * dropped for a plain JSON answer. */
+	struct sse_answer a = {0};
 	struct mcp_sink sink = {0};
-	if (accepts_sse(header(conn, MHD_HTTP_HEADER_ACCEPT))) {
-		sink.notify = sse_notify;
-		sink.ctx = &ev;
+	if (accepts_sse(header(conn, MHD_HTTP_HEADER_ACCEPT)) &&
+	    mcp_stream_open(server->resume, sid, &a.stream, NULL) == 0) {
+		sink.notify = stream_notify;
+		sink.ctx = &a;
 	}
 	_cleanup_json_ struct json_object *reply = mcp_dispatch_sink(server, value, sid, &new_session, &sink);
-	pthread_mutex_destroy(&ev.lock);
 	h.session_id = new_session;
+	if (a.stream && (!reply || a.events == 0)) {
+		mcp_stream_end(a.stream, MCP_STREAM_DISCARD);
+		a.stream = NULL;
+	}
 	if (!reply && sink.cancelled) {
 		/* basic/utilities/cancellation: a cancelled request gets no
 		 * response; closing the connection sends nothing. */
-		cp_buf_free(&ev.text);
 		return MHD_NO;
 	}
-	if (!reply) { /* only notifications or responses: 202, no body */
-		cp_buf_free(&ev.text);
+	if (!reply) /* only notifications or responses: 202, no body */
 		return queue_reply(conn, MHD_HTTP_ACCEPTED, NULL, &h);
-	}
-	char *text = mcp_json_text(reply);
-	if (!text) {
-		cp_buf_free(&ev.text);
-		return MHD_NO;
-	}
-	if (ev.count == 0 || ev.failed) {
-		cp_buf_free(&ev.text);
-		return queue_reply(conn, MHD_HTTP_OK, text, &h);
+	if (!a.stream) {
+		char *text = mcp_json_text(reply);
+		return text ? queue_reply(conn, MHD_HTTP_OK, text, &h) : MHD_NO;
 	}
 	/* The response is the stream's last event. */
-	sse_append(&ev, reply);
-	free(text);
-	if (ev.failed) {
-		cp_buf_free(&ev.text);
-		return queue_reply(conn, MHD_HTTP_OK, mcp_json_text(reply), &h);
-	}
-	char *stream = cp_buf_steal(&ev.text); /* ownership moves to the response */
-	return queue_reply_type(conn, MHD_HTTP_OK, stream, "text/event-stream", &h);
+	struct mcp_stream_reader *reader = mcp_stream_reader_new(a.stream);
+	stream_finish(a.stream, reply, 0);
+	if (!reader)
+		return MHD_NO;
+	return queue_sse(conn, reader, &h);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -535,6 +543,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return r;
 		if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
 			return handle_delete(server, conn);
+		if (strcmp(method, MHD_HTTP_METHOD_GET) == 0)
+			return handle_resume(server, conn, header(conn, "Last-Event-ID"));
 		req->replied = 0;
 		return MHD_YES;
 	}
@@ -696,6 +706,8 @@ void mcp_server_stop(struct mcp_server *server)
 		}
 	pthread_mutex_unlock(&server->http_lock);
 
+	/* Readers of running streams would block the daemon's join. */
+	mcp_resume_shutdown(server->resume);
 	MHD_stop_daemon(server->daemon);
 	server->daemon = NULL;
 	server->port = 0;

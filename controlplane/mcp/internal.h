@@ -7,7 +7,9 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
+#include "../base/cancel.h"
 #include "mcp.h"
 
 struct json_object;
@@ -44,7 +46,7 @@ struct mcp_inflight {
 	struct mcp_inflight *next;
 	char *session_id; /* NULL when stateless */
 	char *id_text;    /* the request id as JSON text */
-	int cancelled;    /* atomic */
+	struct cp_cancel cancel;
 };
 
 struct mcp_server {
@@ -67,8 +69,83 @@ struct mcp_server {
 	int http_stopping; /* new requests get 503 */
 	pthread_mutex_t inflight_lock;
 	struct mcp_inflight *inflight; /* tools/call requests being answered */
-	uint64_t sse_event_id;         /* last SSE event id sent (atomic) */
+	struct mcp_resume *resume;     /* events of SSE answers, for Last-Event-ID */
 };
+
+/* What dispatch learns about one message while handling it (reqlog.c);
+ * fixed buffers, so the record outlives the request's own objects. */
+struct mcp_request_info {
+	int64_t start_ms; /* monotonic */
+	char method[64];
+	char tool[65];
+	char sandbox[65];
+	char target[65];
+	char session[9];
+	const char *status; /* static text; NULL until known */
+	char message[400];
+};
+
+/* resume.c: resumable SSE streams (basic/transports, "Resumability and
+ * Redelivery"). Event ids are "<16 hex key>-<seq>". */
+#define MCP_STREAM_KEY_LEN 16
+struct mcp_resume_limits {
+	size_t max_streams;      /* streams kept; ended ones are dropped oldest first past it */
+	size_t max_stream_bytes; /* events kept per stream; the oldest go first past it */
+	size_t max_bytes;        /* events kept in all; ended streams are dropped oldest first past it */
+	int64_t keep_ms;         /* how long an ended stream stays resumable */
+};
+struct mcp_resume;
+struct mcp_stream;
+struct mcp_stream_reader;
+enum mcp_stream_end {
+	MCP_STREAM_COMPLETE,  /* the response was its last event: kept for resumption */
+	MCP_STREAM_ABANDONED, /* ended without a response (cancelled): kept; readers end with an error */
+	MCP_STREAM_DISCARD,   /* never sent as SSE: dropped now */
+};
+/* A table (owned; NULL when out of memory) with the limits copied. */
+struct mcp_resume *mcp_resume_new(const struct mcp_resume_limits *lim);
+/* Frees the table and every stream no reader or writer holds; accepts NULL.
+ * No reader may block in it any more (call mcp_resume_shutdown first). */
+void mcp_resume_free(struct mcp_resume *t);
+/* Wakes every blocked reader, which then ends with an error; for stop. */
+void mcp_resume_shutdown(struct mcp_resume *t);
+/* Opens a stream for one SSE answer, with a random key, for session_id
+ * (copied; NULL = stateless). *ret holds the writer's reference, dropped by
+ * mcp_stream_end. INTERNAL when memory or randomness fails. */
+int mcp_stream_open(struct mcp_resume *t, const char *session_id, struct mcp_stream **ret, struct cp_error **err);
+/* The stream's key (borrowed; tests). */
+const char *mcp_stream_key(const struct mcp_stream *s);
+/* Appends one event with the next id and json (borrowed) as its data, and
+ * wakes readers. -1 when the stream ended or memory ran out (the stream is
+ * then ended as abandoned: no silent gap). */
+int mcp_stream_append(struct mcp_stream *s, const char *json);
+/* Ends the stream as how says and drops the writer's reference (s is not
+ * used after). */
+void mcp_stream_end(struct mcp_stream *s, enum mcp_stream_end how);
+/* A reader from the stream's first event (the POST's own response); NULL
+ * when out of memory. Free with mcp_stream_reader_free. */
+struct mcp_stream_reader *mcp_stream_reader_new(struct mcp_stream *s);
+/* A reader from the event after last_event_id (borrowed), for a GET with
+ * Last-Event-ID on session_id (NULL = none sent). Errors: INVALID_ARGUMENT
+ * (not an id of ours, or never sent), NOT_FOUND (unknown, expired, or of
+ * another session), LIMIT (the events after it were dropped), INTERNAL. */
+int mcp_stream_resume(struct mcp_resume *t, const char *last_event_id, const char *session_id,
+                      struct mcp_stream_reader **ret, struct cp_error **err);
+/* Copies up to max bytes of the reader's next events into buf; blocks while
+ * the stream runs and has nothing new. Returns the count, 0 at the end of a
+ * complete stream, -1 when it was abandoned, its events were dropped from
+ * under the reader, or the table shuts down. */
+ssize_t mcp_stream_read(struct mcp_stream_reader *r, char *buf, size_t max);
+void mcp_stream_reader_free(struct mcp_stream_reader *r);
+/* Streams kept (expired ones dropped first) and, in *ret_bytes (may be NULL),
+ * the bytes of their events. */
+size_t mcp_resume_count(struct mcp_resume *t, size_t *ret_bytes);
+
+/* reqlog.c */
+const char *mcp_log_word(const char *s, char *buf, size_t size);
+void mcp_request_info_begin(struct mcp_request_info *info, const char *method, const char *session_id);
+void mcp_request_info_fail(struct mcp_request_info *info, const char *status, const char *message);
+void mcp_request_done(struct mcp_server *server, struct mcp_request_info *info, struct json_object *reply);
 
 /* protocol.c */
 int mcp_protocol_supported(const char *version);
@@ -91,7 +168,7 @@ struct json_object *mcp_message_id(struct json_object *value);
 int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **ret_json, struct cp_error **err);
 struct json_object *mcp_tools_list(struct mcp_server *server, struct json_object *id);
 struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object *id, struct json_object *params,
-                                   const char *session_id, struct mcp_sink *sink);
+                                   const char *session_id, struct mcp_sink *sink, struct mcp_request_info *info);
 
 /* session.c */
 struct mcp_session_table *mcp_session_table_new(size_t max_sessions, long idle_ms);

@@ -11,6 +11,7 @@
 #include "../base/error.h"
 
 struct json_object;
+struct cp_cancel;
 
 /* Annotation bits (MCP server/tools "ToolAnnotations"). */
 enum mcp_tool_hint {
@@ -35,9 +36,10 @@ struct mcp_call {
 	 * before the response. NULL when the transport cannot send any. */
 	void (*notify)(void *notify_ctx, struct json_object *message);
 	void *notify_ctx;
-	/* Set (atomically) when the client sent notifications/cancelled for this
-	 * request; NULL when not tracked. */
-	const int *cancelled;
+	/* Fired when the client sent notifications/cancelled for this request;
+	 * NULL when not tracked. A handler passes it to the waits it makes
+	 * (helper_channel_call_cancel) so a cancel ends them at once. */
+	struct cp_cancel *cancel;
 };
 
 /* Sends notifications/progress {progressToken, progress, total, message} for
@@ -50,10 +52,11 @@ void mcp_call_progress(const struct mcp_call *call, double progress, double tota
 /* True when the client cancelled this request (notifications/cancelled, MCP
  * basic/utilities/cancellation). What a cancel does: the request gets no
  * response (HTTP: the connection or SSE stream closes without it; stdio: no
- * line), and a handler that polls this may stop waiting early. What it does
- * not: a handler is never interrupted, and work it started keeps running (a
- * bash command goes on; bash_stop ends it; a sandbox being created is
- * created). Only tools/call requests can be cancelled; a cancel for another
+ * line), and a handler waiting on call->cancel (a helper answer: bash,
+ * bash_poll, the clone copy of sandbox_create) stops waiting at once. What
+ * it does not: a handler is never interrupted between its steps, and work it
+ * started keeps running (a bash command goes on and can be polled; bash_stop
+ * ends it; a sandbox being created is created). Only tools/call requests can be cancelled; a cancel for another
  * session's request, an unknown or finished one is ignored. NULL-safe. */
 int mcp_call_cancelled(const struct mcp_call *call);
 
@@ -76,15 +79,38 @@ struct mcp_tool {
 	mcp_tool_handler handler;
 };
 
+/* What one JSON-RPC message did: the per-request log line and the audit
+ * row are made from it (issue 5, "Logs"). Every string is borrowed for the
+ * duration of the hook call and holds no credential: the session is only a
+ * prefix of its id, client-chosen words are cut to a safe alphabet. */
+struct mcp_request_record {
+	const char *method;     /* "tools/call", "initialize", "notifications/cancelled", "-" when unreadable */
+	const char *tool;       /* tools/call: the tool's name; NULL otherwise */
+	const char *sandbox_id; /* arguments.sandbox_id, or the result's sandbox_id; NULL */
+	const char *target;     /* the result's approval_id when it has one; NULL */
+	const char *session;    /* the first 8 characters of the session id; NULL when stateless */
+	const char *status;     /* "ok"; a tool error's code (NOT_FOUND ...); a JSON-RPC error (INVALID_PARAMS ...);
+	                           "CANCELLED" when the client cancelled (no response was sent) */
+	const char *message;    /* the error message (bounded); NULL on success */
+	long long duration_ms;
+};
+
+/* Called once per JSON-RPC message after it was handled (requests and
+ * notifications alike; responses sent to the server are ignored), on the
+ * thread that handled it. Must not block for long. */
+typedef void (*mcp_request_hook)(void *ctx, const struct mcp_request_record *rec);
+
 struct mcp_server_options {
-	const char *host;         /* bind address, "127.0.0.1" */
-	unsigned port;            /* 18788; 0 = pick a free port (tests) */
-	const char *name;         /* serverInfo.name */
-	const char *version;      /* serverInfo.version */
-	const char *instructions; /* initialize result "instructions" */
-	size_t max_body_bytes;    /* 20 MiB; larger bodies get 413 */
-	size_t max_sessions;      /* cap on live sessions (oldest idle evicted) */
-	long session_idle_ms;     /* idle sessions expire after this */
+	const char *host;            /* bind address, "127.0.0.1" */
+	unsigned port;               /* 18788; 0 = pick a free port (tests) */
+	const char *name;            /* serverInfo.name */
+	const char *version;         /* serverInfo.version */
+	const char *instructions;    /* initialize result "instructions" */
+	size_t max_body_bytes;       /* 20 MiB; larger bodies get 413 */
+	size_t max_sessions;         /* cap on live sessions (oldest idle evicted) */
+	long session_idle_ms;        /* idle sessions expire after this */
+	mcp_request_hook on_request; /* may be NULL: the log line only */
+	void *on_request_ctx;
 };
 
 struct mcp_server;

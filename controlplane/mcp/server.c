@@ -11,6 +11,15 @@
 #define DEFAULT_MAX_BODY_BYTES ((size_t)20 * 1024 * 1024)
 #define DEFAULT_MAX_SESSIONS 1000
 #define DEFAULT_SESSION_IDLE_MS (60L * 60 * 1000)
+/* Resumable SSE streams (README, "MCP support"): an ended stream stays
+ * resumable for five minutes; at most 256 streams and 64 MiB of events are
+ * kept, 4 MiB per stream (a bash answer is at most CHAT2SBX_MAX_OUTPUT_CHARS). */
+static const struct mcp_resume_limits resume_limits = {
+    .max_streams = 256,
+    .max_stream_bytes = (size_t)4 * 1024 * 1024,
+    .max_bytes = (size_t)64 * 1024 * 1024,
+    .keep_ms = 5 * 60 * 1000,
+};
 
 static int copy_string(const char *s, const char *fallback, char **ret)
 {
@@ -69,7 +78,8 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 		return cp_error_prefix(err, "create MCP server");
 	}
 	s->sessions = mcp_session_table_new(s->opts.max_sessions, s->opts.session_idle_ms);
-	if (!s->sessions) {
+	s->resume = mcp_resume_new(&resume_limits);
+	if (!s->sessions || !s->resume) {
 		mcp_server_free(s);
 		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
 	}
@@ -87,6 +97,7 @@ void mcp_server_free(struct mcp_server *server)
 		return;
 	mcp_server_stop(server);
 	mcp_session_table_free(server->sessions);
+	mcp_resume_free(server->resume);
 	free(server->tools_list_json);
 	free(server->host);
 	free(server->name);

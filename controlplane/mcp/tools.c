@@ -1,6 +1,7 @@
 /* tools.c: tools/list and tools/call over the caller's tool table (MCP
  * server/tools). Builds the tools/list answer once at start; turns a
- * handler's result or cp_error into a tool result and logs one line per call.
+ * handler's result or cp_error into a tool result and tells reqlog.c what
+ * the call did.
  * Knows nothing of what a tool does: no Docker, no SQL, no policy. */
 #include "internal.h"
 #include "../base/text.h"
@@ -148,29 +149,11 @@ static const char *string_field(struct json_object *o, const char *key)
 	return NULL;
 }
 
-/* Client-chosen words in a log line are cut and reduced to a safe alphabet,
- * so a crafted name can neither forge a second line nor flood the log. */
-static const char *log_word(const char *s, char *buf, size_t size)
+static struct json_object *invalid_params(struct json_object *id, const char *tool, struct mcp_request_info *info,
+                                          const char *text)
 {
-	if (!s || !*s)
-		return "-";
-	size_t i = 0;
-	for (; s[i] && i + 1 < size; i++) {
-		unsigned char c = (unsigned char)s[i];
-		buf[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-		                 c == '-' || c == '.' || c == '/'
-		             ? (char)c
-		             : '?';
-	}
-	buf[i] = '\0';
-	return buf;
-}
-
-static struct json_object *invalid_params(struct json_object *id, const char *tool, int64_t start, const char *text)
-{
-	char word[65];
-	log_info("mcp", "tools/call tool=%s sandbox=- status=INVALID_PARAMS duration_ms=%lld",
-	         log_word(tool, word, sizeof(word)), (long long)(clock_monotonic_ms() - start));
+	if (info)
+		mcp_log_word(tool, info->tool, sizeof(info->tool));
 	return mcp_rpc_error_new(id, MCP_RPC_INVALID_PARAMS, text);
 }
 
@@ -196,7 +179,7 @@ void mcp_call_progress(const struct mcp_call *call, double progress, double tota
 
 int mcp_call_cancelled(const struct mcp_call *call)
 {
-	return call && call->cancelled && __atomic_load_n(call->cancelled, __ATOMIC_SEQ_CST);
+	return call && cp_cancel_fired(call->cancel);
 }
 
 /* Registers a tools/call so notifications/cancelled can find it; NULL when
@@ -208,7 +191,9 @@ static struct mcp_inflight *inflight_add(struct mcp_server *server, const char *
 		return NULL;
 	f->id_text = strdup(json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN));
 	f->session_id = session_id ? strdup(session_id) : NULL;
+	cp_cancel_init(&f->cancel);
 	if (!f->id_text || (session_id && !f->session_id)) {
+		cp_cancel_destroy(&f->cancel);
 		free(f->id_text);
 		free(f->session_id);
 		free(f);
@@ -232,6 +217,7 @@ static void inflight_remove(struct mcp_server *server, struct mcp_inflight *f)
 			break;
 		}
 	pthread_mutex_unlock(&server->inflight_lock);
+	cp_cancel_destroy(&f->cancel);
 	free(f->id_text);
 	free(f->session_id);
 	free(f);
@@ -252,25 +238,26 @@ static struct json_object *progress_token(struct json_object *params)
  * Handling"): malformed params or an unknown tool are JSON-RPC -32602
  * errors; a handler's failure is a result with isError: true. id and params
  * are borrowed (params may be NULL); session_id may be NULL. Returns an owned
- * response and logs one info line. Blocks for as long as the handler.
+ * response and fills info (may be NULL) with the tool, sandbox, approval and
+ * status for the request's log line and audit row (reqlog.c). Blocks for as
+ * long as the handler.
  * sink (may be NULL) takes the handler's progress notifications; a request
  * the client cancelled meanwhile gets no response: NULL, sink->cancelled set. */
 struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object *id, struct json_object *params,
-                                   const char *session_id, struct mcp_sink *sink)
+                                   const char *session_id, struct mcp_sink *sink, struct mcp_request_info *info)
 {
-	int64_t start = clock_monotonic_ms();
 	if (!params)
-		return invalid_params(id, NULL, start, "tools/call needs params {name, arguments}");
+		return invalid_params(id, NULL, info, "tools/call needs params {name, arguments}");
 	const char *name = string_field(params, "name");
 	if (!name)
-		return invalid_params(id, NULL, start, "tools/call needs params.name, a string");
+		return invalid_params(id, NULL, info, "tools/call needs params.name, a string");
 	char text[256];
 	const struct mcp_tool *tool = tool_find(server, name);
 	if (!tool) {
 		char clipped[320];
 		snprintf(text, sizeof(text), "unknown tool '%s'; call tools/list to see the available tools",
 		         text_clip(name, 100, clipped, sizeof(clipped)));
-		return invalid_params(id, name, start, text);
+		return invalid_params(id, name, info, text);
 	}
 
 	_cleanup_json_ struct json_object *empty = NULL;
@@ -281,7 +268,7 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 		char clipped[320];
 		snprintf(text, sizeof(text), "tools/call '%s': params.arguments must be an object",
 		         text_clip(name, 100, clipped, sizeof(clipped)));
-		return invalid_params(id, name, start, text);
+		return invalid_params(id, name, info, text);
 	}
 
 	struct mcp_inflight *inflight = inflight_add(server, session_id, id);
@@ -292,7 +279,7 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 	    .progress_token = progress_token(params),
 	    .notify = sink ? sink->notify : NULL,
 	    .notify_ctx = sink ? sink->ctx : NULL,
-	    .cancelled = inflight ? &inflight->cancelled : NULL,
+	    .cancel = inflight ? &inflight->cancel : NULL,
 	};
 	struct json_object *value = NULL;
 	_cleanup_error_ struct cp_error *err = NULL;
@@ -316,11 +303,25 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 	} else {
 		result = tool_success_result(value);
 	}
-	char word[65];
-	const char *status = r < 0 ? cp_error_code_name(err->code) : "ok";
-	log_info("mcp", "tools/call tool=%s sandbox=%s status=%s%s duration_ms=%lld", tool->name,
-	         log_word(string_field(args, "sandbox_id"), word, sizeof(word)), status,
-	         cancelled ? " cancelled=1" : "", (long long)(clock_monotonic_ms() - start));
+	if (info) {
+		/* The record (reqlog.c): the sandbox named in the arguments or, for
+		 * sandbox_create, in the result; an approval the result names. */
+		struct json_object *sc = NULL;
+		if (r >= 0)
+			json_object_object_get_ex(result, "structuredContent", &sc);
+		const char *sandbox = string_field(args, "sandbox_id");
+		mcp_log_word(tool->name, info->tool, sizeof(info->tool));
+		if (sandbox || (sandbox = string_field(sc, "sandbox_id")))
+			mcp_log_word(sandbox, info->sandbox, sizeof(info->sandbox));
+		if (string_field(sc, "approval_id"))
+			mcp_log_word(string_field(sc, "approval_id"), info->target, sizeof(info->target));
+		if (cancelled)
+			mcp_request_info_fail(info, "CANCELLED",
+			                      "the client cancelled the request; no response was sent (work the tool "
+			                      "started goes on: a bash session can be polled)");
+		else if (r < 0)
+			mcp_request_info_fail(info, cp_error_code_name(err->code), err->message);
+	}
 	if (cancelled) {
 		/* basic/utilities/cancellation: no response for a cancelled request. */
 		json_object_put(result);

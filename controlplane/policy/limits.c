@@ -1,5 +1,5 @@
-/* limits.c: resource values a sandbox_create may ask for (memory) and the
- * bash yield clamp. Pure functions. */
+/* limits.c: resource values a sandbox_create may ask for (memory, cpus,
+ * pids) and the bash yield clamp. Pure functions. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -60,4 +60,52 @@ int64_t policy_yield_clamp(int64_t requested_ms, int64_t default_ms, int64_t max
 	if (v < 0)
 		v = 0;
 	return v;
+}
+
+int policy_cpus_parse(const char *text, long host_cpus, int64_t *ret_nano_cpus, struct cp_error **err)
+{
+	const char *hint = "use a decimal number of CPUs such as \"1.5\" or \"2\"";
+	if (!text || !*text)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "cpus '' is not a number; %s", hint);
+	/* Digits, an optional '.', digits: no sign, exponent, hex or spaces, so
+	 * the value is exact (no floating point). */
+	const char *p = text;
+	int64_t whole = 0, frac = 0;
+	int n_whole = 0, n_frac = 0;
+	for (; isdigit((unsigned char)*p); p++, n_whole++) {
+		if (whole > 1000000)
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "cpus '%s' is too large; %s", text, hint);
+		whole = whole * 10 + (*p - '0');
+	}
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++, n_frac++) {
+			if (n_frac == 9)
+				return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+				                    "cpus '%s' has more than 9 decimal places; %s", text, hint);
+			frac = frac * 10 + (*p - '0');
+		}
+	if (*p || n_whole + n_frac == 0)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "cpus '%s' is not a number; %s", text, hint);
+	for (int i = n_frac; i < 9; i++)
+		frac *= 10;
+	int64_t nano = whole * 1000000000LL + frac;
+	if (nano <= 0)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "cpus '%s' must be greater than 0; %s, or leave it out for no limit", text, hint);
+	if (host_cpus > 0 && nano > (int64_t)host_cpus * 1000000000LL)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "cpus '%s' is more than the %ld CPU(s) of this machine; ask for at most \"%ld\"",
+		                    text, host_cpus, host_cpus);
+	*ret_nano_cpus = nano;
+	return 0;
+}
+
+int policy_pids_check(int64_t pids_limit, struct cp_error **err)
+{
+	if (pids_limit < POLICY_PIDS_MIN || pids_limit > POLICY_PIDS_MAX)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "pids_limit %lld is outside the accepted range %d-%d (processes and threads in the "
+		                    "sandbox); leave it out for the server's default",
+		                    (long long)pids_limit, POLICY_PIDS_MIN, POLICY_PIDS_MAX);
+	return 0;
 }

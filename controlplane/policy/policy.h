@@ -20,6 +20,25 @@
  * INVALID_ARGUMENT naming the value and the accepted form and range. */
 int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **err);
 
+/* Parses a CPU count as the Docker CLI's --cpus takes it: a decimal number
+ * with at most 9 fractional digits ("1.5", "0.25", "2"), greater than 0 and
+ * at most host_cpus (the engine host's online CPUs; <= 0 = no upper check).
+ * *ret_nano_cpus gets the count in billionths of a CPU (HostConfig.NanoCpus:
+ * "1.5" → 1500000000). Fails with INVALID_ARGUMENT naming the value, the
+ * accepted form and the range. Pure. */
+int policy_cpus_parse(const char *text, long host_cpus, int64_t *ret_nano_cpus, struct cp_error **err);
+
+/* Range of a per-sandbox process limit a request may ask for (pids_limit).
+ * The low end leaves room for bash and a build tool; the high end keeps one
+ * sandbox from exhausting the host's process table (kernel pid_max is often
+ * 32768). */
+#define POLICY_PIDS_MIN 16
+#define POLICY_PIDS_MAX 32768
+
+/* Checks a requested process limit against [POLICY_PIDS_MIN,
+ * POLICY_PIDS_MAX]; INVALID_ARGUMENT naming the value and the range. Pure. */
+int policy_pids_check(int64_t pids_limit, struct cp_error **err);
+
 /* Clamps a requested yield (ms; negative = absent) to [0, max_ms], default_ms
  * when absent. DESIGN.md, Bash contract. */
 int64_t policy_yield_clamp(int64_t requested_ms, int64_t default_ms, int64_t max_ms);

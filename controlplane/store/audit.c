@@ -23,7 +23,7 @@ int store_audit_insert(struct store *store, const struct audit_record *a, struct
 	int r = 0;
 	if (sqlite3_prepare_v2(store->db,
 	                       "INSERT INTO audit (at_ms, actor, action, sandbox_id, target, status, duration_ms, "
-	                       "message) VALUES (?,?,?,?,?,?,?,?)",
+	                       "message, method, session) VALUES (?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "write audit");
 		goto out;
@@ -36,6 +36,8 @@ int store_audit_insert(struct store *store, const struct audit_record *a, struct
 	sqlite3_bind_text(st, 6, a->status, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 7, a->duration_ms);
 	bind_opt(st, 8, a->message, AUDIT_MESSAGE_MAX);
+	bind_opt(st, 9, a->method, 64);
+	bind_opt(st, 10, a->session, 16);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		r = store_fail(store, err, "write audit");
 out:

@@ -24,7 +24,7 @@ void sandbox_record_clear(struct sandbox_record *s)
 #define SBX_COLUMNS                                                                                                    \
 	"id, workspace_id, status, container_name, container_id, image, runtime, COALESCE(memory_bytes,0), "           \
 	"COALESCE(nano_cpus,0), network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms, "             \
-	"COALESCE(removed_at_ms,0)"
+	"COALESCE(removed_at_ms,0), pooled"
 
 static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 {
@@ -43,6 +43,7 @@ static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 	s->updated_at_ms = sqlite3_column_int64(st, 12);
 	s->last_activity_ms = sqlite3_column_int64(st, 13);
 	s->removed_at_ms = sqlite3_column_int64(st, 14);
+	s->pooled = sqlite3_column_int(st, 15);
 }
 
 static void read_row_any(sqlite3_stmt *st, void *row)
@@ -71,7 +72,7 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	if (sqlite3_prepare_v2(store->db,
 	                       "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
 	                       "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
-	                       "last_activity_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       "last_activity_ms, pooled) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "insert sandbox");
 		goto out;
@@ -89,6 +90,7 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	sqlite3_bind_int64(st, 11, s->created_at_ms);
 	sqlite3_bind_int64(st, 12, s->created_at_ms);
 	sqlite3_bind_int64(st, 13, s->created_at_ms);
+	sqlite3_bind_int(st, 14, s->pooled ? 1 : 0);
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE) {
 		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
@@ -159,9 +161,14 @@ int store_sandbox_get_live_for_workspace(struct store *store, const char *worksp
 int store_sandbox_list(struct store *store, int include_removed, struct sandbox_record **ret, size_t *ret_n,
                        struct cp_error **err)
 {
-	const char *sql = include_removed ? "SELECT " SBX_COLUMNS " FROM sandboxes ORDER BY created_at_ms, id"
-	                                  : "SELECT " SBX_COLUMNS
-	                                    " FROM sandboxes WHERE status != 'removed' ORDER BY created_at_ms, id";
+	/* Indexed by the flags (store.h): removed ones, warm-pool members. */
+	static const char *const sql_for[] = {
+	    "SELECT " SBX_COLUMNS " FROM sandboxes WHERE status != 'removed' AND pooled = 0 ORDER BY created_at_ms, id",
+	    "SELECT " SBX_COLUMNS " FROM sandboxes WHERE pooled = 0 ORDER BY created_at_ms, id",
+	    "SELECT " SBX_COLUMNS " FROM sandboxes WHERE status != 'removed' ORDER BY created_at_ms, id",
+	    "SELECT " SBX_COLUMNS " FROM sandboxes ORDER BY created_at_ms, id",
+	};
+	const char *sql = sql_for[include_removed & 3];
 	return store_list_rows(store, sql, sizeof(struct sandbox_record), read_row_any, clear_row_any, "list sandboxes",
 	                       (void **)ret, ret_n, err);
 }
@@ -171,8 +178,9 @@ int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_erro
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "SELECT COUNT(*) FROM sandboxes WHERE status IN ('creating','running')", -1,
-	                       &st, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(store->db,
+	                       "SELECT COUNT(*) FROM sandboxes WHERE status IN ('creating','running') AND pooled = 0",
+	                       -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW)
 		r = store_fail(store, err, "count sandboxes");
 	else

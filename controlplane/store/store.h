@@ -130,6 +130,8 @@ struct audit_record {
 	const char *status;     /* "ok" or an error code name */
 	int64_t duration_ms;
 	const char *message; /* may be NULL; stored cut to 1000 bytes */
+	const char *method;  /* MCP: the JSON-RPC method; NULL for the CLI */
+	const char *session; /* MCP: a short prefix of the session id; NULL when stateless */
 };
 
 /* Appends one audit row (all strings borrowed). Fails like any write. */
@@ -155,6 +157,7 @@ struct sandbox_record {
 	int64_t updated_at_ms;
 	int64_t last_activity_ms;
 	int64_t removed_at_ms;
+	int pooled; /* 1: a warm-pool member, not a user sandbox (migration 0006) */
 };
 void sandbox_record_clear(struct sandbox_record *s);
 
@@ -166,11 +169,15 @@ int store_sandbox_get(struct store *store, const char *id, struct sandbox_record
 /* The live sandbox of a workspace, or NOT_FOUND. */
 int store_sandbox_get_live_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
                                          struct cp_error **err);
-/* Sandboxes, oldest first; include_removed 0 hides removed ones. Caller clears
- * each and frees the array. */
+/* Sandboxes, oldest first. include_removed is a set of flags: 0 lists the
+ * live and failed user sandboxes; STORE_SANDBOX_LIST_REMOVED adds removed
+ * ones; STORE_SANDBOX_LIST_POOLED adds warm-pool members (hidden otherwise).
+ * Caller clears each and frees the array. */
+#define STORE_SANDBOX_LIST_REMOVED 1
+#define STORE_SANDBOX_LIST_POOLED 2
 int store_sandbox_list(struct store *store, int include_removed, struct sandbox_record **ret, size_t *ret_n,
                        struct cp_error **err);
-/* Count of sandboxes in creating/running. */
+/* Count of user sandboxes in creating/running (warm-pool members excluded). */
 int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err);
 /* Sets status (and failure_reason when not NULL, container_id when not NULL),
  * updated_at = now_ms; status 'removed' also sets removed_at_ms and releases
@@ -183,5 +190,54 @@ int store_sandbox_touch(struct store *store, const char *id, int64_t now_ms, str
 /* Deletes a sandbox row (used only to undo a create that failed before the
  * sandbox was ever usable). */
 int store_sandbox_delete(struct store *store, const char *id, struct cp_error **err);
+
+/* ---- warm pool (store/sandbox_pool.c, issue 8) ---- */
+
+/* Claims one running warm-pool member made from image and runtime (NULL =
+ * engine default) with one UPDATE: pooled 1 → 0, created, updated and
+ * activity times = now_ms. Two racing claims never get the same row.
+ * Returns 1 with *ret_id (caller frees) set, 0 when no member is ready. */
+int store_sandbox_pool_claim(struct store *store, const char *image, const char *runtime, int64_t now_ms, char **ret_id,
+                             struct cp_error **err);
+/* Warm-pool members (pooled = 1) in any status but removed, oldest first.
+ * Caller clears each and frees the array. */
+int store_sandbox_pool_list(struct store *store, struct sandbox_record **ret, size_t *ret_n, struct cp_error **err);
+/* Deletes a warm-pool member's sandbox row and its managed workspace row in
+ * one transaction; a row that is no longer pooled (claimed meanwhile) is left
+ * alone and CONFLICT is returned. NOT_FOUND for an unknown id. */
+int store_sandbox_pool_forget(struct store *store, const char *id, struct cp_error **err);
+
+/* ---- exposures (store/exposures.c, migration 0004) ---- */
+
+struct exposure_record {
+	char *sandbox_id;
+	int container_port;   /* 1..65535, the sandbox's TCP port */
+	char *host;           /* host address the port is published on */
+	int host_port;        /* 1..65535 */
+	char *forwarder_name; /* engine container that relays the port */
+	char *forwarder_id;   /* may be NULL */
+	char *network;        /* per-sandbox engine network the forwarder reaches the sandbox on */
+	int64_t created_at_ms;
+};
+void exposure_record_clear(struct exposure_record *x);
+
+/* Inserts x (borrowed). CONFLICT when (sandbox_id, container_port), the
+ * forwarder name or (host, host_port) is taken; a foreign-key failure (no
+ * such sandbox) is CONFLICT too. */
+int store_exposure_insert(struct store *store, const struct exposure_record *x, struct cp_error **err);
+/* The exposure of one sandbox port into *ret (caller clears). NOT_FOUND when
+ * that port is not exposed. */
+int store_exposure_get(struct store *store, const char *sandbox_id, int container_port, struct exposure_record *ret,
+                       struct cp_error **err);
+/* Exposures of one sandbox (sandbox_id) or of all (NULL), by sandbox then
+ * port. *ret (caller clears each and frees; NULL when *ret_n is 0). */
+int store_exposure_list(struct store *store, const char *sandbox_id, struct exposure_record **ret, size_t *ret_n,
+                        struct cp_error **err);
+/* Records the id of a forwarder made again (same name, same host port).
+ * NOT_FOUND when that port is not exposed. */
+int store_exposure_set_forwarder(struct store *store, const char *sandbox_id, int container_port,
+                                 const char *forwarder_id, struct cp_error **err);
+/* Deletes one exposure row. NOT_FOUND when there is none. */
+int store_exposure_delete(struct store *store, const char *sandbox_id, int container_port, struct cp_error **err);
 
 #endif

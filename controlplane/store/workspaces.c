@@ -134,9 +134,12 @@ int store_workspace_find_host(struct store *store, const char *real_path, const 
 
 int store_workspace_list(struct store *store, struct workspace_record **ret, size_t *ret_n, struct cp_error **err)
 {
-	return store_list_rows(store, "SELECT " WS_COLUMNS " FROM workspaces w ORDER BY w.created_at_ms, w.id",
-	                       sizeof(struct workspace_record), read_row_any, clear_row_any, "list workspaces",
-	                       (void **)ret, ret_n, err);
+	/* A warm-pool member's workspace is nobody's yet (issue 8): hidden. */
+	return store_list_rows(
+	    store,
+	    "SELECT " WS_COLUMNS " FROM workspaces w WHERE NOT EXISTS (SELECT 1 FROM sandboxes p WHERE "
+	    "p.workspace_id = w.id AND p.pooled = 1) ORDER BY w.created_at_ms, w.id",
+	    sizeof(struct workspace_record), read_row_any, clear_row_any, "list workspaces", (void **)ret, ret_n, err);
 }
 
 static int exec_one(struct store *store, const char *sql, const char *what, const char *id, const char *text,

@@ -874,3 +874,171 @@ Test(docker_engine, create_joins_the_named_network)
 	cr_assert_str_eq(json_object_get_string(member(member(b, "HostConfig"), "NetworkMode")), "chat2sbx");
 	json_object_put(b);
 }
+
+/* ---- forwarder containers and per-sandbox networks (sandbox_expose) ---- */
+
+Test(docker_engine, create_forwarder_publishes_a_port)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "create_ok.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct docker_container_spec spec = test_spec(0);
+	struct docker_port_binding binding = {.container_port = 8000, .host_ip = "127.0.0.1", .host_port = 49160};
+	spec.network = "chat2sbx-expose-sbx_test";
+	spec.port_bindings = &binding;
+	spec.n_port_bindings = 1;
+	spec.restart_policy = "unless-stopped";
+	spec.cap_drop_all = 1;
+	spec.read_only_rootfs = 1;
+	spec.user = "65534:65534";
+	spec.no_stdin = 1;
+	char *id = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_create(e, &spec, &id, &err), 0, "%s", err ? err->message : "");
+	free(id);
+	docker_engine_free(e);
+	fake_stop(fe);
+	struct json_object *b = json_tokener_parse(fe->req[1].body), *hc = member(b, "HostConfig");
+	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "PortBindings"), JSON_C_TO_STRING_PLAIN),
+	                 "{\"8000\\/tcp\":[{\"HostIp\":\"127.0.0.1\",\"HostPort\":\"49160\"}]}");
+	cr_assert_str_eq(json_object_to_json_string_ext(member(b, "ExposedPorts"), JSON_C_TO_STRING_PLAIN),
+	                 "{\"8000\\/tcp\":{}}");
+	cr_assert_str_eq(json_object_get_string(member(member(hc, "RestartPolicy"), "Name")), "unless-stopped");
+	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "CapDrop"), JSON_C_TO_STRING_PLAIN), "[\"ALL\"]");
+	assert_bool(hc, "ReadonlyRootfs", 1);
+	cr_assert_str_eq(json_object_get_string(member(hc, "NetworkMode")), "chat2sbx-expose-sbx_test");
+	cr_assert_str_eq(json_object_get_string(member(b, "User")), "65534:65534");
+	assert_bool(b, "OpenStdin", 0);
+	assert_bool(b, "AttachStdin", 0);
+	json_object_put(b);
+}
+
+Test(docker_engine, create_engine_chosen_port_and_defaults_unchanged)
+{
+	static const struct fake_reply r[] = {
+	    {.fixture = "version.http"}, {.fixture = "create_ok.http"}, {.fixture = "create_ok.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct docker_container_spec spec = test_spec(0);
+	struct docker_port_binding binding = {.container_port = 3000};
+	spec.port_bindings = &binding;
+	spec.n_port_bindings = 1;
+	char *id = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_create(e, &spec, &id, &err), 0);
+	free(id);
+	struct docker_container_spec plain = test_spec(0);
+	cr_assert_eq(docker_container_create(e, &plain, &id, &err), 0);
+	free(id);
+	docker_engine_free(e);
+	fake_stop(fe);
+	struct json_object *b = json_tokener_parse(fe->req[1].body), *hc = member(b, "HostConfig"), *v = NULL;
+	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "PortBindings"), JSON_C_TO_STRING_PLAIN),
+	                 "{\"3000\\/tcp\":[{\"HostIp\":\"\",\"HostPort\":\"\"}]}");
+	json_object_put(b);
+	/* Without the new fields the body is what sandboxes always had. */
+	b = json_tokener_parse(fe->req[2].body);
+	hc = member(b, "HostConfig");
+	cr_assert_not(json_object_object_get_ex(hc, "PortBindings", &v));
+	cr_assert_not(json_object_object_get_ex(hc, "RestartPolicy", &v));
+	cr_assert_not(json_object_object_get_ex(hc, "ReadonlyRootfs", &v));
+	cr_assert_not(json_object_object_get_ex(b, "ExposedPorts", &v));
+	cr_assert_not(json_object_object_get_ex(b, "User", &v));
+	assert_bool(b, "OpenStdin", 1);
+	json_object_put(b);
+}
+
+Test(docker_engine, network_create_connect_disconnect_remove)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"},
+	                                      {.fixture = "network_create_ok.http"},
+	                                      {.fixture = "network_connect_ok.http"},
+	                                      {.fixture = "network_connect_ok.http"},
+	                                      {.fixture = "remove_ok.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct cp_error *err = NULL;
+	const char *labels[] = {"org.chat2sbx.expose.sandbox", "sbx_a", NULL};
+	char *id = NULL;
+	cr_assert_eq(docker_network_create(e, "chat2sbx-expose-sbx_a", labels, 1, &id, &err), 0);
+	cr_assert_str_eq(id, "0984ab57e739");
+	free(id);
+	cr_assert_eq(docker_network_connect(e, "chat2sbx-expose-sbx_a", "sbx_a", "sandbox", &err), 0);
+	cr_assert_eq(docker_network_disconnect(e, "chat2sbx-expose-sbx_a", "sbx_a", &err), 0);
+	cr_assert_eq(docker_network_remove(e, "chat2sbx-expose-sbx_a", &err), 0);
+	cr_assert_null(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+
+	cr_assert_str_eq(fe->req[1].line, "POST /v1.41/networks/create HTTP/1.1");
+	struct json_object *b = json_tokener_parse(fe->req[1].body);
+	cr_assert_str_eq(json_object_get_string(member(b, "Name")), "chat2sbx-expose-sbx_a");
+	cr_assert_str_eq(json_object_get_string(member(b, "Driver")), "bridge");
+	assert_bool(b, "CheckDuplicate", 1);
+	cr_assert_str_eq(json_object_get_string(member(member(b, "Options"), "com.docker.network.bridge.enable_icc")),
+	                 "true");
+	cr_assert_str_eq(json_object_get_string(member(member(b, "Labels"), "org.chat2sbx.expose.sandbox")), "sbx_a");
+	json_object_put(b);
+
+	cr_assert_str_eq(fe->req[2].line, "POST /v1.41/networks/chat2sbx-expose-sbx_a/connect HTTP/1.1");
+	b = json_tokener_parse(fe->req[2].body);
+	cr_assert_str_eq(json_object_get_string(member(b, "Container")), "sbx_a");
+	cr_assert_str_eq(
+	    json_object_to_json_string_ext(member(member(b, "EndpointConfig"), "Aliases"), JSON_C_TO_STRING_PLAIN),
+	    "[\"sandbox\"]");
+	json_object_put(b);
+	cr_assert_str_eq(fe->req[3].line, "POST /v1.41/networks/chat2sbx-expose-sbx_a/disconnect HTTP/1.1");
+	b = json_tokener_parse(fe->req[3].body);
+	assert_bool(b, "Force", 1);
+	json_object_put(b);
+	cr_assert_str_eq(fe->req[4].line, "DELETE /v1.41/networks/chat2sbx-expose-sbx_a HTTP/1.1");
+}
+
+Test(docker_engine, network_errors_carry_the_engine_words)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"},
+	                                      {.fixture = "network_create_conflict.http"},
+	                                      {.fixture = "network_connect_exists.http"},
+	                                      {.fixture = "network_remove_in_use.http"},
+	                                      {.fixture = "network_missing.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_network_create(e, "chat2sbx", NULL, 0, NULL, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_CONFLICT);
+	cp_error_freep(&err);
+	cr_assert_lt(docker_network_connect(e, "chat2sbx-expose-sbx_a", "sbx_a", NULL, &err), 0);
+	cr_assert(strstr(err->message, "already exists"), "%s", err->message);
+	cp_error_freep(&err);
+	cr_assert_lt(docker_network_remove(e, "chat2sbx-expose-sbx_a", &err), 0);
+	cr_assert(strstr(err->message, "remove network 'chat2sbx-expose-sbx_a'") &&
+	              strstr(err->message, "active endpoints"),
+	          "%s", err->message);
+	cp_error_freep(&err);
+	cr_assert_lt(docker_network_remove(e, "gone", &err), 0);
+	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
+	cp_error_freep(&err);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, network_list_filters_by_label)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "network_list_ok.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct cp_error *err = NULL;
+	char **names = NULL;
+	size_t n = 0;
+	cr_assert_eq(docker_network_list(e, "org.chat2sbx.expose.registry=/d/reg.sqlite", &names, &n, &err), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(names[0], "chat2sbx-expose-sbx_a");
+	cr_assert_str_eq(names[1], "chat2sbx-expose-sbx_b");
+	cr_assert_null(names[2]);
+	docker_strv_free(names);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_not_null(strstr(fe->req[1].line, "GET /v1.41/networks?filters="), "%s", fe->req[1].line);
+	cr_assert_not_null(strstr(fe->req[1].line, "org.chat2sbx.expose.registry%3D%2Fd%2Freg.sqlite"), "%s",
+	                   fe->req[1].line);
+}

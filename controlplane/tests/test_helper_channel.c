@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/cancel.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -649,4 +650,94 @@ Test(helper_channel, non_object_result_is_refused)
 	json_object_put(r);
 	cr_assert(helper_channel_alive(ch));
 	finish();
+}
+
+/* ---- cancellation (MCP notifications/cancelled ends the wait) ---- */
+
+static int cancel_seen;    /* the fake read the request (atomic) */
+static int cancel_release; /* the test let the fake answer late (atomic) */
+
+static void script_cancel(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	cr_assert_str_eq(req_method(req), "bash.start");
+	__atomic_store_n(&cancel_seen, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&cancel_release, __ATOMIC_SEQ_CST))
+		usleep(10 * 1000);
+	answer(f, req_id(req), "{\"late\":\"true\"}"); /* nobody waits any more: dropped */
+	json_object_put(req);
+	req = fake_read_request(f);
+	answer(f, req_id(req), "{\"late\":\"false\"}");
+	json_object_put(req);
+	fake_wait_eof(f);
+}
+
+static void *fire_when_seen(void *arg)
+{
+	while (!__atomic_load_n(&cancel_seen, __ATOMIC_SEQ_CST))
+		usleep(10 * 1000);
+	cp_cancel_fire(arg);
+	return NULL;
+}
+
+Test(helper_channel, cancel_ends_the_wait_and_keeps_the_channel, .timeout = 20)
+{
+	cancel_seen = cancel_release = 0;
+	start(script_cancel);
+	struct cp_cancel cancel;
+	cp_cancel_init(&cancel);
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, fire_when_seen, &cancel), 0);
+	struct json_object *result = NULL;
+	struct cp_error *err = NULL;
+	/* A yield of minutes: only the cancel can end this wait within the
+	 * test's own timeout. */
+	cr_assert_lt(helper_channel_call_cancel(ch, "bash.start", NULL, 600000, &cancel, &result, &err), 0);
+	pthread_join(t, NULL);
+	cr_assert_null(result);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_assert_not_null(strstr(err->message, "cancelled by the client"), "%s", err->message);
+	cr_assert_not_null(strstr(err->message, "'bash.start'"), "%s", err->message);
+	cp_error_free(err);
+	err = NULL;
+	/* The channel is intact: the late answer is dropped, the next call gets its own. */
+	__atomic_store_n(&cancel_release, 1, __ATOMIC_SEQ_CST);
+	cr_assert(helper_channel_alive(ch));
+	struct json_object *r = call_ok("hello", NULL, 5000);
+	cr_assert_str_eq(str_member(r, "late"), "false");
+	json_object_put(r);
+	/* A token that already fired does not wait at all. */
+	cr_assert_lt(helper_channel_call_cancel(ch, "bash.poll", NULL, 600000, &cancel, &result, &err), 0);
+	cr_assert_not_null(strstr(err->message, "cancelled"), "%s", err->message);
+	cp_error_free(err);
+	cp_cancel_destroy(&cancel);
+	finish();
+}
+
+static int woken;
+static void count_wake(void *arg)
+{
+	(void)arg;
+	woken++;
+}
+
+Test(helper_channel, cancel_token_fires_once)
+{
+	struct cp_cancel c;
+	cp_cancel_init(&c);
+	struct cp_cancel_waiter a = {.wake = count_wake}, b = {.wake = count_wake};
+	woken = 0;
+	cr_assert_eq(cp_cancel_watch(&c, &a), 0);
+	cr_assert_eq(cp_cancel_watch(&c, &b), 0);
+	cp_cancel_unwatch(&c, &b);
+	cr_assert_eq(cp_cancel_fired(&c), 0);
+	cp_cancel_fire(&c);
+	cp_cancel_fire(&c);
+	cr_assert_eq(woken, 1, "one registered waiter, woken once");
+	cr_assert(cp_cancel_fired(&c));
+	cr_assert_eq(cp_cancel_watch(&c, &b), 1, "watching a fired token says so");
+	cp_cancel_unwatch(&c, &a);
+	cr_assert_eq(cp_cancel_fired(NULL), 0);
+	cr_assert_eq(cp_cancel_watch(NULL, &a), 0);
+	cp_cancel_destroy(&c);
 }

@@ -677,3 +677,64 @@ Test(mcp_http, a_cancelled_streaming_call_ends_without_its_response)
 	cr_assert_null(strstr(cc.r.body, "\"result\""), "a cancelled call was answered: %s", cc.r.body);
 	free_reply(&cc.r);
 }
+
+/* ---- resumption (basic/transports, "Resumability and Redelivery") ---- */
+
+/* The "id: " values of body's events, in order; returns how many. */
+static int event_ids(const char *body, char ids[][64], int max)
+{
+	int n = 0;
+	for (const char *p = body; (p = strstr(p, "id: ")) && n < max; p += 4) {
+		if (p != body && p[-1] != '\n')
+			continue;
+		size_t len = strcspn(p + 4, "\n");
+		snprintf(ids[n++], 64, "%.*s", (int)len, p + 4);
+	}
+	return n;
+}
+
+Test(mcp_http, a_get_with_last_event_id_replays_the_rest_of_the_stream)
+{
+	struct hreply r;
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"id\":\"r-1\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+	     "\"_meta\":{\"progressToken\":\"t\"},\"arguments\":{\"progress\":true}}}",
+	     NULL);
+	cr_assert_eq(r.status, 200);
+	char ids[4][64];
+	cr_assert_eq(event_ids(r.body, ids, 4), 3, "%s", r.body);
+	/* Ids name their stream: one key, then the sequence. */
+	cr_assert_eq(strncmp(ids[0], ids[2], 17), 0, "%s %s", ids[0], ids[2]);
+	const char *rest = strstr(r.body, ids[1]) - 4; /* "id: <second>..." */
+	char header[96];
+	snprintf(header, sizeof(header), "Last-Event-ID: %s", ids[0]);
+	struct hreply g;
+	hreq(&g, "GET", "/mcp", NULL, (const char *const[]){"Accept: text/event-stream", header, NULL});
+	cr_assert_eq(g.status, 200, "%s", g.body);
+	cr_assert(strncmp(g.ctype, "text/event-stream", 17) == 0);
+	cr_assert_str_eq(g.body, rest, "the events after the first, exactly once");
+	free_reply(&g);
+
+	/* After the last event: an empty stream that ends at once. */
+	snprintf(header, sizeof(header), "Last-Event-ID: %s", ids[2]);
+	hreq(&g, "GET", "/mcp", NULL, (const char *const[]){"Accept: text/event-stream", header, NULL});
+	cr_assert_eq(g.status, 200);
+	cr_assert(g.len == 0, "%s", g.body ? g.body : "");
+	free_reply(&g);
+
+	/* Unknown, malformed: 400 with a JSON-RPC error saying so. */
+	hreq(&g, "GET", "/mcp", NULL,
+	     (const char *const[]){"Accept: text/event-stream", "Last-Event-ID: 0123456789abcdef-1", NULL});
+	cr_assert_eq(g.status, 400);
+	cr_assert_not_null(strstr(g.body, "unknown or its stream expired"), "%s", g.body);
+	free_reply(&g);
+	hreq(&g, "GET", "/mcp", NULL, (const char *const[]){"Accept: text/event-stream", "Last-Event-ID: 42", NULL});
+	cr_assert_eq(g.status, 400);
+	free_reply(&g);
+	/* A session that ended: 404, as for a POST. */
+	hreq(&g, "GET", "/mcp", NULL,
+	     (const char *const[]){"Accept: text/event-stream", header, "Mcp-Session-Id: nosuchsession", NULL});
+	cr_assert_eq(g.status, 404);
+	free_reply(&g);
+	free_reply(&r);
+}

@@ -69,6 +69,23 @@ Test(tools_args, files_and_sandbox_validation)
 	expect_invalid(tool_sandbox_list, "{\"all\":true}", "unknown argument");
 }
 
+Test(tools_args, sandbox_expose_validation)
+{
+	expect_invalid(tool_sandbox_expose, "{\"port\":8000}", "'sandbox_id' is required");
+	expect_invalid(tool_sandbox_expose, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\"}", "'port' is required");
+	expect_invalid(tool_sandbox_expose, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"port\":0}",
+	               "'port' is 0; it must be in 1..65535");
+	expect_invalid(tool_sandbox_expose, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"port\":70000}",
+	               "'port' is 70000; it must be in 1..65535");
+	expect_invalid(tool_sandbox_expose, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"port\":\"8000\"}",
+	               "'port' must be an integer");
+	expect_invalid(tool_sandbox_expose, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"port\":80.5}",
+	               "'port' must be an integer");
+	expect_invalid(tool_sandbox_expose,
+	               "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"port\":80,\"host_port\":9000}",
+	               "unknown argument 'host_port'");
+}
+
 Test(tools_args, integers_accept_whole_doubles)
 {
 	struct json_object *args = json_tokener_parse("{\"n\":1000.0,\"m\":1.5}");
@@ -85,10 +102,23 @@ Test(tools_args, table_is_complete)
 {
 	size_t n = 0;
 	const struct mcp_tool *t = tools_table(&n);
-	const char *want[] = {"sandbox_create", "sandbox_list", "sandbox_get", "sandbox_destroy",
-	                      "workspace_list", "bash",         "bash_poll",   "bash_stop",
-	                      "bash_input",     "bash_list",    "read",        "write",
-	                      "edit",           "apply_patch",  "search",      "list"};
+	const char *want[] = {"sandbox_create",
+	                      "sandbox_list",
+	                      "sandbox_get",
+	                      "sandbox_destroy",
+	                      "sandbox_expose",
+	                      "workspace_list",
+	                      "bash",
+	                      "bash_poll",
+	                      "bash_stop",
+	                      "bash_input",
+	                      "bash_list",
+	                      "read",
+	                      "write",
+	                      "edit",
+	                      "apply_patch",
+	                      "search",
+	                      "list"};
 	cr_assert_eq(n, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < n; i++) {
 		cr_expect_str_eq(t[i].name, want[i]);
@@ -137,8 +167,10 @@ Test(tools_args, nul_characters_are_refused_except_in_content)
 	expect_invalid(tool_sandbox_list, "{\"x\":1}", "this tool takes no arguments");
 }
 
-/* Every tool call through the served table leaves one audit row, failures
- * included, with the error code as its status. */
+/* Every MCP request leaves one audit row through the server's request hook
+ * (action = the tool for tools/call, the method otherwise); the served
+ * table's handlers write none themselves, so a tool call is never counted
+ * twice. */
 Test(tools_args, calls_are_audited)
 {
 	char dir[] = "/tmp/c2s-audit-XXXXXX";
@@ -161,11 +193,25 @@ Test(tools_args, calls_are_audited)
 	struct json_object *args = json_tokener_parse("{\"command\":\"ls\"}"), *res = NULL;
 	cr_expect_lt(bash->handler(&call, args, &res, &err), 0);
 	cr_expect_eq(err->code, CP_ERR_INVALID_ARGUMENT);
+	json_object_put(args);
+	int64_t count = -1;
+	cr_assert_eq(store_audit_count(store, "bash", &count, NULL), 0);
+	cr_expect_eq(count, 0, "a handler alone writes no audit row");
+	struct mcp_request_record rec = {.method = "tools/call",
+	                                 .tool = "bash",
+	                                 .session = "0123abcd",
+	                                 .status = cp_error_code_name(err->code),
+	                                 .message = err->message,
+	                                 .duration_ms = 3};
+	tools_audit_request(&app, &rec);
 	cp_error_free(err);
 	err = NULL;
-	json_object_put(args);
-	int64_t count = 0;
+	struct mcp_request_record ping = {.method = "ping", .status = "ok"};
+	tools_audit_request(&app, &ping);
+	tools_audit_request(NULL, &ping); /* no app: nothing, no crash */
 	cr_assert_eq(store_audit_count(store, "bash", &count, &err), 0);
+	cr_expect_eq(count, 1);
+	cr_assert_eq(store_audit_count(store, "ping", &count, &err), 0);
 	cr_expect_eq(count, 1);
 	store_free(store);
 	char cmd[64];

@@ -19,17 +19,37 @@
  * exec argument (MAX_ARG_STRLEN, 32 pages) less the terminating NUL. */
 #define BASH_MAX_COMMAND_BYTES 131071
 
-int tools_helper_call(struct tools_app *app, const char *sandbox_id, const char *method, struct json_object *params,
-                      long timeout_ms, struct json_object **ret, struct cp_error **err)
+/* tools_helper_call whose wait also ends when the client cancels the MCP
+ * request (cancel may be NULL). */
+static int helper_call_cancel(struct tools_app *app, struct cp_cancel *cancel, const char *sandbox_id,
+                              const char *method, struct json_object *params, long timeout_ms, struct json_object **ret,
+                              struct cp_error **err)
 {
 	struct helper_channel *ch = NULL;
 	if (lifecycle_sandbox_channel(app->lc, sandbox_id, &ch, err) < 0)
 		return -1;
-	int r = helper_channel_call(ch, method, params, timeout_ms, ret, err);
-	helper_channel_unref(ch);
+	int r = helper_channel_call_cancel(ch, method, params, timeout_ms, cancel, ret, err);
+	lifecycle_sandbox_release(app->lc, sandbox_id, ch); /* the end of the call counts as activity */
 	if (r < 0 && (*err)->code == CP_ERR_UNAVAILABLE)
 		cp_error_prefix(err, "sandbox '%s'", sandbox_id);
 	return r;
+}
+
+int tools_helper_call(struct tools_app *app, const char *sandbox_id, const char *method, struct json_object *params,
+                      long timeout_ms, struct json_object **ret, struct cp_error **err)
+{
+	return helper_call_cancel(app, NULL, sandbox_id, method, params, timeout_ms, ret, err);
+}
+
+/* A "running" snapshot of session_id with no output yet (owned). */
+static struct json_object *running_snapshot(const char *session_id)
+{
+	struct json_object *res = json_object_new_object();
+	json_object_object_add(res, "session_id", json_object_new_string(session_id));
+	json_object_object_add(res, "status", json_object_new_string("running"));
+	json_object_object_add(res, "output", json_object_new_string(""));
+	json_object_object_add(res, "has_more_output", json_object_new_boolean(1));
+	return res;
 }
 
 static int yield_arg(struct tools_app *app, struct json_object *args, int64_t *ret, struct cp_error **err)
@@ -47,7 +67,7 @@ static int yield_arg(struct tools_app *app, struct json_object *args, int64_t *r
 static int finish(struct json_object *res, const char *sandbox_id, const char *session_id, struct json_object **ret,
                   struct cp_error **err)
 {
-	static const char *const statuses[] = {"running", "exited", "killed", "timed_out"};
+	static const char *const statuses[] = {"running", "exited", "killed", "timed_out", "lost"};
 	struct json_object *v = NULL;
 	int ok = json_object_object_get_ex(res, "session_id", &v) && json_object_is_type(v, json_type_string) &&
 	         strcmp(json_object_get_string(v), session_id) == 0 && json_object_object_get_ex(res, "output", &v) &&
@@ -123,19 +143,27 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 	/* A long wait tells a client that asked for progress what is going on. */
 	if (yield > 2000)
 		mcp_call_progress(call, 0, 0, "command started; waiting for it to exit or for yield_time_ms");
-	if (tools_helper_call(app, sandbox_id, "bash.start", p, (long)yield + BASH_REPLY_MARGIN_MS, &res, err) < 0) {
-		if ((*err)->code != CP_ERR_TIMEOUT)
+	if (helper_call_cancel(app, call->cancel, sandbox_id, "bash.start", p, (long)yield + BASH_REPLY_MARGIN_MS, &res,
+	                       err) < 0) {
+		if (mcp_call_cancelled(call)) {
+			/* notifications/cancelled: the wait ends, the command does not;
+			 * the answer below is dropped by dispatch. */
+			log_info("tools",
+			         "bash in %s: request cancelled by the client; session %s keeps running (poll it "
+			         "with bash_poll, end it with bash_stop)",
+			         sandbox_id, session_id);
+			cp_error_freep(err);
+			res = running_snapshot(session_id);
+		} else if ((*err)->code != CP_ERR_TIMEOUT) {
 			return -1;
-		/* Started, but the first snapshot did not come back in time: keep the
-		 * session and let the caller poll (nothing is lost). */
-		log_warn("tools", "bash in %s: first snapshot of %s timed out; answering running", sandbox_id,
-		         session_id);
-		cp_error_freep(err);
-		res = json_object_new_object();
-		json_object_object_add(res, "session_id", json_object_new_string(session_id));
-		json_object_object_add(res, "status", json_object_new_string("running"));
-		json_object_object_add(res, "output", json_object_new_string(""));
-		json_object_object_add(res, "has_more_output", json_object_new_boolean(1));
+		} else {
+			/* Started, but the first snapshot did not come back in time: keep
+			 * the session and let the caller poll (nothing is lost). */
+			log_warn("tools", "bash in %s: first snapshot of %s timed out; answering running", sandbox_id,
+			         session_id);
+			cp_error_freep(err);
+			res = running_snapshot(session_id);
+		}
 	}
 	return finish(res, sandbox_id, session_id, ret, err);
 }
@@ -163,8 +191,13 @@ int tool_bash_poll(const struct mcp_call *call, struct json_object *args, struct
 	json_object_object_add(p, "yield_time_ms", json_object_new_int64(yield));
 	json_object_object_add(p, "max_output_bytes", json_object_new_int(app->cfg->max_output_chars));
 	struct json_object *res = NULL;
-	if (tools_helper_call(app, sandbox_id, "bash.poll", p, (long)yield + BASH_REPLY_MARGIN_MS, &res, err) < 0)
+	if (helper_call_cancel(app, call->cancel, sandbox_id, "bash.poll", p, (long)yield + BASH_REPLY_MARGIN_MS, &res,
+	                       err) < 0) {
+		if (mcp_call_cancelled(call))
+			log_info("tools", "bash_poll in %s: request cancelled by the client; session %s keeps running",
+			         sandbox_id, session_id);
 		return -1;
+	}
 	return finish(res, sandbox_id, session_id, ret, err);
 }
 

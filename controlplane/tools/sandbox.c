@@ -69,6 +69,8 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 		                       json_object_new_string_len(s->container_id, (int)strnlen(s->container_id, 12)));
 	if (s->memory_bytes > 0)
 		json_object_object_add(o, "memory_bytes", json_object_new_int64(s->memory_bytes));
+	if (s->nano_cpus > 0)
+		json_object_object_add(o, "cpus", json_object_new_double(s->nano_cpus / 1e9));
 	json_object_object_add(o, "network", json_object_new_boolean(s->network));
 	add_str(o, "runtime", s->runtime);
 	add_str(o, "failure_reason", s->failure_reason);
@@ -78,13 +80,54 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 	return o;
 }
 
+/* lifecycle reports steps 1..total; the answer is one more. */
+#define CREATE_PROGRESS_TOTAL 7
+
+static void create_progress(void *userdata, const char *step, int done, int total)
+{
+	const struct mcp_call *call = userdata;
+	if (done > 0 && done < total + 1 && total + 1 <= CREATE_PROGRESS_TOTAL)
+		mcp_call_progress(call, done, CREATE_PROGRESS_TOTAL, step);
+}
+
+/* cpus as a string ("1.5") or a JSON number (1.5): a number is written
+ * with 9 decimals at most, trailing zeros cut, into buf; policy_cpus_parse
+ * judges the text either way. */
+static int cpus_arg(struct json_object *args, char *buf, size_t size, const char **ret, struct cp_error **err)
+{
+	struct json_object *v = NULL;
+	if (!json_object_object_get_ex(args, "cpus", &v) ||
+	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+		return tool_args_string(args, "cpus", 0, ret, err);
+	double d = json_object_get_double(v);
+	if (!(d > 0) || d > 1e6)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "cpus %g must be a number of CPUs greater than 0, such as 1.5, at most this "
+		                    "machine's CPU count",
+		                    d);
+	snprintf(buf, size, "%.9f", d);
+	char *end = buf + strlen(buf) - 1;
+	while (*end == '0')
+		*end-- = '\0';
+	if (*end == '.')
+		*end = '\0';
+	*ret = buf;
+	return 0;
+}
+
 int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
                         struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"memory", "workspace_id", "workspace_path", "workspace_mode", NULL};
+	static const char *const known[] = {"memory",       "cpus",           "pids_limit",     "network",
+	                                    "workspace_id", "workspace_path", "workspace_mode", NULL};
 	struct lifecycle_create_options opts = {0};
+	char cpus[64];
+	int network = 1;
 	if (tool_args_only(args, known, err) < 0 || tool_args_string(args, "memory", 0, &opts.memory, err) < 0 ||
+	    cpus_arg(args, cpus, sizeof(cpus), &opts.cpus, err) < 0 ||
+	    tool_args_int(args, "pids_limit", 0, 1, INT32_MAX, &opts.pids_limit, err) < 0 ||
+	    tool_args_bool(args, "network", 1, &network, err) < 0 ||
 	    tool_args_string(args, "workspace_path", 0, &opts.workspace_path, err) < 0 ||
 	    tool_args_string(args, "workspace_mode", 0, &opts.workspace_mode, err) < 0)
 		return -1;
@@ -92,13 +135,19 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	    tool_args_id(args, "workspace_id", "ws_", "call workspace_list to see the workspaces", &opts.workspace_id,
 	                 err) < 0)
 		return -1;
+	opts.network_off = !network;
 	struct lifecycle_create_result res = {0};
-	/* Progress (when the client asked for it): the steps inside
-	 * lifecycle_sandbox_create report nothing yet, so only start and end. */
-	mcp_call_progress(call, 0, 2, "creating the sandbox: workspace, container, helper");
+	/* Progress (when the client asked for it): 0 now, one event per step
+	 * of the create, the total at the end; a cancel ends the wait for a
+	 * clone copy, which goes on (MCP basic/utilities/progress, cancellation). */
+	opts.progress = create_progress;
+	opts.progress_userdata = (void *)call;
+	opts.cancel = call->cancel;
+	mcp_call_progress(call, 0, CREATE_PROGRESS_TOTAL, "creating the sandbox");
 	if (lifecycle_sandbox_create(app->lc, &opts, &res, err) < 0)
 		return -1;
-	mcp_call_progress(call, 2, 2, res.approval_required ? "approval required" : "sandbox ready");
+	mcp_call_progress(call, CREATE_PROGRESS_TOTAL, CREATE_PROGRESS_TOTAL,
+	                  res.approval_required ? "approval required" : "sandbox ready");
 	struct json_object *o;
 	if (res.approval_required) {
 		/* Not an error: the model's next step is to ask the person. */
@@ -119,6 +168,8 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	} else {
 		o = tools_sandbox_json(app, &res.sandbox);
 		json_object_object_add(o, "reused", json_object_new_boolean(res.reused));
+		if (res.options_note)
+			add_str(o, "options_note", res.options_note);
 		if (res.copy_session_id) {
 			add_str(o, "copy_session_id", res.copy_session_id);
 			add_str(o, "message",
@@ -195,8 +246,11 @@ int tool_sandbox_get(const struct mcp_call *call, struct json_object *args, stru
 		json_object_put(res);
 		cp_error_free(e);
 		if (ch)
-			helper_channel_unref(ch);
+			lifecycle_sandbox_release(app->lc, id, ch);
 	}
+	struct json_object *exposures = tools_exposures_json(app, id); /* sandbox_expose's mappings */
+	if (exposures)
+		json_object_object_add(o, "exposures", exposures);
 	add_agents_md(app->cfg, o);
 	sandbox_record_clear(&s);
 	*ret = o;

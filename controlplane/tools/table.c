@@ -14,7 +14,9 @@ const char tools_instructions[] =
     "In another conversation, find existing sandboxes with sandbox_list and load one with sandbox_get. "
     "Commands have no timeout unless you pass timeout_ms; stop a session with bash_stop. Standard input is "
     "at end-of-file, so prompts do not hang. Output over the per-call bound is never lost: has_more_output "
-    "says to poll again, and log_path holds the full output inside the sandbox.";
+    "says to poll again, and log_path holds the full output inside the sandbox. To let the user open a web "
+    "server running in the sandbox, start it listening on 0.0.0.0 and call sandbox_expose with its port; give "
+    "them the url it returns.";
 
 #define SANDBOX_ID_PROP                                                                                                \
 	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox_id returned by sandbox_create or "          \
@@ -28,6 +30,7 @@ const char tools_instructions[] =
 	"\"workspace_path\":{\"type\":\"string\",\"description\":\"Host directory behind /workspace\"},"               \
 	"\"image\":{\"type\":\"string\"},\"container_id\":{\"type\":\"string\"},"                                      \
 	"\"memory_bytes\":{\"type\":\"integer\"},\"network\":{\"type\":\"boolean\"},"                                  \
+	"\"cpus\":{\"type\":\"number\"},\"options_note\":{\"type\":\"string\"},"                                       \
 	"\"runtime\":{\"type\":\"string\"},\"failure_reason\":{\"type\":\"string\"},"                                  \
 	"\"created_at\":{\"type\":\"string\"},\"last_activity_at\":{\"type\":\"string\"},"                             \
 	"\"removed_at\":{\"type\":\"string\"},\"reused\":{\"type\":\"boolean\"},"                                      \
@@ -36,13 +39,18 @@ const char tools_instructions[] =
 	"\"bash_sessions_total\":{\"type\":\"integer\"},\"bash_sessions_truncated\":{\"type\":\"boolean\"},"           \
 	"\"helper_error\":{\"type\":\"string\"},\"host_path\":{\"type\":\"string\"},"                                  \
 	"\"copy_session_id\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},"                                 \
-	"\"approval_id\":{\"type\":\"string\"}"                                                                        \
+	"\"approval_id\":{\"type\":\"string\"},"                                                                       \
+	"\"exposures\":{\"type\":\"array\",\"items\":{\"type\":\"object\"},\"description\":\"Ports published "         \
+	"with sandbox_expose: port, host, host_port, url\"}"                                                           \
 	"},\"required\":[\"status\"]}"
 
 #define BASH_OUT                                                                                                       \
 	"{\"type\":\"object\",\"properties\":{"                                                                        \
 	"\"sandbox_id\":{\"type\":\"string\"},\"session_id\":{\"type\":\"string\"},"                                   \
-	"\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\",\"killed\",\"timed_out\"]},"                 \
+	"\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\",\"killed\",\"timed_out\",\"lost\"],"         \
+	"\"description\":\"lost: the sandbox restarted while the command ran (see reason); its output up to "          \
+	"then stays readable\"},"                                                                                      \
+	"\"reason\":{\"type\":\"string\",\"description\":\"Why a session is lost\"},"                                  \
 	"\"exit_code\":{\"type\":\"integer\"},\"output\":{\"type\":\"string\"},"                                       \
 	"\"has_more_output\":{\"type\":\"boolean\",\"description\":\"More output is waiting: call "                    \
 	"bash_poll\"},"                                                                                                \
@@ -72,6 +80,12 @@ static const struct mcp_tool table[] = {
             "{\"type\":\"object\",\"properties\":{"
             "\"memory\":{\"type\":\"string\",\"description\":\"Memory ceiling such as \\\"512m\\\" or "
             "\\\"4g\\\" (default: no ceiling)\"},"
+            "\"cpus\":{\"type\":[\"string\",\"number\"],\"description\":\"CPU ceiling such as \\\"1.5\\\" "
+            "(more than 0, at most the machine's CPU count; default: no ceiling)\"},"
+            "\"pids_limit\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":32768,\"description\":\"Most "
+            "processes and threads at once (default: the server's CHAT2SBX_PIDS_LIMIT, 4096)\"},"
+            "\"network\":{\"type\":\"boolean\",\"description\":\"false: no network interface but loopback "
+            "(default true; a runtime without network, such as gVisor here, is always false)\"},"
             "\"workspace_id\":{\"type\":\"string\",\"description\":\"Existing workspace to attach "
             "(ws_..., from workspace_list)\"},"
             "\"workspace_path\":{\"type\":\"string\",\"description\":\"Absolute path of a directory on the "
@@ -120,6 +134,33 @@ static const struct mcp_tool table[] = {
         .handler = tool_sandbox_destroy,
     },
     {
+        .name = "sandbox_expose",
+        .title = "Expose a sandbox port",
+        .description = "Make a TCP port of the sandbox (a dev server, a web app) reachable from the user's machine "
+                       "and return its url (http://host:host_port/). First start the server inside the sandbox "
+                       "with bash, listening on 0.0.0.0 (all interfaces), for example `python3 -m http.server "
+                       "8000`; then call this with that port and give the url to the user. Calling it again "
+                       "for the same port returns the same url. The url lasts until the sandbox is destroyed "
+                       "and survives restarts of chat2sbx. Not for sandboxes created with network false.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,\"description\":"
+                        "\"TCP port the server inside the sandbox listens on, e.g. 8000\"}},"
+                        "\"required\":[\"sandbox_id\",\"port\"],\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
+                         "\"port\":{\"type\":\"integer\",\"description\":\"The port inside the sandbox\"},"
+                         "\"host\":{\"type\":\"string\",\"description\":\"Host address it is published "
+                         "on\"},\"host_port\":{\"type\":\"integer\"},"
+                         "\"url\":{\"type\":\"string\",\"description\":\"Open this on the user's "
+                         "machine\"},\"created\":{\"type\":\"boolean\",\"description\":\"false: the "
+                         "port was exposed already; this is the same mapping\"},"
+                         "\"created_at\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}},"
+                         "\"required\":[\"sandbox_id\",\"port\",\"host\",\"host_port\",\"url\"]}",
+        /* Not read-only (it creates a forwarder), not destructive, the same
+         * answer when repeated, and only the user's own machine is reached. */
+        .hints = MCP_HINT_IDEMPOTENT,
+        .handler = tool_sandbox_expose,
+    },
+    {
         .name = "workspace_list",
         .title = "List workspaces",
         .description = "List the workspaces chat2sbx knows: managed directories (kept 30 days after their "
@@ -135,8 +176,9 @@ static const struct mcp_tool table[] = {
         .name = "bash",
         .title = "Run a shell command",
         .description = "Run a bash command in the sandbox (cwd /workspace) and wait up to yield_time_ms. Always "
-                       "returns a session_id. status is exited (with exit_code), running (call bash_poll), killed "
-                       "or timed_out. Standard input is at end-of-file unless interactive is true (then send it "
+                       "returns a session_id. status is exited (with exit_code), running (call bash_poll), killed, "
+                       "timed_out, or lost (the sandbox restarted while it ran; reason says when). Standard input is "
+                       "at end-of-file unless interactive is true (then send it "
                        "with bash_input). No time limit unless timeout_ms is given. Start servers in the "
                        "background or let them run and poll.",
         .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
@@ -165,7 +207,8 @@ static const struct mcp_tool table[] = {
         .title = "Poll a shell session",
         .description = "Wait for new output or the end of a bash session, up to yield_time_ms, and return "
                        "only output not returned before. Poll again while status is running or "
-                       "has_more_output is true.",
+                       "has_more_output is true. A session interrupted by a restart of the sandbox is lost (with "
+                       "a reason); polling it returns the rest of the output it wrote before.",
         .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
                         ",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
                         "returned (bash_...)\"}," YIELD_PROP
@@ -211,7 +254,8 @@ static const struct mcp_tool table[] = {
         .name = "bash_list",
         .title = "List shell sessions",
         .description = "List a sandbox's bash sessions (the recent ones and every running one) with command, "
-                       "status, start time and exit code.",
+                       "status (running, exited, killed, timed_out, or lost with a reason: interrupted by a "
+                       "restart of the sandbox), start time and exit code.",
         .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
                         "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
         .output_schema = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"

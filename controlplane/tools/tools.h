@@ -18,9 +18,16 @@ struct tools_app {
 	struct lifecycle *lc;     /* borrowed */
 };
 
-/* The tool table served to mcp/ (static storage) and its length: every
- * handler is wrapped so each call leaves an audit row (audit.c). */
+/* The tool table served to mcp/ (static storage) and its length. */
 const struct mcp_tool *tools_table(size_t *ret_n);
+
+/* The MCP server's request hook (mcp_server_options.on_request, ctx = the
+ * struct tools_app): appends one audit row per JSON-RPC request (action =
+ * the tool for tools/call, the method otherwise; method, session prefix,
+ * sandbox, approval, status, duration, bounded error message). A failed
+ * write is logged, never fails the request. Blocks on the store's lock and
+ * its busy timeout at most. */
+void tools_audit_request(void *ctx, const struct mcp_request_record *rec);
 /* The same table with the plain handlers (table.c). */
 const struct mcp_tool *tools_table_plain(size_t *ret_n);
 

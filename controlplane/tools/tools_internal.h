@@ -17,6 +17,10 @@ int tool_sandbox_create(const struct mcp_call *, struct json_object *, struct js
 int tool_sandbox_list(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_sandbox_get(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_sandbox_destroy(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
+int tool_sandbox_expose(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
+/* The exposed ports of a sandbox as a JSON array (caller puts), NULL when the
+ * registry cannot be read (tools/expose.c). */
+struct json_object *tools_exposures_json(struct tools_app *app, const char *sandbox_id);
 int tool_workspace_list(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_bash_run(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_bash_poll(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);

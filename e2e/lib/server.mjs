@@ -89,6 +89,9 @@ export function childEnv(extra, home, dataRoot, port) {
     HOME: home,
     CHAT2SBX_DATA_ROOT: dataRoot,
     CHAT2SBX_ENABLE_TUNNEL: '0',
+    // Scenarios count the engine's containers; a test that wants the warm
+    // pool (15) asks for it.
+    CHAT2SBX_WARM_POOL: '0',
     CHAT2SBX_PORT: String(port),
     CHAT2SBX_HOST: '127.0.0.1',
     CHAT2SBX_ALLOWED_HOST_ROOTS: path.join(home, 'repositories'),

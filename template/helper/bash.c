@@ -24,6 +24,7 @@
 #include "hlog.h"
 #include "paths.h"
 #include "proto.h"
+#include "sessmeta.h"
 #include "utf8.h"
 
 #define DRAIN_BUDGET (1024 * 1024)     /* bytes read from a pipe when its shell exits */
@@ -35,7 +36,7 @@
 
 extern char **environ;
 
-enum session_status { SESSION_RUNNING, SESSION_EXITED, SESSION_KILLED, SESSION_TIMED_OUT };
+enum session_status { SESSION_RUNNING, SESSION_EXITED, SESSION_KILLED, SESSION_TIMED_OUT, SESSION_LOST };
 enum kill_reason { KILL_NONE, KILL_STOP, KILL_TIMEOUT };
 enum waiter_kind { WAIT_START, WAIT_POLL, WAIT_STOP };
 
@@ -61,6 +62,10 @@ struct session {
 	size_t tail_len; /* last bytes of the log, to spot an unfinished character */
 	bool ended, log_failed;
 	bool group_gone; /* the process group was seen empty after the shell ended */
+	/* Running when the helper began to stop: its end is not recorded, so
+	 * the next helper reports it lost (sessmeta.h). */
+	bool interrupted;
+	char *reason; /* SESSION_LOST: why (owned) */
 	enum session_status status;
 	int exit_code;
 	int term_sig; /* the signal that killed the shell, or 0 */
@@ -133,6 +138,7 @@ static const char *status_name(enum session_status s)
 	case SESSION_EXITED: return "exited";
 	case SESSION_KILLED: return "killed";
 	case SESSION_TIMED_OUT: return "timed_out";
+	case SESSION_LOST: return "lost";
 	}
 	return "unknown";
 }
@@ -150,7 +156,39 @@ static void session_free(struct session *s)
 	free(s->inbuf);
 	free(s->command);
 	free(s->log_path);
+	free(s->reason);
 	free(s);
+}
+
+/* ---- metadata beside the log (sessmeta.h) ---- */
+
+/* Records what the next helper must know of s; a failure is logged the
+ * first time and otherwise ignored (the session itself is unaffected). */
+static void session_persist(struct session *s)
+{
+	static bool warned;
+	struct sessmeta m = {
+	    .command = s->command,
+	    .started_at_ms = s->started_at_ms,
+	    .pid = s->pid,
+	    .interactive = s->interactive,
+	    .tty = s->tty,
+	    .ended = s->ended && !s->interrupted && s->status != SESSION_LOST,
+	    .exit_code = s->exit_code,
+	    .term_sig = s->term_sig,
+	    .ended_at_ms = s->ended_at_ms,
+	    .delivered = s->delivered,
+	    .dropped = s->dropped,
+	};
+	snprintf(m.id, sizeof m.id, "%s", s->id);
+	snprintf(m.status, sizeof m.status, "%s", status_name(s->status));
+	int r = sessmeta_write(paths_log_dir(), &m);
+	if (r < 0 && !warned) {
+		warned = true;
+		hlog_warn("cannot record session '%s' beside its log in %s (%s); after a restart of the sandbox "
+		          "it will not be listed",
+		          s->id, paths_log_dir(), strerror(-r));
+	}
 }
 
 /* ---- output: pipe → log file → replies ---- */
@@ -376,12 +414,16 @@ static json_object *session_snapshot(struct session *s, size_t max_output)
 	char *out = buf ? utf8_sanitize(buf, bash_collapse_cr(buf, take), &out_len) : NULL;
 	free(buf);
 	s->delivered += out ? take : 0;
+	if (out && take > 0)
+		session_persist(s);
 
 	json_object *r = json_object_new_object();
 	json_object_object_add(r, "session_id", json_object_new_string(s->id));
 	json_object_object_add(r, "status", json_object_new_string(status_name(s->status)));
-	if (s->ended)
+	if (s->ended && s->status != SESSION_LOST)
 		json_object_object_add(r, "exit_code", json_object_new_int(s->exit_code));
+	if (s->reason)
+		json_object_object_add(r, "reason", json_object_new_string(s->reason));
 	if (s->ended && s->term_sig) {
 		char name[32];
 		json_object_object_add(r, "signal",
@@ -448,6 +490,7 @@ static void session_forget(size_t i)
 {
 	struct session *s = sessions[i];
 	hlog_debug("forgetting session '%s' (log %s stays)", s->id, s->log_path);
+	sessmeta_remove(paths_log_dir(), s->id);
 	/* Keep creation order for bash.list. */
 	memmove(sessions + i, sessions + i + 1, (nsessions - i - 1) * sizeof *sessions);
 	nsessions--;
@@ -856,6 +899,7 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 		}
 		return -1;
 	}
+	session_persist(s);
 	hlog_debug("session '%s' started: pid %d%s", s->id, (int)s->pid,
 	           tty              ? ", on a pseudo-terminal"
 	           : s->interactive ? ", interactive"
@@ -986,8 +1030,10 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 			json_object_object_add(o, "command", json_object_new_string(s->command));
 		}
 		json_object_object_add(o, "status", json_object_new_string(status_name(s->status)));
-		if (s->ended)
+		if (s->ended && s->status != SESSION_LOST)
 			json_object_object_add(o, "exit_code", json_object_new_int(s->exit_code));
+		if (s->reason)
+			json_object_object_add(o, "reason", json_object_new_string(s->reason));
 		if (s->ended && s->term_sig) {
 			char name[32];
 			json_object_object_add(o, "signal",
@@ -997,7 +1043,7 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 		json_object_object_add(o, "tty", json_object_new_boolean(s->tty));
 		json_object_object_add(o, "stdin_open", json_object_new_boolean(stdin_open(s)));
 		json_object_object_add(o, "started_at_ms", json_object_new_int64(s->started_at_ms));
-		if (s->ended)
+		if (s->ended && s->status != SESSION_LOST)
 			json_object_object_add(o, "ended_at_ms", json_object_new_int64(s->ended_at_ms));
 		json_object_object_add(o, "pid", json_object_new_int(s->pid));
 		json_object_object_add(o, "log_path", json_object_new_string(s->log_path));
@@ -1076,6 +1122,7 @@ void bash_reap(void)
 		/* What the shell wrote before it exited is in the pipe now; take
 		 * it, so `echo hi; exit 3` answers "hi" with exit_code 3. */
 		session_read(s, DRAIN_BUDGET);
+		session_persist(s);
 		hlog_debug("session '%s' ended: %s, exit code %d", s->id, status_name(s->status), s->exit_code);
 	}
 	/* Leftover group members are orphans re-parented to us, so a group
@@ -1126,6 +1173,9 @@ void bash_shutdown(int sigfd)
 {
 	int64_t now = bash_clock_ms();
 	for (size_t i = 0; i < nsessions; i++)
+		if (!sessions[i]->ended)
+			sessions[i]->interrupted = true;
+	for (size_t i = 0; i < nsessions; i++)
 		if (group_alive(sessions[i]))
 			kill_begin(sessions[i], KILL_STOP, now);
 	for (int round = 0; round < 2; round++) {
@@ -1148,6 +1198,93 @@ void bash_shutdown(int sigfd)
 				group_signal(sessions[i], SIGKILL);
 	}
 	waiters_answer(true);
+}
+
+/* ---- sessions of an earlier helper (sessmeta.h) ---- */
+
+/* A session the helper before this one recorded: ended ones keep their
+ * status, running ones are lost. Never signalled (group_gone): its pid
+ * means nothing to this helper. */
+static struct session *session_restored(const struct sessmeta *m, const char *boot_text)
+{
+	struct session *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	snprintf(s->id, sizeof s->id, "%s", m->id);
+	s->pipe_fd = s->log_fd = s->in_fd = -1;
+	s->command = strdup(m->command ? m->command : "");
+	if (!s->command || asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), m->id) < 0) {
+		s->log_path = NULL;
+		session_free(s);
+		return NULL;
+	}
+	s->log_fd = open(s->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	if (s->log_fd >= 0 && fstat(s->log_fd, &st) == 0 && S_ISREG(st.st_mode))
+		s->total = (uint64_t)st.st_size;
+	s->delivered = m->delivered < s->total ? m->delivered : s->total;
+	s->dropped = m->dropped;
+	s->pid = m->pid;
+	s->interactive = m->interactive;
+	s->tty = m->tty;
+	s->started_at_ms = m->started_at_ms;
+	s->ended = true;
+	s->group_gone = true;
+	if (m->ended) {
+		s->status = !strcmp(m->status, "killed")      ? SESSION_KILLED
+		            : !strcmp(m->status, "timed_out") ? SESSION_TIMED_OUT
+		                                              : SESSION_EXITED;
+		s->exit_code = m->exit_code;
+		s->term_sig = m->term_sig;
+		s->ended_at_ms = m->ended_at_ms;
+	} else {
+		s->status = SESSION_LOST;
+		if (asprintf(&s->reason,
+		             "the sandbox restarted at %s; the command was interrupted (its output up to then is in "
+		             "%s)",
+		             boot_text, s->log_path) < 0) {
+			s->reason = NULL;
+			session_free(s);
+			return NULL;
+		}
+	}
+	s->seq = ++seq_counter;
+	s->ended_seq = ++seq_counter;
+	return s;
+}
+
+size_t bash_restore(int64_t boot_wall_ms)
+{
+	struct sessmeta *metas = NULL;
+	size_t n = 0, restored = 0, lost = 0;
+	int r = sessmeta_load_all(paths_log_dir(), BASH_MAX_FINISHED, &metas, &n);
+	if (r < 0) {
+		hlog_warn("cannot read the sessions of the previous start in %s: %s", paths_log_dir(), strerror(-r));
+		return 0;
+	}
+	char boot_text[40] = "?";
+	time_t secs = (time_t)(boot_wall_ms / 1000);
+	struct tm tm;
+	if (gmtime_r(&secs, &tm))
+		strftime(boot_text, sizeof boot_text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	struct rpc_error err;
+	for (size_t i = 0; i < n; i++) {
+		struct session *s = session_find(metas[i].id) ? NULL : session_restored(&metas[i], boot_text);
+		if (s && sessions_add(s, &err) < 0) {
+			session_free(s);
+			s = NULL;
+		}
+		if (s) {
+			restored++;
+			lost += s->status == SESSION_LOST;
+		}
+		sessmeta_clear(&metas[i]);
+	}
+	free(metas);
+	if (restored)
+		hlog_info("restored %zu session(s) of the previous start from %s, %zu of them interrupted (lost)",
+		          restored, paths_log_dir(), lost);
+	return restored;
 }
 
 void bash_free(void)

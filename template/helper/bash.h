@@ -80,6 +80,17 @@ void bash_shutdown(int sigfd);
  * returns the new length. */
 size_t bash_collapse_cr(unsigned char *buf, size_t len);
 
+/* Load the sessions an earlier helper recorded in the log directory
+ * (sessmeta.h; a restart of the container keeps /tmp): those that had
+ * ended keep their status, exit code and undelivered output; those that
+ * were still running get status "lost" with the reason "the sandbox
+ * restarted at <boot_wall_ms as RFC 3339 UTC>; the command was
+ * interrupted", and bash.poll returns what their log holds beyond what was
+ * delivered. At most BASH_MAX_FINISHED, the most recently started. Call once
+ * at start, before any bash.start. Returns how many were loaded; problems
+ * are logged. */
+size_t bash_restore(int64_t boot_wall_ms);
+
 /* Forget every session and waiting reply (log files stay), closing their
  * descriptors; children are not signalled. */
 void bash_free(void);

@@ -14,7 +14,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bash.h"
@@ -33,6 +35,33 @@
 #define OUT_HIGH_WATER (64u * 1024 * 1024)
 #define FLUSH_AT_EXIT_MS 1000
 
+/* This start of the helper: a random id and the wall clock, so the host can
+ * tell a helper that started again (the container restarted) from the one
+ * it talked to before. */
+static char boot_id[33];
+static int64_t boot_wall_ms;
+
+static void boot_init(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	boot_wall_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	unsigned char raw[16];
+	ssize_t n = getrandom(raw, sizeof raw, GRND_NONBLOCK);
+	if (n != (ssize_t)sizeof raw) {
+		/* No entropy yet: unique enough to tell two starts apart. */
+		uint64_t mix = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid();
+		for (size_t i = 0; i < sizeof raw; i++)
+			raw[i] = (unsigned char)(mix >> (8 * (i % 8))) ^ (unsigned char)i;
+	}
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < sizeof raw; i++) {
+		boot_id[2 * i] = hex[raw[i] >> 4];
+		boot_id[2 * i + 1] = hex[raw[i] & 15];
+	}
+	boot_id[2 * sizeof raw] = '\0';
+}
+
 typedef int (*method_fn)(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
 
 static int method_hello(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
@@ -49,6 +78,8 @@ static int method_hello(json_object *id, json_object *params, json_object **ret_
 	json_object_object_add(r, "pid", json_object_new_int(getpid()));
 	json_object_object_add(r, "sessions", json_object_new_int64((int64_t)n));
 	json_object_object_add(r, "running", json_object_new_int64((int64_t)running));
+	json_object_object_add(r, "boot_id", json_object_new_string(boot_id));
+	json_object_object_add(r, "started_at_ms", json_object_new_int64(boot_wall_ms));
 	*ret_result = r;
 	return 0;
 }
@@ -128,6 +159,16 @@ static void dispatch_overlong(char *buf, size_t len, void *data)
 	reply_unparsed(buf, len, &err);
 }
 
+bool loop_stop_signal_honoured(uint32_t sender_pid, pid_t self)
+{
+	/* As a container's init, a sender we can name is in our own pid
+	 * namespace: a command of the sandbox. The engine's stop comes from
+	 * the host's namespace, which the kernel reports as pid 0
+	 * (signal(7), pid_namespaces(7)). Elsewhere (tests, an init in front
+	 * of us) whoever may signal us may stop us. */
+	return self != 1 || sender_pid == 0;
+}
+
 /* Read pending signals; returns true when the helper must stop. */
 static bool signals_read(int sigfd, bool *ret_child)
 {
@@ -136,6 +177,10 @@ static bool signals_read(int sigfd, bool *ret_child)
 	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
 		if (si.ssi_signo == SIGCHLD) {
 			*ret_child = true;
+		} else if (!loop_stop_signal_honoured(si.ssi_pid, getpid())) {
+			hlog_warn("ignoring signal %u sent by process %u inside the sandbox; only the engine "
+			          "(docker stop) stops the helper",
+			          si.ssi_signo, si.ssi_pid);
 		} else {
 			hlog_info("received signal %u; stopping every session", si.ssi_signo);
 			stop = true;
@@ -270,6 +315,8 @@ int loop_run(const struct loop_config *cfg)
 {
 	protect_streams(cfg);
 	paths_configure(cfg->workspace, cfg->log_dir);
+	boot_init();
+	bash_restore(boot_wall_ms);
 	sigset_t mask, old;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);

@@ -2,6 +2,10 @@
 #ifndef CHAT2SBX_HELPER_LOOP_H
 #define CHAT2SBX_HELPER_LOOP_H
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
 struct loop_config {
 	int in_fd;             /* requests, newline-delimited JSON-RPC */
 	int out_fd;            /* replies; set non-blocking by the loop */
@@ -9,9 +13,12 @@ struct loop_config {
 	const char *log_dir;   /* session logs (created 0700 on first use) */
 };
 
-/* Serve requests from cfg->in_fd until SIGTERM or SIGINT: poll(2) over the
- * requests, each session's output pipe, a signalfd (SIGCHLD, SIGTERM,
- * SIGINT) and the earliest timer. End of input does not end the loop:
+/* Serve requests from cfg->in_fd until SIGTERM or SIGINT (as PID 1: only
+ * from outside the container, see loop_stop_signal_honoured). First the
+ * sessions an earlier start of the helper recorded in cfg->log_dir are
+ * loaded (bash_restore: ended ones as they ended, running ones "lost").
+ * Then poll(2) over the requests, each session's output pipe, a signalfd
+ * (SIGCHLD, SIGTERM, SIGINT) and the earliest timer. End of input does not end the loop:
  * sessions keep running and replies still go out. On SIGTERM/SIGINT every
  * session's process group is stopped (SIGTERM, SIGKILL after
  * PROTO_KILL_GRACE_MS), waiting replies are answered, queued replies are
@@ -21,5 +28,12 @@ struct loop_config {
  * makes the process a child subreaper, so orphans are reaped here even when
  * not running as PID 1). */
 int loop_run(const struct loop_config *cfg);
+
+/* Whether a SIGTERM or SIGINT from sender_pid (signalfd's ssi_pid, as seen
+ * in the helper's pid namespace) stops a helper whose own pid is self. As
+ * PID 1 of a container only a sender outside the container's pid namespace
+ * counts (ssi_pid 0: the engine's stop); a `kill -TERM 1` from a command in
+ * the sandbox is ignored. Not PID 1: every sender counts. Pure. */
+bool loop_stop_signal_honoured(uint32_t sender_pid, pid_t self);
 
 #endif

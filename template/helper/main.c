@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "forward.h"
 #include "hlog.h"
 #include "loop.h"
 #include "proto.h"
@@ -26,6 +27,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	const char *debug = getenv("CHAT2SBX_LOG_DEBUG");
+	/* A sandbox_expose forwarder container runs only the relay (forward.h). */
+	if (argc > 1 && strcmp(argv[1], "forward") == 0)
+		return forward_main(argc - 1, argv + 1);
 	hlog_debug_enabled = debug && (strstr(debug, "helper") || strcmp(debug, "1") == 0 || strcmp(debug, "all") == 0);
 	/* Every session holds a pipe and a log file open. */
 	struct rlimit rl;

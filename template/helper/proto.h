@@ -21,7 +21,11 @@
  * or the channel can be forged from inside.
  *
  * Methods
- *   hello {} → {"version":S,"helper_version":S,"pid":N,"sessions":N,"running":N}
+ *   hello {} → {"version":S,"helper_version":S,"pid":N,"sessions":N,"running":N,
+ *              "boot_id":S (32 hex digits, new at every start of the helper),
+ *              "started_at_ms":N (wall clock of that start)}
+ *     A boot_id other than the last one seen means the helper started again
+ *     (its container restarted): see "lost" below.
  *
  *   bash.start {"session_id":"bash_…" (chosen by the host, unique),
  *               "command":S, "cwd":S (default "/workspace"),
@@ -82,7 +86,8 @@
  *     output pipe) is stopped the same way. Reply: a snapshot.
  *
  *   bash.list {} → {"sessions":[{"session_id","command" (first 1000 bytes),
- *              "status","exit_code"?,"started_at_ms","ended_at_ms"? (wall clock),
+ *              "status","exit_code"?,"reason"? (lost only),"started_at_ms",
+ *              "ended_at_ms"? (wall clock; not for lost),
  *              "signal"? (as in a snapshot), "interactive","tty","stdin_open",
  *              "pid","log_path","total_output_bytes","has_more_output"}],
  *              "total":N (sessions the helper remembers),
@@ -92,9 +97,11 @@
  *     keeps at most 256 ended sessions; older ones are forgotten
  *     (bash.poll: NOT_FOUND) but their log files stay.
  *
- *   Snapshot: {"session_id":S,"status":"running"|"exited"|"killed"|"timed_out",
- *              "exit_code":N (present when not running; 128+signal when the
- *              shell died of a signal), "signal":S (only then: its name,
+ *   Snapshot: {"session_id":S,"status":"running"|"exited"|"killed"|"timed_out"|
+ *              "lost", "exit_code":N (present when ended but not lost;
+ *              128+signal when the shell died of a signal), "reason":S (lost
+ *              only: "the sandbox restarted at <RFC 3339 UTC>; the command
+ *              was interrupted (its output up to then is in <log_path>)"), "signal":S (only then: its name,
  *              e.g. "SIGKILL"), "stdin_open":bool (interactive sessions
  *              only), "output":S (valid UTF-8: invalid bytes
  *              become U+FFFD, a multi-byte character is never split across
@@ -115,7 +122,12 @@
  *     A session's full output is appended to log_path
  *     (/tmp/chat2sbx/bash/<session_id>.log); delivery cursors are kept per
  *     session in the helper, so nothing is lost or repeated between calls and
- *     across a control-plane re-attach.
+ *     across a control-plane re-attach. Beside it, <session_id>.json records
+ *     the session (command, start, delivered bytes, and its end once reaped);
+ *     a helper that starts again in the same container loads those records:
+ *     ended sessions keep their status and exit code, sessions that were
+ *     still running become "lost" (never signalled: their processes died
+ *     with the old helper), and bash.poll returns the rest of their log.
  *     The shell's exit ends the session even when a background job still holds
  *     the output pipe; output such a job writes later is still collected.
  *     timeout_ms expiry: SIGTERM, then SIGKILL after PROTO_KILL_GRACE_MS; status

@@ -68,6 +68,8 @@ void harness_start(struct harness *h)
 	harness_start_flags(h, 0);
 }
 
+static void harness_spawn(struct harness *h, unsigned flags);
+
 void harness_start_flags(struct harness *h, unsigned flags)
 {
 	memset(h, 0, sizeof *h);
@@ -76,6 +78,14 @@ void harness_start_flags(struct harness *h, unsigned flags)
 	snprintf(h->workspace, sizeof h->workspace, "%s/workspace", h->dir);
 	snprintf(h->logs, sizeof h->logs, "%s/logs", h->dir);
 	cr_assert_eq(mkdir(h->workspace, 0755), 0);
+	harness_spawn(h, flags);
+}
+
+/* Forks the loop on h's directories (fresh pipes, empty reply buffers). */
+static void harness_spawn(struct harness *h, unsigned flags)
+{
+	h->exited = false;
+	h->status = 0;
 	int req[2], rep[2];
 	cr_assert_eq(pipe2(req, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(rep, O_CLOEXEC), 0);
@@ -258,4 +268,20 @@ int jbool(json_object *o, const char *key)
 	if (!o || !json_object_object_get_ex(o, key, &v))
 		return 0;
 	return json_object_get_boolean(v);
+}
+
+void harness_restart(struct harness *h, int sig)
+{
+	if (!h->exited) {
+		kill(h->pid, sig);
+		cr_assert(harness_wait_exit(h, 10000), "the loop did not exit after signal %d", sig);
+	}
+	if (h->req_fd >= 0)
+		close(h->req_fd);
+	close(h->rep_fd);
+	free(h->buf);
+	h->buf = NULL;
+	h->len = h->cap = 0;
+	json_object_put(h->stash);
+	harness_spawn(h, 0);
 }

@@ -46,6 +46,11 @@ bool harness_wait_exit(struct harness *h, int timeout_ms);
  * child's wait status. */
 int harness_stop(struct harness *h);
 
+/* Stop the loop with sig (SIGTERM: a clean stop, as the engine's; SIGKILL:
+ * a crash) and start a new one on the same workspace and log directory, as
+ * a restart of the container would. */
+void harness_restart(struct harness *h, int sig);
+
 /* Field getters on a reply object (borrowed); missing fields give
  * -1 / NULL / false. */
 int64_t jint(json_object *o, const char *key);

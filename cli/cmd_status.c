@@ -1,0 +1,247 @@
+/* cmd_status.c: `chat2sbx status [--json]`: is everything a ChatGPT call
+ * needs up? The service (STATE_DIR/serve.json and its pid), its MCP endpoint
+ * (one initialize on loopback), the tunnel (STATE_DIR/tunnel.json and the
+ * client's /readyz), the engine and runtime, the template image, the sandbox
+ * limit and count, pending approvals. Reads only; creates nothing. The exit
+ * status is ops_readiness_exit_status (0 ready, OPS_EXIT_NOT_READY not). */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "cli.h"
+#include "docker/docker.h"
+#include "ops/ops.h"
+#include "store/store.h"
+
+#define STATUS_HTTP_TIMEOUT_MS 3000
+#define STATUS_ENGINE_TIMEOUT_MS 5000
+
+static void add_str(struct json_object *o, const char *key, const char *v)
+{
+	json_object_object_add(o, key, v ? json_object_new_string(v) : NULL);
+}
+
+static void add_int(struct json_object *o, const char *key, int64_t v, int present)
+{
+	json_object_object_add(o, key, present ? json_object_new_int64(v) : NULL);
+}
+
+static void add_bool(struct json_object *o, const char *key, int v)
+{
+	json_object_object_add(o, key, json_object_new_boolean(v));
+}
+
+/* Service and MCP endpoint. Returns the serve's own tunnel setting when it runs. */
+static void status_service(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
+{
+	struct json_object *svc = json_object_new_object(), *mcp = json_object_new_object();
+	struct ops_serve_state s = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	int have = ops_serve_state_read(cfg->state_dir, &s, &e) == 0;
+	rd->service_up = have && ops_pid_alive(s.pid);
+	add_bool(svc, "running", rd->service_up);
+	add_int(svc, "pid", s.pid, have);
+	add_int(svc, "uptime_s", (clock_now_ms() - s.started_at_ms) / 1000, rd->service_up);
+	add_str(svc, "version", have ? s.version : NULL);
+	add_str(svc, "note",
+	        !have             ? (e->code == CP_ERR_NOT_FOUND ? "not running (no serve.json)" : e->message)
+	        : !rd->service_up ? "serve.json names a process that is gone (stale)"
+	                          : NULL);
+	add_str(mcp, "endpoint", have ? s.endpoint : NULL);
+	rd->tunnel_enabled = rd->service_up ? s.tunnel_enabled : cfg->enable_tunnel;
+	if (rd->service_up) {
+		char body[512];
+		snprintf(body, sizeof(body),
+		         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+		         "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"chat2sbx-status\",\"version\":"
+		         "\"%s\"}}}",
+		         CHAT2SBX_VERSION);
+		long code = 0;
+		_cleanup_free_ char *answer = NULL;
+		cp_error_freep(&e);
+		if (ops_http_probe("POST", s.endpoint, body, STATUS_HTTP_TIMEOUT_MS, &code, &answer, &e) < 0) {
+			add_str(mcp, "error", e->message);
+		} else {
+			rd->mcp_answering = code == 200 && answer && strstr(answer, "\"protocolVersion\"");
+			add_int(mcp, "http_status", code, 1);
+		}
+	}
+	add_bool(mcp, "answering", rd->mcp_answering);
+	ops_serve_state_clear(&s);
+	json_object_object_add(out, "service", svc);
+	json_object_object_add(out, "mcp", mcp);
+}
+
+static void status_tunnel(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
+{
+	struct json_object *t = json_object_new_object();
+	add_bool(t, "enabled", rd->tunnel_enabled);
+	struct ops_tunnel_state ts = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	int have = rd->tunnel_enabled && ops_tunnel_state_read(cfg->state_dir, &ts, &e) == 0;
+	add_str(t, "state", have ? ts.state : NULL);
+	add_int(t, "pid", ts.pid, have && ts.pid > 0);
+	add_int(t, "restarts", ts.restarts, have);
+	add_str(t, "health_url", have ? ts.health_url : NULL);
+	add_str(t, "last_exit", have ? ts.last_exit : NULL);
+	long code = 0;
+	int asked = 0;
+	if (have && ts.health_url && !strcmp(ts.state, "running") && rd->service_up) {
+		char url[600];
+		snprintf(url, sizeof(url), "%s/readyz", ts.health_url);
+		cp_error_freep(&e);
+		asked = ops_http_probe("GET", url, NULL, STATUS_HTTP_TIMEOUT_MS, &code, NULL, &e) == 0;
+		if (!asked)
+			add_str(t, "error", e->message);
+	}
+	add_int(t, "readyz_status", code, asked);
+	rd->tunnel_ready = asked && code == 200;
+	add_bool(t, "ready", rd->tunnel_ready);
+	ops_tunnel_state_clear(&ts);
+	json_object_object_add(out, "tunnel", t);
+}
+
+static const char *label_of(struct json_object *image, const char *key)
+{
+	struct json_object *config = NULL, *labels = NULL, *v = NULL;
+	if (image && json_object_object_get_ex(image, "Config", &config) &&
+	    json_object_object_get_ex(config, "Labels", &labels) && json_object_object_get_ex(labels, key, &v))
+		return json_object_get_string(v);
+	return NULL;
+}
+
+static void status_engine(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
+{
+	struct json_object *eng = json_object_new_object(), *tpl = json_object_new_object();
+	struct docker_engine *engine = NULL;
+	_cleanup_error_ struct cp_error *e = NULL;
+	add_str(eng, "socket", cfg->docker_socket);
+	add_str(tpl, "image", cfg->template_image);
+	rd->engine_up = docker_engine_new(cfg->docker_socket, &engine, &e) == 0;
+	add_bool(eng, "reachable", rd->engine_up);
+	if (!rd->engine_up) {
+		add_str(eng, "error", e->message);
+	} else {
+		add_str(eng, "version", docker_engine_version(engine));
+		add_str(eng, "api_version", docker_engine_api_version(engine));
+		_cleanup_json_ struct json_object *info = NULL, *image = NULL;
+		struct json_object *v = NULL, *runtimes = NULL;
+		const char *runtime = cfg->runtime[0] ? cfg->runtime : NULL;
+		if (docker_request(engine, "GET", "/info", NULL, STATUS_ENGINE_TIMEOUT_MS,
+		                   "ask the engine for its info", NULL, &info, &e) == 0 &&
+		    info) {
+			if (!runtime && json_object_object_get_ex(info, "DefaultRuntime", &v))
+				runtime = json_object_get_string(v);
+			int found = runtime && json_object_object_get_ex(info, "Runtimes", &runtimes) &&
+			            json_object_object_get_ex(runtimes, runtime, &v);
+			add_str(eng, "runtime", runtime);
+			add_bool(eng, "runtime_found", found);
+		}
+		cp_error_freep(&e);
+		char path[600];
+		snprintf(path, sizeof(path), "/images/%s/json", cfg->template_image);
+		rd->template_present = docker_request(engine, "GET", path, NULL, STATUS_ENGINE_TIMEOUT_MS,
+		                                      "inspect the template image", NULL, &image, &e) == 0;
+		add_str(tpl, "version", label_of(image, "org.chat2sbx.template.version"));
+		add_str(tpl, "hash", label_of(image, "org.chat2sbx.template.hash"));
+	}
+	add_bool(tpl, "present", rd->template_present);
+	docker_engine_free(engine);
+	json_object_object_add(out, "engine", eng);
+	json_object_object_add(out, "template", tpl);
+}
+
+static void status_registry(const struct config *cfg, struct json_object *out)
+{
+	struct json_object *sbx = json_object_new_object(), *apr = json_object_new_object();
+	add_int(sbx, "limit", cfg->max_active_sandboxes, cfg->max_active_sandboxes > 0);
+	struct store *store = NULL;
+	_cleanup_error_ struct cp_error *e = NULL;
+	int live = 0;
+	size_t n = 0, pending = 0;
+	struct approval_record *rows = NULL;
+	int have = access(cfg->database_path, F_OK) == 0 && store_open(cfg->database_path, &store, &e) == 0 &&
+	           store_sandbox_count_live(store, &live, &e) == 0 && store_approval_list(store, &rows, &n, &e) == 0;
+	for (size_t i = 0; i < n; i++) {
+		pending += !strcmp(rows[i].status, "pending");
+		approval_record_clear(&rows[i]);
+	}
+	free(rows);
+	store_free(store);
+	add_int(sbx, "active", live, have);
+	add_int(apr, "pending", (int64_t)pending, have);
+	if (!have)
+		add_str(out, "registry_error", e ? e->message : "no registry yet; run 'chat2sbx setup'");
+	json_object_object_add(out, "sandboxes", sbx);
+	json_object_object_add(out, "approvals", apr);
+}
+
+static const char *get_s(struct json_object *o, const char *a, const char *b)
+{
+	struct json_object *x = NULL, *y = NULL;
+	if (!json_object_object_get_ex(o, a, &x) || !json_object_object_get_ex(x, b, &y) || !y)
+		return NULL;
+	return json_object_get_string(y);
+}
+
+static void print_table(struct json_object *o, const struct ops_readiness *rd, const char *reason)
+{
+	printf("chat2sbx status: %s%s\n\n", reason ? "NOT READY: " : "ready", reason ? reason : "");
+	const char *uptime = get_s(o, "service", "uptime_s");
+	printf("%-10s %-10s pid %s, up %s s, version %s%s%s\n", "SERVICE", rd->service_up ? "running" : "down",
+	       get_s(o, "service", "pid") ?: "-", uptime ?: "-", get_s(o, "service", "version") ?: "-",
+	       get_s(o, "service", "note") ? "; " : "", get_s(o, "service", "note") ?: "");
+	printf("%-10s %-10s %s%s%s\n", "MCP", rd->mcp_answering ? "answering" : "no answer",
+	       get_s(o, "mcp", "endpoint") ?: "-", get_s(o, "mcp", "error") ? ": " : "",
+	       get_s(o, "mcp", "error") ?: "");
+	if (rd->tunnel_enabled)
+		printf("%-10s %-10s state %s, pid %s, %s restarts, /readyz %s%s%s\n", "TUNNEL",
+		       rd->tunnel_ready ? "ready" : "not ready", get_s(o, "tunnel", "state") ?: "unknown",
+		       get_s(o, "tunnel", "pid") ?: "-", get_s(o, "tunnel", "restarts") ?: "0",
+		       get_s(o, "tunnel", "readyz_status") ?: "-",
+		       get_s(o, "tunnel", "last_exit") ? "; last exit: " : "", get_s(o, "tunnel", "last_exit") ?: "");
+	else
+		printf("%-10s %-10s local only (CHAT2SBX_ENABLE_TUNNEL=0)\n", "TUNNEL", "disabled");
+	if (rd->engine_up)
+		printf("%-10s %-10s %s (API %s), runtime %s%s\n", "ENGINE", "ok", get_s(o, "engine", "version"),
+		       get_s(o, "engine", "api_version"), get_s(o, "engine", "runtime") ?: "?",
+		       !strcmp(get_s(o, "engine", "runtime_found") ?: "false", "true") ? "" : " (NOT registered)");
+	else
+		printf("%-10s %-10s %s\n", "ENGINE", "down", get_s(o, "engine", "error") ?: "");
+	printf("%-10s %-10s %s, version %s, hash %s\n", "TEMPLATE", rd->template_present ? "present" : "missing",
+	       get_s(o, "template", "image"), get_s(o, "template", "version") ?: "-",
+	       get_s(o, "template", "hash") ?: "-");
+	printf("%-10s %s active, limit %s\n", "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?",
+	       get_s(o, "sandboxes", "limit") ?: "unlimited");
+	printf("%-10s %s pending\n", "APPROVALS", get_s(o, "approvals", "pending") ?: "?");
+}
+
+int cmd_status(struct cli *cli, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 0) {
+		fprintf(stderr, "usage: chat2sbx status [--json]\n");
+		return 2;
+	}
+	struct ops_readiness rd = {0};
+	struct json_object *o = json_object_new_object();
+	status_service(cli->cfg, &rd, o);
+	status_tunnel(cli->cfg, &rd, o);
+	status_engine(cli->cfg, &rd, o);
+	status_registry(cli->cfg, o);
+	const char *reason = NULL;
+	int status = ops_readiness_exit_status(&rd, &reason);
+	add_bool(o, "ready", status == 0);
+	add_str(o, "not_ready_reason", reason);
+	if (cli->json) {
+		cli_print_json(o);
+	} else {
+		print_table(o, &rd, reason);
+		json_object_put(o);
+	}
+	return status;
+}

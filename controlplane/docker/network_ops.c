@@ -1,0 +1,184 @@
+/* network_ops.c: engine networks made and removed on request (sandbox_expose's
+ * per-sandbox networks): create with labels, connect and disconnect a
+ * container, remove, list by label. Decides nothing about names or labels;
+ * the caller does. The shared sandbox network lives in networks.c. */
+#include "engine_internal.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/cleanup.h"
+
+#define DOCKER_NETWORK_OP_TIMEOUT_MS 15000L
+
+/* "/networks/<escaped ref><suffix>" (caller frees) or NULL. */
+static char *network_path(const char *ref, const char *suffix)
+{
+	_cleanup_free_ char *esc = docker_escape(ref, NULL);
+	char *path = NULL;
+	if (!esc || asprintf(&path, "/networks/%s%s", esc, suffix) < 0)
+		return NULL;
+	return path;
+}
+
+int docker_network_create(struct docker_engine *engine, const char *name, const char *const *labels, int icc,
+                          char **ret_id, struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	if (!name || !*name)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "create network: empty name");
+	if (asprintf(&what, "create network '%s'", name) < 0) {
+		what = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "create network '%s': out of memory", name);
+	}
+	_cleanup_json_ struct json_object *body = json_object_new_object();
+	struct json_object *options = json_object_new_object();
+	struct json_object *lab = json_object_new_object();
+	if (!body || !options || !lab) {
+		json_object_put(options);
+		json_object_put(lab);
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	json_object_object_add(body, "Options", options);
+	json_object_object_add(body, "Labels", lab);
+	json_object_object_add(body, "Name", json_object_new_string(name));
+	json_object_object_add(body, "Driver", json_object_new_string("bridge"));
+	/* CheckDuplicate: a second create of the same name is a 409, not a twin. */
+	json_object_object_add(body, "CheckDuplicate", json_object_new_boolean(1));
+	json_object_object_add(options, "com.docker.network.bridge.enable_icc",
+	                       json_object_new_string(icc ? "true" : "false"));
+	for (size_t i = 0; labels && labels[i] && labels[i + 1]; i += 2)
+		json_object_object_add(lab, labels[i], json_object_new_string(labels[i + 1]));
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (docker_request(engine, "POST", "/networks/create", body, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply,
+	                   err) < 0)
+		return -1;
+	struct json_object *id = NULL;
+	if (!reply || !json_object_object_get_ex(reply, "Id", &id) || !json_object_is_type(id, json_type_string))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no network Id", what);
+	if (ret_id) {
+		char *copy = strdup(json_object_get_string(id));
+		if (!copy)
+			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+		*ret_id = copy;
+	}
+	return 0;
+}
+
+int docker_network_connect(struct docker_engine *engine, const char *network, const char *container, const char *alias,
+                           struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	_cleanup_free_ char *path = network_path(network, "/connect");
+	if (asprintf(&what, "connect container '%s' to network '%s'", container, network) < 0) {
+		what = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "connect to network '%s': out of memory", network);
+	}
+	_cleanup_json_ struct json_object *body = json_object_new_object();
+	struct json_object *endpoint = json_object_new_object();
+	if (!path || !body || !endpoint) {
+		json_object_put(endpoint);
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	json_object_object_add(body, "Container", json_object_new_string(container));
+	json_object_object_add(body, "EndpointConfig", endpoint);
+	if (alias) {
+		struct json_object *aliases = json_object_new_array();
+		json_object_array_add(aliases, json_object_new_string(alias));
+		json_object_object_add(endpoint, "Aliases", aliases);
+	}
+	_cleanup_json_ struct json_object *reply = NULL;
+	return docker_request(engine, "POST", path, body, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err);
+}
+
+int docker_network_disconnect(struct docker_engine *engine, const char *network, const char *container,
+                              struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	_cleanup_free_ char *path = network_path(network, "/disconnect");
+	if (asprintf(&what, "disconnect container '%s' from network '%s'", container, network) < 0) {
+		what = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "disconnect from network '%s': out of memory", network);
+	}
+	_cleanup_json_ struct json_object *body = json_object_new_object();
+	if (!path || !body)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	json_object_object_add(body, "Container", json_object_new_string(container));
+	json_object_object_add(body, "Force", json_object_new_boolean(1));
+	_cleanup_json_ struct json_object *reply = NULL;
+	return docker_request(engine, "POST", path, body, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err);
+}
+
+int docker_network_remove(struct docker_engine *engine, const char *network, struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	_cleanup_free_ char *path = network_path(network, "");
+	if (asprintf(&what, "remove network '%s'", network) < 0) {
+		what = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "remove network '%s': out of memory", network);
+	}
+	if (!path)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	_cleanup_json_ struct json_object *reply = NULL;
+	return docker_request(engine, "DELETE", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err);
+}
+
+int docker_network_list(struct docker_engine *engine, const char *label, char ***ret_names, size_t *ret_n,
+                        struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	if (asprintf(&what, "list networks labelled '%s'", label ? label : "") < 0) {
+		what = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "list networks: out of memory");
+	}
+	if (!label || !*label)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty label", what);
+	_cleanup_json_ struct json_object *filters = json_object_new_object();
+	struct json_object *values = json_object_new_array();
+	if (!filters || !values) {
+		json_object_put(values);
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	json_object_array_add(values, json_object_new_string(label));
+	json_object_object_add(filters, "label", values);
+	_cleanup_free_ char *esc = docker_escape(
+	    json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), NULL);
+	_cleanup_free_ char *path = NULL;
+	if (!esc || asprintf(&path, "/networks?filters=%s", esc) < 0) {
+		path = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err) < 0)
+		return -1;
+	if (!reply || !json_object_is_type(reply, json_type_array))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
+	size_t n = json_object_array_length(reply);
+	char **names = calloc(n + 1, sizeof(*names));
+	if (!names)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *name = NULL;
+		if (!json_object_object_get_ex(json_object_array_get_idx(reply, i), "Name", &name) ||
+		    !json_object_is_type(name, json_type_string))
+			continue;
+		if (!(names[k] = strdup(json_object_get_string(name)))) {
+			docker_strv_free(names);
+			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+		}
+		k++;
+	}
+	*ret_names = names;
+	*ret_n = k;
+	return 0;
+}
+
+void docker_strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}

@@ -1,0 +1,105 @@
+/* create_options.c: the limits and isolation options of a sandbox_create
+ * (memory, cpus, pids, network, the OCI runtime), checked before anything is
+ * created, and the sandbox limit checked and taken in one step with the row
+ * insert, so concurrent creates never overshoot it. The values themselves
+ * are judged by policy/limits.c; this file adds what only the engine and
+ * this machine know (CPU count, registered runtimes). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "../base/log.h"
+#include "../policy/policy.h"
+#include "lifecycle_internal.h"
+
+int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                            struct lifecycle_limits *ret, struct cp_error **err)
+{
+	struct lifecycle_limits lim = {.network = !opts->network_off, .pids_limit = lc->cfg->pids_limit};
+	if (opts->memory && policy_memory_parse(opts->memory, &lim.memory_bytes, err) < 0)
+		return -1;
+	/* The engine is on this machine (a Unix socket), so its CPUs are ours. */
+	if (opts->cpus && policy_cpus_parse(opts->cpus, sysconf(_SC_NPROCESSORS_ONLN), &lim.nano_cpus, err) < 0)
+		return -1;
+	if (opts->pids_limit != 0) {
+		if (policy_pids_check(opts->pids_limit, err) < 0)
+			return -1;
+		lim.pids_limit = opts->pids_limit;
+	}
+	const char *runtime = lc->cfg->runtime && lc->cfg->runtime[0] ? lc->cfg->runtime : NULL;
+	if (runtime) {
+		int found = 0, no_network = 0;
+		_cleanup_free_ char *names = NULL;
+		if (docker_engine_runtime(lc->engine, runtime, &found, &no_network, &names, err) < 0)
+			return cp_error_prefix(err, "check the runtime '%s' (CHAT2SBX_RUNTIME)", runtime);
+		if (!found)
+			return cp_error_set(
+			    err, CP_ERR_UNAVAILABLE,
+			    "the Docker Engine has no runtime '%s' (CHAT2SBX_RUNTIME); it has: %s. The "
+			    "operator must register it in /etc/docker/daemon.json (\"runtimes\") and "
+			    "restart the engine (scripts/ensure-engine.sh does this for runsc), or unset "
+			    "CHAT2SBX_RUNTIME; no sandbox was created",
+			    runtime, names ? names : "(none)");
+		/* Registered with --network=none (gVisor here): its sandboxes have
+		 * no network whatever we ask, so the row says so. */
+		if (no_network)
+			lim.network = 0;
+		lim.runtime = runtime;
+	}
+	*ret = lim;
+	return 0;
+}
+
+char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifecycle_limits *want)
+{
+	char buf[512] = "";
+	size_t len = 0;
+#define NOTE(...) len += (size_t)snprintf(buf + len, len < sizeof(buf) ? sizeof(buf) - len : 0, __VA_ARGS__)
+	if (want->memory_bytes != s->memory_bytes)
+		NOTE("%smemory_bytes %lld (asked %lld)", len ? ", " : "", (long long)s->memory_bytes,
+		     (long long)want->memory_bytes);
+	if (want->nano_cpus != s->nano_cpus)
+		NOTE("%scpus %.3f (asked %.3f)", len ? ", " : "", s->nano_cpus / 1e9, want->nano_cpus / 1e9);
+	if (!want->network != !s->network)
+		NOTE("%snetwork %s (asked %s)", len ? ", " : "", s->network ? "on" : "off",
+		     want->network ? "on" : "off");
+	const char *have_rt = s->runtime ? s->runtime : "engine default";
+	const char *want_rt = want->runtime ? want->runtime : "engine default";
+	if (strcmp(have_rt, want_rt) != 0)
+		NOTE("%sruntime %s (asked %s)", len ? ", " : "", have_rt, want_rt);
+#undef NOTE
+	if (!len)
+		return NULL;
+	char *note = NULL;
+	if (asprintf(&note,
+	             "this workspace already had a running sandbox, returned as it is; it differs from what was "
+	             "asked: %s. To get the new options, sandbox_destroy it and call sandbox_create again with the "
+	             "same workspace_id",
+	             buf) < 0)
+		return NULL;
+	return note;
+}
+
+int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err)
+{
+	/* Count and insert under one lock: two creates cannot both see the
+	 * last free place. (Only one serve uses a registry: main.c's lock.) */
+	pthread_mutex_lock(&lc->create_lock);
+	int r = 0;
+	int max = lc->cfg->max_active_sandboxes;
+	if (max > 0 && !row->pooled) {
+		int live = 0;
+		r = store_sandbox_count_live(lc->store, &live, err);
+		if (r == 0 && live >= max)
+			r = cp_error_set(err, CP_ERR_LIMIT,
+			                 "the sandbox limit is reached: %d of %d active; destroy a sandbox you no "
+			                 "longer need (sandbox_list, sandbox_destroy) and try again",
+			                 live, max);
+	}
+	if (r == 0)
+		r = store_sandbox_insert(lc->store, row, err);
+	pthread_mutex_unlock(&lc->create_lock);
+	return r;
+}

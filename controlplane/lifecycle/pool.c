@@ -1,0 +1,310 @@
+/* pool.c: the warm pool (issue 8). Keeps CHAT2SBX_WARM_POOL started managed
+ * sandboxes with their helper attached, so that sandbox_create for a new
+ * managed workspace with default options answers in milliseconds instead of
+ * the engine's create+start. Members are ordinary sandboxes rows with
+ * pooled = 1 (migration 0006): hidden from listings, limits and expiry,
+ * reconciled at start like any sandbox. One background thread refills; it
+ * never runs inside a tool call. Removes only members this process made. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "../base/log.h"
+#include "lifecycle_internal.h"
+
+/* How long the refill thread sleeps when the pool is full (it is woken at
+ * once by a claim), and the bounds of its back-off after a failed create. */
+#define POOL_IDLE_CHECK_MS 30000
+#define POOL_RETRY_MIN_MS 2000
+#define POOL_RETRY_MAX_MS 60000
+
+struct lifecycle_pool {
+	struct lifecycle *lc; /* borrowed */
+	int size;
+	pthread_mutex_t lock; /* guards stop and created */
+	pthread_cond_t wake;  /* a claim happened, or stop */
+	int stop;
+	pthread_t thread;
+	int started;
+	char **created; /* ids of members made by this process (owned) */
+	size_t n_created;
+};
+
+static const char *pool_runtime(const struct lifecycle *lc)
+{
+	return lc->cfg->runtime[0] ? lc->cfg->runtime : NULL;
+}
+
+/* A member this serve can hand out: running, from today's image and runtime. */
+static int member_usable(const struct lifecycle *lc, const struct sandbox_record *s)
+{
+	const char *rt = pool_runtime(lc);
+	return !strcmp(s->status, "running") && !strcmp(s->image, lc->cfg->template_image) &&
+	       !strcmp(s->runtime ? s->runtime : "", rt ? rt : "") && s->memory_bytes == 0 && s->nano_cpus == 0 &&
+	       s->network == 1;
+}
+
+/* Removes one member entirely: channel, container, rows, empty workspace
+ * directory. A member claimed in the meantime is left alone. */
+static void remove_member(struct lifecycle *lc, const struct sandbox_record *s)
+{
+	_cleanup_error_ struct cp_error *e = NULL;
+	struct workspace_record w = {0};
+	if (store_workspace_get(lc->store, s->workspace_id, &w, &e) < 0)
+		cp_error_freep(&e);
+	if (store_sandbox_pool_forget(lc->store, s->id, &e) < 0) {
+		if (e->code != CP_ERR_CONFLICT)
+			log_warn("lifecycle", "remove warm sandbox %s: %s", s->id, e->message);
+		workspace_record_clear(&w);
+		return;
+	}
+	lifecycle_channel_drop(lc, s->id);
+	const char *container = s->container_id ? s->container_id : s->container_name;
+	if (docker_container_remove(lc->engine, container, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
+		log_warn("lifecycle", "remove the container of warm sandbox %s: %s", s->id, e->message);
+	if (w.path && !strcmp(w.mode, "managed") && rmdir(w.path) < 0 && errno != ENOENT)
+		log_warn("lifecycle", "remove the workspace directory '%s' of warm sandbox %s: %s", w.path, s->id,
+		         strerror(errno));
+	log_debug("lifecycle", "removed warm sandbox %s", s->id);
+	workspace_record_clear(&w);
+}
+
+/* Members ready to be claimed; -1 when the registry cannot be read. */
+static int count_ready(struct lifecycle *lc)
+{
+	struct sandbox_record *rows = NULL;
+	size_t n = 0;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_sandbox_pool_list(lc->store, &rows, &n, &e) < 0) {
+		log_warn("lifecycle", "warm pool: %s", e->message);
+		return -1;
+	}
+	int ready = 0;
+	for (size_t i = 0; i < n; i++) {
+		ready += member_usable(lc, &rows[i]) || !strcmp(rows[i].status, "creating");
+		sandbox_record_clear(&rows[i]);
+	}
+	free(rows);
+	return ready;
+}
+
+static void remember_created(struct lifecycle_pool *p, const char *id)
+{
+	char *copy = strdup(id);
+	pthread_mutex_lock(&p->lock);
+	char **grown = copy ? realloc(p->created, (p->n_created + 1) * sizeof(*grown)) : NULL;
+	if (grown) {
+		p->created = grown;
+		p->created[p->n_created++] = copy;
+	} else {
+		free(copy); /* out of memory: the member is then left for the next serve */
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Makes one member. Returns 0 or -1 (logged). */
+static int create_member(struct lifecycle_pool *p)
+{
+	struct lifecycle_create_options opts = {.pool_member = 1};
+	struct lifecycle_create_result res = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	int64_t t0 = clock_monotonic_ms();
+	if (lifecycle_sandbox_create(p->lc, &opts, &res, &e) < 0) {
+		log_warn("lifecycle", "warm pool: %s (retrying later)", e->message);
+		return -1;
+	}
+	remember_created(p, res.sandbox.id);
+	log_info("lifecycle", "warm pool: sandbox %s ready in %lld ms", res.sandbox.id,
+	         (long long)(clock_monotonic_ms() - t0));
+	lifecycle_create_result_clear(&res);
+	return 0;
+}
+
+static void *pool_main(void *arg)
+{
+	struct lifecycle_pool *p = arg;
+	long delay_ms = 0; /* back-off after a failure */
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		pthread_mutex_unlock(&p->lock);
+		long wait_ms = POOL_IDLE_CHECK_MS;
+		int ready = count_ready(p->lc);
+		if (ready >= 0 && ready < p->size) {
+			if (create_member(p) == 0) {
+				delay_ms = 0;
+				wait_ms = 0;
+			} else {
+				delay_ms = delay_ms ? delay_ms * 2 : POOL_RETRY_MIN_MS;
+				if (delay_ms > POOL_RETRY_MAX_MS)
+					delay_ms = POOL_RETRY_MAX_MS;
+				wait_ms = delay_ms;
+			}
+		} else if (ready < 0) {
+			wait_ms = POOL_RETRY_MIN_MS;
+		}
+		pthread_mutex_lock(&p->lock);
+		if (p->stop || wait_ms == 0)
+			continue;
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += wait_ms / 1000;
+		until.tv_nsec += (wait_ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		/* One wake-up (a claim) or the timeout ends the wait. */
+		pthread_cond_timedwait(&p->wake, &p->lock, &until);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
+{
+	(void)err;
+	/* Members that cannot be handed out: failed while serve was away (the
+	 * reconcile marked them), or made from another image or runtime. */
+	struct sandbox_record *rows = NULL;
+	size_t n = 0;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_sandbox_pool_list(lc->store, &rows, &n, &e) < 0) {
+		log_warn("lifecycle", "warm pool: %s", e->message);
+	} else {
+		int kept = 0, removed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (member_usable(lc, &rows[i])) {
+				kept++;
+			} else {
+				remove_member(lc, &rows[i]);
+				removed++;
+			}
+			sandbox_record_clear(&rows[i]);
+		}
+		free(rows);
+		if (n)
+			log_info("lifecycle", "warm pool: %d member(s) from an earlier start kept, %d removed", kept,
+			         removed);
+	}
+	if (size <= 0)
+		return 0;
+	struct lifecycle_pool *p = calloc(1, sizeof(*p));
+	if (!p) {
+		log_warn("lifecycle", "warm pool: out of memory; sandboxes are created cold");
+		return 0;
+	}
+	p->lc = lc;
+	p->size = size;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->wake, &attr);
+	pthread_condattr_destroy(&attr);
+	lc->pool = p; /* before the thread: a claim may come at once */
+	p->started = pthread_create(&p->thread, NULL, pool_main, p) == 0;
+	if (!p->started)
+		log_warn("lifecycle", "warm pool: cannot start its thread; sandboxes are created cold");
+	else
+		log_info("lifecycle", "warm pool: keeping %d sandbox(es) ready", size);
+	return 0;
+}
+
+void lifecycle_pool_stop(struct lifecycle *lc)
+{
+	if (!lc || !lc->pool)
+		return;
+	struct lifecycle_pool *p = lc->pool;
+	if (p->started) {
+		pthread_mutex_lock(&p->lock);
+		p->stop = 1;
+		pthread_cond_broadcast(&p->wake);
+		pthread_mutex_unlock(&p->lock);
+		pthread_join(p->thread, NULL);
+	}
+	lc->pool = NULL;
+	int removed = 0;
+	for (size_t i = 0; i < p->n_created; i++) {
+		struct sandbox_record s = {0};
+		_cleanup_error_ struct cp_error *e = NULL;
+		if (store_sandbox_get(lc->store, p->created[i], &s, &e) == 0 && s.pooled &&
+		    strcmp(s.status, "removed") != 0) {
+			remove_member(lc, &s);
+			removed++;
+		}
+		sandbox_record_clear(&s);
+		free(p->created[i]);
+	}
+	free(p->created);
+	if (removed)
+		log_info("lifecycle", "warm pool: removed %d unclaimed sandbox(es) made by this serve", removed);
+	pthread_cond_destroy(&p->wake);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/* Default options: a new managed workspace and nothing else. */
+static int wants_default(const struct lifecycle_create_options *o)
+{
+	return !o->workspace_id && !o->workspace_path &&
+	       (!o->workspace_mode || !strcmp(o->workspace_mode, "managed")) && !o->memory && !o->cpus &&
+	       o->pids_limit <= 0 && !o->network_off;
+}
+
+int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                         struct lifecycle_create_result *ret, struct cp_error **err)
+{
+	struct lifecycle_pool *p = lc->pool;
+	if (!p || !wants_default(opts))
+		return 0;
+	/* Count and claim under the create lock (as lifecycle_sandbox_insert_limited
+	 * does), so a claim racing a cold create cannot overshoot the limit. */
+	_cleanup_free_ char *id = NULL;
+	pthread_mutex_lock(&lc->create_lock);
+	int r = 0;
+	if (lc->cfg->max_active_sandboxes > 0) {
+		int live = 0;
+		r = store_sandbox_count_live(lc->store, &live, err);
+		if (r == 0 && live >= lc->cfg->max_active_sandboxes)
+			r = 1; /* the cold path refuses with the limit's message */
+	}
+	if (r == 0)
+		r = store_sandbox_pool_claim(lc->store, lc->cfg->template_image, pool_runtime(lc), clock_now_ms(), &id,
+		                             err);
+	else if (r == 1)
+		r = 0;
+	pthread_mutex_unlock(&lc->create_lock);
+	if (r <= 0)
+		return r;
+	pthread_mutex_lock(&p->lock);
+	pthread_cond_signal(&p->wake); /* refill in the background */
+	pthread_mutex_unlock(&p->lock);
+
+	struct helper_channel *ch = lifecycle_channel_get(lc, id);
+	int alive = ch && helper_channel_alive(ch);
+	if (ch)
+		helper_channel_unref(ch);
+	if (!alive) {
+		/* Re-attach, or mark it failed when its container is gone. */
+		_cleanup_error_ struct cp_error *e = NULL;
+		if (lifecycle_sandbox_channel(lc, id, &ch, &e) < 0) {
+			log_warn("lifecycle", "warm sandbox %s cannot be used (%s); creating cold", id, e->message);
+			cp_error_freep(&e);
+			if (lifecycle_sandbox_destroy(lc, id, NULL, &e) < 0)
+				log_warn("lifecycle", "remove warm sandbox %s: %s", id, e->message);
+			return 0;
+		}
+		lifecycle_sandbox_release(lc, id, ch); /* ends the hold lifecycle_sandbox_channel took */
+	}
+	if (opts->progress)
+		opts->progress(opts->progress_userdata, "claim a warm sandbox", 1, 1);
+	if (store_sandbox_get(lc->store, id, &ret->sandbox, err) < 0)
+		return -1;
+	log_info("lifecycle", "claimed warm sandbox %s (workspace %s)", id, ret->sandbox.workspace_id);
+	return 1;
+}

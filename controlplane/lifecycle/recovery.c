@@ -1,0 +1,220 @@
+/* recovery.c: bringing a sandbox's helper channel back after its stream
+ * closed (the helper restarted, the engine restarted, serve restarted), on a
+ * tool call or from the maintenance pass. Tells the engine being away (the
+ * call fails fast with UNAVAILABLE and the row is left as it is) from the
+ * sandbox being gone (its row becomes failed with the reason, using the
+ * reconcile decision table), and notices a helper that started again (its
+ * hello carries a boot id): sessions it was running are then reported lost by
+ * the helper itself. Never removes a container. */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "../base/log.h"
+#include "lifecycle_internal.h"
+
+/* A helper that started this long after its sandbox was created has been
+ * restarted at least once (creation waits at most for the hello). */
+#define RESTART_SLACK_MS (LIFECYCLE_HELLO_TIMEOUT_MS + 60000)
+
+/* Marks id failed unless its row has left "running" meanwhile (a destroy
+ * racing with us must stay removed), and drops its channel. */
+static void fail_if_running(struct lifecycle *lc, const char *id, const char *reason)
+{
+	lifecycle_channel_drop(lc, id);
+	struct sandbox_record now = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_sandbox_get(lc->store, id, &now, &e) < 0 || strcmp(now.status, "running") != 0) {
+		sandbox_record_clear(&now);
+		return;
+	}
+	sandbox_record_clear(&now);
+	if (store_sandbox_set_status(lc->store, id, "failed", NULL, reason, clock_now_ms(), &e) < 0)
+		log_warn("lifecycle", "mark sandbox '%s' failed: %s", id, e->message);
+	else
+		log_warn("lifecycle", "sandbox %s failed: %s", id, reason);
+}
+
+static int failed_error(struct cp_error **err, const char *id, const char *reason)
+{
+	return cp_error_set(err, CP_ERR_CONFLICT,
+	                    "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", id,
+	                    reason);
+}
+
+/* Replaces an engine failure (the engine is stopped, restarting or hung)
+ * with one message that says what is wrong and what to do. The transport's
+ * own text (docker/transport.c) names the socket and a hint too; only its
+ * detail is kept ("Couldn't connect to server", "did not answer within …"). */
+static int engine_error(struct lifecycle *lc, const char *id, struct cp_error **err)
+{
+	const char *sock = docker_engine_socket(lc->engine);
+	_cleanup_free_ char *detail = strdup((*err)->message);
+	enum cp_error_code code = (*err)->code;
+	cp_error_freep(err);
+	const char *d = detail ? detail : "no detail";
+	char *cut = detail ? strstr(detail, "; start it with") : NULL;
+	if (cut)
+		*cut = '\0';
+	const char *after = detail ? strstr(detail, "Docker Engine at '") : NULL;
+	if (after && (after = strstr(after, "': ")))
+		d = after + 3;
+	return cp_error_set(err, code,
+	                    "the Docker Engine at '%s' does not answer (%s), so sandbox '%s' cannot be reached; start "
+	                    "the engine ('sudo systemctl start docker' or 'dockerd &') and retry. The sandbox is kept "
+	                    "and is re-attached once the engine is back",
+	                    sock, d, id);
+}
+
+int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
+                           struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *res = NULL;
+	if (helper_channel_call(ch, "hello", NULL, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err) < 0)
+		return -1;
+	struct json_object *v = NULL;
+	const char *boot = json_object_object_get_ex(res, "boot_id", &v) && json_object_is_type(v, json_type_string)
+	                       ? json_object_get_string(v)
+	                       : "";
+	int64_t started = json_object_object_get_ex(res, "started_at_ms", &v) && json_object_is_type(v, json_type_int)
+	                      ? json_object_get_int64(v)
+	                      : 0;
+	char prev[40], when[40], created[40];
+	lifecycle_channel_boot_swap(lc, s->id, boot, prev, sizeof(prev));
+	if (prev[0] && boot[0] && strcmp(prev, boot) != 0)
+		log_warn("lifecycle",
+		         "sandbox %s was restarted: its helper started again at %s (its container was restarted: "
+		         "by an engine restart, after the helper crashed, or by hand); its sessions that were running "
+		         "are reported lost",
+		         s->id, clock_format_rfc3339(started, when, sizeof(when)));
+	else if (!prev[0] && started > s->created_at_ms + RESTART_SLACK_MS)
+		log_info("lifecycle",
+		         "sandbox %s has been restarted since it was created at %s: its helper started at %s; "
+		         "sessions interrupted then are reported lost",
+		         s->id, clock_format_rfc3339(s->created_at_ms, created, sizeof(created)),
+		         clock_format_rfc3339(started, when, sizeof(when)));
+	return 0;
+}
+
+/* Under attach_lock: inspect, decide, attach, greet. *engine_down is set
+ * when the engine itself did not answer. */
+static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel **ret_channel,
+                           int *engine_down, struct cp_error **err)
+{
+	struct helper_channel *ch = lifecycle_channel_get(lc, s->id);
+	if (ch && helper_channel_alive(ch)) {
+		*ret_channel = ch; /* another call re-attached it meanwhile */
+		return 0;
+	}
+	helper_channel_unref(ch);
+
+	const char *container = s->container_id ? s->container_id : s->container_name;
+	struct docker_container_state st = {0};
+	int found = 1;
+	if (docker_container_inspect(lc->engine, container, &st, err) < 0) {
+		if ((*err)->code != CP_ERR_NOT_FOUND) {
+			*engine_down = 1;
+			return engine_error(lc, s->id, err);
+		}
+		cp_error_freep(err);
+		found = 0;
+	}
+	struct lifecycle_reconcile_decision d;
+	lifecycle_reconcile_decide(LIFECYCLE_ROW_RUNNING, lifecycle_container_state_of(found ? st.status : NULL),
+	                           found ? st.status : NULL, st.exit_code, &d);
+	docker_container_state_clear(&st);
+	if (d.action == LIFECYCLE_RECONCILE_MARK_FAILED || d.action == LIFECYCLE_RECONCILE_REMOVE_AND_FAIL) {
+		fail_if_running(lc, s->id, d.reason);
+		return failed_error(err, s->id, d.reason);
+	}
+	if (d.action != LIFECYCLE_RECONCILE_REATTACH)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE,
+		                    "sandbox '%s' cannot be reached right now (%s): the engine is starting its "
+		                    "container again; retry in a few seconds",
+		                    s->id, d.reason[0] ? d.reason : "its container is not running");
+
+	if (lifecycle_attach(lc, s->id, container, &ch, err) < 0) {
+		if ((*err)->code == CP_ERR_UNAVAILABLE || (*err)->code == CP_ERR_TIMEOUT) {
+			*engine_down = 1;
+			return engine_error(lc, s->id, err);
+		}
+		return cp_error_prefix(err, "reach the helper of sandbox '%s'", s->id);
+	}
+	if (lifecycle_helper_greet(lc, s, ch, err) < 0) {
+		helper_channel_unref(ch);
+		if ((*err)->code == CP_ERR_TIMEOUT) {
+			/* The container runs and its stream is open, but the helper
+			 * says nothing: nothing a retry would change. */
+			char reason[200];
+			snprintf(reason, sizeof(reason), "its helper did not answer within %d s after a re-attach",
+			         LIFECYCLE_HELLO_TIMEOUT_MS / 1000);
+			fail_if_running(lc, s->id, reason);
+			cp_error_freep(err);
+			return failed_error(err, s->id, reason);
+		}
+		/* A stream that closed meanwhile stays in the table with its boot
+		 * id until the next attach replaces it. */
+		if ((*err)->code != CP_ERR_UNAVAILABLE)
+			lifecycle_channel_drop(lc, s->id);
+		return cp_error_prefix(err, "reach the helper of sandbox '%s'", s->id);
+	}
+	log_info("lifecycle", "re-attached sandbox %s", s->id);
+	*ret_channel = ch;
+	return 0;
+}
+
+static int reattach(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel **ret_channel,
+                    int *engine_down, struct cp_error **err)
+{
+	pthread_mutex_lock(&lc->attach_lock);
+	int r = reattach_locked(lc, s, ret_channel, engine_down, err);
+	pthread_mutex_unlock(&lc->attach_lock);
+	return r;
+}
+
+int lifecycle_sandbox_reattach(struct lifecycle *lc, const struct sandbox_record *s,
+                               struct helper_channel **ret_channel, struct cp_error **err)
+{
+	int engine_down = 0;
+	return reattach(lc, s, ret_channel, &engine_down, err);
+}
+
+int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err)
+{
+	size_t dropped = lifecycle_channels_drop_dead(lc);
+	if (dropped)
+		log_debug("lifecycle", "released %zu closed helper channel(s)", dropped);
+	struct sandbox_record *rows = NULL;
+	size_t n = 0;
+	if (store_sandbox_list(lc->store, STORE_SANDBOX_LIST_POOLED, &rows, &n, err) < 0)
+		return cp_error_prefix(err, "re-attach sandboxes");
+	int attached = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sandbox_record *s = &rows[i];
+		if (strcmp(s->status, "running") != 0)
+			continue;
+		struct helper_channel *ch = lifecycle_channel_get(lc, s->id);
+		int alive = ch && helper_channel_alive(ch);
+		helper_channel_unref(ch);
+		if (alive)
+			continue;
+		_cleanup_error_ struct cp_error *e = NULL;
+		ch = NULL;
+		int engine_down = 0;
+		if (reattach(lc, s, &ch, &engine_down, &e) == 0) {
+			helper_channel_unref(ch);
+			attached++;
+			continue;
+		}
+		log_info("lifecycle", "re-attach sandbox %s: %s", s->id, e->message);
+		if (engine_down)
+			break; /* the next pass tries again */
+	}
+	for (size_t i = 0; i < n; i++)
+		sandbox_record_clear(&rows[i]);
+	free(rows);
+	return attached;
+}

@@ -1,0 +1,416 @@
+/* isolation.c: the isolation probe of `chat2sbx doctor` and `serve
+ * --verify-isolation`. It attacks a real sandbox from the inside, through
+ * the same helper channel a model's bash call uses, and judges what came
+ * back on the host (checks.c). It owns its canaries and probes and removes
+ * them whatever happens; it never touches another sandbox. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <json-c/json.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "../base/id.h"
+#include "../base/log.h"
+#include "../lifecycle/lifecycle.h"
+#include "ops.h"
+
+#define PROBE_ENV_NAME "CHAT2SBX_DOCTOR_CANARY"
+#define PROBE_CALL_WAIT_MS 45000
+#define PROBE_MAX_OUTPUT 262144
+
+void ops_probe_report_clear(struct ops_probe_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		free(r->checks[i].detail);
+	*r = (struct ops_probe_report){0};
+}
+
+const char *ops_check_result_name(enum ops_check_result r)
+{
+	switch (r) {
+	case OPS_CHECK_PASSED: return "passed";
+	case OPS_CHECK_FAILED: return "failed";
+	case OPS_CHECK_SKIPPED: return "skipped";
+	}
+	return "failed";
+}
+
+size_t ops_probe_report_failures(const struct ops_probe_report *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->n; i++)
+		n += r->checks[i].result == OPS_CHECK_FAILED;
+	return n;
+}
+
+static void report(struct ops_probe_report *r, const char *name, const char *attack, enum ops_check_result result,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void report(struct ops_probe_report *r, const char *name, const char *attack, enum ops_check_result result,
+                   const char *fmt, ...)
+{
+	if (r->n >= OPS_PROBE_MAX_CHECKS)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	char *detail = NULL;
+	if (vasprintf(&detail, fmt, ap) < 0)
+		detail = NULL;
+	va_end(ap);
+	r->checks[r->n++] = (struct ops_check){name, attack, result, detail};
+}
+
+/* What the host planted, to be looked for inside. */
+struct canaries {
+	char tmp_dir[4200];   /* a fresh host temp dir */
+	char tmp_file[4300];  /* tmp_dir/<name> */
+	char data_file[4300]; /* DATA_ROOT/<name> */
+	char name[64];        /* file name, "c2s-canary-<random>" */
+	char content[64];     /* file content, random */
+	char env_value[64];   /* value of PROBE_ENV_NAME */
+};
+
+static int write_file(const char *path, const char *text, struct cp_error **err)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "plant canary '%s'", path);
+	size_t len = strlen(text);
+	if (write(fd, text, len) != (ssize_t)len)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "plant canary '%s'", path);
+	return 0;
+}
+
+static int canaries_plant(const struct config *cfg, struct canaries *c, struct cp_error **err)
+{
+	_cleanup_free_ char *a = NULL, *b = NULL, *e = NULL;
+	if (id_new("", &a, err) < 0 || id_new("", &b, err) < 0 || id_new("", &e, err) < 0)
+		return -1;
+	snprintf(c->name, sizeof(c->name), "c2s-canary-%s", a);
+	snprintf(c->content, sizeof(c->content), "c2s-content-%s", b);
+	snprintf(c->env_value, sizeof(c->env_value), "c2s-env-%s", e);
+	snprintf(c->tmp_dir, sizeof(c->tmp_dir), "/tmp/chat2sbx-doctor-XXXXXX");
+	if (!mkdtemp(c->tmp_dir)) {
+		c->tmp_dir[0] = '\0';
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "create a host temp dir for the canary");
+	}
+	snprintf(c->tmp_file, sizeof(c->tmp_file), "%s/%s", c->tmp_dir, c->name);
+	snprintf(c->data_file, sizeof(c->data_file), "%s/%s", cfg->data_root, c->name);
+	if (write_file(c->tmp_file, c->content, err) < 0 || write_file(c->data_file, c->content, err) < 0)
+		return -1;
+	/* Set before the probe is created, so a leak of this process's
+	 * environment into the container would carry it. */
+	setenv(PROBE_ENV_NAME, c->env_value, 1);
+	return 0;
+}
+
+static void canaries_remove(struct canaries *c)
+{
+	unsetenv(PROBE_ENV_NAME);
+	if (c->tmp_file[0])
+		unlink(c->tmp_file);
+	if (c->data_file[0])
+		unlink(c->data_file);
+	if (c->tmp_dir[0])
+		rmdir(c->tmp_dir);
+}
+
+/* Runs command in the sandbox as a bash session and returns its combined
+ * output (caller frees). */
+static int probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
+                     struct cp_error **err)
+{
+	_cleanup_free_ char *session = NULL;
+	if (id_new("bash_", &session, err) < 0)
+		return -1;
+	struct helper_channel *ch = NULL;
+	if (lifecycle_sandbox_channel(lc, sandbox_id, &ch, err) < 0)
+		return -1;
+	_cleanup_json_ struct json_object *p = json_object_new_object();
+	json_object_object_add(p, "session_id", json_object_new_string(session));
+	json_object_object_add(p, "command", json_object_new_string(command));
+	json_object_object_add(p, "cwd", json_object_new_string("/"));
+	json_object_object_add(p, "yield_time_ms", json_object_new_int(PROBE_CALL_WAIT_MS - 5000));
+	json_object_object_add(p, "timeout_ms", json_object_new_int(PROBE_CALL_WAIT_MS - 10000));
+	json_object_object_add(p, "max_output_bytes", json_object_new_int(PROBE_MAX_OUTPUT));
+	_cleanup_json_ struct json_object *res = NULL;
+	int r = helper_channel_call(ch, "bash.start", p, PROBE_CALL_WAIT_MS, &res, err);
+	lifecycle_sandbox_release(lc, sandbox_id, ch);
+	if (r < 0)
+		return cp_error_prefix(err, "run the probe in sandbox '%s'", sandbox_id);
+	struct json_object *v = NULL;
+	const char *status = json_object_object_get_ex(res, "status", &v) ? json_object_get_string(v) : NULL;
+	if (!status || strcmp(status, "exited"))
+		return cp_error_set(err, CP_ERR_TIMEOUT, "the probe in sandbox '%s' did not finish (status %s)",
+		                    sandbox_id, status ? status : "unknown");
+	const char *out = json_object_object_get_ex(res, "output", &v) ? json_object_get_string(v) : "";
+	*ret_output = strdup(out ? out : "");
+	return *ret_output ? 0 : cp_error_set(err, CP_ERR_INTERNAL, "probe output: out of memory");
+}
+
+/* The text between "@@name\n" and the next "@@" marker, copied (caller frees). */
+static char *section(const char *out, const char *name)
+{
+	char marker[64];
+	snprintf(marker, sizeof(marker), "@@%s\n", name);
+	const char *p = strstr(out, marker);
+	if (!p)
+		return strdup("");
+	p += strlen(marker);
+	if (!strncmp(p, "@@", 2))
+		return strdup(""); /* an empty section */
+	const char *end = strstr(p, "\n@@");
+	size_t len = end ? (size_t)(end - p + 1) : strlen(p);
+	return strndup(p, len);
+}
+
+/* First line of text, clipped, for a detail. */
+static const char *first_line(const char *text, char *buf, size_t size)
+{
+	snprintf(buf, size, "%.*s", (int)strcspn(text, "\n"), text);
+	return buf;
+}
+
+static int blank(const char *s)
+{
+	return s[strspn(s, " \t\r\n")] == '\0';
+}
+
+/* One survey of everything an attacker inside would look at, in sections. */
+static char *survey_command(const struct canaries *c)
+{
+	/* The random parts are split so the command text itself (which the
+	 * helper may keep) never contains what the search looks for. */
+	size_t nh = strlen(c->name) / 2, ch = strlen(c->content) / 2;
+	char *cmd = NULL;
+	if (asprintf(&cmd,
+	             "echo @@socket\n"
+	             "for p in /var/run/docker.sock /run/docker.sock /docker.sock /var/run/docker/docker.sock; do\n"
+	             "  [ -e \"$p\" ] && echo \"$p exists\"\n"
+	             "done\n"
+	             "echo @@mountinfo; cat /proc/self/mountinfo\n"
+	             "echo @@status; cat /proc/self/status\n"
+	             "echo @@environ; tr '\\0' '\\n' </proc/1/environ; echo; env\n"
+	             "echo @@pids; cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max "
+	             "2>/dev/null || echo none\n"
+	             "echo @@files\n"
+	             "n1='%.*s'; n2='%s'; c1='%.*s'; c2='%s'\n"
+	             "cat '%s' '%s' 2>/dev/null\n"
+	             "find / -xdev -name \"$n1$n2\" 2>/dev/null | head -n 5\n"
+	             "for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do\n"
+	             "  case \"$mp\" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue ;; esac\n"
+	             "  find \"$mp\" -xdev -name \"$n1$n2\" 2>/dev/null | head -n 5\n"
+	             "  grep -rlsF -m1 \"$c1$c2\" \"$mp\" 2>/dev/null | head -n 5\n"
+	             "done\n"
+	             "echo @@end\n",
+	             (int)nh, c->name, c->name + nh, (int)ch, c->content, c->content + ch, c->tmp_file,
+	             c->data_file) < 0)
+		return NULL;
+	return cmd;
+}
+
+static void judge_survey(const struct config *cfg, const struct canaries *c, const char *out,
+                         struct ops_probe_report *r)
+{
+	char buf[1024], line[512];
+	_cleanup_free_ char *socket = section(out, "socket");
+	_cleanup_free_ char *mountinfo = section(out, "mountinfo");
+	_cleanup_free_ char *status = section(out, "status");
+	_cleanup_free_ char *environ = section(out, "environ");
+	_cleanup_free_ char *pids = section(out, "pids");
+	_cleanup_free_ char *files = section(out, "files");
+	if (!strstr(out, "@@end"))
+		log_warn("doctor", "the probe's survey was cut short; judging what arrived");
+
+	const char *sock_base = strrchr(cfg->docker_socket, '/');
+	const char *attack = "reach the host's Docker Engine socket (a path or a mount)";
+	if (!blank(socket))
+		report(r, "docker_socket", attack, OPS_CHECK_FAILED, "%s", first_line(socket, line, sizeof(line)));
+	else if (ops_mountinfo_find_socket(mountinfo, sock_base ? sock_base + 1 : NULL, buf, sizeof(buf)))
+		report(r, "docker_socket", attack, OPS_CHECK_FAILED, "the engine socket is mounted at %s", buf);
+	else
+		report(r, "docker_socket", attack, OPS_CHECK_PASSED,
+		       "no socket at the usual paths, none in the mounts");
+
+	attack = "read a canary file planted on the host (temp dir and DATA_ROOT)";
+	if (!blank(files))
+		report(r, "host_files", attack, OPS_CHECK_FAILED, "the canary is visible inside: %s",
+		       first_line(files, line, sizeof(line)));
+	else
+		report(r, "host_files", attack, OPS_CHECK_PASSED, "'%s' and '%s' not found by path, name or content",
+		       c->tmp_file, c->data_file);
+
+	attack = "find a canary variable of the host's environment";
+	if (strstr(environ, c->env_value) || strstr(environ, PROBE_ENV_NAME))
+		report(r, "host_environment", attack, OPS_CHECK_FAILED,
+		       "%s set on the host is visible in the sandbox's environment", PROBE_ENV_NAME);
+	else
+		report(r, "host_environment", attack, OPS_CHECK_PASSED, "not in PID 1's environment nor in a shell's");
+
+	attack = "find a credential directory or the host home among the mounts";
+	struct passwd *pw = getpwuid(getuid());
+	if (ops_mountinfo_find_credentials(mountinfo, pw ? pw->pw_dir : NULL, LIFECYCLE_HELPER_TARGET, buf,
+	                                   sizeof(buf)))
+		report(r, "credentials", attack, OPS_CHECK_FAILED, "mounted: %s", buf);
+	else
+		report(r, "credentials", attack, OPS_CHECK_PASSED,
+		       "no .ssh, .aws, .config, ... and no host home mounted");
+
+	attack = "hold a dangerous capability or gain privileges (CapEff, NoNewPrivs)";
+	uint64_t caps = 0;
+	if (ops_capabilities_parse(status, &caps) < 0)
+		report(r, "privileges", attack, OPS_CHECK_FAILED, "CapEff could not be read from /proc/self/status");
+	else if (ops_capabilities_dangerous(caps, buf, sizeof(buf)) > 0)
+		report(r, "privileges", attack, OPS_CHECK_FAILED, "CapEff %016llx holds %s", (unsigned long long)caps,
+		       buf);
+	else if (!strstr(status, "NoNewPrivs:\t1"))
+		report(r, "privileges", attack, OPS_CHECK_FAILED, "no-new-privileges is off (setuid programs gain)");
+	else
+		report(r, "privileges", attack, OPS_CHECK_PASSED, "CapEff %016llx, no-new-privileges on",
+		       (unsigned long long)caps);
+
+	attack = "start processes without bound (the cgroup pids limit)";
+	char *end = NULL;
+	long long limit = strtoll(pids, &end, 10);
+	if (end == pids || limit <= 0)
+		report(r, "pids_limit", attack, OPS_CHECK_FAILED, "pids.max is '%s': no process limit",
+		       first_line(pids, line, sizeof(line)));
+	else
+		report(r, "pids_limit", attack, OPS_CHECK_PASSED, "pids.max = %lld (CHAT2SBX_PIDS_LIMIT %d)", limit,
+		       cfg->pids_limit);
+}
+
+/* Removes a probe: its container, its row and its managed workspace (a
+ * probe is no user's work, so nothing of it is kept for 30 days). */
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void probe_remove(struct lifecycle *lc, const struct sandbox_record *s)
+{
+	_cleanup_error_ struct cp_error *e = NULL;
+	struct store *store = lifecycle_store(lc);
+	struct workspace_record w = {0};
+	int have_ws = store_workspace_get(store, s->workspace_id, &w, &e) == 0;
+	cp_error_freep(&e);
+	if (lifecycle_sandbox_destroy(lc, s->id, NULL, &e) < 0) {
+		log_warn("doctor", "remove probe %s: %s", s->id, e->message);
+		cp_error_freep(&e);
+	} else if (store_sandbox_delete(store, s->id, &e) < 0 ||
+	           (have_ws && !strcmp(w.mode, "managed") && store_workspace_delete(store, w.id, &e) < 0)) {
+		log_warn("doctor", "forget probe %s: %s", s->id, e->message);
+		cp_error_freep(&e);
+	} else if (have_ws && !strcmp(w.mode, "managed") && w.path) {
+		nftw(w.path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	workspace_record_clear(&w);
+}
+
+static int probe_create(struct lifecycle *lc, int network_off, struct sandbox_record *ret, struct cp_error **err)
+{
+	struct lifecycle_create_options o = {.network_off = network_off};
+	struct lifecycle_create_result res = {0};
+	if (lifecycle_sandbox_create(lc, &o, &res, err) < 0)
+		return cp_error_prefix(err, "create the doctor's probe sandbox");
+	*ret = res.sandbox;
+	res.sandbox = (struct sandbox_record){0}; /* ownership moved to *ret */
+	lifecycle_create_result_clear(&res);
+	return 0;
+}
+
+static void network_off_check(struct lifecycle *lc, struct ops_probe_report *r)
+{
+	const char *attack = "see any network interface but loopback in a sandbox created with network off";
+	struct sandbox_record s = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (probe_create(lc, 1, &s, &e) < 0) {
+		report(r, "network_off", attack, OPS_CHECK_FAILED, "%s", e->message);
+		return;
+	}
+	if (s.network) {
+		report(r, "network_off", attack, OPS_CHECK_SKIPPED,
+		       "this build does not honour the network_off create option yet (the sandbox has network)");
+	} else {
+		_cleanup_free_ char *out = NULL;
+		if (probe_run(lc, s.id, "ls /sys/class/net | tr '\\n' ' '", &out, &e) < 0) {
+			report(r, "network_off", attack, OPS_CHECK_FAILED, "%s", e->message);
+		} else {
+			char *t = out + strlen(out);
+			while (t > out && (t[-1] == ' ' || t[-1] == '\n'))
+				*--t = '\0';
+			report(r, "network_off", attack, strcmp(out, "lo") ? OPS_CHECK_FAILED : OPS_CHECK_PASSED,
+			       "interfaces: %s", out);
+		}
+	}
+	probe_remove(lc, &s);
+	sandbox_record_clear(&s);
+}
+
+int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, struct cp_error **err)
+{
+	const struct config *cfg = lifecycle_config(lc);
+	struct canaries c = {0};
+	struct sandbox_record s = {0};
+	struct ops_probe_report r = {0};
+	_cleanup_free_ char *cmd = NULL, *out = NULL;
+	int rc = -1;
+
+	if (canaries_plant(cfg, &c, err) < 0 || probe_create(lc, 0, &s, err) < 0)
+		goto out;
+	if (!(cmd = survey_command(&c))) {
+		cp_error_set(err, CP_ERR_INTERNAL, "build the probe command: out of memory");
+		goto out;
+	}
+	if (probe_run(lc, s.id, cmd, &out, err) < 0)
+		goto out;
+	judge_survey(cfg, &c, out, &r);
+	network_off_check(lc, &r);
+	*ret = r;
+	r = (struct ops_probe_report){0};
+	rc = 0;
+out:
+	if (s.id)
+		probe_remove(lc, &s);
+	sandbox_record_clear(&s);
+	canaries_remove(&c);
+	ops_probe_report_clear(&r);
+	return rc;
+}
+
+int ops_isolation_require(struct lifecycle *lc, struct cp_error **err)
+{
+	struct ops_probe_report r = {0};
+	if (ops_isolation_probe(lc, &r, err) < 0)
+		return cp_error_prefix(err, "verify isolation");
+	char failed[512] = "";
+	size_t o = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		const struct ops_check *c = &r.checks[i];
+		if (c->result == OPS_CHECK_FAILED) {
+			log_error("doctor", "%s: FAILED: %s", c->name, c->detail ? c->detail : "");
+			if (o < sizeof(failed))
+				o += (size_t)snprintf(failed + o, sizeof(failed) - o, "%s%s", o ? ", " : "", c->name);
+		} else {
+			log_info("doctor", "%s: %s: %s", c->name, ops_check_result_name(c->result),
+			         c->detail ? c->detail : "");
+		}
+	}
+	ops_probe_report_clear(&r);
+	if (o)
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "refusing to serve: the isolation probe's attacks succeeded (%s); run 'chat2sbx "
+		                    "doctor' for details and fix the configuration",
+		                    failed);
+	return 0;
+}

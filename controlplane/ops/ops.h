@@ -1,0 +1,173 @@
+/* ops.h: operating chat2sbx: the state files `status` reads (serve.json,
+ * written by serve; tunnel.json, written by the tunnel supervisor), a
+ * loopback-only HTTP probe, the isolation probe behind `chat2sbx doctor` and
+ * `serve --verify-isolation`, and the pure decisions both use (capability
+ * masks, mount tables, readiness). Uses lifecycle/, helper/, docker/; knows
+ * nothing of MCP beyond sending one initialize. */
+#ifndef CP_OPS_H
+#define CP_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/error.h"
+#include "../config/config.h"
+
+/* ---- serve.json and tunnel.json (ops/state_files.c) ---- */
+
+#define OPS_SERVE_STATE_FILE "serve.json"
+#define OPS_TUNNEL_STATE_FILE "tunnel.json"
+
+/* STATE_DIR/serve.json, the brief's agreed format:
+ * {"pid":N,"started_at_ms":N,"version":"..","endpoint":"http://127.0.0.1:PORT/mcp","tunnel_enabled":bool} */
+struct ops_serve_state {
+	int pid;
+	int64_t started_at_ms;
+	char *version;  /* owned */
+	char *endpoint; /* owned */
+	int tunnel_enabled;
+};
+void ops_serve_state_clear(struct ops_serve_state *s);
+
+/* Writes STATE_DIR/serve.json for this process (getpid, now, CHAT2SBX_VERSION)
+ * atomically: a 0600 temporary file in the same directory, fsync, rename.
+ * endpoint is borrowed. Fails with UNAVAILABLE naming the file. Blocks on
+ * local file I/O only. */
+int ops_serve_state_write(const char *state_dir, const char *endpoint, int tunnel_enabled, struct cp_error **err);
+
+/* Removes STATE_DIR/serve.json when it names this process (a newer serve's
+ * file is left alone). Never fails. */
+void ops_serve_state_remove(const char *state_dir);
+
+/* Reads STATE_DIR/serve.json into *ret (caller clears). NOT_FOUND when the
+ * file does not exist (serve is not running or never wrote it); INVALID_ARGUMENT
+ * when it is not the agreed JSON object. */
+int ops_serve_state_read(const char *state_dir, struct ops_serve_state *ret, struct cp_error **err);
+
+/* STATE_DIR/tunnel.json, written by the tunnel supervisor:
+ * {"state":"starting|running|backoff|stopped|refused","pid":N|null,"restarts":N,
+ *  "health_url":"http://127.0.0.1:P"|null,"last_exit":".."|null,"updated_at_ms":N} */
+struct ops_tunnel_state {
+	char *state; /* owned */
+	int pid;     /* 0 = null */
+	int64_t restarts;
+	char *health_url; /* owned, may be NULL */
+	char *last_exit;  /* owned, may be NULL */
+	int64_t updated_at_ms;
+};
+void ops_tunnel_state_clear(struct ops_tunnel_state *s);
+
+/* Reads STATE_DIR/tunnel.json into *ret (caller clears). Errors as
+ * ops_serve_state_read. */
+int ops_tunnel_state_read(const char *state_dir, struct ops_tunnel_state *ret, struct cp_error **err);
+
+/* True when pid names a live process (kill(pid, 0) succeeds or fails with
+ * EPERM). */
+int ops_pid_alive(int pid);
+
+/* ---- loopback HTTP probe (ops/http_probe.c) ---- */
+
+/* True when url is http:// to 127.0.0.0/8, ::1 or localhost. Pure. */
+int ops_url_is_loopback(const char *url);
+
+/* Sends one HTTP request (method "GET" or "POST"; body borrowed, sent as
+ * application/json with MCP's Accept header when not NULL) to a loopback url
+ * and waits at most timeout_ms. *ret_status gets the HTTP status; *ret_body
+ * (may be NULL; caller frees) up to 64 KiB of the answer. Refuses a url that is
+ * not loopback with INVALID_ARGUMENT (status never talks to other hosts);
+ * connection refused or timeout → UNAVAILABLE / TIMEOUT naming the url. */
+int ops_http_probe(const char *method, const char *url, const char *body, long timeout_ms, long *ret_status,
+                   char **ret_body, struct cp_error **err);
+
+/* ---- pure decisions (ops/checks.c) ---- */
+
+/* Finds "CapEff:\t<hex>" in the text of /proc/<pid>/status. Returns 0 with
+ * *ret_mask, -1 when the line is absent or malformed. */
+int ops_capabilities_parse(const char *status_text, uint64_t *ret_mask);
+
+/* Names (comma-separated, "CAP_SYS_ADMIN,CAP_NET_ADMIN") of the dangerous
+ * capabilities set in mask, written into buf (always terminated). Dangerous:
+ * what lets a process leave or reconfigure its container (SYS_ADMIN,
+ * NET_ADMIN, SYS_MODULE, SYS_PTRACE, SYS_RAWIO, DAC_READ_SEARCH, SYS_BOOT,
+ * SYS_TIME, MAC_ADMIN, MAC_OVERRIDE, BPF, PERFMON, SYSLOG, LINUX_IMMUTABLE);
+ * numbers from linux/capability.h. Returns how many are set. Pure. */
+int ops_capabilities_dangerous(uint64_t mask, char *buf, size_t size);
+
+/* Looks through a /proc/self/mountinfo text for a mount of the engine socket:
+ * a mount point or root whose last component is "docker.sock" or equals
+ * socket_basename (may be NULL). Writes the first offending mount point into
+ * buf. Returns 1 when found, 0 otherwise. Pure. */
+int ops_mountinfo_find_socket(const char *mountinfo, const char *socket_basename, char *buf, size_t size);
+
+/* Looks through a mountinfo text for a credential directory (a mount point
+ * or root with a component .aws .azure .config .docker .gnupg .kube .local
+ * .secrets .ssh, DESIGN.md Workspaces) or the host home (root equal to home,
+ * may be NULL). Mounts at skip_target (the read-only helper file, whose host
+ * path may well sit under ~/.local) are not judged. Writes the first
+ * offending entry into buf. Returns 1 when found, 0 otherwise. Pure. */
+int ops_mountinfo_find_credentials(const char *mountinfo, const char *home, const char *skip_target, char *buf,
+                                   size_t size);
+
+/* What `chat2sbx status` found. */
+struct ops_readiness {
+	int service_up;       /* serve.json names a live process */
+	int mcp_answering;    /* initialize answered 200 */
+	int engine_up;        /* the engine answered */
+	int template_present; /* the template image exists */
+	int tunnel_enabled;   /* CHAT2SBX_ENABLE_TUNNEL=1 */
+	int tunnel_ready;     /* tunnel.json says running and /readyz answered 200 */
+};
+
+/* The exit status of `status`: 0 when ready; OPS_EXIT_NOT_READY when the
+ * service is down or its MCP endpoint does not answer, the engine is down,
+ * the template image is missing, or the tunnel is enabled but not ready.
+ * *ret_reason (static text; may be NULL) names the first such thing. Pure. */
+#define OPS_EXIT_NOT_READY 6
+int ops_readiness_exit_status(const struct ops_readiness *r, const char **ret_reason);
+
+/* ---- isolation probe (ops/isolation.c) ---- */
+
+enum ops_check_result { OPS_CHECK_PASSED, OPS_CHECK_FAILED, OPS_CHECK_SKIPPED };
+
+struct ops_check {
+	const char *name;   /* static: "docker_socket", "host_files", ... */
+	const char *attack; /* static: what the attack tried */
+	enum ops_check_result result;
+	char *detail; /* owned: what was seen */
+};
+
+#define OPS_PROBE_MAX_CHECKS 8
+struct ops_probe_report {
+	struct ops_check checks[OPS_PROBE_MAX_CHECKS];
+	size_t n;
+};
+void ops_probe_report_clear(struct ops_probe_report *r);
+/* Static name of a result ("passed", "failed", "skipped"). */
+const char *ops_check_result_name(enum ops_check_result r);
+/* Number of failed checks. */
+size_t ops_probe_report_failures(const struct ops_probe_report *r);
+
+struct lifecycle;
+/* Proves isolation on this machine: plants canaries on the host (a file in a
+ * fresh host temp dir and one in DATA_ROOT, an environment variable in this
+ * process), creates a probe sandbox through lc (managed workspace, the
+ * operator's configuration) and attacks it from inside through its helper
+ * channel: Docker socket, host files, host environment, credential mounts,
+ * capabilities and privileges, pids limit; then a second probe with
+ * network_off=1 must see nothing but loopback (skipped with the reason when
+ * this build does not honour network_off). Each outcome goes into *ret
+ * (caller clears). Probes and canaries are removed at the end, also on
+ * failure, and the probes' registry rows and managed workspaces are deleted
+ * (doctor leaves nothing behind). Returns 0 when the probe ran (checks may
+ * have failed), -1 with *err when it could not run (engine, template).
+ * Blocks up to a few minutes (two creates, a dozen helper calls).
+ * Not thread-safe: sets and unsets an environment variable. */
+int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, struct cp_error **err);
+
+/* `serve --verify-isolation`: runs ops_isolation_probe, logs each outcome
+ * (component "doctor"), and fails with DENIED naming every attack that
+ * succeeded, so serve refuses to start; a probe that cannot run fails with
+ * its own error. Skipped checks do not fail. Blocks like the probe. */
+int ops_isolation_require(struct lifecycle *lc, struct cp_error **err);
+
+#endif

@@ -1,0 +1,156 @@
+/* state_files.c: STATE_DIR/serve.json (written here for serve) and
+ * STATE_DIR/tunnel.json (written by the tunnel supervisor, read here for
+ * `status`). Writes are atomic (temporary file + rename, 0600) so a reader
+ * never sees half a file. Never holds secrets. */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "ops.h"
+
+void ops_serve_state_clear(struct ops_serve_state *s)
+{
+	if (!s)
+		return;
+	free(s->version);
+	free(s->endpoint);
+	*s = (struct ops_serve_state){0};
+}
+
+void ops_tunnel_state_clear(struct ops_tunnel_state *s)
+{
+	if (!s)
+		return;
+	free(s->state);
+	free(s->health_url);
+	free(s->last_exit);
+	*s = (struct ops_tunnel_state){0};
+}
+
+int ops_pid_alive(int pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+int ops_serve_state_write(const char *state_dir, const char *endpoint, int tunnel_enabled, struct cp_error **err)
+{
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof(path), "%s/" OPS_SERVE_STATE_FILE, state_dir);
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "pid", json_object_new_int(getpid()));
+	json_object_object_add(o, "started_at_ms", json_object_new_int64(clock_now_ms()));
+	json_object_object_add(o, "version", json_object_new_string(CHAT2SBX_VERSION));
+	json_object_object_add(o, "endpoint", json_object_new_string(endpoint));
+	json_object_object_add(o, "tunnel_enabled", json_object_new_boolean(tunnel_enabled));
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "write '%s'", tmp);
+	size_t len = strlen(text);
+	if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, e, "write '%s'", tmp);
+	}
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, e, "rename '%s' to '%s'", tmp, path);
+	}
+	return 0;
+}
+
+/* Loads a JSON object file. NOT_FOUND when absent. */
+static int load_object(const char *path, struct json_object **ret, struct cp_error **err)
+{
+	if (access(path, F_OK) < 0)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "'%s' does not exist", path);
+	struct json_object *o = json_object_from_file(path);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "'%s' is not a JSON object; remove it", path);
+	}
+	*ret = o;
+	return 0;
+}
+
+static char *dup_string(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return strdup(json_object_get_string(v));
+}
+
+static int64_t get_int(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return 0;
+	return json_object_get_int64(v);
+}
+
+int ops_serve_state_read(const char *state_dir, struct ops_serve_state *ret, struct cp_error **err)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/" OPS_SERVE_STATE_FILE, state_dir);
+	_cleanup_json_ struct json_object *o = NULL;
+	if (load_object(path, &o, err) < 0)
+		return -1;
+	struct ops_serve_state s = {.pid = (int)get_int(o, "pid"), .started_at_ms = get_int(o, "started_at_ms")};
+	struct json_object *v = NULL;
+	s.tunnel_enabled = json_object_object_get_ex(o, "tunnel_enabled", &v) && json_object_get_boolean(v);
+	s.version = dup_string(o, "version");
+	s.endpoint = dup_string(o, "endpoint");
+	if (s.pid <= 0 || !s.endpoint) {
+		ops_serve_state_clear(&s);
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "'%s' has no pid or endpoint; remove it", path);
+	}
+	*ret = s;
+	return 0;
+}
+
+void ops_serve_state_remove(const char *state_dir)
+{
+	struct ops_serve_state s = {0};
+	struct cp_error *e = NULL;
+	if (ops_serve_state_read(state_dir, &s, &e) == 0 && s.pid == (int)getpid()) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/" OPS_SERVE_STATE_FILE, state_dir);
+		unlink(path);
+	}
+	cp_error_free(e);
+	ops_serve_state_clear(&s);
+}
+
+int ops_tunnel_state_read(const char *state_dir, struct ops_tunnel_state *ret, struct cp_error **err)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/" OPS_TUNNEL_STATE_FILE, state_dir);
+	_cleanup_json_ struct json_object *o = NULL;
+	if (load_object(path, &o, err) < 0)
+		return -1;
+	struct ops_tunnel_state s = {
+	    .pid = (int)get_int(o, "pid"),
+	    .restarts = get_int(o, "restarts"),
+	    .updated_at_ms = get_int(o, "updated_at_ms"),
+	    .state = dup_string(o, "state"),
+	    .health_url = dup_string(o, "health_url"),
+	    .last_exit = dup_string(o, "last_exit"),
+	};
+	if (!s.state) {
+		ops_tunnel_state_clear(&s);
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "'%s' has no state; remove it", path);
+	}
+	*ret = s;
+	return 0;
+}

@@ -1,0 +1,210 @@
+/* exposures.c: rows of the exposures table (migration 0004): which container
+ * port of which sandbox is published on which host address and port, through
+ * which forwarder container and engine network. No engine calls here: the
+ * rows are the registry's record of what lifecycle/expose.c made. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "store_internal.h"
+
+void exposure_record_clear(struct exposure_record *x)
+{
+	if (!x)
+		return;
+	free(x->sandbox_id);
+	free(x->host);
+	free(x->forwarder_name);
+	free(x->forwarder_id);
+	free(x->network);
+	*x = (struct exposure_record){0};
+}
+
+#define EXP_COLUMNS "sandbox_id, container_port, host, host_port, forwarder_name, forwarder_id, network, created_at_ms"
+
+/* Copies one row; returns -1 when a copy failed (out of memory). */
+static int read_row(sqlite3_stmt *st, struct exposure_record *x)
+{
+	x->sandbox_id = store_column_strdup(st, 0);
+	x->container_port = sqlite3_column_int(st, 1);
+	x->host = store_column_strdup(st, 2);
+	x->host_port = sqlite3_column_int(st, 3);
+	x->forwarder_name = store_column_strdup(st, 4);
+	x->forwarder_id = store_column_strdup(st, 5);
+	x->network = store_column_strdup(st, 6);
+	x->created_at_ms = sqlite3_column_int64(st, 7);
+	if (!x->sandbox_id || !x->host || !x->forwarder_name || !x->network ||
+	    (sqlite3_column_type(st, 5) != SQLITE_NULL && !x->forwarder_id)) {
+		exposure_record_clear(x);
+		return -1;
+	}
+	return 0;
+}
+
+int store_exposure_insert(struct store *store, const struct exposure_record *x, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, "INSERT INTO exposures (" EXP_COLUMNS ") VALUES (?,?,?,?,?,?,?,?)", -1, &st,
+	                       NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "insert exposure");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, x->sandbox_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, x->container_port);
+	sqlite3_bind_text(st, 3, x->host, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 4, x->host_port);
+	sqlite3_bind_text(st, 5, x->forwarder_name, -1, SQLITE_STATIC);
+	if (x->forwarder_id)
+		sqlite3_bind_text(st, 6, x->forwarder_id, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 6);
+	sqlite3_bind_text(st, 7, x->network, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 8, x->created_at_ms);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
+			r = cp_error_set(
+			    err, CP_ERR_CONFLICT, "port %d of sandbox '%s' (or host port %s:%d) is already exposed: %s",
+			    x->container_port, x->sandbox_id, x->host, x->host_port, sqlite3_errmsg(store->db));
+		else
+			r = store_fail(store, err, "insert exposure");
+	}
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_exposure_get(struct store *store, const char *sandbox_id, int container_port, struct exposure_record *ret,
+                       struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db,
+	                       "SELECT " EXP_COLUMNS " FROM exposures WHERE sandbox_id = ? AND container_port = ?", -1,
+	                       &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "load exposure");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, container_port);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		struct exposure_record x = {0};
+		if (read_row(st, &x) < 0)
+			r = cp_error_set(err, CP_ERR_INTERNAL, "load exposure: out of memory");
+		else
+			*ret = x;
+	} else if (rc == SQLITE_DONE) {
+		r = cp_error_set(err, CP_ERR_NOT_FOUND, "port %d of sandbox '%s' is not exposed", container_port,
+		                 sandbox_id);
+	} else {
+		r = store_fail(store, err, "load exposure");
+	}
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_exposure_list(struct store *store, const char *sandbox_id, struct exposure_record **ret, size_t *ret_n,
+                        struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	struct exposure_record *rows = NULL;
+	size_t n = 0, cap = 0;
+	int r = 0;
+	const char *sql = sandbox_id ? "SELECT " EXP_COLUMNS
+	                               " FROM exposures WHERE sandbox_id = ? ORDER BY container_port"
+	                             : "SELECT " EXP_COLUMNS " FROM exposures ORDER BY sandbox_id, container_port";
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "list exposures");
+		goto out;
+	}
+	if (sandbox_id)
+		sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_STATIC);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 4;
+			struct exposure_record *grown = realloc(rows, ncap * sizeof(*rows));
+			if (!grown) {
+				r = cp_error_set(err, CP_ERR_INTERNAL, "list exposures: out of memory");
+				goto out;
+			}
+			rows = grown;
+			cap = ncap;
+		}
+		rows[n] = (struct exposure_record){0};
+		if (read_row(st, &rows[n]) < 0) {
+			r = cp_error_set(err, CP_ERR_INTERNAL, "list exposures: out of memory");
+			goto out;
+		}
+		n++;
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(store, err, "list exposures");
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			exposure_record_clear(&rows[i]);
+		free(rows);
+		return -1;
+	}
+	*ret = rows;
+	*ret_n = n;
+	return 0;
+}
+
+int store_exposure_delete(struct store *store, const char *sandbox_id, int container_port, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, "DELETE FROM exposures WHERE sandbox_id = ? AND container_port = ?", -1, &st,
+	                       NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "delete exposure");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, container_port);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = store_fail(store, err, "delete exposure");
+	else if (sqlite3_changes(store->db) == 0)
+		r = cp_error_set(err, CP_ERR_NOT_FOUND, "delete exposure: port %d of sandbox '%s' is not exposed",
+		                 container_port, sandbox_id);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_exposure_set_forwarder(struct store *store, const char *sandbox_id, int container_port,
+                                 const char *forwarder_id, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db,
+	                       "UPDATE exposures SET forwarder_id = ? WHERE sandbox_id = ? AND container_port = ?", -1,
+	                       &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "update exposure");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, forwarder_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, sandbox_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, container_port);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = store_fail(store, err, "update exposure");
+	else if (sqlite3_changes(store->db) == 0)
+		r = cp_error_set(err, CP_ERR_NOT_FOUND, "update exposure: port %d of sandbox '%s' is not exposed",
+		                 container_port, sandbox_id);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}

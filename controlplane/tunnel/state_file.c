@@ -1,0 +1,72 @@
+/* state_file.c: STATE_DIR/tunnel.json, the supervisor's state for
+ * `chat2sbx status` (format agreed in the helpers' brief):
+ * {"state":"starting|running|backoff|stopped|refused","pid":N|null,
+ *  "restarts":N,"health_url":"http://127.0.0.1:P"|null,"last_exit":".."|null,
+ *  "updated_at_ms":N}
+ * Written whole to a temporary file (0600) and renamed over the old one, so a
+ * reader never sees half a file. Holds nothing secret. */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "tunnel/tunnel_internal.h"
+
+const char *tunnel_state_name(enum tunnel_state state)
+{
+	switch (state) {
+	case TUNNEL_STATE_STARTING: return "starting";
+	case TUNNEL_STATE_RUNNING: return "running";
+	case TUNNEL_STATE_BACKOFF: return "backoff";
+	case TUNNEL_STATE_STOPPED: return "stopped";
+	case TUNNEL_STATE_REFUSED: return "refused";
+	}
+	return "unknown";
+}
+
+static struct json_object *string_or_null(const char *s)
+{
+	return s && *s ? json_object_new_string(s) : NULL;
+}
+
+void tunnel_state_write(const struct config *cfg, const struct tunnel_status *st)
+{
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof(path), "%s/tunnel.json", cfg->state_dir);
+	snprintf(tmp, sizeof(tmp), "%s/.tunnel.json.%d.tmp", cfg->state_dir, (int)getpid());
+
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "state", json_object_new_string(tunnel_state_name(st->state)));
+	json_object_object_add(o, "pid", st->pid > 0 ? json_object_new_int64(st->pid) : NULL);
+	json_object_object_add(o, "restarts", json_object_new_int64(st->restarts));
+	json_object_object_add(o, "health_url", string_or_null(st->health_url));
+	json_object_object_add(o, "last_exit", string_or_null(st->last_exit));
+	json_object_object_add(o, "updated_at_ms", json_object_new_int64(st->updated_at_ms));
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		log_warn("tunnel", "write '%s': %s", tmp, strerror(errno));
+		return;
+	}
+	size_t len = strlen(text);
+	int ok = fchmod(fd, 0600) == 0 && write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1;
+	ok = close(fd) == 0 && ok;
+	if (!ok || rename(tmp, path) < 0) {
+		log_warn("tunnel", "write '%s': %s", path, strerror(errno));
+		unlink(tmp);
+	}
+}
+
+void tunnel_state_write_refused(const struct config *cfg, const char *reason)
+{
+	struct tunnel_status st = {.state = TUNNEL_STATE_REFUSED, .updated_at_ms = clock_now_ms()};
+	snprintf(st.last_exit, sizeof(st.last_exit), "%s", reason ? reason : "");
+	tunnel_state_write(cfg, &st);
+}

@@ -1,0 +1,467 @@
+// The benchmark driver behind `make bench` (issue 8; README "Performance").
+// Starts `chat2sbx serve` (tunnel off, temporary data root, free loopback
+// port) and measures, in one run and side by side with the engine's own
+// baselines on the same machine:
+//   1. tool-call round trip (read of a 1 KiB file, bash `true`) against
+//      `docker exec` (the docker CLI) on the same container;
+//   2. sandbox_create → first bash answer, cold and from the warm pool,
+//      against raw engine create+start (REST API via curl --unix-socket);
+//   3. read throughput at 1, 4 and 16 concurrent clients;
+//   4. memory: helper RSS, control plane RSS idle / 50 sandboxes / 10 000 calls;
+//   5. streaming: a bash printing 100 MB, polled until exited, with the
+//      control plane's peak RSS.
+// Load comes from e2e/bench/loadclient (C, libcurl), so the client is not the
+// bottleneck. Writes a JSON file (--out) and prints a markdown table. Sized
+// for 2 cores; removes every container it made.
+//
+// usage: node e2e/bench/run.mjs --bin build/chat2sbx --loadclient build/bench/loadclient
+//                               [--out build/bench/results.json]
+// Environment: BENCH_QUICK=1 (smaller counts, for a smoke run).
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+import { childEnv, dockerRequest, DOCKER_SOCKET, freePort, REPO_ROOT } from '../lib/server.mjs';
+
+const argv = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < argv.length ? argv[i + 1] : def;
+};
+const BIN = path.resolve(opt('bin', path.join(REPO_ROOT, 'build', 'chat2sbx')));
+const LOADCLIENT = path.resolve(opt('loadclient', path.join(REPO_ROOT, 'build', 'bench', 'loadclient')));
+const OUT = path.resolve(opt('out', path.join(REPO_ROOT, 'build', 'bench', 'results.json')));
+const QUICK = process.env.BENCH_QUICK === '1';
+const N = {
+  roundTrip: QUICK ? 100 : 500,
+  dockerExec: QUICK ? 10 : 60,
+  creates: QUICK ? 4 : 20,
+  pool: 2,
+  throughput: { 1: QUICK ? 300 : 1500, 4: QUICK ? 600 : 3000, 16: QUICK ? 1000 : 5000 },
+  idleSandboxes: QUICK ? 10 : 50,
+  leakCalls: QUICK ? 2000 : 10000,
+  streamBytes: QUICK ? 10_000_000 : 100_000_000,
+};
+const IMAGE = process.env.CHAT2SBX_TEMPLATE_IMAGE || `chat2sbx-template:${fs.readFileSync(path.join(REPO_ROOT, 'VERSION'), 'utf8').trim()}`;
+const HELPER = process.env.CHAT2SBX_HELPER_PATH || path.join(path.dirname(BIN), 'chat2sbx-helper');
+const BENCH_LABEL = 'org.chat2sbx.bench';
+const POOL_LABEL = 'org.chat2sbx.pool';
+const REGISTRY_LABEL = 'org.chat2sbx.registry';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const log = (...a) => console.error('bench:', ...a);
+const round = (x, d = 2) => (typeof x === 'number' && Number.isFinite(x) ? Number(x.toFixed(d)) : x);
+const t0All = Date.now();
+
+function stats(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const pick = (p) => (s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] : 0);
+  return { n: s.length, p50_ms: round(pick(50)), p95_ms: round(pick(95)), p99_ms: round(pick(99)), max_ms: round(s[s.length - 1] ?? 0) };
+}
+
+function rssKiB(pid, field = 'VmRSS') {
+  try {
+    const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+const mib = (kib) => (kib == null ? null : round(kib / 1024, 1));
+
+// ---- one serve instance ----
+
+class Serve {
+  constructor(name, env) {
+    this.name = name;
+    this.env = env;
+  }
+  async start(root) {
+    this.root = path.join(root, this.name);
+    this.dataRoot = path.join(this.root, 'data');
+    this.home = path.join(this.root, 'home');
+    await fsp.mkdir(this.home, { recursive: true });
+    this.port = await freePort();
+    this.url = `http://127.0.0.1:${this.port}/mcp`;
+    this.db = path.join(this.dataRoot, 'state', 'chat2sbx.sqlite');
+    this.stderr = path.join(this.root, 'serve.stderr.log');
+    const errFd = fs.openSync(this.stderr, 'a');
+    this.proc = spawn(BIN, ['serve'], {
+      cwd: this.root,
+      env: childEnv(this.env, this.home, this.dataRoot, this.port),
+      stdio: ['ignore', 'ignore', errFd],
+    });
+    fs.closeSync(errFd);
+    this.exited = new Promise((r) => this.proc.once('exit', (code, signal) => r({ code, signal })));
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      try {
+        const r = await fetch(this.url, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'ping' }) });
+        if (r.status < 500) break;
+      } catch {
+        /* not listening yet */
+      }
+      if (Date.now() > deadline) throw new Error(`serve ${this.name} did not start; see ${this.stderr}`);
+      await sleep(100);
+    }
+    return this;
+  }
+  rss() {
+    return rssKiB(this.proc.pid);
+  }
+  async call(name, args, { allowError = false } = {}) {
+    const res = await fetch(this.url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: Math.floor(Math.random() * 1e9), method: 'tools/call', params: { name, arguments: args } }),
+      signal: AbortSignal.timeout(120_000),
+    });
+    const msg = await res.json();
+    if (msg.error) throw new Error(`${name}: JSON-RPC error ${msg.error.code}: ${msg.error.message}`);
+    if (msg.result?.isError && !allowError) throw new Error(`${name}: ${msg.result.content?.[0]?.text}`);
+    return msg.result.structuredContent ?? JSON.parse(msg.result.content[0].text);
+  }
+  async stop() {
+    if (!this.proc || this.proc.exitCode !== null) return;
+    this.proc.kill('SIGTERM');
+    const t = setTimeout(() => this.proc.kill('SIGKILL'), 20_000);
+    await this.exited;
+    clearTimeout(t);
+  }
+}
+
+// ---- helpers ----
+
+function loadclient({ url, body, threads = 1, calls, expect, warmup = 5 }) {
+  const args = ['--url', url, '--body', JSON.stringify(body), '--threads', String(threads), '--calls', String(calls), '--warmup', String(warmup)];
+  if (expect) args.push('--expect', expect);
+  const r = spawnSync(LOADCLIENT, args, { encoding: 'utf8', maxBuffer: 1 << 20 });
+  if (r.status !== 0) throw new Error(`loadclient failed (${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+const toolBody = (name, args) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } });
+
+function timeCommand(cmd, args, n) {
+  const xs = [];
+  let errors = 0;
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    const r = spawnSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    xs.push(performance.now() - t);
+    if (r.status !== 0) errors++;
+  }
+  return { ...stats(xs), errors };
+}
+
+function curlEngine(method, urlPath, body) {
+  const args = ['-sS', '--unix-socket', DOCKER_SOCKET, '-X', method, '-w', '\n%{http_code}'];
+  if (body) args.push('-H', 'Content-Type: application/json', '-d', JSON.stringify(body));
+  args.push(`http://localhost${urlPath}`);
+  const r = spawnSync('curl', args, { encoding: 'utf8' });
+  const lines = (r.stdout || '').trimEnd().split('\n');
+  const code = Number(lines.pop());
+  if (r.status !== 0 || !(code >= 200 && code < 300)) throw new Error(`engine ${method} ${urlPath}: ${code} ${lines.join(' ')} ${r.stderr}`);
+  return lines.join('\n') ? JSON.parse(lines.join('\n')) : null;
+}
+
+async function listContainers(label) {
+  const filters = encodeURIComponent(JSON.stringify({ label: [label] }));
+  const r = await dockerRequest('GET', `/containers/json?all=1&filters=${filters}`);
+  return Array.isArray(r.body) ? r.body : [];
+}
+
+async function inParallel(items, width, fn) {
+  const out = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i], i);
+      }
+    }),
+  );
+  return out;
+}
+
+// ---- the measurements ----
+
+async function roundTrip(srv, sbx, container) {
+  log('1. round trip');
+  const payload = 'x'.repeat(1023) + '\n';
+  await srv.call('write', { sandbox_id: sbx, path: 'bench-1k.txt', content: payload });
+  const read = loadclient({ url: srv.url, body: toolBody('read', { sandbox_id: sbx, path: 'bench-1k.txt' }), calls: N.roundTrip, expect: '"total_lines"' });
+  const bash = loadclient({ url: srv.url, body: toolBody('bash', { sandbox_id: sbx, command: 'true', yield_time_ms: 10000 }), calls: N.roundTrip, expect: '"exited"' });
+  // Baseline: the docker CLI (it negotiates the engine's API version).
+  const execTrue = timeCommand('docker', ['exec', container, 'true'], N.dockerExec);
+  const execCat = timeCommand('docker', ['exec', container, 'cat', '/workspace/bench-1k.txt'], N.dockerExec);
+  const trim = (r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v, 3)]));
+  return {
+    read_1k: trim(read),
+    bash_true: trim(bash),
+    docker_exec_true: execTrue,
+    docker_exec_cat: execCat,
+    baseline_tool: 'docker CLI (docker exec), same container, same run',
+    ratio_read_vs_exec_cat: round(execCat.p50_ms / read.p50_ms, 1),
+    ratio_bash_vs_exec_true: round(execTrue.p50_ms / bash.p50_ms, 1),
+  };
+}
+
+async function createToBash(srv, n, { poolMembers } = {}) {
+  const xs = [];
+  let warmHits = 0;
+  for (let i = 0; i < n; i++) {
+    let members = null;
+    if (poolMembers) members = await poolMembers(); // waits until the pool is full
+    const t = performance.now();
+    const c = await srv.call('sandbox_create', {});
+    await srv.call('bash', { sandbox_id: c.sandbox_id, command: 'true', yield_time_ms: 10000 });
+    xs.push(performance.now() - t);
+    if (members?.has(c.sandbox_id)) warmHits++;
+    await srv.call('sandbox_destroy', { sandbox_id: c.sandbox_id });
+  }
+  return { ...stats(xs), warm_hits: poolMembers ? warmHits : undefined };
+}
+
+function rawCreateStart(n, workdir) {
+  // The same image and HostConfig basics as a sandbox: helper bind-mounted
+  // read-only as PID 1, a workspace bind, stdin open, no TTY, log driver
+  // none, the same dropped capabilities, no-new-privileges, pids limit.
+  const xs = [];
+  const ids = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const name = `chat2sbx-bench-raw-${process.pid}-${i}`;
+      const body = {
+        Image: IMAGE,
+        Entrypoint: ['/.chat2sbx/helper'],
+        Cmd: [],
+        Env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'HOME=/root'],
+        Labels: { [BENCH_LABEL]: '1' },
+        WorkingDir: '/workspace',
+        OpenStdin: true,
+        StdinOnce: false,
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        HostConfig: {
+          Mounts: [
+            { Type: 'bind', Source: HELPER, Target: '/.chat2sbx/helper', ReadOnly: true },
+            { Type: 'bind', Source: workdir, Target: '/workspace', ReadOnly: false },
+          ],
+          PidsLimit: 4096,
+          NetworkMode: 'chat2sbx',
+          Privileged: false,
+          LogConfig: { Type: 'none' },
+          CapDrop: ['NET_RAW', 'MKNOD', 'AUDIT_WRITE', 'SYS_CHROOT', 'SETFCAP'],
+          SecurityOpt: ['no-new-privileges'],
+          Init: false,
+        },
+      };
+      const t = performance.now();
+      const c = curlEngine('POST', `/containers/create?name=${name}`, body);
+      ids.push(c.Id);
+      curlEngine('POST', `/containers/${c.Id}/start`);
+      xs.push(performance.now() - t);
+      curlEngine('DELETE', `/containers/${c.Id}?force=1&v=1`);
+      ids.pop();
+    }
+  } finally {
+    for (const id of ids) spawnSync('curl', ['-sS', '--unix-socket', DOCKER_SOCKET, '-X', 'DELETE', `http://localhost/containers/${id}?force=1&v=1`]);
+  }
+  return { ...stats(xs), baseline_tool: 'Engine REST API via curl --unix-socket (create + start, no attach)' };
+}
+
+async function creates(root, srvCold) {
+  log('2. sandbox_create → first bash (cold, raw engine, warm pool)');
+  const cold = await createToBash(srvCold, N.creates);
+  const workdir = path.join(root, 'raw-workspace');
+  await fsp.mkdir(workdir, { recursive: true });
+  const raw = rawCreateStart(N.creates, workdir);
+
+  const warmSrv = await new Serve('warm', { CHAT2SBX_WARM_POOL: String(N.pool) }).start(root);
+  let warm;
+  let removedAtStop = null;
+  try {
+    let poolStuck = false; // a pool that never fills must not stretch the run past its bound
+    const poolMembers = async () => {
+      const deadline = Date.now() + (poolStuck ? 0 : 60_000);
+      for (;;) {
+        const list = await listContainers(`${REGISTRY_LABEL}=${warmSrv.db}`);
+        const members = new Set(list.filter((c) => c.Labels?.[POOL_LABEL] === '1' && c.State === 'running').map((c) => c.Labels['org.chat2sbx.sandbox']));
+        const rows = await warmSrv.call('sandbox_list', {});
+        for (const s of rows.sandboxes || []) members.delete(s.sandbox_id); // claimed ones are user sandboxes
+        if (members.size >= N.pool) return members;
+        if (Date.now() > deadline) {
+          if (!poolStuck) log(`the warm pool did not fill within 60 s (${members.size} of ${N.pool}); see ${warmSrv.stderr}`);
+          poolStuck = true;
+          return members;
+        }
+        await sleep(150);
+      }
+    };
+    warm = await createToBash(warmSrv, N.creates, { poolMembers });
+  } finally {
+    await warmSrv.stop();
+    const left = (await listContainers(`${REGISTRY_LABEL}=${warmSrv.db}`)).length;
+    removedAtStop = left === 0;
+  }
+  return {
+    cold,
+    warm_pool: { ...warm, pool_size: N.pool, members_removed_at_shutdown: removedAtStop },
+    raw_engine_create_start: raw,
+    ratio_cold_vs_raw: round(cold.p50_ms / raw.p50_ms, 2),
+  };
+}
+
+function throughput(srv, sbx) {
+  log('3. read throughput');
+  const out = {};
+  for (const threads of [1, 4, 16]) {
+    const r = loadclient({ url: srv.url, body: toolBody('read', { sandbox_id: sbx, path: 'bench-1k.txt' }), threads, calls: N.throughput[threads], expect: '"total_lines"', warmup: 3 });
+    out[`clients_${threads}`] = { calls_per_s: round(r.calls_per_s, 0), calls: r.calls, errors: r.errors, p50_ms: round(r.p50_ms), p99_ms: round(r.p99_ms), first_error: r.first_error };
+  }
+  return out;
+}
+
+async function memory(srv, sbx, container, idleKiB) {
+  log('4. memory');
+  const insp = await dockerRequest('GET', `/containers/${container}/json`);
+  const helperKiB = rssKiB(insp.body.State.Pid);
+  const extra = await inParallel(Array.from({ length: N.idleSandboxes - 1 }, (_, i) => i), 3, async () => (await srv.call('sandbox_create', {})).sandbox_id);
+  await sleep(2000);
+  const with50 = srv.rss();
+  const readBody = toolBody('read', { sandbox_id: sbx, path: 'bench-1k.txt' });
+  loadclient({ url: srv.url, body: readBody, threads: 4, calls: 1000, expect: '"total_lines"' }); // settle allocator pools
+  const before = srv.rss();
+  const r = loadclient({ url: srv.url, body: readBody, threads: 4, calls: N.leakCalls, expect: '"total_lines"' });
+  await sleep(1000);
+  const after = srv.rss();
+  await inParallel(extra, 4, (id) => srv.call('sandbox_destroy', { sandbox_id: id }));
+  return {
+    helper_idle_rss_mib: mib(helperKiB),
+    helper_rss_source: '/proc/<State.Pid>/status VmRSS of the container PID 1',
+    control_plane_idle_rss_mib: mib(idleKiB),
+    sandboxes: N.idleSandboxes,
+    control_plane_rss_with_sandboxes_mib: mib(with50),
+    control_plane_rss_before_calls_mib: mib(before),
+    calls: r.calls,
+    call_errors: r.errors,
+    control_plane_rss_after_calls_mib: mib(after),
+    growth_mib: mib(after - before),
+  };
+}
+
+async function streaming(srv, sbx) {
+  log('5. streaming');
+  let peak = srv.rss();
+  const sampler = setInterval(() => {
+    const v = srv.rss();
+    if (v > peak) peak = v;
+  }, 50);
+  const t = performance.now();
+  let res = await srv.call('bash', { sandbox_id: sbx, command: `yes 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz | head -c ${N.streamBytes}`, yield_time_ms: 1000 });
+  let polls = 0;
+  let returned = (res.output || '').length;
+  while (res.status === 'running') {
+    res = await srv.call('bash_poll', { sandbox_id: sbx, session_id: res.session_id, yield_time_ms: 1000 });
+    returned += (res.output || '').length;
+    polls++;
+  }
+  const secs = (performance.now() - t) / 1000;
+  clearInterval(sampler);
+  return {
+    bytes: N.streamBytes,
+    status: res.status,
+    exit_code: res.exit_code,
+    seconds: round(secs, 2),
+    mb_per_s: round(N.streamBytes / secs / 1e6, 1),
+    polls,
+    bytes_returned_to_client: returned,
+    control_plane_peak_rss_mib: mib(peak),
+    control_plane_hwm_mib: mib(rssKiB(srv.proc.pid, 'VmHWM')),
+  };
+}
+
+// ---- report ----
+
+function table(R) {
+  const rt = R.round_trip, cr = R.create, tp = R.throughput, m = R.memory, st = R.streaming;
+  const row = (what, ours, base, ratio, target, met) => `| ${what} | ${ours} | ${base} | ${ratio} | ${target} | ${met == null ? '' : met ? 'met' : 'missed'} |`;
+  const lines = [
+    '| measurement | chat2sbx | engine baseline | ratio | target | |',
+    '|---|---|---|---|---|---|',
+    row('read 1 KiB round trip p50 / p99', `${round(rt.read_1k.p50_ms)} / ${round(rt.read_1k.p99_ms)} ms`, `docker exec cat ${rt.docker_exec_cat.p50_ms} / ${rt.docker_exec_cat.p99_ms} ms`, `${rt.ratio_read_vs_exec_cat}×`, '≥ 20×, < 5 ms', rt.ratio_read_vs_exec_cat >= 20 && rt.read_1k.p50_ms < 5),
+    row('bash `true` round trip p50 / p99', `${round(rt.bash_true.p50_ms)} / ${round(rt.bash_true.p99_ms)} ms`, `docker exec true ${rt.docker_exec_true.p50_ms} / ${rt.docker_exec_true.p99_ms} ms`, `${rt.ratio_bash_vs_exec_true}×`, '< 15 ms', rt.bash_true.p50_ms < 15),
+    row(`sandbox_create → first bash, cold p50 / p95 (n=${cr.cold.n})`, `${cr.cold.p50_ms} / ${cr.cold.p95_ms} ms`, `raw create+start ${cr.raw_engine_create_start.p50_ms} / ${cr.raw_engine_create_start.p95_ms} ms`, `${cr.ratio_cold_vs_raw}×`, '≤ 1.3×', cr.ratio_cold_vs_raw <= 1.3),
+    row(`sandbox_create → first bash, warm pool p50 / p95 (n=${cr.warm_pool.n}, ${cr.warm_pool.warm_hits} warm)`, `${cr.warm_pool.p50_ms} / ${cr.warm_pool.p95_ms} ms`, '', `${round(cr.raw_engine_create_start.p50_ms / cr.warm_pool.p50_ms, 1)}× faster`, '< 100 ms', cr.warm_pool.p50_ms < 100),
+    row('read throughput, 1 / 4 / 16 clients', `${tp.clients_1.calls_per_s} / ${tp.clients_4.calls_per_s} / ${tp.clients_16.calls_per_s} calls/s (errors ${tp.clients_1.errors + tp.clients_4.errors + tp.clients_16.errors})`, '', '', '≥ 1000/s at 16, no errors', tp.clients_16.calls_per_s >= 1000 && tp.clients_16.errors === 0),
+    row('helper RSS, idle sandbox', `${m.helper_idle_rss_mib} MiB`, '', '', '< 4 MiB', m.helper_idle_rss_mib < 4),
+    row(`control plane RSS: idle / ${m.sandboxes} sandboxes`, `${m.control_plane_idle_rss_mib} / ${m.control_plane_rss_with_sandboxes_mib} MiB`, '', '', '< 50 MiB', m.control_plane_rss_with_sandboxes_mib < 50),
+    row(`control plane RSS before / after ${m.calls} calls`, `${m.control_plane_rss_before_calls_mib} / ${m.control_plane_rss_after_calls_mib} MiB (growth ${m.growth_mib})`, '', '', 'no growth', m.growth_mib <= 1),
+    row(`bash printing ${st.bytes / 1e6} MB, polled until exited`, `${st.mb_per_s} MB/s (${st.seconds} s)`, '', '', 'bounded RSS', st.control_plane_peak_rss_mib < 50),
+    row('control plane peak RSS while streaming', `${st.control_plane_peak_rss_mib} MiB`, '', '', '', null),
+  ];
+  return lines.join('\n');
+}
+
+async function cleanupEngine(root, servers) {
+  const removed = [];
+  const lists = [await listContainers(BENCH_LABEL)];
+  for (const s of servers) if (s.db) lists.push(await listContainers(`${REGISTRY_LABEL}=${s.db}`));
+  for (const c of lists.flat()) {
+    await dockerRequest('DELETE', `/containers/${c.Id}?force=1&v=1`).catch(() => {});
+    removed.push(c.Names?.[0] || c.Id);
+  }
+  return removed;
+}
+
+async function main() {
+  for (const f of [BIN, LOADCLIENT, HELPER]) if (!fs.existsSync(f)) throw new Error(`${f} is missing; run 'make bench'`);
+  const root = await fsp.mkdtemp(path.join(os.tmpdir(), 'chat2sbx-bench-'));
+  const srv = new Serve('cold', { CHAT2SBX_WARM_POOL: '0' });
+  const R = {
+    machine: { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model, mem_gib: round(os.totalmem() / 2 ** 30, 1), kernel: os.release() },
+    started_at: new Date().toISOString(),
+    counts: N,
+  };
+  let failure = null;
+  try {
+    await srv.start(root);
+    await sleep(1000);
+    const idleKiB = srv.rss();
+    const main = await srv.call('sandbox_create', {});
+    const sbx = main.sandbox_id;
+    const container = main.container_id || sbx;
+    R.round_trip = await roundTrip(srv, sbx, container);
+    R.create = await creates(root, srv);
+    R.throughput = throughput(srv, sbx);
+    R.memory = await memory(srv, sbx, container, idleKiB);
+    R.streaming = await streaming(srv, sbx);
+    await srv.call('sandbox_destroy', { sandbox_id: sbx });
+  } catch (e) {
+    failure = e;
+  } finally {
+    await srv.stop();
+    const removed = await cleanupEngine(root, [srv, { db: path.join(root, 'warm', 'data', 'state', 'chat2sbx.sqlite') }]);
+    if (removed.length) log(`removed leftover containers: ${removed.join(', ')}`);
+    const poolMissed = R.create && R.create.warm_pool.warm_hits < R.create.warm_pool.n;
+    if (!failure && !poolMissed) await fsp.rm(root, { recursive: true, force: true });
+    else log(`kept ${root} for inspection`);
+  }
+  R.seconds = round((Date.now() - t0All) / 1000, 1);
+  await fsp.mkdir(path.dirname(OUT), { recursive: true });
+  await fsp.writeFile(OUT, JSON.stringify(R, null, 2) + '\n');
+  if (failure) throw failure;
+  console.log(`\nchat2sbx benchmark (${R.machine.cpus} CPUs, ${R.machine.cpu_model}; ${R.seconds} s; results in ${path.relative(process.cwd(), OUT)})\n`);
+  console.log(table(R));
+}
+
+main().catch((e) => {
+  console.error(`bench: FAILED: ${e.stack || e.message}`);
+  process.exit(1);
+});

@@ -5,7 +5,7 @@
 #   e2e/run.sh 02 03      only the scenarios whose file name starts with these
 # Needs build/chat2sbx (+ build/chat2sbx-helper), a running engine and the
 # template image; `make e2e` provides all three before calling this.
-# Environment: E2E_TIMEOUT (s, default 300), E2E_KEEP=1 keeps data roots,
+# Environment: E2E_TIMEOUT (s, default 2400), E2E_KEEP=1 keeps data roots,
 # CHAT2SBX_BIN overrides the binary, CHAT2SBX_RUNTIME / CHAT2SBX_TEMPLATE_IMAGE
 # / CHAT2SBX_DOCKER_SOCKET are passed to the server.
 set -euo pipefail
@@ -64,10 +64,10 @@ export E2E_MEASURE_FILE
 trap 'rm -f "$E2E_MEASURE_FILE"' EXIT
 
 rc=0
-timeout --kill-after=15 "${E2E_TIMEOUT:-300}" \
+timeout --kill-after=15 "${E2E_TIMEOUT:-2400}" \
   node --test --test-concurrency=1 --test-timeout=180000 --test-reporter=spec "${files[@]}" || rc=$?
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-  echo "e2e: the suite did not finish within ${E2E_TIMEOUT:-300} s" >&2
+  echo "e2e: the suite did not finish within ${E2E_TIMEOUT:-2400} s" >&2
 fi
 [ $# -eq 0 ] && { timeout --kill-after=15 300 node "$here/conformance/run.mjs" || rc=$?; } # MCP conformance suite
 if [ -s "$E2E_MEASURE_FILE" ]; then

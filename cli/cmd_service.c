@@ -20,14 +20,56 @@
 
 extern char **environ;
 
+/* Environment= lines for the CHAT2SBX_* settings set in this process's
+ * environment (setup runs with the settings the user serves with; the
+ * service manager would start serve without them). Test-only settings are
+ * never carried. Values are quoted for systemd.exec(5): '"' and '\\' are
+ * escaped, '%' is doubled (specifier escape). Caller frees; NULL on OOM. */
+static char *service_environment(void)
+{
+	struct config_env env = config_env_process();
+	size_t n = 0;
+	const struct config_setting_info *infos = config_settings(&n);
+	char *out = strdup("");
+	for (size_t i = 0; out && i < n; i++) {
+		const char *name = infos[i].env;
+		const char *v = env.get(env.userdata, name);
+		if (!v || strstr(name, "_TEST_") || !strcmp(name, "CHAT2SBX_CLOCK_OFFSET_MS"))
+			continue;
+		size_t len = strlen(out), vlen = strlen(v);
+		char *grown = realloc(out, len + strlen(name) + 2 * vlen + 32);
+		if (!grown) {
+			free(out);
+			return NULL;
+		}
+		out = grown;
+		char *p = out + len;
+		p += sprintf(p, "Environment=\"%s=", name);
+		for (const char *c = v; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				*p++ = '\\';
+			else if (*c == '%')
+				*p++ = '%';
+			if (*c != '\n')
+				*p++ = *c;
+		}
+		p += sprintf(p, "\"\n");
+	}
+	return out;
+}
+
 /* The unit's text for the binary exe serving from workdir (both borrowed,
  * absolute). Caller frees. */
 static char *service_unit(const char *exe, const char *workdir)
 {
+	char *environment = service_environment();
+	if (!environment)
+		return NULL;
 	char *text = NULL;
 	if (asprintf(&text,
 	             "# Written by 'chat2sbx setup --install-service'; remove with --uninstall-service.\n"
-	             "# Settings come from %s/.env and ~/.chat2sbx/config.yaml; no secrets here:\n"
+	             "# Settings: the CHAT2SBX_* variables set when it was written (below), then\n"
+	             "# %s/.env and ~/.chat2sbx/config.yaml; no secrets here:\n"
 	             "# serve reads the tunnel id and key from CHAT2SBX_SECRET_DIR itself.\n"
 	             "[Unit]\n"
 	             "Description=chat2sbx: disposable sandboxes for ChatGPT over MCP\n"
@@ -37,6 +79,7 @@ static char *service_unit(const char *exe, const char *workdir)
 	             "Type=simple\n"
 	             "ExecStart=%s serve\n"
 	             "WorkingDirectory=%s\n"
+	             "%s"
 	             "Restart=on-failure\n"
 	             "RestartSec=5\n"
 	             "# serve stops the tunnel client itself on SIGTERM; sandboxes keep running.\n"
@@ -45,8 +88,9 @@ static char *service_unit(const char *exe, const char *workdir)
 	             "\n"
 	             "[Install]\n"
 	             "WantedBy=default.target\n",
-	             workdir, exe, workdir) < 0)
-		return NULL;
+	             workdir, exe, workdir, environment) < 0)
+		text = NULL;
+	free(environment);
 	return text;
 }
 

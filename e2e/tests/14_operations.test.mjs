@@ -278,7 +278,10 @@ ctx.test('setup --install-service writes a systemd user unit that runs serve, wi
   assert.match(text, new RegExp(`^WorkingDirectory=${fs.realpathSync(root)}$`, 'm'));
   assert.match(text, /^Restart=on-failure$/m);
   assert.match(text, /^\[Install\]\nWantedBy=default\.target$/m);
-  assert.doesNotMatch(text, /sk-runtime-key|^Environment/m, 'no secrets and no environment in the unit');
+  assert.doesNotMatch(text, /sk-runtime-key/, 'no secrets in the unit');
+  // The settings setup ran with are carried (quoted), test-only ones never.
+  assert.match(text, new RegExp(`^Environment="CHAT2SBX_SECRET_DIR=${secrets.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"$`, 'm'));
+  assert.doesNotMatch(text, /CHAT2SBX_TEST_|CHAT2SBX_CLOCK_OFFSET_MS/, 'no test-only setting');
   if (r.status === 0) {
     assert.match(r.stdout, /journalctl --user -u chat2sbx/);
   } else {

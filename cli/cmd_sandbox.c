@@ -109,6 +109,13 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id)
 	}
 	lifecycle_free(lc);
 	docker_engine_free(engine);
+	if (r < 0 && err->code == CP_ERR_NOT_FOUND) {
+		/* The store's message names MCP tools; a CLI user runs commands. */
+		cp_error_free(err);
+		err = NULL;
+		cp_error_set(&err, CP_ERR_NOT_FOUND,
+		             "sandbox '%s' does not exist; run `chat2sbx sandbox list` to see the sandboxes", id);
+	}
 	cli_audit(store, "sandbox.destroy", id, id, r < 0 ? err : NULL);
 	if (r < 0)
 		return cli_fail(err);

@@ -192,8 +192,12 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 {
 	printf("chat2sbx status: %s%s\n\n", reason ? "NOT READY: " : "ready", reason ? reason : "");
 	const char *uptime = get_s(o, "service", "uptime_s");
-	printf("%-10s %-10s pid %s, up %s s, version %s%s%s\n", "SERVICE", rd->service_up ? "running" : "down",
-	       get_s(o, "service", "pid") ?: "-", uptime ?: "-", get_s(o, "service", "version") ?: "-",
+	/* "up N s" only when there is an uptime: a down service has none. */
+	char up[48] = "";
+	if (rd->service_up && uptime)
+		snprintf(up, sizeof(up), ", up %s s", uptime);
+	printf("%-10s %-10s pid %s%s, version %s%s%s\n", "SERVICE", rd->service_up ? "running" : "down",
+	       get_s(o, "service", "pid") ?: "-", up, get_s(o, "service", "version") ?: "-",
 	       get_s(o, "service", "note") ? "; " : "", get_s(o, "service", "note") ?: "");
 	printf("%-10s %-10s %s%s%s\n", "MCP", rd->mcp_answering ? "answering" : "no answer",
 	       get_s(o, "mcp", "endpoint") ?: "-", get_s(o, "mcp", "error") ? ": " : "",

@@ -3,6 +3,7 @@
  * defaults, DATA_ROOT/config.yaml (config_yaml.c), ./.env, the environment. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -63,8 +64,8 @@ static const struct setting settings[] = {
      "upper clamp of yield_time_ms for bash and bash_poll (ms, at most 60000)"},
     {"CHAT2SBX_MAX_OUTPUT_CHARS", "maxOutputChars", SETTING_INT, OFF(max_output_chars), "60000", 1000, 1000000, "60000",
      "bound on the output returned by one tool call (bytes)"},
-    {"CHAT2SBX_PIDS_LIMIT", "pidsLimit", SETTING_INT, OFF(pids_limit), "4096", 16, 1000000, "4096",
-     "process limit of each sandbox"},
+    {"CHAT2SBX_PIDS_LIMIT", "pidsLimit", SETTING_INT, OFF(pids_limit), "4096", 16, 32768, "4096",
+     "process limit of each sandbox (16-32768, the range sandbox_create's pids_limit accepts)"},
     {"CHAT2SBX_IDLE_TIMEOUT_MS", "idleTimeoutMs", SETTING_INT64, OFF(idle_timeout_ms), "86400000", 60000, 315360000000L,
      "86400000", "a sandbox with no tool call for this long is removed (ms; default 24 h)"},
     {"CHAT2SBX_HELPER_PATH", "helperPath", SETTING_PATH, OFF(helper_path), "${EXE_DIR}/chat2sbx-helper", 0, 0,
@@ -73,13 +74,25 @@ static const struct setting settings[] = {
      "components with debug logging, comma-separated (docker,mcp,helper,store,all)"},
     {"CHAT2SBX_LOG_JSON", "logJson", SETTING_BOOL, OFF(log_json), "0", 0, 1, "0", "1 = log JSON lines"},
     {"CHAT2SBX_CLOCK_OFFSET_MS", "clockOffsetMs", SETTING_INT64, OFF(clock_offset_ms), "0", -315360000000L,
-     315360000000L, "0", "tests only: shift serve's wall clock by this many ms (retention without waiting)"},
+     315360000000L, "0",
+     "tests only (environment only): shift serve's wall clock by this many ms (retention without waiting)"},
     {"CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET", "testUnsafeMountDockerSocket", SETTING_BOOL,
      OFF(test_unsafe_mount_docker_socket), "0", 0, 1, "0",
-     "TEST ONLY, never in use: 1 = mount the engine socket into every sandbox, so doctor can be seen failing"},
+     "TEST ONLY, never in use, environment only: 1 = mount the engine socket into every sandbox, so doctor can "
+     "be seen failing"},
     {"CHAT2SBX_WARM_POOL", "warmPool", SETTING_INT, OFF(warm_pool), "1", 0, 64, "1",
      "started sandboxes kept ready for sandbox_create (0-64; 0 = create every sandbox cold)"},
+    {"CHAT2SBX_MAX_EXPOSURES", "maxExposures", SETTING_INT, OFF(max_exposures), "24", 1, 1024, "24",
+     "most sandbox_expose ports at once across all sandboxes (1-1024; each is one forwarder container)"},
 };
+
+/* Test-only settings: taken only from the process environment, refused in
+ * .env and config.yaml, since a planted file must not weaken isolation
+ * (security review, defect 1). */
+static int is_env_only(const struct setting *s)
+{
+	return s->offset == OFF(clock_offset_ms) || s->offset == OFF(test_unsafe_mount_docker_socket);
+}
 
 static const struct config_setting_info *infos;
 
@@ -217,6 +230,38 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 	return 0;
 }
 
+int config_host_is_loopback(const char *host)
+{
+	if (!host)
+		return 0;
+	if (!strcasecmp(host, "localhost") || !strcmp(host, "::1") || !strcmp(host, "[::1]"))
+		return 1;
+	struct in_addr a4;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	return 0;
+}
+
+/* A test-only setting found in a file is refused, not ignored, so the
+ * person who wrote it learns it has no effect there. */
+static int refuse_env_only(const struct setting *s, const struct config_file *dotenv, const char *dotenv_path,
+                           const struct config_file *yaml, const char *yaml_path, struct cp_error **err)
+{
+	const char *where = NULL, *name = s->env;
+	if (dotenv_path && config_file_get(dotenv, s->env))
+		where = dotenv_path;
+	else if (s->yaml_key && config_file_get(yaml, s->yaml_key)) {
+		where = yaml_path;
+		name = s->yaml_key;
+	}
+	if (!where)
+		return 0;
+	return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+	                    "'%s' sets the test-only setting %s; test-only settings are read only from the "
+	                    "process environment, never from .env or config.yaml; remove the line from '%s'",
+	                    where, name, where);
+}
+
 int config_load(const struct config_env *env, struct config **ret_config, struct cp_error **err)
 {
 	struct config *c = calloc(1, sizeof(*c));
@@ -236,6 +281,9 @@ int config_load(const struct config_env *env, struct config **ret_config, struct
 			const struct setting *s = &settings[i];
 			if ((pass == 0) != (s->offset == OFF(data_root)))
 				continue;
+			if (is_env_only(s) &&
+			    refuse_env_only(s, &dotenv, env->dotenv_path, &yaml, "config.yaml", err) < 0)
+				goto fail;
 			const char *raw = env->get(env->userdata, s->env);
 			const char *origin = "the environment";
 			if (!raw && env->dotenv_path) {
@@ -275,6 +323,14 @@ int config_load(const struct config_env *env, struct config **ret_config, struct
 				}
 			}
 		}
+	}
+	if (!config_host_is_loopback(c->host)) {
+		cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		             "CHAT2SBX_HOST '%s' is not a loopback address; the MCP endpoint has no authentication "
+		             "and the tunnel client reaches it over loopback, so serve binds only 127.0.0.0/8, ::1 "
+		             "or localhost; unset CHAT2SBX_HOST or set it to 127.0.0.1",
+		             c->host);
+		goto fail;
 	}
 	config_file_clear(&dotenv);
 	config_file_clear(&yaml);

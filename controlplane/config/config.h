@@ -1,7 +1,11 @@
 /* config.h: every setting of chat2sbx, declared once in a table (config.c),
  * parsed once into a read-only struct. Precedence: defaults < config.yaml
  * (DATA_ROOT/config.yaml, camelCase keys) < .env in the working directory <
- * the process environment. Nothing outside config/ calls getenv. */
+ * the process environment. Nothing outside config/ calls getenv. Test-only
+ * settings (CHAT2SBX_CLOCK_OFFSET_MS, CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET)
+ * come only from the environment; .env and config.yaml are read only when
+ * owned by the user (or root) and not group- or world-writable; CHAT2SBX_HOST
+ * must be loopback (security review, defects 1 and 2). */
 #ifndef CP_CONFIG_H
 #define CP_CONFIG_H
 
@@ -38,6 +42,7 @@ struct config {
 	                          /* Where each value came from, for `status`: not needed yet. */
 	/* CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET: TEST ONLY, weakens isolation (create.c) */
 	int test_unsafe_mount_docker_socket;
+	int max_exposures; /* CHAT2SBX_MAX_EXPOSURES: sandbox_expose ports at once, all sandboxes */
 };
 
 /* Where settings are read from. Tests pass their own; main uses config_env_process(). */
@@ -57,9 +62,16 @@ struct config_env config_env_process(void);
 /* Builds the effective configuration. On success *ret_config is owned by the
  * caller (config_free). Fails with INVALID_ARGUMENT naming the variable (or
  * config.yaml key), the bad value and the accepted range; the yaml file being
- * unreadable or malformed names the file and the line. Reads files; no other I/O. */
+ * unreadable or malformed names the file and the line; a .env or config.yaml
+ * that is not a regular file of the user or root, or is group/world-writable,
+ * or that sets a test-only setting, names the file and the fix; a
+ * non-loopback CHAT2SBX_HOST says why it is refused. Reads files; no other I/O. */
 int config_load(const struct config_env *env, struct config **ret_config, struct cp_error **err);
 void config_free(struct config *config);
+
+/* 1 when host (a CHAT2SBX_HOST value) is loopback: an IPv4 address in
+ * 127.0.0.0/8, "::1" ("[::1]") or "localhost"; 0 otherwise. Pure. */
+int config_host_is_loopback(const char *host);
 
 /* The setting table, for .env.example checks and `status`. */
 struct config_setting_info {

@@ -4,9 +4,12 @@
 #include "config_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "../base/cleanup.h"
@@ -32,14 +35,66 @@ static int add(struct config_file *f, const char *k, size_t klen, const char *v,
 	return 0;
 }
 
-int config_file_read_dotenv(const char *path, struct config_file *ret, struct cp_error **err)
+int config_file_check_trusted(const struct stat *st, const char *path, struct cp_error **err)
 {
-	FILE *fp = fopen(path, "re");
-	if (!fp) {
+	if (!S_ISREG(st->st_mode))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "refuse settings file '%s': it is not a regular file; remove it or replace it "
+		                    "with a regular file",
+		                    path);
+	if (st->st_uid != geteuid() && st->st_uid != 0)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "refuse settings file '%s': it is owned by uid %u, not by you (uid %u) or root, "
+		                    "so someone else could set security settings; check it, then run "
+		                    "'chown %u %s' (or remove it)",
+		                    path, (unsigned)st->st_uid, (unsigned)geteuid(), (unsigned)geteuid(), path);
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "refuse settings file '%s': it is group- or world-writable (mode %03o), so "
+		                    "someone else could set security settings; check it, then run 'chmod go-w %s'",
+		                    path, (unsigned)(st->st_mode & 0777), path);
+	return 0;
+}
+
+/* Opens path for reading after checking that it may carry settings
+ * (config_file_check_trusted on the opened descriptor, so the file checked is
+ * the file read). Returns 0 with *ret_fp NULL when the file does not exist.
+ * O_NONBLOCK keeps a FIFO planted under the name from blocking start-up. */
+static int open_trusted(const char *path, FILE **ret_fp, struct cp_error **err)
+{
+	*ret_fp = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
 		if (errno == ENOENT)
 			return 0;
 		return cp_error_set_errno(err, CP_ERR_INVALID_ARGUMENT, errno, "read '%s'", path);
 	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return cp_error_set_errno(err, CP_ERR_INVALID_ARGUMENT, e, "read '%s'", path);
+	}
+	if (config_file_check_trusted(&st, path, err) < 0) {
+		close(fd);
+		return -1;
+	}
+	FILE *fp = fdopen(fd, "r");
+	if (!fp) {
+		close(fd);
+		return cp_error_set(err, CP_ERR_INTERNAL, "read '%s': out of memory", path);
+	}
+	*ret_fp = fp;
+	return 0;
+}
+
+int config_file_read_dotenv(const char *path, struct config_file *ret, struct cp_error **err)
+{
+	FILE *fp = NULL;
+	if (open_trusted(path, &fp, err) < 0)
+		return -1;
+	if (!fp)
+		return 0;
 	char line[8192];
 	int lineno = 0;
 	while (fgets(line, sizeof(line), fp)) {
@@ -79,12 +134,11 @@ int config_file_read_dotenv(const char *path, struct config_file *ret, struct cp
 
 int config_file_read_yaml(const char *path, struct config_file *ret, struct cp_error **err)
 {
-	FILE *fp = fopen(path, "re");
-	if (!fp) {
-		if (errno == ENOENT)
-			return 0;
-		return cp_error_set_errno(err, CP_ERR_INVALID_ARGUMENT, errno, "read '%s'", path);
-	}
+	FILE *fp = NULL;
+	if (open_trusted(path, &fp, err) < 0)
+		return -1;
+	if (!fp)
+		return 0;
 	yaml_parser_t parser;
 	yaml_parser_initialize(&parser);
 	yaml_parser_set_input_file(&parser, fp);

@@ -5,6 +5,7 @@
 #define CP_CONFIG_FILE_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "../base/error.h"
 
@@ -14,13 +15,23 @@ struct config_file {
 	size_t n;
 };
 
-/* Reads a .env file at path. A missing file is not an error (empty result).
+/* Decides whether a settings file (st from fstat of the opened file, path
+ * for the message) may be trusted: a regular file owned by the running user
+ * (geteuid) or root, not group- or world-writable. Otherwise fails with
+ * INVALID_ARGUMENT naming the file and the fix (chown / chmod go-w), because a
+ * planted .env or config.yaml could set any security setting (security review,
+ * defect 1). Both readers below apply it. */
+int config_file_check_trusted(const struct stat *st, const char *path, struct cp_error **err);
+
+/* Reads a .env file at path. A missing file is not an error (empty result);
+ * an untrusted one is (config_file_check_trusted).
  * Lines: blank, "# comment", "KEY=VALUE", "export KEY=VALUE"; a value may be
  * wrapped in single or double quotes. A line without '=' fails with
  * INVALID_ARGUMENT naming the file and line. */
 int config_file_read_dotenv(const char *path, struct config_file *ret, struct cp_error **err);
 
-/* Reads config.yaml at path with libyaml. A missing file is not an error. A
+/* Reads config.yaml at path with libyaml. A missing file is not an error; an
+ * untrusted one is (config_file_check_trusted). A
  * document that is not a mapping of scalar keys to scalar values fails with
  * INVALID_ARGUMENT naming the file, the key and the line. */
 int config_file_read_yaml(const char *path, struct config_file *ret, struct cp_error **err);

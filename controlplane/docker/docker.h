@@ -119,6 +119,12 @@ int docker_container_create(struct docker_engine *engine, const struct docker_co
 /* POST /containers/{id}/start. 304 (already started) counts as success. */
 int docker_container_start(struct docker_engine *engine, const char *id, struct cp_error **err);
 
+/* POST /containers/{id}/stop?t=0 (container_stop.c): kills it at once and
+ * keeps it stopped (restart policy unless-stopped does not start it again).
+ * 304 (already stopped) counts as success. id borrowed. NOT_FOUND when
+ * absent. Blocks at most 30 s. */
+int docker_container_stop(struct docker_engine *engine, const char *id, struct cp_error **err);
+
 /* DELETE /containers/{id}?force=1&v=1. NOT_FOUND when it does not exist (callers
  * that only want it gone may ignore that code). */
 int docker_container_remove(struct docker_engine *engine, const char *id, struct cp_error **err);

@@ -1,8 +1,11 @@
 /* channel.c: the control plane's end of one helper channel. Owns the attach
  * stream's fd, a reader thread (demultiplex → split lines → hand each answer
  * to the caller waiting on its id) and the table of calls in flight. Moves
- * JSON-RPC frames only: it never looks inside params or results, and never
- * decides anything about a sandbox (that is tools/ and policy/). */
+ * JSON-RPC frames only, and never decides anything about a sandbox (that is
+ * tools/ and policy/). The one thing it reads inside results is the delivery
+ * range of a bash snapshot (output_start/output_end), to tell the helper
+ * whether the answer reached a caller (bash.ack) or not (bash.nack), and the
+ * one thing it adds to params is its attach_id in hello (proto.h). */
 #include "helper.h"
 
 #include <errno.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -29,6 +33,21 @@
 #define HELPER_MAX_LOG_LINE (16u * 1024)
 /* A line buffer grown past this by one large answer is released afterwards. */
 #define HELPER_KEEP_LINE_BUFFER (1u * 1024 * 1024)
+/* Acknowledgements waiting for the wire, at most; beyond, the oldest is
+ * dropped (a lost bash.ack repeats output after a re-attach; a lost
+ * bash.nack loses it until then). */
+#define HELPER_ACK_QUEUE_MAX 256
+/* How long one acknowledgement may wait for the helper to read it (ms). */
+#define HELPER_ACK_SEND_MS 2000
+
+/* One notification waiting to be written (proto.h): bash.ack, bash.nack,
+ * or the attach that opens every channel. */
+enum ack_kind { ACK_NACK, ACK_ACK, ACK_ATTACH };
+struct ack {
+	enum ack_kind kind;
+	char *session_id; /* NULL for ACK_ATTACH */
+	int64_t start, end;
+};
 
 /* One call in flight. Lives on the caller's stack; linked in ch->pending
  * only while the caller holds or waits on ch->lock, so the reader never sees
@@ -57,6 +76,11 @@ struct helper_channel {
 	 * call's deadline too. */
 	int writing;
 	pthread_cond_t write_cond;
+	/* Acknowledgements to write, oldest first (guarded by lock); written by
+	 * whoever holds the wire (writing) before it lets go. */
+	struct ack acks[HELPER_ACK_QUEUE_MAX];
+	size_t nacks;
+	char attach_id[33]; /* sent in hello: tells the helper a new attachment */
 
 	/* Reader-thread state, touched by nothing else. */
 	struct docker_demux demux;
@@ -94,6 +118,110 @@ static const char *reason_of(struct helper_channel *ch)
 	return ch->close_reason ? ch->close_reason : "the channel is closed";
 }
 
+/* The delivery range of a bash snapshot in msg (proto.h, "Delivery and
+ * acknowledgement"): 1 with the borrowed session id and [start, end) when
+ * the result carries output_start < output_end, else 0. */
+static int delivery_range(struct json_object *msg, const char **ret_sid, int64_t *ret_start, int64_t *ret_end)
+{
+	struct json_object *res = NULL, *v = NULL;
+	if (!json_object_object_get_ex(msg, "result", &res) || !json_object_is_type(res, json_type_object) ||
+	    !json_object_object_get_ex(res, "session_id", &v) || !json_object_is_type(v, json_type_string))
+		return 0;
+	*ret_sid = json_object_get_string(v);
+	if (!json_object_object_get_ex(res, "output_start", &v) || !json_object_is_type(v, json_type_int))
+		return 0;
+	*ret_start = json_object_get_int64(v);
+	if (!json_object_object_get_ex(res, "output_end", &v) || !json_object_is_type(v, json_type_int))
+		return 0;
+	*ret_end = json_object_get_int64(v);
+	return *ret_start >= 0 && *ret_end > *ret_start;
+}
+
+/* Queues an acknowledgement (ch->lock held). A range continuing the last
+ * queued one of the same kind and session extends it. */
+static void ack_push_locked(struct helper_channel *ch, enum ack_kind kind, const char *sid, int64_t start, int64_t end)
+{
+	if (ch->nacks && sid) {
+		struct ack *last = &ch->acks[ch->nacks - 1];
+		if (last->kind == kind && last->session_id && last->end == start &&
+		    strcmp(last->session_id, sid) == 0) {
+			last->end = end;
+			return;
+		}
+	}
+	char *copy = sid ? strdup(sid) : NULL;
+	if (sid && !copy)
+		return;
+	if (ch->nacks == HELPER_ACK_QUEUE_MAX) {
+		log_debug("helper", "sandbox '%s': acknowledgement queue full; dropped the oldest", ch->name);
+		free(ch->acks[0].session_id);
+		memmove(ch->acks, ch->acks + 1, (HELPER_ACK_QUEUE_MAX - 1) * sizeof(ch->acks[0]));
+		ch->nacks--;
+	}
+	ch->acks[ch->nacks++] = (struct ack){.kind = kind, .session_id = copy, .start = start, .end = end};
+}
+
+static int send_all(int fd, const char *buf, size_t len, int64_t deadline, size_t *sent);
+
+/* Writes every queued acknowledgement. The caller owns the wire (writing)
+ * and not the lock; returns with the lock held and the queue empty (or the
+ * channel dead), so the caller can let go of the wire before anything new
+ * is queued unseen. A write that fails before its first byte drops the
+ * acknowledgement; one cut mid-line kills the channel. */
+static void acks_drain_locked_return(struct helper_channel *ch)
+{
+	pthread_mutex_lock(&ch->lock);
+	while (ch->nacks && ch->alive) {
+		struct ack a = ch->acks[0];
+		memmove(ch->acks, ch->acks + 1, (ch->nacks - 1) * sizeof(ch->acks[0]));
+		ch->nacks--;
+		pthread_mutex_unlock(&ch->lock);
+		_cleanup_json_ struct json_object *n = json_object_new_object();
+		struct json_object *params = json_object_new_object();
+		if (a.kind == ACK_ATTACH) {
+			json_object_object_add(params, "attach_id", json_object_new_string(ch->attach_id));
+		} else {
+			json_object_object_add(params, "session_id", json_object_new_string(a.session_id));
+			json_object_object_add(params, "start", json_object_new_int64(a.start));
+			json_object_object_add(params, "end", json_object_new_int64(a.end));
+		}
+		static const char *const methods[] = {"bash.nack", "bash.ack", "attach"};
+		json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
+		json_object_object_add(n, "method", json_object_new_string(methods[a.kind]));
+		json_object_object_add(n, "params", params);
+		size_t len = 0, sent = 0;
+		const char *text = json_object_to_json_string_length(n, JSON_C_TO_STRING_PLAIN, &len);
+		int64_t deadline = clock_monotonic_ms() + HELPER_ACK_SEND_MS;
+		int r = text ? send_all(ch->fd, text, len, deadline, &sent) : -1;
+		if (r == 0)
+			r = send_all(ch->fd, "\n", 1, deadline, &sent);
+		if (r < 0 && sent > 0)
+			channel_kill(ch, "an acknowledgement was cut off mid-line after %zu bytes", sent);
+		else if (r < 0)
+			log_debug("helper", "sandbox '%s': dropped a '%s' notification", ch->name, methods[a.kind]);
+		free(a.session_id);
+		pthread_mutex_lock(&ch->lock);
+	}
+}
+
+/* Writes the queued acknowledgements now unless a request is on the wire
+ * (its writer sends them before letting go). Never blocks on another
+ * writer; a write blocks at most HELPER_ACK_SEND_MS per acknowledgement. */
+static void acks_flush(struct helper_channel *ch)
+{
+	pthread_mutex_lock(&ch->lock);
+	if (ch->writing || !ch->alive || !ch->nacks) {
+		pthread_mutex_unlock(&ch->lock);
+		return;
+	}
+	ch->writing = 1;
+	pthread_mutex_unlock(&ch->lock);
+	acks_drain_locked_return(ch);
+	ch->writing = 0;
+	pthread_cond_signal(&ch->write_cond);
+	pthread_mutex_unlock(&ch->lock);
+}
+
 /* Hands one complete stdout line (an answer) to the call waiting on its id. */
 static void dispatch_frame(struct helper_channel *ch, const char *line, size_t len)
 {
@@ -115,16 +243,25 @@ static void dispatch_frame(struct helper_channel *ch, const char *line, size_t l
 		return;
 	}
 	int64_t id = json_object_get_int64(idv);
+	const char *sid = NULL;
+	int64_t start = 0, end = 0;
+	int range = delivery_range(msg, &sid, &start, &end);
 	pthread_mutex_lock(&ch->lock);
 	struct pending *p = ch->pending;
 	while (p && (p->id != id || p->done))
 		p = p->next;
+	/* Matched under the lock, the caller takes the answer for sure
+	 * (wait_answer looks at done first): it was delivered. */
+	if (range)
+		ack_push_locked(ch, p ? ACK_ACK : ACK_NACK, sid, start, end);
 	if (p) {
 		p->response = TAKE_PTR(msg);
 		p->done = 1;
 		pthread_cond_signal(&p->cond);
 	}
 	pthread_mutex_unlock(&ch->lock);
+	if (range)
+		acks_flush(ch);
 	if (msg) {
 		/* Its caller timed out and left: the answer has nobody to go to. */
 		log_debug("helper", "sandbox '%s': dropped a late answer to request %lld", ch->name, (long long)id);
@@ -246,9 +383,31 @@ static void channel_destroy(struct helper_channel *ch)
 	cp_buf_free(&ch->err_line);
 	pthread_mutex_destroy(&ch->lock);
 	pthread_cond_destroy(&ch->write_cond);
+	for (size_t i = 0; i < ch->nacks; i++)
+		free(ch->acks[i].session_id);
 	free(ch->close_reason);
 	free(ch->name);
 	free(ch);
+}
+
+/* 32 hex digits naming this attachment (hello's attach_id, proto.h). */
+static void attach_id_new(char out[33])
+{
+	unsigned char raw[16];
+	if (getrandom(raw, sizeof(raw), GRND_NONBLOCK) != (ssize_t)sizeof(raw)) {
+		/* No entropy yet: the clock and the address tell attachments apart. */
+		static int counter;
+		uint64_t mix = (uint64_t)clock_monotonic_ms() ^ ((uint64_t)(uintptr_t)out << 16) ^
+		               (uint64_t)__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+		for (size_t i = 0; i < sizeof(raw); i++)
+			raw[i] = (unsigned char)(mix >> (8 * (i % 8))) ^ (unsigned char)(i * 37);
+	}
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[32] = '\0';
 }
 
 /* Takes ownership of fd (closed here even on failure) and starts the reader
@@ -278,10 +437,19 @@ int helper_channel_new(int fd, const char *name, struct helper_channel **ret_cha
 	cp_buf_init(&ch->out_line, HELPER_MAX_FRAME);
 	cp_buf_init(&ch->err_line, HELPER_MAX_LOG_LINE);
 	docker_demux_init(&ch->demux, on_stream, ch);
-	ch->next_id = 1;
 	ch->alive = 1;
+	attach_id_new(ch->attach_id);
+	/* Ids start at a point of their own per attachment: an answer the
+	 * helper wrote for an earlier attachment (buffered while nobody was
+	 * attached) then matches no call of this one and is dropped (and
+	 * nacked) instead of answering the wrong call. Below 2^40: exact in
+	 * every JSON reader. */
+	ch->next_id = 1 + (int64_t)(strtoull(ch->attach_id + 22, NULL, 16) & ((1ull << 40) - 1));
 	ch->refs = 1;
 	ch->fd = TAKE_FD(owned); /* the channel owns the stream from here */
+	/* The first line on the stream: whoever attached (reconcile, a
+	 * re-attach, a create), the helper learns a new control plane is there. */
+	ack_push_locked(ch, ACK_ATTACH, NULL, 0, 0);
 	int rc = pthread_create(&ch->reader, NULL, reader_main, ch);
 	if (rc != 0) {
 		close(ch->fd);
@@ -294,6 +462,7 @@ int helper_channel_new(int fd, const char *name, struct helper_channel **ret_cha
 		                          "the reader thread",
 		                          name);
 	}
+	acks_flush(ch);
 	*ret_channel = ch;
 	return 0;
 }
@@ -403,6 +572,11 @@ static int send_request(struct helper_channel *ch, int64_t id, const char *metho
 	}
 	ch->writing = 1;
 	pthread_mutex_unlock(&ch->lock);
+	/* Acknowledgements queued before this request go first: an answer
+	 * handed to a caller is acknowledged before anything that caller (or
+	 * anyone after it) asks next. */
+	acks_drain_locked_return(ch);
+	pthread_mutex_unlock(&ch->lock);
 
 	size_t sent = 0;
 	int r = send_all(ch->fd, text, len, deadline, &sent);
@@ -410,7 +584,10 @@ static int send_request(struct helper_channel *ch, int64_t id, const char *metho
 		r = send_all(ch->fd, "\n", 1, deadline, &sent);
 	int saved = errno;
 
-	pthread_mutex_lock(&ch->lock);
+	if (r == 0)
+		acks_drain_locked_return(ch);
+	else
+		pthread_mutex_lock(&ch->lock);
 	ch->writing = 0;
 	pthread_cond_signal(&ch->write_cond);
 	pthread_mutex_unlock(&ch->lock);
@@ -575,6 +752,19 @@ int helper_channel_call_cancel(struct helper_channel *ch, const char *method, st
 	ch->pending = &p;
 	pthread_mutex_unlock(&ch->lock);
 
+	/* hello names this attachment, so the helper can tell a new control
+	 * plane (rewind unacknowledged output) from a repeated hello. */
+	_cleanup_json_ struct json_object *hello = NULL;
+	if (strcmp(method, "hello") == 0) {
+		hello = json_object_new_object();
+		if (hello && params) {
+			json_object_object_foreach(params, k, val)
+			    json_object_object_add(hello, k, json_object_get(val));
+		}
+		if (hello && !json_object_object_get_ex(hello, "attach_id", NULL))
+			json_object_object_add(hello, "attach_id", json_object_new_string(ch->attach_id));
+		params = hello;
+	}
 	_cleanup_json_ struct json_object *req = json_object_new_object();
 	int ok =
 	    req && json_object_object_add(req, "jsonrpc", json_object_new_string("2.0")) == 0 &&

@@ -18,7 +18,16 @@ struct cp_cancel;
 
 /* Takes ownership of fd (a hijacked attach stream, see docker_container_attach)
  * and starts the reader thread. name (copied) is used in messages
- * ("sandbox 'sbx_…'"). *ret_channel is owned by the caller (helper_channel_free). */
+ * ("sandbox 'sbx_…'"). *ret_channel is owned by the caller (helper_channel_free).
+ * The first line written is the notification {"method":"attach","params":
+ * {"attach_id":<32 hex digits, new per channel>}}, and every "hello" sent on
+ * the channel carries the same attach_id: the helper then rewinds output it
+ * sent but never saw acknowledged (template/helper/proto.h, "Delivery and
+ * acknowledgement"). Request ids start at a random point per channel, so an
+ * answer written for an earlier attachment matches no call. For every answer
+ * carrying a bash delivery range (output_start < output_end) the channel
+ * writes bash.ack when a waiting caller took it, bash.nack when nobody waited
+ * any more (timed out or cancelled), ahead of any later request. */
 int helper_channel_new(int fd, const char *name, struct helper_channel **ret_channel, struct cp_error **err);
 
 /* Closes the stream, fails every pending call with UNAVAILABLE, joins the

@@ -3,7 +3,9 @@
  * makes every failure undoable: whatever step fails, the container is
  * removed and the rows this call made are deleted, so the registry and the
  * engine agree. A host directory only gets here through an approval, and is
- * checked against the policy again right before it is mounted. */
+ * checked against the policy again right before it is mounted; the container
+ * must then see that very directory before anything runs in it
+ * (mount_verify.c). */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -117,8 +119,12 @@ static int resolve_host_path(struct lifecycle *lc, const struct lifecycle_create
 }
 
 /* Mount time: the approved directory must still pass the policy and resolve
- * where it did when it was approved (it may have become a symlink). */
-static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err)
+ * where it did when it was approved (it may have become a symlink), must not
+ * nest with a direct-mode workspace, and is then opened without following
+ * symlinks: *ret_dev and *ret_ino are what the container must see
+ * (mount_verify.c). */
+static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_record *w, uint64_t *ret_dev,
+                                  uint64_t *ret_ino, struct cp_error **err)
 {
 	_cleanup_free_ char *real = NULL;
 	if (lifecycle_host_path_check(lc->cfg, w->host_path, &real, err) < 0)
@@ -128,6 +134,12 @@ static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_r
 		                    "mount workspace '%s': '%s' now resolves to '%s', not to the approved '%s'; it is "
 		                    "not mounted",
 		                    w->id, w->host_path, real, w->path);
+	if (lifecycle_host_nesting_check(lc->store, real, w->mode, w->id, err) < 0)
+		return cp_error_prefix(err, "mount workspace '%s'", w->id);
+	if (lifecycle_mount_identity(real, ret_dev, ret_ino, err) < 0) {
+		lifecycle_mount_audit(lc, NULL, real, (*err)->message);
+		return -1;
+	}
 	return 0;
 }
 
@@ -274,6 +286,22 @@ static int copy_into_workspace(struct lifecycle *lc, struct helper_channel *ch, 
 	                    status ? status : "?", code, out ? out : "");
 }
 
+/* Before anything runs in a new sandbox on a host workspace: the container
+ * must see at its mount target the very directory recheck_host_workspace
+ * opened (the engine resolved the path string again). Recorded in the row
+ * for the re-check after a container restart (recovery.c). Runtimes that do
+ * not show host identities (gVisor) rely on the nesting rule alone. */
+static int verify_host_mount(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
+                             struct helper_channel *ch, uint64_t dev, uint64_t ino, struct cp_error **err)
+{
+	if (!strcmp(w->mode, "managed") || !lifecycle_mount_runtime_verifiable(s->runtime))
+		return 0;
+	const char *target = !strcmp(w->mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
+	if (lifecycle_mount_verify(lc, ch, s->id, target, w->path, dev, ino, err) < 0)
+		return -1;
+	return store_sandbox_set_mount_identity(lc->store, s->id, dev, ino, err);
+}
+
 /* Undo of a create that failed: nothing of it may remain. */
 static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container_id,
                         const struct workspace_record *new_workspace)
@@ -330,6 +358,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	struct workspace_record ws = {0};
 	int new_workspace = 0;
 	struct lifecycle_limits lim = {0};
+	uint64_t mount_dev = 0, mount_ino = 0; /* host identity of a host workspace (mount_verify.c) */
 	*ret = (struct lifecycle_create_result){0};
 
 	if (lifecycle_create_limits(lc, opts, &lim, err) < 0)
@@ -381,7 +410,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 			goto fail_workspace;
 		}
 		if (check_limit(lc, err) < 0 ||
-		    (strcmp(ws.mode, "managed") && recheck_host_workspace(lc, &ws, err) < 0))
+		    (strcmp(ws.mode, "managed") && recheck_host_workspace(lc, &ws, &mount_dev, &mount_ino, err) < 0))
 			goto fail_workspace;
 	}
 
@@ -414,6 +443,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	int64_t t0 = clock_monotonic_ms();
 	report_step(opts, "workspace ready", 2);
 	if (start_container(lc, &row, &ws, &container_id, &ch, opts, err) < 0 ||
+	    verify_host_mount(lc, &row, &ws, ch, mount_dev, mount_ino, err) < 0 ||
 	    (!strcmp(ws.mode, "clone") && copy_into_workspace(lc, ch, id, &ret->copy_session_id, opts, err) < 0)) {
 		cp_error_prefix(err, "create sandbox '%s'", id);
 		goto fail_sandbox;

@@ -52,16 +52,33 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
 	return 0;
 }
 
+/* A memory size (bytes) or CPU count (nano-CPUs, cpus = 1) as a person
+ * reads it, "no limit" for 0: "512 MiB", "1.5", never "memory_bytes 0". */
+static const char *limit_text(int64_t v, int cpus, char *buf, size_t size)
+{
+	if (v <= 0)
+		snprintf(buf, size, "no limit");
+	else if (cpus)
+		snprintf(buf, size, "%g", (double)v / 1e9);
+	else if (v % (1024 * 1024) == 0)
+		snprintf(buf, size, "%lldm", (long long)(v / (1024 * 1024)));
+	else
+		snprintf(buf, size, "%lld bytes", (long long)v);
+	return buf;
+}
+
 char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifecycle_limits *want)
 {
 	char buf[512] = "";
 	size_t len = 0;
 #define NOTE(...) len += (size_t)snprintf(buf + len, len < sizeof(buf) ? sizeof(buf) - len : 0, __VA_ARGS__)
+	char have[32], asked[32];
 	if (want->memory_bytes != s->memory_bytes)
-		NOTE("%smemory_bytes %lld (asked %lld)", len ? ", " : "", (long long)s->memory_bytes,
-		     (long long)want->memory_bytes);
+		NOTE("%smemory %s (asked %s)", len ? ", " : "", limit_text(s->memory_bytes, 0, have, sizeof(have)),
+		     limit_text(want->memory_bytes, 0, asked, sizeof(asked)));
 	if (want->nano_cpus != s->nano_cpus)
-		NOTE("%scpus %.3f (asked %.3f)", len ? ", " : "", s->nano_cpus / 1e9, want->nano_cpus / 1e9);
+		NOTE("%scpus %s (asked %s)", len ? ", " : "", limit_text(s->nano_cpus, 1, have, sizeof(have)),
+		     limit_text(want->nano_cpus, 1, asked, sizeof(asked)));
 	if (!want->network != !s->network)
 		NOTE("%snetwork %s (asked %s)", len ? ", " : "", s->network ? "on" : "off",
 		     want->network ? "on" : "off");

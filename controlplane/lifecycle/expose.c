@@ -258,6 +258,33 @@ static int network_drop(struct lifecycle *lc, const char *network, const char *c
 	return 0;
 }
 
+/* Refuses a new exposure past the per-sandbox cap (LIFECYCLE_MAX_EXPOSURES_PER_SANDBOX)
+ * or the global one (CHAT2SBX_MAX_EXPOSURES), before anything is created:
+ * each exposure is one forwarder container and each exposed sandbox one
+ * engine network (security review, defect 3). LIMIT names the cap, the
+ * count and what to do; store errors pass through. Called under expose_lock,
+ * so the counts cannot move before the insert. */
+static int check_caps(struct lifecycle *lc, const char *sandbox_id, struct cp_error **err)
+{
+	int64_t mine = 0, all = 0;
+	if (store_exposure_count(lc->store, sandbox_id, &mine, err) < 0 ||
+	    store_exposure_count(lc->store, NULL, &all, err) < 0)
+		return -1;
+	if (mine >= LIFECYCLE_MAX_EXPOSURES_PER_SANDBOX)
+		return cp_error_set(err, CP_ERR_LIMIT,
+		                    "sandbox '%s' already exposes %lld ports, the most one sandbox may expose (%d); "
+		                    "reuse one of its exposed ports (sandbox_expose on an exposed port returns its URL "
+		                    "again) or destroy the sandbox to free them",
+		                    sandbox_id, (long long)mine, LIFECYCLE_MAX_EXPOSURES_PER_SANDBOX);
+	if (all >= lc->cfg->max_exposures)
+		return cp_error_set(err, CP_ERR_LIMIT,
+		                    "%lld ports are exposed across all sandboxes, the most allowed at once "
+		                    "(CHAT2SBX_MAX_EXPOSURES=%d); reuse an exposed port or destroy a sandbox you no "
+		                    "longer need (its exposures go with it), or raise CHAT2SBX_MAX_EXPOSURES",
+		                    (long long)all, lc->cfg->max_exposures);
+	return 0;
+}
+
 int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64_t port, struct exposure_record *ret,
                              int *ret_created, struct cp_error **err)
 {
@@ -290,6 +317,10 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 		return -1;
 	}
 	cp_error_freep(err);
+	if (check_caps(lc, sandbox_id, err) < 0) {
+		sandbox_record_clear(&s);
+		return -1;
+	}
 
 	struct exposure_record x = {.sandbox_id = strdup(sandbox_id),
 	                            .container_port = (int)port,

@@ -279,6 +279,8 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 /* The sandbox's name on its per-sandbox network, where forwarders reach it. */
 #define LIFECYCLE_EXPOSE_ALIAS "sandbox"
 
+/* Most ports one sandbox may expose at once (security review, defect 3). */
+#define LIFECYCLE_MAX_EXPOSURES_PER_SANDBOX 8
 /* sandbox_expose: publishes TCP port (1-65535) of a running sandbox on
  * cfg->expose_host at a host port chosen automatically, through a forwarder
  * container (see expose.c for why). An exposed port is answered as it is
@@ -287,7 +289,9 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
  * made and the row inserted (*ret_created 1). *ret (caller clears) is the
  * row. Counts as activity of the sandbox. Errors: INVALID_ARGUMENT (port),
  * NOT_FOUND (unknown sandbox), CONFLICT (failed, removed or still creating;
- * created with network off), engine errors with what failed. Checks come
+ * created with network off), LIMIT (a new port past
+ * LIFECYCLE_MAX_EXPOSURES_PER_SANDBOX on this sandbox or cfg->max_exposures
+ * in all), engine errors with what failed. Checks come
  * before anything is made; on failure nothing made is left. Blocks on the
  * engine (about a second for a new exposure). Thread-safe (one expose or
  * removal at a time per process). */

@@ -112,6 +112,41 @@ int lifecycle_sandbox_reattach(struct lifecycle *lc, const struct sandbox_record
 int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
                            struct cp_error **err);
 
+/* ---- mount verification (mount_verify.c) ---- */
+
+/* The nesting rule (policy_host_nesting_check) for resolved host path real
+ * in mode (clone | direct) against every workspace in store except self_id
+ * (may be NULL) and any with the same directory. DENIED naming the other
+ * workspace; store errors as they come. */
+int lifecycle_host_nesting_check(struct store *store, const char *real, const char *mode, const char *self_id,
+                                 struct cp_error **err);
+
+/* Opens the resolved directory real with openat2(RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS, O_PATH | O_DIRECTORY) and returns its st_dev (the
+ * kernel's dev_t) and st_ino. A symlink (or a missing or non-directory)
+ * component means the path changed since it was checked: CONFLICT "the
+ * directory ... changed while it was being mounted ...". Other errors
+ * INTERNAL with errno. Blocks only on the file system. */
+int lifecycle_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err);
+
+/* 1 when the runtime (NULL or "" = the engine's default, taken as runc)
+ * shows a bind mount's host st_dev/st_ino inside the container, so that
+ * lifecycle_mount_verify applies; 0 otherwise (gVisor reports its own). */
+int lifecycle_mount_runtime_verifiable(const char *runtime);
+
+/* Asks the helper of sandbox_id on ch (up to LIFECYCLE_HELLO_TIMEOUT_MS)
+ * for fs.stat of target and compares with (dev, ino) of host_dir as
+ * lifecycle_mount_identity gave them. Mismatch: a security warning in the
+ * log, an audit row (action sandbox.mount_refused) and DENIED "the directory
+ * ... changed while it was being mounted ...; nothing was mounted; try
+ * again". The caller removes the container. Channel errors as they come. */
+int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id, const char *target,
+                           const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err);
+
+/* Logs message as a security warning and writes the audit row
+ * sandbox.mount_refused (status DENIED) for sandbox_id and target. */
+void lifecycle_mount_audit(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *message);
+
 /* Asks the helper for hello (up to LIFECYCLE_HELLO_TIMEOUT_MS). */
 int lifecycle_helper_hello(struct helper_channel *ch, struct cp_error **err);
 

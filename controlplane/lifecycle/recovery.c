@@ -5,7 +5,9 @@
  * sandbox being gone (its row becomes failed with the reason, using the
  * reconcile decision table), and notices a helper that started again (its
  * hello carries a boot id): sessions it was running are then reported lost by
- * the helper itself. Never removes a container. */
+ * the helper itself. A sandbox on a host workspace whose restarted container
+ * mounted another directory than its create verified (mount_verify.c) is
+ * stopped and marked failed. Never removes a container. */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +101,38 @@ int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s,
 	return 0;
 }
 
+/* The engine resolves a bind source again at every container start, so a
+ * re-attached sandbox on a host workspace must still see the directory its
+ * create verified (mount_verify.c; the identity is in its row, migration
+ * 0007). Checked on every re-attach, not only when the boot id changed: a
+ * serve restart forgets the boot ids. On a mismatch the container is stopped
+ * and the row marked failed with the reason. */
+static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
+                         const char *container, struct cp_error **err)
+{
+	uint64_t dev = 0, ino = 0;
+	int has = store_sandbox_get_mount_identity(lc->store, s->id, &dev, &ino, err);
+	if (has <= 0 || !lifecycle_mount_runtime_verifiable(s->runtime))
+		return has < 0 ? -1 : 0;
+	struct workspace_record w = {0};
+	if (store_workspace_get(lc->store, s->workspace_id, &w, err) < 0)
+		return -1;
+	const char *target = !strcmp(w.mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
+	int r = lifecycle_mount_verify(lc, ch, s->id, target, w.path, dev, ino, err);
+	workspace_record_clear(&w);
+	if (r == 0 || (*err)->code != CP_ERR_DENIED)
+		return r;
+	char reason[600];
+	snprintf(reason, sizeof(reason), "its container was restarted and mounted another directory: %s",
+	         (*err)->message);
+	cp_error_freep(err);
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (docker_container_stop(lc->engine, container, &e) < 0)
+		log_warn("security", "stop sandbox %s after its mount changed: %s", s->id, e->message);
+	fail_if_running(lc, s->id, reason);
+	return failed_error(err, s->id, reason);
+}
+
 /* Under attach_lock: inspect, decide, attach, greet. *engine_down is set
  * when the engine itself did not answer. */
 static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel **ret_channel,
@@ -160,6 +194,10 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		if ((*err)->code != CP_ERR_UNAVAILABLE)
 			lifecycle_channel_drop(lc, s->id);
 		return cp_error_prefix(err, "reach the helper of sandbox '%s'", s->id);
+	}
+	if (recheck_mount(lc, s, ch, container, err) < 0) {
+		helper_channel_unref(ch);
+		return -1;
 	}
 	log_info("lifecycle", "re-attached sandbox %s", s->id);
 	*ret_channel = ch;

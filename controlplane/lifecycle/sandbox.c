@@ -92,6 +92,14 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
 			sandbox_record_clear(&s);
 		return 0;
 	}
+	/* Exposed ports go with the sandbox (expose.c), first: removing many
+	 * forwarders takes a while, and until the container is gone the row
+	 * still describes it truly (a re-attach meanwhile finds it running, not
+	 * "gone"). A forwarder the engine would not remove now is retried by
+	 * the next reconcile. */
+	_cleanup_error_ struct cp_error *expose_err = NULL;
+	if (lifecycle_exposures_remove(lc, id, &expose_err) < 0)
+		log_warn("lifecycle", "destroy sandbox %s: %s (retried at the next start)", id, expose_err->message);
 	lifecycle_channel_drop(lc, id);
 	const char *container = s.container_id ? s.container_id : s.container_name;
 	if (docker_container_remove(lc->engine, container, err) < 0) {
@@ -103,11 +111,6 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
 		cp_error_freep(err);
 	}
 	sandbox_record_clear(&s);
-	/* Exposed ports go with the sandbox (expose.c); a forwarder the engine
-	 * would not remove now is retried by the next reconcile. */
-	_cleanup_error_ struct cp_error *expose_err = NULL;
-	if (lifecycle_exposures_remove(lc, id, &expose_err) < 0)
-		log_warn("lifecycle", "destroy sandbox %s: %s (retried at the next start)", id, expose_err->message);
 	if (store_sandbox_set_status(lc->store, id, "removed", NULL, NULL, clock_now_ms(), err) < 0)
 		return -1;
 	log_info("lifecycle", "destroyed sandbox %s", id);

@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <json-c/json.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -54,6 +55,8 @@ struct http_request {
 	size_t discarded; /* bytes dropped since */
 	int counted;      /* counted in server->http_active */
 	int replied;      /* a reply was queued from the headers alone */
+	size_t reserved;  /* bytes of server->body_budget this request holds */
+	int over_budget;  /* the body did not fit the budget; the rest is discarded, 503 at the end */
 };
 
 /* Headers a reply may carry besides Content-Type. */
@@ -61,6 +64,7 @@ struct reply_headers {
 	const char *session_id;
 	const char *protocol_version;
 	const char *allow;
+	const char *retry_after; /* seconds */
 };
 
 static enum MHD_Result queue_reply_type(struct MHD_Connection *conn, unsigned status, char *body,
@@ -82,6 +86,8 @@ static enum MHD_Result queue_reply_type(struct MHD_Connection *conn, unsigned st
 		MHD_add_response_header(resp, "MCP-Protocol-Version", h->protocol_version);
 	if (h && h->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, h->allow);
+	if (h && h->retry_after)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, h->retry_after);
 	enum MHD_Result r = MHD_queue_response(conn, status, resp);
 	MHD_destroy_response(resp);
 	return r;
@@ -139,11 +145,69 @@ static enum MHD_Result reply_too_large(struct mcp_server *server, struct MHD_Con
 	return queue_rpc_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
 }
 
+/* 503 with Retry-After: 1 for a body that does not fit the budget of
+ * request bodies held at once (security review, defect 4). */
+static enum MHD_Result reply_over_budget(struct MHD_Connection *conn)
+{
+	char size[32], text[200];
+	mcp_format_size(MCP_BODY_BUDGET_BYTES, size, sizeof(size));
+	snprintf(text, sizeof(text),
+	         "server busy: other requests are sending %s of data at once; retry in a second or send less "
+	         "data per call",
+	         size);
+	log_warn("mcp", "refused a request body: the %s budget of bodies held at once is spent", size);
+	struct reply_headers h = {.retry_after = "1"};
+	return queue_rpc_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, MCP_RPC_INTERNAL_ERROR, text, &h);
+}
+
+/* Gives back what req holds of the body budget, trimming the heap now and
+ * then so RSS returns after large bodies (glibc malloc_trim). */
+static void release_body(struct mcp_server *server, struct http_request *req)
+{
+	cp_buf_free(&req->body);
+	if (req->reserved == 0)
+		return;
+	size_t n = req->reserved;
+	req->reserved = 0;
+	if (mcp_body_budget_release(&server->body_budget, n))
+		malloc_trim(0);
+}
+
+/* Grows req's reservation to want bytes; -1 when the budget has no room. */
+static int reserve_body(struct mcp_server *server, struct http_request *req, size_t want)
+{
+	if (want <= req->reserved)
+		return 0;
+	if (mcp_body_budget_reserve(&server->body_budget, want - req->reserved) < 0)
+		return -1;
+	req->reserved = want;
+	return 0;
+}
+
 /* Checks that need only the request line and headers; queues a reply and
  * returns 1 when the request is refused. */
-static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, const char *url, const char *method,
-                        enum MHD_Result *ret)
+static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, struct http_request *req,
+                        const char *url, const char *method, enum MHD_Result *ret)
 {
+	/* The endpoint has no authentication; only loopback peers (this host's
+	 * clients and the tunnel client) may use it. A sandbox reaching the
+	 * port through its bridge gateway, Host header forged or not, is
+	 * refused here before anything else (security review, defect 2). */
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *peer = ci ? ci->client_addr : NULL;
+	size_t peer_len =
+	    peer && peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	if (!mcp_peer_is_loopback(peer, peer_len)) {
+		char addr[INET6_ADDRSTRLEN] = "unknown";
+		if (peer && peer->sa_family == AF_INET)
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, addr, sizeof(addr));
+		else if (peer && peer->sa_family == AF_INET6)
+			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, addr, sizeof(addr));
+		log_warn("mcp", "refused a connection from %s: only loopback clients may use the endpoint", addr);
+		*ret = queue_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST,
+		                       "forbidden: only loopback clients may use this MCP endpoint", NULL);
+		return 1;
+	}
 	const char *host = header(conn, MHD_HTTP_HEADER_HOST);
 	const char *origin = header(conn, "Origin");
 	char text[512], clipped[320];
@@ -196,6 +260,11 @@ static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, 
 		unsigned long long n = strtoull(cl, &end, 10);
 		if (errno == ERANGE || n > server->opts.max_body_bytes) {
 			*ret = reply_too_large(server, conn);
+			return 1;
+		}
+		/* An announced body is reserved whole, before any of it is read. */
+		if (reserve_body(server, req, (size_t)n) < 0) {
+			*ret = reply_over_budget(conn);
 			return 1;
 		}
 	}
@@ -427,6 +496,8 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 {
 	if (req->too_large)
 		return reply_too_large(server, conn);
+	if (req->over_budget)
+		return reply_over_budget(conn);
 
 	_cleanup_json_ struct json_object *value = NULL;
 	if (mcp_json_parse(req->body.data, req->body.len, &value) < 0) {
@@ -435,7 +506,7 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_PARSE_ERROR,
 		                       "parse error: the body is not valid JSON", NULL);
 	}
-	cp_buf_free(&req->body);
+	release_body(server, req);
 	struct json_object *id = mcp_message_id(value);
 
 	/* basic/transports, "Protocol Version Header": an unsupported version
@@ -539,7 +610,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return queue_rpc_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, MCP_RPC_INTERNAL_ERROR,
 			                       "the server is shutting down; retry shortly", NULL);
 		enum MHD_Result r;
-		if (refuse_early(server, conn, url, method, &r))
+		if (refuse_early(server, conn, req, url, method, &r))
 			return r;
 		if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
 			return handle_delete(server, conn);
@@ -560,11 +631,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		 * buffer and discard the rest, then answer 413 at the end. */
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		if (!req->too_large && cp_buf_append(&req->body, upload_data, n) < 0) {
+		if (!req->too_large && !req->over_budget && cp_buf_append(&req->body, upload_data, n) < 0) {
 			req->too_large = 1;
-			cp_buf_free(&req->body);
+			release_body(server, req);
 		}
-		if (req->too_large) {
+		/* A body without Content-Length reserves as it arrives. */
+		if (!req->too_large && !req->over_budget && reserve_body(server, req, req->body.len) < 0) {
+			req->over_budget = 1;
+			release_body(server, req);
+		}
+		if (req->too_large || req->over_budget) {
 			req->discarded += n;
 			if (req->discarded > DISCARD_MAX_BYTES) {
 				log_warn("mcp", "closed a connection streaming an oversize body");
@@ -590,7 +666,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		pthread_cond_broadcast(&server->http_idle);
 		pthread_mutex_unlock(&server->http_lock);
 	}
-	cp_buf_free(&req->body);
+	release_body(server, req);
 	free(req);
 	*con_cls = NULL;
 }

@@ -49,6 +49,29 @@ struct mcp_inflight {
 	struct cp_cancel cancel;
 };
 
+/* body_budget.c: the request-body bytes all connections hold at once
+ * (security review, defect 4). Fields are private to body_budget.c. */
+struct mcp_body_budget {
+	pthread_mutex_t lock;
+	size_t limit;    /* bytes */
+	size_t used;     /* bytes reserved now */
+	size_t released; /* bytes released since the last trim advice */
+};
+/* The budget across all connections of one server. */
+#define MCP_BODY_BUDGET_BYTES ((size_t)64 * 1024 * 1024)
+/* Sets an empty budget of limit bytes; destroy releases the mutex. */
+void mcp_body_budget_init(struct mcp_body_budget *b, size_t limit);
+void mcp_body_budget_destroy(struct mcp_body_budget *b);
+/* Reserves n bytes: 0 when they fit under the limit, -1 (nothing reserved)
+ * when they would pass it. Thread-safe. */
+int mcp_body_budget_reserve(struct mcp_body_budget *b, size_t n);
+/* Returns n reserved bytes. Returns 1 when, counting this release, 16 MiB or
+ * more were released since the last time it returned 1: the caller should
+ * then call malloc_trim(0) so RSS shrinks; 0 otherwise. Thread-safe. */
+int mcp_body_budget_release(struct mcp_body_budget *b, size_t n);
+/* Bytes reserved now (for tests and logs). */
+size_t mcp_body_budget_used(struct mcp_body_budget *b);
+
 struct mcp_server {
 	struct mcp_server_options opts; /* string fields point at the copies below */
 	char *host;
@@ -66,7 +89,8 @@ struct mcp_server {
 	pthread_mutex_t http_lock;
 	pthread_cond_t http_idle; /* signalled when http_active drops */
 	unsigned http_active;
-	int http_stopping; /* new requests get 503 */
+	int http_stopping;                  /* new requests get 503 */
+	struct mcp_body_budget body_budget; /* request bodies held at once */
 	pthread_mutex_t inflight_lock;
 	struct mcp_inflight *inflight; /* tools/call requests being answered */
 	struct mcp_resume *resume;     /* events of SSE answers, for Last-Event-ID */
@@ -182,5 +206,11 @@ size_t mcp_session_count(struct mcp_session_table *table);
 /* loopback.c */
 int mcp_host_allowed(const char *host_header, const char *bind_host);
 int mcp_origin_allowed(const char *origin);
+/* 1 when addr (a connection's peer, len bytes) is loopback: IPv4 127.0.0.0/8,
+ * IPv6 ::1 or an IPv4-mapped 127.x address; 0 for anything else or NULL.
+ * The endpoint has no authentication, so http.c refuses every other peer
+ * (a sandbox reaching serve through its bridge gateway, say). Pure. */
+struct sockaddr;
+int mcp_peer_is_loopback(const struct sockaddr *addr, size_t len);
 
 #endif

@@ -5,8 +5,11 @@
  * Origin, which is what these refuse. */
 #include "internal.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 static int is_digits(const char *p, size_t n)
 {
@@ -105,4 +108,21 @@ int mcp_origin_allowed(const char *origin)
 	if (split_authority(rest, rest_len, &name, &len) < 0)
 		return 0;
 	return name_is_loopback(name, len, NULL);
+}
+
+int mcp_peer_is_loopback(const struct sockaddr *addr, size_t len)
+{
+	if (!addr)
+		return 0;
+	if (addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)addr;
+		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)addr)->sin6_addr;
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return 1;
+		return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+	}
+	return 0;
 }

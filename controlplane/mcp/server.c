@@ -46,6 +46,7 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
 	pthread_mutex_init(&s->http_lock, NULL);
 	pthread_mutex_init(&s->inflight_lock, NULL);
+	mcp_body_budget_init(&s->body_budget, MCP_BODY_BUDGET_BYTES);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* stop's deadline must not move with the wall clock */
@@ -106,6 +107,7 @@ void mcp_server_free(struct mcp_server *server)
 	pthread_cond_destroy(&server->http_idle);
 	pthread_mutex_destroy(&server->http_lock);
 	pthread_mutex_destroy(&server->inflight_lock);
+	mcp_body_budget_destroy(&server->body_budget);
 	free(server);
 }
 

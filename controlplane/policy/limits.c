@@ -9,7 +9,7 @@
 
 int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **err)
 {
-	const char *hint = "use a number with an optional unit b, k, m or g, for example \"512m\" or \"4g\"";
+	const char *hint = "use a number with an optional unit b, k, m or g, for example \"512m\", \"1.5g\" or \"4g\"";
 	if (!text || !*text || !isdigit((unsigned char)text[0]))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is not a size; %s", text ? text : "",
 		                    hint);
@@ -18,6 +18,21 @@ int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **
 	unsigned long long n = strtoull(text, &end, 10);
 	if (errno)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is too large; %s", text, hint);
+	/* A fraction ("1.5g") is exact: up to 9 decimal digits, in nano-units. */
+	unsigned long long frac = 0;
+	int n_frac = 0;
+	if (*end == '.') {
+		for (end++; isdigit((unsigned char)*end); end++, n_frac++) {
+			if (n_frac == 9)
+				return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+				                    "memory '%s' has more than 9 decimal places; %s", text, hint);
+			frac = frac * 10 + (unsigned)(*end - '0');
+		}
+		if (n_frac == 0)
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is not a size; %s", text, hint);
+		for (int i = n_frac; i < 9; i++)
+			frac *= 10;
+	}
 	long long mult = 1;
 	switch (tolower((unsigned char)*end)) {
 	case '\0': break;
@@ -43,12 +58,22 @@ int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **
 		end++;
 	if (*end)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is not a size; %s", text, hint);
+	if (frac && mult == 1)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "memory '%s' is a fraction of a byte; use a whole number of bytes or a unit, e.g. "
+		                    "\"1.5g\" or \"1536m\"",
+		                    text);
 	if (n > (unsigned long long)(POLICY_MEMORY_MAX_BYTES / mult) || (long long)n * mult > POLICY_MEMORY_MAX_BYTES)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is above the 1024g maximum", text);
-	if ((long long)n * mult < POLICY_MEMORY_MIN_BYTES)
+	/* frac < 1e9 and mult <= 2^30, so frac * mult < 2^60 fits; rounded
+	 * down to whole bytes. */
+	long long bytes = (long long)n * mult + (long long)(frac * (unsigned long long)mult / 1000000000ULL);
+	if (bytes > POLICY_MEMORY_MAX_BYTES)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is above the 1024g maximum", text);
+	if (bytes < POLICY_MEMORY_MIN_BYTES)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "memory '%s' is below the engine's 6m minimum; ask for at least \"6m\"", text);
-	*ret_bytes = (int64_t)n * mult;
+	*ret_bytes = bytes;
 	return 0;
 }
 
@@ -67,6 +92,10 @@ int policy_cpus_parse(const char *text, long host_cpus, int64_t *ret_nano_cpus, 
 	const char *hint = "use a decimal number of CPUs such as \"1.5\" or \"2\"";
 	if (!text || !*text)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "cpus '' is not a number; %s", hint);
+	/* A negative number is a number, just not an allowed one. */
+	if (text[0] == '-' && (isdigit((unsigned char)text[1]) || text[1] == '.'))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "cpus '%s' must be greater than 0; %s, or leave it out for no limit", text, hint);
 	/* Digits, an optional '.', digits: no sign, exponent, hex or spaces, so
 	 * the value is exact (no floating point). */
 	const char *p = text;

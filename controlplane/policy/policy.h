@@ -81,6 +81,28 @@ struct policy_host_roots {
 int policy_host_path_check(const struct policy_host_roots *roots, const char *path, char **ret_real,
                            struct cp_error **err);
 
+/* ---- host workspace nesting (policy/nesting.c) ----
+ * One existing host workspace: its resolved directory and its mode
+ * (clone | direct; managed ones are ignored). Strings borrowed. */
+struct policy_host_workspace {
+	const char *id;
+	const char *path;
+	const char *mode;
+};
+
+/* Decides whether the resolved host path `real`, asked for in `mode`
+ * (clone | direct), may become a workspace next to the n workspaces in
+ * others (the caller leaves out the workspace of real itself):
+ *   - real must not lie strictly inside the directory of a direct-mode
+ *     workspace (a sandbox writing there could swap one of real's
+ *     components for a symlink between the check and the mount);
+ *   - a direct-mode real must not be an ancestor of any host workspace's
+ *     directory (the same swap, the other way round).
+ * Comparison on whole components of resolved paths. DENIED names the other
+ * workspace and what to do. Pure. */
+int policy_host_nesting_check(const char *real, const char *mode, const struct policy_host_workspace *others, size_t n,
+                              struct cp_error **err);
+
 /* Splits a colon-separated root list (CHAT2SBX_ALLOWED_HOST_ROOTS) into a
  * NULL-terminated array (caller frees with policy_roots_free); empty entries
  * are skipped. */

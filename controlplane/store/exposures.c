@@ -160,6 +160,30 @@ out:
 	return 0;
 }
 
+int store_exposure_count(struct store *store, const char *sandbox_id, int64_t *ret_count, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	const char *sql =
+	    sandbox_id ? "SELECT COUNT(*) FROM exposures WHERE sandbox_id = ?" : "SELECT COUNT(*) FROM exposures";
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "count exposures");
+		goto out;
+	}
+	if (sandbox_id)
+		sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		r = store_fail(store, err, "count exposures");
+		goto out;
+	}
+	*ret_count = sqlite3_column_int64(st, 0);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
 int store_exposure_delete(struct store *store, const char *sandbox_id, int container_port, struct cp_error **err)
 {
 	pthread_mutex_lock(&store->lock);

@@ -191,6 +191,17 @@ int store_sandbox_touch(struct store *store, const char *id, int64_t now_ms, str
  * sandbox was ever usable). */
 int store_sandbox_delete(struct store *store, const char *id, struct cp_error **err);
 
+/* The host identity (st_dev as the kernel's dev_t, st_ino) of the directory
+ * sandbox id has bind-mounted, verified at create (migration 0007;
+ * sandbox_mount.c). set: NOT_FOUND when the row is missing. get: 1 with the
+ * values, 0 when none was recorded (managed workspace, a runtime that does
+ * not show host identities, an older row), -1 with NOT_FOUND or a store
+ * error. */
+int store_sandbox_set_mount_identity(struct store *store, const char *id, uint64_t dev, uint64_t ino,
+                                     struct cp_error **err);
+int store_sandbox_get_mount_identity(struct store *store, const char *id, uint64_t *ret_dev, uint64_t *ret_ino,
+                                     struct cp_error **err);
+
 /* ---- warm pool (store/sandbox_pool.c, issue 8) ---- */
 
 /* Claims one running warm-pool member made from image and runtime (NULL =
@@ -237,6 +248,10 @@ int store_exposure_list(struct store *store, const char *sandbox_id, struct expo
  * NOT_FOUND when that port is not exposed. */
 int store_exposure_set_forwarder(struct store *store, const char *sandbox_id, int container_port,
                                  const char *forwarder_id, struct cp_error **err);
+/* The number of exposure rows of sandbox_id, or of all sandboxes when
+ * sandbox_id is NULL, into *ret_count (set only on success). Errors:
+ * INTERNAL / UNAVAILABLE from SQLite. For the sandbox_expose caps. */
+int store_exposure_count(struct store *store, const char *sandbox_id, int64_t *ret_count, struct cp_error **err);
 /* Deletes one exposure row. NOT_FOUND when there is none. */
 int store_exposure_delete(struct store *store, const char *sandbox_id, int container_port, struct cp_error **err);
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config/config_file.h"
 
 struct fake_env {
 	const char *pairs[32];
@@ -28,6 +29,7 @@ static void setup(void)
 {
 	snprintf(tmp, sizeof(tmp), "/tmp/c2s-config-XXXXXX");
 	cr_assert_not_null(mkdtemp(tmp));
+	umask(022); /* files the tests write must pass the not-group-writable rule */
 }
 
 static void teardown(void)
@@ -205,5 +207,164 @@ Test(config, unknown_yaml_key_is_refused)
 	cr_expect_null(load(&fe, NULL, &err));
 	cr_assert_not_null(err);
 	cr_expect(strstr(err->message, "unknown key 'maxActiveSandbox'"), "%s", err->message);
+	cp_error_free(err);
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(chmod(path, mode), 0);
+}
+
+/* Security review, defect 1: test-only settings come only from the process
+ * environment; a .env or config.yaml setting one is refused by name. */
+Test(config, test_only_settings_are_refused_in_files)
+{
+	const char *lines[] = {"CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET=1\n", "CHAT2SBX_CLOCK_OFFSET_MS=5000\n"};
+	const char *names[] = {"CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET", "CHAT2SBX_CLOCK_OFFSET_MS"};
+	char dotenv[128];
+	snprintf(dotenv, sizeof(dotenv), "%s/.env", tmp);
+	for (int i = 0; i < 2; i++) {
+		write_file(dotenv, lines[i], 0600);
+		struct fake_env fe = {{"CHAT2SBX_DATA_ROOT", tmp, NULL}};
+		struct cp_error *err = NULL;
+		cr_expect_null(load(&fe, dotenv, &err), "%s accepted from .env", names[i]);
+		cr_assert_not_null(err);
+		cr_expect_eq(err->code, CP_ERR_INVALID_ARGUMENT);
+		cr_expect(strstr(err->message, names[i]) && strstr(err->message, "process environment") &&
+		              strstr(err->message, dotenv),
+		          "%s", err->message);
+		cp_error_free(err);
+	}
+	unlink(dotenv);
+
+	char yaml[128];
+	snprintf(yaml, sizeof(yaml), "%s/config.yaml", tmp);
+	write_file(yaml, "testUnsafeMountDockerSocket: 1\n", 0600);
+	struct fake_env fe = {{"CHAT2SBX_DATA_ROOT", tmp, NULL}};
+	struct cp_error *err = NULL;
+	cr_expect_null(load(&fe, NULL, &err));
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->message, "testUnsafeMountDockerSocket") && strstr(err->message, "process environment"),
+	          "%s", err->message);
+	cp_error_free(err);
+	unlink(yaml);
+
+	/* The process environment still sets them. */
+	struct fake_env ok = {
+	    {"CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET", "1", "CHAT2SBX_CLOCK_OFFSET_MS", "5000", NULL}};
+	err = NULL;
+	struct config *c = load(&ok, NULL, &err);
+	cr_assert_not_null(c, "%s", err ? err->message : "");
+	cr_expect_eq(c->test_unsafe_mount_docker_socket, 1);
+	cr_expect_eq(c->clock_offset_ms, 5000);
+	config_free(c);
+}
+
+/* Security review, defect 1: a settings file others can write is refused,
+ * naming the file and the fix. */
+Test(config, writable_settings_files_are_refused)
+{
+	char dotenv[128], yaml[128];
+	snprintf(dotenv, sizeof(dotenv), "%s/.env", tmp);
+	snprintf(yaml, sizeof(yaml), "%s/config.yaml", tmp);
+	const mode_t modes[] = {0620, 0602, 0666};
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		write_file(dotenv, "CHAT2SBX_PORT=18790\n", modes[i]);
+		struct fake_env fe = {{"CHAT2SBX_DATA_ROOT", tmp, NULL}};
+		struct cp_error *err = NULL;
+		cr_expect_null(load(&fe, dotenv, &err), "mode %o accepted", (unsigned)modes[i]);
+		cr_assert_not_null(err);
+		cr_expect(strstr(err->message, dotenv) && strstr(err->message, "chmod go-w"), "%s", err->message);
+		cp_error_free(err);
+	}
+	unlink(dotenv);
+
+	write_file(yaml, "port: 18790\n", 0666);
+	struct fake_env fe = {{"CHAT2SBX_DATA_ROOT", tmp, NULL}};
+	struct cp_error *err = NULL;
+	cr_expect_null(load(&fe, NULL, &err));
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->message, "config.yaml") && strstr(err->message, "chmod go-w"), "%s", err->message);
+	cp_error_free(err);
+
+	/* A directory (not a regular file) under the name is refused too. */
+	unlink(yaml);
+	cr_assert_eq(mkdir(dotenv, 0700), 0);
+	err = NULL;
+	cr_expect_null(load(&fe, dotenv, &err));
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->message, "not a regular file"), "%s", err->message);
+	cp_error_free(err);
+	rmdir(dotenv);
+
+	/* Owner-only modes are read. */
+	write_file(dotenv, "CHAT2SBX_PORT=18790\n", 0644);
+	err = NULL;
+	struct config *c = load(&fe, dotenv, &err);
+	cr_assert_not_null(c, "%s", err ? err->message : "");
+	cr_expect_eq(c->port, 18790);
+	config_free(c);
+}
+
+/* The ownership rule itself, on a stat a test can forge. */
+Test(config, settings_file_of_another_user_is_refused)
+{
+	struct stat st = {.st_mode = S_IFREG | 0600, .st_uid = geteuid() + 1000};
+	struct cp_error *err = NULL;
+	if (geteuid() + 1000 == 0)
+		st.st_uid = 4242;
+	cr_expect_eq(config_file_check_trusted(&st, "/x/.env", &err), -1);
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->message, "/x/.env") && strstr(err->message, "chown"), "%s", err->message);
+	cp_error_free(err);
+	st.st_uid = 0;
+	err = NULL;
+	cr_expect_eq(config_file_check_trusted(&st, "/x/.env", &err), 0, "root-owned files are trusted");
+	st.st_uid = geteuid();
+	cr_expect_eq(config_file_check_trusted(&st, "/x/.env", &err), 0);
+}
+
+/* Security review, defect 2: the endpoint has no authentication, so serve
+ * binds loopback only. */
+Test(config, non_loopback_host_is_refused)
+{
+	const char *bad[] = {"0.0.0.0", "::", "192.168.1.10", "172.17.0.1", "example.org", "128.0.0.1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fake_env fe = {{"CHAT2SBX_HOST", bad[i], NULL}};
+		struct cp_error *err = NULL;
+		cr_expect_null(load(&fe, NULL, &err), "CHAT2SBX_HOST=%s accepted", bad[i]);
+		cr_assert_not_null(err);
+		cr_expect(strstr(err->message, "CHAT2SBX_HOST") && strstr(err->message, "loopback") &&
+		              strstr(err->message, "authentication"),
+		          "%s", err->message);
+		cp_error_free(err);
+	}
+	const char *good[] = {"127.0.0.1", "127.0.0.2", "::1", "localhost", "LOCALHOST"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct fake_env fe = {{"CHAT2SBX_HOST", good[i], NULL}};
+		struct cp_error *err = NULL;
+		struct config *c = load(&fe, NULL, &err);
+		cr_expect_not_null(c, "CHAT2SBX_HOST=%s refused: %s", good[i], err ? err->message : "");
+		cp_error_free(err);
+		config_free(c);
+	}
+}
+
+Test(config, max_exposures_default_and_range)
+{
+	struct fake_env fe = {{NULL}};
+	struct cp_error *err = NULL;
+	struct config *c = load(&fe, NULL, &err);
+	cr_assert_not_null(c);
+	cr_expect_eq(c->max_exposures, 24);
+	config_free(c);
+	struct fake_env bad = {{"CHAT2SBX_MAX_EXPOSURES", "0", NULL}};
+	cr_expect_null(load(&bad, NULL, &err));
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->message, "CHAT2SBX_MAX_EXPOSURES"), "%s", err->message);
 	cp_error_free(err);
 }

@@ -26,9 +26,12 @@ struct fake {
 	size_t len;
 	pthread_t thread;
 	void (*script)(struct fake *);
+	char attach_id[64]; /* from the attach notification that opens the stream */
+	int lines;          /* lines read so far */
 };
 
-/* Next request line (without '\n'), parsed; NULL at EOF. */
+/* Next request line (without '\n'), parsed; NULL at EOF. The attach
+ * notification (the first line of every channel) is noted, not returned. */
 static struct json_object *fake_read_request(struct fake *f)
 {
 	for (;;) {
@@ -40,6 +43,18 @@ static struct json_object *fake_read_request(struct fake *f)
 			size_t used = (size_t)(nl - f->buf) + 1;
 			memmove(f->buf, f->buf + used, f->len - used);
 			f->len -= used;
+			struct json_object *m = NULL, *p = NULL, *a = NULL;
+			if (json_object_object_get_ex(req, "method", &m) &&
+			    strcmp(json_object_get_string(m), "attach") == 0) {
+				cr_assert_eq(f->lines, 0, "attach is the first line");
+				cr_assert(json_object_object_get_ex(req, "params", &p) &&
+				          json_object_object_get_ex(p, "attach_id", &a));
+				snprintf(f->attach_id, sizeof(f->attach_id), "%s", json_object_get_string(a));
+				f->lines++;
+				json_object_put(req);
+				continue;
+			}
+			f->lines++;
 			return req;
 		}
 		cr_assert_lt(f->len, sizeof(f->buf));
@@ -419,9 +434,16 @@ Test(helper_channel, stderr_frames_do_not_disturb_stdout)
  * sees headers and lines split everywhere. */
 static void script_split(struct fake *f)
 {
-	struct json_object *reqs[3];
-	for (int i = 0; i < 3; i++)
-		reqs[i] = fake_read_request(f);
+	/* reqs[i] is the request of method "m<i>", whatever order the callers'
+	 * threads sent them in (no timing assumption). */
+	struct json_object *reqs[3] = {NULL, NULL, NULL};
+	for (int i = 0; i < 3; i++) {
+		struct json_object *req = fake_read_request(f), *m = NULL;
+		cr_assert(json_object_object_get_ex(req, "method", &m));
+		const char *name = json_object_get_string(m);
+		cr_assert(name[0] == 'm' && name[1] >= '0' && name[1] <= '2' && !reqs[name[1] - '0']);
+		reqs[name[1] - '0'] = req;
+	}
 	char *big = malloc(100001);
 	for (int i = 0; i < 100000; i++)
 		big[i] = (char)('a' + i % 26);
@@ -484,11 +506,8 @@ Test(helper_channel, frames_split_arbitrarily)
 	start(script_split);
 	struct caller c[3] = {{.method = "m0"}, {.method = "m1"}, {.method = "m2"}};
 	pthread_t t[3];
-	/* Started one after another so the request ids follow c[] order. */
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 3; i++)
 		pthread_create(&t[i], NULL, split_caller, &c[i]);
-		usleep(20 * 1000);
-	}
 	for (int i = 0; i < 3; i++)
 		pthread_join(t[i], NULL);
 	const char *v0 = str_member(c[0].result, "v");
@@ -740,4 +759,108 @@ Test(helper_channel, cancel_token_fires_once)
 	cr_assert_eq(cp_cancel_fired(NULL), 0);
 	cr_assert_eq(cp_cancel_watch(NULL, &a), 0);
 	cp_cancel_destroy(&c);
+}
+
+/* ---- delivery acknowledgements (proto.h, "Delivery and acknowledgement") ---- */
+
+static int ack_seen;    /* the fake read the poll that will be cancelled (atomic) */
+static int ack_release; /* its caller has gone: answer it now (atomic) */
+static int ack_nacked;  /* the fake read the bash.nack (atomic) */
+static char ack_attach_id[64];
+
+/* The next line must be the notification method for [start, end) of bash_x. */
+static void expect_ack(struct fake *f, const char *method, int64_t start, int64_t end)
+{
+	struct json_object *n = fake_read_request(f), *params = NULL, *v = NULL;
+	cr_assert_not_null(n);
+	cr_assert_str_eq(req_method(n), method, "%s", json_object_to_json_string(n));
+	cr_assert_not(json_object_object_get_ex(n, "id", &v), "a notification has no id");
+	cr_assert(json_object_object_get_ex(n, "params", &params));
+	cr_assert_str_eq(str_member(params, "session_id"), "bash_x");
+	cr_assert_eq(json_object_get_int64(json_object_object_get(params, "start")), start);
+	cr_assert_eq(json_object_get_int64(json_object_object_get(params, "end")), end);
+	json_object_put(n);
+}
+
+static void script_ack(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f), *params = NULL;
+	cr_assert_str_eq(req_method(req), "hello");
+	cr_assert(json_object_object_get_ex(req, "params", &params));
+	snprintf(ack_attach_id, sizeof(ack_attach_id), "%s", str_member(params, "attach_id"));
+	cr_assert_eq(strlen(ack_attach_id), 32, "hello names the attachment: %s", ack_attach_id);
+	cr_assert_str_eq(f->attach_id, ack_attach_id, "the attach notification came first, with the same id");
+	answer(f, req_id(req), "{\"version\":\"1\"}");
+	json_object_put(req);
+
+	/* Handed to its caller: acknowledged. */
+	req = fake_read_request(f);
+	cr_assert_str_eq(req_method(req), "bash.poll");
+	answer(f, req_id(req), "{\"session_id\":\"bash_x\",\"output\":\"hi\\n\",\"output_start\":0,\"output_end\":3}");
+	json_object_put(req);
+	expect_ack(f, "bash.ack", 0, 3);
+
+	/* No output in it: nothing to acknowledge, the next line is a request. */
+	req = fake_read_request(f);
+	cr_assert_str_eq(req_method(req), "bash.poll");
+	answer(f, req_id(req), "{\"session_id\":\"bash_x\",\"output\":\"\",\"output_start\":3,\"output_end\":3}");
+	json_object_put(req);
+
+	/* Its caller cancels before the answer comes: not acknowledged. */
+	req = fake_read_request(f);
+	cr_assert_str_eq(req_method(req), "bash.poll", "no acknowledgement for an empty range");
+	__atomic_store_n(&ack_seen, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&ack_release, __ATOMIC_SEQ_CST))
+		usleep(10 * 1000);
+	answer(f, req_id(req), "{\"session_id\":\"bash_x\",\"output\":\"late\",\"output_start\":3,\"output_end\":7}");
+	json_object_put(req);
+	expect_ack(f, "bash.nack", 3, 7);
+	__atomic_store_n(&ack_nacked, 1, __ATOMIC_SEQ_CST);
+
+	/* A second hello on the same channel names the same attachment. */
+	req = fake_read_request(f);
+	cr_assert_str_eq(req_method(req), "hello");
+	cr_assert(json_object_object_get_ex(req, "params", &params));
+	cr_assert_str_eq(str_member(params, "attach_id"), ack_attach_id);
+	answer(f, req_id(req), "{\"version\":\"1\"}");
+	json_object_put(req);
+	fake_wait_eof(f);
+}
+
+static void *fire_when_ack_seen(void *arg)
+{
+	while (!__atomic_load_n(&ack_seen, __ATOMIC_SEQ_CST))
+		usleep(10 * 1000);
+	cp_cancel_fire(arg);
+	return NULL;
+}
+
+Test(helper_channel, ack_for_a_delivered_reply_nack_for_an_abandoned_one, .timeout = 20)
+{
+	ack_seen = ack_release = ack_nacked = 0;
+	start(script_ack);
+	json_object_put(call_ok("hello", NULL, 5000));
+	struct json_object *r = call_ok("bash.poll", "{\"session_id\":\"bash_x\"}", 5000);
+	cr_assert_str_eq(str_member(r, "output"), "hi\n");
+	json_object_put(r);
+	json_object_put(call_ok("bash.poll", "{\"session_id\":\"bash_x\"}", 5000));
+
+	struct cp_cancel cancel;
+	cp_cancel_init(&cancel);
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, fire_when_ack_seen, &cancel), 0);
+	struct json_object *result = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_lt(helper_channel_call_cancel(ch, "bash.poll", NULL, 600000, &cancel, &result, &err), 0);
+	pthread_join(t, NULL);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cp_error_free(err);
+	cp_cancel_destroy(&cancel);
+	__atomic_store_n(&ack_release, 1, __ATOMIC_SEQ_CST);
+
+	while (!__atomic_load_n(&ack_nacked, __ATOMIC_SEQ_CST))
+		usleep(10 * 1000);
+	json_object_put(call_ok("hello", "{}", 5000));
+	cr_assert(helper_channel_alive(ch));
+	finish();
 }

@@ -285,11 +285,12 @@ Test(helper_channel_eof, every_waiting_call_fails_at_once_with_unavailable)
 		w[i] = (struct waiter){.ch = helper_channel_ref(ch)};
 		cr_assert_eq(pthread_create(&w[i].thread, NULL, call_main, &w[i]), 0);
 	}
-	/* Read the N request lines (the calls are in flight), then end the
-	 * stream as a stopped container or engine does. */
+	/* Read the attach notification and the N request lines (the calls
+	 * are in flight), then end the stream as a stopped container or
+	 * engine does. */
 	char buf[4096];
 	int lines = 0;
-	while (lines < N) {
+	while (lines < N + 1) {
 		ssize_t r = recv(sv[1], buf, sizeof(buf), 0);
 		cr_assert_gt(r, 0);
 		for (ssize_t i = 0; i < r; i++)

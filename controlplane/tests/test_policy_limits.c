@@ -61,3 +61,30 @@ Test(policy_pids, range)
 		cp_error_freep(&err);
 	}
 }
+
+/* Security review, defect 5: a negative count is a number, just too small. */
+Test(policy_cpus, negative_says_greater_than_zero)
+{
+	const char *neg[] = {"-1", "-0.5", "-.5"};
+	for (size_t i = 0; i < 3; i++) {
+		int64_t got = 0;
+		struct cp_error *err = NULL;
+		cr_expect_eq(policy_cpus_parse(neg[i], 4, &got, &err), -1);
+		cr_assert_not_null(err);
+		cr_expect(strstr(err->message, "must be greater than 0") && !strstr(err->message, "not a number"), "%s",
+		          err->message);
+		cp_error_freep(&err);
+	}
+}
+
+Test(policy_memory, fraction_of_a_byte_says_what_to_use)
+{
+	int64_t got = 0;
+	struct cp_error *err = NULL;
+	cr_expect_eq(policy_memory_parse("1.5", &got, &err), -1);
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->message, "1536m"), "%s", err->message);
+	cp_error_freep(&err);
+	cr_expect_eq(policy_memory_parse("1.5g", &got, &err), 0);
+	cr_expect_eq(got, 1536LL << 20);
+}

@@ -173,3 +173,27 @@ Test(store_exposures, list_delete_and_cascade)
 	cr_assert_eq(n, 0);
 	clear_all(rows, n);
 }
+
+/* The sandbox_expose caps (security review, defect 3) count rows per
+ * sandbox and in all. */
+Test(store_exposures, count_per_sandbox_and_in_all)
+{
+	struct cp_error *err = NULL;
+	int64_t n = -1;
+	cr_assert_eq(store_exposure_count(st, NULL, &n, &err), 0, "%s", err ? err->message : "");
+	cr_expect_eq(n, 0);
+	cr_assert_eq(add("sbx_a", 8000, 40001, &err), 0);
+	cr_assert_eq(add("sbx_a", 3000, 40002, &err), 0);
+	cr_assert_eq(add("sbx_b", 9000, 40003, &err), 0);
+	cr_assert_eq(store_exposure_count(st, "sbx_a", &n, &err), 0);
+	cr_expect_eq(n, 2);
+	cr_assert_eq(store_exposure_count(st, "sbx_b", &n, &err), 0);
+	cr_expect_eq(n, 1);
+	cr_assert_eq(store_exposure_count(st, "sbx_none", &n, &err), 0);
+	cr_expect_eq(n, 0);
+	cr_assert_eq(store_exposure_count(st, NULL, &n, &err), 0);
+	cr_expect_eq(n, 3);
+	cr_assert_eq(store_exposure_delete(st, "sbx_a", 8000, &err), 0);
+	cr_assert_eq(store_exposure_count(st, NULL, &n, &err), 0);
+	cr_expect_eq(n, 2);
+}

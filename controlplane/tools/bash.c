@@ -83,6 +83,9 @@ static int finish(struct json_object *res, const char *sandbox_id, const char *s
 		                    "try bash_poll, or destroy the sandbox if it persists",
 		                    sandbox_id, session_id);
 	}
+	/* The delivery range is for the channel's acknowledgement only. */
+	json_object_object_del(res, "output_start");
+	json_object_object_del(res, "output_end");
 	json_object_object_add(res, "sandbox_id", json_object_new_string(sandbox_id));
 	*ret = res;
 	return 0;

@@ -11,6 +11,7 @@
 
 #include "../base/cleanup.h"
 #include "../base/clock.h"
+#include "../policy/policy.h"
 #include "args.h"
 #include "tools_internal.h"
 
@@ -126,7 +127,7 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	int network = 1;
 	if (tool_args_only(args, known, err) < 0 || tool_args_string(args, "memory", 0, &opts.memory, err) < 0 ||
 	    cpus_arg(args, cpus, sizeof(cpus), &opts.cpus, err) < 0 ||
-	    tool_args_int(args, "pids_limit", 0, 1, INT32_MAX, &opts.pids_limit, err) < 0 ||
+	    tool_args_int(args, "pids_limit", 0, INT64_MIN, INT64_MAX, &opts.pids_limit, err) < 0 ||
 	    tool_args_bool(args, "network", 1, &network, err) < 0 ||
 	    tool_args_string(args, "workspace_path", 0, &opts.workspace_path, err) < 0 ||
 	    tool_args_string(args, "workspace_mode", 0, &opts.workspace_mode, err) < 0)
@@ -134,6 +135,11 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	if (json_object_object_get_ex(args, "workspace_id", NULL) &&
 	    tool_args_id(args, "workspace_id", "ws_", "call workspace_list to see the workspaces", &opts.workspace_id,
 	                 err) < 0)
+		return -1;
+	/* Any given pids_limit (0 and negatives too, which would otherwise mean
+	 * "the default") gets policy's one message with its one range. */
+	struct json_object *pids = NULL;
+	if (json_object_object_get_ex(args, "pids_limit", &pids) && pids && policy_pids_check(opts.pids_limit, err) < 0)
 		return -1;
 	opts.network_off = !network;
 	struct lifecycle_create_result res = {0};

@@ -112,7 +112,7 @@ ctx.test('invalid limits are refused before anything is created', async () => {
   const before = { rows: await rows(), ws: await workspaces(), containers: (await registryContainers(ctx.srv)).length };
   const cases = [
     [{ cpus: '0' }, /cpus '0' must be greater than 0/],
-    [{ cpus: '-1' }, /cpus '-1' is not a number/],
+    [{ cpus: '-1' }, /cpus '-1' must be greater than 0/],
     [{ cpus: 'lots' }, /cpus 'lots' is not a number/],
     [{ cpus: String(os.cpus().length + 1) }, /more than the \d+ CPU/],
     [{ cpus: 0 }, /cpus 0 must be/],

@@ -57,7 +57,10 @@ struct session {
 	bool in_mid_line;   /* tty: the last byte queued was not '\n' */
 	uint64_t total;     /* bytes in the log file */
 	uint64_t delivered; /* bytes already returned in replies */
-	uint64_t dropped;   /* bytes lost: over BASH_LOG_MAX or a failing log write */
+	/* Of those, the prefix the control plane acknowledged (bash.ack): it
+	 * reached a caller. A new attachment rewinds delivered to here. */
+	uint64_t acked;
+	uint64_t dropped; /* bytes lost: over BASH_LOG_MAX or a failing log write */
 	unsigned char tail[3];
 	size_t tail_len; /* last bytes of the log, to spot an unfinished character */
 	bool ended, log_failed;
@@ -178,6 +181,7 @@ static void session_persist(struct session *s)
 	    .term_sig = s->term_sig,
 	    .ended_at_ms = s->ended_at_ms,
 	    .delivered = s->delivered,
+	    .acked = s->acked,
 	    .dropped = s->dropped,
 	};
 	snprintf(m.id, sizeof m.id, "%s", s->id);
@@ -385,6 +389,7 @@ static int input_queue(struct session *s, const char *p, size_t n)
 static json_object *session_snapshot(struct session *s, size_t max_output)
 {
 	uint64_t avail = s->total - s->delivered;
+	uint64_t start = s->delivered;
 	size_t n = avail < max_output ? (size_t)avail : max_output;
 	unsigned char *buf = malloc(n ? n : 1);
 	if (!buf)
@@ -433,6 +438,8 @@ static json_object *session_snapshot(struct session *s, size_t max_output)
 		json_object_object_add(r, "stdin_open", json_object_new_boolean(stdin_open(s)));
 	json_object_object_add(r, "output", json_object_new_string_len(out ? out : "", (int)out_len));
 	json_object_object_add(r, "output_bytes", json_object_new_int64(out ? (int64_t)take : 0));
+	json_object_object_add(r, "output_start", json_object_new_int64((int64_t)start));
+	json_object_object_add(r, "output_end", json_object_new_int64((int64_t)s->delivered));
 	json_object_object_add(r, "has_more_output", json_object_new_boolean(session_deliverable(s) > 0));
 	json_object_object_add(r, "total_output_bytes", json_object_new_int64((int64_t)s->total));
 	if (s->dropped)
@@ -1060,6 +1067,81 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 	return 0;
 }
 
+/* ---- acknowledgements (bash.ack, bash.nack, hello attach_id) ---- */
+
+/* Reads {"session_id","start","end"} of an acknowledgement; false when
+ * malformed or the session is unknown (then it is ignored). */
+static bool ack_params(json_object *params, struct session **ret, uint64_t *ret_start, uint64_t *ret_end)
+{
+	struct rpc_error err;
+	const char *sid;
+	int64_t start, end;
+	if (rpc_param_string(params, "session_id", true, &sid, NULL, &err) < 0 ||
+	    rpc_param_int(params, "start", 0, 0, INT64_MAX, false, &start, &err) < 0 ||
+	    rpc_param_int(params, "end", 0, 0, INT64_MAX, false, &end, &err) < 0 || end < start) {
+		hlog_debug("ignoring a malformed acknowledgement");
+		return false;
+	}
+	*ret = session_find(sid);
+	if (!*ret)
+		hlog_debug("ignoring an acknowledgement for unknown session '%.*s'", BASH_ID_MAX, sid);
+	*ret_start = (uint64_t)start;
+	*ret_end = (uint64_t)end;
+	return *ret != NULL;
+}
+
+void bash_ack(json_object *params)
+{
+	struct session *s;
+	uint64_t start, end;
+	if (!ack_params(params, &s, &start, &end))
+		return;
+	/* Only a range that continues the acknowledged prefix moves it: after a
+	 * reply that was not acknowledged, later ones are not either, so the
+	 * gap is delivered again rather than lost. */
+	if (start > s->acked || end <= s->acked || end > s->delivered)
+		return;
+	s->acked = end;
+	session_persist(s);
+}
+
+void bash_nack(json_object *params)
+{
+	struct session *s;
+	uint64_t start, end;
+	if (!ack_params(params, &s, &start, &end))
+		return;
+	uint64_t to = start > s->acked ? start : s->acked;
+	if (to < s->delivered) {
+		hlog_debug("session '%s': %llu bytes sent were not received; delivering them again", s->id,
+		           (unsigned long long)(s->delivered - to));
+		s->delivered = to;
+	}
+}
+
+size_t bash_attach_reset(void)
+{
+	size_t rewound = 0;
+	/* Waiting replies belong to the previous attachment: their ids mean
+	 * nothing (or something else) to the new one. Their sessions go on. */
+	while (waiters) {
+		struct waiter *w = waiters;
+		waiters = w->next;
+		w->session->waiters--;
+		json_object_put(w->id);
+		free(w);
+	}
+	nwaiters = 0;
+	for (size_t i = 0; i < nsessions; i++) {
+		struct session *s = sessions[i];
+		if (s->delivered > s->acked) {
+			s->delivered = s->acked;
+			rewound++;
+		}
+	}
+	return rewound;
+}
+
 /* ---- events ---- */
 
 size_t bash_pollfds(struct pollfd *fds, size_t cap)
@@ -1222,7 +1304,10 @@ static struct session *session_restored(const struct sessmeta *m, const char *bo
 	struct stat st;
 	if (s->log_fd >= 0 && fstat(s->log_fd, &st) == 0 && S_ISREG(st.st_mode))
 		s->total = (uint64_t)st.st_size;
-	s->delivered = m->delivered < s->total ? m->delivered : s->total;
+	/* Delivery resumes after what the control plane acknowledged: a reply
+	 * the old helper sent but nobody received is sent again. */
+	s->delivered = m->acked < s->total ? m->acked : s->total;
+	s->acked = s->delivered;
 	s->dropped = m->dropped;
 	s->pid = m->pid;
 	s->interactive = m->interactive;

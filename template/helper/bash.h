@@ -91,6 +91,25 @@ size_t bash_collapse_cr(unsigned char *buf, size_t len);
  * are logged. */
 size_t bash_restore(int64_t boot_wall_ms);
 
+/* Acknowledgements from the control plane (proto.h, "Delivery and
+ * acknowledgement"); params borrowed, {"session_id","start","end"}: a
+ * reply's output_start and output_end. Notifications: nothing is answered,
+ * malformed ones and unknown sessions are ignored.
+ * bash_ack: the reply reached a caller; the acknowledged prefix moves to end
+ * when the range continues it (persisted beside the log).
+ * bash_nack: the reply reached the control plane after its caller had gone;
+ * delivery rewinds to start (never before the acknowledged prefix), so the
+ * next poll returns that output again. */
+void bash_ack(json_object *params);
+void bash_nack(json_object *params);
+
+/* A new control plane attached (hello with a new attach_id): every waiting
+ * reply is forgotten unanswered (its id belonged to the old attachment; the
+ * sessions go on), and every session's delivery cursor rewinds to its
+ * acknowledged prefix, so output sent but never acknowledged is returned by
+ * the next bash.poll. Returns how many sessions were rewound. */
+size_t bash_attach_reset(void);
+
 /* Forget every session and waiting reply (log files stay), closing their
  * descriptors; children are not signalled. */
 void bash_free(void);

@@ -212,7 +212,7 @@ int edit_rpc(json_object *id, json_object *params, json_object **ret_result, str
 	if (old_len == 0)
 		return rpc_fail(err, "INVALID_ARGUMENT",
 		                "old_string is empty; pass the exact text to replace (to create or overwrite a "
-		                "whole file use file.write)");
+		                "whole file use the write tool)");
 	if (old_len == new_len && memcmp(old, new, old_len) == 0)
 		return rpc_fail(err, "INVALID_ARGUMENT",
 		                "old_string and new_string are identical; nothing would change");
@@ -223,14 +223,14 @@ int edit_rpc(json_object *id, json_object *params, json_object **ret_result, str
 	struct edit_text t;
 	struct edit_result res = {0};
 	char *old_crlf = NULL, *new_crlf = NULL;
-	if (edit_read_text(abs, abs, "file.edit", &t, err) < 0) {
+	if (edit_read_text(abs, abs, "edit", &t, err) < 0) {
 		free(abs);
 		return -1;
 	}
 	if (t.binary) {
 		rpc_fail(err, "INVALID_ARGUMENT",
-		         "'%s' is a binary file (a NUL byte in its first %d bytes); file.edit changes text "
-		         "files only: use file.write or bash",
+		         "'%s' is a binary file (a NUL byte in its first %d bytes); edit changes text "
+		         "files only: use the write tool to replace it whole, or bash",
 		         abs, FILES_BINARY_PROBE);
 		goto out;
 	}

@@ -22,6 +22,7 @@
 #include "bash.h"
 #include "edit.h"
 #include "files.h"
+#include "fsstat.h"
 #include "frame.h"
 #include "hlog.h"
 #include "list.h"
@@ -40,6 +41,10 @@
  * it talked to before. */
 static char boot_id[33];
 static int64_t boot_wall_ms;
+/* The attach_id of the last hello that gave one: the control plane's
+ * channel now attached (proto.h, hello). */
+#define ATTACH_ID_MAX 64
+static char attach_id[ATTACH_ID_MAX + 1];
 
 static void boot_init(void)
 {
@@ -64,11 +69,30 @@ static void boot_init(void)
 
 typedef int (*method_fn)(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err);
 
+/* Records the attach_id of the control plane now attached (hello or the
+ * attach notification); a new one resets delivery (bash_attach_reset).
+ * Returns whether it was new. */
+static bool attach_note(const char *aid, size_t len)
+{
+	if (len == 0 || len > ATTACH_ID_MAX || strlen(aid) != len || strcmp(aid, attach_id) == 0)
+		return false;
+	size_t rewound = bash_attach_reset();
+	memcpy(attach_id, aid, len + 1);
+	hlog_debug("a new control plane attached; %zu session(s) rewound to their acknowledged output", rewound);
+	return true;
+}
+
 static int method_hello(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
 	(void)id;
-	(void)params;
-	(void)err;
+	const char *aid;
+	size_t alen;
+	int has = rpc_param_string(params, "attach_id", false, &aid, &alen, err);
+	if (has < 0)
+		return -1;
+	if (has && (alen == 0 || alen > ATTACH_ID_MAX))
+		return rpc_fail(err, "INVALID_ARGUMENT", "attach_id must be 1 to %d characters", ATTACH_ID_MAX);
+	bool attached = has && attach_note(aid, alen);
 	size_t running, n = bash_session_count(&running);
 	json_object *r = json_object_new_object();
 	json_object_object_add(r, "version", json_object_new_string(PROTO_VERSION));
@@ -80,6 +104,7 @@ static int method_hello(json_object *id, json_object *params, json_object **ret_
 	json_object_object_add(r, "running", json_object_new_int64((int64_t)running));
 	json_object_object_add(r, "boot_id", json_object_new_string(boot_id));
 	json_object_object_add(r, "started_at_ms", json_object_new_int64(boot_wall_ms));
+	json_object_object_add(r, "attached", json_object_new_boolean(attached));
 	*ret_result = r;
 	return 0;
 }
@@ -92,6 +117,7 @@ static const struct method {
     {"bash.input", bash_rpc_input}, {"bash.stop", bash_rpc_stop},    {"bash.list", bash_rpc_list},
     {"file.read", files_rpc_read},  {"file.write", files_rpc_write}, {"file.search", search_rpc},
     {"file.list", list_rpc},        {"file.edit", edit_rpc},         {"file.apply_patch", patch_rpc},
+    {"fs.stat", fsstat_rpc},
 };
 
 static void reply_sink(const char *line, size_t len, void *data)
@@ -112,6 +138,29 @@ static void reply_unparsed(const char *line, size_t len, const struct rpc_error 
 	json_object_put(id);
 }
 
+/* A request without an id is a notification (JSON-RPC 2.0, section 4.1):
+ * never answered. Only the acknowledgements are known; others are ignored. */
+static void dispatch_notification(json_object *root)
+{
+	json_object *m, *params;
+	if (!json_object_object_get_ex(root, "method", &m) || !json_object_is_type(m, json_type_string) ||
+	    !json_object_object_get_ex(root, "params", &params) || !json_object_is_type(params, json_type_object)) {
+		hlog_debug("ignoring a request without an id");
+		return;
+	}
+	const char *method = json_object_get_string(m);
+	if (strcmp(method, "bash.ack") == 0)
+		bash_ack(params);
+	else if (strcmp(method, "bash.nack") == 0)
+		bash_nack(params);
+	else if (strcmp(method, "attach") == 0) {
+		json_object *v;
+		if (json_object_object_get_ex(params, "attach_id", &v) && json_object_is_type(v, json_type_string))
+			attach_note(json_object_get_string(v), (size_t)json_object_get_string_len(v));
+	} else
+		hlog_debug("ignoring notification '%.64s'", method);
+}
+
 static void dispatch_line(char *line, size_t len, void *data)
 {
 	(void)data;
@@ -120,7 +169,7 @@ static void dispatch_line(char *line, size_t len, void *data)
 	struct rpc_error err;
 	int r = rpc_request_parse(line, len, &root, &id, &method, &params, &err);
 	if (r == 1) {
-		hlog_debug("ignoring a request without an id");
+		dispatch_notification(root);
 	} else if (r < 0 && id) {
 		rpc_send_error(id, &err);
 	} else if (r < 0) {
@@ -135,7 +184,7 @@ static void dispatch_line(char *line, size_t len, void *data)
 			rpc_fail_code(&err, PROTO_ERR_METHOD_NOT_FOUND, "INVALID_ARGUMENT",
 			              "unknown method '%.64s'; this helper (protocol %s) knows hello, "
 			              "bash.start, bash.poll, bash.input, bash.stop, bash.list, file.read, "
-			              "file.write, file.search, file.list, file.edit, file.apply_patch",
+			              "file.write, file.search, file.list, file.edit, file.apply_patch, fs.stat",
 			              method, PROTO_VERSION);
 			rpc_send_error(id, &err);
 		} else if ((r = m->fn(id, params, &result, &err)) == 0) {

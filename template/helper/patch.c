@@ -727,7 +727,7 @@ static int vfs_load(struct vfs *fs, struct vfile *f, const char *shown, struct r
 	if (f->loaded || !f->orig_exists)
 		return 0;
 	struct edit_text t;
-	if (edit_read_text(f->abs, shown, "file.apply_patch", &t, err) < 0)
+	if (edit_read_text(f->abs, shown, "apply_patch", &t, err) < 0)
 		return -1;
 	fs->loaded_bytes += t.len;
 	if (fs->loaded_bytes > PATCH_TOTAL_MAX) {

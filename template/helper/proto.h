@@ -21,11 +21,21 @@
  * or the channel can be forged from inside.
  *
  * Methods
- *   hello {} → {"version":S,"helper_version":S,"pid":N,"sessions":N,"running":N,
+ *   hello {"attach_id":S (optional, 1-64 characters: names the control
+ *          plane's attachment; the channel sends a new random one per
+ *          attach)}
+ *     → {"version":S,"helper_version":S,"pid":N,"sessions":N,"running":N,
  *              "boot_id":S (32 hex digits, new at every start of the helper),
- *              "started_at_ms":N (wall clock of that start)}
+ *              "started_at_ms":N (wall clock of that start),
+ *              "attached":bool (this hello named a new attach_id)}
  *     A boot_id other than the last one seen means the helper started again
- *     (its container restarted): see "lost" below.
+ *     (its container restarted): see "lost" below. An attach_id other than
+ *     the last one given means a new control plane attached: every waiting
+ *     bash reply is forgotten unanswered (its id belonged to the previous
+ *     attachment; the sessions go on) and every session's delivery cursor
+ *     rewinds to its acknowledged offset (see "Delivery and
+ *     acknowledgement"). A hello without attach_id, or with the same one
+ *     again, changes nothing.
  *
  *   bash.start {"session_id":"bash_…" (chosen by the host, unique),
  *               "command":S, "cwd":S (default "/workspace"),
@@ -97,6 +107,29 @@
  *     keeps at most 256 ended sessions; older ones are forgotten
  *     (bash.poll: NOT_FOUND) but their log files stay.
  *
+ *   Delivery and acknowledgement (notifications: no id, never answered)
+ *     Every snapshot carries "output_start":N and "output_end":N, the log
+ *     offsets of the raw bytes it returned ([start, end); equal when it
+ *     returned none). A reply can be lost on its way (the control plane was
+ *     killed, or the call waiting for it was cancelled or timed out), so the
+ *     helper keeps, beside the delivery cursor, the offset up to which the
+ *     control plane acknowledged receipt. For a reply with start < end the
+ *     control plane sends exactly one of
+ *       {"jsonrpc":"2.0","method":"bash.ack","params":{"session_id":S,
+ *        "start":N,"end":N}}   the reply was handed to a waiting caller;
+ *       {"jsonrpc":"2.0","method":"bash.nack","params":{...same...}}
+ *                               it arrived after its caller had gone.
+ *     bash.ack moves the acknowledged offset to end when start is at or
+ *     before it (a range after an unacknowledged gap does not move it).
+ *     bash.nack rewinds the delivery cursor to start (never before the
+ *     acknowledged offset), so the next bash.poll returns that output again.
+ *     A new attachment (hello) rewinds every cursor to the acknowledged
+ *     offset. So nothing the model has not seen is lost; output is repeated
+ *     only when an acknowledgement itself was lost (at most the last answer
+ *     before the control plane was killed), or when, of two concurrent calls
+ *     on one session, an earlier answer was dropped and a later one was not.
+ *     Malformed acknowledgements and unknown sessions are ignored.
+ *
  *   Snapshot: {"session_id":S,"status":"running"|"exited"|"killed"|"timed_out"|
  *              "lost", "exit_code":N (present when ended but not lost;
  *              128+signal when the shell died of a signal), "reason":S (lost
@@ -113,7 +146,8 @@
  *              back and does not count), "total_output_bytes":N, "log_path":S
  *              (full output, inside the sandbox), "pid":N,
  *              "dropped_output_bytes":N (only when output was lost: beyond
- *              1 GiB per session, or the log could not be written)}
+ *              1 GiB per session, or the log could not be written),
+ *              "output_start":N, "output_end":N (see above)}
  *     Carriage-return progress lines are collapsed in "output": each
  *     complete line of a reply (ending in \n) that holds a \r not followed
  *     by \n keeps only what follows its last such \r ("10%\r20%\r30%\n"
@@ -121,9 +155,11 @@
  *     is. output_bytes still counts the raw bytes; the log has everything.
  *     A session's full output is appended to log_path
  *     (/tmp/chat2sbx/bash/<session_id>.log); delivery cursors are kept per
- *     session in the helper, so nothing is lost or repeated between calls and
- *     across a control-plane re-attach. Beside it, <session_id>.json records
- *     the session (command, start, delivered bytes, and its end once reaped);
+ *     session in the helper, so nothing is lost between calls and across a
+ *     control-plane re-attach (see "Delivery and acknowledgement"). Beside
+ *     it, <session_id>.json records the session (command, start, delivered
+ *     and acknowledged bytes, and its end once reaped; a new helper resumes
+ *     delivery at the acknowledged offset);
  *     a helper that starts again in the same container loads those records:
  *     ended sessions keep their status and exit code, sessions that were
  *     still running become "lost" (never signalled: their processes died

@@ -59,6 +59,7 @@ static json_object *to_json(const struct sessmeta *m)
 	json_object_object_add(o, "interactive", json_object_new_boolean(m->interactive));
 	json_object_object_add(o, "tty", json_object_new_boolean(m->tty));
 	json_object_object_add(o, "delivered", json_object_new_int64((int64_t)m->delivered));
+	json_object_object_add(o, "acked", json_object_new_int64((int64_t)m->acked));
 	if (m->dropped)
 		json_object_object_add(o, "dropped", json_object_new_int64((int64_t)m->dropped));
 	if (m->ended) {
@@ -163,14 +164,17 @@ static bool from_json(json_object *o, const char *id, struct sessmeta *m)
 	    !json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), id) != 0)
 		return false;
 	snprintf(m->id, sizeof m->id, "%s", id);
-	int64_t started = 0, pid = 0, delivered = 0, dropped = 0, exit_code = 0, sig = 0, ended_at = 0;
+	int64_t started = 0, pid = 0, delivered = 0, acked = -1, dropped = 0, exit_code = 0, sig = 0, ended_at = 0;
 	if (!get_int64(o, "started_at_ms", true, 0, &started) || !get_int64(o, "pid", false, 0, &pid) ||
-	    !get_int64(o, "delivered", false, 0, &delivered) || !get_int64(o, "dropped", false, 0, &dropped) ||
-	    !get_bool(o, "interactive", &m->interactive) || !get_bool(o, "tty", &m->tty) || pid > INT32_MAX)
+	    !get_int64(o, "delivered", false, 0, &delivered) || !get_int64(o, "acked", false, 0, &acked) ||
+	    !get_int64(o, "dropped", false, 0, &dropped) || !get_bool(o, "interactive", &m->interactive) ||
+	    !get_bool(o, "tty", &m->tty) || pid > INT32_MAX)
 		return false;
 	m->started_at_ms = started;
 	m->pid = (int)pid;
 	m->delivered = (uint64_t)delivered;
+	/* A record without "acked" predates acknowledgements: all delivered. */
+	m->acked = acked < 0 || acked > delivered ? (uint64_t)delivered : (uint64_t)acked;
 	m->dropped = (uint64_t)dropped;
 	if (json_object_object_get_ex(o, "status", &v)) {
 		const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";

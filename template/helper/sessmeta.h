@@ -32,6 +32,7 @@ struct sessmeta {
 	int exit_code, term_sig;          /* when ended; term_sig 0 = none */
 	int64_t ended_at_ms;              /* when ended */
 	uint64_t delivered;               /* log bytes already returned in replies */
+	uint64_t acked;                   /* of those, bytes the control plane acknowledged (bash.ack) */
 	uint64_t dropped;                 /* log bytes lost (dropped_output_bytes) */
 };
 

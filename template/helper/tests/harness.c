@@ -205,6 +205,18 @@ json_object *harness_call(struct harness *h, int64_t id, int timeout_ms, const c
 	return result;
 }
 
+void harness_ack(struct harness *h, json_object *result, bool delivered)
+{
+	int64_t start = jint(result, "output_start"), end = jint(result, "output_end");
+	const char *sid = jstr(result, "session_id");
+	if (!sid || start < 0 || end <= start)
+		return;
+	harness_send(h,
+	             "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":{\"session_id\":\"%s\",\"start\":%lld,"
+	             "\"end\":%lld}}",
+	             delivered ? "bash.ack" : "bash.nack", sid, (long long)start, (long long)end);
+}
+
 void harness_close_input(struct harness *h)
 {
 	close(h->req_fd);

@@ -38,6 +38,11 @@ json_object *harness_wait(struct harness *h, int64_t id, int timeout_ms);
 /* Send and wait for the reply's "result" (NULL when it is an error). */
 json_object *harness_call(struct harness *h, int64_t id, int timeout_ms, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Acknowledge a bash snapshot as the control plane's channel does
+ * (proto.h, "Delivery and acknowledgement"): sends bash.ack (delivered) or
+ * bash.nack for its [output_start, output_end) when that is not empty;
+ * nothing for other results. result is borrowed. */
+void harness_ack(struct harness *h, json_object *result, bool delivered);
 /* Close the request stream (end of input for the helper). */
 void harness_close_input(struct harness *h);
 /* Reap the child if it exits within timeout_ms; true when it has. */

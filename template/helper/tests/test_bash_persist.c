@@ -32,6 +32,7 @@ static json_object *call(struct harness *h, int id, const char *method, const ch
 {
 	json_object *r = harness_call(h, id, 10000, RPC, id, method, params);
 	cr_assert_not_null(r, "%s %s failed", method, params);
+	harness_ack(h, r, true); /* as the control plane's channel does */
 	return r;
 }
 

@@ -1,0 +1,138 @@
+/* mount_verify.c: making sure the host directory a sandbox mounts is the one
+ * the policy checked. The engine gets a path string and resolves it again
+ * at every container start; a path component that some sandbox can write
+ * could be swapped for a symlink (or renamed) in between. Two layers:
+ *   (b) nesting: no host workspace inside a direct-mode one, no direct-mode
+ *       one around another (policy_host_nesting_check), so no sandbox can
+ *       write a component of another workspace's path;
+ *   (a) identity: the checked path is opened without following any symlink
+ *       (openat2 RESOLVE_NO_SYMLINKS) and its (st_dev, st_ino) noted; once
+ *       the container runs, before anything else runs in it, the helper
+ *       stats the mount target (fs.stat) and the two must agree. Under runc
+ *       a bind mount shows the host's st_dev and st_ino. gVisor (runsc)
+ *       does not (its gofer file system reports its own device and inode
+ *       numbers: dev 9, ino 1 for a bind-mounted directory, measured), so
+ *       for runtimes other than runc only layer (b) and the openat2 check
+ *       apply. */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "../base/log.h"
+#include "../policy/policy.h"
+#include "lifecycle_internal.h"
+
+int lifecycle_host_nesting_check(struct store *store, const char *real, const char *mode, const char *self_id,
+                                 struct cp_error **err)
+{
+	struct workspace_record *rows = NULL;
+	size_t n = 0;
+	if (store_workspace_list(store, &rows, &n, err) < 0)
+		return cp_error_prefix(err, "check host path '%s' against the other workspaces", real);
+	struct policy_host_workspace *others = calloc(n ? n : 1, sizeof(*others));
+	size_t k = 0;
+	int r = 0;
+	if (!others) {
+		r = cp_error_set(err, CP_ERR_INTERNAL, "check host path '%s': out of memory", real);
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			const struct workspace_record *w = &rows[i];
+			if ((self_id && !strcmp(w->id, self_id)) || w->trashed_at_ms > 0 || !w->path ||
+			    !strcmp(w->path, real))
+				continue; /* itself, or the same directory (reused) */
+			others[k++] = (struct policy_host_workspace){.id = w->id, .path = w->path, .mode = w->mode};
+		}
+		r = policy_host_nesting_check(real, mode, others, k, err);
+	}
+	free(others);
+	for (size_t i = 0; i < n; i++)
+		workspace_record_clear(&rows[i]);
+	free(rows);
+	return r;
+}
+
+int lifecycle_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err)
+{
+	struct open_how how = {
+	    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, real, &how, sizeof(how));
+	if (fd < 0) {
+		int e = errno;
+		if (e == ELOOP || e == ENOTDIR || e == ENOENT || e == EXDEV)
+			return cp_error_set(
+			    err, CP_ERR_CONFLICT,
+			    "the directory '%s' changed while it was being mounted (a symlink or rename "
+			    "race: %s); nothing was mounted; try again",
+			    real, strerror(e));
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, e, "open '%s' to verify it before mounting", real);
+	}
+	struct stat st;
+	int r = fstat(fd, &st);
+	int e = errno;
+	close(fd);
+	if (r < 0)
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, e, "stat '%s' to verify it before mounting", real);
+	*ret_dev = (uint64_t)st.st_dev;
+	*ret_ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+int lifecycle_mount_runtime_verifiable(const char *runtime)
+{
+	return !runtime || !runtime[0] || !strcmp(runtime, "runc");
+}
+
+void lifecycle_mount_audit(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *message)
+{
+	log_warn("security", "%s", message);
+	struct audit_record a = {
+	    .at_ms = clock_now_ms(),
+	    .actor = "serve",
+	    .action = "sandbox.mount_refused",
+	    .sandbox_id = sandbox_id,
+	    .target = target,
+	    .status = "DENIED",
+	    .message = message,
+	};
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_audit_insert(lc->store, &a, &e) < 0)
+		log_warn("lifecycle", "audit the refused mount of %s: %s", sandbox_id, e->message);
+}
+
+int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id, const char *target,
+                           const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *p = json_object_new_object();
+	json_object_object_add(p, "path", json_object_new_string(target));
+	_cleanup_json_ struct json_object *res = NULL;
+	if (helper_channel_call(ch, "fs.stat", p, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err) < 0)
+		return cp_error_prefix(err, "verify the mount '%s' of sandbox '%s'", target, sandbox_id);
+	struct json_object *v = NULL;
+	int64_t maj = json_object_object_get_ex(res, "dev_major", &v) ? json_object_get_int64(v) : -1;
+	int64_t min = json_object_object_get_ex(res, "dev_minor", &v) ? json_object_get_int64(v) : -1;
+	int64_t got_ino = json_object_object_get_ex(res, "ino", &v) ? json_object_get_int64(v) : -1;
+	if (maj >= 0 && min >= 0 && got_ino >= 0 && makedev((unsigned)maj, (unsigned)min) == (dev_t)dev &&
+	    (uint64_t)got_ino == ino)
+		return 0;
+	char msg[1024];
+	snprintf(msg, sizeof(msg),
+	         "the directory '%s' changed while it was being mounted (a symlink or rename race): sandbox '%s' "
+	         "sees %lld:%lld inode %lld at %s, the checked directory is %u:%u inode %llu; nothing was "
+	         "mounted; try again",
+	         host_dir, sandbox_id, (long long)maj, (long long)min, (long long)got_ino, target, major((dev_t)dev),
+	         minor((dev_t)dev), (unsigned long long)ino);
+	lifecycle_mount_audit(lc, sandbox_id, host_dir, msg);
+	return cp_error_set(err, CP_ERR_DENIED, "%s", msg);
+}

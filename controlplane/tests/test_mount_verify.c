@@ -1,0 +1,167 @@
+/* test_mount_verify.c: the defences against a bind source swapped between
+ * its check and the engine's mount: the nesting rule
+ * (policy_host_nesting_check, and lifecycle_host_nesting_check over a real
+ * registry), the openat2 identity check (lifecycle_mount_identity: a
+ * symlink component is refused), and the stored identity (migration 0007). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "lifecycle/lifecycle_internal.h"
+#include "policy/policy.h"
+#include "store/store.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/c2s-mount-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(mount_verify, .init = setup, .fini = teardown);
+
+static const struct policy_host_workspace others[] = {
+    {.id = "ws_direct", .path = "/r/proj", .mode = "direct"},
+    {.id = "ws_clone", .path = "/r/clone", .mode = "clone"},
+    {.id = "ws_managed", .path = "/d/ws_1", .mode = "managed"},
+};
+#define N_OTHERS (sizeof(others) / sizeof(others[0]))
+
+static void refused(const char *real, const char *mode, const char *names)
+{
+	struct cp_error *err = NULL;
+	cr_assert_eq(policy_host_nesting_check(real, mode, others, N_OTHERS, &err), -1, "%s %s allowed", real, mode);
+	cr_assert_eq(err->code, CP_ERR_DENIED);
+	cr_assert_not_null(strstr(err->message, names), "%s", err->message);
+	cp_error_free(err);
+}
+
+static void allowed(const char *real, const char *mode)
+{
+	struct cp_error *err = NULL;
+	cr_assert_eq(policy_host_nesting_check(real, mode, others, N_OTHERS, &err), 0, "%s %s: %s", real, mode,
+	             err ? err->message : "");
+}
+
+Test(mount_verify, nesting_inside_direct_is_refused_in_any_mode)
+{
+	refused("/r/proj/sub", "direct", "ws_direct");
+	refused("/r/proj/sub", "clone", "ws_direct");
+	refused("/r/proj/a/b/c", "clone", "lies inside '/r/proj'");
+}
+
+Test(mount_verify, direct_ancestor_of_a_workspace_is_refused)
+{
+	refused("/r", "direct", "ws_direct");
+	struct cp_error *err = NULL;
+	const struct policy_host_workspace only_clone[] = {{.id = "ws_c", .path = "/r/clone/inner", .mode = "clone"}};
+	cr_assert_eq(policy_host_nesting_check("/r/clone", "direct", only_clone, 1, &err), -1);
+	cr_assert_not_null(strstr(err->message, "ws_c"));
+	cp_error_freep(&err);
+	/* A clone ancestor gives no write access: nothing to swap. */
+	cr_assert_eq(policy_host_nesting_check("/r/clone", "clone", only_clone, 1, &err), 0);
+}
+
+Test(mount_verify, unrelated_and_lookalike_paths_are_allowed)
+{
+	allowed("/r/project", "direct"); /* "/r/proj" is not a component prefix */
+	allowed("/r/proj2/x", "clone");
+	allowed("/r/clone/sub", "clone"); /* inside a clone workspace: read-only */
+	allowed("/d/ws_1/x", "direct");   /* managed ones are ignored */
+	allowed("/r/other", "direct");
+}
+
+Test(mount_verify, identity_matches_stat_and_symlink_component_is_refused)
+{
+	char real[128], link[128], through[160];
+	snprintf(real, sizeof(real), "%s/real", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(through, sizeof(through), "%s/link/inner", dir);
+	cr_assert_eq(mkdir(real, 0700), 0);
+	char inner[160];
+	snprintf(inner, sizeof(inner), "%s/inner", real);
+	cr_assert_eq(mkdir(inner, 0700), 0);
+	cr_assert_eq(symlink(real, link), 0);
+
+	uint64_t dev = 0, ino = 0;
+	struct cp_error *err = NULL;
+	cr_assert_eq(lifecycle_mount_identity(inner, &dev, &ino, &err), 0, "%s", err ? err->message : "");
+	struct stat st;
+	cr_assert_eq(stat(inner, &st), 0);
+	cr_assert_eq(dev, (uint64_t)st.st_dev);
+	cr_assert_eq(ino, (uint64_t)st.st_ino);
+
+	/* A symlink as a middle component and as the last one. */
+	cr_assert_eq(lifecycle_mount_identity(through, &dev, &ino, &err), -1);
+	cr_assert_eq(err->code, CP_ERR_CONFLICT);
+	cr_assert_not_null(strstr(err->message, "changed while it was being mounted"), "%s", err->message);
+	cr_assert_not_null(strstr(err->message, "nothing was mounted"), "%s", err->message);
+	cp_error_freep(&err);
+	cr_assert_eq(lifecycle_mount_identity(link, &dev, &ino, &err), -1);
+	cr_assert_eq(err->code, CP_ERR_CONFLICT);
+	cp_error_freep(&err);
+}
+
+Test(mount_verify, runtime_verifiable)
+{
+	cr_assert(lifecycle_mount_runtime_verifiable(NULL));
+	cr_assert(lifecycle_mount_runtime_verifiable(""));
+	cr_assert(lifecycle_mount_runtime_verifiable("runc"));
+	cr_assert_not(lifecycle_mount_runtime_verifiable("runsc"));
+}
+
+static void add_ws(struct store *s, const char *id, const char *path, const char *mode)
+{
+	struct workspace_record w = {.id = (char *)id, .mode = (char *)mode, .path = (char *)path, .created_at_ms = 1};
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_workspace_insert(s, &w, &err), 0, "%s", err ? err->message : "");
+}
+
+Test(mount_verify, registry_nesting_and_stored_identity)
+{
+	char db[128];
+	snprintf(db, sizeof(db), "%s/reg.sqlite", dir);
+	struct store *s = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_open(db, &s, &err), 0, "%s", err ? err->message : "");
+	add_ws(s, "ws_p", "/r/proj", "direct");
+	add_ws(s, "ws_sub", "/r/proj/sub", "direct"); /* approved before the rule existed */
+
+	/* Mount time of ws_sub: it lies inside ws_p. */
+	cr_assert_eq(lifecycle_host_nesting_check(s, "/r/proj/sub", "direct", "ws_sub", &err), -1);
+	cr_assert_not_null(strstr(err->message, "ws_p"), "%s", err->message);
+	cp_error_freep(&err);
+	/* The same directory again (a reused workspace) is not a conflict. */
+	cr_assert_eq(lifecycle_host_nesting_check(s, "/r/other", "direct", NULL, &err), 0);
+
+	struct sandbox_record row = {.id = "sbx_1",
+	                             .workspace_id = "ws_p",
+	                             .status = "creating",
+	                             .container_name = "sbx_1",
+	                             .image = "img",
+	                             .network = 1,
+	                             .created_at_ms = 1};
+	cr_assert_eq(store_sandbox_insert(s, &row, &err), 0, "%s", err ? err->message : "");
+	uint64_t dev = 0, ino = 0;
+	cr_assert_eq(store_sandbox_get_mount_identity(s, "sbx_1", &dev, &ino, &err), 0);
+	cr_assert_eq(store_sandbox_set_mount_identity(s, "sbx_1", 0xfe00, 1ULL << 40, &err), 0);
+	cr_assert_eq(store_sandbox_get_mount_identity(s, "sbx_1", &dev, &ino, &err), 1);
+	cr_assert_eq(dev, 0xfe00);
+	cr_assert_eq(ino, 1ULL << 40);
+	cr_assert_eq(store_sandbox_get_mount_identity(s, "sbx_none", &dev, &ino, &err), -1);
+	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
+	cp_error_freep(&err);
+	store_free(s);
+}

@@ -4,6 +4,8 @@
  * Sandboxes keep running across a shutdown; only channels are closed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <pthread.h>
@@ -200,6 +202,37 @@ static void endpoint_url(const struct config *cfg, unsigned port, char *buf, siz
 		snprintf(buf, size, "http://%s:%u/mcp", host, port);
 }
 
+/* A sandbox can write every file of a direct-mode workspace, so serve must
+ * not read its settings (./.env, DESIGN.md Configuration) from inside one: a
+ * model could plant CHAT2SBX_ALLOWED_HOST_ROOTS=/ for the next start.
+ * Refuses (DENIED, naming the workspace) when the working directory is a
+ * direct workspace's directory or lies below it. */
+static int check_working_directory(struct store *store, struct cp_error **err)
+{
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return 0; /* nothing was read relative to an unknown directory */
+	struct workspace_record *ws = NULL;
+	size_t n = 0;
+	if (store_workspace_list(store, &ws, &n, err) < 0)
+		return -1;
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		size_t len = strlen(ws[i].path);
+		if (strcmp(ws[i].mode, "direct") == 0 && strncmp(cwd, ws[i].path, len) == 0 &&
+		    (cwd[len] == '\0' || cwd[len] == '/'))
+			r = cp_error_set(err, CP_ERR_DENIED,
+			                 "serve's working directory '%s' is inside '%s', the directory of the direct-mode "
+			                 "workspace '%s' that sandboxes can write (a planted .env would change serve's "
+			                 "settings); start chat2sbx serve from another directory",
+			                 cwd, ws[i].path, ws[i].id);
+	}
+	for (size_t i = 0; i < n; i++)
+		workspace_record_clear(&ws[i]);
+	free(ws);
+	return r;
+}
+
 static int check_runtime_inputs(const struct config *cfg, struct docker_engine *engine, struct cp_error **err)
 {
 	_cleanup_free_ char *image_id = NULL;
@@ -247,7 +280,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		         (long long)cfg->clock_offset_ms);
 	}
 	if (controlplane_open_store(cfg, &store, err) < 0 || take_serve_lock(cfg, &lock_fd, err) < 0 ||
-	    docker_engine_new(cfg->docker_socket, &engine, err) < 0)
+	    check_working_directory(store, err) < 0 || docker_engine_new(cfg->docker_socket, &engine, err) < 0)
 		goto out;
 	log_info("serve", "engine %s (API %s) at %s", docker_engine_version(engine), docker_engine_api_version(engine),
 	         cfg->docker_socket);

@@ -4,7 +4,8 @@
 // and a global one (CHAT2SBX_MAX_EXPOSURES), refused with LIMIT before
 // anything is made; bad limits get precise messages; the CLI and the edit
 // tool speak in their own words. (The loopback-peer check and the 64 MiB
-// budget of request bodies are unit-tested: test_mcp_body_budget.c.)
+// budget of request bodies are unit-tested: test_mcp_body_budget.c.) serve
+// refuses to start inside a direct-mode workspace.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -86,6 +87,29 @@ ctx.test('a non-loopback CHAT2SBX_HOST is refused, saying why', () => {
     assert.notEqual(r.status, 0, r.desc);
     assert.match(r.stderr, /CHAT2SBX_HOST '0\.0\.0\.0' is not a loopback address/, r.desc);
     assert.match(r.stderr, /no authentication/, r.desc);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+ctx.test('serve refuses to start inside a direct-mode workspace (a sandbox could plant its .env)', () => {
+  const dir = tmpDir();
+  try {
+    // The workspace must lie below the allowed roots (childEnv: HOME/repositories).
+    const proj = path.join(dir, 'home', 'repositories', 'proj');
+    fs.mkdirSync(proj, { recursive: true });
+    const add = runIn(dir, ['workspace', 'add', proj, '--mode', 'direct']);
+    assert.equal(add.status, 0, add.desc);
+    const home = path.join(dir, 'home');
+    const r = spawnSync(BIN, ['serve'], {
+      cwd: proj,
+      env: childEnv({}, home, path.join(dir, 'data'), ctx.srv.port + 1),
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    assert.notEqual(r.status, 0, r.stderr);
+    assert.match(r.stderr, /working directory .* direct-mode workspace 'ws_[a-z2-7]+'/, r.stderr);
+    assert.match(r.stderr, /start chat2sbx serve from another directory/, r.stderr);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -221,11 +221,12 @@ static int check_working_directory(struct store *store, struct cp_error **err)
 		size_t len = strlen(ws[i].path);
 		if (strcmp(ws[i].mode, "direct") == 0 && strncmp(cwd, ws[i].path, len) == 0 &&
 		    (cwd[len] == '\0' || cwd[len] == '/'))
-			r = cp_error_set(err, CP_ERR_DENIED,
-			                 "serve's working directory '%s' is inside '%s', the directory of the direct-mode "
-			                 "workspace '%s' that sandboxes can write (a planted .env would change serve's "
-			                 "settings); start chat2sbx serve from another directory",
-			                 cwd, ws[i].path, ws[i].id);
+			r = cp_error_set(
+			    err, CP_ERR_DENIED,
+			    "serve's working directory '%s' is inside '%s', the directory of the direct-mode "
+			    "workspace '%s' that sandboxes can write (a planted .env would change serve's "
+			    "settings); start chat2sbx serve from another directory",
+			    cwd, ws[i].path, ws[i].id);
 	}
 	for (size_t i = 0; i < n; i++)
 		workspace_record_clear(&ws[i]);

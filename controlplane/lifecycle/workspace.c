@@ -4,6 +4,7 @@
  * to DATA_ROOT/trash, never deleted). No engine calls: the CLI uses these
  * with or without serve running. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,24 @@ int lifecycle_host_path_check(const struct config *cfg, const char *path, char *
 	char **roots = policy_roots_split(cfg->allowed_host_roots, &n);
 	if (!roots)
 		return cp_error_set(err, CP_ERR_INTERNAL, "check host path: out of memory");
-	struct policy_host_roots pr = {.roots = (const char *const *)roots, .n = n, .data_root = cfg->data_root};
+	/* chat2sbx's own paths that may live outside the data root (rule 5):
+	 * a direct workspace over the registry could approve itself anything,
+	 * over the helper's directory it could replace PID 1 of new sandboxes. */
+	char db_dir[PATH_MAX], helper_dir[PATH_MAX];
+	snprintf(db_dir, sizeof(db_dir), "%s", cfg->database_path);
+	snprintf(helper_dir, sizeof(helper_dir), "%s", cfg->helper_path);
+	char *slash = strrchr(db_dir, '/');
+	if (slash && slash != db_dir)
+		*slash = '\0';
+	slash = strrchr(helper_dir, '/');
+	if (slash && slash != helper_dir)
+		*slash = '\0';
+	const char *own[] = {cfg->state_dir, db_dir, cfg->workspace_root, helper_dir, cfg->secret_dir};
+	struct policy_host_roots pr = {.roots = (const char *const *)roots,
+	                               .n = n,
+	                               .data_root = cfg->data_root,
+	                               .own_paths = own,
+	                               .n_own_paths = sizeof(own) / sizeof(own[0])};
 	int r = policy_host_path_check(&pr, path, ret_real, err);
 	policy_roots_free(roots);
 	return r;

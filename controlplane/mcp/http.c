@@ -631,14 +631,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		 * buffer and discard the rest, then answer 413 at the end. */
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		if (!req->too_large && !req->over_budget && cp_buf_append(&req->body, upload_data, n) < 0) {
-			req->too_large = 1;
-			release_body(server, req);
-		}
-		/* A body without Content-Length reserves as it arrives. */
-		if (!req->too_large && !req->over_budget && reserve_body(server, req, req->body.len) < 0) {
-			req->over_budget = 1;
-			release_body(server, req);
+		/* The budget counts what the buffer will hold, reserved BEFORE it
+		 * grows: its capacity doubles (base/buf.c), so the allocation can
+		 * be up to twice the bytes received (a body without
+		 * Content-Length reserves as it arrives). */
+		if (!req->too_large && !req->over_budget) {
+			size_t cap = req->body.cap ? req->body.cap : 256;
+			while (cap < req->body.len + n + 1)
+				cap *= 2;
+			if (n > req->body.max || req->body.len > req->body.max - n) {
+				req->too_large = 1; /* 413 (before the budget: 503 would invite a retry) */
+				release_body(server, req);
+			} else if (reserve_body(server, req, cap) < 0) {
+				req->over_budget = 1;
+				release_body(server, req);
+			} else if (cp_buf_append(&req->body, upload_data, n) < 0) {
+				req->too_large = 1;
+				release_body(server, req);
+			}
 		}
 		if (req->too_large || req->over_budget) {
 			req->discarded += n;

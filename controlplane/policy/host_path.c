@@ -257,7 +257,8 @@ static int check_roots(const struct policy_host_roots *roots, const char *path, 
 
 /* Rule 5. A data root that does not exist (yet) is compared as given, minus
  * trailing slashes, so an ancestor of where it will be is still refused. */
-static int check_data_root(const char *data_root, const char *real, const char *shown, struct cp_error **err)
+static int check_data_root(const char *data_root, const char *label, const char *real, const char *shown,
+                           struct cp_error **err)
 {
 	if (!data_root || !data_root[0])
 		return 0;
@@ -281,9 +282,9 @@ static int check_data_root(const char *data_root, const char *real, const char *
 	if (!what)
 		return 0;
 	return cp_error_set(err, CP_ERR_DENIED,
-	                    "host path %s %s chat2sbx's data root '%s'; chat2sbx's own data is never mounted, choose a "
+	                    "host path %s %s chat2sbx's %s '%s'; chat2sbx's own data is never mounted, choose a "
 	                    "directory that neither holds it nor lies inside it",
-	                    shown, what, rdata);
+	                    shown, what, label, rdata);
 }
 
 int policy_host_path_check(const struct policy_host_roots *roots, const char *path, char **ret_real,
@@ -342,7 +343,10 @@ int policy_host_path_check(const struct policy_host_roots *roots, const char *pa
 	}
 	if (check_roots(roots, path, real, shown, err) < 0)
 		return -1;
-	if (check_data_root(roots->data_root, real, shown, err) < 0)
+	for (size_t i = 0; i < roots->n_own_paths; i++)
+		if (check_data_root(roots->own_paths[i], "own files", real, shown, err) < 0)
+			return -1;
+	if (check_data_root(roots->data_root, "data root", real, shown, err) < 0)
 		return -1;
 
 	if (ret_real)

@@ -59,6 +59,12 @@ struct policy_host_roots {
 	const char *const *roots; /* absolute paths (need not be resolved) */
 	size_t n;
 	const char *data_root; /* chat2sbx's own data; never mountable */
+	/* More of chat2sbx's own paths treated like data_root (rule 5): the
+	 * state dir, the registry's directory, the workspace root, the helper
+	 * binary's directory, the tunnel secrets, when configured elsewhere.
+	 * NULL entries are skipped. */
+	const char *const *own_paths;
+	size_t n_own_paths;
 };
 
 /* Decides whether host path `path` (as the requester gave it) may become a
@@ -70,7 +76,8 @@ struct policy_host_roots {
  *      (policy_credential_dirs; ".sshx" is fine);
  *   4. the resolution is strictly below one of roots->roots, each root
  *      itself resolved (a root itself is refused);
- *   5. the resolution is not the data root, inside it, nor an ancestor of it.
+ *   5. the resolution is not the data root (nor any of own_paths), inside
+ *      it, nor an ancestor of it.
  * On success *ret_real (caller frees) is the resolved path (no trailing
  * slash), valid at the moment of the check: callers check again right
  * before mounting. Fails with DENIED (rules 3–5), INVALID_ARGUMENT (rule 1,

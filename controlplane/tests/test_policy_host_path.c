@@ -361,6 +361,25 @@ Test(policy_host_path, refuses_the_data_root_and_its_relatives)
 	expect_ok(&r, P("home/repositories/box"), P("home/repositories/box"));
 }
 
+/* chat2sbx's own files configured outside the data root (state dir,
+ * registry, workspace root, helper, secrets) are protected alike. */
+Test(policy_host_path, refuses_own_paths_outside_the_data_root)
+{
+	mkdir_p("home/repositories/shared/state");
+	mkdir_p("home/repositories/tools/bin");
+	struct policy_host_roots r = roots;
+	char state_dir[PATH_MAX], helper_dir[PATH_MAX]; /* P's buffers rotate */
+	snprintf(state_dir, sizeof(state_dir), "%s", P("home/repositories/shared/state"));
+	snprintf(helper_dir, sizeof(helper_dir), "%s", P("home/repositories/tools/bin"));
+	const char *own[] = {NULL, state_dir, helper_dir};
+	r.own_paths = own;
+	r.n_own_paths = 3;
+	expect_refused(&r, P("home/repositories/shared"), CP_ERR_DENIED, "contains chat2sbx's own files");
+	expect_refused(&r, P("home/repositories/shared/state"), CP_ERR_DENIED, "is chat2sbx's own files");
+	expect_refused(&r, P("home/repositories/tools"), CP_ERR_DENIED, "contains chat2sbx's own files");
+	expect_ok(&r, P("home/repositories/proj"), P("home/repositories/proj"));
+}
+
 /* ---- re-checking ---- */
 
 Test(policy_host_path, refuses_a_path_that_became_a_symlink_after_approval)

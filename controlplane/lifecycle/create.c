@@ -136,6 +136,10 @@ static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_r
 		                    w->id, w->host_path, real, w->path);
 	if (lifecycle_host_nesting_check(lc->store, real, w->mode, w->id, err) < 0)
 		return cp_error_prefix(err, "mount workspace '%s'", w->id);
+	/* Without the identity check (gVisor), a bind-mounted alias could
+	 * reach into a direct-mode workspace unseen by the nesting rule. */
+	if (!lifecycle_mount_runtime_verifiable(lc->cfg->runtime) && lifecycle_mount_alias_check(real, err) < 0)
+		return cp_error_prefix(err, "mount workspace '%s'", w->id);
 	if (lifecycle_mount_identity(real, ret_dev, ret_ino, err) < 0) {
 		lifecycle_mount_audit(lc, NULL, real, (*err)->message);
 		return -1;

@@ -134,6 +134,12 @@ int lifecycle_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_
  * lifecycle_mount_verify applies; 0 otherwise (gVisor reports its own). */
 int lifecycle_mount_runtime_verifiable(const char *runtime);
 
+/* For runtimes whose mounts cannot be verified (gVisor): refuses (DENIED,
+ * naming the mount) a resolved host path that lies on a bind mount of a
+ * subdirectory (its /proc/self/mountinfo root is not "/"), which the
+ * path-based nesting rule cannot see through. Reads mountinfo only. */
+int lifecycle_mount_alias_check(const char *real, struct cp_error **err);
+
 /* Asks the helper of sandbox_id on ch (up to LIFECYCLE_HELLO_TIMEOUT_MS)
  * for fs.stat of target and compares with (dev, ino) of host_dir as
  * lifecycle_mount_identity gave them. Mismatch: a security warning in the

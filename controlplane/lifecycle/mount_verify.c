@@ -89,6 +89,55 @@ int lifecycle_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_
 	return 0;
 }
 
+/* Undoes mountinfo's octal escapes (\040 for a space, proc(5)) in place. */
+static void mountinfo_unescape(char *s)
+{
+	char *o = s;
+	for (char *p = s; *p; p++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+		    p[3] <= '7') {
+			*o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+			p += 3;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+}
+
+int lifecycle_mount_alias_check(const char *real, struct cp_error **err)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "read /proc/self/mountinfo to check '%s'", real);
+	char line[8192], best_point[4096] = "", best_root[4096] = "/";
+	size_t best_len = 0;
+	while (fgets(line, sizeof(line), f)) {
+		/* "ID PARENT MAJ:MIN ROOT MOUNT_POINT ..." (proc(5)). */
+		char root[4096], point[4096];
+		if (sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2)
+			continue;
+		mountinfo_unescape(root);
+		mountinfo_unescape(point);
+		size_t n = strlen(point);
+		int covers =
+		    !strcmp(point, "/") || (strncmp(real, point, n) == 0 && (real[n] == '\0' || real[n] == '/'));
+		if (covers && (n > best_len || (n == best_len && n > 0))) { /* the last of equal ones is on top */
+			best_len = n;
+			snprintf(best_point, sizeof(best_point), "%s", point);
+			snprintf(best_root, sizeof(best_root), "%s", root);
+		}
+	}
+	fclose(f);
+	if (!strcmp(best_root, "/"))
+		return 0;
+	return cp_error_set(err, CP_ERR_DENIED,
+	                    "'%s' lies on a bind mount (at '%s', of '%s' of its file system); with this runtime "
+	                    "chat2sbx cannot verify which directory the engine mounts, so such a path could alias a "
+	                    "direct-mode workspace: approve the directory by its own path, or use the runc runtime",
+	                    real, best_point, best_root);
+}
+
 int lifecycle_mount_runtime_verifiable(const char *runtime)
 {
 	return !runtime || !runtime[0] || !strcmp(runtime, "runc");

@@ -165,3 +165,29 @@ Test(mount_verify, registry_nesting_and_stored_identity)
 	cp_error_freep(&err);
 	store_free(s);
 }
+
+/* gVisor cannot verify mounts: a path on a bind mount of a subdirectory
+ * (mountinfo root not "/") is refused; an ordinary directory passes. The
+ * bind-mount half runs only where this process may mount (root). */
+Test(mount_verify, alias_check_refuses_bind_mounted_subdirectories)
+{
+	struct cp_error *err = NULL;
+	cr_assert_eq(lifecycle_mount_alias_check(dir, &err), 0, "%s", err ? err->message : "");
+	char src[128], dst[128];
+	snprintf(src, sizeof(src), "%s/a/sub", dir);
+	snprintf(dst, sizeof(dst), "%s/x", dir);
+	cr_assert_eq(mkdir(dst, 0700), 0);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/y && mount --bind %s %s 2>/dev/null", src, src, dst);
+	if (system(cmd) != 0)
+		return; /* not allowed to mount here: nothing more to check */
+	char inside[160];
+	snprintf(inside, sizeof(inside), "%s/y", dst);
+	int r = lifecycle_mount_alias_check(inside, &err);
+	snprintf(cmd, sizeof(cmd), "umount %s", dst);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(r, -1, "a path on a bind mount passed");
+	cr_assert_eq(err->code, CP_ERR_DENIED);
+	cr_assert_not_null(strstr(err->message, "bind mount"), "%s", err->message);
+	cp_error_free(err);
+}

@@ -178,8 +178,8 @@ int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, cons
 	char msg[1024];
 	snprintf(msg, sizeof(msg),
 	         "the directory '%s' changed while it was being mounted (a symlink or rename race): sandbox '%s' "
-	         "sees %lld:%lld inode %lld at %s, the checked directory is %u:%u inode %llu; nothing was "
-	         "mounted; try again",
+	         "sees %lld:%lld inode %lld at %s, the checked directory is %u:%u inode %llu; the sandbox "
+	         "was removed before anything ran in it; try again",
 	         host_dir, sandbox_id, (long long)maj, (long long)min, (long long)got_ino, target, major((dev_t)dev),
 	         minor((dev_t)dev), (unsigned long long)ino);
 	lifecycle_mount_audit(lc, sandbox_id, host_dir, msg);

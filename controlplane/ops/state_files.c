@@ -14,6 +14,7 @@
 
 #include "../base/cleanup.h"
 #include "../base/clock.h"
+#include "../base/json_file.h"
 #include "ops.h"
 
 void ops_serve_state_clear(struct ops_serve_state *s)
@@ -42,31 +43,15 @@ int ops_pid_alive(int pid)
 
 int ops_serve_state_write(const char *state_dir, const char *endpoint, int tunnel_enabled, struct cp_error **err)
 {
-	char path[4200], tmp[4300];
+	char path[4200];
 	snprintf(path, sizeof(path), "%s/" OPS_SERVE_STATE_FILE, state_dir);
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
 	json_object_object_add(o, "started_at_ms", json_object_new_int64(clock_now_ms()));
 	json_object_object_add(o, "version", json_object_new_string(CHAT2SBX_VERSION));
 	json_object_object_add(o, "endpoint", json_object_new_string(endpoint));
 	json_object_object_add(o, "tunnel_enabled", json_object_new_boolean(tunnel_enabled));
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "write '%s'", tmp);
-	size_t len = strlen(text);
-	if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, e, "write '%s'", tmp);
-	}
-	if (rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, e, "rename '%s' to '%s'", tmp, path);
-	}
-	return 0;
+	return json_file_write_atomic(path, o, err);
 }
 
 /* Loads a JSON object file. NOT_FOUND when absent. */

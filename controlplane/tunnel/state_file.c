@@ -15,6 +15,7 @@
 
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/json_file.h"
 #include "base/log.h"
 #include "tunnel/tunnel_internal.h"
 
@@ -37,9 +38,8 @@ static struct json_object *string_or_null(const char *s)
 
 void tunnel_state_write(const struct config *cfg, const struct tunnel_status *st)
 {
-	char path[4200], tmp[4300];
+	char path[4200];
 	snprintf(path, sizeof(path), "%s/tunnel.json", cfg->state_dir);
-	snprintf(tmp, sizeof(tmp), "%s/.tunnel.json.%d.tmp", cfg->state_dir, (int)getpid());
 
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	json_object_object_add(o, "state", json_object_new_string(tunnel_state_name(st->state)));
@@ -48,20 +48,9 @@ void tunnel_state_write(const struct config *cfg, const struct tunnel_status *st
 	json_object_object_add(o, "health_url", string_or_null(st->health_url));
 	json_object_object_add(o, "last_exit", string_or_null(st->last_exit));
 	json_object_object_add(o, "updated_at_ms", json_object_new_int64(st->updated_at_ms));
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		log_warn("tunnel", "write '%s': %s", tmp, strerror(errno));
-		return;
-	}
-	size_t len = strlen(text);
-	int ok = fchmod(fd, 0600) == 0 && write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1;
-	ok = close(fd) == 0 && ok;
-	if (!ok || rename(tmp, path) < 0) {
-		log_warn("tunnel", "write '%s': %s", path, strerror(errno));
-		unlink(tmp);
-	}
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (json_file_write_atomic(path, o, &e) < 0)
+		log_warn("tunnel", "%s", e->message);
 }
 
 void tunnel_state_write_refused(const struct config *cfg, const char *reason)

@@ -35,6 +35,7 @@ int cmd_approval(struct cli *cli, int argc, char **argv);
 int cmd_setup(struct cli *cli, int argc, char **argv);
 int cmd_status(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
+int cmd_token(struct cli *cli, int argc, char **argv);
 
 /* `setup --install-service|--uninstall-service|--print-service` (action
  * without the dashes): the systemd user unit (cmd_service.c). Returns the

@@ -1,5 +1,6 @@
 /* cmd_doctor.c: `chat2sbx doctor [--json]`: proves the isolation on this
- * machine by attacking a probe sandbox from inside (ops/isolation.c) and
+ * machine by attacking a probe sandbox from inside (ops/isolation.c) and the
+ * running serve's MCP endpoint from outside (ops/attack_endpoint.c), and
  * prints each attack as passed, failed or skipped. Works while serve runs:
  * the probe is its own sandbox in the same registry (only serve takes
  * serve.lock). Exit 0 when no attack succeeded, 1 when one did, the error's
@@ -70,6 +71,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv)
 	    lifecycle_new(cli->cfg, store, engine, &lc, &err) < 0 || ops_isolation_probe(lc, &r, &err) < 0) {
 		status = cli_fail(err);
 	} else {
+		ops_endpoint_probe(cli->cfg, &r); /* the running serve's endpoint */
 		print_report(cli, &r);
 		status = ops_probe_report_failures(&r) ? 1 : 0;
 	}

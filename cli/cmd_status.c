@@ -1,6 +1,7 @@
 /* cmd_status.c: `chat2sbx status [--json]`: is everything a ChatGPT call
  * needs up? The service (STATE_DIR/serve.json and its pid), its MCP endpoint
- * (one initialize on loopback), the tunnel (STATE_DIR/tunnel.json and the
+ * (one initialize over the Unix socket, one over TCP with the bearer token;
+ * where the token lives, never the token), the tunnel (STATE_DIR/tunnel.json and the
  * client's /readyz), the engine and runtime, the template image, the sandbox
  * limit and count, pending approvals. Reads only; creates nothing. The exit
  * status is ops_readiness_exit_status (0 ready, OPS_EXIT_NOT_READY not). */
@@ -35,6 +36,63 @@ static void add_bool(struct json_object *o, const char *key, int v)
 	json_object_object_add(o, key, json_object_new_boolean(v));
 }
 
+/* One MCP initialize through rq (its body is filled here): 1 when it was
+ * answered 200 with a protocolVersion; the HTTP status goes into o under
+ * status_key, or the error under error_key. */
+static int probe_initialize(struct ops_http_request *rq, struct json_object *o, const char *status_key,
+                            const char *error_key)
+{
+	char body[512];
+	snprintf(body, sizeof(body),
+	         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+	         "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"chat2sbx-status\",\"version\":"
+	         "\"%s\"}}}",
+	         CHAT2SBX_VERSION);
+	rq->method = "POST";
+	rq->body = body;
+	rq->timeout_ms = STATUS_HTTP_TIMEOUT_MS;
+	long code = 0;
+	_cleanup_free_ char *answer = NULL;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (ops_http_probe(rq, &code, &answer, &e) < 0) {
+		add_str(o, error_key, e->message);
+		return 0;
+	}
+	add_int(o, status_key, code, 1);
+	return code == 200 && answer && strstr(answer, "\"protocolVersion\"");
+}
+
+/* The MCP endpoint of a running serve: the Unix socket (what the tunnel
+ * client uses) and the TCP port with the bearer token (what other local
+ * clients use); answering means both answered. */
+static void status_mcp(const struct config *cfg, const struct ops_serve_state *s, struct ops_readiness *rd,
+                       struct json_object *mcp)
+{
+	add_str(mcp, "socket", s->socket);
+	add_str(mcp, "token_file", s->token_file);
+	add_bool(mcp, "token_required", s->token_required);
+	if (!s->token_required)
+		add_str(mcp, "warning",
+		        "CHAT2SBX_MCP_TOKEN=off: the MCP port takes requests without a bearer token, so every local "
+		        "user can drive sandboxes");
+	int socket_ok = 1;
+	if (s->socket) {
+		struct ops_http_request rq = {.url = "http://localhost/mcp", .unix_socket = s->socket};
+		socket_ok = probe_initialize(&rq, mcp, "socket_http_status", "socket_error");
+		add_bool(mcp, "socket_answering", socket_ok);
+	}
+	char token[OPS_MCP_TOKEN_LEN + 1] = "";
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (s->token_required && ops_mcp_token_read(cfg->state_dir, token, &e) < 0) {
+		add_str(mcp, "error", e->message);
+		return;
+	}
+	struct ops_http_request rq = {.url = s->endpoint, .bearer_token = token[0] ? token : NULL};
+	int tcp_ok = probe_initialize(&rq, mcp, "http_status", "error");
+	explicit_bzero(token, sizeof(token));
+	rd->mcp_answering = socket_ok && tcp_ok;
+}
+
 /* Service and MCP endpoint. Returns the serve's own tunnel setting when it runs. */
 static void status_service(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
 {
@@ -53,23 +111,8 @@ static void status_service(const struct config *cfg, struct ops_readiness *rd, s
 	                          : NULL);
 	add_str(mcp, "endpoint", have ? s.endpoint : NULL);
 	rd->tunnel_enabled = rd->service_up ? s.tunnel_enabled : cfg->enable_tunnel;
-	if (rd->service_up) {
-		char body[512];
-		snprintf(body, sizeof(body),
-		         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-		         "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"chat2sbx-status\",\"version\":"
-		         "\"%s\"}}}",
-		         CHAT2SBX_VERSION);
-		long code = 0;
-		_cleanup_free_ char *answer = NULL;
-		cp_error_freep(&e);
-		if (ops_http_probe("POST", s.endpoint, body, STATUS_HTTP_TIMEOUT_MS, &code, &answer, &e) < 0) {
-			add_str(mcp, "error", e->message);
-		} else {
-			rd->mcp_answering = code == 200 && answer && strstr(answer, "\"protocolVersion\"");
-			add_int(mcp, "http_status", code, 1);
-		}
-	}
+	if (rd->service_up)
+		status_mcp(cfg, &s, rd, mcp);
 	add_bool(mcp, "answering", rd->mcp_answering);
 	ops_serve_state_clear(&s);
 	json_object_object_add(out, "service", svc);
@@ -94,7 +137,8 @@ static void status_tunnel(const struct config *cfg, struct ops_readiness *rd, st
 		char url[600];
 		snprintf(url, sizeof(url), "%s/readyz", ts.health_url);
 		cp_error_freep(&e);
-		asked = ops_http_probe("GET", url, NULL, STATUS_HTTP_TIMEOUT_MS, &code, NULL, &e) == 0;
+		struct ops_http_request rq = {.method = "GET", .url = url, .timeout_ms = STATUS_HTTP_TIMEOUT_MS};
+		asked = ops_http_probe(&rq, &code, NULL, &e) == 0;
 		if (!asked)
 			add_str(t, "error", e->message);
 	}
@@ -202,6 +246,18 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	printf("%-10s %-10s %s%s%s\n", "MCP", rd->mcp_answering ? "answering" : "no answer",
 	       get_s(o, "mcp", "endpoint") ?: "-", get_s(o, "mcp", "error") ? ": " : "",
 	       get_s(o, "mcp", "error") ?: "");
+	if (get_s(o, "mcp", "socket"))
+		printf("%-10s %-10s unix:%s (this user and root; the tunnel client uses it)%s%s\n", "SOCKET",
+		       !strcmp(get_s(o, "mcp", "socket_answering") ?: "false", "true") ? "answering" : "no answer",
+		       get_s(o, "mcp", "socket"), get_s(o, "mcp", "socket_error") ? ": " : "",
+		       get_s(o, "mcp", "socket_error") ?: "");
+	if (get_s(o, "mcp", "token_file")) {
+		int required = !strcmp(get_s(o, "mcp", "token_required") ?: "true", "true");
+		printf("%-10s %-10s %s%s\n", "TOKEN", required ? "required" : "OFF",
+		       required ? "send 'Authorization: Bearer <token>' on TCP; the token is in "
+		                : "WARNING: CHAT2SBX_MCP_TOKEN=off, any local user can use the MCP port; token file ",
+		       get_s(o, "mcp", "token_file"));
+	}
 	if (rd->tunnel_enabled)
 		printf("%-10s %-10s state %s, pid %s, %s restarts, /readyz %s%s%s\n", "TUNNEL",
 		       rd->tunnel_ready ? "ready" : "not ready", get_s(o, "tunnel", "state") ?: "unknown",

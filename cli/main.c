@@ -23,6 +23,9 @@ static const struct command commands[] = {
      "  setup --install-service    run serve as a systemd user service (--uninstall-service, --print-service)"},
     {"status", cmd_status,
      "status [--json]            service, MCP, tunnel, engine, template, sandboxes; exit 6 if not ready"},
+    {"token", cmd_token,
+     "token                      print the MCP bearer token (STATE_DIR/token) for clients on the TCP port:\n"
+     "                             Authorization: Bearer $(chat2sbx token)"},
     {"doctor", cmd_doctor,
      "doctor [--json]            attack a probe sandbox from inside; exit 1 if an attack succeeds"},
     {"serve", cmd_serve,

@@ -189,8 +189,8 @@ static void on_reload(const struct config *cfg)
 	         cfg->data_root);
 }
 
-/* The URL the tunnel client reaches us at: loopback, even when we listen on
- * every interface. */
+/* The URL local clients reach us at (serve.json, status): loopback, even
+ * when we listen on every interface. */
 static void endpoint_url(const struct config *cfg, unsigned port, char *buf, size_t size)
 {
 	const char *host = cfg->host;
@@ -308,6 +308,26 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 
 	maintenance_start(&maint, cfg, store, lc);
 
+	/* Who may use the endpoint (issue 12): the Unix socket is for this user
+	 * and root; the TCP port wants the token of STATE_DIR/token. stdio is a
+	 * local client's own pipe and needs neither. */
+	char socket_path[4200], token_path[4200], token[OPS_MCP_TOKEN_LEN + 1] = "";
+	snprintf(socket_path, sizeof(socket_path), "%s/" OPS_MCP_SOCKET_FILE, cfg->state_dir);
+	ops_mcp_token_path(cfg->state_dir, token_path, sizeof(token_path));
+	char token_hint[4300];
+	snprintf(token_hint, sizeof(token_hint), "the file '%s'", token_path);
+	if (!opts->stdio && cfg->mcp_token) {
+		int created = 0;
+		if (ops_mcp_token_ensure(cfg->state_dir, token, &created, err) < 0)
+			goto out;
+		if (created)
+			log_info("serve", "made the MCP bearer token in '%s' ('chat2sbx token' prints it)", token_path);
+	} else if (!opts->stdio) {
+		log_warn("serve",
+		         "CHAT2SBX_MCP_TOKEN=off: the MCP port takes requests WITHOUT a bearer token, so "
+		         "every local user of this machine can drive sandboxes; unset it to require the token");
+	}
+
 	struct tools_app app = {.cfg = cfg, .store = store, .lc = lc};
 	size_t n_tools = 0;
 	const struct mcp_tool *tools = tools_table(&n_tools);
@@ -322,8 +342,13 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	    .session_idle_ms = MCP_SESSION_IDLE_MS,
 	    .on_request = tools_audit_request, /* one audit row per request */
 	    .on_request_ctx = &app,
+	    .unix_socket_path = opts->stdio ? NULL : socket_path,
+	    .bearer_token = token[0] ? token : NULL,
+	    .token_hint = token_hint,
 	};
-	if (mcp_server_new(&mo, tools, n_tools, &app, &server, err) < 0)
+	int created_server = mcp_server_new(&mo, tools, n_tools, &app, &server, err);
+	explicit_bzero(token, sizeof(token)); /* the server keeps its own copy */
+	if (created_server < 0)
 		goto out;
 
 	if (opts->stdio) {
@@ -349,25 +374,40 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 		goto out;
 	}
-	log_info("serve", "serving MCP on http://%s:%u/mcp (%s)", cfg->host, mcp_server_port(server),
+	log_info("serve", "serving MCP on http://%s:%u/mcp (%s) and unix:%s (%s)", cfg->host, mcp_server_port(server),
+	         cfg->mcp_token ? "bearer token required" : "no token: CHAT2SBX_MCP_TOKEN=off", socket_path,
 	         cfg->enable_tunnel ? "tunnel configured" : "local-only: CHAT2SBX_ENABLE_TUNNEL=0");
-	/* The listener accepts connections once mcp_server_listen returned, so
-	 * the tunnel client's first probe finds it. */
-	if (tunnel) {
-		char url[4300];
-		endpoint_url(cfg, mcp_server_port(server), url, sizeof(url));
-		if (tunnel_start(cfg, url, &tunnel_sup, err) < 0) {
-			pthread_sigmask(SIG_SETMASK, &old_set, NULL);
-			goto out;
-		}
-	}
 	{
 		char url[4300];
 		struct cp_error *state_err = NULL;
 		endpoint_url(cfg, mcp_server_port(server), url, sizeof(url));
-		if (ops_serve_state_write(cfg->state_dir, url, cfg->enable_tunnel, &state_err) < 0) {
+		struct ops_serve_state st = {.endpoint = url,
+		                             .socket = socket_path,
+		                             .token_file = token_path,
+		                             .token_required = cfg->mcp_token,
+		                             .tunnel_enabled = cfg->enable_tunnel};
+		if (ops_serve_state_write(cfg->state_dir, &st, &state_err) < 0) {
 			log_warn("serve", "%s; 'chat2sbx status' will not find this serve", state_err->message);
 			cp_error_free(state_err);
+		}
+	}
+	/* The endpoint's own attacks need it listening (and serve.json). */
+	if (opts->verify_isolation) {
+		struct ops_probe_report rep = {0};
+		ops_endpoint_probe(cfg, &rep);
+		int refused = ops_probe_report_require(&rep, err);
+		ops_probe_report_clear(&rep);
+		if (refused < 0) {
+			pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+			goto out;
+		}
+	}
+	/* The listener accepts connections once mcp_server_listen returned, so
+	 * the tunnel client's first probe finds it. */
+	if (tunnel) {
+		if (tunnel_start(cfg, socket_path, &tunnel_sup, err) < 0) {
+			pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+			goto out;
 		}
 	}
 	while (!stop_requested) {

@@ -10,19 +10,26 @@
 
 static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
 
+int id_random_bytes(void *buf, size_t n, struct cp_error **err)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = getrandom((unsigned char *)buf + got, n - got, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "generate random bytes: getrandom");
+		}
+		got += (size_t)r;
+	}
+	return 0;
+}
+
 int id_new(const char *prefix, char **ret_id, struct cp_error **err)
 {
 	unsigned char raw[ID_RANDOM_CHARS];
-	size_t got = 0;
-	while (got < sizeof(raw)) {
-		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "generate id: getrandom");
-		}
-		got += (size_t)n;
-	}
+	if (id_random_bytes(raw, sizeof(raw), err) < 0)
+		return cp_error_prefix(err, "generate id");
 	size_t plen = strlen(prefix);
 	char *id = malloc(plen + ID_RANDOM_CHARS + 1);
 	if (!id)

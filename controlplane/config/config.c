@@ -34,6 +34,9 @@ struct setting {
 static const struct setting settings[] = {
     {"CHAT2SBX_HOST", "host", SETTING_STRING, OFF(host), "127.0.0.1", 0, 0, "127.0.0.1", "MCP bind address"},
     {"CHAT2SBX_PORT", "port", SETTING_INT, OFF(port), "18788", 1, 65535, "18788", "MCP port"},
+    {"CHAT2SBX_MCP_TOKEN", "mcpToken", SETTING_BOOL, OFF(mcp_token), "on", 0, 1, "on (the token in STATE_DIR/token)",
+     "off = the MCP TCP port serves requests without 'Authorization: Bearer <token>' (a warning at start and in "
+     "status); the Unix socket STATE_DIR/mcp.sock is for this user only either way"},
     {"CHAT2SBX_DATA_ROOT", NULL, SETTING_PATH, OFF(data_root), "~/.chat2sbx", 0, 0, "~/.chat2sbx",
      "all persistent data"},
     {"CHAT2SBX_STATE_DIR", "stateDir", SETTING_PATH, OFF(state_dir), "${CHAT2SBX_DATA_ROOT}/state", 0, 0,
@@ -202,6 +205,11 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 		return 0;
 	}
 	case SETTING_BOOL:
+		if (parse_bool(raw, (int *)field) < 0 && s->offset == OFF(mcp_token))
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "%s (from %s) takes only 'off' (or 'on', the default); the token itself is "
+			                    "never configured: serve makes it in STATE_DIR/token",
+			                    s->env, origin);
 		if (parse_bool(raw, (int *)field) < 0)
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 			                    "%s '%s' (from %s) is not a boolean; use 1 or 0", s->env, raw, origin);
@@ -326,8 +334,8 @@ int config_load(const struct config_env *env, struct config **ret_config, struct
 	}
 	if (!config_host_is_loopback(c->host)) {
 		cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		             "CHAT2SBX_HOST '%s' is not a loopback address; the MCP endpoint has no authentication "
-		             "and the tunnel client reaches it over loopback, so serve binds only 127.0.0.0/8, ::1 "
+		             "CHAT2SBX_HOST '%s' is not a loopback address; the MCP port is for this machine's clients "
+		             "only (the tunnel client uses the Unix socket), so serve binds only 127.0.0.0/8, ::1 "
 		             "or localhost; unset CHAT2SBX_HOST or set it to 127.0.0.1",
 		             c->host);
 		goto fail;

@@ -17,6 +17,7 @@
 struct config {
 	char *host;               /* CHAT2SBX_HOST */
 	int port;                 /* CHAT2SBX_PORT */
+	int mcp_token;            /* CHAT2SBX_MCP_TOKEN: 1 = TCP requests need the bearer token (default) */
 	char *data_root;          /* CHAT2SBX_DATA_ROOT */
 	char *state_dir;          /* CHAT2SBX_STATE_DIR */
 	char *workspace_root;     /* CHAT2SBX_WORKSPACE_ROOT */

@@ -65,6 +65,7 @@ struct reply_headers {
 	const char *protocol_version;
 	const char *allow;
 	const char *retry_after; /* seconds */
+	const char *www_authenticate;
 };
 
 static enum MHD_Result queue_reply_type(struct MHD_Connection *conn, unsigned status, char *body,
@@ -88,6 +89,8 @@ static enum MHD_Result queue_reply_type(struct MHD_Connection *conn, unsigned st
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, h->allow);
 	if (h && h->retry_after)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, h->retry_after);
+	if (h && h->www_authenticate)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, h->www_authenticate);
 	enum MHD_Result r = MHD_queue_response(conn, status, resp);
 	MHD_destroy_response(resp);
 	return r;
@@ -184,15 +187,81 @@ static int reserve_body(struct mcp_server *server, struct http_request *req, siz
 	return 0;
 }
 
-/* Checks that need only the request line and headers; queues a reply and
- * returns 1 when the request is refused. */
-static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, struct http_request *req,
-                        const char *url, const char *method, enum MHD_Result *ret)
+/* Logs a refused connection or request, at most once per interval with the
+ * number refused since, so a flood of bad requests cannot flood the log. */
+#define MCP_AUTH_LOG_INTERVAL_MS 10000
+static void log_refusal(struct mcp_server *server, enum mcp_refusal kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void log_refusal(struct mcp_server *server, enum mcp_refusal kind, const char *fmt, ...)
 {
-	/* The endpoint has no authentication; only loopback peers (this host's
-	 * clients and the tunnel client) may use it. A sandbox reaching the
-	 * port through its bridge gateway, Host header forged or not, is
-	 * refused here before anything else (security review, defect 2). */
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	pthread_mutex_lock(&server->auth_log_lock);
+	unsigned long n = ++server->refusals[kind].count;
+	int due =
+	    server->refusals[kind].last_ms == 0 || now - server->refusals[kind].last_ms >= MCP_AUTH_LOG_INTERVAL_MS;
+	if (due) {
+		server->refusals[kind].last_ms = now;
+		server->refusals[kind].count = 0;
+	}
+	pthread_mutex_unlock(&server->auth_log_lock);
+	if (!due)
+		return;
+	char text[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n > 1)
+		log_warn("mcp", "%s (%lu refusals since the last such line)", text, n);
+	else
+		log_warn("mcp", "%s", text);
+}
+
+/* The Unix socket's peer check (issue 12): a peer of another uid is refused
+ * whatever it sends. Returns 1 when fd's peer may not use the endpoint. */
+static int unix_peer_refused(struct mcp_server *server, int fd)
+{
+	uid_t uid;
+	pid_t pid = 0;
+	if (mcp_peer_credentials(fd, &uid, &pid) < 0) {
+		log_refusal(server, MCP_REFUSED_SOCKET,
+		            "refused a connection on the MCP socket whose peer cannot be identified");
+		return 1;
+	}
+	if (mcp_peer_uid_allowed(uid, geteuid()))
+		return 0;
+	char who[64] = "root";
+	if (geteuid() != 0)
+		snprintf(who, sizeof(who), "uid %u and root", (unsigned)geteuid());
+	log_refusal(server, MCP_REFUSED_SOCKET,
+	            "refused a connection on the MCP socket from uid %u (pid %d): only %s may use it", (unsigned)uid,
+	            (int)pid, who);
+	return 1;
+}
+
+/* Called by libmicrohttpd when a connection on the Unix socket starts: a
+ * foreign peer is cut off before a byte is read (shutdown makes the
+ * connection's thread see the end at once). */
+static void on_unix_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                               enum MHD_ConnectionNotificationCode code)
+{
+	(void)socket_context;
+	struct mcp_server *server = cls;
+	if (code != MHD_CONNECTION_NOTIFY_STARTED)
+		return;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci && unix_peer_refused(server, ci->connect_fd))
+		shutdown(ci->connect_fd, SHUT_RDWR);
+}
+
+/* Only loopback TCP peers (this host's clients) may use the port: a sandbox
+ * reaching it through its bridge gateway, Host header forged or not, is
+ * refused before anything else (security review, defect 2). Returns 1 and
+ * queues 403 when the peer is not loopback. */
+static int refuse_peer(struct mcp_server *server, struct MHD_Connection *conn, enum MHD_Result *ret)
+{
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	const struct sockaddr *peer = ci ? ci->client_addr : NULL;
 	size_t peer_len =
@@ -203,9 +272,59 @@ static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, 
 			inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, addr, sizeof(addr));
 		else if (peer && peer->sa_family == AF_INET6)
 			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, addr, sizeof(addr));
-		log_warn("mcp", "refused a connection from %s: only loopback clients may use the endpoint", addr);
+		log_refusal(server, MCP_REFUSED_PEER,
+		            "refused a connection from %s: only loopback clients may use the endpoint", addr);
 		*ret = queue_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST,
 		                       "forbidden: only loopback clients may use this MCP endpoint", NULL);
+		return 1;
+	}
+	return 0;
+}
+
+/* 401 for a TCP request without the right bearer token (RFC 6750 section
+ * 3: WWW-Authenticate names the scheme, with no resource_metadata, so an
+ * MCP client finds no OAuth server and starts no flow; /.well-known/... is
+ * 404). The JSON-RPC body says where the token is and how to send it. */
+static enum MHD_Result reply_unauthorized(struct mcp_server *server, struct MHD_Connection *conn,
+                                          enum mcp_bearer_result why)
+{
+	static const char *const reasons[] = {
+	    [MCP_BEARER_OK] = "",
+	    [MCP_BEARER_MISSING] = "the request has no Authorization header",
+	    [MCP_BEARER_MALFORMED] = "the Authorization header is not 'Bearer <token>'",
+	    [MCP_BEARER_WRONG] = "the bearer token is not this server's",
+	};
+	char text[1200];
+	snprintf(text, sizeof(text),
+	         "unauthorized: %s. Send 'Authorization: Bearer <token>' with every request; the token is in %s "
+	         "(print it with 'chat2sbx token')%s%s%s",
+	         reasons[why], server->token_hint ? server->token_hint : "serve's state directory",
+	         server->unix_path ? ". Local clients can use the Unix socket '" : "",
+	         server->unix_path ? server->unix_path : "", server->unix_path ? "' instead, without a token" : "");
+	log_refusal(server, MCP_REFUSED_TOKEN, "refused a request on the MCP port: %s", reasons[why]);
+	struct reply_headers h = {.www_authenticate = why == MCP_BEARER_WRONG
+	                                                  ? "Bearer realm=\"chat2sbx\", error=\"invalid_token\""
+	                                                  : "Bearer realm=\"chat2sbx\""};
+	return queue_rpc_error(conn, MHD_HTTP_UNAUTHORIZED, NULL, MCP_RPC_INVALID_REQUEST, text, &h);
+}
+
+/* Checks that need only the request line and headers; queues a reply and
+ * returns 1 when the request is refused. Order: who the peer is (TCP:
+ * loopback; Unix socket: its uid), the DNS-rebinding checks, the path (so
+ * /.well-known/... is 404 for everyone), then the bearer token on TCP. */
+static int refuse_early(const struct mcp_listener *l, struct MHD_Connection *conn, struct http_request *req,
+                        const char *url, const char *method, enum MHD_Result *ret)
+{
+	struct mcp_server *server = l->server;
+	if (l->is_unix) {
+		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!fi || unix_peer_refused(server, fi->connect_fd)) {
+			*ret = queue_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST,
+			                       "forbidden: only the user serve runs as (and root) may use this socket",
+			                       NULL);
+			return 1;
+		}
+	} else if (refuse_peer(server, conn, ret)) {
 		return 1;
 	}
 	const char *host = header(conn, MHD_HTTP_HEADER_HOST);
@@ -232,6 +351,14 @@ static int refuse_early(struct mcp_server *server, struct MHD_Connection *conn, 
 		*ret = queue_rpc_error(conn, MHD_HTTP_NOT_FOUND, NULL, MCP_RPC_INVALID_REQUEST,
 		                       "not found: the MCP endpoint is " MCP_PATH, NULL);
 		return 1;
+	}
+	if (!l->is_unix && server->bearer_token) {
+		enum mcp_bearer_result b =
+		    mcp_bearer_check(header(conn, MHD_HTTP_HEADER_AUTHORIZATION), server->bearer_token);
+		if (b != MCP_BEARER_OK) {
+			*ret = reply_unauthorized(server, conn, b);
+			return 1;
+		}
 	}
 	int resume = strcmp(method, MHD_HTTP_METHOD_GET) == 0 && header(conn, "Last-Event-ID");
 	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0 && strcmp(method, MHD_HTTP_METHOD_DELETE) != 0 && !resume) {
@@ -588,7 +715,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   void **con_cls)
 {
 	(void)version;
-	struct mcp_server *server = cls;
+	const struct mcp_listener *listener = cls;
+	struct mcp_server *server = listener->server;
 	struct http_request *req = *con_cls;
 
 	if (!req) {
@@ -610,7 +738,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return queue_rpc_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, MCP_RPC_INTERNAL_ERROR,
 			                       "the server is shutting down; retry shortly", NULL);
 		enum MHD_Result r;
-		if (refuse_early(server, conn, req, url, method, &r))
+		if (refuse_early(listener, conn, req, url, method, &r))
 			return r;
 		if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
 			return handle_delete(server, conn);
@@ -731,12 +859,44 @@ static int bind_failure(const struct mcp_server *server, const struct sockaddr_s
 	                    server->host, server->opts.port);
 }
 
-/* Starts the Streamable HTTP listener (see mcp.h; MCP basic/transports,
- * "Streamable HTTP"). Requests run on one thread per connection, so a slow
+/* The daemon options both listeners share. */
+#define MCP_DAEMON_FLAGS                                                                                               \
+	(MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | MHD_USE_ITC)
+
+/* Starts the Unix socket listener on server->unix_path (issue 12): a
+ * daemon of its own over a socket bound here, whose connections are checked
+ * for their peer's uid as they start (on_unix_connection) and again per
+ * request (refuse_early). */
+static int listen_unix(struct mcp_server *server, struct cp_error **err)
+{
+	int fd = -1;
+	if (mcp_unix_listen(server->unix_path, &fd, err) < 0)
+		return -1;
+	server->unix_listener = (struct mcp_listener){.server = server, .is_unix = 1};
+	server->unix_daemon = MHD_start_daemon(
+	    MCP_DAEMON_FLAGS, 0, NULL, NULL, on_request, &server->unix_listener, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+	    NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_CONNECTION, on_unix_connection, server,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S,
+	    MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT, MHD_OPTION_THREAD_STACK_SIZE, STACK_BYTES, MHD_OPTION_END);
+	if (!server->unix_daemon) {
+		close(fd);
+		unlink(server->unix_path);
+		return cp_error_set(err, CP_ERR_UNAVAILABLE,
+		                    "listen on the MCP socket '%s': libmicrohttpd failed to start", server->unix_path);
+	}
+	server->unix_listening = 1;
+	log_info("mcp", "listening on unix:%s (this user and root only)", server->unix_path);
+	return 0;
+}
+
+/* Starts the Streamable HTTP listeners (see mcp.h; MCP basic/transports,
+ * "Streamable HTTP"): TCP on opts.host:opts.port, and the Unix socket when
+ * one is configured. Requests run on one thread per connection, so a slow
  * tool call blocks only its own connection. Fails with INVALID_ARGUMENT for
  * an unresolvable host, UNAVAILABLE naming the address when the port is
- * taken or the daemon cannot start, CONFLICT when already listening. Returns
- * at once. */
+ * taken or a daemon cannot start, the socket's error (mcp_unix_listen),
+ * CONFLICT when already listening; on failure nothing is left listening.
+ * Returns at once. */
 int mcp_server_listen(struct mcp_server *server, struct cp_error **err)
 {
 	if (server->daemon)
@@ -747,24 +907,33 @@ int mcp_server_listen(struct mcp_server *server, struct cp_error **err)
 		return -1;
 	/* MHD_USE_ITC lets stop quiesce the daemon (close the listener) while
 	 * running requests finish. */
-	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+	unsigned flags = MCP_DAEMON_FLAGS;
 	if (addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	server->tcp_listener = (struct mcp_listener){.server = server, .is_unix = 0};
 	server->daemon = MHD_start_daemon(
-	    flags, (uint16_t)server->opts.port, NULL, NULL, on_request, server, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-	    NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
-	    MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT,
-	    MHD_OPTION_THREAD_STACK_SIZE, STACK_BYTES, MHD_OPTION_END);
+	    flags, (uint16_t)server->opts.port, NULL, NULL, on_request, &server->tcp_listener,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S,
+	    MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT, MHD_OPTION_THREAD_STACK_SIZE, STACK_BYTES, MHD_OPTION_END);
 	if (!server->daemon)
 		return bind_failure(server, &addr, err);
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	server->port = info ? info->port : server->opts.port;
-	log_info("mcp", "listening on http://%s%s%s:%u" MCP_PATH, addr.ss_family == AF_INET6 ? "[" : "", server->host,
-	         addr.ss_family == AF_INET6 ? "]" : "", server->port);
+	if (server->unix_path && listen_unix(server, err) < 0) {
+		MHD_stop_daemon(server->daemon);
+		server->daemon = NULL;
+		server->port = 0;
+		return -1;
+	}
+	log_info("mcp", "listening on http://%s%s%s:%u" MCP_PATH "%s", addr.ss_family == AF_INET6 ? "[" : "",
+	         server->host, addr.ss_family == AF_INET6 ? "]" : "", server->port,
+	         server->bearer_token ? " (bearer token required)" : " (NO TOKEN CHECK: CHAT2SBX_MCP_TOKEN=off)");
 	return 0;
 }
 
-/* Stops the listener (see mcp.h): closes the listening socket at once,
+/* Stops the listeners (see mcp.h): closes the listening sockets at once
+ * (removing the Unix socket's file),
  * answers requests that arrive on open connections with 503, waits up to
  * STOP_WAIT_MS for running requests to send their replies, then stops the
  * daemon (which closes every connection and joins its threads; alone it
@@ -780,6 +949,15 @@ void mcp_server_stop(struct mcp_server *server)
 	MHD_socket fd = MHD_quiesce_daemon(server->daemon);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
+	if (server->unix_daemon) {
+		fd = MHD_quiesce_daemon(server->unix_daemon);
+		if (fd != MHD_INVALID_SOCKET)
+			close(fd);
+	}
+	if (server->unix_listening) {
+		unlink(server->unix_path); /* nobody can connect any more: say so to clients at once */
+		server->unix_listening = 0;
+	}
 
 	struct timespec deadline;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -796,6 +974,10 @@ void mcp_server_stop(struct mcp_server *server)
 	mcp_resume_shutdown(server->resume);
 	MHD_stop_daemon(server->daemon);
 	server->daemon = NULL;
+	if (server->unix_daemon) {
+		MHD_stop_daemon(server->unix_daemon);
+		server->unix_daemon = NULL;
+	}
 	server->port = 0;
 	pthread_mutex_lock(&server->http_lock);
 	server->http_stopping = 0;

@@ -83,8 +83,26 @@ struct mcp_server {
 	char *tools_list_json; /* the tools/list result, built once at start */
 	void *app;             /* borrowed */
 	struct mcp_session_table *sessions;
-	struct MHD_Daemon *daemon; /* NULL when not listening */
+	struct MHD_Daemon *daemon;      /* the TCP listener; NULL when not listening */
+	struct MHD_Daemon *unix_daemon; /* the Unix socket listener; NULL when none */
+	char *unix_path;                /* copy of opts.unix_socket_path, NULL when none */
+	char *bearer_token;             /* copy of opts.bearer_token, NULL = no check */
+	char *token_hint;               /* copy of opts.token_hint */
+	int unix_listening;             /* unix_path is bound by this server (unlinked at stop) */
 	unsigned port;
+	/* The two listeners' callback contexts: which one a request came on. */
+	struct mcp_listener {
+		struct mcp_server *server;
+		int is_unix;
+	} tcp_listener, unix_listener;
+	/* Refusals are logged at most once per MCP_AUTH_LOG_INTERVAL_MS and
+	 * kind (enum mcp_refusal) with a count, so a flood of bad requests
+	 * cannot flood the log. */
+	pthread_mutex_t auth_log_lock;
+	struct {
+		int64_t last_ms;
+		unsigned long count;
+	} refusals[3];
 	/* HTTP requests in progress, so stop can let them finish. */
 	pthread_mutex_t http_lock;
 	pthread_cond_t http_idle; /* signalled when http_active drops */
@@ -203,13 +221,42 @@ int mcp_session_touch(struct mcp_session_table *table, const char *id);
 int mcp_session_end(struct mcp_session_table *table, const char *id);
 size_t mcp_session_count(struct mcp_session_table *table);
 
+/* auth.c: the endpoint's authentication (issue 12). */
+enum mcp_refusal { MCP_REFUSED_PEER, MCP_REFUSED_SOCKET, MCP_REFUSED_TOKEN };
+enum mcp_bearer_result {
+	MCP_BEARER_OK,        /* "Bearer <the token>" */
+	MCP_BEARER_MISSING,   /* no Authorization header */
+	MCP_BEARER_MALFORMED, /* a header that is not "Bearer <token68>" */
+	MCP_BEARER_WRONG,     /* a bearer token that is not the one */
+};
+/* Judges an Authorization header value (borrowed; NULL = absent) against
+ * token (borrowed, non-empty). The comparison takes the same time for every
+ * value of the same length as token, whatever matches (RFC 6750 section
+ * 2.1 syntax; the scheme is case-insensitive). Pure. */
+enum mcp_bearer_result mcp_bearer_check(const char *authorization, const char *token);
+/* 1 when a Unix-socket peer with uid peer may use the endpoint of a server
+ * running as self: the same uid, or root. Pure. */
+int mcp_peer_uid_allowed(uid_t peer, uid_t self);
+/* The connected Unix socket fd's peer uid (and pid, when ret_pid is not
+ * NULL) as the kernel recorded them at connect (SO_PEERCRED, unix(7)).
+ * Returns -1 when they cannot be read (not a Unix socket). */
+int mcp_peer_credentials(int fd, uid_t *ret_uid, pid_t *ret_pid);
+/* Binds and listens on a Unix stream socket at path (borrowed), mode 0600
+ * from the start (umask during bind), non-blocking, close-on-exec; a stale
+ * socket file there is replaced, anything else refused (CONFLICT). A path
+ * longer than sun_path allows is INVALID_ARGUMENT naming its length;
+ * other failures UNAVAILABLE with errno. *ret_fd is the listening socket
+ * (caller closes). The caller must own the directory and hold whatever lock
+ * makes it the only listener. */
+int mcp_unix_listen(const char *path, int *ret_fd, struct cp_error **err);
+
 /* loopback.c */
 int mcp_host_allowed(const char *host_header, const char *bind_host);
 int mcp_origin_allowed(const char *origin);
 /* 1 when addr (a connection's peer, len bytes) is loopback: IPv4 127.0.0.0/8,
  * IPv6 ::1 or an IPv4-mapped 127.x address; 0 for anything else or NULL.
- * The endpoint has no authentication, so http.c refuses every other peer
- * (a sandbox reaching serve through its bridge gateway, say). Pure. */
+ * http.c refuses every other TCP peer (a sandbox reaching serve through its
+ * bridge gateway, say) before the token is even looked at. Pure. */
 struct sockaddr;
 int mcp_peer_is_loopback(const struct sockaddr *addr, size_t len);
 

@@ -111,6 +111,16 @@ struct mcp_server_options {
 	long session_idle_ms;        /* idle sessions expire after this */
 	mcp_request_hook on_request; /* may be NULL: the log line only */
 	void *on_request_ctx;
+	/* Authentication (issue 12). unix_socket_path: also listen on this Unix
+	 * socket (mode 0600); only peers whose uid is this process's or root's
+	 * are served, others are disconnected. NULL = TCP only. bearer_token:
+	 * every TCP request must carry "Authorization: Bearer <token>" or gets
+	 * 401; NULL = no check (CHAT2SBX_MCP_TOKEN=off). token_hint: where the
+	 * token can be found, for the 401 message ("the file '…/token'"); never
+	 * the token itself. */
+	const char *unix_socket_path;
+	const char *bearer_token;
+	const char *token_hint;
 };
 
 struct mcp_server;
@@ -121,18 +131,20 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
                    struct mcp_server **ret_server, struct cp_error **err);
 void mcp_server_free(struct mcp_server *server);
 
-/* Starts the HTTP listener on opts->host:opts->port at path /mcp
- * (thread per connection, so a tool call that waits does not block others).
- * Fails with UNAVAILABLE naming the address when it cannot bind
- * ("port 18788 on 127.0.0.1 is in use; stop the other server or set
- * CHAT2SBX_PORT"). Returns at once; the server runs on its own threads. */
+/* Starts the HTTP listener on opts->host:opts->port at path /mcp, and on
+ * opts->unix_socket_path when set (thread per connection, so a tool call
+ * that waits does not block others). Fails with UNAVAILABLE naming the
+ * address when it cannot bind ("port 18788 on 127.0.0.1 is in use; stop the
+ * other server or set CHAT2SBX_PORT"), or the socket's error
+ * (mcp_unix_listen); nothing stays open on failure. Returns at once; the
+ * server runs on its own threads. */
 int mcp_server_listen(struct mcp_server *server, struct cp_error **err);
 
 /* The port actually bound (useful with port 0). */
 unsigned mcp_server_port(const struct mcp_server *server);
 
-/* Stops accepting and waits for running requests to finish (bounded by their
- * own deadlines). */
+/* Stops accepting on both listeners (the Unix socket file is removed) and
+ * waits for running requests to finish (bounded by their own deadlines). */
 void mcp_server_stop(struct mcp_server *server);
 
 /* Serves newline-delimited JSON-RPC on in_fd/out_fd until EOF (MCP

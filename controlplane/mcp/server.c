@@ -34,10 +34,11 @@ static int copy_string(const char *s, const char *fallback, char **ret)
 
 /* Creates a server (see mcp.h). opts is copied (NULL strings and zero limits
  * get the defaults: 127.0.0.1, "chat2sbx", 20 MiB bodies, 1000 sessions, one
- * hour idle); tools and app are borrowed and must outlive the server. Fails
- * with INVALID_ARGUMENT when the tool table is malformed (a schema that is
- * not a JSON object, a duplicate name), INTERNAL when memory runs out. Does
- * not block. */
+ * hour idle; no Unix socket; no token check), the bearer token too (wiped
+ * when the server is freed); tools and app are borrowed and must outlive the
+ * server. Fails with INVALID_ARGUMENT when the tool table is malformed (a
+ * schema that is not a JSON object, a duplicate name) or the token is
+ * empty, INTERNAL when memory runs out. Does not block. */
 int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool *tools, size_t n_tools, void *app,
                    struct mcp_server **ret_server, struct cp_error **err)
 {
@@ -46,6 +47,7 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
 	pthread_mutex_init(&s->http_lock, NULL);
 	pthread_mutex_init(&s->inflight_lock, NULL);
+	pthread_mutex_init(&s->auth_log_lock, NULL);
 	mcp_body_budget_init(&s->body_budget, MCP_BODY_BUDGET_BYTES);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -56,7 +58,10 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 		s->opts = *opts;
 	if (copy_string(s->opts.host, "127.0.0.1", &s->host) < 0 ||
 	    copy_string(s->opts.name, "chat2sbx", &s->name) < 0 || copy_string(s->opts.version, "0", &s->version) < 0 ||
-	    copy_string(s->opts.instructions, NULL, &s->instructions) < 0) {
+	    copy_string(s->opts.instructions, NULL, &s->instructions) < 0 ||
+	    copy_string(s->opts.unix_socket_path, NULL, &s->unix_path) < 0 ||
+	    copy_string(s->opts.bearer_token, NULL, &s->bearer_token) < 0 ||
+	    copy_string(s->opts.token_hint, NULL, &s->token_hint) < 0) {
 		mcp_server_free(s);
 		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
 	}
@@ -64,6 +69,13 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 	s->opts.name = s->name;
 	s->opts.version = s->version;
 	s->opts.instructions = s->instructions;
+	s->opts.unix_socket_path = s->unix_path;
+	s->opts.bearer_token = s->bearer_token;
+	s->opts.token_hint = s->token_hint;
+	if (s->bearer_token && !*s->bearer_token) {
+		mcp_server_free(s);
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "create MCP server: the bearer token is empty");
+	}
 	if (!s->opts.max_body_bytes)
 		s->opts.max_body_bytes = DEFAULT_MAX_BODY_BYTES;
 	if (!s->opts.max_sessions)
@@ -104,9 +116,15 @@ void mcp_server_free(struct mcp_server *server)
 	free(server->name);
 	free(server->version);
 	free(server->instructions);
+	free(server->unix_path);
+	if (server->bearer_token)
+		explicit_bzero(server->bearer_token, strlen(server->bearer_token));
+	free(server->bearer_token);
+	free(server->token_hint);
 	pthread_cond_destroy(&server->http_idle);
 	pthread_mutex_destroy(&server->http_lock);
 	pthread_mutex_destroy(&server->inflight_lock);
+	pthread_mutex_destroy(&server->auth_log_lock);
 	mcp_body_budget_destroy(&server->body_budget);
 	free(server);
 }

@@ -54,9 +54,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
-int ops_http_probe(const char *method, const char *url, const char *body, long timeout_ms, long *ret_status,
-                   char **ret_body, struct cp_error **err)
+int ops_http_probe(const struct ops_http_request *rq, long *ret_status, char **ret_body, struct cp_error **err)
 {
+	const char *url = rq->url, *method = rq->method, *body = rq->body;
+	long timeout_ms = rq->timeout_ms;
 	if (!ops_url_is_loopback(url))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "'%s' is not a loopback http:// address; status only asks local endpoints",
@@ -74,16 +75,27 @@ int ops_http_probe(const char *method, const char *url, const char *body, long t
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+	if (rq->unix_socket)
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, rq->unix_socket);
 	if (body) {
 		headers = curl_slist_append(headers, "Content-Type: application/json");
 		headers = curl_slist_append(headers, "Accept: application/json, text/event-stream");
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	}
+	char auth[128];
+	if (rq->bearer_token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", rq->bearer_token);
+		headers = curl_slist_append(headers, auth);
+		explicit_bzero(auth, sizeof(auth));
+	}
+	if (headers)
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	CURLcode rc = curl_easy_perform(c);
 	long status = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	for (struct curl_slist *h = headers; h; h = h->next)
+		explicit_bzero(h->data, strlen(h->data)); /* the token's copy */
 	curl_slist_free_all(headers);
 	curl_easy_cleanup(c);
 	if (rc != CURLE_OK) {

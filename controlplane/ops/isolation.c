@@ -24,49 +24,6 @@
 #define PROBE_CALL_WAIT_MS 45000
 #define PROBE_MAX_OUTPUT 262144
 
-void ops_probe_report_clear(struct ops_probe_report *r)
-{
-	if (!r)
-		return;
-	for (size_t i = 0; i < r->n; i++)
-		free(r->checks[i].detail);
-	*r = (struct ops_probe_report){0};
-}
-
-const char *ops_check_result_name(enum ops_check_result r)
-{
-	switch (r) {
-	case OPS_CHECK_PASSED: return "passed";
-	case OPS_CHECK_FAILED: return "failed";
-	case OPS_CHECK_SKIPPED: return "skipped";
-	}
-	return "failed";
-}
-
-size_t ops_probe_report_failures(const struct ops_probe_report *r)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < r->n; i++)
-		n += r->checks[i].result == OPS_CHECK_FAILED;
-	return n;
-}
-
-static void report(struct ops_probe_report *r, const char *name, const char *attack, enum ops_check_result result,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void report(struct ops_probe_report *r, const char *name, const char *attack, enum ops_check_result result,
-                   const char *fmt, ...)
-{
-	if (r->n >= OPS_PROBE_MAX_CHECKS)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	char *detail = NULL;
-	if (vasprintf(&detail, fmt, ap) < 0)
-		detail = NULL;
-	va_end(ap);
-	r->checks[r->n++] = (struct ops_check){name, attack, result, detail};
-}
-
 /* What the host planted, to be looked for inside. */
 struct canaries {
 	char tmp_dir[4200];   /* a fresh host temp dir */
@@ -232,59 +189,64 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 	const char *sock_base = strrchr(cfg->docker_socket, '/');
 	const char *attack = "reach the host's Docker Engine socket (a path or a mount)";
 	if (!blank(socket))
-		report(r, "docker_socket", attack, OPS_CHECK_FAILED, "%s", first_line(socket, line, sizeof(line)));
+		ops_probe_report_add(r, "docker_socket", attack, OPS_CHECK_FAILED, "%s",
+		                     first_line(socket, line, sizeof(line)));
 	else if (ops_mountinfo_find_socket(mountinfo, sock_base ? sock_base + 1 : NULL, buf, sizeof(buf)))
-		report(r, "docker_socket", attack, OPS_CHECK_FAILED, "the engine socket is mounted at %s", buf);
+		ops_probe_report_add(r, "docker_socket", attack, OPS_CHECK_FAILED, "the engine socket is mounted at %s",
+		                     buf);
 	else
-		report(r, "docker_socket", attack, OPS_CHECK_PASSED,
-		       "no socket at the usual paths, none in the mounts");
+		ops_probe_report_add(r, "docker_socket", attack, OPS_CHECK_PASSED,
+		                     "no socket at the usual paths, none in the mounts");
 
 	attack = "read a canary file planted on the host (temp dir and DATA_ROOT)";
 	if (!blank(files))
-		report(r, "host_files", attack, OPS_CHECK_FAILED, "the canary is visible inside: %s",
-		       first_line(files, line, sizeof(line)));
+		ops_probe_report_add(r, "host_files", attack, OPS_CHECK_FAILED, "the canary is visible inside: %s",
+		                     first_line(files, line, sizeof(line)));
 	else
-		report(r, "host_files", attack, OPS_CHECK_PASSED, "'%s' and '%s' not found by path, name or content",
-		       c->tmp_file, c->data_file);
+		ops_probe_report_add(r, "host_files", attack, OPS_CHECK_PASSED,
+		                     "'%s' and '%s' not found by path, name or content", c->tmp_file, c->data_file);
 
 	attack = "find a canary variable of the host's environment";
 	if (strstr(environ, c->env_value) || strstr(environ, PROBE_ENV_NAME))
-		report(r, "host_environment", attack, OPS_CHECK_FAILED,
-		       "%s set on the host is visible in the sandbox's environment", PROBE_ENV_NAME);
+		ops_probe_report_add(r, "host_environment", attack, OPS_CHECK_FAILED,
+		                     "%s set on the host is visible in the sandbox's environment", PROBE_ENV_NAME);
 	else
-		report(r, "host_environment", attack, OPS_CHECK_PASSED, "not in PID 1's environment nor in a shell's");
+		ops_probe_report_add(r, "host_environment", attack, OPS_CHECK_PASSED,
+		                     "not in PID 1's environment nor in a shell's");
 
 	attack = "find a credential directory or the host home among the mounts";
 	struct passwd *pw = getpwuid(getuid());
 	if (ops_mountinfo_find_credentials(mountinfo, pw ? pw->pw_dir : NULL, LIFECYCLE_HELPER_TARGET, buf,
 	                                   sizeof(buf)))
-		report(r, "credentials", attack, OPS_CHECK_FAILED, "mounted: %s", buf);
+		ops_probe_report_add(r, "credentials", attack, OPS_CHECK_FAILED, "mounted: %s", buf);
 	else
-		report(r, "credentials", attack, OPS_CHECK_PASSED,
-		       "no .ssh, .aws, .config, ... and no host home mounted");
+		ops_probe_report_add(r, "credentials", attack, OPS_CHECK_PASSED,
+		                     "no .ssh, .aws, .config, ... and no host home mounted");
 
 	attack = "hold a dangerous capability or gain privileges (CapEff, NoNewPrivs)";
 	uint64_t caps = 0;
 	if (ops_capabilities_parse(status, &caps) < 0)
-		report(r, "privileges", attack, OPS_CHECK_FAILED, "CapEff could not be read from /proc/self/status");
+		ops_probe_report_add(r, "privileges", attack, OPS_CHECK_FAILED,
+		                     "CapEff could not be read from /proc/self/status");
 	else if (ops_capabilities_dangerous(caps, buf, sizeof(buf)) > 0)
-		report(r, "privileges", attack, OPS_CHECK_FAILED, "CapEff %016llx holds %s", (unsigned long long)caps,
-		       buf);
+		ops_probe_report_add(r, "privileges", attack, OPS_CHECK_FAILED, "CapEff %016llx holds %s",
+		                     (unsigned long long)caps, buf);
 	else if (!strstr(status, "NoNewPrivs:\t1"))
-		report(r, "privileges", attack, OPS_CHECK_FAILED, "no-new-privileges is off (setuid programs gain)");
+		ops_probe_report_add(r, "privileges", attack, OPS_CHECK_FAILED,
+		                     "no-new-privileges is off (setuid programs gain)");
 	else
-		report(r, "privileges", attack, OPS_CHECK_PASSED, "CapEff %016llx, no-new-privileges on",
-		       (unsigned long long)caps);
+		ops_probe_report_add(r, "privileges", attack, OPS_CHECK_PASSED, "CapEff %016llx, no-new-privileges on",
+		                     (unsigned long long)caps);
 
 	attack = "start processes without bound (the cgroup pids limit)";
 	char *end = NULL;
 	long long limit = strtoll(pids, &end, 10);
 	if (end == pids || limit <= 0)
-		report(r, "pids_limit", attack, OPS_CHECK_FAILED, "pids.max is '%s': no process limit",
-		       first_line(pids, line, sizeof(line)));
+		ops_probe_report_add(r, "pids_limit", attack, OPS_CHECK_FAILED, "pids.max is '%s': no process limit",
+		                     first_line(pids, line, sizeof(line)));
 	else
-		report(r, "pids_limit", attack, OPS_CHECK_PASSED, "pids.max = %lld (CHAT2SBX_PIDS_LIMIT %d)", limit,
-		       cfg->pids_limit);
+		ops_probe_report_add(r, "pids_limit", attack, OPS_CHECK_PASSED,
+		                     "pids.max = %lld (CHAT2SBX_PIDS_LIMIT %d)", limit, cfg->pids_limit);
 }
 
 /* Removes a probe: its container, its row and its managed workspace (a
@@ -335,22 +297,24 @@ static void network_off_check(struct lifecycle *lc, struct ops_probe_report *r)
 	struct sandbox_record s = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (probe_create(lc, 1, &s, &e) < 0) {
-		report(r, "network_off", attack, OPS_CHECK_FAILED, "%s", e->message);
+		ops_probe_report_add(r, "network_off", attack, OPS_CHECK_FAILED, "%s", e->message);
 		return;
 	}
 	if (s.network) {
-		report(r, "network_off", attack, OPS_CHECK_SKIPPED,
-		       "this build does not honour the network_off create option yet (the sandbox has network)");
+		ops_probe_report_add(
+		    r, "network_off", attack, OPS_CHECK_SKIPPED,
+		    "this build does not honour the network_off create option yet (the sandbox has network)");
 	} else {
 		_cleanup_free_ char *out = NULL;
 		if (probe_run(lc, s.id, "ls /sys/class/net | tr '\\n' ' '", &out, &e) < 0) {
-			report(r, "network_off", attack, OPS_CHECK_FAILED, "%s", e->message);
+			ops_probe_report_add(r, "network_off", attack, OPS_CHECK_FAILED, "%s", e->message);
 		} else {
 			char *t = out + strlen(out);
 			while (t > out && (t[-1] == ' ' || t[-1] == '\n'))
 				*--t = '\0';
-			report(r, "network_off", attack, strcmp(out, "lo") ? OPS_CHECK_FAILED : OPS_CHECK_PASSED,
-			       "interfaces: %s", out);
+			ops_probe_report_add(r, "network_off", attack,
+			                     strcmp(out, "lo") ? OPS_CHECK_FAILED : OPS_CHECK_PASSED, "interfaces: %s",
+			                     out);
 		}
 	}
 	probe_remove(lc, &s);
@@ -393,24 +357,7 @@ int ops_isolation_require(struct lifecycle *lc, struct cp_error **err)
 	struct ops_probe_report r = {0};
 	if (ops_isolation_probe(lc, &r, err) < 0)
 		return cp_error_prefix(err, "verify isolation");
-	char failed[512] = "";
-	size_t o = 0;
-	for (size_t i = 0; i < r.n; i++) {
-		const struct ops_check *c = &r.checks[i];
-		if (c->result == OPS_CHECK_FAILED) {
-			log_error("doctor", "%s: FAILED: %s", c->name, c->detail ? c->detail : "");
-			if (o < sizeof(failed))
-				o += (size_t)snprintf(failed + o, sizeof(failed) - o, "%s%s", o ? ", " : "", c->name);
-		} else {
-			log_info("doctor", "%s: %s: %s", c->name, ops_check_result_name(c->result),
-			         c->detail ? c->detail : "");
-		}
-	}
+	int rc = ops_probe_report_require(&r, err);
 	ops_probe_report_clear(&r);
-	if (o)
-		return cp_error_set(err, CP_ERR_DENIED,
-		                    "refusing to serve: the isolation probe's attacks succeeded (%s); run 'chat2sbx "
-		                    "doctor' for details and fix the configuration",
-		                    failed);
-	return 0;
+	return rc;
 }

@@ -18,22 +18,27 @@
 #define OPS_SERVE_STATE_FILE "serve.json"
 #define OPS_TUNNEL_STATE_FILE "tunnel.json"
 
-/* STATE_DIR/serve.json, the brief's agreed format:
- * {"pid":N,"started_at_ms":N,"version":"..","endpoint":"http://127.0.0.1:PORT/mcp","tunnel_enabled":bool} */
+/* STATE_DIR/serve.json:
+ * {"pid":N,"started_at_ms":N,"version":"..","endpoint":"http://127.0.0.1:PORT/mcp",
+ *  "socket":"STATE_DIR/mcp.sock","token_file":"STATE_DIR/token","token_required":bool,
+ *  "tunnel_enabled":bool}. Never the token itself. */
 struct ops_serve_state {
 	int pid;
 	int64_t started_at_ms;
-	char *version;  /* owned */
-	char *endpoint; /* owned */
+	char *version;    /* owned */
+	char *endpoint;   /* owned */
+	char *socket;     /* owned; NULL in a file of an older serve */
+	char *token_file; /* owned; NULL in a file of an older serve */
+	int token_required;
 	int tunnel_enabled;
 };
 void ops_serve_state_clear(struct ops_serve_state *s);
 
-/* Writes STATE_DIR/serve.json for this process (getpid, now, CHAT2SBX_VERSION)
+/* Writes STATE_DIR/serve.json for this process (getpid, now, CHAT2SBX_VERSION;
+ * pid, started_at_ms and version of *st are ignored; its strings borrowed)
  * atomically: a 0600 temporary file in the same directory, fsync, rename.
- * endpoint is borrowed. Fails with UNAVAILABLE naming the file. Blocks on
- * local file I/O only. */
-int ops_serve_state_write(const char *state_dir, const char *endpoint, int tunnel_enabled, struct cp_error **err);
+ * Fails with UNAVAILABLE naming the file. Blocks on local file I/O only. */
+int ops_serve_state_write(const char *state_dir, const struct ops_serve_state *st, struct cp_error **err);
 
 /* Removes STATE_DIR/serve.json when it names this process (a newer serve's
  * file is left alone). Never fails. */
@@ -65,19 +70,53 @@ int ops_tunnel_state_read(const char *state_dir, struct ops_tunnel_state *ret, s
  * EPERM). */
 int ops_pid_alive(int pid);
 
+/* ---- the MCP bearer token (ops/token.c; issue 12) ---- */
+
+#define OPS_MCP_TOKEN_FILE "token"
+#define OPS_MCP_SOCKET_FILE "mcp.sock"
+#define OPS_MCP_TOKEN_LEN 64 /* hex characters of 32 random bytes */
+
+/* STATE_DIR/token into buf (always terminated). Pure. */
+void ops_mcp_token_path(const char *state_dir, char *buf, size_t size);
+
+/* Reads the token (64 lowercase hex characters) from STATE_DIR/token into
+ * ret. The file must be a regular file (not a symlink) owned by this user
+ * with no group/other permission bits, or DENIED says so and how to fix it;
+ * NOT_FOUND when serve never made one; INVALID_ARGUMENT when it holds no
+ * token. Never logs or returns the token in a message. Local file I/O only. */
+int ops_mcp_token_read(const char *state_dir, char ret[OPS_MCP_TOKEN_LEN + 1], struct cp_error **err);
+
+/* The token for serve: read as ops_mcp_token_read, or made when there is
+ * none (32 bytes from getrandom(2), written 0600 through a temporary file
+ * and a rename, so a crash never leaves half a token). *ret_created (may be
+ * NULL) says whether it was made now. Errors as ops_mcp_token_read, plus
+ * UNAVAILABLE when the file cannot be written. The state dir must be this
+ * user's 0700 directory (main.c makes it so). */
+int ops_mcp_token_ensure(const char *state_dir, char ret[OPS_MCP_TOKEN_LEN + 1], int *ret_created,
+                         struct cp_error **err);
+
 /* ---- loopback HTTP probe (ops/http_probe.c) ---- */
 
 /* True when url is http:// to 127.0.0.0/8, ::1 or localhost. Pure. */
 int ops_url_is_loopback(const char *url);
 
-/* Sends one HTTP request (method "GET" or "POST"; body borrowed, sent as
- * application/json with MCP's Accept header when not NULL) to a loopback url
- * and waits at most timeout_ms. *ret_status gets the HTTP status; *ret_body
- * (may be NULL; caller frees) up to 64 KiB of the answer. Refuses a url that is
- * not loopback with INVALID_ARGUMENT (status never talks to other hosts);
- * connection refused or timeout → UNAVAILABLE / TIMEOUT naming the url. */
-int ops_http_probe(const char *method, const char *url, const char *body, long timeout_ms, long *ret_status,
-                   char **ret_body, struct cp_error **err);
+/* One request of ops_http_probe; every string borrowed. */
+struct ops_http_request {
+	const char *method;       /* "GET", "POST" */
+	const char *url;          /* loopback http:// (with a socket: the logical URL, http://localhost/mcp) */
+	const char *body;         /* sent as application/json with MCP's Accept header; NULL = none */
+	const char *unix_socket;  /* dial this Unix socket instead of TCP; NULL = TCP */
+	const char *bearer_token; /* sent as "Authorization: Bearer <token>"; NULL = no header */
+	long timeout_ms;
+};
+
+/* Sends one HTTP request to a loopback url and waits at most
+ * rq->timeout_ms. *ret_status gets the HTTP status; *ret_body (may be NULL;
+ * caller frees) up to 64 KiB of the answer. Refuses a url that is not
+ * loopback with INVALID_ARGUMENT (status never talks to other hosts);
+ * connection refused or timeout → UNAVAILABLE / TIMEOUT naming the url.
+ * The token's copies are wiped before returning. */
+int ops_http_probe(const struct ops_http_request *rq, long *ret_status, char **ret_body, struct cp_error **err);
 
 /* ---- pure decisions (ops/checks.c) ---- */
 
@@ -136,16 +175,34 @@ struct ops_check {
 	char *detail; /* owned: what was seen */
 };
 
-#define OPS_PROBE_MAX_CHECKS 8
+#define OPS_PROBE_MAX_CHECKS 24
 struct ops_probe_report {
 	struct ops_check checks[OPS_PROBE_MAX_CHECKS];
 	size_t n;
 };
 void ops_probe_report_clear(struct ops_probe_report *r);
+/* Appends one outcome: name and attack are static text, the detail is
+ * formatted (copied). Past OPS_PROBE_MAX_CHECKS outcomes it is dropped. */
+void ops_probe_report_add(struct ops_probe_report *r, const char *name, const char *attack,
+                          enum ops_check_result result, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Static name of a result ("passed", "failed", "skipped"). */
 const char *ops_check_result_name(enum ops_check_result r);
 /* Number of failed checks. */
 size_t ops_probe_report_failures(const struct ops_probe_report *r);
+/* For `serve --verify-isolation`: logs each outcome (component "doctor")
+ * and fails with DENIED naming every attack that succeeded; skipped checks
+ * do not fail. */
+int ops_probe_report_require(const struct ops_probe_report *r, struct cp_error **err);
+
+/* The attacks on serve's MCP endpoint (ops/attack_endpoint.c; issue 12),
+ * appended to *r: "mcp_token" (the TCP port of the running serve named by
+ * STATE_DIR/serve.json answers 401 without a token and with a wrong one,
+ * and 200 with the right one) and "mcp_socket" (its Unix socket is 0600,
+ * and, when this process is root, a throwaway uid is refused by the file
+ * permissions and, holding CAP_DAC_OVERRIDE, cut off by the peer-uid
+ * check). Both are skipped with the reason when serve does not run. Forks
+ * short-lived children as root; blocks up to about 20 s. */
+void ops_endpoint_probe(const struct config *cfg, struct ops_probe_report *r);
 
 struct lifecycle;
 /* Proves isolation on this machine: plants canaries on the host (a file in a

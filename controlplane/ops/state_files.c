@@ -23,6 +23,8 @@ void ops_serve_state_clear(struct ops_serve_state *s)
 		return;
 	free(s->version);
 	free(s->endpoint);
+	free(s->socket);
+	free(s->token_file);
 	*s = (struct ops_serve_state){0};
 }
 
@@ -41,7 +43,7 @@ int ops_pid_alive(int pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
-int ops_serve_state_write(const char *state_dir, const char *endpoint, int tunnel_enabled, struct cp_error **err)
+int ops_serve_state_write(const char *state_dir, const struct ops_serve_state *st, struct cp_error **err)
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/" OPS_SERVE_STATE_FILE, state_dir);
@@ -49,8 +51,13 @@ int ops_serve_state_write(const char *state_dir, const char *endpoint, int tunne
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
 	json_object_object_add(o, "started_at_ms", json_object_new_int64(clock_now_ms()));
 	json_object_object_add(o, "version", json_object_new_string(CHAT2SBX_VERSION));
-	json_object_object_add(o, "endpoint", json_object_new_string(endpoint));
-	json_object_object_add(o, "tunnel_enabled", json_object_new_boolean(tunnel_enabled));
+	json_object_object_add(o, "endpoint", json_object_new_string(st->endpoint));
+	if (st->socket)
+		json_object_object_add(o, "socket", json_object_new_string(st->socket));
+	if (st->token_file)
+		json_object_object_add(o, "token_file", json_object_new_string(st->token_file));
+	json_object_object_add(o, "token_required", json_object_new_boolean(st->token_required));
+	json_object_object_add(o, "tunnel_enabled", json_object_new_boolean(st->tunnel_enabled));
 	return json_file_write_atomic(path, o, err);
 }
 
@@ -94,8 +101,11 @@ int ops_serve_state_read(const char *state_dir, struct ops_serve_state *ret, str
 	struct ops_serve_state s = {.pid = (int)get_int(o, "pid"), .started_at_ms = get_int(o, "started_at_ms")};
 	struct json_object *v = NULL;
 	s.tunnel_enabled = json_object_object_get_ex(o, "tunnel_enabled", &v) && json_object_get_boolean(v);
+	s.token_required = json_object_object_get_ex(o, "token_required", &v) && json_object_get_boolean(v);
 	s.version = dup_string(o, "version");
 	s.endpoint = dup_string(o, "endpoint");
+	s.socket = dup_string(o, "socket");
+	s.token_file = dup_string(o, "token_file");
 	if (s.pid <= 0 || !s.endpoint) {
 		ops_serve_state_clear(&s);
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "'%s' has no pid or endpoint; remove it", path);

@@ -3,6 +3,8 @@
  * loopback check of the HTTP probe; serve.json and tunnel.json round trips
  * in a temporary directory. */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,7 +145,10 @@ Test(ops, only_loopback_urls_are_probed)
 	cr_assert(!ops_url_is_loopback(NULL));
 	long st = 0;
 	struct cp_error *e = NULL;
-	cr_assert_eq(ops_http_probe("GET", "http://192.0.2.1/", NULL, 100, &st, NULL, &e), -1);
+	cr_assert_eq(
+	    ops_http_probe(&(struct ops_http_request){.method = "GET", .url = "http://192.0.2.1/", .timeout_ms = 100},
+	                   &st, NULL, &e),
+	    -1);
 	cr_assert_eq(e->code, CP_ERR_INVALID_ARGUMENT);
 	cp_error_free(e);
 }
@@ -158,11 +163,21 @@ Test(ops, serve_state_round_trip)
 	cr_assert_eq(e->code, CP_ERR_NOT_FOUND);
 	cp_error_free(e);
 	e = NULL;
-	cr_assert_eq(ops_serve_state_write(dir, "http://127.0.0.1:5/mcp", 1, &e), 0);
+	cr_assert_eq(ops_serve_state_write(dir,
+	                                   &(struct ops_serve_state){.endpoint = "http://127.0.0.1:5/mcp",
+	                                                             .socket = "/s/mcp.sock",
+	                                                             .token_file = "/s/token",
+	                                                             .token_required = 1,
+	                                                             .tunnel_enabled = 1},
+	                                   &e),
+	             0);
 	cr_assert_eq(ops_serve_state_read(dir, &s, &e), 0);
 	cr_assert_eq(s.pid, getpid());
 	cr_assert_str_eq(s.endpoint, "http://127.0.0.1:5/mcp");
 	cr_assert_str_eq(s.version, CHAT2SBX_VERSION);
+	cr_assert_str_eq(s.socket, "/s/mcp.sock");
+	cr_assert_str_eq(s.token_file, "/s/token");
+	cr_assert(s.token_required);
 	cr_assert(s.tunnel_enabled && s.started_at_ms > 0);
 	cr_assert(ops_pid_alive(s.pid));
 	ops_serve_state_clear(&s);
@@ -186,5 +201,98 @@ Test(ops, serve_state_round_trip)
 	cr_assert_str_eq(t.last_exit, "exit status 1");
 	ops_tunnel_state_clear(&t);
 	unlink(path);
+	rmdir(dir);
+}
+
+/* ---- the MCP bearer token file (ops/token.c) ---- */
+
+static void token_path_of(const char *dir, char *buf, size_t size)
+{
+	ops_mcp_token_path(dir, buf, size);
+}
+
+Test(ops, mcp_token_is_made_once_0600_and_read_back)
+{
+	char dir[] = "/tmp/test-ops-token-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char a[OPS_MCP_TOKEN_LEN + 1], b[OPS_MCP_TOKEN_LEN + 1];
+	struct cp_error *e = NULL;
+	cr_assert_eq(ops_mcp_token_read(dir, a, &e), -1);
+	cr_assert_eq(e->code, CP_ERR_NOT_FOUND);
+	cr_assert(strstr(e->message, "first start"), "%s", e->message);
+	cp_error_freep(&e);
+	int created = 0;
+	cr_assert_eq(ops_mcp_token_ensure(dir, a, &created, &e), 0, "%s", e ? e->message : "");
+	cr_assert(created);
+	cr_assert_eq(strlen(a), OPS_MCP_TOKEN_LEN);
+	cr_assert_eq(strspn(a, "0123456789abcdef"), OPS_MCP_TOKEN_LEN);
+	char path[300];
+	token_path_of(dir, path, sizeof(path));
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0600);
+	cr_assert_eq(ops_mcp_token_ensure(dir, b, &created, &e), 0);
+	cr_assert_not(created, "a second start keeps the token");
+	cr_assert_str_eq(a, b);
+	cr_assert_eq(ops_mcp_token_read(dir, b, &e), 0);
+	cr_assert_str_eq(a, b);
+	/* No temporary file is left beside it. */
+	DIR *d = opendir(dir);
+	int entries = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		entries += de->d_name[0] != '.' || strncmp(de->d_name, ".token", 6) == 0;
+	closedir(d);
+	cr_assert_eq(entries, 1);
+	/* Two fresh directories get different tokens. */
+	char dir2[] = "/tmp/test-ops-token-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir2));
+	cr_assert_eq(ops_mcp_token_ensure(dir2, b, NULL, &e), 0);
+	cr_assert_str_neq(a, b);
+	token_path_of(dir2, path, sizeof(path));
+	unlink(path);
+	rmdir(dir2);
+	token_path_of(dir, path, sizeof(path));
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(ops, mcp_token_file_others_can_read_or_that_is_not_a_token_is_refused)
+{
+	char dir[] = "/tmp/test-ops-token-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char path[300], t[OPS_MCP_TOKEN_LEN + 1];
+	token_path_of(dir, path, sizeof(path));
+	struct cp_error *e = NULL;
+	cr_assert_eq(ops_mcp_token_ensure(dir, t, NULL, &e), 0);
+	cr_assert_eq(chmod(path, 0644), 0);
+	cr_assert_eq(ops_mcp_token_ensure(dir, t, NULL, &e), -1, "a readable token is not silently kept or replaced");
+	cr_assert_eq(e->code, CP_ERR_DENIED);
+	cr_assert(strstr(e->message, "0644"), "%s", e->message);
+	cp_error_freep(&e);
+
+	unlink(path);
+	FILE *f = fopen(path, "w");
+	fputs("not-a-token\n", f);
+	fclose(f);
+	chmod(path, 0600);
+	cr_assert_eq(ops_mcp_token_read(dir, t, &e), -1);
+	cr_assert_eq(e->code, CP_ERR_INVALID_ARGUMENT);
+	cp_error_freep(&e);
+
+	/* A symlink in its place (pointing at a file of the attacker's choice)
+	 * is never followed. */
+	unlink(path);
+	char target[320];
+	snprintf(target, sizeof(target), "%s/elsewhere", dir);
+	f = fopen(target, "w");
+	fputs("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n", f);
+	fclose(f);
+	chmod(target, 0600);
+	cr_assert_eq(symlink(target, path), 0);
+	cr_assert_eq(ops_mcp_token_read(dir, t, &e), -1);
+	cr_assert_eq(e->code, CP_ERR_DENIED);
+	cp_error_freep(&e);
+	unlink(path);
+	unlink(target);
 	rmdir(dir);
 }

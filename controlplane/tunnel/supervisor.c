@@ -32,7 +32,7 @@
 
 struct tunnel_supervisor {
 	const struct config *cfg; /* borrowed; outlives the supervisor */
-	char *endpoint_url;
+	char *mcp_socket;         /* serve's Unix socket, which the client dials */
 	char tunnel_id[64];
 	pthread_mutex_t lock;
 	pthread_cond_t changed; /* CLOCK_MONOTONIC; state changes, stop, child gone */
@@ -147,10 +147,10 @@ static void *reader_main(void *arg)
 /* ---- spawning ---- */
 
 struct spawn_plan {
-	char *argv[6];
+	char *argv[7];
 	char *envp[8];
-	char arg_key[4300], arg_health[64];
-	char env_path[4200], env_home[4200], env_lang[256], env_id[96], env_url[4200];
+	char arg_key[4300], arg_health[64], arg_mcp[4300];
+	char env_path[4200], env_home[4200], env_lang[256], env_id[96];
 };
 
 /* PATH, HOME and LANG are passed through from our own process environment
@@ -162,10 +162,16 @@ static void plan_build(struct tunnel_supervisor *sup, unsigned health_port, stru
 	size_t a = 0, e = 0;
 	snprintf(p->arg_key, sizeof(p->arg_key), "--control-plane.api-key=file:%s/key", cfg->secret_dir);
 	snprintf(p->arg_health, sizeof(p->arg_health), "--health.listen-addr=127.0.0.1:%u", health_port);
+	/* The client dials our Unix socket (tunnel-client docs/configuration.md,
+	 * "MCP server": a channel-qualified --mcp.server-url with unix-socket=),
+	 * so it needs no token and no other local user can pose as it. */
+	snprintf(p->arg_mcp, sizeof(p->arg_mcp),
+	         "--mcp.server-url=channel=main,url=http://localhost/mcp,unix-socket=%s", sup->mcp_socket);
 	p->argv[a++] = cfg->tunnel_client;
 	p->argv[a++] = "run";
 	p->argv[a++] = p->arg_key;
 	p->argv[a++] = p->arg_health;
+	p->argv[a++] = p->arg_mcp;
 	p->argv[a] = NULL;
 
 	const char *path = getenv("PATH"), *home = getenv("HOME"), *lang = getenv("LANG");
@@ -182,8 +188,6 @@ static void plan_build(struct tunnel_supervisor *sup, unsigned health_port, stru
 	/* The tunnel id is not secret (it is typed into ChatGPT's app dialog). */
 	snprintf(p->env_id, sizeof(p->env_id), "CONTROL_PLANE_TUNNEL_ID=%s", sup->tunnel_id);
 	p->envp[e++] = p->env_id;
-	snprintf(p->env_url, sizeof(p->env_url), "MCP_SERVER_URL=%s", sup->endpoint_url);
-	p->envp[e++] = p->env_url;
 	p->envp[e] = NULL;
 }
 
@@ -365,14 +369,23 @@ static void supervisor_free(struct tunnel_supervisor *sup)
 {
 	pthread_cond_destroy(&sup->changed);
 	pthread_mutex_destroy(&sup->lock);
-	free(sup->endpoint_url);
+	free(sup->mcp_socket);
 	free(sup);
 }
 
-int tunnel_start(const struct config *cfg, const char *endpoint_url, struct tunnel_supervisor **ret_sup,
+int tunnel_start(const struct config *cfg, const char *mcp_socket, struct tunnel_supervisor **ret_sup,
                  struct cp_error **err)
 {
 	if (tunnel_config_check(cfg, err) < 0) {
+		tunnel_state_write_refused(cfg, (*err)->message);
+		return -1;
+	}
+	/* The flag's value is a comma-separated list of key=value pairs. */
+	if (strpbrk(mcp_socket, ",=")) {
+		cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		             "the MCP socket path '%s' contains ',' or '=', which the tunnel client's --mcp.server-url "
+		             "cannot carry; set a CHAT2SBX_STATE_DIR without them",
+		             mcp_socket);
 		tunnel_state_write_refused(cfg, (*err)->message);
 		return -1;
 	}
@@ -380,14 +393,14 @@ int tunnel_start(const struct config *cfg, const char *endpoint_url, struct tunn
 	if (!sup)
 		return cp_error_set(err, CP_ERR_INTERNAL, "out of memory");
 	sup->cfg = cfg;
-	sup->endpoint_url = strdup(endpoint_url);
+	sup->mcp_socket = strdup(mcp_socket);
 	pthread_mutex_init(&sup->lock, NULL);
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&sup->changed, &attr);
 	pthread_condattr_destroy(&attr);
-	if (!sup->endpoint_url) {
+	if (!sup->mcp_socket) {
 		supervisor_free(sup);
 		return cp_error_set(err, CP_ERR_INTERNAL, "out of memory");
 	}

@@ -66,13 +66,16 @@ int64_t tunnel_backoff_ms(unsigned failures);
 struct tunnel_supervisor;
 
 /* Starts supervising the tunnel client. Call only once our own HTTP listener
- * answers at endpoint_url (borrowed, copied; "http://127.0.0.1:P/mcp"). cfg
- * is borrowed and must outlive the supervisor. Runs tunnel_config_check
+ * answers on the Unix socket mcp_socket (borrowed, copied; STATE_DIR/mcp.sock,
+ * which may not contain ',' or '=': INVALID_ARGUMENT, written as "refused").
+ * cfg is borrowed and must outlive the supervisor. Runs tunnel_config_check
  * first (on failure writes state "refused" to STATE_DIR/tunnel.json and
  * returns -1 with its message). Then spawns `tunnel-client run
  * --control-plane.api-key=file:SECRET_DIR/key
- * --health.listen-addr=127.0.0.1:P` with the environment PATH, HOME, LANG,
- * CONTROL_PLANE_TUNNEL_ID and MCP_SERVER_URL only, on a supervisor thread
+ * --health.listen-addr=127.0.0.1:P
+ * --mcp.server-url=channel=main,url=http://localhost/mcp,unix-socket=SOCKET`
+ * (tunnel-client docs/configuration.md, "MCP server") with the environment
+ * PATH, HOME, LANG and CONTROL_PLANE_TUNNEL_ID only, on a supervisor thread
  * that restarts it with tunnel_backoff_ms when it exits and forwards its
  * stdout/stderr lines to the log prefixed "tunnel-client: ". The child gets
  * PR_SET_PDEATHSIG(SIGTERM), so it does not outlive a killed serve.
@@ -80,7 +83,7 @@ struct tunnel_supervisor;
  * *ret_sup is owned by the caller (tunnel_stop). Fails with UNAVAILABLE when
  * the thread or the first spawn cannot be set up. Does not block on the
  * child. */
-int tunnel_start(const struct config *cfg, const char *endpoint_url, struct tunnel_supervisor **ret_sup,
+int tunnel_start(const struct config *cfg, const char *mcp_socket, struct tunnel_supervisor **ret_sup,
                  struct cp_error **err);
 
 /* Stops the child (SIGTERM, up to 5 s, then SIGKILL), reaps it, joins the

@@ -9,6 +9,9 @@
  *
  * usage: loadclient --url URL --body JSON [--threads N] [--calls N]
  *                   [--warmup N] [--expect TEXT] [--timeout-ms N]
+ *                   [--token-file PATH]
+ * --token-file: send "Authorization: Bearer <the file's token>" (serve's
+ * STATE_DIR/token; read from a file so it never shows in a process list).
  * --calls is the total over all threads; --warmup calls per thread are not
  * counted. Exit status 0 when it ran (errors are in the JSON), 2 on usage. */
 #include <curl/curl.h>
@@ -31,6 +34,7 @@ struct options {
 	long calls;
 	int warmup;
 	long timeout_ms;
+	char auth_header[128]; /* "Authorization: Bearer …", "" = none */
 };
 
 struct answer {
@@ -108,6 +112,8 @@ static void *worker_main(void *arg)
 	headers = curl_slist_append(headers, "Content-Type: application/json");
 	headers = curl_slist_append(headers, "Accept: application/json, text/event-stream");
 	headers = curl_slist_append(headers, "MCP-Protocol-Version: 2025-06-18");
+	if (o->auth_header[0])
+		headers = curl_slist_append(headers, o->auth_header);
 	struct answer a = {0};
 	curl_easy_setopt(curl, CURLOPT_URL, o->url);
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
@@ -164,7 +170,7 @@ static double percentile(const double *sorted, long n, double p)
 static int usage(void)
 {
 	fprintf(stderr, "usage: loadclient --url URL --body JSON [--threads N] [--calls N] [--warmup N] "
-	                "[--expect TEXT] [--timeout-ms N]\n");
+	                "[--expect TEXT] [--timeout-ms N] [--token-file PATH]\n");
 	return 2;
 }
 
@@ -190,7 +196,19 @@ int main(int argc, char **argv)
 			o.warmup = atoi(v);
 		else if (!strcmp(k, "--timeout-ms"))
 			o.timeout_ms = atol(v);
-		else
+		else if (!strcmp(k, "--token-file")) {
+			char token[80] = "";
+			FILE *f = fopen(v, "r");
+			if (!f || !fgets(token, sizeof(token), f)) {
+				fprintf(stderr, "loadclient: cannot read the token file '%s'\n", v);
+				if (f)
+					fclose(f);
+				return 2;
+			}
+			fclose(f);
+			token[strcspn(token, "\r\n")] = '\0';
+			snprintf(o.auth_header, sizeof(o.auth_header), "Authorization: Bearer %s", token);
+		} else
 			return usage();
 	}
 	if (!o.url || !o.body || o.threads < 1 || o.threads > 256 || o.calls < 1 || o.warmup < 0)

@@ -99,7 +99,13 @@ class Serve {
     for (;;) {
       try {
         const r = await fetch(this.url, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'ping' }) });
-        if (r.status < 500) break;
+        if (r.status < 500) {
+          // serve made its bearer token before it listened (issue 12).
+          this.tokenFile = path.join(this.dataRoot, 'state', 'token');
+          TOKEN_FILES.set(this.url, this.tokenFile);
+          this.auth = { Authorization: `Bearer ${fs.readFileSync(this.tokenFile, 'utf8').trim()}` };
+          break;
+        }
       } catch {
         /* not listening yet */
       }
@@ -114,7 +120,7 @@ class Serve {
   async call(name, args, { allowError = false } = {}) {
     const res = await fetch(this.url, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-06-18' },
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-06-18', ...this.auth },
       body: JSON.stringify({ jsonrpc: '2.0', id: Math.floor(Math.random() * 1e9), method: 'tools/call', params: { name, arguments: args } }),
       signal: AbortSignal.timeout(120_000),
     });
@@ -134,9 +140,14 @@ class Serve {
 
 // ---- helpers ----
 
+// The token file of each serve's endpoint, by URL: the load client reads
+// the bearer token from it.
+const TOKEN_FILES = new Map();
+
 function loadclient({ url, body, threads = 1, calls, expect, warmup = 5 }) {
   const args = ['--url', url, '--body', JSON.stringify(body), '--threads', String(threads), '--calls', String(calls), '--warmup', String(warmup)];
   if (expect) args.push('--expect', expect);
+  if (TOKEN_FILES.has(url)) args.push('--token-file', TOKEN_FILES.get(url));
   const r = spawnSync(LOADCLIENT, args, { encoding: 'utf8', maxBuffer: 1 << 20 });
   if (r.status !== 0) throw new Error(`loadclient failed (${r.status}): ${r.stderr}`);
   return JSON.parse(r.stdout);

@@ -78,8 +78,10 @@ for (const name of expected.keys()) {
   if (!all.includes(name)) console.log(`conformance: note: expected failure '${name}' is not a scenario of this suite version`);
 }
 
+// The suite sends no Authorization header, so it runs against a serve with
+// the TCP token check off (e2e 22 proves the check itself).
 const srv = new Server();
-await srv.start();
+await srv.start({ env: { CHAT2SBX_MCP_TOKEN: 'off' } });
 const outDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'chat2sbx-conformance-'));
 const results = [];
 try {

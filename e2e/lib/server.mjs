@@ -38,6 +38,17 @@ export const CALL_TIMEOUT = { timeout: 75_000 };
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// The bearer token of each serve's TCP endpoint, by URL (issue 12): every
+// request to it must carry "Authorization: Bearer <token>". A serve started
+// with CHAT2SBX_MCP_TOKEN=off has none.
+const TOKENS = new Map();
+
+// The Authorization header for requests to url ({} when it needs none).
+export function authHeaders(url) {
+  const token = TOKENS.get(String(url));
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
 // A free TCP port on the loopback interface: bind 0, read it, release it.
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -173,7 +184,18 @@ export class Server {
       }
       await sleep(100);
     }
+    // serve made (or kept) its token before it listened.
+    this.socketPath = path.join(this.dataRoot, 'state', 'mcp.sock');
+    const tokenOff = /^(off|0|false|no)$/i.test(String(env.CHAT2SBX_MCP_TOKEN ?? ''));
+    this.token = tokenOff ? null : fs.readFileSync(path.join(this.dataRoot, 'state', 'token'), 'utf8').trim();
+    if (this.token) TOKENS.set(this.url, this.token);
+    else TOKENS.delete(this.url);
     return this;
+  }
+
+  // Headers that authenticate a raw request to this server's TCP endpoint.
+  authHeaders() {
+    return authHeaders(this.url);
   }
 
   alive() {
@@ -278,9 +300,11 @@ export class Server {
   }
 }
 
-export async function connectClient(url, { listTools = false, name = 'chat2sbx-e2e' } = {}) {
+export async function connectClient(url, { listTools = false, name = 'chat2sbx-e2e', headers } = {}) {
   const client = new Client({ name, version: '0.1.0' }, { capabilities: {} });
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: headers ?? authHeaders(url) },
+  });
   await client.connect(transport, { timeout: 20_000 });
   if (listTools) await client.listTools();
   return client;
@@ -407,15 +431,19 @@ export async function dockerInspect(nameOrId) {
 
 // POSTs a body to the MCP endpoint and parses the JSON-RPC answer, whether it
 // came as application/json or as an SSE stream. Returns {status, headers,
-// text, json} (json null when the body is not JSON-RPC).
+// text, json} (json null when the body is not JSON-RPC). The server's
+// bearer token is sent unless headers sets Authorization (null: none).
 export async function rawPost(url, body, headers = {}) {
+  const h = {
+    'Content-Type': 'application/json',
+    Accept: 'application/json, text/event-stream',
+    ...authHeaders(url),
+    ...headers,
+  };
+  for (const k of Object.keys(h)) if (h[k] === null || h[k] === undefined) delete h[k];
   const res = await fetch(url, {
     method: 'POST',
-    headers: {
-      'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
-      ...headers,
-    },
+    headers: h,
     body: typeof body === 'string' ? body : JSON.stringify(body),
     signal: AbortSignal.timeout(30_000),
   });

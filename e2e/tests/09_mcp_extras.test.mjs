@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
-import { CALL_TIMEOUT, CREATE_TIMEOUT, SANDBOX_ID_RE, useServer } from '../lib/server.mjs';
+import { CALL_TIMEOUT, CREATE_TIMEOUT, SANDBOX_ID_RE, authHeaders, useServer } from '../lib/server.mjs';
 
 const run = promisify(execFile);
 const ctx = useServer();
@@ -41,7 +41,7 @@ function sseEvents(text) {
 async function initSession(url) {
   const res = await fetch(url, {
     method: 'POST',
-    headers: HEADERS,
+    headers: { ...HEADERS, ...authHeaders(url) },
     body: JSON.stringify({
       jsonrpc: '2.0',
       id: 'init',
@@ -55,7 +55,7 @@ async function initSession(url) {
   assert.ok(sid, 'initialize returns Mcp-Session-Id');
   const n = await fetch(url, {
     method: 'POST',
-    headers: { ...HEADERS, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' },
+    headers: { ...HEADERS, ...authHeaders(url), 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' },
     body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
   });
   assert.equal(n.status, 202);
@@ -87,6 +87,7 @@ async function resume(url, sid, lastEventId) {
   const res = await fetch(url, {
     method: 'GET',
     headers: {
+      ...authHeaders(url),
       Accept: 'text/event-stream',
       'Mcp-Session-Id': sid,
       'MCP-Protocol-Version': '2025-11-25',
@@ -156,7 +157,7 @@ ctx.test('a dropped SSE stream of a long bash resumes with Last-Event-ID: no dup
   const controller = new AbortController();
   const res = await fetch(url, {
     method: 'POST',
-    headers: { ...HEADERS, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' },
+    headers: { ...HEADERS, ...authHeaders(url), 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' },
     body: JSON.stringify({
       jsonrpc: '2.0',
       id: 'long-bash',
@@ -261,7 +262,7 @@ ctx.test('notifications/cancelled ends the wait of a long bash; the command runs
 ctx.test('every JSON-RPC request leaves exactly one audit row', async () => {
   const url = ctx.srv.url;
   const sid = await initSession(url);
-  const h = { ...HEADERS, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' };
+  const h = { ...HEADERS, ...authHeaders(url), 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' };
   const send = async (msg) => {
     const res = await fetch(url, { method: 'POST', headers: h, body: JSON.stringify(msg) });
     await res.text();

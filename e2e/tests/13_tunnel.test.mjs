@@ -152,7 +152,7 @@ ctx.test('serve starts the tunnel client after its listener, and /readyz becomes
   );
 });
 
-ctx.test('the client gets run, the key as a file: reference, the tunnel id, our URL and a minimal environment', async () => {
+ctx.test('the client gets run, the key as a file: reference, the tunnel id, our Unix socket and a minimal environment', async () => {
   const rec = await waitFor('the stand-in record', () => records()[0]);
   assert.deepEqual(rec.argv.slice(0, 1), ['run']);
   assert.ok(rec.argv.includes(`--control-plane.api-key=file:${tun.secrets}/key`), JSON.stringify(rec.argv));
@@ -162,8 +162,14 @@ ctx.test('the client gets run, the key as a file: reference, the tunnel id, our 
   assert.equal(rec.key_source, 'file');
   assert.equal(rec.key_read, true);
   assert.equal(rec.tunnel_id, TUNNEL_ID);
-  assert.equal(rec.mcp_server_url, ctx.srv.url);
-  const allowed = new Set(['PATH', 'HOME', 'LANG', 'CONTROL_PLANE_TUNNEL_ID', 'MCP_SERVER_URL']);
+  // The tunnel dials serve's Unix socket (issue 12): no token, this user only.
+  assert.ok(
+    rec.argv.includes(`--mcp.server-url=channel=main,url=http://localhost/mcp,unix-socket=${ctx.srv.socketPath}`),
+    JSON.stringify(rec.argv),
+  );
+  assert.equal(rec.mcp_server_url, 'http://localhost/mcp');
+  assert.equal(rec.mcp_unix_socket, ctx.srv.socketPath);
+  const allowed = new Set(['PATH', 'HOME', 'LANG', 'CONTROL_PLANE_TUNNEL_ID']);
   for (const name of rec.env_names) assert.ok(allowed.has(name), `unexpected variable ${name} in the client's environment`);
   assert.ok(!rec.env_names.some((n) => n.startsWith('CHAT2SBX_')));
   assert.ok(!rec.env_names.includes('CONTROL_PLANE_API_KEY') && !rec.env_names.includes('OPENAI_API_KEY'));

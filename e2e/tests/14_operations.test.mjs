@@ -116,6 +116,11 @@ ctx.test('status --json while serve runs: every part answers, exit 0', () => {
   assert.match(s.service.version, /^\d+\.\d+\.\d+/);
   assert.equal(s.mcp.endpoint, ctx.srv.url);
   assert.equal(s.mcp.answering, true);
+  assert.equal(s.mcp.socket, ctx.srv.socketPath);
+  assert.equal(s.mcp.socket_answering, true);
+  assert.equal(s.mcp.token_required, true);
+  assert.equal(s.mcp.token_file, path.join(ctx.srv.dataRoot, 'state', 'token'));
+  assert.ok(!JSON.stringify(s).includes(ctx.srv.token), 'status never prints the token');
   assert.equal(s.tunnel.enabled, false);
   assert.equal(s.engine.reachable, true);
   assert.match(s.engine.api_version, /^1\.\d+$/);
@@ -131,8 +136,18 @@ ctx.test('status --json while serve runs: every part answers, exit 0', () => {
   const state = path.join(ctx.srv.dataRoot, 'state', 'serve.json');
   assert.equal(mode(state), 0o600);
   const sj = JSON.parse(fs.readFileSync(state, 'utf8'));
-  assert.deepEqual(Object.keys(sj).sort(), ['endpoint', 'pid', 'started_at_ms', 'tunnel_enabled', 'version']);
+  assert.deepEqual(Object.keys(sj).sort(), [
+    'endpoint',
+    'pid',
+    'socket',
+    'started_at_ms',
+    'token_file',
+    'token_required',
+    'tunnel_enabled',
+    'version',
+  ]);
   assert.equal(sj.endpoint, ctx.srv.url);
+  assert.ok(!fs.readFileSync(state, 'utf8').includes(ctx.srv.token), 'serve.json never holds the token');
 
   const table = cli(['status']);
   assert.equal(table.status, 0, table.desc);
@@ -224,7 +239,7 @@ ctx.test('doctor passes on the default configuration, while serve runs, and leav
   const d = json(r);
   assert.equal(d.passed, true, r.desc);
   const byName = Object.fromEntries(d.checks.map((c) => [c.name, c]));
-  for (const name of ['docker_socket', 'host_files', 'host_environment', 'credentials', 'privileges', 'pids_limit'])
+  for (const name of ['docker_socket', 'host_files', 'host_environment', 'credentials', 'privileges', 'pids_limit', 'mcp_token', 'mcp_socket'])
     assert.equal(byName[name]?.result, 'passed', `${name}: ${JSON.stringify(byName[name])}`);
   assert.ok(['passed', 'skipped'].includes(byName.network_off?.result), JSON.stringify(byName.network_off));
   assert.ok(d.checks.every((c) => c.result !== 'failed'));

@@ -144,7 +144,7 @@ static const struct mcp_tool atools[] = {
 };
 
 static struct mcp_server *aserver;
-static char adir[64], asock[128], aurl[64];
+static char adir[64], asock[96], aurl[64];
 
 static void asetup(void)
 {

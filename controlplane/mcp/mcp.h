@@ -7,6 +7,7 @@
 #define CP_MCP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../base/error.h"
 
@@ -100,6 +101,15 @@ struct mcp_request_record {
  * thread that handled it. Must not block for long. */
 typedef void (*mcp_request_hook)(void *ctx, const struct mcp_request_record *rec);
 
+/* How long a connection may take to send a request (issue 13); zero fields
+ * get the defaults in brackets. */
+struct mcp_conn_limits {
+	int64_t header_deadline_ms;  /* [10000] headers of a request, from the connection or the last answer */
+	int64_t body_grace_ms;       /* [10000] a body's first stretch, at any rate */
+	size_t body_min_bytes_per_s; /* [16384] a body's average rate after the grace */
+	unsigned max_fresh_tcp;      /* [64] TCP connections open without a request yet; past it the oldest goes */
+};
+
 struct mcp_server_options {
 	const char *host;            /* bind address, "127.0.0.1" */
 	unsigned port;               /* 18788; 0 = pick a free port (tests) */
@@ -121,6 +131,7 @@ struct mcp_server_options {
 	const char *unix_socket_path;
 	const char *bearer_token;
 	const char *token_hint;
+	struct mcp_conn_limits conn_limits;
 };
 
 struct mcp_server;

@@ -141,10 +141,14 @@ static struct json_object *tool_success_result(struct json_object *value)
 	return result;
 }
 
+/* A string member of o, or NULL; one with a NUL inside counts as absent
+ * (NULL), since as a C string it would act as a shorter name (issue 13:
+ * "bash\u0000x" must not run bash). */
 static const char *string_field(struct json_object *o, const char *key)
 {
 	struct json_object *v;
-	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) &&
+	    strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v))
 		return json_object_get_string(v);
 	return NULL;
 }
@@ -250,7 +254,7 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 		return invalid_params(id, NULL, info, "tools/call needs params {name, arguments}");
 	const char *name = string_field(params, "name");
 	if (!name)
-		return invalid_params(id, NULL, info, "tools/call needs params.name, a string");
+		return invalid_params(id, NULL, info, "tools/call needs params.name, a string without NUL characters");
 	char text[256];
 	const struct mcp_tool *tool = tool_find(server, name);
 	if (!tool) {

@@ -15,6 +15,8 @@
 #include "base/clock.h"
 #include "cli.h"
 #include "docker/docker.h"
+#include "lifecycle/lifecycle.h"
+#include "policy/policy.h"
 #include "ops/ops.h"
 #include "store/store.h"
 
@@ -199,17 +201,58 @@ static void status_engine(const struct config *cfg, struct ops_readiness *rd, st
 	json_object_object_add(out, "template", tpl);
 }
 
+/* The sum of the memory ceilings of live (running, creating) sandboxes. */
+static int64_t live_memory_total(struct store *store, struct cp_error **err)
+{
+	struct sandbox_record *rows = NULL;
+	size_t n = 0;
+	if (store_sandbox_list(store, 0, &rows, &n, err) < 0)
+		return -1;
+	int64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(rows[i].status, "running") || !strcmp(rows[i].status, "creating"))
+			total += rows[i].memory_bytes;
+		sandbox_record_clear(&rows[i]);
+	}
+	free(rows);
+	return total;
+}
+
+/* The limits in force on this machine (issue 13): what a sandbox gets when
+ * it asks for nothing, and what all of them may hold together. */
+static void status_limits(const struct config *cfg, struct json_object *sbx)
+{
+	struct policy_host h = {0};
+	struct policy_sandbox_limits l = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (lifecycle_host_limits(cfg, &h, &l, &e) < 0) {
+		add_str(sbx, "limits_error", e->message);
+		return;
+	}
+	add_int(sbx, "limit", l.max_active, l.max_active > 0);
+	add_str(sbx, "limit_source", cfg->max_active_sandboxes == CONFIG_AUTO ? "auto" : "setting");
+	add_int(sbx, "default_memory_bytes", l.default_memory_bytes, 1);
+	add_int(sbx, "host_memory_bytes", h.mem_total_bytes, 1);
+	add_int(sbx, "pids_default", l.pids_default, 1);
+	add_int(sbx, "pids_cap", l.pids_cap, 1);
+	add_int(sbx, "pids_budget", l.pids_budget, 1);
+	add_int(sbx, "kernel_pid_max", h.pid_max, 1);
+	add_int(sbx, "kernel_threads_max", h.threads_max, 1);
+}
+
 static void status_registry(const struct config *cfg, struct json_object *out)
 {
 	struct json_object *sbx = json_object_new_object(), *apr = json_object_new_object();
-	add_int(sbx, "limit", cfg->max_active_sandboxes, cfg->max_active_sandboxes > 0);
+	status_limits(cfg, sbx);
 	struct store *store = NULL;
 	_cleanup_error_ struct cp_error *e = NULL;
 	int live = 0;
+	int64_t memory = 0;
 	size_t n = 0, pending = 0;
 	struct approval_record *rows = NULL;
 	int have = access(cfg->database_path, F_OK) == 0 && store_open(cfg->database_path, &store, &e) == 0 &&
-	           store_sandbox_count_live(store, &live, &e) == 0 && store_approval_list(store, &rows, &n, &e) == 0;
+	           store_sandbox_count_live(store, &live, &e) == 0 && store_approval_list(store, &rows, &n, &e) == 0 &&
+	           (memory = live_memory_total(store, &e)) >= 0;
 	for (size_t i = 0; i < n; i++) {
 		pending += !strcmp(rows[i].status, "pending");
 		approval_record_clear(&rows[i]);
@@ -217,6 +260,7 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 	free(rows);
 	store_free(store);
 	add_int(sbx, "active", live, have);
+	add_int(sbx, "memory_ceilings_bytes", memory, have);
 	add_int(apr, "pending", (int64_t)pending, have);
 	if (!have)
 		add_str(out, "registry_error", e ? e->message : "no registry yet; run 'chat2sbx setup'");
@@ -275,8 +319,23 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	printf("%-10s %-10s %s, version %s, hash %s\n", "TEMPLATE", rd->template_present ? "present" : "missing",
 	       get_s(o, "template", "image"), get_s(o, "template", "version") ?: "-",
 	       get_s(o, "template", "hash") ?: "-");
-	printf("%-10s %s active, limit %s\n", "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?",
-	       get_s(o, "sandboxes", "limit") ?: "unlimited");
+	printf("%-10s %s active, limit %s (%s)\n", "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?",
+	       get_s(o, "sandboxes", "limit") ?: "unlimited", get_s(o, "sandboxes", "limit_source") ?: "?");
+	struct json_object *sb = json_object_object_get(o, "sandboxes");
+	int64_t mib = 1024 * 1024;
+	if (json_object_object_get(sb, "default_memory_bytes"))
+		printf("%-10s memory %lld MiB each unless asked (this machine: %lld MiB; the %s active ceilings "
+		       "add up to %lld MiB), %s processes each (at most %s; all sandboxes together within %s of "
+		       "kernel.pid_max %s)\n",
+		       "LIMITS",
+		       (long long)(json_object_get_int64(json_object_object_get(sb, "default_memory_bytes")) / mib),
+		       (long long)(json_object_get_int64(json_object_object_get(sb, "host_memory_bytes")) / mib),
+		       get_s(o, "sandboxes", "active") ?: "?",
+		       (long long)(json_object_get_int64(json_object_object_get(sb, "memory_ceilings_bytes")) / mib),
+		       get_s(o, "sandboxes", "pids_default"), get_s(o, "sandboxes", "pids_cap"),
+		       get_s(o, "sandboxes", "pids_budget"), get_s(o, "sandboxes", "kernel_pid_max"));
+	else if (get_s(o, "sandboxes", "limits_error"))
+		printf("%-10s %s\n", "LIMITS", get_s(o, "sandboxes", "limits_error"));
 	printf("%-10s %s pending\n", "APPROVALS", get_s(o, "approvals", "pending") ?: "?");
 }
 

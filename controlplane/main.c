@@ -94,6 +94,29 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* When memory runs out the kernel should kill sandbox processes (adj
+ * +LIFECYCLE_OOM_SCORE_ADJ), never serve: lower our own score (lowering needs
+ * CAP_SYS_RESOURCE, so only root can; say so otherwise). */
+#define SERVE_OOM_SCORE_ADJ (-500)
+static void lower_own_oom_score(void)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	char text[16];
+	int len = snprintf(text, sizeof(text), "%d\n", SERVE_OOM_SCORE_ADJ);
+	if (fd >= 0 && write(fd, text, (size_t)len) == len)
+		log_info("serve",
+		         "oom_score_adj %d: when memory runs out the kernel picks sandbox processes (+%d) "
+		         "first and serve last",
+		         SERVE_OOM_SCORE_ADJ, LIFECYCLE_OOM_SCORE_ADJ);
+	else
+		log_warn("serve",
+		         "cannot lower serve's oom_score_adj (%s; it needs CAP_SYS_RESOURCE): sandbox "
+		         "processes (+%d) are still picked first when memory runs out",
+		         strerror(errno), LIFECYCLE_OOM_SCORE_ADJ);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Retention and expiry run at start and once a minute on their own thread,
  * never inside a tool call (DESIGN.md, Sandboxes: lifetime). */
 struct maintenance {
@@ -275,6 +298,8 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	int r = -1;
 
 	raise_fd_limit();
+	if (!opts->stdio)
+		lower_own_oom_score();
 	if (cfg->clock_offset_ms) {
 		clock_set_offset_ms(cfg->clock_offset_ms);
 		log_warn("serve", "the wall clock is shifted by %lld ms (CHAT2SBX_CLOCK_OFFSET_MS; for tests only)",

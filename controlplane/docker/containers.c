@@ -164,7 +164,12 @@ static int build_host_config(struct json_object *root, const struct docker_conta
 		    add_bool(m, "ReadOnly", spec->mounts[i].read_only) < 0)
 			return -1;
 	}
-	if (spec->memory_bytes > 0 && add_int64(hc, "Memory", spec->memory_bytes) < 0)
+	/* MemorySwap equal to Memory: the ceiling holds, no swap is added on
+	 * top (Docker Engine API v1.41, HostConfig.MemorySwap: memory plus swap). */
+	if (spec->memory_bytes > 0 &&
+	    (add_int64(hc, "Memory", spec->memory_bytes) < 0 || add_int64(hc, "MemorySwap", spec->memory_bytes) < 0))
+		return -1;
+	if (spec->oom_score_adj != 0 && add_int64(hc, "OomScoreAdj", spec->oom_score_adj) < 0)
 		return -1;
 	if (spec->nano_cpus > 0 && add_int64(hc, "NanoCpus", spec->nano_cpus) < 0)
 		return -1;

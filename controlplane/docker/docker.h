@@ -91,7 +91,7 @@ struct docker_container_spec {
 	const char *working_dir;       /* "/workspace" */
 	const struct docker_mount *mounts;
 	size_t n_mounts;
-	int64_t memory_bytes; /* 0 = engine default */
+	int64_t memory_bytes; /* 0 = engine default; MemorySwap is set equal (no swap on top) */
 	int64_t nano_cpus;    /* 0 = engine default */
 	int64_t pids_limit;   /* 0 = engine default */
 	int network_disabled; /* 1 = NetworkMode "none" */
@@ -106,6 +106,7 @@ struct docker_container_spec {
 	int read_only_rootfs;       /* 1 = ReadonlyRootfs */
 	const char *user;           /* "65534:65534"; NULL = the image's user */
 	int no_stdin;               /* 1 = no stdin and no attach (nobody talks to it) */
+	int oom_score_adj;          /* HostConfig.OomScoreAdj, -1000..1000; 0 = engine default */
 };
 
 /* POST /containers/create?name=… with OpenStdin, AttachStdin/Stdout/Stderr,

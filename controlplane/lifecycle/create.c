@@ -215,7 +215,8 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	    .n_mounts = sizeof(mounts) / sizeof(mounts[0]) - (lc->cfg->test_unsafe_mount_docker_socket ? 0 : 1),
 	    .memory_bytes = s->memory_bytes,
 	    .nano_cpus = s->nano_cpus,
-	    .pids_limit = opts && opts->pids_limit > 0 ? opts->pids_limit : lc->cfg->pids_limit,
+	    .pids_limit = opts && opts->pids_limit > 0 ? opts->pids_limit : lc->limits.pids_default,
+	    .oom_score_adj = LIFECYCLE_OOM_SCORE_ADJ,
 	    .network_disabled = !s->network,
 	    .network = LIFECYCLE_NETWORK,
 	    .runtime = s->runtime,
@@ -338,17 +339,17 @@ static int answer_reused(struct lifecycle *lc, const char *workspace_id, const s
 
 static int check_limit(struct lifecycle *lc, struct cp_error **err)
 {
-	if (lc->cfg->max_active_sandboxes <= 0)
+	if (lc->limits.max_active <= 0)
 		return 0;
 	int live = 0;
 	if (store_sandbox_count_live(lc->store, &live, err) < 0)
 		return -1;
-	if (live >= lc->cfg->max_active_sandboxes)
+	if (live >= lc->limits.max_active)
 		return cp_error_set(
 		    err, CP_ERR_LIMIT,
 		    "the sandbox limit is reached: %d of %d active; destroy a sandbox you no longer need "
 		    "(sandbox_list, sandbox_destroy) and try again",
-		    live, lc->cfg->max_active_sandboxes);
+		    live, lc->limits.max_active);
 	return 0;
 }
 

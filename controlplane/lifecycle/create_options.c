@@ -17,14 +17,24 @@
 int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                             struct lifecycle_limits *ret, struct cp_error **err)
 {
-	struct lifecycle_limits lim = {.network = !opts->network_off, .pids_limit = lc->cfg->pids_limit};
+	/* Every sandbox has a memory ceiling and a process limit (issue 13). */
+	struct lifecycle_limits lim = {.network = !opts->network_off,
+	                               .pids_limit = lc->limits.pids_default,
+	                               .memory_bytes = lc->limits.default_memory_bytes};
 	if (opts->memory && policy_memory_parse(opts->memory, &lim.memory_bytes, err) < 0)
 		return -1;
+	if (opts->memory && lc->limits.max_memory_bytes > 0 && lim.memory_bytes > lc->limits.max_memory_bytes)
+		return cp_error_set(
+		    err, CP_ERR_INVALID_ARGUMENT,
+		    "memory '%s' is more than this machine has (%lld MiB); ask for less, or leave it out "
+		    "for the default ceiling of %lld MiB",
+		    opts->memory, (long long)(lc->limits.max_memory_bytes >> 20),
+		    (long long)(lc->limits.default_memory_bytes >> 20));
 	/* The engine is on this machine (a Unix socket), so its CPUs are ours. */
 	if (opts->cpus && policy_cpus_parse(opts->cpus, sysconf(_SC_NPROCESSORS_ONLN), &lim.nano_cpus, err) < 0)
 		return -1;
 	if (opts->pids_limit != 0) {
-		if (policy_pids_check(opts->pids_limit, err) < 0)
+		if (policy_pids_check(opts->pids_limit, lc->limits.pids_cap, err) < 0)
 			return -1;
 		lim.pids_limit = opts->pids_limit;
 	}
@@ -105,7 +115,7 @@ int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_
 	 * last free place. (Only one serve uses a registry: main.c's lock.) */
 	pthread_mutex_lock(&lc->create_lock);
 	int r = 0;
-	int max = lc->cfg->max_active_sandboxes;
+	int max = lc->limits.max_active;
 	if (max > 0 && !row->pooled) {
 		int live = 0;
 		r = store_sandbox_count_live(lc->store, &live, err);

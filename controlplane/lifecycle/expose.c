@@ -148,6 +148,7 @@ static int forwarder_create(struct lifecycle *lc, const char *image, struct expo
 		    .read_only_rootfs = 1,
 		    .user = "65534:65534",
 		    .no_stdin = 1,
+		    .oom_score_adj = LIFECYCLE_OOM_SCORE_ADJ,
 		};
 		_cleanup_free_ char *id = NULL;
 		if (docker_container_create(lc->engine, &spec, &id, err) < 0)

@@ -25,12 +25,18 @@
 #define LIFECYCLE_LABEL_NETWORK "org.chat2sbx.network"
 /* Where clone mode mounts the approved host directory (read-only). */
 #define LIFECYCLE_SOURCE_TARGET "/.chat2sbx/source"
+/* Every sandbox process (and forwarder) is the kernel's first choice when
+ * memory runs out, before serve, the engine or anything else of the host
+ * (issue 13; oom_score_adj is -1000..1000). */
+#define LIFECYCLE_OOM_SCORE_ADJ 500
 /* How long the helper gets to answer its first hello after start (ms). */
 #define LIFECYCLE_HELLO_TIMEOUT_MS 15000
 
 struct lifecycle;
 
-/* Borrows cfg, store and engine (they must outlive the lifecycle). */
+/* Borrows cfg, store and engine (they must outlive the lifecycle). Derives
+ * the sandbox limits in force from the host and cfg (lifecycle_host_limits);
+ * a setting that cannot fit this machine fails with its INVALID_ARGUMENT. */
 int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine, struct lifecycle **ret,
                   struct cp_error **err);
 /* Closes every helper channel; the containers keep running (a restart of
@@ -231,6 +237,21 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err);
 
 /* Mounts and paths exposed for tools' answers. */
 const struct config *lifecycle_config(const struct lifecycle *lc);
+
+/* ---- the limits in force (host_limits.c; issue 13) ---- */
+struct policy_host;
+struct policy_sandbox_limits;
+/* Reads this machine's memory, kernel.pid_max and threads-max from /proc.
+ * UNAVAILABLE when they cannot be read. */
+int lifecycle_host_read(struct policy_host *ret, struct cp_error **err);
+/* The sandbox limits cfg gives on this machine (policy_sandbox_limits over
+ * lifecycle_host_read); ret_host (may be NULL) gets the facts. Errors: the
+ * read's, INVALID_ARGUMENT for CHAT2SBX_DEFAULT_MEMORY that is no size, or a
+ * setting that cannot fit (policy_sandbox_limits). */
+int lifecycle_host_limits(const struct config *cfg, struct policy_host *ret_host, struct policy_sandbox_limits *ret,
+                          struct cp_error **err);
+/* The limits computed at lifecycle_new (borrowed, lives as long as lc). */
+const struct policy_sandbox_limits *lifecycle_limits_in_force(const struct lifecycle *lc);
 struct store *lifecycle_store(const struct lifecycle *lc);
 
 /* ---- warm pool (lifecycle/pool.c, issue 8) ---- */

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 
+#include "../policy/policy.h"
 #include "lifecycle.h"
 
 static inline void helper_channel_unrefp(struct helper_channel **ch)
@@ -32,7 +33,8 @@ struct lifecycle {
 	 * a sandbox a call holds, and a sandbox being expired takes no new call. */
 	struct lifecycle_hold *holds;
 	size_t n_holds;
-	pthread_mutex_t create_lock; /* the sandbox limit check and the row insert, as one step */
+	pthread_mutex_t create_lock;         /* the sandbox limit check and the row insert, as one step */
+	struct policy_sandbox_limits limits; /* in force on this machine (host_limits.c) */
 };
 
 struct lifecycle_hold {

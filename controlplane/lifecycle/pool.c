@@ -267,10 +267,10 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 	_cleanup_free_ char *id = NULL;
 	pthread_mutex_lock(&lc->create_lock);
 	int r = 0;
-	if (lc->cfg->max_active_sandboxes > 0) {
+	if (lc->limits.max_active > 0) {
 		int live = 0;
 		r = store_sandbox_count_live(lc->store, &live, err);
-		if (r == 0 && live >= lc->cfg->max_active_sandboxes)
+		if (r == 0 && live >= lc->limits.max_active)
 			r = 1; /* the cold path refuses with the limit's message */
 	}
 	if (r == 0)

@@ -21,9 +21,13 @@
 int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine, struct lifecycle **ret,
                   struct cp_error **err)
 {
+	struct policy_sandbox_limits limits;
+	if (lifecycle_host_limits(cfg, NULL, &limits, err) < 0)
+		return -1;
 	struct lifecycle *lc = calloc(1, sizeof(*lc));
 	if (!lc)
 		return cp_error_set(err, CP_ERR_INTERNAL, "start lifecycle: out of memory");
+	lc->limits = limits;
 	lc->cfg = cfg;
 	lc->store = store;
 	lc->engine = engine;

@@ -157,6 +157,9 @@ static char *survey_command(const struct canaries *c)
 	             "echo @@environ; tr '\\0' '\\n' </proc/1/environ; echo; env\n"
 	             "echo @@pids; cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max "
 	             "2>/dev/null || echo none\n"
+	             "echo @@memory; cat /sys/fs/cgroup/memory.max 2>/dev/null || cat "
+	             "/sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo none\n"
+	             "echo @@oom; cat /proc/self/oom_score_adj\n"
 	             "echo @@files\n"
 	             "n1='%.*s'; n2='%s'; c1='%.*s'; c2='%s'\n"
 	             "cat '%s' '%s' 2>/dev/null\n"
@@ -183,6 +186,8 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 	_cleanup_free_ char *environ = section(out, "environ");
 	_cleanup_free_ char *pids = section(out, "pids");
 	_cleanup_free_ char *files = section(out, "files");
+	_cleanup_free_ char *memory = section(out, "memory");
+	_cleanup_free_ char *oom = section(out, "oom");
 	if (!strstr(out, "@@end"))
 		log_warn("doctor", "the probe's survey was cut short; judging what arrived");
 
@@ -245,8 +250,22 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 		ops_probe_report_add(r, "pids_limit", attack, OPS_CHECK_FAILED, "pids.max is '%s': no process limit",
 		                     first_line(pids, line, sizeof(line)));
 	else
-		ops_probe_report_add(r, "pids_limit", attack, OPS_CHECK_PASSED,
-		                     "pids.max = %lld (CHAT2SBX_PIDS_LIMIT %d)", limit, cfg->pids_limit);
+		ops_probe_report_add(r, "pids_limit", attack, OPS_CHECK_PASSED, "pids.max = %lld", limit);
+
+	/* Issue 13: a ceiling on memory, and the kernel's first choice when the
+	 * host runs out (so serve and the engine are not). */
+	attack = "take all of the host's memory (the cgroup ceiling, oom_score_adj)";
+	long long mem = strtoll(memory, &end, 10), adj = strtoll(oom, NULL, 10);
+	if (end == memory || mem <= 0 || mem >= (1LL << 62))
+		ops_probe_report_add(r, "memory_limit", attack, OPS_CHECK_FAILED, "the memory ceiling is '%s': none",
+		                     first_line(memory, line, sizeof(line)));
+	else if (adj < LIFECYCLE_OOM_SCORE_ADJ)
+		ops_probe_report_add(r, "memory_limit", attack, OPS_CHECK_FAILED,
+		                     "oom_score_adj %lld: the kernel could pick the host's own processes first", adj);
+	else
+		ops_probe_report_add(r, "memory_limit", attack, OPS_CHECK_PASSED,
+		                     "ceiling %lld MiB, oom_score_adj %lld (picked first when memory runs out)",
+		                     mem >> 20, adj);
 }
 
 /* Removes a probe: its container, its row and its managed workspace (a

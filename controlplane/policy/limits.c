@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "policy.h"
@@ -129,12 +130,93 @@ int policy_cpus_parse(const char *text, long host_cpus, int64_t *ret_nano_cpus, 
 	return 0;
 }
 
-int policy_pids_check(int64_t pids_limit, struct cp_error **err)
+int policy_pids_check(int64_t pids_limit, int64_t cap, struct cp_error **err)
 {
-	if (pids_limit < POLICY_PIDS_MIN || pids_limit > POLICY_PIDS_MAX)
+	int64_t max = cap > 0 && cap < POLICY_PIDS_MAX ? cap : POLICY_PIDS_MAX;
+	if (pids_limit < POLICY_PIDS_MIN || pids_limit > max)
+		return cp_error_set(
+		    err, CP_ERR_INVALID_ARGUMENT,
+		    "pids_limit %lld is outside the accepted range %d-%lld (processes and threads in the "
+		    "sandbox%s); leave it out for the server's default",
+		    (long long)pids_limit, POLICY_PIDS_MIN, (long long)max,
+		    max < POLICY_PIDS_MAX ? "; the upper end is this machine's share for one sandbox, "
+		                            "so that all active sandboxes together stay below the "
+		                            "kernel's process limit"
+		                          : "");
+	return 0;
+}
+
+static void size_text(int64_t bytes, char *buf, size_t size)
+{
+	if (bytes % (1024LL * 1024 * 1024) == 0)
+		snprintf(buf, size, "%lldg", (long long)(bytes >> 30));
+	else
+		snprintf(buf, size, "%lldm", (long long)(bytes >> 20));
+}
+
+int policy_sandbox_limits(const struct policy_host *h, int64_t want_memory, int want_active, int64_t want_pids,
+                          int warm_pool, struct policy_sandbox_limits *ret, struct cp_error **err)
+{
+	struct policy_sandbox_limits l = {.max_memory_bytes = h->mem_total_bytes};
+	char a[32], b[32];
+	if (want_memory > 0) {
+		if (h->mem_total_bytes > 0 && want_memory > h->mem_total_bytes) {
+			size_text(want_memory, a, sizeof(a));
+			size_text(h->mem_total_bytes & ~((1LL << 20) - 1), b, sizeof(b));
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "CHAT2SBX_DEFAULT_MEMORY %s is more than this machine's memory (%s); set a "
+			                    "smaller ceiling, or 'auto' (half the memory, at most 8g)",
+			                    a, b);
+		}
+		l.default_memory_bytes = want_memory;
+	} else {
+		int64_t half = h->mem_total_bytes / 2;
+		l.default_memory_bytes = half < POLICY_DEFAULT_MEMORY_MAX ? half : POLICY_DEFAULT_MEMORY_MAX;
+		l.default_memory_bytes &= ~((1LL << 20) - 1); /* whole MiB */
+		if (l.default_memory_bytes < POLICY_MEMORY_MIN_BYTES)
+			l.default_memory_bytes = POLICY_MEMORY_MIN_BYTES;
+	}
+
+	if (want_active < 0) {
+		int64_t n = h->mem_total_bytes / POLICY_ACTIVE_PER_BYTES;
+		l.max_active = (int)(n < POLICY_ACTIVE_MIN   ? POLICY_ACTIVE_MIN
+		                     : n > POLICY_ACTIVE_MAX ? POLICY_ACTIVE_MAX
+		                                             : n);
+	} else {
+		l.max_active = want_active;
+	}
+
+	int64_t procs = h->pid_max < h->threads_max || h->threads_max <= 0 ? h->pid_max : h->threads_max;
+	l.pids_budget = procs * POLICY_PIDS_BUDGET_NUM / POLICY_PIDS_BUDGET_DEN;
+	int64_t slots =
+	    l.max_active > 0 ? (int64_t)l.max_active + (warm_pool > 0 ? warm_pool : 0) : POLICY_PIDS_UNLIMITED_SHARE;
+	l.pids_cap = l.pids_budget / slots;
+	if (l.pids_cap > POLICY_PIDS_MAX)
+		l.pids_cap = POLICY_PIDS_MAX;
+	if (l.pids_cap < POLICY_PIDS_MIN)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "pids_limit %lld is outside the accepted range %d-%d (processes and threads in the "
-		                    "sandbox); leave it out for the server's default",
-		                    (long long)pids_limit, POLICY_PIDS_MIN, POLICY_PIDS_MAX);
+		                    "CHAT2SBX_MAX_ACTIVE_SANDBOXES %d (+ %d warm) would leave each sandbox %lld of the "
+		                    "%lld processes this machine can spare (3/4 of kernel.pid_max %lld / threads-max "
+		                    "%lld), fewer than %d; allow fewer sandboxes",
+		                    l.max_active, warm_pool, (long long)l.pids_cap, (long long)l.pids_budget,
+		                    (long long)h->pid_max, (long long)h->threads_max, POLICY_PIDS_MIN);
+	if (want_pids > 0) {
+		if (want_pids > l.pids_cap)
+			return cp_error_set(
+			    err, CP_ERR_INVALID_ARGUMENT,
+			    "CHAT2SBX_PIDS_LIMIT %lld is too high for this machine: %s sandboxes at once (+ %d warm) "
+			    "could "
+			    "hold %lld processes, more than the %lld it can spare (3/4 of kernel.pid_max %lld / "
+			    "threads-max "
+			    "%lld); set at most %lld, or allow fewer sandboxes (CHAT2SBX_MAX_ACTIVE_SANDBOXES)",
+			    (long long)want_pids,
+			    l.max_active > 0 ? (snprintf(a, sizeof(a), "%d", l.max_active), a) : "any", warm_pool,
+			    (long long)(want_pids * slots), (long long)l.pids_budget, (long long)h->pid_max,
+			    (long long)h->threads_max, (long long)l.pids_cap);
+		l.pids_default = want_pids;
+	} else {
+		l.pids_default = l.pids_cap < 4096 ? l.pids_cap : 4096;
+	}
+	*ret = l;
 	return 0;
 }

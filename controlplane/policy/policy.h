@@ -35,9 +35,57 @@ int policy_cpus_parse(const char *text, long host_cpus, int64_t *ret_nano_cpus, 
 #define POLICY_PIDS_MIN 16
 #define POLICY_PIDS_MAX 32768
 
-/* Checks a requested process limit against [POLICY_PIDS_MIN,
- * POLICY_PIDS_MAX]; INVALID_ARGUMENT naming the value and the range. Pure. */
-int policy_pids_check(int64_t pids_limit, struct cp_error **err);
+/* Checks a requested process limit against [POLICY_PIDS_MIN, cap] (cap <=
+ * 0: POLICY_PIDS_MAX); INVALID_ARGUMENT naming the value and the range. Pure. */
+int policy_pids_check(int64_t pids_limit, int64_t cap, struct cp_error **err);
+
+/* ---- limits derived from the host (issue 13) ---- */
+
+/* What the machine has: /proc/meminfo MemTotal, kernel.pid_max,
+ * kernel.threads-max. */
+struct policy_host {
+	int64_t mem_total_bytes;
+	int64_t pid_max;
+	int64_t threads_max;
+};
+
+/* The sandbox limits in force on a host. */
+struct policy_sandbox_limits {
+	int64_t default_memory_bytes; /* the ceiling of a sandbox that asks for none */
+	int64_t max_memory_bytes;     /* no sandbox may ask for more: the host's memory */
+	int max_active;               /* running sandboxes at once; 0 = unlimited */
+	int64_t pids_budget;          /* processes all sandboxes together may hold */
+	int64_t pids_cap;             /* the most one sandbox may hold */
+	int64_t pids_default;         /* a sandbox's limit when it asks for none */
+};
+
+/* The host's share for sandboxes: three quarters of the smaller of pid_max
+ * and threads-max (each thread counts in a pids cgroup); the rest is the
+ * host's own headroom. */
+#define POLICY_PIDS_BUDGET_NUM 3
+#define POLICY_PIDS_BUDGET_DEN 4
+/* With an unlimited sandbox count, one sandbox may hold at most this
+ * fraction of the budget (the sum is then not bounded). */
+#define POLICY_PIDS_UNLIMITED_SHARE 4
+/* The default memory ceiling: half the host's memory, at most 8 GiB. */
+#define POLICY_DEFAULT_MEMORY_MAX (8LL * 1024 * 1024 * 1024)
+/* The default sandbox count: one per 2 GiB of memory, 2 to 32. */
+#define POLICY_ACTIVE_PER_BYTES (2LL * 1024 * 1024 * 1024)
+#define POLICY_ACTIVE_MIN 2
+#define POLICY_ACTIVE_MAX 32
+
+/* Derives the limits from the host h and the operator's settings:
+ * want_memory (CHAT2SBX_DEFAULT_MEMORY bytes; 0 = derived), want_active
+ * (CHAT2SBX_MAX_ACTIVE_SANDBOXES; -1 = derived, 0 = unlimited), want_pids
+ * (CHAT2SBX_PIDS_LIMIT; -1 = derived) and warm_pool (started sandboxes kept
+ * ready, which hold processes too). The processes all active and pooled
+ * sandboxes may hold stay within the budget: pids_cap = budget / (sandboxes
+ * + pool). Fails with INVALID_ARGUMENT naming the setting and the numbers
+ * when a setting cannot fit (a default memory above the host's, a pids limit
+ * above the cap, so many sandboxes that each would get fewer than
+ * POLICY_PIDS_MIN). Pure. */
+int policy_sandbox_limits(const struct policy_host *h, int64_t want_memory, int want_active, int64_t want_pids,
+                          int warm_pool, struct policy_sandbox_limits *ret, struct cp_error **err);
 
 /* Clamps a requested yield (ms; negative = absent) to [0, max_ms], default_ms
  * when absent. DESIGN.md, Bash contract. */

@@ -139,7 +139,8 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	/* Any given pids_limit (0 and negatives too, which would otherwise mean
 	 * "the default") gets policy's one message with its one range. */
 	struct json_object *pids = NULL;
-	if (json_object_object_get_ex(args, "pids_limit", &pids) && pids && policy_pids_check(opts.pids_limit, err) < 0)
+	if (json_object_object_get_ex(args, "pids_limit", &pids) && pids &&
+	    policy_pids_check(opts.pids_limit, lifecycle_limits_in_force(app->lc)->pids_cap, err) < 0)
 		return -1;
 	opts.network_off = !network;
 	struct lifecycle_create_result res = {0};
@@ -212,8 +213,9 @@ int tool_sandbox_list(const struct mcp_call *call, struct json_object *args, str
 	struct json_object *o = json_object_new_object();
 	json_object_object_add(o, "sandboxes", list);
 	json_object_object_add(o, "active_count", json_object_new_int(active));
-	if (app->cfg->max_active_sandboxes > 0)
-		json_object_object_add(o, "max_active_sandboxes", json_object_new_int(app->cfg->max_active_sandboxes));
+	int max_active = lifecycle_limits_in_force(app->lc)->max_active;
+	if (max_active > 0)
+		json_object_object_add(o, "max_active_sandboxes", json_object_new_int(max_active));
 	*ret = o;
 	return 0;
 }

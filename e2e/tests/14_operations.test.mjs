@@ -129,7 +129,8 @@ ctx.test('status --json while serve runs: every part answers, exit 0', () => {
   assert.equal(s.template.present, true);
   assert.match(s.template.hash, /^[0-9a-f]{32}$/, 'the template carries its content hash label');
   assert.equal(typeof s.template.version, 'string');
-  assert.equal(s.sandboxes.limit, null, 'unlimited by default');
+  assert.ok(s.sandboxes.limit >= 2 && s.sandboxes.limit <= 32, 'derived from this machine by default');
+  assert.equal(s.sandboxes.limit_source, 'auto');
   assert.equal(typeof s.sandboxes.active, 'number');
   assert.equal(s.approvals.pending, 0);
 

@@ -171,6 +171,13 @@ static int build_host_config(struct json_object *root, const struct docker_conta
 		return -1;
 	if (spec->oom_score_adj != 0 && add_int64(hc, "OomScoreAdj", spec->oom_score_adj) < 0)
 		return -1;
+	if (spec->disk_bytes > 0) {
+		struct json_object *so = NULL;
+		char size[32];
+		snprintf(size, sizeof(size), "%lld", (long long)spec->disk_bytes);
+		if (add_object(hc, "StorageOpt", &so) < 0 || add_string(so, "size", size) < 0)
+			return -1;
+	}
 	if (spec->nano_cpus > 0 && add_int64(hc, "NanoCpus", spec->nano_cpus) < 0)
 		return -1;
 	if (spec->pids_limit > 0 && add_int64(hc, "PidsLimit", spec->pids_limit) < 0)

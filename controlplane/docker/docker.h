@@ -107,6 +107,7 @@ struct docker_container_spec {
 	const char *user;           /* "65534:65534"; NULL = the image's user */
 	int no_stdin;               /* 1 = no stdin and no attach (nobody talks to it) */
 	int oom_score_adj;          /* HostConfig.OomScoreAdj, -1000..1000; 0 = engine default */
+	int64_t disk_bytes;         /* HostConfig.StorageOpt size of the writable layer; 0 = none */
 };
 
 /* POST /containers/create?name=… with OpenStdin, AttachStdin/Stdout/Stderr,
@@ -149,6 +150,35 @@ int docker_container_inspect(struct docker_engine *engine, const char *id, struc
  * and frees the array). */
 int docker_container_list(struct docker_engine *engine, const char *label, struct docker_container_state **ret_states,
                           size_t *ret_n, struct cp_error **err);
+
+/* ---- pause and size (docker/container_pause.c) ---- */
+
+/* POST /containers/{id}/pause and /unpause (the cgroup freezer: nothing in
+ * it runs until unpaused). 404 → NOT_FOUND; a container that is not running
+ * (or already so) gets the engine's 409 as CONFLICT. Blocks at most 15 s. */
+int docker_container_pause(struct docker_engine *engine, const char *id, struct cp_error **err);
+int docker_container_unpause(struct docker_engine *engine, const char *id, struct cp_error **err);
+/* GET /containers/{id}/json?size=1: the bytes its writable layer holds
+ * (SizeRw) into *ret_bytes, and whether it is paused (*ret_paused; may be
+ * NULL). The engine walks the layer to answer: blocks up to 30 s. */
+int docker_container_layer_size(struct docker_engine *engine, const char *id, int64_t *ret_bytes, int *ret_paused,
+                                struct cp_error **err);
+
+/* ---- storage (docker/info.c) ---- */
+
+struct docker_storage {
+	char *driver;       /* owned: "overlay2" */
+	char *backing_fs;   /* owned: "extfs", "xfs"; NULL when not reported */
+	char *root_dir;     /* owned: DockerRootDir, "/var/lib/docker" */
+	int size_supported; /* containers take StorageOpt size on this driver and filesystem */
+};
+void docker_storage_clear(struct docker_storage *s);
+/* GET /info: the storage driver, its backing filesystem, the engine's data
+ * directory, and whether a container's writable layer can be given a size
+ * (overlay2 on xfs, devicemapper, btrfs, zfs). *ret owned by the caller
+ * (docker_storage_clear). UNAVAILABLE when the engine does not answer.
+ * Blocks at most 10 s. */
+int docker_engine_storage(struct docker_engine *engine, struct docker_storage *ret, struct cp_error **err);
 
 /* ---- networks (docker/networks.c) ---- */
 

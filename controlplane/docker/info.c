@@ -72,3 +72,52 @@ int docker_engine_runtime(struct docker_engine *engine, const char *name, int *r
 	*ret_no_network = found && runtime_has_no_network(rt);
 	return 0;
 }
+
+void docker_storage_clear(struct docker_storage *s)
+{
+	if (!s)
+		return;
+	free(s->driver);
+	free(s->backing_fs);
+	free(s->root_dir);
+	*s = (struct docker_storage){0};
+}
+
+/* Drivers whose containers take HostConfig.StorageOpt {"size": …}:
+ * overlay2 only on xfs (with the pquota mount option, which /info does not
+ * show), devicemapper, btrfs and zfs (Docker docs, "docker run
+ * --storage-opt"). */
+static int takes_size(const char *driver, const char *backing)
+{
+	if (!driver)
+		return 0;
+	if (!strcmp(driver, "overlay2"))
+		return backing && !strcmp(backing, "xfs");
+	return !strcmp(driver, "devicemapper") || !strcmp(driver, "btrfs") || !strcmp(driver, "zfs");
+}
+
+int docker_engine_storage(struct docker_engine *engine, struct docker_storage *ret, struct cp_error **err)
+{
+	const char *what = "ask the engine for its storage";
+	_cleanup_json_ struct json_object *info = NULL;
+	if (docker_request(engine, "GET", "/info", NULL, DOCKER_INFO_TIMEOUT_MS, what, NULL, &info, err) < 0)
+		return -1;
+	struct docker_storage s = {0};
+	struct json_object *v = NULL, *status = NULL;
+	if (json_object_object_get_ex(info, "Driver", &v) && json_object_is_type(v, json_type_string))
+		s.driver = strdup(json_object_get_string(v));
+	if (json_object_object_get_ex(info, "DockerRootDir", &v) && json_object_is_type(v, json_type_string))
+		s.root_dir = strdup(json_object_get_string(v));
+	/* DriverStatus: [["Backing Filesystem", "extfs"], ...] */
+	if (json_object_object_get_ex(info, "DriverStatus", &status) && json_object_is_type(status, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(status) && !s.backing_fs; i++) {
+			struct json_object *pair = json_object_array_get_idx(status, i);
+			const char *k = json_object_get_string(json_object_array_get_idx(pair, 0));
+			const char *val = json_object_get_string(json_object_array_get_idx(pair, 1));
+			if (k && val && !strcmp(k, "Backing Filesystem"))
+				s.backing_fs = strdup(val);
+		}
+	s.size_supported = takes_size(s.driver, s.backing_fs);
+	*ret = s;
+	return 0;
+}

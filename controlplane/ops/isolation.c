@@ -375,6 +375,7 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 	if (probe_run(lc, s.id, cmd, &out, err) < 0)
 		goto out;
 	judge_survey(cfg, &c, out, &r);
+	ops_attack_host_files(lc, s.id, s.workspace_id, &r);
 	network_off_check(lc, &r);
 	*ret = r;
 	r = (struct ops_probe_report){0};
@@ -386,6 +387,18 @@ out:
 	canaries_remove(&c);
 	ops_probe_report_clear(&r);
 	return rc;
+}
+
+int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
+                  struct cp_error **err)
+{
+	return probe_run(lc, sandbox_id, command, ret_output, err);
+}
+
+void ops_probe_report_add(struct ops_probe_report *r, const char *name, const char *attack,
+                          enum ops_check_result result, const char *detail)
+{
+	report(r, name, attack, result, "%s", detail);
 }
 
 int ops_isolation_require(struct lifecycle *lc, struct cp_error **err)

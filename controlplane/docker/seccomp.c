@@ -122,11 +122,11 @@ static struct json_object *deep_copy(struct json_object *v)
 	return copy;
 }
 
-/* Copies from[key] into to, when from has it. */
+/* Copies from[key] into to, when from has it and it is not null. */
 static void copy_member(struct json_object *from, struct json_object *to, const char *key)
 {
 	struct json_object *v = NULL;
-	if (json_object_object_get_ex(from, key, &v))
+	if (json_object_object_get_ex(from, key, &v) && v)
 		put_member(to, key, deep_copy(v));
 }
 

@@ -86,6 +86,15 @@ static struct json_object *rules_naming(struct json_object *profile, const char 
 	return last;
 }
 
+/* The one rule of profile that names `name`. */
+static struct json_object *the_rule(struct json_object *profile, const char *name)
+{
+	size_t n = 0;
+	struct json_object *r = rules_naming(profile, name, &n);
+	cr_assert_eq(n, 1, "%s is named by exactly one rule (%zu)", name, n);
+	return r;
+}
+
 static void assert_mode_rule(struct json_object *rule, const char *name, int index)
 {
 	struct json_object *names = member(rule, "names"), *args = member(rule, "args");
@@ -205,8 +214,7 @@ Test(docker_seccomp, conditional_rules_keep_their_conditions_and_gain_the_mode_c
 	    "{\"name\":\"gettid\",\"action\":\"SCMP_ACT_ALLOW\"},"
 	    "{\"names\":[\"chmod\",\"io_uring_enter\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1}]}");
 	size_t n = 0;
-	struct json_object *r = rules_naming(p, "fchmodat", &n);
-	cr_assert_eq(n, 1);
+	struct json_object *r = the_rule(p, "fchmodat");
 	assert_mode_rule(r, "fchmodat", 2);
 	struct json_object *args = member(r, "args");
 	cr_assert_eq(json_object_array_length(args), 2, "the base's condition stays (AND)");
@@ -221,25 +229,32 @@ Test(docker_seccomp, conditional_rules_keep_their_conditions_and_gain_the_mode_c
 	cr_assert_eq(json_object_array_length(member(r, "args")), 1);
 	cr_assert_not_null(member(r, "includes"));
 	/* "name" is read like "names"; LOG lets calls run, so it is checked too. */
-	r = rules_naming(p, "creat", &n);
-	cr_assert_eq(n, 1);
+	r = the_rule(p, "creat");
 	cr_assert_str_eq(json_object_get_string(member(r, "action")), "SCMP_ACT_LOG");
 	cr_assert_eq(json_object_get_int(member(json_object_array_get_idx(member(r, "args"), 0), "index")), 1);
-	r = rules_naming(p, "gettid", &n);
-	cr_assert_eq(n, 1);
+	r = the_rule(p, "gettid");
 	cr_assert_null(member(r, "name"), "written as names");
 	/* A refusing rule keeps refusing chmod; io_uring leaves it for ENOSYS. */
-	r = rules_naming(p, "chmod", &n);
-	cr_assert_eq(n, 1);
+	r = the_rule(p, "chmod");
 	cr_assert_str_eq(json_object_get_string(member(r, "action")), "SCMP_ACT_ERRNO");
 	cr_assert_eq(json_object_get_int(member(r, "errnoRet")), 1);
 	cr_assert_eq(json_object_array_length(member(r, "names")), 1);
-	r = rules_naming(p, "io_uring_enter", &n);
-	cr_assert_eq(n, 1);
+	r = the_rule(p, "io_uring_enter");
 	cr_assert_eq(json_object_get_int(member(r, "errnoRet")), ENOSYS);
 	/* A mode syscall the base never allowed is not added. */
 	rules_naming(p, "mknod", &n);
 	cr_assert_eq(n, 0);
+	json_object_put(p);
+}
+
+Test(docker_seccomp, null_members_are_read_as_absent)
+{
+	struct json_object *p = build_ok("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"chmod\"],"
+	                                 "\"action\":\"SCMP_ACT_ALLOW\",\"args\":null,\"includes\":null,"
+	                                 "\"excludes\":null,\"name\":null}]}");
+	struct json_object *r = the_rule(p, "chmod");
+	assert_mode_rule(r, "chmod", 1);
+	cr_assert_null(member(r, "includes"));
 	json_object_put(p);
 }
 

@@ -58,11 +58,50 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 int docker_engine_runtime(struct docker_engine *engine, const char *name, int *ret_found, int *ret_no_network,
                           char **ret_names, struct cp_error **err);
 
+/* What GET /info says about one OCI runtime (docker_engine_runtime_info). */
+struct docker_runtime_info {
+	int found;           /* registered under that name */
+	int no_network;      /* runtimeArgs has "--network=none" */
+	int ignores_seccomp; /* gVisor's runsc without --oci-seccomp: the seccomp profile would not apply */
+	char *names;         /* owned: every registered name, comma-separated */
+};
+void docker_runtime_info_clear(struct docker_runtime_info *r);
+
+/* Like docker_engine_runtime, and also whether the runtime would ignore the
+ * container's seccomp profile (runsc, by name or path, registered without
+ * --oci-seccomp). *ret (caller clears) is set on success. UNAVAILABLE when
+ * the engine does not answer. Blocks at most 10 s. */
+int docker_engine_runtime_info(struct docker_engine *engine, const char *name, struct docker_runtime_info *ret,
+                               struct cp_error **err);
+
 /* ---- images (docker/images.c) ---- */
 
 /* GET /images/{name}/json. On success *ret_id (caller frees) is the image id.
  * Fails with NOT_FOUND when the image is absent. */
 int docker_image_inspect(struct docker_engine *engine, const char *name, char **ret_id, struct cp_error **err);
+
+/* ---- the sandbox seccomp profile (docker/seccomp.c) ---- */
+
+/* Builds the sandbox seccomp profile from base_json, a profile in the Docker
+ * Engine's format: the base unchanged except that chmod, fchmod, fchmodat,
+ * fchmodat2, open, openat, creat, mknod and mknodat run only when their mode
+ * argument has neither S_ISUID nor S_ISGID (SCMP_CMP_MASKED_EQ, value 06000,
+ * valueTwo 0, wherever the base allowed them), and openat2 and the io_uring
+ * calls answer ENOSYS. *ret_profile (caller frees) is compact JSON.
+ * INVALID_ARGUMENT naming the defect for a base that is not such a profile
+ * or whose default action lets unlisted calls run. Pure and thread-safe.
+ * (Issue 12: container root must never plant setuid files on host mounts.) */
+int docker_seccomp_profile_build(const char *base_json, char **ret_profile, struct cp_error **err);
+
+/* The Docker Engine 20.10.24 default profile embedded at build time
+ * (docker/profiles/README.md); static text. */
+const char *docker_seccomp_default_profile(void);
+
+/* "seccomp=<sandbox profile>", the SecurityOpt entry docker_container_create
+ * gives every container, built once per process from the embedded default.
+ * *ret_opt is borrowed for the process's life. INTERNAL when the embedded
+ * profile cannot be built. Thread-safe. */
+int docker_seccomp_security_opt(const char **ret_opt, struct cp_error **err);
 
 /* ---- containers (docker/containers.c) ---- */
 
@@ -113,7 +152,8 @@ struct docker_container_spec {
 /* POST /containers/create?name=… with OpenStdin, AttachStdin/Stdout/Stderr,
  * StdinOnce false, Tty false, LogConfig "none" (helper traffic never reaches
  * the engine's logs), Privileged false, CapDrop of NET_RAW/MKNOD/AUDIT_WRITE…,
- * no-new-privileges, Init false (the helper is PID 1). *ret_id (caller frees)
+ * no-new-privileges, the sandbox seccomp profile (docker_seccomp_security_opt;
+ * forwarders too), Init false (the helper is PID 1). *ret_id (caller frees)
  * is the container id. A name already in use fails with CONFLICT. */
 int docker_container_create(struct docker_engine *engine, const struct docker_container_spec *spec, char **ret_id,
                             struct cp_error **err);

@@ -40,21 +40,32 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
 	}
 	const char *runtime = lc->cfg->runtime && lc->cfg->runtime[0] ? lc->cfg->runtime : NULL;
 	if (runtime) {
-		int found = 0, no_network = 0;
-		_cleanup_free_ char *names = NULL;
-		if (docker_engine_runtime(lc->engine, runtime, &found, &no_network, &names, err) < 0)
+		_cleanup_(docker_runtime_info_clear) struct docker_runtime_info rt = {0};
+		if (docker_engine_runtime_info(lc->engine, runtime, &rt, err) < 0)
 			return cp_error_prefix(err, "check the runtime '%s' (CHAT2SBX_RUNTIME)", runtime);
-		if (!found)
+		if (!rt.found)
 			return cp_error_set(
 			    err, CP_ERR_UNAVAILABLE,
 			    "the Docker Engine has no runtime '%s' (CHAT2SBX_RUNTIME); it has: %s. The "
 			    "operator must register it in /etc/docker/daemon.json (\"runtimes\") and "
 			    "restart the engine (scripts/ensure-engine.sh does this for runsc), or unset "
 			    "CHAT2SBX_RUNTIME; no sandbox was created",
-			    runtime, names ? names : "(none)");
+			    runtime, rt.names ? rt.names : "(none)");
+		/* gVisor without --oci-seccomp would drop the sandbox profile, and
+		 * its gofer sets a setuid bit on the host file (measured; issue 12). */
+		if (rt.ignores_seccomp)
+			return cp_error_set(
+			    err, CP_ERR_UNAVAILABLE,
+			    "the Docker Engine's runtime '%s' (CHAT2SBX_RUNTIME) is gVisor registered without "
+			    "--oci-seccomp, so it would not apply the sandbox seccomp profile and a sandbox could "
+			    "leave setuid programs on host mounts. The operator must add \"--oci-seccomp\" to its "
+			    "runtimeArgs in /etc/docker/daemon.json (scripts/engine-runtimes.sh does) and reload the "
+			    "engine (kill -HUP the dockerd process; running containers are not touched); no sandbox "
+			    "was created",
+			    runtime);
 		/* Registered with --network=none (gVisor here): its sandboxes have
 		 * no network whatever we ask, so the row says so. */
-		if (no_network)
+		if (rt.no_network)
 			lim.network = 0;
 		lim.runtime = runtime;
 	}

@@ -205,12 +205,51 @@ int ops_probe_report_require(const struct ops_probe_report *r, struct cp_error *
 void ops_endpoint_probe(const struct config *cfg, struct ops_probe_report *r);
 
 struct lifecycle;
+
+/* For the attacks kept in files of their own (ops/attack_*.c): runs command
+ * in the probe sandbox as one bash session (cwd /, at most 35 s) and returns
+ * its combined output in *ret_output (caller frees). Errors from the helper
+ * channel, or TIMEOUT when the command did not finish. Blocks up to 45 s. */
+int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
+                  struct cp_error **err);
+
+/* ---- the host-files attack (ops/attack_host_files.c) ---- */
+
+/* What ops_setid_scan found below a host directory. */
+struct ops_setid_findings {
+	size_t entries;    /* entries looked at (below the directory) */
+	size_t found;      /* with S_ISUID/S_ISGID, or a regular file with security.capability */
+	char detail[1024]; /* "sub/f (mode 4755), g (file capabilities)" relative to the directory, cut */
+};
+
+/* Walks dir (symlinks never followed, at most 8 levels deep; dir itself
+ * included) and records every entry whose mode has S_ISUID or S_ISGID and
+ * every regular file with a security.capability attribute. *ret is filled on
+ * success. UNAVAILABLE naming dir when it cannot be opened. Local file I/O
+ * only. */
+int ops_setid_scan(const char *dir, struct ops_setid_findings *ret, struct cp_error **err);
+
+/* Check "setuid_files" (issue 12): in the probe sandbox (sandbox_id, whose
+ * managed workspace is workspace_id) tries to plant setuid/setgid programs
+ * and file capabilities in /workspace (chmod 4755 and g+s, install -m 4755,
+ * cp -p of an image's setuid program, tar -xp, perl chmod and sysopen,
+ * python os.chmod, open O_CREAT 04755, mknod S_IFREG|04755, chmod through
+ * /proc/self/fd, openat2 and fchmodat2 with 04755, setxattr
+ * security.capability; io_uring_setup must be refused), then scans the host
+ * copies with ops_setid_scan. Passed when no host file carries a bit or
+ * capabilities and io_uring is refused; failed (naming the files, or why it
+ * proved nothing) otherwise. Its directory is removed from inside. Adds one
+ * outcome to r. Blocks up to two probe runs (90 s). */
+void ops_attack_host_files(struct lifecycle *lc, const char *sandbox_id, const char *workspace_id,
+                           struct ops_probe_report *r);
+
 /* Proves isolation on this machine: plants canaries on the host (a file in a
  * fresh host temp dir and one in DATA_ROOT, an environment variable in this
  * process), creates a probe sandbox through lc (managed workspace, the
  * operator's configuration) and attacks it from inside through its helper
  * channel: Docker socket, host files, host environment, credential mounts,
- * capabilities and privileges, pids limit; then a second probe with
+ * capabilities and privileges, pids limit, setuid files planted through
+ * /workspace (ops_attack_host_files); then a second probe with
  * network_off=1 must see nothing but loopback (skipped with the reason when
  * this build does not honour network_off). Each outcome goes into *ret
  * (caller clears). Probes and canaries are removed at the end, also on

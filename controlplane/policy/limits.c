@@ -32,7 +32,8 @@ int policy_size_parse(const char *what, const char *text, int64_t min_bytes, int
 			frac = frac * 10 + (unsigned)(*end - '0');
 		}
 		if (n_frac == 0)
-			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is not a size; %s", what, text, hint);
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is not a size; %s", what, text,
+			                    hint);
 		for (int i = n_frac; i < 9; i++)
 			frac *= 10;
 	}
@@ -55,8 +56,7 @@ int policy_size_parse(const char *what, const char *text, int64_t min_bytes, int
 		mult = 1024LL * 1024 * 1024;
 		end++;
 		break;
-	default:
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' has an unknown unit; %s", what, text, hint);
+	default: return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' has an unknown unit; %s", what, text, hint);
 	}
 	if (mult > 1 && tolower((unsigned char)*end) == 'b')
 		end++;
@@ -77,8 +77,9 @@ int policy_size_parse(const char *what, const char *text, int64_t min_bytes, int
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is above the %lldg maximum", what, text,
 		                    (long long)(max_bytes >> 30));
 	if (bytes < min_bytes)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is below the %lldm minimum; ask for at least \"%lldm\"",
-		                    what, text, (long long)(min_bytes >> 20), (long long)(min_bytes >> 20));
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "%s '%s' is below the %lldm minimum; ask for at least \"%lldm\"", what, text,
+		                    (long long)(min_bytes >> 20), (long long)(min_bytes >> 20));
 	*ret_bytes = bytes;
 	return 0;
 }

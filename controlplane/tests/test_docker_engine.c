@@ -363,6 +363,22 @@ static void assert_bool(struct json_object *o, const char *key, int want)
 	cr_assert_eq(json_object_get_boolean(v), want, "%s", key);
 }
 
+/* SecurityOpt is no-new-privileges and the sandbox seccomp profile, whose
+ * text is the builder's (test_docker_seccomp.c proves what it holds). */
+static void assert_security_opt(struct json_object *hc)
+{
+	struct json_object *so = member(hc, "SecurityOpt");
+	cr_assert_eq(json_object_array_length(so), 2, "%s", json_object_to_json_string(so));
+	cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(so, 0)), "no-new-privileges");
+	const char *opt = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_seccomp_security_opt(&opt, &err), 0);
+	const char *sent = json_object_get_string(json_object_array_get_idx(so, 1));
+	cr_assert_eq(strncmp(sent, "seccomp={", 9), 0, "%.40s", sent);
+	cr_assert_str_eq(sent, opt);
+	cr_assert_not_null(strstr(sent, "\"SCMP_CMP_MASKED_EQ\""));
+}
+
 Test(docker_engine, create_sends_hardened_body)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "create_ok.http"}};
@@ -405,9 +421,8 @@ Test(docker_engine, create_sends_hardened_body)
 	assert_bool(hc, "Init", 0);
 	cr_assert_str_eq(json_object_get_string(member(member(hc, "LogConfig"), "Type")), "none");
 	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "CapDrop"), JSON_C_TO_STRING_PLAIN),
-	                 "[\"NET_RAW\",\"MKNOD\",\"AUDIT_WRITE\",\"SYS_CHROOT\",\"SETFCAP\"]");
-	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "SecurityOpt"), JSON_C_TO_STRING_PLAIN),
-	                 "[\"no-new-privileges\"]");
+	                 "[\"NET_RAW\",\"MKNOD\",\"AUDIT_WRITE\",\"SYS_CHROOT\",\"SETFCAP\",\"FSETID\"]");
+	assert_security_opt(hc);
 	struct json_object *m = member(hc, "Mounts");
 	cr_assert_eq(json_object_array_length(m), 2);
 	struct json_object *m0 = json_object_array_get_idx(m, 0), *m1 = json_object_array_get_idx(m, 1);
@@ -905,6 +920,7 @@ Test(docker_engine, create_forwarder_publishes_a_port)
 	                 "{\"8000\\/tcp\":{}}");
 	cr_assert_str_eq(json_object_get_string(member(member(hc, "RestartPolicy"), "Name")), "unless-stopped");
 	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "CapDrop"), JSON_C_TO_STRING_PLAIN), "[\"ALL\"]");
+	assert_security_opt(hc); /* forwarders too, for uniformity */
 	assert_bool(hc, "ReadonlyRootfs", 1);
 	cr_assert_str_eq(json_object_get_string(member(hc, "NetworkMode")), "chat2sbx-expose-sbx_test");
 	cr_assert_str_eq(json_object_get_string(member(b, "User")), "65534:65534");
@@ -1041,4 +1057,63 @@ Test(docker_engine, network_list_filters_by_label)
 	cr_assert_not_null(strstr(fe->req[1].line, "GET /v1.41/networks?filters="), "%s", fe->req[1].line);
 	cr_assert_not_null(strstr(fe->req[1].line, "org.chat2sbx.expose.registry%3D%2Fd%2Freg.sqlite"), "%s",
 	                   fe->req[1].line);
+}
+
+/* ---- runtimes (GET /info) ---- */
+
+static struct docker_runtime_info runtime_info(const char *name)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "info_runtimes.http"}};
+	fake_free_requests(); /* one fake per call here */
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	struct docker_runtime_info info = {0};
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_engine_runtime_info(e, name, &info, &err), 0, "%s", err ? err->message : "");
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_str_eq(fe->req[1].line, "GET /v1.41/info HTTP/1.1");
+	return info;
+}
+
+Test(docker_engine, runtime_info_reads_network_and_seccomp_arguments)
+{
+	static const struct {
+		const char *name;
+		int found, no_network, ignores_seccomp;
+	} cases[] = {
+	    {"runc", 1, 0, 0},
+	    /* gVisor without --oci-seccomp would drop the sandbox profile. */
+	    {"runsc", 1, 1, 1},
+	    {"runsc-seccomp", 1, 1, 0},      /* path .../runsc, --oci-seccomp */
+	    {"gvisor-single-dash", 1, 0, 0}, /* -oci-seccomp=true: Go flags take one dash */
+	    {"gvisor-turned-off", 1, 0, 1},  /* --oci-seccomp then --oci-seccomp=false: the last counts */
+	    {"crun", 1, 0, 0},               /* not gVisor: its arguments say nothing of seccomp */
+	    {"missing", 0, 0, 0},
+	};
+	for (size_t i = 0; i < N(cases); i++) {
+		struct docker_runtime_info info = runtime_info(cases[i].name);
+		cr_assert_eq(info.found, cases[i].found, "%s found", cases[i].name);
+		cr_assert_eq(info.no_network, cases[i].no_network, "%s no_network", cases[i].name);
+		cr_assert_eq(info.ignores_seccomp, cases[i].ignores_seccomp, "%s ignores_seccomp", cases[i].name);
+		cr_assert_str_eq(info.names, "runc, runsc, runsc-seccomp, gvisor-single-dash, gvisor-turned-off, crun");
+		docker_runtime_info_clear(&info);
+	}
+}
+
+Test(docker_engine, runtime_wrapper_keeps_its_answers)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "info_runtimes.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = open_engine(fe);
+	int found = -1, no_network = -1;
+	char *names = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_engine_runtime(e, "runsc", &found, &no_network, &names, &err), 0);
+	cr_assert_eq(found, 1);
+	cr_assert_eq(no_network, 1);
+	cr_assert_not_null(strstr(names, "runsc-seccomp"));
+	free(names);
+	docker_engine_free(e);
+	fake_stop(fe);
 }

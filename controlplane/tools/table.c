@@ -16,7 +16,9 @@ const char tools_instructions[] =
     "at end-of-file, so prompts do not hang. Output over the per-call bound is never lost: has_more_output "
     "says to poll again, and log_path holds the full output inside the sandbox. To let the user open a web "
     "server running in the sandbox, start it listening on 0.0.0.0 and call sandbox_expose with its port; give "
-    "them the url it returns.";
+    "them the url it returns. You are root in the sandbox, but setuid and setgid bits cannot be set (chmod u+s, "
+    "install -m 4755 fail with Operation not permitted), so packages that ship setuid programs (sudo, cron) "
+    "do not install; you need none of them as root.";
 
 #define SANDBOX_ID_PROP                                                                                                \
 	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox_id returned by sandbox_create or "          \

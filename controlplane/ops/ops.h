@@ -12,6 +12,9 @@
 
 #include "../base/error.h"
 #include "../config/config.h"
+#include "../firewall/firewall.h"
+
+struct docker_engine;
 
 /* ---- serve.json and tunnel.json (ops/state_files.c) ---- */
 
@@ -116,14 +119,63 @@ struct ops_readiness {
 	int template_present; /* the template image exists */
 	int tunnel_enabled;   /* CHAT2SBX_ENABLE_TUNNEL=1 */
 	int tunnel_ready;     /* tunnel.json says running and /readyz answered 200 */
+	int firewall_missing; /* CHAT2SBX_FIREWALL=1 and table inet chat2sbx was read and is not in place */
 };
 
 /* The exit status of `status`: 0 when ready; OPS_EXIT_NOT_READY when the
  * service is down or its MCP endpoint does not answer, the engine is down,
- * the template image is missing, or the tunnel is enabled but not ready.
+ * the template image is missing, the tunnel is enabled but not ready, or
+ * the host-edge firewall is on and was found not in place.
  * *ret_reason (static text; may be NULL) names the first such thing. Pure. */
 #define OPS_EXIT_NOT_READY 6
 int ops_readiness_exit_status(const struct ops_readiness *r, const char **ret_reason);
+
+/* ---- the host-edge firewall (ops/firewall.c, issue 12) ---- */
+
+/* Builds the firewall for this machine: the bridges LIFECYCLE_BRIDGE_PREFIX*
+ * and the older ones the engine has (lifecycle_legacy_bridges; none when
+ * engine is NULL). *ret: caller clears. Engine errors pass through. */
+int ops_firewall_build(struct docker_engine *engine, struct firewall_ruleset *ret, struct cp_error **err);
+
+/* One line about rs ("<state>: table inet chat2sbx drops what the bridges
+ * c2s-* and br-… send to this host's own addresses") into buf. Pure. */
+void ops_firewall_describe(const struct firewall_ruleset *rs, const char *state, char *buf, size_t size);
+
+/* Puts the firewall in place: builds it, reads the table, replaces it
+ * (one transaction) unless it is already exactly this ruleset, and reads it
+ * back. *ret_changed says whether it wrote; detail (size bytes) says what
+ * is in place now. DENIED without CAP_NET_ADMIN; UNAVAILABLE when the
+ * kernel refuses; engine errors pass through. Blocks on two engine calls
+ * and netlink. Idempotent. */
+int ops_firewall_install(struct docker_engine *engine, int *ret_changed, char *detail, size_t size,
+                         struct cp_error **err);
+
+/* Removes table inet chat2sbx (firewall_remove). */
+int ops_firewall_uninstall(int *ret_removed, struct cp_error **err);
+
+/* What `status` and `doctor` say about the firewall. */
+struct ops_firewall_report {
+	int enabled;   /* CHAT2SBX_FIREWALL */
+	int permitted; /* this process may read nftables (CAP_NET_ADMIN) */
+	int known;     /* state was read */
+	enum firewall_state state;
+	char detail[1024]; /* one line for a person */
+};
+/* Fills *ret; never fails (what could not be read is "unknown" with the
+ * reason in detail). engine may be NULL (no older bridges considered).
+ * Blocks on two engine calls and netlink. */
+void ops_firewall_report(const struct config *cfg, struct docker_engine *engine, struct ops_firewall_report *ret);
+
+/* serve's start: with CHAT2SBX_FIREWALL=0 logs a warning and returns 0;
+ * without CAP_NET_ADMIN logs a warning naming what to run and returns 0;
+ * otherwise installs it (ops_firewall_install) and logs what is in place,
+ * or fails with the cause and what to do, so serve refuses to start. */
+int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *engine, struct cp_error **err);
+
+/* serve's maintenance pass: with the setting on and CAP_NET_ADMIN, puts the
+ * firewall back when it is missing or out of date (logged as a warning);
+ * problems are logged. Never fails. Blocks like ops_firewall_install. */
+void ops_firewall_maintain(const struct config *cfg, struct docker_engine *engine);
 
 /* ---- isolation probe (ops/isolation.c) ---- */
 
@@ -136,7 +188,7 @@ struct ops_check {
 	char *detail; /* owned: what was seen */
 };
 
-#define OPS_PROBE_MAX_CHECKS 8
+#define OPS_PROBE_MAX_CHECKS 16
 struct ops_probe_report {
 	struct ops_check checks[OPS_PROBE_MAX_CHECKS];
 	size_t n;

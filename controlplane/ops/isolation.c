@@ -18,7 +18,7 @@
 #include "../base/id.h"
 #include "../base/log.h"
 #include "../lifecycle/lifecycle.h"
-#include "ops.h"
+#include "ops_internal.h"
 
 #define PROBE_ENV_NAME "CHAT2SBX_DOCTOR_CANARY"
 #define PROBE_CALL_WAIT_MS 45000
@@ -123,9 +123,9 @@ static void canaries_remove(struct canaries *c)
 }
 
 /* Runs command in the sandbox as a bash session and returns its combined
- * output (caller frees). */
-static int probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
-                     struct cp_error **err)
+ * output (caller frees); ops_internal.h. */
+int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
+                  struct cp_error **err)
 {
 	_cleanup_free_ char *session = NULL;
 	if (id_new("bash_", &session, err) < 0)
@@ -343,7 +343,7 @@ static void network_off_check(struct lifecycle *lc, struct ops_probe_report *r)
 		       "this build does not honour the network_off create option yet (the sandbox has network)");
 	} else {
 		_cleanup_free_ char *out = NULL;
-		if (probe_run(lc, s.id, "ls /sys/class/net | tr '\\n' ' '", &out, &e) < 0) {
+		if (ops_probe_run(lc, s.id, "ls /sys/class/net | tr '\\n' ' '", &out, &e) < 0) {
 			report(r, "network_off", attack, OPS_CHECK_FAILED, "%s", e->message);
 		} else {
 			char *t = out + strlen(out);
@@ -372,9 +372,13 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 		cp_error_set(err, CP_ERR_INTERNAL, "build the probe command: out of memory");
 		goto out;
 	}
-	if (probe_run(lc, s.id, cmd, &out, err) < 0)
+	if (ops_probe_run(lc, s.id, cmd, &out, err) < 0)
 		goto out;
 	judge_survey(cfg, &c, out, &r);
+	char edge[2048];
+	enum ops_check_result edge_result;
+	ops_host_edge_attack(lc, &s, &edge_result, edge, sizeof(edge));
+	report(&r, "host_services", OPS_HOST_EDGE_ATTACK, edge_result, "%s", edge);
 	network_off_check(lc, &r);
 	*ret = r;
 	r = (struct ops_probe_report){0};

@@ -1,8 +1,8 @@
 /* ops.h: operating chat2sbx: the state files `status` reads (serve.json,
  * written by serve; tunnel.json, written by the tunnel supervisor), a
  * loopback-only HTTP probe, the isolation probe behind `chat2sbx doctor` and
- * `serve --verify-isolation`, and the pure decisions both use (capability
- * masks, mount tables, readiness). Uses lifecycle/, helper/, docker/; knows
+ * `serve --verify-isolation`, when the host-edge firewall is installed, and
+ * the pure decisions both use (capability masks, mount tables, readiness). Uses lifecycle/, helper/, docker/; knows
  * nothing of MCP beyond sending one initialize. */
 #ifndef CP_OPS_H
 #define CP_OPS_H
@@ -205,7 +205,8 @@ struct lifecycle;
  * process), creates a probe sandbox through lc (managed workspace, the
  * operator's configuration) and attacks it from inside through its helper
  * channel: Docker socket, host files, host environment, credential mounts,
- * capabilities and privileges, pids limit; then a second probe with
+ * capabilities and privileges, pids limit, the host's own services (a
+ * listener on 0.0.0.0 of the host, host_edge.c); then a second probe with
  * network_off=1 must see nothing but loopback (skipped with the reason when
  * this build does not honour network_off). Each outcome goes into *ret
  * (caller clears). Probes and canaries are removed at the end, also on

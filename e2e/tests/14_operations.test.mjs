@@ -224,7 +224,8 @@ ctx.test('doctor passes on the default configuration, while serve runs, and leav
   const d = json(r);
   assert.equal(d.passed, true, r.desc);
   const byName = Object.fromEntries(d.checks.map((c) => [c.name, c]));
-  for (const name of ['docker_socket', 'host_files', 'host_environment', 'credentials', 'privileges', 'pids_limit'])
+  for (const name of ['docker_socket', 'host_files', 'host_environment', 'credentials', 'privileges', 'pids_limit',
+    'host_services'])
     assert.equal(byName[name]?.result, 'passed', `${name}: ${JSON.stringify(byName[name])}`);
   assert.ok(['passed', 'skipped'].includes(byName.network_off?.result), JSON.stringify(byName.network_off));
   assert.ok(d.checks.every((c) => c.result !== 'failed'));

@@ -48,7 +48,7 @@ static int install(struct cli *cli)
 	struct cp_error *err = NULL;
 	int changed = 0;
 	char detail[1024];
-	int r = ops_firewall_install(engine, &changed, detail, sizeof(detail), &err);
+	int r = ops_firewall_install(engine, &changed, NULL, detail, sizeof(detail), &err);
 	docker_engine_free(engine);
 	if (r < 0)
 		return cli_fail(err);

@@ -278,7 +278,7 @@ static void step_firewall(struct setup *s, struct docker_engine *engine)
 	struct cp_error *e = NULL;
 	int changed = 0;
 	char detail[1024];
-	if (ops_firewall_install(engine, &changed, detail, sizeof(detail), &e) < 0) {
+	if (ops_firewall_install(engine, &changed, NULL, detail, sizeof(detail), &e) < 0) {
 		step(s, "firewall", STEP_FAILED, "%s", e->message);
 		cp_error_free(e);
 		return;

@@ -204,7 +204,9 @@ int docker_network_bridges(struct docker_engine *engine, const char *label, stru
 		struct json_object *net = json_object_array_get_idx(reply, i), *name = NULL, *driver = NULL;
 		/* Only bridges have an interface on the host. */
 		if (!json_object_object_get_ex(net, "Driver", &driver) ||
-		    strcmp(json_object_get_string(driver), "bridge") || !json_object_object_get_ex(net, "Name", &name))
+		    !json_object_is_type(driver, json_type_string) ||
+		    strcmp(json_object_get_string(driver), "bridge") ||
+		    !json_object_object_get_ex(net, "Name", &name) || !json_object_is_type(name, json_type_string))
 			continue;
 		int named = docker_network_bridge_of(net, v[k].interface, sizeof(v[k].interface));
 		if (named < 0)

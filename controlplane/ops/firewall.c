@@ -40,8 +40,8 @@ void ops_firewall_describe(const struct firewall_ruleset *rs, const char *state,
 		snprintf(buf + n, size - (size_t)n, " send to this host's own addresses");
 }
 
-int ops_firewall_install(struct docker_engine *engine, int *ret_changed, char *detail, size_t size,
-                         struct cp_error **err)
+int ops_firewall_install(struct docker_engine *engine, int *ret_changed, enum firewall_state *ret_before, char *detail,
+                         size_t size, struct cp_error **err)
 {
 	struct firewall_ruleset rs = {0};
 	enum firewall_state st = FIREWALL_MISSING;
@@ -51,6 +51,8 @@ int ops_firewall_install(struct docker_engine *engine, int *ret_changed, char *d
 	if (ops_firewall_build(engine, &rs, err) < 0 || firewall_state_read(&rs, &st, was, sizeof(was), err) < 0)
 		goto out;
 	enum firewall_state before = st;
+	if (ret_before)
+		*ret_before = before;
 	if (st != FIREWALL_INSTALLED) {
 		if (firewall_ruleset_apply(&rs, err) < 0)
 			goto out;
@@ -130,7 +132,7 @@ int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *eng
 	}
 	int changed = 0;
 	char detail[1024];
-	if (ops_firewall_install(engine, &changed, detail, sizeof(detail), err) < 0)
+	if (ops_firewall_install(engine, &changed, NULL, detail, sizeof(detail), err) < 0)
 		return cp_error_prefix(err,
 		                       "install the firewall that keeps sandboxes off this host's services (fix the "
 		                       "cause, or set CHAT2SBX_FIREWALL=0 if this host's own firewall does it)");
@@ -143,10 +145,13 @@ void ops_firewall_maintain(const struct config *cfg, struct docker_engine *engin
 	if (!cfg->firewall || !firewall_permitted())
 		return;
 	int changed = 0;
+	enum firewall_state before = FIREWALL_MISSING;
 	char detail[1024];
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (ops_firewall_install(engine, &changed, detail, sizeof(detail), &e) < 0)
+	if (ops_firewall_install(engine, &changed, &before, detail, sizeof(detail), &e) < 0)
 		log_warn("firewall", "keep the firewall in place: %s", e->message);
+	else if (changed && before == FIREWALL_COVERS)
+		log_info("firewall", "a network of an older chat2sbx is gone; %s", detail);
 	else if (changed)
 		log_warn("firewall", "the firewall was not in place (removed, flushed or out of date); %s", detail);
 }

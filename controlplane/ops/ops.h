@@ -143,12 +143,12 @@ void ops_firewall_describe(const struct firewall_ruleset *rs, const char *state,
 
 /* Puts the firewall in place: builds it, reads the table, replaces it
  * (one transaction) unless it is already exactly this ruleset, and reads it
- * back. *ret_changed says whether it wrote; detail (size bytes) says what
- * is in place now. DENIED without CAP_NET_ADMIN; UNAVAILABLE when the
+ * back. *ret_changed says whether it wrote, *ret_before (may be NULL) what
+ * it found; detail (size bytes) says what is in place now. DENIED without CAP_NET_ADMIN; UNAVAILABLE when the
  * kernel refuses; engine errors pass through. Blocks on two engine calls
  * and netlink. Idempotent. */
-int ops_firewall_install(struct docker_engine *engine, int *ret_changed, char *detail, size_t size,
-                         struct cp_error **err);
+int ops_firewall_install(struct docker_engine *engine, int *ret_changed, enum firewall_state *ret_before, char *detail,
+                         size_t size, struct cp_error **err);
 
 /* Removes table inet chat2sbx (firewall_remove). */
 int ops_firewall_uninstall(int *ret_removed, struct cp_error **err);

@@ -2,8 +2,9 @@
  * needs up? The service (STATE_DIR/serve.json and its pid), its MCP endpoint
  * (one initialize over the Unix socket, one over TCP with the bearer token;
  * where the token lives, never the token), the tunnel (STATE_DIR/tunnel.json and the
- * client's /readyz), the engine and runtime, the template image, the sandbox
- * limit and count, pending approvals. Reads only; creates nothing. The exit
+ * client's /readyz), the engine and runtime, the template image, the
+ * host-edge firewall (table inet chat2sbx; readable as root only), the
+ * sandbox limits and count, pending approvals. Reads only; creates nothing. The exit
  * status is ops_readiness_exit_status (0 ready, OPS_EXIT_NOT_READY not). */
 #include <json-c/json.h>
 #include <stdio.h>
@@ -240,6 +241,29 @@ static void status_limits(const struct config *cfg, struct json_object *sbx)
 	add_int(sbx, "kernel_threads_max", h.threads_max, 1);
 }
 
+/* The host-edge firewall (issue 12): read when this process may (root). */
+static void status_firewall(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
+{
+	struct json_object *fw = json_object_new_object();
+	struct docker_engine *engine = NULL;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (docker_engine_new(cfg->docker_socket, &engine, &e) < 0)
+		engine = NULL; /* the engine's own part reports that; older bridges are then not named */
+	struct ops_firewall_report fr;
+	ops_firewall_report(cfg, engine, &fr);
+	docker_engine_free(engine);
+	add_bool(fw, "enabled", fr.enabled);
+	add_str(fw, "state", fr.known ? firewall_state_name(fr.state) : "unknown");
+	add_str(fw, "detail", fr.detail);
+	if (!fr.enabled)
+		add_str(
+		    fw, "warning",
+		    "CHAT2SBX_FIREWALL=0: chat2sbx does not keep sandboxes off this host's services; this host's own "
+		    "firewall must");
+	rd->firewall_missing = fr.enabled && fr.known && !FIREWALL_PROTECTS(fr.state);
+	json_object_object_add(out, "firewall", fw);
+}
+
 static void status_registry(const struct config *cfg, struct json_object *out)
 {
 	struct json_object *sbx = json_object_new_object(), *apr = json_object_new_object();
@@ -319,6 +343,11 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	printf("%-10s %-10s %s, version %s, hash %s\n", "TEMPLATE", rd->template_present ? "present" : "missing",
 	       get_s(o, "template", "image"), get_s(o, "template", "version") ?: "-",
 	       get_s(o, "template", "hash") ?: "-");
+	const char *fw_state = get_s(o, "firewall", "state") ?: "unknown";
+	printf("%-10s %-10s %s%s%s\n", "FIREWALL",
+	       !strcmp(get_s(o, "firewall", "enabled") ?: "false", "true") ? fw_state : "disabled",
+	       get_s(o, "firewall", "detail") ?: "", get_s(o, "firewall", "warning") ? "; WARNING: " : "",
+	       get_s(o, "firewall", "warning") ?: "");
 	printf("%-10s %s active, limit %s (%s)\n", "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?",
 	       get_s(o, "sandboxes", "limit") ?: "unlimited", get_s(o, "sandboxes", "limit_source") ?: "?");
 	struct json_object *sb = json_object_object_get(o, "sandboxes");
@@ -351,6 +380,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 	status_service(cli->cfg, &rd, o);
 	status_tunnel(cli->cfg, &rd, o);
 	status_engine(cli->cfg, &rd, o);
+	status_firewall(cli->cfg, &rd, o);
 	status_registry(cli->cfg, o);
 	const char *reason = NULL;
 	int status = ops_readiness_exit_status(&rd, &reason);

@@ -1,6 +1,6 @@
 /* main.c: the start-up order of `serve`, and nothing else: config (by the
  * caller) → log → data dirs + store + migrations → engine → template and
- * helper checks → reconcile → MCP listener → wait for a signal → shut down.
+ * helper checks → host-edge firewall → reconcile → MCP listener → wait for a signal → shut down.
  * Sandboxes keep running across a shutdown; only channels are closed. */
 #include <errno.h>
 #include <fcntl.h>
@@ -154,6 +154,7 @@ static void *maintenance_main(void *arg)
 			log_warn("serve", "re-attach: %s", re->message);
 			cp_error_free(re);
 		}
+		ops_firewall_maintain(m->cfg, lifecycle_engine(m->lc)); /* back when removed or flushed */
 		pthread_mutex_lock(&m->lock);
 		struct timespec until;
 		clock_gettime(CLOCK_MONOTONIC, &until);
@@ -310,7 +311,9 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		goto out;
 	log_info("serve", "engine %s (API %s) at %s", docker_engine_version(engine), docker_engine_api_version(engine),
 	         cfg->docker_socket);
-	if (check_runtime_inputs(cfg, engine, err) < 0 || lifecycle_new(cfg, store, engine, &lc, err) < 0)
+	/* The host edge before any sandbox is touched (issue 12). */
+	if (check_runtime_inputs(cfg, engine, err) < 0 || ops_firewall_serve_start(cfg, engine, err) < 0 ||
+	    lifecycle_new(cfg, store, engine, &lc, err) < 0)
 		goto out;
 	struct cp_error *rec_err = NULL;
 	if (lifecycle_reconcile(lc, &rec_err) < 0) {

@@ -66,6 +66,9 @@ static const struct setting settings[] = {
      "OCI runtime name (runc, runsc, ...)"},
     {"CHAT2SBX_EXPOSE_HOST", "exposeHost", SETTING_STRING, OFF(expose_host), "127.0.0.1", 0, 0, "127.0.0.1",
      "host address sandbox_expose binds"},
+    {"CHAT2SBX_FIREWALL", "firewall", SETTING_BOOL, OFF(firewall), "1", 0, 1, "1",
+     "1 = keep sandbox bridges off the host's own services (nftables table inet chat2sbx, installed by serve "
+     "as root or by setup); 0 = leave that to this host's own firewall (warned at start and in status)"},
     {"CHAT2SBX_MAX_YIELD_MS", "maxYieldMs", SETTING_INT, OFF(max_yield_ms), "30000", 100, 60000, "30000",
      "upper clamp of yield_time_ms for bash and bash_poll (ms, at most 60000)"},
     {"CHAT2SBX_MAX_OUTPUT_CHARS", "maxOutputChars", SETTING_INT, OFF(max_output_chars), "60000", 1000, 1000000, "60000",

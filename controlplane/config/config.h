@@ -32,6 +32,7 @@ struct config {
 	char *template_image;     /* CHAT2SBX_TEMPLATE_IMAGE */
 	char *runtime;            /* CHAT2SBX_RUNTIME, "" = engine default */
 	char *expose_host;        /* CHAT2SBX_EXPOSE_HOST */
+	int firewall;             /* CHAT2SBX_FIREWALL: install table inet chat2sbx (issue 12) */
 	int max_yield_ms;         /* CHAT2SBX_MAX_YIELD_MS */
 	int max_output_chars;     /* CHAT2SBX_MAX_OUTPUT_CHARS */
 	int pids_limit;           /* CHAT2SBX_PIDS_LIMIT, CONFIG_AUTO = derived */

@@ -223,20 +223,32 @@ int docker_engine_storage(struct docker_engine *engine, struct docker_storage *r
 /* ---- networks (docker/networks.c) ---- */
 
 /* Makes sure a bridge network called name exists, with inter-container
- * communication disabled and the label label=true; an existing network of that
- * name is used as it is. Fails with UNAVAILABLE or INTERNAL naming the call. */
-int docker_network_ensure(struct docker_engine *engine, const char *name, const char *label, struct cp_error **err);
+ * communication disabled, the label label=true and its bridge interface
+ * called bridge_name (com.docker.network.bridge.name, at most 15
+ * characters), so the host's firewall can name it (issue 12). An existing
+ * network on another bridge (an older chat2sbx made it without the name)
+ * is removed and created again when no container, in any state, refers to
+ * it (a stopped member could not start on a replacement); otherwise it is
+ * used as it is. ret_bridge (size bytes, may be NULL) gets the bridge
+ * interface the network has afterwards: bridge_name, or the older
+ * network's "br-<id>". All borrowed. Fails with UNAVAILABLE or INTERNAL
+ * naming the call. Blocks at most 15 s per engine call (up to five). */
+int docker_network_ensure(struct docker_engine *engine, const char *name, const char *label, const char *bridge_name,
+                          char *ret_bridge, size_t size, struct cp_error **err);
 
 /* ---- networks made on request (docker/network_ops.c) ---- */
 
 /* POST /networks/create (Docker Engine API v1.41, "Create a network"): a
  * bridge called name with CheckDuplicate, inter-container communication on
- * (icc 1) or off (com.docker.network.bridge.enable_icc), and labels
+ * (icc 1) or off (com.docker.network.bridge.enable_icc), its host interface
+ * called bridge_name (com.docker.network.bridge.name; NULL = the engine's
+ * "br-<id>"; at most 15 characters, and no other network's) and labels
  * (NULL-terminated, alternating key, value). *ret_id (may be NULL; caller
- * frees) is the network id. CONFLICT when the name exists. All borrowed.
- * Blocks at most 15 s. */
+ * frees) is the network id. CONFLICT when the name exists; the engine
+ * refuses a bridge name another network has (DENIED or UNAVAILABLE with its
+ * words). All borrowed. Blocks at most 15 s. */
 int docker_network_create(struct docker_engine *engine, const char *name, const char *const *labels, int icc,
-                          char **ret_id, struct cp_error **err);
+                          const char *bridge_name, char **ret_id, struct cp_error **err);
 /* POST /networks/{network}/connect with EndpointConfig.Aliases [alias] (alias
  * may be NULL): the container joins the network, reachable by that name from
  * its other members. NOT_FOUND when either is absent; an engine refusal
@@ -257,6 +269,23 @@ int docker_network_remove(struct docker_engine *engine, const char *network, str
  * of *ret_n entries. Blocks at most 15 s. */
 int docker_network_list(struct docker_engine *engine, const char *label, char ***ret_names, size_t *ret_n,
                         struct cp_error **err);
+/* A bridge network and its host interface. */
+struct docker_network_bridge {
+	char *name;         /* owned: the network's name */
+	char interface[64]; /* its bridge interface on the host */
+	int named;          /* 1: named by com.docker.network.bridge.name; 0: the engine's "br-<id>" */
+};
+/* GET /networks?filters={"label":[label]} (label "key" or "key=value"): the
+ * bridge networks among them with their interfaces, as an array *ret of
+ * *ret_n (caller frees with docker_network_bridges_free). Blocks at most 15 s. */
+int docker_network_bridges(struct docker_engine *engine, const char *label, struct docker_network_bridge **ret,
+                           size_t *ret_n, struct cp_error **err);
+void docker_network_bridges_free(struct docker_network_bridge *v, size_t n);
+/* GET /containers/{container}/json: the Gateway of every network the
+ * container is on (NetworkSettings.Networks), as a NULL-terminated vector
+ * *ret (caller frees with docker_strv_free; empty with NetworkMode none).
+ * NOT_FOUND when absent. Blocks at most 15 s. */
+int docker_container_gateways(struct docker_engine *engine, const char *container, char ***ret, struct cp_error **err);
 /* Frees a NULL-terminated vector of owned strings; accepts NULL. */
 void docker_strv_free(char **v);
 

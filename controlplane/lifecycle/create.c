@@ -147,11 +147,21 @@ static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_r
 	return 0;
 }
 
+/* The shared network, on its fixed bridge (issue 12). One made by an older
+ * chat2sbx stays while containers refer to it; the firewall then names its
+ * bridge (lifecycle_legacy_bridges). */
 static int ensure_network(struct lifecycle *lc, struct cp_error **err)
 {
 	pthread_mutex_lock(&lc->attach_lock);
-	int r =
-	    lc->network_ready ? 0 : docker_network_ensure(lc->engine, LIFECYCLE_NETWORK, LIFECYCLE_LABEL_NETWORK, err);
+	char bridge[64] = "";
+	int r = lc->network_ready ? 0
+	                          : docker_network_ensure(lc->engine, LIFECYCLE_NETWORK, LIFECYCLE_LABEL_NETWORK,
+	                                                  LIFECYCLE_NETWORK_BRIDGE, bridge, sizeof(bridge), err);
+	if (r == 0 && !lc->network_ready && strcmp(bridge, LIFECYCLE_NETWORK_BRIDGE))
+		log_info("lifecycle",
+		         "network '%s' was made by an older chat2sbx on bridge %s and still has containers; it is "
+		         "used as it is (the firewall covers that bridge by name) and made again on %s once unused",
+		         LIFECYCLE_NETWORK, bridge, LIFECYCLE_NETWORK_BRIDGE);
 	if (r == 0)
 		lc->network_ready = 1;
 	pthread_mutex_unlock(&lc->attach_lock);

@@ -4,6 +4,7 @@
 #ifndef CP_LIFECYCLE_H
 #define CP_LIFECYCLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../base/error.h"
@@ -23,6 +24,13 @@
  * inter-container communication off, so sandboxes cannot reach each other. */
 #define LIFECYCLE_NETWORK "chat2sbx"
 #define LIFECYCLE_LABEL_NETWORK "org.chat2sbx.network"
+/* Every bridge interface of a chat2sbx network starts with this, so the
+ * host's firewall (table inet chat2sbx, ops/firewall.c) names them all with
+ * one static rule, whoever installed it (issue 12). The engine's own names
+ * ("br-<id>") change with every network. At most 15 characters in all. */
+#define LIFECYCLE_BRIDGE_PREFIX "c2s-"
+/* LIFECYCLE_NETWORK's bridge. */
+#define LIFECYCLE_NETWORK_BRIDGE LIFECYCLE_BRIDGE_PREFIX "sandboxes"
 /* Where clone mode mounts the approved host directory (read-only). */
 #define LIFECYCLE_SOURCE_TARGET "/.chat2sbx/source"
 /* Every sandbox process (and forwarder) is the kernel's first choice when
@@ -253,6 +261,7 @@ int lifecycle_host_limits(const struct config *cfg, struct policy_host *ret_host
 /* The limits computed at lifecycle_new (borrowed, lives as long as lc). */
 const struct policy_sandbox_limits *lifecycle_limits_in_force(const struct lifecycle *lc);
 struct store *lifecycle_store(const struct lifecycle *lc);
+struct docker_engine *lifecycle_engine(const struct lifecycle *lc);
 
 /* ---- warm pool (lifecycle/pool.c, issue 8) ---- */
 
@@ -288,6 +297,22 @@ void lifecycle_pool_stop(struct lifecycle *lc);
  * it is removed), -1 with *err on a registry failure. */
 int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                          struct lifecycle_create_result *ret, struct cp_error **err);
+
+/* ---- bridge interfaces (lifecycle/bridges.c, issue 12) ---- */
+
+/* The bridge of sandbox_id's expose network: LIFECYCLE_BRIDGE_PREFIX "x"
+ * and the last 10 characters of the id (50 random bits of a sandbox id;
+ * the engine refuses a second network on a bridge name in use), into buf
+ * (at least 16 bytes). Pure. */
+void lifecycle_expose_bridge_name(const char *sandbox_id, char *buf, size_t size);
+
+/* The bridge interfaces of chat2sbx's networks on the engine (the shared
+ * LIFECYCLE_NETWORK and every expose network, of any registry) that do not
+ * start with LIFECYCLE_BRIDGE_PREFIX: networks an older chat2sbx made
+ * before it named its bridges. *ret (caller frees with docker_strv_free) is
+ * a NULL-terminated vector, possibly empty. Engine errors pass through.
+ * Blocks on two engine calls (at most 15 s each). */
+int lifecycle_legacy_bridges(struct docker_engine *engine, char ***ret, struct cp_error **err);
 
 /* ---- exposed ports (lifecycle/expose.c, issue 6) ---- */
 

@@ -58,6 +58,10 @@ struct store *lifecycle_store(const struct lifecycle *lc)
 {
 	return lc->store;
 }
+struct docker_engine *lifecycle_engine(const struct lifecycle *lc)
+{
+	return lc->engine;
+}
 
 int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
                      struct helper_channel **ret_channel, struct cp_error **err)

@@ -19,7 +19,7 @@
 #include "../base/cleanup.h"
 #include "../base/id.h"
 #include "../lifecycle/lifecycle.h"
-#include "ops.h"
+#include "ops_internal.h"
 
 #define SCAN_MAX_DEPTH 8
 /* Files the script makes before the routes run: base f1 f2 f6 f8 f11 f13 f14. */

@@ -18,7 +18,7 @@
 #include "../base/id.h"
 #include "../base/log.h"
 #include "../lifecycle/lifecycle.h"
-#include "ops.h"
+#include "ops_internal.h"
 
 #define PROBE_ENV_NAME "CHAT2SBX_DOCTOR_CANARY"
 #define PROBE_CALL_WAIT_MS 45000
@@ -359,6 +359,10 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 		goto out;
 	judge_survey(cfg, &c, out, &r);
 	ops_attack_host_files(lc, s.id, s.workspace_id, &r);
+	char edge[2048];
+	enum ops_check_result edge_result;
+	ops_host_edge_attack(lc, &s, &edge_result, edge, sizeof(edge));
+	ops_probe_report_add(&r, "host_services", OPS_HOST_EDGE_ATTACK, edge_result, "%s", edge);
 	network_off_check(lc, &r);
 	*ret = r;
 	r = (struct ops_probe_report){0};

@@ -1,8 +1,8 @@
 /* ops.h: operating chat2sbx: the state files `status` reads (serve.json,
  * written by serve; tunnel.json, written by the tunnel supervisor), a
  * loopback-only HTTP probe, the isolation probe behind `chat2sbx doctor` and
- * `serve --verify-isolation`, and the pure decisions both use (capability
- * masks, mount tables, readiness). Uses lifecycle/, helper/, docker/; knows
+ * `serve --verify-isolation`, when the host-edge firewall is installed, and
+ * the pure decisions both use (capability masks, mount tables, readiness). Uses lifecycle/, helper/, docker/; knows
  * nothing of MCP beyond sending one initialize. */
 #ifndef CP_OPS_H
 #define CP_OPS_H
@@ -12,6 +12,9 @@
 
 #include "../base/error.h"
 #include "../config/config.h"
+#include "../firewall/firewall.h"
+
+struct docker_engine;
 
 /* ---- serve.json and tunnel.json (ops/state_files.c) ---- */
 
@@ -155,14 +158,63 @@ struct ops_readiness {
 	int template_present; /* the template image exists */
 	int tunnel_enabled;   /* CHAT2SBX_ENABLE_TUNNEL=1 */
 	int tunnel_ready;     /* tunnel.json says running and /readyz answered 200 */
+	int firewall_missing; /* CHAT2SBX_FIREWALL=1 and table inet chat2sbx was read and is not in place */
 };
 
 /* The exit status of `status`: 0 when ready; OPS_EXIT_NOT_READY when the
  * service is down or its MCP endpoint does not answer, the engine is down,
- * the template image is missing, or the tunnel is enabled but not ready.
+ * the template image is missing, the tunnel is enabled but not ready, or
+ * the host-edge firewall is on and was found not in place.
  * *ret_reason (static text; may be NULL) names the first such thing. Pure. */
 #define OPS_EXIT_NOT_READY 6
 int ops_readiness_exit_status(const struct ops_readiness *r, const char **ret_reason);
+
+/* ---- the host-edge firewall (ops/firewall.c, issue 12) ---- */
+
+/* Builds the firewall for this machine: the bridges LIFECYCLE_BRIDGE_PREFIX*
+ * and the older ones the engine has (lifecycle_legacy_bridges; none when
+ * engine is NULL). *ret: caller clears. Engine errors pass through. */
+int ops_firewall_build(struct docker_engine *engine, struct firewall_ruleset *ret, struct cp_error **err);
+
+/* One line about rs ("<state>: table inet chat2sbx drops what the bridges
+ * c2s-* and br-… send to this host's own addresses") into buf. Pure. */
+void ops_firewall_describe(const struct firewall_ruleset *rs, const char *state, char *buf, size_t size);
+
+/* Puts the firewall in place: builds it, reads the table, replaces it
+ * (one transaction) unless it is already exactly this ruleset, and reads it
+ * back. *ret_changed says whether it wrote, *ret_before (may be NULL) what
+ * it found; detail (size bytes) says what is in place now. DENIED without CAP_NET_ADMIN; UNAVAILABLE when the
+ * kernel refuses; engine errors pass through. Blocks on two engine calls
+ * and netlink. Idempotent. */
+int ops_firewall_install(struct docker_engine *engine, int *ret_changed, enum firewall_state *ret_before, char *detail,
+                         size_t size, struct cp_error **err);
+
+/* Removes table inet chat2sbx (firewall_remove). */
+int ops_firewall_uninstall(int *ret_removed, struct cp_error **err);
+
+/* What `status` and `doctor` say about the firewall. */
+struct ops_firewall_report {
+	int enabled;   /* CHAT2SBX_FIREWALL */
+	int permitted; /* this process may read nftables (CAP_NET_ADMIN) */
+	int known;     /* state was read */
+	enum firewall_state state;
+	char detail[1024]; /* one line for a person */
+};
+/* Fills *ret; never fails (what could not be read is "unknown" with the
+ * reason in detail). engine may be NULL (no older bridges considered).
+ * Blocks on two engine calls and netlink. */
+void ops_firewall_report(const struct config *cfg, struct docker_engine *engine, struct ops_firewall_report *ret);
+
+/* serve's start: with CHAT2SBX_FIREWALL=0 logs a warning and returns 0;
+ * without CAP_NET_ADMIN logs a warning naming what to run and returns 0;
+ * otherwise installs it (ops_firewall_install) and logs what is in place,
+ * or fails with the cause and what to do, so serve refuses to start. */
+int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *engine, struct cp_error **err);
+
+/* serve's maintenance pass: with the setting on and CAP_NET_ADMIN, puts the
+ * firewall back when it is missing or out of date (logged as a warning);
+ * problems are logged. Never fails. Blocks like ops_firewall_install. */
+void ops_firewall_maintain(const struct config *cfg, struct docker_engine *engine);
 
 /* ---- isolation probe (ops/isolation.c) ---- */
 
@@ -206,13 +258,6 @@ void ops_endpoint_probe(const struct config *cfg, struct ops_probe_report *r);
 
 struct lifecycle;
 
-/* For the attacks kept in files of their own (ops/attack_*.c): runs command
- * in the probe sandbox as one bash session (cwd /, at most 35 s) and returns
- * its combined output in *ret_output (caller frees). Errors from the helper
- * channel, or TIMEOUT when the command did not finish. Blocks up to 45 s. */
-int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
-                  struct cp_error **err);
-
 /* ---- the host-files attack (ops/attack_host_files.c) ---- */
 
 /* What ops_setid_scan found below a host directory. */
@@ -229,27 +274,14 @@ struct ops_setid_findings {
  * only. */
 int ops_setid_scan(const char *dir, struct ops_setid_findings *ret, struct cp_error **err);
 
-/* Check "setuid_files" (issue 12): in the probe sandbox (sandbox_id, whose
- * managed workspace is workspace_id) tries to plant setuid/setgid programs
- * and file capabilities in /workspace (chmod 4755 and g+s, install -m 4755,
- * cp -p of an image's setuid program, tar -xp, perl chmod and sysopen,
- * python os.chmod, open O_CREAT 04755, mknod S_IFREG|04755, chmod through
- * /proc/self/fd, openat2 and fchmodat2 with 04755, setxattr
- * security.capability; io_uring_setup must be refused), then scans the host
- * copies with ops_setid_scan. Passed when no host file carries a bit or
- * capabilities and io_uring is refused; failed (naming the files, or why it
- * proved nothing) otherwise. Its directory is removed from inside. Adds one
- * outcome to r. Blocks up to two probe runs (90 s). */
-void ops_attack_host_files(struct lifecycle *lc, const char *sandbox_id, const char *workspace_id,
-                           struct ops_probe_report *r);
-
 /* Proves isolation on this machine: plants canaries on the host (a file in a
  * fresh host temp dir and one in DATA_ROOT, an environment variable in this
  * process), creates a probe sandbox through lc (managed workspace, the
  * operator's configuration) and attacks it from inside through its helper
  * channel: Docker socket, host files, host environment, credential mounts,
- * capabilities and privileges, pids limit, setuid files planted through
- * /workspace (ops_attack_host_files); then a second probe with
+ * capabilities and privileges, pids limit, memory ceiling, setuid files
+ * planted through /workspace (ops_attack_host_files), the host's own
+ * services (a listener on 0.0.0.0 of the host, host_edge.c); then a second probe with
  * network_off=1 must see nothing but loopback (skipped with the reason when
  * this build does not honour network_off). Each outcome goes into *ret
  * (caller clears). Probes and canaries are removed at the end, also on

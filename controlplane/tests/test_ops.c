@@ -105,7 +105,7 @@ Test(ops, mountinfo_finds_credentials_and_home)
 
 Test(ops, readiness_exit_status)
 {
-	struct ops_readiness all = {1, 1, 1, 1, 0, 0};
+	struct ops_readiness all = {.service_up = 1, .mcp_answering = 1, .engine_up = 1, .template_present = 1};
 	const char *why = "x";
 	cr_assert_eq(ops_readiness_exit_status(&all, &why), 0);
 	cr_assert_null(why);
@@ -134,6 +134,10 @@ Test(ops, readiness_exit_status)
 	r = all;
 	r.tunnel_ready = 0; /* disabled: its readiness does not matter */
 	cr_assert_eq(ops_readiness_exit_status(&r, NULL), 0);
+	r = all;
+	r.firewall_missing = 1;
+	cr_assert_eq(ops_readiness_exit_status(&r, &why), OPS_EXIT_NOT_READY, "the firewall is not in place");
+	cr_assert(strstr(why, "firewall"));
 }
 
 Test(ops, only_loopback_urls_are_probed)

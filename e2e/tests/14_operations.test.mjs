@@ -240,7 +240,8 @@ ctx.test('doctor passes on the default configuration, while serve runs, and leav
   const d = json(r);
   assert.equal(d.passed, true, r.desc);
   const byName = Object.fromEntries(d.checks.map((c) => [c.name, c]));
-  for (const name of ['docker_socket', 'host_files', 'host_environment', 'credentials', 'privileges', 'pids_limit', 'mcp_token', 'mcp_socket'])
+  for (const name of ['docker_socket', 'host_files', 'host_environment', 'credentials', 'privileges', 'pids_limit',
+    'memory_limit', 'setuid_files', 'host_services', 'mcp_token', 'mcp_socket'])
     assert.equal(byName[name]?.result, 'passed', `${name}: ${JSON.stringify(byName[name])}`);
   assert.ok(['passed', 'skipped'].includes(byName.network_off?.result), JSON.stringify(byName.network_off));
   assert.ok(d.checks.every((c) => c.result !== 'failed'));

@@ -5,7 +5,7 @@
 // far readable; and with the Docker Engine itself stopped, a tool call fails
 // at once with a message naming the engine, then, once the engine is started
 // again, the sandbox recovers the same way (its container has the restart
-// policy unless-stopped).
+// policy unless-stopped), and the host-edge firewall is still in place.
 // THE LAST TEST STOPS AND RESTARTS THE SHARED DOCKER ENGINE (dockerd): it
 // disturbs anything else using the engine at that moment.
 import assert from 'node:assert/strict';
@@ -13,7 +13,18 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { DOCKER_SOCKET, REPO_ROOT, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
+import net from 'node:net';
+
+import {
+  BIN,
+  DOCKER_SOCKET,
+  REPO_ROOT,
+  childEnv,
+  dockerInspect,
+  dockerRequest,
+  resultText,
+  useServer,
+} from '../lib/server.mjs';
 
 const ctx = useServer();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -240,6 +251,43 @@ ctx.test('the engine stopped: calls fail at once naming it; started again: the s
   const got = await tools.ok('sandbox_get', { sandbox_id: sbx.sandbox_id });
   assert.equal(got.status, 'running', JSON.stringify(got).slice(0, 500));
   assert.match(ctx.srv.stderrTail(400), new RegExp(`sandbox ${sbx.sandbox_id} was restarted`), 'serve logs it');
+  await checkHostEdge(tools, sbx.sandbox_id);
 });
+
+// The host-edge firewall (issue 12) after the engine rewrote its own
+// iptables-nft tables: table inet chat2sbx is still exactly in place, serve
+// never had to put it back (it would have logged so), and a host listener on
+// 0.0.0.0 is still out of the recovered sandbox's reach.
+async function checkHostEdge(tools, sandboxId) {
+  const home = path.join(ctx.srv.root, 'home');
+  const r = spawnSync(BIN, ['status', '--json'], {
+    cwd: ctx.srv.root,
+    env: childEnv({}, home, ctx.srv.dataRoot, ctx.srv.port),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  const fw = JSON.parse(r.stdout).firewall;
+  assert.equal(fw.state, 'installed', `after the engine restart: ${JSON.stringify(fw)}`);
+  assert.doesNotMatch(ctx.srv.stderrTail(2000), /the firewall was not in place/, 'the engine left the table alone');
+  let reached = 0;
+  const server = net.createServer((c) => {
+    reached++;
+    c.destroy();
+  });
+  await new Promise((resolve) => server.listen(0, '0.0.0.0', resolve));
+  try {
+    const gateway = (await dockerInspect(sandboxId)).NetworkSettings.Networks.chat2sbx.Gateway;
+    const { port } = server.address();
+    const out = await okAfterRestart(tools, 'bash', {
+      sandbox_id: sandboxId,
+      command: `timeout 3 bash -c 'exec 3<>/dev/tcp/${gateway}/${port}' 2>/dev/null && echo open || echo closed`,
+      yield_time_ms: 20_000,
+    });
+    assert.equal(out.output, 'closed\n', 'the sandbox reached a host listener after the engine restart');
+    assert.equal(reached, 0);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
 
 ctx.finish();

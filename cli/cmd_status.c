@@ -6,7 +6,10 @@
  * host-edge firewall (table inet chat2sbx; readable as root only), the
  * sandbox limits and count, pending approvals. Reads only; creates nothing. The exit
  * status is ops_readiness_exit_status (0 ready, OPS_EXIT_NOT_READY not). */
+#include <errno.h>
 #include <json-c/json.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +244,76 @@ static void status_limits(const struct config *cfg, struct json_object *sbx)
 	add_int(sbx, "kernel_threads_max", h.threads_max, 1);
 }
 
+/* One watched filesystem: free space, size and the watermark there. */
+static struct json_object *disk_entry(const struct config *cfg, const char *what, const char *path, int *ret_low)
+{
+	struct json_object *d = json_object_new_object();
+	add_str(d, "what", what);
+	add_str(d, "path", path);
+	struct statvfs sv;
+	if (statvfs(path, &sv) < 0) {
+		add_str(d, "error", strerror(errno));
+		return d;
+	}
+	int64_t total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize,
+	        avail = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	int64_t watermark = 0;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (policy_min_free_parse(cfg->min_free_disk, total, &watermark, &e) < 0)
+		add_str(d, "error", e->message);
+	add_int(d, "free_bytes", avail, 1);
+	add_int(d, "size_bytes", total, 1);
+	add_int(d, "min_free_bytes", watermark, 1);
+	add_bool(d, "low", avail < watermark);
+	*ret_low |= avail < watermark;
+	return d;
+}
+
+/* The free-space guard's view (issue 13): the disks of the data root and of
+ * the engine's data, whether a sandbox's disk can be limited, and the
+ * sandboxes paused for a full disk. */
+static void status_disk(const struct config *cfg, struct json_object *out)
+{
+	struct json_object *disk = json_object_new_object(), *list = json_object_new_array();
+	int low = 0;
+	json_object_array_add(list, disk_entry(cfg, "data root", cfg->data_root, &low));
+	struct docker_engine *engine = NULL;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (docker_engine_new(cfg->docker_socket, &engine, &e) == 0) {
+		struct docker_storage ds = {0};
+		if (docker_engine_storage(engine, &ds, &e) == 0) {
+			struct stat a, b;
+			if (ds.root_dir &&
+			    !(stat(ds.root_dir, &a) == 0 && stat(cfg->data_root, &b) == 0 && a.st_dev == b.st_dev))
+				json_object_array_add(list, disk_entry(cfg, "engine data", ds.root_dir, &low));
+			add_bool(disk, "size_limit_supported", ds.size_supported);
+			char storage[200];
+			snprintf(storage, sizeof(storage), "%s on %s", ds.driver ? ds.driver : "?",
+			         ds.backing_fs ? ds.backing_fs : "?");
+			add_str(disk, "storage", storage);
+		}
+		docker_storage_clear(&ds);
+		char label[4300];
+		snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_REGISTRY, cfg->database_path);
+		struct docker_container_state *cs = NULL;
+		size_t n = 0;
+		int paused = 0;
+		cp_error_freep(&e);
+		if (docker_container_list(engine, label, &cs, &n, &e) == 0) {
+			for (size_t i = 0; i < n; i++) {
+				paused += cs[i].status && !strcmp(cs[i].status, "paused");
+				docker_container_state_clear(&cs[i]);
+			}
+			free(cs);
+			add_int(disk, "paused_sandboxes", paused, 1);
+		}
+	}
+	docker_engine_free(engine);
+	add_bool(disk, "low", low);
+	json_object_object_add(disk, "filesystems", list);
+	json_object_object_add(out, "disk", disk);
+}
+
 /* The host-edge firewall (issue 12): read when this process may (root). */
 static void status_firewall(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
 {
@@ -350,6 +423,31 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	       get_s(o, "firewall", "warning") ?: "");
 	printf("%-10s %s active, limit %s (%s)\n", "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?",
 	       get_s(o, "sandboxes", "limit") ?: "unlimited", get_s(o, "sandboxes", "limit_source") ?: "?");
+	struct json_object *dk = json_object_object_get(o, "disk"), *fss = json_object_object_get(dk, "filesystems");
+	for (size_t i = 0; i < json_object_array_length(fss); i++) {
+		struct json_object *f = json_object_array_get_idx(fss, i);
+		const char *ferr = json_object_get_string(json_object_object_get(f, "error"));
+		if (ferr) {
+			printf("%-10s %-10s %s '%s': %s\n", "DISK", "unknown",
+			       json_object_get_string(json_object_object_get(f, "what")),
+			       json_object_get_string(json_object_object_get(f, "path")), ferr);
+			continue;
+		}
+		printf("%-10s %-10s %s '%s': %lld MiB free of %lld MiB, minimum %lld MiB (CHAT2SBX_MIN_FREE_DISK)\n",
+		       "DISK", json_object_get_boolean(json_object_object_get(f, "low")) ? "LOW" : "ok",
+		       json_object_get_string(json_object_object_get(f, "what")),
+		       json_object_get_string(json_object_object_get(f, "path")),
+		       (long long)(json_object_get_int64(json_object_object_get(f, "free_bytes")) >> 20),
+		       (long long)(json_object_get_int64(json_object_object_get(f, "size_bytes")) >> 20),
+		       (long long)(json_object_get_int64(json_object_object_get(f, "min_free_bytes")) >> 20));
+	}
+	if (json_object_object_get(dk, "storage"))
+		printf("%-10s %-10s %s: %s; %s sandbox(es) paused for a full disk\n", "", "",
+		       get_s(o, "disk", "storage"),
+		       !strcmp(get_s(o, "disk", "size_limit_supported") ?: "false", "true")
+		           ? "a sandbox's disk can be limited (disk, CHAT2SBX_DEFAULT_DISK)"
+		           : "a sandbox's disk cannot be limited here; the free-space guard pauses writers instead",
+		       get_s(o, "disk", "paused_sandboxes") ?: "?");
 	struct json_object *sb = json_object_object_get(o, "sandboxes");
 	int64_t mib = 1024 * 1024;
 	if (json_object_object_get(sb, "default_memory_bytes"))
@@ -381,6 +479,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 	status_tunnel(cli->cfg, &rd, o);
 	status_engine(cli->cfg, &rd, o);
 	status_firewall(cli->cfg, &rd, o);
+	status_disk(cli->cfg, o);
 	status_registry(cli->cfg, o);
 	const char *reason = NULL;
 	int status = ops_readiness_exit_status(&rd, &reason);

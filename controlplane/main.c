@@ -1,6 +1,7 @@
 /* main.c: the start-up order of `serve`, and nothing else: config (by the
  * caller) → log → data dirs + store + migrations → engine → template and
- * helper checks → host-edge firewall → reconcile → MCP listener → wait for a signal → shut down.
+ * helper checks → host-edge firewall → disk guard → reconcile → MCP listener → wait for a signal → shut
+ * down.
  * Sandboxes keep running across a shutdown; only channels are closed. */
 #include <errno.h>
 #include <fcntl.h>
@@ -315,6 +316,11 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	if (check_runtime_inputs(cfg, engine, err) < 0 || ops_firewall_serve_start(cfg, engine, err) < 0 ||
 	    lifecycle_new(cfg, store, engine, &lc, err) < 0)
 		goto out;
+	/* A container an earlier serve paused for a full disk would not answer
+	 * its re-attach; the guard then looks before anything is created. */
+	lifecycle_disk_unpause_leftovers(lc);
+	if (lifecycle_disk_guard_start(lc, err) < 0)
+		goto out;
 	struct cp_error *rec_err = NULL;
 	if (lifecycle_reconcile(lc, &rec_err) < 0) {
 		log_warn("serve", "%s", rec_err->message);
@@ -460,6 +466,7 @@ out:
 	maintenance_stop(&maint);
 	mcp_server_free(server);
 	lifecycle_pool_stop(lc); /* after the last tool call: removes the unclaimed members it made */
+	lifecycle_disk_guard_stop(lc);
 	lifecycle_free(lc);
 	docker_engine_free(engine);
 	store_free(store);

@@ -55,6 +55,14 @@ static const struct setting settings[] = {
      "~/.secrets/tunnel-client", "holds tunnel-id and key"},
     {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "maxActiveSandboxes", SETTING_INT, OFF(max_active_sandboxes), "auto", 1, 100000,
      "auto (one per 2 GiB of memory, 2-32)", "most sandboxes running at once ('auto', 'unlimited' or 1-100000)"},
+    {"CHAT2SBX_MIN_FREE_DISK", "minFreeDisk", SETTING_STRING, OFF(min_free_disk), "auto", 0, 0,
+     "auto (the smaller of 2g and 5% of the disk)",
+     "free space kept on the disks of the data root and the engine: below it new sandboxes are refused and "
+     "writing ones paused (\"2g\", \"10%\" or 'auto')"},
+    {"CHAT2SBX_DEFAULT_DISK", "defaultDisk", SETTING_STRING, OFF(default_disk), "auto", 0, 0,
+     "auto (20g where the engine can limit a writable layer, else none)",
+     "size of a sandbox's writable layer when it asks for none (\"20g\", 'none' or 'auto'); only engines on "
+     "overlay2 over xfs, btrfs, zfs or devicemapper can limit it"},
     {"CHAT2SBX_DEFAULT_MEMORY", "defaultMemory", SETTING_STRING, OFF(default_memory), "auto", 0, 0,
      "auto (half the memory, at most 8g)",
      "memory ceiling of a sandbox that asks for none (\"4g\", \"512m\" or 'auto'); swap is not added"},

@@ -28,6 +28,8 @@ struct config {
 	char *secret_dir;         /* CHAT2SBX_SECRET_DIR */
 	int max_active_sandboxes; /* CHAT2SBX_MAX_ACTIVE_SANDBOXES, 0 = unlimited, CONFIG_AUTO = derived */
 	char *default_memory;     /* CHAT2SBX_DEFAULT_MEMORY, "auto" = derived */
+	char *min_free_disk;      /* CHAT2SBX_MIN_FREE_DISK: "auto", a size or "N%" */
+	char *default_disk;       /* CHAT2SBX_DEFAULT_DISK: "auto", "none" or a size */
 	char *docker_socket;      /* CHAT2SBX_DOCKER_SOCKET */
 	char *template_image;     /* CHAT2SBX_TEMPLATE_IMAGE */
 	char *runtime;            /* CHAT2SBX_RUNTIME, "" = engine default */

@@ -227,6 +227,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	    .nano_cpus = s->nano_cpus,
 	    .pids_limit = opts && opts->pids_limit > 0 ? opts->pids_limit : lc->limits.pids_default,
 	    .oom_score_adj = LIFECYCLE_OOM_SCORE_ADJ,
+	    .disk_bytes = s->disk_bytes,
 	    .network_disabled = !s->network,
 	    .network = LIFECYCLE_NETWORK,
 	    .runtime = s->runtime,
@@ -347,8 +348,12 @@ static int answer_reused(struct lifecycle *lc, const char *workspace_id, const s
 	return 0;
 }
 
+/* Whether a new sandbox may be made: the disk has room (disk_guard.c) and
+ * the sandbox count is below its limit. */
 static int check_limit(struct lifecycle *lc, struct cp_error **err)
 {
+	if (lifecycle_disk_check_create(lc, err) < 0)
+		return -1;
 	if (lc->limits.max_active <= 0)
 		return 0;
 	int live = 0;
@@ -441,6 +446,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	    .memory_bytes = lim.memory_bytes,
 	    .nano_cpus = lim.nano_cpus,
 	    .network = lim.network,
+	    .disk_bytes = lim.disk_bytes,
 	    .created_at_ms = clock_now_ms(),
 	    .pooled = opts->pool_member ? 1 : 0,
 	};

@@ -38,6 +38,22 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
 			return -1;
 		lim.pids_limit = opts->pids_limit;
 	}
+	/* The writable layer's size, where the engine's storage can limit it
+	 * (issue 13); elsewhere the free-space guard protects the disk. */
+	if (opts->disk) {
+		if (policy_size_parse("disk", opts->disk, POLICY_DISK_MIN_BYTES, POLICY_DISK_MAX_BYTES, &lim.disk_bytes,
+		                      err) < 0)
+			return -1;
+		if (!lc->disk_size_supported)
+			return cp_error_set(
+			    err, CP_ERR_INVALID_ARGUMENT,
+			    "disk '%s' cannot be given here: the Docker Engine's storage (%s) cannot limit a "
+			    "sandbox's disk (only overlay2 over xfs with pquota, btrfs, zfs and devicemapper "
+			    "can); leave disk out (the free-space guard keeps the host's disk from filling)",
+			    opts->disk, lc->storage_name);
+	} else {
+		lim.disk_bytes = lc->disk_size_supported ? lc->default_disk_bytes : 0;
+	}
 	const char *runtime = lc->cfg->runtime && lc->cfg->runtime[0] ? lc->cfg->runtime : NULL;
 	if (runtime) {
 		_cleanup_(docker_runtime_info_clear) struct docker_runtime_info rt = {0};

@@ -59,6 +59,7 @@ struct lifecycle_create_options {
 	const char *cpus;           /* "1.5" (CPUs, > 0, at most the host's); NULL = no limit (issue 6) */
 	int64_t pids_limit;         /* > 0: process limit; 0 = CHAT2SBX_PIDS_LIMIT (issue 6) */
 	int network_off;            /* 1: no interface but loopback (NetworkMode none); 0 = default on */
+	const char *disk;           /* "20g": writable layer size (only where the engine can); NULL = default */
 	/* Progress of the steps of a create (template check, workspace, container
 	 * create, start, helper hello, copy), for notifications/progress. Called
 	 * on the creating thread; step is a short static text, done counts from 1
@@ -258,6 +259,29 @@ int lifecycle_host_read(struct policy_host *ret, struct cp_error **err);
  * setting that cannot fit (policy_sandbox_limits). */
 int lifecycle_host_limits(const struct config *cfg, struct policy_host *ret_host, struct policy_sandbox_limits *ret,
                           struct cp_error **err);
+/* ---- the free-space guard (disk_guard.c; issue 13) ---- */
+/* Starts watching the free space of DATA_ROOT's disk and of the engine's
+ * data directory (when readable) every 2 s: below CHAT2SBX_MIN_FREE_DISK,
+ * creates are refused and sandboxes whose usage grows are paused, unpaused
+ * when space is back. Makes a 16 MiB reserve in STATE_DIR it gives up when
+ * the disk is all but full. Looks once before returning. INVALID_ARGUMENT
+ * for a CHAT2SBX_MIN_FREE_DISK that is neither 'auto', a size nor "N%". */
+int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err);
+/* Stops the thread (paused sandboxes stay paused). NULL-safe, idempotent. */
+void lifecycle_disk_guard_stop(struct lifecycle *lc);
+/* 0 when a sandbox may be created; LIMIT with the numbers when the disk is
+ * below the watermark. */
+int lifecycle_disk_check_create(struct lifecycle *lc, struct cp_error **err);
+/* What sandbox_get says about a sandbox without a disk limit: static text
+ * naming the engine's storage and that the free-space guard protects the
+ * disk instead. */
+const char *lifecycle_disk_note(struct lifecycle *lc);
+/* 1 when the guard paused sandbox_id, with why in reason (may be NULL). */
+int lifecycle_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *reason, size_t size);
+/* At start, before reconcile: unpauses this registry's containers an
+ * earlier serve paused (a paused helper would not answer its re-attach). */
+void lifecycle_disk_unpause_leftovers(struct lifecycle *lc);
+
 /* The limits computed at lifecycle_new (borrowed, lives as long as lc). */
 const struct policy_sandbox_limits *lifecycle_limits_in_force(const struct lifecycle *lc);
 struct store *lifecycle_store(const struct lifecycle *lc);

@@ -35,6 +35,10 @@ struct lifecycle {
 	size_t n_holds;
 	pthread_mutex_t create_lock;         /* the sandbox limit check and the row insert, as one step */
 	struct policy_sandbox_limits limits; /* in force on this machine (host_limits.c) */
+	struct lifecycle_disk_guard *disk;   /* the free-space guard (disk_guard.c); NULL until started */
+	int disk_size_supported;             /* the engine's storage takes a layer size (asked at start) */
+	char storage_name[96];               /* "overlay2 on extfs", for messages */
+	int64_t default_disk_bytes;          /* CHAT2SBX_DEFAULT_DISK where supported, else 0 */
 };
 
 struct lifecycle_hold {
@@ -48,6 +52,7 @@ struct lifecycle_limits {
 	int64_t memory_bytes; /* 0 = engine default */
 	int64_t nano_cpus;    /* 0 = no limit */
 	int64_t pids_limit;   /* > 0 */
+	int64_t disk_bytes;   /* writable layer size; 0 = none (the engine cannot, or none asked) */
 	int network;          /* 0 = NetworkMode none (asked, or the runtime has --network=none) */
 	const char *runtime;  /* borrowed from cfg; NULL = engine default */
 };

@@ -44,9 +44,12 @@ static const char *pool_runtime(const struct lifecycle *lc)
 static int member_usable(const struct lifecycle *lc, const struct sandbox_record *s)
 {
 	const char *rt = pool_runtime(lc);
+	/* A member is what a create with no options gets now: the default
+	 * memory ceiling and disk size in force (host_limits.c, disk_guard.c). */
 	return !strcmp(s->status, "running") && !strcmp(s->image, lc->cfg->template_image) &&
-	       !strcmp(s->runtime ? s->runtime : "", rt ? rt : "") && s->memory_bytes == 0 && s->nano_cpus == 0 &&
-	       s->network == 1;
+	       !strcmp(s->runtime ? s->runtime : "", rt ? rt : "") &&
+	       s->memory_bytes == lc->limits.default_memory_bytes && s->disk_bytes == lc->default_disk_bytes &&
+	       s->nano_cpus == 0 && s->network == 1;
 }
 
 /* Removes one member entirely: channel, container, rows, empty workspace
@@ -74,8 +77,9 @@ static void remove_member(struct lifecycle *lc, const struct sandbox_record *s)
 	workspace_record_clear(&w);
 }
 
-/* Members ready to be claimed; -1 when the registry cannot be read. */
-static int count_ready(struct lifecycle *lc)
+/* Members ready to be claimed, and in *ret_all every member row; -1 when
+ * the registry cannot be read. */
+static int count_ready(struct lifecycle *lc, int *ret_all)
 {
 	struct sandbox_record *rows = NULL;
 	size_t n = 0;
@@ -90,6 +94,7 @@ static int count_ready(struct lifecycle *lc)
 		sandbox_record_clear(&rows[i]);
 	}
 	free(rows);
+	*ret_all = (int)n;
 	return ready;
 }
 
@@ -133,7 +138,17 @@ static void *pool_main(void *arg)
 	while (!p->stop) {
 		pthread_mutex_unlock(&p->lock);
 		long wait_ms = POOL_IDLE_CHECK_MS;
-		int ready = count_ready(p->lc);
+		int all = 0;
+		int ready = count_ready(p->lc, &all);
+		/* A member that never counts as ready (a bug, a row that cannot be
+		 * handed out) must not make the pool grow without end. */
+		if (ready >= 0 && ready < p->size && all >= 2 * p->size + 2) {
+			log_warn("lifecycle",
+			         "warm pool: %d members but only %d ready; not making more until they are "
+			         "claimed or removed",
+			         all, ready);
+			ready = p->size;
+		}
 		if (ready >= 0 && ready < p->size) {
 			if (create_member(p) == 0) {
 				delay_ms = 0;
@@ -253,7 +268,7 @@ static int wants_default(const struct lifecycle_create_options *o)
 {
 	return !o->workspace_id && !o->workspace_path &&
 	       (!o->workspace_mode || !strcmp(o->workspace_mode, "managed")) && !o->memory && !o->cpus &&
-	       o->pids_limit <= 0 && !o->network_off;
+	       o->pids_limit <= 0 && !o->network_off && !o->disk;
 }
 
 int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
@@ -274,8 +289,9 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 			r = 1; /* the cold path refuses with the limit's message */
 	}
 	if (r == 0)
-		r = store_sandbox_pool_claim(lc->store, lc->cfg->template_image, pool_runtime(lc), clock_now_ms(), &id,
-		                             err);
+		r = store_sandbox_pool_claim(lc->store, lc->cfg->template_image, pool_runtime(lc),
+		                             lc->limits.default_memory_bytes, lc->default_disk_bytes, clock_now_ms(),
+		                             &id, err);
 	else if (r == 1)
 		r = 0;
 	pthread_mutex_unlock(&lc->create_lock);

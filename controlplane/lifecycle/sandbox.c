@@ -150,6 +150,15 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 			             id);
 		goto out;
 	}
+	/* A full disk froze it (disk_guard.c): say why instead of waiting on it. */
+	char paused[700];
+	if (lifecycle_disk_paused(lc, id, paused, sizeof(paused))) {
+		cp_error_set(err, CP_ERR_UNAVAILABLE,
+		             "sandbox '%s' is paused because %s; it resumes on its own, with everything in it, once "
+		             "the person at this machine frees space; try again later",
+		             id, paused);
+		goto out;
+	}
 	/* The call holds the sandbox until lifecycle_sandbox_release (expiry
 	 * waits for it); taken before the activity is recorded, so expiry
 	 * never sees an idle row that a call is about to use. */

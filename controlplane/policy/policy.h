@@ -25,6 +25,8 @@ int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **
 int policy_size_parse(const char *what, const char *text, int64_t min_bytes, int64_t max_bytes, int64_t *ret_bytes,
                       struct cp_error **err);
 
+/* Smallest writable layer a sandbox may be given (a shell and a build). */
+#define POLICY_DISK_MIN_BYTES (256LL * 1024 * 1024)
 /* Largest disk size accepted (64 TiB), to refuse typos. */
 #define POLICY_DISK_MAX_BYTES (64LL * 1024 * 1024 * 1024 * 1024)
 /* The free-space watermark (issue 13), CHAT2SBX_MIN_FREE_DISK: 'auto' is

@@ -157,7 +157,8 @@ struct sandbox_record {
 	int64_t updated_at_ms;
 	int64_t last_activity_ms;
 	int64_t removed_at_ms;
-	int pooled; /* 1: a warm-pool member, not a user sandbox (migration 0006) */
+	int pooled;         /* 1: a warm-pool member, not a user sandbox (migration 0006) */
+	int64_t disk_bytes; /* writable layer size limit, 0 = none (migration 0008) */
 };
 void sandbox_record_clear(struct sandbox_record *s);
 
@@ -205,11 +206,12 @@ int store_sandbox_get_mount_identity(struct store *store, const char *id, uint64
 /* ---- warm pool (store/sandbox_pool.c, issue 8) ---- */
 
 /* Claims one running warm-pool member made from image and runtime (NULL =
- * engine default) with one UPDATE: pooled 1 → 0, created, updated and
+ * engine default) with memory_bytes and disk_bytes (the defaults a create
+ * without options gets) with one UPDATE: pooled 1 → 0, created, updated and
  * activity times = now_ms. Two racing claims never get the same row.
  * Returns 1 with *ret_id (caller frees) set, 0 when no member is ready. */
-int store_sandbox_pool_claim(struct store *store, const char *image, const char *runtime, int64_t now_ms, char **ret_id,
-                             struct cp_error **err);
+int store_sandbox_pool_claim(struct store *store, const char *image, const char *runtime, int64_t memory_bytes,
+                             int64_t disk_bytes, int64_t now_ms, char **ret_id, struct cp_error **err);
 /* Warm-pool members (pooled = 1) in any status but removed, oldest first.
  * Caller clears each and frees the array. */
 int store_sandbox_pool_list(struct store *store, struct sandbox_record **ret, size_t *ret_n, struct cp_error **err);

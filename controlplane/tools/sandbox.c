@@ -70,6 +70,13 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 		                       json_object_new_string_len(s->container_id, (int)strnlen(s->container_id, 12)));
 	if (s->memory_bytes > 0)
 		json_object_object_add(o, "memory_bytes", json_object_new_int64(s->memory_bytes));
+	if (s->disk_bytes > 0)
+		json_object_object_add(o, "disk_bytes", json_object_new_int64(s->disk_bytes));
+	else if (!strcmp(s->status, "running") || !strcmp(s->status, "creating"))
+		add_str(o, "disk_note", lifecycle_disk_note(app->lc));
+	char paused[700];
+	if (lifecycle_disk_paused(app->lc, s->id, paused, sizeof(paused)))
+		add_str(o, "paused", paused);
 	if (s->nano_cpus > 0)
 		json_object_object_add(o, "cpus", json_object_new_double(s->nano_cpus / 1e9));
 	json_object_object_add(o, "network", json_object_new_boolean(s->network));
@@ -120,12 +127,13 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
                         struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"memory",       "cpus",           "pids_limit",     "network",
-	                                    "workspace_id", "workspace_path", "workspace_mode", NULL};
+	static const char *const known[] = {"memory",         "cpus",           "pids_limit", "network", "workspace_id",
+	                                    "workspace_path", "workspace_mode", "disk",       NULL};
 	struct lifecycle_create_options opts = {0};
 	char cpus[64];
 	int network = 1;
 	if (tool_args_only(args, known, err) < 0 || tool_args_string(args, "memory", 0, &opts.memory, err) < 0 ||
+	    tool_args_string(args, "disk", 0, &opts.disk, err) < 0 ||
 	    cpus_arg(args, cpus, sizeof(cpus), &opts.cpus, err) < 0 ||
 	    tool_args_int(args, "pids_limit", 0, INT64_MIN, INT64_MAX, &opts.pids_limit, err) < 0 ||
 	    tool_args_bool(args, "network", 1, &network, err) < 0 ||

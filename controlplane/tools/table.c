@@ -32,6 +32,9 @@ const char tools_instructions[] =
 	"\"workspace_path\":{\"type\":\"string\",\"description\":\"Host directory behind /workspace\"},"               \
 	"\"image\":{\"type\":\"string\"},\"container_id\":{\"type\":\"string\"},"                                      \
 	"\"memory_bytes\":{\"type\":\"integer\"},\"network\":{\"type\":\"boolean\"},"                                  \
+	"\"disk_bytes\":{\"type\":\"integer\",\"description\":\"Size limit of the sandbox's own disk\"},"              \
+	"\"disk_note\":{\"type\":\"string\"},\"paused\":{\"type\":\"string\",\"description\":\"Why the "               \
+	"sandbox is paused (a full disk); it resumes on its own\"},"                                                   \
 	"\"cpus\":{\"type\":\"number\"},\"options_note\":{\"type\":\"string\"},"                                       \
 	"\"runtime\":{\"type\":\"string\"},\"failure_reason\":{\"type\":\"string\"},"                                  \
 	"\"created_at\":{\"type\":\"string\"},\"last_activity_at\":{\"type\":\"string\"},"                             \
@@ -81,11 +84,15 @@ static const struct mcp_tool table[] = {
         .input_schema =
             "{\"type\":\"object\",\"properties\":{"
             "\"memory\":{\"type\":\"string\",\"description\":\"Memory ceiling such as \\\"512m\\\" or "
-            "\\\"4g\\\" (default: no ceiling)\"},"
+            "\\\"4g\\\" (default: the server's ceiling, see sandbox_get memory_bytes; at most this machine's "
+            "memory)\"},"
+            "\"disk\":{\"type\":\"string\",\"description\":\"Size of the sandbox's own disk such as "
+            "\\\"20g\\\" (only where the engine can limit it; sandbox_get says)\"},"
             "\"cpus\":{\"type\":[\"string\",\"number\"],\"description\":\"CPU ceiling such as \\\"1.5\\\" "
             "(more than 0, at most the machine's CPU count; default: no ceiling)\"},"
             "\"pids_limit\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":32768,\"description\":\"Most "
-            "processes and threads at once (default: the server's CHAT2SBX_PIDS_LIMIT, 4096)\"},"
+            "processes and threads at once (default and upper end: the server's share per sandbox, at most "
+            "4096 by default)\"},"
             "\"network\":{\"type\":\"boolean\",\"description\":\"false: no network interface but loopback "
             "(default true; a runtime without network, such as gVisor here, is always false)\"},"
             "\"workspace_id\":{\"type\":\"string\",\"description\":\"Existing workspace to attach "

@@ -31,6 +31,9 @@ GEN_SRCS := $(BUILD)/gen/migrations.c $(BUILD)/gen/seccomp_default.c
 HELPER_SRCS := $(sort $(filter-out template/helper/tests/%,$(wildcard template/helper/*.c)))
 CP_TEST_SRCS := $(sort $(wildcard controlplane/tests/*.c))
 HELPER_TEST_SRCS := $(sort $(wildcard template/helper/tests/*.c))
+# The vm runtime's launcher, guest init and container commands (template/vm/).
+VM_SRCS := $(sort $(wildcard template/vm/src/*.c))
+VM_TEST_SRCS := $(sort $(wildcard template/vm/tests/*.c))
 MIGRATIONS := $(sort $(wildcard migrations/*.sql))
 
 CP_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CP_LIB_SRCS) $(CLI_SRCS) $(GEN_SRCS))
@@ -39,18 +42,23 @@ CP_TEST_OBJS := $(patsubst %.c,$(BUILD)/san/%.o,$(CP_TEST_SRCS))
 HELPER_OBJS := $(patsubst %.c,$(BUILD)/helper/%.o,$(HELPER_SRCS))
 HELPER_LIB_OBJS_SAN := $(patsubst %.c,$(BUILD)/san/%.o,$(filter-out template/helper/main.c,$(HELPER_SRCS)))
 HELPER_TEST_OBJS := $(patsubst %.c,$(BUILD)/san/%.o,$(HELPER_TEST_SRCS))
+VM_OBJS := $(patsubst %.c,$(BUILD)/vm/%.o,$(VM_SRCS))
+VM_LIB_OBJS_SAN := $(patsubst %.c,$(BUILD)/san/%.o,$(filter-out template/vm/src/main.c,$(VM_SRCS)))
+VM_TEST_OBJS := $(patsubst %.c,$(BUILD)/san/%.o,$(VM_TEST_SRCS))
 
 BIN := $(BUILD)/chat2sbx
 HELPER_BIN := $(BUILD)/chat2sbx-helper
 CP_TESTS := $(BUILD)/test_controlplane
 HELPER_TESTS := $(BUILD)/test_helper
+VM_BIN := $(BUILD)/chat2sbx-vm
+VM_TESTS := $(BUILD)/test_vm
 FUZZ_DIR := controlplane/fuzz
 FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
 .PHONY: all run test unit e2e template deps engine clean help fmt fmt-check fuzz fuzz-replay
-all: $(BIN) $(HELPER_BIN)
+all: $(BIN) $(HELPER_BIN) $(VM_BIN)
 
 $(BIN): $(CP_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
@@ -58,6 +66,15 @@ $(BIN): $(CP_OBJS)
 # The helper runs in any image, so it is linked statically (libc + json-c).
 $(HELPER_BIN): $(HELPER_OBJS)
 	$(CC) -static $(LDFLAGS) -o $@ $^ $(shell pkg-config --static --libs json-c libpcre2-8) -lutil -lresolv
+
+# chat2sbx-vm runs as a container's PID 1 and as a guest's /init (in an
+# initramfs, before any library exists), so it is static and links libc only.
+$(VM_BIN): $(VM_OBJS)
+	$(CC) -static $(LDFLAGS) -o $@ $^
+
+$(BUILD)/vm/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itemplate/vm/src -c -o $@ $<
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -70,7 +87,7 @@ $(BUILD)/helper/%.o: %.c
 $(BUILD)/san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) $(PKG_CFLAGS) \
-		-Icontrolplane -Itemplate/helper -c -o $@ $<
+		-Icontrolplane -Itemplate/helper -Itemplate/vm/src -c -o $@ $<
 
 # Migrations are compiled into the binary so the schema always matches the code.
 $(BUILD)/gen/migrations.c: $(MIGRATIONS) scripts/embed-migrations.sh
@@ -90,6 +107,9 @@ $(CP_TESTS): $(CP_TEST_OBJS) $(CP_LIB_OBJS_SAN)
 $(HELPER_TESTS): $(HELPER_TEST_OBJS) $(HELPER_LIB_OBJS_SAN)
 	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(shell pkg-config --libs json-c libpcre2-8) $(CRITERION_LIBS) -lutil -lresolv
 
+$(VM_TESTS): $(VM_TEST_OBJS) $(VM_LIB_OBJS_SAN)
+	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(CRITERION_LIBS)
+
 deps:
 	scripts/deps.sh all
 
@@ -97,9 +117,10 @@ engine: deps
 	scripts/ensure-engine.sh
 
 # Unit tests under ASan/UBSan (no engine needed), then the fuzz corpus replay.
-unit: $(CP_TESTS) $(if $(HELPER_TEST_SRCS),$(HELPER_TESTS)) $(FUZZ_REPLAYS)
+unit: $(CP_TESTS) $(if $(HELPER_TEST_SRCS),$(HELPER_TESTS)) $(VM_TESTS) $(FUZZ_REPLAYS)
 	scripts/unit.sh $(CP_TESTS)
 	$(if $(HELPER_TEST_SRCS),scripts/unit.sh $(HELPER_TESTS))
+	scripts/unit.sh $(VM_TESTS)
 	scripts/fuzz-replay.sh $(BUILD)/replay $(FUZZ_DIR) $(FUZZ_HARNESSES)
 
 # ---- fuzzing (controlplane/fuzz/README.md) ----
@@ -150,12 +171,16 @@ fuzz-deps:
 fuzz-replay: $(FUZZ_REPLAYS)
 	scripts/fuzz-replay.sh $(BUILD)/replay $(FUZZ_DIR) $(FUZZ_HARNESSES)
 
+# The template image, then the vm runtime's image derived from it
+# (template/vm/README.md); both cached by a hash of their inputs.
+TEMPLATE_BUILD = template/build.sh $(HELPER_BIN) && template/vm/build.sh $(VM_BIN) $(HELPER_BIN)
+
 template: all
-	template/build.sh $(HELPER_BIN)
+	$(TEMPLATE_BUILD)
 
 e2e: all
 	scripts/ensure-engine.sh
-	template/build.sh $(HELPER_BIN)
+	$(TEMPLATE_BUILD)
 	e2e/run.sh
 
 # Everything on a fresh Debian machine: packages, build, unit tests, engine,
@@ -170,7 +195,7 @@ run:
 	scripts/deps.sh all
 	$(MAKE) all
 	scripts/ensure-engine.sh
-	template/build.sh $(HELPER_BIN)
+	$(TEMPLATE_BUILD)
 	scripts/run.sh $(BIN)
 
 # ---- benchmark (issue 8; README "Performance") ----
@@ -187,10 +212,11 @@ $(BENCH_LOADCLIENT): e2e/bench/loadclient.c
 .PHONY: bench
 bench: all $(BENCH_LOADCLIENT)
 	scripts/ensure-engine.sh
-	template/build.sh $(HELPER_BIN)
+	$(TEMPLATE_BUILD)
 	node e2e/bench/run.mjs --bin $(BIN) --loadclient $(BENCH_LOADCLIENT) --out $(BUILD)/bench/results.json
 
-FMT_FILES = $(wildcard controlplane/*.[ch] controlplane/*/*.[ch] cli/*.[ch] template/helper/*.[ch] template/helper/tests/*.[ch])
+FMT_FILES = $(wildcard controlplane/*.[ch] controlplane/*/*.[ch] cli/*.[ch] template/helper/*.[ch] template/helper/tests/*.[ch] \
+	template/vm/src/*.[ch] template/vm/tests/*.[ch])
 
 fmt:
 	clang-format -i $(FMT_FILES)
@@ -208,7 +234,7 @@ help:
 	@echo "make unit       unit tests only (and the fuzz corpus replay)"
 	@echo "make e2e        end-to-end tests (real engine, official MCP SDK client)"
 	@echo "make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS each (default 120)"
-	@echo "make template   build the sandbox template image (cached by content hash)"
+	@echo "make template   build the sandbox template image and the vm runtime's image (cached by content hash)"
 	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
 	@echo "make bench      benchmark against the engine's baselines (README: Performance)"
 	@echo "make clean      remove build/"

@@ -70,8 +70,21 @@ static const struct setting settings[] = {
      "DOCKER_HOST if unix://, else /var/run/docker.sock", "Docker Engine socket"},
     {"CHAT2SBX_TEMPLATE_IMAGE", "templateImage", SETTING_STRING, OFF(template_image),
      "chat2sbx-template:" CHAT2SBX_VERSION, 0, 0, "chat2sbx-template:VERSION", "default sandbox image"},
-    {"CHAT2SBX_RUNTIME", "runtime", SETTING_STRING, OFF(runtime), "", 0, 0, "engine default",
-     "OCI runtime name (runc, runsc, ...)"},
+    {"CHAT2SBX_RUNTIME", "runtime", SETTING_STRING, OFF(runtime), "", 0, 0,
+     "auto (vm where KVM is usable and the vm image is built, else the engine's default)",
+     "sandbox runtime: vm (a microVM per sandbox, issue 15) or an OCI runtime of the engine (runc, runsc, ...)"},
+    {"CHAT2SBX_VM_ACCEL", "vmAccel", SETTING_STRING, OFF(vm_accel), "auto", 0, 0, "auto",
+     "vm sandboxes' accelerator: kvm, tcg (emulation, many times slower) or auto (kvm where the CPU advertises "
+     "vmx/svm and /dev/kvm opens, else tcg)"},
+    {"CHAT2SBX_VM_IMAGE", "vmImage", SETTING_STRING, OFF(vm_image), "chat2sbx-vm:" CHAT2SBX_VERSION, 0, 0,
+     "chat2sbx-vm:VERSION",
+     "the vm runtime's image (QEMU, kernel, guest disks; built by `make template` from "
+     "the template image)"},
+    {"CHAT2SBX_VM_PATH", "vmPath", SETTING_PATH, OFF(vm_path), "${EXE_DIR}/chat2sbx-vm", 0, 0,
+     "chat2sbx-vm beside the chat2sbx binary", "the vm runtime's launcher and guest init, mounted into vm sandboxes"},
+    {"CHAT2SBX_VM_DOCKER", "vmDocker", SETTING_STRING, OFF(vm_docker), "demand", 0, 0, "demand",
+     "when the Docker Engine inside a vm sandbox starts: demand (at the first use of /run/docker.sock), boot, "
+     "or off"},
     {"CHAT2SBX_EXPOSE_HOST", "exposeHost", SETTING_STRING, OFF(expose_host), "127.0.0.1", 0, 0, "127.0.0.1",
      "host address sandbox_expose binds"},
     {"CHAT2SBX_FIREWALL", "firewall", SETTING_BOOL, OFF(firewall), "1", 0, 1, "1",
@@ -261,6 +274,22 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 	return 0;
 }
 
+static const char *const vm_accels[] = {"auto", "kvm", "tcg", NULL};
+static const char *const vm_dockers[] = {"demand", "boot", "off", NULL};
+
+/* A setting with a fixed set of words: INVALID_ARGUMENT naming them. */
+static int check_choice(const char *name, const char *value, const char *const *choices, struct cp_error **err)
+{
+	char list[128] = "";
+	size_t len = 0;
+	for (size_t i = 0; choices[i]; i++) {
+		if (!strcmp(value, choices[i]))
+			return 0;
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", choices[i]);
+	}
+	return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is not one of %s", name, value, list);
+}
+
 int config_host_is_loopback(const char *host)
 {
 	if (!host)
@@ -363,6 +392,9 @@ int config_load(const struct config_env *env, struct config **ret_config, struct
 		             c->host);
 		goto fail;
 	}
+	if (check_choice("CHAT2SBX_VM_ACCEL", c->vm_accel, vm_accels, err) < 0 ||
+	    check_choice("CHAT2SBX_VM_DOCKER", c->vm_docker, vm_dockers, err) < 0)
+		goto fail;
 	config_file_clear(&dotenv);
 	config_file_clear(&yaml);
 	*ret_config = c;

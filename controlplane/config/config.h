@@ -32,7 +32,11 @@ struct config {
 	char *default_disk;       /* CHAT2SBX_DEFAULT_DISK: "auto", "none" or a size */
 	char *docker_socket;      /* CHAT2SBX_DOCKER_SOCKET */
 	char *template_image;     /* CHAT2SBX_TEMPLATE_IMAGE */
-	char *runtime;            /* CHAT2SBX_RUNTIME, "" = engine default */
+	char *runtime;            /* CHAT2SBX_RUNTIME, "" = auto (vm where KVM is usable, else the engine's default) */
+	char *vm_accel;           /* CHAT2SBX_VM_ACCEL: auto, kvm or tcg (issue 15) */
+	char *vm_image;           /* CHAT2SBX_VM_IMAGE: the vm runtime's image */
+	char *vm_path;            /* CHAT2SBX_VM_PATH: chat2sbx-vm, mounted into vm sandboxes */
+	char *vm_docker;          /* CHAT2SBX_VM_DOCKER: demand, boot or off (the guest's dockerd) */
 	char *expose_host;        /* CHAT2SBX_EXPOSE_HOST */
 	int firewall;             /* CHAT2SBX_FIREWALL: install table inet chat2sbx (issue 12) */
 	int max_yield_ms;         /* CHAT2SBX_MAX_YIELD_MS */

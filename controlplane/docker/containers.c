@@ -145,6 +145,28 @@ static int build_forwarder_host_config(struct json_object *hc, const struct dock
 	return 0;
 }
 
+/* HostConfig.Devices: each host device at the same path, read, write and
+ * mknod in the device cgroup (Docker Engine API v1.41, DeviceMapping). */
+static int build_devices(struct json_object *hc, const char *const *devices)
+{
+	struct json_object *list = json_object_new_array();
+	if (!list || json_object_object_add(hc, "Devices", list) < 0) {
+		json_object_put(list);
+		return -1;
+	}
+	for (size_t i = 0; devices[i]; i++) {
+		struct json_object *d = json_object_new_object();
+		if (!d || json_object_array_add(list, d) < 0) {
+			json_object_put(d);
+			return -1;
+		}
+		if (add_string(d, "PathOnHost", devices[i]) < 0 || add_string(d, "PathInContainer", devices[i]) < 0 ||
+		    add_string(d, "CgroupPermissions", "rwm") < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int build_host_config(struct json_object *root, const struct docker_container_spec *spec,
                              const char *seccomp_opt)
 {
@@ -196,6 +218,10 @@ static int build_host_config(struct json_object *root, const struct docker_conta
 	if (add_bool(hc, "Privileged", 0) < 0 || add_object(hc, "LogConfig", &log) < 0 ||
 	    add_string(log, "Type", "none") < 0 ||
 	    add_strv(hc, "CapDrop", spec->cap_drop_all ? drop_all : dropped_caps) < 0)
+		return -1;
+	if (spec->cap_add && add_strv(hc, "CapAdd", spec->cap_add) < 0)
+		return -1;
+	if (spec->devices && build_devices(hc, spec->devices) < 0)
 		return -1;
 	if (build_forwarder_host_config(hc, spec) < 0)
 		return -1;

@@ -147,6 +147,9 @@ struct docker_container_spec {
 	int no_stdin;               /* 1 = no stdin and no attach (nobody talks to it) */
 	int oom_score_adj;          /* HostConfig.OomScoreAdj, -1000..1000; 0 = engine default */
 	int64_t disk_bytes;         /* HostConfig.StorageOpt size of the writable layer; 0 = none */
+	/* The vm runtime (issue 15); NULL keeps the sandbox defaults. */
+	const char *const *cap_add; /* NULL-terminated: with cap_drop_all, the only capabilities kept */
+	const char *const *devices; /* NULL-terminated host device paths, passed as the same path, rwm */
 };
 
 /* POST /containers/create?name=… with OpenStdin, AttachStdin/Stdout/Stderr,
@@ -190,6 +193,26 @@ int docker_container_inspect(struct docker_engine *engine, const char *id, struc
  * and frees the array). */
 int docker_container_list(struct docker_engine *engine, const char *label, struct docker_container_state **ret_states,
                           size_t *ret_n, struct cp_error **err);
+
+/* ---- exec (docker/exec.c) ---- */
+
+struct docker_exec_result {
+	int exit_code; /* -1 when the engine did not say */
+	char *out;     /* owned: stdout, NUL-terminated (at most 64 KiB) */
+	char *err;     /* owned: stderr, likewise */
+	int truncated; /* 1: a stream passed 64 KiB and was cut there */
+};
+void docker_exec_result_clear(struct docker_exec_result *r);
+
+/* Runs argv (NULL-terminated, borrowed) in the running container id as
+ * user 0:0 without a terminal and waits for it (Docker Engine API v1.41,
+ * "Create an exec instance", "Start an exec instance" without Detach,
+ * "Inspect an exec instance"). *ret (caller clears) holds its exit code
+ * and output. NOT_FOUND when the container is absent, CONFLICT when it is
+ * not running (the engine's 409), TIMEOUT when the command outlives
+ * timeout_ms. Blocks at most timeout_ms + 20 s. */
+int docker_container_exec(struct docker_engine *engine, const char *id, const char *const *argv, long timeout_ms,
+                          struct docker_exec_result *ret, struct cp_error **err);
 
 /* ---- pause and size (docker/container_pause.c) ---- */
 

@@ -138,7 +138,8 @@ static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_r
 		return cp_error_prefix(err, "mount workspace '%s'", w->id);
 	/* Without the identity check (gVisor), a bind-mounted alias could
 	 * reach into a direct-mode workspace unseen by the nesting rule. */
-	if (!lifecycle_mount_runtime_verifiable(lc->cfg->runtime) && lifecycle_mount_alias_check(real, err) < 0)
+	if (!lifecycle_mount_runtime_verifiable(lifecycle_runtime(lc, NULL)) &&
+	    lifecycle_mount_alias_check(real, err) < 0)
 		return cp_error_prefix(err, "mount workspace '%s'", w->id);
 	if (lifecycle_mount_identity(real, ret_dev, ret_ino, err) < 0) {
 		lifecycle_mount_audit(lc, NULL, real, (*err)->message);
@@ -179,8 +180,9 @@ static void report_step(const struct lifecycle_create_options *opts, const char 
 }
 
 static int start_container(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
-                           char **ret_container_id, struct helper_channel **ret_channel,
-                           const struct lifecycle_create_options *opts, struct cp_error **err)
+                           uint64_t mount_dev, uint64_t mount_ino, char **ret_container_id,
+                           struct helper_channel **ret_channel, const struct lifecycle_create_options *opts,
+                           struct cp_error **err)
 {
 	char sandbox_env[64];
 	snprintf(sandbox_env, sizeof(sandbox_env), "CHAT2SBX_SANDBOX_ID=%s", s->id);
@@ -235,6 +237,9 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	     * then reports the sessions it was running as lost (recovery.c). */
 	    .restart_policy = "unless-stopped",
 	};
+	struct lifecycle_vm_parts vm_parts;
+	if (lifecycle_runtime_is_vm(s->runtime))
+		lifecycle_vm_container(lc, s, w, mount_dev, mount_ino, &spec, &vm_parts);
 	if (s->network && ensure_network(lc, err) < 0)
 		return -1;
 	_cleanup_free_ char *container_id = NULL;
@@ -249,8 +254,11 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	if (r == 0 && docker_container_start(lc->engine, container_id, err) < 0)
 		r = -1;
 	report_step(opts, "waiting for the helper in the sandbox", 5);
-	if (r == 0 && lifecycle_helper_greet(lc, s, ch, err) < 0) /* records its boot id (recovery.c) */
+	if (r == 0 && lifecycle_helper_greet(lc, s, ch, err) < 0) { /* records its boot id (recovery.c) */
+		if (lifecycle_runtime_is_vm(s->runtime))
+			lifecycle_vm_explain(lc, s->id, container_id, err); /* the launcher's refusal, if it was one */
 		r = -1;
+	}
 	*ret_container_id = TAKE_PTR(container_id); /* on failure the caller removes it */
 	if (r == 0)
 		*ret_channel = TAKE_PTR(ch);
@@ -308,12 +316,15 @@ static int copy_into_workspace(struct lifecycle *lc, struct helper_channel *ch, 
  * for the re-check after a container restart (recovery.c). Runtimes that do
  * not show host identities (gVisor) rely on the nesting rule alone. */
 static int verify_host_mount(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
-                             struct helper_channel *ch, uint64_t dev, uint64_t ino, struct cp_error **err)
+                             struct helper_channel *ch, const char *container, uint64_t dev, uint64_t ino,
+                             struct cp_error **err)
 {
 	if (!strcmp(w->mode, "managed") || !lifecycle_mount_runtime_verifiable(s->runtime))
 		return 0;
 	const char *target = !strcmp(w->mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
-	if (lifecycle_mount_verify(lc, ch, s->id, target, w->path, dev, ino, err) < 0)
+	if ((lifecycle_runtime_is_vm(s->runtime)
+	         ? lifecycle_vm_mount_verify(lc, container, s->id, target, w->path, dev, ino, err)
+	         : lifecycle_mount_verify(lc, ch, s->id, target, w->path, dev, ino, err)) < 0)
 		return -1;
 	return store_sandbox_set_mount_identity(lc->store, s->id, dev, ino, err);
 }
@@ -441,8 +452,9 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	    .workspace_id = ws.id,
 	    .status = "creating",
 	    .container_name = id,
-	    .image = lc->cfg->template_image,
+	    .image = (char *)lifecycle_sandbox_image(lc),
 	    .runtime = (char *)lim.runtime,
+	    .vm_accel = lifecycle_runtime_is_vm(lim.runtime) ? (char *)lifecycle_vm_accel(lc, NULL) : NULL,
 	    .memory_bytes = lim.memory_bytes,
 	    .nano_cpus = lim.nano_cpus,
 	    .network = lim.network,
@@ -462,9 +474,11 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	}
 
 	int64_t t0 = clock_monotonic_ms();
+	if (lifecycle_runtime_is_vm(row.runtime) && lifecycle_vm_workspace_prepare(lc, &ws, err) < 0)
+		goto fail_sandbox;
 	report_step(opts, "workspace ready", 2);
-	if (start_container(lc, &row, &ws, &container_id, &ch, opts, err) < 0 ||
-	    verify_host_mount(lc, &row, &ws, ch, mount_dev, mount_ino, err) < 0 ||
+	if (start_container(lc, &row, &ws, mount_dev, mount_ino, &container_id, &ch, opts, err) < 0 ||
+	    verify_host_mount(lc, &row, &ws, ch, container_id, mount_dev, mount_ino, err) < 0 ||
 	    (!strcmp(ws.mode, "clone") && copy_into_workspace(lc, ch, id, &ret->copy_session_id, opts, err) < 0)) {
 		cp_error_prefix(err, "create sandbox '%s'", id);
 		goto fail_sandbox;

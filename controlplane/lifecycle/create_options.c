@@ -54,8 +54,13 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
 	} else {
 		lim.disk_bytes = lc->disk_size_supported ? lc->default_disk_bytes : 0;
 	}
-	const char *runtime = lc->cfg->runtime && lc->cfg->runtime[0] ? lc->cfg->runtime : NULL;
-	if (runtime) {
+	const char *runtime = lifecycle_runtime(lc, NULL);
+	if (lifecycle_runtime_is_vm(runtime)) {
+		/* A microVM (runtime_vm.c): runc runs its container. */
+		if (lifecycle_vm_memory_check(lim.memory_bytes, err) < 0)
+			return -1;
+		lim.runtime = runtime;
+	} else if (runtime) {
 		_cleanup_(docker_runtime_info_clear) struct docker_runtime_info rt = {0};
 		if (docker_engine_runtime_info(lc->engine, runtime, &rt, err) < 0)
 			return cp_error_prefix(err, "check the runtime '%s' (CHAT2SBX_RUNTIME)", runtime);

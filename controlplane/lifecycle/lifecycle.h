@@ -39,6 +39,16 @@
 #define LIFECYCLE_OOM_SCORE_ADJ 500
 /* How long the helper gets to answer its first hello after start (ms). */
 #define LIFECYCLE_HELLO_TIMEOUT_MS 15000
+/* ... in a vm sandbox, which boots a kernel first (under TCG on a busy
+ * 2-core machine that took up to 15 s; issue 15). */
+#define LIFECYCLE_VM_HELLO_TIMEOUT_MS 120000
+/* The uid (and gid) QEMU runs as for a workspace that belongs to root, to
+ * which a managed workspace of a vm sandbox is made over (VM_DEFAULT_UID in
+ * template/vm/src/vm.h; the README's vm runtime section). */
+#define LIFECYCLE_VM_UID 64099
+/* The smallest memory ceiling of a vm sandbox: a 256 MiB guest and QEMU's
+ * own memory (template/vm/src/vm.h). */
+#define LIFECYCLE_VM_MIN_MEMORY (512LL * 1024 * 1024)
 
 struct lifecycle;
 
@@ -50,6 +60,23 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 /* Closes every helper channel; the containers keep running (a restart of
  * serve loses no sandbox). Accepts NULL. */
 void lifecycle_free(struct lifecycle *lc);
+
+/* ---- runtimes (lifecycle/runtime_vm.c, issue 15) ---- */
+
+/* The runtime new sandboxes get: NULL (the engine's default), "vm" or an
+ * OCI runtime's name, decided when the lifecycle started; *ret_why (may be
+ * NULL) gets why auto chose it (static, NULL when it was named). */
+const char *lifecycle_runtime(const struct lifecycle *lc, const char **ret_why);
+/* For vm: "kvm" or "tcg", and why tcg (static; NULL otherwise). NULL when
+ * the runtime is not vm. */
+const char *lifecycle_vm_accel(const struct lifecycle *lc, const char **ret_why);
+/* 1 when runtime (a row's or lifecycle_runtime's) is the vm runtime. */
+int lifecycle_runtime_is_vm(const char *runtime);
+/* The image new sandboxes are made from: CHAT2SBX_VM_IMAGE for vm, else
+ * CHAT2SBX_TEMPLATE_IMAGE (borrowed from the configuration). */
+const char *lifecycle_sandbox_image(const struct lifecycle *lc);
+/* The first hello's deadline for a sandbox of runtime (ms). */
+int lifecycle_vm_hello_timeout_ms(const char *runtime);
 
 struct lifecycle_create_options {
 	const char *workspace_id;   /* attach this workspace; NULL = see below */

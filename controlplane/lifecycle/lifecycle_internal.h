@@ -39,6 +39,13 @@ struct lifecycle {
 	int disk_size_supported;             /* the engine's storage takes a layer size (asked at start) */
 	char storage_name[96];               /* "overlay2 on extfs", for messages */
 	int64_t default_disk_bytes;          /* CHAT2SBX_DEFAULT_DISK where supported, else 0 */
+	/* The runtime sandboxes get (runtime_vm.c): NULL = the engine's
+	 * default, "vm", or an OCI runtime's name (borrowed from cfg or static);
+	 * for vm its accelerator ("kvm", "tcg"); why auto or tcg was chosen. */
+	const char *runtime;
+	const char *runtime_why;
+	const char *vm_accel;
+	const char *vm_accel_why;
 };
 
 struct lifecycle_hold {
@@ -159,6 +166,74 @@ int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, cons
 /* Logs message as a security warning and writes the audit row
  * sandbox.mount_refused (status DENIED) for sandbox_id and target. */
 void lifecycle_mount_audit(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *message);
+
+/* Compares the stat answer res (fs.stat's fields: dev_major, dev_minor,
+ * ino; borrowed) of target in sandbox_id with (dev, ino) of host_dir as
+ * lifecycle_mount_identity gave them; a mismatch is DENIED, logged and
+ * audited as lifecycle_mount_verify says. */
+int lifecycle_mount_compare(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *host_dir,
+                            uint64_t dev, uint64_t ino, struct json_object *res, struct cp_error **err);
+
+/* ---- the vm runtime (runtime_vm.c) ---- */
+
+/* Decides lc->runtime (CHAT2SBX_RUNTIME, auto: vm where the CPU advertises
+ * vmx/svm, /dev/kvm opens and the vm image exists, else the engine's
+ * default; policy_runtime_choose) and, for vm, the accelerator
+ * (CHAT2SBX_VM_ACCEL; a TCG choice is logged as a warning). Reads
+ * /proc/cpuinfo, opens /dev/kvm, asks the engine for the vm image (auto
+ * only). UNAVAILABLE when kvm is asked for and not usable. */
+int lifecycle_vm_select(struct lifecycle *lc, struct cp_error **err);
+
+#define LIFECYCLE_VM_ENV_MAX 24
+#define LIFECYCLE_VM_MOUNTS_MAX 8
+/* Storage for what lifecycle_vm_container points spec at; lives as long
+ * as the spec. */
+struct lifecycle_vm_parts {
+	const char *env[LIFECYCLE_VM_ENV_MAX];
+	char text[6][128];
+	struct docker_mount mounts[LIFECYCLE_VM_MOUNTS_MAX];
+	const char *entrypoint[3];
+};
+/* Turns the container spec of sandbox s (row runtime "vm") on workspace w
+ * into the vm runtime's: the launcher (CHAT2SBX_VM_PATH, read-only at
+ * /.chat2sbx/vm) as entrypoint with its settings in the environment (the
+ * row's accelerator, the workspace mode, network, the guest's process
+ * limit = spec's pids_limit, CHAT2SBX_VM_DOCKER, and the verified mount
+ * identity mount_dev:mount_ino of a host workspace), runc, every
+ * capability dropped but CHOWN, DAC_OVERRIDE, FOWNER, SETGID, SETUID and
+ * KILL (the launcher's; QEMU keeps none), /dev/kvm under KVM, and a pids
+ * limit for QEMU's threads. Pure; everything borrowed. */
+void lifecycle_vm_container(const struct lifecycle *lc, const struct sandbox_record *s,
+                            const struct workspace_record *w, uint64_t mount_dev, uint64_t mount_ino,
+                            struct docker_container_spec *spec, struct lifecycle_vm_parts *parts);
+/* INVALID_ARGUMENT naming the smallest size when memory_bytes (> 0) is
+ * below LIFECYCLE_VM_MIN_MEMORY. Pure. */
+int lifecycle_vm_memory_check(int64_t memory_bytes, struct cp_error **err);
+/* lifecycle_mount_verify for a vm sandbox: the stat is made in the
+ * container (`chat2sbx-vm stat`, engine exec), where the host's device and
+ * inode numbers are visible. Blocks up to about 40 s. */
+int lifecycle_vm_mount_verify(struct lifecycle *lc, const char *container, const char *sandbox_id, const char *target,
+                              const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err);
+/* Forwards container TCP port into the guest of a vm sandbox (QMP
+ * hostfwd_add, recorded for later boots; `chat2sbx-vm expose`), so
+ * sandbox_expose's forwarder reaches the guest's server. Idempotent.
+ * Errors name the port; blocks up to about 40 s. */
+int lifecycle_vm_forward(struct lifecycle *lc, const char *container, int port, struct cp_error **err);
+/* The reason a vm sandbox's container exited with exit_code, when it is
+ * the launcher's own refusal (mount changed, cannot boot); else NULL. */
+const char *lifecycle_vm_exit_reason(int exit_code);
+/* Before a vm sandbox mounts workspace w: QEMU runs as the directory's
+ * owner, never root. A root-owned managed workspace (serve runs as root)
+ * is made over to LIFECYCLE_VM_UID, recursively (lchown, no links
+ * followed, no mounts crossed); a root-owned direct workspace is refused
+ * (DENIED, saying how to give it to its user); clone needs nothing (it is
+ * only read). Blocks on the file system. */
+int lifecycle_vm_workspace_prepare(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err);
+/* After a vm sandbox's first hello failed: when its container exited
+ * because the launcher refused (lifecycle_vm_exit_reason), *err is
+ * replaced by that reason (DENIED and audited for a changed mount,
+ * UNAVAILABLE otherwise); else *err is left as it is. One inspect. */
+void lifecycle_vm_explain(struct lifecycle *lc, const char *sandbox_id, const char *container, struct cp_error **err);
 
 /* Asks the helper for hello (up to LIFECYCLE_HELLO_TIMEOUT_MS). */
 int lifecycle_helper_hello(struct helper_channel *ch, struct cp_error **err);

@@ -140,7 +140,8 @@ int lifecycle_mount_alias_check(const char *real, struct cp_error **err)
 
 int lifecycle_mount_runtime_verifiable(const char *runtime)
 {
-	return !runtime || !runtime[0] || !strcmp(runtime, "runc");
+	/* vm: checked in the container, not in the guest (runtime_vm.c). */
+	return !runtime || !runtime[0] || !strcmp(runtime, "runc") || lifecycle_runtime_is_vm(runtime);
 }
 
 void lifecycle_mount_audit(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *message)
@@ -168,6 +169,12 @@ int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, cons
 	_cleanup_json_ struct json_object *res = NULL;
 	if (helper_channel_call(ch, "fs.stat", p, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err) < 0)
 		return cp_error_prefix(err, "verify the mount '%s' of sandbox '%s'", target, sandbox_id);
+	return lifecycle_mount_compare(lc, sandbox_id, target, host_dir, dev, ino, res, err);
+}
+
+int lifecycle_mount_compare(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *host_dir,
+                            uint64_t dev, uint64_t ino, struct json_object *res, struct cp_error **err)
+{
 	struct json_object *v = NULL;
 	int64_t maj = json_object_object_get_ex(res, "dev_major", &v) ? json_object_get_int64(v) : -1;
 	int64_t min = json_object_object_get_ex(res, "dev_minor", &v) ? json_object_get_int64(v) : -1;

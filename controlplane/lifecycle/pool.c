@@ -37,7 +37,7 @@ struct lifecycle_pool {
 
 static const char *pool_runtime(const struct lifecycle *lc)
 {
-	return lc->cfg->runtime[0] ? lc->cfg->runtime : NULL;
+	return lifecycle_runtime(lc, NULL);
 }
 
 /* A member this serve can hand out: running, from today's image and runtime. */
@@ -46,7 +46,7 @@ static int member_usable(const struct lifecycle *lc, const struct sandbox_record
 	const char *rt = pool_runtime(lc);
 	/* A member is what a create with no options gets now: the default
 	 * memory ceiling and disk size in force (host_limits.c, disk_guard.c). */
-	return !strcmp(s->status, "running") && !strcmp(s->image, lc->cfg->template_image) &&
+	return !strcmp(s->status, "running") && !strcmp(s->image, lifecycle_sandbox_image(lc)) &&
 	       !strcmp(s->runtime ? s->runtime : "", rt ? rt : "") &&
 	       s->memory_bytes == lc->limits.default_memory_bytes && s->disk_bytes == lc->default_disk_bytes &&
 	       s->nano_cpus == 0 && s->network == 1;
@@ -289,7 +289,7 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 			r = 1; /* the cold path refuses with the limit's message */
 	}
 	if (r == 0)
-		r = store_sandbox_pool_claim(lc->store, lc->cfg->template_image, pool_runtime(lc),
+		r = store_sandbox_pool_claim(lc->store, lifecycle_sandbox_image(lc), pool_runtime(lc),
 		                             lc->limits.default_memory_bytes, lc->default_disk_bytes, clock_now_ms(),
 		                             &id, err);
 	else if (r == 1)

@@ -75,7 +75,7 @@ int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s,
                            struct cp_error **err)
 {
 	_cleanup_json_ struct json_object *res = NULL;
-	if (helper_channel_call(ch, "hello", NULL, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err) < 0)
+	if (helper_channel_call(ch, "hello", NULL, lifecycle_vm_hello_timeout_ms(s->runtime), &res, err) < 0)
 		return -1;
 	struct json_object *v = NULL;
 	const char *boot = json_object_object_get_ex(res, "boot_id", &v) && json_object_is_type(v, json_type_string)
@@ -118,7 +118,9 @@ static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, s
 	if (store_workspace_get(lc->store, s->workspace_id, &w, err) < 0)
 		return -1;
 	const char *target = !strcmp(w.mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
-	int r = lifecycle_mount_verify(lc, ch, s->id, target, w.path, dev, ino, err);
+	int r = lifecycle_runtime_is_vm(s->runtime)
+	            ? lifecycle_vm_mount_verify(lc, container, s->id, target, w.path, dev, ino, err)
+	            : lifecycle_mount_verify(lc, ch, s->id, target, w.path, dev, ino, err);
 	workspace_record_clear(&w);
 	if (r == 0 || (*err)->code != CP_ERR_DENIED)
 		return r;
@@ -159,7 +161,18 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 	struct lifecycle_reconcile_decision d;
 	lifecycle_reconcile_decide(LIFECYCLE_ROW_RUNNING, lifecycle_container_state_of(found ? st.status : NULL),
 	                           found ? st.status : NULL, st.exit_code, &d);
+	/* A vm launcher that refused to boot (its mount changed) is restarted
+	 * by the engine again and again: it is stopped and the reason kept. */
+	const char *vm_reason =
+	    found && !st.running && lifecycle_runtime_is_vm(s->runtime) ? lifecycle_vm_exit_reason(st.exit_code) : NULL;
 	docker_container_state_clear(&st);
+	if (vm_reason) {
+		_cleanup_error_ struct cp_error *e = NULL;
+		if (docker_container_stop(lc->engine, container, &e) < 0)
+			log_warn("lifecycle", "stop sandbox %s: %s", s->id, e->message);
+		fail_if_running(lc, s->id, vm_reason);
+		return failed_error(err, s->id, vm_reason);
+	}
 	if (d.action == LIFECYCLE_RECONCILE_MARK_FAILED || d.action == LIFECYCLE_RECONCILE_REMOVE_AND_FAIL) {
 		fail_if_running(lc, s->id, d.reason);
 		return failed_error(err, s->id, d.reason);

@@ -34,6 +34,10 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 	pthread_mutex_init(&lc->lock, NULL);
 	pthread_mutex_init(&lc->attach_lock, NULL);
 	pthread_mutex_init(&lc->create_lock, NULL);
+	if (lifecycle_vm_select(lc, err) < 0) { /* which runtime new sandboxes get (runtime_vm.c) */
+		lifecycle_free(lc);
+		return -1;
+	}
 	*ret = lc;
 	return 0;
 }

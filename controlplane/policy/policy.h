@@ -175,6 +175,35 @@ struct policy_host_workspace {
 int policy_host_nesting_check(const char *real, const char *mode, const struct policy_host_workspace *others, size_t n,
                               struct cp_error **err);
 
+/* ---- the vm runtime (policy/vm.c, issue 15) ---- */
+
+/* The runtime name that selects microVM sandboxes (CHAT2SBX_RUNTIME=vm):
+ * not an OCI runtime of the engine, but the vm image run by runc. */
+#define POLICY_RUNTIME_VM "vm"
+
+/* 1 when a /proc/cpuinfo text advertises hardware virtualization on a
+ * "flags" line (vmx: Intel VT-x, svm: AMD-V), else 0. A paravirtual nested
+ * /dev/kvm (kvm_pvm) runs only guest kernels built for it and advertises
+ * neither, so it counts as none (MACHINE-NOTES, microVMs). Pure. */
+int policy_cpu_has_virtualization(const char *cpuinfo);
+
+/* The accelerator of vm sandboxes from CHAT2SBX_VM_ACCEL (setting: "auto",
+ * "kvm" or "tcg"), whether the CPU advertises virtualization and whether
+ * /dev/kvm can be opened for reading and writing: auto → kvm when both
+ * hold, else tcg; kvm when not both hold → UNAVAILABLE saying which is
+ * missing and what to do; tcg → tcg. *ret_accel ("kvm" or "tcg", static)
+ * and *ret_why (static: why tcg was chosen; NULL for kvm or an explicit
+ * tcg). Pure. */
+int policy_vm_accel_choose(const char *setting, int cpu_virt, int kvm_access, const char **ret_accel,
+                           const char **ret_why, struct cp_error **err);
+
+/* Which runtime sandboxes get from CHAT2SBX_RUNTIME (setting, "" = auto):
+ * auto → POLICY_RUNTIME_VM when hardware virtualization is usable
+ * (kvm_usable) and the vm image exists (vm_image), else NULL (the engine's
+ * default); any other name → that name. *ret_why (static, may be NULL)
+ * says why auto chose what it chose. Pure. */
+const char *policy_runtime_choose(const char *setting, int kvm_usable, int vm_image, const char **ret_why);
+
 /* Splits a colon-separated root list (CHAT2SBX_ALLOWED_HOST_ROOTS) into a
  * NULL-terminated array (caller frees with policy_roots_free); empty entries
  * are skipped. */

@@ -18,13 +18,14 @@ void sandbox_record_clear(struct sandbox_record *s)
 	free(s->image);
 	free(s->runtime);
 	free(s->failure_reason);
+	free(s->vm_accel);
 	*s = (struct sandbox_record){0};
 }
 
 #define SBX_COLUMNS                                                                                                    \
 	"id, workspace_id, status, container_name, container_id, image, runtime, COALESCE(memory_bytes,0), "           \
 	"COALESCE(nano_cpus,0), network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms, "             \
-	"COALESCE(removed_at_ms,0), pooled, disk_bytes"
+	"COALESCE(removed_at_ms,0), pooled, disk_bytes, vm_accel"
 
 static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 {
@@ -45,6 +46,7 @@ static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 	s->removed_at_ms = sqlite3_column_int64(st, 14);
 	s->pooled = sqlite3_column_int(st, 15);
 	s->disk_bytes = sqlite3_column_int64(st, 16);
+	s->vm_accel = store_column_strdup(st, 17);
 }
 
 static void read_row_any(sqlite3_stmt *st, void *row)
@@ -70,11 +72,12 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
-	                       "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
-	                       "last_activity_ms, pooled, disk_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	                       -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+	        store->db,
+	        "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
+	        "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
+	        "last_activity_ms, pooled, disk_bytes, vm_accel) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	        -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "insert sandbox");
 		goto out;
 	}
@@ -93,6 +96,7 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	sqlite3_bind_int64(st, 13, s->created_at_ms);
 	sqlite3_bind_int(st, 14, s->pooled ? 1 : 0);
 	sqlite3_bind_int64(st, 15, s->disk_bytes);
+	bind_opt_text(st, 16, s->vm_accel);
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE) {
 		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)

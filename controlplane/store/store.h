@@ -159,6 +159,7 @@ struct sandbox_record {
 	int64_t removed_at_ms;
 	int pooled;         /* 1: a warm-pool member, not a user sandbox (migration 0006) */
 	int64_t disk_bytes; /* writable layer size limit, 0 = none (migration 0008) */
+	char *vm_accel;     /* runtime vm: "kvm" or "tcg"; NULL otherwise (migration 0011) */
 };
 void sandbox_record_clear(struct sandbox_record *s);
 

@@ -81,6 +81,13 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 		json_object_object_add(o, "cpus", json_object_new_double(s->nano_cpus / 1e9));
 	json_object_object_add(o, "network", json_object_new_boolean(s->network));
 	add_str(o, "runtime", s->runtime);
+	/* vm sandboxes: their accelerator, and what emulation costs. */
+	add_str(o, "accel", s->vm_accel);
+	if (s->vm_accel && !strcmp(s->vm_accel, "tcg"))
+		add_str(o, "accel_note",
+		        "TCG: the CPU is emulated (no usable hardware virtualization here), so commands, builds and "
+		        "Docker in this sandbox run many times slower than on a machine with KVM; allow for it in "
+		        "timeouts");
 	add_str(o, "failure_reason", s->failure_reason);
 	add_time(o, "created_at", s->created_at_ms);
 	add_time(o, "last_activity_at", s->last_activity_ms);

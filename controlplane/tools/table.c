@@ -36,7 +36,10 @@ const char tools_instructions[] =
 	"\"disk_note\":{\"type\":\"string\"},\"paused\":{\"type\":\"string\",\"description\":\"Why the "               \
 	"sandbox is paused (a full disk); it resumes on its own\"},"                                                   \
 	"\"cpus\":{\"type\":\"number\"},\"options_note\":{\"type\":\"string\"},"                                       \
-	"\"runtime\":{\"type\":\"string\"},\"failure_reason\":{\"type\":\"string\"},"                                  \
+	"\"runtime\":{\"type\":\"string\",\"description\":\"vm: a microVM with its own kernel and Docker "             \
+	"Engine; otherwise the container runtime\"},\"accel\":{\"type\":\"string\",\"description\":\"vm: kvm or "      \
+	"tcg (emulated, much slower)\"},\"accel_note\":{\"type\":\"string\"},"                                         \
+	"\"failure_reason\":{\"type\":\"string\"},"                                                                    \
 	"\"created_at\":{\"type\":\"string\"},\"last_activity_at\":{\"type\":\"string\"},"                             \
 	"\"removed_at\":{\"type\":\"string\"},\"reused\":{\"type\":\"boolean\"},"                                      \
 	"\"workspace_kept\":{\"type\":\"boolean\"},\"agents_md\":{\"type\":\"string\"},"                               \

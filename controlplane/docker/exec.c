@@ -1,0 +1,142 @@
+/* exec.c: running a short command in a container and reading what it said
+ * (Docker Engine API v1.41, "Exec": create, start without detaching, then
+ * inspect for the exit code). Used for the vm runtime's container-side
+ * commands (lifecycle/runtime_vm.c), which must be made in the container's
+ * namespaces, not in the guest the helper runs in. The start answer is
+ * the multiplexed stream (8-byte headers, demux.c) as the HTTP body; it is
+ * bounded like every engine answer. */
+#include "engine_internal.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/buf.h"
+#include "../base/cleanup.h"
+
+#define DOCKER_EXEC_CREATE_TIMEOUT_MS 10000L
+#define DOCKER_EXEC_MAX_OUTPUT (64u * 1024)
+
+void docker_exec_result_clear(struct docker_exec_result *r)
+{
+	if (!r)
+		return;
+	free(r->out);
+	free(r->err);
+	*r = (struct docker_exec_result){0};
+}
+
+struct exec_streams {
+	struct cp_buf out, err;
+	int truncated;
+};
+
+static void on_frame(void *userdata, enum docker_stream stream, const char *data, size_t len)
+{
+	struct exec_streams *s = userdata;
+	struct cp_buf *b = stream == DOCKER_STREAM_STDERR ? &s->err : &s->out;
+	if (cp_buf_append(b, data, len) < 0)
+		s->truncated = 1; /* past the bound: what came before is kept, and the cut is reported */
+}
+
+static char *buf_text(struct cp_buf *b)
+{
+	char *t = malloc(b->len + 1);
+	if (!t)
+		return NULL;
+	if (b->len)
+		memcpy(t, b->data, b->len);
+	t[b->len] = '\0';
+	return t;
+}
+
+int docker_container_exec(struct docker_engine *engine, const char *id, const char *const *argv, long timeout_ms,
+                          struct docker_exec_result *ret, struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	if (asprintf(&what, "run '%s' in container '%s'", argv && argv[0] ? argv[0] : "", id ? id : "") < 0) {
+		what = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "exec in container: out of memory");
+	}
+	if (!id || !*id || !argv || !argv[0] || timeout_ms <= 0)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: a container, a command and a timeout are needed",
+		                    what);
+	_cleanup_json_ struct json_object *body = json_object_new_object();
+	struct json_object *cmd = json_object_new_array();
+	if (!body || !cmd) {
+		json_object_put(cmd);
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	for (size_t i = 0; argv[i]; i++)
+		json_object_array_add(cmd, json_object_new_string(argv[i]));
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(body, "Tty", json_object_new_boolean(0));
+	json_object_object_add(body, "User", json_object_new_string("0:0"));
+	_cleanup_free_ char *esc = docker_escape(id, NULL);
+	_cleanup_free_ char *path = NULL;
+	if (!esc || asprintf(&path, "/containers/%s/exec", esc) < 0) {
+		path = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	_cleanup_json_ struct json_object *created = NULL;
+	if (docker_request(engine, "POST", path, body, DOCKER_EXEC_CREATE_TIMEOUT_MS, what, NULL, &created, err) < 0)
+		return -1;
+	struct json_object *v = NULL;
+	if (!created || !json_object_object_get_ex(created, "Id", &v) || !json_object_is_type(v, json_type_string))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no exec Id", what);
+	_cleanup_free_ char *exec_id = docker_escape(json_object_get_string(v), NULL);
+	_cleanup_free_ char *start = NULL, *inspect = NULL;
+	if (!exec_id || asprintf(&start, "/exec/%s/start", exec_id) < 0 ||
+	    asprintf(&inspect, "/exec/%s/json", exec_id) < 0)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+
+	_cleanup_json_ struct json_object *start_body = json_object_new_object();
+	if (!start_body)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	json_object_object_add(start_body, "Detach", json_object_new_boolean(0));
+	json_object_object_add(start_body, "Tty", json_object_new_boolean(0));
+	/* The engine answers with the raw stream and closes it when the
+	 * command ends; the transport hands a non-JSON body back as a string
+	 * with its length (NUL bytes of the headers included). */
+	_cleanup_json_ struct json_object *stream = NULL;
+	if (docker_request(engine, "POST", start, start_body, timeout_ms, what, NULL, &stream, err) < 0)
+		return -1;
+	struct exec_streams s = {.truncated = 0};
+	cp_buf_init(&s.out, DOCKER_EXEC_MAX_OUTPUT);
+	cp_buf_init(&s.err, DOCKER_EXEC_MAX_OUTPUT);
+	if (stream && json_object_is_type(stream, json_type_string)) {
+		struct docker_demux d;
+		docker_demux_init(&d, on_frame, &s);
+		if (docker_demux_feed(&d, json_object_get_string(stream), (size_t)json_object_get_string_len(stream)) <
+		    0) {
+			cp_buf_free(&s.out);
+			cp_buf_free(&s.err);
+			return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's output stream is malformed", what);
+		}
+	}
+	_cleanup_json_ struct json_object *state = NULL;
+	int r = docker_request(engine, "GET", inspect, NULL, DOCKER_EXEC_CREATE_TIMEOUT_MS, what, NULL, &state, err);
+	struct docker_exec_result res = {.exit_code = -1, .truncated = s.truncated};
+	if (r == 0 && state && json_object_object_get_ex(state, "Running", &v) && json_object_get_boolean(v))
+		r = cp_error_set(err, CP_ERR_TIMEOUT, "%s: the command still runs after its output ended", what);
+	if (r == 0 && state && json_object_object_get_ex(state, "ExitCode", &v) &&
+	    json_object_is_type(v, json_type_int))
+		res.exit_code = json_object_get_int(v);
+	if (r == 0) {
+		res.out = buf_text(&s.out);
+		res.err = buf_text(&s.err);
+		if (!res.out || !res.err) {
+			docker_exec_result_clear(&res);
+			r = cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+		}
+	}
+	cp_buf_free(&s.out);
+	cp_buf_free(&s.err);
+	if (r == 0)
+		*ret = res;
+	return r;
+}

@@ -1,0 +1,298 @@
+/* runtime_vm.c: the vm runtime in the lifecycle (issue 15). A vm sandbox
+ * is still one container driven only through the engine's API: the vm
+ * image run by runc, whose PID 1 is the launcher (template/vm/, mounted
+ * read-only like the helper), which boots a microVM whose PID 1 is the
+ * helper on the container's stdio. This file decides at start which runtime
+ * and accelerator sandboxes get, adjusts a sandbox's container settings
+ * for it, and runs the checks that must be made from the container's side
+ * (the mount's identity: 9p shows its own numbers in the guest; port
+ * forwards into the guest) through the engine's exec API. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "../base/log.h"
+#include "lifecycle_internal.h"
+
+/* Where the launcher is mounted (template/vm/src/vm.h VM_SELF). */
+#define VM_TARGET "/.chat2sbx/vm"
+/* The launcher's exit statuses (vm.h VM_EXIT_*). */
+#define VM_EXIT_MOUNT_CHANGED 78
+#define VM_EXIT_CONFIG 79
+/* The container holds QEMU's threads (vCPUs, I/O workers), not the
+ * sandbox's processes: those are limited inside the guest. */
+#define VM_CONTAINER_PIDS 512
+#define VM_EXEC_TIMEOUT_MS 20000L
+
+int lifecycle_runtime_is_vm(const char *runtime)
+{
+	return runtime && !strcmp(runtime, POLICY_RUNTIME_VM);
+}
+
+/* /proc/cpuinfo (bounded: the flags of the first CPUs are enough). */
+static int cpu_virtualization(void)
+{
+	char buf[65536];
+	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n, len = 0;
+	while (len < (ssize_t)sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
+		len += n;
+	close(fd);
+	buf[len] = '\0';
+	return policy_cpu_has_virtualization(buf);
+}
+
+/* /dev/kvm opens for reading and writing (what QEMU needs). */
+static int kvm_accessible(void)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+int lifecycle_vm_select(struct lifecycle *lc, struct cp_error **err)
+{
+	int virt = cpu_virtualization(), access_ok = kvm_accessible();
+	int image = 0;
+	const char *setting = lc->cfg->runtime ? lc->cfg->runtime : "";
+	/* Only auto needs to know whether the image exists (a named runtime
+	 * is used as asked, and a missing image then fails the create). */
+	if (!*setting && virt && access_ok) {
+		_cleanup_free_ char *id = NULL;
+		_cleanup_error_ struct cp_error *e = NULL;
+		image = docker_image_inspect(lc->engine, lc->cfg->vm_image, &id, &e) == 0;
+	}
+	const char *why = NULL;
+	lc->runtime = policy_runtime_choose(setting, virt && access_ok, image, &why);
+	lc->runtime_why = why;
+	lc->vm_accel = NULL;
+	lc->vm_accel_why = NULL;
+	if (!lifecycle_runtime_is_vm(lc->runtime))
+		return 0;
+	if (policy_vm_accel_choose(lc->cfg->vm_accel, virt, access_ok, &lc->vm_accel, &lc->vm_accel_why, err) < 0)
+		return -1;
+	if (!strcmp(lc->vm_accel, "tcg"))
+		log_warn("lifecycle",
+		         "vm sandboxes run under TCG (emulation)%s%s: each is many times slower than with KVM (boot, "
+		         "builds, Docker inside)",
+		         lc->vm_accel_why ? ": " : "", lc->vm_accel_why ? lc->vm_accel_why : "");
+	return 0;
+}
+
+const char *lifecycle_runtime(const struct lifecycle *lc, const char **ret_why)
+{
+	if (ret_why)
+		*ret_why = lc->runtime_why;
+	return lc->runtime;
+}
+
+const char *lifecycle_vm_accel(const struct lifecycle *lc, const char **ret_why)
+{
+	if (ret_why)
+		*ret_why = lc->vm_accel_why;
+	return lc->vm_accel;
+}
+
+const char *lifecycle_sandbox_image(const struct lifecycle *lc)
+{
+	return lifecycle_runtime_is_vm(lc->runtime) ? lc->cfg->vm_image : lc->cfg->template_image;
+}
+
+void lifecycle_vm_container(const struct lifecycle *lc, const struct sandbox_record *s,
+                            const struct workspace_record *w, uint64_t mount_dev, uint64_t mount_ino,
+                            struct docker_container_spec *spec, struct lifecycle_vm_parts *parts)
+{
+	/* The sandbox's environment, then the launcher's settings. */
+	size_t n = 0;
+	for (size_t i = 0; spec->env && spec->env[i] && n < LIFECYCLE_VM_ENV_MAX - 8; i++)
+		parts->env[n++] = spec->env[i];
+	snprintf(parts->text[0], sizeof(parts->text[0]), "CHAT2SBX_VM_ACCEL=%s", s->vm_accel ? s->vm_accel : "tcg");
+	snprintf(parts->text[1], sizeof(parts->text[1]), "CHAT2SBX_VM_WORKSPACE=%s", w->mode);
+	snprintf(parts->text[2], sizeof(parts->text[2]), "CHAT2SBX_VM_NETWORK=%d", s->network ? 1 : 0);
+	snprintf(parts->text[3], sizeof(parts->text[3]), "CHAT2SBX_VM_PIDS=%lld", (long long)spec->pids_limit);
+	snprintf(parts->text[4], sizeof(parts->text[4]), "CHAT2SBX_VM_DOCKER=%s", lc->cfg->vm_docker);
+	for (int i = 0; i < 5; i++)
+		parts->env[n++] = parts->text[i];
+	/* The directory the control plane verified; the launcher refuses to
+	 * boot at any start where the engine mounted another (mount_verify.c). */
+	if (strcmp(w->mode, "managed") && (mount_dev || mount_ino)) {
+		snprintf(parts->text[5], sizeof(parts->text[5]), "CHAT2SBX_VM_MOUNT=%llu:%llu",
+		         (unsigned long long)mount_dev, (unsigned long long)mount_ino);
+		parts->env[n++] = parts->text[5];
+	}
+	parts->env[n] = NULL;
+	spec->env = parts->env;
+
+	size_t m = 0;
+	for (size_t i = 0; i < spec->n_mounts && m < LIFECYCLE_VM_MOUNTS_MAX - 1; i++)
+		parts->mounts[m++] = spec->mounts[i];
+	parts->mounts[m++] = (struct docker_mount){.source = lc->cfg->vm_path, .target = VM_TARGET, .read_only = 1};
+	spec->mounts = parts->mounts;
+	spec->n_mounts = m;
+
+	parts->entrypoint[0] = VM_TARGET;
+	parts->entrypoint[1] = "launch";
+	parts->entrypoint[2] = NULL;
+	spec->entrypoint = parts->entrypoint;
+	spec->runtime = NULL; /* runc runs the container; the VM is the sandbox */
+	/* Container root only prepares the disks and starts QEMU, which drops
+	 * to the workspace's owner with no capabilities at all. */
+	static const char *const caps[] = {"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID", "KILL", NULL};
+	spec->cap_drop_all = 1;
+	spec->cap_add = caps;
+	static const char *const kvm[] = {"/dev/kvm", NULL};
+	spec->devices = s->vm_accel && !strcmp(s->vm_accel, "kvm") ? kvm : NULL;
+	spec->pids_limit = VM_CONTAINER_PIDS;
+}
+
+int lifecycle_vm_memory_check(int64_t memory_bytes, struct cp_error **err)
+{
+	if (memory_bytes <= 0 || memory_bytes >= LIFECYCLE_VM_MIN_MEMORY)
+		return 0;
+	return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+	                    "memory %lld MiB is too little for a vm sandbox: its guest needs at least 256 MiB besides "
+	                    "QEMU's own; ask for \"%lldm\" or more",
+	                    (long long)(memory_bytes >> 20), (long long)(LIFECYCLE_VM_MIN_MEMORY >> 20));
+}
+
+int lifecycle_vm_hello_timeout_ms(const char *runtime)
+{
+	return lifecycle_runtime_is_vm(runtime) ? LIFECYCLE_VM_HELLO_TIMEOUT_MS : LIFECYCLE_HELLO_TIMEOUT_MS;
+}
+
+/* Runs `chat2sbx-vm ARGS` in the container and parses its one JSON line. */
+static int vm_exec(struct lifecycle *lc, const char *container, const char *const *argv,
+                   struct json_object **ret_result, struct cp_error **err)
+{
+	struct docker_exec_result x = {0};
+	if (docker_container_exec(lc->engine, container, argv, VM_EXEC_TIMEOUT_MS, &x, err) < 0)
+		return -1;
+	int r = 0;
+	if (x.exit_code != 0) {
+		x.err[strcspn(x.err, "\n")] = '\0';
+		r = cp_error_set(err, CP_ERR_INTERNAL, "'%s %s' in the sandbox's container failed (exit %d): %s",
+		                 argv[0], argv[1], x.exit_code, x.err[0] ? x.err : "no message");
+	} else if (!(*ret_result = json_tokener_parse(x.out)) || !json_object_is_type(*ret_result, json_type_object)) {
+		json_object_put(*ret_result);
+		*ret_result = NULL;
+		r = cp_error_set(err, CP_ERR_INTERNAL, "'%s %s' in the sandbox's container answered no JSON object",
+		                 argv[0], argv[1]);
+	}
+	docker_exec_result_clear(&x);
+	return r;
+}
+
+int lifecycle_vm_mount_verify(struct lifecycle *lc, const char *container, const char *sandbox_id, const char *target,
+                              const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err)
+{
+	const char *argv[] = {VM_TARGET, "stat", target, NULL};
+	_cleanup_json_ struct json_object *res = NULL;
+	if (vm_exec(lc, container, argv, &res, err) < 0)
+		return cp_error_prefix(err, "verify the mount '%s' of sandbox '%s'", target, sandbox_id);
+	return lifecycle_mount_compare(lc, sandbox_id, target, host_dir, dev, ino, res, err);
+}
+
+int lifecycle_vm_forward(struct lifecycle *lc, const char *container, int port, struct cp_error **err)
+{
+	char p[16];
+	snprintf(p, sizeof(p), "%d", port);
+	const char *argv[] = {VM_TARGET, "expose", p, NULL};
+	_cleanup_json_ struct json_object *res = NULL;
+	if (vm_exec(lc, container, argv, &res, err) < 0)
+		return cp_error_prefix(err, "forward port %d into the vm sandbox's guest", port);
+	return 0;
+}
+
+const char *lifecycle_vm_exit_reason(int exit_code)
+{
+	switch (exit_code) {
+	case VM_EXIT_MOUNT_CHANGED:
+		return "its container was started with another directory mounted than the one verified (a symlink or "
+		       "rename race), so the guest was not booted";
+	case VM_EXIT_CONFIG:
+		return "the vm launcher could not boot the guest (see serve's log with CHAT2SBX_LOG_DEBUG=helper for "
+		       "its lines)";
+	default: return NULL;
+	}
+}
+
+void lifecycle_vm_explain(struct lifecycle *lc, const char *sandbox_id, const char *container, struct cp_error **err)
+{
+	struct docker_container_state st = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (!container || docker_container_inspect(lc->engine, container, &st, &e) < 0)
+		return;
+	const char *reason = st.running ? NULL : lifecycle_vm_exit_reason(st.exit_code);
+	int mount = st.exit_code == VM_EXIT_MOUNT_CHANGED;
+	docker_container_state_clear(&st);
+	if (!reason)
+		return;
+	char msg[512];
+	snprintf(msg, sizeof(msg), "sandbox '%s': %s", sandbox_id, reason);
+	if (mount)
+		lifecycle_mount_audit(lc, sandbox_id, container, msg);
+	cp_error_freep(err);
+	cp_error_set(err, mount ? CP_ERR_DENIED : CP_ERR_UNAVAILABLE, "%s; nothing ran in it; try again", msg);
+}
+
+/* nftw's callback state: the uid and gid everything gets; the first error. */
+static uid_t chown_uid;
+static gid_t chown_gid;
+static int chown_errno;
+static pthread_mutex_t chown_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int chown_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)type;
+	(void)ftw;
+	if ((st->st_uid != chown_uid || st->st_gid != chown_gid) && lchown(path, chown_uid, chown_gid) < 0 &&
+	    !chown_errno)
+		chown_errno = errno;
+	return 0;
+}
+
+int lifecycle_vm_workspace_prepare(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err)
+{
+	(void)lc;
+	struct stat st;
+	if (stat(w->path, &st) < 0)
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "look at workspace '%s' (%s)", w->id, w->path);
+	if (st.st_uid != 0)
+		return 0; /* QEMU runs as its owner */
+	if (!strcmp(w->mode, "direct"))
+		return cp_error_set(
+		    err, CP_ERR_DENIED,
+		    "workspace '%s' (%s) belongs to root, and a vm sandbox writes a direct workspace as "
+		    "its owner (QEMU never runs as root, so nothing it makes there is root's): the person "
+		    "at this machine can give the directory to the user whose files these are (chown -R "
+		    "USER '%s'); or use clone mode",
+		    w->id, w->path, w->path);
+	if (strcmp(w->mode, "managed") || geteuid() != 0)
+		return 0; /* clone: read-only, read as chat2sbx's own uid */
+	/* A managed workspace is chat2sbx's own: made over to the uid vm
+	 * sandboxes run QEMU as (links are not followed, mounts not crossed). */
+	pthread_mutex_lock(&chown_lock);
+	chown_uid = LIFECYCLE_VM_UID;
+	chown_gid = LIFECYCLE_VM_UID;
+	chown_errno = 0;
+	int r = nftw(w->path, chown_one, 32, FTW_PHYS | FTW_MOUNT);
+	int e = r < 0 ? errno : chown_errno;
+	pthread_mutex_unlock(&chown_lock);
+	if (r < 0 || e)
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, e,
+		                          "give workspace '%s' (%s) to uid %d for its vm sandbox", w->id, w->path,
+		                          LIFECYCLE_VM_UID);
+	return 0;
+}

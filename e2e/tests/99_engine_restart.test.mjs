@@ -13,7 +13,16 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { DOCKER_SOCKET, REPO_ROOT, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
+import {
+  BIN,
+  DOCKER_SOCKET,
+  REPO_ROOT,
+  childEnv,
+  dockerInspect,
+  dockerRequest,
+  resultText,
+  useServer,
+} from '../lib/server.mjs';
 
 const ctx = useServer();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -58,6 +67,30 @@ function listed(list, sessionId) {
   const s = list.sessions.find((x) => x.session_id === sessionId);
   assert.ok(s, `session ${sessionId} is listed: ${JSON.stringify(list)}`);
   return s;
+}
+
+// A direct workspace on a fresh git repository (20_direct_git has the
+// details): its .git is mounted over the sandbox's view, config read-only.
+function directRepo() {
+  const dir = path.join(ctx.srv.root, 'home', 'repositories', 'engine-restart-repo');
+  fs.mkdirSync(dir, { recursive: true });
+  const g = spawnSync('git', ['init', '-q', dir], { encoding: 'utf8' });
+  assert.equal(g.status, 0, g.stderr);
+  const r = spawnSync(BIN, ['workspace', 'add', dir, '--mode', 'direct', '--json'], {
+    cwd: ctx.srv.root,
+    env: childEnv(ctx.srv.env || {}, path.join(ctx.srv.root, 'home'), ctx.srv.dataRoot, ctx.srv.port),
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout).workspace_id;
+}
+
+// The .git protection as the sandbox sees it: .git/config refuses a write,
+// and the seven .git mounts are there.
+const GIT_GUARD_PROBE = 'echo x >> /workspace/.git/config 2>&1; grep -c " /workspace/.git" /proc/self/mountinfo';
+function assertGitGuard(output, when) {
+  assert.match(output, /Read-only file system/, `${when}: .git/config is read-only: ${output}`);
+  assert.match(output, /^7$/m, `${when}: the .git mounts are there: ${output}`);
 }
 
 // Starts a finished and a running session; returns what they answered.
@@ -133,6 +166,14 @@ ctx.test('a container restarted by the engine: same sandbox, ended sessions kept
   const row = (await tools.ok('sandbox_list', {})).sandboxes.find((s) => s.sandbox_id === sbx.sandbox_id);
   assert.equal(row?.status, 'running', JSON.stringify(row));
   assert.match(ctx.srv.stderrTail(400), new RegExp(`sandbox ${sbx.sandbox_id} was restarted`), 'serve logs it');
+  // The direct sandbox: the engine mounted its .git paths again, the
+  // re-attach verified them from inside, and they still protect.
+  await waitFor('the direct sandbox container runs again', async () => {
+    const c = await dockerInspect(direct.sandbox_id);
+    return c?.State?.Running && !c.State.Restarting;
+  });
+  const g = await okAfterRestart(tools, 'bash', { sandbox_id: direct.sandbox_id, command: GIT_GUARD_PROBE });
+  assertGitGuard(g.output, 'after the engine restart');
 });
 
 ctx.test('a container stopped from outside: failed with the reason, destroyed, the workspace takes a new one', async () => {
@@ -201,6 +242,9 @@ ctx.test('the engine stopped: calls fail at once naming it; started again: the s
   t.after(() => tools.destroyQuietly(sbx.sandbox_id));
   await tools.ok('bash', { sandbox_id: sbx.sandbox_id, command: 'echo on-its-own-disk > /root/kept.txt' });
   const sessions = await twoSessions(tools, sbx.sandbox_id, 'eng');
+  const direct = await tools.create({ workspace_id: directRepo() });
+  t.after(() => tools.destroyQuietly(direct.sandbox_id));
+  assertGitGuard((await tools.ok('bash', { sandbox_id: direct.sandbox_id, command: GIT_GUARD_PROBE })).output, 'before');
 
   const pid = dockerdPid();
   assert.ok(pid && alive(pid), 'dockerd runs and wrote /var/run/docker.pid');
@@ -240,6 +284,14 @@ ctx.test('the engine stopped: calls fail at once naming it; started again: the s
   const got = await tools.ok('sandbox_get', { sandbox_id: sbx.sandbox_id });
   assert.equal(got.status, 'running', JSON.stringify(got).slice(0, 500));
   assert.match(ctx.srv.stderrTail(400), new RegExp(`sandbox ${sbx.sandbox_id} was restarted`), 'serve logs it');
+  // The direct sandbox: the engine mounted its .git paths again, the
+  // re-attach verified them from inside, and they still protect.
+  await waitFor('the direct sandbox container runs again', async () => {
+    const c = await dockerInspect(direct.sandbox_id);
+    return c?.State?.Running && !c.State.Restarting;
+  });
+  const g = await okAfterRestart(tools, 'bash', { sandbox_id: direct.sandbox_id, command: GIT_GUARD_PROBE });
+  assertGitGuard(g.output, 'after the engine restart');
 });
 
 ctx.finish();

@@ -51,10 +51,8 @@ size_t ops_probe_report_failures(const struct ops_probe_report *r)
 	return n;
 }
 
-static void report(struct ops_probe_report *r, const char *name, const char *attack, enum ops_check_result result,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void report(struct ops_probe_report *r, const char *name, const char *attack, enum ops_check_result result,
-                   const char *fmt, ...)
+void ops_probe_report_add(struct ops_probe_report *r, const char *name, const char *attack,
+                          enum ops_check_result result, const char *fmt, ...)
 {
 	if (r->n >= OPS_PROBE_MAX_CHECKS)
 		return;
@@ -66,6 +64,9 @@ static void report(struct ops_probe_report *r, const char *name, const char *att
 	va_end(ap);
 	r->checks[r->n++] = (struct ops_check){name, attack, result, detail};
 }
+/* The short names this file uses for the two helpers git_probe.c shares. */
+#define report ops_probe_report_add
+#define probe_run ops_probe_run
 
 /* What the host planted, to be looked for inside. */
 struct canaries {
@@ -122,10 +123,8 @@ static void canaries_remove(struct canaries *c)
 		rmdir(c->tmp_dir);
 }
 
-/* Runs command in the sandbox as a bash session and returns its combined
- * output (caller frees). */
-static int probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
-                     struct cp_error **err)
+int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
+                  struct cp_error **err)
 {
 	_cleanup_free_ char *session = NULL;
 	if (id_new("bash_", &session, err) < 0)
@@ -376,6 +375,7 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 		goto out;
 	judge_survey(cfg, &c, out, &r);
 	network_off_check(lc, &r);
+	ops_git_guard_probe(lc, &r); /* git_probe.c */
 	*ret = r;
 	r = (struct ops_probe_report){0};
 	rc = 0;

@@ -4,7 +4,7 @@
  * (placeholders, mount specs, identities, and the refusals of a planted
  * symlink or a wrong type, which create nothing), the host-side re-check
  * after a rename over a protected file, the recorded mounts (migration
- * 0008). */
+ * 0008) and the doctor's verdict. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "lifecycle/lifecycle_internal.h"
+#include "ops/ops.h"
 #include "policy/policy.h"
 #include "store/store.h"
 
@@ -415,6 +416,31 @@ Test(git_guard, recorded_mounts_round_trip_and_go_with_the_sandbox)
 	cr_assert_eq(store_workspace_get(s, "ws_1", &gone, &err), -1);
 	cp_error_freep(&err);
 	store_free(s);
+}
+
+Test(git_guard, doctor_verdict)
+{
+	static const char all_refused[] = "refused config\nrefused hook\nrefused commondir\nrefused lock-rename\n"
+	                                  "refused rename-git\n@@end\n";
+	struct ops_probe_report r = {0};
+	ops_git_guard_judge(all_refused, "same", "same", &r);
+	cr_assert_eq(r.n, 1);
+	cr_assert_str_eq(r.checks[0].name, "direct_git");
+	cr_assert_eq(r.checks[0].result, OPS_CHECK_PASSED, "%s", r.checks[0].detail);
+	ops_probe_report_clear(&r);
+
+	ops_git_guard_judge("refused config\nWROTE hook\nrefused commondir\nWROTE rename-git\n@@end\n", "a", "a", &r);
+	cr_assert_eq(r.checks[0].result, OPS_CHECK_FAILED);
+	cr_assert_not_null(strstr(r.checks[0].detail, "hook, rename-git"), "%s", r.checks[0].detail);
+	ops_probe_report_clear(&r);
+
+	ops_git_guard_judge(all_refused, "before", "after", &r);
+	cr_assert_eq(r.checks[0].result, OPS_CHECK_FAILED, "a changed host .git fails even when all was refused");
+	ops_probe_report_clear(&r);
+
+	ops_git_guard_judge("refused config\n", "a", "a", &r);
+	cr_assert_eq(r.checks[0].result, OPS_CHECK_FAILED, "an attack cut short is no pass");
+	ops_probe_report_clear(&r);
 }
 
 /* A direct sandbox's mount table as runc leaves it (abridged from one). */

@@ -12,8 +12,10 @@
  *     rename over a mount point (the owner's own `git config` rewrites
  *     .git/config that way) makes the kernel drop that mount inside the
  *     container (measured on 6.18), so the sandbox is then stopped.
- * Creates only the empty placeholders of missing protected paths; never
- * deletes or rewrites anything in the repository. */
+ * The mount targets lie in the host directory too, so the container's mount
+ * table is judged as well (mount_verify.c, lifecycle_mounts_verify).
+ * Creates only the placeholders of missing protected paths (empty, or "."
+ * for commondir); never deletes or rewrites anything in the repository. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -117,7 +119,8 @@ static int inspect(int parent_fd, const char *name, const char *real, const char
 static int read_small(int parent_fd, const char *name, const char *real, const char *rel, char *buf, size_t size,
                       size_t *ret_len, struct cp_error **err)
 {
-	_cleanup_close_ int fd = open_beneath(parent_fd, name, O_RDONLY);
+	/* O_NONBLOCK: a FIFO swapped in after the type check must not hang us. */
+	_cleanup_close_ int fd = open_beneath(parent_fd, name, O_RDONLY | O_NONBLOCK);
 	if (fd < 0)
 		return cp_error_set_errno(err, errno == ELOOP ? CP_ERR_DENIED : CP_ERR_INTERNAL, errno,
 		                          "read '%s/%s' before mounting", real, rel);

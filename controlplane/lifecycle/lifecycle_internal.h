@@ -155,14 +155,19 @@ int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, cons
 
 /* Judges a container's mount table (mountinfo, the text of
  * /proc/self/mountinfo, proc(5)) against the n mounts asked for (targets
- * and read_only of want; sources ignored): each target must be a mount
- * point, read-only when asked, and nothing may be mounted anywhere else but
+ * and flags of want): each target not optional must be a mount point,
+ * read-only when asked, and nothing may be mounted anywhere else but
  * at the engine's own places (/, /proc, /sys, /dev and below, /etc/hosts,
  * /etc/hostname, /etc/resolv.conf). 0, or -1 with the first difference in
  * reason (size bytes). A mount target inside a host directory (the .git
  * paths) is resolved by the engine in that directory, so a symlink raced in
  * there moves the mount elsewhere, which this sees. Pure. */
-int lifecycle_mountinfo_judge(const char *mountinfo, const struct docker_mount *want, size_t n, char *reason,
+struct lifecycle_mount_want {
+	const char *target; /* mount point inside the container (borrowed) */
+	int read_only;      /* must be mounted read-only */
+	int optional;       /* may be missing (it is only allowed there) */
+};
+int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_mount_want *want, size_t n, char *reason,
                               size_t size);
 
 /* Asks the helper of s on ch for its mount table (fs.mounts, up to

@@ -231,7 +231,7 @@ static int has_ro(const char *opts)
 	return 0;
 }
 
-int lifecycle_mountinfo_judge(const char *mountinfo, const struct docker_mount *want, size_t n, char *reason,
+int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_mount_want *want, size_t n, char *reason,
                               size_t size)
 {
 	int *seen = calloc(n ? n : 1, sizeof(*seen));
@@ -270,7 +270,7 @@ int lifecycle_mountinfo_judge(const char *mountinfo, const struct docker_mount *
 		}
 	}
 	for (size_t i = 0; r == 0 && i < n; i++)
-		if (!seen[i]) {
+		if (!seen[i] && !want[i].optional) {
 			snprintf(reason, size, "'%s' is not a mount point", want[i].target);
 			r = -1;
 		}
@@ -282,17 +282,21 @@ int lifecycle_mounts_verify(struct lifecycle *lc, struct helper_channel *ch, con
                             const char *mode, const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
 {
 	int clone = !strcmp(mode, "clone");
-	_cleanup_free_ struct docker_mount *want = calloc(n + 3, sizeof(*want));
+	_cleanup_free_ struct lifecycle_mount_want *want = calloc(n + 4, sizeof(*want));
 	if (!want)
 		return cp_error_set(err, CP_ERR_INTERNAL, "verify the mounts of sandbox '%s': out of memory", s->id);
 	size_t k = 0;
-	want[k++] = (struct docker_mount){.target = LIFECYCLE_HELPER_TARGET, .read_only = 1};
-	want[k++] = (struct docker_mount){.target = clone ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET,
-	                                  .read_only = clone};
+	want[k++] = (struct lifecycle_mount_want){.target = LIFECYCLE_HELPER_TARGET, .read_only = 1};
+	want[k++] = (struct lifecycle_mount_want){
+	    .target = clone ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET, .read_only = clone};
 	for (size_t i = 0; i < n; i++)
-		want[k++] = (struct docker_mount){.target = m[i].target, .read_only = m[i].read_only};
-	if (lc->cfg->test_unsafe_mount_docker_socket)
-		want[k++] = (struct docker_mount){.target = "/var/run/docker.sock"};
+		want[k++] = (struct lifecycle_mount_want){.target = m[i].target, .read_only = m[i].read_only};
+	/* TEST ONLY: the engine socket; the mount table names it where the
+	 * image's /var/run leads (a symlink to /run in Debian images). */
+	if (lc->cfg->test_unsafe_mount_docker_socket) {
+		want[k++] = (struct lifecycle_mount_want){.target = "/var/run/docker.sock", .optional = 1};
+		want[k++] = (struct lifecycle_mount_want){.target = "/run/docker.sock", .optional = 1};
+	}
 	_cleanup_json_ struct json_object *res = NULL;
 	if (helper_channel_call(ch, "fs.mounts", NULL, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err) < 0)
 		return cp_error_prefix(err, "verify the mounts of sandbox '%s'", s->id);

@@ -458,7 +458,7 @@ static const char good_mountinfo[] =
     "11 8 254:0 /r/my\\040repo/.git/hooks /workspace/.git/hooks ro,relatime - ext4 /dev/vda rw\n"
     "12 2 0:53 /null /proc/keys rw,nosuid - tmpfs tmpfs rw\n";
 
-static const struct docker_mount want_mounts[] = {
+static const struct lifecycle_mount_want want_mounts[] = {
     {.target = "/.chat2sbx/helper", .read_only = 1},
     {.target = "/workspace"},
     {.target = "/workspace/.git"},
@@ -496,4 +496,9 @@ Test(git_guard, mount_table_judged)
 	/* A look-alike of an allowed place is not allowed. */
 	static const char procx[] = "1 0 0:50 / /procx rw - x x rw\n";
 	cr_assert_eq(lifecycle_mountinfo_judge(procx, NULL, 0, reason, sizeof(reason)), -1);
+	/* An optional target may be missing, and is allowed where it is. */
+	static const struct lifecycle_mount_want sock[] = {{.target = "/var/run/x.sock", .optional = 1},
+	                                                   {.target = "/run/x.sock", .optional = 1}};
+	static const char at_run[] = "1 0 0:50 / / rw - x x rw\n2 1 0:5 /x.sock /run/x.sock rw - x x rw\n";
+	cr_assert_eq(lifecycle_mountinfo_judge(at_run, sock, 2, reason, sizeof(reason)), 0, "%s", reason);
 }

@@ -118,6 +118,12 @@ int store_approval_reject(struct store *store, const char *id, int64_t now_ms, s
 int store_workspace_register_host(struct store *store, const struct workspace_record *ws, const char *host_path,
                                   const char *approval_id, int64_t now_ms, struct workspace_record *ret,
                                   int *ret_created, struct cp_error **err);
+/* Deletes workspace id completely, in one transaction: its sandbox rows
+ * (with their mounts and exposures), the approvals that name it, and the
+ * workspace row; the directory is the caller's. For a workspace nobody else
+ * chose (the doctor's throwaway repository). CONFLICT when a sandbox is
+ * still creating or running on it, NOT_FOUND when there is no such row. */
+int store_workspace_forget(struct store *store, const char *id, struct cp_error **err);
 
 /* ---- audit ---- */
 
@@ -202,6 +208,26 @@ int store_sandbox_set_mount_identity(struct store *store, const char *id, uint64
                                      struct cp_error **err);
 int store_sandbox_get_mount_identity(struct store *store, const char *id, uint64_t *ret_dev, uint64_t *ret_ino,
                                      struct cp_error **err);
+
+/* One extra bind mount of a sandbox with the host identity it was verified
+ * to have (migration 0008; sandbox_mount.c). */
+struct sandbox_mount_record {
+	char *target; /* inside the container, owned */
+	char *source; /* host path, owned */
+	int read_only;
+	uint64_t dev; /* st_dev as the kernel's dev_t */
+	uint64_t ino;
+};
+void sandbox_mount_record_clear(struct sandbox_mount_record *m);
+/* Replaces the extra mounts recorded for sandbox id by the n in m
+ * (borrowed), in one transaction. NOT_FOUND when the sandbox row is missing;
+ * store errors as they come. */
+int store_sandbox_mounts_set(struct store *store, const char *id, const struct sandbox_mount_record *m, size_t n,
+                             struct cp_error **err);
+/* The extra mounts of sandbox id by target (parents first), *ret (caller
+ * clears each and frees; NULL when *ret_n is 0). No row is not an error. */
+int store_sandbox_mounts_list(struct store *store, const char *id, struct sandbox_mount_record **ret, size_t *ret_n,
+                              struct cp_error **err);
 
 /* ---- warm pool (store/sandbox_pool.c, issue 8) ---- */
 

@@ -102,7 +102,7 @@ int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s,
 /* The engine resolves a bind source again at every container start, so a
  * re-attached sandbox on a host workspace must still see the directory its
  * create verified (mount_verify.c; the identity is in its row, migration
- * 0007), and the .git paths mounted over it (git_guard.c, migration 0008). Checked on every re-attach, not only when
+ * 0007), and the .git paths mounted over it (git_guard.c, migration 0009). Checked on every re-attach, not only when
  * the boot id changed: a serve restart forgets the boot ids. On a mismatch the container is stopped and the row marked
  * failed with the reason. */
 static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
@@ -121,7 +121,7 @@ static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, s
 	snprintf(w_mode, sizeof(w_mode), "%s", w.mode);
 	workspace_record_clear(&w);
 	if (r == 0) {
-		/* And the .git protection of a direct workspace (migration 0008):
+		/* And the .git protection of a direct workspace (migration 0009):
 		 * the engine mounted each source path again. */
 		struct sandbox_mount_record *m = NULL;
 		size_t n = 0;

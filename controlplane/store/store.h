@@ -210,7 +210,7 @@ int store_sandbox_get_mount_identity(struct store *store, const char *id, uint64
                                      struct cp_error **err);
 
 /* One extra bind mount of a sandbox with the host identity it was verified
- * to have (migration 0008; sandbox_mount.c). */
+ * to have (migration 0009; sandbox_mount.c). */
 struct sandbox_mount_record {
 	char *target; /* inside the container, owned */
 	char *source; /* host path, owned */

@@ -27,7 +27,6 @@
 #include "tools/tools.h"
 #include "tunnel/tunnel.h"
 
-#define MCP_MAX_BODY_BYTES (20u * 1024 * 1024)
 #define MCP_MAX_SESSIONS 1024
 #define MCP_SESSION_IDLE_MS (60L * 60 * 1000)
 
@@ -371,7 +370,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	    .name = "chat2sbx",
 	    .version = CHAT2SBX_VERSION,
 	    .instructions = tools_instructions,
-	    .max_body_bytes = MCP_MAX_BODY_BYTES,
+	    .max_body_bytes = (size_t)cfg->max_body_bytes,
 	    .max_sessions = MCP_MAX_SESSIONS,
 	    .session_idle_ms = MCP_SESSION_IDLE_MS,
 	    .on_request = tools_audit_request, /* one audit row per request */

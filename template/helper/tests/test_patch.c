@@ -252,7 +252,8 @@ Test(patch, appended_lines_end_with_a_newline_untouched_ends_keep_their_state)
 	ok("--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,3 @@\n hello\n world\n+tail\n\\ No newline at end of file\n");
 	cr_assert_str_eq(get("f.txt"), "hello\nworld\ntail");
 	put("g.txt", "x\ny");
-	ok("--- a/g.txt\n+++ b/g.txt\n@@ -1,2 +1,2 @@\n x\n-y\n\\ No newline at end of file\n+Y\n\\ No newline at end of file\n");
+	ok("--- a/g.txt\n+++ b/g.txt\n@@ -1,2 +1,2 @@\n x\n-y\n\\ No newline at end of file\n+Y\n\\ No newline at end "
+	   "of file\n");
 	cr_assert_str_eq(get("g.txt"), "x\nY");
 }
 

@@ -194,6 +194,21 @@ static void maintenance_stop(struct maintenance *m)
 }
 
 static volatile sig_atomic_t stop_requested, reload_requested;
+
+/* stdio mode (issue 18): a stop signal ends the read loop as EOF would, so
+ * serve stops in order (running calls answer, the warm pool members it made
+ * go). The read runs on the main thread; a signal the kernel gave to
+ * another thread is passed on to it, so its read returns EINTR. */
+static struct mcp_server *stdio_server;
+static pthread_t stdio_thread;
+static void on_stdio_signal(int sig)
+{
+	stop_requested = 1;
+	if (stdio_server)
+		mcp_server_stop_stdio(stdio_server);
+	if (!pthread_equal(pthread_self(), stdio_thread))
+		pthread_kill(stdio_thread, sig);
+}
 static void on_signal(int sig)
 {
 	if (sig == SIGHUP)
@@ -337,7 +352,12 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	/* Before the pool starts, so the probe is a fresh sandbox like any create. */
 	if (opts->verify_isolation && ops_isolation_require(lc, err) < 0)
 		goto out;
-	lifecycle_pool_start(lc, cfg->warm_pool, NULL); /* never fatal: a failure is logged, creates go cold */
+	/* Never fatal: a failure is logged, creates go cold. stdio defers it
+	 * to the first create, so a client's probing start makes nothing. */
+	if (opts->stdio)
+		lifecycle_pool_defer(lc, cfg->warm_pool);
+	else
+		lifecycle_pool_start(lc, cfg->warm_pool, NULL);
 
 	maintenance_start(&maint, cfg, store, lc);
 
@@ -385,8 +405,18 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		goto out;
 
 	if (opts->stdio) {
+		stdio_server = server;
+		stdio_thread = pthread_self();
+		struct sigaction ssa = {.sa_handler = on_stdio_signal}; /* no SA_RESTART: the read is interrupted */
+		sigemptyset(&ssa.sa_mask);
+		sigaction(SIGINT, &ssa, NULL);
+		sigaction(SIGTERM, &ssa, NULL);
+		sigaction(SIGHUP, &ssa, NULL);
 		log_info("serve", "serving MCP on stdin/stdout");
 		r = mcp_server_serve_stdio(server, STDIN_FILENO, STDOUT_FILENO, err);
+		if (stop_requested)
+			log_info("serve", "stopping on a signal; sandboxes keep running");
+		stdio_server = NULL;
 		goto out;
 	}
 

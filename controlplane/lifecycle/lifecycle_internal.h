@@ -29,6 +29,7 @@ struct lifecycle {
 	int network_ready;           /* LIFECYCLE_NETWORK exists (under attach_lock) */
 	pthread_mutex_t attach_lock; /* one (re-)attach at a time, so a sandbox never gets two channels */
 	struct lifecycle_pool *pool; /* warm pool (pool.c); NULL = none */
+	int pool_deferred;           /* size of a pool that starts at the first create (stdio) */
 	/* Calls holding a sandbox (activity.c), under lock: expiry never removes
 	 * a sandbox a call holds, and a sandbox being expired takes no new call. */
 	struct lifecycle_hold *holds;

@@ -5,6 +5,7 @@
 #define CP_MCP_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -147,6 +148,7 @@ struct mcp_server {
 		unsigned long count;
 	} refusals[MCP_REFUSAL_KINDS];
 	struct mcp_conn_guard guard; /* deadlines and the cap on idle connections */
+	volatile sig_atomic_t stdio_stop; /* set by mcp_server_stop_stdio (a signal handler) */
 	/* HTTP requests in progress, so stop can let them finish. */
 	pthread_mutex_t http_lock;
 	pthread_cond_t http_idle; /* signalled when http_active drops */

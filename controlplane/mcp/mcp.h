@@ -158,9 +158,14 @@ unsigned mcp_server_port(const struct mcp_server *server);
  * waits for running requests to finish (bounded by their own deadlines). */
 void mcp_server_stop(struct mcp_server *server);
 
-/* Serves newline-delimited JSON-RPC on in_fd/out_fd until EOF (MCP
- * basic/transports, "stdio"). Blocks. Logs go to stderr only. */
+/* Serves newline-delimited JSON-RPC on in_fd/out_fd until EOF or
+ * mcp_server_stop_stdio (MCP basic/transports, "stdio"), then waits for the
+ * tool calls still running. Blocks. Logs go to stderr only. */
 int mcp_server_serve_stdio(struct mcp_server *server, int in_fd, int out_fd, struct cp_error **err);
+/* Asks mcp_server_serve_stdio to stop reading, as at EOF. Async-signal-safe
+ * (a stop signal's handler calls it; the read it interrupts returns EINTR,
+ * so install that handler without SA_RESTART). */
+void mcp_server_stop_stdio(struct mcp_server *server);
 
 /* Transport-independent dispatch of one parsed JSON-RPC message (borrowed).
  * Returns the response object (caller puts) or NULL for a notification or a

@@ -209,8 +209,8 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 		}
 		free(rows);
 		if (n)
-			log_info("lifecycle", "warm pool: %zu member(s) from an earlier start adopted, %d removed", n_adopt,
-			         removed);
+			log_info("lifecycle", "warm pool: %zu member(s) from an earlier start adopted, %d removed",
+			         n_adopt, removed);
 	}
 	if (size <= 0) {
 		free(adopt);

@@ -147,7 +147,7 @@ struct mcp_server {
 		int64_t last_ms;
 		unsigned long count;
 	} refusals[MCP_REFUSAL_KINDS];
-	struct mcp_conn_guard guard; /* deadlines and the cap on idle connections */
+	struct mcp_conn_guard guard;      /* deadlines and the cap on idle connections */
 	volatile sig_atomic_t stdio_stop; /* set by mcp_server_stop_stdio (a signal handler) */
 	/* HTTP requests in progress, so stop can let them finish. */
 	pthread_mutex_t http_lock;

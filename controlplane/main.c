@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -131,6 +132,8 @@ struct maintenance {
 };
 
 #define MAINTENANCE_INTERVAL_MS 60000
+/* How often serve checks that serve.json names it. */
+#define SERVE_STATE_CHECK_MS 2000
 
 static void *maintenance_main(void *arg)
 {
@@ -147,6 +150,7 @@ static void *maintenance_main(void *arg)
 			log_warn("serve", "expiry: %s", e->message);
 			cp_error_free(e);
 		}
+		lifecycle_undo_run(m->lc); /* failed creates a full disk kept from undoing */
 		/* Channels closed by an engine or helper restart come back
 		 * here even when no tool call asks for them. */
 		struct cp_error *re = NULL;
@@ -394,6 +398,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	    .max_sessions = MCP_MAX_SESSIONS,
 	    .session_idle_ms = MCP_SESSION_IDLE_MS,
 	    .on_request = tools_audit_request, /* one audit row per request */
+	    .before_call = tools_audit_gate,   /* a change runs only once on record */
 	    .on_request_ctx = &app,
 	    .unix_socket_path = opts->stdio ? NULL : socket_path,
 	    .bearer_token = token[0] ? token : NULL,
@@ -421,7 +426,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	}
 
 	/* Block the stop signals before the listener's threads exist, so only
-	 * sigsuspend below receives them (no lost wake-up). */
+	 * the ppoll below receives them (no lost wake-up). */
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -440,20 +445,16 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	log_info("serve", "serving MCP on http://%s:%u/mcp (%s) and unix:%s (%s)", cfg->host, mcp_server_port(server),
 	         cfg->mcp_token ? "bearer token required" : "no token: CHAT2SBX_MCP_TOKEN=off", socket_path,
 	         cfg->enable_tunnel ? "tunnel configured" : "local-only: CHAT2SBX_ENABLE_TUNNEL=0");
-	{
-		char url[4300];
-		struct cp_error *state_err = NULL;
-		endpoint_url(cfg, mcp_server_port(server), url, sizeof(url));
-		struct ops_serve_state st = {.endpoint = url,
-		                             .socket = socket_path,
-		                             .token_file = token_path,
-		                             .token_required = cfg->mcp_token,
-		                             .tunnel_enabled = cfg->enable_tunnel};
-		if (ops_serve_state_write(cfg->state_dir, &st, &state_err) < 0) {
-			log_warn("serve", "%s; 'chat2sbx status' will not find this serve", state_err->message);
-			cp_error_free(state_err);
-		}
-	}
+	char url[4300];
+	endpoint_url(cfg, mcp_server_port(server), url, sizeof(url));
+	struct ops_serve_state state = {.started_at_ms = clock_now_ms(),
+	                                .endpoint = url,
+	                                .socket = socket_path,
+	                                .token_file = token_path,
+	                                .token_required = cfg->mcp_token,
+	                                .tunnel_enabled = cfg->enable_tunnel};
+	int state_written = -1;
+	ops_serve_state_keep(cfg->state_dir, &state, &state_written);
 	/* The endpoint's own attacks need it listening (and serve.json). */
 	if (opts->verify_isolation) {
 		struct ops_probe_report rep = {0};
@@ -474,11 +475,17 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		}
 	}
 	while (!stop_requested) {
-		sigsuspend(&old_set);
+		/* Signals arrive here (ppoll unblocks them as sigsuspend would);
+		 * every SERVE_STATE_CHECK_MS serve.json is checked and written
+		 * again when a full disk or a hand kept it from naming us. */
+		struct timespec tick = {.tv_sec = SERVE_STATE_CHECK_MS / 1000};
+		ppoll(NULL, 0, &tick, &old_set);
 		if (reload_requested) {
 			reload_requested = 0;
 			on_reload(cfg);
 		}
+		if (!stop_requested)
+			ops_serve_state_keep(cfg->state_dir, &state, &state_written);
 	}
 	pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 	log_info("serve", "stopping; sandboxes keep running and are re-attached at the next start");

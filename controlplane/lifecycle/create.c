@@ -357,18 +357,8 @@ static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char
                         const struct workspace_record *new_workspace)
 {
 	lifecycle_channel_drop(lc, sandbox_id);
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (container_id && docker_container_remove(lc->engine, container_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
-		log_warn("lifecycle", "undo create of sandbox '%s': %s", sandbox_id, e->message);
-	cp_error_freep(&e);
-	if (store_sandbox_delete(lc->store, sandbox_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
-		log_warn("lifecycle", "undo create of sandbox '%s': %s", sandbox_id, e->message);
-	cp_error_freep(&e);
-	if (new_workspace) {
-		if (store_workspace_delete(lc->store, new_workspace->id, &e) < 0)
-			log_warn("lifecycle", "undo create of workspace '%s': %s", new_workspace->id, e->message);
-		rmdir(new_workspace->path); /* only when still empty */
-	}
+	/* The container by its name when its id never came back. */
+	lifecycle_undo_create(lc, sandbox_id, container_id ? container_id : sandbox_id, new_workspace);
 }
 
 /* The workspace's live sandbox as the answer (reused). */
@@ -416,6 +406,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	_cleanup_(lifecycle_git_guard_clear) struct lifecycle_git_guard guard = {0}; /* direct mode (git_guard.c) */
 	*ret = (struct lifecycle_create_result){0};
 
+	lifecycle_undo_run(lc); /* earlier failed creates first: they hold a place until undone */
 	if (lifecycle_create_limits(lc, opts, &lim, err) < 0)
 		return -1; /* nothing created yet */
 	if (opts->workspace_id && opts->workspace_path)
@@ -520,9 +511,14 @@ fail_sandbox:
 	return -1;
 fail_workspace:
 	if (new_workspace) {
+		/* The row first: a directory without its row is only clutter, a row
+		 * without its directory a workspace that cannot be used. */
 		_cleanup_error_ struct cp_error *e = NULL;
-		store_workspace_delete(lc->store, ws.id, &e);
-		rmdir(ws.path);
+		if (store_workspace_delete(lc->store, ws.id, &e) == 0)
+			rmdir(ws.path);
+		else
+			log_warn("lifecycle", "undo create of workspace '%s': %s (its empty directory stays with it)",
+			         ws.id, e->message);
 	}
 	workspace_record_clear(&ws);
 	return -1;

@@ -176,6 +176,14 @@ void lifecycle_sandbox_release(struct lifecycle *lc, const char *id, struct help
  * Run once at start after reconcile and once a minute. */
 int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error **err);
 
+/* Finishes the undos of failed creates that could not be finished when
+ * they failed (lifecycle/undo_later.c: a full disk, the engine away): each
+ * container removed, its row deleted, a managed workspace made for it
+ * deleted. Returns how many still wait (each failure logged). Blocks for the
+ * engine removals. Run by the maintenance pass and at the start of every
+ * create. */
+size_t lifecycle_undo_run(struct lifecycle *lc);
+
 /* ---- recovery (lifecycle/recovery.c) ---- */
 
 /* Maintenance pass, once a minute after expiry: releases the helper channels

@@ -40,6 +40,7 @@ struct lifecycle {
 	int disk_size_supported;             /* the engine's storage takes a layer size (asked at start) */
 	char storage_name[96];               /* "overlay2 on extfs", for messages */
 	int64_t default_disk_bytes;          /* CHAT2SBX_DEFAULT_DISK where supported, else 0 */
+	struct lifecycle_undo *undos;        /* failed creates not yet undone (undo_later.c), under lock */
 };
 
 struct lifecycle_hold {
@@ -68,6 +69,18 @@ char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifec
 /* store_sandbox_insert after checking CHAT2SBX_MAX_ACTIVE_SANDBOXES (LIMIT
  * when reached; pooled rows are not counted), both under create_lock. */
 int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err);
+
+/* Undoes a failed create (undo_later.c): removes container (an id or the
+ * name; NULL = none), deletes the sandbox row, then new_workspace (may be
+ * NULL: a managed workspace made for this create; its row, then its empty
+ * directory). All strings copied. Returns 0 when done, 1 when a step failed
+ * and the rest waits for lifecycle_undo_run (logged), -1 when out of
+ * memory (the next start's reconcile finishes it). */
+int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container,
+                          const struct workspace_record *new_workspace);
+/* Drops the undos still waiting (lifecycle_free); reconcile finishes them at
+ * the next start. */
+void lifecycle_undos_clear(struct lifecycle *lc);
 
 /* Holds (activity.c). hold_begin counts a call on id; it fails (CONFLICT)
  * when the sandbox is being expired, INTERNAL when out of memory. hold_end

@@ -44,6 +44,7 @@ void lifecycle_free(struct lifecycle *lc)
 		return;
 	lifecycle_channels_clear(lc);
 	lifecycle_holds_clear(lc);
+	lifecycle_undos_clear(lc);
 	pthread_mutex_destroy(&lc->lock);
 	pthread_mutex_destroy(&lc->attach_lock);
 	pthread_mutex_destroy(&lc->create_lock);

@@ -171,6 +171,7 @@ struct mcp_request_info {
 	char session[9];
 	const char *status; /* static text; NULL until known */
 	char message[400];
+	int64_t ticket; /* from the call gate (mcp_call_gate); 0 when none ran */
 };
 
 /* resume.c: resumable SSE streams (basic/transports, "Resumability and

@@ -37,11 +37,20 @@ struct ops_serve_state {
 };
 void ops_serve_state_clear(struct ops_serve_state *s);
 
-/* Writes STATE_DIR/serve.json for this process (getpid, now, CHAT2SBX_VERSION;
- * pid, started_at_ms and version of *st are ignored; its strings borrowed)
- * atomically: a 0600 temporary file in the same directory, fsync, rename.
- * Fails with UNAVAILABLE naming the file. Blocks on local file I/O only. */
+/* Writes STATE_DIR/serve.json for this process (getpid, CHAT2SBX_VERSION;
+ * started_at_ms from *st, now when 0; pid and version of *st are ignored; its
+ * strings borrowed) atomically: a 0600 temporary file in the same directory,
+ * fsync, rename. Fails with UNAVAILABLE naming the file. Blocks on local
+ * file I/O only. */
 int ops_serve_state_write(const char *state_dir, const struct ops_serve_state *st, struct cp_error **err);
+
+/* Makes sure STATE_DIR/serve.json names this process: writes it (as
+ * ops_serve_state_write) when it is missing, unreadable or names another
+ * pid. *written (in/out) is -1 before the first call, then 1 when the file
+ * is good and 0 while it cannot be written, so a failure is logged once and
+ * its recovery once (a full disk at start, a file removed by hand: issue
+ * 13). Never fails; serve calls it every few seconds. */
+void ops_serve_state_keep(const char *state_dir, const struct ops_serve_state *st, int *written);
 
 /* Removes STATE_DIR/serve.json when it names this process (a newer serve's
  * file is left alone). Never fails. */

@@ -142,6 +142,14 @@ struct audit_record {
 
 /* Appends one audit row (all strings borrowed). Fails like any write. */
 int store_audit_insert(struct store *store, const struct audit_record *a, struct cp_error **err);
+/* The same, setting *ret_id (may be NULL) to the new row's id: a call on
+ * record before it runs (status "started"), finished by store_audit_finish. */
+int store_audit_insert_id(struct store *store, const struct audit_record *a, int64_t *ret_id, struct cp_error **err);
+/* Sets the outcome of row id: status, duration_ms and message from a (the
+ * message NULL clears it); sandbox_id and target when a has them (kept
+ * otherwise). Other fields of a are ignored. NOT_FOUND when there is no such
+ * row; fails like any write. */
+int store_audit_finish(struct store *store, int64_t id, const struct audit_record *a, struct cp_error **err);
 /* Count of audit rows with the given action (tests and status). */
 int store_audit_count(struct store *store, const char *action, int64_t *ret_count, struct cp_error **err);
 

@@ -29,6 +29,7 @@ struct lifecycle {
 	int network_ready;           /* LIFECYCLE_NETWORK exists (under attach_lock) */
 	pthread_mutex_t attach_lock; /* one (re-)attach at a time, so a sandbox never gets two channels */
 	struct lifecycle_pool *pool; /* warm pool (pool.c); NULL = none */
+	int pool_deferred;           /* size of a pool that starts at the first create (stdio) */
 	/* Calls holding a sandbox (activity.c), under lock: expiry never removes
 	 * a sandbox a call holds, and a sandbox being expired takes no new call. */
 	struct lifecycle_hold *holds;
@@ -46,6 +47,7 @@ struct lifecycle {
 	const char *runtime_why;
 	const char *vm_accel;
 	const char *vm_accel_why;
+	struct lifecycle_undo *undos;        /* failed creates not yet undone (undo_later.c), under lock */
 };
 
 struct lifecycle_hold {
@@ -74,6 +76,18 @@ char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifec
 /* store_sandbox_insert after checking CHAT2SBX_MAX_ACTIVE_SANDBOXES (LIMIT
  * when reached; pooled rows are not counted), both under create_lock. */
 int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err);
+
+/* Undoes a failed create (undo_later.c): removes container (an id or the
+ * name; NULL = none), deletes the sandbox row, then new_workspace (may be
+ * NULL: a managed workspace made for this create; its row, then its empty
+ * directory). All strings copied. Returns 0 when done, 1 when a step failed
+ * and the rest waits for lifecycle_undo_run (logged), -1 when out of
+ * memory (the next start's reconcile finishes it). */
+int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container,
+                          const struct workspace_record *new_workspace);
+/* Drops the undos still waiting (lifecycle_free); reconcile finishes them at
+ * the next start. */
+void lifecycle_undos_clear(struct lifecycle *lc);
 
 /* Holds (activity.c). hold_begin counts a call on id; it fails (CONFLICT)
  * when the sandbox is being expired, INTERNAL when out of memory. hold_end
@@ -142,6 +156,9 @@ int lifecycle_host_nesting_check(struct store *store, const char *real, const ch
  * directory ... changed while it was being mounted ...". Other errors
  * INTERNAL with errno. Blocks only on the file system. */
 int lifecycle_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err);
+/* The same, keeping the O_PATH descriptor of the directory open in *ret_fd
+ * (caller closes), for opening paths beneath the very directory checked. */
+int lifecycle_mount_open(const char *real, int *ret_fd, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err);
 
 /* 1 when the runtime (NULL or "" = the engine's default, taken as runc)
  * shows a bind mount's host st_dev/st_ino inside the container, so that
@@ -163,9 +180,93 @@ int lifecycle_mount_alias_check(const char *real, struct cp_error **err);
 int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id, const char *target,
                            const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err);
 
+/* Judges a container's mount table (mountinfo, the text of
+ * /proc/self/mountinfo, proc(5)) against the n mounts asked for (targets
+ * and flags of want): each target not optional must be a mount point,
+ * read-only when asked, and nothing may be mounted anywhere else but
+ * at the engine's own places (/, /proc, /sys, /dev and below, /etc/hosts,
+ * /etc/hostname, /etc/resolv.conf). 0, or -1 with the first difference in
+ * reason (size bytes). A mount target inside a host directory (the .git
+ * paths) is resolved by the engine in that directory, so a symlink raced in
+ * there moves the mount elsewhere, which this sees. Pure. */
+struct lifecycle_mount_want {
+	const char *target; /* mount point inside the container (borrowed) */
+	int read_only;      /* must be mounted read-only */
+	int optional;       /* may be missing (it is only allowed there) */
+};
+int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_mount_want *want, size_t n, char *reason,
+                              size_t size);
+
+/* Asks the helper of s on ch for its mount table (fs.mounts, up to
+ * LIFECYCLE_HELLO_TIMEOUT_MS) and judges it (lifecycle_mountinfo_judge)
+ * against what chat2sbx mounts for a workspace in mode with the extra
+ * mounts m: the helper, the workspace, m, and the test-only engine socket.
+ * A difference: a security warning, an audit row (sandbox.mount_refused)
+ * and DENIED naming it; the caller removes or stops the container.
+ * Channel errors as they come. */
+int lifecycle_mounts_verify(struct lifecycle *lc, struct helper_channel *ch, const struct sandbox_record *s,
+                            const char *mode, const struct sandbox_mount_record *m, size_t n, struct cp_error **err);
+/* The judging half of lifecycle_mounts_verify, on a mount table text
+ * (proc(5) mountinfo, borrowed) got by other means (a vm sandbox's comes
+ * from its container, runtime_vm.c); a vm sandbox's launcher mount is
+ * expected too. */
+int lifecycle_mounts_judge(struct lifecycle *lc, const struct sandbox_record *s, const char *mode,
+                           const struct sandbox_mount_record *m, size_t n, const char *mountinfo, struct cp_error **err);
+
 /* Logs message as a security warning and writes the audit row
  * sandbox.mount_refused (status DENIED) for sandbox_id and target. */
 void lifecycle_mount_audit(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *message);
+/* The same with another audit action ("sandbox.git_guard_lost"). */
+void lifecycle_security_audit(struct lifecycle *lc, const char *action, const char *sandbox_id, const char *target,
+                              const char *message);
+
+/* ---- direct-mode .git protection (git_guard.c) ---- */
+
+struct lifecycle_git_guard {
+	enum policy_git_shape shape;
+	struct sandbox_mount_record *mounts; /* owned; parents first, as policy_git_paths lists them */
+	size_t n;
+};
+void lifecycle_git_guard_clear(struct lifecycle_git_guard *g);
+
+/* Prepares the .git protection of the direct workspace real, whose
+ * directory ws_fd (an O_PATH descriptor from lifecycle_mount_open) is: finds
+ * the shape of real/.git, refuses (DENIED, naming the path, what is there
+ * and what to do; nothing created) a symlink or a type other than git's at
+ * .git or any protected path, a commondir naming another directory, a
+ * gitfile naming a git dir inside real; then creates the missing protected
+ * paths' placeholders (owned like .git when running as root; UNAVAILABLE
+ * when that is not possible) and opens each protected path beneath ws_fd
+ * (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), recording its host
+ * identity. *ret (caller clears) lists the mounts: source real/REL, target
+ * target_root/REL; none when real has no .git. Blocks on the file system. */
+int lifecycle_git_guard_prepare(int ws_fd, const char *real, const char *target_root, struct lifecycle_git_guard *ret,
+                                struct cp_error **err);
+
+/* Verifies from inside (lifecycle_mount_verify, fs.stat) that each of the n
+ * mounts shows the identity recorded for it; the first mismatch is DENIED
+ * as lifecycle_mount_verify says. Channel errors as they come. */
+int lifecycle_git_guard_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id,
+                               const struct sandbox_mount_record *m, size_t n, struct cp_error **err);
+
+/* Host side: 0 when every source still opens (no symlink anywhere) to the
+ * identity recorded, else 1 + the index of the first that does not, with a
+ * sentence for the failure reason in reason (size bytes). A host-side
+ * rename over a mount point drops that mount inside the container. */
+int lifecycle_git_guard_host_lost(const struct sandbox_mount_record *m, size_t n, char *reason, size_t size);
+
+/* For a running sandbox s: its recorded extra mounts checked on the host
+ * (lifecycle_git_guard_host_lost). Lost: a security warning, an audit row
+ * (sandbox.git_guard_lost), the container stopped, the row marked failed
+ * with the reason, and CONFLICT "sandbox ... has failed (...)". Store
+ * errors as they come. Blocks on the file system, and on the engine (stop,
+ * up to 30 s) only when the protection was lost. */
+int lifecycle_sandbox_guard_check(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err);
+
+/* Marks sandbox id failed with reason unless its row has left "running"
+ * (a destroy racing with us must stay removed), and drops its channel
+ * (recovery.c). */
+void lifecycle_sandbox_fail_running(struct lifecycle *lc, const char *id, const char *reason);
 
 /* Compares the stat answer res (fs.stat's fields: dev_major, dev_minor,
  * ino; borrowed) of target in sandbox_id with (dev, ino) of host_dir as
@@ -184,19 +285,19 @@ int lifecycle_mount_compare(struct lifecycle *lc, const char *sandbox_id, const 
  * only). UNAVAILABLE when kvm is asked for and not usable. */
 int lifecycle_vm_select(struct lifecycle *lc, struct cp_error **err);
 
+/* Where the vm launcher is mounted, read-only (template/vm/src/vm.h VM_SELF). */
+#define LIFECYCLE_VM_TARGET "/.chat2sbx/vm"
 #define LIFECYCLE_VM_ENV_MAX 24
-#define LIFECYCLE_VM_MOUNTS_MAX 8
 /* Storage for what lifecycle_vm_container points spec at; lives as long
  * as the spec. */
 struct lifecycle_vm_parts {
 	const char *env[LIFECYCLE_VM_ENV_MAX];
 	char text[6][128];
-	struct docker_mount mounts[LIFECYCLE_VM_MOUNTS_MAX];
 	const char *entrypoint[3];
 };
 /* Turns the container spec of sandbox s (row runtime "vm") on workspace w
- * into the vm runtime's: the launcher (CHAT2SBX_VM_PATH, read-only at
- * /.chat2sbx/vm) as entrypoint with its settings in the environment (the
+ * into the vm runtime's (the caller has mounted the launcher,
+ * CHAT2SBX_VM_PATH, read-only at LIFECYCLE_VM_TARGET): the launcher as entrypoint with its settings in the environment (the
  * row's accelerator, the workspace mode, network, the guest's process
  * limit = spec's pids_limit, CHAT2SBX_VM_DOCKER, and the verified mount
  * identity mount_dev:mount_ino of a host workspace), runc, every
@@ -209,11 +310,17 @@ void lifecycle_vm_container(const struct lifecycle *lc, const struct sandbox_rec
 /* INVALID_ARGUMENT naming the smallest size when memory_bytes (> 0) is
  * below LIFECYCLE_VM_MIN_MEMORY. Pure. */
 int lifecycle_vm_memory_check(int64_t memory_bytes, struct cp_error **err);
-/* lifecycle_mount_verify for a vm sandbox: the stat is made in the
- * container (`chat2sbx-vm stat`, engine exec), where the host's device and
- * inode numbers are visible. Blocks up to about 40 s. */
-int lifecycle_vm_mount_verify(struct lifecycle *lc, const char *container, const char *sandbox_id, const char *target,
-                              const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err);
+/* The mount checks of a vm sandbox s on a host workspace (mode, host_dir
+ * with identity dev:ino) with the extra mounts m (the .git protection),
+ * made in its container (`chat2sbx-vm stat` and `chat2sbx-vm mounts`,
+ * engine exec), where the host's device and inode numbers are visible (9p
+ * shows its own in the guest): the workspace target, each of m, and the
+ * mount table when n > 0, as lifecycle_mount_verify, lifecycle_git_guard_verify
+ * and lifecycle_mounts_verify judge them. DENIED on a difference; engine
+ * errors as they come. Blocks up to about 40 s per exec. */
+int lifecycle_vm_mounts_verify(struct lifecycle *lc, const char *container, const struct sandbox_record *s,
+                               const char *mode, const char *host_dir, uint64_t dev, uint64_t ino,
+                               const struct sandbox_mount_record *m, size_t n, struct cp_error **err);
 /* Forwards container TCP port into the guest of a vm sandbox (QMP
  * hostfwd_add, recorded for later boots; `chat2sbx-vm expose`), so
  * sandbox_expose's forwarder reaches the guest's server. Idempotent.

@@ -22,8 +22,6 @@
 #include "../base/log.h"
 #include "lifecycle_internal.h"
 
-/* Where the launcher is mounted (template/vm/src/vm.h VM_SELF). */
-#define VM_TARGET "/.chat2sbx/vm"
 /* The launcher's exit statuses (vm.h VM_EXIT_*). */
 #define VM_EXIT_MOUNT_CHANGED 78
 #define VM_EXIT_CONFIG 79
@@ -135,14 +133,7 @@ void lifecycle_vm_container(const struct lifecycle *lc, const struct sandbox_rec
 	parts->env[n] = NULL;
 	spec->env = parts->env;
 
-	size_t m = 0;
-	for (size_t i = 0; i < spec->n_mounts && m < LIFECYCLE_VM_MOUNTS_MAX - 1; i++)
-		parts->mounts[m++] = spec->mounts[i];
-	parts->mounts[m++] = (struct docker_mount){.source = lc->cfg->vm_path, .target = VM_TARGET, .read_only = 1};
-	spec->mounts = parts->mounts;
-	spec->n_mounts = m;
-
-	parts->entrypoint[0] = VM_TARGET;
+	parts->entrypoint[0] = LIFECYCLE_VM_TARGET;
 	parts->entrypoint[1] = "launch";
 	parts->entrypoint[2] = NULL;
 	spec->entrypoint = parts->entrypoint;
@@ -194,21 +185,44 @@ static int vm_exec(struct lifecycle *lc, const char *container, const char *cons
 	return r;
 }
 
-int lifecycle_vm_mount_verify(struct lifecycle *lc, const char *container, const char *sandbox_id, const char *target,
-                              const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err)
+static int vm_stat_compare(struct lifecycle *lc, const char *container, const char *sandbox_id, const char *target,
+                           const char *host_path, uint64_t dev, uint64_t ino, struct cp_error **err)
 {
-	const char *argv[] = {VM_TARGET, "stat", target, NULL};
+	const char *argv[] = {LIFECYCLE_VM_TARGET, "stat", target, NULL};
 	_cleanup_json_ struct json_object *res = NULL;
 	if (vm_exec(lc, container, argv, &res, err) < 0)
 		return cp_error_prefix(err, "verify the mount '%s' of sandbox '%s'", target, sandbox_id);
-	return lifecycle_mount_compare(lc, sandbox_id, target, host_dir, dev, ino, res, err);
+	return lifecycle_mount_compare(lc, sandbox_id, target, host_path, dev, ino, res, err);
+}
+
+int lifecycle_vm_mounts_verify(struct lifecycle *lc, const char *container, const struct sandbox_record *s,
+                               const char *mode, const char *host_dir, uint64_t dev, uint64_t ino,
+                               const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
+{
+	const char *target = !strcmp(mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
+	if (vm_stat_compare(lc, container, s->id, target, host_dir, dev, ino, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (vm_stat_compare(lc, container, s->id, m[i].target, m[i].source, m[i].dev, m[i].ino, err) < 0)
+			return -1;
+	if (!n)
+		return 0;
+	const char *argv[] = {LIFECYCLE_VM_TARGET, "mounts", NULL};
+	_cleanup_json_ struct json_object *res = NULL;
+	if (vm_exec(lc, container, argv, &res, err) < 0)
+		return cp_error_prefix(err, "verify the mounts of sandbox '%s'", s->id);
+	struct json_object *v = NULL;
+	const char *text = json_object_object_get_ex(res, "mountinfo", &v) && json_object_is_type(v, json_type_string)
+	                       ? json_object_get_string(v)
+	                       : "";
+	return lifecycle_mounts_judge(lc, s, mode, m, n, text, err);
 }
 
 int lifecycle_vm_forward(struct lifecycle *lc, const char *container, int port, struct cp_error **err)
 {
 	char p[16];
 	snprintf(p, sizeof(p), "%d", port);
-	const char *argv[] = {VM_TARGET, "expose", p, NULL};
+	const char *argv[] = {LIFECYCLE_VM_TARGET, "expose", p, NULL};
 	_cleanup_json_ struct json_object *res = NULL;
 	if (vm_exec(lc, container, argv, &res, err) < 0)
 		return cp_error_prefix(err, "forward port %d into the vm sandbox's guest", port);

@@ -1,7 +1,8 @@
 /* ctl.c: the commands the control plane runs inside a vm sandbox's
  * container through the engine's exec API (lifecycle/runtime_vm.c), never
  * in the guest: `stat PATH` shows the mount target's identity as the
- * container sees it (9p shows its own numbers in the guest), `expose PORT`
+ * container sees it (9p shows its own numbers in the guest), `mounts` the
+ * container's mount table (the guest has its own), `expose PORT`
  * forwards a container port into the guest (QMP hostfwd_add) and records
  * it, so the next boot forwards it too. Output: one JSON line on stdout;
  * errors: a line on stderr and a non-zero status. */
@@ -38,6 +39,34 @@ int vm_ctl_stat_main(int argc, char **argv)
 	       major(st.st_dev), minor(st.st_dev), (unsigned long long)st.st_ino, type, (unsigned)st.st_uid,
 	       (unsigned)st.st_gid);
 	return 0;
+}
+
+int vm_ctl_mounts_main(int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		vm_log("usage: chat2sbx-vm mounts");
+		return 2;
+	}
+	static char text[256 * 1024];
+	ssize_t n = vm_read_file("/proc/self/mountinfo", text, sizeof text);
+	if (n < 0 || (size_t)n >= sizeof text - 1) {
+		vm_log("read /proc/self/mountinfo: %s", n < 0 ? strerror(errno) : "too long");
+		return 1;
+	}
+	/* One JSON string (RFC 8259, section 7): quote, backslash and control
+	 * characters escaped; the kernel escapes blanks in paths as octal. */
+	fputs("{\"mountinfo\":\"", stdout);
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	fputs("\"}\n", stdout);
+	return fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* Reads one QMP reply line (bounded) into buf. 0, or -1 on EOF/timeout. */

@@ -14,9 +14,11 @@ int main(int argc, char **argv)
 		return vm_launch_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "stat"))
 		return vm_ctl_stat_main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "mounts"))
+		return vm_ctl_mounts_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "expose"))
 		return vm_ctl_expose_main(argc - 1, argv + 1);
-	fprintf(stderr, "usage: chat2sbx-vm launch | stat PATH | expose PORT\n"
+	fprintf(stderr, "usage: chat2sbx-vm launch | stat PATH | mounts | expose PORT\n"
 	                "The vm runtime's launcher, guest init and container commands (template/vm/README.md).\n");
 	return 2;
 }

@@ -9,7 +9,7 @@
  *     9p and Docker's disk, brings up the network, starts the guest agent
  *     and execs the unchanged chat2sbx-helper on the helper's virtio-serial
  *     port (guest_init.c, guest_agent.c);
- *   - `stat PATH`, `expose PORT` — small commands the control plane runs in
+ *   - `stat PATH`, `mounts`, `expose PORT` — small commands the control plane runs in
  *     the container with the engine's exec API (ctl.c).
  * Links only libc, so it runs in any image and in an initramfs. */
 #ifndef C2S_VM_H
@@ -176,6 +176,7 @@ int vm_guest_init_main(void);
  * execs the helper; never returns. docker: as in vm_config. */
 void vm_guest_agent_run(int control_fd, const char *docker) __attribute__((noreturn));
 int vm_ctl_stat_main(int argc, char **argv);
+int vm_ctl_mounts_main(int argc, char **argv);
 int vm_ctl_expose_main(int argc, char **argv);
 
 #endif

@@ -57,7 +57,7 @@ FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
-.PHONY: all run test unit e2e template deps engine clean help fmt fmt-check fuzz fuzz-replay
+.PHONY: all run test unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay
 all: $(BIN) $(HELPER_BIN) $(VM_BIN)
 
 $(BIN): $(CP_OBJS)
@@ -171,17 +171,33 @@ fuzz-deps:
 fuzz-replay: $(FUZZ_REPLAYS)
 	scripts/fuzz-replay.sh $(BUILD)/replay $(FUZZ_DIR) $(FUZZ_HARNESSES)
 
-# The template image, then the vm runtime's image derived from it
-# (template/vm/README.md); both cached by a hash of their inputs.
-TEMPLATE_BUILD = template/build.sh $(HELPER_BIN) && template/vm/build.sh $(VM_BIN) $(HELPER_BIN)
+# The template image (cached by a hash of its inputs). With
+# CHAT2SBX_RUNTIME=vm in the environment, the vm runtime's image too.
+TEMPLATE_BUILD = template/build.sh $(HELPER_BIN)$(if $(filter vm,$(CHAT2SBX_RUNTIME)), && $(TEMPLATE_VM_BUILD))
+# The vm runtime's image, derived from the template image
+# (template/vm/README.md; cached by a hash of its inputs; a boot is
+# smoke-tested after each build).
+TEMPLATE_VM_BUILD = template/vm/build.sh $(VM_BIN) $(HELPER_BIN)
 
 template: all
 	$(TEMPLATE_BUILD)
+
+template-vm: all
+	template/build.sh $(HELPER_BIN)
+	$(TEMPLATE_VM_BUILD)
 
 e2e: all
 	scripts/ensure-engine.sh
 	$(TEMPLATE_BUILD)
 	e2e/run.sh
+
+# The vm runtime's end-to-end scenarios (e2e/vm/; slow under TCG, so not
+# part of `make test`; README "vm runtime").
+test-vm: all
+	scripts/ensure-engine.sh
+	template/build.sh $(HELPER_BIN)
+	$(TEMPLATE_VM_BUILD)
+	e2e/run.sh --vm
 
 # Everything on a fresh Debian machine: packages, build, unit tests, engine,
 # template, end-to-end tests.
@@ -234,7 +250,9 @@ help:
 	@echo "make unit       unit tests only (and the fuzz corpus replay)"
 	@echo "make e2e        end-to-end tests (real engine, official MCP SDK client)"
 	@echo "make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS each (default 120)"
-	@echo "make template   build the sandbox template image and the vm runtime's image (cached by content hash)"
+	@echo "make template   build the sandbox template image (cached by content hash)"
+	@echo "make template-vm  build the vm runtime's image from it (QEMU, kernel, guest disks; cached)"
+	@echo "make test-vm    the vm runtime's end-to-end scenarios (slow under TCG; not in make test)"
 	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
 	@echo "make bench      benchmark against the engine's baselines (README: Performance)"
 	@echo "make clean      remove build/"

@@ -61,7 +61,11 @@ static void step_engine(struct setup *s, struct docker_engine **ret_engine)
 		cp_error_free(e);
 		return;
 	}
-	const char *want = s->cfg->runtime[0] ? s->cfg->runtime : NULL;
+	/* vm is not an OCI runtime: the engine's default runs its containers. */
+	const char *want =
+	    s->cfg->runtime[0] && strcmp(s->cfg->runtime, "auto") && !lifecycle_runtime_is_vm(s->cfg->runtime)
+	        ? s->cfg->runtime
+	        : NULL;
 	int found = 0, no_network = 0;
 	_cleanup_free_ char *names = NULL;
 	if (want && docker_engine_runtime(engine, want, &found, &no_network, &names, &e) < 0) {
@@ -79,6 +83,40 @@ static void step_engine(struct setup *s, struct docker_engine **ret_engine)
 		     no_network ? " (registered without network: sandboxes get none)" : "");
 	}
 	*ret_engine = engine;
+}
+
+/* Which runtime sandboxes get, as serve decides it; for vm the
+ * accelerator (with the TCG warning) and the vm image, which
+ * `make template-vm` builds (a long build, so setup does not start it). */
+static void step_runtime(struct setup *s, struct docker_engine *engine)
+{
+	struct lifecycle_runtime_choice c;
+	struct cp_error *e = NULL;
+	if (lifecycle_runtime_probe(s->cfg, engine, &c, &e) < 0) {
+		step(s, "runtime", STEP_FAILED, "%s", e->message);
+		cp_error_free(e);
+		return;
+	}
+	if (!lifecycle_runtime_is_vm(c.runtime)) {
+		step(s, "runtime", STEP_NOTHING, "sandboxes are containers (%s)%s%s",
+		     c.runtime ? c.runtime : "the engine's default runtime", c.why ? "; " : "", c.why ? c.why : "");
+		return;
+	}
+	_cleanup_free_ char *id = NULL;
+	int present = engine && docker_image_inspect(engine, s->cfg->vm_image, &id, &e) == 0;
+	cp_error_free(e);
+	if (!present) {
+		step(s, "runtime", STEP_FAILED,
+		     "sandboxes are microVMs (CHAT2SBX_RUNTIME=vm), but the vm image %s is not in the engine; build it "
+		     "from the source tree with 'make template-vm' (a few minutes)",
+		     s->cfg->vm_image);
+		return;
+	}
+	step(s, "runtime", STEP_NOTHING, "sandboxes are microVMs from %s, acceleration %s%s%s%s%s", s->cfg->vm_image,
+	     c.accel, c.accel_why ? " (" : "", c.accel_why ? c.accel_why : "", c.accel_why ? ")" : "",
+	     !strcmp(c.accel, "tcg") ? "; WARNING: TCG emulates the CPU, so vm sandboxes run many times slower than "
+	                               "with KVM"
+	                             : "");
 }
 
 /* template/build.sh beside the binary's tree (EXE_DIR/../template). */
@@ -348,6 +386,7 @@ int cmd_setup(struct cli *cli, int argc, char **argv)
 		step_template(&s, engine);
 	else
 		step(&s, "template", STEP_FAILED, "skipped: the engine is needed to build it");
+	step_runtime(&s, engine);
 	step_firewall(&s, engine);
 	docker_engine_free(engine);
 	step_data(&s);

@@ -164,6 +164,44 @@ static const char *label_of(struct json_object *image, const char *key)
 	return NULL;
 }
 
+/* Which runtime sandboxes get and why, decided as serve decides it
+ * (lifecycle_runtime_probe); for vm its accelerator, the TCG warning and
+ * whether its image is built (sandboxes are made from it, so a missing one
+ * makes the template missing for readiness). */
+static void status_runtime(const struct config *cfg, struct docker_engine *engine, struct ops_readiness *rd,
+                           struct json_object *engine_runtime, struct json_object *out)
+{
+	struct json_object *rt = json_object_new_object();
+	struct lifecycle_runtime_choice c = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	int ok = lifecycle_runtime_probe(cfg, engine, &c, &e) == 0;
+	int vm = ok && lifecycle_runtime_is_vm(c.runtime);
+	add_str(rt, "name", vm ? c.runtime : ok && c.runtime ? c.runtime : json_object_get_string(engine_runtime));
+	add_str(rt, "chosen_by", cfg->runtime[0] && strcmp(cfg->runtime, "auto") ? "CHAT2SBX_RUNTIME" : "auto");
+	add_str(rt, "why", ok ? c.why : NULL);
+	add_str(rt, "error", ok ? NULL : e->message);
+	add_bool(rt, "hardware_virtualization", c.cpu_virt);
+	add_bool(rt, "kvm_device", c.kvm_access);
+	add_str(rt, "vm_image", cfg->vm_image);
+	if (vm) {
+		add_str(rt, "accel", c.accel);
+		add_str(rt, "accel_why", c.accel_why);
+		if (!strcmp(c.accel, "tcg"))
+			add_str(
+			    rt, "warning",
+			    "TCG emulates the CPU: vm sandboxes boot, build and run Docker many times slower than with "
+			    "KVM");
+		_cleanup_free_ char *id = NULL;
+		_cleanup_error_ struct cp_error *ie = NULL;
+		int present = engine && docker_image_inspect(engine, cfg->vm_image, &id, &ie) == 0;
+		add_bool(rt, "vm_image_present", present);
+		rd->template_present = rd->template_present && present;
+	}
+	if (!ok)
+		rd->template_present = 0;
+	json_object_object_add(out, "runtime", rt);
+}
+
 static void status_engine(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
 {
 	struct json_object *eng = json_object_new_object(), *tpl = json_object_new_object();
@@ -180,7 +218,11 @@ static void status_engine(const struct config *cfg, struct ops_readiness *rd, st
 		add_str(eng, "api_version", docker_engine_api_version(engine));
 		_cleanup_json_ struct json_object *info = NULL, *image = NULL;
 		struct json_object *v = NULL, *runtimes = NULL;
-		const char *runtime = cfg->runtime[0] ? cfg->runtime : NULL;
+		/* vm is not an OCI runtime: the engine's default runs its containers. */
+		const char *runtime =
+		    cfg->runtime[0] && strcmp(cfg->runtime, "auto") && !lifecycle_runtime_is_vm(cfg->runtime)
+		        ? cfg->runtime
+		        : NULL;
 		if (docker_request(engine, "GET", "/info", NULL, STATUS_ENGINE_TIMEOUT_MS,
 		                   "ask the engine for its info", NULL, &info, &e) == 0 &&
 		    info) {
@@ -200,6 +242,7 @@ static void status_engine(const struct config *cfg, struct ops_readiness *rd, st
 		add_str(tpl, "hash", label_of(image, "org.chat2sbx.template.hash"));
 	}
 	add_bool(tpl, "present", rd->template_present);
+	status_runtime(cfg, engine, rd, json_object_object_get(eng, "runtime"), out);
 	docker_engine_free(engine);
 	json_object_object_add(out, "engine", eng);
 	json_object_object_add(out, "template", tpl);
@@ -373,6 +416,28 @@ static const char *get_s(struct json_object *o, const char *a, const char *b)
 	return json_object_get_string(y);
 }
 
+/* RUNTIME: vm (with its accelerator, the TCG warning and its image) or
+ * the container runtime, with why auto chose it. */
+static void print_runtime(struct json_object *o)
+{
+	const char *name = get_s(o, "runtime", "name") ?: "?", *err = get_s(o, "runtime", "error");
+	if (err) {
+		printf("%-10s %-10s %s\n", "RUNTIME", "error", err);
+	} else if (!strcmp(name, "vm")) {
+		int present = !strcmp(get_s(o, "runtime", "vm_image_present") ?: "false", "true");
+		const char *why = get_s(o, "runtime", "accel_why"), *warning = get_s(o, "runtime", "warning");
+		printf("%-10s %-10s microVMs, acceleration %s%s%s%s, image %s %s%s%s\n", "RUNTIME", "vm",
+		       get_s(o, "runtime", "accel") ?: "?", why ? " (" : "", why ?: "", why ? ")" : "",
+		       get_s(o, "runtime", "vm_image") ?: "?", present ? "present" : "MISSING (make template-vm)",
+		       warning ? "; WARNING: " : "", warning ?: "");
+	} else {
+		printf("%-10s %-10s containers (%s)%s%s\n", "RUNTIME", name,
+		       !strcmp(get_s(o, "runtime", "chosen_by") ?: "", "auto") ? "chosen automatically"
+		                                                               : "CHAT2SBX_RUNTIME",
+		       get_s(o, "runtime", "why") ? "; " : "", get_s(o, "runtime", "why") ?: "");
+	}
+}
+
 static void print_table(struct json_object *o, const struct ops_readiness *rd, const char *reason)
 {
 	printf("chat2sbx status: %s%s\n\n", reason ? "NOT READY: " : "ready", reason ? reason : "");
@@ -413,6 +478,7 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 		       !strcmp(get_s(o, "engine", "runtime_found") ?: "false", "true") ? "" : " (NOT registered)");
 	else
 		printf("%-10s %-10s %s\n", "ENGINE", "down", get_s(o, "engine", "error") ?: "");
+	print_runtime(o);
 	printf("%-10s %-10s %s, version %s, hash %s\n", "TEMPLATE", rd->template_present ? "present" : "missing",
 	       get_s(o, "template", "image"), get_s(o, "template", "version") ?: "-",
 	       get_s(o, "template", "hash") ?: "-");

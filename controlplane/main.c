@@ -295,6 +295,29 @@ static int check_runtime_inputs(const struct config *cfg, struct docker_engine *
 		                    "the helper binary '%s' is missing; build it with 'make' (or set "
 		                    "CHAT2SBX_HELPER_PATH)",
 		                    cfg->helper_path);
+	/* The vm runtime (issue 15): its image and launcher too. */
+	struct lifecycle_runtime_choice rc;
+	if (lifecycle_runtime_probe(cfg, engine, &rc, err) < 0)
+		return -1;
+	if (!lifecycle_runtime_is_vm(rc.runtime))
+		return 0;
+	_cleanup_free_ char *vm_id = NULL;
+	if (docker_image_inspect(engine, cfg->vm_image, &vm_id, err) < 0) {
+		if ((*err)->code == CP_ERR_NOT_FOUND) {
+			cp_error_freep(err);
+			return cp_error_set(
+			    err, CP_ERR_UNAVAILABLE,
+			    "CHAT2SBX_RUNTIME is vm, but the vm image '%s' is not in the engine; build it "
+			    "with 'make template-vm' (or set CHAT2SBX_VM_IMAGE)",
+			    cfg->vm_image);
+		}
+		return -1;
+	}
+	if (access(cfg->vm_path, R_OK) < 0)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE,
+		                    "CHAT2SBX_RUNTIME is vm, but the vm launcher '%s' is missing; build it with 'make' "
+		                    "(or set CHAT2SBX_VM_PATH)",
+		                    cfg->vm_path);
 	return 0;
 }
 

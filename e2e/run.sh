@@ -3,6 +3,8 @@
 # Usage (from anywhere; CI runs it as root with no stdin):
 #   e2e/run.sh            all scenarios in e2e/tests, in order
 #   e2e/run.sh 02 03      only the scenarios whose file name starts with these
+#   e2e/run.sh --vm [NN]  the vm runtime's scenarios in e2e/vm (make test-vm;
+#                         they need the vm image, make template-vm)
 # Needs build/chat2sbx (+ build/chat2sbx-helper), a running engine and the
 # template image; `make e2e` provides all three before calling this.
 # Environment: E2E_TIMEOUT (s, default 2400), E2E_KEEP=1 keeps data roots,
@@ -16,6 +18,12 @@ root="$(dirname "$here")"
 cd "$root"
 
 die() { echo "e2e: $*" >&2; exit 2; }
+
+suite=tests
+if [ "${1:-}" = "--vm" ]; then
+  suite=vm
+  shift
+fi
 
 bin="${CHAT2SBX_BIN:-$root/build/chat2sbx}"
 [ -x "$bin" ] || die "$bin is missing; run 'make all'"
@@ -34,6 +42,9 @@ if command -v curl >/dev/null; then
     die "the Docker Engine at $sock does not answer; run scripts/ensure-engine.sh"
   curl -fsS --max-time 5 --unix-socket "$sock" "http://localhost/images/$image/json" >/dev/null 2>&1 ||
     die "template image $image is not in the engine; run 'make template'"
+  vm_image="${CHAT2SBX_VM_IMAGE:-chat2sbx-vm:$(cat "$root/VERSION")}"
+  [ "$suite" != vm ] || curl -fsS --max-time 5 --unix-socket "$sock" "http://localhost/images/$vm_image/json" >/dev/null 2>&1 ||
+    die "vm image $vm_image is not in the engine; run 'make template-vm'"
 fi
 
 # Dependencies: npm ci when node_modules is missing or was installed from
@@ -48,11 +59,11 @@ fi
 
 files=()
 if [ $# -eq 0 ]; then
-  files=("$here"/tests/*.test.mjs)
+  files=("$here"/"$suite"/*.test.mjs)
 else
   for want_prefix in "$@"; do
     matched=0
-    for f in "$here"/tests/"$want_prefix"*.test.mjs; do
+    for f in "$here"/"$suite"/"$want_prefix"*.test.mjs; do
       [ -e "$f" ] && { files+=("$f"); matched=1; }
     done
     [ "$matched" = 1 ] || die "no scenario matches '$want_prefix'"
@@ -69,7 +80,7 @@ timeout --kill-after=15 "${E2E_TIMEOUT:-2400}" \
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
   echo "e2e: the suite did not finish within ${E2E_TIMEOUT:-2400} s" >&2
 fi
-[ $# -eq 0 ] && { timeout --kill-after=15 300 node "$here/conformance/run.mjs" || rc=$?; } # MCP conformance suite
+[ $# -eq 0 ] && [ "$suite" = tests ] && { timeout --kill-after=15 300 node "$here/conformance/run.mjs" || rc=$?; } # MCP conformance suite
 if [ -s "$E2E_MEASURE_FILE" ]; then
   echo "---- measurements ----"
   cat "$E2E_MEASURE_FILE"

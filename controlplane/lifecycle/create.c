@@ -190,9 +190,8 @@ static void report_step(const struct lifecycle_create_options *opts, const char 
 
 static int start_container(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
                            const struct lifecycle_git_guard *guard, uint64_t mount_dev, uint64_t mount_ino,
-                           char **ret_container_id,
-                           struct helper_channel **ret_channel, const struct lifecycle_create_options *opts,
-                           struct cp_error **err)
+                           char **ret_container_id, struct helper_channel **ret_channel,
+                           const struct lifecycle_create_options *opts, struct cp_error **err)
 {
 	char sandbox_env[64];
 	snprintf(sandbox_env, sizeof(sandbox_env), "CHAT2SBX_SANDBOX_ID=%s", s->id);

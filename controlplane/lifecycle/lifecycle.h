@@ -63,6 +63,27 @@ void lifecycle_free(struct lifecycle *lc);
 
 /* ---- runtimes (lifecycle/runtime_vm.c, issue 15) ---- */
 
+/* Which runtime sandboxes get on this machine, and why. */
+struct lifecycle_runtime_choice {
+	const char *runtime;   /* NULL: the engine's default; "vm"; or an OCI runtime (borrowed from cfg) */
+	const char *why;       /* static: why auto chose it; NULL when it was named */
+	const char *accel;     /* vm: "kvm" or "tcg" (static); NULL otherwise */
+	const char *accel_why; /* static: why tcg; NULL for kvm or an explicit tcg */
+	int cpu_virt;          /* the CPU advertises vmx or svm (/proc/cpuinfo) */
+	int kvm_access;        /* /dev/kvm opens for reading and writing */
+	int vm_image;          /* the vm image is in the engine (asked only when auto could choose vm) */
+};
+/* Decides the runtime from CHAT2SBX_RUNTIME ("" or auto: vm where the CPU
+ * advertises vmx/svm, /dev/kvm opens and the vm image (CHAT2SBX_VM_IMAGE)
+ * is in engine, else the engine's default; policy_runtime_choose) and, for
+ * vm, the accelerator from CHAT2SBX_VM_ACCEL (policy_vm_accel_choose).
+ * Reads /proc/cpuinfo, opens /dev/kvm, asks engine (may be NULL: no image
+ * then) for the image in the auto case only. *ret borrows from cfg.
+ * UNAVAILABLE when kvm is asked for and not usable. Used by serve
+ * (lifecycle_new) and by status and setup, so all three agree. */
+int lifecycle_runtime_probe(const struct config *cfg, struct docker_engine *engine,
+                            struct lifecycle_runtime_choice *ret, struct cp_error **err);
+
 /* The runtime new sandboxes get: NULL (the engine's default), "vm" or an
  * OCI runtime's name, decided when the lifecycle started; *ret_why (may be
  * NULL) gets why auto chose it (static, NULL when it was named). */

@@ -47,7 +47,7 @@ struct lifecycle {
 	const char *runtime_why;
 	const char *vm_accel;
 	const char *vm_accel_why;
-	struct lifecycle_undo *undos;        /* failed creates not yet undone (undo_later.c), under lock */
+	struct lifecycle_undo *undos; /* failed creates not yet undone (undo_later.c), under lock */
 };
 
 struct lifecycle_hold {
@@ -211,7 +211,8 @@ int lifecycle_mounts_verify(struct lifecycle *lc, struct helper_channel *ch, con
  * from its container, runtime_vm.c); a vm sandbox's launcher mount is
  * expected too. */
 int lifecycle_mounts_judge(struct lifecycle *lc, const struct sandbox_record *s, const char *mode,
-                           const struct sandbox_mount_record *m, size_t n, const char *mountinfo, struct cp_error **err);
+                           const struct sandbox_mount_record *m, size_t n, const char *mountinfo,
+                           struct cp_error **err);
 
 /* Logs message as a security warning and writes the audit row
  * sandbox.mount_refused (status DENIED) for sandbox_id and target. */
@@ -297,13 +298,11 @@ struct lifecycle_vm_parts {
 };
 /* Turns the container spec of sandbox s (row runtime "vm") on workspace w
  * into the vm runtime's (the caller has mounted the launcher,
- * CHAT2SBX_VM_PATH, read-only at LIFECYCLE_VM_TARGET): the launcher as entrypoint with its settings in the environment (the
- * row's accelerator, the workspace mode, network, the guest's process
- * limit = spec's pids_limit, CHAT2SBX_VM_DOCKER, and the verified mount
- * identity mount_dev:mount_ino of a host workspace), runc, every
- * capability dropped but CHOWN, DAC_OVERRIDE, FOWNER, SETGID, SETUID and
- * KILL (the launcher's; QEMU keeps none), /dev/kvm under KVM, and a pids
- * limit for QEMU's threads. Pure; everything borrowed. */
+ * CHAT2SBX_VM_PATH, read-only at LIFECYCLE_VM_TARGET): the launcher as entrypoint with its settings in the environment
+ * (the row's accelerator, the workspace mode, network, the guest's process limit = spec's pids_limit,
+ * CHAT2SBX_VM_DOCKER, and the verified mount identity mount_dev:mount_ino of a host workspace), runc, every capability
+ * dropped but CHOWN, DAC_OVERRIDE, FOWNER, SETGID, SETUID and KILL (the launcher's; QEMU keeps none), /dev/kvm under
+ * KVM, and a pids limit for QEMU's threads. Pure; everything borrowed. */
 void lifecycle_vm_container(const struct lifecycle *lc, const struct sandbox_record *s,
                             const struct workspace_record *w, uint64_t mount_dev, uint64_t mount_ino,
                             struct docker_container_spec *spec, struct lifecycle_vm_parts *parts);

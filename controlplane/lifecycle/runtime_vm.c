@@ -60,32 +60,40 @@ static int kvm_accessible(void)
 	return 1;
 }
 
-int lifecycle_vm_select(struct lifecycle *lc, struct cp_error **err)
+int lifecycle_runtime_probe(const struct config *cfg, struct docker_engine *engine,
+                            struct lifecycle_runtime_choice *ret, struct cp_error **err)
 {
-	int virt = cpu_virtualization(), access_ok = kvm_accessible();
-	int image = 0;
-	const char *setting = lc->cfg->runtime ? lc->cfg->runtime : "";
+	struct lifecycle_runtime_choice c = {.cpu_virt = cpu_virtualization(), .kvm_access = kvm_accessible()};
+	const char *setting = cfg->runtime ? cfg->runtime : "";
 	/* Only auto needs to know whether the image exists (a named runtime
 	 * is used as asked, and a missing image then fails the create). */
-	if (!*setting && virt && access_ok) {
+	if ((!*setting || !strcmp(setting, "auto")) && c.cpu_virt && c.kvm_access && engine) {
 		_cleanup_free_ char *id = NULL;
 		_cleanup_error_ struct cp_error *e = NULL;
-		image = docker_image_inspect(lc->engine, lc->cfg->vm_image, &id, &e) == 0;
+		c.vm_image = docker_image_inspect(engine, cfg->vm_image, &id, &e) == 0;
 	}
-	const char *why = NULL;
-	lc->runtime = policy_runtime_choose(setting, virt && access_ok, image, &why);
-	lc->runtime_why = why;
-	lc->vm_accel = NULL;
-	lc->vm_accel_why = NULL;
-	if (!lifecycle_runtime_is_vm(lc->runtime))
-		return 0;
-	if (policy_vm_accel_choose(lc->cfg->vm_accel, virt, access_ok, &lc->vm_accel, &lc->vm_accel_why, err) < 0)
+	c.runtime = policy_runtime_choose(setting, c.cpu_virt && c.kvm_access, c.vm_image, &c.why);
+	if (lifecycle_runtime_is_vm(c.runtime) &&
+	    policy_vm_accel_choose(cfg->vm_accel, c.cpu_virt, c.kvm_access, &c.accel, &c.accel_why, err) < 0)
 		return -1;
-	if (!strcmp(lc->vm_accel, "tcg"))
+	*ret = c;
+	return 0;
+}
+
+int lifecycle_vm_select(struct lifecycle *lc, struct cp_error **err)
+{
+	struct lifecycle_runtime_choice c;
+	if (lifecycle_runtime_probe(lc->cfg, lc->engine, &c, err) < 0)
+		return -1;
+	lc->runtime = c.runtime;
+	lc->runtime_why = c.why;
+	lc->vm_accel = c.accel;
+	lc->vm_accel_why = c.accel_why;
+	if (c.accel && !strcmp(c.accel, "tcg"))
 		log_warn("lifecycle",
 		         "vm sandboxes run under TCG (emulation)%s%s: each is many times slower than with KVM (boot, "
 		         "builds, Docker inside)",
-		         lc->vm_accel_why ? ": " : "", lc->vm_accel_why ? lc->vm_accel_why : "");
+		         c.accel_why ? ": " : "", c.accel_why ? c.accel_why : "");
 	return 0;
 }
 

@@ -80,8 +80,9 @@ const char *policy_runtime_choose(const char *setting, int kvm_usable, int vm_im
 		why = "no usable hardware virtualization here, so sandboxes are containers of the engine's default "
 		      "runtime; CHAT2SBX_RUNTIME=vm asks for microVMs under emulation (TCG, many times slower)";
 	} else if (!vm_image) {
-		why = "this machine can run microVMs with KVM, but the vm image is missing (make template builds it), "
-		      "so sandboxes are containers of the engine's default runtime for now";
+		why =
+		    "this machine can run microVMs with KVM, but the vm image is missing (make template-vm builds it), "
+		    "so sandboxes are containers of the engine's default runtime for now";
 	} else {
 		runtime = POLICY_RUNTIME_VM;
 		why = "hardware virtualization is usable here, so sandboxes are microVMs (KVM)";

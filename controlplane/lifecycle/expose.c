@@ -339,6 +339,13 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 		                 (long long)port, sandbox_id);
 		goto out;
 	}
+	/* vm: the guest's port is forwarded to the container's first (QEMU's
+	 * user networking, recorded for later boots; runtime_vm.c). */
+	if (lifecycle_runtime_is_vm(s.runtime) && lifecycle_vm_forward(lc, container, (int)port, err) < 0) {
+		r = -1;
+		cp_error_prefix(err, "expose port %lld of sandbox '%s'", (long long)port, sandbox_id);
+		goto out;
+	}
 	/* A forwarder of that name without a row is a leftover of a serve that
 	 * died mid-expose: it is ours (the name holds the sandbox id). */
 	if (docker_container_remove(lc->engine, x.forwarder_name, &e) == 0)

@@ -371,3 +371,40 @@ Test(config, max_exposures_default_and_range)
 	cr_expect(strstr(err->message, "CHAT2SBX_MAX_EXPOSURES"), "%s", err->message);
 	cp_error_free(err);
 }
+
+Test(config, vm_settings_defaults_and_choices)
+{
+	struct fake_env fe = {{NULL}};
+	struct cp_error *err = NULL;
+	struct config *c = load(&fe, NULL, &err);
+	cr_assert_not_null(c);
+	cr_expect_str_eq(c->runtime, "", "auto by default");
+	cr_expect_str_eq(c->vm_accel, "auto");
+	cr_expect_str_eq(c->vm_docker, "demand");
+	cr_expect_str_eq(c->vm_image, "chat2sbx-vm:" CHAT2SBX_VERSION);
+	cr_expect_str_eq(c->vm_path, "/opt/c2s/chat2sbx-vm", "beside the binary");
+	config_free(c);
+
+	struct fake_env ok = {
+	    {"CHAT2SBX_RUNTIME", "vm", "CHAT2SBX_VM_ACCEL", "tcg", "CHAT2SBX_VM_DOCKER", "boot", NULL}};
+	c = load(&ok, NULL, &err);
+	cr_assert_not_null(c, "%s", err ? err->message : "");
+	cr_expect_str_eq(c->runtime, "vm");
+	cr_expect_str_eq(c->vm_accel, "tcg");
+	cr_expect_str_eq(c->vm_docker, "boot");
+	config_free(c);
+
+	const char *bad[][3] = {{"CHAT2SBX_VM_ACCEL", "qemu", "auto, kvm, tcg"},
+	                        {"CHAT2SBX_VM_ACCEL", "KVM", "auto, kvm, tcg"},
+	                        {"CHAT2SBX_VM_DOCKER", "always", "demand, boot, off"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fake_env b = {{bad[i][0], bad[i][1], NULL}};
+		cr_expect_null(load(&b, NULL, &err), "%s=%s", bad[i][0], bad[i][1]);
+		cr_assert_not_null(err);
+		cr_expect(strstr(err->message, bad[i][0]) && strstr(err->message, bad[i][1]) &&
+		              strstr(err->message, bad[i][2]),
+		          "%s", err->message);
+		cp_error_free(err);
+		err = NULL;
+	}
+}

@@ -32,3 +32,18 @@ export function approve(srv, approvalId) {
   const r = cli(srv, ['approval', 'approve', approvalId]);
   if (r.status !== 0) throw new Error(r.desc);
 }
+
+// Runs command with bash in sandbox id and polls it (bash_poll) until it
+// has exited or ms passed (serve caps one wait at CHAT2SBX_MAX_YIELD_MS);
+// returns {exit_code, status, output} with the whole output.
+export async function runToEnd(tools, id, command, ms = 600_000) {
+  const deadline = Date.now() + ms;
+  let r = await tools.ok('bash', { sandbox_id: id, command, yield_time_ms: 30_000 }, VM_CALL);
+  let output = r.output ?? '';
+  while (r.status === 'running') {
+    if (Date.now() > deadline) throw new Error(`'${command}' still runs after ${ms} ms; output so far: ${output}`);
+    r = await tools.ok('bash_poll', { sandbox_id: id, session_id: r.session_id, yield_time_ms: 30_000 }, VM_CALL);
+    output += r.output ?? '';
+  }
+  return { ...r, output };
+}

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 
 import { dockerRequest, useServer } from '../lib/server.mjs';
-import { VM_CALL, VM_CREATE, VM_TEST } from '../lib/vm.mjs';
+import { VM_CALL, VM_CREATE, VM_TEST, runToEnd } from '../lib/vm.mjs';
 
 const ctx = useServer({ env: { CHAT2SBX_RUNTIME: 'vm' } });
 const PORT = 8000;
@@ -27,9 +27,9 @@ function fetchUrl(url) {
   });
 }
 
-// A bash call that must succeed; its output.
-async function sh(tools, id, command, yieldMs = 110_000) {
-  const r = await tools.ok('bash', { sandbox_id: id, command, yield_time_ms: yieldMs }, VM_CALL);
+// A bash command that must succeed; its whole output.
+async function sh(tools, id, command) {
+  const r = await runToEnd(tools, id, command);
   assert.equal(r.exit_code, 0, `${command}: ${JSON.stringify(r)}`);
   return r.output;
 }

@@ -280,7 +280,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	if (r == 0 && docker_container_start(lc->engine, container_id, err) < 0)
 		r = -1;
 	report_step(opts, "waiting for the helper in the sandbox", 5);
-	if (r == 0 && lifecycle_helper_greet(lc, s, ch, err) < 0) { /* records its boot id (recovery.c) */
+	if (r == 0 && lifecycle_helper_greet(lc, s, ch, NULL, err) < 0) { /* records its boot id (recovery.c) */
 		if (vm)
 			lifecycle_vm_explain(lc, s->id, container_id, err); /* the launcher's refusal, if it was one */
 		r = -1;

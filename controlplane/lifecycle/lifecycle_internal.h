@@ -118,6 +118,11 @@ void lifecycle_channels_clear(struct lifecycle *lc);
  * NULL) gets an extra reference. */
 int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
                      struct helper_channel **ret_channel, struct cp_error **err);
+/* The same without putting the channel in the table: *ret_channel (one
+ * reference, the caller's) is not used by any call until the caller puts it
+ * there (a re-attach does so only after its mount checks, recovery.c). */
+int lifecycle_attach_unlisted(struct lifecycle *lc, const char *sandbox_id, const char *container,
+                              struct helper_channel **ret_channel, struct cp_error **err);
 
 /* Brings back the channel of s, a row loaded as "running", whose channel is
  * missing or closed (recovery.c), under attach_lock: the container is
@@ -136,9 +141,10 @@ int lifecycle_sandbox_reattach(struct lifecycle *lc, const struct sandbox_record
  * helper's boot id in s's channel-table entry and logs a helper that started
  * again since the last hello (its container was restarted: an engine restart
  * or a helper crash), or, with no earlier hello known, one that started long
- * after the sandbox was created (recovery.c). */
+ * after the sandbox was created (recovery.c). ret_boot (may be NULL) gets
+ * the boot id. */
 int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
-                           struct cp_error **err);
+                           char ret_boot[40], struct cp_error **err);
 
 /* ---- mount verification (mount_verify.c) ---- */
 

@@ -70,7 +70,7 @@ static int engine_error(struct lifecycle *lc, const char *id, struct cp_error **
 }
 
 int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
-                           struct cp_error **err)
+                           char ret_boot[40], struct cp_error **err)
 {
 	_cleanup_json_ struct json_object *res = NULL;
 	if (helper_channel_call(ch, "hello", NULL, lifecycle_vm_hello_timeout_ms(s->runtime), &res, err) < 0)
@@ -83,6 +83,8 @@ int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s,
 	                      ? json_object_get_int64(v)
 	                      : 0;
 	char prev[40], when[40], created[40];
+	if (ret_boot)
+		snprintf(ret_boot, 40, "%s", boot);
 	lifecycle_channel_boot_swap(lc, s->id, boot, prev, sizeof(prev));
 	if (prev[0] && boot[0] && strcmp(prev, boot) != 0)
 		log_warn("lifecycle",
@@ -199,14 +201,18 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		                    "container again; retry in a few seconds",
 		                    s->id, d.reason[0] ? d.reason : "its container is not running");
 
-	if (lifecycle_attach(lc, s->id, container, &ch, err) < 0) {
+	/* Not in the table until the mount checks passed: no call may use it
+	 * before (a concurrent call meanwhile finds the old, closed channel
+	 * and waits for attach_lock). */
+	if (lifecycle_attach_unlisted(lc, s->id, container, &ch, err) < 0) {
 		if ((*err)->code == CP_ERR_UNAVAILABLE || (*err)->code == CP_ERR_TIMEOUT) {
 			*engine_down = 1;
 			return engine_error(lc, s->id, err);
 		}
 		return cp_error_prefix(err, "reach the helper of sandbox '%s'", s->id);
 	}
-	if (lifecycle_helper_greet(lc, s, ch, err) < 0) {
+	char boot[40] = "";
+	if (lifecycle_helper_greet(lc, s, ch, boot, err) < 0) {
 		helper_channel_unref(ch);
 		if ((*err)->code == CP_ERR_TIMEOUT) {
 			/* The container runs and its stream is open, but the helper
@@ -228,6 +234,12 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		helper_channel_unref(ch);
 		return -1;
 	}
+	if (lifecycle_channel_put(lc, s->id, helper_channel_ref(ch)) < 0) {
+		helper_channel_unref(ch);
+		helper_channel_unref(ch);
+		return cp_error_set(err, CP_ERR_INTERNAL, "re-attach sandbox '%s': out of memory", s->id);
+	}
+	lifecycle_channel_boot_swap(lc, s->id, boot, NULL, 0); /* an entry made just now */
 	log_info("lifecycle", "re-attached sandbox %s", s->id);
 	*ret_channel = ch;
 	return 0;

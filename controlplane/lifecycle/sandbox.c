@@ -68,15 +68,21 @@ struct docker_engine *lifecycle_engine(const struct lifecycle *lc)
 	return lc->engine;
 }
 
-int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
-                     struct helper_channel **ret_channel, struct cp_error **err)
+int lifecycle_attach_unlisted(struct lifecycle *lc, const char *sandbox_id, const char *container,
+                              struct helper_channel **ret_channel, struct cp_error **err)
 {
 	int fd = -1;
 	if (docker_container_attach(lc->engine, container, 10000, &fd, err) < 0)
 		return -1;
+	return helper_channel_new(fd, sandbox_id, ret_channel, err); /* the channel owns fd even on failure */
+}
+
+int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
+                     struct helper_channel **ret_channel, struct cp_error **err)
+{
 	struct helper_channel *ch = NULL;
-	if (helper_channel_new(fd, sandbox_id, &ch, err) < 0)
-		return -1; /* the channel owns fd even on failure */
+	if (lifecycle_attach_unlisted(lc, sandbox_id, container, &ch, err) < 0)
+		return -1;
 	if (lifecycle_channel_put(lc, sandbox_id, ch) < 0) {
 		helper_channel_unref(ch);
 		return cp_error_set(err, CP_ERR_INTERNAL, "attach to sandbox '%s': out of memory", sandbox_id);

@@ -61,7 +61,7 @@ ctx.test('docker inside: import, run and build in the guest; limits map to the g
   assert.match(out, /^inner-run-ok$/m, out);
 
   const dockerfile = 'FROM c2s-tiny:1\nRUN ["/bin/dash", "-c", "echo built-in-guest > /built"]\n';
-  await tools.ok('write', { sandbox_id: id, path: 'ctx/Dockerfile', content: dockerfile }, VM_CALL);
+  await tools.ok('write', { sandbox_id: id, path: 'ctx/Dockerfile', content: dockerfile, create_dirs: true }, VM_CALL);
   const built = await sh(
     tools,
     id,

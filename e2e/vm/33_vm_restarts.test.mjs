@@ -26,7 +26,7 @@ async function restartServe() {
   srv.clients.clear();
   srv.proc.kill('SIGKILL');
   await srv.exited;
-  await srv.start();
+  await srv.start({ env: srv.env }); // the same settings: CHAT2SBX_RUNTIME=vm
   ctx.generation++;
 }
 
@@ -35,7 +35,16 @@ async function bashWhenBack(tools, id, command, ms = 300_000) {
   const deadline = Date.now() + ms;
   for (;;) {
     const res = await tools.call('bash', { sandbox_id: id, command, yield_time_ms: 30_000 }, VM_CALL);
-    if (!res.isError) return JSON.parse(resultText(res));
+    if (!res.isError) {
+      let r = JSON.parse(resultText(res));
+      let output = r.output ?? '';
+      while (r.status === 'running') {
+        assert.ok(Date.now() < deadline, `'${command}' still runs: ${output}`);
+        r = await tools.ok('bash_poll', { sandbox_id: id, session_id: r.session_id, yield_time_ms: 30_000 }, VM_CALL);
+        output += r.output ?? '';
+      }
+      return { ...r, output };
+    }
     const text = resultText(res);
     assert.ok(!/has failed/.test(text), `the sandbox failed: ${text}`);
     assert.ok(Date.now() < deadline, `not back within ${ms} ms: ${text}`);
@@ -48,6 +57,7 @@ ctx.test('serve restart re-attaches; a container restart reboots the guest with 
   const sbx = await tools.ok('sandbox_create', {}, VM_CREATE);
   const id = sbx.sandbox_id;
   t.after(async () => (await ctx.tools()).destroyQuietly(id));
+  assert.equal(sbx.runtime, 'vm');
   const prep = await runToEnd(
     tools,
     id,
@@ -81,6 +91,8 @@ ctx.test('serve restart re-attaches; a container restart reboots the guest with 
   assert.equal(lost.status, 'lost', `the session the reboot interrupted: ${JSON.stringify(lost)}`);
   const info = await dockerInspect(id);
   assert.equal(info.State.Running, true);
+  const got = await tools.ok('sandbox_get', { sandbox_id: id }, VM_CALL);
+  assert.equal(got.runtime, 'vm', 'a serve restarted with the same settings');
 });
 
 ctx.test('a direct workspace swapped before the container starts again: the guest is not booted', VM_TEST, async (t) => {
@@ -99,6 +111,10 @@ ctx.test('a direct workspace swapped before the container starts again: the gues
   const sbx = await tools.ok('sandbox_create', { workspace_path: ws, workspace_mode: 'direct' }, VM_CREATE);
   const id = sbx.sandbox_id;
   t.after(async () => tools.destroyQuietly(id));
+  assert.equal(sbx.runtime, 'vm');
+  const env = (await dockerInspect(id)).Config.Env;
+  const st = fs.statSync(ws);
+  assert.ok(env.includes(`CHAT2SBX_VM_MOUNT=${st.dev}:${st.ino}`), `the launcher is told what to check: ${env}`);
   const first = await tools.ok('bash', { sandbox_id: id, command: 'cat INSIDE' }, VM_CALL);
   assert.equal(first.output, 'inside\n');
 

@@ -20,8 +20,10 @@ cd "$root"
 die() { echo "e2e: $*" >&2; exit 2; }
 
 suite=tests
+test_timeout=180000
 if [ "${1:-}" = "--vm" ]; then
   suite=vm
+  test_timeout=1800000 # a file's tests together: guests boot under TCG here
   shift
 fi
 
@@ -76,7 +78,7 @@ trap 'rm -f "$E2E_MEASURE_FILE"' EXIT
 
 rc=0
 timeout --kill-after=15 "${E2E_TIMEOUT:-2400}" \
-  node --test --test-concurrency=1 --test-timeout=180000 --test-reporter=spec "${files[@]}" || rc=$?
+  node --test --test-concurrency=1 --test-timeout="$test_timeout" --test-reporter=spec "${files[@]}" || rc=$?
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
   echo "e2e: the suite did not finish within ${E2E_TIMEOUT:-2400} s" >&2
 fi

@@ -1,4 +1,4 @@
-// Shared by the vm runtime's scenarios (30-34, issue 15): generous timeouts
+// Shared by the vm runtime's scenarios (e2e 30 and e2e/vm, issue 15): generous timeouts
 // (the guest is emulated on machines without usable KVM; nothing here
 // asserts speed) and the CLI of a scenario's server.
 import { spawnSync } from 'node:child_process';

@@ -1,18 +1,18 @@
-// 30: vm sandboxes, the fast subset in `make test` (issue 15): a sandbox
-// boots its own kernel in QEMU inside its container, the helper answers as
-// the guest's PID 1, bash and the file tools work, the workspace is shared
-// over 9p (managed, and a direct one owned by a user), files the guest makes
-// there belong to the workspace's owner on the host and carry no setuid bit,
-// and destroy leaves nothing. Never asserts speed: this machine has no
-// usable KVM, so the guest is emulated (TCG). The slow scenarios are 31-34
-// (`make e2e-vm`).
+// 31 (make test-vm): vm sandboxes (issue 15): a sandbox boots its own
+// kernel in QEMU inside its container, the helper answers as the guest's
+// PID 1, bash and the file tools work, the workspace is shared over 9p
+// (managed, a direct one owned by a user, clone mode's read-only source
+// copied onto the guest's disk), files the guest makes there belong to the
+// workspace's owner on the host and carry no setuid bit, and destroy leaves
+// nothing. Never asserts speed: this machine has no usable KVM, so the
+// guest is emulated (TCG).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 import { dockerInspect, measure, useServer } from '../lib/server.mjs';
-import { VM_CALL, VM_CREATE, VM_TEST, VM_UID, approve } from '../lib/vm.mjs';
+import { VM_CALL, VM_CREATE, VM_TEST, VM_UID, approve, runToEnd } from '../lib/vm.mjs';
 
 const ctx = useServer({ env: { CHAT2SBX_RUNTIME: 'vm' } });
 
@@ -79,7 +79,7 @@ ctx.test('a vm sandbox boots its own kernel, runs bash and the file tools, and g
     assert.equal(st.uid, VM_UID, 'files the guest makes belong to the vm uid, not root');
     assert.equal(fs.statSync(path.join(ws, 'hello.txt')).uid, VM_UID);
   }
-  measure({ scenario: '30', vm_create_ms: createMs, vm_bash_ms: trueMs, vm_read_ms: readMs.toFixed(1) });
+  measure({ scenario: '31', vm_create_ms: createMs, vm_bash_ms: trueMs, vm_read_ms: readMs.toFixed(1) });
 
   // Destroy: the container goes, the workspace stays.
   await tools.ok('sandbox_destroy', { sandbox_id: id }, VM_CREATE);
@@ -127,6 +127,28 @@ ctx.test('a direct workspace is written as its owner, with the modes the guest g
   await tools.ok('sandbox_destroy', { sandbox_id: id }, VM_CREATE);
   id = null;
   assert.equal(fs.readFileSync(path.join(repo, 'made'), 'utf8'), 'x\n', 'direct: the edits are on the host');
+});
+
+ctx.test('clone mode: the source is read over 9p, read-only, copied onto the guest\'s own disk', VM_TEST, async (t) => {
+  const tools = await ctx.tools();
+  const repo = path.join(ctx.srv.root, 'home', 'repositories', 'clone-vm');
+  fs.mkdirSync(path.join(repo, 'src'), { recursive: true });
+  fs.writeFileSync(path.join(repo, 'src', 'main.txt'), 'from the host\n');
+  const ask = await tools.ok('sandbox_create', { workspace_path: repo, workspace_mode: 'clone' }, VM_CREATE);
+  assert.equal(ask.status, 'approval_required', JSON.stringify(ask));
+  approve(ctx.srv, ask.approval_id);
+  const sbx = await tools.ok('sandbox_create', { workspace_path: repo, workspace_mode: 'clone' }, VM_CREATE);
+  const id = sbx.sandbox_id;
+  t.after(async () => tools.destroyQuietly(id));
+  assert.equal(sbx.runtime, 'vm');
+  let r = await runToEnd(tools, id, 'cat /workspace/src/main.txt; touch /.chat2sbx/source/x 2>/dev/null && echo WROTE || echo ro');
+  assert.equal(r.output, 'from the host\nro\n', JSON.stringify(r));
+  await tools.ok('write', { sandbox_id: id, path: 'src/main.txt', content: 'changed in the guest\n' }, VM_CALL);
+  r = await runToEnd(tools, id, 'cat /workspace/src/main.txt; stat -f -c %T /workspace');
+  assert.match(r.output, /^changed in the guest\n/);
+  assert.doesNotMatch(r.output, /v9fs|9p/, 'the copy is on the guest\'s own disk, not the share');
+  assert.equal(fs.readFileSync(path.join(repo, 'src', 'main.txt'), 'utf8'), 'from the host\n', 'the host repo is unchanged');
+  assert.ok(!fs.existsSync(path.join(repo, 'x')));
 });
 
 ctx.finish();

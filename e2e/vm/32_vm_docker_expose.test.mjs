@@ -65,7 +65,7 @@ ctx.test('docker inside: import, run and build in the guest; limits map to the g
   const built = await sh(
     tools,
     id,
-    'cd ctx && DOCKER_BUILDKIT=0 docker build -q -t c2s-built:1 . >/dev/null && docker run --rm c2s-built:1 /bin/dash -c "cat /built"',
+    'cd ctx && DOCKER_BUILDKIT=0 docker build -q -t c2s-built:1 . >/dev/null && docker run --rm c2s-built:1 /bin/dash -c "read l < /built; echo \\$l"',
   );
   assert.equal(built.trim(), 'built-in-guest');
   const images = await sh(tools, id, 'docker images --format "{{.Repository}}:{{.Tag}}" | sort');

@@ -78,7 +78,7 @@ static const struct setting settings[] = {
      "vmx/svm and /dev/kvm opens, else tcg)"},
     {"CHAT2SBX_VM_IMAGE", "vmImage", SETTING_STRING, OFF(vm_image), "chat2sbx-vm:" CHAT2SBX_VERSION, 0, 0,
      "chat2sbx-vm:VERSION",
-     "the vm runtime's image (QEMU, kernel, guest disks; built by `make template` from "
+     "the vm runtime's image (QEMU, kernel, guest disks; built by `make template-vm` from "
      "the template image)"},
     {"CHAT2SBX_VM_PATH", "vmPath", SETTING_PATH, OFF(vm_path), "${EXE_DIR}/chat2sbx-vm", 0, 0,
      "chat2sbx-vm beside the chat2sbx binary", "the vm runtime's launcher and guest init, mounted into vm sandboxes"},

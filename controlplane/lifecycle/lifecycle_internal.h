@@ -292,6 +292,10 @@ int lifecycle_mount_compare(struct lifecycle *lc, const char *sandbox_id, const 
  * only). UNAVAILABLE when kvm is asked for and not usable. */
 int lifecycle_vm_select(struct lifecycle *lc, struct cp_error **err);
 
+/* The launcher's exit statuses (template/vm/src/vm.h VM_EXIT_*): the
+ * mount is not the verified directory; the guest cannot boot. */
+#define LIFECYCLE_VM_EXIT_MOUNT_CHANGED 78
+#define LIFECYCLE_VM_EXIT_CONFIG 79
 /* Where the vm launcher is mounted, read-only (template/vm/src/vm.h VM_SELF). */
 #define LIFECYCLE_VM_TARGET "/.chat2sbx/vm"
 #define LIFECYCLE_VM_ENV_MAX 24
@@ -334,6 +338,9 @@ int lifecycle_vm_forward(struct lifecycle *lc, const char *container, int port, 
 /* The reason a vm sandbox's container exited with exit_code, when it is
  * the launcher's own refusal (mount changed, cannot boot); else NULL. */
 const char *lifecycle_vm_exit_reason(int exit_code);
+/* 1 when the container in st is down (exited, or between the engine's
+ * restarts) because its launcher refused (lifecycle_vm_exit_reason). Pure. */
+int lifecycle_vm_refused(const struct docker_container_state *st);
 /* Before a vm sandbox mounts workspace w: QEMU runs as the directory's
  * owner, never root. A root-owned managed workspace (serve runs as root)
  * is made over to LIFECYCLE_VM_UID, recursively (lchown, no links

@@ -181,10 +181,14 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 	                           found ? st.status : NULL, st.exit_code, &d);
 	/* A vm launcher that refused to boot (its mount changed) is restarted
 	 * by the engine again and again: it is stopped and the reason kept. */
-	const char *vm_reason =
-	    found && !st.running && lifecycle_runtime_is_vm(s->runtime) ? lifecycle_vm_exit_reason(st.exit_code) : NULL;
+	const char *vm_reason = found && lifecycle_runtime_is_vm(s->runtime) && lifecycle_vm_refused(&st)
+	                            ? lifecycle_vm_exit_reason(st.exit_code)
+	                            : NULL;
+	int vm_mount_refused = vm_reason && st.exit_code == LIFECYCLE_VM_EXIT_MOUNT_CHANGED;
 	docker_container_state_clear(&st);
 	if (vm_reason) {
+		if (vm_mount_refused) /* a security event, as on the runc path (recheck_mount) */
+			lifecycle_mount_audit(lc, s->id, LIFECYCLE_WORKSPACE_TARGET, vm_reason);
 		_cleanup_error_ struct cp_error *e = NULL;
 		if (docker_container_stop(lc->engine, container, &e) < 0)
 			log_warn("lifecycle", "stop sandbox %s: %s", s->id, e->message);

@@ -22,9 +22,8 @@
 #include "../base/log.h"
 #include "lifecycle_internal.h"
 
-/* The launcher's exit statuses (vm.h VM_EXIT_*). */
-#define VM_EXIT_MOUNT_CHANGED 78
-#define VM_EXIT_CONFIG 79
+#define VM_EXIT_MOUNT_CHANGED LIFECYCLE_VM_EXIT_MOUNT_CHANGED
+#define VM_EXIT_CONFIG LIFECYCLE_VM_EXIT_CONFIG
 /* The container holds QEMU's threads (vCPUs, I/O workers), not the
  * sandbox's processes: those are limited inside the guest. */
 #define VM_CONTAINER_PIDS 512
@@ -250,13 +249,21 @@ const char *lifecycle_vm_exit_reason(int exit_code)
 	}
 }
 
+int lifecycle_vm_refused(const struct docker_container_state *st)
+{
+	/* Between the engine's restarts State.Running stays true with Status
+	 * "restarting"; ExitCode is the last run's. */
+	int down = !st->running || (st->status && !strcmp(st->status, "restarting"));
+	return down && lifecycle_vm_exit_reason(st->exit_code) != NULL;
+}
+
 void lifecycle_vm_explain(struct lifecycle *lc, const char *sandbox_id, const char *container, struct cp_error **err)
 {
 	struct docker_container_state st = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (!container || docker_container_inspect(lc->engine, container, &st, &e) < 0)
 		return;
-	const char *reason = st.running ? NULL : lifecycle_vm_exit_reason(st.exit_code);
+	const char *reason = lifecycle_vm_refused(&st) ? lifecycle_vm_exit_reason(st.exit_code) : NULL;
 	int mount = st.exit_code == VM_EXIT_MOUNT_CHANGED;
 	docker_container_state_clear(&st);
 	if (!reason)

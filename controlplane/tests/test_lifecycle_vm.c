@@ -112,6 +112,15 @@ Test(lifecycle_vm, launcher_refusals_become_reasons)
 	cr_expect(strstr(lifecycle_vm_exit_reason(79), "could not boot"));
 	cr_expect_null(lifecycle_vm_exit_reason(0));
 	cr_expect_null(lifecycle_vm_exit_reason(137), "a killed container is no refusal of ours");
+	struct docker_container_state st = {.status = "restarting", .running = 1, .exit_code = 78};
+	cr_expect_eq(lifecycle_vm_refused(&st), 1, "the engine shows Running while it waits to restart");
+	st.status = "running";
+	cr_expect_eq(lifecycle_vm_refused(&st), 0, "running again: the launcher is checking");
+	st.status = "exited";
+	st.running = 0;
+	cr_expect_eq(lifecycle_vm_refused(&st), 1);
+	st.exit_code = 0;
+	cr_expect_eq(lifecycle_vm_refused(&st), 0, "an ordinary stop");
 	cr_expect_eq(lifecycle_runtime_is_vm("vm"), 1);
 	cr_expect_eq(lifecycle_runtime_is_vm("runc"), 0);
 	cr_expect_eq(lifecycle_runtime_is_vm(NULL), 0);

@@ -22,8 +22,6 @@
 #include "../base/log.h"
 #include "lifecycle_internal.h"
 
-#define VM_EXIT_MOUNT_CHANGED LIFECYCLE_VM_EXIT_MOUNT_CHANGED
-#define VM_EXIT_CONFIG LIFECYCLE_VM_EXIT_CONFIG
 /* The container holds QEMU's threads (vCPUs, I/O workers), not the
  * sandbox's processes: those are limited inside the guest. */
 #define VM_CONTAINER_PIDS 512
@@ -239,10 +237,10 @@ int lifecycle_vm_forward(struct lifecycle *lc, const char *container, int port, 
 const char *lifecycle_vm_exit_reason(int exit_code)
 {
 	switch (exit_code) {
-	case VM_EXIT_MOUNT_CHANGED:
+	case LIFECYCLE_VM_EXIT_MOUNT_CHANGED:
 		return "its container was started with another directory mounted than the one verified (a symlink or "
 		       "rename race), so the guest was not booted";
-	case VM_EXIT_CONFIG:
+	case LIFECYCLE_VM_EXIT_CONFIG:
 		return "the vm launcher could not boot the guest (see serve's log with CHAT2SBX_LOG_DEBUG=helper for "
 		       "its lines)";
 	default: return NULL;
@@ -264,7 +262,7 @@ void lifecycle_vm_explain(struct lifecycle *lc, const char *sandbox_id, const ch
 	if (!container || docker_container_inspect(lc->engine, container, &st, &e) < 0)
 		return;
 	const char *reason = lifecycle_vm_refused(&st) ? lifecycle_vm_exit_reason(st.exit_code) : NULL;
-	int mount = st.exit_code == VM_EXIT_MOUNT_CHANGED;
+	int mount = st.exit_code == LIFECYCLE_VM_EXIT_MOUNT_CHANGED;
 	docker_container_state_clear(&st);
 	if (!reason)
 		return;

@@ -24,7 +24,7 @@ void sandbox_record_clear(struct sandbox_record *s)
 #define SBX_COLUMNS                                                                                                    \
 	"id, workspace_id, status, container_name, container_id, image, runtime, COALESCE(memory_bytes,0), "           \
 	"COALESCE(nano_cpus,0), network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms, "             \
-	"COALESCE(removed_at_ms,0), pooled"
+	"COALESCE(removed_at_ms,0), pooled, COALESCE(unsaved,-1), COALESCE(unsaved_checked_at_ms,0)"
 
 static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 {
@@ -44,6 +44,8 @@ static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 	s->last_activity_ms = sqlite3_column_int64(st, 13);
 	s->removed_at_ms = sqlite3_column_int64(st, 14);
 	s->pooled = sqlite3_column_int(st, 15);
+	s->unsaved = sqlite3_column_int(st, 16);
+	s->unsaved_checked_at_ms = sqlite3_column_int64(st, 17);
 }
 
 static void read_row_any(sqlite3_stmt *st, void *row)
@@ -283,6 +285,49 @@ int store_sandbox_delete(struct store *store, const char *id, struct cp_error **
 	}
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	r = exec_changes(store, st, "delete sandbox", id, err);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_sandbox_get_expired_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
+                                            struct cp_error **err)
+{
+	int found;
+	if (get_one(store,
+	            "SELECT " SBX_COLUMNS " FROM sandboxes WHERE workspace_id = ? AND status = 'expired' AND pooled = 0 "
+	            "ORDER BY created_at_ms DESC LIMIT 1",
+	            workspace_id, ret, err, &found) < 0)
+		return -1;
+	if (!found)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "workspace '%s' has no expired sandbox", workspace_id);
+	return 0;
+}
+
+int store_sandbox_revive(struct store *store, const char *id, int64_t now_ms, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db,
+	                       "UPDATE sandboxes SET status = 'running', failure_reason = NULL, updated_at_ms = ?1, "
+	                       "last_activity_ms = ?1 WHERE id = ?2 AND status = 'expired'",
+	                       -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "start an expired sandbox again");
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, now_ms);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
+			r = cp_error_set(err, CP_ERR_CONFLICT,
+			                 "sandbox '%s' cannot start again: its workspace has another live sandbox", id);
+		else
+			r = store_fail(store, err, "start an expired sandbox again");
+	} else if (sqlite3_changes(store->db) == 0) {
+		r = cp_error_set(err, CP_ERR_NOT_FOUND, "sandbox '%s' is not expired", id);
+	}
 out:
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&store->lock);

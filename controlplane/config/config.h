@@ -35,6 +35,7 @@ struct config {
 	int max_output_chars;     /* CHAT2SBX_MAX_OUTPUT_CHARS */
 	int pids_limit;           /* CHAT2SBX_PIDS_LIMIT */
 	int64_t idle_timeout_ms;  /* CHAT2SBX_IDLE_TIMEOUT_MS: a sandbox without a tool call this long is removed */
+	int64_t max_export_bytes; /* CHAT2SBX_MAX_EXPORT_BYTES: cap on one saved bundle/archive (issue 14) */
 	char *helper_path;        /* CHAT2SBX_HELPER_PATH */
 	char *log_debug;          /* CHAT2SBX_LOG_DEBUG */
 	int log_json;             /* CHAT2SBX_LOG_JSON */

@@ -90,6 +90,31 @@ int export_git_run(const char *cwd, const char *home, const char *const *args, c
  * not a git repository's top level (or is gone). */
 int export_git_objects_dir(const char *dir, const char *home, char **ret, struct cp_error **err);
 
+/* ---- verification (export_verify.c) ---- */
+
+struct export_manifest;
+
+struct export_verify_in {
+	const char *dir;          /* the export's directory (the scratch repository goes inside) */
+	const char *bundle;       /* the bundle file, or NULL for refs only */
+	const char *host_objects; /* the approved repository's object directory, NULL when gone */
+	const struct export_ref *list; /* the sandbox's ref list (heads, tags, HEAD, snapshot), judged */
+	size_t n_list;
+	const struct export_ref *base; /* the approved repository's refs when the clone was made */
+	size_t n_base;
+	const char *sandbox_id;
+};
+
+/* Verifies a bundle on the host (see export_verify.c) and fills m's refs,
+ * commits, thin flag and snapshot. *ret_missing_prereqs is set (with
+ * CONFLICT) when the bundle builds on commits the approved repository no
+ * longer has: the caller asks the sandbox for a full bundle. DENIED for
+ * anything refused (header, names, refs disagreeing with the list), INTERNAL
+ * with git's message when verify or the checked fetch fails. Blocks on git
+ * (2 minutes per call at most). */
+int export_verify_git(const struct export_verify_in *in, struct export_manifest *m, int *ret_missing_prereqs,
+                      struct cp_error **err);
+
 /* ---- export directories (export_dirs.c) ---- */
 
 /* Opens (creating 0700) DATA_ROOT/exports/<sandbox_id>/<export_id>/ without

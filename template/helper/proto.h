@@ -49,7 +49,10 @@
  *               "tty":bool (default false; true implies interactive: the shell
  *                 runs on a pseudo-terminal), "rows":N, "cols":N (its size,
  *                 default 24 x 80, each 1..1000, else INVALID_ARGUMENT;
- *                 ignored without tty)}
+ *                 ignored without tty),
+ *               "hidden":bool (default false; true: the control plane's own
+ *                 command (an export), left out of bash.list and its total;
+ *                 bash.poll and bash.stop work on it as on any session)}
  *     session_id: 1-128 of [A-Za-z0-9_.-], not starting with '.'. command:
  *     at most 131071 bytes, no NUL. A missing cwd: INVALID_ARGUMENT naming it.
  *     256 sessions already running: LIMIT.

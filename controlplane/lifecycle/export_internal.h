@@ -115,6 +115,20 @@ struct export_verify_in {
 int export_verify_git(const struct export_verify_in *in, struct export_manifest *m, int *ret_missing_prereqs,
                       struct cp_error **err);
 
+/* ---- plain-copy archives (export_archive.c, libarchive) ---- */
+
+/* Reads the tar at path through (a saved export): every header must parse;
+ * *ret_entries counts them. INVALID_ARGUMENT naming the problem. */
+int export_archive_check(const char *path, int64_t *ret_entries, struct cp_error **err);
+/* Extracts the tar at path into the directory dir (made 0755 when missing;
+ * it must be empty): names are relative and stay inside (no absolute
+ * name, no "..", no write through a symlink: libarchive's
+ * ARCHIVE_EXTRACT_SECURE_* checks), only files, directories, symlinks and
+ * hard links inside dir are made, setuid/setgid/sticky bits dropped, owners
+ * not restored. *ret_entries counts what was written. On a refused entry:
+ * DENIED naming it; what was written before stays (the message says so). */
+int export_archive_extract(const char *path, const char *dir, int64_t *ret_entries, struct cp_error **err);
+
 /* ---- export directories (export_dirs.c) ---- */
 
 /* Opens (creating 0700) DATA_ROOT/exports/<sandbox_id>/<export_id>/ without

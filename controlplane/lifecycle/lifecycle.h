@@ -233,6 +233,90 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err);
 const struct config *lifecycle_config(const struct lifecycle *lc);
 struct store *lifecycle_store(const struct lifecycle *lc);
 
+/* ---- saved clone work (lifecycle/export_*.c, issue 14) ---- */
+
+/* How long the save script in a sandbox may take during a tool call
+ * (sandbox_export, sandbox_destroy: inside ChatGPT's 60 s patience). */
+#define LIFECYCLE_EXPORT_WAIT_MS 40000
+/* The same for expiry and the CLI, where nobody's patience runs out. */
+#define LIFECYCLE_EXPORT_WAIT_LONG_MS 600000
+/* A clone's "unsaved work" is looked at again after this long (ms). */
+#define LIFECYCLE_UNSAVED_CHECK_MS 60000
+
+struct lifecycle_export_options {
+	const char *reason;              /* checkpoint | destroy | expire | cleanup */
+	const char *message;             /* sandbox_export's message; NULL = none */
+	const char *actor;               /* mcp | cli | serve (audit row) */
+	long wait_ms;                    /* 0 = LIFECYCLE_EXPORT_WAIT_MS */
+	struct helper_channel *channel;  /* borrowed; NULL = the save finds (or starts) it */
+};
+
+struct lifecycle_export_result {
+	struct export_record export; /* the new export, or the last one when nothing changed since */
+	int saved;                   /* 1: a new export was written */
+	int not_clone;               /* the workspace is not clone mode: nothing to save */
+};
+void lifecycle_export_result_clear(struct lifecycle_export_result *r);
+
+/* Saves the work of a clone sandbox (export_save.c): a bundle of every
+ * branch and tag, HEAD and a snapshot of uncommitted and untracked changes
+ * (a tar for a plain copy), streamed out through the helper channel,
+ * capped at CHAT2SBX_MAX_EXPORT_BYTES, verified on the host, kept in
+ * DATA_ROOT/exports/<sandbox_id>/<export_id>/ with its manifest and an
+ * exports row (kind none: nothing new since the clone was made, manifest
+ * only). The same state as the last export saves nothing new (ret->saved
+ * 0, ret->export the last one). A running sandbox is saved as it runs; an
+ * expired or failed one is started for it and stopped again when the save
+ * fails. Not a clone: ret->not_clone, 0. Writes an audit row export.save
+ * either way. Errors: LIMIT (over the cap, disk full), TIMEOUT, DENIED (a
+ * bundle or ref the host refuses), UNAVAILABLE (engine or helper not
+ * answering), CONFLICT (creating or removed), NOT_FOUND (no container),
+ * INTERNAL (the script or git failed, with their message). Blocks up to
+ * o->wait_ms for the script, then for streaming and verifying. */
+int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const struct lifecycle_export_options *o,
+                          struct lifecycle_export_result *ret, struct cp_error **err);
+
+/* Whether a running clone sandbox has work since its last export (or, with
+ * none, since it was made): *ret_unsaved 1, 0 or -1 (not known: not a
+ * running clone, the helper not reachable). Asks the helper at most once
+ * per LIFECYCLE_UNSAVED_CHECK_MS (a hidden bash session that hashes refs
+ * and the snapshot tree, about a second at most) and records the answer in
+ * the registry; otherwise answers from the row. Never fails. */
+int lifecycle_sandbox_unsaved(struct lifecycle *lc, const struct sandbox_record *s, int *ret_unsaved);
+
+/* Records, at create, the approved repository's heads and tags (git
+ * for-each-ref on the host) in the row of sandbox_id, for "nothing new"
+ * and thin bundles. Not a git repository, or git failing: nothing
+ * recorded, logged (saves are then full bundles). Never fails. */
+void lifecycle_export_record_source(struct lifecycle *lc, const char *sandbox_id, const struct workspace_record *w);
+
+struct lifecycle_apply_result {
+	char *target;      /* the repository or directory written */
+	char *kind;        /* git | tar */
+	int refs_updated;  /* git: refs created or moved */
+	int refs_same;     /* git: refs already where this export puts them */
+	char **skipped;    /* branches not applied (their names collide), with how to fetch each; NULL-terminated */
+	char *next_steps;  /* what to run to look at and merge the work */
+	char **refs;       /* git: "<host ref> <oid>" of every ref applied; NULL-terminated */
+};
+void lifecycle_apply_result_clear(struct lifecycle_apply_result *r);
+
+/* `chat2sbx export apply ID [--to DIR]` (export_apply.c). git: fetches the
+ * bundle into the approved repository under
+ * refs/remotes/chat2sbx/<sandbox_id>/ only (transfer.fsckObjects on, no
+ * tags followed, atomic), never touching its working tree, index, local
+ * branches, HEAD or config; refs that point at commits the repository has
+ * are set with update-ref in the same namespace. Applying again changes
+ * nothing. tar (to_dir required): extracts a plain copy into to_dir (which
+ * must not exist or be empty), refusing absolute names, "..", links out
+ * of it and device files, and dropping setuid/setgid bits. Errors:
+ * NOT_FOUND (export or its files), CONFLICT (the approved path is gone or
+ * no longer a git repository, or to_dir is not empty), INVALID_ARGUMENT
+ * (--to with a git export, none without for tar), INTERNAL with git's
+ * message. Writes an audit row export.apply (actor cli). */
+int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
+                           struct lifecycle_apply_result *ret, struct cp_error **err);
+
 /* ---- warm pool (lifecycle/pool.c, issue 8) ---- */
 
 /* Label on every container made for the warm pool (value "1"). Engine labels

@@ -312,8 +312,19 @@ static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char
 {
 	lifecycle_channel_drop(lc, sandbox_id);
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (container_id && docker_container_remove(lc->engine, container_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
-		log_warn("lifecycle", "undo create of sandbox '%s': %s", sandbox_id, e->message);
+	/* Through the removal guard like every removal (removal.c): the row is
+	 * still 'creating', never handed to anyone, so nothing needs saving. */
+	struct sandbox_record row = {0};
+	if (container_id && store_sandbox_get(lc->store, sandbox_id, &row, &e) == 0) {
+		if (!row.container_id)
+			row.container_id = strdup(container_id);
+		struct lifecycle_destroy_options o = {.reason = "cleanup", .actor = "serve"};
+		struct lifecycle_destroy_result dr = {0};
+		if (lifecycle_container_remove_guarded(lc, &row, &o, &dr, &e) < 0)
+			log_warn("lifecycle", "undo create of sandbox '%s': %s", sandbox_id, e->message);
+		lifecycle_destroy_result_clear(&dr);
+	}
+	sandbox_record_clear(&row);
 	cp_error_freep(&e);
 	if (store_sandbox_delete(lc->store, sandbox_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
 		log_warn("lifecycle", "undo create of sandbox '%s': %s", sandbox_id, e->message);
@@ -406,6 +417,13 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 			workspace_record_clear(&ws);
 			return r;
 		}
+		/* An expired clone sandbox of this workspace starts again with its
+		 * clone as it was (expired.c). */
+		int revived = lifecycle_expired_revive(lc, &ws, &lim, ret, err);
+		if (revived != 0) {
+			workspace_record_clear(&ws);
+			return revived < 0 ? -1 : 0;
+		}
 		if (ws.trashed_at_ms > 0) {
 			cp_error_set(err, CP_ERR_CONFLICT,
 			             "workspace '%s' was moved to the trash after 30 days without a sandbox; its files "
@@ -445,6 +463,8 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	}
 
 	int64_t t0 = clock_monotonic_ms();
+	if (!strcmp(ws.mode, "clone")) /* what its saves compare with (export_apply.c) */
+		lifecycle_export_record_source(lc, id, &ws);
 	report_step(opts, "workspace ready", 2);
 	if (start_container(lc, &row, &ws, &container_id, &ch, opts, err) < 0 ||
 	    verify_host_mount(lc, &row, &ws, ch, mount_dev, mount_ino, err) < 0 ||

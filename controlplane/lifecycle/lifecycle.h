@@ -124,10 +124,15 @@ int lifecycle_approval_approve(const struct config *cfg, struct store *store, co
 int lifecycle_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err);
 
 /* Removes the container (force) and marks the row removed; the workspace is
- * kept. Works for running and failed sandboxes; NOT_FOUND for unknown ids. A
- * sandbox already removed is answered as it is (destroy is idempotent). *ret (may be NULL; caller
- * clears) is the final row. */
+ * kept. Works for running, failed and expired sandboxes; NOT_FOUND for
+ * unknown ids. A sandbox already removed is answered as it is (destroy is
+ * idempotent). A clone sandbox's work is saved first (lifecycle_export_save,
+ * removal.c): when that fails nothing is removed and the error says why and
+ * how to force it. *ret (may be NULL; caller clears) is the final row. The
+ * same as lifecycle_sandbox_destroy_ex without force, reason destroy. */
 int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret, struct cp_error **err);
+
+
 
 /* The helper channel of a running sandbox, with a reference and a hold on
  * the sandbox that the caller ends with lifecycle_sandbox_release (never
@@ -185,6 +190,7 @@ enum lifecycle_row_state {
 	LIFECYCLE_ROW_RUNNING,
 	LIFECYCLE_ROW_FAILED,
 	LIFECYCLE_ROW_REMOVED,
+	LIFECYCLE_ROW_EXPIRED, /* idle, its save failed: container stopped, kept (issue 14) */
 };
 /* What the engine says of its container. RESTARTING: the engine's restart
  * policy is bringing it back (left to the next tool call). */
@@ -316,6 +322,55 @@ void lifecycle_apply_result_clear(struct lifecycle_apply_result *r);
  * message. Writes an audit row export.apply (actor cli). */
 int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
                            struct lifecycle_apply_result *ret, struct cp_error **err);
+
+struct lifecycle_destroy_options {
+	int force;          /* remove even when the save fails; the answer says what is lost */
+	const char *reason; /* the export's reason: destroy (default), expire or cleanup */
+	const char *actor;  /* mcp | cli | serve, for the audit rows */
+	long wait_ms;       /* for the save script; 0 = LIFECYCLE_EXPORT_WAIT_MS */
+};
+
+struct lifecycle_destroy_result {
+	struct sandbox_record sandbox;       /* the final row */
+	struct lifecycle_export_result save; /* the export saved before the removal (save.export.id NULL: none) */
+	int nothing_to_save;                 /* not a clone, never handed out, or its container was gone */
+	int save_failed;                     /* the save failed and force removed it anyway: see lost */
+	int refused;                         /* the save failed and nothing was removed (the call failed) */
+	char *lost;                          /* with save_failed: what is gone, as a sentence */
+	char *note;                          /* why nothing could be saved, when it could not */
+};
+void lifecycle_destroy_result_clear(struct lifecycle_destroy_result *r);
+
+/* lifecycle_sandbox_destroy with options and everything the answer needs
+ * (*ret, caller clears). Errors as lifecycle_sandbox_destroy; a refused
+ * save sets ret->refused and returns the save's code (LIMIT, TIMEOUT,
+ * UNAVAILABLE, DENIED, INTERNAL) with the how-to-force message. */
+int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const struct lifecycle_destroy_options *o,
+                                 struct lifecycle_destroy_result *ret, struct cp_error **err);
+
+/* What the removal of a sandbox's container needs (removal.c). FREE: not a
+ * clone (managed and direct workspaces live on the host), or a row in
+ * 'creating' (never handed to anyone) or 'removed' (saved or forced
+ * before). NEEDS_SAVE: everything else of a clone. Pure. */
+enum lifecycle_removal_need {
+	LIFECYCLE_REMOVAL_FREE,
+	LIFECYCLE_REMOVAL_NEEDS_SAVE,
+};
+enum lifecycle_removal_need lifecycle_removal_need_of(const char *workspace_mode, const char *row_status);
+
+/* The guard itself: 0 when s's container may be removed (nothing to save,
+ * saved: ret->save, or forced after a failed save: ret->save_failed and
+ * ret->lost), -1 with ret->refused and the message otherwise. Blocks for
+ * the save. */
+int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s,
+                            const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
+                            struct cp_error **err);
+
+/* The guard, then the removal of s's container (engine NOT_FOUND is fine).
+ * The only way lifecycle/ removes a sandbox container. */
+int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbox_record *s,
+                                       const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
+                                       struct cp_error **err);
 
 /* ---- warm pool (lifecycle/pool.c, issue 8) ---- */
 

@@ -86,6 +86,23 @@ Test(tools_args, sandbox_expose_validation)
 	               "unknown argument 'host_port'");
 }
 
+Test(tools_args, sandbox_export_and_destroy_force_validation)
+{
+	expect_invalid(tool_sandbox_export, "{}", "'sandbox_id' is required");
+	expect_invalid(tool_sandbox_export, "{\"sandbox_id\":\"nope\"}", "not a valid id");
+	expect_invalid(tool_sandbox_export, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"message\":7}",
+	               "'message' must be a string");
+	expect_invalid(tool_sandbox_export, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"ref\":\"main\"}",
+	               "unknown argument 'ref'");
+	char big[1200] = "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"message\":\"";
+	size_t n = strlen(big);
+	memset(big + n, 'm', 1001);
+	strcpy(big + n + 1001, "\"}");
+	expect_invalid(tool_sandbox_export, big, "at most 1000 bytes");
+	expect_invalid(tool_sandbox_destroy, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"force\":\"yes\"}",
+	               "true or false");
+}
+
 Test(tools_args, integers_accept_whole_doubles)
 {
 	struct json_object *args = json_tokener_parse("{\"n\":1000.0,\"m\":1.5}");
@@ -106,6 +123,7 @@ Test(tools_args, table_is_complete)
 	                      "sandbox_list",
 	                      "sandbox_get",
 	                      "sandbox_destroy",
+	                      "sandbox_export",
 	                      "sandbox_expose",
 	                      "workspace_list",
 	                      "bash",

@@ -215,7 +215,25 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 		approval_record_clear(&rows[i]);
 	}
 	free(rows);
+	/* Saved clone work (issue 14): sandboxes whose last look found work no
+	 * export holds, expired ones, and exports nobody applied yet. */
+	int64_t unsaved = 0, expired = 0, unapplied = 0;
+	struct sandbox_record *sb = NULL;
+	size_t ns = 0;
+	if (have && store_sandbox_list(store, 0, &sb, &ns, &e) == 0) {
+		for (size_t i = 0; i < ns; i++) {
+			unsaved += sb[i].unsaved == 1 || !strcmp(sb[i].status, "expired");
+			expired += !strcmp(sb[i].status, "expired");
+			sandbox_record_clear(&sb[i]);
+		}
+		free(sb);
+	}
+	cp_error_freep(&e);
+	int have_exports = have && store_export_count_unapplied(store, &unapplied, &e) == 0;
 	store_free(store);
+	add_int(sbx, "unsaved", unsaved, have);
+	add_int(sbx, "expired", expired, have);
+	add_int(sbx, "exports_not_applied", unapplied, have_exports);
 	add_int(sbx, "active", live, have);
 	add_int(apr, "pending", (int64_t)pending, have);
 	if (!have)
@@ -275,8 +293,10 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	printf("%-10s %-10s %s, version %s, hash %s\n", "TEMPLATE", rd->template_present ? "present" : "missing",
 	       get_s(o, "template", "image"), get_s(o, "template", "version") ?: "-",
 	       get_s(o, "template", "hash") ?: "-");
-	printf("%-10s %s active, limit %s\n", "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?",
-	       get_s(o, "sandboxes", "limit") ?: "unlimited");
+	printf("%-10s %s active, limit %s; %s with unsaved work, %s expired; %s export(s) not applied\n",
+	       "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?", get_s(o, "sandboxes", "limit") ?: "unlimited",
+	       get_s(o, "sandboxes", "unsaved") ?: "?", get_s(o, "sandboxes", "expired") ?: "?",
+	       get_s(o, "sandboxes", "exports_not_applied") ?: "?");
 	printf("%-10s %s pending\n", "APPROVALS", get_s(o, "approvals", "pending") ?: "?");
 }
 

@@ -270,3 +270,18 @@ int export_manifest_load(const char *dir, struct export_manifest *ret, struct cp
 		cp_error_prefix(err, "read '%s'", path);
 	return r;
 }
+
+int lifecycle_export_manifest(const struct export_record *x, struct json_object **ret, struct cp_error **err)
+{
+	struct export_manifest m = {0};
+	if (export_manifest_load(x->path, &m, err) < 0)
+		return -1;
+	if (strcmp(m.export_id, x->id) != 0) {
+		export_manifest_clear(&m);
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "the manifest in '%s' is not the one of export '%s'",
+		                    x->path, x->id);
+	}
+	*ret = export_manifest_to_json(&m);
+	export_manifest_clear(&m);
+	return 0;
+}

@@ -29,6 +29,7 @@
 #define LIFECYCLE_HELLO_TIMEOUT_MS 15000
 
 struct lifecycle;
+struct json_object;
 
 /* Borrows cfg, store and engine (they must outlive the lifecycle). */
 int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine, struct lifecycle **ret,
@@ -295,6 +296,12 @@ int lifecycle_sandbox_unsaved(struct lifecycle *lc, const struct sandbox_record 
  * and thin bundles. Not a git repository, or git failing: nothing
  * recorded, logged (saves are then full bundles). Never fails. */
 void lifecycle_export_record_source(struct lifecycle *lc, const char *sandbox_id, const struct workspace_record *w);
+
+/* The checked manifest of export x (its manifest.json, every ref judged
+ * again) as JSON (caller puts): refs with their commits and subjects and
+ * the files they touched, the snapshot's files, sizes. Text that came from
+ * the sandbox is already escaped. NOT_FOUND when the file is gone. */
+int lifecycle_export_manifest(const struct export_record *x, struct json_object **ret, struct cp_error **err);
 
 struct lifecycle_apply_result {
 	char *target;      /* the repository or directory written */

@@ -58,8 +58,9 @@ static int export_list(struct cli *cli, struct store *store)
 				json_object_object_add(o, "message", json_object_new_string(x->message));
 			json_object_array_add(list, o);
 		} else {
-			printf("%-24s %-26s %-5s %-10s %-11s %5lld %7lld %5lld %s\n", x->id, x->sandbox_id, x->kind, x->reason,
-			       state_of(x), (long long)x->refs, (long long)x->commits, (long long)x->dirty_files, when);
+			printf("%-24s %-26s %-5s %-10s %-11s %5lld %7lld %5lld %s\n", x->id, x->sandbox_id, x->kind,
+			       x->reason, state_of(x), (long long)x->refs, (long long)x->commits,
+			       (long long)x->dirty_files, when);
 		}
 		export_record_clear(x);
 	}
@@ -74,8 +75,9 @@ static int export_list(struct cli *cli, struct store *store)
 static const char *str(struct json_object *o, const char *k)
 {
 	struct json_object *v = NULL;
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
-	                                                                                       : NULL;
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
+	           ? json_object_get_string(v)
+	           : NULL;
 }
 
 static long long num(struct json_object *o, const char *k)
@@ -183,10 +185,11 @@ static int export_apply(struct cli *cli, struct store *store, const char *id, co
 		cli_print_json(o);
 	} else if (!strcmp(res.kind, "git")) {
 		if (res.refs_updated == 0)
-			printf("nothing changed: %s already holds export %s (%d ref(s))\n", res.target, id, res.refs_same);
+			printf("nothing changed: %s already holds export %s (%d ref(s))\n", res.target, id,
+			       res.refs_same);
 		else
-			printf("applied export %s to %s: %d ref(s) created or moved, %d already there\n", id, res.target,
-			       res.refs_updated, res.refs_same);
+			printf("applied export %s to %s: %d ref(s) created or moved, %d already there\n", id,
+			       res.target, res.refs_updated, res.refs_same);
 		for (char **p = res.refs; p && *p; p++)
 			printf("  %s\n", *p);
 		for (char **p = res.skipped; p && *p; p++)
@@ -216,12 +219,16 @@ int cmd_export(struct cli *cli, int argc, char **argv)
 	int ok = n >= 1 && ((!strcmp(rest[0], "list") && n == 1 && !to) ||
 	                    (!strcmp(rest[0], "show") && n == 2 && !to) || (!strcmp(rest[0], "apply") && n == 2));
 	if (!ok) {
-		fprintf(stderr, "usage: chat2sbx export list [--json] | export show ID [--json] | export apply ID [--to DIR]\n");
+		fprintf(
+		    stderr,
+		    "usage: chat2sbx export list [--json] | export show ID [--json] | export apply ID [--to DIR]\n");
 		return 2;
 	}
 	if (n == 2 && !id_valid(rest[1], "exp_")) {
-		fprintf(stderr, "chat2sbx: '%s' is not an export id (exp_ followed by %d characters); see 'chat2sbx export list'\n",
-		        rest[1], ID_RANDOM_CHARS);
+		fprintf(
+		    stderr,
+		    "chat2sbx: '%s' is not an export id (exp_ followed by %d characters); see 'chat2sbx export list'\n",
+		    rest[1], ID_RANDOM_CHARS);
 		return 2;
 	}
 	struct store *store = NULL;

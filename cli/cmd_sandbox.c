@@ -52,7 +52,10 @@ static int sandbox_list(struct cli *cli, struct store *store)
 		} else {
 			printf("%-26s %-9s %-25s %-24s %-8s %s\n", s->id, s->status, s->workspace_id,
 			       when(s->created_at_ms, b1, sizeof(b1)),
-			       s->unsaved < 0 ? "-" : s->unsaved ? "yes" : "no", s->failure_reason ? s->failure_reason : "");
+			       s->unsaved < 0 ? "-"
+			       : s->unsaved   ? "yes"
+			                      : "no",
+			       s->failure_reason ? s->failure_reason : "");
 		}
 		unsaved += s->unsaved == 1 || !strcmp(s->status, "expired");
 		sandbox_record_clear(s);
@@ -115,10 +118,11 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id,
 					 * clone's work, or save it: only --force removes it. */
 					cp_error_free(err);
 					err = NULL;
-					cp_error_set(&err, CP_ERR_CONFLICT,
-					             "container %s has no registry row, so whatever work it holds (a clone's "
-					             "commits) cannot be saved; remove it anyway with --force",
-					             id);
+					cp_error_set(
+					    &err, CP_ERR_CONFLICT,
+					    "container %s has no registry row, so whatever work it holds (a clone's "
+					    "commits) cannot be saved; remove it anyway with --force",
+					    id);
 				} else if (r < 0 && strcmp(cs[i].name, id) == 0 &&
 				           docker_container_remove(engine, cs[i].id, &e2) == 0) {
 					cp_error_free(err);
@@ -164,7 +168,8 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id,
 		} else {
 			printf("destroyed %s (workspace %s kept)\n", s.id, s.workspace_id);
 			if (x->id)
-				printf("its work is saved as export %s (%s): chat2sbx export show %s\n", x->id, x->kind, x->id);
+				printf("its work is saved as export %s (%s): chat2sbx export show %s\n", x->id, x->kind,
+				       x->id);
 			if (res.lost)
 				printf("warning: %s\n", res.lost);
 		}
@@ -186,8 +191,8 @@ int cmd_sandbox(struct cli *cli, int argc, char **argv)
 		else
 			n++;
 	}
-	if (n < 1 || (strcmp(rest[0], "list") && strcmp(rest[0], "destroy")) || (!strcmp(rest[0], "destroy") && n != 2) ||
-	    (!strcmp(rest[0], "list") && (n != 1 || force))) {
+	if (n < 1 || (strcmp(rest[0], "list") && strcmp(rest[0], "destroy")) ||
+	    (!strcmp(rest[0], "destroy") && n != 2) || (!strcmp(rest[0], "list") && (n != 1 || force))) {
 		fprintf(stderr, "usage: chat2sbx sandbox list [--json] | chat2sbx sandbox destroy ID [--force]\n");
 		return 2;
 	}

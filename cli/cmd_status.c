@@ -293,8 +293,8 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	printf("%-10s %-10s %s, version %s, hash %s\n", "TEMPLATE", rd->template_present ? "present" : "missing",
 	       get_s(o, "template", "image"), get_s(o, "template", "version") ?: "-",
 	       get_s(o, "template", "hash") ?: "-");
-	printf("%-10s %s active, limit %s; %s with unsaved work, %s expired; %s export(s) not applied\n",
-	       "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?", get_s(o, "sandboxes", "limit") ?: "unlimited",
+	printf("%-10s %s active, limit %s; %s with unsaved work, %s expired; %s export(s) not applied\n", "SANDBOXES",
+	       get_s(o, "sandboxes", "active") ?: "?", get_s(o, "sandboxes", "limit") ?: "unlimited",
 	       get_s(o, "sandboxes", "unsaved") ?: "?", get_s(o, "sandboxes", "expired") ?: "?",
 	       get_s(o, "sandboxes", "exports_not_applied") ?: "?");
 	printf("%-10s %s pending\n", "APPROVALS", get_s(o, "approvals", "pending") ?: "?");

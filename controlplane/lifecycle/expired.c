@@ -29,10 +29,11 @@ int lifecycle_expired_revive(struct lifecycle *lc, const struct workspace_record
 		if (store_sandbox_count_live(lc->store, &live, err) < 0)
 			goto held;
 		if (live >= lc->cfg->max_active_sandboxes) {
-			cp_error_set(err, CP_ERR_LIMIT,
-			             "the sandbox limit is reached: %d of %d active; sandbox '%s' of workspace '%s' stays "
-			             "expired until one is destroyed",
-			             live, lc->cfg->max_active_sandboxes, s.id, w->id);
+			cp_error_set(
+			    err, CP_ERR_LIMIT,
+			    "the sandbox limit is reached: %d of %d active; sandbox '%s' of workspace '%s' stays "
+			    "expired until one is destroyed",
+			    live, lc->cfg->max_active_sandboxes, s.id, w->id);
 			goto held;
 		}
 	}

@@ -84,7 +84,8 @@ static int expire_one(struct lifecycle *lc, const char *id, int64_t now_ms, int6
 	snprintf(msg, sizeof(msg), "no tool call for %lld s (idle timeout %lld s); workspace %s kept",
 	         (long long)((now_ms - s.last_activity_ms) / 1000), (long long)(timeout_ms / 1000), s.workspace_id);
 	/* A clone's work is saved first (reason expire); no save, no removal. */
-	struct lifecycle_destroy_options o = {.reason = "expire", .actor = "serve", .wait_ms = LIFECYCLE_EXPORT_WAIT_LONG_MS};
+	struct lifecycle_destroy_options o = {
+	    .reason = "expire", .actor = "serve", .wait_ms = LIFECYCLE_EXPORT_WAIT_LONG_MS};
 	struct lifecycle_destroy_result dr = {0};
 	if (lifecycle_sandbox_destroy_ex(lc, id, &o, &dr, &e) < 0) {
 		if (dr.refused) {

@@ -133,7 +133,8 @@ static int apply_git(const struct export_record *x, const struct export_manifest
 			             "branch '%s' was not applied (its name collides with chat2sbx's own under "
 			             "refs/remotes/chat2sbx/%s/); fetch it yourself: git fetch %s '%s:refs/remotes/"
 			             "chat2sbx/%s/branches/%s'",
-			             r->ref.name + 11, x->sandbox_id, bundle, r->ref.name, x->sandbox_id, r->ref.name + 11) < 0)
+			             r->ref.name + 11, x->sandbox_id, bundle, r->ref.name, x->sandbox_id,
+			             r->ref.name + 11) < 0)
 				abort();
 			ret->skipped = strv_add(ret->skipped, &n_skipped, msg);
 			continue;
@@ -158,10 +159,11 @@ static int apply_git(const struct export_record *x, const struct export_manifest
 	if (nf > first_spec && !strcmp(x->kind, "git")) {
 		struct stat st;
 		if (stat(bundle, &st) < 0)
-			r = cp_error_set(err, CP_ERR_NOT_FOUND, "the bundle '%s' is missing; nothing was changed", bundle);
+			r = cp_error_set(err, CP_ERR_NOT_FOUND, "the bundle '%s' is missing; nothing was changed",
+			                 bundle);
 		else
-			r = export_git_run(repo, x->path, fetch, NULL, 0, APPLY_OUT_MAX, APPLY_TIMEOUT_MS, NULL, NULL, NULL,
-			                   err);
+			r = export_git_run(repo, x->path, fetch, NULL, 0, APPLY_OUT_MAX, APPLY_TIMEOUT_MS, NULL, NULL,
+			                   NULL, err);
 		if (r < 0)
 			cp_error_prefix(err, "fetch export '%s' into '%s'", x->id, repo);
 	}
@@ -205,7 +207,8 @@ static char *next_steps_git(const struct export_record *x, const struct export_m
 		if (!r->host_ref || r->new_commits == 0 || r->ref.kind != POLICY_REF_BRANCH)
 			continue;
 		const char *short_ref = r->host_ref + strlen("refs/remotes/");
-		fprintf(f, "  git log --oneline HEAD..%s   # %lld new commit(s)\n", short_ref, (long long)r->new_commits);
+		fprintf(f, "  git log --oneline HEAD..%s   # %lld new commit(s)\n", short_ref,
+		        (long long)r->new_commits);
 		fprintf(f, "  git merge %s\n", short_ref);
 	}
 	if (m->snapshot_oid[0])
@@ -246,10 +249,11 @@ int lifecycle_export_apply(const struct config *cfg, struct store *store, const 
 	}
 	if (!strcmp(x.kind, "tar")) {
 		if (!to_dir) {
-			cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-			             "export '%s' is a plain copy (its source '%s' was not a git repository); write it to a "
-			             "new directory with: chat2sbx export apply %s --to DIR",
-			             x.id, w.host_path ? w.host_path : w.path, x.id);
+			cp_error_set(
+			    err, CP_ERR_INVALID_ARGUMENT,
+			    "export '%s' is a plain copy (its source '%s' was not a git repository); write it to a "
+			    "new directory with: chat2sbx export apply %s --to DIR",
+			    x.id, w.host_path ? w.host_path : w.path, x.id);
 			goto out;
 		}
 		char tar[4300];
@@ -259,7 +263,8 @@ int lifecycle_export_apply(const struct config *cfg, struct store *store, const 
 			goto out;
 		ret->target = realpath(to_dir, NULL);
 		ret->refs_updated = (int)n;
-		if (asprintf(&ret->next_steps, "The plain copy is in %s (%lld entries); compare it with: diff -r %s %s\n",
+		if (asprintf(&ret->next_steps,
+		             "The plain copy is in %s (%lld entries); compare it with: diff -r %s %s\n",
 		             ret->target ? ret->target : to_dir, (long long)n, w.path, to_dir) < 0)
 			abort();
 		r = 0;

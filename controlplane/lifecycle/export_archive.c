@@ -60,7 +60,17 @@ static int dir_empty_or_missing(const char *dir, struct cp_error **err)
 	if (!d) {
 		if (errno != ENOENT)
 			return cp_error_set_errno(err, CP_ERR_CONFLICT, errno, "open '%s'", dir);
-		if (mkdir(dir, 0755) < 0)
+		/* Made with its missing parents, as mkdir -p would. */
+		char path[4096];
+		snprintf(path, sizeof(path), "%s", dir);
+		for (char *p = path + 1; *p; p++)
+			if (*p == '/') {
+				*p = '\0';
+				if (mkdir(path, 0755) < 0 && errno != EEXIST)
+					return cp_error_set_errno(err, CP_ERR_CONFLICT, errno, "create '%s'", path);
+				*p = '/';
+			}
+		if (mkdir(path, 0755) < 0)
 			return cp_error_set_errno(err, CP_ERR_CONFLICT, errno, "create '%s'", dir);
 		return 0;
 	}
@@ -116,16 +126,17 @@ int export_archive_extract(const char *path, const char *dir, int64_t *ret_entri
 		archive_entry_set_perm(e, archive_entry_perm(e) & 0777);
 		const char *link = archive_entry_hardlink(e);
 		if (link && (link[0] == '/' || strstr(link, ".."))) {
-			r = cp_error_set(err, CP_ERR_DENIED,
-			                 "entry \"%s\" is a hard link out of the archive; it was refused (%lld entries were "
-			                 "written to '%s' before it)",
-			                 shown, (long long)n, dir);
+			r = cp_error_set(
+			    err, CP_ERR_DENIED,
+			    "entry \"%s\" is a hard link out of the archive; it was refused (%lld entries were "
+			    "written to '%s' before it)",
+			    shown, (long long)n, dir);
 			break;
 		}
 		if (archive_write_header(w, e) != ARCHIVE_OK) {
 			r = cp_error_set(err, CP_ERR_DENIED,
-			                 "entry \"%s\" was refused: %s (%lld entries were written to '%s' before it)", shown,
-			                 archive_error_string(w), (long long)n, dir);
+			                 "entry \"%s\" was refused: %s (%lld entries were written to '%s' before it)",
+			                 shown, archive_error_string(w), (long long)n, dir);
 			break;
 		}
 		const void *buf;

@@ -95,8 +95,9 @@ int export_bundle_parse(const char *data, size_t len, struct export_bundle_heade
 		const char *nl = memchr(data + pos, '\n', len - pos);
 		if (!nl) {
 			cp_error_set(err, CP_ERR_DENIED,
-			             len >= EXPORT_HEADER_MAX ? "its header is longer than 8 MiB"
-			                                      : "its header has no end (no empty line before the pack)");
+			             len >= EXPORT_HEADER_MAX
+			                 ? "its header is longer than 8 MiB"
+			                 : "its header has no end (no empty line before the pack)");
 			goto fail;
 		}
 		const char *line = data + pos;
@@ -126,7 +127,8 @@ int export_bundle_parse(const char *data, size_t len, struct export_bundle_heade
 			else if (l == 21 && !memcmp(line, "@object-format=sha256", 21))
 				h.oid_hex = 64;
 			else {
-				bad(err, line_no, line, l, "is a capability chat2sbx does not accept (only object-format)");
+				bad(err, line_no, line, l,
+				    "is a capability chat2sbx does not accept (only object-format)");
 				goto fail;
 			}
 			continue;

@@ -28,7 +28,8 @@ static int open_level(int dirfd, const char *name, const char *shown, struct cp_
 	struct stat st;
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
 		close(fd);
-		return cp_error_set(err, CP_ERR_DENIED, "'%s' is not owned by this user; nothing was saved there", shown);
+		return cp_error_set(err, CP_ERR_DENIED, "'%s' is not owned by this user; nothing was saved there",
+		                    shown);
 	}
 	if ((st.st_mode & 0077) && fchmod(fd, 0700) < 0) {
 		close(fd);

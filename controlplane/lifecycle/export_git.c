@@ -23,16 +23,24 @@
 /* -c settings given to every git call (git-config(1) names them). The
  * repository's own config is still read; these win over it. */
 static const char *const fixed_config[] = {
-    "core.hooksPath=/dev/null",    /* no hook (reference-transaction runs on every fetch) */
-    "core.fsmonitor=false",        /* a program named by config */
-    "core.sshCommand=false",       /* never used: no ssh transport */
-    "protocol.allow=never",        /* every transport off ... */
-    "protocol.file.allow=always",  /* ... but local files (a bundle is one) */
-    "transfer.fsckObjects=true",   /* check every object received */
-    "fetch.fsckObjects=true",      /* (wins over transfer.fsckObjects: set it too) */
-    "fetch.writeCommitGraph=false", "fetch.recurseSubmodules=false", "submodule.recurse=false",
-    "gc.auto=0", "maintenance.auto=false", "core.pager=cat", "color.ui=false", "credential.helper=",
-    "core.askPass=", "advice.detachedHead=false", "safe.bareRepository=all",
+    "core.hooksPath=/dev/null",   /* no hook (reference-transaction runs on every fetch) */
+    "core.fsmonitor=false",       /* a program named by config */
+    "core.sshCommand=false",      /* never used: no ssh transport */
+    "protocol.allow=never",       /* every transport off ... */
+    "protocol.file.allow=always", /* ... but local files (a bundle is one) */
+    "transfer.fsckObjects=true",  /* check every object received */
+    "fetch.fsckObjects=true",     /* (wins over transfer.fsckObjects: set it too) */
+    "fetch.writeCommitGraph=false",
+    "fetch.recurseSubmodules=false",
+    "submodule.recurse=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "core.pager=cat",
+    "color.ui=false",
+    "credential.helper=",
+    "core.askPass=",
+    "advice.detachedHead=false",
+    "safe.bareRepository=all",
     NULL,
 };
 
@@ -73,9 +81,8 @@ static int wait_child(pid_t pid, int *status)
 	}
 }
 
-int export_git_run(const char *cwd, const char *home, const char *const *args, const char *in, size_t in_len,
-                   size_t out_max, long timeout_ms, char **ret_out, size_t *ret_len, int *ret_status,
-                   struct cp_error **err)
+static int run(const char *cwd, const char *home, const char *const *args, const char *in, size_t in_len, int in_fd,
+               size_t out_max, long timeout_ms, char **ret_out, size_t *ret_len, int *ret_status, struct cp_error **err)
 {
 	const char *git = git_binary();
 	char verb[64];
@@ -134,7 +141,7 @@ int export_git_run(const char *cwd, const char *home, const char *const *args, c
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* Only async-signal-safe calls from here to execve. */
-		if (dup2(pin[0], 0) < 0 || dup2(pout[1], 1) < 0 || dup2(perr[1], 2) < 0)
+		if (dup2(in_fd >= 0 ? in_fd : pin[0], 0) < 0 || dup2(pout[1], 1) < 0 || dup2(perr[1], 2) < 0)
 			_exit(126);
 		if (cwd && chdir(cwd) < 0)
 			_exit(125);
@@ -262,6 +269,19 @@ int export_git_run(const char *cwd, const char *home, const char *const *args, c
 	cp_buf_free(&out);
 	cp_buf_free(&errtail);
 	return r;
+}
+
+int export_git_run(const char *cwd, const char *home, const char *const *args, const char *in, size_t in_len,
+                   size_t out_max, long timeout_ms, char **ret_out, size_t *ret_len, int *ret_status,
+                   struct cp_error **err)
+{
+	return run(cwd, home, args, in, in_len, -1, out_max, timeout_ms, ret_out, ret_len, ret_status, err);
+}
+
+int export_git_run_fd(const char *cwd, const char *home, const char *const *args, int in_fd, size_t out_max,
+                      long timeout_ms, char **ret_out, size_t *ret_len, struct cp_error **err)
+{
+	return run(cwd, home, args, NULL, 0, in_fd, out_max, timeout_ms, ret_out, ret_len, NULL, err);
 }
 
 int export_git_objects_dir(const char *dir, const char *home, char **ret, struct cp_error **err)

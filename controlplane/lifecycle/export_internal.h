@@ -27,8 +27,8 @@
 
 /* One ref as an export carries it. */
 struct export_ref {
-	char *name;                /* validated (policy_ref_name_check) */
-	char oid[65];              /* lowercase hex: 40 (SHA-1) or 64 (SHA-256) digits */
+	char *name;   /* validated (policy_ref_name_check) */
+	char oid[65]; /* lowercase hex: 40 (SHA-1) or 64 (SHA-256) digits */
 	enum policy_ref_kind kind;
 };
 void export_refs_free(struct export_ref *refs, size_t n);
@@ -37,13 +37,13 @@ void export_refs_free(struct export_ref *refs, size_t n);
  * bundle", v3 capabilities "@key[=value]", prerequisites "-<oid> <comment>",
  * refs "<oid> <refname>", an empty line, then the pack). */
 struct export_bundle_header {
-	int version;        /* 2 or 3 */
-	int oid_hex;        /* 40 or 64 */
+	int version; /* 2 or 3 */
+	int oid_hex; /* 40 or 64 */
 	struct export_ref *refs;
 	size_t n_refs;
 	char (*prereqs)[65];
 	size_t n_prereqs;
-	size_t header_len;  /* bytes up to and including the empty line */
+	size_t header_len; /* bytes up to and including the empty line */
 };
 void export_bundle_header_clear(struct export_bundle_header *h);
 
@@ -85,6 +85,11 @@ int export_git_run(const char *cwd, const char *home, const char *const *args, c
                    size_t out_max, long timeout_ms, char **ret_out, size_t *ret_len, int *ret_status,
                    struct cp_error **err);
 
+/* export_git_run with the child's stdin read from in_fd (borrowed; from its
+ * current offset), for input too large to hold in memory (a bundle's pack). */
+int export_git_run_fd(const char *cwd, const char *home, const char *const *args, int in_fd, size_t out_max,
+                      long timeout_ms, char **ret_out, size_t *ret_len, struct cp_error **err);
+
 /* The object directory of the git repository at dir (its .git/objects, or
  * objects of a bare one) into *ret (caller frees). NOT_FOUND when dir is
  * not a git repository's top level (or is gone). */
@@ -95,9 +100,9 @@ int export_git_objects_dir(const char *dir, const char *home, char **ret, struct
 struct export_manifest;
 
 struct export_verify_in {
-	const char *dir;          /* the export's directory (the scratch repository goes inside) */
-	const char *bundle;       /* the bundle file, or NULL for refs only */
-	const char *host_objects; /* the approved repository's object directory, NULL when gone */
+	const char *dir;               /* the export's directory (the scratch repository goes inside) */
+	const char *bundle;            /* the bundle file, or NULL for refs only */
+	const char *host_objects;      /* the approved repository's object directory, NULL when gone */
 	const struct export_ref *list; /* the sandbox's ref list (heads, tags, HEAD, snapshot), judged */
 	size_t n_list;
 	const struct export_ref *base; /* the approved repository's refs when the clone was made */
@@ -146,9 +151,9 @@ void export_dir_remove(const char *path);
 
 struct export_manifest_ref {
 	struct export_ref ref;
-	char *host_ref;        /* where apply fetches it; NULL when it collides (policy_ref_map) */
-	int in_bundle;         /* 0: it points at a commit the approved repository already has */
-	int64_t new_commits;   /* commits not in the approved repository when the clone was made */
+	char *host_ref;              /* where apply fetches it; NULL when it collides (policy_ref_map) */
+	int in_bundle;               /* 0: it points at a commit the approved repository already has */
+	int64_t new_commits;         /* commits not in the approved repository when the clone was made */
 	struct json_object *commits; /* [{"oid","subject"}] newest first, at most EXPORT_MANIFEST_COMMITS_MAX */
 	struct json_object *files;   /* ["path", ...] touched by those commits, at most EXPORT_MANIFEST_FILES_MAX */
 };
@@ -156,16 +161,16 @@ struct export_manifest_ref {
 struct export_manifest {
 	char *export_id, *sandbox_id, *workspace_id, *host_path, *kind, *reason, *message, *fingerprint;
 	int64_t created_at_ms;
-	int64_t bytes;          /* bundle or archive */
-	int thin;               /* 1: the bundle needs the approved repository's commits (prerequisites) */
-	int nothing_new;        /* 1: no commit, branch or change since the clone was made: manifest only */
-	int64_t commits;        /* distinct commits over all refs not in the approved repository */
+	int64_t bytes;   /* bundle or archive */
+	int thin;        /* 1: the bundle needs the approved repository's commits (prerequisites) */
+	int nothing_new; /* 1: no commit, branch or change since the clone was made: manifest only */
+	int64_t commits; /* distinct commits over all refs not in the approved repository */
 	struct export_manifest_ref *refs;
 	size_t n_refs;
-	char snapshot_oid[65];       /* "" = no uncommitted or untracked change */
+	char snapshot_oid[65];              /* "" = no uncommitted or untracked change */
 	struct json_object *snapshot_files; /* [{"status","path"}] of the snapshot against HEAD */
 	int64_t snapshot_file_count;
-	int64_t archive_entries;     /* tar: entries in workspace.tar */
+	int64_t archive_entries; /* tar: entries in workspace.tar */
 };
 void export_manifest_clear(struct export_manifest *m);
 

@@ -136,7 +136,7 @@ static struct json_object *field_array(struct json_object *o, const char *k)
 {
 	struct json_object *v = NULL;
 	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_array) ? json_object_get(v)
-	                                                                                       : json_object_new_array();
+	                                                                                      : json_object_new_array();
 }
 
 static int oid_field(struct json_object *o, const char *k, int required, char out[65], struct cp_error **err)
@@ -171,7 +171,8 @@ static int read_ref(struct json_object *x, const char *sandbox_id, struct export
 		if (policy_ref_map(r->ref.name, sandbox_id, want, sizeof(want), &e) < 0 || strcmp(want, r->host_ref)) {
 			cp_error_free(e);
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-			                    "the manifest maps ref '%s' somewhere else than chat2sbx would", r->ref.name);
+			                    "the manifest maps ref '%s' somewhere else than chat2sbx would",
+			                    r->ref.name);
 		}
 	}
 	r->in_bundle = field_bool(x, "in_bundle");
@@ -190,14 +191,16 @@ int export_manifest_from_json(struct json_object *o, struct export_manifest *ret
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "the manifest has version %lld; this chat2sbx reads version %d",
 		                    (long long)field_int(o, "version"), EXPORT_MANIFEST_VERSION);
-	if (field_str(o, "export_id", 1, &m.export_id, err) < 0 || field_str(o, "sandbox_id", 1, &m.sandbox_id, err) < 0 ||
+	if (field_str(o, "export_id", 1, &m.export_id, err) < 0 ||
+	    field_str(o, "sandbox_id", 1, &m.sandbox_id, err) < 0 ||
 	    field_str(o, "workspace_id", 1, &m.workspace_id, err) < 0 ||
 	    field_str(o, "host_path", 0, &m.host_path, err) < 0 || field_str(o, "kind", 1, &m.kind, err) < 0 ||
 	    field_str(o, "reason", 1, &m.reason, err) < 0 || field_str(o, "message", 0, &m.message, err) < 0 ||
 	    field_str(o, "fingerprint", 0, &m.fingerprint, err) < 0)
 		goto fail;
 	if (strcmp(m.kind, "git") && strcmp(m.kind, "tar") && strcmp(m.kind, "none")) {
-		cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "the manifest's kind '%.20s' is not git, tar or none", m.kind);
+		cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "the manifest's kind '%.20s' is not git, tar or none",
+		             m.kind);
 		goto fail;
 	}
 	m.created_at_ms = field_int(o, "created_at_ms");
@@ -210,7 +213,8 @@ int export_manifest_from_json(struct json_object *o, struct export_manifest *ret
 	if (json_object_object_get_ex(o, "refs", &refs) && json_object_is_type(refs, json_type_array)) {
 		size_t n = json_object_array_length(refs);
 		if (n > EXPORT_REFS_MAX) {
-			cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "the manifest lists more than %d refs", EXPORT_REFS_MAX);
+			cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "the manifest lists more than %d refs",
+			             EXPORT_REFS_MAX);
 			goto fail;
 		}
 		m.refs = calloc(n ? n : 1, sizeof(*m.refs));

@@ -11,8 +11,7 @@
 #include "../base/log.h"
 #include "export_internal.h"
 
-int lifecycle_export_retention_run(const struct config *cfg, struct store *store, int64_t now_ms,
-                                   struct cp_error **err)
+int lifecycle_export_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err)
 {
 	struct export_record *rows = NULL;
 	size_t n = 0;
@@ -29,8 +28,8 @@ int lifecycle_export_retention_run(const struct config *cfg, struct store *store
 				log_warn("lifecycle", "retention of export %s: %s", x->id, e->message);
 				cp_error_free(e);
 			} else {
-				log_info("lifecycle", "export %s (sandbox %s) moved to the trash: %s", x->id, x->sandbox_id,
-				         dest);
+				log_info("lifecycle", "export %s (sandbox %s) moved to the trash: %s", x->id,
+				         x->sandbox_id, dest);
 				moved++;
 				/* The sandbox's directory goes once its last export has
 				 * (rmdir removes only an empty one). */

@@ -196,8 +196,8 @@ static int run_script(struct helper_channel *ch, const char *sandbox_id, const c
 }
 
 struct script_answer {
-	char kind[8];          /* git | tar */
-	char state[16];        /* unchanged | nothing-new | changed | bundle | refs-only | archive */
+	char kind[8];   /* git | tar */
+	char state[16]; /* unchanged | nothing-new | changed | bundle | refs-only | archive */
 	char fingerprint[65];
 };
 
@@ -209,8 +209,8 @@ static int parse_answer(const char *line, struct script_answer *a, struct cp_err
 	    (strcmp(a->kind, "git") && strcmp(a->kind, "tar")) || strlen(a->fingerprint) != 64 ||
 	    strspn(a->fingerprint, "0123456789abcdef") != 64)
 		return cp_error_set(err, CP_ERR_INTERNAL, "the save script answered something unexpected");
-	static const char *const states[] = {"unchanged", "nothing-new", "changed", "bundle", "refs-only", "archive",
-	                                     NULL};
+	static const char *const states[] = {"unchanged", "nothing-new", "changed", "bundle",
+	                                     "refs-only", "archive",     NULL};
 	for (size_t i = 0; states[i]; i++)
 		if (!strcmp(a->state, states[i]))
 			return 0;
@@ -313,7 +313,8 @@ static int pull_blob(struct helper_channel *ch, const char *sandbox_id, const ch
 		int ok = 0;
 		size_t n = dlen <= 4 * ((PROTO_BLOB_CHUNK_MAX + 2) / 3) ? base64_decode(data, dlen, buf, &ok) : 0;
 		if (!ok) {
-			cp_error_set(err, CP_ERR_INTERNAL, "the helper of sandbox '%s' sent a malformed chunk", sandbox_id);
+			cp_error_set(err, CP_ERR_INTERNAL, "the helper of sandbox '%s' sent a malformed chunk",
+			             sandbox_id);
 			goto out;
 		}
 		if (got + (int64_t)n > cap) {
@@ -329,7 +330,8 @@ static int pull_blob(struct helper_channel *ch, const char *sandbox_id, const ch
 		if (eof)
 			break;
 		if (n == 0) {
-			cp_error_set(err, CP_ERR_INTERNAL, "the helper of sandbox '%s' sent an empty chunk", sandbox_id);
+			cp_error_set(err, CP_ERR_INTERNAL, "the helper of sandbox '%s' sent an empty chunk",
+			             sandbox_id);
 			goto out;
 		}
 	}
@@ -417,9 +419,9 @@ static int save_channel(struct lifecycle *lc, const struct sandbox_record *s, st
 	if (docker_container_inspect(lc->engine, container, &st, err) < 0) {
 		if ((*err)->code == CP_ERR_NOT_FOUND) {
 			cp_error_freep(err);
-			return cp_error_set(err, CP_ERR_NOT_FOUND,
-			                    "the container of sandbox '%s' no longer exists; there is nothing left to save",
-			                    s->id);
+			return cp_error_set(
+			    err, CP_ERR_NOT_FOUND,
+			    "the container of sandbox '%s' no longer exists; there is nothing left to save", s->id);
 		}
 		return -1;
 	}
@@ -451,8 +453,8 @@ struct save_ctx {
 	char *export_id;
 	char *dir;
 	int dirfd;
-	char *source_refs;   /* owned; may be NULL */
-	char *host_objects;  /* owned; NULL: the approved repository is not reachable */
+	char *source_refs;         /* owned; may be NULL */
+	char *host_objects;        /* owned; NULL: the approved repository is not reachable */
 	struct export_record last; /* id NULL when none */
 };
 
@@ -520,8 +522,8 @@ static int take_tar(struct save_ctx *c, struct export_manifest *m, struct cp_err
 }
 
 /* Writes the manifest file and the registry row. */
-static int keep(struct save_ctx *c, struct export_manifest *m, const struct script_answer *a,
-                struct export_record *ret, struct cp_error **err)
+static int keep(struct save_ctx *c, struct export_manifest *m, const struct script_answer *a, struct export_record *ret,
+                struct cp_error **err)
 {
 	m->export_id = strdup(c->export_id);
 	m->sandbox_id = strdup(c->s->id);
@@ -618,6 +620,7 @@ int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const st
 	}
 	struct save_ctx c = {.lc = lc, .s = &s, .w = &w, .o = o, .dirfd = -1};
 	struct export_manifest m = {0};
+	_cleanup_error_ struct cp_error *le = NULL, *oe = NULL; /* before any goto */
 	int r = -1, started = 0, own_channel = 0;
 	int64_t t0 = clock_monotonic_ms();
 	if (strcmp(w.mode, "clone") != 0) {
@@ -635,12 +638,10 @@ int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const st
 	if (id_new("exp_", &c.export_id, err) < 0 ||
 	    store_sandbox_get_source_refs(lc->store, s.id, &c.source_refs, err) < 0)
 		goto done;
-	_cleanup_error_ struct cp_error *le = NULL;
 	if (store_export_last(lc->store, s.id, &c.last, &le) < 0 && le->code != CP_ERR_NOT_FOUND) {
 		*err = TAKE_PTR(le);
 		goto done;
 	}
-	_cleanup_error_ struct cp_error *oe = NULL;
 	if (c.source_refs && export_git_objects_dir(w.path, NULL, &c.host_objects, &oe) < 0)
 		log_info("lifecycle", "save of %s: the approved repository is not reachable (%s); the bundle is full",
 		         s.id, oe->message);

@@ -114,7 +114,8 @@ static int ref_details(const struct scratch *s, struct export_manifest_ref *r, c
 	const char *a_count[] = {"rev-list", "--count", "--stdin", NULL};
 	const char *a_log[] = {"log", "--no-decorate", "--format=%H%x1f%s", "--max-count=200", "--stdin", NULL};
 	const char *a_names[] = {"log", "--format=", "--name-only", "-z", "--no-renames", "--stdin", NULL};
-	if (sgit(s, a_count, in, in_len, &count, NULL, err) < 0 || sgit(s, a_log, in, in_len, &log, &log_len, err) < 0 ||
+	if (sgit(s, a_count, in, in_len, &count, NULL, err) < 0 ||
+	    sgit(s, a_log, in, in_len, &log, &log_len, err) < 0 ||
 	    sgit(s, a_names, in, in_len, &names, &names_len, err) < 0)
 		return -1;
 	r->new_commits = strtoll(count ? count : "0", NULL, 10);
@@ -127,9 +128,9 @@ static int ref_details(const struct scratch *s, struct export_manifest_ref *r, c
 			struct json_object *c = json_object_new_object();
 			json_object_object_add(c, "oid", json_object_new_string_len(line, (int)(sep - line)));
 			char buf[1200];
-			json_object_object_add(
-			    c, "subject",
-			    json_object_new_string(policy_text_escape(sep + 1, l - (size_t)(sep - line) - 1, buf, sizeof(buf))));
+			json_object_object_add(c, "subject",
+			                       json_object_new_string(policy_text_escape(
+			                           sep + 1, l - (size_t)(sep - line) - 1, buf, sizeof(buf))));
 			json_object_array_add(r->commits, c);
 		}
 		line = nl ? nl + 1 : NULL;
@@ -155,7 +156,7 @@ static int ref_details(const struct scratch *s, struct export_manifest_ref *r, c
 /* The snapshot's changes against its parent (HEAD): status and path. */
 static int snapshot_details(const struct scratch *s, struct export_manifest *m, struct cp_error **err)
 {
-	const char *args[] = {"diff-tree", "-r", "-z", "--no-commit-id", "--name-status", "--no-renames", "--root",
+	const char *args[] = {"diff-tree",     "-r", "-z", "--no-commit-id", "--name-status", "--no-renames", "--root",
 	                      m->snapshot_oid, NULL};
 	_cleanup_free_ char *out = NULL;
 	size_t len = 0;
@@ -172,10 +173,10 @@ static int snapshot_details(const struct scratch *s, struct export_manifest *m, 
 		if (json_object_array_length(m->snapshot_files) < EXPORT_MANIFEST_FILES_MAX) {
 			struct json_object *f = json_object_new_object();
 			char buf[1200];
-			json_object_object_add(f, "status",
-			                       json_object_new_string(policy_text_escape(out + pos, l1, buf, sizeof(buf))));
-			json_object_object_add(f, "path",
-			                       json_object_new_string(policy_text_escape(out + p2, l2, buf, sizeof(buf))));
+			json_object_object_add(
+			    f, "status", json_object_new_string(policy_text_escape(out + pos, l1, buf, sizeof(buf))));
+			json_object_object_add(
+			    f, "path", json_object_new_string(policy_text_escape(out + p2, l2, buf, sizeof(buf))));
 			json_object_array_add(m->snapshot_files, f);
 		}
 		pos = p2 + l2 + 1;
@@ -209,6 +210,7 @@ int export_verify_git(const struct export_verify_in *in, struct export_manifest 
 	*ret_missing_prereqs = 0;
 	struct export_bundle_header h = {0};
 	struct scratch s = {0};
+	_cleanup_free_ char *count = NULL; /* before any goto */
 	int r = -1;
 	unsigned char *have_base = NULL, *have_list = NULL;
 	char(*base_oids)[65] = NULL;
@@ -231,40 +233,45 @@ int export_verify_git(const struct export_verify_in *in, struct export_manifest 
 		if (missing) {
 			*ret_missing_prereqs = 1;
 			cp_error_set(err, CP_ERR_CONFLICT,
-			             "the bundle builds on %zu commit(s) the approved repository no longer has", missing);
+			             "the bundle builds on %zu commit(s) the approved repository no longer has",
+			             missing);
 			goto out;
 		}
 	}
 	if (in->bundle) {
-		const char *verify[] = {"bundle", "verify", "--quiet", in->bundle, NULL};
-		if (sgit(&s, verify, NULL, 0, NULL, NULL, err) < 0) {
-			cp_error_prefix(err, "the bundle was refused");
+		/* Every object through git's object checks (index-pack --strict:
+		 * malformed objects, bad trees, the .gitmodules checks of
+		 * CVE-2018-11235 and later), into the scratch repository only. A
+		 * plain `git fetch` of a bundle does not check objects before git
+		 * 2.46 whatever fetch.fsckObjects says (bundle.c unbundle), so
+		 * the pack behind the header goes to index-pack directly. */
+		int fd = open(in->bundle, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || lseek(fd, (off_t)h.header_len, SEEK_SET) < 0) {
+			cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "read '%s'", in->bundle);
+			if (fd >= 0)
+				close(fd);
 			goto out;
 		}
-		/* Every object through git's object checks, into the scratch
-		 * repository only (refs/b/<i>), never following tags. */
-		size_t na = 0;
-		const char **fetch = calloc(h.n_refs + 8, sizeof(*fetch));
-		char **specs = calloc(h.n_refs, sizeof(*specs));
-		fetch[na++] = "fetch";
-		fetch[na++] = "--quiet";
-		fetch[na++] = "--no-tags";
-		fetch[na++] = "--no-write-fetch-head";
-		fetch[na++] = "--no-recurse-submodules";
-		fetch[na++] = in->bundle;
-		for (size_t i = 0; i < h.n_refs; i++) {
-			if (asprintf(&specs[i], "%s:refs/b/%zu", h.refs[i].name, i) < 0)
-				specs[i] = NULL;
-			fetch[na++] = specs[i];
-		}
-		fetch[na] = NULL;
-		int fr = sgit(&s, fetch, NULL, 0, NULL, NULL, err);
-		for (size_t i = 0; i < h.n_refs; i++)
-			free(specs[i]);
-		free(specs);
-		free(fetch);
-		if (fr < 0) {
+		const char *index_pack[] = {"index-pack", "--stdin", "--fix-thin", "--strict", NULL};
+		int ir = export_git_run_fd(s.dir, s.home, index_pack, fd, GIT_OUT_MAX, GIT_TIMEOUT_MS, NULL, NULL, err);
+		close(fd);
+		if (ir < 0) {
 			cp_error_prefix(err, "the bundle failed git's object checks");
+			goto out;
+		}
+		/* Its refs, so the objects are reachable for the reads below, and
+		 * the bundle as a whole (prerequisites, completeness). */
+		size_t ulen = 0;
+		_cleanup_free_ char *update = NULL;
+		FILE *u = open_memstream(&update, &ulen);
+		for (size_t i = 0; i < h.n_refs; i++)
+			fprintf(u, "update refs/b/%zu %s\n", i, h.refs[i].oid);
+		fclose(u);
+		const char *update_ref[] = {"update-ref", "--stdin", NULL};
+		const char *verify[] = {"bundle", "verify", "--quiet", in->bundle, NULL};
+		if (sgit(&s, update_ref, update, ulen, NULL, NULL, err) < 0 ||
+		    sgit(&s, verify, NULL, 0, NULL, NULL, err) < 0) {
+			cp_error_prefix(err, "the bundle was refused");
 			goto out;
 		}
 	}
@@ -311,9 +318,10 @@ int export_verify_git(const struct export_verify_in *in, struct export_manifest 
 		if (!mr->in_bundle && !have_list[j]) {
 			char shown[300];
 			free(all);
-			cp_error_set(err, CP_ERR_DENIED,
-			             "ref \"%s\" points at %s, which is neither in the bundle nor in the approved repository",
-			             policy_text_escape(l->name, strlen(l->name), shown, sizeof(shown)), l->oid);
+			cp_error_set(
+			    err, CP_ERR_DENIED,
+			    "ref \"%s\" points at %s, which is neither in the bundle nor in the approved repository",
+			    policy_text_escape(l->name, strlen(l->name), shown, sizeof(shown)), l->oid);
 			goto out;
 		}
 		char host[2048];
@@ -340,7 +348,6 @@ int export_verify_git(const struct export_verify_in *in, struct export_manifest 
 	for (size_t b = 0; b < in->n_base; b++)
 		if (have_base[b])
 			all_len += (size_t)sprintf(all + all_len, "^%s\n", base_oids[b]);
-	_cleanup_free_ char *count = NULL;
 	const char *a_count[] = {"rev-list", "--count", "--stdin", NULL};
 	int cr = all_len ? sgit(&s, a_count, all, all_len, &count, NULL, err) : 0;
 	free(all);

@@ -133,8 +133,6 @@ int lifecycle_retention_run(const struct config *cfg, struct store *store, int64
  * same as lifecycle_sandbox_destroy_ex without force, reason destroy. */
 int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret, struct cp_error **err);
 
-
-
 /* The helper channel of a running sandbox, with a reference and a hold on
  * the sandbox that the caller ends with lifecycle_sandbox_release (never
  * helper_channel_unref alone: expiry waits for holds). Records activity. Re-attaches when the channel was
@@ -251,11 +249,11 @@ struct store *lifecycle_store(const struct lifecycle *lc);
 #define LIFECYCLE_UNSAVED_CHECK_MS 60000
 
 struct lifecycle_export_options {
-	const char *reason;              /* checkpoint | destroy | expire | cleanup */
-	const char *message;             /* sandbox_export's message; NULL = none */
-	const char *actor;               /* mcp | cli | serve (audit row) */
-	long wait_ms;                    /* 0 = LIFECYCLE_EXPORT_WAIT_MS */
-	struct helper_channel *channel;  /* borrowed; NULL = the save finds (or starts) it */
+	const char *reason;             /* checkpoint | destroy | expire | cleanup */
+	const char *message;            /* sandbox_export's message; NULL = none */
+	const char *actor;              /* mcp | cli | serve (audit row) */
+	long wait_ms;                   /* 0 = LIFECYCLE_EXPORT_WAIT_MS */
+	struct helper_channel *channel; /* borrowed; NULL = the save finds (or starts) it */
 };
 
 struct lifecycle_export_result {
@@ -304,13 +302,13 @@ void lifecycle_export_record_source(struct lifecycle *lc, const char *sandbox_id
 int lifecycle_export_manifest(const struct export_record *x, struct json_object **ret, struct cp_error **err);
 
 struct lifecycle_apply_result {
-	char *target;      /* the repository or directory written */
-	char *kind;        /* git | tar */
-	int refs_updated;  /* git: refs created or moved */
-	int refs_same;     /* git: refs already where this export puts them */
-	char **skipped;    /* branches not applied (their names collide), with how to fetch each; NULL-terminated */
-	char *next_steps;  /* what to run to look at and merge the work */
-	char **refs;       /* git: "<host ref> <oid>" of every ref applied; NULL-terminated */
+	char *target;     /* the repository or directory written */
+	char *kind;       /* git | tar */
+	int refs_updated; /* git: refs created or moved */
+	int refs_same;    /* git: refs already where this export puts them */
+	char **skipped;   /* branches not applied (their names collide), with how to fetch each; NULL-terminated */
+	char *next_steps; /* what to run to look at and merge the work */
+	char **refs;      /* git: "<host ref> <oid>" of every ref applied; NULL-terminated */
 };
 void lifecycle_apply_result_clear(struct lifecycle_apply_result *r);
 

@@ -48,10 +48,11 @@ int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s
 		/* Without its workspace row nobody can tell clone from managed:
 		 * only a force removes it. */
 		if (!o->force)
-			return cp_error_set(err, CP_ERR_CONFLICT,
-			                    "sandbox '%s' was not removed: its workspace '%s' is unknown, so its work cannot "
-			                    "be saved (%s); remove it with force",
-			                    s->id, s->workspace_id, we->message);
+			return cp_error_set(
+			    err, CP_ERR_CONFLICT,
+			    "sandbox '%s' was not removed: its workspace '%s' is unknown, so its work cannot "
+			    "be saved (%s); remove it with force",
+			    s->id, s->workspace_id, we->message);
 		return 0;
 	}
 	enum lifecycle_removal_need need = lifecycle_removal_need_of(w.mode, s->status);
@@ -87,10 +88,11 @@ int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s
 	export_record_clear(&last);
 	if (o->force) {
 		ret->save_failed = 1;
-		if (asprintf(&ret->lost,
-		             "the commits, branches and uncommitted changes made in sandbox %s %s were not saved and are "
-		             "gone (the save failed: %s)",
-		             s->id, since ? since : "", se->message) < 0)
+		if (asprintf(
+		        &ret->lost,
+		        "the commits, branches and uncommitted changes made in sandbox %s %s were not saved and are "
+		        "gone (the save failed: %s)",
+		        s->id, since ? since : "", se->message) < 0)
 			ret->lost = NULL;
 		log_warn("lifecycle", "sandbox %s removed with force: %s", s->id, ret->lost ? ret->lost : "");
 		return 0;

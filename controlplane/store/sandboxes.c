@@ -296,7 +296,8 @@ int store_sandbox_get_expired_for_workspace(struct store *store, const char *wor
 {
 	int found;
 	if (get_one(store,
-	            "SELECT " SBX_COLUMNS " FROM sandboxes WHERE workspace_id = ? AND status = 'expired' AND pooled = 0 "
+	            "SELECT " SBX_COLUMNS
+	            " FROM sandboxes WHERE workspace_id = ? AND status = 'expired' AND pooled = 0 "
 	            "ORDER BY created_at_ms DESC LIMIT 1",
 	            workspace_id, ret, err, &found) < 0)
 		return -1;

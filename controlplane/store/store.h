@@ -157,7 +157,7 @@ struct sandbox_record {
 	int64_t updated_at_ms;
 	int64_t last_activity_ms;
 	int64_t removed_at_ms;
-	int pooled; /* 1: a warm-pool member, not a user sandbox (migration 0006) */
+	int pooled;  /* 1: a warm-pool member, not a user sandbox (migration 0006) */
 	int unsaved; /* clone work since its last export, as last checked: 1, 0, or -1 = not known (0008) */
 	int64_t unsaved_checked_at_ms; /* 0 = never checked */
 };
@@ -223,18 +223,18 @@ int store_sandbox_get_expired_for_workspace(struct store *store, const char *wor
 int store_sandbox_revive(struct store *store, const char *id, int64_t now_ms, struct cp_error **err);
 
 struct export_record {
-	char *id;           /* exp_… */
+	char *id; /* exp_… */
 	char *sandbox_id;
 	char *workspace_id;
-	char *kind;         /* git | tar | none */
-	char *reason;       /* checkpoint | destroy | expire | cleanup */
-	char *path;         /* its directory on the host */
-	int64_t bytes;      /* bundle or archive bytes */
-	int64_t refs;       /* branches and tags */
-	int64_t commits;    /* commits not in the approved repository at create */
+	char *kind;      /* git | tar | none */
+	char *reason;    /* checkpoint | destroy | expire | cleanup */
+	char *path;      /* its directory on the host */
+	int64_t bytes;   /* bundle or archive bytes */
+	int64_t refs;    /* branches and tags */
+	int64_t commits; /* commits not in the approved repository at create */
 	int64_t dirty_files;
-	char *fingerprint;  /* may be NULL */
-	char *message;      /* may be NULL */
+	char *fingerprint; /* may be NULL */
+	char *message;     /* may be NULL */
 	int64_t created_at_ms;
 	int64_t applied_at_ms; /* 0 = never applied */
 	int64_t applied_count;

@@ -126,7 +126,7 @@ Test(policy_refs, mapping_into_the_sandbox_namespace)
 		cr_assert_eq(check(buf, NULL, msg, sizeof msg), -1, "a mapped name is outside what an export carries");
 	}
 	const char *clash[] = {"refs/heads/HEAD", "refs/heads/uncommitted", "refs/heads/uncommitted/x",
-	                       "refs/heads/tags", "refs/heads/tags/v1", "refs/heads/HEAD/x"};
+	                       "refs/heads/tags", "refs/heads/tags/v1",     "refs/heads/HEAD/x"};
 	for (size_t i = 0; i < sizeof(clash) / sizeof(clash[0]); i++) {
 		struct cp_error *err = NULL;
 		cr_assert_eq(policy_ref_map(clash[i], sbx, buf, sizeof buf, &err), -1, "%s", clash[i]);

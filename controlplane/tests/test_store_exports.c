@@ -47,15 +47,16 @@ Test(store_exports, rebuild_keeps_rows_and_exposures_of_an_older_registry)
 	for (size_t i = 0; i < store_migrations_count && store_migrations[i].version <= 7; i++) {
 		exec(d, store_migrations[i].sql);
 		char ins[200];
-		snprintf(ins, sizeof ins, "INSERT INTO schema_migrations VALUES (%d, '%s', 1)", store_migrations[i].version,
-		         store_migrations[i].name);
+		snprintf(ins, sizeof ins, "INSERT INTO schema_migrations VALUES (%d, '%s', 1)",
+		         store_migrations[i].version, store_migrations[i].name);
 		exec(d, ins);
 	}
 	exec(d, "INSERT INTO workspaces (id, mode, path, created_at_ms) VALUES ('ws_a', 'managed', '/tmp/a', 1)");
 	exec(d, "INSERT INTO sandboxes (id, workspace_id, status, container_name, image, created_at_ms, updated_at_ms, "
 	        "last_activity_ms, mount_dev, mount_ino) VALUES ('sbx_a', 'ws_a', 'running', 'sbx_a', 'img', 5, 6, 7, "
 	        "11, 12)");
-	exec(d, "INSERT INTO exposures VALUES ('sbx_a', 8000, '127.0.0.1', 40000, 'sbx_a-expose-8000', NULL, 'net', 9)");
+	exec(d,
+	     "INSERT INTO exposures VALUES ('sbx_a', 8000, '127.0.0.1', 40000, 'sbx_a-expose-8000', NULL, 'net', 9)");
 	sqlite3_close(d);
 
 	struct store *st = NULL;
@@ -76,8 +77,13 @@ Test(store_exports, rebuild_keeps_rows_and_exposures_of_an_older_registry)
 	cr_assert_eq(x.host_port, 40000);
 	exposure_record_clear(&x);
 	/* The foreign key still holds: an exposure of no sandbox is refused. */
-	struct exposure_record bad = {.sandbox_id = "sbx_zz", .container_port = 1, .host = "127.0.0.1",
-	                              .host_port = 1, .forwarder_name = "f", .network = "n", .created_at_ms = 1};
+	struct exposure_record bad = {.sandbox_id = "sbx_zz",
+	                              .container_port = 1,
+	                              .host = "127.0.0.1",
+	                              .host_port = 1,
+	                              .forwarder_name = "f",
+	                              .network = "n",
+	                              .created_at_ms = 1};
 	cr_assert_eq(store_exposure_insert(st, &bad, &err), -1);
 	cp_error_freep(&err);
 	store_free(st);
@@ -88,11 +94,16 @@ static struct store *open_with_sandbox(void)
 	struct store *st = NULL;
 	struct cp_error *err = NULL;
 	cr_assert_eq(store_open(db, &st, &err), 0, "%s", err ? err->message : "");
-	struct workspace_record w = {.id = "ws_c", .mode = "clone", .path = "/tmp/c", .host_path = "/tmp/c",
-	                             .created_at_ms = 1};
+	struct workspace_record w = {
+	    .id = "ws_c", .mode = "clone", .path = "/tmp/c", .host_path = "/tmp/c", .created_at_ms = 1};
 	cr_assert_eq(store_workspace_insert(st, &w, &err), 0);
-	struct sandbox_record s = {.id = "sbx_c", .workspace_id = "ws_c", .status = "running", .container_name = "sbx_c",
-	                           .image = "img", .network = 1, .created_at_ms = 2};
+	struct sandbox_record s = {.id = "sbx_c",
+	                           .workspace_id = "ws_c",
+	                           .status = "running",
+	                           .container_name = "sbx_c",
+	                           .image = "img",
+	                           .network = 1,
+	                           .created_at_ms = 2};
 	cr_assert_eq(store_sandbox_insert(st, &s, &err), 0);
 	return st;
 }
@@ -101,8 +112,8 @@ Test(store_exports, expired_is_not_live_and_revives)
 {
 	struct store *st = open_with_sandbox();
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_sandbox_set_status(st, "sbx_c", "expired", NULL, "idle; the save failed", 10, &err), 0,
-	             "%s", err ? err->message : "");
+	cr_assert_eq(store_sandbox_set_status(st, "sbx_c", "expired", NULL, "idle; the save failed", 10, &err), 0, "%s",
+	             err ? err->message : "");
 	int live = -1;
 	cr_assert_eq(store_sandbox_count_live(st, &live, &err), 0);
 	cr_assert_eq(live, 0);
@@ -130,12 +141,26 @@ Test(store_exports, rows_round_trip_newest_applied_trashed)
 {
 	struct store *st = open_with_sandbox();
 	struct cp_error *err = NULL;
-	struct export_record a = {.id = "exp_a", .sandbox_id = "sbx_c", .workspace_id = "ws_c", .kind = "git",
-	                          .reason = "checkpoint", .path = "/d/exports/sbx_c/exp_a", .bytes = 100, .refs = 3,
-	                          .commits = 2, .dirty_files = 1, .fingerprint = "ff", .message = "mid-work",
+	struct export_record a = {.id = "exp_a",
+	                          .sandbox_id = "sbx_c",
+	                          .workspace_id = "ws_c",
+	                          .kind = "git",
+	                          .reason = "checkpoint",
+	                          .path = "/d/exports/sbx_c/exp_a",
+	                          .bytes = 100,
+	                          .refs = 3,
+	                          .commits = 2,
+	                          .dirty_files = 1,
+	                          .fingerprint = "ff",
+	                          .message = "mid-work",
 	                          .created_at_ms = 100};
-	struct export_record b = {.id = "exp_b", .sandbox_id = "sbx_c", .workspace_id = "ws_c", .kind = "none",
-	                          .reason = "destroy", .path = "/d/exports/sbx_c/exp_b", .created_at_ms = 200};
+	struct export_record b = {.id = "exp_b",
+	                          .sandbox_id = "sbx_c",
+	                          .workspace_id = "ws_c",
+	                          .kind = "none",
+	                          .reason = "destroy",
+	                          .path = "/d/exports/sbx_c/exp_b",
+	                          .created_at_ms = 200};
 	cr_assert_eq(store_export_insert(st, &a, &err), 0, "%s", err ? err->message : "");
 	cr_assert_eq(store_export_insert(st, &b, &err), 0);
 	cr_assert_eq(store_export_insert(st, &b, &err), -1, "ids are unique");

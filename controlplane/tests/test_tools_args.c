@@ -119,24 +119,10 @@ Test(tools_args, table_is_complete)
 {
 	size_t n = 0;
 	const struct mcp_tool *t = tools_table(&n);
-	const char *want[] = {"sandbox_create",
-	                      "sandbox_list",
-	                      "sandbox_get",
-	                      "sandbox_destroy",
-	                      "sandbox_export",
-	                      "sandbox_expose",
-	                      "workspace_list",
-	                      "bash",
-	                      "bash_poll",
-	                      "bash_stop",
-	                      "bash_input",
-	                      "bash_list",
-	                      "read",
-	                      "write",
-	                      "edit",
-	                      "apply_patch",
-	                      "search",
-	                      "list"};
+	const char *want[] = {"sandbox_create", "sandbox_list",   "sandbox_get", "sandbox_destroy", "sandbox_export",
+	                      "sandbox_expose", "workspace_list", "bash",        "bash_poll",       "bash_stop",
+	                      "bash_input",     "bash_list",      "read",        "write",           "edit",
+	                      "apply_patch",    "search",         "list"};
 	cr_assert_eq(n, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < n; i++) {
 		cr_expect_str_eq(t[i].name, want[i]);

@@ -62,18 +62,19 @@ int tool_sandbox_export(const struct mcp_call *call, struct json_object *args, s
 	static const char *const known[] = {"sandbox_id", "message", NULL};
 	const char *id = NULL, *message = NULL;
 	size_t mlen = 0;
-	if (tool_args_sandbox(args, known, &id, err) < 0 || tool_args_text(args, "message", 0, &message, &mlen, err) < 0)
+	if (tool_args_sandbox(args, known, &id, err) < 0 ||
+	    tool_args_text(args, "message", 0, &message, &mlen, err) < 0)
 		return -1;
 	if (message && (mlen > EXPORT_MESSAGE_MAX || strlen(message) != mlen))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "message must be at most %d bytes of text without NUL characters", EXPORT_MESSAGE_MAX);
+		                    "message must be at most %d bytes of text without NUL characters",
+		                    EXPORT_MESSAGE_MAX);
 	/* A tool call like any other: it holds the sandbox (expiry waits) and
 	 * counts as activity. */
 	struct helper_channel *ch = NULL;
 	if (lifecycle_sandbox_channel(app->lc, id, &ch, err) < 0)
 		return -1;
-	struct lifecycle_export_options o = {
-	    .reason = "checkpoint", .message = message, .actor = "mcp", .channel = ch};
+	struct lifecycle_export_options o = {.reason = "checkpoint", .message = message, .actor = "mcp", .channel = ch};
 	struct lifecycle_export_result res = {0};
 	int r = lifecycle_export_save(app->lc, id, &o, &res, err);
 	lifecycle_sandbox_release(app->lc, id, ch);
@@ -81,10 +82,11 @@ int tool_sandbox_export(const struct mcp_call *call, struct json_object *args, s
 		return -1;
 	if (res.not_clone) {
 		lifecycle_export_result_clear(&res);
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "sandbox '%s' does not work on a private clone: its /workspace is a directory on the "
-		                    "host already (managed or direct mode), so there is nothing to export",
-		                    id);
+		return cp_error_set(
+		    err, CP_ERR_INVALID_ARGUMENT,
+		    "sandbox '%s' does not work on a private clone: its /workspace is a directory on the "
+		    "host already (managed or direct mode), so there is nothing to export",
+		    id);
 	}
 	struct json_object *out = tools_export_json(&res.export);
 	json_object_object_add(out, "sandbox_id", json_object_new_string(id));
@@ -92,22 +94,23 @@ int tool_sandbox_export(const struct mcp_call *call, struct json_object *args, s
 	char *msg = NULL;
 	const struct export_record *x = &res.export;
 	if (!res.saved)
-		r = asprintf(&msg,
-		             "Nothing changed since export %s; it already holds this state. The person can bring it home "
-		             "with: %s %s",
-		             x->id, !strcmp(x->kind, "none") ? "(nothing to bring home)" : "chat2sbx export apply",
-		             !strcmp(x->kind, "none") ? "" : x->id);
+		r = asprintf(
+		    &msg,
+		    "Nothing changed since export %s; it already holds this state. The person can bring it home "
+		    "with: %s %s",
+		    x->id, !strcmp(x->kind, "none") ? "(nothing to bring home)" : "chat2sbx export apply",
+		    !strcmp(x->kind, "none") ? "" : x->id);
 	else if (!strcmp(x->kind, "none"))
 		r = asprintf(&msg, "Saved %s: nothing is new since the sandbox was made (no commit, branch or change).",
 		             x->id);
 	else
-		r = asprintf(&msg,
-		             "Saved %s: %lld branch(es)/tag(s), %lld commit(s) not in the approved repository, %lld "
-		             "uncommitted or untracked file(s). Nothing was written to the user's machine: ask the person "
-		             "to run `%s` to bring it into their repository (under refs/remotes/chat2sbx/%s/).",
-		             x->id, (long long)x->refs, (long long)x->commits, (long long)x->dirty_files,
-		             !strcmp(x->kind, "tar") ? "chat2sbx export apply ID --to DIR" : "chat2sbx export apply ID",
-		             id);
+		r = asprintf(
+		    &msg,
+		    "Saved %s: %lld branch(es)/tag(s), %lld commit(s) not in the approved repository, %lld "
+		    "uncommitted or untracked file(s). Nothing was written to the user's machine: ask the person "
+		    "to run `%s` to bring it into their repository (under refs/remotes/chat2sbx/%s/).",
+		    x->id, (long long)x->refs, (long long)x->commits, (long long)x->dirty_files,
+		    !strcmp(x->kind, "tar") ? "chat2sbx export apply ID --to DIR" : "chat2sbx export apply ID", id);
 	if (r >= 0 && msg) {
 		json_object_object_add(out, "message", json_object_new_string(msg));
 		free(msg);

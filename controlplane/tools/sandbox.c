@@ -293,13 +293,14 @@ int tool_sandbox_destroy(const struct mcp_call *call, struct json_object *args, 
 	if (res.save.export.id) {
 		json_object_object_add(o, "export", tools_export_json(&res.save.export));
 		char *msg = NULL;
-		if (asprintf(&msg,
-		             "Destroyed. Its work was saved as export %s; nothing was written to the user's machine. The "
-		             "person brings it home with: %s",
-		             res.save.export.id,
-		             !strcmp(res.save.export.kind, "tar")   ? "chat2sbx export apply ID --to DIR"
-		             : !strcmp(res.save.export.kind, "git") ? "chat2sbx export apply ID"
-		                                                    : "(nothing: no change since it was made)") >= 0) {
+		if (asprintf(
+		        &msg,
+		        "Destroyed. Its work was saved as export %s; nothing was written to the user's machine. The "
+		        "person brings it home with: %s",
+		        res.save.export.id,
+		        !strcmp(res.save.export.kind, "tar")   ? "chat2sbx export apply ID --to DIR"
+		        : !strcmp(res.save.export.kind, "git") ? "chat2sbx export apply ID"
+		                                               : "(nothing: no change since it was made)") >= 0) {
 			json_object_object_add(o, "message", json_object_new_string(msg));
 			free(msg);
 		}

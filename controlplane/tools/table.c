@@ -44,12 +44,12 @@ const char tools_instructions[] =
 	"\"approval_id\":{\"type\":\"string\"},"                                                                       \
 	"\"exposures\":{\"type\":\"array\",\"items\":{\"type\":\"object\"},\"description\":\"Ports published "         \
 	"with sandbox_expose: port, host, host_port, url\"},"                                                          \
-	"\"unsaved_work\":{\"type\":\"boolean\",\"description\":\"Clone mode: commits or changes since the last "       \
-	"export (checked at most once a minute)\"},"                                                                    \
-	"\"last_export\":{\"type\":\"object\",\"description\":\"The newest saved export of this sandbox\"},"            \
+	"\"unsaved_work\":{\"type\":\"boolean\",\"description\":\"Clone mode: commits or changes since the last "      \
+	"export (checked at most once a minute)\"},"                                                                   \
+	"\"last_export\":{\"type\":\"object\",\"description\":\"The newest saved export of this sandbox\"},"           \
 	"\"export\":{\"type\":\"object\",\"description\":\"sandbox_destroy: the export its work was saved in\"},"      \
 	"\"lost\":{\"type\":\"string\",\"description\":\"sandbox_destroy with force after a failed save: what is "     \
-	"gone\"}"                                                                                                       \
+	"gone\"}"                                                                                                      \
 	"},\"required\":[\"status\"]}"
 
 #define BASH_OUT                                                                                                       \

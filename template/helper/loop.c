@@ -187,7 +187,8 @@ static void dispatch_line(char *line, size_t len, void *data)
 			rpc_fail_code(&err, PROTO_ERR_METHOD_NOT_FOUND, "INVALID_ARGUMENT",
 			              "unknown method '%.64s'; this helper (protocol %s) knows hello, "
 			              "bash.start, bash.poll, bash.input, bash.stop, bash.list, file.read, "
-			              "file.write, file.search, file.list, file.edit, file.apply_patch, fs.stat, blob.open, blob.read, blob.close",
+			              "file.write, file.search, file.list, file.edit, file.apply_patch, fs.stat, "
+			              "blob.open, blob.read, blob.close",
 			              method, PROTO_VERSION);
 			rpc_send_error(id, &err);
 		} else if ((r = m->fn(id, params, &result, &err)) == 0) {

@@ -156,9 +156,12 @@ void lifecycle_sandbox_release(struct lifecycle *lc, const char *id, struct help
 
 /* Expiry pass (lifecycle/expiry.c): every running sandbox whose last tool
  * call started or ended more than cfg->idle_timeout_ms before now_ms, and
- * that no call holds right now, is destroyed (lifecycle_sandbox_destroy: the
- * container is removed, the row becomes removed, the workspace is kept and
- * its retention clock starts) and an audit row "sandbox.expire" is written.
+ * that no call holds right now, is destroyed (lifecycle_sandbox_destroy_ex,
+ * reason expire: a clone's work is saved first, the container is removed,
+ * the row becomes removed, the workspace is kept and its retention clock
+ * starts) and an audit row "sandbox.expire" is written. When a clone's save
+ * fails the container is stopped instead and the row becomes 'expired' with
+ * the reason; every later pass tries again (issue 14).
  * A call arriving while its sandbox is being expired is refused with
  * CONFLICT saying so. Returns how many were removed, or -1 when the registry
  * cannot be read (*err). Blocks for the engine removals (30 s each at most).

@@ -230,6 +230,10 @@ static struct json_object *dispatch_object_info(struct mcp_server *server, struc
 		return mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST, "invalid request: \"jsonrpc\" must be \"2.0\"");
 	if (!has_method || !json_object_is_type(method, json_type_string))
 		return mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST, "invalid request: \"method\" must be a string");
+	/* A NUL would make "ping\u0000x" act as ping (issue 13). */
+	if (strlen(json_object_get_string(method)) != (size_t)json_object_get_string_len(method))
+		return mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST,
+		                         "invalid request: \"method\" contains a NUL character (\\u0000)");
 	if (has_id && !id)
 		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
 		                         "invalid request: \"id\" must be a string or an integer");
@@ -284,12 +288,38 @@ static struct json_object *dispatch_object(struct mcp_server *server, struct jso
 	return reply;
 }
 
+struct json_object *mcp_batch_refusal(struct json_object *value, const char *version)
+{
+	if (!json_object_is_type(value, json_type_array))
+		return NULL;
+	char text[300];
+	if (version && *version && strcmp(version, "2025-03-26") != 0) {
+		snprintf(text, sizeof(text),
+		         "invalid request: JSON-RPC batches are not part of MCP %.20s (revisions from 2025-06-18 on "
+		         "removed them); send one message per request",
+		         version);
+		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST, text);
+	}
+	size_t n = json_object_array_length(value);
+	if (n > MCP_BATCH_MAX) {
+		snprintf(text, sizeof(text),
+		         "invalid request: a batch may hold at most %d messages and this one holds %zu; send them in "
+		         "smaller batches or one per request",
+		         MCP_BATCH_MAX, n);
+		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST, text);
+	}
+	return NULL;
+}
+
 static struct json_object *dispatch_batch(struct mcp_server *server, struct json_object *batch, const char *session_id,
                                           char **ret_new_session, struct mcp_sink *sink)
 {
 	size_t n = json_object_array_length(batch);
 	if (n == 0)
 		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST, "invalid request: empty batch");
+	struct json_object *too_many = mcp_batch_refusal(batch, NULL); /* the cap holds on every path */
+	if (too_many)
+		return too_many;
 	struct json_object *replies = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
 		/* Only the first initialize of a batch may create a session. */
@@ -358,9 +388,11 @@ char *mcp_dispatch_text(struct mcp_server *server, const char *body, size_t len,
 {
 	_cleanup_json_ struct json_object *value = NULL;
 	_cleanup_json_ struct json_object *reply = NULL;
-	if (mcp_json_parse(body, len, &value) < 0)
-		reply = mcp_rpc_error_new(NULL, MCP_RPC_PARSE_ERROR, "parse error: the body is not valid JSON");
-	else
+	char why[300], text[320];
+	if (mcp_json_parse_request(body, len, &value, why, sizeof(why)) < 0) {
+		snprintf(text, sizeof(text), "parse error: %s", why);
+		reply = mcp_rpc_error_new(NULL, MCP_RPC_PARSE_ERROR, text);
+	} else
 		reply = mcp_dispatch_value(server, value, session_id, ret_new_session);
 	return reply ? mcp_json_text(reply) : NULL;
 }

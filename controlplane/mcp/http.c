@@ -48,15 +48,18 @@
 /* How long stop waits for running requests: longer than any tool call may
  * take (DESIGN.md: a call must finish well inside ChatGPT's 60 s). */
 #define STOP_WAIT_MS 70000
+/* An answer at least this large is followed by malloc_trim once sent. */
+#define LARGE_REPLY_BYTES ((size_t)1024 * 1024)
 
 struct http_request {
 	struct cp_buf body;
-	int too_large;    /* the body passed max_body_bytes; the rest is discarded */
-	size_t discarded; /* bytes dropped since */
-	int counted;      /* counted in server->http_active */
-	int replied;      /* a reply was queued from the headers alone */
-	size_t reserved;  /* bytes of server->body_budget this request holds */
-	int over_budget;  /* the body did not fit the budget; the rest is discarded, 503 at the end */
+	int too_large;      /* the body passed max_body_bytes; the rest is discarded */
+	size_t discarded;   /* bytes dropped since */
+	int counted;        /* counted in server->http_active */
+	int replied;        /* a reply was queued from the headers alone */
+	size_t reserved;    /* bytes of server->body_budget this request holds */
+	int over_budget;    /* the body did not fit the budget; the rest is discarded, 503 at the end */
+	size_t reply_bytes; /* the JSON answer's size, so a large one gives its memory back */
 };
 
 /* Headers a reply may carry besides Content-Type. */
@@ -66,6 +69,7 @@ struct reply_headers {
 	const char *allow;
 	const char *retry_after; /* seconds */
 	const char *www_authenticate;
+	int close; /* Connection: close (refusals: the peer gets no second try on this connection) */
 };
 
 static enum MHD_Result queue_reply_type(struct MHD_Connection *conn, unsigned status, char *body,
@@ -91,6 +95,8 @@ static enum MHD_Result queue_reply_type(struct MHD_Connection *conn, unsigned st
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, h->retry_after);
 	if (h && h->www_authenticate)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, h->www_authenticate);
+	if (h && h->close)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result r = MHD_queue_response(conn, status, resp);
 	MHD_destroy_response(resp);
 	return r;
@@ -139,11 +145,22 @@ static int content_type_is_json(const char *ct)
 	return *ct == '\0' || *ct == ';';
 }
 
+/* How much of an oversize body is read and dropped before the connection
+ * is closed instead: twice the limit, at least DISCARD_MAX_BYTES. */
+static size_t discard_max(const struct mcp_server *server)
+{
+	size_t twice = server->opts.max_body_bytes * 2;
+	return twice > DISCARD_MAX_BYTES ? twice : DISCARD_MAX_BYTES;
+}
+
 static enum MHD_Result reply_too_large(struct mcp_server *server, struct MHD_Connection *conn)
 {
-	char size[32], text[128];
+	char size[32], text[200];
 	mcp_format_size(server->opts.max_body_bytes, size, sizeof(size));
-	snprintf(text, sizeof(text), "request body exceeds the %s limit; send less data per call", size);
+	snprintf(text, sizeof(text),
+	         "request body exceeds the %s limit (CHAT2SBX_MAX_BODY_BYTES); send less data per call, for example "
+	         "a large file in several writes",
+	         size);
 	log_warn("mcp", "refused a request body over %s", size);
 	return queue_rpc_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
 }
@@ -190,9 +207,7 @@ static int reserve_body(struct mcp_server *server, struct http_request *req, siz
 /* Logs a refused connection or request, at most once per interval with the
  * number refused since, so a flood of bad requests cannot flood the log. */
 #define MCP_AUTH_LOG_INTERVAL_MS 10000
-static void log_refusal(struct mcp_server *server, enum mcp_refusal kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void log_refusal(struct mcp_server *server, enum mcp_refusal kind, const char *fmt, ...)
+void mcp_log_refusal(struct mcp_server *server, enum mcp_refusal kind, const char *fmt, ...)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -226,8 +241,8 @@ static int unix_peer_refused(struct mcp_server *server, int fd)
 	uid_t uid;
 	pid_t pid = 0;
 	if (mcp_peer_credentials(fd, &uid, &pid) < 0) {
-		log_refusal(server, MCP_REFUSED_SOCKET,
-		            "refused a connection on the MCP socket whose peer cannot be identified");
+		mcp_log_refusal(server, MCP_REFUSED_SOCKET,
+		                "refused a connection on the MCP socket whose peer cannot be identified");
 		return 1;
 	}
 	if (mcp_peer_uid_allowed(uid, geteuid()))
@@ -235,25 +250,41 @@ static int unix_peer_refused(struct mcp_server *server, int fd)
 	char who[64] = "root";
 	if (geteuid() != 0)
 		snprintf(who, sizeof(who), "uid %u and root", (unsigned)geteuid());
-	log_refusal(server, MCP_REFUSED_SOCKET,
-	            "refused a connection on the MCP socket from uid %u (pid %d): only %s may use it", (unsigned)uid,
-	            (int)pid, who);
+	mcp_log_refusal(server, MCP_REFUSED_SOCKET,
+	                "refused a connection on the MCP socket from uid %u (pid %d): only %s may use it",
+	                (unsigned)uid, (int)pid, who);
 	return 1;
 }
 
-/* Called by libmicrohttpd when a connection on the Unix socket starts: a
- * foreign peer is cut off before a byte is read (shutdown makes the
- * connection's thread see the end at once). */
-static void on_unix_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                               enum MHD_ConnectionNotificationCode code)
+/* Called by libmicrohttpd when a connection of either listener starts and
+ * ends: the connection guard tracks it (its record is the socket context),
+ * and a foreign peer of the Unix socket is cut off before a byte is read
+ * (shutdown makes the connection's thread see the end at once). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
 {
-	(void)socket_context;
-	struct mcp_server *server = cls;
-	if (code != MHD_CONNECTION_NOTIFY_STARTED)
+	const struct mcp_listener *l = cls;
+	struct mcp_server *server = l->server;
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		mcp_conn_closed(server, *socket_context);
+		*socket_context = NULL;
 		return;
+	}
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (ci && unix_peer_refused(server, ci->connect_fd))
+	if (!ci)
+		return;
+	if (l->is_unix && unix_peer_refused(server, ci->connect_fd)) {
 		shutdown(ci->connect_fd, SHUT_RDWR);
+		return;
+	}
+	*socket_context = mcp_conn_started(server, ci->connect_fd, l->is_unix);
+}
+
+/* The guard's record of conn (NULL when it has none). */
+static struct mcp_conn *conn_record(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
 }
 
 /* Only loopback TCP peers (this host's clients) may use the port: a sandbox
@@ -272,10 +303,11 @@ static int refuse_peer(struct mcp_server *server, struct MHD_Connection *conn, e
 			inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, addr, sizeof(addr));
 		else if (peer && peer->sa_family == AF_INET6)
 			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, addr, sizeof(addr));
-		log_refusal(server, MCP_REFUSED_PEER,
-		            "refused a connection from %s: only loopback clients may use the endpoint", addr);
+		mcp_log_refusal(server, MCP_REFUSED_PEER,
+		                "refused a connection from %s: only loopback clients may use the endpoint", addr);
+		struct reply_headers h = {.close = 1};
 		*ret = queue_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST,
-		                       "forbidden: only loopback clients may use this MCP endpoint", NULL);
+		                       "forbidden: only loopback clients may use this MCP endpoint", &h);
 		return 1;
 	}
 	return 0;
@@ -301,10 +333,11 @@ static enum MHD_Result reply_unauthorized(struct mcp_server *server, struct MHD_
 	         reasons[why], server->token_hint ? server->token_hint : "serve's state directory",
 	         server->unix_path ? ". Local clients can use the Unix socket '" : "",
 	         server->unix_path ? server->unix_path : "", server->unix_path ? "' instead, without a token" : "");
-	log_refusal(server, MCP_REFUSED_TOKEN, "refused a request on the MCP port: %s", reasons[why]);
+	mcp_log_refusal(server, MCP_REFUSED_TOKEN, "refused a request on the MCP port: %s", reasons[why]);
 	struct reply_headers h = {.www_authenticate = why == MCP_BEARER_WRONG
 	                                                  ? "Bearer realm=\"chat2sbx\", error=\"invalid_token\""
-	                                                  : "Bearer realm=\"chat2sbx\""};
+	                                                  : "Bearer realm=\"chat2sbx\"",
+	                          .close = 1};
 	return queue_rpc_error(conn, MHD_HTTP_UNAUTHORIZED, NULL, MCP_RPC_INVALID_REQUEST, text, &h);
 }
 
@@ -319,9 +352,10 @@ static int refuse_early(const struct mcp_listener *l, struct MHD_Connection *con
 	if (l->is_unix) {
 		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (!fi || unix_peer_refused(server, fi->connect_fd)) {
+			struct reply_headers h = {.close = 1};
 			*ret = queue_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST,
 			                       "forbidden: only the user serve runs as (and root) may use this socket",
-			                       NULL);
+			                       &h);
 			return 1;
 		}
 	} else if (refuse_peer(server, conn, ret)) {
@@ -379,15 +413,22 @@ static int refuse_early(const struct mcp_listener *l, struct MHD_Connection *con
 		                       "unsupported media type: POST a JSON-RPC message as application/json", NULL);
 		return 1;
 	}
-	/* Refuse an announced oversize body before reading any of it. */
+	/* An announced oversize body is read and dropped, then refused with
+	 * 413 at its end: a client that is still sending when the connection
+	 * closes sees a transport error (EPIPE) instead of the JSON-RPC error
+	 * (issue 18). Past the discard bound it is refused at once. */
 	const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl) {
 		errno = 0;
 		char *end;
 		unsigned long long n = strtoull(cl, &end, 10);
-		if (errno == ERANGE || n > server->opts.max_body_bytes) {
+		if (errno == ERANGE || n > discard_max(server)) {
 			*ret = reply_too_large(server, conn);
 			return 1;
+		}
+		if (n > server->opts.max_body_bytes) {
+			req->too_large = 1;
+			return 0;
 		}
 		/* An announced body is reserved whole, before any of it is read. */
 		if (reserve_body(server, req, (size_t)n) < 0) {
@@ -627,11 +668,11 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 		return reply_over_budget(conn);
 
 	_cleanup_json_ struct json_object *value = NULL;
-	if (mcp_json_parse(req->body.data, req->body.len, &value) < 0) {
-		record_refused(server, NULL, header(conn, "Mcp-Session-Id"), "PARSE_ERROR",
-		               "the body is not valid JSON");
-		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_PARSE_ERROR,
-		                       "parse error: the body is not valid JSON", NULL);
+	char why[300], text[320];
+	if (mcp_json_parse_request(req->body.data, req->body.len, &value, why, sizeof(why)) < 0) {
+		record_refused(server, NULL, header(conn, "Mcp-Session-Id"), "PARSE_ERROR", why);
+		snprintf(text, sizeof(text), "parse error: %s", why);
+		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_PARSE_ERROR, text, NULL);
 	}
 	release_body(server, req);
 	struct json_object *id = mcp_message_id(value);
@@ -668,6 +709,20 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 		sid = NULL;
 	}
 
+	/* Batches only for 2025-03-26, and at most MCP_BATCH_MAX (issue 13). */
+	if (json_object_is_type(value, json_type_array)) {
+		char negotiated[16] = "";
+		if (!version && sid)
+			mcp_session_version(server->sessions, sid, negotiated, sizeof(negotiated));
+		_cleanup_json_ struct json_object *refusal = mcp_batch_refusal(value, version ? version : negotiated);
+		if (refusal) {
+			struct json_object *e = json_object_object_get(refusal, "error");
+			const char *msg = json_object_get_string(json_object_object_get(e, "message"));
+			record_refused(server, value, sid, "INVALID_REQUEST", msg);
+			return queue_reply(conn, MHD_HTTP_BAD_REQUEST, mcp_json_text(refusal), &h);
+		}
+	}
+
 	/* A tools/call that asked for progress gets a live SSE stream. */
 	enum MHD_Result streamed;
 	if (accepts_sse(header(conn, MHD_HTTP_HEADER_ACCEPT)) && wants_progress(value) &&
@@ -700,6 +755,7 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 		return queue_reply(conn, MHD_HTTP_ACCEPTED, NULL, &h);
 	if (!a.stream) {
 		char *text = mcp_json_text(reply);
+		req->reply_bytes = text ? strlen(text) : 0;
 		return text ? queue_reply(conn, MHD_HTTP_OK, text, &h) : MHD_NO;
 	}
 	/* The response is the stream's last event. */
@@ -734,12 +790,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		pthread_mutex_unlock(&server->http_lock);
 		req->replied = 1;
+		mcp_conn_headers_done(server, conn_record(conn));
 		if (stopping)
 			return queue_rpc_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, MCP_RPC_INTERNAL_ERROR,
 			                       "the server is shutting down; retry shortly", NULL);
 		enum MHD_Result r;
-		if (refuse_early(listener, conn, req, url, method, &r))
+		if (refuse_early(listener, conn, req, url, method, &r)) {
+			mcp_conn_handling(server, conn_record(conn));
 			return r;
+		}
+		if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+			mcp_conn_handling(server, conn_record(conn));
 		if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
 			return handle_delete(server, conn);
 		if (strcmp(method, MHD_HTTP_METHOD_GET) == 0)
@@ -759,6 +820,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		 * buffer and discard the rest, then answer 413 at the end. */
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
+		mcp_conn_body(server, conn_record(conn), n);
 		/* The budget counts what the buffer will hold, reserved BEFORE it
 		 * grows: its capacity doubles (base/buf.c), so the allocation can
 		 * be up to twice the bytes received (a body without
@@ -780,22 +842,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		if (req->too_large || req->over_budget) {
 			req->discarded += n;
-			if (req->discarded > DISCARD_MAX_BYTES) {
+			if (req->discarded > discard_max(server)) {
 				log_warn("mcp", "closed a connection streaming an oversize body");
 				return MHD_NO;
 			}
 		}
 		return MHD_YES;
 	}
+	mcp_conn_handling(server, conn_record(conn));
 	return handle_post(server, conn, req);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-	(void)conn;
 	(void)toe;
 	struct mcp_server *server = cls;
 	struct http_request *req = *con_cls;
+	mcp_conn_idle(server, conn_record(conn)); /* the next request's headers are due */
 	if (!req)
 		return;
 	if (req->counted) {
@@ -805,6 +868,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		pthread_mutex_unlock(&server->http_lock);
 	}
 	release_body(server, req);
+	/* A large answer's pages go back to the system once it is sent. */
+	if (req->reply_bytes >= LARGE_REPLY_BYTES)
+		malloc_trim(0);
 	free(req);
 	*con_cls = NULL;
 }
@@ -875,7 +941,7 @@ static int listen_unix(struct mcp_server *server, struct cp_error **err)
 	server->unix_listener = (struct mcp_listener){.server = server, .is_unix = 1};
 	server->unix_daemon = MHD_start_daemon(
 	    MCP_DAEMON_FLAGS, 0, NULL, NULL, on_request, &server->unix_listener, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-	    NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_CONNECTION, on_unix_connection, server,
+	    NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_CONNECTION, on_connection, &server->unix_listener,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S,
 	    MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT, MHD_OPTION_THREAD_STACK_SIZE, STACK_BYTES, MHD_OPTION_END);
 	if (!server->unix_daemon) {
@@ -911,19 +977,25 @@ int mcp_server_listen(struct mcp_server *server, struct cp_error **err)
 	if (addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	server->tcp_listener = (struct mcp_listener){.server = server, .is_unix = 0};
+	if (mcp_conn_guard_start(server) < 0)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "listen: cannot start the connection watchdog thread");
 	server->daemon = MHD_start_daemon(
 	    flags, (uint16_t)server->opts.port, NULL, NULL, on_request, &server->tcp_listener,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S,
-	    MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT, MHD_OPTION_THREAD_STACK_SIZE, STACK_BYTES, MHD_OPTION_END);
-	if (!server->daemon)
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+	    &server->tcp_listener, MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+	    CONNECTION_LIMIT, MHD_OPTION_THREAD_STACK_SIZE, STACK_BYTES, MHD_OPTION_END);
+	if (!server->daemon) {
+		mcp_conn_guard_stop(&server->guard);
 		return bind_failure(server, &addr, err);
+	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	server->port = info ? info->port : server->opts.port;
 	if (server->unix_path && listen_unix(server, err) < 0) {
 		MHD_stop_daemon(server->daemon);
 		server->daemon = NULL;
 		server->port = 0;
+		mcp_conn_guard_stop(&server->guard);
 		return -1;
 	}
 	log_info("mcp", "listening on http://%s%s%s:%u" MCP_PATH "%s", addr.ss_family == AF_INET6 ? "[" : "",
@@ -978,6 +1050,7 @@ void mcp_server_stop(struct mcp_server *server)
 		MHD_stop_daemon(server->unix_daemon);
 		server->unix_daemon = NULL;
 	}
+	mcp_conn_guard_stop(&server->guard); /* every connection is closed now */
 	server->port = 0;
 	pthread_mutex_lock(&server->http_lock);
 	server->http_stopping = 0;

@@ -5,6 +5,7 @@
 #define CP_MCP_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -72,6 +73,49 @@ int mcp_body_budget_release(struct mcp_body_budget *b, size_t n);
 /* Bytes reserved now (for tests and logs). */
 size_t mcp_body_budget_used(struct mcp_body_budget *b);
 
+/* Kinds of refused connections and requests, each logged at most once per
+ * 10 s with a count (http.c, mcp_log_refusal). */
+enum mcp_refusal { MCP_REFUSED_PEER, MCP_REFUSED_SOCKET, MCP_REFUSED_TOKEN, MCP_REFUSED_SLOW, MCP_REFUSED_FLOOD };
+#define MCP_REFUSAL_KINDS 5
+
+/* conn_guard.c: deadlines for slow connections and the cap on connections
+ * that have sent no request yet (issue 13). */
+struct mcp_conn;
+struct mcp_conn_guard {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct mcp_conn *head; /* every open connection of both listeners */
+	unsigned fresh_tcp;    /* TCP connections that have not sent their first request's headers */
+	struct mcp_conn_limits limits;
+	int stop, running;
+	pthread_t thread;
+};
+/* A connection's deadline has passed (pure): waiting for headers longer
+ * than header_deadline_ms, or, phase_body, a body whose average rate after
+ * body_grace_ms is below body_min_bytes_per_s. */
+int mcp_conn_overdue(int phase_body, int64_t elapsed_ms, size_t body_bytes, const struct mcp_conn_limits *lim);
+void mcp_conn_guard_init(struct mcp_conn_guard *g, const struct mcp_conn_limits *lim);
+void mcp_conn_guard_destroy(struct mcp_conn_guard *g);
+/* Starts and stops the watchdog thread (start: -1 when it cannot). */
+struct mcp_server;
+int mcp_conn_guard_start(struct mcp_server *server);
+void mcp_conn_guard_stop(struct mcp_conn_guard *g);
+/* A connection on fd (borrowed; the guard keeps a dup) opened: returns its
+ * record (NULL when out of memory: not guarded). A TCP connection past the
+ * cap of fresh ones pushes out the oldest fresh one. */
+struct mcp_conn *mcp_conn_started(struct mcp_server *server, int fd, int is_unix);
+/* It closed: the record is freed (NULL accepted). */
+void mcp_conn_closed(struct mcp_server *server, struct mcp_conn *c);
+/* Phases of a request on it (NULL accepted): headers complete, body bytes
+ * received, being handled (no deadline), finished (waiting again). */
+void mcp_conn_headers_done(struct mcp_server *server, struct mcp_conn *c);
+void mcp_conn_body(struct mcp_server *server, struct mcp_conn *c, size_t n);
+void mcp_conn_handling(struct mcp_server *server, struct mcp_conn *c);
+void mcp_conn_idle(struct mcp_server *server, struct mcp_conn *c);
+/* http.c: logs a refusal at most once per 10 s per kind, with a count. */
+void mcp_log_refusal(struct mcp_server *server, enum mcp_refusal kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 struct mcp_server {
 	struct mcp_server_options opts; /* string fields point at the copies below */
 	char *host;
@@ -102,7 +146,9 @@ struct mcp_server {
 	struct {
 		int64_t last_ms;
 		unsigned long count;
-	} refusals[3];
+	} refusals[MCP_REFUSAL_KINDS];
+	struct mcp_conn_guard guard;      /* deadlines and the cap on idle connections */
+	volatile sig_atomic_t stdio_stop; /* set by mcp_server_stop_stdio (a signal handler) */
 	/* HTTP requests in progress, so stop can let them finish. */
 	pthread_mutex_t http_lock;
 	pthread_cond_t http_idle; /* signalled when http_active drops */
@@ -125,6 +171,7 @@ struct mcp_request_info {
 	char session[9];
 	const char *status; /* static text; NULL until known */
 	char message[400];
+	int64_t ticket; /* from the call gate (mcp_call_gate); 0 when none ran */
 };
 
 /* resume.c: resumable SSE streams (basic/transports, "Resumability and
@@ -195,6 +242,15 @@ struct json_object *mcp_rpc_error_new(struct json_object *id, int code, const ch
 struct json_object *mcp_rpc_result_new(struct json_object *id, struct json_object *result);
 char *mcp_json_text(struct json_object *obj);
 int mcp_json_parse(const char *text, size_t len, struct json_object **ret_value);
+int mcp_json_parse_request(const char *text, size_t len, struct json_object **ret_value, char *why, size_t why_size);
+
+/* strict.c: the checks json-c does not make, over text (borrowed, len
+ * bytes) that mcp_json_parse accepted (issue 13): no NaN or Infinity, every
+ * integer within int64 and every real finite (so ids and arguments are held
+ * exactly), no key with a NUL, no key twice in one object. Returns 0, or -1
+ * with why (always terminated; the key or number clipped) saying which.
+ * Linear in len; allocates one set of keys per open object. */
+int mcp_json_strict_check(const char *text, size_t len, char *why, size_t why_size);
 void mcp_format_size(size_t bytes, char *buf, size_t size);
 
 /* dispatch.c */
@@ -204,6 +260,14 @@ struct json_object *mcp_dispatch_sink(struct mcp_server *server, struct json_obj
                                       char **ret_new_session, struct mcp_sink *sink);
 int mcp_cancel_request(struct mcp_server *server, const char *session_id, struct json_object *request_id);
 int mcp_message_is_initialize(struct json_object *value);
+/* JSON-RPC batches (issue 13): the revisions from 2025-06-18 on removed them
+ * (MCP 2025-06-18 changelog), and 2025-03-26 allows them; a batch is
+ * refused unless version (the request's revision; NULL or "" = 2025-03-26,
+ * as basic/transports says to assume) is 2025-03-26, and capped at
+ * MCP_BATCH_MAX messages. Returns NULL when value (borrowed) is no batch or
+ * may be dispatched, else the -32600 reply (owned, id null). */
+#define MCP_BATCH_MAX 32
+struct json_object *mcp_batch_refusal(struct json_object *value, const char *version);
 struct json_object *mcp_message_id(struct json_object *value);
 
 /* tools.c */
@@ -219,10 +283,10 @@ int mcp_session_create(struct mcp_session_table *table, const char *protocol_ver
                        struct cp_error **err);
 int mcp_session_touch(struct mcp_session_table *table, const char *id);
 int mcp_session_end(struct mcp_session_table *table, const char *id);
+int mcp_session_version(struct mcp_session_table *table, const char *id, char *buf, size_t size);
 size_t mcp_session_count(struct mcp_session_table *table);
 
 /* auth.c: the endpoint's authentication (issue 12). */
-enum mcp_refusal { MCP_REFUSED_PEER, MCP_REFUSED_SOCKET, MCP_REFUSED_TOKEN };
 enum mcp_bearer_result {
 	MCP_BEARER_OK,        /* "Bearer <the token>" */
 	MCP_BEARER_MISSING,   /* no Authorization header */

@@ -109,6 +109,23 @@ int mcp_json_parse(const char *text, size_t len, struct json_object **ret_value)
 	return 0;
 }
 
+/* A request's text: mcp_json_parse, then mcp_json_strict_check. On failure
+ * why (always terminated) says what was wrong, for a -32700 reply. */
+int mcp_json_parse_request(const char *text, size_t len, struct json_object **ret_value, char *why, size_t why_size)
+{
+	struct json_object *v = NULL;
+	if (mcp_json_parse(text, len, &v) < 0) {
+		snprintf(why, why_size, "the body is not valid JSON");
+		return -1;
+	}
+	if (mcp_json_strict_check(text, len, why, why_size) < 0) {
+		json_object_put(v);
+		return -1;
+	}
+	*ret_value = v;
+	return 0;
+}
+
 /* Writes a byte count the way a person reads a limit ("20 MiB", "1 KiB",
  * "1500 bytes") into buf, for the errors that name the body limit
  * (DESIGN.md, MCP surface: 413 with a JSON-RPC error naming the limit). */

@@ -84,8 +84,41 @@ static void status_from_reply(struct mcp_request_info *info, struct json_object 
 	info->status = "ok";
 }
 
+/* The request lines of one connection are rate-limited (issue 13): a
+ * token bucket per thread, and libmicrohttpd runs each connection on its own
+ * thread (stdio: its reader and call threads). Past it lines are counted,
+ * and the next line that goes out says how many were not written. */
+#define REQLOG_BURST 50.0
+#define REQLOG_PER_S 20.0
+static __thread double bucket_tokens = -1;
+static __thread int64_t bucket_ms;
+static __thread unsigned long bucket_dropped;
+
+static int line_allowed(unsigned long *ret_dropped)
+{
+	int64_t now = clock_monotonic_ms();
+	if (bucket_tokens < 0) {
+		bucket_tokens = REQLOG_BURST;
+		bucket_ms = now;
+	}
+	bucket_tokens += (double)(now - bucket_ms) * REQLOG_PER_S / 1000.0;
+	if (bucket_tokens > REQLOG_BURST)
+		bucket_tokens = REQLOG_BURST;
+	bucket_ms = now;
+	if (bucket_tokens < 1.0) {
+		bucket_dropped++;
+		return 0;
+	}
+	bucket_tokens -= 1.0;
+	*ret_dropped = bucket_dropped;
+	bucket_dropped = 0;
+	return 1;
+}
+
 /* Ends a message's record: logs one info line (component "mcp", event
- * "request") and calls the server's request hook. reply is borrowed. */
+ * "request"; at most REQLOG_PER_S a second per connection after a burst)
+ * and calls the server's request hook, which writes the audit row whether
+ * the line was logged or not. reply is borrowed. */
 void mcp_request_done(struct mcp_server *server, struct mcp_request_info *info, struct json_object *reply)
 {
 	status_from_reply(info, reply);
@@ -98,13 +131,22 @@ void mcp_request_done(struct mcp_server *server, struct mcp_request_info *info, 
 	    .status = info->status,
 	    .message = info->message[0] ? info->message : NULL,
 	    .duration_ms = (long long)(clock_monotonic_ms() - info->start_ms),
+	    .ticket = info->ticket,
 	};
 	struct log_field f[] = {
 	    {.key = "method", .str = rec.method},      {.key = "tool", .str = rec.tool},
 	    {.key = "sandbox", .str = rec.sandbox_id}, {.key = "session", .str = rec.session},
 	    {.key = "status", .str = rec.status},      {.key = "duration_ms", .num = rec.duration_ms, .is_num = 1},
 	};
-	log_fields(LOG_LEVEL_INFO, "mcp", "request", f, sizeof(f) / sizeof(f[0]));
+	unsigned long dropped = 0;
+	if (line_allowed(&dropped)) {
+		if (dropped)
+			log_warn("mcp",
+			         "%lu request lines of this connection were not logged (more than %.0f a second); "
+			         "the audit table has every request",
+			         dropped, REQLOG_PER_S);
+		log_fields(LOG_LEVEL_INFO, "mcp", "request", f, sizeof(f) / sizeof(f[0]));
+	}
 	if (server->opts.on_request)
 		server->opts.on_request(server->opts.on_request_ctx, &rec);
 }

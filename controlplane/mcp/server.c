@@ -48,6 +48,7 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 	pthread_mutex_init(&s->http_lock, NULL);
 	pthread_mutex_init(&s->inflight_lock, NULL);
 	pthread_mutex_init(&s->auth_log_lock, NULL);
+	mcp_conn_guard_init(&s->guard, &(struct mcp_conn_limits){0}); /* limits set below */
 	mcp_body_budget_init(&s->body_budget, MCP_BODY_BUDGET_BYTES);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -82,6 +83,17 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 		s->opts.max_sessions = DEFAULT_MAX_SESSIONS;
 	if (s->opts.session_idle_ms <= 0)
 		s->opts.session_idle_ms = DEFAULT_SESSION_IDLE_MS;
+	struct mcp_conn_limits lim = s->opts.conn_limits;
+	if (lim.header_deadline_ms <= 0)
+		lim.header_deadline_ms = 10000;
+	if (lim.body_grace_ms <= 0)
+		lim.body_grace_ms = 10000;
+	if (!lim.body_min_bytes_per_s)
+		lim.body_min_bytes_per_s = 16384;
+	if (!lim.max_fresh_tcp)
+		lim.max_fresh_tcp = 64;
+	s->opts.conn_limits = lim;
+	s->guard.limits = lim;
 	s->tools = tools;
 	s->n_tools = n_tools;
 	s->app = app;
@@ -125,6 +137,7 @@ void mcp_server_free(struct mcp_server *server)
 	pthread_mutex_destroy(&server->http_lock);
 	pthread_mutex_destroy(&server->inflight_lock);
 	pthread_mutex_destroy(&server->auth_log_lock);
+	mcp_conn_guard_destroy(&server->guard);
 	mcp_body_budget_destroy(&server->body_budget);
 	free(server);
 }

@@ -183,6 +183,19 @@ int mcp_session_touch(struct mcp_session_table *t, const char *id)
 	return s != NULL;
 }
 
+/* Copies the protocol revision session id (borrowed) negotiated at its
+ * initialize into buf (always terminated; "" when none was recorded).
+ * Returns 1 when the session is live, 0 otherwise. Does not touch it. */
+int mcp_session_version(struct mcp_session_table *t, const char *id, char *buf, size_t size)
+{
+	pthread_mutex_lock(&t->lock);
+	struct session *s = find_locked(t, id);
+	if (size)
+		snprintf(buf, size, "%s", s ? s->protocol_version : "");
+	pthread_mutex_unlock(&t->lock);
+	return s != NULL;
+}
+
 /* Ends the session id (borrowed), as an HTTP DELETE asks
  * (basic/transports, "Session Management"). Returns 1 when it was live, 0
  * when it was unknown. */

@@ -29,6 +29,7 @@ struct stdio_ctx {
 	pthread_cond_t changed;
 	unsigned in_flight;
 	int write_errno;
+	char version[16]; /* the revision initialize negotiated; "" before (read loop only) */
 };
 
 struct stdio_call {
@@ -139,18 +140,31 @@ static void handle_line(struct stdio_ctx *ctx, const char *line, size_t len)
 	if (len == 0)
 		return;
 	struct json_object *msg = NULL;
-	if (mcp_json_parse(line, len, &msg) < 0) {
-		_cleanup_json_ struct json_object *e =
-		    mcp_rpc_error_new(NULL, MCP_RPC_PARSE_ERROR, "parse error: the line is not valid JSON");
+	char why[300], text[320];
+	if (mcp_json_parse_request(line, len, &msg, why, sizeof(why)) < 0) {
+		snprintf(text, sizeof(text), "parse error: %s",
+		         strcmp(why, "the body is not valid JSON") ? why : "the line is not valid JSON");
+		_cleanup_json_ struct json_object *e = mcp_rpc_error_new(NULL, MCP_RPC_PARSE_ERROR, text);
 		write_reply(ctx, e);
+		return;
+	}
+	_cleanup_json_ struct json_object *refusal = mcp_batch_refusal(msg, ctx->version);
+	if (refusal) {
+		write_reply(ctx, refusal);
+		json_object_put(msg);
 		return;
 	}
 	if (is_tool_call(msg)) {
 		start_call(ctx, msg);
 		return;
 	}
-	/* stdio has no sessions: initialize creates none. */
+	/* stdio has no sessions: initialize creates none, but its revision
+	 * decides whether batches are allowed. */
 	_cleanup_json_ struct json_object *reply = mcp_dispatch_value(ctx->server, msg, NULL, NULL);
+	struct json_object *result, *pv;
+	if (mcp_message_is_initialize(msg) && json_object_object_get_ex(reply, "result", &result) &&
+	    json_object_object_get_ex(result, "protocolVersion", &pv))
+		snprintf(ctx->version, sizeof(ctx->version), "%s", json_object_get_string(pv));
 	write_reply(ctx, reply);
 	json_object_put(msg);
 }
@@ -181,9 +195,11 @@ static int read_loop(struct stdio_ctx *ctx, int in_fd, struct cp_error **err)
 			r = cp_error_set_errno(err, CP_ERR_UNAVAILABLE, werr, "stdio: write a reply");
 			break;
 		}
+		if (ctx->server->stdio_stop)
+			break;
 		ssize_t n = read(in_fd, chunk, STDIO_READ_CHUNK);
 		if (n < 0 && errno == EINTR)
-			continue;
+			continue; /* a stop signal: the check above ends the loop */
 		if (n < 0) {
 			r = cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "stdio: read a request");
 			break;
@@ -214,6 +230,11 @@ static int read_loop(struct stdio_ctx *ctx, int in_fd, struct cp_error **err)
 	}
 	cp_buf_free(&line);
 	return r;
+}
+
+void mcp_server_stop_stdio(struct mcp_server *server)
+{
+	server->stdio_stop = 1;
 }
 
 /* Serves newline-delimited JSON-RPC on in_fd/out_fd (borrowed) until EOF

@@ -141,10 +141,14 @@ static struct json_object *tool_success_result(struct json_object *value)
 	return result;
 }
 
+/* A string member of o, or NULL; one with a NUL inside counts as absent
+ * (NULL), since as a C string it would act as a shorter name (issue 13:
+ * "bash\u0000x" must not run bash). */
 static const char *string_field(struct json_object *o, const char *key)
 {
 	struct json_object *v;
-	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) &&
+	    strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v))
 		return json_object_get_string(v);
 	return NULL;
 }
@@ -250,7 +254,7 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 		return invalid_params(id, NULL, info, "tools/call needs params {name, arguments}");
 	const char *name = string_field(params, "name");
 	if (!name)
-		return invalid_params(id, NULL, info, "tools/call needs params.name, a string");
+		return invalid_params(id, NULL, info, "tools/call needs params.name, a string without NUL characters");
 	char text[256];
 	const struct mcp_tool *tool = tool_find(server, name);
 	if (!tool) {
@@ -269,6 +273,32 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 		snprintf(text, sizeof(text), "tools/call '%s': params.arguments must be an object",
 		         text_clip(name, 100, clipped, sizeof(clipped)));
 		return invalid_params(id, name, info, text);
+	}
+
+	if (server->opts.before_call && !(tool->hints & MCP_HINT_READ_ONLY)) {
+		/* A call that changes something runs only once it is on record. */
+		struct mcp_request_record so_far = {.method = "tools/call",
+		                                    .tool = tool->name,
+		                                    .sandbox_id = string_field(args, "sandbox_id"),
+		                                    .session = info && info->session[0] ? info->session : NULL};
+		int64_t ticket = 0;
+		_cleanup_error_ struct cp_error *gate_err = NULL;
+		if (server->opts.before_call(server->opts.on_request_ctx, &so_far, &ticket, &gate_err) < 0) {
+			if (!gate_err)
+				cp_error_set(&gate_err, CP_ERR_INTERNAL,
+				             "tool '%s' was refused without a reason; this is a "
+				             "server bug",
+				             tool->name);
+			if (info) {
+				mcp_log_word(tool->name, info->tool, sizeof(info->tool));
+				if (so_far.sandbox_id)
+					mcp_log_word(so_far.sandbox_id, info->sandbox, sizeof(info->sandbox));
+				mcp_request_info_fail(info, cp_error_code_name(gate_err->code), gate_err->message);
+			}
+			return mcp_rpc_result_new(id, tool_error_result(gate_err));
+		}
+		if (info)
+			info->ticket = ticket;
 	}
 
 	struct mcp_inflight *inflight = inflight_add(server, session_id, id);

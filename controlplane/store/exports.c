@@ -1,4 +1,4 @@
-/* exports.c: rows of saved clone work (migration 0008, issue 14): the
+/* exports.c: rows of saved clone work (migration 0010, issue 14): the
  * exports table, and the sandbox columns that saves compare against
  * (source_refs, unsaved). No files and no engine here: lifecycle/ writes
  * the export directories. */

@@ -1,5 +1,5 @@
 /* sandboxes.c: rows of the sandboxes table. A partial unique index keeps one
- * live (creating/running) sandbox per workspace, so two racing creates cannot
+ * live (creating/running/removing) sandbox per workspace, so two racing creates cannot
  * both win. No engine calls here. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +24,7 @@ void sandbox_record_clear(struct sandbox_record *s)
 #define SBX_COLUMNS                                                                                                    \
 	"id, workspace_id, status, container_name, container_id, image, runtime, COALESCE(memory_bytes,0), "           \
 	"COALESCE(nano_cpus,0), network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms, "             \
-	"COALESCE(removed_at_ms,0), pooled, COALESCE(unsaved,-1), COALESCE(unsaved_checked_at_ms,0)"
+	"COALESCE(removed_at_ms,0), pooled, disk_bytes, COALESCE(unsaved,-1), COALESCE(unsaved_checked_at_ms,0)"
 
 static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 {
@@ -44,8 +44,9 @@ static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 	s->last_activity_ms = sqlite3_column_int64(st, 13);
 	s->removed_at_ms = sqlite3_column_int64(st, 14);
 	s->pooled = sqlite3_column_int(st, 15);
-	s->unsaved = sqlite3_column_int(st, 16);
-	s->unsaved_checked_at_ms = sqlite3_column_int64(st, 17);
+	s->disk_bytes = sqlite3_column_int64(st, 16);
+	s->unsaved = sqlite3_column_int(st, 17);
+	s->unsaved_checked_at_ms = sqlite3_column_int64(st, 18);
 }
 
 static void read_row_any(sqlite3_stmt *st, void *row)
@@ -74,7 +75,7 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	if (sqlite3_prepare_v2(store->db,
 	                       "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
 	                       "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
-	                       "last_activity_ms, pooled) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       "last_activity_ms, pooled, disk_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "insert sandbox");
 		goto out;
@@ -93,6 +94,7 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	sqlite3_bind_int64(st, 12, s->created_at_ms);
 	sqlite3_bind_int64(st, 13, s->created_at_ms);
 	sqlite3_bind_int(st, 14, s->pooled ? 1 : 0);
+	sqlite3_bind_int64(st, 15, s->disk_bytes);
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE) {
 		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
@@ -152,7 +154,7 @@ int store_sandbox_get_live_for_workspace(struct store *store, const char *worksp
 {
 	int found;
 	if (get_one(store,
-	            "SELECT " SBX_COLUMNS " FROM sandboxes WHERE workspace_id = ? AND status IN ('creating','running')",
+	            "SELECT " SBX_COLUMNS " FROM sandboxes WHERE workspace_id = ? AND status IN " STORE_LIVE_STATUSES,
 	            workspace_id, ret, err, &found) < 0)
 		return -1;
 	if (!found)
@@ -181,7 +183,7 @@ int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_erro
 	sqlite3_stmt *st = NULL;
 	int r = 0;
 	if (sqlite3_prepare_v2(store->db,
-	                       "SELECT COUNT(*) FROM sandboxes WHERE status IN ('creating','running') AND pooled = 0",
+	                       "SELECT COUNT(*) FROM sandboxes WHERE status IN " STORE_LIVE_STATUSES " AND pooled = 0",
 	                       -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW)
 		r = store_fail(store, err, "count sandboxes");

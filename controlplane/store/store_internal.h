@@ -8,6 +8,12 @@
 
 #include "store.h"
 
+/* The statuses of a live sandbox: one per workspace (the partial unique index
+ * sandboxes_one_live_per_workspace of migration 0010 names the same three),
+ * counted against the sandbox limit. 'removing' is live until the engine
+ * confirmed the container gone (issue 13 item 4). */
+#define STORE_LIVE_STATUSES "('creating','running','removing')"
+
 struct store {
 	sqlite3 *db;
 	pthread_mutex_t lock; /* one statement sequence at a time per handle */

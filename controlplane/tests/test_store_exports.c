@@ -1,4 +1,4 @@
-/* test_store_exports.c: saved clone work in the registry (migration 0008):
+/* test_store_exports.c: saved clone work in the registry (migration 0010):
  * the rebuild of sandboxes keeps every row and every exposure of a database
  * made before it; the status 'expired' and its revival; export rows round
  * trip, newest per sandbox, applied and trashed; source refs and the

@@ -119,8 +119,8 @@ static const struct method {
     {"bash.input", bash_rpc_input}, {"bash.stop", bash_rpc_stop},    {"bash.list", bash_rpc_list},
     {"file.read", files_rpc_read},  {"file.write", files_rpc_write}, {"file.search", search_rpc},
     {"file.list", list_rpc},        {"file.edit", edit_rpc},         {"file.apply_patch", patch_rpc},
-    {"fs.stat", fsstat_rpc},        {"blob.open", blob_rpc_open},    {"blob.read", blob_rpc_read},
-    {"blob.close", blob_rpc_close},
+    {"fs.stat", fsstat_rpc},        {"fs.mounts", fsmounts_rpc},     {"blob.open", blob_rpc_open},
+    {"blob.read", blob_rpc_read},   {"blob.close", blob_rpc_close},
 };
 
 static void reply_sink(const char *line, size_t len, void *data)
@@ -188,7 +188,7 @@ static void dispatch_line(char *line, size_t len, void *data)
 			              "unknown method '%.64s'; this helper (protocol %s) knows hello, "
 			              "bash.start, bash.poll, bash.input, bash.stop, bash.list, file.read, "
 			              "file.write, file.search, file.list, file.edit, file.apply_patch, fs.stat, "
-			              "blob.open, blob.read, blob.close",
+			              "fs.mounts, blob.open, blob.read, blob.close",
 			              method, PROTO_VERSION);
 			rpc_send_error(id, &err);
 		} else if ((r = m->fn(id, params, &result, &err)) == 0) {

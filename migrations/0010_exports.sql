@@ -1,24 +1,33 @@
--- 0008: saved clone work (issue 14). A clone-mode sandbox's work is bundled
+-- 0010: saved clone work (issue 14). A clone-mode sandbox's work is bundled
 -- out of its container before any removal, and whenever the model asks
 -- (sandbox_export); each save is a row of exports and a directory
 -- DATA_ROOT/exports/<sandbox_id>/<export_id>/ with its manifest.
 --
 -- sandboxes gains the status 'expired' (idle past the timeout while its save
--- failed: the container is stopped, not removed, and the save is retried),
+-- failed: the container is stopped, not removed, and the save is retried)
+-- and the status 'removing' (issue 13 item 4: written before the engine is
+-- asked to remove the container, so a removal a full disk interrupts is
+-- finished by the next maintenance pass or start; it counts as live for the
+-- one-live-sandbox-per-workspace rule),
 -- the refs of the approved repository when the clone was made (what "nothing
 -- new" compares with), and the last known answer to "unsaved work?". A CHECK
 -- constraint cannot be altered in SQLite, so the table is rebuilt
 -- (sqlite.org/lang_altertable.html, "other kinds of table schema changes").
--- exposures is the only table referring to sandboxes; its rows are kept
--- aside while the table is rebuilt, since dropping sandboxes would cascade.
+-- exposures and sandbox_mounts (0009) refer to sandboxes; their rows are
+-- kept aside while the table is rebuilt, since dropping sandboxes would
+-- cascade (foreign keys are on and cannot be turned off in a transaction).
+-- Every column of 0001..0009 is kept (disk_bytes from 0008).
 
 CREATE TABLE exposures_keep AS SELECT * FROM exposures;
 DROP TABLE exposures;
+CREATE TABLE sandbox_mounts_keep AS SELECT * FROM sandbox_mounts;
+DROP TABLE sandbox_mounts;
 
 CREATE TABLE sandboxes_new (
     id                TEXT PRIMARY KEY,
     workspace_id      TEXT NOT NULL REFERENCES workspaces(id),
-    status            TEXT NOT NULL CHECK (status IN ('creating', 'running', 'failed', 'removed', 'expired')),
+    status            TEXT NOT NULL CHECK (status IN ('creating', 'running', 'failed', 'removed', 'expired',
+                                                      'removing')),
     container_name    TEXT NOT NULL UNIQUE,
     container_id      TEXT,
     image             TEXT NOT NULL,
@@ -34,21 +43,23 @@ CREATE TABLE sandboxes_new (
     pooled            INTEGER NOT NULL DEFAULT 0 CHECK (pooled IN (0, 1)),
     mount_dev         INTEGER,
     mount_ino         INTEGER,
+    disk_bytes        INTEGER NOT NULL DEFAULT 0 CHECK (disk_bytes >= 0),
     source_refs       TEXT,              -- clone of a git repository: "<oid> <refname>\n" of its heads and tags at create
     unsaved           INTEGER,           -- 1/0: work since the last export (as last checked); NULL: not known
     unsaved_checked_at_ms INTEGER
 );
 INSERT INTO sandboxes_new (id, workspace_id, status, container_name, container_id, image, runtime, memory_bytes,
                            nano_cpus, network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms,
-                           removed_at_ms, pooled, mount_dev, mount_ino)
+                           removed_at_ms, pooled, mount_dev, mount_ino, disk_bytes)
     SELECT id, workspace_id, status, container_name, container_id, image, runtime, memory_bytes, nano_cpus, network,
-           failure_reason, created_at_ms, updated_at_ms, last_activity_ms, removed_at_ms, pooled, mount_dev, mount_ino
+           failure_reason, created_at_ms, updated_at_ms, last_activity_ms, removed_at_ms, pooled, mount_dev, mount_ino,
+           disk_bytes
     FROM sandboxes;
 DROP TABLE sandboxes;
 ALTER TABLE sandboxes_new RENAME TO sandboxes;
 
 CREATE UNIQUE INDEX sandboxes_one_live_per_workspace
-    ON sandboxes (workspace_id) WHERE status IN ('creating', 'running');
+    ON sandboxes (workspace_id) WHERE status IN ('creating', 'running', 'removing');
 CREATE INDEX sandboxes_status ON sandboxes (status);
 CREATE INDEX sandboxes_pooled ON sandboxes (pooled, status);
 
@@ -66,6 +77,18 @@ CREATE TABLE exposures (
 CREATE UNIQUE INDEX exposures_host_port ON exposures (host, host_port);
 INSERT INTO exposures SELECT * FROM exposures_keep;
 DROP TABLE exposures_keep;
+
+CREATE TABLE sandbox_mounts (
+    sandbox_id  TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+    target      TEXT NOT NULL,                -- inside the container: /workspace/.git/config
+    source      TEXT NOT NULL,                -- host path given to the engine
+    read_only   INTEGER NOT NULL CHECK (read_only IN (0, 1)),
+    dev         INTEGER NOT NULL,
+    ino         INTEGER NOT NULL,
+    PRIMARY KEY (sandbox_id, target)
+);
+INSERT INTO sandbox_mounts SELECT * FROM sandbox_mounts_keep;
+DROP TABLE sandbox_mounts_keep;
 
 CREATE TABLE exports (
     id              TEXT PRIMARY KEY,                 -- exp_…

@@ -1,0 +1,248 @@
+/* conn_guard.c: slow and many connections cannot hold the endpoint (issue
+ * 13). libmicrohttpd's own timeout is an idle timeout, so a client that
+ * sends one header byte every few seconds keeps its connection, and its
+ * thread, forever. Here every connection has a phase: waiting for a
+ * request's headers (at most MCP_HEADER_DEADLINE_MS after the connection
+ * opened or the previous request ended), receiving a body (after a grace
+ * period, at least MCP_BODY_MIN_BYTES_PER_S on average), or being handled
+ * (no deadline: tool calls bound themselves). A watchdog thread cuts the
+ * connections past their deadline (shutdown of a dup of the socket, so a
+ * reused descriptor number is never hit). Loopback peers all share one
+ * address, so instead of a per-address cap, TCP connections that have not
+ * yet sent their first request's headers are capped: a new one past the
+ * cap pushes out the oldest, so a flood of idle connections cannot keep a
+ * client that sends its headers at once from being served. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/log.h"
+
+#define WATCHDOG_PERIOD_MS 500
+
+struct mcp_conn {
+	struct mcp_conn *prev, *next;
+	int fd; /* our own dup of the connection's socket, -1 when none */
+	int is_unix;
+	enum { CONN_WAITING, CONN_BODY, CONN_HANDLING } phase;
+	int fresh;        /* no request of it has sent its headers yet */
+	int cut;          /* shut down by the guard */
+	int64_t since_ms; /* monotonic: when the phase began */
+	size_t body_bytes;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Under g->lock. */
+static void cut_locked(struct mcp_conn_guard *g, struct mcp_conn *c)
+{
+	if (c->cut || c->fd < 0)
+		return;
+	shutdown(c->fd, SHUT_RDWR);
+	c->cut = 1;
+	if (c->fresh && !c->is_unix)
+		g->fresh_tcp--;
+	c->fresh = 0;
+}
+
+/* The phase's deadline has passed: headers too slow, or a body below the
+ * minimum rate after its grace period. Pure. */
+int mcp_conn_overdue(int phase_body, int64_t elapsed_ms, size_t body_bytes, const struct mcp_conn_limits *lim)
+{
+	if (!phase_body)
+		return elapsed_ms > lim->header_deadline_ms;
+	if (elapsed_ms <= lim->body_grace_ms)
+		return 0;
+	double want = (double)(elapsed_ms - lim->body_grace_ms) / 1000.0 * (double)lim->body_min_bytes_per_s;
+	return (double)body_bytes < want;
+}
+
+static void *watchdog_main(void *arg)
+{
+	struct mcp_server *server = arg;
+	struct mcp_conn_guard *g = &server->guard;
+	pthread_mutex_lock(&g->lock);
+	while (!g->stop) {
+		int64_t now = now_ms();
+		unsigned slow = 0;
+		for (struct mcp_conn *c = g->head; c; c = c->next) {
+			if (c->cut || c->phase == CONN_HANDLING)
+				continue;
+			if (mcp_conn_overdue(c->phase == CONN_BODY, now - c->since_ms, c->body_bytes, &g->limits)) {
+				cut_locked(g, c);
+				slow++;
+			}
+		}
+		pthread_mutex_unlock(&g->lock);
+		if (slow)
+			mcp_log_refusal(
+			    server, MCP_REFUSED_SLOW,
+			    "closed %u connection(s) that sent no complete request headers within %lld ms, or "
+			    "a body slower than %zu bytes/s",
+			    slow, (long long)g->limits.header_deadline_ms, g->limits.body_min_bytes_per_s);
+		pthread_mutex_lock(&g->lock);
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += WATCHDOG_PERIOD_MS * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		while (!g->stop && pthread_cond_timedwait(&g->wake, &g->lock, &until) == 0)
+			;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+void mcp_conn_guard_init(struct mcp_conn_guard *g, const struct mcp_conn_limits *lim)
+{
+	memset(g, 0, sizeof(*g));
+	g->limits = *lim;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&g->wake, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+int mcp_conn_guard_start(struct mcp_server *server)
+{
+	struct mcp_conn_guard *g = &server->guard;
+	if (g->running)
+		return 0;
+	g->stop = 0;
+	if (pthread_create(&g->thread, NULL, watchdog_main, server) != 0)
+		return -1;
+	g->running = 1;
+	return 0;
+}
+
+void mcp_conn_guard_stop(struct mcp_conn_guard *g)
+{
+	if (!g->running)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->stop = 1;
+	pthread_cond_signal(&g->wake);
+	pthread_mutex_unlock(&g->lock);
+	pthread_join(g->thread, NULL);
+	g->running = 0;
+}
+
+void mcp_conn_guard_destroy(struct mcp_conn_guard *g)
+{
+	mcp_conn_guard_stop(g);
+	pthread_cond_destroy(&g->wake);
+	pthread_mutex_destroy(&g->lock);
+}
+
+struct mcp_conn *mcp_conn_started(struct mcp_server *server, int fd, int is_unix)
+{
+	struct mcp_conn_guard *g = &server->guard;
+	struct mcp_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	c->is_unix = is_unix;
+	c->phase = CONN_WAITING;
+	c->fresh = 1;
+	c->since_ms = now_ms();
+	int pushed_out = 0;
+	pthread_mutex_lock(&g->lock);
+	if (!is_unix) {
+		/* Past the cap, the oldest connection still without headers goes. */
+		while (g->fresh_tcp >= g->limits.max_fresh_tcp) {
+			struct mcp_conn *oldest = NULL;
+			for (struct mcp_conn *o = g->head; o; o = o->next)
+				if (!o->is_unix && o->fresh && !o->cut && (!oldest || o->since_ms <= oldest->since_ms))
+					oldest = o;
+			if (!oldest)
+				break;
+			cut_locked(g, oldest);
+			pushed_out++;
+		}
+		g->fresh_tcp++;
+	}
+	c->next = g->head;
+	if (g->head)
+		g->head->prev = c;
+	g->head = c;
+	pthread_mutex_unlock(&g->lock);
+	if (pushed_out)
+		mcp_log_refusal(server, MCP_REFUSED_FLOOD,
+		                "%u connections were open without sending a request; closed the oldest to make room",
+		                g->limits.max_fresh_tcp);
+	return c;
+}
+
+void mcp_conn_closed(struct mcp_server *server, struct mcp_conn *c)
+{
+	if (!c)
+		return;
+	struct mcp_conn_guard *g = &server->guard;
+	pthread_mutex_lock(&g->lock);
+	if (c->fresh && !c->cut && !c->is_unix)
+		g->fresh_tcp--;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		g->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&g->lock);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
+
+/* Moves c to phase (headers arrived, body bytes, handling, idle again). */
+static void set_phase(struct mcp_server *server, struct mcp_conn *c, int phase, size_t add_bytes, int reset)
+{
+	if (!c)
+		return;
+	struct mcp_conn_guard *g = &server->guard;
+	pthread_mutex_lock(&g->lock);
+	if (c->fresh && phase != CONN_WAITING) {
+		c->fresh = 0;
+		if (!c->cut && !c->is_unix)
+			g->fresh_tcp--;
+	}
+	if (reset || (int)c->phase != phase) {
+		c->since_ms = now_ms();
+		c->body_bytes = 0;
+	}
+	c->phase = phase;
+	c->body_bytes += add_bytes;
+	pthread_mutex_unlock(&g->lock);
+}
+
+void mcp_conn_headers_done(struct mcp_server *server, struct mcp_conn *c)
+{
+	set_phase(server, c, CONN_BODY, 0, 1);
+}
+
+void mcp_conn_body(struct mcp_server *server, struct mcp_conn *c, size_t n)
+{
+	set_phase(server, c, CONN_BODY, n, 0);
+}
+
+void mcp_conn_handling(struct mcp_server *server, struct mcp_conn *c)
+{
+	set_phase(server, c, CONN_HANDLING, 0, 0);
+}
+
+void mcp_conn_idle(struct mcp_server *server, struct mcp_conn *c)
+{
+	set_phase(server, c, CONN_WAITING, 0, 1);
+}

@@ -205,7 +205,7 @@ static void status_engine(const struct config *cfg, struct ops_readiness *rd, st
 	json_object_object_add(out, "template", tpl);
 }
 
-/* The sum of the memory ceilings of live (running, creating) sandboxes. */
+/* The sum of the memory ceilings of live sandboxes (store_sandbox_is_live). */
 static int64_t live_memory_total(struct store *store, struct cp_error **err)
 {
 	struct sandbox_record *rows = NULL;
@@ -214,7 +214,7 @@ static int64_t live_memory_total(struct store *store, struct cp_error **err)
 		return -1;
 	int64_t total = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(rows[i].status, "running") || !strcmp(rows[i].status, "creating"))
+		if (store_sandbox_is_live(&rows[i]))
 			total += rows[i].memory_bytes;
 		sandbox_record_clear(&rows[i]);
 	}

@@ -8,7 +8,8 @@
 -- and the status 'removing' (issue 13 item 4: written before the engine is
 -- asked to remove the container, so a removal a full disk interrupts is
 -- finished by the next maintenance pass or start; it counts as live for the
--- one-live-sandbox-per-workspace rule),
+-- one-live-sandbox-per-workspace rule when the status it replaced was,
+-- which removing_from keeps),
 -- the refs of the approved repository when the clone was made (what "nothing
 -- new" compares with), and the last known answer to "unsaved work?". A CHECK
 -- constraint cannot be altered in SQLite, so the table is rebuilt
@@ -44,6 +45,7 @@ CREATE TABLE sandboxes_new (
     mount_dev         INTEGER,
     mount_ino         INTEGER,
     disk_bytes        INTEGER NOT NULL DEFAULT 0 CHECK (disk_bytes >= 0),
+    removing_from     TEXT,              -- with status 'removing': the status it had when its removal began
     source_refs       TEXT,              -- clone of a git repository: "<oid> <refname>\n" of its heads and tags at create
     unsaved           INTEGER,           -- 1/0: work since the last export (as last checked); NULL: not known
     unsaved_checked_at_ms INTEGER
@@ -59,7 +61,8 @@ DROP TABLE sandboxes;
 ALTER TABLE sandboxes_new RENAME TO sandboxes;
 
 CREATE UNIQUE INDEX sandboxes_one_live_per_workspace
-    ON sandboxes (workspace_id) WHERE status IN ('creating', 'running', 'removing');
+    ON sandboxes (workspace_id)
+    WHERE status IN ('creating', 'running') OR (status = 'removing' AND removing_from IN ('creating', 'running'));
 CREATE INDEX sandboxes_status ON sandboxes (status);
 CREATE INDEX sandboxes_pooled ON sandboxes (pooled, status);
 

@@ -369,6 +369,16 @@ static int answer_reused(struct lifecycle *lc, const char *workspace_id, const s
 {
 	if (store_sandbox_get_live_for_workspace(lc->store, workspace_id, &ret->sandbox, err) < 0)
 		return -1;
+	if (!strcmp(ret->sandbox.status, "removing")) {
+		/* Live until its container is gone, never handed out again. */
+		cp_error_set(err, CP_ERR_CONFLICT,
+		             "workspace '%s' still has sandbox '%s', which is being removed (a removal the registry "
+		             "could not finish yet; the next maintenance pass, within a minute, finishes it); try "
+		             "again then",
+		             workspace_id, ret->sandbox.id);
+		sandbox_record_clear(&ret->sandbox);
+		return -1;
+	}
 	ret->reused = 1;
 	ret->options_note = lifecycle_limits_differ(&ret->sandbox, want);
 	return 0;

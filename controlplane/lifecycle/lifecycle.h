@@ -191,6 +191,14 @@ int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error *
  * create. */
 size_t lifecycle_undo_run(struct lifecycle *lc);
 
+/* Finishes the removals put on record whose final write failed (rows left
+ * 'removing': a full disk between the engine's removal and the registry's
+ * 'removed'): exposures and the container removed again when still there,
+ * the row then 'removed' (lifecycle_sandbox_destroy_ex). Returns how many
+ * still wait (each logged). Blocks for the engine removals. Run by the
+ * maintenance pass; reconcile does the same at start. */
+size_t lifecycle_removing_run(struct lifecycle *lc);
+
 /* ---- recovery (lifecycle/recovery.c) ---- */
 
 /* Maintenance pass, once a minute after expiry: releases the helper channels
@@ -215,7 +223,8 @@ enum lifecycle_row_state {
 	LIFECYCLE_ROW_RUNNING,
 	LIFECYCLE_ROW_FAILED,
 	LIFECYCLE_ROW_REMOVED,
-	LIFECYCLE_ROW_EXPIRED, /* idle, its save failed: container stopped, kept (issue 14) */
+	LIFECYCLE_ROW_EXPIRED,  /* idle, its save failed: container stopped, kept (issue 14) */
+	LIFECYCLE_ROW_REMOVING, /* its removal was put on record and not finished (issue 13) */
 };
 /* What the engine says of its container. RESTARTING: the engine's restart
  * policy is bringing it back (left to the next tool call). */
@@ -232,6 +241,7 @@ enum lifecycle_reconcile_action {
 	LIFECYCLE_RECONCILE_REMOVE_AND_FAIL,  /* remove the container, row → failed with reason */
 	LIFECYCLE_RECONCILE_REMOVE_CONTAINER, /* the row is removed already: remove the leftover container */
 	LIFECYCLE_RECONCILE_REPORT_ORPHAN,    /* no row: log it; only `chat2sbx sandbox destroy` removes it */
+	LIFECYCLE_RECONCILE_FINISH_REMOVAL,   /* row 'removing': container removed if still there, row → removed */
 };
 struct lifecycle_reconcile_decision {
 	enum lifecycle_reconcile_action action;
@@ -436,8 +446,18 @@ int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s
                             const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
                             struct cp_error **err);
 
-/* The guard, then the removal of s's container (engine NOT_FOUND is fine).
- * The only way lifecycle/ removes a sandbox container. */
+/* Puts the removal of s on record (status 'removing', issue 13 item 4)
+ * before its container is removed: 0 when written, when s is 'removing' or
+ * 'removed' already, or when its row is gone (nothing to say it in). A
+ * registry that cannot write (a full disk): UNAVAILABLE saying nothing was
+ * removed and to free space, and nothing is changed. Blocks for one
+ * registry write. */
+int lifecycle_removal_record(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err);
+
+/* The guard, then the removal put on record (lifecycle_removal_record),
+ * then the removal of s's container (engine NOT_FOUND is fine); the caller
+ * writes the row's final status. The only way lifecycle/ removes a sandbox
+ * container. */
 int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbox_record *s,
                                        const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
                                        struct cp_error **err);

@@ -9,12 +9,21 @@
  * Two row states need no save: 'creating' (the sandbox was never handed to
  * anyone: lifecycle_sandbox_channel refuses it and sandbox_create answers
  * only once it is running, so nothing in it is anybody's work) and
- * 'removed' (its save or force came before the row said so). */
+ * 'removed' or 'removing' (its save or force came before the row said so).
+ * The undo of a failed create (undo_later.c) removes a 'creating' row's
+ * container itself: the rule asks nothing of it.
+ *
+ * After the guard and before the engine is asked, the removal is put on
+ * record (status 'removing', issue 13 item 4): a registry that cannot write
+ * (a full disk) stops it there with nothing removed, and a removal whose
+ * final write failed is finished by lifecycle_removing_run (the maintenance
+ * pass) or reconcile at the next start. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../base/cleanup.h"
+#include "../base/clock.h"
 #include "../base/log.h"
 #include "lifecycle_internal.h"
 
@@ -33,7 +42,7 @@ enum lifecycle_removal_need lifecycle_removal_need_of(const char *workspace_mode
 {
 	if (!workspace_mode || strcmp(workspace_mode, "clone") != 0)
 		return LIFECYCLE_REMOVAL_FREE;
-	if (!strcmp(row_status, "creating") || !strcmp(row_status, "removed"))
+	if (!strcmp(row_status, "creating") || !strcmp(row_status, "removed") || !strcmp(row_status, "removing"))
 		return LIFECYCLE_REMOVAL_FREE;
 	return LIFECYCLE_REMOVAL_NEEDS_SAVE;
 }
@@ -106,11 +115,27 @@ int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s
 	                    s->id, se->message, s->id, since ? since : "");
 }
 
+int lifecycle_removal_record(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err)
+{
+	if (!strcmp(s->status, "removed") || !strcmp(s->status, "removing"))
+		return 0; /* on record already */
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_sandbox_set_removing(lc->store, s->id, clock_now_ms(), &e) == 0)
+		return 0;
+	if (e->code == CP_ERR_NOT_FOUND)
+		return 0; /* no row left to say it (a warm-pool member forgotten first) */
+	return cp_error_set(err, CP_ERR_UNAVAILABLE,
+	                    "sandbox '%s' was not removed: its removal could not be put on record in the registry "
+	                    "(%s). Nothing was changed and it keeps running. Free space on the disk holding the "
+	                    "state directory (%s), then try again",
+	                    s->id, e->message, lc->cfg->state_dir ? lc->cfg->state_dir : "CHAT2SBX_STATE_DIR");
+}
+
 int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbox_record *s,
                                        const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
                                        struct cp_error **err)
 {
-	if (lifecycle_removal_guard(lc, s, o, ret, err) < 0)
+	if (lifecycle_removal_guard(lc, s, o, ret, err) < 0 || lifecycle_removal_record(lc, s, err) < 0)
 		return -1;
 	lifecycle_channel_drop(lc, s->id);
 	const char *container = s->container_id ? s->container_id : s->container_name;
@@ -120,4 +145,37 @@ int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbo
 		cp_error_freep(err);
 	}
 	return 0;
+}
+
+size_t lifecycle_removing_run(struct lifecycle *lc)
+{
+	struct sandbox_record *rows = NULL;
+	size_t n = 0;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_sandbox_list(lc->store, STORE_SANDBOX_LIST_POOLED, &rows, &n, &e) < 0) {
+		log_warn("lifecycle", "finish interrupted removals: %s", e->message);
+		return 0;
+	}
+	size_t left = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(rows[i].status, "removing")) {
+			/* destroy_ex on a 'removing' row: no save (its guard ran),
+			 * exposures, the container again (gone is fine), then
+			 * 'removed'. */
+			struct lifecycle_destroy_options o = {.reason = "destroy", .actor = "serve"};
+			struct lifecycle_destroy_result dr = {0};
+			_cleanup_error_ struct cp_error *de = NULL;
+			if (lifecycle_sandbox_destroy_ex(lc, rows[i].id, &o, &dr, &de) == 0) {
+				log_info("lifecycle", "the interrupted removal of sandbox %s is finished", rows[i].id);
+			} else {
+				log_warn("lifecycle", "the interrupted removal of sandbox %s waits: %s", rows[i].id,
+				         de->message);
+				left++;
+			}
+			lifecycle_destroy_result_clear(&dr);
+		}
+		sandbox_record_clear(&rows[i]);
+	}
+	free(rows);
+	return left;
 }

@@ -102,17 +102,18 @@ int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const str
 		return 0;
 	}
 	/* The work comes out first (removal.c): a clone whose save fails is
-	 * left as it is, exposures and all. */
-	if (lifecycle_removal_guard(lc, &s, o, ret, err) < 0) {
+	 * left as it is, exposures and all. Then the removal is put on record
+	 * ('removing': no tool call reaches it from here on); a registry that
+	 * cannot write stops it before anything is removed. */
+	if (lifecycle_removal_guard(lc, &s, o, ret, err) < 0 || lifecycle_removal_record(lc, &s, err) < 0) {
 		cp_error_prefix(err, "destroy sandbox '%s'", id);
 		sandbox_record_clear(&s);
 		return -1;
 	}
 	/* Exposed ports go with the sandbox (expose.c), before the container:
 	 * removing many forwarders takes a while, and until the container is
-	 * gone the row still describes it truly (a re-attach meanwhile finds it
-	 * running, not "gone"). A forwarder the engine would not remove now is
-	 * retried by the next reconcile. */
+	 * gone the row says 'removing', truly. A forwarder the engine would not
+	 * remove now is retried by the next reconcile. */
 	_cleanup_error_ struct cp_error *expose_err = NULL;
 	if (lifecycle_exposures_remove(lc, id, &expose_err) < 0)
 		log_warn("lifecycle", "destroy sandbox %s: %s (retried at the next start)", id, expose_err->message);
@@ -127,8 +128,14 @@ int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const str
 		cp_error_freep(err);
 	}
 	sandbox_record_clear(&s);
+	/* The container is gone: when this write fails the row stays
+	 * 'removing' and lifecycle_removing_run finishes it. */
 	if (store_sandbox_set_status(lc->store, id, "removed", NULL, NULL, clock_now_ms(), err) < 0)
-		return -1;
+		return cp_error_prefix(
+		    err,
+		    "destroy sandbox '%s': its container is removed, but the registry could not record "
+		    "it (it stays 'removing' until the next maintenance pass finishes it)",
+		    id);
 	log_info("lifecycle", "destroyed sandbox %s%s%s", id, ret->save.export.id ? ", work saved as " : "",
 	         ret->save.export.id ? ret->save.export.id : "");
 	return store_sandbox_get(lc->store, id, &ret->sandbox, err);
@@ -165,6 +172,11 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 		else if (strcmp(s.status, "removed") == 0)
 			cp_error_set(err, CP_ERR_CONFLICT,
 			             "sandbox '%s' was destroyed; create a new one with sandbox_create", id);
+		else if (strcmp(s.status, "removing") == 0)
+			cp_error_set(err, CP_ERR_CONFLICT,
+			             "sandbox '%s' is being removed (a removal the registry could not finish yet is "
+			             "finished by the next maintenance pass); create a new one with sandbox_create",
+			             id);
 		else if (strcmp(s.status, "expired") == 0)
 			cp_error_set(err, CP_ERR_CONFLICT,
 			             "sandbox '%s' expired (%s); its container is stopped with its clone intact: call "

@@ -175,15 +175,20 @@ struct sandbox_record {
 	int64_t disk_bytes; /* writable layer size limit, 0 = none (migration 0008) */
 	int unsaved;        /* clone work since its last export, as last checked: 1, 0, or -1 = not known (0010) */
 	int64_t unsaved_checked_at_ms; /* 0 = never checked */
+	char *removing_from;           /* with status removing: the status before, else NULL (0010) */
 };
 void sandbox_record_clear(struct sandbox_record *s);
+/* Whether s is live: creating, running, or removing from one of those (the
+ * same rule as the registry's one-live-sandbox-per-workspace index). Pure. */
+int store_sandbox_is_live(const struct sandbox_record *s);
 
 /* Inserts s (borrowed) with status 'creating' or as given. CONFLICT when the
- * workspace already has a live (creating/running) sandbox, naming it. */
+ * workspace already has a live sandbox (store_sandbox_is_live), naming it. */
 int store_sandbox_insert(struct store *store, const struct sandbox_record *s, struct cp_error **err);
 /* Loads one sandbox. NOT_FOUND names the id and says to call sandbox_list. */
 int store_sandbox_get(struct store *store, const char *id, struct sandbox_record *ret, struct cp_error **err);
-/* The live sandbox of a workspace, or NOT_FOUND. */
+/* The live sandbox of a workspace (store_sandbox_is_live: 'removing' too),
+ * or NOT_FOUND. */
 int store_sandbox_get_live_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
                                          struct cp_error **err);
 /* Sandboxes, oldest first. include_removed is a set of flags: 0 lists the
@@ -194,7 +199,8 @@ int store_sandbox_get_live_for_workspace(struct store *store, const char *worksp
 #define STORE_SANDBOX_LIST_POOLED 2
 int store_sandbox_list(struct store *store, int include_removed, struct sandbox_record **ret, size_t *ret_n,
                        struct cp_error **err);
-/* Count of user sandboxes in creating/running (warm-pool members excluded). */
+/* Count of live user sandboxes (store_sandbox_is_live; warm-pool members
+ * excluded). */
 int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err);
 /* Sets status (and failure_reason when not NULL, container_id when not NULL),
  * updated_at = now_ms; status 'removed' also sets removed_at_ms and releases
@@ -202,6 +208,13 @@ int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_erro
  * when the id is unknown. */
 int store_sandbox_set_status(struct store *store, const char *id, const char *status, const char *container_id,
                              const char *failure_reason, int64_t now_ms, struct cp_error **err);
+/* Puts the removal of sandbox id on record before its container is removed
+ * (issue 13 item 4): status 'removing', removing_from = the status it
+ * replaces (kept when it is 'removing' already), updated_at = now_ms. A
+ * 'removed' row is left as it is. NOT_FOUND when no row changed (unknown
+ * or removed); a registry that cannot write (a full disk) fails with its
+ * error and changes nothing. */
+int store_sandbox_set_removing(struct store *store, const char *id, int64_t now_ms, struct cp_error **err);
 /* Records activity (a tool call reached the sandbox) at now_ms. */
 int store_sandbox_touch(struct store *store, const char *id, int64_t now_ms, struct cp_error **err);
 /* Deletes a sandbox row (used only to undo a create that failed before the

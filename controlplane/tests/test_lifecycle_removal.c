@@ -6,7 +6,12 @@
  * idle expiry and its retry of an expired sandbox, the cleanup of a failed
  * sandbox, reconcile at start, and the guarded removal every path uses
  * (create's undo, the warm pool), for every row state; each checks the
- * exact DELETE /containers requests the engine received. */
+ * exact DELETE /containers requests the engine received. Then the removal
+ * put on record (issue 13 item 4): with the registry read-only (a full
+ * disk, PRAGMA query_only as test_lifecycle_undo.c) no path removes
+ * anything, and a removal whose final write failed (a trigger refuses
+ * 'removed') stays 'removing', is offered to no call, and is finished by
+ * the maintenance pass or reconcile. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +22,7 @@
 #include "base/clock.h"
 #include "fake_engine.h"
 #include "lifecycle/lifecycle_internal.h"
+#include "store/store_internal.h"
 
 static char root[64], db[128], ws_dir[128];
 static struct config cfg;
@@ -36,6 +42,7 @@ static const struct fake_route routes[] = {
     {"POST", "/attach", {.fixture = "attach_upgrade.http"}}, /* then closed: the helper never answers */
     {"POST", "/start", {.fixture = "start_ok.http"}},
     {"POST", "/stop", {.fixture = "start_ok.http"}},
+    {"DELETE", "/containers/sbx_gone", {.fixture = "inspect_missing.http"}}, /* 404: already gone */
     {"DELETE", "/containers/", {.fixture = "remove_ok.http"}},
 };
 
@@ -238,6 +245,8 @@ Test(removal, the_guarded_removal_for_every_row_state)
 		char path[64];
 		snprintf(path, sizeof path, "/containers/%s", cases[i].id);
 		cr_assert_eq(fake_count("DELETE", path), (size_t)cases[i].removed, "%s", cases[i].id);
+		/* Put on record before the engine was asked; the caller writes the end. */
+		cr_assert_str_eq(status_of(cases[i].id), cases[i].removed ? "removing" : cases[i].status);
 		cp_error_free(err);
 		lifecycle_destroy_result_clear(&res);
 		sandbox_record_clear(&s);
@@ -250,4 +259,113 @@ Test(removal, the_guarded_removal_for_every_row_state)
 	struct cp_error *err = NULL;
 	cr_assert_eq(lifecycle_container_remove_guarded(lc, &gone, &o, &res, &err), 0);
 	lifecycle_destroy_result_clear(&res);
+}
+
+static void registry_writable(int yes)
+{
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_exec(st, yes ? "PRAGMA query_only = 0" : "PRAGMA query_only = 1", "test", &err), 0);
+}
+
+static void final_write_refused(int yes)
+{
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_exec(st,
+	                        yes ? "CREATE TRIGGER no_room BEFORE UPDATE OF status ON sandboxes WHEN NEW.status = "
+	                              "'removed' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+	                            : "DROP TRIGGER no_room",
+	                        "test", &err),
+	             0, "%s", err ? err->message : "");
+}
+
+Test(removal, a_registry_that_cannot_write_removes_nothing)
+{
+	registry_writable(0);
+	const char *actors[] = {"mcp", "cli"};
+	for (int i = 0; i < 2; i++) {
+		struct lifecycle_destroy_result res = {0};
+		struct cp_error *err = NULL;
+		cr_assert_eq(destroy("sbx_man", 0, actors[i], &res, &err), -1);
+		cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+		cr_assert(strstr(err->message, "was not removed: its removal could not be put on record"), "%s",
+		          err->message);
+		cr_assert(strstr(err->message, "Free space"), "%s", err->message);
+		cp_error_free(err);
+		lifecycle_destroy_result_clear(&res);
+	}
+	/* The guarded removal (reconcile, the warm pool) and expiry alike. */
+	struct sandbox_record s = {0};
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_sandbox_get(st, "sbx_new", &s, &err), 0);
+	struct lifecycle_destroy_options o = {.reason = "cleanup", .actor = "serve"};
+	struct lifecycle_destroy_result res = {0};
+	cr_assert_eq(lifecycle_container_remove_guarded(lc, &s, &o, &res, &err), -1);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cp_error_freep(&err);
+	lifecycle_destroy_result_clear(&res);
+	sandbox_record_clear(&s);
+	cr_assert_eq(lifecycle_reconcile(lc, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(lifecycle_expiry_run(lc, clock_now_ms() + 10 * LIFECYCLE_IDLE_TIMEOUT_MS, &err), 0);
+	cr_assert_eq(fake_count("DELETE", "/containers/"), 0, "no container was removed");
+	cr_assert_str_eq(status_of("sbx_man"), "running");
+	cr_assert_str_eq(status_of("sbx_new"), "creating", "reconcile retries at the next start");
+	registry_writable(1);
+	struct lifecycle_destroy_result ok = {0};
+	cr_assert_eq(destroy("sbx_man", 0, "cli", &ok, &err), 0, "%s", err ? err->message : "");
+	cr_assert_str_eq(status_of("sbx_man"), "removed");
+	cr_assert_eq(fake_count("DELETE", "/containers/sbx_man"), 1);
+	lifecycle_destroy_result_clear(&ok);
+}
+
+Test(removal, a_removal_whose_last_write_failed_is_finished_later)
+{
+	final_write_refused(1);
+	struct lifecycle_destroy_result res = {0};
+	struct cp_error *err = NULL;
+	cr_assert_eq(destroy("sbx_man", 0, "mcp", &res, &err), -1);
+	cr_assert(strstr(err->message, "its container is removed, but the registry could not record it"), "%s",
+	          err->message);
+	cp_error_freep(&err);
+	lifecycle_destroy_result_clear(&res);
+	cr_assert_eq(fake_count("DELETE", "/containers/sbx_man"), 1);
+	cr_assert_str_eq(status_of("sbx_man"), "removing");
+
+	/* Live for the workspace rule and the count, offered to no call. */
+	struct sandbox_record s = {0};
+	cr_assert_eq(store_sandbox_get_live_for_workspace(st, "ws_man", &s, &err), 0);
+	cr_assert_str_eq(s.id, "sbx_man");
+	sandbox_record_clear(&s);
+	struct helper_channel *ch = NULL;
+	cr_assert_eq(lifecycle_sandbox_channel(lc, "sbx_man", &ch, &err), -1);
+	cr_assert_eq(err->code, CP_ERR_CONFLICT);
+	cr_assert(strstr(err->message, "is being removed"), "%s", err->message);
+	cp_error_freep(&err);
+
+	/* Still refused: the pass removes the container again and waits. */
+	cr_assert_eq(lifecycle_removing_run(lc), 1);
+	cr_assert_eq(fake_count("DELETE", "/containers/sbx_man"), 2, "a container still there is removed again");
+	cr_assert_str_eq(status_of("sbx_man"), "removing");
+
+	final_write_refused(0);
+	cr_assert_eq(lifecycle_removing_run(lc), 0);
+	cr_assert_str_eq(status_of("sbx_man"), "removed");
+	cr_assert_eq(lifecycle_removing_run(lc), 0, "nothing left");
+	cr_assert_eq(fake_count("DELETE", "/containers/sbx_man"), 3);
+}
+
+Test(removal, removing_rows_are_finished_whether_or_not_the_container_is_there)
+{
+	struct cp_error *err = NULL;
+	struct workspace_record w = {.id = "ws_man2", .mode = "managed", .path = root, .created_at_ms = 1};
+	cr_assert_eq(store_workspace_insert(st, &w, &err), 0);
+	add_sandbox("sbx_gone", "ws_man2", "running");
+	cr_assert_eq(store_sandbox_set_removing(st, "sbx_gone", clock_now_ms(), &err), 0);
+	cr_assert_eq(store_sandbox_set_removing(st, "sbx_man", clock_now_ms(), &err), 0);
+	/* At the next start: reconcile finishes both (the engine lists
+	 * neither; sbx_gone's removal answers 404, which is done too). */
+	cr_assert_eq(lifecycle_reconcile(lc, &err), 0, "%s", err ? err->message : "");
+	cr_assert_str_eq(status_of("sbx_gone"), "removed");
+	cr_assert_str_eq(status_of("sbx_man"), "removed");
+	cr_assert_eq(fake_count("DELETE", "/containers/sbx_gone"), 1);
+	cr_assert_eq(fake_count("DELETE", "/containers/sbx_man"), 1);
 }

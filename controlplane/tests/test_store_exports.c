@@ -1,8 +1,9 @@
 /* test_store_exports.c: saved clone work in the registry (migration 0010):
- * the rebuild of sandboxes keeps every row and every exposure of a database
- * made before it; the status 'expired' and its revival; export rows round
- * trip, newest per sandbox, applied and trashed; source refs and the
- * unsaved flag. */
+ * the rebuild of sandboxes keeps every row, column, exposure and extra mount
+ * of a database made before it; the status 'expired' and its revival; the
+ * status 'removing' and the one-live-sandbox rule; export rows round trip,
+ * newest per sandbox, applied and trashed; source refs and the unsaved
+ * flag. */
 #include <criterion/criterion.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -37,14 +38,14 @@ static void exec(sqlite3 *d, const char *sql)
 
 Test(store_exports, rebuild_keeps_rows_and_exposures_of_an_older_registry)
 {
-	/* A registry at version 7 with a sandbox and an exposure, as an older
-	 * chat2sbx left it. */
+	/* A registry at version 9 with a sandbox, an exposure and an extra
+	 * mount, as an older chat2sbx left it. */
 	sqlite3 *d = NULL;
 	cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
 	exec(d, "PRAGMA foreign_keys=ON");
 	exec(d, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms "
 	        "INTEGER NOT NULL)");
-	for (size_t i = 0; i < store_migrations_count && store_migrations[i].version <= 7; i++) {
+	for (size_t i = 0; i < store_migrations_count && store_migrations[i].version <= 9; i++) {
 		exec(d, store_migrations[i].sql);
 		char ins[200];
 		snprintf(ins, sizeof ins, "INSERT INTO schema_migrations VALUES (%d, '%s', 1)",
@@ -52,9 +53,11 @@ Test(store_exports, rebuild_keeps_rows_and_exposures_of_an_older_registry)
 		exec(d, ins);
 	}
 	exec(d, "INSERT INTO workspaces (id, mode, path, created_at_ms) VALUES ('ws_a', 'managed', '/tmp/a', 1)");
-	exec(d, "INSERT INTO sandboxes (id, workspace_id, status, container_name, image, created_at_ms, updated_at_ms, "
-	        "last_activity_ms, mount_dev, mount_ino) VALUES ('sbx_a', 'ws_a', 'running', 'sbx_a', 'img', 5, 6, 7, "
-	        "11, 12)");
+	exec(d,
+	     "INSERT INTO sandboxes (id, workspace_id, status, container_name, image, created_at_ms, updated_at_ms, "
+	     "last_activity_ms, mount_dev, mount_ino, disk_bytes) VALUES ('sbx_a', 'ws_a', 'running', 'sbx_a', 'img', "
+	     "5, 6, 7, 11, 12, 4096)");
+	exec(d, "INSERT INTO sandbox_mounts VALUES ('sbx_a', '/workspace/.git/config', '/tmp/a/.git/config', 1, 3, 4)");
 	exec(d,
 	     "INSERT INTO exposures VALUES ('sbx_a', 8000, '127.0.0.1', 40000, 'sbx_a-expose-8000', NULL, 'net', 9)");
 	sqlite3_close(d);
@@ -67,7 +70,17 @@ Test(store_exports, rebuild_keeps_rows_and_exposures_of_an_older_registry)
 	cr_assert_str_eq(s.status, "running");
 	cr_assert_eq(s.last_activity_ms, 7);
 	cr_assert_eq(s.unsaved, -1, "not known yet");
+	cr_assert_eq(s.disk_bytes, 4096, "0008's column is kept");
+	cr_assert_null(s.removing_from);
 	sandbox_record_clear(&s);
+	struct sandbox_mount_record *mounts = NULL;
+	size_t n_mounts = 0;
+	cr_assert_eq(store_sandbox_mounts_list(st, "sbx_a", &mounts, &n_mounts, &err), 0);
+	cr_assert_eq(n_mounts, 1, "0009's extra mounts are kept");
+	cr_assert_str_eq(mounts[0].target, "/workspace/.git/config");
+	cr_assert_eq(mounts[0].ino, 4);
+	sandbox_mount_record_clear(&mounts[0]);
+	free(mounts);
 	uint64_t dev = 0, ino = 0;
 	cr_assert_eq(store_sandbox_get_mount_identity(st, "sbx_a", &dev, &ino, &err), 1);
 	cr_assert_eq(dev, 11);
@@ -134,6 +147,68 @@ Test(store_exports, expired_is_not_live_and_revives)
 	cr_assert_eq(store_sandbox_revive(st, "sbx_c", 21, &err), -1, "only an expired one revives");
 	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
 	cp_error_freep(&err);
+	store_free(st);
+}
+
+/* Issue 13 item 4: 'removing' is live when the status it replaced was
+ * (one per workspace, counted), and never when it replaced a failed row. */
+Test(store_exports, removing_stays_live_while_its_container_may_exist)
+{
+	struct store *st = open_with_sandbox();
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_sandbox_set_removing(st, "sbx_c", 30, &err), 0, "%s", err ? err->message : "");
+	struct sandbox_record s = {0};
+	cr_assert_eq(store_sandbox_get(st, "sbx_c", &s, &err), 0);
+	cr_assert_str_eq(s.status, "removing");
+	cr_assert_str_eq(s.removing_from, "running");
+	cr_assert(store_sandbox_is_live(&s));
+	sandbox_record_clear(&s);
+	cr_assert_eq(store_sandbox_set_removing(st, "sbx_c", 31, &err), 0, "a second time keeps what it replaced");
+	cr_assert_eq(store_sandbox_get_live_for_workspace(st, "ws_c", &s, &err), 0);
+	cr_assert_str_eq(s.removing_from, "running");
+	sandbox_record_clear(&s);
+	int live = -1;
+	cr_assert_eq(store_sandbox_count_live(st, &live, &err), 0);
+	cr_assert_eq(live, 1, "its container may still be there: it counts");
+	struct workspace_record w = {0};
+	cr_assert_eq(store_workspace_get(st, "ws_c", &w, &err), 0);
+	cr_assert_str_eq(w.sandbox_id, "sbx_c");
+	workspace_record_clear(&w);
+	struct sandbox_record other = {.id = "sbx_d",
+	                               .workspace_id = "ws_c",
+	                               .container_name = "sbx_d",
+	                               .image = "img",
+	                               .network = 1,
+	                               .created_at_ms = 3};
+	cr_assert_eq(store_sandbox_insert(st, &other, &err), -1, "one live sandbox per workspace");
+	cr_assert_eq(err->code, CP_ERR_CONFLICT);
+	cp_error_freep(&err);
+	/* Removed at last: the workspace is free, and a removed row is never
+	 * turned back into 'removing'. */
+	cr_assert_eq(store_sandbox_set_status(st, "sbx_c", "removed", NULL, NULL, 40, &err), 0);
+	cr_assert_eq(store_sandbox_set_removing(st, "sbx_c", 41, &err), -1);
+	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
+	cp_error_freep(&err);
+	cr_assert_eq(store_sandbox_insert(st, &other, &err), 0, "%s", err ? err->message : "");
+	/* A failed sandbox being removed is not live: the workspace's new one
+	 * stays the live one. */
+	struct sandbox_record failed = {.id = "sbx_f",
+	                                .workspace_id = "ws_c",
+	                                .status = "failed",
+	                                .container_name = "sbx_f",
+	                                .image = "img",
+	                                .network = 1,
+	                                .created_at_ms = 4};
+	cr_assert_eq(store_sandbox_insert(st, &failed, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(store_sandbox_set_removing(st, "sbx_f", 50, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(store_sandbox_get_live_for_workspace(st, "ws_c", &s, &err), 0);
+	cr_assert_str_eq(s.id, "sbx_d");
+	sandbox_record_clear(&s);
+	cr_assert_eq(store_sandbox_get(st, "sbx_f", &s, &err), 0);
+	cr_assert_not(store_sandbox_is_live(&s));
+	sandbox_record_clear(&s);
+	cr_assert_eq(store_sandbox_count_live(st, &live, &err), 0);
+	cr_assert_eq(live, 1);
 	store_free(st);
 }
 

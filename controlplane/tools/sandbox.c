@@ -222,7 +222,7 @@ int tool_sandbox_list(const struct mcp_call *call, struct json_object *args, str
 		if (json_object_object_get_ex(one, "unsaved_work", &u) && json_object_get_boolean(u))
 			unsaved++;
 		json_object_array_add(list, one);
-		if (strcmp(rows[i].status, "running") == 0 || strcmp(rows[i].status, "creating") == 0)
+		if (store_sandbox_is_live(&rows[i]))
 			active++;
 		sandbox_record_clear(&rows[i]);
 	}

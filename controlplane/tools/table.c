@@ -29,7 +29,7 @@ const char tools_instructions[] =
 #define SANDBOX_OUT                                                                                                    \
 	"{\"type\":\"object\",\"properties\":{"                                                                        \
 	"\"sandbox_id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"creating\","                 \
-	"\"running\",\"failed\",\"removed\",\"expired\",\"approval_required\"]},"                                      \
+	"\"running\",\"failed\",\"removed\",\"expired\",\"removing\",\"approval_required\"]},"                         \
 	"\"workspace_id\":{\"type\":\"string\"},\"workspace_mode\":{\"type\":\"string\"},"                             \
 	"\"workspace_path\":{\"type\":\"string\",\"description\":\"Host directory behind /workspace\"},"               \
 	"\"image\":{\"type\":\"string\"},\"container_id\":{\"type\":\"string\"},"                                      \
@@ -119,9 +119,9 @@ static const struct mcp_tool table[] = {
     {
         .name = "sandbox_list",
         .title = "List sandboxes",
-        .description = "List the sandboxes that are running, failed or expired, with their workspaces and, "
-                       "for clone sandboxes, whether they hold unsaved work. Use it to find a sandbox_id from "
-                       "another conversation.",
+        .description = "List the sandboxes that are running, failed, expired or being removed, with their "
+                       "workspaces and, for clone sandboxes, whether they hold unsaved work. Use it to find a "
+                       "sandbox_id from another conversation.",
         .input_schema = "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
         .output_schema = "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":"
                          "{\"type\":\"object\"}},\"active_count\":{\"type\":\"integer\"},"

@@ -357,13 +357,14 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 	free(rows);
 	/* Saved clone work (issue 14): sandboxes whose last look found work no
 	 * export holds, expired ones, and exports nobody applied yet. */
-	int64_t unsaved = 0, expired = 0, unapplied = 0;
+	int64_t unsaved = 0, expired = 0, unapplied = 0, removing = 0;
 	struct sandbox_record *sb = NULL;
 	size_t ns = 0;
 	if (have && store_sandbox_list(store, 0, &sb, &ns, &e) == 0) {
 		for (size_t i = 0; i < ns; i++) {
 			unsaved += sb[i].unsaved == 1 || !strcmp(sb[i].status, "expired");
 			expired += !strcmp(sb[i].status, "expired");
+			removing += !strcmp(sb[i].status, "removing"); /* a removal the registry could not finish */
 			sandbox_record_clear(&sb[i]);
 		}
 		free(sb);
@@ -374,6 +375,7 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 	store_free(store);
 	add_int(sbx, "unsaved", unsaved, have);
 	add_int(sbx, "expired", expired, have);
+	add_int(sbx, "removing", removing, have);
 	add_int(sbx, "exports_not_applied", unapplied, have_exports);
 	add_int(sbx, "active", live, have);
 	add_int(sbx, "memory_ceilings_bytes", memory, have);
@@ -444,6 +446,10 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	       "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?", get_s(o, "sandboxes", "limit") ?: "unlimited",
 	       get_s(o, "sandboxes", "limit_source") ?: "?", get_s(o, "sandboxes", "unsaved") ?: "?",
 	       get_s(o, "sandboxes", "expired") ?: "?", get_s(o, "sandboxes", "exports_not_applied") ?: "?");
+	if (strcmp(get_s(o, "sandboxes", "removing") ?: "0", "0") != 0)
+		printf("%-10s %s sandbox(es) being removed: the registry could not record the end of their removal; "
+		       "serve's next maintenance pass finishes it\n",
+		       "", get_s(o, "sandboxes", "removing"));
 	struct json_object *dk = json_object_object_get(o, "disk"), *fss = json_object_object_get(dk, "filesystems");
 	for (size_t i = 0; i < json_object_array_length(fss); i++) {
 		struct json_object *f = json_object_array_get_idx(fss, i);

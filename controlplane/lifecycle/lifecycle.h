@@ -140,8 +140,12 @@ int lifecycle_approval_approve(const struct config *cfg, struct store *store, co
 int lifecycle_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err);
 
 /* Removes the container (force) and marks the row removed; the workspace is
- * kept. Works for running, failed and expired sandboxes; NOT_FOUND for
- * unknown ids. A sandbox already removed is answered as it is (destroy is
+ * kept. Works for running, failed and expired sandboxes, and finishes a
+ * 'removing' one; NOT_FOUND for unknown ids. The removal is put on record
+ * ('removing', lifecycle_removal_record) before the container is removed:
+ * UNAVAILABLE with nothing removed when that cannot be written; when only
+ * the final 'removed' cannot be written the error says so and the row
+ * stays 'removing' for lifecycle_removing_run. A sandbox already removed is answered as it is (destroy is
  * idempotent). A clone sandbox's work is saved first (lifecycle_export_save,
  * removal.c): when that fails nothing is removed and the error says why and
  * how to force it. *ret (may be NULL; caller clears) is the final row. The

@@ -404,6 +404,9 @@ out=; prev=; for a in "$@"; do [ "$prev" = -cf ] && out=$a; prev=$a; done
 rm -rf /tmp/h && mkdir -p /tmp/h/real && cd /tmp/h && echo pwned > p.txt && echo through > real/x
 if [ "$(cat /etc/evil-mode)" = escape ]; then
   /usr/bin/tar -rf "$out" --transform 's,^p.txt,../escape.txt,' p.txt
+elif [ "$(cat /etc/evil-mode)" = setuid ]; then
+  # the sandbox cannot chmod u+s (seccomp), but a tar it writes can claim it
+  /usr/bin/tar -rf "$out" --mode=6755 --transform 's,^p.txt,suid.txt,' p.txt
 else
   ln -s "$(cat /etc/evil-ref)" link
   /usr/bin/tar -rf "$out" link
@@ -419,7 +422,7 @@ ctx.test('a plain copy round-trips through --to; a doctored tar cannot write out
   fs.writeFileSync(path.join(dir, 'sub', 'data.txt'), 'data\n');
   assert.equal(cli(['workspace', 'add', dir, '--mode', 'clone']).status, 0);
   const sbx = await cloneSandbox(tools, dir);
-  await sh(tools, sbx.sandbox_id, 'cd /workspace && echo more >> readme.txt && echo new > sub/new.txt && chmod 4755 sub/new.txt && ln -s readme.txt link.txt');
+  await sh(tools, sbx.sandbox_id, 'cd /workspace && echo more >> readme.txt && echo new > sub/new.txt && chmod 755 sub/new.txt && ln -s readme.txt link.txt');
   const destroyed = await tools.ok('sandbox_destroy', { sandbox_id: sbx.sandbox_id }, CREATE_TIMEOUT);
   const exp = destroyed.export.export_id;
   assert.equal(destroyed.export.kind, 'tar');
@@ -431,12 +434,23 @@ ctx.test('a plain copy round-trips through --to; a doctored tar cannot write out
   assert.equal(r.status, 0, r.desc);
   assert.equal(fs.readFileSync(path.join(out, 'readme.txt'), 'utf8'), 'plain\nmore\n');
   assert.equal(fs.readFileSync(path.join(out, 'sub', 'new.txt'), 'utf8'), 'new\n');
-  assert.equal(fs.statSync(path.join(out, 'sub', 'new.txt')).mode & 0o7000, 0, 'no setuid bit is made');
   assert.equal(fs.readlinkSync(path.join(out, 'link.txt')), 'readme.txt');
   assert.equal(fs.readFileSync(path.join(dir, 'readme.txt'), 'utf8'), 'plain\n', 'the source is untouched');
   const again = cli(['export', 'apply', exp, '--to', out]);
   assert.notEqual(again.status, 0);
   assert.match(again.stderr, /not empty/);
+
+  // A tar whose entry claims setuid and setgid: applied, without the bits.
+  const s1 = await cloneSandbox(tools, dir);
+  await tools.ok('write', { sandbox_id: s1.sandbox_id, path: '/usr/local/bin/tar', content: EVIL_TAR });
+  await tools.ok('write', { sandbox_id: s1.sandbox_id, path: '/etc/evil-mode', content: 'setuid' });
+  await sh(tools, s1.sandbox_id, 'chmod +x /usr/local/bin/tar && echo changed >> /workspace/readme.txt');
+  const d1 = await tools.ok('sandbox_destroy', { sandbox_id: s1.sandbox_id }, CREATE_TIMEOUT);
+  const suidOut = path.join(ctx.srv.root, 'suid-copy');
+  const rs = cli(['export', 'apply', d1.export.export_id, '--to', suidOut]);
+  assert.equal(rs.status, 0, rs.desc);
+  assert.equal(fs.readFileSync(path.join(suidOut, 'suid.txt'), 'utf8'), 'pwned\n');
+  assert.equal(fs.statSync(path.join(suidOut, 'suid.txt')).mode & 0o7000, 0, 'no setuid or setgid bit is made');
 
   const target = path.join(ctx.srv.root, 'outside-target');
   fs.mkdirSync(target, { recursive: true });

@@ -199,7 +199,7 @@ size_t lifecycle_undo_run(struct lifecycle *lc);
  * 'removing': a full disk between the engine's removal and the registry's
  * 'removed'): exposures and the container removed again when still there,
  * the row then 'removed' (lifecycle_sandbox_destroy_ex). Returns how many
- * still wait (each logged). Blocks for the engine removals. Run by the
+ * still wait (each logged; 0 when the registry cannot be read, logged too). Blocks for the engine removals. Run by the
  * maintenance pass; reconcile does the same at start. */
 size_t lifecycle_removing_run(struct lifecycle *lc);
 

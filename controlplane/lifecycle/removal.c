@@ -126,7 +126,7 @@ int lifecycle_removal_record(struct lifecycle *lc, const struct sandbox_record *
 		return 0; /* no row left to say it (a warm-pool member forgotten first) */
 	return cp_error_set(err, CP_ERR_UNAVAILABLE,
 	                    "sandbox '%s' was not removed: its removal could not be put on record in the registry "
-	                    "(%s). Nothing was changed and it keeps running. Free space on the disk holding the "
+	                    "(%s). Nothing was changed. Free space on the disk holding the "
 	                    "state directory (%s), then try again",
 	                    s->id, e->message, lc->cfg->state_dir ? lc->cfg->state_dir : "CHAT2SBX_STATE_DIR");
 }

@@ -4,7 +4,8 @@
 // only the person brings it home with `chat2sbx export apply`, which writes
 // refs/remotes/chat2sbx/<sandbox>/... and nothing else of the host
 // repository (checked byte for byte). No save, no removal: destroy refuses
-// without force, expiry stops the container instead and retries. Hostile
+// without force (a size cap, a clone without git or tar, a helper that does
+// not answer), expiry stops the container instead and retries. Hostile
 // clones (bad ref names, refs outside heads/tags, .gitmodules attacks,
 // oversized work, a tar that escapes) are refused with a clear message.
 import assert from 'node:assert/strict';
@@ -334,6 +335,35 @@ ctx.test('a broken clone: destroy refuses and says so; force removes it and says
   assert.equal(forced.status, 'removed');
   assert.match(forced.lost, /were not saved and are gone/);
   assert.equal(forced.export, undefined);
+});
+
+ctx.test('a helper that does not answer: destroy refuses with nothing removed; once it answers, the save and the removal happen', async () => {
+  const tools = await ctx.tools();
+  const dir = hostRepo('frozen');
+  const sbx = await cloneSandbox(tools, dir);
+  const id = sbx.sandbox_id;
+  await sh(tools, id, `cd /workspace && ${GITID} commit -qm 'before the freeze' --allow-empty`);
+  // Frozen from the host (SIGSTOP on the container's first process: the
+  // helper, or the runtime that holds it), so nothing answers the save.
+  const pid = (await dockerInspect(id)).State.Pid;
+  assert.ok(pid > 1, 'the container has a process');
+  process.kill(pid, 'SIGSTOP');
+  let refused;
+  try {
+    refused = await tools.call('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
+  assert.equal(refused.isError, true, resultText(refused));
+  assert.match(resultText(refused), /was not removed: its work could not be saved/);
+  assert.match(resultText(refused), /force/);
+  assert.equal((await dockerInspect(id)).State.Running, true, 'nothing was removed');
+  assert.equal((await tools.ok('sandbox_get', { sandbox_id: id })).status, 'running');
+  const done = await tools.ok('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);
+  assert.equal(done.status, 'removed');
+  assert.ok(done.export?.export_id, JSON.stringify(done));
+  const show = cliJson(['export', 'show', done.export.export_id, '--json']);
+  assert.ok(JSON.stringify(show).includes('before the freeze'), JSON.stringify(show));
 });
 
 // A hostile clone: root in the sandbox puts its own git first on PATH,

@@ -121,7 +121,10 @@ int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const str
 	const char *container = s.container_id ? s.container_id : s.container_name;
 	if (docker_container_remove(lc->engine, container, err) < 0) {
 		if ((*err)->code != CP_ERR_NOT_FOUND) {
-			cp_error_prefix(err, "destroy sandbox '%s'", id);
+			cp_error_prefix(err,
+			                "destroy sandbox '%s' (its removal is on record: the maintenance pass tries "
+			                "again every minute)",
+			                id);
 			sandbox_record_clear(&s);
 			return -1;
 		}

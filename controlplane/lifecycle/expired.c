@@ -24,16 +24,18 @@ int lifecycle_expired_revive(struct lifecycle *lc, const struct workspace_record
 	/* Expiry may be saving it right now: then it is not ours to start. */
 	if (lifecycle_hold_begin(lc, id, err) < 0)
 		goto out;
-	if (lc->cfg->max_active_sandboxes > 0) {
+	/* The limit in force (host_limits.c: configured or derived from this
+	 * machine), as for any create. */
+	if (lc->limits.max_active > 0) {
 		int live = 0;
 		if (store_sandbox_count_live(lc->store, &live, err) < 0)
 			goto held;
-		if (live >= lc->cfg->max_active_sandboxes) {
+		if (live >= lc->limits.max_active) {
 			cp_error_set(
 			    err, CP_ERR_LIMIT,
 			    "the sandbox limit is reached: %d of %d active; sandbox '%s' of workspace '%s' stays "
 			    "expired until one is destroyed",
-			    live, lc->cfg->max_active_sandboxes, s.id, w->id);
+			    live, lc->limits.max_active, s.id, w->id);
 			goto held;
 		}
 	}

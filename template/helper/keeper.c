@@ -1,0 +1,289 @@
+/* keeper.c: the per-session keeper. keeper_spawn (in the helper) sends the
+ * shell's spec over a socket pair and forks; the child executes the
+ * helper's binary again as KEEPER_ARGV0, so it holds none of the helper's
+ * memory. keeper_main leads the session (and, for tty sessions, holds the
+ * terminal as its controlling terminal), is a child subreaper so every
+ * process the session starts stays below it, starts the shell in its own
+ * process group, reports the shell's pid and wait status and reaps until
+ * it has no children left. It ignores every catchable signal: only the
+ * helper stops a session, by signalling the keeper's descendants. It must
+ * never hold a descriptor of the helper's beyond what it is given. */
+#include "keeper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEEPER_COMM "chat2sbx-keeper" /* its comm (ps -o comm), at most 15 bytes */
+#define REPORT_FD 3                   /* the keeper's socket, after its stdio */
+#define FD_SCRATCH 10                 /* descriptors are moved above this first */
+/* A spec message: header, cwd, NUL, command, NUL. The helper's bounds (a
+ * path, a command below MAX_ARG_STRLEN) keep it far below this. */
+#define SPEC_MAX (256 * 1024)
+#define SPEC_TTY 1u
+
+struct spec_header {
+	uint32_t flags, cwd_len, command_len;
+};
+
+/* One report to the helper; a helper that forgot the session closed its
+ * end (EPIPE): nobody is left to tell. */
+static void report(int kind, int value)
+{
+	struct keeper_report r = {.kind = kind, .value = value};
+	while (send(REPORT_FD, &r, sizeof r, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+/* In the shell's process: its own process group (the foreground one of a
+ * tty), a clean signal state, the directory, then exec. stdio are already
+ * in place, the socket closes on exec. Never returns. */
+static void __attribute__((noreturn))
+shell_exec(const char *cwd, const char *command, bool tty, int ctty_errno, char **envp)
+{
+	setpgid(0, 0);
+	/* SIGTTOU is still ignored here (the keeper's dispositions), so a
+	 * background group may take the terminal. */
+	if (tty && ctty_errno == 0)
+		tcsetpgrp(STDIN_FILENO, getpid());
+	/* Signals sent since the fork are pending (blocked), not lost to the
+	 * keeper's SIG_IGN: they act once the mask is cleared. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (ctty_errno) {
+		dprintf(STDERR_FILENO,
+		        "chat2sbx-helper: cannot make the pseudo-terminal the controlling terminal: %s\n",
+		        strerror(ctty_errno));
+		_exit(127);
+	}
+	if (chdir(cwd) < 0) {
+		dprintf(STDERR_FILENO, "chat2sbx-helper: cannot enter '%s': %s\n", cwd, strerror(errno));
+		_exit(127);
+	}
+	char *bash_argv[] = {"bash", "-c", (char *)command, NULL};
+	execve("/bin/bash", bash_argv, envp);
+	if (errno == ENOENT) {
+		char *sh_argv[] = {"sh", "-c", (char *)command, NULL};
+		execve("/bin/sh", sh_argv, envp);
+	}
+	dprintf(STDERR_FILENO, "chat2sbx-helper: cannot run /bin/bash or /bin/sh: %s\n", strerror(errno));
+	_exit(127);
+}
+
+/* The keeper after its spec arrived. Never returns. */
+static void __attribute__((noreturn)) keeper_run(const char *cwd, const char *command, bool tty, char **envp)
+{
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	setsid();
+	/* The keeper, not the shell, controls the terminal: a hang-up (the
+	 * helper closes the master once the program closed the slave) signals
+	 * the keeper, which ignores it, instead of a program that has not
+	 * exited yet. */
+	int ctty_errno = tty && ioctl(STDOUT_FILENO, TIOCSCTTY, 0) < 0 ? errno : 0;
+	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	sigset_t all, none;
+	sigfillset(&all);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	pid_t shell = fork();
+	if (shell == 0)
+		shell_exec(cwd, command, tty, ctty_errno, envp);
+	int fork_errno = errno;
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (shell < 0) {
+		report(KEEPER_REPORT_FAILED, fork_errno);
+		_exit(0);
+	}
+	setpgid(shell, shell); /* also here, so the group exists whichever runs first */
+	report(KEEPER_REPORT_STARTED, shell);
+	/* The shell's streams are its own now: holding them would keep the
+	 * output pipe (or the terminal) open after everyone else closed it. */
+	for (int fd = 0; fd <= 2; fd++)
+		if (null_fd < 0 || dup2(null_fd, fd) < 0)
+			close(fd);
+	if (null_fd >= 0)
+		close(null_fd);
+	int cd = chdir("/"); /* keep no directory busy; a failure only would */
+	(void)cd;
+	for (;;) {
+		siginfo_t si = {0};
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* ECHILD: the session has no process left */
+		}
+		/* When the shell led the session, the kernel sent SIGHUP to its
+		 * foreground group (the shell's jobs) as it exited; tty sessions
+		 * keep that, sent while the exited shell still holds the group. */
+		if (si.si_pid == shell && tty)
+			kill(-shell, SIGHUP);
+		int st;
+		while (waitpid(si.si_pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (si.si_pid == shell)
+			report(KEEPER_REPORT_EXITED, st);
+	}
+	_exit(0);
+}
+
+int keeper_main(char **envp)
+{
+	/* execve made the process dumpable again; until here it held only the
+	 * shell's streams and a socket, which /proc cannot reopen. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	prctl(PR_SET_NAME, KEEPER_COMM, 0, 0, 0);
+	int type = 0;
+	socklen_t len = sizeof type;
+	if (getsockopt(REPORT_FD, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET) {
+		fprintf(stderr, "%s: started by chat2sbx-helper for each bash session only\n", KEEPER_ARGV0);
+		return 2;
+	}
+	fcntl(REPORT_FD, F_SETFD, FD_CLOEXEC);
+	/* Only the helper ends a session. SIGCHLD keeps its default (not
+	 * SIG_IGN, which would reap children without a status). */
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD)
+			sigaction(sig, &ign, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	static char buf[SPEC_MAX];
+	ssize_t n;
+	do
+		n = recv(REPORT_FD, buf, sizeof buf - 1, MSG_TRUNC);
+	while (n < 0 && errno == EINTR);
+	struct spec_header h;
+	if (n < (ssize_t)sizeof h || n >= (ssize_t)sizeof buf) {
+		report(KEEPER_REPORT_FAILED, n < 0 ? errno : EMSGSIZE);
+		_exit(0);
+	}
+	memcpy(&h, buf, sizeof h);
+	size_t body = (size_t)n - sizeof h;
+	char *cwd = buf + sizeof h, *command = cwd + h.cwd_len + 1;
+	if (h.cwd_len >= body || h.command_len >= body - h.cwd_len - 1 ||
+	    (size_t)h.cwd_len + 1 + h.command_len + 1 != body || cwd[h.cwd_len] || command[h.command_len]) {
+		report(KEEPER_REPORT_FAILED, EINVAL);
+		_exit(0);
+	}
+	keeper_run(cwd, command, h.flags & SPEC_TTY, envp);
+}
+
+/* In the forked child: 0 = the shell's stdin, 1 and 2 = its output,
+ * REPORT_FD = the socket (kept across exec), nothing else. Every other
+ * descriptor is the helper's (its request and reply streams, the signalfd,
+ * other sessions' pipes and logs); all are close-on-exec, but the fallback
+ * without exec needs them closed. Returns 0 or -errno. */
+static int fds_arrange(int in_fd, int out_fd, int sock_fd)
+{
+	int in = fcntl(in_fd, F_DUPFD_CLOEXEC, FD_SCRATCH);
+	int out = fcntl(out_fd, F_DUPFD_CLOEXEC, FD_SCRATCH);
+	int sock = fcntl(sock_fd, F_DUPFD_CLOEXEC, FD_SCRATCH);
+	if (in < 0 || out < 0 || sock < 0)
+		return -errno;
+	if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0 ||
+	    dup2(sock, REPORT_FD) < 0)
+		return -errno;
+	if (close_range(REPORT_FD + 1, ~0u, 0) < 0) {
+		struct rlimit rl;
+		int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
+		for (int fd = REPORT_FD + 1; fd < max; fd++)
+			close(fd);
+	}
+	return 0;
+}
+
+/* The forked child of keeper_spawn. Never returns. */
+static void __attribute__((noreturn)) keeper_child(const struct keeper_spec *spec, int sock_fd)
+{
+	int r = fds_arrange(spec->in_fd, spec->out_fd, sock_fd);
+	if (r < 0) {
+		struct keeper_report rep = {.kind = KEEPER_REPORT_FAILED, .value = -r};
+		ssize_t w = send(sock_fd, &rep, sizeof rep, MSG_NOSIGNAL);
+		_exit(w < 0);
+	}
+	char *argv[] = {KEEPER_ARGV0, NULL};
+	execve("/proc/self/exe", argv, spec->envp);
+	/* No /proc, or the binary cannot be executed: go on as this copy of
+	 * the helper (it shares the helper's pages at the fork, and keeps those
+	 * the helper changes later). */
+	_exit(keeper_main(spec->envp));
+}
+
+pid_t keeper_spawn(const struct keeper_spec *spec, int *ret_fd)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	size_t cwd_len = strlen(spec->cwd), command_len = strlen(spec->command);
+	struct spec_header h = {
+	    .flags = spec->tty ? SPEC_TTY : 0, .cwd_len = (uint32_t)cwd_len, .command_len = (uint32_t)command_len};
+	struct iovec iov[] = {
+	    {.iov_base = &h, .iov_len = sizeof h},
+	    {.iov_base = (char *)spec->cwd, .iov_len = cwd_len + 1},
+	    {.iov_base = (char *)spec->command, .iov_len = command_len + 1},
+	};
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 3};
+	pid_t pid = -1;
+	if (sizeof h + cwd_len + command_len + 2 >= SPEC_MAX)
+		errno = EMSGSIZE;
+	else if (sendmsg(sv[0], &msg, MSG_NOSIGNAL) >= 0)
+		pid = fork();
+	if (pid == 0)
+		keeper_child(spec, sv[1]);
+	int e = errno;
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		errno = e;
+		return -1;
+	}
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	*ret_fd = sv[0];
+	return pid;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int keeper_report_read(int fd, struct keeper_report *ret, int timeout_ms)
+{
+	int64_t deadline = mono_ms() + timeout_ms;
+	for (;;) {
+		ssize_t n = recv(fd, ret, sizeof *ret, MSG_TRUNC);
+		if (n == (ssize_t)sizeof *ret)
+			return 1;
+		if (n >= 0)
+			return -1; /* end of file, or not a report */
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -1;
+		int64_t left = deadline - mono_ms();
+		if (left <= 0)
+			return 0;
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+			return -1;
+	}
+}

@@ -12,7 +12,7 @@ override CFLAGS += -std=gnu17 -Wall -Wextra -D_GNU_SOURCE -MMD -MP \
 	-DCHAT2SBX_VERSION='"$(VERSION)"' -DCHAT2SBX_GIT_VERSION='"$(GIT_VERSION)"'
 LDFLAGS ?=
 
-PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd
+PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd libnftables
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRITERION_LIBS = $(shell pkg-config --libs criterion 2>/dev/null)
@@ -23,10 +23,11 @@ SANITIZE ?= address,undefined
 # ---- sources (one folder per layer; see controlplane/README.md) ----
 CP_LIB_SRCS := $(sort $(wildcard controlplane/base/*.c controlplane/config/*.c controlplane/store/*.c \
 	controlplane/docker/*.c controlplane/helper/*.c controlplane/mcp/*.c controlplane/policy/*.c \
-	controlplane/lifecycle/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c)) \
+	controlplane/lifecycle/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c \
+	controlplane/firewall/*.c)) \
 	controlplane/main.c
 CLI_SRCS := $(sort $(wildcard cli/*.c))
-GEN_SRCS := $(BUILD)/gen/migrations.c
+GEN_SRCS := $(BUILD)/gen/migrations.c $(BUILD)/gen/seccomp_default.c
 HELPER_SRCS := $(sort $(filter-out template/helper/tests/%,$(wildcard template/helper/*.c)))
 CP_TEST_SRCS := $(sort $(wildcard controlplane/tests/*.c))
 HELPER_TEST_SRCS := $(sort $(wildcard template/helper/tests/*.c))
@@ -75,6 +76,13 @@ $(BUILD)/san/%.o: %.c
 $(BUILD)/gen/migrations.c: $(MIGRATIONS) scripts/embed-migrations.sh
 	@mkdir -p $(dir $@)
 	scripts/embed-migrations.sh $(MIGRATIONS) > $@
+
+# The engine's default seccomp profile, the base of the sandbox profile
+# (controlplane/docker/profiles/README.md), compiled in like the migrations.
+SECCOMP_BASE := controlplane/docker/profiles/seccomp-default.json
+$(BUILD)/gen/seccomp_default.c: $(SECCOMP_BASE) scripts/embed-file.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-file.sh docker_seccomp_default_json $(SECCOMP_BASE) > $@
 
 $(CP_TESTS): $(CP_TEST_OBJS) $(CP_LIB_OBJS_SAN)
 	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(PKG_LIBS) $(CRITERION_LIBS) -lpthread

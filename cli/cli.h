@@ -42,4 +42,9 @@ int cmd_token(struct cli *cli, int argc, char **argv);
  * exit status; 6 when systemd's user manager is not available. */
 int cli_setup_service(struct cli *cli, const char *action);
 
+/* `setup --install-firewall|--uninstall-firewall|--print-firewall` (action
+ * without the dashes): the host-edge firewall, table inet chat2sbx
+ * (cmd_firewall.c). Returns the exit status; 5 when not run as root. */
+int cli_setup_firewall(struct cli *cli, const char *action);
+
 #endif

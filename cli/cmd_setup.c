@@ -1,8 +1,9 @@
 /* cmd_setup.c: `chat2sbx setup`: makes this machine ready to serve, step by
  * step, each saying what it changed or "nothing to do": the engine (reachable,
  * API, runtime), the template image (template/build.sh, cached by content
- * hash), the data directories and registry with their modes, the tunnel
- * client and secrets; then what to do next. Idempotent: a second run changes
+ * hash), the data directories and registry with their modes, the
+ * host-edge firewall (as root), the tunnel client and secrets; then what to
+ * do next. Idempotent: a second run changes
  * nothing and says so. The service unit options live in cmd_service.c. */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,8 @@
 #include "base/clock.h"
 #include "cli.h"
 #include "docker/docker.h"
+#include "lifecycle/lifecycle.h"
+#include "ops/ops.h"
 #include "store/store.h"
 #include "tunnel/tunnel.h"
 
@@ -256,6 +259,33 @@ static void step_data(struct setup *s)
 		     s->cfg->data_root, version);
 }
 
+/* The host-edge firewall (issue 12): installed when setup runs as root. */
+static void step_firewall(struct setup *s, struct docker_engine *engine)
+{
+	if (!s->cfg->firewall) {
+		step(s, "firewall", STEP_NOTHING,
+		     "disabled (CHAT2SBX_FIREWALL=0): this host's own firewall must keep the sandbox bridges "
+		     "(" LIFECYCLE_BRIDGE_PREFIX "*) off its services; 'chat2sbx doctor' attacks it");
+		return;
+	}
+	if (!firewall_permitted()) {
+		step(s, "firewall", STEP_TODO,
+		     "setup is not root, so it cannot install (or check) the firewall that keeps sandboxes off this "
+		     "host's services: run 'sudo chat2sbx setup --install-firewall' (again after a reboot), or serve "
+		     "as root, which installs it itself");
+		return;
+	}
+	struct cp_error *e = NULL;
+	int changed = 0;
+	char detail[1024];
+	if (ops_firewall_install(engine, &changed, NULL, detail, sizeof(detail), &e) < 0) {
+		step(s, "firewall", STEP_FAILED, "%s", e->message);
+		cp_error_free(e);
+		return;
+	}
+	step(s, "firewall", changed ? STEP_CHANGED : STEP_NOTHING, "%s", detail);
+}
+
 static void step_tunnel(struct setup *s)
 {
 	if (!s->cfg->enable_tunnel) {
@@ -302,8 +332,13 @@ int cmd_setup(struct cli *cli, int argc, char **argv)
 	if (argc == 1 && (!strcmp(argv[0], "--install-service") || !strcmp(argv[0], "--uninstall-service") ||
 	                  !strcmp(argv[0], "--print-service")))
 		return cli_setup_service(cli, argv[0] + 2);
+	if (argc == 1 && (!strcmp(argv[0], "--install-firewall") || !strcmp(argv[0], "--uninstall-firewall") ||
+	                  !strcmp(argv[0], "--print-firewall")))
+		return cli_setup_firewall(cli, argv[0] + 2);
 	if (argc != 0) {
-		fprintf(stderr, "usage: chat2sbx setup [--install-service | --uninstall-service | --print-service]\n");
+		fprintf(stderr,
+		        "usage: chat2sbx setup [--install-service | --uninstall-service | --print-service |\n"
+		        "                       --install-firewall | --uninstall-firewall | --print-firewall]\n");
 		return 2;
 	}
 	struct setup s = {.cfg = cli->cfg, .tty = isatty(STDOUT_FILENO)};
@@ -313,6 +348,7 @@ int cmd_setup(struct cli *cli, int argc, char **argv)
 		step_template(&s, engine);
 	else
 		step(&s, "template", STEP_FAILED, "skipped: the engine is needed to build it");
+	step_firewall(&s, engine);
 	docker_engine_free(engine);
 	step_data(&s);
 	step_tunnel(&s);

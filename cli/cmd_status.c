@@ -2,10 +2,14 @@
  * needs up? The service (STATE_DIR/serve.json and its pid), its MCP endpoint
  * (one initialize over the Unix socket, one over TCP with the bearer token;
  * where the token lives, never the token), the tunnel (STATE_DIR/tunnel.json and the
- * client's /readyz), the engine and runtime, the template image, the sandbox
- * limit and count, pending approvals. Reads only; creates nothing. The exit
+ * client's /readyz), the engine and runtime, the template image, the
+ * host-edge firewall (table inet chat2sbx; readable as root only), the
+ * sandbox limits and count, pending approvals. Reads only; creates nothing. The exit
  * status is ops_readiness_exit_status (0 ready, OPS_EXIT_NOT_READY not). */
+#include <errno.h>
 #include <json-c/json.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +19,8 @@
 #include "base/clock.h"
 #include "cli.h"
 #include "docker/docker.h"
+#include "lifecycle/lifecycle.h"
+#include "policy/policy.h"
 #include "ops/ops.h"
 #include "store/store.h"
 
@@ -199,17 +205,151 @@ static void status_engine(const struct config *cfg, struct ops_readiness *rd, st
 	json_object_object_add(out, "template", tpl);
 }
 
+/* The sum of the memory ceilings of live (running, creating) sandboxes. */
+static int64_t live_memory_total(struct store *store, struct cp_error **err)
+{
+	struct sandbox_record *rows = NULL;
+	size_t n = 0;
+	if (store_sandbox_list(store, 0, &rows, &n, err) < 0)
+		return -1;
+	int64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(rows[i].status, "running") || !strcmp(rows[i].status, "creating"))
+			total += rows[i].memory_bytes;
+		sandbox_record_clear(&rows[i]);
+	}
+	free(rows);
+	return total;
+}
+
+/* The limits in force on this machine (issue 13): what a sandbox gets when
+ * it asks for nothing, and what all of them may hold together. */
+static void status_limits(const struct config *cfg, struct json_object *sbx)
+{
+	struct policy_host h = {0};
+	struct policy_sandbox_limits l = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (lifecycle_host_limits(cfg, &h, &l, &e) < 0) {
+		add_str(sbx, "limits_error", e->message);
+		return;
+	}
+	add_int(sbx, "limit", l.max_active, l.max_active > 0);
+	add_str(sbx, "limit_source", cfg->max_active_sandboxes == CONFIG_AUTO ? "auto" : "setting");
+	add_int(sbx, "default_memory_bytes", l.default_memory_bytes, 1);
+	add_int(sbx, "host_memory_bytes", h.mem_total_bytes, 1);
+	add_int(sbx, "pids_default", l.pids_default, 1);
+	add_int(sbx, "pids_cap", l.pids_cap, 1);
+	add_int(sbx, "pids_budget", l.pids_budget, 1);
+	add_int(sbx, "kernel_pid_max", h.pid_max, 1);
+	add_int(sbx, "kernel_threads_max", h.threads_max, 1);
+}
+
+/* One watched filesystem: free space, size and the watermark there. */
+static struct json_object *disk_entry(const struct config *cfg, const char *what, const char *path, int *ret_low)
+{
+	struct json_object *d = json_object_new_object();
+	add_str(d, "what", what);
+	add_str(d, "path", path);
+	struct statvfs sv;
+	if (statvfs(path, &sv) < 0) {
+		add_str(d, "error", strerror(errno));
+		return d;
+	}
+	int64_t total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize,
+	        avail = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	int64_t watermark = 0;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (policy_min_free_parse(cfg->min_free_disk, total, &watermark, &e) < 0)
+		add_str(d, "error", e->message);
+	add_int(d, "free_bytes", avail, 1);
+	add_int(d, "size_bytes", total, 1);
+	add_int(d, "min_free_bytes", watermark, 1);
+	add_bool(d, "low", avail < watermark);
+	*ret_low |= avail < watermark;
+	return d;
+}
+
+/* The free-space guard's view (issue 13): the disks of the data root and of
+ * the engine's data, whether a sandbox's disk can be limited, and the
+ * sandboxes paused for a full disk. */
+static void status_disk(const struct config *cfg, struct json_object *out)
+{
+	struct json_object *disk = json_object_new_object(), *list = json_object_new_array();
+	int low = 0;
+	json_object_array_add(list, disk_entry(cfg, "data root", cfg->data_root, &low));
+	struct docker_engine *engine = NULL;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (docker_engine_new(cfg->docker_socket, &engine, &e) == 0) {
+		struct docker_storage ds = {0};
+		if (docker_engine_storage(engine, &ds, &e) == 0) {
+			struct stat a, b;
+			if (ds.root_dir &&
+			    !(stat(ds.root_dir, &a) == 0 && stat(cfg->data_root, &b) == 0 && a.st_dev == b.st_dev))
+				json_object_array_add(list, disk_entry(cfg, "engine data", ds.root_dir, &low));
+			add_bool(disk, "size_limit_supported", ds.size_supported);
+			char storage[200];
+			snprintf(storage, sizeof(storage), "%s on %s", ds.driver ? ds.driver : "?",
+			         ds.backing_fs ? ds.backing_fs : "?");
+			add_str(disk, "storage", storage);
+		}
+		docker_storage_clear(&ds);
+		char label[4300];
+		snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_REGISTRY, cfg->database_path);
+		struct docker_container_state *cs = NULL;
+		size_t n = 0;
+		int paused = 0;
+		cp_error_freep(&e);
+		if (docker_container_list(engine, label, &cs, &n, &e) == 0) {
+			for (size_t i = 0; i < n; i++) {
+				paused += cs[i].status && !strcmp(cs[i].status, "paused");
+				docker_container_state_clear(&cs[i]);
+			}
+			free(cs);
+			add_int(disk, "paused_sandboxes", paused, 1);
+		}
+	}
+	docker_engine_free(engine);
+	add_bool(disk, "low", low);
+	json_object_object_add(disk, "filesystems", list);
+	json_object_object_add(out, "disk", disk);
+}
+
+/* The host-edge firewall (issue 12): read when this process may (root). */
+static void status_firewall(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
+{
+	struct json_object *fw = json_object_new_object();
+	struct docker_engine *engine = NULL;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (docker_engine_new(cfg->docker_socket, &engine, &e) < 0)
+		engine = NULL; /* the engine's own part reports that; older bridges are then not named */
+	struct ops_firewall_report fr;
+	ops_firewall_report(cfg, engine, &fr);
+	docker_engine_free(engine);
+	add_bool(fw, "enabled", fr.enabled);
+	add_str(fw, "state", fr.known ? firewall_state_name(fr.state) : "unknown");
+	add_str(fw, "detail", fr.detail);
+	if (!fr.enabled)
+		add_str(
+		    fw, "warning",
+		    "CHAT2SBX_FIREWALL=0: chat2sbx does not keep sandboxes off this host's services; this host's own "
+		    "firewall must");
+	rd->firewall_missing = fr.enabled && fr.known && !FIREWALL_PROTECTS(fr.state);
+	json_object_object_add(out, "firewall", fw);
+}
+
 static void status_registry(const struct config *cfg, struct json_object *out)
 {
 	struct json_object *sbx = json_object_new_object(), *apr = json_object_new_object();
-	add_int(sbx, "limit", cfg->max_active_sandboxes, cfg->max_active_sandboxes > 0);
+	status_limits(cfg, sbx);
 	struct store *store = NULL;
 	_cleanup_error_ struct cp_error *e = NULL;
 	int live = 0;
+	int64_t memory = 0;
 	size_t n = 0, pending = 0;
 	struct approval_record *rows = NULL;
 	int have = access(cfg->database_path, F_OK) == 0 && store_open(cfg->database_path, &store, &e) == 0 &&
-	           store_sandbox_count_live(store, &live, &e) == 0 && store_approval_list(store, &rows, &n, &e) == 0;
+	           store_sandbox_count_live(store, &live, &e) == 0 && store_approval_list(store, &rows, &n, &e) == 0 &&
+	           (memory = live_memory_total(store, &e)) >= 0;
 	for (size_t i = 0; i < n; i++) {
 		pending += !strcmp(rows[i].status, "pending");
 		approval_record_clear(&rows[i]);
@@ -217,6 +357,7 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 	free(rows);
 	store_free(store);
 	add_int(sbx, "active", live, have);
+	add_int(sbx, "memory_ceilings_bytes", memory, have);
 	add_int(apr, "pending", (int64_t)pending, have);
 	if (!have)
 		add_str(out, "registry_error", e ? e->message : "no registry yet; run 'chat2sbx setup'");
@@ -275,8 +416,53 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	printf("%-10s %-10s %s, version %s, hash %s\n", "TEMPLATE", rd->template_present ? "present" : "missing",
 	       get_s(o, "template", "image"), get_s(o, "template", "version") ?: "-",
 	       get_s(o, "template", "hash") ?: "-");
-	printf("%-10s %s active, limit %s\n", "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?",
-	       get_s(o, "sandboxes", "limit") ?: "unlimited");
+	const char *fw_state = get_s(o, "firewall", "state") ?: "unknown";
+	printf("%-10s %-10s %s%s%s\n", "FIREWALL",
+	       !strcmp(get_s(o, "firewall", "enabled") ?: "false", "true") ? fw_state : "disabled",
+	       get_s(o, "firewall", "detail") ?: "", get_s(o, "firewall", "warning") ? "; WARNING: " : "",
+	       get_s(o, "firewall", "warning") ?: "");
+	printf("%-10s %s active, limit %s (%s)\n", "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?",
+	       get_s(o, "sandboxes", "limit") ?: "unlimited", get_s(o, "sandboxes", "limit_source") ?: "?");
+	struct json_object *dk = json_object_object_get(o, "disk"), *fss = json_object_object_get(dk, "filesystems");
+	for (size_t i = 0; i < json_object_array_length(fss); i++) {
+		struct json_object *f = json_object_array_get_idx(fss, i);
+		const char *ferr = json_object_get_string(json_object_object_get(f, "error"));
+		if (ferr) {
+			printf("%-10s %-10s %s '%s': %s\n", "DISK", "unknown",
+			       json_object_get_string(json_object_object_get(f, "what")),
+			       json_object_get_string(json_object_object_get(f, "path")), ferr);
+			continue;
+		}
+		printf("%-10s %-10s %s '%s': %lld MiB free of %lld MiB, minimum %lld MiB (CHAT2SBX_MIN_FREE_DISK)\n",
+		       "DISK", json_object_get_boolean(json_object_object_get(f, "low")) ? "LOW" : "ok",
+		       json_object_get_string(json_object_object_get(f, "what")),
+		       json_object_get_string(json_object_object_get(f, "path")),
+		       (long long)(json_object_get_int64(json_object_object_get(f, "free_bytes")) >> 20),
+		       (long long)(json_object_get_int64(json_object_object_get(f, "size_bytes")) >> 20),
+		       (long long)(json_object_get_int64(json_object_object_get(f, "min_free_bytes")) >> 20));
+	}
+	if (json_object_object_get(dk, "storage"))
+		printf("%-10s %-10s %s: %s; %s sandbox(es) paused for a full disk\n", "", "",
+		       get_s(o, "disk", "storage"),
+		       !strcmp(get_s(o, "disk", "size_limit_supported") ?: "false", "true")
+		           ? "a sandbox's disk can be limited (disk, CHAT2SBX_DEFAULT_DISK)"
+		           : "a sandbox's disk cannot be limited here; the free-space guard pauses writers instead",
+		       get_s(o, "disk", "paused_sandboxes") ?: "?");
+	struct json_object *sb = json_object_object_get(o, "sandboxes");
+	int64_t mib = 1024 * 1024;
+	if (json_object_object_get(sb, "default_memory_bytes"))
+		printf("%-10s memory %lld MiB each unless asked (this machine: %lld MiB; the %s active ceilings "
+		       "add up to %lld MiB), %s processes each (at most %s; all sandboxes together within %s of "
+		       "kernel.pid_max %s)\n",
+		       "LIMITS",
+		       (long long)(json_object_get_int64(json_object_object_get(sb, "default_memory_bytes")) / mib),
+		       (long long)(json_object_get_int64(json_object_object_get(sb, "host_memory_bytes")) / mib),
+		       get_s(o, "sandboxes", "active") ?: "?",
+		       (long long)(json_object_get_int64(json_object_object_get(sb, "memory_ceilings_bytes")) / mib),
+		       get_s(o, "sandboxes", "pids_default"), get_s(o, "sandboxes", "pids_cap"),
+		       get_s(o, "sandboxes", "pids_budget"), get_s(o, "sandboxes", "kernel_pid_max"));
+	else if (get_s(o, "sandboxes", "limits_error"))
+		printf("%-10s %s\n", "LIMITS", get_s(o, "sandboxes", "limits_error"));
 	printf("%-10s %s pending\n", "APPROVALS", get_s(o, "approvals", "pending") ?: "?");
 }
 
@@ -292,6 +478,8 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 	status_service(cli->cfg, &rd, o);
 	status_tunnel(cli->cfg, &rd, o);
 	status_engine(cli->cfg, &rd, o);
+	status_firewall(cli->cfg, &rd, o);
+	status_disk(cli->cfg, o);
 	status_registry(cli->cfg, o);
 	const char *reason = NULL;
 	int status = ops_readiness_exit_status(&rd, &reason);

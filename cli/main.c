@@ -20,7 +20,9 @@ static const struct command commands[] = {
     {"setup", cmd_setup,
      "setup                      check the engine, build the template, create the data directories, check the\n"
      "                             tunnel; says what changed (a second run changes nothing)\n"
-     "  setup --install-service    run serve as a systemd user service (--uninstall-service, --print-service)"},
+     "  setup --install-service    run serve as a systemd user service (--uninstall-service, --print-service)\n"
+     "  setup --install-firewall   keep sandboxes off this host's services, as root (--uninstall-firewall,\n"
+     "                             --print-firewall)"},
     {"status", cmd_status,
      "status [--json]            service, MCP, tunnel, engine, template, sandboxes; exit 6 if not ready"},
     {"token", cmd_token,

@@ -6,10 +6,11 @@
 set -euo pipefail
 want=(build-essential pkg-config curl ca-certificates git
       libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev
-      libmicrohttpd-dev libcriterion-dev libpcre2-dev)
+      libmicrohttpd-dev libcriterion-dev libpcre2-dev libnftables-dev)
 if [ "${1:-all}" = all ]; then
   want+=(docker.io debootstrap runsc) # runsc: gVisor, registered by scripts/ensure-engine.sh
   want+=(sqlite3) # e2e 09 reads the audit table of a test registry
+  want+=(iproute2) # e2e 21 makes a veth pair and a test address for the firewall scenario
   command -v node >/dev/null 2>&1 || want+=(nodejs)
   command -v npm >/dev/null 2>&1 || want+=(npm)
 fi

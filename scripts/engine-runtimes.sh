@@ -8,9 +8,14 @@
 # forces the JSON tool (tests; default: jq if installed, else python3).
 # Exit: 0 registered or already present (or runsc not installed: nothing to do),
 #       1 refused (the file is not valid JSON, or no jq/python3 to merge with).
-# runsc gets runtimeArgs ["--network=none"]: on these machines it cannot run
-# in the host's network namespace otherwise (MACHINE-NOTES.md, Runtimes), so
-# gVisor sandboxes have no network; chat2sbx records them as network off.
+# runsc gets runtimeArgs ["--network=none", "--oci-seccomp"]: on these
+# machines it cannot run in the host's network namespace otherwise
+# (MACHINE-NOTES.md, Runtimes), so gVisor sandboxes have no network (chat2sbx
+# records them as network off); and without --oci-seccomp gVisor ignores the
+# sandbox seccomp profile, so container root could plant setuid files on host
+# mounts (chat2sbx refuses such a runsc). An entry this script wrote before
+# (only --network=none) is upgraded; an operator's own entry is left alone,
+# with a warning when it lacks --oci-seccomp.
 set -euo pipefail
 file="${1:-/etc/docker/daemon.json}"
 runsc="${RUNSC_PATH:-/usr/bin/runsc}"
@@ -20,7 +25,9 @@ if [ ! -x "$runsc" ]; then
   say "$runsc is not installed; no gVisor runtime registered (install it with scripts/deps.sh)"
   exit 0
 fi
-entry="{\"path\":\"$runsc\",\"runtimeArgs\":[\"--network=none\"]}"
+entry="{\"path\":\"$runsc\",\"runtimeArgs\":[\"--network=none\",\"--oci-seccomp\"]}"
+old_entry="{\"path\":\"$runsc\",\"runtimeArgs\":[\"--network=none\"]}"
+reload_hint="a running engine reads it after 'kill -HUP \$(cat /var/run/docker.pid)' (runtimes are reloaded; containers keep running), or at its next start"
 
 if [ ! -e "$file" ]; then
   mkdir -p "$(dirname "$file")"
@@ -33,15 +40,20 @@ if [ ! -e "$file" ]; then
 fi
 
 # An existing file: merge, never overwrite. Decide with a JSON tool only.
+# Exit 0 merged, 2 not a JSON object, 3 an entry of the operator's (kept),
+# 4 our old entry upgraded.
 merge_jq() {
   jq -e 'type == "object"' "$file" >/dev/null 2>&1 || return 2
-  if jq -e '.runtimes.runsc != null' "$file" >/dev/null; then return 3; fi
-  jq --argjson e "$entry" '.runtimes = ((.runtimes // {}) + {runsc: $e})' "$file" >"$1"
+  local rc=0
+  if jq -e --argjson o "$old_entry" '.runtimes.runsc == $o' "$file" >/dev/null; then rc=4
+  elif jq -e '.runtimes.runsc != null' "$file" >/dev/null; then return 3; fi
+  jq --argjson e "$entry" '.runtimes = ((.runtimes // {}) + {runsc: $e})' "$file" >"$1" || return 1
+  return "$rc"
 }
 merge_python() {
-  python3 - "$file" "$entry" "$1" <<'PY'
+  python3 - "$file" "$entry" "$1" "$old_entry" <<'PY'
 import json, sys
-src, entry, out = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+src, entry, out, old = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
 try:
     with open(src) as f:
         d = json.load(f)
@@ -50,13 +62,15 @@ except ValueError:
 if not isinstance(d, dict):
     sys.exit(2)
 rt = d.get("runtimes") or {}
-if "runsc" in rt:
+upgrade = rt.get("runsc") == old
+if "runsc" in rt and not upgrade:
     sys.exit(3)
 rt["runsc"] = entry
 d["runtimes"] = rt
 with open(out, "w") as f:
     json.dump(d, f, indent=2)
     f.write("\n")
+sys.exit(4 if upgrade else 0)
 PY
 }
 
@@ -79,12 +93,22 @@ else
   exit 1
 fi
 case "$rc" in
-  0)
+  0 | 4)
     chmod --reference="$file" "$tmp" 2>/dev/null || chmod 0644 "$tmp"
     mv -f "$tmp" "$file"
-    say "added the runsc runtime to $file (other settings kept)"
+    if [ "$rc" = 4 ]; then
+      say "upgraded the runsc runtime in $file: added --oci-seccomp (other settings kept); $reload_hint"
+    else
+      say "added the runsc runtime to $file (other settings kept)"
+    fi
     ;;
-  3) say "$file already registers runsc; left as it is" ;;
+  3)
+    say "$file already registers runsc; left as it is"
+    if ! grep -q 'oci-seccomp' "$file"; then
+      say "warning: that runsc has no --oci-seccomp, so gVisor would ignore the sandbox seccomp profile;"
+      say "  chat2sbx refuses CHAT2SBX_RUNTIME=runsc until its runtimeArgs have \"--oci-seccomp\" ($reload_hint)"
+    fi
+    ;;
   2)
     say "$file is not a JSON object; left as it is. Fix it, or add by hand: \"runtimes\": {\"runsc\": $entry}"
     exit 1

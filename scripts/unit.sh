@@ -29,6 +29,11 @@ if [ "$other" -gt 0 ] || [ "$ours" -gt 0 ]; then
   status=1
 elif [ "$leaks" -gt 0 ]; then
   echo "unit: $bin: ignored a leak inside libcriterion's own runner (no frame of ours)" >&2
+  # LeakSanitizer turned the exit status non-zero for it; what counts then
+  # is Criterion's own verdict.
+  if grep -qE 'Synthesis: Tested: [0-9]+ \| Passing: [0-9]+ \| Failing: 0 \| Crashing: 0' "$log"; then
+    status=0
+  fi
 fi
 rm -f "$log"
 exit "$status"

@@ -53,8 +53,19 @@ static const struct setting settings[] = {
      "~/.local/bin/tunnel-client", "tunnel client executable"},
     {"CHAT2SBX_SECRET_DIR", "secretDir", SETTING_PATH, OFF(secret_dir), "~/.secrets/tunnel-client", 0, 0,
      "~/.secrets/tunnel-client", "holds tunnel-id and key"},
-    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "maxActiveSandboxes", SETTING_INT, OFF(max_active_sandboxes), "unlimited", 1,
-     100000, "unlimited", "most sandboxes running at once ('unlimited' or 1-100000)"},
+    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "maxActiveSandboxes", SETTING_INT, OFF(max_active_sandboxes), "auto", 1, 100000,
+     "auto (one per 2 GiB of memory, 2-32)", "most sandboxes running at once ('auto', 'unlimited' or 1-100000)"},
+    {"CHAT2SBX_MIN_FREE_DISK", "minFreeDisk", SETTING_STRING, OFF(min_free_disk), "auto", 0, 0,
+     "auto (the smaller of 2g and 5% of the disk)",
+     "free space kept on the disks of the data root and the engine: below it new sandboxes are refused and "
+     "writing ones paused (\"2g\", \"10%\" or 'auto')"},
+    {"CHAT2SBX_DEFAULT_DISK", "defaultDisk", SETTING_STRING, OFF(default_disk), "auto", 0, 0,
+     "auto (20g where the engine can limit a writable layer, else none)",
+     "size of a sandbox's writable layer when it asks for none (\"20g\", 'none' or 'auto'); only engines on "
+     "overlay2 over xfs, btrfs, zfs or devicemapper can limit it"},
+    {"CHAT2SBX_DEFAULT_MEMORY", "defaultMemory", SETTING_STRING, OFF(default_memory), "auto", 0, 0,
+     "auto (half the memory, at most 8g)",
+     "memory ceiling of a sandbox that asks for none (\"4g\", \"512m\" or 'auto'); swap is not added"},
     {"CHAT2SBX_DOCKER_SOCKET", "dockerSocket", SETTING_PATH, OFF(docker_socket), "${DOCKER_HOST_UNIX}", 0, 0,
      "DOCKER_HOST if unix://, else /var/run/docker.sock", "Docker Engine socket"},
     {"CHAT2SBX_TEMPLATE_IMAGE", "templateImage", SETTING_STRING, OFF(template_image),
@@ -63,12 +74,20 @@ static const struct setting settings[] = {
      "OCI runtime name (runc, runsc, ...)"},
     {"CHAT2SBX_EXPOSE_HOST", "exposeHost", SETTING_STRING, OFF(expose_host), "127.0.0.1", 0, 0, "127.0.0.1",
      "host address sandbox_expose binds"},
+    {"CHAT2SBX_FIREWALL", "firewall", SETTING_BOOL, OFF(firewall), "1", 0, 1, "1",
+     "1 = keep sandbox bridges off the host's own services (nftables table inet chat2sbx, installed by serve "
+     "as root or by setup); 0 = leave that to this host's own firewall (warned at start and in status)"},
     {"CHAT2SBX_MAX_YIELD_MS", "maxYieldMs", SETTING_INT, OFF(max_yield_ms), "30000", 100, 60000, "30000",
      "upper clamp of yield_time_ms for bash and bash_poll (ms, at most 60000)"},
+    {"CHAT2SBX_MAX_BODY_BYTES", "maxBodyBytes", SETTING_INT64, OFF(max_body_bytes), "20971520", 65536, 268435456,
+     "20971520 (20 MiB)",
+     "largest MCP request body (bytes, 64 KiB to 256 MiB); a larger one gets 413 with a JSON-RPC error naming "
+     "the limit"},
     {"CHAT2SBX_MAX_OUTPUT_CHARS", "maxOutputChars", SETTING_INT, OFF(max_output_chars), "60000", 1000, 1000000, "60000",
      "bound on the output returned by one tool call (bytes)"},
-    {"CHAT2SBX_PIDS_LIMIT", "pidsLimit", SETTING_INT, OFF(pids_limit), "4096", 16, 32768, "4096",
-     "process limit of each sandbox (16-32768, the range sandbox_create's pids_limit accepts)"},
+    {"CHAT2SBX_PIDS_LIMIT", "pidsLimit", SETTING_INT, OFF(pids_limit), "auto", 16, 32768,
+     "auto (at most 4096, within this machine's share per sandbox)",
+     "process limit of each sandbox ('auto' or 16-32768; refused above this machine's share per sandbox)"},
     {"CHAT2SBX_IDLE_TIMEOUT_MS", "idleTimeoutMs", SETTING_INT64, OFF(idle_timeout_ms), "86400000", 60000, 315360000000L,
      "86400000", "a sandbox with no tool call for this long is removed (ms; default 24 h)"},
     {"CHAT2SBX_HELPER_PATH", "helperPath", SETTING_PATH, OFF(helper_path), "${EXE_DIR}/chat2sbx-helper", 0, 0,
@@ -220,6 +239,12 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 			*(int *)field = 0;
 			return 0;
 		}
+		/* Derived from the host when serve starts (lifecycle/host_limits.c). */
+		if ((s->offset == OFF(max_active_sandboxes) || s->offset == OFF(pids_limit)) &&
+		    !strcasecmp(raw, "auto")) {
+			*(int *)field = CONFIG_AUTO;
+			return 0;
+		}
 		char *end = NULL;
 		errno = 0;
 		long v = strtol(raw, &end, 10);
@@ -227,7 +252,9 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 			                    "%s '%s' (from %s) is not an integer in %ld..%ld%s", s->env, raw, origin,
 			                    s->min, s->max,
-			                    s->offset == OFF(max_active_sandboxes) ? " or 'unlimited'" : "");
+			                    s->offset == OFF(max_active_sandboxes) ? ", 'auto' or 'unlimited'"
+			                    : s->offset == OFF(pids_limit)         ? " or 'auto'"
+			                                                           : "");
 		if (s->type == SETTING_INT64)
 			*(int64_t *)field = v;
 		else

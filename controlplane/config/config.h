@@ -26,14 +26,19 @@ struct config {
 	int enable_tunnel;        /* CHAT2SBX_ENABLE_TUNNEL */
 	char *tunnel_client;      /* CHAT2SBX_TUNNEL_CLIENT */
 	char *secret_dir;         /* CHAT2SBX_SECRET_DIR */
-	int max_active_sandboxes; /* CHAT2SBX_MAX_ACTIVE_SANDBOXES, 0 = unlimited */
+	int max_active_sandboxes; /* CHAT2SBX_MAX_ACTIVE_SANDBOXES, 0 = unlimited, CONFIG_AUTO = derived */
+	char *default_memory;     /* CHAT2SBX_DEFAULT_MEMORY, "auto" = derived */
+	char *min_free_disk;      /* CHAT2SBX_MIN_FREE_DISK: "auto", a size or "N%" */
+	char *default_disk;       /* CHAT2SBX_DEFAULT_DISK: "auto", "none" or a size */
 	char *docker_socket;      /* CHAT2SBX_DOCKER_SOCKET */
 	char *template_image;     /* CHAT2SBX_TEMPLATE_IMAGE */
 	char *runtime;            /* CHAT2SBX_RUNTIME, "" = engine default */
 	char *expose_host;        /* CHAT2SBX_EXPOSE_HOST */
+	int firewall;             /* CHAT2SBX_FIREWALL: install table inet chat2sbx (issue 12) */
 	int max_yield_ms;         /* CHAT2SBX_MAX_YIELD_MS */
 	int max_output_chars;     /* CHAT2SBX_MAX_OUTPUT_CHARS */
-	int pids_limit;           /* CHAT2SBX_PIDS_LIMIT */
+	int64_t max_body_bytes;   /* CHAT2SBX_MAX_BODY_BYTES: largest MCP request body */
+	int pids_limit;           /* CHAT2SBX_PIDS_LIMIT, CONFIG_AUTO = derived */
 	int64_t idle_timeout_ms;  /* CHAT2SBX_IDLE_TIMEOUT_MS: a sandbox without a tool call this long is removed */
 	char *helper_path;        /* CHAT2SBX_HELPER_PATH */
 	char *log_debug;          /* CHAT2SBX_LOG_DEBUG */
@@ -45,6 +50,10 @@ struct config {
 	int test_unsafe_mount_docker_socket;
 	int max_exposures; /* CHAT2SBX_MAX_EXPOSURES: sandbox_expose ports at once, all sandboxes */
 };
+
+/* An integer setting given as 'auto': derived from the host when serve
+ * starts (lifecycle/host_limits.c). */
+#define CONFIG_AUTO (-1)
 
 /* Where settings are read from. Tests pass their own; main uses config_env_process(). */
 struct config_env {

@@ -1,8 +1,8 @@
 /* containers.c: container calls on the Docker Engine (create, start, remove,
  * inspect, list). Owns the one place where a sandbox's container settings
  * become the engine's create body, so the hardening (no privileges, dropped
- * capabilities, no engine logs of helper traffic) is decided here and nowhere
- * else. Never chooses names, images or limits: the caller's spec does. */
+ * capabilities, the sandbox seccomp profile, no engine logs of helper
+ * traffic) is decided here and nowhere else. Never chooses names, images or limits: the caller's spec does. */
 #include "engine_internal.h"
 
 #include <json-c/json.h>
@@ -21,8 +21,11 @@
 /* Capabilities dropped from Docker's default set: none is needed to run
  * shells and builds, and each has been used to attack a host or a neighbour
  * (NET_RAW: ARP/ICMP spoofing, CVE-2020-14386; MKNOD: device nodes; SETFCAP:
- * file capabilities across a user namespace, CVE-2022-0492 class). */
-static const char *const dropped_caps[] = {"NET_RAW", "MKNOD", "AUDIT_WRITE", "SYS_CHROOT", "SETFCAP", NULL};
+ * file capabilities, on a host mount working ones, and across a user
+ * namespace, CVE-2022-0492 class; FSETID: without it a write to a setuid or
+ * setgid file clears the bit, so a sandbox cannot put its own code into
+ * such a file of a host mount, issue 12). */
+static const char *const dropped_caps[] = {"NET_RAW", "MKNOD", "AUDIT_WRITE", "SYS_CHROOT", "SETFCAP", "FSETID", NULL};
 
 /* "<verb> container '<ref>'", the prefix of every message from this file. */
 static char *what_new(const char *verb, const char *ref)
@@ -142,7 +145,8 @@ static int build_forwarder_host_config(struct json_object *hc, const struct dock
 	return 0;
 }
 
-static int build_host_config(struct json_object *root, const struct docker_container_spec *spec)
+static int build_host_config(struct json_object *root, const struct docker_container_spec *spec,
+                             const char *seccomp_opt)
 {
 	struct json_object *hc = NULL, *log = NULL, *mounts = NULL;
 	if (add_object(root, "HostConfig", &hc) < 0)
@@ -164,8 +168,20 @@ static int build_host_config(struct json_object *root, const struct docker_conta
 		    add_bool(m, "ReadOnly", spec->mounts[i].read_only) < 0)
 			return -1;
 	}
-	if (spec->memory_bytes > 0 && add_int64(hc, "Memory", spec->memory_bytes) < 0)
+	/* MemorySwap equal to Memory: the ceiling holds, no swap is added on
+	 * top (Docker Engine API v1.41, HostConfig.MemorySwap: memory plus swap). */
+	if (spec->memory_bytes > 0 &&
+	    (add_int64(hc, "Memory", spec->memory_bytes) < 0 || add_int64(hc, "MemorySwap", spec->memory_bytes) < 0))
 		return -1;
+	if (spec->oom_score_adj != 0 && add_int64(hc, "OomScoreAdj", spec->oom_score_adj) < 0)
+		return -1;
+	if (spec->disk_bytes > 0) {
+		struct json_object *so = NULL;
+		char size[32];
+		snprintf(size, sizeof(size), "%lld", (long long)spec->disk_bytes);
+		if (add_object(hc, "StorageOpt", &so) < 0 || add_string(so, "size", size) < 0)
+			return -1;
+	}
 	if (spec->nano_cpus > 0 && add_int64(hc, "NanoCpus", spec->nano_cpus) < 0)
 		return -1;
 	if (spec->pids_limit > 0 && add_int64(hc, "PidsLimit", spec->pids_limit) < 0)
@@ -183,7 +199,9 @@ static int build_host_config(struct json_object *root, const struct docker_conta
 		return -1;
 	if (build_forwarder_host_config(hc, spec) < 0)
 		return -1;
-	static const char *const security_opt[] = {"no-new-privileges", NULL};
+	/* Every container, forwarders included: no setuid files from container
+	 * root on any mount, no openat2 or io_uring around it (seccomp.c). */
+	const char *const security_opt[] = {"no-new-privileges", seccomp_opt, NULL};
 	if (add_strv(hc, "SecurityOpt", security_opt) < 0 || add_bool(hc, "Init", 0) < 0)
 		return -1;
 	return 0;
@@ -191,7 +209,7 @@ static int build_host_config(struct json_object *root, const struct docker_conta
 
 /* The create body (Docker Engine API v1.41, "Create a container",
  * ContainerConfig + HostConfig). Returns a new object or NULL (out of memory). */
-static struct json_object *build_create_body(const struct docker_container_spec *spec)
+static struct json_object *build_create_body(const struct docker_container_spec *spec, const char *seccomp_opt)
 {
 	_cleanup_json_ struct json_object *root = json_object_new_object();
 	struct json_object *labels = NULL;
@@ -226,7 +244,7 @@ static struct json_object *build_create_body(const struct docker_container_spec 
 				return NULL;
 		}
 	}
-	if (build_host_config(root, spec) < 0)
+	if (build_host_config(root, spec, seccomp_opt) < 0)
 		return NULL;
 	return TAKE_PTR(root);
 }
@@ -256,7 +274,10 @@ int docker_container_create(struct docker_engine *engine, const struct docker_co
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: mount %zu lacks a source or target",
 			                    what, i);
 
-	_cleanup_json_ struct json_object *body = build_create_body(spec);
+	const char *seccomp_opt = NULL;
+	if (docker_seccomp_security_opt(&seccomp_opt, err) < 0)
+		return cp_error_prefix(err, "%s", what);
+	_cleanup_json_ struct json_object *body = build_create_body(spec, seccomp_opt);
 	_cleanup_free_ char *name = docker_escape(spec->name, NULL);
 	_cleanup_free_ char *path = NULL;
 	if (!body || !name || asprintf(&path, "/containers/create?name=%s", name) < 0) {

@@ -58,11 +58,50 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 int docker_engine_runtime(struct docker_engine *engine, const char *name, int *ret_found, int *ret_no_network,
                           char **ret_names, struct cp_error **err);
 
+/* What GET /info says about one OCI runtime (docker_engine_runtime_info). */
+struct docker_runtime_info {
+	int found;           /* registered under that name */
+	int no_network;      /* runtimeArgs has "--network=none" */
+	int ignores_seccomp; /* gVisor's runsc without --oci-seccomp: the seccomp profile would not apply */
+	char *names;         /* owned: every registered name, comma-separated */
+};
+void docker_runtime_info_clear(struct docker_runtime_info *r);
+
+/* Like docker_engine_runtime, and also whether the runtime would ignore the
+ * container's seccomp profile (runsc, by name or path, registered without
+ * --oci-seccomp). *ret (caller clears) is set on success. UNAVAILABLE when
+ * the engine does not answer. Blocks at most 10 s. */
+int docker_engine_runtime_info(struct docker_engine *engine, const char *name, struct docker_runtime_info *ret,
+                               struct cp_error **err);
+
 /* ---- images (docker/images.c) ---- */
 
 /* GET /images/{name}/json. On success *ret_id (caller frees) is the image id.
  * Fails with NOT_FOUND when the image is absent. */
 int docker_image_inspect(struct docker_engine *engine, const char *name, char **ret_id, struct cp_error **err);
+
+/* ---- the sandbox seccomp profile (docker/seccomp.c) ---- */
+
+/* Builds the sandbox seccomp profile from base_json, a profile in the Docker
+ * Engine's format: the base unchanged except that chmod, fchmod, fchmodat,
+ * fchmodat2, open, openat, creat, mknod and mknodat run only when their mode
+ * argument has neither S_ISUID nor S_ISGID (SCMP_CMP_MASKED_EQ, value 06000,
+ * valueTwo 0, wherever the base allowed them), and openat2 and the io_uring
+ * calls answer ENOSYS. *ret_profile (caller frees) is compact JSON.
+ * INVALID_ARGUMENT naming the defect for a base that is not such a profile
+ * or whose default action lets unlisted calls run. Pure and thread-safe.
+ * (Issue 12: container root must never plant setuid files on host mounts.) */
+int docker_seccomp_profile_build(const char *base_json, char **ret_profile, struct cp_error **err);
+
+/* The Docker Engine 20.10.24 default profile embedded at build time
+ * (docker/profiles/README.md); static text. */
+const char *docker_seccomp_default_profile(void);
+
+/* "seccomp=<sandbox profile>", the SecurityOpt entry docker_container_create
+ * gives every container, built once per process from the embedded default.
+ * *ret_opt is borrowed for the process's life. INTERNAL when the embedded
+ * profile cannot be built. Thread-safe. */
+int docker_seccomp_security_opt(const char **ret_opt, struct cp_error **err);
 
 /* ---- containers (docker/containers.c) ---- */
 
@@ -91,7 +130,7 @@ struct docker_container_spec {
 	const char *working_dir;       /* "/workspace" */
 	const struct docker_mount *mounts;
 	size_t n_mounts;
-	int64_t memory_bytes; /* 0 = engine default */
+	int64_t memory_bytes; /* 0 = engine default; MemorySwap is set equal (no swap on top) */
 	int64_t nano_cpus;    /* 0 = engine default */
 	int64_t pids_limit;   /* 0 = engine default */
 	int network_disabled; /* 1 = NetworkMode "none" */
@@ -106,12 +145,15 @@ struct docker_container_spec {
 	int read_only_rootfs;       /* 1 = ReadonlyRootfs */
 	const char *user;           /* "65534:65534"; NULL = the image's user */
 	int no_stdin;               /* 1 = no stdin and no attach (nobody talks to it) */
+	int oom_score_adj;          /* HostConfig.OomScoreAdj, -1000..1000; 0 = engine default */
+	int64_t disk_bytes;         /* HostConfig.StorageOpt size of the writable layer; 0 = none */
 };
 
 /* POST /containers/create?name=… with OpenStdin, AttachStdin/Stdout/Stderr,
  * StdinOnce false, Tty false, LogConfig "none" (helper traffic never reaches
  * the engine's logs), Privileged false, CapDrop of NET_RAW/MKNOD/AUDIT_WRITE…,
- * no-new-privileges, Init false (the helper is PID 1). *ret_id (caller frees)
+ * no-new-privileges, the sandbox seccomp profile (docker_seccomp_security_opt;
+ * forwarders too), Init false (the helper is PID 1). *ret_id (caller frees)
  * is the container id. A name already in use fails with CONFLICT. */
 int docker_container_create(struct docker_engine *engine, const struct docker_container_spec *spec, char **ret_id,
                             struct cp_error **err);
@@ -149,23 +191,64 @@ int docker_container_inspect(struct docker_engine *engine, const char *id, struc
 int docker_container_list(struct docker_engine *engine, const char *label, struct docker_container_state **ret_states,
                           size_t *ret_n, struct cp_error **err);
 
+/* ---- pause and size (docker/container_pause.c) ---- */
+
+/* POST /containers/{id}/pause and /unpause (the cgroup freezer: nothing in
+ * it runs until unpaused). 404 → NOT_FOUND; a container that is not running
+ * (or already so) gets the engine's 409 as CONFLICT. Blocks at most 15 s. */
+int docker_container_pause(struct docker_engine *engine, const char *id, struct cp_error **err);
+int docker_container_unpause(struct docker_engine *engine, const char *id, struct cp_error **err);
+/* GET /containers/{id}/json?size=1: the bytes its writable layer holds
+ * (SizeRw) into *ret_bytes, and whether it is paused (*ret_paused; may be
+ * NULL). The engine walks the layer to answer: blocks up to 30 s. */
+int docker_container_layer_size(struct docker_engine *engine, const char *id, int64_t *ret_bytes, int *ret_paused,
+                                struct cp_error **err);
+
+/* ---- storage (docker/info.c) ---- */
+
+struct docker_storage {
+	char *driver;       /* owned: "overlay2" */
+	char *backing_fs;   /* owned: "extfs", "xfs"; NULL when not reported */
+	char *root_dir;     /* owned: DockerRootDir, "/var/lib/docker" */
+	int size_supported; /* containers take StorageOpt size on this driver and filesystem */
+};
+void docker_storage_clear(struct docker_storage *s);
+/* GET /info: the storage driver, its backing filesystem, the engine's data
+ * directory, and whether a container's writable layer can be given a size
+ * (overlay2 on xfs, devicemapper, btrfs, zfs). *ret owned by the caller
+ * (docker_storage_clear). UNAVAILABLE when the engine does not answer.
+ * Blocks at most 10 s. */
+int docker_engine_storage(struct docker_engine *engine, struct docker_storage *ret, struct cp_error **err);
+
 /* ---- networks (docker/networks.c) ---- */
 
 /* Makes sure a bridge network called name exists, with inter-container
- * communication disabled and the label label=true; an existing network of that
- * name is used as it is. Fails with UNAVAILABLE or INTERNAL naming the call. */
-int docker_network_ensure(struct docker_engine *engine, const char *name, const char *label, struct cp_error **err);
+ * communication disabled, the label label=true and its bridge interface
+ * called bridge_name (com.docker.network.bridge.name, at most 15
+ * characters), so the host's firewall can name it (issue 12). An existing
+ * network on another bridge (an older chat2sbx made it without the name)
+ * is removed and created again when no container, in any state, refers to
+ * it (a stopped member could not start on a replacement); otherwise it is
+ * used as it is. ret_bridge (size bytes, may be NULL) gets the bridge
+ * interface the network has afterwards: bridge_name, or the older
+ * network's "br-<id>". All borrowed. Fails with UNAVAILABLE or INTERNAL
+ * naming the call. Blocks at most 15 s per engine call (up to five). */
+int docker_network_ensure(struct docker_engine *engine, const char *name, const char *label, const char *bridge_name,
+                          char *ret_bridge, size_t size, struct cp_error **err);
 
 /* ---- networks made on request (docker/network_ops.c) ---- */
 
 /* POST /networks/create (Docker Engine API v1.41, "Create a network"): a
  * bridge called name with CheckDuplicate, inter-container communication on
- * (icc 1) or off (com.docker.network.bridge.enable_icc), and labels
+ * (icc 1) or off (com.docker.network.bridge.enable_icc), its host interface
+ * called bridge_name (com.docker.network.bridge.name; NULL = the engine's
+ * "br-<id>"; at most 15 characters, and no other network's) and labels
  * (NULL-terminated, alternating key, value). *ret_id (may be NULL; caller
- * frees) is the network id. CONFLICT when the name exists. All borrowed.
- * Blocks at most 15 s. */
+ * frees) is the network id. CONFLICT when the name exists; the engine
+ * refuses a bridge name another network has (DENIED or UNAVAILABLE with its
+ * words). All borrowed. Blocks at most 15 s. */
 int docker_network_create(struct docker_engine *engine, const char *name, const char *const *labels, int icc,
-                          char **ret_id, struct cp_error **err);
+                          const char *bridge_name, char **ret_id, struct cp_error **err);
 /* POST /networks/{network}/connect with EndpointConfig.Aliases [alias] (alias
  * may be NULL): the container joins the network, reachable by that name from
  * its other members. NOT_FOUND when either is absent; an engine refusal
@@ -186,6 +269,23 @@ int docker_network_remove(struct docker_engine *engine, const char *network, str
  * of *ret_n entries. Blocks at most 15 s. */
 int docker_network_list(struct docker_engine *engine, const char *label, char ***ret_names, size_t *ret_n,
                         struct cp_error **err);
+/* A bridge network and its host interface. */
+struct docker_network_bridge {
+	char *name;         /* owned: the network's name */
+	char interface[64]; /* its bridge interface on the host */
+	int named;          /* 1: named by com.docker.network.bridge.name; 0: the engine's "br-<id>" */
+};
+/* GET /networks?filters={"label":[label]} (label "key" or "key=value"): the
+ * bridge networks among them with their interfaces, as an array *ret of
+ * *ret_n (caller frees with docker_network_bridges_free). Blocks at most 15 s. */
+int docker_network_bridges(struct docker_engine *engine, const char *label, struct docker_network_bridge **ret,
+                           size_t *ret_n, struct cp_error **err);
+void docker_network_bridges_free(struct docker_network_bridge *v, size_t n);
+/* GET /containers/{container}/json: the Gateway of every network the
+ * container is on (NetworkSettings.Networks), as a NULL-terminated vector
+ * *ret (caller frees with docker_strv_free; empty with NetworkMode none).
+ * NOT_FOUND when absent. Blocks at most 15 s. */
+int docker_container_gateways(struct docker_engine *engine, const char *container, char ***ret, struct cp_error **err);
 /* Frees a NULL-terminated vector of owned strings; accepts NULL. */
 void docker_strv_free(char **v);
 

@@ -7,6 +7,21 @@
 
 #include "docker.h"
 
+/* The bridge driver's option that names a network's bridge interface
+ * (Docker Engine, "Bridge network driver options"). */
+#define DOCKER_BRIDGE_NAME_OPTION "com.docker.network.bridge.name"
+
+/* The host interface of a bridge network's inspect or list entry (borrowed):
+ * its DOCKER_BRIDGE_NAME_OPTION, or libnetwork's own "br-<first 12 of the
+ * id>" when it has none, into buf. Returns 1 (named by the option), 0 (the
+ * engine's name) or -1 (no Id to derive it from). */
+int docker_network_bridge_of(struct json_object *network, char *buf, size_t size);
+
+/* "<base>filters=<escaped {key:[value]}>" (the engine's list filters,
+ * Docker Engine API "List networks", "List containers"); base ends in '?'
+ * or '&'. Caller frees; NULL when out of memory. */
+char *docker_filtered_path(const char *base, const char *key, const char *value);
+
 /* Largest engine response body accepted (bytes). */
 #define DOCKER_MAX_RESPONSE (16u * 1024 * 1024)
 

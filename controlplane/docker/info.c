@@ -1,7 +1,8 @@
 /* info.c: what the engine says about itself (GET /info) that a create
- * depends on: the OCI runtimes it has registered. Asked at create time, not
- * cached, because an operator may register a runtime and restart the engine
- * while serve runs. */
+ * depends on: the OCI runtimes it has registered, with the arguments that
+ * change what a sandbox is (no network, no seccomp). Asked at create time,
+ * not cached, because an operator may register a runtime and reload or
+ * restart the engine while serve runs. */
 #include "engine_internal.h"
 
 #include <json-c/json.h>
@@ -13,15 +14,22 @@
 
 #define DOCKER_INFO_TIMEOUT_MS 10000L
 
-/* True when the runtime's registered runtimeArgs contain "--network=none"
- * (gVisor's runsc on hosts where it cannot use the host's network
- * namespace; /etc/docker/daemon.json "runtimes"). */
-static int runtime_has_no_network(struct json_object *rt)
+/* The runtime's registered runtimeArgs (/etc/docker/daemon.json
+ * "runtimes"), or NULL. */
+static struct json_object *runtime_args(struct json_object *rt)
 {
 	struct json_object *args = NULL;
-	if (!json_object_object_get_ex(rt, "runtimeArgs", &args) || !json_object_is_type(args, json_type_array))
-		return 0;
-	for (size_t i = 0; i < json_object_array_length(args); i++) {
+	if (!rt || !json_object_object_get_ex(rt, "runtimeArgs", &args) || !json_object_is_type(args, json_type_array))
+		return NULL;
+	return args;
+}
+
+/* True when the runtime's runtimeArgs contain "--network=none" (gVisor's
+ * runsc on hosts where it cannot use the host's network namespace). */
+static int runtime_has_no_network(struct json_object *rt)
+{
+	struct json_object *args = runtime_args(rt);
+	for (size_t i = 0; args && i < json_object_array_length(args); i++) {
 		const char *a = json_object_get_string(json_object_array_get_idx(args, i));
 		if (a && strcmp(a, "--network=none") == 0)
 			return 1;
@@ -29,16 +37,68 @@ static int runtime_has_no_network(struct json_object *rt)
 	return 0;
 }
 
+/* gVisor's runsc (the registered name, or the basename of its path) runs
+ * the container's seccomp profile only with its --oci-seccomp flag
+ * ("runsc flags": "Enables loading OCI seccomp filters inside the
+ * sandbox"); without it the sandbox profile is ignored and a chmod 4755 in
+ * a workspace reaches the host file through its gofer. Go's flag package
+ * takes one or two dashes and =true/=false; the last one counts. */
+static int runtime_ignores_seccomp(const char *name, struct json_object *rt)
+{
+	struct json_object *path = NULL;
+	const char *p = json_object_object_get_ex(rt, "path", &path) ? json_object_get_string(path) : NULL;
+	const char *base = p ? strrchr(p, '/') : NULL;
+	base = base ? base + 1 : p;
+	if (strcmp(name, "runsc") != 0 && !(base && strcmp(base, "runsc") == 0))
+		return 0;
+	int on = 0;
+	struct json_object *args = runtime_args(rt);
+	for (size_t i = 0; args && i < json_object_array_length(args); i++) {
+		const char *a = json_object_get_string(json_object_array_get_idx(args, i));
+		if (!a || a[0] != '-')
+			continue;
+		a += a[1] == '-' ? 2 : 1;
+		if (!strcmp(a, "oci-seccomp") || !strcmp(a, "oci-seccomp=true") || !strcmp(a, "oci-seccomp=1"))
+			on = 1;
+		else if (!strcmp(a, "oci-seccomp=false") || !strcmp(a, "oci-seccomp=0"))
+			on = 0;
+	}
+	return !on;
+}
+
+/* The registered runtime names, comma-separated (caller frees). */
+static char *runtime_names(struct json_object *runtimes)
+{
+	size_t len = 1;
+	json_object_object_foreach(runtimes, key, val)
+	{
+		(void)val;
+		len += strlen(key) + 2;
+	}
+	char *names = calloc(1, len);
+	if (!names)
+		return NULL;
+	json_object_object_foreach(runtimes, k2, v2)
+	{
+		(void)v2;
+		if (*names)
+			strcat(names, ", ");
+		strcat(names, k2);
+	}
+	return names;
+}
+
 /* GET /info (Docker Engine API v1.41, "Get system information"): looks
- * runtime up in "Runtimes" (the names `docker run --runtime` accepts).
- * engine and name borrowed. On success *ret_found says whether the engine
- * has it and *ret_no_network whether it was registered with runtimeArgs
- * "--network=none" (so its containers have no network whatever NetworkMode
- * says). *ret_names (may be NULL; caller frees) gets the registered names,
- * comma-separated, for messages. UNAVAILABLE when the engine does not answer,
- * INTERNAL for an answer without Runtimes. Blocks at most 10 s. */
-int docker_engine_runtime(struct docker_engine *engine, const char *name, int *ret_found, int *ret_no_network,
-                          char **ret_names, struct cp_error **err)
+ * name up in "Runtimes" (the names `docker run --runtime` accepts) and
+ * fills *ret (caller clears; names owned): found, no_network (registered
+ * with runtimeArgs "--network=none", so its containers have no network
+ * whatever NetworkMode says), ignores_seccomp (gVisor's runsc without
+ * --oci-seccomp, which would not run the sandbox seccomp profile) and the
+ * registered names, comma-separated, for messages. engine and name
+ * borrowed. UNAVAILABLE when the engine does not answer, INTERNAL for an
+ * answer without Runtimes. Blocks at most 10 s. */
+int docker_engine_runtime_info(struct docker_engine *engine, const char *name, struct docker_runtime_info *ret,
+                               struct cp_error **err)
 {
 	const char *what = "ask the engine for its runtimes";
 	_cleanup_json_ struct json_object *info = NULL;
@@ -48,27 +108,84 @@ int docker_engine_runtime(struct docker_engine *engine, const char *name, int *r
 	if (!info || !json_object_object_get_ex(info, "Runtimes", &runtimes) ||
 	    !json_object_is_type(runtimes, json_type_object))
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the answer of GET /info has no Runtimes", what);
-	int found = name && json_object_object_get_ex(runtimes, name, &rt);
-	if (ret_names) {
-		size_t len = 1;
-		json_object_object_foreach(runtimes, key, val)
-		{
-			(void)val;
-			len += strlen(key) + 2;
+	struct docker_runtime_info r = {0};
+	r.found = name && json_object_object_get_ex(runtimes, name, &rt) && json_object_is_type(rt, json_type_object);
+	r.no_network = r.found && runtime_has_no_network(rt);
+	r.ignores_seccomp = r.found && runtime_ignores_seccomp(name, rt);
+	if (!(r.names = runtime_names(runtimes)))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	*ret = r;
+	return 0;
+}
+
+void docker_runtime_info_clear(struct docker_runtime_info *r)
+{
+	if (!r)
+		return;
+	free(r->names);
+	*r = (struct docker_runtime_info){0};
+}
+
+/* docker_engine_runtime_info's found, no_network and names (docker.h). */
+int docker_engine_runtime(struct docker_engine *engine, const char *name, int *ret_found, int *ret_no_network,
+                          char **ret_names, struct cp_error **err)
+{
+	struct docker_runtime_info r = {0};
+	if (docker_engine_runtime_info(engine, name, &r, err) < 0)
+		return -1;
+	*ret_found = r.found;
+	*ret_no_network = r.no_network;
+	if (ret_names)
+		*ret_names = TAKE_PTR(r.names);
+	docker_runtime_info_clear(&r);
+	return 0;
+}
+
+void docker_storage_clear(struct docker_storage *s)
+{
+	if (!s)
+		return;
+	free(s->driver);
+	free(s->backing_fs);
+	free(s->root_dir);
+	*s = (struct docker_storage){0};
+}
+
+/* Drivers whose containers take HostConfig.StorageOpt {"size": …}:
+ * overlay2 only on xfs (with the pquota mount option, which /info does not
+ * show), devicemapper, btrfs and zfs (Docker docs, "docker run
+ * --storage-opt"). */
+static int takes_size(const char *driver, const char *backing)
+{
+	if (!driver)
+		return 0;
+	if (!strcmp(driver, "overlay2"))
+		return backing && !strcmp(backing, "xfs");
+	return !strcmp(driver, "devicemapper") || !strcmp(driver, "btrfs") || !strcmp(driver, "zfs");
+}
+
+int docker_engine_storage(struct docker_engine *engine, struct docker_storage *ret, struct cp_error **err)
+{
+	const char *what = "ask the engine for its storage";
+	_cleanup_json_ struct json_object *info = NULL;
+	if (docker_request(engine, "GET", "/info", NULL, DOCKER_INFO_TIMEOUT_MS, what, NULL, &info, err) < 0)
+		return -1;
+	struct docker_storage s = {0};
+	struct json_object *v = NULL, *status = NULL;
+	if (json_object_object_get_ex(info, "Driver", &v) && json_object_is_type(v, json_type_string))
+		s.driver = strdup(json_object_get_string(v));
+	if (json_object_object_get_ex(info, "DockerRootDir", &v) && json_object_is_type(v, json_type_string))
+		s.root_dir = strdup(json_object_get_string(v));
+	/* DriverStatus: [["Backing Filesystem", "extfs"], ...] */
+	if (json_object_object_get_ex(info, "DriverStatus", &status) && json_object_is_type(status, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(status) && !s.backing_fs; i++) {
+			struct json_object *pair = json_object_array_get_idx(status, i);
+			const char *k = json_object_get_string(json_object_array_get_idx(pair, 0));
+			const char *val = json_object_get_string(json_object_array_get_idx(pair, 1));
+			if (k && val && !strcmp(k, "Backing Filesystem"))
+				s.backing_fs = strdup(val);
 		}
-		char *names = calloc(1, len);
-		if (!names)
-			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-		json_object_object_foreach(runtimes, k2, v2)
-		{
-			(void)v2;
-			if (*names)
-				strcat(names, ", ");
-			strcat(names, k2);
-		}
-		*ret_names = names;
-	}
-	*ret_found = found;
-	*ret_no_network = found && runtime_has_no_network(rt);
+	s.size_supported = takes_size(s.driver, s.backing_fs);
+	*ret = s;
 	return 0;
 }

@@ -24,7 +24,7 @@ static char *network_path(const char *ref, const char *suffix)
 }
 
 int docker_network_create(struct docker_engine *engine, const char *name, const char *const *labels, int icc,
-                          char **ret_id, struct cp_error **err)
+                          const char *bridge_name, char **ret_id, struct cp_error **err)
 {
 	_cleanup_free_ char *what = NULL;
 	if (!name || !*name)
@@ -49,6 +49,8 @@ int docker_network_create(struct docker_engine *engine, const char *name, const 
 	json_object_object_add(body, "CheckDuplicate", json_object_new_boolean(1));
 	json_object_object_add(options, "com.docker.network.bridge.enable_icc",
 	                       json_object_new_string(icc ? "true" : "false"));
+	if (bridge_name)
+		json_object_object_add(options, DOCKER_BRIDGE_NAME_OPTION, json_object_new_string(bridge_name));
 	for (size_t i = 0; labels && labels[i] && labels[i + 1]; i += 2)
 		json_object_object_add(lab, labels[i], json_object_new_string(labels[i + 1]));
 	_cleanup_json_ struct json_object *reply = NULL;
@@ -125,6 +127,25 @@ int docker_network_remove(struct docker_engine *engine, const char *network, str
 	return docker_request(engine, "DELETE", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err);
 }
 
+/* GET /networks?filters={"label":[label]}: the engine's list, an array
+ * (*ret_reply, caller puts). what names the call in errors. */
+static int networks_labelled(struct docker_engine *engine, const char *label, const char *what,
+                             struct json_object **ret_reply, struct cp_error **err)
+{
+	if (!label || !*label)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty label", what);
+	_cleanup_free_ char *path = docker_filtered_path("/networks?", "label", label);
+	if (!path)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err) < 0)
+		return -1;
+	if (!reply || !json_object_is_type(reply, json_type_array))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
+	*ret_reply = TAKE_PTR(reply);
+	return 0;
+}
+
 int docker_network_list(struct docker_engine *engine, const char *label, char ***ret_names, size_t *ret_n,
                         struct cp_error **err)
 {
@@ -133,28 +154,9 @@ int docker_network_list(struct docker_engine *engine, const char *label, char **
 		what = NULL;
 		return cp_error_set(err, CP_ERR_INTERNAL, "list networks: out of memory");
 	}
-	if (!label || !*label)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty label", what);
-	_cleanup_json_ struct json_object *filters = json_object_new_object();
-	struct json_object *values = json_object_new_array();
-	if (!filters || !values) {
-		json_object_put(values);
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
-	json_object_array_add(values, json_object_new_string(label));
-	json_object_object_add(filters, "label", values);
-	_cleanup_free_ char *esc = docker_escape(
-	    json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), NULL);
-	_cleanup_free_ char *path = NULL;
-	if (!esc || asprintf(&path, "/networks?filters=%s", esc) < 0) {
-		path = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
 	_cleanup_json_ struct json_object *reply = NULL;
-	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err) < 0)
+	if (networks_labelled(engine, label, what, &reply, err) < 0)
 		return -1;
-	if (!reply || !json_object_is_type(reply, json_type_array))
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
 	size_t n = json_object_array_length(reply);
 	char **names = calloc(n + 1, sizeof(*names));
 	if (!names)
@@ -173,6 +175,95 @@ int docker_network_list(struct docker_engine *engine, const char *label, char **
 	}
 	*ret_names = names;
 	*ret_n = k;
+	return 0;
+}
+
+void docker_network_bridges_free(struct docker_network_bridge *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+int docker_network_bridges(struct docker_engine *engine, const char *label, struct docker_network_bridge **ret,
+                           size_t *ret_n, struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	if (asprintf(&what, "list the bridges of networks labelled '%s'", label ? label : "") < 0) {
+		what = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "list networks: out of memory");
+	}
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (networks_labelled(engine, label, what, &reply, err) < 0)
+		return -1;
+	size_t n = json_object_array_length(reply), k = 0;
+	struct docker_network_bridge *v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *net = json_object_array_get_idx(reply, i), *name = NULL, *driver = NULL;
+		/* Only bridges have an interface on the host. */
+		if (!json_object_object_get_ex(net, "Driver", &driver) ||
+		    !json_object_is_type(driver, json_type_string) ||
+		    strcmp(json_object_get_string(driver), "bridge") ||
+		    !json_object_object_get_ex(net, "Name", &name) || !json_object_is_type(name, json_type_string))
+			continue;
+		int named = docker_network_bridge_of(net, v[k].interface, sizeof(v[k].interface));
+		if (named < 0)
+			continue;
+		v[k].named = named;
+		if (!(v[k].name = strdup(json_object_get_string(name)))) {
+			docker_network_bridges_free(v, k);
+			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+		}
+		k++;
+	}
+	*ret = v;
+	*ret_n = k;
+	return 0;
+}
+
+int docker_container_gateways(struct docker_engine *engine, const char *container, char ***ret, struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	_cleanup_free_ char *esc = docker_escape(container, NULL);
+	_cleanup_free_ char *path = NULL;
+	if (asprintf(&what, "find the network gateways of container '%s'", container) < 0) {
+		what = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "find network gateways: out of memory");
+	}
+	if (!esc || asprintf(&path, "/containers/%s/json", esc) < 0) {
+		path = NULL;
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	}
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err) < 0)
+		return -1;
+	struct json_object *settings = NULL, *networks = NULL;
+	if (!reply || !json_object_object_get_ex(reply, "NetworkSettings", &settings) ||
+	    !json_object_object_get_ex(settings, "Networks", &networks) ||
+	    !json_object_is_type(networks, json_type_object))
+		networks = NULL; /* NetworkMode none: no networks at all */
+	char **v = calloc((networks ? (size_t)json_object_object_length(networks) : 0) + 1, sizeof(*v));
+	if (!v)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	size_t k = 0;
+	if (networks) {
+		json_object_object_foreach(networks, name, endpoint)
+		{
+			(void)name;
+			struct json_object *gw = NULL;
+			if (!json_object_object_get_ex(endpoint, "Gateway", &gw) ||
+			    !json_object_is_type(gw, json_type_string) || !*json_object_get_string(gw))
+				continue;
+			if (!(v[k] = strdup(json_object_get_string(gw)))) {
+				docker_strv_free(v);
+				return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+			}
+			k++;
+		}
+	}
+	*ret = v;
 	return 0;
 }
 

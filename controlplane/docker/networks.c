@@ -1,5 +1,7 @@
-/* networks.c: the engine network sandboxes with network access join. Only
- * makes sure it exists; never removes a network. */
+/* networks.c: the engine network sandboxes with network access join, and
+ * the bridge interface behind a network. Makes sure the shared network
+ * exists with its fixed bridge name, replacing an older nameless one only
+ * while no container refers to it; never removes a network in use. */
 #include "engine_internal.h"
 
 #include <json-c/json.h>
@@ -11,42 +13,120 @@
 
 #define DOCKER_NETWORK_TIMEOUT_MS 15000L
 
+char *docker_filtered_path(const char *base, const char *key, const char *value)
+{
+	_cleanup_json_ struct json_object *filters = json_object_new_object();
+	struct json_object *values = json_object_new_array();
+	if (!filters || !values) {
+		json_object_put(values);
+		return NULL;
+	}
+	json_object_array_add(values, json_object_new_string(value));
+	json_object_object_add(filters, key, values);
+	_cleanup_free_ char *esc = docker_escape(
+	    json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), NULL);
+	char *path = NULL;
+	if (!esc || asprintf(&path, "%sfilters=%s", base, esc) < 0)
+		return NULL;
+	return path;
+}
+
+int docker_network_bridge_of(struct json_object *network, char *buf, size_t size)
+{
+	struct json_object *v = NULL, *options = NULL;
+	if (json_object_object_get_ex(network, "Options", &options) &&
+	    json_object_object_get_ex(options, DOCKER_BRIDGE_NAME_OPTION, &v) &&
+	    json_object_is_type(v, json_type_string) && *json_object_get_string(v)) {
+		snprintf(buf, size, "%s", json_object_get_string(v));
+		return 1;
+	}
+	/* libnetwork's bridge driver names an unnamed network's bridge "br-"
+	 * and the first 12 characters of the network id. */
+	if (!json_object_object_get_ex(network, "Id", &v) || !json_object_is_type(v, json_type_string) ||
+	    strlen(json_object_get_string(v)) < 12)
+		return -1;
+	snprintf(buf, size, "br-%.12s", json_object_get_string(v));
+	return 0;
+}
+
+/* How many containers, in any state, name network (id) among theirs:
+ * GET /containers/json?all=1&filters={"network":[id]}. The network's own
+ * inspect lists running members only, and a stopped container whose
+ * network was replaced could not start again. */
+static int network_users(struct docker_engine *engine, const char *id, const char *what, size_t *ret_n,
+                         struct cp_error **err)
+{
+	_cleanup_free_ char *path = docker_filtered_path("/containers/json?all=1&", "network", id);
+	if (!path)
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	_cleanup_json_ struct json_object *list = NULL;
+	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_TIMEOUT_MS, what, NULL, &list, err) < 0)
+		return -1;
+	if (!list || !json_object_is_type(list, json_type_array))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
+	*ret_n = json_object_array_length(list);
+	return 0;
+}
+
+/* POST /networks/create for the shared network; a racing creator's 409
+ * counts as success. */
+static int create_shared(struct docker_engine *engine, const char *name, const char *label, const char *bridge_name,
+                         const char *what, struct cp_error **err)
+{
+	const char *labels[] = {label, "true", NULL};
+	if (docker_network_create(engine, name, labels, 0, bridge_name, NULL, err) < 0) {
+		if ((*err)->code != CP_ERR_CONFLICT)
+			return cp_error_prefix(err, "%s", what);
+		cp_error_freep(err); /* someone else created it meanwhile */
+	}
+	return 0;
+}
+
 /* GET /networks/{name}, then POST /networks/create when it is absent (Docker
- * Engine API v1.41, "Inspect a network", "Create a network"): a bridge with
- * inter-container communication off (com.docker.network.bridge.enable_icc
- * "false"), so sandboxes cannot reach each other, and CheckDuplicate so two
- * racing creates make one network (the loser's 409 counts as success). name
- * and label are borrowed. Blocks at most 15 s per engine call. */
-int docker_network_ensure(struct docker_engine *engine, const char *name, const char *label, struct cp_error **err)
+ * Engine API v1.41, "Inspect a network", "Create a network"). An existing
+ * network on another bridge than bridge_name (made by an older chat2sbx) is
+ * removed and created again when no container refers to it; otherwise it is
+ * kept and *ret_bridge names its bridge. Blocks at most 15 s per engine call. */
+int docker_network_ensure(struct docker_engine *engine, const char *name, const char *label, const char *bridge_name,
+                          char *ret_bridge, size_t size, struct cp_error **err)
 {
 	_cleanup_free_ char *what = NULL;
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *esc = docker_escape(name, "");
 	if (asprintf(&what, "create network '%s'", name) < 0 || !esc || asprintf(&path, "/networks/%s", esc) < 0)
 		return cp_error_set(err, CP_ERR_INTERNAL, "create network '%s': out of memory", name);
+	if (ret_bridge && size)
+		snprintf(ret_bridge, size, "%s", bridge_name);
 	_cleanup_json_ struct json_object *found = NULL;
-	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_TIMEOUT_MS, what, NULL, &found, err) == 0)
-		return 0;
-	if ((*err)->code != CP_ERR_NOT_FOUND)
-		return -1;
-	cp_error_freep(err);
-
-	_cleanup_json_ struct json_object *body = json_object_new_object();
-	json_object_object_add(body, "Name", json_object_new_string(name));
-	json_object_object_add(body, "Driver", json_object_new_string("bridge"));
-	json_object_object_add(body, "CheckDuplicate", json_object_new_boolean(1));
-	struct json_object *options = json_object_new_object();
-	json_object_object_add(options, "com.docker.network.bridge.enable_icc", json_object_new_string("false"));
-	json_object_object_add(body, "Options", options);
-	struct json_object *labels = json_object_new_object();
-	json_object_object_add(labels, label, json_object_new_string("true"));
-	json_object_object_add(body, "Labels", labels);
-	_cleanup_json_ struct json_object *created = NULL;
-	if (docker_request(engine, "POST", "/networks/create", body, DOCKER_NETWORK_TIMEOUT_MS, what, NULL, &created,
-	                   err) < 0) {
-		if ((*err)->code != CP_ERR_CONFLICT)
+	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_TIMEOUT_MS, what, NULL, &found, err) < 0) {
+		if ((*err)->code != CP_ERR_NOT_FOUND)
 			return -1;
-		cp_error_freep(err); /* someone else created it meanwhile */
+		cp_error_freep(err);
+		return create_shared(engine, name, label, bridge_name, what, err);
 	}
+	char bridge[64] = "";
+	struct json_object *id = NULL;
+	if (docker_network_bridge_of(found, bridge, sizeof(bridge)) < 0 || !json_object_object_get_ex(found, "Id", &id))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no network Id", what);
+	if (!strcmp(bridge, bridge_name))
+		return 0;
+	if (ret_bridge && size)
+		snprintf(ret_bridge, size, "%s", bridge);
+	size_t users = 0;
+	if (network_users(engine, json_object_get_string(id), what, &users, err) < 0)
+		return -1;
+	if (users > 0)
+		return 0; /* in use: kept as it is; its bridge is reported */
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (docker_network_remove(engine, json_object_get_string(id), &e) < 0 && e->code != CP_ERR_NOT_FOUND)
+		return 0; /* someone joined it meanwhile: keep it */
+	if (create_shared(engine, name, label, bridge_name, what, err) < 0)
+		return -1;
+	/* A racing creator may have made it first, on whatever bridge. */
+	_cleanup_json_ struct json_object *made = NULL;
+	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_TIMEOUT_MS, what, NULL, &made, err) < 0)
+		return -1;
+	if (ret_bridge && size && docker_network_bridge_of(made, bridge, sizeof(bridge)) >= 0)
+		snprintf(ret_bridge, size, "%s", bridge);
 	return 0;
 }

@@ -17,34 +17,71 @@
 int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                             struct lifecycle_limits *ret, struct cp_error **err)
 {
-	struct lifecycle_limits lim = {.network = !opts->network_off, .pids_limit = lc->cfg->pids_limit};
+	/* Every sandbox has a memory ceiling and a process limit (issue 13). */
+	struct lifecycle_limits lim = {.network = !opts->network_off,
+	                               .pids_limit = lc->limits.pids_default,
+	                               .memory_bytes = lc->limits.default_memory_bytes};
 	if (opts->memory && policy_memory_parse(opts->memory, &lim.memory_bytes, err) < 0)
 		return -1;
+	if (opts->memory && lc->limits.max_memory_bytes > 0 && lim.memory_bytes > lc->limits.max_memory_bytes)
+		return cp_error_set(
+		    err, CP_ERR_INVALID_ARGUMENT,
+		    "memory '%s' is more than this machine has (%lld MiB); ask for less, or leave it out "
+		    "for the default ceiling of %lld MiB",
+		    opts->memory, (long long)(lc->limits.max_memory_bytes >> 20),
+		    (long long)(lc->limits.default_memory_bytes >> 20));
 	/* The engine is on this machine (a Unix socket), so its CPUs are ours. */
 	if (opts->cpus && policy_cpus_parse(opts->cpus, sysconf(_SC_NPROCESSORS_ONLN), &lim.nano_cpus, err) < 0)
 		return -1;
 	if (opts->pids_limit != 0) {
-		if (policy_pids_check(opts->pids_limit, err) < 0)
+		if (policy_pids_check(opts->pids_limit, lc->limits.pids_cap, err) < 0)
 			return -1;
 		lim.pids_limit = opts->pids_limit;
 	}
+	/* The writable layer's size, where the engine's storage can limit it
+	 * (issue 13); elsewhere the free-space guard protects the disk. */
+	if (opts->disk) {
+		if (policy_size_parse("disk", opts->disk, POLICY_DISK_MIN_BYTES, POLICY_DISK_MAX_BYTES, &lim.disk_bytes,
+		                      err) < 0)
+			return -1;
+		if (!lc->disk_size_supported)
+			return cp_error_set(
+			    err, CP_ERR_INVALID_ARGUMENT,
+			    "disk '%s' cannot be given here: the Docker Engine's storage (%s) cannot limit a "
+			    "sandbox's disk (only overlay2 over xfs with pquota, btrfs, zfs and devicemapper "
+			    "can); leave disk out (the free-space guard keeps the host's disk from filling)",
+			    opts->disk, lc->storage_name);
+	} else {
+		lim.disk_bytes = lc->disk_size_supported ? lc->default_disk_bytes : 0;
+	}
 	const char *runtime = lc->cfg->runtime && lc->cfg->runtime[0] ? lc->cfg->runtime : NULL;
 	if (runtime) {
-		int found = 0, no_network = 0;
-		_cleanup_free_ char *names = NULL;
-		if (docker_engine_runtime(lc->engine, runtime, &found, &no_network, &names, err) < 0)
+		_cleanup_(docker_runtime_info_clear) struct docker_runtime_info rt = {0};
+		if (docker_engine_runtime_info(lc->engine, runtime, &rt, err) < 0)
 			return cp_error_prefix(err, "check the runtime '%s' (CHAT2SBX_RUNTIME)", runtime);
-		if (!found)
+		if (!rt.found)
 			return cp_error_set(
 			    err, CP_ERR_UNAVAILABLE,
 			    "the Docker Engine has no runtime '%s' (CHAT2SBX_RUNTIME); it has: %s. The "
 			    "operator must register it in /etc/docker/daemon.json (\"runtimes\") and "
 			    "restart the engine (scripts/ensure-engine.sh does this for runsc), or unset "
 			    "CHAT2SBX_RUNTIME; no sandbox was created",
-			    runtime, names ? names : "(none)");
+			    runtime, rt.names ? rt.names : "(none)");
+		/* gVisor without --oci-seccomp would drop the sandbox profile, and
+		 * its gofer sets a setuid bit on the host file (measured; issue 12). */
+		if (rt.ignores_seccomp)
+			return cp_error_set(
+			    err, CP_ERR_UNAVAILABLE,
+			    "the Docker Engine's runtime '%s' (CHAT2SBX_RUNTIME) is gVisor registered without "
+			    "--oci-seccomp, so it would not apply the sandbox seccomp profile and a sandbox could "
+			    "leave setuid programs on host mounts. The operator must add \"--oci-seccomp\" to its "
+			    "runtimeArgs in /etc/docker/daemon.json (scripts/engine-runtimes.sh does) and reload the "
+			    "engine (kill -HUP the dockerd process; running containers are not touched); no sandbox "
+			    "was created",
+			    runtime);
 		/* Registered with --network=none (gVisor here): its sandboxes have
 		 * no network whatever we ask, so the row says so. */
-		if (no_network)
+		if (rt.no_network)
 			lim.network = 0;
 		lim.runtime = runtime;
 	}
@@ -105,7 +142,7 @@ int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_
 	 * last free place. (Only one serve uses a registry: main.c's lock.) */
 	pthread_mutex_lock(&lc->create_lock);
 	int r = 0;
-	int max = lc->cfg->max_active_sandboxes;
+	int max = lc->limits.max_active;
 	if (max > 0 && !row->pooled) {
 		int live = 0;
 		r = store_sandbox_count_live(lc->store, &live, err);

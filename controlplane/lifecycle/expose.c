@@ -8,7 +8,8 @@
  * forwarder reaches the sandbox on a per-sandbox bridge network with
  * inter-container communication on (the shared "chat2sbx" network has it
  * off, so nothing there could reach the sandbox), where the sandbox has the
- * alias LIFECYCLE_EXPOSE_ALIAS. The forwarder has restart policy
+ * alias LIFECYCLE_EXPOSE_ALIAS, on a bridge named for the host's firewall
+ * (lifecycle_expose_bridge_name). The forwarder has restart policy
  * unless-stopped, so it comes back with the engine; serve only creates and
  * removes it. Owns the exposures rows and these engine objects; never
  * touches a sandbox container except to connect it to its network. */
@@ -148,6 +149,7 @@ static int forwarder_create(struct lifecycle *lc, const char *image, struct expo
 		    .read_only_rootfs = 1,
 		    .user = "65534:65534",
 		    .no_stdin = 1,
+		    .oom_score_adj = LIFECYCLE_OOM_SCORE_ADJ,
 		};
 		_cleanup_free_ char *id = NULL;
 		if (docker_container_create(lc->engine, &spec, &id, err) < 0)
@@ -212,7 +214,9 @@ static void forwarder_ensure(struct lifecycle *lc, const struct sandbox_record *
 		int connected = 0;
 		const char *net_labels[] = {LIFECYCLE_LABEL_EXPOSE_SANDBOX, s->id, LIFECYCLE_LABEL_EXPOSE_REGISTRY,
 		                            lc->cfg->database_path, NULL};
-		if (docker_network_create(lc->engine, x->network, net_labels, 1, NULL, &e) < 0 &&
+		char bridge[32];
+		lifecycle_expose_bridge_name(s->id, bridge, sizeof(bridge));
+		if (docker_network_create(lc->engine, x->network, net_labels, 1, bridge, NULL, &e) < 0 &&
 		    e->code == CP_ERR_CONFLICT)
 			cp_error_freep(&e);
 		if (!e && connect_sandbox(lc, x->network, container, &connected, &e) == 0 &&
@@ -342,7 +346,9 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 	cp_error_freep(&e);
 	const char *net_labels[] = {LIFECYCLE_LABEL_EXPOSE_SANDBOX, sandbox_id, LIFECYCLE_LABEL_EXPOSE_REGISTRY,
 	                            lc->cfg->database_path, NULL};
-	if (docker_network_create(lc->engine, x.network, net_labels, 1, NULL, err) == 0)
+	char bridge[32];
+	lifecycle_expose_bridge_name(sandbox_id, bridge, sizeof(bridge));
+	if (docker_network_create(lc->engine, x.network, net_labels, 1, bridge, NULL, err) == 0)
 		made_network = 1;
 	else if ((*err)->code == CP_ERR_CONFLICT)
 		cp_error_freep(err); /* an earlier exposure of this sandbox made it */

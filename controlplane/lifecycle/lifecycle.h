@@ -4,6 +4,7 @@
 #ifndef CP_LIFECYCLE_H
 #define CP_LIFECYCLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../base/error.h"
@@ -23,14 +24,27 @@
  * inter-container communication off, so sandboxes cannot reach each other. */
 #define LIFECYCLE_NETWORK "chat2sbx"
 #define LIFECYCLE_LABEL_NETWORK "org.chat2sbx.network"
+/* Every bridge interface of a chat2sbx network starts with this, so the
+ * host's firewall (table inet chat2sbx, ops/firewall.c) names them all with
+ * one static rule, whoever installed it (issue 12). The engine's own names
+ * ("br-<id>") change with every network. At most 15 characters in all. */
+#define LIFECYCLE_BRIDGE_PREFIX "c2s-"
+/* LIFECYCLE_NETWORK's bridge. */
+#define LIFECYCLE_NETWORK_BRIDGE LIFECYCLE_BRIDGE_PREFIX "sandboxes"
 /* Where clone mode mounts the approved host directory (read-only). */
 #define LIFECYCLE_SOURCE_TARGET "/.chat2sbx/source"
+/* Every sandbox process (and forwarder) is the kernel's first choice when
+ * memory runs out, before serve, the engine or anything else of the host
+ * (issue 13; oom_score_adj is -1000..1000). */
+#define LIFECYCLE_OOM_SCORE_ADJ 500
 /* How long the helper gets to answer its first hello after start (ms). */
 #define LIFECYCLE_HELLO_TIMEOUT_MS 15000
 
 struct lifecycle;
 
-/* Borrows cfg, store and engine (they must outlive the lifecycle). */
+/* Borrows cfg, store and engine (they must outlive the lifecycle). Derives
+ * the sandbox limits in force from the host and cfg (lifecycle_host_limits);
+ * a setting that cannot fit this machine fails with its INVALID_ARGUMENT. */
 int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine, struct lifecycle **ret,
                   struct cp_error **err);
 /* Closes every helper channel; the containers keep running (a restart of
@@ -45,6 +59,7 @@ struct lifecycle_create_options {
 	const char *cpus;           /* "1.5" (CPUs, > 0, at most the host's); NULL = no limit (issue 6) */
 	int64_t pids_limit;         /* > 0: process limit; 0 = CHAT2SBX_PIDS_LIMIT (issue 6) */
 	int network_off;            /* 1: no interface but loopback (NetworkMode none); 0 = default on */
+	const char *disk;           /* "20g": writable layer size (only where the engine can); NULL = default */
 	/* Progress of the steps of a create (template check, workspace, container
 	 * create, start, helper hello, copy), for notifications/progress. Called
 	 * on the creating thread; step is a short static text, done counts from 1
@@ -161,6 +176,14 @@ void lifecycle_sandbox_release(struct lifecycle *lc, const char *id, struct help
  * Run once at start after reconcile and once a minute. */
 int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error **err);
 
+/* Finishes the undos of failed creates that could not be finished when
+ * they failed (lifecycle/undo_later.c: a full disk, the engine away): each
+ * container removed, its row deleted, a managed workspace made for it
+ * deleted. Returns how many still wait (each failure logged). Blocks for the
+ * engine removals. Run by the maintenance pass and at the start of every
+ * create. */
+size_t lifecycle_undo_run(struct lifecycle *lc);
+
 /* ---- recovery (lifecycle/recovery.c) ---- */
 
 /* Maintenance pass, once a minute after expiry: releases the helper channels
@@ -231,7 +254,46 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err);
 
 /* Mounts and paths exposed for tools' answers. */
 const struct config *lifecycle_config(const struct lifecycle *lc);
+
+/* ---- the limits in force (host_limits.c; issue 13) ---- */
+struct policy_host;
+struct policy_sandbox_limits;
+/* Reads this machine's memory, kernel.pid_max and threads-max from /proc.
+ * UNAVAILABLE when they cannot be read. */
+int lifecycle_host_read(struct policy_host *ret, struct cp_error **err);
+/* The sandbox limits cfg gives on this machine (policy_sandbox_limits over
+ * lifecycle_host_read); ret_host (may be NULL) gets the facts. Errors: the
+ * read's, INVALID_ARGUMENT for CHAT2SBX_DEFAULT_MEMORY that is no size, or a
+ * setting that cannot fit (policy_sandbox_limits). */
+int lifecycle_host_limits(const struct config *cfg, struct policy_host *ret_host, struct policy_sandbox_limits *ret,
+                          struct cp_error **err);
+/* ---- the free-space guard (disk_guard.c; issue 13) ---- */
+/* Starts watching the free space of DATA_ROOT's disk and of the engine's
+ * data directory (when readable) every 2 s: below CHAT2SBX_MIN_FREE_DISK,
+ * creates are refused and sandboxes whose usage grows are paused, unpaused
+ * when space is back. Makes a 16 MiB reserve in STATE_DIR it gives up when
+ * the disk is all but full. Looks once before returning. INVALID_ARGUMENT
+ * for a CHAT2SBX_MIN_FREE_DISK that is neither 'auto', a size nor "N%". */
+int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err);
+/* Stops the thread (paused sandboxes stay paused). NULL-safe, idempotent. */
+void lifecycle_disk_guard_stop(struct lifecycle *lc);
+/* 0 when a sandbox may be created; LIMIT with the numbers when the disk is
+ * below the watermark. */
+int lifecycle_disk_check_create(struct lifecycle *lc, struct cp_error **err);
+/* What sandbox_get says about a sandbox without a disk limit: static text
+ * naming the engine's storage and that the free-space guard protects the
+ * disk instead. */
+const char *lifecycle_disk_note(struct lifecycle *lc);
+/* 1 when the guard paused sandbox_id, with why in reason (may be NULL). */
+int lifecycle_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *reason, size_t size);
+/* At start, before reconcile: unpauses this registry's containers an
+ * earlier serve paused (a paused helper would not answer its re-attach). */
+void lifecycle_disk_unpause_leftovers(struct lifecycle *lc);
+
+/* The limits computed at lifecycle_new (borrowed, lives as long as lc). */
+const struct policy_sandbox_limits *lifecycle_limits_in_force(const struct lifecycle *lc);
 struct store *lifecycle_store(const struct lifecycle *lc);
+struct docker_engine *lifecycle_engine(const struct lifecycle *lc);
 
 /* ---- warm pool (lifecycle/pool.c, issue 8) ---- */
 
@@ -241,8 +303,10 @@ struct store *lifecycle_store(const struct lifecycle *lc);
 #define LIFECYCLE_LABEL_POOL "org.chat2sbx.pool"
 
 /* Starts the warm pool after lifecycle_reconcile: pool members of this
- * registry that failed (their container died while serve was away) are
- * removed with their rows and empty workspaces; then, when size > 0, a
+ * registry that failed (their container died while serve was away) or do
+ * not match what a default create gets now are removed with their rows and
+ * empty workspaces, the others adopted (removed at this serve's clean stop
+ * unless claimed; with size <= 0 all are removed); then, when size > 0, a
  * background thread keeps size running members with their helper attached,
  * refilling after each claim and retrying failed creates with a growing
  * delay (up to a minute). Members re-attached by reconcile count toward
@@ -250,10 +314,16 @@ struct store *lifecycle_store(const struct lifecycle *lc);
  * Call lifecycle_pool_stop before lifecycle_free. */
 int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err);
 
+/* As lifecycle_pool_start, later: the pool starts at the first
+ * sandbox_create that could claim a member (that one is created cold). For
+ * stdio, whose clients may start serve only to probe it (issue 18). Does
+ * not block. */
+void lifecycle_pool_defer(struct lifecycle *lc, int size);
+
 /* Stops the pool thread (waits for a create in progress, at most its helper
- * hello timeout) and removes the members this process created and nobody
- * claimed: container, row and empty workspace. Members adopted from an
- * earlier serve are left for the next one. Safe when the pool never started. */
+ * hello timeout) and removes the members nobody claimed that this process
+ * created or adopted at start: container, row and empty workspace. Safe
+ * when the pool never started. */
 void lifecycle_pool_stop(struct lifecycle *lc);
 
 /* The claim hook of lifecycle_sandbox_create: when opts ask for a new
@@ -267,6 +337,22 @@ void lifecycle_pool_stop(struct lifecycle *lc);
  * it is removed), -1 with *err on a registry failure. */
 int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                          struct lifecycle_create_result *ret, struct cp_error **err);
+
+/* ---- bridge interfaces (lifecycle/bridges.c, issue 12) ---- */
+
+/* The bridge of sandbox_id's expose network: LIFECYCLE_BRIDGE_PREFIX "x"
+ * and the last 10 characters of the id (50 random bits of a sandbox id;
+ * the engine refuses a second network on a bridge name in use), into buf
+ * (at least 16 bytes). Pure. */
+void lifecycle_expose_bridge_name(const char *sandbox_id, char *buf, size_t size);
+
+/* The bridge interfaces of chat2sbx's networks on the engine (the shared
+ * LIFECYCLE_NETWORK and every expose network, of any registry) that do not
+ * start with LIFECYCLE_BRIDGE_PREFIX: networks an older chat2sbx made
+ * before it named its bridges. *ret (caller frees with docker_strv_free) is
+ * a NULL-terminated vector, possibly empty. Engine errors pass through.
+ * Blocks on two engine calls (at most 15 s each). */
+int lifecycle_legacy_bridges(struct docker_engine *engine, char ***ret, struct cp_error **err);
 
 /* ---- exposed ports (lifecycle/expose.c, issue 6) ---- */
 

@@ -44,9 +44,12 @@ static const char *pool_runtime(const struct lifecycle *lc)
 static int member_usable(const struct lifecycle *lc, const struct sandbox_record *s)
 {
 	const char *rt = pool_runtime(lc);
+	/* A member is what a create with no options gets now: the default
+	 * memory ceiling and disk size in force (host_limits.c, disk_guard.c). */
 	return !strcmp(s->status, "running") && !strcmp(s->image, lc->cfg->template_image) &&
-	       !strcmp(s->runtime ? s->runtime : "", rt ? rt : "") && s->memory_bytes == 0 && s->nano_cpus == 0 &&
-	       s->network == 1;
+	       !strcmp(s->runtime ? s->runtime : "", rt ? rt : "") &&
+	       s->memory_bytes == lc->limits.default_memory_bytes && s->disk_bytes == lc->default_disk_bytes &&
+	       s->nano_cpus == 0 && s->network == 1;
 }
 
 /* Removes one member entirely: channel, container, rows, empty workspace
@@ -74,8 +77,9 @@ static void remove_member(struct lifecycle *lc, const struct sandbox_record *s)
 	workspace_record_clear(&w);
 }
 
-/* Members ready to be claimed; -1 when the registry cannot be read. */
-static int count_ready(struct lifecycle *lc)
+/* Members ready to be claimed, and in *ret_all every member row; -1 when
+ * the registry cannot be read. */
+static int count_ready(struct lifecycle *lc, int *ret_all)
 {
 	struct sandbox_record *rows = NULL;
 	size_t n = 0;
@@ -90,6 +94,7 @@ static int count_ready(struct lifecycle *lc)
 		sandbox_record_clear(&rows[i]);
 	}
 	free(rows);
+	*ret_all = (int)n;
 	return ready;
 }
 
@@ -133,7 +138,17 @@ static void *pool_main(void *arg)
 	while (!p->stop) {
 		pthread_mutex_unlock(&p->lock);
 		long wait_ms = POOL_IDLE_CHECK_MS;
-		int ready = count_ready(p->lc);
+		int all = 0;
+		int ready = count_ready(p->lc, &all);
+		/* A member that never counts as ready (a bug, a row that cannot be
+		 * handed out) must not make the pool grow without end. */
+		if (ready >= 0 && ready < p->size && all >= 2 * p->size + 2) {
+			log_warn("lifecycle",
+			         "warm pool: %d members but only %d ready; not making more until they are "
+			         "claimed or removed",
+			         all, ready);
+			ready = p->size;
+		}
 		if (ready >= 0 && ready < p->size) {
 			if (create_member(p) == 0) {
 				delay_ms = 0;
@@ -168,18 +183,24 @@ static void *pool_main(void *arg)
 int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 {
 	(void)err;
-	/* Members that cannot be handed out: failed while serve was away (the
-	 * reconcile marked them), or made from another image or runtime. */
+	/* Members of an earlier serve: those that cannot be handed out (failed
+	 * while serve was away, another image, runtime or default) are removed
+	 * now, the others adopted, so this serve's clean stop removes them if
+	 * nobody claims them (issue 18: a serve killed now and then must not
+	 * leave members forever). With no pool, all go. */
 	struct sandbox_record *rows = NULL;
 	size_t n = 0;
 	_cleanup_error_ struct cp_error *e = NULL;
+	char **adopt = NULL;
+	size_t n_adopt = 0;
 	if (store_sandbox_pool_list(lc->store, &rows, &n, &e) < 0) {
 		log_warn("lifecycle", "warm pool: %s", e->message);
 	} else {
-		int kept = 0, removed = 0;
+		int removed = 0;
+		adopt = calloc(n ? n : 1, sizeof(*adopt));
 		for (size_t i = 0; i < n; i++) {
-			if (member_usable(lc, &rows[i])) {
-				kept++;
+			if (size > 0 && adopt && member_usable(lc, &rows[i]) && (adopt[n_adopt] = strdup(rows[i].id))) {
+				n_adopt++;
 			} else {
 				remove_member(lc, &rows[i]);
 				removed++;
@@ -188,18 +209,25 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 		}
 		free(rows);
 		if (n)
-			log_info("lifecycle", "warm pool: %d member(s) from an earlier start kept, %d removed", kept,
-			         removed);
+			log_info("lifecycle", "warm pool: %zu member(s) from an earlier start adopted, %d removed",
+			         n_adopt, removed);
 	}
-	if (size <= 0)
+	if (size <= 0) {
+		free(adopt);
 		return 0;
+	}
 	struct lifecycle_pool *p = calloc(1, sizeof(*p));
 	if (!p) {
+		for (size_t i = 0; i < n_adopt; i++)
+			free(adopt[i]);
+		free(adopt);
 		log_warn("lifecycle", "warm pool: out of memory; sandboxes are created cold");
 		return 0;
 	}
 	p->lc = lc;
 	p->size = size;
+	p->created = adopt; /* taken over: removed at stop like those made here */
+	p->n_created = n_adopt;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
@@ -215,9 +243,25 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 	return 0;
 }
 
+void lifecycle_pool_defer(struct lifecycle *lc, int size)
+{
+	lc->pool_deferred = size;
+	if (size > 0)
+		log_info("lifecycle", "warm pool: starts at the first sandbox_create (stdio: a probing client makes "
+		                      "nothing)");
+}
+
 void lifecycle_pool_stop(struct lifecycle *lc)
 {
-	if (!lc || !lc->pool)
+	if (!lc)
+		return;
+	if (!lc->pool && lc->pool_deferred > 0) {
+		/* A deferred pool that never started: members an earlier serve
+		 * left are removed now rather than kept forever. */
+		lifecycle_pool_start(lc, 0, NULL);
+		return;
+	}
+	if (!lc->pool)
 		return;
 	struct lifecycle_pool *p = lc->pool;
 	if (p->started) {
@@ -253,12 +297,23 @@ static int wants_default(const struct lifecycle_create_options *o)
 {
 	return !o->workspace_id && !o->workspace_path &&
 	       (!o->workspace_mode || !strcmp(o->workspace_mode, "managed")) && !o->memory && !o->cpus &&
-	       o->pids_limit <= 0 && !o->network_off;
+	       o->pids_limit <= 0 && !o->network_off && !o->disk;
 }
 
 int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                          struct lifecycle_create_result *ret, struct cp_error **err)
 {
+	/* A deferred pool (stdio) starts with the first create that could use
+	 * it; this create goes cold, the next ones find members. */
+	if (!lc->pool && lc->pool_deferred > 0 && wants_default(opts)) {
+		pthread_mutex_lock(&lc->create_lock);
+		int size = lc->pool_deferred;
+		lc->pool_deferred = 0;
+		pthread_mutex_unlock(&lc->create_lock);
+		if (size > 0)
+			lifecycle_pool_start(lc, size, NULL);
+		return 0;
+	}
 	struct lifecycle_pool *p = lc->pool;
 	if (!p || !wants_default(opts))
 		return 0;
@@ -267,15 +322,16 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 	_cleanup_free_ char *id = NULL;
 	pthread_mutex_lock(&lc->create_lock);
 	int r = 0;
-	if (lc->cfg->max_active_sandboxes > 0) {
+	if (lc->limits.max_active > 0) {
 		int live = 0;
 		r = store_sandbox_count_live(lc->store, &live, err);
-		if (r == 0 && live >= lc->cfg->max_active_sandboxes)
+		if (r == 0 && live >= lc->limits.max_active)
 			r = 1; /* the cold path refuses with the limit's message */
 	}
 	if (r == 0)
-		r = store_sandbox_pool_claim(lc->store, lc->cfg->template_image, pool_runtime(lc), clock_now_ms(), &id,
-		                             err);
+		r = store_sandbox_pool_claim(lc->store, lc->cfg->template_image, pool_runtime(lc),
+		                             lc->limits.default_memory_bytes, lc->default_disk_bytes, clock_now_ms(),
+		                             &id, err);
 	else if (r == 1)
 		r = 0;
 	pthread_mutex_unlock(&lc->create_lock);

@@ -21,9 +21,13 @@
 int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine, struct lifecycle **ret,
                   struct cp_error **err)
 {
+	struct policy_sandbox_limits limits;
+	if (lifecycle_host_limits(cfg, NULL, &limits, err) < 0)
+		return -1;
 	struct lifecycle *lc = calloc(1, sizeof(*lc));
 	if (!lc)
 		return cp_error_set(err, CP_ERR_INTERNAL, "start lifecycle: out of memory");
+	lc->limits = limits;
 	lc->cfg = cfg;
 	lc->store = store;
 	lc->engine = engine;
@@ -40,6 +44,7 @@ void lifecycle_free(struct lifecycle *lc)
 		return;
 	lifecycle_channels_clear(lc);
 	lifecycle_holds_clear(lc);
+	lifecycle_undos_clear(lc);
 	pthread_mutex_destroy(&lc->lock);
 	pthread_mutex_destroy(&lc->attach_lock);
 	pthread_mutex_destroy(&lc->create_lock);
@@ -53,6 +58,10 @@ const struct config *lifecycle_config(const struct lifecycle *lc)
 struct store *lifecycle_store(const struct lifecycle *lc)
 {
 	return lc->store;
+}
+struct docker_engine *lifecycle_engine(const struct lifecycle *lc)
+{
+	return lc->engine;
 }
 
 int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
@@ -142,6 +151,20 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 			             id);
 		goto out;
 	}
+	/* A full disk froze it (disk_guard.c): say why instead of waiting on it. */
+	char paused[700];
+	if (lifecycle_disk_paused(lc, id, paused, sizeof(paused))) {
+		cp_error_set(err, CP_ERR_UNAVAILABLE,
+		             "sandbox '%s' is paused because %s; it resumes on its own, with everything in it, once "
+		             "the person at this machine frees space; try again later",
+		             id, paused);
+		goto out;
+	}
+	/* A direct workspace's .git protection must still be in place: a
+	 * host-side replacement of a protected path drops its mount inside
+	 * (git_guard.c); then the sandbox is stopped and this call refused. */
+	if (lifecycle_sandbox_guard_check(lc, &s, err) < 0)
+		goto out;
 	/* The call holds the sandbox until lifecycle_sandbox_release (expiry
 	 * waits for it); taken before the activity is recorded, so expiry
 	 * never sees an idle row that a call is about to use. */

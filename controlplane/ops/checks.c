@@ -170,6 +170,8 @@ int ops_readiness_exit_status(const struct ops_readiness *r, const char **ret_re
 		reason = "the template image is missing (chat2sbx setup)";
 	else if (r->tunnel_enabled && !r->tunnel_ready)
 		reason = "the tunnel is enabled but not ready";
+	else if (r->firewall_missing)
+		reason = "the host-edge firewall is not in place (sandboxes reach this host's services)";
 	if (ret_reason)
 		*ret_reason = reason;
 	return reason ? OPS_EXIT_NOT_READY : 0;

@@ -18,7 +18,7 @@
 #include "../base/id.h"
 #include "../base/log.h"
 #include "../lifecycle/lifecycle.h"
-#include "ops.h"
+#include "ops_internal.h"
 
 #define PROBE_ENV_NAME "CHAT2SBX_DOCTOR_CANARY"
 #define PROBE_CALL_WAIT_MS 45000
@@ -81,8 +81,8 @@ static void canaries_remove(struct canaries *c)
 
 /* Runs command in the sandbox as a bash session and returns its combined
  * output (caller frees). */
-static int probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
-                     struct cp_error **err)
+int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
+                  struct cp_error **err)
 {
 	_cleanup_free_ char *session = NULL;
 	if (id_new("bash_", &session, err) < 0)
@@ -157,6 +157,9 @@ static char *survey_command(const struct canaries *c)
 	             "echo @@environ; tr '\\0' '\\n' </proc/1/environ; echo; env\n"
 	             "echo @@pids; cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max "
 	             "2>/dev/null || echo none\n"
+	             "echo @@memory; cat /sys/fs/cgroup/memory.max 2>/dev/null || cat "
+	             "/sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo none\n"
+	             "echo @@oom; cat /proc/self/oom_score_adj\n"
 	             "echo @@files\n"
 	             "n1='%.*s'; n2='%s'; c1='%.*s'; c2='%s'\n"
 	             "cat '%s' '%s' 2>/dev/null\n"
@@ -183,6 +186,8 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 	_cleanup_free_ char *environ = section(out, "environ");
 	_cleanup_free_ char *pids = section(out, "pids");
 	_cleanup_free_ char *files = section(out, "files");
+	_cleanup_free_ char *memory = section(out, "memory");
+	_cleanup_free_ char *oom = section(out, "oom");
 	if (!strstr(out, "@@end"))
 		log_warn("doctor", "the probe's survey was cut short; judging what arrived");
 
@@ -245,8 +250,22 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 		ops_probe_report_add(r, "pids_limit", attack, OPS_CHECK_FAILED, "pids.max is '%s': no process limit",
 		                     first_line(pids, line, sizeof(line)));
 	else
-		ops_probe_report_add(r, "pids_limit", attack, OPS_CHECK_PASSED,
-		                     "pids.max = %lld (CHAT2SBX_PIDS_LIMIT %d)", limit, cfg->pids_limit);
+		ops_probe_report_add(r, "pids_limit", attack, OPS_CHECK_PASSED, "pids.max = %lld", limit);
+
+	/* Issue 13: a ceiling on memory, and the kernel's first choice when the
+	 * host runs out (so serve and the engine are not). */
+	attack = "take all of the host's memory (the cgroup ceiling, oom_score_adj)";
+	long long mem = strtoll(memory, &end, 10), adj = strtoll(oom, NULL, 10);
+	if (end == memory || mem <= 0 || mem >= (1LL << 62))
+		ops_probe_report_add(r, "memory_limit", attack, OPS_CHECK_FAILED, "the memory ceiling is '%s': none",
+		                     first_line(memory, line, sizeof(line)));
+	else if (adj < LIFECYCLE_OOM_SCORE_ADJ)
+		ops_probe_report_add(r, "memory_limit", attack, OPS_CHECK_FAILED,
+		                     "oom_score_adj %lld: the kernel could pick the host's own processes first", adj);
+	else
+		ops_probe_report_add(r, "memory_limit", attack, OPS_CHECK_PASSED,
+		                     "ceiling %lld MiB, oom_score_adj %lld (picked first when memory runs out)",
+		                     mem >> 20, adj);
 }
 
 /* Removes a probe: its container, its row and its managed workspace (a
@@ -306,7 +325,7 @@ static void network_off_check(struct lifecycle *lc, struct ops_probe_report *r)
 		    "this build does not honour the network_off create option yet (the sandbox has network)");
 	} else {
 		_cleanup_free_ char *out = NULL;
-		if (probe_run(lc, s.id, "ls /sys/class/net | tr '\\n' ' '", &out, &e) < 0) {
+		if (ops_probe_run(lc, s.id, "ls /sys/class/net | tr '\\n' ' '", &out, &e) < 0) {
 			ops_probe_report_add(r, "network_off", attack, OPS_CHECK_FAILED, "%s", e->message);
 		} else {
 			char *t = out + strlen(out);
@@ -336,10 +355,16 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 		cp_error_set(err, CP_ERR_INTERNAL, "build the probe command: out of memory");
 		goto out;
 	}
-	if (probe_run(lc, s.id, cmd, &out, err) < 0)
+	if (ops_probe_run(lc, s.id, cmd, &out, err) < 0)
 		goto out;
 	judge_survey(cfg, &c, out, &r);
+	ops_attack_host_files(lc, s.id, s.workspace_id, &r);
+	char edge[2048];
+	enum ops_check_result edge_result;
+	ops_host_edge_attack(lc, &s, &edge_result, edge, sizeof(edge));
+	ops_probe_report_add(&r, "host_services", OPS_HOST_EDGE_ATTACK, edge_result, "%s", edge);
 	network_off_check(lc, &r);
+	ops_git_guard_probe(lc, &r); /* git_probe.c */
 	*ret = r;
 	r = (struct ops_probe_report){0};
 	rc = 0;

@@ -1,8 +1,8 @@
 /* ops.h: operating chat2sbx: the state files `status` reads (serve.json,
  * written by serve; tunnel.json, written by the tunnel supervisor), a
  * loopback-only HTTP probe, the isolation probe behind `chat2sbx doctor` and
- * `serve --verify-isolation`, and the pure decisions both use (capability
- * masks, mount tables, readiness). Uses lifecycle/, helper/, docker/; knows
+ * `serve --verify-isolation`, when the host-edge firewall is installed, and
+ * the pure decisions both use (capability masks, mount tables, readiness). Uses lifecycle/, helper/, docker/; knows
  * nothing of MCP beyond sending one initialize. */
 #ifndef CP_OPS_H
 #define CP_OPS_H
@@ -12,6 +12,9 @@
 
 #include "../base/error.h"
 #include "../config/config.h"
+#include "../firewall/firewall.h"
+
+struct docker_engine;
 
 /* ---- serve.json and tunnel.json (ops/state_files.c) ---- */
 
@@ -34,11 +37,20 @@ struct ops_serve_state {
 };
 void ops_serve_state_clear(struct ops_serve_state *s);
 
-/* Writes STATE_DIR/serve.json for this process (getpid, now, CHAT2SBX_VERSION;
- * pid, started_at_ms and version of *st are ignored; its strings borrowed)
- * atomically: a 0600 temporary file in the same directory, fsync, rename.
- * Fails with UNAVAILABLE naming the file. Blocks on local file I/O only. */
+/* Writes STATE_DIR/serve.json for this process (getpid, CHAT2SBX_VERSION;
+ * started_at_ms from *st, now when 0; pid and version of *st are ignored; its
+ * strings borrowed) atomically: a 0600 temporary file in the same directory,
+ * fsync, rename. Fails with UNAVAILABLE naming the file. Blocks on local
+ * file I/O only. */
 int ops_serve_state_write(const char *state_dir, const struct ops_serve_state *st, struct cp_error **err);
+
+/* Makes sure STATE_DIR/serve.json names this process: writes it (as
+ * ops_serve_state_write) when it is missing, unreadable or names another
+ * pid. *written (in/out) is -1 before the first call, then 1 when the file
+ * is good and 0 while it cannot be written, so a failure is logged once and
+ * its recovery once (a full disk at start, a file removed by hand: issue
+ * 13). Never fails; serve calls it every few seconds. */
+void ops_serve_state_keep(const char *state_dir, const struct ops_serve_state *st, int *written);
 
 /* Removes STATE_DIR/serve.json when it names this process (a newer serve's
  * file is left alone). Never fails. */
@@ -155,14 +167,63 @@ struct ops_readiness {
 	int template_present; /* the template image exists */
 	int tunnel_enabled;   /* CHAT2SBX_ENABLE_TUNNEL=1 */
 	int tunnel_ready;     /* tunnel.json says running and /readyz answered 200 */
+	int firewall_missing; /* CHAT2SBX_FIREWALL=1 and table inet chat2sbx was read and is not in place */
 };
 
 /* The exit status of `status`: 0 when ready; OPS_EXIT_NOT_READY when the
  * service is down or its MCP endpoint does not answer, the engine is down,
- * the template image is missing, or the tunnel is enabled but not ready.
+ * the template image is missing, the tunnel is enabled but not ready, or
+ * the host-edge firewall is on and was found not in place.
  * *ret_reason (static text; may be NULL) names the first such thing. Pure. */
 #define OPS_EXIT_NOT_READY 6
 int ops_readiness_exit_status(const struct ops_readiness *r, const char **ret_reason);
+
+/* ---- the host-edge firewall (ops/firewall.c, issue 12) ---- */
+
+/* Builds the firewall for this machine: the bridges LIFECYCLE_BRIDGE_PREFIX*
+ * and the older ones the engine has (lifecycle_legacy_bridges; none when
+ * engine is NULL). *ret: caller clears. Engine errors pass through. */
+int ops_firewall_build(struct docker_engine *engine, struct firewall_ruleset *ret, struct cp_error **err);
+
+/* One line about rs ("<state>: table inet chat2sbx drops what the bridges
+ * c2s-* and br-… send to this host's own addresses") into buf. Pure. */
+void ops_firewall_describe(const struct firewall_ruleset *rs, const char *state, char *buf, size_t size);
+
+/* Puts the firewall in place: builds it, reads the table, replaces it
+ * (one transaction) unless it is already exactly this ruleset, and reads it
+ * back. *ret_changed says whether it wrote, *ret_before (may be NULL) what
+ * it found; detail (size bytes) says what is in place now. DENIED without CAP_NET_ADMIN; UNAVAILABLE when the
+ * kernel refuses; engine errors pass through. Blocks on two engine calls
+ * and netlink. Idempotent. */
+int ops_firewall_install(struct docker_engine *engine, int *ret_changed, enum firewall_state *ret_before, char *detail,
+                         size_t size, struct cp_error **err);
+
+/* Removes table inet chat2sbx (firewall_remove). */
+int ops_firewall_uninstall(int *ret_removed, struct cp_error **err);
+
+/* What `status` and `doctor` say about the firewall. */
+struct ops_firewall_report {
+	int enabled;   /* CHAT2SBX_FIREWALL */
+	int permitted; /* this process may read nftables (CAP_NET_ADMIN) */
+	int known;     /* state was read */
+	enum firewall_state state;
+	char detail[1024]; /* one line for a person */
+};
+/* Fills *ret; never fails (what could not be read is "unknown" with the
+ * reason in detail). engine may be NULL (no older bridges considered).
+ * Blocks on two engine calls and netlink. */
+void ops_firewall_report(const struct config *cfg, struct docker_engine *engine, struct ops_firewall_report *ret);
+
+/* serve's start: with CHAT2SBX_FIREWALL=0 logs a warning and returns 0;
+ * without CAP_NET_ADMIN logs a warning naming what to run and returns 0;
+ * otherwise installs it (ops_firewall_install) and logs what is in place,
+ * or fails with the cause and what to do, so serve refuses to start. */
+int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *engine, struct cp_error **err);
+
+/* serve's maintenance pass: with the setting on and CAP_NET_ADMIN, puts the
+ * firewall back when it is missing or out of date (logged as a warning);
+ * problems are logged. Never fails. Blocks like ops_firewall_install. */
+void ops_firewall_maintain(const struct config *cfg, struct docker_engine *engine);
 
 /* ---- isolation probe (ops/isolation.c) ---- */
 
@@ -205,21 +266,68 @@ int ops_probe_report_require(const struct ops_probe_report *r, struct cp_error *
 void ops_endpoint_probe(const struct config *cfg, struct ops_probe_report *r);
 
 struct lifecycle;
+
+/* ---- the host-files attack (ops/attack_host_files.c) ---- */
+
+/* What ops_setid_scan found below a host directory. */
+struct ops_setid_findings {
+	size_t entries;    /* entries looked at (below the directory) */
+	size_t found;      /* with S_ISUID/S_ISGID, or a regular file with security.capability */
+	char detail[1024]; /* "sub/f (mode 4755), g (file capabilities)" relative to the directory, cut */
+};
+
+/* Walks dir (symlinks never followed, at most 8 levels deep; dir itself
+ * included) and records every entry whose mode has S_ISUID or S_ISGID and
+ * every regular file with a security.capability attribute. *ret is filled on
+ * success. UNAVAILABLE naming dir when it cannot be opened. Local file I/O
+ * only. */
+int ops_setid_scan(const char *dir, struct ops_setid_findings *ret, struct cp_error **err);
+
 /* Proves isolation on this machine: plants canaries on the host (a file in a
  * fresh host temp dir and one in DATA_ROOT, an environment variable in this
  * process), creates a probe sandbox through lc (managed workspace, the
  * operator's configuration) and attacks it from inside through its helper
  * channel: Docker socket, host files, host environment, credential mounts,
- * capabilities and privileges, pids limit; then a second probe with
+ * capabilities and privileges, pids limit, memory ceiling, setuid files
+ * planted through /workspace (ops_attack_host_files), the host's own
+ * services (a listener on 0.0.0.0 of the host, host_edge.c); then a second probe with
  * network_off=1 must see nothing but loopback (skipped with the reason when
- * this build does not honour network_off). Each outcome goes into *ret
+ * this build does not honour network_off), and a third on a throwaway
+ * direct workspace must not change its .git (ops_git_guard_probe). Each
+ * outcome goes into *ret
  * (caller clears). Probes and canaries are removed at the end, also on
  * failure, and the probes' registry rows and managed workspaces are deleted
  * (doctor leaves nothing behind). Returns 0 when the probe ran (checks may
  * have failed), -1 with *err when it could not run (engine, template).
- * Blocks up to a few minutes (two creates, a dozen helper calls).
+ * Blocks up to a few minutes (three creates, a dozen helper calls).
  * Not thread-safe: sets and unsets an environment variable. */
 int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, struct cp_error **err);
+
+/* Runs command in sandbox_id as a bash session through lc (cwd /, up to
+ * about 40 s) and returns its combined output in *ret_output (caller
+ * frees). TIMEOUT when it did not finish, channel errors as they come. */
+int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
+                  struct cp_error **err);
+
+/* The direct-mode git attack (ops/git_probe.c), part of
+ * ops_isolation_probe: makes a throwaway git repository (written by hand,
+ * no git runs on the host) in the first allowed host root that exists and
+ * is writable, registers it as a direct workspace as `chat2sbx workspace
+ * add` does, creates a probe sandbox on it, tries from inside to write
+ * .git/config, add a hook, redirect .git/commondir, rename a lock file over
+ * .git/config and rename .git, and checks on the host that nothing of .git
+ * changed. Adds "direct_git" to r: passed, failed (naming what got
+ * through, or why the probe could not run) or skipped (no allowed root
+ * exists or is writable). The probe, its registry rows (sandbox, approval,
+ * workspace) and the directory are removed whatever happens. Blocks for one
+ * create and one helper call. */
+void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r);
+/* Its verdict, pure: out is what the attack printed inside ("refused NAME"
+ * or "WROTE NAME" lines, "@@end" last), before and after the host's .git as
+ * the probe saw it. Failed when a write got through (naming each), when
+ * the attack did not run to its end, or when the host's .git changed;
+ * passed otherwise. Adds "direct_git" to r. */
+void ops_git_guard_judge(const char *out, const char *before, const char *after, struct ops_probe_report *r);
 
 /* `serve --verify-isolation`: runs ops_isolation_probe, logs each outcome
  * (component "doctor"), and fails with DENIED naming every attack that

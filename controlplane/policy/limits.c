@@ -3,21 +3,24 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "policy.h"
 
-int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **err)
+int policy_size_parse(const char *what, const char *text, int64_t min_bytes, int64_t max_bytes, int64_t *ret_bytes,
+                      struct cp_error **err)
 {
 	const char *hint = "use a number with an optional unit b, k, m or g, for example \"512m\", \"1.5g\" or \"4g\"";
 	if (!text || !*text || !isdigit((unsigned char)text[0]))
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is not a size; %s", text ? text : "",
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is not a size; %s", what, text ? text : "",
 		                    hint);
 	errno = 0;
 	char *end = NULL;
 	unsigned long long n = strtoull(text, &end, 10);
 	if (errno)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is too large; %s", text, hint);
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is too large; %s", what, text, hint);
 	/* A fraction ("1.5g") is exact: up to 9 decimal digits, in nano-units. */
 	unsigned long long frac = 0;
 	int n_frac = 0;
@@ -25,11 +28,12 @@ int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **
 		for (end++; isdigit((unsigned char)*end); end++, n_frac++) {
 			if (n_frac == 9)
 				return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-				                    "memory '%s' has more than 9 decimal places; %s", text, hint);
+				                    "%s '%s' has more than 9 decimal places; %s", what, text, hint);
 			frac = frac * 10 + (unsigned)(*end - '0');
 		}
 		if (n_frac == 0)
-			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is not a size; %s", text, hint);
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is not a size; %s", what, text,
+			                    hint);
 		for (int i = n_frac; i < 9; i++)
 			frac *= 10;
 	}
@@ -52,29 +56,58 @@ int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **
 		mult = 1024LL * 1024 * 1024;
 		end++;
 		break;
-	default: return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' has an unknown unit; %s", text, hint);
+	default: return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' has an unknown unit; %s", what, text, hint);
 	}
 	if (mult > 1 && tolower((unsigned char)*end) == 'b')
 		end++;
 	if (*end)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is not a size; %s", text, hint);
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is not a size; %s", what, text, hint);
 	if (frac && mult == 1)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "memory '%s' is a fraction of a byte; use a whole number of bytes or a unit, e.g. "
+		                    "%s '%s' is a fraction of a byte; use a whole number of bytes or a unit, e.g. "
 		                    "\"1.5g\" or \"1536m\"",
-		                    text);
-	if (n > (unsigned long long)(POLICY_MEMORY_MAX_BYTES / mult) || (long long)n * mult > POLICY_MEMORY_MAX_BYTES)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is above the 1024g maximum", text);
+		                    what, text);
+	if (n > (unsigned long long)(max_bytes / mult) || (long long)n * mult > max_bytes)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is above the %lldg maximum", what, text,
+		                    (long long)(max_bytes >> 30));
 	/* frac < 1e9 and mult <= 2^30, so frac * mult < 2^60 fits; rounded
 	 * down to whole bytes. */
 	long long bytes = (long long)n * mult + (long long)(frac * (unsigned long long)mult / 1000000000ULL);
-	if (bytes > POLICY_MEMORY_MAX_BYTES)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "memory '%s' is above the 1024g maximum", text);
-	if (bytes < POLICY_MEMORY_MIN_BYTES)
+	if (bytes > max_bytes)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is above the %lldg maximum", what, text,
+		                    (long long)(max_bytes >> 30));
+	if (bytes < min_bytes)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "memory '%s' is below the engine's 6m minimum; ask for at least \"6m\"", text);
+		                    "%s '%s' is below the %lldm minimum; ask for at least \"%lldm\"", what, text,
+		                    (long long)(min_bytes >> 20), (long long)(min_bytes >> 20));
 	*ret_bytes = bytes;
 	return 0;
+}
+
+int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **err)
+{
+	return policy_size_parse("memory", text, POLICY_MEMORY_MIN_BYTES, POLICY_MEMORY_MAX_BYTES, ret_bytes, err);
+}
+
+int policy_min_free_parse(const char *text, int64_t fs_bytes, int64_t *ret_bytes, struct cp_error **err)
+{
+	if (!text || !*text || !strcasecmp(text, "auto")) {
+		int64_t pct = fs_bytes / 100 * POLICY_MIN_FREE_AUTO_PERCENT;
+		*ret_bytes = pct < POLICY_MIN_FREE_AUTO_BYTES ? pct : POLICY_MIN_FREE_AUTO_BYTES;
+		return 0;
+	}
+	size_t n = strlen(text);
+	if (text[n - 1] == '%') {
+		char *end = NULL;
+		errno = 0;
+		long v = strtol(text, &end, 10);
+		if (errno || end != text + n - 1 || v < 1 || v > 50)
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "CHAT2SBX_MIN_FREE_DISK '%s' is not a percentage from 1%% to 50%%", text);
+		*ret_bytes = fs_bytes / 100 * v;
+		return 0;
+	}
+	return policy_size_parse("CHAT2SBX_MIN_FREE_DISK", text, 1LL << 20, POLICY_DISK_MAX_BYTES, ret_bytes, err);
 }
 
 int64_t policy_yield_clamp(int64_t requested_ms, int64_t default_ms, int64_t max_ms)
@@ -129,12 +162,93 @@ int policy_cpus_parse(const char *text, long host_cpus, int64_t *ret_nano_cpus, 
 	return 0;
 }
 
-int policy_pids_check(int64_t pids_limit, struct cp_error **err)
+int policy_pids_check(int64_t pids_limit, int64_t cap, struct cp_error **err)
 {
-	if (pids_limit < POLICY_PIDS_MIN || pids_limit > POLICY_PIDS_MAX)
+	int64_t max = cap > 0 && cap < POLICY_PIDS_MAX ? cap : POLICY_PIDS_MAX;
+	if (pids_limit < POLICY_PIDS_MIN || pids_limit > max)
+		return cp_error_set(
+		    err, CP_ERR_INVALID_ARGUMENT,
+		    "pids_limit %lld is outside the accepted range %d-%lld (processes and threads in the "
+		    "sandbox%s); leave it out for the server's default",
+		    (long long)pids_limit, POLICY_PIDS_MIN, (long long)max,
+		    max < POLICY_PIDS_MAX ? "; the upper end is this machine's share for one sandbox, "
+		                            "so that all active sandboxes together stay below the "
+		                            "kernel's process limit"
+		                          : "");
+	return 0;
+}
+
+static void size_text(int64_t bytes, char *buf, size_t size)
+{
+	if (bytes % (1024LL * 1024 * 1024) == 0)
+		snprintf(buf, size, "%lldg", (long long)(bytes >> 30));
+	else
+		snprintf(buf, size, "%lldm", (long long)(bytes >> 20));
+}
+
+int policy_sandbox_limits(const struct policy_host *h, int64_t want_memory, int want_active, int64_t want_pids,
+                          int warm_pool, struct policy_sandbox_limits *ret, struct cp_error **err)
+{
+	struct policy_sandbox_limits l = {.max_memory_bytes = h->mem_total_bytes};
+	char a[32], b[32];
+	if (want_memory > 0) {
+		if (h->mem_total_bytes > 0 && want_memory > h->mem_total_bytes) {
+			size_text(want_memory, a, sizeof(a));
+			size_text(h->mem_total_bytes & ~((1LL << 20) - 1), b, sizeof(b));
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "CHAT2SBX_DEFAULT_MEMORY %s is more than this machine's memory (%s); set a "
+			                    "smaller ceiling, or 'auto' (half the memory, at most 8g)",
+			                    a, b);
+		}
+		l.default_memory_bytes = want_memory;
+	} else {
+		int64_t half = h->mem_total_bytes / 2;
+		l.default_memory_bytes = half < POLICY_DEFAULT_MEMORY_MAX ? half : POLICY_DEFAULT_MEMORY_MAX;
+		l.default_memory_bytes &= ~((1LL << 20) - 1); /* whole MiB */
+		if (l.default_memory_bytes < POLICY_MEMORY_MIN_BYTES)
+			l.default_memory_bytes = POLICY_MEMORY_MIN_BYTES;
+	}
+
+	if (want_active < 0) {
+		int64_t n = h->mem_total_bytes / POLICY_ACTIVE_PER_BYTES;
+		l.max_active = (int)(n < POLICY_ACTIVE_MIN   ? POLICY_ACTIVE_MIN
+		                     : n > POLICY_ACTIVE_MAX ? POLICY_ACTIVE_MAX
+		                                             : n);
+	} else {
+		l.max_active = want_active;
+	}
+
+	int64_t procs = h->pid_max < h->threads_max || h->threads_max <= 0 ? h->pid_max : h->threads_max;
+	l.pids_budget = procs * POLICY_PIDS_BUDGET_NUM / POLICY_PIDS_BUDGET_DEN;
+	int64_t slots =
+	    l.max_active > 0 ? (int64_t)l.max_active + (warm_pool > 0 ? warm_pool : 0) : POLICY_PIDS_UNLIMITED_SHARE;
+	l.pids_cap = l.pids_budget / slots;
+	if (l.pids_cap > POLICY_PIDS_MAX)
+		l.pids_cap = POLICY_PIDS_MAX;
+	if (l.pids_cap < POLICY_PIDS_MIN)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "pids_limit %lld is outside the accepted range %d-%d (processes and threads in the "
-		                    "sandbox); leave it out for the server's default",
-		                    (long long)pids_limit, POLICY_PIDS_MIN, POLICY_PIDS_MAX);
+		                    "CHAT2SBX_MAX_ACTIVE_SANDBOXES %d (+ %d warm) would leave each sandbox %lld of the "
+		                    "%lld processes this machine can spare (3/4 of kernel.pid_max %lld / threads-max "
+		                    "%lld), fewer than %d; allow fewer sandboxes",
+		                    l.max_active, warm_pool, (long long)l.pids_cap, (long long)l.pids_budget,
+		                    (long long)h->pid_max, (long long)h->threads_max, POLICY_PIDS_MIN);
+	if (want_pids > 0) {
+		if (want_pids > l.pids_cap)
+			return cp_error_set(
+			    err, CP_ERR_INVALID_ARGUMENT,
+			    "CHAT2SBX_PIDS_LIMIT %lld is too high for this machine: %s sandboxes at once (+ %d warm) "
+			    "could "
+			    "hold %lld processes, more than the %lld it can spare (3/4 of kernel.pid_max %lld / "
+			    "threads-max "
+			    "%lld); set at most %lld, or allow fewer sandboxes (CHAT2SBX_MAX_ACTIVE_SANDBOXES)",
+			    (long long)want_pids,
+			    l.max_active > 0 ? (snprintf(a, sizeof(a), "%d", l.max_active), a) : "any", warm_pool,
+			    (long long)(want_pids * slots), (long long)l.pids_budget, (long long)h->pid_max,
+			    (long long)h->threads_max, (long long)l.pids_cap);
+		l.pids_default = want_pids;
+	} else {
+		l.pids_default = l.pids_cap < 4096 ? l.pids_cap : 4096;
+	}
+	*ret = l;
 	return 0;
 }

@@ -4,6 +4,7 @@
 #ifndef CP_POLICY_H
 #define CP_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,23 @@
  * INVALID_ARGUMENT naming the value and the accepted form and range. */
 int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **err);
 
+/* The same syntax for any size: what names it in messages ("disk"), and the
+ * result must lie in [min_bytes, max_bytes]. Pure. */
+int policy_size_parse(const char *what, const char *text, int64_t min_bytes, int64_t max_bytes, int64_t *ret_bytes,
+                      struct cp_error **err);
+
+/* Smallest writable layer a sandbox may be given (a shell and a build). */
+#define POLICY_DISK_MIN_BYTES (256LL * 1024 * 1024)
+/* Largest disk size accepted (64 TiB), to refuse typos. */
+#define POLICY_DISK_MAX_BYTES (64LL * 1024 * 1024 * 1024 * 1024)
+/* The free-space watermark (issue 13), CHAT2SBX_MIN_FREE_DISK: 'auto' is
+ * the smaller of 2 GiB and 5 % of the filesystem (fs_bytes), "N%" a share
+ * of it (1-50), otherwise a size ("1g", "512m"). Fails with
+ * INVALID_ARGUMENT naming the setting. Pure. */
+#define POLICY_MIN_FREE_AUTO_BYTES (2LL * 1024 * 1024 * 1024)
+#define POLICY_MIN_FREE_AUTO_PERCENT 5
+int policy_min_free_parse(const char *text, int64_t fs_bytes, int64_t *ret_bytes, struct cp_error **err);
+
 /* Parses a CPU count as the Docker CLI's --cpus takes it: a decimal number
  * with at most 9 fractional digits ("1.5", "0.25", "2"), greater than 0 and
  * at most host_cpus (the engine host's online CPUs; <= 0 = no upper check).
@@ -35,9 +53,57 @@ int policy_cpus_parse(const char *text, long host_cpus, int64_t *ret_nano_cpus, 
 #define POLICY_PIDS_MIN 16
 #define POLICY_PIDS_MAX 32768
 
-/* Checks a requested process limit against [POLICY_PIDS_MIN,
- * POLICY_PIDS_MAX]; INVALID_ARGUMENT naming the value and the range. Pure. */
-int policy_pids_check(int64_t pids_limit, struct cp_error **err);
+/* Checks a requested process limit against [POLICY_PIDS_MIN, cap] (cap <=
+ * 0: POLICY_PIDS_MAX); INVALID_ARGUMENT naming the value and the range. Pure. */
+int policy_pids_check(int64_t pids_limit, int64_t cap, struct cp_error **err);
+
+/* ---- limits derived from the host (issue 13) ---- */
+
+/* What the machine has: /proc/meminfo MemTotal, kernel.pid_max,
+ * kernel.threads-max. */
+struct policy_host {
+	int64_t mem_total_bytes;
+	int64_t pid_max;
+	int64_t threads_max;
+};
+
+/* The sandbox limits in force on a host. */
+struct policy_sandbox_limits {
+	int64_t default_memory_bytes; /* the ceiling of a sandbox that asks for none */
+	int64_t max_memory_bytes;     /* no sandbox may ask for more: the host's memory */
+	int max_active;               /* running sandboxes at once; 0 = unlimited */
+	int64_t pids_budget;          /* processes all sandboxes together may hold */
+	int64_t pids_cap;             /* the most one sandbox may hold */
+	int64_t pids_default;         /* a sandbox's limit when it asks for none */
+};
+
+/* The host's share for sandboxes: three quarters of the smaller of pid_max
+ * and threads-max (each thread counts in a pids cgroup); the rest is the
+ * host's own headroom. */
+#define POLICY_PIDS_BUDGET_NUM 3
+#define POLICY_PIDS_BUDGET_DEN 4
+/* With an unlimited sandbox count, one sandbox may hold at most this
+ * fraction of the budget (the sum is then not bounded). */
+#define POLICY_PIDS_UNLIMITED_SHARE 4
+/* The default memory ceiling: half the host's memory, at most 8 GiB. */
+#define POLICY_DEFAULT_MEMORY_MAX (8LL * 1024 * 1024 * 1024)
+/* The default sandbox count: one per 2 GiB of memory, 2 to 32. */
+#define POLICY_ACTIVE_PER_BYTES (2LL * 1024 * 1024 * 1024)
+#define POLICY_ACTIVE_MIN 2
+#define POLICY_ACTIVE_MAX 32
+
+/* Derives the limits from the host h and the operator's settings:
+ * want_memory (CHAT2SBX_DEFAULT_MEMORY bytes; 0 = derived), want_active
+ * (CHAT2SBX_MAX_ACTIVE_SANDBOXES; -1 = derived, 0 = unlimited), want_pids
+ * (CHAT2SBX_PIDS_LIMIT; -1 = derived) and warm_pool (started sandboxes kept
+ * ready, which hold processes too). The processes all active and pooled
+ * sandboxes may hold stay within the budget: pids_cap = budget / (sandboxes
+ * + pool). Fails with INVALID_ARGUMENT naming the setting and the numbers
+ * when a setting cannot fit (a default memory above the host's, a pids limit
+ * above the cap, so many sandboxes that each would get fewer than
+ * POLICY_PIDS_MIN). Pure. */
+int policy_sandbox_limits(const struct policy_host *h, int64_t want_memory, int want_active, int64_t want_pids,
+                          int warm_pool, struct policy_sandbox_limits *ret, struct cp_error **err);
 
 /* Clamps a requested yield (ms; negative = absent) to [0, max_ms], default_ms
  * when absent. DESIGN.md, Bash contract. */
@@ -109,6 +175,65 @@ struct policy_host_workspace {
  * workspace and what to do. Pure. */
 int policy_host_nesting_check(const char *real, const char *mode, const struct policy_host_workspace *others, size_t n,
                               struct cp_error **err);
+
+/* True when path is strictly below dir on whole components (both resolved,
+ * absolute, no trailing slash except "/" itself): "/r/a/b" is below "/r/a",
+ * "/r/ab" and "/r/a" are not. Pure. */
+bool policy_path_strictly_below(const char *path, const char *dir);
+
+/* ---- direct-mode git protection (policy/git_guard.c) ----
+ * A direct-mode sandbox writes the approved directory itself, so whatever it
+ * leaves in the repository's .git runs as the owner at the owner's next git
+ * command (core.fsmonitor, hooks, a redirected common directory). These
+ * paths are bind-mounted over the sandbox's view of .git (lifecycle/
+ * git_guard.c); the table in git_guard.c says why each one is there and
+ * why the others are not (gitrepository-layout(5), githooks(5),
+ * git-config(1)). */
+
+/* What the approved directory's ".git" is: absent, a directory (an ordinary
+ * repository), or a file (a gitfile "gitdir: PATH": a linked worktree, a
+ * submodule, a separated git dir). */
+enum policy_git_shape { POLICY_GIT_NONE, POLICY_GIT_DIRECTORY, POLICY_GIT_GITFILE };
+
+/* What chat2sbx does when a protected path does not exist yet: nothing can
+ * be mounted over a missing path, and the sandbox could create it itself. */
+enum policy_git_missing {
+	POLICY_GIT_MISSING_NEVER, /* always there when the shape is (".git" itself) */
+	POLICY_GIT_MISSING_MKDIR, /* create an empty directory */
+	POLICY_GIT_MISSING_FILE,  /* create a regular file holding `content` */
+};
+
+struct policy_git_path {
+	const char *rel; /* relative to the workspace directory: ".git/config" */
+	bool directory;  /* the type git gives it: directory, else regular file */
+	bool read_only;  /* read-only in the sandbox (".git" itself stays writable) */
+	enum policy_git_missing missing;
+	const char *content; /* POLICY_GIT_MISSING_FILE: the placeholder's bytes */
+};
+
+/* The paths to mount for a .git of this shape, parents first (static
+ * table; *ret_n entries, 0 for POLICY_GIT_NONE). Pure. */
+const struct policy_git_path *policy_git_paths(enum policy_git_shape shape, size_t *ret_n);
+
+/* Checks an existing ".git/commondir" (content of len bytes, as read): git
+ * takes the repository's configuration, hooks, objects and refs from the
+ * directory it names, so anything but "." (this .git itself, what chat2sbx
+ * writes when it is missing) is refused with DENIED naming path (the host
+ * path, for the message) and the directory named. Trailing CR/LF are
+ * ignored, as git ignores them. Pure. */
+int policy_git_commondir_check(const char *path, const char *content, size_t len, struct cp_error **err);
+
+/* Parses a gitfile (content of len bytes, the ".git" file of directory dir,
+ * absolute): "gitdir: PATH" with trailing whitespace ignored, PATH relative
+ * to dir unless absolute (git's read_gitfile). On success *ret_gitdir
+ * (caller frees) is the absolute, lexically normalized PATH ("." and ".."
+ * folded; symlinks are the caller's to resolve) and 1 is returned; 0 (and
+ * *ret_gitdir NULL) when it is not a gitfile git would follow. Pure. */
+int policy_gitfile_parse(const char *dir, const char *content, size_t len, char **ret_gitdir);
+
+/* The sentence sandbox_create, `approval list`/`approve` and the README
+ * give about what a direct-mode sandbox can still do to the owner. */
+extern const char policy_direct_mode_note[];
 
 /* Splits a colon-separated root list (CHAT2SBX_ALLOWED_HOST_ROOTS) into a
  * NULL-terminated array (caller frees with policy_roots_free); empty entries

@@ -7,8 +7,8 @@
 
 #include "store_internal.h"
 
-int store_sandbox_pool_claim(struct store *store, const char *image, const char *runtime, int64_t now_ms, char **ret_id,
-                             struct cp_error **err)
+int store_sandbox_pool_claim(struct store *store, const char *image, const char *runtime, int64_t memory_bytes,
+                             int64_t disk_bytes, int64_t now_ms, char **ret_id, struct cp_error **err)
 {
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
@@ -20,8 +20,8 @@ int store_sandbox_pool_claim(struct store *store, const char *image, const char 
 	                       "UPDATE sandboxes SET pooled = 0, created_at_ms = ?1, updated_at_ms = ?1, "
 	                       "last_activity_ms = ?1 WHERE pooled = 1 AND id = (SELECT id FROM sandboxes WHERE "
 	                       "pooled = 1 AND status = 'running' AND image = ?2 AND COALESCE(runtime, '') = ?3 AND "
-	                       "COALESCE(memory_bytes, 0) = 0 AND COALESCE(nano_cpus, 0) = 0 AND network = 1 "
-	                       "ORDER BY created_at_ms, id LIMIT 1) RETURNING id",
+	                       "COALESCE(memory_bytes, 0) = ?4 AND disk_bytes = ?5 AND COALESCE(nano_cpus, 0) = 0 AND "
+	                       "network = 1 ORDER BY created_at_ms, id LIMIT 1) RETURNING id",
 	                       -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "claim a warm sandbox");
 		goto out;
@@ -29,6 +29,8 @@ int store_sandbox_pool_claim(struct store *store, const char *image, const char 
 	sqlite3_bind_int64(st, 1, now_ms);
 	sqlite3_bind_text(st, 2, image, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, runtime ? runtime : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, memory_bytes);
+	sqlite3_bind_int64(st, 5, disk_bytes);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		char *id = store_column_strdup(st, 0);

@@ -24,7 +24,7 @@ void sandbox_record_clear(struct sandbox_record *s)
 #define SBX_COLUMNS                                                                                                    \
 	"id, workspace_id, status, container_name, container_id, image, runtime, COALESCE(memory_bytes,0), "           \
 	"COALESCE(nano_cpus,0), network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms, "             \
-	"COALESCE(removed_at_ms,0), pooled"
+	"COALESCE(removed_at_ms,0), pooled, disk_bytes"
 
 static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 {
@@ -44,6 +44,7 @@ static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 	s->last_activity_ms = sqlite3_column_int64(st, 13);
 	s->removed_at_ms = sqlite3_column_int64(st, 14);
 	s->pooled = sqlite3_column_int(st, 15);
+	s->disk_bytes = sqlite3_column_int64(st, 16);
 }
 
 static void read_row_any(sqlite3_stmt *st, void *row)
@@ -72,7 +73,7 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	if (sqlite3_prepare_v2(store->db,
 	                       "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
 	                       "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
-	                       "last_activity_ms, pooled) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       "last_activity_ms, pooled, disk_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "insert sandbox");
 		goto out;
@@ -91,6 +92,7 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	sqlite3_bind_int64(st, 12, s->created_at_ms);
 	sqlite3_bind_int64(st, 13, s->created_at_ms);
 	sqlite3_bind_int(st, 14, s->pooled ? 1 : 0);
+	sqlite3_bind_int64(st, 15, s->disk_bytes);
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE) {
 		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)

@@ -3,6 +3,8 @@
  * loopback check of the HTTP probe; serve.json and tunnel.json round trips
  * in a temporary directory. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <sys/xattr.h>
 #include <dirent.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -103,7 +105,7 @@ Test(ops, mountinfo_finds_credentials_and_home)
 
 Test(ops, readiness_exit_status)
 {
-	struct ops_readiness all = {1, 1, 1, 1, 0, 0};
+	struct ops_readiness all = {.service_up = 1, .mcp_answering = 1, .engine_up = 1, .template_present = 1};
 	const char *why = "x";
 	cr_assert_eq(ops_readiness_exit_status(&all, &why), 0);
 	cr_assert_null(why);
@@ -132,6 +134,10 @@ Test(ops, readiness_exit_status)
 	r = all;
 	r.tunnel_ready = 0; /* disabled: its readiness does not matter */
 	cr_assert_eq(ops_readiness_exit_status(&r, NULL), 0);
+	r = all;
+	r.firewall_missing = 1;
+	cr_assert_eq(ops_readiness_exit_status(&r, &why), OPS_EXIT_NOT_READY, "the firewall is not in place");
+	cr_assert(strstr(why, "firewall"));
 }
 
 Test(ops, only_loopback_urls_are_probed)
@@ -295,4 +301,67 @@ Test(ops, mcp_token_file_others_can_read_or_that_is_not_a_token_is_refused)
 	unlink(path);
 	unlink(target);
 	rmdir(dir);
+}
+
+/* ---- the host-files attack's judge (ops/attack_host_files.c) ---- */
+
+static void touch(const char *dir, const char *name, mode_t mode)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0, "create %s", p);
+	close(fd);
+	cr_assert_eq(chmod(p, mode), 0, "chmod %s %o", p, (unsigned)mode);
+}
+
+Test(ops, setid_scan_finds_setuid_setgid_and_capabilities_without_following_links)
+{
+	char dir[] = "/tmp/c2s-setid-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char sub[600], p[700], link[700];
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	touch(dir, "plain", 0755);
+	touch(dir, "sticky", 01755);
+	struct ops_setid_findings f = {0};
+	struct cp_error *err = NULL;
+	cr_assert_eq(ops_setid_scan(dir, &f, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(f.found, 0, "%s", f.detail);
+	cr_assert_eq(f.entries, 3);
+
+	touch(sub, "suid", 04755);
+	touch(dir, "sgid", 02755);
+	/* A link to a setuid file elsewhere is not followed: the link itself is
+	 * judged, and it has no such bit. */
+	snprintf(p, sizeof(p), "%s/suid", sub);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	cr_assert_eq(symlink(p, link), 0);
+	cr_assert_eq(ops_setid_scan(dir, &f, &err), 0);
+	cr_assert_eq(f.found, 2, "%s", f.detail);
+	cr_assert_not_null(strstr(f.detail, "sub/suid (mode 4755)"), "%s", f.detail);
+	cr_assert_not_null(strstr(f.detail, "sgid (mode 2755)"), "%s", f.detail);
+
+	/* File capabilities (only root may set them; skipped otherwise). */
+	snprintf(p, sizeof(p), "%s/plain", dir);
+	static const unsigned char cap[20] = {0x01, 0, 0, 0x02, 0x80};
+	if (setxattr(p, "security.capability", cap, sizeof(cap), 0) == 0) {
+		cr_assert_eq(ops_setid_scan(dir, &f, &err), 0);
+		cr_assert_eq(f.found, 3, "%s", f.detail);
+		cr_assert_not_null(strstr(f.detail, "plain (file capabilities)"), "%s", f.detail);
+	}
+
+	/* A setgid directory counts, the scanned one included. */
+	cr_assert_eq(chmod(sub, 02755), 0);
+	cr_assert_eq(ops_setid_scan(sub, &f, &err), 0);
+	cr_assert_eq(f.found, 2, "%s", f.detail);
+	cr_assert_not_null(strstr(f.detail, ". (mode 2755)"), "%s", f.detail);
+
+	cr_assert_lt(ops_setid_scan(link, &f, &err), 0, "a symlink is not opened as the directory");
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
+	cp_error_free(err);
+
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
 }

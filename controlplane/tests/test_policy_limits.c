@@ -3,7 +3,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "policy/policy.h"
+#define CONFIG_AUTO_TEST CONFIG_AUTO
 
 Test(policy_cpus, accepted_values_become_nano_cpus)
 {
@@ -50,16 +52,79 @@ Test(policy_cpus, refusals_name_the_value_and_leave_the_output_alone)
 Test(policy_pids, range)
 {
 	struct cp_error *err = NULL;
-	cr_expect_eq(policy_pids_check(POLICY_PIDS_MIN, &err), 0);
-	cr_expect_eq(policy_pids_check(POLICY_PIDS_MAX, &err), 0);
-	cr_expect_eq(policy_pids_check(256, &err), 0);
+	cr_expect_eq(policy_pids_check(POLICY_PIDS_MIN, 0, &err), 0);
+	cr_expect_eq(policy_pids_check(POLICY_PIDS_MAX, 0, &err), 0);
+	cr_expect_eq(policy_pids_check(256, 0, &err), 0);
 	int64_t bad[] = {POLICY_PIDS_MIN - 1, POLICY_PIDS_MAX + 1, 0, -1};
 	for (size_t i = 0; i < 4; i++) {
-		cr_expect_eq(policy_pids_check(bad[i], &err), -1, "%lld", (long long)bad[i]);
+		cr_expect_eq(policy_pids_check(bad[i], 0, &err), -1, "%lld", (long long)bad[i]);
 		if (err)
 			cr_expect(strstr(err->message, "16-32768") != NULL, "%s", err->message);
 		cp_error_freep(&err);
 	}
+	/* The machine's share per sandbox is the upper end, and says why. */
+	cr_expect_eq(policy_pids_check(2048, 2048, &err), 0);
+	cr_expect_eq(policy_pids_check(2049, 2048, &err), -1);
+	cr_expect(strstr(err->message, "16-2048") && strstr(err->message, "kernel's process limit"), "%s",
+	          err->message);
+	cp_error_freep(&err);
+}
+
+/* The host this machine kind has: 24 GiB, pid_max 32768, threads-max 192725. */
+static const struct policy_host host24 = {
+    .mem_total_bytes = 24LL * 1024 * 1024 * 1024, .pid_max = 32768, .threads_max = 192725};
+
+Test(policy_host_limits, derived_defaults)
+{
+	struct policy_sandbox_limits l;
+	struct cp_error *err = NULL;
+	cr_assert_eq(policy_sandbox_limits(&host24, 0, CONFIG_AUTO_TEST, -1, 1, &l, &err), 0, "%s",
+	             err ? err->message : "");
+	cr_expect_eq(l.default_memory_bytes, 8LL << 30, "half the memory, at most 8 GiB");
+	cr_expect_eq(l.max_memory_bytes, 24LL << 30);
+	cr_expect_eq(l.max_active, 12, "one per 2 GiB");
+	cr_expect_eq(l.pids_budget, 24576, "3/4 of min(pid_max, threads-max)");
+	cr_expect_eq(l.pids_cap, 24576 / 13, "12 active + 1 warm share the budget");
+	cr_expect_eq(l.pids_default, 24576 / 13, "below 4096: the share");
+	cr_expect_leq((l.max_active + 1) * l.pids_cap, l.pids_budget, "all together stay within the budget");
+
+	/* A small host: 1 GiB, threads-max the smaller. */
+	struct policy_host small = {.mem_total_bytes = 1LL << 30, .pid_max = 4194304, .threads_max = 7000};
+	cr_assert_eq(policy_sandbox_limits(&small, 0, CONFIG_AUTO_TEST, -1, 0, &l, &err), 0);
+	cr_expect_eq(l.default_memory_bytes, 512LL << 20);
+	cr_expect_eq(l.max_active, 2, "at least 2");
+	cr_expect_eq(l.pids_budget, 5250);
+	cr_expect_eq(l.pids_default, 2625);
+
+	/* Unlimited: one sandbox gets at most a quarter of the budget. */
+	cr_assert_eq(policy_sandbox_limits(&host24, 0, 0, -1, 0, &l, &err), 0);
+	cr_expect_eq(l.max_active, 0);
+	cr_expect_eq(l.pids_cap, 24576 / 4);
+	cr_expect_eq(l.pids_default, 4096);
+}
+
+Test(policy_host_limits, settings_that_do_not_fit_are_refused_with_the_numbers)
+{
+	struct policy_sandbox_limits l;
+	struct cp_error *err = NULL;
+	cr_expect_eq(policy_sandbox_limits(&host24, 32LL << 30, CONFIG_AUTO_TEST, -1, 0, &l, &err), -1);
+	cr_expect(strstr(err->message, "CHAT2SBX_DEFAULT_MEMORY 32g is more than this machine's memory (24g)"), "%s",
+	          err->message);
+	cp_error_freep(&err);
+	/* Eight sandboxes of 4096 would exhaust pid_max 32768 (the report). */
+	cr_expect_eq(policy_sandbox_limits(&host24, 0, 8, 4096, 0, &l, &err), -1);
+	cr_expect(strstr(err->message, "CHAT2SBX_PIDS_LIMIT 4096 is too high") && strstr(err->message, "32768") &&
+	              strstr(err->message, "set at most 3072"),
+	          "%s", err->message);
+	cp_error_freep(&err);
+	cr_expect_eq(policy_sandbox_limits(&host24, 0, 8, 3072, 0, &l, &err), 0);
+	cp_error_freep(&err);
+	cr_expect_eq(policy_sandbox_limits(&host24, 0, 100000, -1, 0, &l, &err), -1);
+	cr_expect(strstr(err->message, "fewer than 16"), "%s", err->message);
+	cp_error_freep(&err);
+	cr_expect_eq(policy_sandbox_limits(&host24, 4LL << 30, 3, 6000, 1, &l, &err), 0, "3 + 1 warm: 6144 each");
+	cr_expect_eq(l.default_memory_bytes, 4LL << 30);
+	cr_expect_eq(l.pids_default, 6000);
 }
 
 /* Security review, defect 5: a negative count is a number, just too small. */

@@ -103,7 +103,11 @@ Test(store_pool, claim_takes_one_matching_member_once)
 	add(s, "sbx_b", 1, "img:1", 2000);
 	struct cp_error *err = NULL;
 	char *id = NULL;
-	cr_assert_eq(store_sandbox_pool_claim(s, "img:1", NULL, 9000, &id, &err), 1);
+	cr_expect_eq(store_sandbox_pool_claim(s, "img:1", NULL, 512LL << 20, 0, 9000, &id, &err), 0,
+	             "a member made with another memory ceiling is not what a default create gets");
+	cr_expect_eq(store_sandbox_pool_claim(s, "img:1", NULL, 0, 20LL << 30, 9000, &id, &err), 0,
+	             "nor one with another disk size");
+	cr_assert_eq(store_sandbox_pool_claim(s, "img:1", NULL, 0, 0, 9000, &id, &err), 1);
 	cr_expect_str_eq(id, "sbx_a", "the oldest member goes first");
 	struct sandbox_record r = {0};
 	cr_assert_eq(store_sandbox_get(s, id, &r, &err), 0);
@@ -113,13 +117,13 @@ Test(store_pool, claim_takes_one_matching_member_once)
 	sandbox_record_clear(&r);
 	free(id);
 	id = NULL;
-	cr_assert_eq(store_sandbox_pool_claim(s, "img:1", NULL, 9100, &id, &err), 1);
+	cr_assert_eq(store_sandbox_pool_claim(s, "img:1", NULL, 0, 0, 9100, &id, &err), 1);
 	cr_expect_str_eq(id, "sbx_b");
 	free(id);
 	id = NULL;
-	cr_expect_eq(store_sandbox_pool_claim(s, "img:1", NULL, 9200, &id, &err), 0);
+	cr_expect_eq(store_sandbox_pool_claim(s, "img:1", NULL, 0, 0, 9200, &id, &err), 0);
 	cr_expect_null(id);
-	cr_expect_eq(store_sandbox_pool_claim(s, "img:1", "runsc", 9200, &id, &err), 0, "runtime must match");
+	cr_expect_eq(store_sandbox_pool_claim(s, "img:1", "runsc", 0, 0, 9200, &id, &err), 0, "runtime must match");
 	cr_expect_eq(count_list(s, 0), 2, "claimed members are user sandboxes");
 	store_free(s);
 }
@@ -136,7 +140,7 @@ Test(store_pool, forget_deletes_a_member_but_never_a_claimed_one)
 	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
 	cp_error_freep(&err);
 	char *id = NULL;
-	cr_assert_eq(store_sandbox_pool_claim(s, "img:1", NULL, 5000, &id, &err), 1);
+	cr_assert_eq(store_sandbox_pool_claim(s, "img:1", NULL, 0, 0, 5000, &id, &err), 1);
 	cr_expect_eq(store_sandbox_pool_forget(s, id, &err), -1);
 	cr_expect_eq(err->code, CP_ERR_CONFLICT);
 	cp_error_freep(&err);

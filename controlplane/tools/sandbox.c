@@ -70,6 +70,13 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 		                       json_object_new_string_len(s->container_id, (int)strnlen(s->container_id, 12)));
 	if (s->memory_bytes > 0)
 		json_object_object_add(o, "memory_bytes", json_object_new_int64(s->memory_bytes));
+	if (s->disk_bytes > 0)
+		json_object_object_add(o, "disk_bytes", json_object_new_int64(s->disk_bytes));
+	else if (!strcmp(s->status, "running") || !strcmp(s->status, "creating"))
+		add_str(o, "disk_note", lifecycle_disk_note(app->lc));
+	char paused[700];
+	if (lifecycle_disk_paused(app->lc, s->id, paused, sizeof(paused)))
+		add_str(o, "paused", paused);
 	if (s->nano_cpus > 0)
 		json_object_object_add(o, "cpus", json_object_new_double(s->nano_cpus / 1e9));
 	json_object_object_add(o, "network", json_object_new_boolean(s->network));
@@ -120,12 +127,13 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
                         struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"memory",       "cpus",           "pids_limit",     "network",
-	                                    "workspace_id", "workspace_path", "workspace_mode", NULL};
+	static const char *const known[] = {"memory",         "cpus",           "pids_limit", "network", "workspace_id",
+	                                    "workspace_path", "workspace_mode", "disk",       NULL};
 	struct lifecycle_create_options opts = {0};
 	char cpus[64];
 	int network = 1;
 	if (tool_args_only(args, known, err) < 0 || tool_args_string(args, "memory", 0, &opts.memory, err) < 0 ||
+	    tool_args_string(args, "disk", 0, &opts.disk, err) < 0 ||
 	    cpus_arg(args, cpus, sizeof(cpus), &opts.cpus, err) < 0 ||
 	    tool_args_int(args, "pids_limit", 0, INT64_MIN, INT64_MAX, &opts.pids_limit, err) < 0 ||
 	    tool_args_bool(args, "network", 1, &network, err) < 0 ||
@@ -139,7 +147,8 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	/* Any given pids_limit (0 and negatives too, which would otherwise mean
 	 * "the default") gets policy's one message with its one range. */
 	struct json_object *pids = NULL;
-	if (json_object_object_get_ex(args, "pids_limit", &pids) && pids && policy_pids_check(opts.pids_limit, err) < 0)
+	if (json_object_object_get_ex(args, "pids_limit", &pids) && pids &&
+	    policy_pids_check(opts.pids_limit, lifecycle_limits_in_force(app->lc)->pids_cap, err) < 0)
 		return -1;
 	opts.network_off = !network;
 	struct lifecycle_create_result res = {0};
@@ -162,12 +171,15 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 		add_str(o, "approval_id", res.approval.id);
 		add_str(o, "workspace_path", res.approval.host_path);
 		add_str(o, "workspace_mode", res.approval.mode);
+		int direct = !strcmp(res.approval.mode, "direct");
 		char *msg = NULL;
 		if (asprintf(&msg,
 		             "The host directory '%s' (%s mode) needs the approval of the person at this machine. Ask "
 		             "them to run: chat2sbx approval approve %s ; then call sandbox_create again with the "
-		             "same workspace_path and workspace_mode. Nothing was mounted.",
-		             res.approval.host_path, res.approval.mode, res.approval.id) >= 0) {
+		             "same workspace_path and workspace_mode. Nothing was mounted.%s%s",
+		             res.approval.host_path, res.approval.mode, res.approval.id,
+		             direct ? " Tell them before they decide: " : "",
+		             direct ? policy_direct_mode_note : "") >= 0) {
 			add_str(o, "message", msg);
 			free(msg);
 		}
@@ -212,8 +224,9 @@ int tool_sandbox_list(const struct mcp_call *call, struct json_object *args, str
 	struct json_object *o = json_object_new_object();
 	json_object_object_add(o, "sandboxes", list);
 	json_object_object_add(o, "active_count", json_object_new_int(active));
-	if (app->cfg->max_active_sandboxes > 0)
-		json_object_object_add(o, "max_active_sandboxes", json_object_new_int(app->cfg->max_active_sandboxes));
+	int max_active = lifecycle_limits_in_force(app->lc)->max_active;
+	if (max_active > 0)
+		json_object_object_add(o, "max_active_sandboxes", json_object_new_int(max_active));
 	*ret = o;
 	return 0;
 }

@@ -16,7 +16,9 @@ const char tools_instructions[] =
     "at end-of-file, so prompts do not hang. Output over the per-call bound is never lost: has_more_output "
     "says to poll again, and log_path holds the full output inside the sandbox. To let the user open a web "
     "server running in the sandbox, start it listening on 0.0.0.0 and call sandbox_expose with its port; give "
-    "them the url it returns.";
+    "them the url it returns. You are root in the sandbox, but setuid and setgid bits cannot be set (chmod u+s, "
+    "install -m 4755 fail with Operation not permitted), so packages that ship setuid programs (sudo, cron) "
+    "do not install; you need none of them as root.";
 
 #define SANDBOX_ID_PROP                                                                                                \
 	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox_id returned by sandbox_create or "          \
@@ -30,6 +32,9 @@ const char tools_instructions[] =
 	"\"workspace_path\":{\"type\":\"string\",\"description\":\"Host directory behind /workspace\"},"               \
 	"\"image\":{\"type\":\"string\"},\"container_id\":{\"type\":\"string\"},"                                      \
 	"\"memory_bytes\":{\"type\":\"integer\"},\"network\":{\"type\":\"boolean\"},"                                  \
+	"\"disk_bytes\":{\"type\":\"integer\",\"description\":\"Size limit of the sandbox's own disk\"},"              \
+	"\"disk_note\":{\"type\":\"string\"},\"paused\":{\"type\":\"string\",\"description\":\"Why the "               \
+	"sandbox is paused (a full disk); it resumes on its own\"},"                                                   \
 	"\"cpus\":{\"type\":\"number\"},\"options_note\":{\"type\":\"string\"},"                                       \
 	"\"runtime\":{\"type\":\"string\"},\"failure_reason\":{\"type\":\"string\"},"                                  \
 	"\"created_at\":{\"type\":\"string\"},\"last_activity_at\":{\"type\":\"string\"},"                             \
@@ -72,18 +77,23 @@ static const struct mcp_tool table[] = {
             "Create a disposable Linux sandbox with a persistent /workspace and return its sandbox_id. Keep the "
             "sandbox_id and pass it to every other tool. Default: a new managed workspace. workspace_path works on "
             "a directory of the user's machine: clone mode (default) gives a private copy (a git clone with every "
-            "branch) whose edits never reach the host, direct mode the directory itself. A host directory needs the "
+            "branch) whose edits never reach the host, direct mode the directory itself (its .git config and hooks "
+            "are read-only there: set a git identity with git config --global). A host directory needs the "
             "user's approval once: the answer is then status approval_required with an approval_id and what the "
             "user must run; call again with the same arguments after they approved. With workspace_id, attaches an "
             "existing workspace; if it already has a running sandbox, that one is returned (reused: true).",
         .input_schema =
             "{\"type\":\"object\",\"properties\":{"
             "\"memory\":{\"type\":\"string\",\"description\":\"Memory ceiling such as \\\"512m\\\" or "
-            "\\\"4g\\\" (default: no ceiling)\"},"
+            "\\\"4g\\\" (default: the server's ceiling, see sandbox_get memory_bytes; at most this machine's "
+            "memory)\"},"
+            "\"disk\":{\"type\":\"string\",\"description\":\"Size of the sandbox's own disk such as "
+            "\\\"20g\\\" (only where the engine can limit it; sandbox_get says)\"},"
             "\"cpus\":{\"type\":[\"string\",\"number\"],\"description\":\"CPU ceiling such as \\\"1.5\\\" "
             "(more than 0, at most the machine's CPU count; default: no ceiling)\"},"
             "\"pids_limit\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":32768,\"description\":\"Most "
-            "processes and threads at once (default: the server's CHAT2SBX_PIDS_LIMIT, 4096)\"},"
+            "processes and threads at once (default and upper end: the server's share per sandbox, at most "
+            "4096 by default)\"},"
             "\"network\":{\"type\":\"boolean\",\"description\":\"false: no network interface but loopback "
             "(default true; a runtime without network, such as gVisor here, is always false)\"},"
             "\"workspace_id\":{\"type\":\"string\",\"description\":\"Existing workspace to attach "

@@ -294,7 +294,9 @@ async function creates(root, srvCold) {
   await fsp.mkdir(workdir, { recursive: true });
   const raw = rawCreateStart(N.creates, workdir);
 
-  const warmSrv = await new Serve('warm', { CHAT2SBX_WARM_POOL: String(N.pool) }).start(root);
+  // The bench holds up to 50 sandboxes and 20 warm ones at once, more than the
+  // count derived for this machine by default.
+  const warmSrv = await new Serve('warm', { CHAT2SBX_WARM_POOL: String(N.pool), CHAT2SBX_MAX_ACTIVE_SANDBOXES: '64' }).start(root);
   let warm;
   let removedAtStop = null;
   try {
@@ -434,7 +436,7 @@ async function cleanupEngine(root, servers) {
 async function main() {
   for (const f of [BIN, LOADCLIENT, HELPER]) if (!fs.existsSync(f)) throw new Error(`${f} is missing; run 'make bench'`);
   const root = await fsp.mkdtemp(path.join(os.tmpdir(), 'chat2sbx-bench-'));
-  const srv = new Serve('cold', { CHAT2SBX_WARM_POOL: '0' });
+  const srv = new Serve('cold', { CHAT2SBX_WARM_POOL: '0', CHAT2SBX_MAX_ACTIVE_SANDBOXES: '64' });
   const R = {
     machine: { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model, mem_gib: round(os.totalmem() / 2 ** 30, 1), kernel: os.release() },
     started_at: new Date().toISOString(),

@@ -2,7 +2,8 @@
 // pids_limit, memory and network options reach the engine and the row; bad
 // values create nothing; a runtime the engine lacks is refused; gVisor
 // (runsc) runs bash without a network when the engine has it (skipped, with
-// the reason, when it does not); a sandbox idle past the timeout is removed
+// the reason, when it does not; a runsc registered without --oci-seccomp is
+// upgraded first, lib/runtimes.mjs); a sandbox idle past the timeout is removed
 // at the next start (clock shifted with CHAT2SBX_CLOCK_OFFSET_MS) while its
 // workspace stays; and SIGKILL in the middle of sandbox_create leaves either
 // a usable sandbox or a failed row, never an orphan container.
@@ -22,6 +23,7 @@ import {
   resultText,
   useServer,
 } from '../lib/server.mjs';
+import { ensureRunscSeccomp } from '../lib/runtimes.mjs';
 
 const ctx = useServer();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -88,14 +90,15 @@ ctx.test('cpus, pids_limit, memory and network off reach the engine and the row'
   }
 });
 
-ctx.test('defaults: the server pids limit, network on with an interface besides lo', async () => {
+ctx.test('defaults: the server pids limit and memory ceiling, network on with an interface besides lo', async () => {
   const tools = await ctx.tools();
   const sbx = await tools.create({});
   try {
     assert.equal(sbx.network, true);
     assert.equal(sbx.cpus, undefined);
     const info = await dockerInspect(sbx.sandbox_id);
-    assert.equal(info.HostConfig.PidsLimit, 4096, 'CHAT2SBX_PIDS_LIMIT default');
+    assert.ok(info.HostConfig.PidsLimit >= 16 && info.HostConfig.PidsLimit <= 4096, 'CHAT2SBX_PIDS_LIMIT auto');
+    assert.ok(info.HostConfig.Memory > 0, 'a default memory ceiling (e2e 27 checks its value)');
     assert.equal(info.HostConfig.NanoCpus, 0);
     assert.notEqual(info.HostConfig.NetworkMode, 'none');
     const ifs = await interfaces(tools, sbx.sandbox_id);
@@ -116,7 +119,7 @@ ctx.test('invalid limits are refused before anything is created', async () => {
     [{ cpus: 'lots' }, /cpus 'lots' is not a number/],
     [{ cpus: String(os.cpus().length + 1) }, /more than the \d+ CPU/],
     [{ cpus: 0 }, /cpus 0 must be/],
-    [{ pids_limit: 5 }, /pids_limit 5 is outside the accepted range 16-32768/],
+    [{ pids_limit: 5 }, /pids_limit 5 is outside the accepted range 16-\d+/],
     [{ pids_limit: 100000 }, /pids_limit 100000 is outside/],
     [{ pids_limit: 'many' }, /pids_limit/],
     [{ network: 'off' }, /network/],
@@ -152,15 +155,13 @@ ctx.test('a runtime the engine does not have is refused with what to do, creatin
 });
 
 ctx.test('gVisor (runsc): bash works and the network is off', async (t) => {
-  const info = (await dockerRequest('GET', '/info')).body;
-  if (!info?.Runtimes?.runsc) {
-    const why =
-      `the engine has no runsc runtime (it has: ${Object.keys(info?.Runtimes || {}).join(', ')}); ` +
-      'register it with scripts/ensure-engine.sh when dockerd starts';
+  const { runsc, why } = await ensureRunscSeccomp();
+  if (!runsc) {
     console.log(`e2e 11: runsc test skipped: ${why}`);
     t.skip(why);
     return;
   }
+  const info = { Runtimes: { runsc } };
   const srv = new Server();
   try {
     await srv.start({ env: { CHAT2SBX_RUNTIME: 'runsc' } });
@@ -281,7 +282,7 @@ ctx.test('scripts/engine-runtimes.sh registers runsc in daemon.json without clob
   fs.writeFileSync(runsc, '#!/bin/sh\n', { mode: 0o755 });
   const run = (file, extra = {}) =>
     spawnSync(script, [file], { encoding: 'utf8', env: { ...process.env, RUNSC_PATH: runsc, ...extra } });
-  const want = { path: runsc, runtimeArgs: ['--network=none'] };
+  const want = { path: runsc, runtimeArgs: ['--network=none', '--oci-seccomp'] };
   try {
     // No file: a minimal one.
     const fresh = path.join(dir, 'fresh', 'daemon.json');
@@ -302,10 +303,21 @@ ctx.test('scripts/engine-runtimes.sh registers runsc in daemon.json without clob
       assert.equal(run(f, { MERGE_WITH: tool }).status, 0);
       assert.equal(fs.readFileSync(f, 'utf8'), before);
     }
-    // An operator's own runsc entry is theirs.
+    // The entry this script wrote before --oci-seccomp existed is upgraded.
+    for (const tool of ['jq', 'python3']) {
+      const f = path.join(dir, `old-${tool}.json`);
+      fs.writeFileSync(f, JSON.stringify({ debug: true, runtimes: { runsc: { path: runsc, runtimeArgs: ['--network=none'] } } }));
+      const r = run(f, { MERGE_WITH: tool });
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stderr, /upgraded the runsc runtime .*--oci-seccomp.*kill -HUP/);
+      assert.deepEqual(JSON.parse(fs.readFileSync(f, 'utf8')), { debug: true, runtimes: { runsc: want } });
+    }
+    // An operator's own runsc entry is theirs (with a warning: no --oci-seccomp).
     const own = path.join(dir, 'own.json');
     fs.writeFileSync(own, '{"runtimes":{"runsc":{"path":"/opt/runsc"}}}');
-    assert.equal(run(own).status, 0);
+    const ownRun = run(own);
+    assert.equal(ownRun.status, 0);
+    assert.match(ownRun.stderr, /no --oci-seccomp.*\n.*refuses CHAT2SBX_RUNTIME=runsc/);
     assert.equal(fs.readFileSync(own, 'utf8'), '{"runtimes":{"runsc":{"path":"/opt/runsc"}}}');
     // Not JSON, or no tool to merge with: refused, file untouched.
     const bad = path.join(dir, 'bad.json');
@@ -320,7 +332,9 @@ ctx.test('scripts/engine-runtimes.sh registers runsc in daemon.json without clob
     assert.equal(none.status, 1);
     assert.match(none.stderr, /add to it by hand/);
     assert.equal(fs.readFileSync(plain, 'utf8'), '{"debug":true}');
-    assert.deepEqual(fs.readdirSync(dir).sort(), ['bad.json', 'fresh', 'op-jq.json', 'op-python3.json', 'own.json', 'plain.json', 'runsc']);
+    assert.deepEqual(fs.readdirSync(dir).sort(), [
+      'bad.json', 'fresh', 'old-jq.json', 'old-python3.json', 'op-jq.json', 'op-python3.json', 'own.json', 'plain.json', 'runsc',
+    ]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -18,8 +18,10 @@ import {
   useServer,
 } from '../lib/server.mjs';
 
-const ctx = useServer();
 const CLIENTS = 20;
+// 20 sandboxes at once: more than the sandbox count this machine derives by
+// default (one per 2 GiB), so the scenario sets its own.
+const ctx = useServer({ env: { CHAT2SBX_MAX_ACTIVE_SANDBOXES: '24' } });
 
 async function registryContainers(srv) {
   const r = await dockerRequest('GET', '/containers/json?all=1');

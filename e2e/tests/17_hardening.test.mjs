@@ -86,7 +86,7 @@ ctx.test('a non-loopback CHAT2SBX_HOST is refused, saying why', () => {
     const r = runIn(dir, ['serve'], { CHAT2SBX_HOST: '0.0.0.0' });
     assert.notEqual(r.status, 0, r.desc);
     assert.match(r.stderr, /CHAT2SBX_HOST '0\.0\.0\.0' is not a loopback address/, r.desc);
-    assert.match(r.stderr, /no authentication/, r.desc);
+    assert.match(r.stderr, /for this machine's clients only/, r.desc);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -119,8 +119,8 @@ ctx.test('bad limits get precise messages and create nothing', async () => {
   const tools = await ctx.tools();
   const cases = [
     [{ cpus: '-1' }, /must be greater than 0/, /not a number/],
-    [{ pids_limit: 0 }, /16-32768/, /2147483647/],
-    [{ pids_limit: -5 }, /16-32768/, /2147483647/],
+    [{ pids_limit: 0 }, /16-\d+/, /2147483647/],
+    [{ pids_limit: -5 }, /16-\d+/, /2147483647/],
     [{ memory: '1.5' }, /1536m/, null],
   ];
   for (const [args, want, never] of cases) {

@@ -5,7 +5,7 @@
 // far readable; and with the Docker Engine itself stopped, a tool call fails
 // at once with a message naming the engine, then, once the engine is started
 // again, the sandbox recovers the same way (its container has the restart
-// policy unless-stopped).
+// policy unless-stopped), and the host-edge firewall is still in place.
 // THE LAST TEST STOPS AND RESTARTS THE SHARED DOCKER ENGINE (dockerd): it
 // disturbs anything else using the engine at that moment.
 import assert from 'node:assert/strict';
@@ -13,7 +13,18 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { DOCKER_SOCKET, REPO_ROOT, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
+import net from 'node:net';
+
+import {
+  BIN,
+  DOCKER_SOCKET,
+  REPO_ROOT,
+  childEnv,
+  dockerInspect,
+  dockerRequest,
+  resultText,
+  useServer,
+} from '../lib/server.mjs';
 
 const ctx = useServer();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -58,6 +69,30 @@ function listed(list, sessionId) {
   const s = list.sessions.find((x) => x.session_id === sessionId);
   assert.ok(s, `session ${sessionId} is listed: ${JSON.stringify(list)}`);
   return s;
+}
+
+// A direct workspace on a fresh git repository (20_direct_git has the
+// details): its .git is mounted over the sandbox's view, config read-only.
+function directRepo() {
+  const dir = path.join(ctx.srv.root, 'home', 'repositories', 'engine-restart-repo');
+  fs.mkdirSync(dir, { recursive: true });
+  const g = spawnSync('git', ['init', '-q', dir], { encoding: 'utf8' });
+  assert.equal(g.status, 0, g.stderr);
+  const r = spawnSync(BIN, ['workspace', 'add', dir, '--mode', 'direct', '--json'], {
+    cwd: ctx.srv.root,
+    env: childEnv(ctx.srv.env || {}, path.join(ctx.srv.root, 'home'), ctx.srv.dataRoot, ctx.srv.port),
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout).workspace_id;
+}
+
+// The .git protection as the sandbox sees it: .git/config refuses a write,
+// and the seven .git mounts are there.
+const GIT_GUARD_PROBE = 'echo x >> /workspace/.git/config 2>&1; grep -c " /workspace/.git" /proc/self/mountinfo';
+function assertGitGuard(output, when) {
+  assert.match(output, /Read-only file system/, `${when}: .git/config is read-only: ${output}`);
+  assert.match(output, /^7$/m, `${when}: the .git mounts are there: ${output}`);
 }
 
 // Starts a finished and a running session; returns what they answered.
@@ -201,6 +236,9 @@ ctx.test('the engine stopped: calls fail at once naming it; started again: the s
   t.after(() => tools.destroyQuietly(sbx.sandbox_id));
   await tools.ok('bash', { sandbox_id: sbx.sandbox_id, command: 'echo on-its-own-disk > /root/kept.txt' });
   const sessions = await twoSessions(tools, sbx.sandbox_id, 'eng');
+  const direct = await tools.create({ workspace_id: directRepo() });
+  t.after(() => tools.destroyQuietly(direct.sandbox_id));
+  assertGitGuard((await tools.ok('bash', { sandbox_id: direct.sandbox_id, command: GIT_GUARD_PROBE })).output, 'before');
 
   const pid = dockerdPid();
   assert.ok(pid && alive(pid), 'dockerd runs and wrote /var/run/docker.pid');
@@ -240,6 +278,51 @@ ctx.test('the engine stopped: calls fail at once naming it; started again: the s
   const got = await tools.ok('sandbox_get', { sandbox_id: sbx.sandbox_id });
   assert.equal(got.status, 'running', JSON.stringify(got).slice(0, 500));
   assert.match(ctx.srv.stderrTail(400), new RegExp(`sandbox ${sbx.sandbox_id} was restarted`), 'serve logs it');
+  await checkHostEdge(tools, sbx.sandbox_id);
+  // The direct sandbox: the engine mounted its .git paths again, the
+  // re-attach verified them from inside, and they still protect.
+  await waitFor('the direct sandbox container runs again', async () => {
+    const c = await dockerInspect(direct.sandbox_id);
+    return c?.State?.Running && !c.State.Restarting;
+  });
+  const g = await okAfterRestart(tools, 'bash', { sandbox_id: direct.sandbox_id, command: GIT_GUARD_PROBE });
+  assertGitGuard(g.output, 'after the engine restart');
 });
+
+// The host-edge firewall (issue 12) after the engine rewrote its own
+// iptables-nft tables: table inet chat2sbx is still exactly in place, serve
+// never had to put it back (it would have logged so), and a host listener on
+// 0.0.0.0 is still out of the recovered sandbox's reach.
+async function checkHostEdge(tools, sandboxId) {
+  const home = path.join(ctx.srv.root, 'home');
+  const r = spawnSync(BIN, ['status', '--json'], {
+    cwd: ctx.srv.root,
+    env: childEnv({}, home, ctx.srv.dataRoot, ctx.srv.port),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  const fw = JSON.parse(r.stdout).firewall;
+  assert.equal(fw.state, 'installed', `after the engine restart: ${JSON.stringify(fw)}`);
+  assert.doesNotMatch(ctx.srv.stderrTail(2000), /the firewall was not in place/, 'the engine left the table alone');
+  let reached = 0;
+  const server = net.createServer((c) => {
+    reached++;
+    c.destroy();
+  });
+  await new Promise((resolve) => server.listen(0, '0.0.0.0', resolve));
+  try {
+    const gateway = (await dockerInspect(sandboxId)).NetworkSettings.Networks.chat2sbx.Gateway;
+    const { port } = server.address();
+    const out = await okAfterRestart(tools, 'bash', {
+      sandbox_id: sandboxId,
+      command: `timeout 3 bash -c 'exec 3<>/dev/tcp/${gateway}/${port}' 2>/dev/null && echo open || echo closed`,
+      yield_time_ms: 20_000,
+    });
+    assert.equal(out.output, 'closed\n', 'the sandbox reached a host listener after the engine restart');
+    assert.equal(reached, 0);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
 
 ctx.finish();

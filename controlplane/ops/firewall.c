@@ -1,0 +1,157 @@
+/* firewall.c: the host-edge firewall as serve, setup, status and doctor
+ * use it (issue 12, item 4): which bridges it names (the fixed prefix and
+ * the engine's names of older networks, lifecycle/bridges.c), when it is
+ * installed (serve as root at start and at every maintenance pass; setup
+ * --install-firewall), how it is removed and what status says about it.
+ * The rules and libnftables live in firewall/; this file only decides. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/cleanup.h"
+#include "../base/log.h"
+#include "../lifecycle/lifecycle.h"
+#include "ops.h"
+
+/* What a person does when serve cannot install the firewall itself. */
+#define FIREWALL_HINT                                                                                                  \
+	"run 'sudo chat2sbx setup --install-firewall' (needed again after every reboot), or set CHAT2SBX_FIREWALL=0 "  \
+	"if this host's own firewall keeps the sandbox bridges (" LIFECYCLE_BRIDGE_PREFIX "*) off its services"
+
+int ops_firewall_build(struct docker_engine *engine, struct firewall_ruleset *ret, struct cp_error **err)
+{
+	char **legacy = NULL;
+	if (engine && lifecycle_legacy_bridges(engine, &legacy, err) < 0)
+		return cp_error_prefix(err, "find the bridges of chat2sbx's networks");
+	struct firewall_spec spec = {.bridge_prefix = LIFECYCLE_BRIDGE_PREFIX,
+	                             .legacy_bridges = (const char *const *)legacy};
+	int r = firewall_ruleset_build(&spec, ret, err);
+	docker_strv_free(legacy);
+	return r;
+}
+
+void ops_firewall_describe(const struct firewall_ruleset *rs, const char *state, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s: table %s %s drops what the bridges %s*", state, FIREWALL_FAMILY,
+	                 FIREWALL_TABLE, LIFECYCLE_BRIDGE_PREFIX);
+	for (size_t i = 0; i < rs->n_legacy && n > 0 && (size_t)n < size; i++)
+		n += snprintf(buf + n, size - (size_t)n, "%s%s", i ? ", " : " and ", rs->legacy[i]);
+	if (n > 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, " send to this host's own addresses");
+}
+
+int ops_firewall_install(struct docker_engine *engine, int *ret_changed, enum firewall_state *ret_before, char *detail,
+                         size_t size, struct cp_error **err)
+{
+	struct firewall_ruleset rs = {0};
+	enum firewall_state st = FIREWALL_MISSING;
+	char was[512] = "";
+	int r = -1;
+	*ret_changed = 0;
+	if (ops_firewall_build(engine, &rs, err) < 0 || firewall_state_read(&rs, &st, was, sizeof(was), err) < 0)
+		goto out;
+	enum firewall_state before = st;
+	if (ret_before)
+		*ret_before = before;
+	if (st != FIREWALL_INSTALLED) {
+		if (firewall_ruleset_apply(&rs, err) < 0)
+			goto out;
+		/* Read back: the kernel holds what was meant, or this fails. */
+		char now[512];
+		if (firewall_state_read(&rs, &st, now, sizeof(now), err) < 0)
+			goto out;
+		if (st != FIREWALL_INSTALLED) {
+			cp_error_set(err, CP_ERR_INTERNAL, "the firewall table was written but reads back %s: %s",
+			             firewall_state_name(st), now);
+			goto out;
+		}
+		*ret_changed = 1;
+	}
+	ops_firewall_describe(&rs, *ret_changed ? "installed" : "in place", detail, size);
+	if (before == FIREWALL_DIFFERENT && strlen(detail) + strlen(was) + 12 < size)
+		snprintf(detail + strlen(detail), size - strlen(detail), " (it was %s)", was);
+	r = 0;
+out:
+	firewall_ruleset_clear(&rs);
+	return r;
+}
+
+int ops_firewall_uninstall(int *ret_removed, struct cp_error **err)
+{
+	return firewall_remove(ret_removed, err);
+}
+
+void ops_firewall_report(const struct config *cfg, struct docker_engine *engine, struct ops_firewall_report *ret)
+{
+	*ret = (struct ops_firewall_report){.enabled = cfg->firewall, .permitted = firewall_permitted()};
+	struct firewall_ruleset rs = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	char seen[512] = "";
+	if (!ret->permitted) {
+		snprintf(ret->detail, sizeof(ret->detail),
+		         "unknown: reading nftables needs root (run 'sudo chat2sbx status', or 'chat2sbx doctor' to "
+		         "attack the edge)");
+	} else if (ops_firewall_build(engine, &rs, &e) < 0 ||
+	           firewall_state_read(&rs, &ret->state, seen, sizeof(seen), &e) < 0) {
+		snprintf(ret->detail, sizeof(ret->detail), "unknown: %s", e->message);
+	} else {
+		ret->known = 1;
+		if (FIREWALL_PROTECTS(ret->state))
+			ops_firewall_describe(&rs, "installed", ret->detail, sizeof(ret->detail));
+		else if (!cfg->firewall)
+			snprintf(ret->detail, sizeof(ret->detail),
+			         "%s (CHAT2SBX_FIREWALL=0: this host's own firewall must keep the bridges %s* off its "
+			         "services)",
+			         ret->state == FIREWALL_MISSING ? "not installed" : seen, LIFECYCLE_BRIDGE_PREFIX);
+		else
+			snprintf(ret->detail, sizeof(ret->detail),
+			         "%s: %s; sandboxes may reach this host's services. A chat2sbx serve running as root "
+			         "puts it in place within a minute; otherwise %s",
+			         firewall_state_name(ret->state), seen, FIREWALL_HINT);
+	}
+	firewall_ruleset_clear(&rs);
+}
+
+int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *engine, struct cp_error **err)
+{
+	if (!cfg->firewall) {
+		log_warn("firewall",
+		         "CHAT2SBX_FIREWALL=0: chat2sbx does not keep sandboxes off this host's own services; this "
+		         "host's firewall must drop what the bridges %s* send to its addresses ('chat2sbx doctor' "
+		         "attacks it)",
+		         LIFECYCLE_BRIDGE_PREFIX);
+		return 0;
+	}
+	if (!firewall_permitted()) {
+		log_warn("firewall",
+		         "serve is not root, so it can neither install nor check the firewall that keeps sandboxes off "
+		         "this host's services; unless it is in place, sandboxes reach every service listening on "
+		         "all interfaces: %s",
+		         FIREWALL_HINT);
+		return 0;
+	}
+	int changed = 0;
+	char detail[1024];
+	if (ops_firewall_install(engine, &changed, NULL, detail, sizeof(detail), err) < 0)
+		return cp_error_prefix(err,
+		                       "install the firewall that keeps sandboxes off this host's services (fix the "
+		                       "cause, or set CHAT2SBX_FIREWALL=0 if this host's own firewall does it)");
+	log_info("firewall", "%s", detail);
+	return 0;
+}
+
+void ops_firewall_maintain(const struct config *cfg, struct docker_engine *engine)
+{
+	if (!cfg->firewall || !firewall_permitted())
+		return;
+	int changed = 0;
+	enum firewall_state before = FIREWALL_MISSING;
+	char detail[1024];
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (ops_firewall_install(engine, &changed, &before, detail, sizeof(detail), &e) < 0)
+		log_warn("firewall", "keep the firewall in place: %s", e->message);
+	else if (changed && before == FIREWALL_COVERS)
+		log_info("firewall", "a network of an older chat2sbx is gone; %s", detail);
+	else if (changed)
+		log_warn("firewall", "the firewall was not in place (removed, flushed or out of date); %s", detail);
+}

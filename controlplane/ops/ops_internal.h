@@ -1,0 +1,50 @@
+/* ops_internal.h: private to ops/ (never included from another layer): what
+ * the isolation probe's attacks in separate files share with isolation.c. */
+#ifndef CP_OPS_INTERNAL_H
+#define CP_OPS_INTERNAL_H
+
+#include <stddef.h>
+
+#include "../store/store.h"
+#include "ops.h"
+
+struct lifecycle;
+
+/* Runs command (bash -c, cwd /) in the probe sandbox through its helper
+ * channel, as a model's bash call would, bounded by the probe's wait (45 s,
+ * a command timeout of 35 s); *ret_output (caller frees) is the combined
+ * output (at most 256 KiB). TIMEOUT when it did not finish; channel errors
+ * pass through (isolation.c). */
+int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
+                  struct cp_error **err);
+
+/* The "host_services" attack (host_edge.c, issue 12): a TCP listener on
+ * 0.0.0.0 of the host, which probe (a running sandbox with the operator's
+ * configuration, borrowed) tries to reach through its networks' gateways
+ * and every IPv4 address of the host. *ret is FAILED when a connection
+ * reached the listener, or when CHAT2SBX_FIREWALL=1 and table inet
+ * chat2sbx could be read and is not in place; detail (always terminated)
+ * names the port, the addresses tried and the table's state. Blocks a few
+ * seconds (every attempt in parallel, 3 s each). */
+void ops_host_edge_attack(struct lifecycle *lc, const struct sandbox_record *probe, enum ops_check_result *ret,
+                          char *detail, size_t size);
+
+/* Check "setuid_files" (issue 12): in the probe sandbox (sandbox_id, whose
+ * managed workspace is workspace_id) tries to plant setuid/setgid programs
+ * and file capabilities in /workspace (chmod 4755 and g+s, install -m 4755,
+ * cp -p of an image's setuid program, tar -xp, perl chmod and sysopen,
+ * python os.chmod, open O_CREAT 04755, mknod S_IFREG|04755, chmod through
+ * /proc/self/fd, openat2 and fchmodat2 with 04755, setxattr
+ * security.capability; io_uring_setup must be refused), then scans the host
+ * copies with ops_setid_scan. Passed when no host file carries a bit or
+ * capabilities and io_uring is refused; failed (naming the files, or why it
+ * proved nothing) otherwise. Its directory is removed from inside. Adds one
+ * outcome to r. Blocks up to two probe runs (90 s). */
+void ops_attack_host_files(struct lifecycle *lc, const char *sandbox_id, const char *workspace_id,
+                           struct ops_probe_report *r);
+
+#define OPS_HOST_EDGE_ATTACK                                                                                           \
+	"connect to a listener the doctor opened on 0.0.0.0 of the host, through the bridge gateway and every host "   \
+	"address"
+
+#endif

@@ -557,7 +557,9 @@ static void kill_begin(struct session *s, enum kill_reason reason, int64_t now)
  * process in uninterruptible sleep dies only when it wakes up). */
 static void kill_round(struct session *s, struct proctree *t, int64_t now)
 {
-	size_t sent = t ? session_signal(s, t, SIGKILL) : 1;
+	/* Nothing left (the keeper exited and was reaped): no more rounds. A
+	 * table that could not be read counts as something left. */
+	size_t sent = !session_has_processes(s) ? 0 : t ? session_signal(s, t, SIGKILL) : 1;
 	if (sent == 0) {
 		s->kill_at = 0;
 		return;
@@ -891,7 +893,9 @@ static int start_spawn(struct session *s, const char *cwd, int rows, int cols, s
 	if (got > 0 && rep.kind == KEEPER_REPORT_FAILED)
 		e = rep.value;
 	else if (keeper > 0) {
-		/* Killed, or stuck: the helper reaps it like any orphan. */
+		/* Killed, or stuck: its end of the socket is closed, so it can no
+		 * longer tell a shell to go (keeper.c), and the helper reaps it
+		 * like any orphan. */
 		kill(keeper, SIGKILL);
 		return rpc_fail(err, "INTERNAL", "the keeper process of session '%s' %s before starting the shell",
 		                s->id, got == 0 ? "did not answer" : "ended");
@@ -1428,6 +1432,8 @@ int64_t bash_next_deadline(void)
 void bash_tick(void)
 {
 	int64_t now = bash_clock_ms();
+	bool scanned = false;
+	struct proctree *table = NULL;
 	for (size_t i = 0; i < nsessions; i++) {
 		struct session *s = sessions[i];
 		/* timeout_ms bounds everything the session started: after the
@@ -1438,10 +1444,17 @@ void bash_tick(void)
 			if (session_has_processes(s)) {
 				hlog_debug("session '%s' timed out", s->id);
 				kill_begin(s, KILL_TIMEOUT, now);
+				scanned = false; /* kill_begin scanned again */
 			}
 		}
-		if (s->kill_at && now >= s->kill_at)
-			kill_round(s, session_has_processes(s) && procs_scan() ? &procs : NULL, now);
+		if (s->kill_at && now >= s->kill_at) {
+			/* One scan for every session due in this tick. */
+			if (!scanned && session_has_processes(s)) {
+				scanned = true;
+				table = procs_scan() ? &procs : NULL;
+			}
+			kill_round(s, table, now);
+		}
 	}
 	waiters_answer(false);
 	sessions_prune();

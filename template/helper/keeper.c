@@ -37,22 +37,37 @@ struct spec_header {
 	uint32_t flags, cwd_len, command_len;
 };
 
-/* One report to the helper; a helper that forgot the session closed its
- * end (EPIPE): nobody is left to tell. */
-static void report(int kind, int value)
+/* One report to the helper: 0, or -1 when it could not be sent (a helper
+ * that forgot the session, or gave up waiting, closed its end: EPIPE). */
+static int report(int kind, int value)
 {
 	struct keeper_report r = {.kind = kind, .value = value};
-	while (send(REPORT_FD, &r, sizeof r, MSG_NOSIGNAL) < 0 && errno == EINTR)
-		;
+	ssize_t n;
+	do
+		n = send(REPORT_FD, &r, sizeof r, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof r ? 0 : -1;
 }
 
 /* In the shell's process: its own process group (the foreground one of a
- * tty), a clean signal state, the directory, then exec. stdio are already
- * in place, the socket closes on exec. Never returns. */
+ * tty), then it waits for the keeper's go on go_fd, sent only after the
+ * helper has been told the shell's pid: a keeper killed or stuck before
+ * that (so the helper gives the session up) leaves a shell that exits
+ * without running anything, never an untracked one. Then a clean signal
+ * state, the directory, exec. stdio are already in place, the socket
+ * closes on exec. Never returns. */
 static void __attribute__((noreturn))
-shell_exec(const char *cwd, const char *command, bool tty, int ctty_errno, char **envp)
+shell_exec(const char *cwd, const char *command, bool tty, int ctty_errno, int go_fd, char **envp)
 {
 	setpgid(0, 0);
+	char go = 0;
+	ssize_t n;
+	do
+		n = read(go_fd, &go, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		_exit(127);
+	close(go_fd);
 	/* SIGTTOU is still ignored here (the keeper's dispositions), so a
 	 * background group may take the terminal. */
 	if (tty && ctty_errno == 0)
@@ -96,21 +111,37 @@ static void __attribute__((noreturn)) keeper_run(const char *cwd, const char *co
 	 * exited yet. */
 	int ctty_errno = tty && ioctl(STDOUT_FILENO, TIOCSCTTY, 0) < 0 ? errno : 0;
 	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		report(KEEPER_REPORT_FAILED, errno);
+		_exit(0);
+	}
 	sigset_t all, none;
 	sigfillset(&all);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	pid_t shell = fork();
-	if (shell == 0)
-		shell_exec(cwd, command, tty, ctty_errno, envp);
+	if (shell == 0) {
+		close(go[1]);
+		shell_exec(cwd, command, tty, ctty_errno, go[0], envp);
+	}
 	int fork_errno = errno;
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	close(go[0]);
 	if (shell < 0) {
 		report(KEEPER_REPORT_FAILED, fork_errno);
 		_exit(0);
 	}
 	setpgid(shell, shell); /* also here, so the group exists whichever runs first */
-	report(KEEPER_REPORT_STARTED, shell);
+	/* The go only once the helper has the pid (a helper that gave the
+	 * session up closed its end: the shell then exits unrun). */
+	if (report(KEEPER_REPORT_STARTED, shell) == 0) {
+		ssize_t w;
+		do
+			w = write(go[1], "g", 1);
+		while (w < 0 && errno == EINTR);
+	}
+	close(go[1]);
 	/* The shell's streams are its own now: holding them would keep the
 	 * output pipe (or the terminal) open after everyone else closed it. */
 	for (int fd = 0; fd <= 2; fd++)

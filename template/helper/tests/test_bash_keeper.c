@@ -188,19 +188,30 @@ static int count_marked(const char *marker)
 
 /* One process that left the shell's session with setsid, one daemonized
  * by a double fork (setsid, stdio to /dev/null, its parent gone), both
- * writing their pids into the workspace. */
-#define ESCAPEES                                                                                                       \
-	"setsid sleep 300 & echo $! > setsid.pid; "                                                                    \
-	"( setsid sh -c 'sleep 301 & echo $! > daemon.pid' </dev/null >/dev/null 2>&1 & ); "
+ * writing their pids into the workspace (files P-setsid.pid, P-daemon.pid). */
+#define ESCAPEES_AS(p)                                                                                                 \
+	"setsid sleep 300 & echo $! > " p "-setsid.pid; "                                                              \
+	"( setsid sh -c 'sleep 301 & echo $! > " p "-daemon.pid' </dev/null >/dev/null 2>&1 & ); "
+#define ESCAPEES ESCAPEES_AS("esc")
+
+/* Waits (bounded) until pid leads a session of its own: setsid runs a
+ * moment after its pid was written. */
+static pid_t session_settled(pid_t pid)
+{
+	int64_t deadline = now_ms() + 5000;
+	while (session_of(pid) != pid && now_ms() < deadline)
+		usleep(10 * 1000);
+	return session_of(pid);
+}
 
 /* Both escapees run and really left the shell's process group and session
  * (the old kill(-pgid) could not reach them); returns the shell's keeper. */
 static pid_t escapees_check(pid_t shell, pid_t setsid_pid, pid_t daemon_pid)
 {
-	pid_t keeper = parent_of(setsid_pid) == shell ? parent_of(shell) : parent_of(daemon_pid);
 	cr_assert(alive(setsid_pid) && alive(daemon_pid), "an escapee is not running");
-	cr_assert_eq(session_of(setsid_pid), setsid_pid, "setsid sleep did not get its own session");
+	cr_assert_eq(session_settled(setsid_pid), setsid_pid, "setsid sleep did not get its own session");
 	cr_assert_neq(session_of(daemon_pid), session_of(shell), "the daemon stayed in the shell's session");
+	pid_t keeper = parent_of(setsid_pid) == shell ? parent_of(shell) : parent_of(daemon_pid);
 	/* Orphans go to the keeper, the nearest subreaper, not to the helper. */
 	cr_assert_eq(parent_of(daemon_pid), keeper, "the daemon's parent is %d, not the keeper %d",
 	             (int)parent_of(daemon_pid), (int)keeper);
@@ -221,7 +232,7 @@ static void escapees_case(bool by_timeout, bool shell_exits)
 	cr_assert_str_eq(jstr(r, "output"), "ready\n");
 	cr_assert_str_eq(jstr(r, "status"), shell_exits ? "exited" : "running");
 	json_object_put(r);
-	pid_t setsid_pid = pid_file(&h, "setsid.pid"), daemon_pid = pid_file(&h, "daemon.pid");
+	pid_t setsid_pid = pid_file(&h, "esc-setsid.pid"), daemon_pid = pid_file(&h, "esc-daemon.pid");
 	pid_t keeper = escapees_check(shell, setsid_pid, daemon_pid);
 
 	if (by_timeout) {
@@ -359,9 +370,12 @@ Test(bash_keeper, fork_loop_is_stopped)
 {
 	struct harness h;
 	harness_start(&h);
-	json_object *r =
-	    start(&h, 1, "bash_loop", "(trap '' TERM; for i in $(seq 3000); do (sleep 4243.25 &); done) & sleep 1000",
-	          "", 400);
+	/* Every other child leaves the session with setsid (its own group and
+	 * session), the rest are orphaned by their subshell at once. */
+	json_object *r = start(&h, 1, "bash_loop",
+	                       "(trap '' TERM; for i in $(seq 3000); do (setsid sleep 4243.25 &); (sleep 4243.25 &); "
+	                       "done) & sleep 1000",
+	                       "", 400);
 	json_object_put(r);
 	cr_assert_gt(count_marked("4243.25"), 0, "the loop did not start");
 	int64_t t0 = now_ms();
@@ -382,13 +396,16 @@ Test(bash_keeper, helper_shutdown_ends_escapees)
 	json_object *r = start(&h, 1, "bash_sd", ESCAPEES "echo ready; sleep 1000", "", 300);
 	pid_t shell = (pid_t)jint(r, "pid");
 	json_object_put(r);
-	r = start(&h, 2, "bash_sd2", ESCAPEES "echo ready; exit 0", "", 5000);
+	r = start(&h, 2, "bash_sd2", ESCAPEES_AS("sd2") "echo ready; exit 0", "", 5000);
 	json_object_put(r);
-	pid_t setsid_pid = pid_file(&h, "setsid.pid"), daemon_pid = pid_file(&h, "daemon.pid");
+	pid_t setsid_pid = pid_file(&h, "esc-setsid.pid"), daemon_pid = pid_file(&h, "esc-daemon.pid");
 	escapees_check(shell, setsid_pid, daemon_pid);
+	pid_t setsid2 = pid_file(&h, "sd2-setsid.pid"), daemon2 = pid_file(&h, "sd2-daemon.pid");
+	cr_assert_eq(session_settled(setsid2), setsid2);
 	stop_clean(&h);
 	cr_assert(gone(setsid_pid), "setsid sleep survived the helper's stop");
 	cr_assert(gone(daemon_pid), "the daemon survived the helper's stop");
+	cr_assert(gone(setsid2) && gone(daemon2), "what an exited shell left survived the helper's stop");
 }
 
 /* On a terminal the keeper holds the controlling terminal: a program that
@@ -477,5 +494,51 @@ Test(bash_keeper, keeper_holds_nothing_of_the_helper)
 	closedir(d);
 	cr_assert_eq(n, 4);
 	json_object_put(simple(&h, 2, "bash.stop", "bash_probe"));
+	stop_clean(&h);
+}
+
+/* Stopping one session never touches another's processes, nor the
+ * helper: neither through bash.stop nor when a keeper was killed and the
+ * helper stops the orphans it adopted (the other session's processes are
+ * below their own live keeper, not the helper's children). */
+Test(bash_keeper, other_sessions_survive_a_stop)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = start(&h, 1, "bash_keep",
+	                       "setsid sleep 305 & echo $! > keep_setsid.pid; (sleep 306 & echo $! > keep_orphan.pid); "
+	                       "echo ready; sleep 1000",
+	                       "", 300);
+	cr_assert_str_eq(jstr(r, "output"), "ready\n");
+	pid_t keep_shell = (pid_t)jint(r, "pid");
+	json_object_put(r);
+	pid_t keep_setsid = pid_file(&h, "keep_setsid.pid"), keep_orphan = pid_file(&h, "keep_orphan.pid");
+
+	r = start(&h, 2, "bash_victim", ESCAPEES "echo ready; sleep 1000", "", 300);
+	json_object_put(r);
+	pid_t v_setsid = pid_file(&h, "esc-setsid.pid"), v_daemon = pid_file(&h, "esc-daemon.pid");
+	json_object_put(simple(&h, 3, "bash.stop", "bash_victim"));
+	cr_assert(gone(v_setsid) && gone(v_daemon), "the stopped session's escapees survived");
+	cr_assert(alive(keep_shell) && alive(keep_setsid) && alive(keep_orphan),
+	          "bash.stop of one session killed another's processes");
+
+	/* A session that kills its own keeper: the helper stops what it adopted. */
+	r = start(&h, 4, "bash_kk2", "(sleep 307 & echo $! > kk_orphan.pid); kill -9 $PPID; sleep 1000", "", 8000);
+	cr_assert_str_eq(jstr(r, "status"), "killed", "%s", json_object_to_json_string(r));
+	json_object_put(r);
+	pid_t kk_orphan = pid_file(&h, "kk_orphan.pid");
+	json_object_put(simple(&h, 5, "bash.stop", "bash_kk2"));
+	cr_assert(gone(kk_orphan), "the dead keeper's orphan survived");
+	cr_assert(alive(keep_shell) && alive(keep_setsid) && alive(keep_orphan),
+	          "stopping a dead keeper's orphans killed another session's processes");
+	cr_assert(alive(h.pid), "the helper was killed");
+	r = harness_call(&h, 6, 5000,
+	                 "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"bash.poll\",\"params\":{"
+	                 "\"session_id\":\"bash_keep\",\"yield_time_ms\":0}}");
+	cr_assert_not_null(r);
+	cr_assert_str_eq(jstr(r, "status"), "running");
+	json_object_put(r);
+	json_object_put(simple(&h, 7, "bash.stop", "bash_keep"));
+	cr_assert(gone(keep_setsid) && gone(keep_orphan));
 	stop_clean(&h);
 }

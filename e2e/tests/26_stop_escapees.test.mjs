@@ -1,8 +1,10 @@
 // e2e 26: bash_stop and timeout_ms end every process a session started
 // (issue 13), also those that left its process group: `setsid sleep &` and
 // a double-forked daemon, while the shell runs and after it has exited,
-// checked with ps inside the sandbox. Each session runs below its own keeper
-// process (template/helper/keeper.c); its cost is measured here.
+// checked with ps inside the sandbox; a fork loop of such processes that
+// ignore SIGTERM; a session that kills its keeper; a stop after serve was
+// restarted. Each session runs below its own keeper process
+// (template/helper/keeper.c); its cost is measured here.
 import assert from 'node:assert/strict';
 
 import { measure, useServer } from '../lib/server.mjs';
@@ -123,7 +125,58 @@ ctx.test('timeout_ms after the shell exited: what it left behind is gone at the 
   assert.equal(p.exit_code, 0);
 });
 
-ctx.test('one keeper per session, the shell\'s parent, out of reach of commands; its size', async () => {
+// The sandbox's live processes whose command line holds marker.
+async function countMarked(tools, marker) {
+  const r = await tools.ok('bash', {
+    sandbox_id: sandboxId,
+    command: `ps -eo stat=,args= | grep -v grep | grep -F -- '${marker}' | grep -vc '^Z' || true`,
+    yield_time_ms: 10_000,
+  });
+  return Number.parseInt(r.output.trim(), 10);
+}
+
+ctx.test('bash_stop during a fork loop of setsid, setpgid and orphaned children that ignore SIGTERM', async () => {
+  const tools = await need();
+  // Each round: one child in a new session, one that changes only its
+  // process group (python's os.setpgid), one orphaned by its subshell.
+  const loop =
+    "(trap '' TERM; for i in $(seq 400); do (setsid sleep 4343.5 &); " +
+    "(python3 -c 'import os,signal,time; os.setpgid(0,0); signal.signal(signal.SIGTERM, signal.SIG_IGN); " +
+    "time.sleep(4343.5)' &); (sleep 4343.5 &); done) & echo ready; sleep 1000";
+  const r = await tools.ok('bash', { sandbox_id: sandboxId, command: loop, yield_time_ms: 1500 });
+  assert.equal(r.status, 'running', JSON.stringify(r));
+  assert.ok((await countMarked(tools, '4343.5')) > 0, 'the loop started');
+  const s = await tools.ok('bash_stop', { sandbox_id: sandboxId, session_id: r.session_id });
+  assert.equal(s.status, 'killed', JSON.stringify(s));
+  assert.equal(await countMarked(tools, '4343.5'), 0, 'every process of the loop is gone once bash_stop answers');
+});
+
+ctx.test('a session that kills its own keeper (kill -9 $PPID) leaves nothing running', async () => {
+  const tools = await need();
+  const r = await tools.ok('bash', {
+    sandbox_id: sandboxId,
+    command: `${escapees(350, 351)}kill -9 $PPID; sleep 1000`,
+    yield_time_ms: 10_000,
+  });
+  assert.equal(r.status, 'killed', JSON.stringify(r));
+  assert.match(r.reason ?? '', /keeper.*SIGKILL/, JSON.stringify(r));
+  const s = await tools.ok('bash_stop', { sandbox_id: sandboxId, session_id: r.session_id });
+  assert.equal(s.status, 'killed', JSON.stringify(s));
+  await assertGone(tools, 350, 351);
+});
+
+ctx.test('after a restart of serve (SIGKILL), bash_stop still ends what a running session started', async () => {
+  let tools = await need();
+  const r = await startEscapees(tools, 360, 361, 'sleep 1000', { yield_time_ms: 3000 }, 'running');
+  await ctx.restart('SIGKILL');
+  tools = await ctx.tools();
+  await assertEscaped(tools, r.pid, 360, 361);
+  const s = await tools.ok('bash_stop', { sandbox_id: sandboxId, session_id: r.session_id });
+  assert.equal(s.status, 'killed', JSON.stringify(s));
+  await assertGone(tools, 360, 361);
+});
+
+ctx.test('one keeper per session (and one spare), the shell\'s parent, out of reach of commands; its size', async () => {
   const tools = await need();
   const r = await tools.ok('bash', {
     sandbox_id: sandboxId,
@@ -132,7 +185,9 @@ ctx.test('one keeper per session, the shell\'s parent, out of reach of commands;
       '{ cat /proc/$K/environ >/dev/null && echo LEAK:environ; ls -l /proc/$K/fd/ | grep -q -- "->" && echo LEAK:fd; ' +
       ': >> /proc/$K/fd/3 && echo LEAK:fd3; } 2>/dev/null; ' +
       'echo keeper_rss_kib=$(ps -o rss= -p $K | tr -d " "); echo helper_rss_kib=$(ps -o rss= -p 1 | tr -d " "); ' +
-      'echo keepers=$(ps -eo comm= | grep -c "^chat2sbx-keeper$")',
+      'busy=0; idle=0; for k in $(pgrep -x chat2sbx-keeper); do ' +
+      'if pgrep -P $k >/dev/null; then busy=$((busy+1)); else idle=$((idle+1)); fi; done; ' +
+      'echo busy_keepers=$busy idle_keepers=$idle',
     yield_time_ms: 10_000,
   });
   assert.equal(r.status, 'exited', JSON.stringify(r));
@@ -140,7 +195,8 @@ ctx.test('one keeper per session, the shell\'s parent, out of reach of commands;
   const kv = Object.fromEntries(r.output.trim().split(/\s+/).map((x) => x.split('=')));
   assert.equal(kv.comm, 'chat2sbx-keeper', r.output);
   assert.equal(kv.ppid, '1', 'the keeper is the helper\'s child');
-  assert.equal(kv.keepers, '1', `only this session has processes left: ${r.output}`);
+  assert.equal(kv.busy_keepers, '1', `only this session has processes left: ${r.output}`);
+  assert.ok(+kv.idle_keepers <= 1, `at most one spare keeper waits: ${r.output}`);
   assert.ok(+kv.keeper_rss_kib > 0 && +kv.keeper_rss_kib < 4096, `keeper RSS ${kv.keeper_rss_kib} KiB`);
   ctx.keeperRss = kv.keeper_rss_kib;
   ctx.helperRss = kv.helper_rss_kib;

@@ -29,15 +29,14 @@
 #include "sessmeta.h"
 #include "utf8.h"
 
-#define DRAIN_BUDGET (1024 * 1024)     /* bytes read from a pipe when its shell exits */
-#define READ_BUDGET (256 * 1024)       /* bytes read per pipe per loop turn (fairness) */
-#define STOP_SLACK_MS 1000             /* bash.stop answers by grace + this at the latest */
-#define LIST_COMMAND_MAX 1000          /* bytes of a command shown by bash.list */
-#define TTY_TERM "TERM=xterm-256color" /* TERM of tty sessions (others inherit the helper's) */
-#define TTY_EOF '\x04'                 /* VEOF (Ctrl-D) of a fresh pseudo-terminal */
-#define KEEPER_START_MS 5000           /* bash.start waits this long for the keeper's first report */
-#define KILL_ROUND_MS 10               /* SIGKILL rounds: the first retry, doubling ... */
-#define KILL_ROUND_MAX_MS 1000         /* ... up to this while anything of the session is left */
+#define DRAIN_BUDGET (1024 * 1024) /* bytes read from a pipe when its shell exits */
+#define READ_BUDGET (256 * 1024)   /* bytes read per pipe per loop turn (fairness) */
+#define STOP_SLACK_MS 1000         /* bash.stop answers by grace + this at the latest */
+#define LIST_COMMAND_MAX 1000      /* bytes of a command shown by bash.list */
+#define TTY_EOF '\x04'             /* VEOF (Ctrl-D) of a fresh pseudo-terminal */
+#define KEEPER_START_MS 5000       /* bash.start waits this long for the keeper's first report */
+#define KILL_ROUND_MS 10           /* SIGKILL rounds: the first retry, doubling ... */
+#define KILL_ROUND_MAX_MS 1000     /* ... up to this while anything of the session is left */
 
 extern char **environ;
 
@@ -111,6 +110,13 @@ static uint64_t seq_counter;
 static struct session **polled; /* at most BASH_POLLFDS_PER_SESSION entries per session */
 static size_t npolled;
 static struct proctree procs; /* the last scan of /proc, reused */
+/* The idle keeper the next bash.start hands its session to (keeper.h):
+ * started ahead of time, so its exec is not on the path of a bash.start.
+ * spare_pid 0: none; spare_wanted: the next tick starts one (set at start
+ * and whenever a bash.start took the spare or found none). */
+static pid_t spare_pid;
+static int spare_fd = -1;
+static bool spare_wanted = true;
 
 int64_t bash_clock_ms(void)
 {
@@ -479,6 +485,8 @@ static bool session_has_processes(const struct session *s)
 
 static bool pid_is_keeper(pid_t pid)
 {
+	if (pid == spare_pid)
+		return true;
 	for (size_t i = 0; i < nsessions; i++)
 		if (sessions[i]->keeper == pid)
 			return true;
@@ -737,23 +745,45 @@ static int check_session_id(const char *id, size_t len, struct rpc_error *err)
 
 /* ---- bash.start ---- */
 
-/* The helper's environment with TERM replaced by TTY_TERM (for tty
- * sessions); NULL when out of memory. Free the array only. */
-static char **tty_environ(void)
+static void spare_drop(void)
 {
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = malloc((n + 2) * sizeof *env);
-	if (!env)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "TERM=", 5) != 0)
-			env[k++] = environ[i];
-	env[k++] = (char *)TTY_TERM;
-	env[k] = NULL;
-	return env;
+	if (spare_fd >= 0)
+		close(spare_fd); /* an idle keeper exits at end of file */
+	spare_fd = -1;
+	spare_pid = 0;
+}
+
+/* Start the spare when one is wanted and none is there; a failure (the
+ * pids limit) waits until the next bash.start wants one again. */
+static void spare_ensure(void)
+{
+	if (!spare_wanted || spare_pid > 0)
+		return;
+	spare_wanted = false;
+	int fd;
+	pid_t pid = keeper_spawn(environ, &fd);
+	if (pid < 0) {
+		hlog_debug("cannot start a spare keeper: %s", strerror(errno));
+		return;
+	}
+	spare_pid = pid;
+	spare_fd = fd;
+}
+
+/* A keeper for a new session: the spare (ownership of pid and fd moves
+ * to the caller), else one started now. Returns its pid, or -1 with errno
+ * (fork failed). */
+static pid_t keeper_take(int *ret_fd)
+{
+	spare_wanted = true;
+	if (spare_pid > 0) {
+		pid_t pid = spare_pid;
+		*ret_fd = spare_fd;
+		spare_pid = 0;
+		spare_fd = -1;
+		return pid;
+	}
+	return keeper_spawn(environ, ret_fd);
 }
 
 static void close_fds(int *fds, size_t n)
@@ -796,30 +826,15 @@ static int start_check_cwd(json_object *params, char **ret_cwd, struct rpc_error
 	return 0;
 }
 
-/* Create the log file and the shell's streams and start the keeper, which
- * forks the shell; fills s on success (with the shell's pid, reported by
- * the keeper). Streams: output pipe + stdin /dev/null; output pipe + input
- * pipe (interactive); or a pseudo-terminal of rows x cols (tty), whose
- * master is read for output and written (through a duplicate) for input.
- * Waits for the keeper's first report (a fork, normally well under a
- * millisecond; at most KEEPER_START_MS). */
-static int start_spawn(struct session *s, const char *cwd, int rows, int cols, struct rpc_error *err)
+/* The shell's streams into fd (indexes below): output pipe + stdin
+ * /dev/null; output pipe + input pipe (interactive); or a pseudo-terminal
+ * of rows x cols (tty), whose master is read for output and written
+ * (through a duplicate) for input. Ours: output read end, input write end.
+ * The child's: its stdin and its stdout/stderr (the same slave on a tty).
+ * On failure nothing is left open. */
+enum { OUT_R, IN_W, CHILD_IN, CHILD_OUT, NFDS };
+static int start_streams(struct session *s, int rows, int cols, int fd[NFDS], struct rpc_error *err)
 {
-	int r = paths_mkdir_p(paths_log_dir(), 0700);
-	if (r < 0)
-		return rpc_fail_errno(err, -r, "create log directory", paths_log_dir());
-	if (asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), s->id) < 0) {
-		s->log_path = NULL;
-		return rpc_fail(err, "INTERNAL", "out of memory");
-	}
-	s->log_fd = open(s->log_path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-	if (s->log_fd < 0)
-		return rpc_fail_errno(err, errno, "create log", s->log_path);
-	/* Ours: output read end, input write end. The child's: its stdin and
-	 * its stdout/stderr (the same slave on a tty). */
-	enum { OUT_R, IN_W, CHILD_IN, CHILD_OUT, NFDS };
-	int fd[NFDS] = {-1, -1, -1, -1};
-	char **envp = environ;
 	if (s->tty) {
 		struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
 		if (openpty(&fd[OUT_R], &fd[CHILD_OUT], NULL, NULL, &ws) < 0)
@@ -834,11 +849,6 @@ static int start_spawn(struct session *s, const char *cwd, int rows, int cols, s
 			int e = errno;
 			close_fds(fd, NFDS);
 			return rpc_fail_errno(err, e, "duplicate the pseudo-terminal of", s->id);
-		}
-		envp = tty_environ();
-		if (!envp) {
-			close_fds(fd, NFDS);
-			return rpc_fail(err, "INTERNAL", "out of memory");
 		}
 	} else {
 		int p[2];
@@ -863,19 +873,67 @@ static int start_spawn(struct session *s, const char *cwd, int rows, int cols, s
 	fcntl(fd[OUT_R], F_SETFL, O_NONBLOCK);
 	if (fd[IN_W] >= 0)
 		fcntl(fd[IN_W], F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+/* Hand spec to a keeper (the spare, or a fresh one when the spare is gone
+ * or was never there): its pid and report socket, or -1 with errno. */
+static pid_t start_handoff(const struct keeper_spec *spec, int *ret_fd)
+{
+	for (int attempt = 0;; attempt++) {
+		int fd;
+		pid_t keeper = keeper_take(&fd);
+		if (keeper < 0)
+			return -1;
+		/* A spare stopped from the sandbox would not answer. */
+		kill(keeper, SIGCONT);
+		int r = keeper_start(fd, spec);
+		if (r == 0) {
+			*ret_fd = fd;
+			return keeper;
+		}
+		/* A spare killed from the sandbox: EPIPE; try once more with a
+		 * fresh one. The one given up is reaped like any orphan. */
+		close(fd);
+		kill(keeper, SIGKILL);
+		if (attempt > 0 || r != -EPIPE) {
+			errno = -r;
+			return -1;
+		}
+	}
+}
+
+/* Create the log file and the shell's streams and hand them to a keeper,
+ * which forks the shell; fills s on success (with the shell's pid, reported
+ * by the keeper). Waits for the keeper's first report: a fork when the
+ * spare keeper takes the session, normally well under a millisecond; an
+ * exec and a fork when a keeper had to be started; at most
+ * KEEPER_START_MS. */
+static int start_spawn(struct session *s, const char *cwd, int rows, int cols, struct rpc_error *err)
+{
+	int r = paths_mkdir_p(paths_log_dir(), 0700);
+	if (r < 0)
+		return rpc_fail_errno(err, -r, "create log directory", paths_log_dir());
+	if (asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), s->id) < 0) {
+		s->log_path = NULL;
+		return rpc_fail(err, "INTERNAL", "out of memory");
+	}
+	s->log_fd = open(s->log_path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (s->log_fd < 0)
+		return rpc_fail_errno(err, errno, "create log", s->log_path);
+	int fd[NFDS] = {-1, -1, -1, -1};
+	if (start_streams(s, rows, cols, fd, err) < 0)
+		return -1;
 	struct keeper_spec spec = {
 	    .cwd = cwd,
 	    .command = s->command,
-	    .envp = envp,
 	    .in_fd = s->tty ? fd[CHILD_OUT] : fd[CHILD_IN],
 	    .out_fd = fd[CHILD_OUT],
 	    .tty = s->tty,
 	};
 	int report_fd = -1;
-	pid_t keeper = keeper_spawn(&spec, &report_fd);
+	pid_t keeper = start_handoff(&spec, &report_fd);
 	int e = errno;
-	if (envp != environ)
-		free(envp);
 	close_fds(fd + CHILD_IN, 2);
 	struct keeper_report rep = {0};
 	int got = keeper < 0 ? -1 : keeper_report_read(report_fd, &rep, KEEPER_START_MS);
@@ -1380,8 +1438,15 @@ void bash_reap(void)
 		if (WIFSTOPPED(st)) {
 			/* A stopped keeper (SIGSTOP from the sandbox) would neither
 			 * reap nor report: let it go on. */
-			if (s)
+			if (s || pid == spare_pid)
 				kill(pid, SIGCONT);
+			continue;
+		}
+		if (pid == spare_pid) {
+			/* Killed from the sandbox: the next bash.start starts another
+			 * (not at once, so a kill loop cannot drive a fork loop). */
+			hlog_debug("the spare keeper %d ended", (int)pid);
+			spare_drop();
 			continue;
 		}
 		if (s) {
@@ -1458,6 +1523,7 @@ void bash_tick(void)
 	}
 	waiters_answer(false);
 	sessions_prune();
+	spare_ensure();
 }
 
 static bool any_session_has_processes(void)
@@ -1502,6 +1568,8 @@ static void shutdown_wait(int sigfd, int64_t deadline, int kill_every_ms)
 void bash_shutdown(int sigfd)
 {
 	int64_t now = bash_clock_ms();
+	spare_wanted = false;
+	spare_drop(); /* it exits at end of file; reaped below */
 	for (size_t i = 0; i < nsessions; i++)
 		if (!sessions[i]->ended)
 			sessions[i]->interrupted = true;
@@ -1620,4 +1688,5 @@ void bash_free(void)
 	sessions = polled = NULL;
 	nsessions = sessions_cap = npolled = 0;
 	proctree_free(&procs);
+	spare_drop();
 }

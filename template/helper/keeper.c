@@ -1,7 +1,8 @@
-/* keeper.c: the per-session keeper. keeper_spawn (in the helper) sends the
- * shell's spec over a socket pair and forks; the child executes the
- * helper's binary again as KEEPER_ARGV0, so it holds none of the helper's
- * memory. keeper_main leads the session (and, for tty sessions, holds the
+/* keeper.c: the per-session keeper. keeper_spawn (in the helper) forks;
+ * the child executes the helper's binary again as KEEPER_ARGV0, so it holds
+ * none of the helper's memory, and waits idle for keeper_start, which
+ * sends a session's directory, command and streams over a socket pair.
+ * keeper_main then leads the session (and, for tty sessions, holds the
  * terminal as its controlling terminal), is a child subreaper so every
  * process the session starts stays below it, starts the shell in its own
  * process group, reports the shell's pid and wait status and reaps until
@@ -11,6 +12,7 @@
 #include "keeper.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,11 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #define KEEPER_COMM "chat2sbx-keeper" /* its comm (ps -o comm), at most 15 bytes */
 #define REPORT_FD 3                   /* the keeper's socket, after its stdio */
 #define FD_SCRATCH 10                 /* descriptors are moved above this first */
-/* A spec message: header, cwd, NUL, command, NUL. The helper's bounds (a
- * path, a command below MAX_ARG_STRLEN) keep it far below this. */
+/* A spec message: header, cwd, NUL, command, NUL, with the shell's stdin
+ * and output as SCM_RIGHTS. The helper's bounds (a path, a command below
+ * MAX_ARG_STRLEN) keep it far below this. */
 #define SPEC_MAX (256 * 1024)
 #define SPEC_TTY 1u
 
@@ -100,11 +105,14 @@ shell_exec(const char *cwd, const char *command, bool tty, int ctty_errno, int g
 	_exit(127);
 }
 
-/* The keeper after its spec arrived. Never returns. */
-static void __attribute__((noreturn)) keeper_run(const char *cwd, const char *command, bool tty, char **envp)
+/* The keeper after its spec arrived, the shell's streams on 0-2. Never
+ * returns. */
+static void __attribute__((noreturn)) keeper_run(const char *cwd, const char *command, bool tty)
 {
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	setsid();
+	if (tty)
+		setenv("TERM", KEEPER_TTY_TERM, 1);
 	/* The keeper, not the shell, controls the terminal: a hang-up (the
 	 * helper closes the master once the program closed the slave) signals
 	 * the keeper, which ignores it, instead of a program that has not
@@ -123,7 +131,7 @@ static void __attribute__((noreturn)) keeper_run(const char *cwd, const char *co
 	pid_t shell = fork();
 	if (shell == 0) {
 		close(go[1]);
-		shell_exec(cwd, command, tty, ctty_errno, go[0], envp);
+		shell_exec(cwd, command, tty, ctty_errno, go[0], environ);
 	}
 	int fork_errno = errno;
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -172,10 +180,51 @@ static void __attribute__((noreturn)) keeper_run(const char *cwd, const char *co
 	_exit(0);
 }
 
-int keeper_main(char **envp)
+/* Receives the spec into buf (cwd and command point into it) and moves
+ * the two descriptors that come with it onto 0-2. Returns 0 or an errno. */
+static int spec_receive(char *buf, size_t size, char **ret_cwd, char **ret_command, bool *ret_tty)
 {
-	/* execve made the process dumpable again; until here it held only the
-	 * shell's streams and a socket, which /proc cannot reopen. */
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(2 * sizeof(int))];
+	} ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = size - 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl, .msg_controllen = sizeof ctl};
+	ssize_t n;
+	do
+		n = recvmsg(REPORT_FD, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno;
+	if (n == 0)
+		_exit(0); /* the helper closed the socket: an idle keeper is not needed */
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	int fds[2] = {-1, -1};
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(2 * sizeof(int)))
+		memcpy(fds, CMSG_DATA(c), sizeof fds);
+	struct spec_header h;
+	if (fds[0] < 0 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || n < (ssize_t)sizeof h)
+		return EINVAL;
+	memcpy(&h, buf, sizeof h);
+	size_t body = (size_t)n - sizeof h;
+	char *cwd = buf + sizeof h, *command = cwd + h.cwd_len + 1;
+	if (h.cwd_len >= body || h.command_len >= body - h.cwd_len - 1 ||
+	    (size_t)h.cwd_len + 1 + h.command_len + 1 != body || cwd[h.cwd_len] || command[h.command_len])
+		return EINVAL;
+	if (dup2(fds[0], STDIN_FILENO) < 0 || dup2(fds[1], STDOUT_FILENO) < 0 || dup2(fds[1], STDERR_FILENO) < 0)
+		return errno;
+	close(fds[0]);
+	close(fds[1]);
+	*ret_cwd = cwd;
+	*ret_command = command;
+	*ret_tty = h.flags & SPEC_TTY;
+	return 0;
+}
+
+int keeper_main(void)
+{
+	/* execve made the process dumpable again; until here it held only
+	 * /dev/null and a socket, which /proc cannot reopen. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	prctl(PR_SET_NAME, KEEPER_COMM, 0, 0, 0);
 	int type = 0;
@@ -196,39 +245,28 @@ int keeper_main(char **envp)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
 	static char buf[SPEC_MAX];
-	ssize_t n;
-	do
-		n = recv(REPORT_FD, buf, sizeof buf - 1, MSG_TRUNC);
-	while (n < 0 && errno == EINTR);
-	struct spec_header h;
-	if (n < (ssize_t)sizeof h || n >= (ssize_t)sizeof buf) {
-		report(KEEPER_REPORT_FAILED, n < 0 ? errno : EMSGSIZE);
+	char *cwd = NULL, *command = NULL;
+	bool tty = false;
+	int e = spec_receive(buf, sizeof buf, &cwd, &command, &tty);
+	if (e) {
+		report(KEEPER_REPORT_FAILED, e);
 		_exit(0);
 	}
-	memcpy(&h, buf, sizeof h);
-	size_t body = (size_t)n - sizeof h;
-	char *cwd = buf + sizeof h, *command = cwd + h.cwd_len + 1;
-	if (h.cwd_len >= body || h.command_len >= body - h.cwd_len - 1 ||
-	    (size_t)h.cwd_len + 1 + h.command_len + 1 != body || cwd[h.cwd_len] || command[h.command_len]) {
-		report(KEEPER_REPORT_FAILED, EINVAL);
-		_exit(0);
-	}
-	keeper_run(cwd, command, h.flags & SPEC_TTY, envp);
+	keeper_run(cwd, command, tty);
 }
 
-/* In the forked child: 0 = the shell's stdin, 1 and 2 = its output,
- * REPORT_FD = the socket (kept across exec), nothing else. Every other
- * descriptor is the helper's (its request and reply streams, the signalfd,
- * other sessions' pipes and logs); all are close-on-exec, but the fallback
- * without exec needs them closed. Returns 0 or -errno. */
-static int fds_arrange(int in_fd, int out_fd, int sock_fd)
+/* In the forked child: 0-2 = /dev/null, REPORT_FD = the socket (kept
+ * across exec), nothing else. Every other descriptor is the helper's (its
+ * request and reply streams, the signalfd, other sessions' pipes and
+ * logs); all are close-on-exec, but the fallback without exec needs them
+ * closed. Returns 0 or -errno. */
+static int fds_arrange(int sock_fd)
 {
-	int in = fcntl(in_fd, F_DUPFD_CLOEXEC, FD_SCRATCH);
-	int out = fcntl(out_fd, F_DUPFD_CLOEXEC, FD_SCRATCH);
+	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	int sock = fcntl(sock_fd, F_DUPFD_CLOEXEC, FD_SCRATCH);
-	if (in < 0 || out < 0 || sock < 0)
+	if (null_fd < 0 || sock < 0)
 		return -errno;
-	if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0 ||
+	if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0 || dup2(null_fd, STDERR_FILENO) < 0 ||
 	    dup2(sock, REPORT_FD) < 0)
 		return -errno;
 	if (close_range(REPORT_FD + 1, ~0u, 0) < 0) {
@@ -241,43 +279,33 @@ static int fds_arrange(int in_fd, int out_fd, int sock_fd)
 }
 
 /* The forked child of keeper_spawn. Never returns. */
-static void __attribute__((noreturn)) keeper_child(const struct keeper_spec *spec, int sock_fd)
+static void __attribute__((noreturn)) keeper_child(char **envp, int sock_fd)
 {
-	int r = fds_arrange(spec->in_fd, spec->out_fd, sock_fd);
+	int r = fds_arrange(sock_fd);
 	if (r < 0) {
 		struct keeper_report rep = {.kind = KEEPER_REPORT_FAILED, .value = -r};
 		ssize_t w = send(sock_fd, &rep, sizeof rep, MSG_NOSIGNAL);
 		_exit(w < 0);
 	}
 	char *argv[] = {KEEPER_ARGV0, NULL};
-	execve("/proc/self/exe", argv, spec->envp);
+	execve("/proc/self/exe", argv, envp);
 	/* No /proc, or the binary cannot be executed: go on as this copy of
 	 * the helper (it shares the helper's pages at the fork, and keeps those
 	 * the helper changes later). */
-	_exit(keeper_main(spec->envp));
+	environ = envp;
+	_exit(keeper_main());
 }
 
-pid_t keeper_spawn(const struct keeper_spec *spec, int *ret_fd)
+pid_t keeper_spawn(char **envp, int *ret_fd)
 {
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
-	size_t cwd_len = strlen(spec->cwd), command_len = strlen(spec->command);
-	struct spec_header h = {
-	    .flags = spec->tty ? SPEC_TTY : 0, .cwd_len = (uint32_t)cwd_len, .command_len = (uint32_t)command_len};
-	struct iovec iov[] = {
-	    {.iov_base = &h, .iov_len = sizeof h},
-	    {.iov_base = (char *)spec->cwd, .iov_len = cwd_len + 1},
-	    {.iov_base = (char *)spec->command, .iov_len = command_len + 1},
-	};
-	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 3};
-	pid_t pid = -1;
-	if (sizeof h + cwd_len + command_len + 2 >= SPEC_MAX)
-		errno = EMSGSIZE;
-	else if (sendmsg(sv[0], &msg, MSG_NOSIGNAL) >= 0)
-		pid = fork();
-	if (pid == 0)
-		keeper_child(spec, sv[1]);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		keeper_child(envp, sv[1]);
+	}
 	int e = errno;
 	close(sv[1]);
 	if (pid < 0) {
@@ -288,6 +316,37 @@ pid_t keeper_spawn(const struct keeper_spec *spec, int *ret_fd)
 	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	*ret_fd = sv[0];
 	return pid;
+}
+
+int keeper_start(int fd, const struct keeper_spec *spec)
+{
+	size_t cwd_len = strlen(spec->cwd), command_len = strlen(spec->command);
+	if (sizeof(struct spec_header) + cwd_len + command_len + 2 >= SPEC_MAX)
+		return -EMSGSIZE;
+	struct spec_header h = {
+	    .flags = spec->tty ? SPEC_TTY : 0, .cwd_len = (uint32_t)cwd_len, .command_len = (uint32_t)command_len};
+	struct iovec iov[] = {
+	    {.iov_base = &h, .iov_len = sizeof h},
+	    {.iov_base = (char *)spec->cwd, .iov_len = cwd_len + 1},
+	    {.iov_base = (char *)spec->command, .iov_len = command_len + 1},
+	};
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(2 * sizeof(int))];
+	} ctl;
+	memset(&ctl, 0, sizeof ctl);
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 3, .msg_control = &ctl, .msg_controllen = sizeof ctl};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+	int fds[2] = {spec->in_fd, spec->out_fd};
+	memcpy(CMSG_DATA(c), fds, sizeof fds);
+	ssize_t n;
+	do
+		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : 0;
 }
 
 static int64_t mono_ms(void)

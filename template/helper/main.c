@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 {
 	/* Each bash session's keeper is this binary again (keeper.h). */
 	if (argc > 0 && strcmp(argv[0], KEEPER_ARGV0) == 0)
-		return keeper_main(environ);
+		return keeper_main();
 	if (argc > 1 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "--help") == 0)) {
 		printf("chat2sbx-helper %s (protocol %s)\n"
 		       "Runs as PID 1 in a chat2sbx sandbox and serves newline-delimited "

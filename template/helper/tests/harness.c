@@ -27,12 +27,12 @@
  * loop on stdin/stdout and exit (LeakSanitizer checks the exit). When the
  * helper in it starts a session's keeper (keeper.h), it executes this
  * binary again as KEEPER_ARGV0: be the keeper. Runs before Criterion's main
- * (glibc passes argc, argv and envp to constructors), so Criterion never
+ * (glibc passes argc and argv to constructors), so Criterion never
  * starts in those processes. */
-__attribute__((constructor)) static void run_loop_if_asked(int argc, char **argv, char **envp)
+__attribute__((constructor)) static void run_loop_if_asked(int argc, char **argv)
 {
 	if (argc > 0 && strcmp(argv[0], KEEPER_ARGV0) == 0)
-		exit(keeper_main(envp));
+		exit(keeper_main());
 	const char *ws = getenv("CHAT2SBX_TEST_LOOP_WORKSPACE");
 	const char *logs = getenv("CHAT2SBX_TEST_LOOP_LOGS");
 	if (!ws || !logs)

@@ -542,3 +542,40 @@ Test(bash_keeper, other_sessions_survive_a_stop)
 	cr_assert(gone(keep_setsid) && gone(keep_orphan));
 	stop_clean(&h);
 }
+
+/* The spare keeper (started ahead of the next bash.start) killed or
+ * stopped from the sandbox: the next session still starts, in a keeper of
+ * its own, and the helper does not answer a kill loop with a fork loop. */
+Test(bash_keeper, spare_keeper_killed_or_stopped)
+{
+	struct harness h;
+	harness_start(&h);
+	/* The helper's other keepers: the spare (idle, in the helper's
+	 * session), never this session's own. */
+	const char *others = "H=$(cut -d' ' -f4 /proc/$PPID/stat); for f in /proc/[0-9]*/stat; do "
+	                     "{ read -r p c st pp rest < $f; } 2>/dev/null || continue; "
+	                     "[ \\\"$c\\\" = '(chat2sbx-keeper)' ] && [ $pp = $H ] && [ $p != $PPID ] && echo $p; done";
+	char command[1024];
+	for (int round = 0; round < 2; round++) {
+		const char *sig = round == 0 ? "KILL" : "STOP";
+		/* The next spare is started right after this session took the
+		 * last one: wait (bounded) until it is there. */
+		snprintf(
+		    command, sizeof command,
+		    "others() { %s; }; for i in $(seq 200); do [ $(others | wc -l) -gt 0 ] && break; sleep 0.02; done; "
+		    "n=0; for p in $(others); do kill -%s $p; n=$((n+1)); done; echo $n",
+		    others, sig);
+		char sid[32];
+		snprintf(sid, sizeof sid, "bash_spare%d", round);
+		json_object *r = start(&h, 10 * round + 1, sid, command, "", 5000);
+		assert_ended(r, "exited", 0, NULL);
+		cr_assert_str_eq(jstr(r, "output"), "1\n", "one spare keeper: %s", jstr(r, "output"));
+		json_object_put(r);
+		snprintf(sid, sizeof sid, "bash_after%d", round);
+		r = start(&h, 10 * round + 2, sid, "echo fine", "", 5000);
+		assert_ended(r, "exited", 0, NULL);
+		cr_assert_str_eq(jstr(r, "output"), "fine\n");
+		json_object_put(r);
+	}
+	stop_clean(&h);
+}

@@ -12,11 +12,11 @@
 #include "keeper.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>

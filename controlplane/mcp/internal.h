@@ -270,6 +270,13 @@ int mcp_message_is_initialize(struct json_object *value);
 struct json_object *mcp_batch_refusal(struct json_object *value, const char *version);
 struct json_object *mcp_message_id(struct json_object *value);
 
+/* schema_nullable.c: rewrites an inputSchema (owned by the caller, changed in
+ * place) so that every property not listed in its object's "required" also
+ * accepts null, as {"anyOf": [schema, {"type": "null"}]}, recursing into
+ * nested properties and items. Properties that accept null already are left
+ * as they are. Never fails (json-c aborts on out of memory). */
+void mcp_schema_optional_nullable(struct json_object *schema);
+
 /* tools.c */
 int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **ret_json, struct cp_error **err);
 struct json_object *mcp_tools_list(struct mcp_server *server, struct json_object *id);

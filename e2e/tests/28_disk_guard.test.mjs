@@ -129,9 +129,13 @@ test('below the watermark: creates refused, the writer paused and told, resumed 
 
 // Fills the tmpfs to its last block with files named prefix.N (host side).
 function fill(prefix) {
-  for (let i = 0; i < 64; i++) {
-    const r = spawnSync('dd', ['if=/dev/zero', `of=${path.join(mnt, `${prefix}.${i}`)}`, 'bs=64k'], { encoding: 'utf8' });
-    if (/No space left/.test(r.stderr) && freeMiB() < 0.1) return;
+  // Large blocks first, then pages (tmpfs allocates 4 KiB pages), so no room
+  // is left that a small file such as serve.json would fit in.
+  for (const bs of ['64k', '4k']) {
+    for (let i = 0; i < 64; i++) {
+      const r = spawnSync('dd', ['if=/dev/zero', `of=${path.join(mnt, `${prefix}.${bs}.${i}`)}`, `bs=${bs}`], { encoding: 'utf8' });
+      if (/No space left/.test(r.stderr) && freeMiB() < 0.004) break;
+    }
   }
 }
 
@@ -166,8 +170,13 @@ test('no room at all: changes that cannot be recorded are not made, reads go on,
   fill('fill');
   await waitFor('the reserve given up', () => !fs.existsSync(path.join(mnt, 'state', 'disk-reserve')), 20_000);
   fill('fill2');
-  fs.unlinkSync(statePath); // lost while full: serve cannot write it back yet
-  await sleep(2500);
+  // Lost while full: the page it held is taken at once, so serve cannot
+  // write it back yet (should serve's 2 s check win the race, again).
+  for (let i = 0; i < 3 && fs.existsSync(statePath); i++) {
+    fs.unlinkSync(statePath);
+    fill(`fill3.${i}`);
+    await sleep(2500);
+  }
   assert.equal(fs.existsSync(statePath), false, 'no room for serve.json');
 
   // SQLite may still have room in its write-ahead log for a few rows: call

@@ -37,14 +37,17 @@ if command -v curl >/dev/null; then
 fi
 
 # Dependencies: npm ci when node_modules is missing or was installed from
-# another lockfile (the lockfile's hash is stamped into node_modules).
-want="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1) node-$(node --version)"
-stamp="$here/node_modules/.chat2sbx-e2e-lock"
-if [ ! -d "$here/node_modules" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "e2e: installing test dependencies (npm ci)" >&2
-  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
-  echo "$want" >"$stamp"
-fi
+# another lockfile (the lockfile's hash is stamped into node_modules): the
+# suite's own, and schema-check/ (the strict-schema converters of e2e 35).
+for dir in "$here" "$here/schema-check"; do
+  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1) node-$(node --version)"
+  stamp="$dir/node_modules/.chat2sbx-e2e-lock"
+  if [ ! -d "$dir/node_modules" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "e2e: installing test dependencies in ${dir#"$root"/} (npm ci)" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$want" >"$stamp"
+  fi
+done
 
 files=()
 if [ $# -eq 0 ]; then

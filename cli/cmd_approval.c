@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "controlplane.h"
 #include "lifecycle/lifecycle.h"
+#include "policy/policy.h"
 
 static struct json_object *approval_json(const struct approval_record *a)
 {
@@ -30,6 +31,8 @@ static struct json_object *approval_json(const struct approval_record *a)
 		    json_object_new_string(clock_format_rfc3339(a->decided_at_ms, when, sizeof(when))));
 	if (a->workspace_id)
 		json_object_object_add(o, "workspace_id", json_object_new_string(a->workspace_id));
+	if (!strcmp(a->mode, "direct"))
+		json_object_object_add(o, "note", json_object_new_string(policy_direct_mode_note));
 	return o;
 }
 
@@ -41,10 +44,12 @@ static int list(struct cli *cli, struct store *store)
 	if (store_approval_list(store, &rows, &n, &err) < 0)
 		return cli_fail(err);
 	struct json_object *arr = json_object_new_array();
+	int direct = 0;
 	if (!cli->json)
 		printf("%-30s %-9s %-7s %-24s %s\n", "APPROVAL", "STATUS", "MODE", "REQUESTED", "PATH");
 	for (size_t i = 0; i < n; i++) {
 		char when[40];
+		direct |= !strcmp(rows[i].mode, "direct");
 		if (cli->json)
 			json_object_array_add(arr, approval_json(&rows[i]));
 		else
@@ -57,6 +62,8 @@ static int list(struct cli *cli, struct store *store)
 		cli_print_json(arr);
 	else
 		json_object_put(arr);
+	if (!cli->json && direct)
+		printf("\n%s\n", policy_direct_mode_note);
 	return 0;
 }
 
@@ -76,14 +83,17 @@ static int decide(struct cli *cli, struct store *store, const char *verb, const 
 	cli_audit(store, !strcmp(verb, "approve") ? "approval.approve" : "approval.reject", id, NULL, err);
 	if (r < 0)
 		return cli_fail(err);
-	if (cli->json)
+	if (cli->json) {
 		cli_print_json(approval_json(&a));
-	else if (!strcmp(a.status, "approved"))
+	} else if (!strcmp(a.status, "approved")) {
 		printf("approved %s: workspace %s (%s) for %s\nThe model can now call sandbox_create with the same "
 		       "workspace_path and workspace_mode, or with workspace_id %s.\n",
 		       a.id, a.workspace_id, a.mode, a.real_path, a.workspace_id);
-	else
+		if (!strcmp(a.mode, "direct"))
+			printf("%s\n", policy_direct_mode_note);
+	} else {
 		printf("rejected %s: %s (%s) will not be mounted; the decision is kept\n", a.id, a.real_path, a.mode);
+	}
 	approval_record_clear(&a);
 	return 0;
 }

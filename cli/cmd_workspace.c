@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "controlplane.h"
 #include "lifecycle/lifecycle.h"
+#include "policy/policy.h"
 #include "tools/tools_internal.h"
 
 static int list(struct cli *cli, struct store *store)
@@ -83,6 +84,8 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 		printf("%s workspace %s (%s) for %s\nThe model can use it with sandbox_create {\"workspace_id\": "
 		       "\"%s\"}.\n",
 		       created ? "registered" : "already registered:", w.id, w.mode, w.path, w.id);
+		if (!strcmp(w.mode, "direct"))
+			printf("%s\n", policy_direct_mode_note);
 	}
 	workspace_record_clear(&w);
 	return 0;

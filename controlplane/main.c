@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,7 +28,6 @@
 #include "tools/tools.h"
 #include "tunnel/tunnel.h"
 
-#define MCP_MAX_BODY_BYTES (20u * 1024 * 1024)
 #define MCP_MAX_SESSIONS 1024
 #define MCP_SESSION_IDLE_MS (60L * 60 * 1000)
 
@@ -132,6 +132,8 @@ struct maintenance {
 };
 
 #define MAINTENANCE_INTERVAL_MS 60000
+/* How often serve checks that serve.json names it. */
+#define SERVE_STATE_CHECK_MS 2000
 
 static void *maintenance_main(void *arg)
 {
@@ -148,6 +150,7 @@ static void *maintenance_main(void *arg)
 			log_warn("serve", "expiry: %s", e->message);
 			cp_error_free(e);
 		}
+		lifecycle_undo_run(m->lc); /* failed creates a full disk kept from undoing */
 		/* Channels closed by an engine or helper restart come back
 		 * here even when no tool call asks for them. */
 		struct cp_error *re = NULL;
@@ -195,6 +198,21 @@ static void maintenance_stop(struct maintenance *m)
 }
 
 static volatile sig_atomic_t stop_requested, reload_requested;
+
+/* stdio mode (issue 18): a stop signal ends the read loop as EOF would, so
+ * serve stops in order (running calls answer, the warm pool members it made
+ * go). The read runs on the main thread; a signal the kernel gave to
+ * another thread is passed on to it, so its read returns EINTR. */
+static struct mcp_server *stdio_server;
+static pthread_t stdio_thread;
+static void on_stdio_signal(int sig)
+{
+	stop_requested = 1;
+	if (stdio_server)
+		mcp_server_stop_stdio(stdio_server);
+	if (!pthread_equal(pthread_self(), stdio_thread))
+		pthread_kill(stdio_thread, sig);
+}
 static void on_signal(int sig)
 {
 	if (sig == SIGHUP)
@@ -338,7 +356,12 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	/* Before the pool starts, so the probe is a fresh sandbox like any create. */
 	if (opts->verify_isolation && ops_isolation_require(lc, err) < 0)
 		goto out;
-	lifecycle_pool_start(lc, cfg->warm_pool, NULL); /* never fatal: a failure is logged, creates go cold */
+	/* Never fatal: a failure is logged, creates go cold. stdio defers it
+	 * to the first create, so a client's probing start makes nothing. */
+	if (opts->stdio)
+		lifecycle_pool_defer(lc, cfg->warm_pool);
+	else
+		lifecycle_pool_start(lc, cfg->warm_pool, NULL);
 
 	maintenance_start(&maint, cfg, store, lc);
 
@@ -371,10 +394,11 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	    .name = "chat2sbx",
 	    .version = CHAT2SBX_VERSION,
 	    .instructions = tools_instructions,
-	    .max_body_bytes = MCP_MAX_BODY_BYTES,
+	    .max_body_bytes = (size_t)cfg->max_body_bytes,
 	    .max_sessions = MCP_MAX_SESSIONS,
 	    .session_idle_ms = MCP_SESSION_IDLE_MS,
 	    .on_request = tools_audit_request, /* one audit row per request */
+	    .before_call = tools_audit_gate,   /* a change runs only once on record */
 	    .on_request_ctx = &app,
 	    .unix_socket_path = opts->stdio ? NULL : socket_path,
 	    .bearer_token = token[0] ? token : NULL,
@@ -386,13 +410,23 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		goto out;
 
 	if (opts->stdio) {
+		stdio_server = server;
+		stdio_thread = pthread_self();
+		struct sigaction ssa = {.sa_handler = on_stdio_signal}; /* no SA_RESTART: the read is interrupted */
+		sigemptyset(&ssa.sa_mask);
+		sigaction(SIGINT, &ssa, NULL);
+		sigaction(SIGTERM, &ssa, NULL);
+		sigaction(SIGHUP, &ssa, NULL);
 		log_info("serve", "serving MCP on stdin/stdout");
 		r = mcp_server_serve_stdio(server, STDIN_FILENO, STDOUT_FILENO, err);
+		if (stop_requested)
+			log_info("serve", "stopping on a signal; sandboxes keep running");
+		stdio_server = NULL;
 		goto out;
 	}
 
 	/* Block the stop signals before the listener's threads exist, so only
-	 * sigsuspend below receives them (no lost wake-up). */
+	 * the ppoll below receives them (no lost wake-up). */
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -411,20 +445,16 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	log_info("serve", "serving MCP on http://%s:%u/mcp (%s) and unix:%s (%s)", cfg->host, mcp_server_port(server),
 	         cfg->mcp_token ? "bearer token required" : "no token: CHAT2SBX_MCP_TOKEN=off", socket_path,
 	         cfg->enable_tunnel ? "tunnel configured" : "local-only: CHAT2SBX_ENABLE_TUNNEL=0");
-	{
-		char url[4300];
-		struct cp_error *state_err = NULL;
-		endpoint_url(cfg, mcp_server_port(server), url, sizeof(url));
-		struct ops_serve_state st = {.endpoint = url,
-		                             .socket = socket_path,
-		                             .token_file = token_path,
-		                             .token_required = cfg->mcp_token,
-		                             .tunnel_enabled = cfg->enable_tunnel};
-		if (ops_serve_state_write(cfg->state_dir, &st, &state_err) < 0) {
-			log_warn("serve", "%s; 'chat2sbx status' will not find this serve", state_err->message);
-			cp_error_free(state_err);
-		}
-	}
+	char url[4300];
+	endpoint_url(cfg, mcp_server_port(server), url, sizeof(url));
+	struct ops_serve_state state = {.started_at_ms = clock_now_ms(),
+	                                .endpoint = url,
+	                                .socket = socket_path,
+	                                .token_file = token_path,
+	                                .token_required = cfg->mcp_token,
+	                                .tunnel_enabled = cfg->enable_tunnel};
+	int state_written = -1;
+	ops_serve_state_keep(cfg->state_dir, &state, &state_written);
 	/* The endpoint's own attacks need it listening (and serve.json). */
 	if (opts->verify_isolation) {
 		struct ops_probe_report rep = {0};
@@ -445,11 +475,17 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		}
 	}
 	while (!stop_requested) {
-		sigsuspend(&old_set);
+		/* Signals arrive here (ppoll unblocks them as sigsuspend would);
+		 * every SERVE_STATE_CHECK_MS serve.json is checked and written
+		 * again when a full disk or a hand kept it from naming us. */
+		struct timespec tick = {.tv_sec = SERVE_STATE_CHECK_MS / 1000};
+		ppoll(NULL, 0, &tick, &old_set);
 		if (reload_requested) {
 			reload_requested = 0;
 			on_reload(cfg);
 		}
+		if (!stop_requested)
+			ops_serve_state_keep(cfg->state_dir, &state, &state_written);
 	}
 	pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 	log_info("serve", "stopping; sandboxes keep running and are re-attached at the next start");

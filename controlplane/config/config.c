@@ -79,6 +79,10 @@ static const struct setting settings[] = {
      "as root or by setup); 0 = leave that to this host's own firewall (warned at start and in status)"},
     {"CHAT2SBX_MAX_YIELD_MS", "maxYieldMs", SETTING_INT, OFF(max_yield_ms), "30000", 100, 60000, "30000",
      "upper clamp of yield_time_ms for bash and bash_poll (ms, at most 60000)"},
+    {"CHAT2SBX_MAX_BODY_BYTES", "maxBodyBytes", SETTING_INT64, OFF(max_body_bytes), "20971520", 65536, 268435456,
+     "20971520 (20 MiB)",
+     "largest MCP request body (bytes, 64 KiB to 256 MiB); a larger one gets 413 with a JSON-RPC error naming "
+     "the limit"},
     {"CHAT2SBX_MAX_OUTPUT_CHARS", "maxOutputChars", SETTING_INT, OFF(max_output_chars), "60000", 1000, 1000000, "60000",
      "bound on the output returned by one tool call (bytes)"},
     {"CHAT2SBX_PIDS_LIMIT", "pidsLimit", SETTING_INT, OFF(pids_limit), "auto", 16, 32768,

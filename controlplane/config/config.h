@@ -37,6 +37,7 @@ struct config {
 	int firewall;             /* CHAT2SBX_FIREWALL: install table inet chat2sbx (issue 12) */
 	int max_yield_ms;         /* CHAT2SBX_MAX_YIELD_MS */
 	int max_output_chars;     /* CHAT2SBX_MAX_OUTPUT_CHARS */
+	int64_t max_body_bytes;   /* CHAT2SBX_MAX_BODY_BYTES: largest MCP request body */
 	int pids_limit;           /* CHAT2SBX_PIDS_LIMIT, CONFIG_AUTO = derived */
 	int64_t idle_timeout_ms;  /* CHAT2SBX_IDLE_TIMEOUT_MS: a sandbox without a tool call this long is removed */
 	char *helper_path;        /* CHAT2SBX_HELPER_PATH */

@@ -122,9 +122,10 @@ static int resolve_host_path(struct lifecycle *lc, const struct lifecycle_create
  * where it did when it was approved (it may have become a symlink), must not
  * nest with a direct-mode workspace, and is then opened without following
  * symlinks: *ret_dev and *ret_ino are what the container must see
- * (mount_verify.c). */
+ * (mount_verify.c). A direct workspace's .git protection goes to *ret_guard
+ * (caller clears). */
 static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_record *w, uint64_t *ret_dev,
-                                  uint64_t *ret_ino, struct cp_error **err)
+                                  uint64_t *ret_ino, struct lifecycle_git_guard *ret_guard, struct cp_error **err)
 {
 	_cleanup_free_ char *real = NULL;
 	if (lifecycle_host_path_check(lc->cfg, w->host_path, &real, err) < 0)
@@ -140,9 +141,17 @@ static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_r
 	 * reach into a direct-mode workspace unseen by the nesting rule. */
 	if (!lifecycle_mount_runtime_verifiable(lc->cfg->runtime) && lifecycle_mount_alias_check(real, err) < 0)
 		return cp_error_prefix(err, "mount workspace '%s'", w->id);
-	if (lifecycle_mount_identity(real, ret_dev, ret_ino, err) < 0) {
+	_cleanup_close_ int fd = -1;
+	if (lifecycle_mount_open(real, &fd, ret_dev, ret_ino, err) < 0) {
 		lifecycle_mount_audit(lc, NULL, real, (*err)->message);
 		return -1;
+	}
+	/* Direct mode: the repository's .git, opened beneath that very
+	 * directory (git_guard.c). */
+	if (!strcmp(w->mode, "direct") &&
+	    lifecycle_git_guard_prepare(fd, real, LIFECYCLE_WORKSPACE_TARGET, ret_guard, err) < 0) {
+		lifecycle_mount_audit(lc, NULL, real, (*err)->message);
+		return cp_error_prefix(err, "mount workspace '%s'", w->id);
 	}
 	return 0;
 }
@@ -179,8 +188,9 @@ static void report_step(const struct lifecycle_create_options *opts, const char 
 }
 
 static int start_container(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
-                           char **ret_container_id, struct helper_channel **ret_channel,
-                           const struct lifecycle_create_options *opts, struct cp_error **err)
+                           const struct lifecycle_git_guard *guard, char **ret_container_id,
+                           struct helper_channel **ret_channel, const struct lifecycle_create_options *opts,
+                           struct cp_error **err)
 {
 	char sandbox_env[64];
 	snprintf(sandbox_env, sizeof(sandbox_env), "CHAT2SBX_SANDBOX_ID=%s", s->id);
@@ -204,16 +214,28 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	/* managed and direct: the directory is /workspace. clone: it is a
 	 * read-only source, and /workspace stays on the container's own disk. */
 	int clone = !strcmp(w->mode, "clone");
-	struct docker_mount mounts[] = {
-	    {.source = lc->cfg->helper_path, .target = LIFECYCLE_HELPER_TARGET, .read_only = 1},
-	    {.source = w->path,
-	     .target = clone ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET,
-	     .read_only = clone},
-	    /* TEST ONLY (CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET=1): the engine
-	     * socket inside, the very hole `chat2sbx doctor` must detect. Never
-	     * mounted otherwise (n_mounts below leaves this entry out). */
-	    {.source = lc->cfg->docker_socket, .target = "/var/run/docker.sock"},
-	};
+	/* helper, workspace, the .git protection (direct mode, parents first;
+	 * the engine sorts by target depth too), and the test-only socket. */
+	_cleanup_free_ struct docker_mount *mounts = calloc(guard->n + 3, sizeof(*mounts));
+	if (!mounts)
+		return cp_error_set(err, CP_ERR_INTERNAL, "create sandbox '%s': out of memory", s->id);
+	size_t n_mounts = 0;
+	mounts[n_mounts++] =
+	    (struct docker_mount){.source = lc->cfg->helper_path, .target = LIFECYCLE_HELPER_TARGET, .read_only = 1};
+	mounts[n_mounts++] =
+	    (struct docker_mount){.source = w->path,
+	                          .target = clone ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET,
+	                          .read_only = clone};
+	for (size_t i = 0; i < guard->n; i++)
+		mounts[n_mounts++] = (struct docker_mount){.source = guard->mounts[i].source,
+		                                           .target = guard->mounts[i].target,
+		                                           .read_only = guard->mounts[i].read_only};
+	/* TEST ONLY (CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET=1): the engine
+	 * socket inside, the very hole `chat2sbx doctor` must detect. Never
+	 * mounted otherwise. */
+	if (lc->cfg->test_unsafe_mount_docker_socket)
+		mounts[n_mounts++] =
+		    (struct docker_mount){.source = lc->cfg->docker_socket, .target = "/var/run/docker.sock"};
 	struct docker_container_spec spec = {
 	    .name = s->container_name,
 	    .image = s->image,
@@ -222,7 +244,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	    .labels = labels,
 	    .working_dir = LIFECYCLE_WORKSPACE_TARGET,
 	    .mounts = mounts,
-	    .n_mounts = sizeof(mounts) / sizeof(mounts[0]) - (lc->cfg->test_unsafe_mount_docker_socket ? 0 : 1),
+	    .n_mounts = n_mounts,
 	    .memory_bytes = s->memory_bytes,
 	    .nano_cpus = s->nano_cpus,
 	    .pids_limit = opts && opts->pids_limit > 0 ? opts->pids_limit : lc->limits.pids_default,
@@ -304,18 +326,30 @@ static int copy_into_workspace(struct lifecycle *lc, struct helper_channel *ch, 
 
 /* Before anything runs in a new sandbox on a host workspace: the container
  * must see at its mount target the very directory recheck_host_workspace
- * opened (the engine resolved the path string again). Recorded in the row
- * for the re-check after a container restart (recovery.c). Runtimes that do
- * not show host identities (gVisor) rely on the nesting rule alone. */
+ * opened (the engine resolved the path string again), and at each .git
+ * path mounted over it the very file or directory git_guard.c opened, each
+ * a mount of its own, with nothing mounted elsewhere (those targets lie in
+ * the host directory, where the engine resolves them again too).
+ * Recorded for the re-check after a container restart (recovery.c).
+ * Runtimes that do not show host identities (gVisor) rely on the nesting
+ * rule alone. */
 static int verify_host_mount(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
-                             struct helper_channel *ch, uint64_t dev, uint64_t ino, struct cp_error **err)
+                             struct helper_channel *ch, uint64_t dev, uint64_t ino,
+                             const struct lifecycle_git_guard *guard, struct cp_error **err)
 {
-	if (!strcmp(w->mode, "managed") || !lifecycle_mount_runtime_verifiable(s->runtime))
+	if (!strcmp(w->mode, "managed"))
 		return 0;
-	const char *target = !strcmp(w->mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
-	if (lifecycle_mount_verify(lc, ch, s->id, target, w->path, dev, ino, err) < 0)
-		return -1;
-	return store_sandbox_set_mount_identity(lc->store, s->id, dev, ino, err);
+	if (lifecycle_mount_runtime_verifiable(s->runtime)) {
+		const char *target = !strcmp(w->mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
+		if (lifecycle_mount_verify(lc, ch, s->id, target, w->path, dev, ino, err) < 0 ||
+		    lifecycle_git_guard_verify(lc, ch, s->id, guard->mounts, guard->n, err) < 0 ||
+		    (guard->n && lifecycle_mounts_verify(lc, ch, s, w->mode, guard->mounts, guard->n, err) < 0) ||
+		    store_sandbox_set_mount_identity(lc->store, s->id, dev, ino, err) < 0)
+			return -1;
+	}
+	/* Recorded under any runtime: the host-side check needs no help from
+	 * inside (git_guard.c). */
+	return guard->n ? store_sandbox_mounts_set(lc->store, s->id, guard->mounts, guard->n, err) : 0;
 }
 
 /* Undo of a create that failed: nothing of it may remain. */
@@ -323,18 +357,8 @@ static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char
                         const struct workspace_record *new_workspace)
 {
 	lifecycle_channel_drop(lc, sandbox_id);
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (container_id && docker_container_remove(lc->engine, container_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
-		log_warn("lifecycle", "undo create of sandbox '%s': %s", sandbox_id, e->message);
-	cp_error_freep(&e);
-	if (store_sandbox_delete(lc->store, sandbox_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
-		log_warn("lifecycle", "undo create of sandbox '%s': %s", sandbox_id, e->message);
-	cp_error_freep(&e);
-	if (new_workspace) {
-		if (store_workspace_delete(lc->store, new_workspace->id, &e) < 0)
-			log_warn("lifecycle", "undo create of workspace '%s': %s", new_workspace->id, e->message);
-		rmdir(new_workspace->path); /* only when still empty */
-	}
+	/* The container by its name when its id never came back. */
+	lifecycle_undo_create(lc, sandbox_id, container_id ? container_id : sandbox_id, new_workspace);
 }
 
 /* The workspace's live sandbox as the answer (reused). */
@@ -379,8 +403,10 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	int new_workspace = 0;
 	struct lifecycle_limits lim = {0};
 	uint64_t mount_dev = 0, mount_ino = 0; /* host identity of a host workspace (mount_verify.c) */
+	_cleanup_(lifecycle_git_guard_clear) struct lifecycle_git_guard guard = {0}; /* direct mode (git_guard.c) */
 	*ret = (struct lifecycle_create_result){0};
 
+	lifecycle_undo_run(lc); /* earlier failed creates first: they hold a place until undone */
 	if (lifecycle_create_limits(lc, opts, &lim, err) < 0)
 		return -1; /* nothing created yet */
 	if (opts->workspace_id && opts->workspace_path)
@@ -430,7 +456,8 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 			goto fail_workspace;
 		}
 		if (check_limit(lc, err) < 0 ||
-		    (strcmp(ws.mode, "managed") && recheck_host_workspace(lc, &ws, &mount_dev, &mount_ino, err) < 0))
+		    (strcmp(ws.mode, "managed") &&
+		     recheck_host_workspace(lc, &ws, &mount_dev, &mount_ino, &guard, err) < 0))
 			goto fail_workspace;
 	}
 
@@ -463,8 +490,8 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 
 	int64_t t0 = clock_monotonic_ms();
 	report_step(opts, "workspace ready", 2);
-	if (start_container(lc, &row, &ws, &container_id, &ch, opts, err) < 0 ||
-	    verify_host_mount(lc, &row, &ws, ch, mount_dev, mount_ino, err) < 0 ||
+	if (start_container(lc, &row, &ws, &guard, &container_id, &ch, opts, err) < 0 ||
+	    verify_host_mount(lc, &row, &ws, ch, mount_dev, mount_ino, &guard, err) < 0 ||
 	    (!strcmp(ws.mode, "clone") && copy_into_workspace(lc, ch, id, &ret->copy_session_id, opts, err) < 0)) {
 		cp_error_prefix(err, "create sandbox '%s'", id);
 		goto fail_sandbox;
@@ -484,9 +511,14 @@ fail_sandbox:
 	return -1;
 fail_workspace:
 	if (new_workspace) {
+		/* The row first: a directory without its row is only clutter, a row
+		 * without its directory a workspace that cannot be used. */
 		_cleanup_error_ struct cp_error *e = NULL;
-		store_workspace_delete(lc->store, ws.id, &e);
-		rmdir(ws.path);
+		if (store_workspace_delete(lc->store, ws.id, &e) == 0)
+			rmdir(ws.path);
+		else
+			log_warn("lifecycle", "undo create of workspace '%s': %s (its empty directory stays with it)",
+			         ws.id, e->message);
 	}
 	workspace_record_clear(&ws);
 	return -1;

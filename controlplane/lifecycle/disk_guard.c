@@ -28,10 +28,11 @@
 #define DISK_GUARD_PERIOD_MS 2000
 /* The state directory keeps this much room for the registry. */
 #define DISK_RESERVE_BYTES ((int64_t)16 * 1024 * 1024)
-/* Unpause once free space is back above the watermark by this much (or a
- * tenth of the watermark, when more), so a sandbox is not paused and
- * unpaused on every pass. */
-#define DISK_RESUME_ROOM ((int64_t)64 * 1024 * 1024)
+/* Unpause once free space is back above the watermark by a tenth of it, at
+ * least 1 MiB and at most 64 MiB, so a sandbox is not paused and unpaused on
+ * every pass (and a small disk holding the reserve can still resume). */
+#define DISK_RESUME_ROOM_MIN ((int64_t)1024 * 1024)
+#define DISK_RESUME_ROOM_MAX ((int64_t)64 * 1024 * 1024)
 /* Measuring a managed workspace walks its files: at most this long each. */
 #define DISK_WALK_BUDGET_MS 2000
 
@@ -257,7 +258,10 @@ static void pass(struct lifecycle_disk_guard *g)
 	int engine_low = g->n_fs > 1 && g->fs[1].avail < g->fs[1].watermark;
 	int room = 1;
 	for (size_t i = 0; i < g->n_fs; i++) {
-		int64_t extra = g->fs[i].watermark / 10 > DISK_RESUME_ROOM ? g->fs[i].watermark / 10 : DISK_RESUME_ROOM;
+		int64_t extra = g->fs[i].watermark / 10;
+		extra = extra < DISK_RESUME_ROOM_MIN   ? DISK_RESUME_ROOM_MIN
+		        : extra > DISK_RESUME_ROOM_MAX ? DISK_RESUME_ROOM_MAX
+		                                       : extra;
 		room &= g->fs[i].avail >= g->fs[i].watermark + extra;
 	}
 	int was_low = g->low;

@@ -176,6 +176,14 @@ void lifecycle_sandbox_release(struct lifecycle *lc, const char *id, struct help
  * Run once at start after reconcile and once a minute. */
 int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error **err);
 
+/* Finishes the undos of failed creates that could not be finished when
+ * they failed (lifecycle/undo_later.c: a full disk, the engine away): each
+ * container removed, its row deleted, a managed workspace made for it
+ * deleted. Returns how many still wait (each failure logged). Blocks for the
+ * engine removals. Run by the maintenance pass and at the start of every
+ * create. */
+size_t lifecycle_undo_run(struct lifecycle *lc);
+
 /* ---- recovery (lifecycle/recovery.c) ---- */
 
 /* Maintenance pass, once a minute after expiry: releases the helper channels
@@ -295,8 +303,10 @@ struct docker_engine *lifecycle_engine(const struct lifecycle *lc);
 #define LIFECYCLE_LABEL_POOL "org.chat2sbx.pool"
 
 /* Starts the warm pool after lifecycle_reconcile: pool members of this
- * registry that failed (their container died while serve was away) are
- * removed with their rows and empty workspaces; then, when size > 0, a
+ * registry that failed (their container died while serve was away) or do
+ * not match what a default create gets now are removed with their rows and
+ * empty workspaces, the others adopted (removed at this serve's clean stop
+ * unless claimed; with size <= 0 all are removed); then, when size > 0, a
  * background thread keeps size running members with their helper attached,
  * refilling after each claim and retrying failed creates with a growing
  * delay (up to a minute). Members re-attached by reconcile count toward
@@ -304,10 +314,16 @@ struct docker_engine *lifecycle_engine(const struct lifecycle *lc);
  * Call lifecycle_pool_stop before lifecycle_free. */
 int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err);
 
+/* As lifecycle_pool_start, later: the pool starts at the first
+ * sandbox_create that could claim a member (that one is created cold). For
+ * stdio, whose clients may start serve only to probe it (issue 18). Does
+ * not block. */
+void lifecycle_pool_defer(struct lifecycle *lc, int size);
+
 /* Stops the pool thread (waits for a create in progress, at most its helper
- * hello timeout) and removes the members this process created and nobody
- * claimed: container, row and empty workspace. Members adopted from an
- * earlier serve are left for the next one. Safe when the pool never started. */
+ * hello timeout) and removes the members nobody claimed that this process
+ * created or adopted at start: container, row and empty workspace. Safe
+ * when the pool never started. */
 void lifecycle_pool_stop(struct lifecycle *lc);
 
 /* The claim hook of lifecycle_sandbox_create: when opts ask for a new

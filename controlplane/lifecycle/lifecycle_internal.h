@@ -29,6 +29,7 @@ struct lifecycle {
 	int network_ready;           /* LIFECYCLE_NETWORK exists (under attach_lock) */
 	pthread_mutex_t attach_lock; /* one (re-)attach at a time, so a sandbox never gets two channels */
 	struct lifecycle_pool *pool; /* warm pool (pool.c); NULL = none */
+	int pool_deferred;           /* size of a pool that starts at the first create (stdio) */
 	/* Calls holding a sandbox (activity.c), under lock: expiry never removes
 	 * a sandbox a call holds, and a sandbox being expired takes no new call. */
 	struct lifecycle_hold *holds;
@@ -39,6 +40,7 @@ struct lifecycle {
 	int disk_size_supported;             /* the engine's storage takes a layer size (asked at start) */
 	char storage_name[96];               /* "overlay2 on extfs", for messages */
 	int64_t default_disk_bytes;          /* CHAT2SBX_DEFAULT_DISK where supported, else 0 */
+	struct lifecycle_undo *undos;        /* failed creates not yet undone (undo_later.c), under lock */
 };
 
 struct lifecycle_hold {
@@ -67,6 +69,18 @@ char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifec
 /* store_sandbox_insert after checking CHAT2SBX_MAX_ACTIVE_SANDBOXES (LIMIT
  * when reached; pooled rows are not counted), both under create_lock. */
 int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err);
+
+/* Undoes a failed create (undo_later.c): removes container (an id or the
+ * name; NULL = none), deletes the sandbox row, then new_workspace (may be
+ * NULL: a managed workspace made for this create; its row, then its empty
+ * directory). All strings copied. Returns 0 when done, 1 when a step failed
+ * and the rest waits for lifecycle_undo_run (logged), -1 when out of
+ * memory (the next start's reconcile finishes it). */
+int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container,
+                          const struct workspace_record *new_workspace);
+/* Drops the undos still waiting (lifecycle_free); reconcile finishes them at
+ * the next start. */
+void lifecycle_undos_clear(struct lifecycle *lc);
 
 /* Holds (activity.c). hold_begin counts a call on id; it fails (CONFLICT)
  * when the sandbox is being expired, INTERNAL when out of memory. hold_end
@@ -135,6 +149,9 @@ int lifecycle_host_nesting_check(struct store *store, const char *real, const ch
  * directory ... changed while it was being mounted ...". Other errors
  * INTERNAL with errno. Blocks only on the file system. */
 int lifecycle_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err);
+/* The same, keeping the O_PATH descriptor of the directory open in *ret_fd
+ * (caller closes), for opening paths beneath the very directory checked. */
+int lifecycle_mount_open(const char *real, int *ret_fd, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err);
 
 /* 1 when the runtime (NULL or "" = the engine's default, taken as runc)
  * shows a bind mount's host st_dev/st_ino inside the container, so that
@@ -156,9 +173,87 @@ int lifecycle_mount_alias_check(const char *real, struct cp_error **err);
 int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id, const char *target,
                            const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err);
 
+/* Judges a container's mount table (mountinfo, the text of
+ * /proc/self/mountinfo, proc(5)) against the n mounts asked for (targets
+ * and flags of want): each target not optional must be a mount point,
+ * read-only when asked, and nothing may be mounted anywhere else but
+ * at the engine's own places (/, /proc, /sys, /dev and below, /etc/hosts,
+ * /etc/hostname, /etc/resolv.conf). 0, or -1 with the first difference in
+ * reason (size bytes). A mount target inside a host directory (the .git
+ * paths) is resolved by the engine in that directory, so a symlink raced in
+ * there moves the mount elsewhere, which this sees. Pure. */
+struct lifecycle_mount_want {
+	const char *target; /* mount point inside the container (borrowed) */
+	int read_only;      /* must be mounted read-only */
+	int optional;       /* may be missing (it is only allowed there) */
+};
+int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_mount_want *want, size_t n, char *reason,
+                              size_t size);
+
+/* Asks the helper of s on ch for its mount table (fs.mounts, up to
+ * LIFECYCLE_HELLO_TIMEOUT_MS) and judges it (lifecycle_mountinfo_judge)
+ * against what chat2sbx mounts for a workspace in mode with the extra
+ * mounts m: the helper, the workspace, m, and the test-only engine socket.
+ * A difference: a security warning, an audit row (sandbox.mount_refused)
+ * and DENIED naming it; the caller removes or stops the container.
+ * Channel errors as they come. */
+int lifecycle_mounts_verify(struct lifecycle *lc, struct helper_channel *ch, const struct sandbox_record *s,
+                            const char *mode, const struct sandbox_mount_record *m, size_t n, struct cp_error **err);
+
 /* Logs message as a security warning and writes the audit row
  * sandbox.mount_refused (status DENIED) for sandbox_id and target. */
 void lifecycle_mount_audit(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *message);
+/* The same with another audit action ("sandbox.git_guard_lost"). */
+void lifecycle_security_audit(struct lifecycle *lc, const char *action, const char *sandbox_id, const char *target,
+                              const char *message);
+
+/* ---- direct-mode .git protection (git_guard.c) ---- */
+
+struct lifecycle_git_guard {
+	enum policy_git_shape shape;
+	struct sandbox_mount_record *mounts; /* owned; parents first, as policy_git_paths lists them */
+	size_t n;
+};
+void lifecycle_git_guard_clear(struct lifecycle_git_guard *g);
+
+/* Prepares the .git protection of the direct workspace real, whose
+ * directory ws_fd (an O_PATH descriptor from lifecycle_mount_open) is: finds
+ * the shape of real/.git, refuses (DENIED, naming the path, what is there
+ * and what to do; nothing created) a symlink or a type other than git's at
+ * .git or any protected path, a commondir naming another directory, a
+ * gitfile naming a git dir inside real; then creates the missing protected
+ * paths' placeholders (owned like .git when running as root; UNAVAILABLE
+ * when that is not possible) and opens each protected path beneath ws_fd
+ * (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), recording its host
+ * identity. *ret (caller clears) lists the mounts: source real/REL, target
+ * target_root/REL; none when real has no .git. Blocks on the file system. */
+int lifecycle_git_guard_prepare(int ws_fd, const char *real, const char *target_root, struct lifecycle_git_guard *ret,
+                                struct cp_error **err);
+
+/* Verifies from inside (lifecycle_mount_verify, fs.stat) that each of the n
+ * mounts shows the identity recorded for it; the first mismatch is DENIED
+ * as lifecycle_mount_verify says. Channel errors as they come. */
+int lifecycle_git_guard_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id,
+                               const struct sandbox_mount_record *m, size_t n, struct cp_error **err);
+
+/* Host side: 0 when every source still opens (no symlink anywhere) to the
+ * identity recorded, else 1 + the index of the first that does not, with a
+ * sentence for the failure reason in reason (size bytes). A host-side
+ * rename over a mount point drops that mount inside the container. */
+int lifecycle_git_guard_host_lost(const struct sandbox_mount_record *m, size_t n, char *reason, size_t size);
+
+/* For a running sandbox s: its recorded extra mounts checked on the host
+ * (lifecycle_git_guard_host_lost). Lost: a security warning, an audit row
+ * (sandbox.git_guard_lost), the container stopped, the row marked failed
+ * with the reason, and CONFLICT "sandbox ... has failed (...)". Store
+ * errors as they come. Blocks on the file system, and on the engine (stop,
+ * up to 30 s) only when the protection was lost. */
+int lifecycle_sandbox_guard_check(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err);
+
+/* Marks sandbox id failed with reason unless its row has left "running"
+ * (a destroy racing with us must stay removed), and drops its channel
+ * (recovery.c). */
+void lifecycle_sandbox_fail_running(struct lifecycle *lc, const char *id, const char *reason);
 
 /* Asks the helper for hello (up to LIFECYCLE_HELLO_TIMEOUT_MS). */
 int lifecycle_helper_hello(struct helper_channel *ch, struct cp_error **err);

@@ -61,7 +61,7 @@ int lifecycle_host_nesting_check(struct store *store, const char *real, const ch
 	return r;
 }
 
-int lifecycle_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err)
+int lifecycle_mount_open(const char *real, int *ret_fd, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err)
 {
 	struct open_how how = {
 	    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -79,13 +79,23 @@ int lifecycle_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, e, "open '%s' to verify it before mounting", real);
 	}
 	struct stat st;
-	int r = fstat(fd, &st);
-	int e = errno;
-	close(fd);
-	if (r < 0)
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, e, "stat '%s' to verify it before mounting", real);
+	}
 	*ret_dev = (uint64_t)st.st_dev;
 	*ret_ino = (uint64_t)st.st_ino;
+	*ret_fd = fd;
+	return 0;
+}
+
+int lifecycle_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err)
+{
+	int fd = -1;
+	if (lifecycle_mount_open(real, &fd, ret_dev, ret_ino, err) < 0)
+		return -1;
+	close(fd);
 	return 0;
 }
 
@@ -145,11 +155,17 @@ int lifecycle_mount_runtime_verifiable(const char *runtime)
 
 void lifecycle_mount_audit(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *message)
 {
+	lifecycle_security_audit(lc, "sandbox.mount_refused", sandbox_id, target, message);
+}
+
+void lifecycle_security_audit(struct lifecycle *lc, const char *action, const char *sandbox_id, const char *target,
+                              const char *message)
+{
 	log_warn("security", "%s", message);
 	struct audit_record a = {
 	    .at_ms = clock_now_ms(),
 	    .actor = "serve",
-	    .action = "sandbox.mount_refused",
+	    .action = action,
 	    .sandbox_id = sandbox_id,
 	    .target = target,
 	    .status = "DENIED",
@@ -157,7 +173,7 @@ void lifecycle_mount_audit(struct lifecycle *lc, const char *sandbox_id, const c
 	};
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (store_audit_insert(lc->store, &a, &e) < 0)
-		log_warn("lifecycle", "audit the refused mount of %s: %s", sandbox_id, e->message);
+		log_warn("lifecycle", "audit %s of %s: %s", action, sandbox_id ? sandbox_id : target, e->message);
 }
 
 int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id, const char *target,
@@ -177,11 +193,126 @@ int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, cons
 		return 0;
 	char msg[1024];
 	snprintf(msg, sizeof(msg),
-	         "the directory '%s' changed while it was being mounted (a symlink or rename race): sandbox '%s' "
-	         "sees %lld:%lld inode %lld at %s, the checked directory is %u:%u inode %llu; the sandbox "
+	         "the host path '%s' changed while it was being mounted (a symlink or rename race): sandbox '%s' "
+	         "sees %lld:%lld inode %lld at %s, the checked one is %u:%u inode %llu; the sandbox "
 	         "was removed before anything ran in it; try again",
 	         host_dir, sandbox_id, (long long)maj, (long long)min, (long long)got_ino, target, major((dev_t)dev),
 	         minor((dev_t)dev), (unsigned long long)ino);
 	lifecycle_mount_audit(lc, sandbox_id, host_dir, msg);
+	return cp_error_set(err, CP_ERR_DENIED, "%s", msg);
+}
+
+/* Mount points every container of the engine has (runc: the root, procfs
+ * and its masks, sysfs and cgroups, /dev, and the files the engine writes). */
+static int standard_mount_point(const char *p)
+{
+	static const char *const under[] = {"/proc", "/sys", "/dev"};
+	static const char *const exact[] = {"/", "/etc/resolv.conf", "/etc/hostname", "/etc/hosts"};
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (!strcmp(p, exact[i]))
+			return 1;
+	for (size_t i = 0; i < sizeof(under) / sizeof(under[0]); i++) {
+		size_t n = strlen(under[i]);
+		if (!strncmp(p, under[i], n) && (p[n] == '\0' || p[n] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/* True when the comma-separated mount options opts hold "ro". */
+static int has_ro(const char *opts)
+{
+	for (const char *p = opts; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == 2 && !strncmp(p, "ro", 2))
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_mount_want *want, size_t n, char *reason,
+                              size_t size)
+{
+	int *seen = calloc(n ? n : 1, sizeof(*seen));
+	if (!seen) {
+		snprintf(reason, size, "out of memory");
+		return -1;
+	}
+	int r = 0;
+	const char *line = mountinfo;
+	while (r == 0 && line && *line) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char buf[8192], root[4096], point[4096], opts[1024];
+		snprintf(buf, sizeof(buf), "%.*s", (int)len, line);
+		line = end ? end + 1 : NULL;
+		/* "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS ..." (proc(5)). */
+		if (sscanf(buf, "%*s %*s %*s %4095s %4095s %1023s", root, point, opts) != 3)
+			continue;
+		mountinfo_unescape(root);
+		mountinfo_unescape(point);
+		int expected = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (strcmp(point, want[i].target) != 0)
+				continue;
+			expected = 1;
+			seen[i] = 1;
+			if (want[i].read_only && !has_ro(opts)) {
+				snprintf(reason, size, "'%s' is mounted read-write (%s), not read-only", point, opts);
+				r = -1;
+			}
+		}
+		if (r == 0 && !expected && !standard_mount_point(point)) {
+			snprintf(reason, size, "something was mounted at '%s' (of '%s'), where nothing was asked for",
+			         point, root);
+			r = -1;
+		}
+	}
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (!seen[i] && !want[i].optional) {
+			snprintf(reason, size, "'%s' is not a mount point", want[i].target);
+			r = -1;
+		}
+	free(seen);
+	return r;
+}
+
+int lifecycle_mounts_verify(struct lifecycle *lc, struct helper_channel *ch, const struct sandbox_record *s,
+                            const char *mode, const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
+{
+	int clone = !strcmp(mode, "clone");
+	_cleanup_free_ struct lifecycle_mount_want *want = calloc(n + 4, sizeof(*want));
+	if (!want)
+		return cp_error_set(err, CP_ERR_INTERNAL, "verify the mounts of sandbox '%s': out of memory", s->id);
+	size_t k = 0;
+	want[k++] = (struct lifecycle_mount_want){.target = LIFECYCLE_HELPER_TARGET, .read_only = 1};
+	want[k++] = (struct lifecycle_mount_want){
+	    .target = clone ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET, .read_only = clone};
+	for (size_t i = 0; i < n; i++)
+		want[k++] = (struct lifecycle_mount_want){.target = m[i].target, .read_only = m[i].read_only};
+	/* TEST ONLY: the engine socket; the mount table names it where the
+	 * image's /var/run leads (a symlink to /run in Debian images). */
+	if (lc->cfg->test_unsafe_mount_docker_socket) {
+		want[k++] = (struct lifecycle_mount_want){.target = "/var/run/docker.sock", .optional = 1};
+		want[k++] = (struct lifecycle_mount_want){.target = "/run/docker.sock", .optional = 1};
+	}
+	_cleanup_json_ struct json_object *res = NULL;
+	if (helper_channel_call(ch, "fs.mounts", NULL, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err) < 0)
+		return cp_error_prefix(err, "verify the mounts of sandbox '%s'", s->id);
+	struct json_object *v = NULL;
+	const char *text = json_object_object_get_ex(res, "mountinfo", &v) && json_object_is_type(v, json_type_string)
+	                       ? json_object_get_string(v)
+	                       : "";
+	char reason[1024];
+	if (lifecycle_mountinfo_judge(text, want, k, reason, sizeof(reason)) == 0)
+		return 0;
+	char msg[1400];
+	snprintf(msg, sizeof(msg),
+	         "the mounts of sandbox '%s' are not the ones asked for: %s (a path of the workspace's .git changed "
+	         "while it was being mounted: a symlink or rename race); the sandbox was removed before anything "
+	         "ran in it; try again",
+	         s->id, reason);
+	lifecycle_mount_audit(lc, s->id, LIFECYCLE_WORKSPACE_TARGET, msg);
 	return cp_error_set(err, CP_ERR_DENIED, "%s", msg);
 }

@@ -183,18 +183,24 @@ static void *pool_main(void *arg)
 int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 {
 	(void)err;
-	/* Members that cannot be handed out: failed while serve was away (the
-	 * reconcile marked them), or made from another image or runtime. */
+	/* Members of an earlier serve: those that cannot be handed out (failed
+	 * while serve was away, another image, runtime or default) are removed
+	 * now, the others adopted, so this serve's clean stop removes them if
+	 * nobody claims them (issue 18: a serve killed now and then must not
+	 * leave members forever). With no pool, all go. */
 	struct sandbox_record *rows = NULL;
 	size_t n = 0;
 	_cleanup_error_ struct cp_error *e = NULL;
+	char **adopt = NULL;
+	size_t n_adopt = 0;
 	if (store_sandbox_pool_list(lc->store, &rows, &n, &e) < 0) {
 		log_warn("lifecycle", "warm pool: %s", e->message);
 	} else {
-		int kept = 0, removed = 0;
+		int removed = 0;
+		adopt = calloc(n ? n : 1, sizeof(*adopt));
 		for (size_t i = 0; i < n; i++) {
-			if (member_usable(lc, &rows[i])) {
-				kept++;
+			if (size > 0 && adopt && member_usable(lc, &rows[i]) && (adopt[n_adopt] = strdup(rows[i].id))) {
+				n_adopt++;
 			} else {
 				remove_member(lc, &rows[i]);
 				removed++;
@@ -203,18 +209,25 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 		}
 		free(rows);
 		if (n)
-			log_info("lifecycle", "warm pool: %d member(s) from an earlier start kept, %d removed", kept,
-			         removed);
+			log_info("lifecycle", "warm pool: %zu member(s) from an earlier start adopted, %d removed",
+			         n_adopt, removed);
 	}
-	if (size <= 0)
+	if (size <= 0) {
+		free(adopt);
 		return 0;
+	}
 	struct lifecycle_pool *p = calloc(1, sizeof(*p));
 	if (!p) {
+		for (size_t i = 0; i < n_adopt; i++)
+			free(adopt[i]);
+		free(adopt);
 		log_warn("lifecycle", "warm pool: out of memory; sandboxes are created cold");
 		return 0;
 	}
 	p->lc = lc;
 	p->size = size;
+	p->created = adopt; /* taken over: removed at stop like those made here */
+	p->n_created = n_adopt;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
@@ -230,9 +243,25 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 	return 0;
 }
 
+void lifecycle_pool_defer(struct lifecycle *lc, int size)
+{
+	lc->pool_deferred = size;
+	if (size > 0)
+		log_info("lifecycle", "warm pool: starts at the first sandbox_create (stdio: a probing client makes "
+		                      "nothing)");
+}
+
 void lifecycle_pool_stop(struct lifecycle *lc)
 {
-	if (!lc || !lc->pool)
+	if (!lc)
+		return;
+	if (!lc->pool && lc->pool_deferred > 0) {
+		/* A deferred pool that never started: members an earlier serve
+		 * left are removed now rather than kept forever. */
+		lifecycle_pool_start(lc, 0, NULL);
+		return;
+	}
+	if (!lc->pool)
 		return;
 	struct lifecycle_pool *p = lc->pool;
 	if (p->started) {
@@ -274,6 +303,17 @@ static int wants_default(const struct lifecycle_create_options *o)
 int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                          struct lifecycle_create_result *ret, struct cp_error **err)
 {
+	/* A deferred pool (stdio) starts with the first create that could use
+	 * it; this create goes cold, the next ones find members. */
+	if (!lc->pool && lc->pool_deferred > 0 && wants_default(opts)) {
+		pthread_mutex_lock(&lc->create_lock);
+		int size = lc->pool_deferred;
+		lc->pool_deferred = 0;
+		pthread_mutex_unlock(&lc->create_lock);
+		if (size > 0)
+			lifecycle_pool_start(lc, size, NULL);
+		return 0;
+	}
 	struct lifecycle_pool *p = lc->pool;
 	if (!p || !wants_default(opts))
 		return 0;

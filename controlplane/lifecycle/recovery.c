@@ -22,9 +22,7 @@
  * restarted at least once (creation waits at most for the hello). */
 #define RESTART_SLACK_MS (LIFECYCLE_HELLO_TIMEOUT_MS + 60000)
 
-/* Marks id failed unless its row has left "running" meanwhile (a destroy
- * racing with us must stay removed), and drops its channel. */
-static void fail_if_running(struct lifecycle *lc, const char *id, const char *reason)
+void lifecycle_sandbox_fail_running(struct lifecycle *lc, const char *id, const char *reason)
 {
 	lifecycle_channel_drop(lc, id);
 	struct sandbox_record now = {0};
@@ -104,9 +102,9 @@ int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s,
 /* The engine resolves a bind source again at every container start, so a
  * re-attached sandbox on a host workspace must still see the directory its
  * create verified (mount_verify.c; the identity is in its row, migration
- * 0007). Checked on every re-attach, not only when the boot id changed: a
- * serve restart forgets the boot ids. On a mismatch the container is stopped
- * and the row marked failed with the reason. */
+ * 0007), and the .git paths mounted over it (git_guard.c, migration 0009). Checked on every re-attach, not only when
+ * the boot id changed: a serve restart forgets the boot ids. On a mismatch the container is stopped and the row marked
+ * failed with the reason. */
 static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
                          const char *container, struct cp_error **err)
 {
@@ -119,17 +117,33 @@ static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, s
 		return -1;
 	const char *target = !strcmp(w.mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
 	int r = lifecycle_mount_verify(lc, ch, s->id, target, w.path, dev, ino, err);
+	char w_mode[16];
+	snprintf(w_mode, sizeof(w_mode), "%s", w.mode);
 	workspace_record_clear(&w);
+	if (r == 0) {
+		/* And the .git protection of a direct workspace (migration 0009):
+		 * the engine mounted each source path again. */
+		struct sandbox_mount_record *m = NULL;
+		size_t n = 0;
+		if (store_sandbox_mounts_list(lc->store, s->id, &m, &n, err) < 0)
+			return -1;
+		r = lifecycle_git_guard_verify(lc, ch, s->id, m, n, err);
+		if (r == 0 && n)
+			r = lifecycle_mounts_verify(lc, ch, s, w_mode, m, n, err);
+		for (size_t i = 0; i < n; i++)
+			sandbox_mount_record_clear(&m[i]);
+		free(m);
+	}
 	if (r == 0 || (*err)->code != CP_ERR_DENIED)
 		return r;
-	char reason[600];
-	snprintf(reason, sizeof(reason), "its container was restarted and mounted another directory: %s",
+	char reason[1200];
+	snprintf(reason, sizeof(reason), "its container was restarted and mounted another directory or file: %s",
 	         (*err)->message);
 	cp_error_freep(err);
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (docker_container_stop(lc->engine, container, &e) < 0)
 		log_warn("security", "stop sandbox %s after its mount changed: %s", s->id, e->message);
-	fail_if_running(lc, s->id, reason);
+	lifecycle_sandbox_fail_running(lc, s->id, reason);
 	return failed_error(err, s->id, reason);
 }
 
@@ -161,7 +175,7 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 	                           found ? st.status : NULL, st.exit_code, &d);
 	docker_container_state_clear(&st);
 	if (d.action == LIFECYCLE_RECONCILE_MARK_FAILED || d.action == LIFECYCLE_RECONCILE_REMOVE_AND_FAIL) {
-		fail_if_running(lc, s->id, d.reason);
+		lifecycle_sandbox_fail_running(lc, s->id, d.reason);
 		return failed_error(err, s->id, d.reason);
 	}
 	if (d.action != LIFECYCLE_RECONCILE_REATTACH)
@@ -185,7 +199,7 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 			char reason[200];
 			snprintf(reason, sizeof(reason), "its helper did not answer within %d s after a re-attach",
 			         LIFECYCLE_HELLO_TIMEOUT_MS / 1000);
-			fail_if_running(lc, s->id, reason);
+			lifecycle_sandbox_fail_running(lc, s->id, reason);
 			cp_error_freep(err);
 			return failed_error(err, s->id, reason);
 		}
@@ -234,6 +248,13 @@ int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err)
 		struct sandbox_record *s = &rows[i];
 		if (strcmp(s->status, "running") != 0)
 			continue;
+		/* An idle sandbox's processes run on: its .git protection is
+		 * checked here too, not only at tool calls (git_guard.c). */
+		_cleanup_error_ struct cp_error *ge = NULL;
+		if (lifecycle_sandbox_guard_check(lc, s, &ge) < 0) {
+			log_info("lifecycle", "check sandbox %s: %s", s->id, ge->message);
+			continue;
+		}
 		struct helper_channel *ch = lifecycle_channel_get(lc, s->id);
 		int alive = ch && helper_channel_alive(ch);
 		helper_channel_unref(ch);

@@ -44,6 +44,7 @@ void lifecycle_free(struct lifecycle *lc)
 		return;
 	lifecycle_channels_clear(lc);
 	lifecycle_holds_clear(lc);
+	lifecycle_undos_clear(lc);
 	pthread_mutex_destroy(&lc->lock);
 	pthread_mutex_destroy(&lc->attach_lock);
 	pthread_mutex_destroy(&lc->create_lock);
@@ -159,6 +160,11 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 		             id, paused);
 		goto out;
 	}
+	/* A direct workspace's .git protection must still be in place: a
+	 * host-side replacement of a protected path drops its mount inside
+	 * (git_guard.c); then the sandbox is stopped and this call refused. */
+	if (lifecycle_sandbox_guard_check(lc, &s, err) < 0)
+		goto out;
 	/* The call holds the sandbox until lifecycle_sandbox_release (expiry
 	 * waits for it); taken before the activity is recorded, so expiry
 	 * never sees an idle row that a call is about to use. */

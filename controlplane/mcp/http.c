@@ -151,11 +151,22 @@ static int content_type_is_json(const char *ct)
 	return *ct == '\0' || *ct == ';';
 }
 
+/* How much of an oversize body is read and dropped before the connection
+ * is closed instead: twice the limit, at least DISCARD_MAX_BYTES. */
+static size_t discard_max(const struct mcp_server *server)
+{
+	size_t twice = server->opts.max_body_bytes * 2;
+	return twice > DISCARD_MAX_BYTES ? twice : DISCARD_MAX_BYTES;
+}
+
 static enum MHD_Result reply_too_large(struct mcp_server *server, struct MHD_Connection *conn)
 {
-	char size[32], text[128];
+	char size[32], text[200];
 	mcp_format_size(server->opts.max_body_bytes, size, sizeof(size));
-	snprintf(text, sizeof(text), "request body exceeds the %s limit; send less data per call", size);
+	snprintf(text, sizeof(text),
+	         "request body exceeds the %s limit (CHAT2SBX_MAX_BODY_BYTES); send less data per call, for example "
+	         "a large file in several writes",
+	         size);
 	log_warn("mcp", "refused a request body over %s", size);
 	return queue_rpc_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
 }
@@ -408,15 +419,22 @@ static int refuse_early(const struct mcp_listener *l, struct MHD_Connection *con
 		                       "unsupported media type: POST a JSON-RPC message as application/json", NULL);
 		return 1;
 	}
-	/* Refuse an announced oversize body before reading any of it. */
+	/* An announced oversize body is read and dropped, then refused with
+	 * 413 at its end: a client that is still sending when the connection
+	 * closes sees a transport error (EPIPE) instead of the JSON-RPC error
+	 * (issue 18). Past the discard bound it is refused at once. */
 	const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl) {
 		errno = 0;
 		char *end;
 		unsigned long long n = strtoull(cl, &end, 10);
-		if (errno == ERANGE || n > server->opts.max_body_bytes) {
+		if (errno == ERANGE || n > discard_max(server)) {
 			*ret = reply_too_large(server, conn);
 			return 1;
+		}
+		if (n > server->opts.max_body_bytes) {
+			req->too_large = 1;
+			return 0;
 		}
 		/* An announced body is reserved whole, before any of it is read. */
 		if (reserve_body(server, req, (size_t)n) < 0) {
@@ -924,7 +942,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		if (req->too_large || req->over_budget) {
 			req->discarded += n;
-			if (req->discarded > DISCARD_MAX_BYTES) {
+			if (req->discarded > discard_max(server)) {
 				log_warn("mcp", "closed a connection streaming an oversize body");
 				return MHD_NO;
 			}

@@ -5,6 +5,7 @@
 #define CP_MCP_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -185,7 +186,8 @@ struct mcp_server {
 		int64_t last_ms;
 		unsigned long count;
 	} refusals[MCP_REFUSAL_KINDS];
-	struct mcp_conn_guard guard; /* deadlines and the cap on idle connections */
+	struct mcp_conn_guard guard;      /* deadlines and the cap on idle connections */
+	volatile sig_atomic_t stdio_stop; /* set by mcp_server_stop_stdio (a signal handler) */
 	/* HTTP requests in progress, so stop can let them finish. */
 	pthread_mutex_t http_lock;
 	pthread_cond_t http_idle; /* signalled when http_active drops */
@@ -209,6 +211,7 @@ struct mcp_request_info {
 	const char *revision; /* static text: MCP_PROTOCOL_MODERN for a 2026-07-28 request, else NULL */
 	const char *status;   /* static text; NULL until known */
 	char message[400];
+	int64_t ticket; /* from the call gate (mcp_call_gate); 0 when none ran */
 };
 
 /* resume.c: resumable SSE streams (basic/transports, "Resumability and

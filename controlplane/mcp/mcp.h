@@ -94,12 +94,23 @@ struct mcp_request_record {
 	                           "CANCELLED" when the client cancelled (no response was sent) */
 	const char *message;    /* the error message (bounded); NULL on success */
 	long long duration_ms;
+	int64_t ticket; /* what the call gate returned for this call (its audit row); 0 when the gate did not run */
 };
 
 /* Called once per JSON-RPC message after it was handled (requests and
  * notifications alike; responses sent to the server are ignored), on the
  * thread that handled it. Must not block for long. */
 typedef void (*mcp_request_hook)(void *ctx, const struct mcp_request_record *rec);
+
+/* Called before the handler of a tools/call whose tool is not read-only
+ * (readOnlyHint unset), on the thread that will run it, with the record so
+ * far (method, tool, sandbox_id from the arguments, session; no status). It
+ * returns 0 and sets *ret_ticket (> 0) to let the call run, the ticket
+ * coming back in the request hook's record; or -1 with *err to refuse it:
+ * the handler does not run and the error is the call's result (issue 13: a
+ * state change whose audit row cannot be written is not made). */
+typedef int (*mcp_call_gate)(void *ctx, const struct mcp_request_record *rec, int64_t *ret_ticket,
+                             struct cp_error **err);
 
 /* How long a connection may take to send a request (issue 13); zero fields
  * get the defaults in brackets. */
@@ -120,6 +131,7 @@ struct mcp_server_options {
 	size_t max_sessions;         /* cap on live sessions (oldest idle evicted) */
 	long session_idle_ms;        /* idle sessions expire after this */
 	mcp_request_hook on_request; /* may be NULL: the log line only */
+	mcp_call_gate before_call;   /* may be NULL: every call runs; gets on_request_ctx */
 	void *on_request_ctx;
 	/* Authentication (issue 12). unix_socket_path: also listen on this Unix
 	 * socket (mode 0600); only peers whose uid is this process's or root's
@@ -158,9 +170,14 @@ unsigned mcp_server_port(const struct mcp_server *server);
  * waits for running requests to finish (bounded by their own deadlines). */
 void mcp_server_stop(struct mcp_server *server);
 
-/* Serves newline-delimited JSON-RPC on in_fd/out_fd until EOF (MCP
- * basic/transports, "stdio"). Blocks. Logs go to stderr only. */
+/* Serves newline-delimited JSON-RPC on in_fd/out_fd until EOF or
+ * mcp_server_stop_stdio (MCP basic/transports, "stdio"), then waits for the
+ * tool calls still running. Blocks. Logs go to stderr only. */
 int mcp_server_serve_stdio(struct mcp_server *server, int in_fd, int out_fd, struct cp_error **err);
+/* Asks mcp_server_serve_stdio to stop reading, as at EOF. Async-signal-safe
+ * (a stop signal's handler calls it; the read it interrupts returns EINTR,
+ * so install that handler without SA_RESTART). */
+void mcp_server_stop_stdio(struct mcp_server *server);
 
 /* Transport-independent dispatch of one parsed JSON-RPC message (borrowed).
  * Returns the response object (caller puts) or NULL for a notification or a

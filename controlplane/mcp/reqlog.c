@@ -131,6 +131,7 @@ void mcp_request_done(struct mcp_server *server, struct mcp_request_info *info, 
 	    .status = info->status,
 	    .message = info->message[0] ? info->message : NULL,
 	    .duration_ms = (long long)(clock_monotonic_ms() - info->start_ms),
+	    .ticket = info->ticket,
 	};
 	struct log_field f[] = {
 	    {.key = "method", .str = rec.method},       {.key = "tool", .str = rec.tool},

@@ -195,9 +195,11 @@ static int read_loop(struct stdio_ctx *ctx, int in_fd, struct cp_error **err)
 			r = cp_error_set_errno(err, CP_ERR_UNAVAILABLE, werr, "stdio: write a reply");
 			break;
 		}
+		if (ctx->server->stdio_stop)
+			break;
 		ssize_t n = read(in_fd, chunk, STDIO_READ_CHUNK);
 		if (n < 0 && errno == EINTR)
-			continue;
+			continue; /* a stop signal: the check above ends the loop */
 		if (n < 0) {
 			r = cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "stdio: read a request");
 			break;
@@ -228,6 +230,11 @@ static int read_loop(struct stdio_ctx *ctx, int in_fd, struct cp_error **err)
 	}
 	cp_buf_free(&line);
 	return r;
+}
+
+void mcp_server_stop_stdio(struct mcp_server *server)
+{
+	server->stdio_stop = 1;
 }
 
 /* Serves newline-delimited JSON-RPC on in_fd/out_fd (borrowed) until EOF

@@ -278,6 +278,32 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 		return invalid_params(id, name, info, text);
 	}
 
+	if (server->opts.before_call && !(tool->hints & MCP_HINT_READ_ONLY)) {
+		/* A call that changes something runs only once it is on record. */
+		struct mcp_request_record so_far = {.method = "tools/call",
+		                                    .tool = tool->name,
+		                                    .sandbox_id = string_field(args, "sandbox_id"),
+		                                    .session = info && info->session[0] ? info->session : NULL};
+		int64_t ticket = 0;
+		_cleanup_error_ struct cp_error *gate_err = NULL;
+		if (server->opts.before_call(server->opts.on_request_ctx, &so_far, &ticket, &gate_err) < 0) {
+			if (!gate_err)
+				cp_error_set(&gate_err, CP_ERR_INTERNAL,
+				             "tool '%s' was refused without a reason; this is a "
+				             "server bug",
+				             tool->name);
+			if (info) {
+				mcp_log_word(tool->name, info->tool, sizeof(info->tool));
+				if (so_far.sandbox_id)
+					mcp_log_word(so_far.sandbox_id, info->sandbox, sizeof(info->sandbox));
+				mcp_request_info_fail(info, cp_error_code_name(gate_err->code), gate_err->message);
+			}
+			return mcp_rpc_result_new(id, tool_error_result(gate_err));
+		}
+		if (info)
+			info->ticket = ticket;
+	}
+
 	struct mcp_inflight *inflight = inflight_add(server, session_id, id, sink ? sink->owner : 0);
 	struct mcp_call call = {
 	    .app = server->app,

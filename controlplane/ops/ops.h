@@ -37,11 +37,20 @@ struct ops_serve_state {
 };
 void ops_serve_state_clear(struct ops_serve_state *s);
 
-/* Writes STATE_DIR/serve.json for this process (getpid, now, CHAT2SBX_VERSION;
- * pid, started_at_ms and version of *st are ignored; its strings borrowed)
- * atomically: a 0600 temporary file in the same directory, fsync, rename.
- * Fails with UNAVAILABLE naming the file. Blocks on local file I/O only. */
+/* Writes STATE_DIR/serve.json for this process (getpid, CHAT2SBX_VERSION;
+ * started_at_ms from *st, now when 0; pid and version of *st are ignored; its
+ * strings borrowed) atomically: a 0600 temporary file in the same directory,
+ * fsync, rename. Fails with UNAVAILABLE naming the file. Blocks on local
+ * file I/O only. */
 int ops_serve_state_write(const char *state_dir, const struct ops_serve_state *st, struct cp_error **err);
+
+/* Makes sure STATE_DIR/serve.json names this process: writes it (as
+ * ops_serve_state_write) when it is missing, unreadable or names another
+ * pid. *written (in/out) is -1 before the first call, then 1 when the file
+ * is good and 0 while it cannot be written, so a failure is logged once and
+ * its recovery once (a full disk at start, a file removed by hand: issue
+ * 13). Never fails; serve calls it every few seconds. */
+void ops_serve_state_keep(const char *state_dir, const struct ops_serve_state *st, int *written);
 
 /* Removes STATE_DIR/serve.json when it names this process (a newer serve's
  * file is left alone). Never fails. */
@@ -283,14 +292,42 @@ int ops_setid_scan(const char *dir, struct ops_setid_findings *ret, struct cp_er
  * planted through /workspace (ops_attack_host_files), the host's own
  * services (a listener on 0.0.0.0 of the host, host_edge.c); then a second probe with
  * network_off=1 must see nothing but loopback (skipped with the reason when
- * this build does not honour network_off). Each outcome goes into *ret
+ * this build does not honour network_off), and a third on a throwaway
+ * direct workspace must not change its .git (ops_git_guard_probe). Each
+ * outcome goes into *ret
  * (caller clears). Probes and canaries are removed at the end, also on
  * failure, and the probes' registry rows and managed workspaces are deleted
  * (doctor leaves nothing behind). Returns 0 when the probe ran (checks may
  * have failed), -1 with *err when it could not run (engine, template).
- * Blocks up to a few minutes (two creates, a dozen helper calls).
+ * Blocks up to a few minutes (three creates, a dozen helper calls).
  * Not thread-safe: sets and unsets an environment variable. */
 int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, struct cp_error **err);
+
+/* Runs command in sandbox_id as a bash session through lc (cwd /, up to
+ * about 40 s) and returns its combined output in *ret_output (caller
+ * frees). TIMEOUT when it did not finish, channel errors as they come. */
+int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
+                  struct cp_error **err);
+
+/* The direct-mode git attack (ops/git_probe.c), part of
+ * ops_isolation_probe: makes a throwaway git repository (written by hand,
+ * no git runs on the host) in the first allowed host root that exists and
+ * is writable, registers it as a direct workspace as `chat2sbx workspace
+ * add` does, creates a probe sandbox on it, tries from inside to write
+ * .git/config, add a hook, redirect .git/commondir, rename a lock file over
+ * .git/config and rename .git, and checks on the host that nothing of .git
+ * changed. Adds "direct_git" to r: passed, failed (naming what got
+ * through, or why the probe could not run) or skipped (no allowed root
+ * exists or is writable). The probe, its registry rows (sandbox, approval,
+ * workspace) and the directory are removed whatever happens. Blocks for one
+ * create and one helper call. */
+void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r);
+/* Its verdict, pure: out is what the attack printed inside ("refused NAME"
+ * or "WROTE NAME" lines, "@@end" last), before and after the host's .git as
+ * the probe saw it. Failed when a write got through (naming each), when
+ * the attack did not run to its end, or when the host's .git changed;
+ * passed otherwise. Adds "direct_git" to r. */
+void ops_git_guard_judge(const char *out, const char *before, const char *after, struct ops_probe_report *r);
 
 /* `serve --verify-isolation`: runs ops_isolation_probe, logs each outcome
  * (component "doctor"), and fails with DENIED naming every attack that

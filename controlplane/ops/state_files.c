@@ -15,6 +15,7 @@
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/json_file.h"
+#include "../base/log.h"
 #include "ops.h"
 
 void ops_serve_state_clear(struct ops_serve_state *s)
@@ -49,7 +50,8 @@ int ops_serve_state_write(const char *state_dir, const struct ops_serve_state *s
 	snprintf(path, sizeof(path), "%s/" OPS_SERVE_STATE_FILE, state_dir);
 	_cleanup_json_ struct json_object *o = json_object_new_object();
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
-	json_object_object_add(o, "started_at_ms", json_object_new_int64(clock_now_ms()));
+	json_object_object_add(o, "started_at_ms",
+	                       json_object_new_int64(st->started_at_ms > 0 ? st->started_at_ms : clock_now_ms()));
 	json_object_object_add(o, "version", json_object_new_string(CHAT2SBX_VERSION));
 	json_object_object_add(o, "endpoint", json_object_new_string(st->endpoint));
 	if (st->socket)
@@ -112,6 +114,32 @@ int ops_serve_state_read(const char *state_dir, struct ops_serve_state *ret, str
 	}
 	*ret = s;
 	return 0;
+}
+
+void ops_serve_state_keep(const char *state_dir, const struct ops_serve_state *st, int *written)
+{
+	struct ops_serve_state now = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	int ours = ops_serve_state_read(state_dir, &now, &e) == 0 && now.pid == (int)getpid();
+	ops_serve_state_clear(&now);
+	if (ours) {
+		*written = 1;
+		return;
+	}
+	cp_error_freep(&e);
+	if (ops_serve_state_write(state_dir, st, &e) == 0) {
+		if (*written >= 0)
+			log_info("serve", "%s/" OPS_SERVE_STATE_FILE " written %s; 'chat2sbx status' finds this serve",
+			         state_dir, *written ? "again (it was removed or replaced)" : "now that it can be");
+		*written = 1;
+	} else {
+		if (*written != 0)
+			log_warn("serve",
+			         "%s; 'chat2sbx status' will not find this serve until it can be written (tried every "
+			         "few seconds)",
+			         e->message);
+		*written = 0;
+	}
 }
 
 void ops_serve_state_remove(const char *state_dir)

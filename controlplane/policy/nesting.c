@@ -8,9 +8,7 @@
 
 #include "policy.h"
 
-/* True when path is strictly below dir on whole components (both resolved,
- * absolute, no trailing slash except "/" itself). */
-static bool strictly_below(const char *path, const char *dir)
+bool policy_path_strictly_below(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
 	if (n == 1 && dir[0] == '/')
@@ -26,14 +24,14 @@ int policy_host_nesting_check(const char *real, const char *mode, const struct p
 		const struct policy_host_workspace *o = &others[i];
 		if (!o->path || !o->mode || !strcmp(o->mode, "managed"))
 			continue;
-		if (!strcmp(o->mode, "direct") && strictly_below(real, o->path))
+		if (!strcmp(o->mode, "direct") && policy_path_strictly_below(real, o->path))
 			return cp_error_set(
 			    err, CP_ERR_DENIED,
 			    "host path '%s' lies inside '%s', the directory of the direct-mode workspace '%s'; a "
 			    "sandbox that can write there could swap a directory of this path for a symlink, so it is "
 			    "never mounted; use workspace '%s' itself or a directory outside it",
 			    real, o->path, o->id ? o->id : "?", o->id ? o->id : "?");
-		if (direct && strictly_below(o->path, real))
+		if (direct && policy_path_strictly_below(o->path, real))
 			return cp_error_set(
 			    err, CP_ERR_DENIED,
 			    "host path '%s' (direct mode) contains '%s', the directory of the %s-mode workspace '%s'; "

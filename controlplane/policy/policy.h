@@ -4,6 +4,7 @@
 #ifndef CP_POLICY_H
 #define CP_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -174,6 +175,65 @@ struct policy_host_workspace {
  * workspace and what to do. Pure. */
 int policy_host_nesting_check(const char *real, const char *mode, const struct policy_host_workspace *others, size_t n,
                               struct cp_error **err);
+
+/* True when path is strictly below dir on whole components (both resolved,
+ * absolute, no trailing slash except "/" itself): "/r/a/b" is below "/r/a",
+ * "/r/ab" and "/r/a" are not. Pure. */
+bool policy_path_strictly_below(const char *path, const char *dir);
+
+/* ---- direct-mode git protection (policy/git_guard.c) ----
+ * A direct-mode sandbox writes the approved directory itself, so whatever it
+ * leaves in the repository's .git runs as the owner at the owner's next git
+ * command (core.fsmonitor, hooks, a redirected common directory). These
+ * paths are bind-mounted over the sandbox's view of .git (lifecycle/
+ * git_guard.c); the table in git_guard.c says why each one is there and
+ * why the others are not (gitrepository-layout(5), githooks(5),
+ * git-config(1)). */
+
+/* What the approved directory's ".git" is: absent, a directory (an ordinary
+ * repository), or a file (a gitfile "gitdir: PATH": a linked worktree, a
+ * submodule, a separated git dir). */
+enum policy_git_shape { POLICY_GIT_NONE, POLICY_GIT_DIRECTORY, POLICY_GIT_GITFILE };
+
+/* What chat2sbx does when a protected path does not exist yet: nothing can
+ * be mounted over a missing path, and the sandbox could create it itself. */
+enum policy_git_missing {
+	POLICY_GIT_MISSING_NEVER, /* always there when the shape is (".git" itself) */
+	POLICY_GIT_MISSING_MKDIR, /* create an empty directory */
+	POLICY_GIT_MISSING_FILE,  /* create a regular file holding `content` */
+};
+
+struct policy_git_path {
+	const char *rel; /* relative to the workspace directory: ".git/config" */
+	bool directory;  /* the type git gives it: directory, else regular file */
+	bool read_only;  /* read-only in the sandbox (".git" itself stays writable) */
+	enum policy_git_missing missing;
+	const char *content; /* POLICY_GIT_MISSING_FILE: the placeholder's bytes */
+};
+
+/* The paths to mount for a .git of this shape, parents first (static
+ * table; *ret_n entries, 0 for POLICY_GIT_NONE). Pure. */
+const struct policy_git_path *policy_git_paths(enum policy_git_shape shape, size_t *ret_n);
+
+/* Checks an existing ".git/commondir" (content of len bytes, as read): git
+ * takes the repository's configuration, hooks, objects and refs from the
+ * directory it names, so anything but "." (this .git itself, what chat2sbx
+ * writes when it is missing) is refused with DENIED naming path (the host
+ * path, for the message) and the directory named. Trailing CR/LF are
+ * ignored, as git ignores them. Pure. */
+int policy_git_commondir_check(const char *path, const char *content, size_t len, struct cp_error **err);
+
+/* Parses a gitfile (content of len bytes, the ".git" file of directory dir,
+ * absolute): "gitdir: PATH" with trailing whitespace ignored, PATH relative
+ * to dir unless absolute (git's read_gitfile). On success *ret_gitdir
+ * (caller frees) is the absolute, lexically normalized PATH ("." and ".."
+ * folded; symlinks are the caller's to resolve) and 1 is returned; 0 (and
+ * *ret_gitdir NULL) when it is not a gitfile git would follow. Pure. */
+int policy_gitfile_parse(const char *dir, const char *content, size_t len, char **ret_gitdir);
+
+/* The sentence sandbox_create, `approval list`/`approve` and the README
+ * give about what a direct-mode sandbox can still do to the owner. */
+extern const char policy_direct_mode_note[];
 
 /* Splits a colon-separated root list (CHAT2SBX_ALLOWED_HOST_ROOTS) into a
  * NULL-terminated array (caller frees with policy_roots_free); empty entries

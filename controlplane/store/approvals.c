@@ -312,3 +312,44 @@ int store_workspace_register_host(struct store *store, const struct workspace_re
 	return TRANSACTION(store, "register workspace", err,
 	                   register_body(store, ws, host_path, approval_id, now_ms, ret, ret_created, err));
 }
+
+static int forget_body(struct store *store, const char *id, struct cp_error **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store->db,
+	                       "SELECT count(*) FROM sandboxes WHERE workspace_id = ? AND status IN ('creating', "
+	                       "'running')",
+	                       -1, &st, NULL) != SQLITE_OK)
+		return store_fail(store, err, "forget workspace");
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	int live = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+	sqlite3_finalize(st);
+	if (live < 0)
+		return store_fail(store, err, "forget workspace");
+	if (live > 0)
+		return cp_error_set(err, CP_ERR_CONFLICT,
+		                    "forget workspace '%s': a sandbox still uses it; destroy that sandbox first", id);
+	/* Sandbox rows first (their mounts and exposures go with them), then
+	 * the approvals that point at the workspace, then the workspace. */
+	static const char *const steps[] = {"DELETE FROM sandboxes WHERE workspace_id = ?",
+	                                    "DELETE FROM approvals WHERE workspace_id = ?",
+	                                    "DELETE FROM workspaces WHERE id = ?"};
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		if (sqlite3_prepare_v2(store->db, steps[i], -1, &st, NULL) != SQLITE_OK)
+			return store_fail(store, err, "forget workspace");
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return store_fail(store, err, "forget workspace");
+		if (i == 2 && sqlite3_changes(store->db) == 0)
+			return cp_error_set(err, CP_ERR_NOT_FOUND, "forget workspace: '%s' does not exist", id);
+	}
+	return 0;
+}
+
+int store_workspace_forget(struct store *store, const char *id, struct cp_error **err)
+{
+	return TRANSACTION(store, "forget workspace", err, forget_body(store, id, err));
+}

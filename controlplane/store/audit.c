@@ -18,6 +18,11 @@ static void bind_opt(sqlite3_stmt *st, int i, const char *v, int max)
 
 int store_audit_insert(struct store *store, const struct audit_record *a, struct cp_error **err)
 {
+	return store_audit_insert_id(store, a, NULL, err);
+}
+
+int store_audit_insert_id(struct store *store, const struct audit_record *a, int64_t *ret_id, struct cp_error **err)
+{
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	int r = 0;
@@ -40,6 +45,36 @@ int store_audit_insert(struct store *store, const struct audit_record *a, struct
 	bind_opt(st, 10, a->session, 16);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		r = store_fail(store, err, "write audit");
+	else if (ret_id)
+		*ret_id = sqlite3_last_insert_rowid(store->db);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_audit_finish(struct store *store, int64_t id, const struct audit_record *a, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db,
+	                       "UPDATE audit SET sandbox_id = COALESCE(?, sandbox_id), target = COALESCE(?, target), "
+	                       "status = ?, duration_ms = ?, message = ? WHERE id = ?",
+	                       -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "write audit");
+		goto out;
+	}
+	bind_opt(st, 1, a->sandbox_id, 128);
+	bind_opt(st, 2, a->target, 4096);
+	sqlite3_bind_text(st, 3, a->status, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, a->duration_ms);
+	bind_opt(st, 5, a->message, AUDIT_MESSAGE_MAX);
+	sqlite3_bind_int64(st, 6, id);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = store_fail(store, err, "write audit");
+	else if (sqlite3_changes(store->db) != 1)
+		r = cp_error_set(err, CP_ERR_NOT_FOUND, "audit row %lld does not exist", (long long)id);
 out:
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&store->lock);

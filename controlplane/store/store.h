@@ -118,6 +118,12 @@ int store_approval_reject(struct store *store, const char *id, int64_t now_ms, s
 int store_workspace_register_host(struct store *store, const struct workspace_record *ws, const char *host_path,
                                   const char *approval_id, int64_t now_ms, struct workspace_record *ret,
                                   int *ret_created, struct cp_error **err);
+/* Deletes workspace id completely, in one transaction: its sandbox rows
+ * (with their mounts and exposures), the approvals that name it, and the
+ * workspace row; the directory is the caller's. For a workspace nobody else
+ * chose (the doctor's throwaway repository). CONFLICT when a sandbox is
+ * still creating or running on it, NOT_FOUND when there is no such row. */
+int store_workspace_forget(struct store *store, const char *id, struct cp_error **err);
 
 /* ---- audit ---- */
 
@@ -136,6 +142,14 @@ struct audit_record {
 
 /* Appends one audit row (all strings borrowed). Fails like any write. */
 int store_audit_insert(struct store *store, const struct audit_record *a, struct cp_error **err);
+/* The same, setting *ret_id (may be NULL) to the new row's id: a call on
+ * record before it runs (status "started"), finished by store_audit_finish. */
+int store_audit_insert_id(struct store *store, const struct audit_record *a, int64_t *ret_id, struct cp_error **err);
+/* Sets the outcome of row id: status, duration_ms and message from a (the
+ * message NULL clears it); sandbox_id and target when a has them (kept
+ * otherwise). Other fields of a are ignored. NOT_FOUND when there is no such
+ * row; fails like any write. */
+int store_audit_finish(struct store *store, int64_t id, const struct audit_record *a, struct cp_error **err);
 /* Count of audit rows with the given action (tests and status). */
 int store_audit_count(struct store *store, const char *action, int64_t *ret_count, struct cp_error **err);
 
@@ -202,6 +216,26 @@ int store_sandbox_set_mount_identity(struct store *store, const char *id, uint64
                                      struct cp_error **err);
 int store_sandbox_get_mount_identity(struct store *store, const char *id, uint64_t *ret_dev, uint64_t *ret_ino,
                                      struct cp_error **err);
+
+/* One extra bind mount of a sandbox with the host identity it was verified
+ * to have (migration 0009; sandbox_mount.c). */
+struct sandbox_mount_record {
+	char *target; /* inside the container, owned */
+	char *source; /* host path, owned */
+	int read_only;
+	uint64_t dev; /* st_dev as the kernel's dev_t */
+	uint64_t ino;
+};
+void sandbox_mount_record_clear(struct sandbox_mount_record *m);
+/* Replaces the extra mounts recorded for sandbox id by the n in m
+ * (borrowed), in one transaction. NOT_FOUND when the sandbox row is missing;
+ * store errors as they come. */
+int store_sandbox_mounts_set(struct store *store, const char *id, const struct sandbox_mount_record *m, size_t n,
+                             struct cp_error **err);
+/* The extra mounts of sandbox id by target (parents first), *ret (caller
+ * clears each and frees; NULL when *ret_n is 0). No row is not an error. */
+int store_sandbox_mounts_list(struct store *store, const char *id, struct sandbox_mount_record **ret, size_t *ret_n,
+                              struct cp_error **err);
 
 /* ---- warm pool (store/sandbox_pool.c, issue 8) ---- */
 

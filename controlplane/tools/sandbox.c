@@ -171,12 +171,15 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 		add_str(o, "approval_id", res.approval.id);
 		add_str(o, "workspace_path", res.approval.host_path);
 		add_str(o, "workspace_mode", res.approval.mode);
+		int direct = !strcmp(res.approval.mode, "direct");
 		char *msg = NULL;
 		if (asprintf(&msg,
 		             "The host directory '%s' (%s mode) needs the approval of the person at this machine. Ask "
 		             "them to run: chat2sbx approval approve %s ; then call sandbox_create again with the "
-		             "same workspace_path and workspace_mode. Nothing was mounted.",
-		             res.approval.host_path, res.approval.mode, res.approval.id) >= 0) {
+		             "same workspace_path and workspace_mode. Nothing was mounted.%s%s",
+		             res.approval.host_path, res.approval.mode, res.approval.id,
+		             direct ? " Tell them before they decide: " : "",
+		             direct ? policy_direct_mode_note : "") >= 0) {
 			add_str(o, "message", msg);
 			free(msg);
 		}

@@ -77,7 +77,8 @@ static const struct mcp_tool table[] = {
             "Create a disposable Linux sandbox with a persistent /workspace and return its sandbox_id. Keep the "
             "sandbox_id and pass it to every other tool. Default: a new managed workspace. workspace_path works on "
             "a directory of the user's machine: clone mode (default) gives a private copy (a git clone with every "
-            "branch) whose edits never reach the host, direct mode the directory itself. A host directory needs the "
+            "branch) whose edits never reach the host, direct mode the directory itself (its .git config and hooks "
+            "are read-only there: set a git identity with git config --global). A host directory needs the "
             "user's approval once: the answer is then status approval_required with an approval_id and what the "
             "user must run; call again with the same arguments after they approved. With workspace_id, attaches an "
             "existing workspace; if it already has a running sandbox, that one is returned (reused: true).",

@@ -22,12 +22,21 @@ struct tools_app {
 const struct mcp_tool *tools_table(size_t *ret_n);
 
 /* The MCP server's request hook (mcp_server_options.on_request, ctx = the
- * struct tools_app): appends one audit row per JSON-RPC request (action =
- * the tool for tools/call, the method otherwise; method, session prefix,
- * sandbox, approval, status, duration, bounded error message). A failed
- * write is logged, never fails the request. Blocks on the store's lock and
- * its busy timeout at most. */
+ * struct tools_app): one audit row per JSON-RPC request (action = the tool
+ * for tools/call, the method otherwise; method, session prefix, sandbox,
+ * approval, status, duration, bounded error message). A call the gate put on
+ * record (rec->ticket) has its row finished; any other request gets a new
+ * row. A failed write cannot fail the request any more (it has run): it is
+ * counted, and the log says how many rows were missed (at most one line per
+ * 10 s). Blocks on the store's lock and its busy timeout at most. */
 void tools_audit_request(void *ctx, const struct mcp_request_record *rec);
+/* The MCP server's call gate (mcp_server_options.before_call, ctx = the
+ * struct tools_app), run before every tool that is not read-only: writes
+ * the call's audit row with status "started" and returns its id as the
+ * ticket. When the row cannot be written (a full disk, a read-only
+ * registry) the call is refused with UNAVAILABLE, saying why and what to do,
+ * and nothing is changed (issue 13). */
+int tools_audit_gate(void *ctx, const struct mcp_request_record *rec, int64_t *ret_ticket, struct cp_error **err);
 /* The same table with the plain handlers (table.c). */
 const struct mcp_tool *tools_table_plain(size_t *ret_n);
 

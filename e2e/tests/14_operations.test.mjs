@@ -234,6 +234,8 @@ ctx.test('status when serve is down (or its serve.json is stale): not ready, exi
 });
 
 ctx.test('doctor passes on the default configuration, while serve runs, and leaves nothing behind', async () => {
+  const reposRoot = path.join(ctx.srv.root, 'home', 'repositories');
+  fs.mkdirSync(reposRoot, { recursive: true }); // the allowed root the git attack works in
   const before = (await containersOf(ctx.srv.dataRoot)).length;
   const r = cli(['doctor', '--json']);
   assert.equal(r.status, 0, r.desc);
@@ -244,6 +246,12 @@ ctx.test('doctor passes on the default configuration, while serve runs, and leav
     'memory_limit', 'setuid_files', 'host_services', 'mcp_token', 'mcp_socket'])
     assert.equal(byName[name]?.result, 'passed', `${name}: ${JSON.stringify(byName[name])}`);
   assert.ok(['passed', 'skipped'].includes(byName.network_off?.result), JSON.stringify(byName.network_off));
+  // The direct-mode git attack: its repository, registry rows and probe go.
+  assert.equal(byName.direct_git?.result, 'passed', JSON.stringify(byName.direct_git));
+  assert.match(byName.direct_git.attack, /write \.git\/config, add a hook/);
+  assert.deepEqual(fs.readdirSync(reposRoot).filter((f) => f.startsWith('chat2sbx-doctor-git-')), [], 'its repository is removed');
+  assert.ok(!/chat2sbx-doctor-git-/.test(cli(['workspace', 'list']).stdout), 'its workspace row is removed');
+  assert.ok(!/chat2sbx-doctor-git-/.test(cli(['approval', 'list']).stdout), 'its approval row is removed');
   assert.ok(d.checks.every((c) => c.result !== 'failed'));
   assert.equal((await containersOf(ctx.srv.dataRoot)).length, before, 'the probes are removed');
   assert.ok(!fs.readdirSync(ctx.srv.dataRoot).some((f) => f.startsWith('c2s-canary-')), 'the canary is removed');
@@ -252,6 +260,14 @@ ctx.test('doctor passes on the default configuration, while serve runs, and leav
   assert.equal(text.status, 0, text.desc);
   assert.match(text.stdout, /^passed +docker_socket/m);
   assert.match(text.stdout, /every attack failed/);
+});
+
+ctx.test('doctor skips the direct-mode git attack, saying why, when no allowed host root exists', async () => {
+  const r = cli(['doctor', '--json'], { env: { CHAT2SBX_ALLOWED_HOST_ROOTS: path.join(ctx.srv.root, 'no-such-root') } });
+  assert.equal(r.status, 0, r.desc);
+  const g = json(r).checks.find((c) => c.name === 'direct_git');
+  assert.equal(g?.result, 'skipped', JSON.stringify(g));
+  assert.match(g.detail, /no allowed host root .*no-such-root.* exists and is writable/, g.detail);
 });
 
 ctx.test('doctor fails, naming the Docker socket attack, when sandboxes get the socket (test-only switch)', async () => {

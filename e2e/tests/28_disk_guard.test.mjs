@@ -4,7 +4,10 @@
 // CHAT2SBX_MIN_FREE_DISK: new sandboxes are then refused with the numbers,
 // the writer is paused and a call on it says why; once the test frees the
 // space on the host, the sandbox resumes by itself with its work intact, and
-// every registry row and container agrees with the other.
+// every registry row and container agrees with the other. Then the disk
+// fills to the last block: a change that cannot be put on record is not made
+// (read-only calls go on), destroy and create end consistent, and serve.json,
+// lost meanwhile, is written again once there is room.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { CREATE_TIMEOUT, Server, dockerInspect, resultText } from '../lib/server.mjs';
+import { BIN, CREATE_TIMEOUT, Server, childEnv, dockerInspect, dockerRequest, resultText } from '../lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const root = !process.getuid();
@@ -122,4 +125,97 @@ test('below the watermark: creates refused, the writer paused and told, resumed 
   const log = fs.readFileSync(srv.stderrPath, 'utf8');
   assert.match(log, /paused sandbox sbx_\w+: it was writing while the disk holding the data root/);
   assert.match(log, /unpaused sandbox sbx_\w+: the disk has room again/);
+});
+
+// Fills the tmpfs to its last block with files named prefix.N (host side).
+function fill(prefix) {
+  // Large blocks first, then pages (tmpfs allocates 4 KiB pages), so no room
+  // is left that a small file such as serve.json would fit in.
+  for (const bs of ['64k', '4k']) {
+    for (let i = 0; i < 64; i++) {
+      const r = spawnSync('dd', ['if=/dev/zero', `of=${path.join(mnt, `${prefix}.${bs}.${i}`)}`, `bs=${bs}`], { encoding: 'utf8' });
+      if (/No space left/.test(r.stderr) && freeMiB() < 0.004) break;
+    }
+  }
+}
+
+function sql(query) {
+  const r = spawnSync('sqlite3', [path.join(mnt, 'state', 'chat2sbx.sqlite'), query], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.trim();
+}
+
+function status() {
+  return spawnSync(BIN, ['status', '--json'], {
+    cwd: srv.root,
+    env: childEnv({}, path.join(srv.root, 'home'), srv.dataRoot, srv.port),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+}
+
+async function containersOfThisServe() {
+  const all = await dockerRequest('GET', '/containers/json?all=1');
+  return all.body.filter((c) => (c.Labels['org.chat2sbx.registry'] || '').startsWith(mnt)).map((c) => c.Names[0].slice(1));
+}
+
+test('no room at all: changes that cannot be recorded are not made, reads go on, serve.json comes back', { skip: !root && 'needs root to mount a tmpfs' }, async () => {
+  const sbx = await tools.create({});
+  await tools.ok('write', { sandbox_id: sbx.sandbox_id, path: 'keep.txt', content: 'kept through a full disk\n' });
+  const statePath = path.join(mnt, 'state', 'serve.json');
+  assert.ok(fs.existsSync(statePath));
+
+  // Full: the guard gives up its reserve for the registry, and the test
+  // takes that room too.
+  fill('fill');
+  await waitFor('the reserve given up', () => !fs.existsSync(path.join(mnt, 'state', 'disk-reserve')), 20_000);
+  fill('fill2');
+  // Lost while full: the page it held is taken at once, so serve cannot
+  // write it back yet (should serve's 2 s check win the race, again).
+  for (let i = 0; i < 3 && fs.existsSync(statePath); i++) {
+    fs.unlinkSync(statePath);
+    fill(`fill3.${i}`);
+    await sleep(2500);
+  }
+  assert.equal(fs.existsSync(statePath), false, 'no room for serve.json');
+
+  // SQLite may still have room in its write-ahead log for a few rows: call
+  // until the audit row of a change cannot be written (a bound keeps it finite).
+  let refused = null;
+  for (let i = 0; i < 4000 && !refused; i++) {
+    const r = await tools.call('bash', { sandbox_id: sbx.sandbox_id, command: 'true' });
+    if (r.isError) refused = resultText(r);
+  }
+  assert.ok(refused, 'some change must meet the full registry');
+  assert.match(refused, /bash was not run: its audit row could not be written .*Free space on the disk holding the state directory/);
+  const before = sql("SELECT id, status FROM sandboxes ORDER BY id");
+  const containers = await containersOfThisServe();
+
+  // Reads go on; changes are refused and change nothing.
+  const list = await tools.ok('sandbox_list', {});
+  assert.ok(list.sandboxes.some((s) => s.sandbox_id === sbx.sandbox_id && s.status === 'running'));
+  const kept = await tools.ok('read', { sandbox_id: sbx.sandbox_id, path: 'keep.txt', line_numbers: false });
+  assert.equal(kept.content, 'kept through a full disk\n');
+  const destroy = await tools.call('sandbox_destroy', { sandbox_id: sbx.sandbox_id }, CREATE_TIMEOUT);
+  assert.equal(destroy.isError, true);
+  assert.match(resultText(destroy), /sandbox_destroy was not run/);
+  const create = await tools.call('sandbox_create', {}, CREATE_TIMEOUT);
+  assert.equal(create.isError, true, resultText(create));
+  assert.equal((await dockerInspect(sbx.sandbox_id)).State.Running, true, 'the refused destroy left the sandbox running');
+  assert.equal(sql("SELECT id, status FROM sandboxes ORDER BY id"), before, 'no row changed');
+  assert.deepEqual((await containersOfThisServe()).sort(), containers.sort(), 'no container made or removed');
+  assert.match(fs.readFileSync(srv.stderrPath, 'utf8'), /audit row\(s\) could not be written/);
+
+  // Room again: serve.json is back within a few seconds, calls run.
+  for (const f of fs.readdirSync(mnt)) if (f.startsWith('fill')) fs.unlinkSync(path.join(mnt, f));
+  await waitFor('serve.json written again', () => fs.existsSync(statePath), 15_000);
+  const st = status();
+  const s = JSON.parse(st.stdout);
+  assert.equal(s.service.running, true, st.stdout + st.stderr);
+  assert.equal(s.service.pid, srv.proc.pid, 'status finds this serve again');
+  await waitFor('calls run again', async () => !(await tools.call('bash', { sandbox_id: sbx.sandbox_id, command: 'true' })).isError, 20_000);
+  await tools.ok('sandbox_destroy', { sandbox_id: sbx.sandbox_id }, CREATE_TIMEOUT);
+  assert.equal((await containersOfThisServe()).includes(sbx.sandbox_id), false);
+  assert.doesNotMatch(sql("SELECT status FROM sandboxes"), /creating|running/);
+  assert.match(fs.readFileSync(srv.stderrPath, 'utf8'), /serve\.json written (now that it can be|again)/);
 });

@@ -71,6 +71,30 @@ function listed(list, sessionId) {
   return s;
 }
 
+// A direct workspace on a fresh git repository (20_direct_git has the
+// details): its .git is mounted over the sandbox's view, config read-only.
+function directRepo() {
+  const dir = path.join(ctx.srv.root, 'home', 'repositories', 'engine-restart-repo');
+  fs.mkdirSync(dir, { recursive: true });
+  const g = spawnSync('git', ['init', '-q', dir], { encoding: 'utf8' });
+  assert.equal(g.status, 0, g.stderr);
+  const r = spawnSync(BIN, ['workspace', 'add', dir, '--mode', 'direct', '--json'], {
+    cwd: ctx.srv.root,
+    env: childEnv(ctx.srv.env || {}, path.join(ctx.srv.root, 'home'), ctx.srv.dataRoot, ctx.srv.port),
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout).workspace_id;
+}
+
+// The .git protection as the sandbox sees it: .git/config refuses a write,
+// and the seven .git mounts are there.
+const GIT_GUARD_PROBE = 'echo x >> /workspace/.git/config 2>&1; grep -c " /workspace/.git" /proc/self/mountinfo';
+function assertGitGuard(output, when) {
+  assert.match(output, /Read-only file system/, `${when}: .git/config is read-only: ${output}`);
+  assert.match(output, /^7$/m, `${when}: the .git mounts are there: ${output}`);
+}
+
 // Starts a finished and a running session; returns what they answered.
 async function twoSessions(tools, sandboxId, tag) {
   const fin = await tools.ok('bash', { sandbox_id: sandboxId, command: `echo ${tag}-fin; exit 3` });
@@ -212,6 +236,9 @@ ctx.test('the engine stopped: calls fail at once naming it; started again: the s
   t.after(() => tools.destroyQuietly(sbx.sandbox_id));
   await tools.ok('bash', { sandbox_id: sbx.sandbox_id, command: 'echo on-its-own-disk > /root/kept.txt' });
   const sessions = await twoSessions(tools, sbx.sandbox_id, 'eng');
+  const direct = await tools.create({ workspace_id: directRepo() });
+  t.after(() => tools.destroyQuietly(direct.sandbox_id));
+  assertGitGuard((await tools.ok('bash', { sandbox_id: direct.sandbox_id, command: GIT_GUARD_PROBE })).output, 'before');
 
   const pid = dockerdPid();
   assert.ok(pid && alive(pid), 'dockerd runs and wrote /var/run/docker.pid');
@@ -252,6 +279,14 @@ ctx.test('the engine stopped: calls fail at once naming it; started again: the s
   assert.equal(got.status, 'running', JSON.stringify(got).slice(0, 500));
   assert.match(ctx.srv.stderrTail(400), new RegExp(`sandbox ${sbx.sandbox_id} was restarted`), 'serve logs it');
   await checkHostEdge(tools, sbx.sandbox_id);
+  // The direct sandbox: the engine mounted its .git paths again, the
+  // re-attach verified them from inside, and they still protect.
+  await waitFor('the direct sandbox container runs again', async () => {
+    const c = await dockerInspect(direct.sandbox_id);
+    return c?.State?.Running && !c.State.Restarting;
+  });
+  const g = await okAfterRestart(tools, 'bash', { sandbox_id: direct.sandbox_id, command: GIT_GUARD_PROBE });
+  assertGitGuard(g.output, 'after the engine restart');
 });
 
 // The host-edge firewall (issue 12) after the engine rewrote its own

@@ -153,25 +153,35 @@ int edit_replace(const char *data, size_t len, const char *old, size_t old_len, 
 			res->lines[res->count] = line;
 		}
 		res->count++;
-		p = m + old_len;
+		p = m + 1; /* the next match may start inside this one */
 	}
 	if (res->count == 0 || (res->count > 1 && !replace_all))
 		return 0;
+	/* What is replaced: left to right, each match after the previous one. */
+	size_t n = 0;
+	for (const char *p = data, *end = data + len; (size_t)(end - p) >= old_len;) {
+		const char *m = memmem(p, (size_t)(end - p), old, old_len);
+		if (!m)
+			break;
+		n++;
+		p = m + old_len;
+	}
+	res->replaced = n;
 	size_t out_len;
 	if (new_len >= old_len) {
 		size_t grow = new_len - old_len;
-		if (res->count > (SIZE_MAX - len) / (grow ? grow : 1))
+		if (n > (SIZE_MAX - len) / (grow ? grow : 1))
 			return rpc_fail(err, "LIMIT", "the edited content would be too large");
-		out_len = len + res->count * grow;
+		out_len = len + n * grow;
 	} else {
-		out_len = len - res->count * (old_len - new_len);
+		out_len = len - n * (old_len - new_len);
 	}
 	char *out = malloc(out_len + 1);
 	if (!out)
 		return rpc_fail(err, "INTERNAL", "out of memory editing");
 	size_t o = 0;
 	const char *p = data, *end = data + len;
-	for (size_t i = 0; i < res->count; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const char *m = memmem(p, (size_t)(end - p), old, old_len);
 		memcpy(out + o, p, (size_t)(m - p));
 		o += (size_t)(m - p);
@@ -273,8 +283,8 @@ int edit_rpc(json_object *id, json_object *params, json_object **ret_result, str
 		for (size_t i = 0; i < shown && o < sizeof list; i++)
 			o += (size_t)snprintf(list + o, sizeof list - o, "%s%zu", i ? ", " : "", res.lines[i]);
 		rpc_fail(err, "CONFLICT",
-		         "old_string matches %zu times in '%s' (lines %s%s); add surrounding context to make it "
-		         "unique, or pass replace_all",
+		         "old_string matches %zu times in '%s' (lines %s%s), overlapping matches counted; add "
+		         "surrounding context to make it unique, or pass replace_all",
 		         res.count, abs, list, res.count > shown ? ", …" : "");
 		goto out;
 	}
@@ -285,7 +295,7 @@ int edit_rpc(json_object *id, json_object *params, json_object **ret_result, str
 		goto out;
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "path", json_object_new_string(abs));
-	json_object_object_add(o, "replacements", json_object_new_int64((int64_t)res.count));
+	json_object_object_add(o, "replacements", json_object_new_int64((int64_t)res.replaced));
 	json_object_object_add(o, "bytes_written", json_object_new_int64((int64_t)res.len));
 	json_object_object_add(o, "sha256", json_object_new_string(sha));
 	*ret_result = o;

@@ -36,13 +36,16 @@ bool edit_is_crlf(const char *data, size_t len);
 struct edit_result {
 	char *data; /* malloc'd new content (NULL when count is 0) */
 	size_t len;
-	size_t count;                        /* matches found (all of them) */
+	size_t count;                        /* matches found, overlapping ones too ("aa" twice in "aaa") */
 	size_t lines[EDIT_MAX_LISTED_LINES]; /* 1-based line of the first matches */
+	size_t replaced;                     /* replacements made (replace_all: left to right, never overlapping) */
 };
 
-/* Count every match of old (non-empty) in data; when replace_all or there
- * is exactly one match, also build the new content. Fails only when out of
- * memory (INTERNAL). */
+/* Count every match of old (non-empty) in data, overlapping ones included
+ * (issue 18: "aa" in "aaa" is two matches, so no edit is taken as unique
+ * that is not); when replace_all or there is exactly one match, also build
+ * the new content, replacing left to right without overlap. Fails only when
+ * out of memory (INTERNAL). */
 int edit_replace(const char *data, size_t len, const char *old, size_t old_len, const char *new, size_t new_len,
                  bool replace_all, struct edit_result *res, struct rpc_error *err);
 

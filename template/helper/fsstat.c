@@ -1,10 +1,14 @@
-/* fsstat.c: fs.stat (fsstat.h). Deliberately not confined to /workspace:
- * the mount targets it is asked about (/workspace, /.chat2sbx/source) are
- * fixed by the control plane, and a stat tells nothing a shell in the
+/* fsstat.c: fs.stat and fs.mounts (fsstat.h). Deliberately not confined to
+ * /workspace: the mount targets it is asked about (/workspace,
+ * /.chat2sbx/source, /workspace/.git/...) are fixed by the control plane,
+ * and neither a stat nor the mount table tells anything a shell in the
  * sandbox could not learn itself. */
 #include "fsstat.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -30,6 +34,41 @@ int fsstat_rpc(json_object *id, json_object *params, json_object **ret_result, s
 	                       json_object_new_string(S_ISDIR(st.st_mode)   ? "directory"
 	                                              : S_ISLNK(st.st_mode) ? "symlink"
 	                                                                    : "other"));
+	*ret_result = r;
+	return 0;
+}
+
+int fsmounts_rpc(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
+{
+	(void)id;
+	(void)params;
+	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rpc_fail_errno(err, errno, "open", "/proc/self/mountinfo");
+	char *buf = malloc(FSSTAT_MOUNTINFO_MAX + 1);
+	size_t len = 0;
+	ssize_t n = 1;
+	while (buf && len < FSSTAT_MOUNTINFO_MAX && (n = read(fd, buf + len, FSSTAT_MOUNTINFO_MAX - len)) > 0)
+		len += (size_t)n;
+	int e = errno;
+	/* One more byte tells a table that fills the buffer from a longer one. */
+	char extra;
+	int more = buf && n > 0 && read(fd, &extra, 1) > 0;
+	close(fd);
+	if (!buf)
+		return rpc_fail(err, "INTERNAL", "fs.mounts: out of memory");
+	if (n < 0) {
+		free(buf);
+		return rpc_fail_errno(err, e, "read", "/proc/self/mountinfo");
+	}
+	if (more) {
+		free(buf);
+		return rpc_fail(err, "LIMIT", "fs.mounts: /proc/self/mountinfo is longer than %d bytes",
+		                FSSTAT_MOUNTINFO_MAX);
+	}
+	json_object *r = json_object_new_object();
+	json_object_object_add(r, "mountinfo", json_object_new_string_len(buf, (int)len));
+	free(buf);
 	*ret_result = r;
 	return 0;
 }

@@ -117,7 +117,7 @@ static const struct method {
     {"bash.input", bash_rpc_input}, {"bash.stop", bash_rpc_stop},    {"bash.list", bash_rpc_list},
     {"file.read", files_rpc_read},  {"file.write", files_rpc_write}, {"file.search", search_rpc},
     {"file.list", list_rpc},        {"file.edit", edit_rpc},         {"file.apply_patch", patch_rpc},
-    {"fs.stat", fsstat_rpc},
+    {"fs.stat", fsstat_rpc},        {"fs.mounts", fsmounts_rpc},
 };
 
 static void reply_sink(const char *line, size_t len, void *data)
@@ -181,11 +181,12 @@ static void dispatch_line(char *line, size_t len, void *data)
 				m = &methods[i];
 		json_object *result = NULL;
 		if (!m) {
-			rpc_fail_code(&err, PROTO_ERR_METHOD_NOT_FOUND, "INVALID_ARGUMENT",
-			              "unknown method '%.64s'; this helper (protocol %s) knows hello, "
-			              "bash.start, bash.poll, bash.input, bash.stop, bash.list, file.read, "
-			              "file.write, file.search, file.list, file.edit, file.apply_patch, fs.stat",
-			              method, PROTO_VERSION);
+			rpc_fail_code(
+			    &err, PROTO_ERR_METHOD_NOT_FOUND, "INVALID_ARGUMENT",
+			    "unknown method '%.64s'; this helper (protocol %s) knows hello, "
+			    "bash.start, bash.poll, bash.input, bash.stop, bash.list, file.read, "
+			    "file.write, file.search, file.list, file.edit, file.apply_patch, fs.stat, fs.mounts",
+			    method, PROTO_VERSION);
 			rpc_send_error(id, &err);
 		} else if ((r = m->fn(id, params, &result, &err)) == 0) {
 			rpc_send_result(id, result);

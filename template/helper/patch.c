@@ -752,7 +752,32 @@ struct repl {
 	size_t start, del;
 	const struct line *ins;
 	size_t nins;
+	bool no_nl;     /* unified "\ No newline at end of file" after its last new line */
+	bool old_no_nl; /* … after its last old line */
 };
+
+/* Whether the patched file ends with a newline (issue 18). A patch that
+ * does not reach the file's end keeps its end as it was. A unified diff's
+ * "\ No newline at end of file" is honoured exactly: after the new last
+ * line it means none, after only the old one it means the patch adds one.
+ * Otherwise lines appended at the end (more new lines than old ones in the
+ * last hunk) end with a newline, as does the line left last when lines up
+ * to the end were deleted (it had one in the file); a last line replaced
+ * one for one keeps the file's end as it was. R holds n replacements in
+ * file order. Pure. */
+static bool end_newline(const struct lines *L, const struct repl *R, size_t n, bool was)
+{
+	if (n == 0 || R[n - 1].start + R[n - 1].del != L->n)
+		return was;
+	const struct repl *last = &R[n - 1];
+	if (last->no_nl)
+		return false;
+	if (last->old_no_nl)
+		return true;
+	if (last->nins != last->del)
+		return last->nins > 0 || last->start > 0 ? true : was;
+	return was;
+}
 
 static bool match_at(const struct lines *L, size_t pos, const struct line *pat, size_t m, int tier)
 {
@@ -891,10 +916,8 @@ static int apply_hunks(const struct fileop *op, const char *shown, const char *d
 		if (h->old.n == 0) { /* only added lines */
 			size_t at = h->hint >= 0 ? (size_t)h->hint : h->anchors.n ? idx : L.n;
 			at = at < idx ? idx : at > L.n ? L.n : at;
-			R[k] = (struct repl){at, 0, h->new.v, h->new.n};
+			R[k] = (struct repl){at, 0, h->new.v, h->new.n, h->new_no_nl, false};
 			idx = at;
-			if (h->hint >= 0 && at == L.n && h->new_no_nl)
-				final_nl = false;
 			continue;
 		}
 		size_t m = h->old.n, nn = h->new.n;
@@ -910,11 +933,10 @@ static int apply_hunks(const struct fileop *op, const char *shown, const char *d
 			hunk_fails(shown, k, op->nhunks, &L, h->old.v, h->old.n, idx, h->eof, err);
 			goto out;
 		}
-		R[k] = (struct repl){(size_t)pos, m, h->new.v, nn};
+		R[k] = (struct repl){(size_t)pos, m, h->new.v, nn, h->new_no_nl, h->old_no_nl};
 		idx = (size_t)pos + m;
-		if (idx == L.n && (h->old_no_nl || h->new_no_nl))
-			final_nl = !h->new_no_nl;
 	}
+	final_nl = end_newline(&L, R, op->nhunks, final_nl);
 	/* Join: the file's line ending; a final newline as before (or as the
 	 * unified diff's "\ No newline at end of file" markers say). */
 	const char *eol = crlf ? "\r\n" : "\n";

@@ -129,6 +129,30 @@ Test(edit, many_matches_list_their_lines)
 	cr_assert_str_eq(get("a.txt"), "x = 1\ny = 2\nx = 3\n\nx = 4\n");
 }
 
+/* Issue 18: "aa" in "aaa" is two matches (overlapping), never a unique one. */
+Test(edit, overlapping_matches_are_not_unique)
+{
+	put("a.txt", "aaa\n");
+	json_object *r;
+	struct rpc_error err;
+	cr_assert_eq(edit("a.txt", "aa", "b", NULL, &r, &err), -1);
+	cr_assert_str_eq(err.data_code, "CONFLICT");
+	cr_assert(strstr(err.message, "old_string matches 2 times in '"), "%s", err.message);
+	cr_assert(strstr(err.message, "(lines 1, 1), overlapping matches counted"), "%s", err.message);
+	cr_assert_str_eq(get("a.txt"), "aaa\n", "nothing was written");
+	/* replace_all replaces left to right without overlap. */
+	cr_assert_eq(edit("a.txt", "aa", "b", "{\"replace_all\":true}", &r, &err), 0, "%s", err.message);
+	cr_assert_eq(jint(r, "replacements"), 1);
+	cr_assert_str_eq(get("a.txt"), "ba\n");
+	json_object_put(r);
+	put("b.txt", "abab\nabab\n");
+	cr_assert_eq(edit("b.txt", "abab", "x", NULL, &r, &err), -1, "two separate matches");
+	cr_assert(strstr(err.message, "(lines 1, 2)"), "%s", err.message);
+	put("c.txt", "ababab\n");
+	cr_assert_eq(edit("c.txt", "abab", "x", NULL, &r, &err), -1, "two overlapping matches");
+	cr_assert(strstr(err.message, "matches 2 times"), "%s", err.message);
+}
+
 Test(edit, replace_all_replaces_every_match)
 {
 	put("a.txt", "x = 1\ny = 2\nx = 3\n");

@@ -70,3 +70,23 @@ Test(fsstat, refuses_relative_and_missing)
 	cr_assert_null(call("/nonexistent-chat2sbx-fsstat", &err));
 	cr_assert_str_eq(err.data_code, "NOT_FOUND");
 }
+
+Test(fsstat, mounts_returns_this_process_mount_table)
+{
+	json_object *p = json_object_new_object();
+	json_object *res = NULL;
+	struct rpc_error err = {0};
+	cr_assert_eq(fsmounts_rpc(NULL, p, &res, &err), 0, "%s", err.message);
+	json_object_put(p);
+	json_object *m = NULL;
+	cr_assert(json_object_object_get_ex(res, "mountinfo", &m));
+	const char *text = json_object_get_string(m);
+	/* The root mount is always listed: "ID PARENT MAJ:MIN ROOT / ...". */
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	cr_assert_not_null(f);
+	char first[512];
+	cr_assert_not_null(fgets(first, sizeof first, f));
+	fclose(f);
+	cr_assert_not_null(strstr(text, first), "the first line of /proc/self/mountinfo is in the answer");
+	json_object_put(res);
+}

@@ -221,9 +221,40 @@ Test(patch, missing_final_newline_stays_missing)
 	put("a.txt", "one\ntwo");
 	ok("*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+TWO\n*** End Patch");
 	cr_assert_str_eq(get("a.txt"), "one\nTWO");
-	/* Lines added at the end: the new last line has no newline either. */
+	/* Lines appended at the end end with a newline (issue 18). */
 	ok("*** Begin Patch\n*** Update File: a.txt\n@@\n TWO\n+three\n*** End Patch");
-	cr_assert_str_eq(get("a.txt"), "one\nTWO\nthree");
+	cr_assert_str_eq(get("a.txt"), "one\nTWO\nthree\n");
+}
+
+/* Issue 18: hello\nworld (no final newline) + a patch adding tail after world. */
+Test(patch, appended_lines_end_with_a_newline_untouched_ends_keep_their_state)
+{
+	put("a.txt", "hello\nworld");
+	ok("*** Begin Patch\n*** Update File: a.txt\n@@\n world\n+tail\n*** End Patch");
+	cr_assert_str_eq(get("a.txt"), "hello\nworld\ntail\n");
+	/* A change away from the end keeps the missing newline. */
+	put("b.txt", "hello\nworld");
+	ok("*** Begin Patch\n*** Update File: b.txt\n@@\n-hello\n+HELLO\n world\n*** End Patch");
+	cr_assert_str_eq(get("b.txt"), "HELLO\nworld");
+	put("c.txt", "a\nb\nc\nd");
+	ok("*** Begin Patch\n*** Update File: c.txt\n@@\n a\n-b\n+B\n c\n*** End Patch");
+	cr_assert_str_eq(get("c.txt"), "a\nB\nc\nd");
+	/* Deleting the last line: the line left last keeps its newline. */
+	put("d.txt", "hello\nworld");
+	ok("*** Begin Patch\n*** Update File: d.txt\n@@\n hello\n-world\n*** End Patch");
+	cr_assert_str_eq(get("d.txt"), "hello\n");
+	/* Unified, the same append. */
+	put("e.txt", "hello\nworld");
+	ok("--- a/e.txt\n+++ b/e.txt\n@@ -1,2 +1,3 @@\n hello\n-world\n\\ No newline at end of file\n+world\n+tail\n");
+	cr_assert_str_eq(get("e.txt"), "hello\nworld\ntail\n");
+	/* Unified markers are exact: the new side without a final newline. */
+	put("f.txt", "hello\nworld\n");
+	ok("--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,3 @@\n hello\n world\n+tail\n\\ No newline at end of file\n");
+	cr_assert_str_eq(get("f.txt"), "hello\nworld\ntail");
+	put("g.txt", "x\ny");
+	ok("--- a/g.txt\n+++ b/g.txt\n@@ -1,2 +1,2 @@\n x\n-y\n\\ No newline at end of file\n+Y\n\\ No newline at end "
+	   "of file\n");
+	cr_assert_str_eq(get("g.txt"), "x\nY");
 }
 
 Test(patch, trailing_whitespace_tolerated_but_no_more)

@@ -1,0 +1,137 @@
+/* undo_later.c: the undo of a failed create that could not be finished (a
+ * full disk refuses the row's removal, the engine is away) is kept here and
+ * finished at the next maintenance pass or create, so a failed create never
+ * leaves a row 'creating' (counted as active) for as long as serve runs
+ * (issue 13). At the next start reconcile.c finishes any that remain. Each
+ * entry goes in order: the container, the sandbox row, then a managed
+ * workspace made for the create (its row first, then its directory, so a row
+ * never names a missing directory). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "../base/log.h"
+#include "lifecycle_internal.h"
+
+struct lifecycle_undo {
+	struct lifecycle_undo *next;
+	char *sandbox_id;     /* owned */
+	char *container;      /* owned; id or name; NULL = none was made */
+	char *workspace_id;   /* owned; a managed workspace made for the create, or NULL */
+	char *workspace_path; /* owned, with workspace_id */
+	int container_done, row_done;
+};
+
+static void undo_free(struct lifecycle_undo *u)
+{
+	free(u->sandbox_id);
+	free(u->container);
+	free(u->workspace_id);
+	free(u->workspace_path);
+	free(u);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* One step of u at a time; returns 0 when all of it is done, -1 with the
+ * first failure logged (the rest waits for the next run). */
+static int undo_step(struct lifecycle *lc, struct lifecycle_undo *u)
+{
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (!u->container_done) {
+		if (u->container && docker_container_remove(lc->engine, u->container, &e) < 0 &&
+		    e->code != CP_ERR_NOT_FOUND)
+			goto failed;
+		cp_error_freep(&e);
+		u->container_done = 1;
+	}
+	if (!u->row_done) {
+		if (store_sandbox_delete(lc->store, u->sandbox_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
+			goto failed;
+		cp_error_freep(&e);
+		u->row_done = 1;
+	}
+	if (u->workspace_id) {
+		if (store_workspace_delete(lc->store, u->workspace_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
+			goto failed;
+		rmdir(u->workspace_path); /* only when still empty */
+	}
+	return 0;
+failed:
+	log_warn("lifecycle", "undo of the failed create of sandbox %s waits: %s", u->sandbox_id, e->message);
+	return -1;
+}
+
+int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container,
+                          const struct workspace_record *new_workspace)
+{
+	struct lifecycle_undo *u = calloc(1, sizeof(*u));
+	if (!u || !(u->sandbox_id = strdup(sandbox_id)) || (container && !(u->container = strdup(container))) ||
+	    (new_workspace && (!(u->workspace_id = dup_or_null(new_workspace->id)) ||
+	                       !(u->workspace_path = dup_or_null(new_workspace->path))))) {
+		if (u)
+			undo_free(u);
+		log_warn("lifecycle",
+		         "undo of the failed create of sandbox %s: out of memory; the next start "
+		         "finishes it",
+		         sandbox_id);
+		return -1;
+	}
+	if (undo_step(lc, u) == 0) {
+		undo_free(u);
+		return 0;
+	}
+	pthread_mutex_lock(&lc->lock);
+	u->next = lc->undos;
+	lc->undos = u;
+	pthread_mutex_unlock(&lc->lock);
+	return 1;
+}
+
+size_t lifecycle_undo_run(struct lifecycle *lc)
+{
+	/* Taken off the list while they run, so two runs never share one. */
+	pthread_mutex_lock(&lc->lock);
+	struct lifecycle_undo *todo = lc->undos;
+	lc->undos = NULL;
+	pthread_mutex_unlock(&lc->lock);
+	size_t left = 0;
+	struct lifecycle_undo *keep = NULL;
+	while (todo) {
+		struct lifecycle_undo *u = todo;
+		todo = u->next;
+		if (undo_step(lc, u) == 0) {
+			log_info("lifecycle", "the failed create of sandbox %s is undone", u->sandbox_id);
+			undo_free(u);
+			continue;
+		}
+		u->next = keep;
+		keep = u;
+		left++;
+	}
+	if (keep) {
+		pthread_mutex_lock(&lc->lock);
+		struct lifecycle_undo **tail = &keep;
+		while (*tail)
+			tail = &(*tail)->next;
+		*tail = lc->undos;
+		lc->undos = keep;
+		pthread_mutex_unlock(&lc->lock);
+	}
+	return left;
+}
+
+void lifecycle_undos_clear(struct lifecycle *lc)
+{
+	while (lc->undos) {
+		struct lifecycle_undo *u = lc->undos;
+		lc->undos = u->next;
+		log_info("lifecycle", "the failed create of sandbox %s is left to the next start to undo",
+		         u->sandbox_id);
+		undo_free(u);
+	}
+}

@@ -78,7 +78,9 @@ async function connectV2(mode) {
     protocolVersion: client.getNegotiatedProtocolVersion(),
     serverName: client.getServerVersion()?.name,
     toolCount: tools.length,
-    call: (name, args) => client.callTool({ name, arguments: args }, { timeout: CALL_TIMEOUT_MS }),
+    call: (name, args, onprogress) =>
+      client.callTool({ name, arguments: args }, { timeout: CALL_TIMEOUT_MS, ...(onprogress ? { onprogress } : {}) }),
+    progress: true,
     close: () => client.close(),
   };
 }
@@ -114,7 +116,11 @@ function ok(name, res) {
 
 async function round(conn) {
   const steps = {};
-  const created = ok('sandbox_create', await conn.call('sandbox_create', {}));
+  // The v2 client asks for progress (a progressToken): sandbox_create
+  // reports its steps on the request's own stream at either generation.
+  const progress = [];
+  const created = ok('sandbox_create', await conn.call('sandbox_create', {}, conn.progress ? (p) => progress.push(p) : undefined));
+  if (conn.progress) steps.progress = progress.map((p) => p.message ?? null);
   const id = created.sandbox_id;
   steps.sandbox_id = id;
   try {
@@ -145,7 +151,7 @@ try {
   } finally {
     await conn.close();
   }
-  const { call, close, ...facts } = conn;
+  const { call, close, progress, ...facts } = conn;
   process.stdout.write(`${JSON.stringify({ ...facts, steps, wire })}\n`);
 } catch (e) {
   process.stderr.write(`${clientKind} over ${transportKind}: ${e?.stack || e}\nwire: ${JSON.stringify(wire)}\n`);

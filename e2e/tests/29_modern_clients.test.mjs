@@ -4,8 +4,9 @@
 // plain 2025 initialize, which must land on 2025-11-25 with a session), and
 // the Vercel AI SDK's MCP client (@ai-sdk/mcp, tools called through the AI
 // SDK tool objects its tools() returns, no model), each over Streamable HTTP
-// and over stdio, doing the agent's round: sandbox_create, bash, write,
-// read, apply_patch, read, sandbox_destroy. The clients live in e2e/node22
+// and over stdio, doing the agent's round: sandbox_create (the v2 client
+// with a progressToken, so its steps come as notifications/progress), bash,
+// write, read, apply_patch, read, sandbox_destroy. The clients live in e2e/node22
 // and run there on Node 22 (e2e/node22/clients.mjs); this file checks what
 // they did and, over HTTP, what they put on the wire.
 import assert from 'node:assert/strict';
@@ -52,7 +53,7 @@ function httpEnv() {
 }
 
 // The round's results, the same for every client and generation.
-function assertRound(report) {
+function assertRound(report, client) {
   const s = report.steps;
   assert.match(s.sandbox_id, SANDBOX_ID_RE);
   assert.equal(s.bash.output, 'hello from Linux\n');
@@ -63,6 +64,9 @@ function assertRound(report) {
   assert.equal(s.destroyed, true);
   assert.equal(report.serverName, 'chat2sbx');
   assert.ok(report.toolCount >= 15, `only ${report.toolCount} tools listed`);
+  // The v2 client asked for progress: sandbox_create reported its steps
+  // (on the POST's own SSE answer over HTTP, on stdout over stdio).
+  if (client.startsWith('v2-')) assert.ok(report.steps.progress?.length >= 3, JSON.stringify(report.steps.progress));
 }
 
 // Over HTTP a 2026-07-28 client starts with server/discover and never
@@ -86,7 +90,7 @@ for (const client of ['v2-auto', 'ai-sdk']) {
     const report = await drive(client, 'http', httpEnv());
     assert.equal(report.era, 'modern');
     assert.equal(report.protocolVersion, '2026-07-28');
-    assertRound(report);
+    assertRound(report, client);
     assertModernWire(report.wire);
   });
 }
@@ -95,7 +99,7 @@ ctx.test('v2-legacy over HTTP: initialize at 2025-11-25, a session, no 2026 head
   const report = await drive('v2-legacy', 'http', httpEnv());
   assert.equal(report.era, 'legacy');
   assert.equal(report.protocolVersion, '2025-11-25');
-  assertRound(report);
+  assertRound(report, 'v2-legacy');
   const wire = report.wire;
   assert.equal(wire[0].method, 'initialize');
   assert.ok(!wire.some((w) => w.method === 'server/discover'));
@@ -128,7 +132,7 @@ for (const [client, era, version] of [
       });
       assert.equal(report.era, era);
       assert.equal(report.protocolVersion, version);
-      assertRound(report);
+      assertRound(report, client);
       const left = await dockerRequest('GET', '/containers/json?all=1');
       const ours = (left.body || []).filter((c) => (c.Labels || {})[LABEL_REGISTRY] === dbPath);
       assert.deepEqual(ours.map((c) => c.Names), [], 'containers of the stdio serve outlived it');

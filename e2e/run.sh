@@ -38,11 +38,11 @@ fi
 
 # Dependencies: npm ci when node_modules is missing or was installed from
 # another lockfile (the lockfile's hash is stamped into node_modules). e2e/
-# runs on the system's Node 20; e2e/node22 holds Node 22 itself (from the npm
+# runs on the system's Node 20, as does schema-check/ (the strict-schema
+# converters of e2e 35); e2e/node22 holds Node 22 itself (from the npm
 # registry, pinned in its lockfile) with what needs it: the MCP conformance
 # suites and the 2026-07-28 clients of e2e 29.
-install_deps() { # DIR
-  local dir="$1" want stamp
+for dir in "$here" "$here/schema-check" "$here/node22"; do
   want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1) node-$(node --version)"
   stamp="$dir/node_modules/.chat2sbx-e2e-lock"
   if [ ! -d "$dir/node_modules" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -50,9 +50,7 @@ install_deps() { # DIR
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
     echo "$want" >"$stamp"
   fi
-}
-install_deps "$here"
-install_deps "$here/node22"
+done
 
 files=()
 if [ $# -eq 0 ]; then

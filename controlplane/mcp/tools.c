@@ -45,7 +45,8 @@ static struct json_object *annotations_new(const struct mcp_tool *t)
 /* Builds the tools/list result text ({"tools": [...]}, MCP server/tools,
  * "Listing Tools" and "Tool") from tools[0..n_tools) (borrowed). Schemas are
  * parsed from their JSON text here, so a malformed table fails at start with
- * INVALID_ARGUMENT naming the tool rather than at the first tools/list.
+ * INVALID_ARGUMENT naming the tool rather than at the first tools/list; an
+ * optional input property is advertised as nullable (schema_nullable.c).
  * Returns 0 and an owned string in *ret_json. */
 int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **ret_json, struct cp_error **err)
 {
@@ -63,6 +64,7 @@ int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **re
 		struct json_object *in = NULL, *out = NULL;
 		if (parse_schema(t->name, "input_schema", t->input_schema, &in, err) < 0)
 			return -1;
+		mcp_schema_optional_nullable(in);
 		if (t->output_schema && parse_schema(t->name, "output_schema", t->output_schema, &out, err) < 0) {
 			json_object_put(in);
 			return -1;

@@ -201,9 +201,45 @@ Test(mcp_dispatch, tools_list_has_schemas_and_all_annotations)
 		cr_assert_eq(json_object_get_boolean(h), fail_bits[i], "%s", p);
 	}
 	cr_assert_str_eq(gets(tools, "1.name"), "fail");
-	cr_assert_str_eq(gets(tools, "1.inputSchema.properties.sandbox_id.type"), "string");
+	/* Optional, so advertised as nullable (schema_nullable.c). */
+	cr_assert_str_eq(gets(tools, "1.inputSchema.properties.sandbox_id.anyOf.0.type"), "string");
+	cr_assert_str_eq(gets(tools, "1.inputSchema.properties.sandbox_id.anyOf.1.type"), "null");
 	cr_assert_null(get(tools, "1.outputSchema"));
 	json_object_put(r);
+}
+
+static char *nullable(const char *schema)
+{
+	struct json_object *o = json_tokener_parse(schema);
+	cr_assert_not_null(o);
+	mcp_schema_optional_nullable(o);
+	char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return s;
+}
+
+Test(mcp_dispatch, optional_properties_are_advertised_nullable)
+{
+	char *s = nullable("{\"type\":\"object\",\"properties\":{"
+	                   "\"id\":{\"type\":\"string\"},"
+	                   "\"n\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"count\",\"title\":\"N\"},"
+	                   "\"x\":{\"type\":[\"string\",\"null\"]},"
+	                   "\"y\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]},"
+	                   "\"list\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+	                   "\"p\":{\"type\":\"string\"},\"q\":{\"type\":\"boolean\"}},\"required\":[\"p\"]}}"
+	                   "},\"required\":[\"id\"],\"additionalProperties\":false}");
+	cr_assert_str_eq(
+	    s, "{\"type\":\"object\",\"properties\":{"
+	       "\"id\":{\"type\":\"string\"},"
+	       "\"n\":{\"title\":\"N\",\"description\":\"count\",\"anyOf\":[{\"type\":\"integer\",\"minimum\":1},"
+	       "{\"type\":\"null\"}]},"
+	       "\"x\":{\"type\":[\"string\",\"null\"]},"
+	       "\"y\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]},"
+	       "\"list\":{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+	       "\"p\":{\"type\":\"string\"},\"q\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"null\"}]}},"
+	       "\"required\":[\"p\"]}},{\"type\":\"null\"}]}"
+	       "},\"required\":[\"id\"],\"additionalProperties\":false}");
+	free(s);
 }
 
 Test(mcp_dispatch, tools_call_success)

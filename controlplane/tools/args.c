@@ -21,11 +21,21 @@ static const char *type_name(struct json_object *v)
 	return "a value";
 }
 
+int tool_args_given(struct json_object *args, const char *name, struct json_object **ret_value)
+{
+	struct json_object *v = NULL;
+	if (!json_object_object_get_ex(args, name, &v) || json_object_is_type(v, json_type_null))
+		return 0;
+	if (ret_value)
+		*ret_value = v;
+	return 1;
+}
+
 static int args_string(struct json_object *args, const char *name, int required, int allow_nul, const char **ret,
                        struct cp_error **err)
 {
 	struct json_object *v = NULL;
-	if (!json_object_object_get_ex(args, name, &v) || json_object_is_type(v, json_type_null)) {
+	if (!tool_args_given(args, name, &v)) {
 		if (required)
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument '%s' is required (a string)", name);
 		*ret = NULL;
@@ -65,7 +75,7 @@ int tool_args_int(struct json_object *args, const char *name, int64_t def, int64
                   struct cp_error **err)
 {
 	struct json_object *v = NULL;
-	if (!json_object_object_get_ex(args, name, &v) || json_object_is_type(v, json_type_null)) {
+	if (!tool_args_given(args, name, &v)) {
 		*ret = def;
 		return 0;
 	}
@@ -89,7 +99,7 @@ int tool_args_int(struct json_object *args, const char *name, int64_t def, int64
 int tool_args_bool(struct json_object *args, const char *name, int def, int *ret, struct cp_error **err)
 {
 	struct json_object *v = NULL;
-	if (!json_object_object_get_ex(args, name, &v) || json_object_is_type(v, json_type_null)) {
+	if (!tool_args_given(args, name, &v)) {
 		*ret = def;
 		return 0;
 	}
@@ -104,8 +114,7 @@ int tool_args_id(struct json_object *args, const char *name, const char *prefix,
                  struct cp_error **err)
 {
 	const char *s = NULL;
-	struct json_object *v = NULL;
-	if (!json_object_object_get_ex(args, name, &v) || json_object_is_type(v, json_type_null))
+	if (!tool_args_given(args, name, NULL))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument '%s' is required (a string like '%s…'); %s",
 		                    name, prefix, hint);
 	if (tool_args_string(args, name, 1, &s, err) < 0)

@@ -11,7 +11,11 @@
 
 struct json_object;
 
-/* String argument. Absent: required → error, else *ret = NULL. Wrong type, or
+/* 1 when args holds name with a value other than null (null is "not given":
+ * strict clients send it for every optional argument they leave out), with
+ * the value (borrowed) in *ret_value when that is not NULL; else 0. */
+int tool_args_given(struct json_object *args, const char *name, struct json_object **ret_value);
+/* String argument. Absent (or null): required → error, else *ret = NULL. Wrong type, or
  * a NUL character inside (it would cut the value short) → error. */
 int tool_args_string(struct json_object *args, const char *name, int required, const char **ret, struct cp_error **err);
 /* Like tool_args_string, but the text may hold NUL characters (file content);

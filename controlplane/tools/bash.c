@@ -95,12 +95,13 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
                   struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id",  "command", "cwd",  "yield_time_ms", "timeout_ms",
-	                                    "interactive", "tty",     "rows", "cols",          NULL};
+	static const char *const known[] = {"sandbox_id", "command",     "cwd", "yield_time_ms",
+	                                    "timeout_ms", "interactive", "tty", "rows",
+	                                    "cols",       "tail",        NULL};
 	const char *sandbox_id = NULL, *command = NULL, *cwd = NULL;
 	int64_t yield = 0, timeout = 0, rows = 0, cols = 0;
-	int interactive = 0, tty = 0;
-	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 ||
+	int interactive = 0, tty = 0, tail = 0;
+	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 || tool_args_bool(args, "tail", 0, &tail, err) < 0 ||
 	    tool_args_string(args, "command", 1, &command, err) < 0 ||
 	    tool_args_string(args, "cwd", 0, &cwd, err) < 0 || yield_arg(app, args, &yield, err) < 0 ||
 	    tool_args_int(args, "timeout_ms", 0, 1, INT64_C(7) * 24 * 3600 * 1000, &timeout, err) < 0 ||
@@ -131,6 +132,8 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 		json_object_object_add(p, "timeout_ms", json_object_new_int64(timeout));
 	json_object_object_add(p, "yield_time_ms", json_object_new_int64(yield));
 	json_object_object_add(p, "max_output_bytes", json_object_new_int(app->cfg->max_output_chars));
+	if (tail)
+		json_object_object_add(p, "tail", json_object_new_boolean(1));
 	/* tty implies interactive: a terminal is read and written both ways. */
 	if (interactive || tty)
 		json_object_object_add(p, "interactive", json_object_new_boolean(1));
@@ -184,15 +187,19 @@ int tool_bash_poll(const struct mcp_call *call, struct json_object *args, struct
                    struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "session_id", "yield_time_ms", NULL};
+	static const char *const known[] = {"sandbox_id", "session_id", "yield_time_ms", "tail", NULL};
 	const char *sandbox_id = NULL, *session_id = NULL;
 	int64_t yield = 0;
-	if (session_args(args, known, &sandbox_id, &session_id, err) < 0 || yield_arg(app, args, &yield, err) < 0)
+	int tail = 0;
+	if (session_args(args, known, &sandbox_id, &session_id, err) < 0 || yield_arg(app, args, &yield, err) < 0 ||
+	    tool_args_bool(args, "tail", 0, &tail, err) < 0)
 		return -1;
 	_cleanup_json_ struct json_object *p = json_object_new_object();
 	json_object_object_add(p, "session_id", json_object_new_string(session_id));
 	json_object_object_add(p, "yield_time_ms", json_object_new_int64(yield));
 	json_object_object_add(p, "max_output_bytes", json_object_new_int(app->cfg->max_output_chars));
+	if (tail)
+		json_object_object_add(p, "tail", json_object_new_boolean(1));
 	struct json_object *res = NULL;
 	if (helper_call_cancel(app, call->cancel, sandbox_id, "bash.poll", p, (long)yield + BASH_REPLY_MARGIN_MS, &res,
 	                       err) < 0) {

@@ -55,7 +55,7 @@ int tool_sandbox_expose(const struct mcp_call *call, struct json_object *args, s
 	int64_t port = 0;
 	if (tool_args_sandbox(args, known, &id, err) < 0)
 		return -1;
-	if (!json_object_object_get_ex(args, "port", NULL))
+	if (!tool_args_given(args, "port", NULL))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "argument 'port' is required: the TCP port (1-65535) the server inside the sandbox "
 		                    "listens on, for example 8000");

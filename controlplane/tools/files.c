@@ -67,7 +67,7 @@ int tool_files_write(const struct mcp_call *call, struct json_object *args, stru
 static void pass(struct json_object *args, struct json_object *p, const char *name)
 {
 	struct json_object *v = NULL;
-	if (json_object_object_get_ex(args, name, &v) && !json_object_is_type(v, json_type_null))
+	if (tool_args_given(args, name, &v))
 		json_object_object_add(p, name, json_object_get(v));
 }
 
@@ -97,6 +97,53 @@ int tool_files_edit(const struct mcp_call *call, struct json_object *args, struc
 	return tools_helper_call(app, sandbox_id, "file.edit", p, FILES_TIMEOUT_MS, ret, err);
 }
 
+#define EXPECTED_HINT                                                                                                  \
+	"give an array of {\"path\": …, \"sha256\": …} objects with the sha256 read returned for each "            \
+	"file, e.g. [{\"path\": \"src/a.py\", \"sha256\": \"3f2a…\"}]"
+
+/* apply_patch's expected_sha256 as the helper's path → sha256 map (owned,
+ * in *ret; NULL when not given). The array of {path, sha256} objects is the
+ * form strict clients can describe; the map, the earlier form, is still
+ * accepted (README, apply_patch). A path given twice is refused. */
+static int expected_list(struct json_object *args, struct json_object **ret, struct cp_error **err)
+{
+	struct json_object *v = NULL;
+	*ret = NULL;
+	if (!tool_args_given(args, "expected_sha256", &v))
+		return 0;
+	if (json_object_is_type(v, json_type_object)) {
+		*ret = json_object_get(v);
+		return 0;
+	}
+	if (!json_object_is_type(v, json_type_array))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "argument 'expected_sha256' is not an array; " EXPECTED_HINT);
+	_cleanup_json_ struct json_object *map = json_object_new_object();
+	size_t n = json_object_array_length(v);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *item = json_object_array_get_idx(v, i), *path = NULL, *sha = NULL;
+		int keys = json_object_is_type(item, json_type_object) ? json_object_object_length(item) : -1;
+		if (keys != 2 || !json_object_object_get_ex(item, "path", &path) ||
+		    !json_object_object_get_ex(item, "sha256", &sha) || !json_object_is_type(path, json_type_string) ||
+		    !json_object_is_type(sha, json_type_string))
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "expected_sha256[%zu] is not an object with exactly the strings 'path' and "
+			                    "'sha256'; " EXPECTED_HINT,
+			                    i);
+		const char *key = json_object_get_string(path);
+		if (strlen(key) != (size_t)json_object_get_string_len(path))
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "expected_sha256[%zu].path contains a NUL character (\\u0000); remove it",
+			                    i);
+		if (json_object_object_get_ex(map, key, NULL))
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "expected_sha256 names '%.200s' twice; give each file once", key);
+		json_object_object_add(map, key, json_object_get(sha));
+	}
+	*ret = json_object_get(map);
+	return 0;
+}
+
 int tool_files_apply_patch(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
                            struct cp_error **err)
 {
@@ -112,14 +159,12 @@ int tool_files_apply_patch(const struct mcp_call *call, struct json_object *args
 		                    "unified diff");
 	_cleanup_json_ struct json_object *p = json_object_new_object();
 	struct json_object *expected = NULL;
-	if (json_object_object_get_ex(args, "expected_sha256", &expected) &&
-	    !json_object_is_type(expected, json_type_object))
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "argument 'expected_sha256' must be an object mapping each path to the sha256 "
-		                    "read returned, e.g. {\"src/a.py\": \"3f2a…\"}");
+	if (expected_list(args, &expected, err) < 0)
+		return -1;
 	pass(args, p, "patch");
 	pass(args, p, "cwd");
-	pass(args, p, "expected_sha256");
+	if (expected)
+		json_object_object_add(p, "expected_sha256", expected);
 	return tools_helper_call(app, sandbox_id, "file.apply_patch", p, FILES_TIMEOUT_MS, ret, err);
 }
 

@@ -104,7 +104,7 @@ static void create_progress(void *userdata, const char *step, int done, int tota
 static int cpus_arg(struct json_object *args, char *buf, size_t size, const char **ret, struct cp_error **err)
 {
 	struct json_object *v = NULL;
-	if (!json_object_object_get_ex(args, "cpus", &v) ||
+	if (!tool_args_given(args, "cpus", &v) ||
 	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
 		return tool_args_string(args, "cpus", 0, ret, err);
 	double d = json_object_get_double(v);
@@ -140,14 +140,13 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	    tool_args_string(args, "workspace_path", 0, &opts.workspace_path, err) < 0 ||
 	    tool_args_string(args, "workspace_mode", 0, &opts.workspace_mode, err) < 0)
 		return -1;
-	if (json_object_object_get_ex(args, "workspace_id", NULL) &&
+	if (tool_args_given(args, "workspace_id", NULL) &&
 	    tool_args_id(args, "workspace_id", "ws_", "call workspace_list to see the workspaces", &opts.workspace_id,
 	                 err) < 0)
 		return -1;
 	/* Any given pids_limit (0 and negatives too, which would otherwise mean
 	 * "the default") gets policy's one message with its one range. */
-	struct json_object *pids = NULL;
-	if (json_object_object_get_ex(args, "pids_limit", &pids) && pids &&
+	if (tool_args_given(args, "pids_limit", NULL) &&
 	    policy_pids_check(opts.pids_limit, lifecycle_limits_in_force(app->lc)->pids_cap, err) < 0)
 		return -1;
 	opts.network_off = !network;

@@ -60,9 +60,19 @@ const char tools_instructions[] =
 	"\"has_more_output\":{\"type\":\"boolean\",\"description\":\"More output is waiting: call "                    \
 	"bash_poll\"},"                                                                                                \
 	"\"output_bytes\":{\"type\":\"integer\"},\"total_output_bytes\":{\"type\":\"integer\"},"                       \
+	"\"omitted_output_bytes\":{\"type\":\"integer\",\"description\":\"Bytes of the log left out between "          \
+	"the start and the end shown in output (the marker there says how to read them)\"},"                           \
+	"\"omitted_start\":{\"type\":\"integer\"},\"omitted_end\":{\"type\":\"integer\"},"                             \
+	"\"latest_output\":{\"type\":\"string\",\"description\":\"The newest lines so far, when output had to "        \
+	"be cut while the command runs (bash_poll still returns everything in order)\"},"                              \
 	"\"log_path\":{\"type\":\"string\",\"description\":\"Full output, inside the sandbox\"},"                      \
 	"\"pid\":{\"type\":\"integer\"}"                                                                               \
 	"},\"required\":[\"sandbox_id\",\"session_id\",\"status\",\"output\"]}"
+
+#define TAIL_PROP                                                                                                      \
+	"\"tail\":{\"type\":\"boolean\",\"description\":\"When the output is longer than one answer holds, "           \
+	"show its start and its end with a note of what was left out, even while the command runs (default: "          \
+	"only once it ended)\"}"
 
 #define YIELD_PROP                                                                                                     \
 	"\"yield_time_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":60000,\"description\":\"How long "          \
@@ -89,7 +99,7 @@ static const struct mcp_tool table[] = {
             "memory)\"},"
             "\"disk\":{\"type\":\"string\",\"description\":\"Size of the sandbox's own disk such as "
             "\\\"20g\\\" (only where the engine can limit it; sandbox_get says)\"},"
-            "\"cpus\":{\"type\":[\"string\",\"number\"],\"description\":\"CPU ceiling such as \\\"1.5\\\" "
+            "\"cpus\":{\"type\":\"number\",\"description\":\"CPU ceiling as a number such as 1.5 "
             "(more than 0, at most the machine's CPU count; default: no ceiling)\"},"
             "\"pids_limit\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":32768,\"description\":\"Most "
             "processes and threads at once (default and upper end: the server's share per sandbox, at most "
@@ -206,7 +216,7 @@ static const struct mcp_tool table[] = {
                         "\"rows\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":"
                         "\"Terminal rows with tty (default 24)\"},"
                         "\"cols\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":"
-                        "\"Terminal columns with tty (default 80)\"}"
+                        "\"Terminal columns with tty (default 80)\"}," TAIL_PROP
                         "},\"required\":[\"sandbox_id\",\"command\"],\"additionalProperties\":false}",
         .output_schema = BASH_OUT,
         .hints = MCP_HINT_OPEN_WORLD,
@@ -216,12 +226,14 @@ static const struct mcp_tool table[] = {
         .name = "bash_poll",
         .title = "Poll a shell session",
         .description = "Wait for new output or the end of a bash session, up to yield_time_ms, and return "
-                       "only output not returned before. Poll again while status is running or "
+                       "only output not returned before (past the answer's size: its start, a note of what was left "
+                       "out and where, and its end, once the command ended or with tail: true). Poll again while "
+                       "status is running or "
                        "has_more_output is true. A session interrupted by a restart of the sandbox is lost (with "
                        "a reason); polling it returns the rest of the output it wrote before.",
         .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
                         ",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
-                        "returned (bash_...)\"}," YIELD_PROP
+                        "returned (bash_...)\"}," YIELD_PROP "," TAIL_PROP
                         "},\"required\":[\"sandbox_id\",\"session_id\"],\"additionalProperties\":false}",
         .output_schema = BASH_OUT,
         .hints = MCP_HINT_READ_ONLY,
@@ -355,14 +367,17 @@ static const struct mcp_tool table[] = {
                        "(*** Add File / *** Update File / *** Delete File / *** Move to, @@ anchors, context "
                        "lines with ' ', removals '-', additions '+', *** End Patch) or a unified diff. If any "
                        "hunk does not apply, nothing changes and the error names the file and hunk.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"patch\":{\"type\":\"string\",\"description\":\"The patch text\"},"
-                        "\"cwd\":{\"type\":\"string\",\"description\":\"Directory the patch's relative "
-                        "paths start from (default /workspace)\"},"
-                        "\"expected_sha256\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
-                        "\"string\"},\"description\":\"Path → sha256 that read returned: refuse, changing "
-                        "nothing, if any of these files changed since\"}},\"required\":[\"sandbox_id\",\"patch\"],"
-                        "\"additionalProperties\":false}",
+        .input_schema =
+            "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+            ",\"patch\":{\"type\":\"string\",\"description\":\"The patch text\"},"
+            "\"cwd\":{\"type\":\"string\",\"description\":\"Directory the patch's relative "
+            "paths start from (default /workspace)\"},"
+            "\"expected_sha256\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+            "\"properties\":{\"path\":{\"type\":\"string\"},\"sha256\":{\"type\":\"string\"}},"
+            "\"required\":[\"path\",\"sha256\"],\"additionalProperties\":false},"
+            "\"description\":\"The sha256 read returned for each file the patch changes: refuse, "
+            "changing nothing, if any of these files changed since\"}},\"required\":[\"sandbox_id\",\"patch\"],"
+            "\"additionalProperties\":false}",
         .output_schema = "{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
                          "\"items\":{\"type\":\"object\"}},\"summary\":{\"type\":\"string\"}},"
                          "\"required\":[\"files\"]}",

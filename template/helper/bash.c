@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "headtail.h"
 #include "hlog.h"
 #include "paths.h"
 #include "proto.h"
@@ -65,6 +66,9 @@ struct session {
 	size_t tail_len; /* last bytes of the log, to spot an unfinished character */
 	bool ended, log_failed;
 	bool group_gone; /* the process group was seen empty after the shell ended */
+	/* tty: the master read end of file (no slave open) before the shell was
+	 * reaped; kept open, not polled, until the reap (session_read). */
+	bool out_held;
 	/* Running when the helper began to stop: its end is not recorded, so
 	 * the next helper reports it lost (sessmeta.h). */
 	bool interrupted;
@@ -79,12 +83,20 @@ struct session {
 	size_t waiters;
 };
 
+/* How much of a session's output one answer may carry: max raw bytes, and
+ * whether the caller asked for head and tail while the session still runs
+ * ("tail": true). */
+struct output_bound {
+	size_t max;
+	bool tail;
+};
+
 struct waiter {
 	enum waiter_kind kind;
 	json_object *id; /* own reference */
 	struct session *session;
 	int64_t deadline;
-	size_t max_output;
+	struct output_bound bound;
 	struct waiter *next;
 };
 
@@ -242,7 +254,12 @@ static void session_append(struct session *s, const char *p, size_t n)
 	s->dropped += n - done;
 }
 
-/* Read what the pipe holds, up to budget bytes; EOF or an error closes it. */
+/* Read what the pipe holds, up to budget bytes; EOF or an error closes it.
+ * A terminal's master is the exception while its shell has not been reaped:
+ * closing it hangs the terminal up, and a program that closed its terminal
+ * handles but has not exited yet would die of SIGHUP instead of exiting
+ * with its own status. Its end of file only stops the polling then
+ * (out_held); bash_reap reads the rest and closes it. */
 static void session_read(struct session *s, size_t budget)
 {
 	static char buf[64 * 1024];
@@ -257,6 +274,10 @@ static void session_read(struct session *s, size_t budget)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			break;
+		if (s->tty && !s->ended) {
+			s->out_held = true;
+			break;
+		}
 		close(s->pipe_fd);
 		s->pipe_fd = -1;
 	}
@@ -384,25 +405,77 @@ static int input_queue(struct session *s, const char *p, size_t n)
 	return 0;
 }
 
-/* A snapshot reply (proto.h) that consumes up to max_output bytes of
- * undelivered output, cut at a character boundary. */
-static json_object *session_snapshot(struct session *s, size_t max_output)
+/* Reads log bytes [off, off + n) into buf; returns how many it got (fewer
+ * when the log was cut short from inside the sandbox). */
+static size_t log_read(const struct session *s, uint64_t off, unsigned char *buf, size_t n)
 {
-	uint64_t avail = s->total - s->delivered;
-	uint64_t start = s->delivered;
-	size_t n = avail < max_output ? (size_t)avail : max_output;
-	unsigned char *buf = malloc(n ? n : 1);
-	if (!buf)
-		n = 0;
 	size_t got = 0;
-	while (buf && got < n) {
-		ssize_t r = pread(s->log_fd, buf + got, n - got, (off_t)(s->delivered + got));
+	while (got < n) {
+		ssize_t r = pread(s->log_fd, buf + got, n - got, (off_t)(off + got));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
 		got += (size_t)r;
 	}
+	return got;
+}
+
+/* The answer's text of raw log bytes buf[0..n) (changed in place):
+ * carriage-return progress collapsed, valid UTF-8. Owned; NULL when memory
+ * runs out. */
+static char *output_text(unsigned char *buf, size_t n, size_t *ret_len)
+{
+	return utf8_sanitize(buf, bash_collapse_cr(buf, n), ret_len);
+}
+
+/* The tail of an answer whose rest of output exceeds its bound (proto.h,
+ * Snapshot, "Head and tail"): the text of the last log bytes from a line
+ * start, and which bytes those are. */
+struct tail_part {
+	char *text;      /* owned */
+	size_t len, raw; /* text length; raw log bytes it stands for */
+	uint64_t start;  /* its first log offset */
+};
+
+static int tail_read(const struct session *s, size_t tail_n, bool whole, struct tail_part *t)
+{
+	unsigned char *buf = malloc(tail_n);
+	if (!buf)
+		return -1;
+	uint64_t off = s->total - tail_n;
+	if (log_read(s, off, buf, tail_n) < tail_n) {
+		free(buf);
+		return -1;
+	}
+	size_t skip = headtail_tail_skip(buf, tail_n, whole ? tail_n / 2 : tail_n - 1), n = tail_n - skip;
+	/* A character whose last bytes are still to come waits for them (when
+	 * it belongs to the delivered range) or is not shown yet. */
+	if (!s->ended)
+		n -= utf8_incomplete_suffix(buf + skip, n);
+	t->start = off + skip;
+	t->raw = n;
+	t->text = output_text(buf + skip, n, &t->len);
+	free(buf);
+	return t->text ? 0 : -1;
+}
+
+/* A snapshot reply (proto.h) that consumes up to bound.max bytes of
+ * undelivered output, cut at a character boundary; when more is left, the
+ * head and the tail (the session ended, or bound.tail) or the head and the
+ * newest lines (still running), as proto.h, Snapshot, "Head and tail". */
+static json_object *session_snapshot(struct session *s, struct output_bound bound)
+{
+	uint64_t avail = s->total - s->delivered;
+	uint64_t start = s->delivered;
+	bool whole = avail > bound.max && (s->ended || bound.tail);
+	size_t tail_n = avail > bound.max ? headtail_tail_budget(bound.max, whole) : 0;
+	size_t head_max = bound.max - tail_n;
+	size_t n = avail < head_max ? (size_t)avail : head_max;
+	unsigned char *buf = malloc(n ? n : 1);
+	if (!buf)
+		n = 0;
+	size_t got = buf ? log_read(s, s->delivered, buf, n) : 0;
 	if (got < n) {
 		/* The log was truncated or removed from inside the sandbox. */
 		hlog_warn("log '%s' of session '%s' is shorter than expected; %llu bytes skipped", s->log_path, s->id,
@@ -411,15 +484,39 @@ static json_object *session_snapshot(struct session *s, size_t max_output)
 		s->total = s->delivered + got;
 		avail = got;
 		n = got;
+		tail_n = 0;
 	}
 	size_t take = n;
 	if (!(s->ended && n == avail))
 		take = n - utf8_incomplete_suffix(buf, n);
 	size_t out_len = 0;
-	char *out = buf ? utf8_sanitize(buf, bash_collapse_cr(buf, take), &out_len) : NULL;
+	char *out = buf ? output_text(buf, take, &out_len) : NULL;
 	free(buf);
 	s->delivered += out ? take : 0;
-	if (out && take > 0)
+
+	struct tail_part t = {0};
+	char *marker = NULL;
+	if (out && tail_n > 0 && tail_read(s, tail_n, whole, &t) == 0 && whole) {
+		marker = headtail_marker(s->delivered, t.start, s->total, s->log_path,
+		                         take > 0 && out_len > 0 && out[out_len - 1] != '\n');
+		char *joined = marker ? malloc(out_len + strlen(marker) + t.len + 1) : NULL;
+		if (joined) {
+			memcpy(joined, out, out_len);
+			memcpy(joined + out_len, marker, strlen(marker));
+			memcpy(joined + out_len + strlen(marker), t.text, t.len + 1);
+			free(out);
+			out = joined;
+			out_len += strlen(marker) + t.len;
+		} else {
+			free(t.text); /* out of memory: plain cursor delivery */
+			t = (struct tail_part){0};
+			whole = false;
+		}
+	}
+	uint64_t omitted_start = s->delivered;
+	if (whole && t.text)
+		s->delivered = t.start + t.raw;
+	if (out && s->delivered > start)
 		session_persist(s);
 
 	json_object *r = json_object_new_object();
@@ -437,7 +534,18 @@ static json_object *session_snapshot(struct session *s, size_t max_output)
 	if (s->interactive)
 		json_object_object_add(r, "stdin_open", json_object_new_boolean(stdin_open(s)));
 	json_object_object_add(r, "output", json_object_new_string_len(out ? out : "", (int)out_len));
-	json_object_object_add(r, "output_bytes", json_object_new_int64(out ? (int64_t)take : 0));
+	json_object_object_add(r, "output_bytes", json_object_new_int64((int64_t)(s->delivered - start)));
+	if (whole && t.text) {
+		json_object_object_add(r, "omitted_start", json_object_new_int64((int64_t)omitted_start));
+		json_object_object_add(r, "omitted_end", json_object_new_int64((int64_t)t.start));
+		json_object_object_add(r, "omitted_output_bytes",
+		                       json_object_new_int64((int64_t)(t.start - omitted_start)));
+	} else if (t.text && t.start >= s->delivered) {
+		json_object_object_add(r, "latest_output", json_object_new_string_len(t.text, (int)t.len));
+		json_object_object_add(r, "latest_output_start", json_object_new_int64((int64_t)t.start));
+	}
+	free(t.text);
+	free(marker);
 	json_object_object_add(r, "output_start", json_object_new_int64((int64_t)start));
 	json_object_object_add(r, "output_end", json_object_new_int64((int64_t)s->delivered));
 	json_object_object_add(r, "has_more_output", json_object_new_boolean(session_deliverable(s) > 0));
@@ -551,8 +659,8 @@ static int sessions_add(struct session *s, struct rpc_error *err)
 
 /* ---- waiting replies ---- */
 
-static int waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline, size_t max_output,
-                      struct rpc_error *err)
+static int waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline,
+                      struct output_bound bound, struct rpc_error *err)
 {
 	struct waiter *w = calloc(1, sizeof *w);
 	if (!w)
@@ -561,7 +669,7 @@ static int waiter_add(enum waiter_kind kind, json_object *id, struct session *s,
 	w->id = json_object_get(id);
 	w->session = s;
 	w->deadline = deadline;
-	w->max_output = max_output;
+	w->bound = bound;
 	struct waiter **tail = &waiters;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -598,7 +706,7 @@ static void waiters_answer(bool force)
 		*pp = w->next;
 		nwaiters--;
 		w->session->waiters--;
-		rpc_send_result(w->id, session_snapshot(w->session, w->max_output));
+		rpc_send_result(w->id, session_snapshot(w->session, w->bound));
 		json_object_put(w->id);
 		free(w);
 	}
@@ -621,12 +729,13 @@ static int param_session(json_object *params, struct session **ret, struct rpc_e
 	return 0;
 }
 
-static int param_max_output(json_object *params, size_t *ret, struct rpc_error *err)
+static int param_output(json_object *params, struct output_bound *ret, struct rpc_error *err)
 {
 	int64_t v;
-	if (rpc_param_int(params, "max_output_bytes", BASH_DEFAULT_OUTPUT, 0, BASH_MAX_OUTPUT, true, &v, err) < 0)
+	if (rpc_param_int(params, "max_output_bytes", BASH_DEFAULT_OUTPUT, 0, BASH_MAX_OUTPUT, true, &v, err) < 0 ||
+	    rpc_param_bool(params, "tail", false, &ret->tail, err) < 0)
 		return -1;
-	*ret = v < BASH_MIN_OUTPUT ? BASH_MIN_OUTPUT : (size_t)v;
+	ret->max = v < BASH_MIN_OUTPUT ? BASH_MIN_OUTPUT : (size_t)v;
 	return 0;
 }
 
@@ -839,14 +948,15 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 {
 	(void)ret_result;
 	const char *sid, *command;
-	size_t sid_len, cmd_len, max_output;
+	size_t sid_len, cmd_len;
+	struct output_bound bound;
 	int64_t timeout_ms, yield_ms, rows, cols;
 	bool interactive, tty;
 	if (rpc_param_string(params, "session_id", true, &sid, &sid_len, err) < 0 ||
 	    check_session_id(sid, sid_len, err) < 0 ||
 	    rpc_param_string(params, "command", true, &command, &cmd_len, err) < 0 ||
 	    rpc_param_int(params, "timeout_ms", 0, 0, INT64_MAX / 4, true, &timeout_ms, err) < 0 ||
-	    param_yield(params, &yield_ms, err) < 0 || param_max_output(params, &max_output, err) < 0 ||
+	    param_yield(params, &yield_ms, err) < 0 || param_output(params, &bound, err) < 0 ||
 	    rpc_param_bool(params, "interactive", false, &interactive, err) < 0 ||
 	    rpc_param_bool(params, "tty", false, &tty, err) < 0 ||
 	    rpc_param_int(params, "rows", BASH_TTY_ROWS, 1, BASH_TTY_MAX, false, &rows, err) < 0 ||
@@ -898,7 +1008,7 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 	s->seq = ++seq_counter;
 	s->started_at_ms = wall_ms();
 	s->timeout_at = timeout_ms ? now + timeout_ms : 0;
-	if (sessions_add(s, err) < 0 || waiter_add(WAIT_START, id, s, now + yield_ms, max_output, err) < 0) {
+	if (sessions_add(s, err) < 0 || waiter_add(WAIT_START, id, s, now + yield_ms, bound, err) < 0) {
 		/* The shell runs already: keep it reachable if it was added. */
 		if (!session_find(s->id)) {
 			group_signal(s, SIGKILL);
@@ -921,13 +1031,13 @@ int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result
 	(void)ret_result;
 	struct session *s;
 	int64_t yield_ms;
-	size_t max_output;
+	struct output_bound bound;
 	if (param_session(params, &s, err) < 0 || param_yield(params, &yield_ms, err) < 0 ||
-	    param_max_output(params, &max_output, err) < 0)
+	    param_output(params, &bound, err) < 0)
 		return -1;
 	if (nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
-	return waiter_add(WAIT_POLL, id, s, bash_clock_ms() + yield_ms, max_output, err) < 0 ? -1 : 1;
+	return waiter_add(WAIT_POLL, id, s, bash_clock_ms() + yield_ms, bound, err) < 0 ? -1 : 1;
 }
 
 int bash_rpc_input(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
@@ -997,8 +1107,8 @@ int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result
 {
 	(void)ret_result;
 	struct session *s;
-	size_t max_output;
-	if (param_session(params, &s, err) < 0 || param_max_output(params, &max_output, err) < 0)
+	struct output_bound bound;
+	if (param_session(params, &s, err) < 0 || param_output(params, &bound, err) < 0)
 		return -1;
 	if (nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
@@ -1008,7 +1118,7 @@ int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result
 	 * real status. */
 	if (group_alive(s))
 		kill_begin(s, KILL_STOP, now);
-	return waiter_add(WAIT_STOP, id, s, now + PROTO_KILL_GRACE_MS + STOP_SLACK_MS, max_output, err) < 0 ? -1 : 1;
+	return waiter_add(WAIT_STOP, id, s, now + PROTO_KILL_GRACE_MS + STOP_SLACK_MS, bound, err) < 0 ? -1 : 1;
 }
 
 int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
@@ -1149,7 +1259,7 @@ size_t bash_pollfds(struct pollfd *fds, size_t cap)
 	npolled = 0;
 	for (size_t i = 0; i < nsessions && npolled < cap; i++) {
 		struct session *s = sessions[i];
-		if (s->pipe_fd >= 0) {
+		if (s->pipe_fd >= 0 && !s->out_held) {
 			fds[npolled] = (struct pollfd){.fd = s->pipe_fd, .events = POLLIN};
 			polled[npolled++] = s;
 		}

@@ -44,6 +44,10 @@
  *                 default 10000, clamped to 24 h),
  *               "max_output_bytes":N (cap on raw output bytes in this reply;
  *                 default 60000, clamped to [4, 4 MiB]; also for poll/stop),
+ *               "tail":bool (default false; also for poll/stop: when the
+ *                 rest of the output exceeds max_output_bytes, answer its
+ *                 head and tail even while the session runs, see Snapshot,
+ *                 "Head and tail"),
  *               "interactive":bool (default false: stdin is /dev/null; true:
  *                 stdin is a pipe fed by bash.input),
  *               "tty":bool (default false; true implies interactive: the shell
@@ -59,11 +63,15 @@
  *     and stderr are the slave of a new pseudo-terminal, which becomes the
  *     shell's controlling terminal (so ^C sent with bash.input is SIGINT),
  *     TERM is "xterm-256color" (otherwise the helper's own environment), the
- *     terminal echoes input and ends lines with "\r\n". Reply: a snapshot
+ *     terminal echoes input and ends lines with "\r\n"; it is hung up (its
+ *     master closed) only after the shell has exited and been reaped, so a
+ *     program that closes its terminal early still exits with its own
+ *     status. Reply: a snapshot
  *     (below) with the output produced so far (from offset 0). A duplicate
  *     session_id: CONFLICT.
  *
- *   bash.poll {"session_id":S, "yield_time_ms":N, "max_output_bytes":N}
+ *   bash.poll {"session_id":S, "yield_time_ms":N, "max_output_bytes":N,
+ *              "tail":bool}
  *     Returns at once when undelivered output exists or the session has
  *     ended; otherwise waits until new output, exit, or yield_time_ms.
  *     Reply: a snapshot with only output not returned before.
@@ -86,7 +94,7 @@
  *     true; its stdin is at end-of-file"). Session ended, or its stdin
  *     closed: CONFLICT.
  *
- *   bash.stop {"session_id":S, "max_output_bytes":N}
+ *   bash.stop {"session_id":S, "max_output_bytes":N, "tail":bool}
  *     SIGTERM (+SIGCONT) to the process group, SIGKILL after
  *     PROTO_KILL_GRACE_MS if anything of the group is still alive; replies
  *     when the shell has been reaped and nothing is left of its group (at the
@@ -148,6 +156,23 @@
  *              "dropped_output_bytes":N (only when output was lost: beyond
  *              1 GiB per session, or the log could not be written),
  *              "output_start":N, "output_end":N (see above)}
+ *     Head and tail: when the output not yet delivered exceeds
+ *     max_output_bytes (M ≥ 64) and the session has ended (or "tail" was
+ *     asked), "output" is the first M/2 bytes, a marker line, and the last
+ *     bytes of the log from the first line start in the last M/2 bytes (or
+ *     from a character boundary when that window holds no line start in its
+ *     first half). The marker says how many bytes were left out, their log
+ *     offsets and the command that prints them ("[... N bytes left out
+ *     here: bytes A to B of T in <log_path>; read them with bash: tail -c
+ *     +A+1 <log_path> | head -c N (or read that file with offset/limit)
+ *     ...]"); "omitted_start":A, "omitted_end":B, "omitted_output_bytes":N
+ *     say the same. The delivery cursor moves past the tail: the left-out
+ *     bytes count as delivered (output_bytes counts them), so a later
+ *     bash.poll neither repeats nor skips anything the answer did not
+ *     account for. While the session runs (no "tail"), delivery stays exact
+ *     cursor delivery of up to 7M/8 bytes, and "latest_output" (with
+ *     "latest_output_start":N, its log offset) adds the newest lines from
+ *     the last M/8 bytes of the log, which do not move the cursor.
  *     Carriage-return progress lines are collapsed in "output": each
  *     complete line of a reply (ending in \n) that holds a \r not followed
  *     by \n keeps only what follows its last such \r ("10%\r20%\r30%\n"

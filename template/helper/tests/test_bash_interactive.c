@@ -340,6 +340,33 @@ Test(bash_interactive, tty_session)
 	stop_clean(&h);
 }
 
+/* A program that closes its terminal handles before it exits (wc closes
+ * stdout at exit) still exits with its own status: the terminal is hung up
+ * only after the shell was reaped, never with SIGHUP in between. */
+Test(bash_interactive, tty_program_closing_its_terminal_early_exits_with_its_status)
+{
+	struct harness h;
+	harness_start(&h);
+	int64_t id = 1;
+	for (int i = 0; i < 30; i++) {
+		char sid[32];
+		snprintf(sid, sizeof sid, "bash_wc%d", i);
+		json_object *p = start_params(sid, "wc -c", 0);
+		json_object_object_add(p, "tty", json_object_new_boolean(true));
+		json_object_put(result_of(call(&h, id++, "bash.start", p)));
+		json_object_put(result_of(call(&h, id++, "bash.input", input_params(sid, "hello", true))));
+		char *acc = NULL;
+		json_object *r = poll_to_end(&h, &id, sid, &acc);
+		cr_assert_str_eq(jstr(r, "status"), "exited", "run %d: %s", i, json_object_to_json_string(r));
+		cr_assert_eq(jint(r, "exit_code"), 0, "run %d: %s", i, json_object_to_json_string(r));
+		cr_assert_null(json_object_object_get(r, "signal"), "run %d", i);
+		cr_assert(strstr(acc, "5"), "run %d: %s", i, acc);
+		json_object_put(r);
+		free(acc);
+	}
+	stop_clean(&h);
+}
+
 Test(bash_interactive, input_waits_while_the_program_does_not_read)
 {
 	struct harness h;

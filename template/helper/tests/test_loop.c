@@ -298,42 +298,99 @@ Test(loop, multibyte_character_is_never_split)
 	stop_clean(&h);
 }
 
-Test(loop, large_output_is_delivered_in_bounded_pieces)
+Test(loop, large_output_of_an_ended_session_comes_as_head_and_tail)
 {
 	struct harness h;
 	harness_start(&h);
 	json_object *r = harness_call(&h, 1, 10000,
 	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
 	                              "\"session_id\":\"bash_big\",\"command\":\"head -c 300000 "
-	                              "/dev/zero | tr '\\\\0' a; printf '\\\\303\\\\251'\","
-	                              "\"yield_time_ms\":8000,\"max_output_bytes\":4001}}");
+	                              "/dev/zero | tr '\\\\0' a; printf '\\\\ntail-marker \\\\303\\\\251\\\\n'\","
+	                              "\"yield_time_ms\":8000,\"max_output_bytes\":4000}}");
 	cr_assert_str_eq(jstr(r, "status"), "exited");
-	size_t got = strlen(jstr(r, "output"));
-	cr_assert_eq(got, 4001);
+	const char *out = jstr(r, "output");
+	/* Head: half the bound; tail: from the start of the last line(s). */
+	cr_assert_eq(strspn(out, "a"), 2000);
+	cr_assert(strstr(out, "bytes left out here: bytes 2000 to "), "%s", out);
+	cr_assert(strstr(out, "tail -c +2001 "), "%s", out);
+	size_t n = strlen(out);
+	cr_assert_str_eq(out + n - strlen("tail-marker \xc3\xa9\n"), "tail-marker \xc3\xa9\n");
+	cr_assert_not(jbool(r, "has_more_output"), "everything is accounted for");
+	cr_assert_eq(jint(r, "output_bytes"), 300016);
+	cr_assert_eq(jint(r, "total_output_bytes"), 300016);
+	cr_assert_eq(jint(r, "omitted_start"), 2000);
+	cr_assert_eq(jint(r, "omitted_output_bytes"), jint(r, "omitted_end") - 2000);
+	cr_assert_eq(jint(r, "output_end"), 300016);
+	json_object_put(r);
+	/* Nothing repeated afterwards. */
+	r = harness_call(&h, 2, 5000,
+	                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"bash.poll\",\"params\":{"
+	                 "\"session_id\":\"bash_big\",\"yield_time_ms\":0}}");
+	cr_assert_str_eq(jstr(r, "output"), "");
+	json_object_put(r);
+	stop_clean(&h);
+}
+
+Test(loop, large_output_of_a_running_session_is_delivered_exactly_with_the_newest_lines)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 10000,
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_run\",\"command\":\"head -c 300000 "
+	                              "/dev/zero | tr '\\\\0' a; printf '\\\\nnewest line\\\\n'; sleep 30\","
+	                              "\"yield_time_ms\":1500,\"max_output_bytes\":4000}}");
+	cr_assert_str_eq(jstr(r, "status"), "running");
+	cr_assert_eq(jint(r, "output_bytes"), 3500, "the bound less an eighth for the newest lines: %s",
+	             json_object_to_json_string(r));
+	cr_assert_str_eq(jstr(r, "latest_output"), "newest line\n");
 	cr_assert(jbool(r, "has_more_output"));
+	uint64_t end = (uint64_t)jint(r, "output_end"), got = (uint64_t)jint(r, "output_bytes");
 	json_object_put(r);
 	int polls = 0;
 	bool more = true;
-	const char *last = NULL;
-	json_object *keep = NULL;
 	while (more) {
 		r = harness_call(&h, 100 + polls, 5000,
 		                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"bash.poll\",\"params\":{"
-		                 "\"session_id\":\"bash_big\",\"max_output_bytes\":100001}}",
+		                 "\"session_id\":\"bash_run\",\"yield_time_ms\":0,\"max_output_bytes\":100000}}",
 		                 100 + polls);
 		polls++;
-		cr_assert_leq(jint(r, "output_bytes"), 100001);
-		got += (size_t)jint(r, "output_bytes");
+		cr_assert_eq((uint64_t)jint(r, "output_start"), end, "no byte skipped or repeated");
+		cr_assert_leq(jint(r, "output_bytes"), 100000);
+		end = (uint64_t)jint(r, "output_end");
+		got += (uint64_t)jint(r, "output_bytes");
 		more = jbool(r, "has_more_output");
-		json_object_put(keep);
-		keep = r;
-		last = jstr(r, "output");
+		json_object_put(r);
 	}
-	cr_assert_eq(got, 300002);
-	cr_assert_eq(polls, 3);
-	size_t n = strlen(last);
-	cr_assert_str_eq(last + n - 3, "a\xc3\xa9");
-	json_object_put(keep);
+	cr_assert_eq(got, 300013);
+	cr_assert_eq(polls, 4);
+	r = harness_call(
+	    &h, 9, 5000,
+	    "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"bash.stop\",\"params\":{\"session_id\":\"bash_run\"}}");
+	cr_assert_str_eq(jstr(r, "status"), "killed");
+	json_object_put(r);
+	stop_clean(&h);
+}
+
+Test(loop, tail_true_shows_head_and_tail_of_a_running_session)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = harness_call(&h, 1, 10000,
+	                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bash.start\",\"params\":{"
+	                              "\"session_id\":\"bash_tl\",\"command\":\"seq 1 100000; sleep 30\","
+	                              "\"yield_time_ms\":1500,\"max_output_bytes\":1000,\"tail\":true}}");
+	cr_assert_str_eq(jstr(r, "status"), "running");
+	const char *out = jstr(r, "output");
+	cr_assert_eq(strncmp(out, "1\n2\n3\n", 6), 0, "%s", out);
+	cr_assert(strstr(out, "bytes left out here"), "%s", out);
+	cr_assert_str_eq(out + strlen(out) - strlen("\n99999\n100000\n"), "\n99999\n100000\n");
+	cr_assert_not(jbool(r, "has_more_output"));
+	json_object_put(r);
+	r = harness_call(
+	    &h, 9, 5000,
+	    "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"bash.stop\",\"params\":{\"session_id\":\"bash_tl\"}}");
+	json_object_put(r);
 	stop_clean(&h);
 }
 

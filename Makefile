@@ -12,7 +12,7 @@ override CFLAGS += -std=gnu17 -Wall -Wextra -D_GNU_SOURCE -MMD -MP \
 	-DCHAT2SBX_VERSION='"$(VERSION)"' -DCHAT2SBX_GIT_VERSION='"$(GIT_VERSION)"'
 LDFLAGS ?=
 
-PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd libnftables
+PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd libnftables libarchive
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRITERION_LIBS = $(shell pkg-config --libs criterion 2>/dev/null)

@@ -30,6 +30,7 @@ void cli_print_json(struct json_object *o);
 
 int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_sandbox(struct cli *cli, int argc, char **argv);
+int cmd_export(struct cli *cli, int argc, char **argv);
 int cmd_workspace(struct cli *cli, int argc, char **argv);
 int cmd_approval(struct cli *cli, int argc, char **argv);
 int cmd_setup(struct cli *cli, int argc, char **argv);

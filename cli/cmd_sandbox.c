@@ -1,4 +1,4 @@
-/* cmd_sandbox.c: `chat2sbx sandbox list|destroy ID`.
+/* cmd_sandbox.c: `chat2sbx sandbox list|destroy ID [--force]`.
  * Uses store/ and docker/ directly (through lifecycle/), so they work with or
  * without serve running: the same database, WAL, busy timeout. */
 #include <json-c/json.h>
@@ -26,8 +26,10 @@ static int sandbox_list(struct cli *cli, struct store *store)
 	if (store_sandbox_list(store, 0, &rows, &n, &err) < 0)
 		return cli_fail(err);
 	struct json_object *list = json_object_new_array();
+	int unsaved = 0;
 	if (!cli->json)
-		printf("%-26s %-9s %-25s %-24s %s\n", "SANDBOX", "STATUS", "WORKSPACE", "CREATED", "REASON");
+		printf("%-26s %-9s %-25s %-24s %-8s %s\n", "SANDBOX", "STATUS", "WORKSPACE", "CREATED", "UNSAVED",
+		       "REASON");
 	for (size_t i = 0; i < n; i++) {
 		struct sandbox_record *s = &rows[i];
 		char b1[40], b2[40];
@@ -43,22 +45,41 @@ static int sandbox_list(struct cli *cli, struct store *store)
 			                       json_object_new_string(when(s->last_activity_ms, b2, sizeof(b2))));
 			if (s->failure_reason)
 				json_object_object_add(o, "failure_reason", json_object_new_string(s->failure_reason));
+			/* As serve last found it (the CLI never asks a helper). */
+			if (s->unsaved >= 0)
+				json_object_object_add(o, "unsaved_work", json_object_new_boolean(s->unsaved));
 			json_object_array_add(list, o);
 		} else {
-			printf("%-26s %-9s %-25s %-24s %s\n", s->id, s->status, s->workspace_id,
-			       when(s->created_at_ms, b1, sizeof(b1)), s->failure_reason ? s->failure_reason : "");
+			printf("%-26s %-9s %-25s %-24s %-8s %s\n", s->id, s->status, s->workspace_id,
+			       when(s->created_at_ms, b1, sizeof(b1)),
+			       s->unsaved < 0 ? "-"
+			       : s->unsaved   ? "yes"
+			                      : "no",
+			       s->failure_reason ? s->failure_reason : "");
 		}
+		unsaved += s->unsaved == 1 || !strcmp(s->status, "expired");
 		sandbox_record_clear(s);
 	}
 	free(rows);
-	if (cli->json)
-		cli_print_json(list);
-	else
+	int64_t unapplied = 0;
+	if (store_export_count_unapplied(store, &unapplied, &err) < 0)
+		return cli_fail(err);
+	if (cli->json) {
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "sandboxes", list);
+		json_object_object_add(o, "unsaved_count", json_object_new_int(unsaved));
+		json_object_object_add(o, "exports_not_applied", json_object_new_int64(unapplied));
+		cli_print_json(o);
+	} else {
 		json_object_put(list);
+		printf("\n%d sandbox(es) with unsaved work (as serve last looked), %lld export(s) not applied yet "
+		       "(chat2sbx export list)\n",
+		       unsaved, (long long)unapplied);
+	}
 	return 0;
 }
 
-static int sandbox_destroy(struct cli *cli, struct store *store, const char *id)
+static int sandbox_destroy(struct cli *cli, struct store *store, const char *id, int force)
 {
 	struct cp_error *err = NULL;
 	if (!id_valid(id, "sbx_")) {
@@ -75,8 +96,12 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id)
 		docker_engine_free(engine);
 		return cli_fail(err);
 	}
-	struct sandbox_record s = {0};
-	int r = lifecycle_sandbox_destroy(lc, id, &s, &err);
+	struct lifecycle_destroy_options opts = {
+	    .force = force, .reason = "destroy", .actor = "cli", .wait_ms = LIFECYCLE_EXPORT_WAIT_LONG_MS};
+	struct lifecycle_destroy_result res = {0};
+	int r = lifecycle_sandbox_destroy_ex(lc, id, &opts, &res, &err);
+	struct sandbox_record s = res.sandbox;
+	res.sandbox = (struct sandbox_record){0};
 	if (r < 0 && err->code == CP_ERR_NOT_FOUND) {
 		/* No registry row: an orphan container of THIS registry (its label
 		 * names our database) may still exist. Containers of other
@@ -88,8 +113,18 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id)
 		snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_REGISTRY, cli->cfg->database_path);
 		if (docker_container_list(engine, label, &cs, &n, &e2) == 0) {
 			for (size_t i = 0; i < n; i++) {
-				if (r < 0 && strcmp(cs[i].name, id) == 0 &&
-				    docker_container_remove(engine, cs[i].id, &e2) == 0) {
+				if (r < 0 && strcmp(cs[i].name, id) == 0 && !force) {
+					/* Without its row nobody can tell whether it held a
+					 * clone's work, or save it: only --force removes it. */
+					cp_error_free(err);
+					err = NULL;
+					cp_error_set(
+					    &err, CP_ERR_CONFLICT,
+					    "container %s has no registry row, so whatever work it holds (a clone's "
+					    "commits) cannot be saved; remove it anyway with --force",
+					    id);
+				} else if (r < 0 && strcmp(cs[i].name, id) == 0 &&
+				           docker_container_remove(engine, cs[i].id, &e2) == 0) {
 					cp_error_free(err);
 					err = NULL;
 					printf("removed orphan container %s (it had no registry row)\n", id);
@@ -120,27 +155,53 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id)
 	if (r < 0)
 		return cli_fail(err);
 	if (r == 0) {
-		if (cli->json)
-			printf("{\"sandbox_id\":\"%s\",\"status\":\"%s\"}\n", s.id, s.status);
-		else
+		const struct export_record *x = &res.save.export;
+		if (cli->json) {
+			struct json_object *o = json_object_new_object();
+			json_object_object_add(o, "sandbox_id", json_object_new_string(s.id));
+			json_object_object_add(o, "status", json_object_new_string(s.status));
+			if (x->id)
+				json_object_object_add(o, "export_id", json_object_new_string(x->id));
+			if (res.lost)
+				json_object_object_add(o, "lost", json_object_new_string(res.lost));
+			cli_print_json(o);
+		} else {
 			printf("destroyed %s (workspace %s kept)\n", s.id, s.workspace_id);
+			if (x->id)
+				printf("its work is saved as export %s (%s): chat2sbx export show %s\n", x->id, x->kind,
+				       x->id);
+			if (res.lost)
+				printf("warning: %s\n", res.lost);
+		}
 	}
+	lifecycle_destroy_result_clear(&res);
 	sandbox_record_clear(&s);
 	return 0;
 }
 
 int cmd_sandbox(struct cli *cli, int argc, char **argv)
 {
-	if (argc < 1 || (strcmp(argv[0], "list") && strcmp(argv[0], "destroy")) ||
-	    (!strcmp(argv[0], "destroy") && argc != 2) || (!strcmp(argv[0], "list") && argc != 1)) {
-		fprintf(stderr, "usage: chat2sbx sandbox list [--json] | chat2sbx sandbox destroy ID\n");
+	int force = 0, n = 0;
+	char *rest[3] = {NULL, NULL, NULL};
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--force"))
+			force = 1;
+		else if (n < 3)
+			rest[n++] = argv[i];
+		else
+			n++;
+	}
+	if (n < 1 || (strcmp(rest[0], "list") && strcmp(rest[0], "destroy")) ||
+	    (!strcmp(rest[0], "destroy") && n != 2) || (!strcmp(rest[0], "list") && (n != 1 || force))) {
+		fprintf(stderr, "usage: chat2sbx sandbox list [--json] | chat2sbx sandbox destroy ID [--force]\n");
 		return 2;
 	}
+	argv = rest;
 	struct store *store = NULL;
 	struct cp_error *err = NULL;
 	if (controlplane_open_store(cli->cfg, &store, &err) < 0)
 		return cli_fail(err);
-	int status = !strcmp(argv[0], "list") ? sandbox_list(cli, store) : sandbox_destroy(cli, store, argv[1]);
+	int status = !strcmp(argv[0], "list") ? sandbox_list(cli, store) : sandbox_destroy(cli, store, argv[1], force);
 	store_free(store);
 	return status;
 }

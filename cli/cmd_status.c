@@ -205,7 +205,7 @@ static void status_engine(const struct config *cfg, struct ops_readiness *rd, st
 	json_object_object_add(out, "template", tpl);
 }
 
-/* The sum of the memory ceilings of live (running, creating) sandboxes. */
+/* The sum of the memory ceilings of live sandboxes (store_sandbox_is_live). */
 static int64_t live_memory_total(struct store *store, struct cp_error **err)
 {
 	struct sandbox_record *rows = NULL;
@@ -214,7 +214,7 @@ static int64_t live_memory_total(struct store *store, struct cp_error **err)
 		return -1;
 	int64_t total = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(rows[i].status, "running") || !strcmp(rows[i].status, "creating"))
+		if (store_sandbox_is_live(&rows[i]))
 			total += rows[i].memory_bytes;
 		sandbox_record_clear(&rows[i]);
 	}
@@ -355,7 +355,28 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 		approval_record_clear(&rows[i]);
 	}
 	free(rows);
+	/* Saved clone work (issue 14): sandboxes whose last look found work no
+	 * export holds, expired ones, and exports nobody applied yet. */
+	int64_t unsaved = 0, expired = 0, unapplied = 0, removing = 0;
+	struct sandbox_record *sb = NULL;
+	size_t ns = 0;
+	if (have && store_sandbox_list(store, 0, &sb, &ns, &e) == 0) {
+		for (size_t i = 0; i < ns; i++) {
+			unsaved += sb[i].unsaved == 1 || !strcmp(sb[i].status, "expired");
+			expired += !strcmp(sb[i].status, "expired");
+			removing += !strcmp(sb[i].status, "removing"); /* a removal the registry could not finish */
+			sandbox_record_clear(&sb[i]);
+		}
+		free(sb);
+	}
+	if (have)
+		cp_error_freep(&e); /* a failed list only loses the counts; keep the open's error otherwise */
+	int have_exports = have && store_export_count_unapplied(store, &unapplied, &e) == 0;
 	store_free(store);
+	add_int(sbx, "unsaved", unsaved, have);
+	add_int(sbx, "expired", expired, have);
+	add_int(sbx, "removing", removing, have);
+	add_int(sbx, "exports_not_applied", unapplied, have_exports);
 	add_int(sbx, "active", live, have);
 	add_int(sbx, "memory_ceilings_bytes", memory, have);
 	add_int(apr, "pending", (int64_t)pending, have);
@@ -421,8 +442,14 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	       !strcmp(get_s(o, "firewall", "enabled") ?: "false", "true") ? fw_state : "disabled",
 	       get_s(o, "firewall", "detail") ?: "", get_s(o, "firewall", "warning") ? "; WARNING: " : "",
 	       get_s(o, "firewall", "warning") ?: "");
-	printf("%-10s %s active, limit %s (%s)\n", "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?",
-	       get_s(o, "sandboxes", "limit") ?: "unlimited", get_s(o, "sandboxes", "limit_source") ?: "?");
+	printf("%-10s %s active, limit %s (%s); %s with unsaved work, %s expired; %s export(s) not applied\n",
+	       "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?", get_s(o, "sandboxes", "limit") ?: "unlimited",
+	       get_s(o, "sandboxes", "limit_source") ?: "?", get_s(o, "sandboxes", "unsaved") ?: "?",
+	       get_s(o, "sandboxes", "expired") ?: "?", get_s(o, "sandboxes", "exports_not_applied") ?: "?");
+	if (strcmp(get_s(o, "sandboxes", "removing") ?: "0", "0") != 0)
+		printf("%-10s %s sandbox(es) being removed: the registry could not record the end of their removal; "
+		       "serve's next maintenance pass finishes it\n",
+		       "", get_s(o, "sandboxes", "removing"));
 	struct json_object *dk = json_object_object_get(o, "disk"), *fss = json_object_object_get(dk, "filesystems");
 	for (size_t i = 0; i < json_object_array_length(fss); i++) {
 		struct json_object *f = json_object_array_get_idx(fss, i);

@@ -36,7 +36,13 @@ static const struct command commands[] = {
      "                             --verify-isolation, refuse to serve unless the doctor's attacks fail"},
     {"sandbox", cmd_sandbox,
      "sandbox list [--json]      list sandboxes\n"
-     "  sandbox destroy ID         remove a sandbox's container (its workspace is kept)"},
+     "  sandbox destroy ID [--force]   remove a sandbox's container (its workspace is kept; a clone's work\n"
+     "                             is saved first, --force removes it even when that save fails)"},
+    {"export", cmd_export,
+     "export list [--json]       saved work of clone sandboxes (exports) and whether it was applied\n"
+     "  export show ID             its branches, commits with their subjects, files changed, snapshot\n"
+     "  export apply ID [--to DIR] fetch it into the approved repository under refs/remotes/chat2sbx/<sandbox>/\n"
+     "                             (never its working tree, branches or config); --to DIR: a plain copy"},
     {"workspace", cmd_workspace,
      "workspace list [--json]    list workspaces, their state and sandbox\n"
      "  workspace add PATH --mode clone|direct   register an approved host directory"},

@@ -150,7 +150,8 @@ static void *maintenance_main(void *arg)
 			log_warn("serve", "expiry: %s", e->message);
 			cp_error_free(e);
 		}
-		lifecycle_undo_run(m->lc); /* failed creates a full disk kept from undoing */
+		lifecycle_removing_run(m->lc); /* removals a full disk kept from finishing */
+		lifecycle_undo_run(m->lc);     /* failed creates a full disk kept from undoing */
 		/* Channels closed by an engine or helper restart come back
 		 * here even when no tool call asks for them. */
 		struct cp_error *re = NULL;

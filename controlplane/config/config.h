@@ -40,6 +40,7 @@ struct config {
 	int64_t max_body_bytes;   /* CHAT2SBX_MAX_BODY_BYTES: largest MCP request body */
 	int pids_limit;           /* CHAT2SBX_PIDS_LIMIT, CONFIG_AUTO = derived */
 	int64_t idle_timeout_ms;  /* CHAT2SBX_IDLE_TIMEOUT_MS: a sandbox without a tool call this long is removed */
+	int64_t max_export_bytes; /* CHAT2SBX_MAX_EXPORT_BYTES: cap on one saved bundle/archive (issue 14) */
 	char *helper_path;        /* CHAT2SBX_HELPER_PATH */
 	char *log_debug;          /* CHAT2SBX_LOG_DEBUG */
 	int log_json;             /* CHAT2SBX_LOG_JSON */

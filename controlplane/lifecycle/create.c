@@ -357,7 +357,9 @@ static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char
                         const struct workspace_record *new_workspace)
 {
 	lifecycle_channel_drop(lc, sandbox_id);
-	/* The container by its name when its id never came back. */
+	/* The container by its name when its id never came back. The row is
+	 * still 'creating' (never handed to anyone), so the removal rule
+	 * (removal.c) asks for no save. */
 	lifecycle_undo_create(lc, sandbox_id, container_id ? container_id : sandbox_id, new_workspace);
 }
 
@@ -367,6 +369,16 @@ static int answer_reused(struct lifecycle *lc, const char *workspace_id, const s
 {
 	if (store_sandbox_get_live_for_workspace(lc->store, workspace_id, &ret->sandbox, err) < 0)
 		return -1;
+	if (!strcmp(ret->sandbox.status, "removing")) {
+		/* Live until its container is gone, never handed out again. */
+		cp_error_set(err, CP_ERR_CONFLICT,
+		             "workspace '%s' still has sandbox '%s', which is being removed (a removal the registry "
+		             "could not finish yet; the next maintenance pass, within a minute, finishes it); try "
+		             "again then",
+		             workspace_id, ret->sandbox.id);
+		sandbox_record_clear(&ret->sandbox);
+		return -1;
+	}
 	ret->reused = 1;
 	ret->options_note = lifecycle_limits_differ(&ret->sandbox, want);
 	return 0;
@@ -448,6 +460,13 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 			workspace_record_clear(&ws);
 			return r;
 		}
+		/* An expired clone sandbox of this workspace starts again with its
+		 * clone as it was (expired.c). */
+		int revived = lifecycle_expired_revive(lc, &ws, &lim, ret, err);
+		if (revived != 0) {
+			workspace_record_clear(&ws);
+			return revived < 0 ? -1 : 0;
+		}
 		if (ws.trashed_at_ms > 0) {
 			cp_error_set(err, CP_ERR_CONFLICT,
 			             "workspace '%s' was moved to the trash after 30 days without a sandbox; its files "
@@ -489,6 +508,8 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	}
 
 	int64_t t0 = clock_monotonic_ms();
+	if (!strcmp(ws.mode, "clone")) /* what its saves compare with (export_apply.c) */
+		lifecycle_export_record_source(lc, id, &ws);
 	report_step(opts, "workspace ready", 2);
 	if (start_container(lc, &row, &ws, &guard, &container_id, &ch, opts, err) < 0 ||
 	    verify_host_mount(lc, &row, &ws, ch, mount_dev, mount_ino, &guard, err) < 0 ||

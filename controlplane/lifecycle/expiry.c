@@ -1,6 +1,8 @@
 /* expiry.c: sandboxes nobody used for the idle timeout (24 h by default) are
  * removed: container gone, row removed, workspace kept with its retention
- * clock started (DESIGN.md, Sandboxes: lifetime). Every tool call that
+ * clock started (DESIGN.md, Sandboxes: lifetime). A clone sandbox's work is
+ * saved first; when that fails it is stopped instead and kept 'expired'
+ * until a later pass saves it (issue 14). Every tool call that
  * reaches a sandbox records activity at its start and its end, and holds the
  * sandbox in between (activity.c), so a running call is never interrupted.
  * Runs on serve's maintenance thread, never inside a tool call. */
@@ -12,8 +14,12 @@
 #include "../base/log.h"
 #include "lifecycle_internal.h"
 
+/* Running and idle past the timeout, or expired already: its save failed
+ * at an earlier pass and is tried again now (issue 14). */
 static int idle(const struct sandbox_record *s, int64_t now_ms, int64_t timeout_ms)
 {
+	if (strcmp(s->status, "expired") == 0)
+		return 1;
 	return strcmp(s->status, "running") == 0 && s->last_activity_ms + timeout_ms <= now_ms;
 }
 
@@ -34,6 +40,29 @@ static void audit_expiry(struct lifecycle *lc, const struct sandbox_record *s, i
 		log_warn("lifecycle", "audit expiry of %s: %s", s->id, e->message);
 }
 
+/* The save failed (removal.c refused): the container is stopped instead,
+ * its clone intact, and the row says why; the next pass tries again, and
+ * sandbox_create for its workspace starts it again. */
+static void stop_instead(struct lifecycle *lc, const struct sandbox_record *s, const struct cp_error *why,
+                         int64_t now_ms)
+{
+	_cleanup_error_ struct cp_error *e = NULL;
+	const char *container = s->container_id ? s->container_id : s->container_name;
+	lifecycle_channel_drop(lc, s->id);
+	if (docker_container_stop(lc->engine, container, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
+		log_warn("lifecycle", "expiry of %s: stop its container: %s", s->id, e->message);
+	cp_error_freep(&e);
+	char reason[1200];
+	snprintf(reason, sizeof(reason),
+	         "idle past the timeout; its work could not be saved, so its container was stopped, not removed, and "
+	         "the save is tried again at every maintenance pass (%s)",
+	         why->message);
+	if (store_sandbox_set_status(lc->store, s->id, "expired", NULL, reason, now_ms, &e) < 0)
+		log_warn("lifecycle", "expiry of %s: %s", s->id, e->message);
+	audit_expiry(lc, s, now_ms, "expired", reason);
+	log_warn("lifecycle", "sandbox %s expired but was kept (stopped): %s", s->id, why->message);
+}
+
 /* Removes one idle sandbox unless a call holds it or touched it since the
  * list was read. Returns 1 when removed. */
 static int expire_one(struct lifecycle *lc, const char *id, int64_t now_ms, int64_t timeout_ms)
@@ -51,14 +80,28 @@ static int expire_one(struct lifecycle *lc, const char *id, int64_t now_ms, int6
 	}
 	if (!idle(&s, now_ms, timeout_ms))
 		goto out;
-	char msg[160];
+	char msg[240];
 	snprintf(msg, sizeof(msg), "no tool call for %lld s (idle timeout %lld s); workspace %s kept",
 	         (long long)((now_ms - s.last_activity_ms) / 1000), (long long)(timeout_ms / 1000), s.workspace_id);
-	if (lifecycle_sandbox_destroy(lc, id, NULL, &e) < 0) {
-		log_warn("lifecycle", "expiry of %s: %s (next pass retries)", id, e->message);
-		audit_expiry(lc, &s, now_ms, cp_error_code_name(e->code), e->message);
+	/* A clone's work is saved first (reason expire); no save, no removal. */
+	struct lifecycle_destroy_options o = {
+	    .reason = "expire", .actor = "serve", .wait_ms = LIFECYCLE_EXPORT_WAIT_LONG_MS};
+	struct lifecycle_destroy_result dr = {0};
+	if (lifecycle_sandbox_destroy_ex(lc, id, &o, &dr, &e) < 0) {
+		if (dr.refused) {
+			stop_instead(lc, &s, e, now_ms);
+		} else {
+			log_warn("lifecycle", "expiry of %s: %s (next pass retries)", id, e->message);
+			audit_expiry(lc, &s, now_ms, cp_error_code_name(e->code), e->message);
+		}
+		lifecycle_destroy_result_clear(&dr);
 		goto out;
 	}
+	if (dr.save.export.id) {
+		size_t len = strlen(msg);
+		snprintf(msg + len, sizeof(msg) - len, "; work saved as %s", dr.save.export.id);
+	}
+	lifecycle_destroy_result_clear(&dr);
 	log_info("lifecycle", "expired sandbox %s: %s", id, msg);
 	audit_expiry(lc, &s, now_ms, "ok", msg);
 	removed = 1;

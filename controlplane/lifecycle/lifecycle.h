@@ -41,6 +41,7 @@
 #define LIFECYCLE_HELLO_TIMEOUT_MS 15000
 
 struct lifecycle;
+struct json_object;
 
 /* Borrows cfg, store and engine (they must outlive the lifecycle). Derives
  * the sandbox limits in force from the host and cfg (lifecycle_host_limits);
@@ -139,9 +140,16 @@ int lifecycle_approval_approve(const struct config *cfg, struct store *store, co
 int lifecycle_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err);
 
 /* Removes the container (force) and marks the row removed; the workspace is
- * kept. Works for running and failed sandboxes; NOT_FOUND for unknown ids. A
- * sandbox already removed is answered as it is (destroy is idempotent). *ret (may be NULL; caller
- * clears) is the final row. */
+ * kept. Works for running, failed and expired sandboxes, and finishes a
+ * 'removing' one; NOT_FOUND for unknown ids. The removal is put on record
+ * ('removing', lifecycle_removal_record) before the container is removed:
+ * UNAVAILABLE with nothing removed when that cannot be written; when only
+ * the final 'removed' cannot be written the error says so and the row
+ * stays 'removing' for lifecycle_removing_run. A sandbox already removed is answered as it is (destroy is
+ * idempotent). A clone sandbox's work is saved first (lifecycle_export_save,
+ * removal.c): when that fails nothing is removed and the error says why and
+ * how to force it. *ret (may be NULL; caller clears) is the final row. The
+ * same as lifecycle_sandbox_destroy_ex without force, reason destroy. */
 int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret, struct cp_error **err);
 
 /* The helper channel of a running sandbox, with a reference and a hold on
@@ -167,9 +175,12 @@ void lifecycle_sandbox_release(struct lifecycle *lc, const char *id, struct help
 
 /* Expiry pass (lifecycle/expiry.c): every running sandbox whose last tool
  * call started or ended more than cfg->idle_timeout_ms before now_ms, and
- * that no call holds right now, is destroyed (lifecycle_sandbox_destroy: the
- * container is removed, the row becomes removed, the workspace is kept and
- * its retention clock starts) and an audit row "sandbox.expire" is written.
+ * that no call holds right now, is destroyed (lifecycle_sandbox_destroy_ex,
+ * reason expire: a clone's work is saved first, the container is removed,
+ * the row becomes removed, the workspace is kept and its retention clock
+ * starts) and an audit row "sandbox.expire" is written. When a clone's save
+ * fails the container is stopped instead and the row becomes 'expired' with
+ * the reason; every later pass tries again (issue 14).
  * A call arriving while its sandbox is being expired is refused with
  * CONFLICT saying so. Returns how many were removed, or -1 when the registry
  * cannot be read (*err). Blocks for the engine removals (30 s each at most).
@@ -183,6 +194,14 @@ int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error *
  * engine removals. Run by the maintenance pass and at the start of every
  * create. */
 size_t lifecycle_undo_run(struct lifecycle *lc);
+
+/* Finishes the removals put on record whose final write failed (rows left
+ * 'removing': a full disk between the engine's removal and the registry's
+ * 'removed'): exposures and the container removed again when still there,
+ * the row then 'removed' (lifecycle_sandbox_destroy_ex). Returns how many
+ * still wait (each logged; 0 when the registry cannot be read, logged too). Blocks for the engine removals. Run by the
+ * maintenance pass; reconcile does the same at start. */
+size_t lifecycle_removing_run(struct lifecycle *lc);
 
 /* ---- recovery (lifecycle/recovery.c) ---- */
 
@@ -208,6 +227,8 @@ enum lifecycle_row_state {
 	LIFECYCLE_ROW_RUNNING,
 	LIFECYCLE_ROW_FAILED,
 	LIFECYCLE_ROW_REMOVED,
+	LIFECYCLE_ROW_EXPIRED,  /* idle, its save failed: container stopped, kept (issue 14) */
+	LIFECYCLE_ROW_REMOVING, /* its removal was put on record and not finished (issue 13) */
 };
 /* What the engine says of its container. RESTARTING: the engine's restart
  * policy is bringing it back (left to the next tool call). */
@@ -224,6 +245,7 @@ enum lifecycle_reconcile_action {
 	LIFECYCLE_RECONCILE_REMOVE_AND_FAIL,  /* remove the container, row → failed with reason */
 	LIFECYCLE_RECONCILE_REMOVE_CONTAINER, /* the row is removed already: remove the leftover container */
 	LIFECYCLE_RECONCILE_REPORT_ORPHAN,    /* no row: log it; only `chat2sbx sandbox destroy` removes it */
+	LIFECYCLE_RECONCILE_FINISH_REMOVAL,   /* row 'removing': container removed if still there, row → removed */
 };
 struct lifecycle_reconcile_decision {
 	enum lifecycle_reconcile_action action;
@@ -294,6 +316,155 @@ void lifecycle_disk_unpause_leftovers(struct lifecycle *lc);
 const struct policy_sandbox_limits *lifecycle_limits_in_force(const struct lifecycle *lc);
 struct store *lifecycle_store(const struct lifecycle *lc);
 struct docker_engine *lifecycle_engine(const struct lifecycle *lc);
+
+/* ---- saved clone work (lifecycle/export_*.c, issue 14) ---- */
+
+/* How long the save script in a sandbox may take during a tool call
+ * (sandbox_export, sandbox_destroy: inside ChatGPT's 60 s patience). */
+#define LIFECYCLE_EXPORT_WAIT_MS 40000
+/* The same for expiry and the CLI, where nobody's patience runs out. */
+#define LIFECYCLE_EXPORT_WAIT_LONG_MS 600000
+/* A clone's "unsaved work" is looked at again after this long (ms). */
+#define LIFECYCLE_UNSAVED_CHECK_MS 60000
+
+struct lifecycle_export_options {
+	const char *reason;             /* checkpoint | destroy | expire | cleanup */
+	const char *message;            /* sandbox_export's message; NULL = none */
+	const char *actor;              /* mcp | cli | serve (audit row) */
+	long wait_ms;                   /* 0 = LIFECYCLE_EXPORT_WAIT_MS */
+	struct helper_channel *channel; /* borrowed; NULL = the save finds (or starts) it */
+};
+
+struct lifecycle_export_result {
+	struct export_record export; /* the new export, or the last one when nothing changed since */
+	int saved;                   /* 1: a new export was written */
+	int not_clone;               /* the workspace is not clone mode: nothing to save */
+};
+void lifecycle_export_result_clear(struct lifecycle_export_result *r);
+
+/* Saves the work of a clone sandbox (export_save.c): a bundle of every
+ * branch and tag, HEAD and a snapshot of uncommitted and untracked changes
+ * (a tar for a plain copy), streamed out through the helper channel,
+ * capped at CHAT2SBX_MAX_EXPORT_BYTES, verified on the host, kept in
+ * DATA_ROOT/exports/<sandbox_id>/<export_id>/ with its manifest and an
+ * exports row (kind none: nothing new since the clone was made, manifest
+ * only). The same state as the last export saves nothing new (ret->saved
+ * 0, ret->export the last one). A running sandbox is saved as it runs; an
+ * expired or failed one is started for it and stopped again when the save
+ * fails. Not a clone: ret->not_clone, 0. Writes an audit row export.save
+ * either way. Errors: LIMIT (over the cap, disk full), TIMEOUT, DENIED (a
+ * bundle or ref the host refuses), UNAVAILABLE (engine or helper not
+ * answering), CONFLICT (creating or removed), NOT_FOUND (no container),
+ * INTERNAL (the script or git failed, with their message). Blocks up to
+ * o->wait_ms for the script, then for streaming and verifying. */
+int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const struct lifecycle_export_options *o,
+                          struct lifecycle_export_result *ret, struct cp_error **err);
+
+/* Whether a running clone sandbox has work since its last export (or, with
+ * none, since it was made): *ret_unsaved 1, 0 or -1 (not known: not a
+ * running clone, the helper not reachable). Asks the helper at most once
+ * per LIFECYCLE_UNSAVED_CHECK_MS (a hidden bash session that hashes refs
+ * and the snapshot tree, about a second at most) and records the answer in
+ * the registry; otherwise answers from the row. Never fails. */
+int lifecycle_sandbox_unsaved(struct lifecycle *lc, const struct sandbox_record *s, int *ret_unsaved);
+
+/* Records, at create, the approved repository's heads and tags (git
+ * for-each-ref on the host) in the row of sandbox_id, for "nothing new"
+ * and thin bundles. Not a git repository, or git failing: nothing
+ * recorded, logged (saves are then full bundles). Never fails. */
+void lifecycle_export_record_source(struct lifecycle *lc, const char *sandbox_id, const struct workspace_record *w);
+
+/* The checked manifest of export x (its manifest.json, every ref judged
+ * again) as JSON (caller puts): refs with their commits and subjects and
+ * the files they touched, the snapshot's files, sizes. Text that came from
+ * the sandbox is already escaped. NOT_FOUND when the file is gone. */
+int lifecycle_export_manifest(const struct export_record *x, struct json_object **ret, struct cp_error **err);
+
+struct lifecycle_apply_result {
+	char *target;     /* the repository or directory written */
+	char *kind;       /* git | tar */
+	int refs_updated; /* git: refs created or moved */
+	int refs_same;    /* git: refs already where this export puts them */
+	char **skipped;   /* branches not applied (their names collide), with how to fetch each; NULL-terminated */
+	char *next_steps; /* what to run to look at and merge the work */
+	char **refs;      /* git: "<host ref> <oid>" of every ref applied; NULL-terminated */
+};
+void lifecycle_apply_result_clear(struct lifecycle_apply_result *r);
+
+/* `chat2sbx export apply ID [--to DIR]` (export_apply.c). git: fetches the
+ * bundle into the approved repository under
+ * refs/remotes/chat2sbx/<sandbox_id>/ only (transfer.fsckObjects on, no
+ * tags followed, atomic), never touching its working tree, index, local
+ * branches, HEAD or config; refs that point at commits the repository has
+ * are set with update-ref in the same namespace. Applying again changes
+ * nothing. tar (to_dir required): extracts a plain copy into to_dir (which
+ * must not exist or be empty), refusing absolute names, "..", links out
+ * of it and device files, and dropping setuid/setgid bits. Errors:
+ * NOT_FOUND (export or its files), CONFLICT (the approved path is gone or
+ * no longer a git repository, or to_dir is not empty), INVALID_ARGUMENT
+ * (--to with a git export, none without for tar), INTERNAL with git's
+ * message. Writes an audit row export.apply (actor cli). */
+int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
+                           struct lifecycle_apply_result *ret, struct cp_error **err);
+
+struct lifecycle_destroy_options {
+	int force;          /* remove even when the save fails; the answer says what is lost */
+	const char *reason; /* the export's reason: destroy (default), expire or cleanup */
+	const char *actor;  /* mcp | cli | serve, for the audit rows */
+	long wait_ms;       /* for the save script; 0 = LIFECYCLE_EXPORT_WAIT_MS */
+};
+
+struct lifecycle_destroy_result {
+	struct sandbox_record sandbox;       /* the final row */
+	struct lifecycle_export_result save; /* the export saved before the removal (save.export.id NULL: none) */
+	int nothing_to_save;                 /* not a clone, never handed out, or its container was gone */
+	int save_failed;                     /* the save failed and force removed it anyway: see lost */
+	int refused;                         /* the save failed and nothing was removed (the call failed) */
+	char *lost;                          /* with save_failed: what is gone, as a sentence */
+	char *note;                          /* why nothing could be saved, when it could not */
+};
+void lifecycle_destroy_result_clear(struct lifecycle_destroy_result *r);
+
+/* lifecycle_sandbox_destroy with options and everything the answer needs
+ * (*ret, caller clears). Errors as lifecycle_sandbox_destroy; a refused
+ * save sets ret->refused and returns the save's code (LIMIT, TIMEOUT,
+ * UNAVAILABLE, DENIED, INTERNAL) with the how-to-force message. */
+int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const struct lifecycle_destroy_options *o,
+                                 struct lifecycle_destroy_result *ret, struct cp_error **err);
+
+/* What the removal of a sandbox's container needs (removal.c). FREE: not a
+ * clone (managed and direct workspaces live on the host), or a row in
+ * 'creating' (never handed to anyone) or 'removed' (saved or forced
+ * before). NEEDS_SAVE: everything else of a clone. Pure. */
+enum lifecycle_removal_need {
+	LIFECYCLE_REMOVAL_FREE,
+	LIFECYCLE_REMOVAL_NEEDS_SAVE,
+};
+enum lifecycle_removal_need lifecycle_removal_need_of(const char *workspace_mode, const char *row_status);
+
+/* The guard itself: 0 when s's container may be removed (nothing to save,
+ * saved: ret->save, or forced after a failed save: ret->save_failed and
+ * ret->lost), -1 with ret->refused and the message otherwise. Blocks for
+ * the save. */
+int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s,
+                            const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
+                            struct cp_error **err);
+
+/* Puts the removal of s on record (status 'removing', issue 13 item 4)
+ * before its container is removed: 0 when written, when s is 'removing' or
+ * 'removed' already, or when its row is gone (nothing to say it in). A
+ * registry that cannot write (a full disk): UNAVAILABLE saying nothing was
+ * removed and to free space, and nothing is changed. Blocks for one
+ * registry write. */
+int lifecycle_removal_record(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err);
+
+/* The guard, then the removal put on record (lifecycle_removal_record),
+ * then the removal of s's container (engine NOT_FOUND is fine); the caller
+ * writes the row's final status. The only way lifecycle/ removes a sandbox
+ * container. */
+int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbox_record *s,
+                                       const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
+                                       struct cp_error **err);
 
 /* ---- warm pool (lifecycle/pool.c, issue 8) ---- */
 

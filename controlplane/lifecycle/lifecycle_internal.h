@@ -133,6 +133,13 @@ int lifecycle_sandbox_reattach(struct lifecycle *lc, const struct sandbox_record
 int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
                            struct cp_error **err);
 
+/* An expired sandbox of workspace w started again for sandbox_create
+ * (expired.c): 1 with *ret filled (reused, a note saying so), 0 when w has
+ * none, -1 with *err (the sandbox limit, the engine, a failed re-attach:
+ * the sandbox then stays expired or becomes failed with the reason). */
+int lifecycle_expired_revive(struct lifecycle *lc, const struct workspace_record *w, const struct lifecycle_limits *lim,
+                             struct lifecycle_create_result *ret, struct cp_error **err);
+
 /* ---- mount verification (mount_verify.c) ---- */
 
 /* The nesting rule (policy_host_nesting_check) for resolved host path real

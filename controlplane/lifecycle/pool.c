@@ -66,10 +66,13 @@ static void remove_member(struct lifecycle *lc, const struct sandbox_record *s)
 		workspace_record_clear(&w);
 		return;
 	}
-	lifecycle_channel_drop(lc, s->id);
-	const char *container = s->container_id ? s->container_id : s->container_name;
-	if (docker_container_remove(lc->engine, container, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
+	/* A member was never claimed and its (managed) workspace row is gone
+	 * already, so the guard could not tell: the removal is explicit. */
+	struct lifecycle_destroy_options o = {.force = 1, .reason = "cleanup", .actor = "serve"};
+	struct lifecycle_destroy_result dr = {0};
+	if (lifecycle_container_remove_guarded(lc, s, &o, &dr, &e) < 0)
 		log_warn("lifecycle", "remove the container of warm sandbox %s: %s", s->id, e->message);
+	lifecycle_destroy_result_clear(&dr);
 	if (w.path && !strcmp(w.mode, "managed") && rmdir(w.path) < 0 && errno != ENOENT)
 		log_warn("lifecycle", "remove the workspace directory '%s' of warm sandbox %s: %s", w.path, s->id,
 		         strerror(errno));

@@ -23,6 +23,10 @@ enum lifecycle_row_state lifecycle_row_state_of(const char *status)
 		return LIFECYCLE_ROW_RUNNING;
 	if (strcmp(status, "failed") == 0)
 		return LIFECYCLE_ROW_FAILED;
+	if (strcmp(status, "expired") == 0)
+		return LIFECYCLE_ROW_EXPIRED;
+	if (strcmp(status, "removing") == 0)
+		return LIFECYCLE_ROW_REMOVING;
 	return LIFECYCLE_ROW_REMOVED;
 }
 
@@ -83,6 +87,27 @@ void lifecycle_reconcile_decide(enum lifecycle_row_state row, enum lifecycle_con
 			break;
 		}
 		break;
+	case LIFECYCLE_ROW_EXPIRED:
+		/* Idle past the timeout and its save failed: the container stays
+		 * stopped with its clone until a save works (expiry retries) or
+		 * sandbox_create starts it again. Gone meanwhile: say so. */
+		if (container == LIFECYCLE_CONTAINER_ABSENT) {
+			d.action = LIFECYCLE_RECONCILE_MARK_FAILED;
+			snprintf(d.reason, sizeof(d.reason),
+			         "it had expired and its container no longer exists; its unsaved work is gone");
+		}
+		break;
+	case LIFECYCLE_ROW_REMOVING:
+		/* A removal was put on record and not finished (issue 13: a full
+		 * disk refused the final write, or serve stopped midway): finish
+		 * it, removing the container again if it is still there. */
+		d.action = LIFECYCLE_RECONCILE_FINISH_REMOVAL;
+		if (container == LIFECYCLE_CONTAINER_ABSENT)
+			snprintf(d.reason, sizeof(d.reason), "its removal was interrupted after its container went");
+		else
+			snprintf(d.reason, sizeof(d.reason), "its removal was interrupted; its container (%s) remained",
+			         status);
+		break;
 	case LIFECYCLE_ROW_FAILED:
 		/* Already reported; its container (if any) stays for inspection
 		 * until the user destroys the sandbox. */
@@ -111,15 +136,24 @@ static void fail_row(struct lifecycle *lc, const char *id, const char *reason)
 	}
 }
 
-static int remove_container(struct lifecycle *lc, const char *sandbox_id, const char *container_id)
+/* Through the removal guard (removal.c): the rows reconcile removes
+ * containers for are 'creating' (never handed out) or 'removed' (saved or
+ * forced before), so nothing is saved here, and anything else is refused.
+ * A 'creating' row's removal is put on record first ('removing'). */
+static int remove_container(struct lifecycle *lc, const struct sandbox_record *s, const char *container_id)
 {
 	struct cp_error *e = NULL;
-	if (docker_container_remove(lc->engine, container_id, &e) < 0 && e->code != CP_ERR_NOT_FOUND) {
-		log_warn("lifecycle", "remove the container of sandbox %s: %s", sandbox_id, e->message);
+	struct sandbox_record row = *s;
+	row.container_id = (char *)container_id;
+	struct lifecycle_destroy_options o = {.reason = "cleanup", .actor = "serve"};
+	struct lifecycle_destroy_result dr = {0};
+	int r = lifecycle_container_remove_guarded(lc, &row, &o, &dr, &e);
+	lifecycle_destroy_result_clear(&dr);
+	if (r < 0) {
+		log_warn("lifecycle", "remove the container of sandbox %s: %s", s->id, e->message);
 		cp_error_free(e);
 		return -1;
 	}
-	cp_error_free(e);
 	return 0;
 }
 
@@ -149,18 +183,32 @@ static void apply(struct lifecycle *lc, const struct sandbox_record *s, const st
 	case LIFECYCLE_RECONCILE_REMOVE_AND_FAIL:
 		/* A container that cannot be removed now stays listed as the
 		 * failed row's; destroy removes it later. */
-		remove_container(lc, s->id, c->id);
+		remove_container(lc, s, c->id);
 		/* fall through */
 	case LIFECYCLE_RECONCILE_MARK_FAILED:
 		fail_row(lc, s->id, d->reason);
 		n->failed++;
 		break;
 	case LIFECYCLE_RECONCILE_REMOVE_CONTAINER:
-		if (remove_container(lc, s->id, c->id) == 0) {
+		if (remove_container(lc, s, c->id) == 0) {
 			log_info("lifecycle", "sandbox %s: %s; removed it", s->id, d->reason);
 			n->removed++;
 		}
 		break;
+	case LIFECYCLE_RECONCILE_FINISH_REMOVAL: {
+		struct lifecycle_destroy_options o = {.reason = "destroy", .actor = "serve"};
+		struct lifecycle_destroy_result dr = {0};
+		if (lifecycle_sandbox_destroy_ex(lc, s->id, &o, &dr, &e) < 0) {
+			log_warn("lifecycle", "sandbox %s: %s; finishing it failed: %s (the maintenance pass retries)",
+			         s->id, d->reason, e->message);
+			cp_error_free(e);
+		} else {
+			log_info("lifecycle", "sandbox %s: %s; finished it", s->id, d->reason);
+			n->removed += c != NULL;
+		}
+		lifecycle_destroy_result_clear(&dr);
+		break;
+	}
 	case LIFECYCLE_RECONCILE_REPORT_ORPHAN:
 		log_warn("lifecycle",
 		         "container %s carries this registry's label but has no sandbox row; remove it with "

@@ -88,24 +88,32 @@ int lifecycle_helper_hello(struct helper_channel *ch, struct cp_error **err)
 	return helper_channel_call(ch, "hello", NULL, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err);
 }
 
-int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret, struct cp_error **err)
+int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const struct lifecycle_destroy_options *o,
+                                 struct lifecycle_destroy_result *ret, struct cp_error **err)
 {
+	*ret = (struct lifecycle_destroy_result){0};
 	struct sandbox_record s = {0};
 	if (store_sandbox_get(lc->store, id, &s, err) < 0)
 		return -1;
 	if (strcmp(s.status, "removed") == 0) {
 		/* Destroy is idempotent: a second call answers the removed sandbox. */
-		if (ret)
-			*ret = s;
-		else
-			sandbox_record_clear(&s);
+		ret->sandbox = s;
+		ret->nothing_to_save = 1;
 		return 0;
 	}
-	/* Exposed ports go with the sandbox (expose.c), first: removing many
-	 * forwarders takes a while, and until the container is gone the row
-	 * still describes it truly (a re-attach meanwhile finds it running, not
-	 * "gone"). A forwarder the engine would not remove now is retried by
-	 * the next reconcile. */
+	/* The work comes out first (removal.c): a clone whose save fails is
+	 * left as it is, exposures and all. Then the removal is put on record
+	 * ('removing': no tool call reaches it from here on); a registry that
+	 * cannot write stops it before anything is removed. */
+	if (lifecycle_removal_guard(lc, &s, o, ret, err) < 0 || lifecycle_removal_record(lc, &s, err) < 0) {
+		cp_error_prefix(err, "destroy sandbox '%s'", id);
+		sandbox_record_clear(&s);
+		return -1;
+	}
+	/* Exposed ports go with the sandbox (expose.c), before the container:
+	 * removing many forwarders takes a while, and until the container is
+	 * gone the row says 'removing', truly. A forwarder the engine would not
+	 * remove now is retried by the next reconcile. */
 	_cleanup_error_ struct cp_error *expose_err = NULL;
 	if (lifecycle_exposures_remove(lc, id, &expose_err) < 0)
 		log_warn("lifecycle", "destroy sandbox %s: %s (retried at the next start)", id, expose_err->message);
@@ -113,19 +121,40 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
 	const char *container = s.container_id ? s.container_id : s.container_name;
 	if (docker_container_remove(lc->engine, container, err) < 0) {
 		if ((*err)->code != CP_ERR_NOT_FOUND) {
-			cp_error_prefix(err, "destroy sandbox '%s'", id);
+			cp_error_prefix(err,
+			                "destroy sandbox '%s' (its removal is on record: the maintenance pass tries "
+			                "again every minute)",
+			                id);
 			sandbox_record_clear(&s);
 			return -1;
 		}
 		cp_error_freep(err);
 	}
 	sandbox_record_clear(&s);
+	/* The container is gone: when this write fails the row stays
+	 * 'removing' and lifecycle_removing_run finishes it. */
 	if (store_sandbox_set_status(lc->store, id, "removed", NULL, NULL, clock_now_ms(), err) < 0)
-		return -1;
-	log_info("lifecycle", "destroyed sandbox %s", id);
-	if (ret)
-		return store_sandbox_get(lc->store, id, ret, err);
-	return 0;
+		return cp_error_prefix(
+		    err,
+		    "destroy sandbox '%s': its container is removed, but the registry could not record "
+		    "it (it stays 'removing' until the next maintenance pass finishes it)",
+		    id);
+	log_info("lifecycle", "destroyed sandbox %s%s%s", id, ret->save.export.id ? ", work saved as " : "",
+	         ret->save.export.id ? ret->save.export.id : "");
+	return store_sandbox_get(lc->store, id, &ret->sandbox, err);
+}
+
+int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandbox_record *ret, struct cp_error **err)
+{
+	struct lifecycle_destroy_options o = {.reason = "destroy", .actor = "serve"};
+	struct lifecycle_destroy_result res = {0};
+	int r = lifecycle_sandbox_destroy_ex(lc, id, &o, &res, err);
+	if (r == 0 && ret) {
+		*ret = res.sandbox;
+		res.sandbox = (struct sandbox_record){0};
+	}
+	lifecycle_destroy_result_clear(&res);
+	return r;
 }
 
 int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
@@ -146,6 +175,16 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 		else if (strcmp(s.status, "removed") == 0)
 			cp_error_set(err, CP_ERR_CONFLICT,
 			             "sandbox '%s' was destroyed; create a new one with sandbox_create", id);
+		else if (strcmp(s.status, "removing") == 0)
+			cp_error_set(err, CP_ERR_CONFLICT,
+			             "sandbox '%s' is being removed (a removal the registry could not finish yet is "
+			             "finished by the next maintenance pass); create a new one with sandbox_create",
+			             id);
+		else if (strcmp(s.status, "expired") == 0)
+			cp_error_set(err, CP_ERR_CONFLICT,
+			             "sandbox '%s' expired (%s); its container is stopped with its clone intact: call "
+			             "sandbox_create with workspace_id '%s' to start it again",
+			             id, s.failure_reason ? s.failure_reason : "idle", s.workspace_id);
 		else
 			cp_error_set(err, CP_ERR_CONFLICT, "sandbox '%s' is still being created; try again shortly",
 			             id);

@@ -15,7 +15,7 @@
 #include "../base/id.h"
 #include "../base/log.h"
 #include "../policy/policy.h"
-#include "lifecycle_internal.h"
+#include "export_internal.h"
 
 const char *lifecycle_workspace_state(const struct workspace_record *w, int64_t *ret_trash_at_ms)
 {
@@ -130,9 +130,7 @@ out:
 	return r;
 }
 
-/* Moves dir to DATA_ROOT/trash/<name> (a numbered suffix when taken);
- * *ret_dest (caller frees) is where it went. */
-static int move_to_trash(const struct config *cfg, const char *dir, const char *name, char **ret_dest,
+int lifecycle_trash_move(const struct config *cfg, const char *dir, const char *name, char **ret_dest,
                          struct cp_error **err)
 {
 	_cleanup_free_ char *trash = NULL;
@@ -174,7 +172,7 @@ int lifecycle_retention_run(const struct config *cfg, struct store *store, int64
 		if (!strcmp(state, "retained") && trash_at <= now_ms) {
 			char *dest = NULL;
 			struct cp_error *e = NULL;
-			if (move_to_trash(cfg, w->path, w->id, &dest, &e) < 0 ||
+			if (lifecycle_trash_move(cfg, w->path, w->id, &dest, &e) < 0 ||
 			    store_workspace_set_trashed(store, w->id, dest, now_ms, &e) < 0) {
 				log_warn("lifecycle", "retention of workspace %s: %s", w->id, e->message);
 				cp_error_free(e);
@@ -187,5 +185,11 @@ int lifecycle_retention_run(const struct config *cfg, struct store *store, int64
 		workspace_record_clear(w);
 	}
 	free(rows);
+	/* Saved clone work follows the same rule (export_retention.c). */
+	struct cp_error *e = NULL;
+	if (lifecycle_export_retention_run(cfg, store, now_ms, &e) < 0) {
+		log_warn("lifecycle", "retention of exports: %s", e->message);
+		cp_error_free(e);
+	}
 	return moved;
 }

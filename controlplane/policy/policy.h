@@ -241,4 +241,49 @@ extern const char policy_direct_mode_note[];
 char **policy_roots_split(const char *colon_list, size_t *ret_n);
 void policy_roots_free(char **roots);
 
+/* ---- ref names of saved clone work (policy/refs.c, issue 14) ----
+ * Everything in an export came out of a sandbox, so every ref name it
+ * claims is judged here before anything is written on the host. */
+
+/* Longest ref name accepted (bytes). */
+#define POLICY_REF_NAME_MAX 1024
+/* The ref the snapshot of uncommitted and untracked changes is saved on,
+ * inside the sandbox's clone and in the bundle. */
+#define POLICY_SNAPSHOT_REF "refs/chat2sbx/uncommitted"
+
+enum policy_ref_kind {
+	POLICY_REF_BRANCH,   /* refs/heads/<name> */
+	POLICY_REF_TAG,      /* refs/tags/<name> */
+	POLICY_REF_SNAPSHOT, /* POLICY_SNAPSHOT_REF */
+	POLICY_REF_HEAD,     /* HEAD */
+};
+
+/* Judges len bytes of name (not NUL-terminated; may hold anything) as a ref
+ * an export may carry: the rules of git-check-ref-format(1) (no component
+ * starting with '.' or ending in ".lock", no "..", no control character,
+ * space, ~ ^ : ? * [ or \, no "@{", not "@", no leading, trailing or
+ * doubled '/', no trailing '.'), valid UTF-8, at most POLICY_REF_NAME_MAX
+ * bytes, and one of HEAD, refs/heads/<x>, refs/tags/<x> or
+ * POLICY_SNAPSHOT_REF. *ret_kind (may be NULL) says which. DENIED with the
+ * name shown safely (control bytes escaped) and the rule it broke. Pure. */
+int policy_ref_name_check(const char *name, size_t len, enum policy_ref_kind *ret_kind, struct cp_error **err);
+
+/* The host ref an accepted ref of sandbox_id's export is fetched into: all
+ * under refs/remotes/chat2sbx/<sandbox_id>/: a branch <x> as <x>, a tag <t>
+ * as tags/<t>, the snapshot as uncommitted, HEAD as HEAD. A branch named
+ * HEAD, uncommitted or tags, or below one of them, would collide with those
+ * and gets CONFLICT (the caller skips it and says how to fetch it by hand).
+ * name must have passed policy_ref_name_check; sandbox_id must be an id.
+ * Writes the NUL-terminated result into buf (size bytes); LIMIT when it
+ * does not fit. Pure. */
+int policy_ref_map(const char *name, const char *sandbox_id, char *buf, size_t size, struct cp_error **err);
+
+/* Writes up to len bytes of s into buf (size bytes) as printable ASCII:
+ * control bytes, DEL, bytes >= 0x80 that are not valid UTF-8, quote and
+ * backslash escaped (\x1b, \n, \", \\); valid UTF-8 kept. Cut with "..."
+ * when it does not fit. For names from a sandbox in messages and on a
+ * terminal (an escape sequence must not reach the person's terminal).
+ * Returns buf. Pure. */
+char *policy_text_escape(const char *s, size_t len, char *buf, size_t size);
+
 #endif

@@ -317,9 +317,8 @@ static int forget_body(struct store *store, const char *id, struct cp_error **er
 {
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(store->db,
-	                       "SELECT count(*) FROM sandboxes WHERE workspace_id = ? AND status IN ('creating', "
-	                       "'running')",
-	                       -1, &st, NULL) != SQLITE_OK)
+	                       "SELECT count(*) FROM sandboxes WHERE workspace_id = ? AND " STORE_SANDBOX_LIVE(""), -1,
+	                       &st, NULL) != SQLITE_OK)
 		return store_fail(store, err, "forget workspace");
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);

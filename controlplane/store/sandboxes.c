@@ -1,5 +1,5 @@
 /* sandboxes.c: rows of the sandboxes table. A partial unique index keeps one
- * live (creating/running) sandbox per workspace, so two racing creates cannot
+ * live (creating/running/removing) sandbox per workspace, so two racing creates cannot
  * both win. No engine calls here. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +18,15 @@ void sandbox_record_clear(struct sandbox_record *s)
 	free(s->image);
 	free(s->runtime);
 	free(s->failure_reason);
+	free(s->removing_from);
 	*s = (struct sandbox_record){0};
 }
 
 #define SBX_COLUMNS                                                                                                    \
 	"id, workspace_id, status, container_name, container_id, image, runtime, COALESCE(memory_bytes,0), "           \
 	"COALESCE(nano_cpus,0), network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms, "             \
-	"COALESCE(removed_at_ms,0), pooled, disk_bytes"
+	"COALESCE(removed_at_ms,0), pooled, disk_bytes, COALESCE(unsaved,-1), COALESCE(unsaved_checked_at_ms,0), "     \
+	"removing_from"
 
 static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 {
@@ -45,6 +47,17 @@ static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
 	s->removed_at_ms = sqlite3_column_int64(st, 14);
 	s->pooled = sqlite3_column_int(st, 15);
 	s->disk_bytes = sqlite3_column_int64(st, 16);
+	s->unsaved = sqlite3_column_int(st, 17);
+	s->unsaved_checked_at_ms = sqlite3_column_int64(st, 18);
+	s->removing_from = store_column_strdup(st, 19);
+}
+
+int store_sandbox_is_live(const struct sandbox_record *s)
+{
+	const char *st = s->status ? s->status : "";
+	if (!strcmp(st, "removing"))
+		st = s->removing_from ? s->removing_from : "";
+	return !strcmp(st, "creating") || !strcmp(st, "running");
 }
 
 static void read_row_any(sqlite3_stmt *st, void *row)
@@ -151,8 +164,7 @@ int store_sandbox_get_live_for_workspace(struct store *store, const char *worksp
                                          struct cp_error **err)
 {
 	int found;
-	if (get_one(store,
-	            "SELECT " SBX_COLUMNS " FROM sandboxes WHERE workspace_id = ? AND status IN ('creating','running')",
+	if (get_one(store, "SELECT " SBX_COLUMNS " FROM sandboxes WHERE workspace_id = ? AND " STORE_SANDBOX_LIVE(""),
 	            workspace_id, ret, err, &found) < 0)
 		return -1;
 	if (!found)
@@ -181,8 +193,8 @@ int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_erro
 	sqlite3_stmt *st = NULL;
 	int r = 0;
 	if (sqlite3_prepare_v2(store->db,
-	                       "SELECT COUNT(*) FROM sandboxes WHERE status IN ('creating','running') AND pooled = 0",
-	                       -1, &st, NULL) != SQLITE_OK ||
+	                       "SELECT COUNT(*) FROM sandboxes WHERE " STORE_SANDBOX_LIVE("") " AND pooled = 0", -1,
+	                       &st, NULL) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW)
 		r = store_fail(store, err, "count sandboxes");
 	else
@@ -254,6 +266,30 @@ out:
 	return r;
 }
 
+int store_sandbox_set_removing(struct store *store, const char *id, int64_t now_ms, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	/* One statement: the status it replaces is kept in the same write, and
+	 * a second call (a removal finished again) keeps the first one's. */
+	if (sqlite3_prepare_v2(store->db,
+	                       "UPDATE sandboxes SET removing_from = CASE WHEN status = 'removing' THEN removing_from "
+	                       "ELSE status END, status = 'removing', updated_at_ms = ?1 WHERE id = ?2 AND status != "
+	                       "'removed'",
+	                       -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "record the removal of sandbox");
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, now_ms);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	r = exec_changes(store, st, "record the removal of sandbox", id, err);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
 int store_sandbox_touch(struct store *store, const char *id, int64_t now_ms, struct cp_error **err)
 {
 	pthread_mutex_lock(&store->lock);
@@ -285,6 +321,50 @@ int store_sandbox_delete(struct store *store, const char *id, struct cp_error **
 	}
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	r = exec_changes(store, st, "delete sandbox", id, err);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_sandbox_get_expired_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
+                                            struct cp_error **err)
+{
+	int found;
+	if (get_one(store,
+	            "SELECT " SBX_COLUMNS
+	            " FROM sandboxes WHERE workspace_id = ? AND status = 'expired' AND pooled = 0 "
+	            "ORDER BY created_at_ms DESC LIMIT 1",
+	            workspace_id, ret, err, &found) < 0)
+		return -1;
+	if (!found)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "workspace '%s' has no expired sandbox", workspace_id);
+	return 0;
+}
+
+int store_sandbox_revive(struct store *store, const char *id, int64_t now_ms, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db,
+	                       "UPDATE sandboxes SET status = 'running', failure_reason = NULL, updated_at_ms = ?1, "
+	                       "last_activity_ms = ?1 WHERE id = ?2 AND status = 'expired'",
+	                       -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "start an expired sandbox again");
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, now_ms);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
+			r = cp_error_set(err, CP_ERR_CONFLICT,
+			                 "sandbox '%s' cannot start again: its workspace has another live sandbox", id);
+		else
+			r = store_fail(store, err, "start an expired sandbox again");
+	} else if (sqlite3_changes(store->db) == 0) {
+		r = cp_error_set(err, CP_ERR_NOT_FOUND, "sandbox '%s' is not expired", id);
+	}
 out:
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&store->lock);

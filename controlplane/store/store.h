@@ -158,7 +158,7 @@ int store_audit_count(struct store *store, const char *action, int64_t *ret_coun
 struct sandbox_record {
 	char *id;
 	char *workspace_id;
-	char *status; /* creating | running | failed | removed */
+	char *status; /* creating | running | failed | removed | expired (migration 0010) | removing (0010) */
 	char *container_name;
 	char *container_id; /* may be NULL while creating */
 	char *image;
@@ -173,15 +173,22 @@ struct sandbox_record {
 	int64_t removed_at_ms;
 	int pooled;         /* 1: a warm-pool member, not a user sandbox (migration 0006) */
 	int64_t disk_bytes; /* writable layer size limit, 0 = none (migration 0008) */
+	int unsaved;        /* clone work since its last export, as last checked: 1, 0, or -1 = not known (0010) */
+	int64_t unsaved_checked_at_ms; /* 0 = never checked */
+	char *removing_from;           /* with status removing: the status before, else NULL (0010) */
 };
 void sandbox_record_clear(struct sandbox_record *s);
+/* Whether s is live: creating, running, or removing from one of those (the
+ * same rule as the registry's one-live-sandbox-per-workspace index). Pure. */
+int store_sandbox_is_live(const struct sandbox_record *s);
 
 /* Inserts s (borrowed) with status 'creating' or as given. CONFLICT when the
- * workspace already has a live (creating/running) sandbox, naming it. */
+ * workspace already has a live sandbox (store_sandbox_is_live), naming it. */
 int store_sandbox_insert(struct store *store, const struct sandbox_record *s, struct cp_error **err);
 /* Loads one sandbox. NOT_FOUND names the id and says to call sandbox_list. */
 int store_sandbox_get(struct store *store, const char *id, struct sandbox_record *ret, struct cp_error **err);
-/* The live sandbox of a workspace, or NOT_FOUND. */
+/* The live sandbox of a workspace (store_sandbox_is_live: 'removing' too),
+ * or NOT_FOUND. */
 int store_sandbox_get_live_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
                                          struct cp_error **err);
 /* Sandboxes, oldest first. include_removed is a set of flags: 0 lists the
@@ -192,7 +199,8 @@ int store_sandbox_get_live_for_workspace(struct store *store, const char *worksp
 #define STORE_SANDBOX_LIST_POOLED 2
 int store_sandbox_list(struct store *store, int include_removed, struct sandbox_record **ret, size_t *ret_n,
                        struct cp_error **err);
-/* Count of user sandboxes in creating/running (warm-pool members excluded). */
+/* Count of live user sandboxes (store_sandbox_is_live; warm-pool members
+ * excluded). */
 int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err);
 /* Sets status (and failure_reason when not NULL, container_id when not NULL),
  * updated_at = now_ms; status 'removed' also sets removed_at_ms and releases
@@ -200,6 +208,13 @@ int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_erro
  * when the id is unknown. */
 int store_sandbox_set_status(struct store *store, const char *id, const char *status, const char *container_id,
                              const char *failure_reason, int64_t now_ms, struct cp_error **err);
+/* Puts the removal of sandbox id on record before its container is removed
+ * (issue 13 item 4): status 'removing', removing_from = the status it
+ * replaces (kept when it is 'removing' already), updated_at = now_ms. A
+ * 'removed' row is left as it is. NOT_FOUND when no row changed (unknown
+ * or removed); a registry that cannot write (a full disk) fails with its
+ * error and changes nothing. */
+int store_sandbox_set_removing(struct store *store, const char *id, int64_t now_ms, struct cp_error **err);
 /* Records activity (a tool call reached the sandbox) at now_ms. */
 int store_sandbox_touch(struct store *store, const char *id, int64_t now_ms, struct cp_error **err);
 /* Deletes a sandbox row (used only to undo a create that failed before the
@@ -236,6 +251,62 @@ int store_sandbox_mounts_set(struct store *store, const char *id, const struct s
  * clears each and frees; NULL when *ret_n is 0). No row is not an error. */
 int store_sandbox_mounts_list(struct store *store, const char *id, struct sandbox_mount_record **ret, size_t *ret_n,
                               struct cp_error **err);
+
+/* ---- saved clone work (store/exports.c, migration 0010, issue 14) ---- */
+
+/* The refs of the approved repository a clone was made from ("<oid>
+ * <refname>\n" lines, git for-each-ref), recorded at create. set: text may
+ * be NULL (not a git repository). get: *ret (caller frees) is NULL when none
+ * was recorded. NOT_FOUND for an unknown sandbox. */
+int store_sandbox_set_source_refs(struct store *store, const char *id, const char *text, struct cp_error **err);
+int store_sandbox_get_source_refs(struct store *store, const char *id, char **ret, struct cp_error **err);
+/* Records the answer to "work since the last export?" (1 or 0) at now_ms. */
+int store_sandbox_set_unsaved(struct store *store, const char *id, int unsaved, int64_t now_ms, struct cp_error **err);
+/* The expired sandbox of a workspace (at most one is kept), or NOT_FOUND. */
+int store_sandbox_get_expired_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
+                                            struct cp_error **err);
+/* An expired sandbox started again: status running, failure reason cleared,
+ * activity at now_ms. CONFLICT when the workspace has a live sandbox
+ * meanwhile, NOT_FOUND when id is not expired. */
+int store_sandbox_revive(struct store *store, const char *id, int64_t now_ms, struct cp_error **err);
+
+struct export_record {
+	char *id; /* exp_… */
+	char *sandbox_id;
+	char *workspace_id;
+	char *kind;      /* git | tar | none */
+	char *reason;    /* checkpoint | destroy | expire | cleanup */
+	char *path;      /* its directory on the host */
+	int64_t bytes;   /* bundle or archive bytes */
+	int64_t refs;    /* branches and tags */
+	int64_t commits; /* commits not in the approved repository at create */
+	int64_t dirty_files;
+	char *fingerprint; /* may be NULL */
+	char *message;     /* may be NULL */
+	int64_t created_at_ms;
+	int64_t applied_at_ms; /* 0 = never applied */
+	int64_t applied_count;
+	int64_t trashed_at_ms; /* 0 = not in the trash */
+};
+void export_record_clear(struct export_record *x);
+
+/* Inserts x (borrowed). CONFLICT when the id exists. */
+int store_export_insert(struct store *store, const struct export_record *x, struct cp_error **err);
+/* One export by id; NOT_FOUND names it and says how to list them. */
+int store_export_get(struct store *store, const char *id, struct export_record *ret, struct cp_error **err);
+/* The newest export of a sandbox, or NOT_FOUND. */
+int store_export_last(struct store *store, const char *sandbox_id, struct export_record *ret, struct cp_error **err);
+/* Every export (sandbox_id NULL) or those of one sandbox, oldest first.
+ * Caller clears each and frees the array. */
+int store_export_list(struct store *store, const char *sandbox_id, struct export_record **ret, size_t *ret_n,
+                      struct cp_error **err);
+/* An apply happened at now_ms: applied_at_ms = now_ms, applied_count + 1. */
+int store_export_set_applied(struct store *store, const char *id, int64_t now_ms, struct cp_error **err);
+/* Moved to the trash: path = new_path, trashed_at_ms = now_ms. */
+int store_export_set_trashed(struct store *store, const char *id, const char *new_path, int64_t now_ms,
+                             struct cp_error **err);
+/* Exports never applied (kind git or tar, not in the trash), for status. */
+int store_export_count_unapplied(struct store *store, int64_t *ret_count, struct cp_error **err);
 
 /* ---- warm pool (store/sandbox_pool.c, issue 8) ---- */
 

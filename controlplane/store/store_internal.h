@@ -8,6 +8,17 @@
 
 #include "store.h"
 
+/* Whether a sandbox row is live, as SQL over the columns of table alias t
+ * ("" or "s."): creating or running, or being removed from one of those
+ * (issue 13 item 4: 'removing' stays live until the engine confirmed the
+ * container gone). One live row per workspace (the partial unique index
+ * sandboxes_one_live_per_workspace of migration 0010 says the same); live
+ * rows count against the sandbox limit. store_sandbox_is_live is the C
+ * twin. */
+#define STORE_SANDBOX_LIVE(t)                                                                                          \
+	"(" t "status IN ('creating','running') OR (" t "status = 'removing' AND " t                                   \
+	"removing_from IN ('creating','running')))"
+
 struct store {
 	sqlite3 *db;
 	pthread_mutex_t lock; /* one statement sequence at a time per handle */

@@ -20,8 +20,9 @@ void workspace_record_clear(struct workspace_record *w)
 
 #define WS_COLUMNS                                                                                                     \
 	"w.id, w.mode, w.path, w.host_path, w.created_at_ms, COALESCE(w.released_at_ms, 0), "                          \
-	"(SELECT s.id FROM sandboxes s WHERE s.workspace_id = w.id AND s.status IN ('creating','running')), "          \
-	"COALESCE(w.trashed_at_ms, 0)"
+	"(SELECT s.id FROM sandboxes s WHERE s.workspace_id = w.id AND " STORE_SANDBOX_LIVE(                           \
+	    "s.") "), "                                                                                                \
+	          "COALESCE(w.trashed_at_ms, 0)"
 
 static void read_row(sqlite3_stmt *st, struct workspace_record *w)
 {

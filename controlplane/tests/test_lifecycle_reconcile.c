@@ -100,6 +100,37 @@ Test(reconcile_table, failed_x_anything_does_nothing)
 	}
 }
 
+/* ---- expired rows (issue 14): the stopped container keeps the clone ---- */
+
+Test(reconcile_table, expired_keeps_its_container_and_fails_when_it_is_gone)
+{
+	cr_expect_eq(lifecycle_row_state_of("expired"), LIFECYCLE_ROW_EXPIRED);
+	enum lifecycle_container_state kept[] = {LIFECYCLE_CONTAINER_RUNNING, LIFECYCLE_CONTAINER_RESTARTING,
+	                                         LIFECYCLE_CONTAINER_STOPPED};
+	for (size_t i = 0; i < 3; i++) {
+		struct lifecycle_reconcile_decision d = decide(LIFECYCLE_ROW_EXPIRED, kept[i], "exited", 0);
+		cr_expect_eq(d.action, LIFECYCLE_RECONCILE_NOTHING, "container state %zu", i);
+	}
+	struct lifecycle_reconcile_decision d = decide(LIFECYCLE_ROW_EXPIRED, LIFECYCLE_CONTAINER_ABSENT, NULL, 0);
+	cr_expect_eq(d.action, LIFECYCLE_RECONCILE_MARK_FAILED);
+	cr_expect(strstr(d.reason, "unsaved work is gone") != NULL, "%s", d.reason);
+}
+
+/* ---- removing rows (issue 13 item 4): a removal put on record is finished ---- */
+
+Test(reconcile_table, removing_x_anything_is_finished)
+{
+	cr_expect_eq(lifecycle_row_state_of("removing"), LIFECYCLE_ROW_REMOVING);
+	enum lifecycle_container_state cs[] = {LIFECYCLE_CONTAINER_ABSENT, LIFECYCLE_CONTAINER_RUNNING,
+	                                       LIFECYCLE_CONTAINER_RESTARTING, LIFECYCLE_CONTAINER_STOPPED};
+	for (size_t i = 0; i < 4; i++) {
+		struct lifecycle_reconcile_decision d = decide(LIFECYCLE_ROW_REMOVING, cs[i], i ? "running" : NULL, 0);
+		cr_expect_eq(d.action, LIFECYCLE_RECONCILE_FINISH_REMOVAL, "container state %zu", i);
+		cr_expect(strstr(d.reason, i ? "its container (running) remained" : "after its container went") != NULL,
+		          "%s", d.reason);
+	}
+}
+
 /* ---- removed rows ---- */
 
 Test(reconcile_table, removed_x_absent_does_nothing)

@@ -86,6 +86,23 @@ Test(tools_args, sandbox_expose_validation)
 	               "unknown argument 'host_port'");
 }
 
+Test(tools_args, sandbox_export_and_destroy_force_validation)
+{
+	expect_invalid(tool_sandbox_export, "{}", "'sandbox_id' is required");
+	expect_invalid(tool_sandbox_export, "{\"sandbox_id\":\"nope\"}", "not a valid id");
+	expect_invalid(tool_sandbox_export, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"message\":7}",
+	               "'message' must be a string");
+	expect_invalid(tool_sandbox_export, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"ref\":\"main\"}",
+	               "unknown argument 'ref'");
+	char big[1200] = "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"message\":\"";
+	size_t n = strlen(big);
+	memset(big + n, 'm', 1001);
+	strcpy(big + n + 1001, "\"}");
+	expect_invalid(tool_sandbox_export, big, "at most 1000 bytes");
+	expect_invalid(tool_sandbox_destroy, "{\"sandbox_id\":\"sbx_abcdefghijklmnopqrst\",\"force\":\"yes\"}",
+	               "true or false");
+}
+
 Test(tools_args, integers_accept_whole_doubles)
 {
 	struct json_object *args = json_tokener_parse("{\"n\":1000.0,\"m\":1.5}");
@@ -102,23 +119,10 @@ Test(tools_args, table_is_complete)
 {
 	size_t n = 0;
 	const struct mcp_tool *t = tools_table(&n);
-	const char *want[] = {"sandbox_create",
-	                      "sandbox_list",
-	                      "sandbox_get",
-	                      "sandbox_destroy",
-	                      "sandbox_expose",
-	                      "workspace_list",
-	                      "bash",
-	                      "bash_poll",
-	                      "bash_stop",
-	                      "bash_input",
-	                      "bash_list",
-	                      "read",
-	                      "write",
-	                      "edit",
-	                      "apply_patch",
-	                      "search",
-	                      "list"};
+	const char *want[] = {"sandbox_create", "sandbox_list",   "sandbox_get", "sandbox_destroy", "sandbox_export",
+	                      "sandbox_expose", "workspace_list", "bash",        "bash_poll",       "bash_stop",
+	                      "bash_input",     "bash_list",      "read",        "write",           "edit",
+	                      "apply_patch",    "search",         "list"};
 	cr_assert_eq(n, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < n; i++) {
 		cr_expect_str_eq(t[i].name, want[i]);

@@ -213,9 +213,15 @@ int tool_sandbox_list(const struct mcp_call *call, struct json_object *args, str
 		return -1;
 	struct json_object *list = json_object_new_array();
 	int active = 0;
+	int unsaved = 0;
 	for (size_t i = 0; i < n; i++) {
-		json_object_array_add(list, tools_sandbox_json(app, &rows[i]));
-		if (strcmp(rows[i].status, "running") == 0 || strcmp(rows[i].status, "creating") == 0)
+		struct json_object *one = tools_sandbox_json(app, &rows[i]);
+		tools_sandbox_add_saved(app, one, &rows[i]);
+		struct json_object *u = NULL;
+		if (json_object_object_get_ex(one, "unsaved_work", &u) && json_object_get_boolean(u))
+			unsaved++;
+		json_object_array_add(list, one);
+		if (store_sandbox_is_live(&rows[i]))
 			active++;
 		sandbox_record_clear(&rows[i]);
 	}
@@ -223,6 +229,7 @@ int tool_sandbox_list(const struct mcp_call *call, struct json_object *args, str
 	struct json_object *o = json_object_new_object();
 	json_object_object_add(o, "sandboxes", list);
 	json_object_object_add(o, "active_count", json_object_new_int(active));
+	json_object_object_add(o, "unsaved_count", json_object_new_int(unsaved));
 	int max_active = lifecycle_limits_in_force(app->lc)->max_active;
 	if (max_active > 0)
 		json_object_object_add(o, "max_active_sandboxes", json_object_new_int(max_active));
@@ -266,6 +273,7 @@ int tool_sandbox_get(const struct mcp_call *call, struct json_object *args, stru
 		if (ch)
 			lifecycle_sandbox_release(app->lc, id, ch);
 	}
+	tools_sandbox_add_saved(app, o, &s); /* clone work: unsaved_work, last_export (issue 14) */
 	struct json_object *exposures = tools_exposures_json(app, id); /* sandbox_expose's mappings */
 	if (exposures)
 		json_object_object_add(o, "exposures", exposures);
@@ -279,16 +287,41 @@ int tool_sandbox_destroy(const struct mcp_call *call, struct json_object *args, 
                          struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", NULL};
+	static const char *const known[] = {"sandbox_id", "force", NULL};
 	const char *id = NULL;
-	if (tool_args_sandbox(args, known, &id, err) < 0)
+	int force = 0;
+	if (tool_args_sandbox(args, known, &id, err) < 0 || tool_args_bool(args, "force", 0, &force, err) < 0)
 		return -1;
-	struct sandbox_record s = {0};
-	if (lifecycle_sandbox_destroy(app->lc, id, &s, err) < 0)
+	struct lifecycle_destroy_options opts = {.force = force, .reason = "destroy", .actor = "mcp"};
+	struct lifecycle_destroy_result res = {0};
+	if (lifecycle_sandbox_destroy_ex(app->lc, id, &opts, &res, err) < 0) {
+		lifecycle_destroy_result_clear(&res);
 		return -1;
-	struct json_object *o = tools_sandbox_json(app, &s);
+	}
+	struct json_object *o = tools_sandbox_json(app, &res.sandbox);
 	json_object_object_add(o, "workspace_kept", json_object_new_boolean(1));
-	sandbox_record_clear(&s);
+	/* The work of a clone sandbox: the export it was saved in, or what a
+	 * force lost (issue 14). */
+	if (res.save.export.id) {
+		json_object_object_add(o, "export", tools_export_json(&res.save.export));
+		char *msg = NULL;
+		if (asprintf(
+		        &msg,
+		        "Destroyed. Its work was saved as export %s; nothing was written to the user's machine. The "
+		        "person brings it home with: %s",
+		        res.save.export.id,
+		        !strcmp(res.save.export.kind, "tar")   ? "chat2sbx export apply ID --to DIR"
+		        : !strcmp(res.save.export.kind, "git") ? "chat2sbx export apply ID"
+		                                               : "(nothing: no change since it was made)") >= 0) {
+			json_object_object_add(o, "message", json_object_new_string(msg));
+			free(msg);
+		}
+	}
+	if (res.lost)
+		json_object_object_add(o, "lost", json_object_new_string(res.lost));
+	if (res.note)
+		json_object_object_add(o, "message", json_object_new_string(res.note));
+	lifecycle_destroy_result_clear(&res);
 	*ret = o;
 	return 0;
 }

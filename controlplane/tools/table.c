@@ -18,7 +18,9 @@ const char tools_instructions[] =
     "server running in the sandbox, start it listening on 0.0.0.0 and call sandbox_expose with its port; give "
     "them the url it returns. You are root in the sandbox, but setuid and setgid bits cannot be set (chmod u+s, "
     "install -m 4755 fail with Operation not permitted), so packages that ship setuid programs (sudo, cron) "
-    "do not install; you need none of them as root.";
+    "do not install; you need none of them as root. A clone of the user's repository (workspace_mode clone) "
+    "keeps your commits inside the sandbox: save a checkpoint with sandbox_export; the person brings it home "
+    "with the command it returns.";
 
 #define SANDBOX_ID_PROP                                                                                                \
 	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox_id returned by sandbox_create or "          \
@@ -27,7 +29,7 @@ const char tools_instructions[] =
 #define SANDBOX_OUT                                                                                                    \
 	"{\"type\":\"object\",\"properties\":{"                                                                        \
 	"\"sandbox_id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"creating\","                 \
-	"\"running\",\"failed\",\"removed\",\"approval_required\"]},"                                                  \
+	"\"running\",\"failed\",\"removed\",\"expired\",\"removing\",\"approval_required\"]},"                         \
 	"\"workspace_id\":{\"type\":\"string\"},\"workspace_mode\":{\"type\":\"string\"},"                             \
 	"\"workspace_path\":{\"type\":\"string\",\"description\":\"Host directory behind /workspace\"},"               \
 	"\"image\":{\"type\":\"string\"},\"container_id\":{\"type\":\"string\"},"                                      \
@@ -46,7 +48,13 @@ const char tools_instructions[] =
 	"\"copy_session_id\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},"                                 \
 	"\"approval_id\":{\"type\":\"string\"},"                                                                       \
 	"\"exposures\":{\"type\":\"array\",\"items\":{\"type\":\"object\"},\"description\":\"Ports published "         \
-	"with sandbox_expose: port, host, host_port, url\"}"                                                           \
+	"with sandbox_expose: port, host, host_port, url\"},"                                                          \
+	"\"unsaved_work\":{\"type\":\"boolean\",\"description\":\"Clone mode: commits or changes since the last "      \
+	"export (checked at most once a minute)\"},"                                                                   \
+	"\"last_export\":{\"type\":\"object\",\"description\":\"The newest saved export of this sandbox\"},"           \
+	"\"export\":{\"type\":\"object\",\"description\":\"sandbox_destroy: the export its work was saved in\"},"      \
+	"\"lost\":{\"type\":\"string\",\"description\":\"sandbox_destroy with force after a failed save: what is "     \
+	"gone\"}"                                                                                                      \
 	"},\"required\":[\"status\"]}"
 
 #define BASH_OUT                                                                                                       \
@@ -121,12 +129,15 @@ static const struct mcp_tool table[] = {
     {
         .name = "sandbox_list",
         .title = "List sandboxes",
-        .description = "List the sandboxes that are running or failed, with their workspaces. Use it to "
-                       "find a sandbox_id from another conversation.",
+        .description = "List the sandboxes that are running, failed, expired or being removed, with their "
+                       "workspaces and, for clone sandboxes, whether they hold unsaved work. Use it to find a "
+                       "sandbox_id from another conversation.",
         .input_schema = "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
         .output_schema = "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":"
                          "{\"type\":\"object\"}},\"active_count\":{\"type\":\"integer\"},"
-                         "\"max_active_sandboxes\":{\"type\":\"integer\"}},\"required\":[\"sandboxes\","
+                         "\"max_active_sandboxes\":{\"type\":\"integer\"},\"unsaved_count\":{\"type\":\"integer\","
+                         "\"description\":\"Clone sandboxes with work not saved in an export\"}},"
+                         "\"required\":[\"sandboxes\","
                          "\"active_count\"]}",
         .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
         .handler = tool_sandbox_list,
@@ -145,13 +156,51 @@ static const struct mcp_tool table[] = {
     {
         .name = "sandbox_destroy",
         .title = "Destroy sandbox",
-        .description = "Stop and remove a sandbox's container and every process in it. A managed "
-                       "workspace directory is kept on the host. Unsaved state outside /workspace is lost.",
+        .description = "Stop and remove a sandbox's container and every process in it. A managed or direct "
+                       "workspace directory stays on the host. A clone of the user's repository is saved first "
+                       "(every branch, tag and uncommitted change, as an export the person can apply; the answer "
+                       "names it); if that save fails, nothing is removed and the error says why: fix it, or "
+                       "pass force: true to remove it anyway (the answer then says what was lost). Unsaved state "
+                       "outside /workspace is lost.",
         .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+                        ",\"force\":{\"type\":\"boolean\",\"description\":\"Remove even when the work of a "
+                        "clone sandbox cannot be saved (default false). Only after the person agreed to lose "
+                        "it\"}},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
         .output_schema = SANDBOX_OUT,
         .hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
         .handler = tool_sandbox_destroy,
+    },
+    {
+        .name = "sandbox_export",
+        .title = "Save a sandbox's work",
+        .description = "Save a checkpoint of a clone sandbox's work (workspace_mode clone: a private copy of "
+                       "the user's repository): every branch and tag, HEAD, and a snapshot of uncommitted and "
+                       "untracked files (not ignored ones), without changing the clone's index, stash or files. "
+                       "Returns the export_id, what it holds (branches, commits ahead of the approved repository, "
+                       "dirty files) and the command the person runs to bring it into their repository. Nothing "
+                       "is written to the user's machine by this tool. Saving the same state again returns the "
+                       "same export. sandbox_destroy saves one too.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+                        ",\"message\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"What this "
+                        "checkpoint is (kept with it and used as the snapshot commit's message)\"}},"
+                        "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
+                         "\"export_id\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"git\","
+                         "\"tar\",\"none\"],\"description\":\"git: a bundle; tar: a plain copy; none: nothing "
+                         "new since the sandbox was made\"},\"saved\":{\"type\":\"boolean\",\"description\":"
+                         "\"false: the state was saved already, export_id is that export\"},"
+                         "\"reason\":{\"type\":\"string\"},\"refs\":{\"type\":\"integer\",\"description\":"
+                         "\"Branches and tags\"},\"commits_ahead\":{\"type\":\"integer\",\"description\":"
+                         "\"Commits not in the approved repository\"},\"dirty_files\":{\"type\":\"integer\","
+                         "\"description\":\"Uncommitted and untracked files in the snapshot\"},"
+                         "\"bytes\":{\"type\":\"integer\"},\"created_at\":{\"type\":\"string\"},"
+                         "\"message\":{\"type\":\"string\"},\"command\":{\"type\":\"string\","
+                         "\"description\":\"What the person runs on their machine to bring it home\"}},"
+                         "\"required\":[\"sandbox_id\",\"export_id\",\"kind\",\"saved\",\"command\"]}",
+        /* Writes only chat2sbx's own export directory, never the user's
+         * files; saving the same state twice gives the same export. */
+        .hints = MCP_HINT_IDEMPOTENT,
+        .handler = tool_sandbox_export,
     },
     {
         .name = "sandbox_expose",

@@ -17,6 +17,12 @@ int tool_sandbox_create(const struct mcp_call *, struct json_object *, struct js
 int tool_sandbox_list(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_sandbox_get(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_sandbox_destroy(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
+int tool_sandbox_export(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
+/* An export row as tools answer it (caller puts): id, kind, counts, and
+ * the command the person runs (tools/export.c). */
+struct json_object *tools_export_json(const struct export_record *x);
+/* Adds unsaved_work (clone sandboxes, when known) and last_export to o. */
+void tools_sandbox_add_saved(struct tools_app *app, struct json_object *o, const struct sandbox_record *s);
 int tool_sandbox_expose(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 /* The exposed ports of a sandbox as a JSON array (caller puts), NULL when the
  * registry cannot be read (tools/expose.c). */

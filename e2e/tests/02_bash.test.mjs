@@ -105,11 +105,14 @@ ctx.test('stdin is at end-of-file: cat returns at once', async () => {
 
 ctx.test('output beyond the response cap arrives through polls without loss', async () => {
   const tools = await need();
+  // While the command runs, polls deliver every byte in order (the sleep
+  // keeps it running until the output is drained).
   const r = await tools.ok('bash', {
     sandbox_id: sandboxId,
-    command: "head -c 200000 /dev/zero | tr '\\0' a",
-    yield_time_ms: 10_000,
+    command: "head -c 200000 /dev/zero | tr '\\0' a; sleep 8",
+    yield_time_ms: 3_000,
   });
+  assert.equal(r.status, 'running');
   assert.ok(r.output.length < 200_000, `a single response is bounded (got ${r.output.length} chars)`);
   assert.equal(r.has_more_output, true, `has_more_output on the first response: ${JSON.stringify({ ...r, output: `<${r.output.length} chars>` })}`);
   const { output, last, polls } = await drain(tools, r.session_id, r, { yieldMs: 2000, maxMs: 30_000 });
@@ -117,6 +120,12 @@ ctx.test('output beyond the response cap arrives through polls without loss', as
   assert.equal(last.exit_code, 0);
   assert.equal(output.length, 200_000, `total output over bash + ${polls} polls`);
   assert.ok(/^a*$/.test(output), 'only "a" characters');
+  // Once it has ended, one answer holds its head and its tail, and the
+  // left-out bytes are named (e2e 35 reads them back).
+  const e = await tools.ok('bash', { sandbox_id: sandboxId, command: "head -c 200000 /dev/zero | tr '\\0' a; echo; echo end" });
+  assert.equal(e.has_more_output, false);
+  assert.match(e.output, /^a{30000}\n\[\.\.\. \d+ bytes left out here: bytes 30000 to /);
+  assert.match(e.output, /a\nend\n$/);
 });
 
 ctx.test('round trip of `bash true` (20 calls, median)', async () => {

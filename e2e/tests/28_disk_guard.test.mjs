@@ -6,7 +6,8 @@
 // space on the host, the sandbox resumes by itself with its work intact, and
 // every registry row and container agrees with the other. Then the disk
 // fills to the last block: a change that cannot be put on record is not made
-// (read-only calls go on), destroy and create end consistent, and serve.json,
+// (read-only calls go on; the CLI's destroy cannot put its removal on record,
+// so it removes nothing), destroy and create end consistent, and serve.json,
 // lost meanwhile, is written again once there is room.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -201,6 +202,17 @@ test('no room at all: changes that cannot be recorded are not made, reads go on,
   assert.match(resultText(destroy), /sandbox_destroy was not run/);
   const create = await tools.call('sandbox_create', {}, CREATE_TIMEOUT);
   assert.equal(create.isError, true, resultText(create));
+  // The CLI's destroy has no audit gate in front of it: the removal itself
+  // must be put on record ('removing') before the engine is asked, so it is
+  // refused with nothing removed (issue 13 item 4).
+  const cliDestroy = spawnSync(BIN, ['sandbox', 'destroy', sbx.sandbox_id], {
+    cwd: srv.root,
+    env: childEnv({}, path.join(srv.root, 'home'), srv.dataRoot, srv.port),
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  assert.notEqual(cliDestroy.status, 0, cliDestroy.stdout + cliDestroy.stderr);
+  assert.match(cliDestroy.stderr, /was not removed: its removal could not be put on record|registry error/, cliDestroy.stderr);
   assert.equal((await dockerInspect(sbx.sandbox_id)).State.Running, true, 'the refused destroy left the sandbox running');
   assert.equal(sql("SELECT id, status FROM sandboxes ORDER BY id"), before, 'no row changed');
   assert.deepEqual((await containersOfThisServe()).sort(), containers.sort(), 'no container made or removed');

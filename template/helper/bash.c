@@ -48,6 +48,7 @@ struct session {
 	pid_t pid; /* also the process group id (the child calls setsid) */
 	int pipe_fd, log_fd;
 	bool interactive, tty;
+	bool hidden; /* bash.start hidden: the control plane's own command, left out of bash.list */
 	/* The program's stdin (interactive sessions): the pipe's write end or a
 	 * duplicate of the pty master, non-blocking; -1 once closed. Input the
 	 * program has not read yet waits in inbuf (at most BASH_INPUT_MAX). */
@@ -188,6 +189,7 @@ static void session_persist(struct session *s)
 	    .pid = s->pid,
 	    .interactive = s->interactive,
 	    .tty = s->tty,
+	    .hidden = s->hidden,
 	    .ended = s->ended && !s->interrupted && s->status != SESSION_LOST,
 	    .exit_code = s->exit_code,
 	    .term_sig = s->term_sig,
@@ -951,7 +953,7 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 	size_t sid_len, cmd_len;
 	struct output_bound bound;
 	int64_t timeout_ms, yield_ms, rows, cols;
-	bool interactive, tty;
+	bool interactive, tty, hidden;
 	if (rpc_param_string(params, "session_id", true, &sid, &sid_len, err) < 0 ||
 	    check_session_id(sid, sid_len, err) < 0 ||
 	    rpc_param_string(params, "command", true, &command, &cmd_len, err) < 0 ||
@@ -959,6 +961,7 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 	    param_yield(params, &yield_ms, err) < 0 || param_output(params, &bound, err) < 0 ||
 	    rpc_param_bool(params, "interactive", false, &interactive, err) < 0 ||
 	    rpc_param_bool(params, "tty", false, &tty, err) < 0 ||
+	    rpc_param_bool(params, "hidden", false, &hidden, err) < 0 ||
 	    rpc_param_int(params, "rows", BASH_TTY_ROWS, 1, BASH_TTY_MAX, false, &rows, err) < 0 ||
 	    rpc_param_int(params, "cols", BASH_TTY_COLS, 1, BASH_TTY_MAX, false, &cols, err) < 0)
 		return -1;
@@ -998,6 +1001,7 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 	s->status = SESSION_RUNNING;
 	s->tty = tty;
 	s->interactive = interactive || tty;
+	s->hidden = hidden;
 	int r = start_spawn(s, cwd, (int)rows, (int)cols, err);
 	free(cwd);
 	if (r < 0) {
@@ -1128,8 +1132,13 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 	(void)err;
 	json_object *list = json_object_new_array();
 	size_t recent_from = nsessions > BASH_LIST_RECENT ? nsessions - BASH_LIST_RECENT : 0;
+	size_t hidden = 0;
 	for (size_t i = 0; i < nsessions; i++) {
 		struct session *s = sessions[i];
+		if (s->hidden) {
+			hidden++;
+			continue;
+		}
 		if (i < recent_from && s->ended)
 			continue;
 		json_object *o = json_object_new_object();
@@ -1171,8 +1180,8 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 	size_t listed = json_object_array_length(list);
 	json_object *r = json_object_new_object();
 	json_object_object_add(r, "sessions", list);
-	json_object_object_add(r, "total", json_object_new_int64((int64_t)nsessions));
-	json_object_object_add(r, "truncated", json_object_new_boolean(listed < nsessions));
+	json_object_object_add(r, "total", json_object_new_int64((int64_t)(nsessions - hidden)));
+	json_object_object_add(r, "truncated", json_object_new_boolean(listed < nsessions - hidden));
 	*ret_result = r;
 	return 0;
 }
@@ -1422,6 +1431,7 @@ static struct session *session_restored(const struct sessmeta *m, const char *bo
 	s->pid = m->pid;
 	s->interactive = m->interactive;
 	s->tty = m->tty;
+	s->hidden = m->hidden;
 	s->started_at_ms = m->started_at_ms;
 	s->ended = true;
 	s->group_gone = true;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bash.h"
+#include "blob.h"
 #include "edit.h"
 #include "files.h"
 #include "fsstat.h"
@@ -77,6 +78,7 @@ static bool attach_note(const char *aid, size_t len)
 	if (len == 0 || len > ATTACH_ID_MAX || strlen(aid) != len || strcmp(aid, attach_id) == 0)
 		return false;
 	size_t rewound = bash_attach_reset();
+	blob_close_all(); /* the old attachment's handles went with it */
 	memcpy(attach_id, aid, len + 1);
 	hlog_debug("a new control plane attached; %zu session(s) rewound to their acknowledged output", rewound);
 	return true;
@@ -117,7 +119,8 @@ static const struct method {
     {"bash.input", bash_rpc_input}, {"bash.stop", bash_rpc_stop},    {"bash.list", bash_rpc_list},
     {"file.read", files_rpc_read},  {"file.write", files_rpc_write}, {"file.search", search_rpc},
     {"file.list", list_rpc},        {"file.edit", edit_rpc},         {"file.apply_patch", patch_rpc},
-    {"fs.stat", fsstat_rpc},        {"fs.mounts", fsmounts_rpc},
+    {"fs.stat", fsstat_rpc},        {"fs.mounts", fsmounts_rpc},     {"blob.open", blob_rpc_open},
+    {"blob.read", blob_rpc_read},   {"blob.close", blob_rpc_close},
 };
 
 static void reply_sink(const char *line, size_t len, void *data)
@@ -181,12 +184,12 @@ static void dispatch_line(char *line, size_t len, void *data)
 				m = &methods[i];
 		json_object *result = NULL;
 		if (!m) {
-			rpc_fail_code(
-			    &err, PROTO_ERR_METHOD_NOT_FOUND, "INVALID_ARGUMENT",
-			    "unknown method '%.64s'; this helper (protocol %s) knows hello, "
-			    "bash.start, bash.poll, bash.input, bash.stop, bash.list, file.read, "
-			    "file.write, file.search, file.list, file.edit, file.apply_patch, fs.stat, fs.mounts",
-			    method, PROTO_VERSION);
+			rpc_fail_code(&err, PROTO_ERR_METHOD_NOT_FOUND, "INVALID_ARGUMENT",
+			              "unknown method '%.64s'; this helper (protocol %s) knows hello, "
+			              "bash.start, bash.poll, bash.input, bash.stop, bash.list, file.read, "
+			              "file.write, file.search, file.list, file.edit, file.apply_patch, fs.stat, "
+			              "fs.mounts, blob.open, blob.read, blob.close",
+			              method, PROTO_VERSION);
 			rpc_send_error(id, &err);
 		} else if ((r = m->fn(id, params, &result, &err)) == 0) {
 			rpc_send_result(id, result);

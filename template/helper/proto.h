@@ -53,7 +53,10 @@
  *               "tty":bool (default false; true implies interactive: the shell
  *                 runs on a pseudo-terminal), "rows":N, "cols":N (its size,
  *                 default 24 x 80, each 1..1000, else INVALID_ARGUMENT;
- *                 ignored without tty)}
+ *                 ignored without tty),
+ *               "hidden":bool (default false; true: the control plane's own
+ *                 command (an export), left out of bash.list and its total;
+ *                 bash.poll and bash.stop work on it as on any session)}
  *     session_id: 1-128 of [A-Za-z0-9_.-], not starting with '.'. command:
  *     at most 131071 bytes, no NUL. A missing cwd: INVALID_ARGUMENT naming it.
  *     256 sessions already running: LIMIT.
@@ -351,6 +354,22 @@
  *     without contents; names are UTF-8 made safe. Not a directory:
  *     INVALID_ARGUMENT. Missing: NOT_FOUND.
  *
+ *   blob.open {"path":S (absolute), "unlink":bool (default false)}
+ *     → {"handle":S, "size":N (bytes when opened)}
+ *   blob.read {"handle":S, "offset":N (≥ 0), "length":N (1..PROTO_BLOB_CHUNK_MAX,
+ *              default PROTO_BLOB_CHUNK_MAX)}
+ *     → {"data":S (standard base64, RFC 4648 section 4), "bytes":N,
+ *        "eof":bool (nothing follows offset + bytes)}
+ *   blob.close {"handle":S} → {}
+ *     A file's bytes in bounded chunks (exports: a git bundle or a tar the
+ *     control plane had a script make). open takes a regular file only
+ *     (never a final symlink; a FIFO or device: INVALID_ARGUMENT, and the
+ *     open never blocks); with unlink its name is removed at once, so later
+ *     reads see the file as opened. At most BLOB_MAX_OPEN (4) at once: LIMIT.
+ *     Unknown handle: NOT_FOUND. A new attachment (hello with a new
+ *     attach_id) closes every open blob. The size is a hint: the file may
+ *     still grow or shrink; the host reads until eof and enforces its own cap.
+ *
  * Paths: relative paths are resolved against /workspace; absolute paths are
  * used as given (the whole container is the sandbox's to use). */
 #ifndef CHAT2SBX_PROTO_H
@@ -366,6 +385,7 @@
 #define PROTO_SEARCH_FILE_MAX (64ull * 1024 * 1024) /* file.search: larger files are skipped */
 #define PROTO_SEARCH_TIME_MS 5000                   /* file.search: wall-time bound */
 #define PROTO_WALK_MAX_ENTRIES 100000               /* file.search/file.list: entries walked at most */
+#define PROTO_BLOB_CHUNK_MAX (1024 * 1024)          /* blob.read: raw bytes per reply at most */
 
 /* JSON-RPC 2.0 error codes (JSON-RPC 2.0 specification, section 5.1). */
 #define PROTO_ERR_PARSE (-32700)

@@ -57,6 +57,8 @@ static json_object *to_json(const struct sessmeta *m)
 	json_object_object_add(o, "started_at_ms", json_object_new_int64(m->started_at_ms));
 	json_object_object_add(o, "pid", json_object_new_int(m->pid));
 	json_object_object_add(o, "interactive", json_object_new_boolean(m->interactive));
+	if (m->hidden)
+		json_object_object_add(o, "hidden", json_object_new_boolean(true));
 	json_object_object_add(o, "tty", json_object_new_boolean(m->tty));
 	json_object_object_add(o, "delivered", json_object_new_int64((int64_t)m->delivered));
 	json_object_object_add(o, "acked", json_object_new_int64((int64_t)m->acked));
@@ -168,7 +170,7 @@ static bool from_json(json_object *o, const char *id, struct sessmeta *m)
 	if (!get_int64(o, "started_at_ms", true, 0, &started) || !get_int64(o, "pid", false, 0, &pid) ||
 	    !get_int64(o, "delivered", false, 0, &delivered) || !get_int64(o, "acked", false, 0, &acked) ||
 	    !get_int64(o, "dropped", false, 0, &dropped) || !get_bool(o, "interactive", &m->interactive) ||
-	    !get_bool(o, "tty", &m->tty) || pid > INT32_MAX)
+	    !get_bool(o, "tty", &m->tty) || !get_bool(o, "hidden", &m->hidden) || pid > INT32_MAX)
 		return false;
 	m->started_at_ms = started;
 	m->pid = (int)pid;

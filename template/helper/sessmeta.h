@@ -27,6 +27,7 @@ struct sessmeta {
 	int64_t started_at_ms;
 	int pid;
 	bool interactive, tty;
+	bool hidden; /* started with bash.start hidden */
 	bool ended;
 	char status[SESSMETA_STATUS_MAX]; /* when ended */
 	int exit_code, term_sig;          /* when ended; term_sig 0 = none */

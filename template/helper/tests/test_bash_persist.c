@@ -420,3 +420,31 @@ Test(bash_persist, kill_term_1_from_inside_is_ignored_as_pid_1)
 	cr_assert(WIFEXITED(h->status) && WEXITSTATUS(h->status) == 0, "exit status 0x%x", h->status);
 	harness_stop(h);
 }
+
+/* The control plane's own commands (exports) are sessions like any other
+ * but never show in bash.list, also after the helper started again. */
+Test(bash_persist, hidden_sessions_stay_out_of_the_list)
+{
+	struct harness h;
+	harness_start(&h);
+	json_object *r = call(&h, 1, "bash.start",
+	                      "{\"session_id\":\"bash_hidden\",\"command\":\"echo secret-ish\",\"yield_time_ms\":5000,"
+	                      "\"hidden\":true}");
+	cr_assert_str_eq(jstr(r, "status"), "exited");
+	json_object_put(r);
+	json_object_put(start(&h, 2, "bash_shown", "echo shown", 5000));
+	json_object *list = call(&h, 3, "bash.list", "{}");
+	cr_assert_null(listed(list, "bash_hidden"));
+	cr_assert_not_null(listed(list, "bash_shown"));
+	cr_assert_eq(jint(list, "total"), 1);
+	json_object_put(list);
+	r = poll_session(&h, 4, "bash_hidden");
+	cr_assert_str_eq(jstr(r, "status"), "exited", "it can still be polled");
+	json_object_put(r);
+	harness_restart(&h, SIGTERM);
+	list = call(&h, 5, "bash.list", "{}");
+	cr_assert_null(listed(list, "bash_hidden"), "the record keeps it hidden");
+	cr_assert_not_null(listed(list, "bash_shown"));
+	json_object_put(list);
+	harness_stop(&h);
+}

@@ -1,0 +1,243 @@
+/* cmd_export.c: `chat2sbx export list [--json] | show ID | apply ID [--to
+ * DIR]`: the person's side of saved clone work (issue 14). The model can
+ * only save; bringing work into the approved repository is decided here,
+ * by the person, with the registry and the export files alone (serve need
+ * not run, no engine is asked). Everything printed that came from a
+ * sandbox was escaped when it was saved. */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/id.h"
+#include "cli.h"
+#include "controlplane.h"
+#include "lifecycle/lifecycle.h"
+
+static const char *state_of(const struct export_record *x)
+{
+	if (x->trashed_at_ms)
+		return "trashed";
+	if (!strcmp(x->kind, "none"))
+		return "nothing";
+	return x->applied_count ? "applied" : "not-applied";
+}
+
+static int export_list(struct cli *cli, struct store *store)
+{
+	struct export_record *rows = NULL;
+	size_t n = 0;
+	struct cp_error *err = NULL;
+	if (store_export_list(store, NULL, &rows, &n, &err) < 0)
+		return cli_fail(err);
+	struct json_object *list = json_object_new_array();
+	if (!cli->json)
+		printf("%-24s %-26s %-5s %-10s %-11s %5s %7s %5s %s\n", "EXPORT", "SANDBOX", "KIND", "REASON", "STATE",
+		       "REFS", "COMMITS", "DIRTY", "CREATED");
+	for (size_t i = 0; i < n; i++) {
+		struct export_record *x = &rows[i];
+		char when[40];
+		clock_format_rfc3339(x->created_at_ms, when, sizeof(when));
+		if (cli->json) {
+			struct json_object *o = json_object_new_object();
+			json_object_object_add(o, "export_id", json_object_new_string(x->id));
+			json_object_object_add(o, "sandbox_id", json_object_new_string(x->sandbox_id));
+			json_object_object_add(o, "workspace_id", json_object_new_string(x->workspace_id));
+			json_object_object_add(o, "kind", json_object_new_string(x->kind));
+			json_object_object_add(o, "reason", json_object_new_string(x->reason));
+			json_object_object_add(o, "state", json_object_new_string(state_of(x)));
+			json_object_object_add(o, "path", json_object_new_string(x->path));
+			json_object_object_add(o, "bytes", json_object_new_int64(x->bytes));
+			json_object_object_add(o, "refs", json_object_new_int64(x->refs));
+			json_object_object_add(o, "commits_ahead", json_object_new_int64(x->commits));
+			json_object_object_add(o, "dirty_files", json_object_new_int64(x->dirty_files));
+			json_object_object_add(o, "applied_count", json_object_new_int64(x->applied_count));
+			json_object_object_add(o, "created_at", json_object_new_string(when));
+			if (x->message)
+				json_object_object_add(o, "message", json_object_new_string(x->message));
+			json_object_array_add(list, o);
+		} else {
+			printf("%-24s %-26s %-5s %-10s %-11s %5lld %7lld %5lld %s\n", x->id, x->sandbox_id, x->kind,
+			       x->reason, state_of(x), (long long)x->refs, (long long)x->commits,
+			       (long long)x->dirty_files, when);
+		}
+		export_record_clear(x);
+	}
+	free(rows);
+	if (cli->json)
+		cli_print_json(list);
+	else
+		json_object_put(list);
+	return 0;
+}
+
+static const char *str(struct json_object *o, const char *k)
+{
+	struct json_object *v = NULL;
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
+	           ? json_object_get_string(v)
+	           : NULL;
+}
+
+static long long num(struct json_object *o, const char *k)
+{
+	struct json_object *v = NULL;
+	return json_object_object_get_ex(o, k, &v) ? (long long)json_object_get_int64(v) : 0;
+}
+
+static void show_text(const struct export_record *x, struct json_object *m)
+{
+	printf("export %s (%s, %s) of sandbox %s, workspace %s\n", x->id, x->kind, x->reason, x->sandbox_id,
+	       x->workspace_id);
+	printf("  from     %s\n", str(m, "host_path") ?: "-");
+	printf("  saved    %s, %lld bytes%s, in %s\n", str(m, "created_at") ?: "?", (long long)x->bytes,
+	       num(m, "thin") ? " (builds on the approved repository's commits)" : "", x->path);
+	if (x->message)
+		printf("  message  %s\n", x->message);
+	printf("  applied  %lld time(s)\n", (long long)x->applied_count);
+	if (!strcmp(x->kind, "none"))
+		printf("  nothing new since the sandbox was made: no commit, branch or change\n");
+	struct json_object *refs = NULL;
+	if (json_object_object_get_ex(m, "refs", &refs))
+		for (size_t i = 0; i < json_object_array_length(refs); i++) {
+			struct json_object *r = json_object_array_get_idx(refs, i);
+			const char *kind = str(r, "kind") ?: "?";
+			if (!strcmp(kind, "snapshot"))
+				continue;
+			printf("\n%s %s -> %s (%.12s)%s\n", kind, str(r, "name") ?: "?",
+			       str(r, "host_ref") ?: "(not applied: the name collides)", str(r, "oid") ?: "",
+			       num(r, "new_commits") ? "" : ", no new commit");
+			struct json_object *c = NULL, *f = NULL;
+			if (json_object_object_get_ex(r, "commits", &c))
+				for (size_t j = 0; j < json_object_array_length(c); j++) {
+					struct json_object *e = json_object_array_get_idx(c, j);
+					printf("  %.12s %s\n", str(e, "oid") ?: "", str(e, "subject") ?: "");
+				}
+			if (num(r, "new_commits") > (long long)(c ? json_object_array_length(c) : 0))
+				printf("  ... %lld commits in all\n", num(r, "new_commits"));
+			if (json_object_object_get_ex(r, "files", &f) && json_object_array_length(f)) {
+				printf("  files changed:\n");
+				for (size_t j = 0; j < json_object_array_length(f); j++)
+					printf("    %s\n", json_object_get_string(json_object_array_get_idx(f, j)));
+			}
+		}
+	struct json_object *snap = NULL, *files = NULL;
+	if (json_object_object_get_ex(m, "snapshot", &snap) && str(snap, "oid")) {
+		printf("\nuncommitted and untracked changes (%lld file(s)) -> refs/remotes/chat2sbx/%s/uncommitted\n",
+		       num(snap, "file_count"), x->sandbox_id);
+		if (json_object_object_get_ex(snap, "files", &files))
+			for (size_t j = 0; j < json_object_array_length(files); j++) {
+				struct json_object *e = json_object_array_get_idx(files, j);
+				printf("  %s %s\n", str(e, "status") ?: "?", str(e, "path") ?: "");
+			}
+	}
+	if (!strcmp(x->kind, "git"))
+		printf("\nbring it home: chat2sbx export apply %s\n", x->id);
+	else if (!strcmp(x->kind, "tar"))
+		printf("\n%lld entries; write the plain copy with: chat2sbx export apply %s --to DIR\n",
+		       num(m, "archive_entries"), x->id);
+}
+
+static int export_show(struct cli *cli, struct store *store, const char *id)
+{
+	struct export_record x = {0};
+	struct cp_error *err = NULL;
+	struct json_object *m = NULL;
+	if (store_export_get(store, id, &x, &err) < 0 || lifecycle_export_manifest(&x, &m, &err) < 0) {
+		export_record_clear(&x);
+		return cli_fail(err);
+	}
+	if (cli->json) {
+		json_object_object_add(m, "path", json_object_new_string(x.path));
+		json_object_object_add(m, "applied_count", json_object_new_int64(x.applied_count));
+		cli_print_json(m);
+	} else {
+		show_text(&x, m);
+		json_object_put(m);
+	}
+	export_record_clear(&x);
+	return 0;
+}
+
+static int export_apply(struct cli *cli, struct store *store, const char *id, const char *to)
+{
+	struct lifecycle_apply_result res = {0};
+	struct cp_error *err = NULL;
+	if (lifecycle_export_apply(cli->cfg, store, id, to, &res, &err) < 0) {
+		lifecycle_apply_result_clear(&res);
+		return cli_fail(err);
+	}
+	if (cli->json) {
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "export_id", json_object_new_string(id));
+		json_object_object_add(o, "kind", json_object_new_string(res.kind));
+		json_object_object_add(o, "target", json_object_new_string(res.target ? res.target : ""));
+		json_object_object_add(o, "refs_updated", json_object_new_int(res.refs_updated));
+		json_object_object_add(o, "refs_same", json_object_new_int(res.refs_same));
+		struct json_object *refs = json_object_new_array(), *skipped = json_object_new_array();
+		for (char **p = res.refs; p && *p; p++)
+			json_object_array_add(refs, json_object_new_string(*p));
+		for (char **p = res.skipped; p && *p; p++)
+			json_object_array_add(skipped, json_object_new_string(*p));
+		json_object_object_add(o, "refs", refs);
+		json_object_object_add(o, "skipped", skipped);
+		cli_print_json(o);
+	} else if (!strcmp(res.kind, "git")) {
+		if (res.refs_updated == 0)
+			printf("nothing changed: %s already holds export %s (%d ref(s))\n", res.target, id,
+			       res.refs_same);
+		else
+			printf("applied export %s to %s: %d ref(s) created or moved, %d already there\n", id,
+			       res.target, res.refs_updated, res.refs_same);
+		for (char **p = res.refs; p && *p; p++)
+			printf("  %s\n", *p);
+		for (char **p = res.skipped; p && *p; p++)
+			printf("  skipped: %s\n", *p);
+		printf("Your working tree, index, branches, HEAD and config were not touched.\n\n%s",
+		       res.next_steps ? res.next_steps : "");
+	} else {
+		printf("%s", res.next_steps ? res.next_steps : "");
+	}
+	lifecycle_apply_result_clear(&res);
+	return 0;
+}
+
+int cmd_export(struct cli *cli, int argc, char **argv)
+{
+	const char *to = NULL;
+	char *rest[3] = {NULL, NULL, NULL};
+	int n = 0;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--to") && i + 1 < argc)
+			to = argv[++i];
+		else if (n < 3)
+			rest[n++] = argv[i];
+		else
+			n++;
+	}
+	int ok = n >= 1 && ((!strcmp(rest[0], "list") && n == 1 && !to) ||
+	                    (!strcmp(rest[0], "show") && n == 2 && !to) || (!strcmp(rest[0], "apply") && n == 2));
+	if (!ok) {
+		fprintf(
+		    stderr,
+		    "usage: chat2sbx export list [--json] | export show ID [--json] | export apply ID [--to DIR]\n");
+		return 2;
+	}
+	if (n == 2 && !id_valid(rest[1], "exp_")) {
+		fprintf(
+		    stderr,
+		    "chat2sbx: '%s' is not an export id (exp_ followed by %d characters); see 'chat2sbx export list'\n",
+		    rest[1], ID_RANDOM_CHARS);
+		return 2;
+	}
+	struct store *store = NULL;
+	struct cp_error *err = NULL;
+	if (controlplane_open_store(cli->cfg, &store, &err) < 0)
+		return cli_fail(err);
+	int status = !strcmp(rest[0], "list")   ? export_list(cli, store)
+	             : !strcmp(rest[0], "show") ? export_show(cli, store, rest[1])
+	                                        : export_apply(cli, store, rest[1], to);
+	store_free(store);
+	return status;
+}

@@ -1,0 +1,96 @@
+/* export_dirs.c: DATA_ROOT/exports/<sandbox_id>/<export_id>/, where saved
+ * clone work lands. No sandbox can reach DATA_ROOT/exports (only managed
+ * workspaces below DATA_ROOT/workspaces are ever mounted, and the host-path
+ * policy keeps approved directories out of DATA_ROOT), and each level is
+ * opened without following symlinks, so nothing is written through a path
+ * that someone else could have bent. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../base/cleanup.h"
+#include "export_internal.h"
+
+/* Opens (making it 0700 when missing) the directory name below dirfd. */
+static int open_level(int dirfd, const char *name, const char *shown, struct cp_error **err)
+{
+	if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "create '%s'", shown);
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return cp_error_set_errno(err, errno == ELOOP || errno == ENOTDIR ? CP_ERR_DENIED : CP_ERR_UNAVAILABLE,
+		                          errno, "open '%s' (it must be a directory, not a symlink)", shown);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
+		close(fd);
+		return cp_error_set(err, CP_ERR_DENIED, "'%s' is not owned by this user; nothing was saved there",
+		                    shown);
+	}
+	if ((st.st_mode & 0077) && fchmod(fd, 0700) < 0) {
+		close(fd);
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "make '%s' private", shown);
+	}
+	return fd;
+}
+
+int export_dir_open(const struct config *cfg, const char *sandbox_id, const char *export_id, char **ret_path,
+                    int *ret_fd, struct cp_error **err)
+{
+	_cleanup_close_ int root = open(cfg->data_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "open the data root '%s'", cfg->data_root);
+	char shown[4400];
+	snprintf(shown, sizeof(shown), "%s/exports", cfg->data_root);
+	_cleanup_close_ int exports = open_level(root, "exports", shown, err);
+	if (exports < 0)
+		return -1;
+	snprintf(shown, sizeof(shown), "%s/exports/%s", cfg->data_root, sandbox_id);
+	_cleanup_close_ int sbx = open_level(exports, sandbox_id, shown, err);
+	if (sbx < 0)
+		return -1;
+	snprintf(shown, sizeof(shown), "%s/exports/%s/%s", cfg->data_root, sandbox_id, export_id);
+	int fd = open_level(sbx, export_id, shown, err);
+	if (fd < 0)
+		return -1;
+	*ret_path = strdup(shown);
+	*ret_fd = fd;
+	return 0;
+}
+
+/* Removes the entries of directory fd (depth-first, never following a
+ * symlink) and closes it. */
+static void remove_below(int fd, int depth)
+{
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0 || depth > 32)
+			continue;
+		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0) {
+			remove_below(sub, depth + 1);
+			unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+		}
+	}
+	closedir(d);
+}
+
+void export_dir_remove(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	remove_below(fd, 0);
+	rmdir(path);
+}

@@ -1,0 +1,202 @@
+/* export_internal.h: the pieces of saved clone work (issue 14) shared by
+ * lifecycle/export_*.c and their unit tests: the bundle header parser, the
+ * ref lists, the manifest, the host's git runner and the export
+ * directories. Everything read here came out of a sandbox and is judged
+ * before it is used. */
+#ifndef CP_EXPORT_INTERNAL_H
+#define CP_EXPORT_INTERNAL_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../policy/policy.h"
+#include "lifecycle_internal.h"
+
+/* Largest bundle header read (signature, capabilities, prerequisites, refs). */
+#define EXPORT_HEADER_MAX (8u * 1024 * 1024)
+/* Most refs one export may carry. */
+#define EXPORT_REFS_MAX 20000
+/* Largest ref list file streamed out besides the bundle. */
+#define EXPORT_REFLIST_MAX (4u * 1024 * 1024)
+/* Commits and file names kept per ref in a manifest (the counts stay exact). */
+#define EXPORT_MANIFEST_COMMITS_MAX 200
+#define EXPORT_MANIFEST_FILES_MAX 500
+/* Version of manifest.json. */
+#define EXPORT_MANIFEST_VERSION 1
+
+/* One ref as an export carries it. */
+struct export_ref {
+	char *name;   /* validated (policy_ref_name_check) */
+	char oid[65]; /* lowercase hex: 40 (SHA-1) or 64 (SHA-256) digits */
+	enum policy_ref_kind kind;
+};
+void export_refs_free(struct export_ref *refs, size_t n);
+
+/* A git bundle's header (gitformat-bundle(5): "# v2 git bundle" or "# v3 git
+ * bundle", v3 capabilities "@key[=value]", prerequisites "-<oid> <comment>",
+ * refs "<oid> <refname>", an empty line, then the pack). */
+struct export_bundle_header {
+	int version; /* 2 or 3 */
+	int oid_hex; /* 40 or 64 */
+	struct export_ref *refs;
+	size_t n_refs;
+	char (*prereqs)[65];
+	size_t n_prereqs;
+	size_t header_len; /* bytes up to and including the empty line */
+};
+void export_bundle_header_clear(struct export_bundle_header *h);
+
+/* Parses the first len bytes of a bundle file (at most EXPORT_HEADER_MAX
+ * are needed). Refuses (DENIED, naming what is wrong, hostile bytes shown
+ * escaped) anything but v2/v3 with object-format sha1 or sha256 and no
+ * other capability, a malformed line, an oid of the wrong length or not
+ * lowercase hex, a ref policy_ref_name_check refuses, the same ref twice,
+ * more than EXPORT_REFS_MAX refs, a header without its empty line within
+ * len bytes or not followed by "PACK". *ret (caller clears) on success. Pure. */
+int export_bundle_parse(const char *data, size_t len, struct export_bundle_header *ret, struct cp_error **err);
+
+/* Parses a ref list: lines "<oid> <refname>" (git for-each-ref
+ * --format='%(objectname) %(refname)'), each judged as in a bundle header.
+ * allow_any: the approved repository's own list (recorded at create; names
+ * outside refs/heads and refs/tags are skipped, not refused). *ret (caller
+ * frees with export_refs_free) and *ret_n on success. Pure. */
+int export_reflist_parse(const char *text, size_t len, int allow_any, struct export_ref **ret, size_t *ret_n,
+                         struct cp_error **err);
+
+/* ---- the host's git (export_git.c) ---- */
+
+/* Runs git with args (NULL-terminated, without "git") in cwd, in a minimal
+ * environment that no setting of the person's can turn into a program run:
+ * PATH of the system directories, HOME = home, LC_ALL=C, no system or
+ * global config (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null), no
+ * replace refs, no terminal prompt; and on the command line hooks off
+ * (core.hooksPath=/dev/null), fsmonitor off, every transport but local files
+ * off (protocol.allow=never, protocol.file.allow=always), object checks on
+ * for every fetch (transfer.fsckObjects, fetch.fsckObjects), no automatic
+ * gc, maintenance or commit-graph writes, no submodule recursion. stdin gets
+ * in (in_len bytes; NULL = /dev/null). stdout is collected up to out_max
+ * bytes (more: LIMIT), stderr's tail kept for the message. Killed after
+ * timeout_ms (TIMEOUT). A non-zero exit: INTERNAL "git <verb> failed: <its
+ * stderr, escaped>" (code of *ret_status kept when ret_status is given and
+ * the call then returns 1 instead). git missing: UNAVAILABLE. *ret_out
+ * (caller frees, NUL-terminated; may be NULL) and *ret_len on success. */
+int export_git_run(const char *cwd, const char *home, const char *const *args, const char *in, size_t in_len,
+                   size_t out_max, long timeout_ms, char **ret_out, size_t *ret_len, int *ret_status,
+                   struct cp_error **err);
+
+/* export_git_run with the child's stdin read from in_fd (borrowed; from its
+ * current offset), for input too large to hold in memory (a bundle's pack). */
+int export_git_run_fd(const char *cwd, const char *home, const char *const *args, int in_fd, size_t out_max,
+                      long timeout_ms, char **ret_out, size_t *ret_len, struct cp_error **err);
+
+/* The object directory of the git repository at dir (its .git/objects, or
+ * objects of a bare one) into *ret (caller frees). NOT_FOUND when dir is
+ * not a git repository's top level (or is gone). */
+int export_git_objects_dir(const char *dir, const char *home, char **ret, struct cp_error **err);
+
+/* ---- verification (export_verify.c) ---- */
+
+struct export_manifest;
+
+struct export_verify_in {
+	const char *dir;               /* the export's directory (the scratch repository goes inside) */
+	const char *bundle;            /* the bundle file, or NULL for refs only */
+	const char *host_objects;      /* the approved repository's object directory, NULL when gone */
+	const struct export_ref *list; /* the sandbox's ref list (heads, tags, HEAD, snapshot), judged */
+	size_t n_list;
+	const struct export_ref *base; /* the approved repository's refs when the clone was made */
+	size_t n_base;
+	const char *sandbox_id;
+};
+
+/* Verifies a bundle on the host (see export_verify.c) and fills m's refs,
+ * commits, thin flag and snapshot. *ret_missing_prereqs is set (with
+ * CONFLICT) when the bundle builds on commits the approved repository no
+ * longer has: the caller asks the sandbox for a full bundle. DENIED for
+ * anything refused (header, names, refs disagreeing with the list), INTERNAL
+ * with git's message when verify or the checked fetch fails. Blocks on git
+ * (2 minutes per call at most). */
+int export_verify_git(const struct export_verify_in *in, struct export_manifest *m, int *ret_missing_prereqs,
+                      struct cp_error **err);
+
+/* ---- plain-copy archives (export_archive.c, libarchive) ---- */
+
+/* Reads the tar at path through (a saved export): every header must parse;
+ * *ret_entries counts them. INVALID_ARGUMENT naming the problem. */
+int export_archive_check(const char *path, int64_t *ret_entries, struct cp_error **err);
+/* Extracts the tar at path into the directory dir (made 0755 when missing;
+ * it must be empty): names are relative and stay inside (no absolute
+ * name, no "..", no write through a symlink: libarchive's
+ * ARCHIVE_EXTRACT_SECURE_* checks), only files, directories, symlinks and
+ * hard links inside dir are made, setuid/setgid/sticky bits dropped, owners
+ * not restored. *ret_entries counts what was written. On a refused entry:
+ * DENIED naming it; what was written before stays (the message says so). */
+int export_archive_extract(const char *path, const char *dir, int64_t *ret_entries, struct cp_error **err);
+
+/* ---- export directories (export_dirs.c) ---- */
+
+/* Opens (creating 0700) DATA_ROOT/exports/<sandbox_id>/<export_id>/ without
+ * following a symlink at any step, each level owned by us and not writable
+ * by others; *ret_path (caller frees) is its path, *ret_fd an O_PATH-free
+ * directory descriptor (caller closes). A level that is a symlink or owned
+ * by someone else: DENIED. */
+int export_dir_open(const struct config *cfg, const char *sandbox_id, const char *export_id, char **ret_path,
+                    int *ret_fd, struct cp_error **err);
+/* Removes an export directory this process made and gave up on (its files
+ * and scratch repository), best effort. */
+void export_dir_remove(const char *path);
+
+/* ---- the manifest (export_manifest.c) ---- */
+
+struct export_manifest_ref {
+	struct export_ref ref;
+	char *host_ref;              /* where apply fetches it; NULL when it collides (policy_ref_map) */
+	int in_bundle;               /* 0: it points at a commit the approved repository already has */
+	int64_t new_commits;         /* commits not in the approved repository when the clone was made */
+	struct json_object *commits; /* [{"oid","subject"}] newest first, at most EXPORT_MANIFEST_COMMITS_MAX */
+	struct json_object *files;   /* ["path", ...] touched by those commits, at most EXPORT_MANIFEST_FILES_MAX */
+};
+
+struct export_manifest {
+	char *export_id, *sandbox_id, *workspace_id, *host_path, *kind, *reason, *message, *fingerprint;
+	int64_t created_at_ms;
+	int64_t bytes;   /* bundle or archive */
+	int thin;        /* 1: the bundle needs the approved repository's commits (prerequisites) */
+	int nothing_new; /* 1: no commit, branch or change since the clone was made: manifest only */
+	int64_t commits; /* distinct commits over all refs not in the approved repository */
+	struct export_manifest_ref *refs;
+	size_t n_refs;
+	char snapshot_oid[65];              /* "" = no uncommitted or untracked change */
+	struct json_object *snapshot_files; /* [{"status","path"}] of the snapshot against HEAD */
+	int64_t snapshot_file_count;
+	int64_t archive_entries; /* tar: entries in workspace.tar */
+};
+void export_manifest_clear(struct export_manifest *m);
+
+/* The manifest as manifest.json holds it (caller puts). Pure. */
+struct json_object *export_manifest_to_json(const struct export_manifest *m);
+/* Reads o back (borrowed), checking the version, the kind and every ref
+ * again (a manifest is ours, but its refs came from a sandbox). *ret
+ * (caller clears) on success; INVALID_ARGUMENT naming the field otherwise.
+ * Pure. */
+int export_manifest_from_json(struct json_object *o, struct export_manifest *ret, struct cp_error **err);
+/* Loads <dir>/manifest.json (a regular file, not a symlink, at most 64 MiB)
+ * into *ret. */
+int export_manifest_load(const char *dir, struct export_manifest *ret, struct cp_error **err);
+
+/* ---- retention (export_retention.c) ---- */
+
+/* Moves every export older than LIFECYCLE_RETENTION_MS and not in the trash
+ * to DATA_ROOT/trash/<export_id> (never deletes), recording the new path;
+ * removes a sandbox's exports directory once empty. Returns how many moved,
+ * -1 when the registry cannot be read. */
+int lifecycle_export_retention_run(const struct config *cfg, struct store *store, int64_t now_ms,
+                                   struct cp_error **err);
+
+/* Moves dir into DATA_ROOT/trash/ as name (name.1, name.2, ... when taken);
+ * *ret_dest (caller frees) is where it went (workspace.c). */
+int lifecycle_trash_move(const struct config *cfg, const char *dir, const char *name, char **ret_dest,
+                         struct cp_error **err);
+
+#endif

@@ -1,0 +1,73 @@
+/* fake_engine.h: a fake Docker Engine for unit tests: a thread serving a
+ * Unix socket in a temporary directory. Sequence mode (fake_start) answers
+ * each connection with the next canned reply and records the requests (the
+ * docker/ client's tests); route mode (fake_start_routes) answers by method
+ * and path until stopped and records every request line (lifecycle tests
+ * that walk a whole operation). Replies are fixture files in
+ * tests/data/docker/ (status line + headers, blank line, body). One fake per
+ * test process: Criterion runs each test in its own. */
+#ifndef CP_TEST_FAKE_ENGINE_H
+#define CP_TEST_FAKE_ENGINE_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+struct fake_reply {
+	const char *fixture; /* file in tests/data/docker/ */
+	const char *extra;   /* raw bytes sent in the same write, right after the reply */
+	size_t extra_len;
+	int echo;        /* then echo every byte received back as stdout frames, until EOF */
+	long delay_ms;   /* wait this long before answering */
+	size_t big_body; /* instead of a fixture: 200 with a body of this many bytes */
+};
+
+struct fake_request {
+	char line[1024]; /* "POST /v1.41/containers/create?name=x HTTP/1.1" */
+	char head[4096]; /* all header lines */
+	char *body;      /* NUL-terminated, may be empty */
+};
+
+struct fake_engine {
+	char dir[64];
+	char sock[128];
+	int lfd;
+	pthread_t thread;
+	const struct fake_reply *replies;
+	size_t n_replies;
+	struct fake_request req[16];
+	size_t n_req;
+	/* Route mode (fake_start_routes): */
+	const struct fake_route *routes;
+	size_t n_routes;
+	volatile int stopping;
+	char lines[512][256]; /* every request line seen */
+	size_t n_lines;
+	pthread_mutex_t lock;
+};
+
+/* Route mode: the first route whose method matches and whose path_part
+ * occurs in the request line answers (a 101 reply: the stream is closed
+ * right after, as a helper that died). No route: 404 with a JSON message;
+ * GET .../json list endpoints with no route: 200 []. */
+struct fake_route {
+	const char *method;    /* "GET", "POST", "DELETE" */
+	const char *path_part; /* e.g. "/containers/sbx_a/json" */
+	struct fake_reply reply;
+};
+
+extern struct fake_engine fake;
+
+/* Reads tests/data/docker/<name> (caller frees); fails the test when missing. */
+char *fake_read_fixture(const char *name, size_t *ret_len);
+/* Sequence mode: serves the n replies in order, one per connection. */
+struct fake_engine *fake_start(const struct fake_reply *replies, size_t n);
+/* Joins the server thread (all replies served), then removes the socket. */
+void fake_stop(struct fake_engine *fe);
+void fake_free_requests(void);
+/* Route mode: serves until fake_stop_routes. */
+struct fake_engine *fake_start_routes(const struct fake_route *routes, size_t n);
+void fake_stop_routes(struct fake_engine *fe);
+/* How many recorded request lines start with method and contain part. */
+size_t fake_count(const char *method, const char *part);
+
+#endif

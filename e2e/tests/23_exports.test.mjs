@@ -1,0 +1,501 @@
+// 23: nothing the model did in a clone sandbox is lost (issue 14). The work
+// of a clone (every branch, tag, HEAD and a snapshot of uncommitted and
+// untracked files) is saved before every removal and on sandbox_export;
+// only the person brings it home with `chat2sbx export apply`, which writes
+// refs/remotes/chat2sbx/<sandbox>/... and nothing else of the host
+// repository (checked byte for byte). No save, no removal: destroy refuses
+// without force (a size cap, a clone without git or tar, a helper that does
+// not answer), expiry stops the container instead and retries. Hostile
+// clones (bad ref names, refs outside heads/tags, .gitmodules attacks,
+// oversized work, a tar that escapes) are refused with a clear message.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { BIN, CREATE_TIMEOUT, childEnv, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
+
+const ctx = useServer();
+
+const home = () => path.join(ctx.srv.root, 'home');
+const reposRoot = () => path.join(home(), 'repositories');
+const EXPORT_ID_RE = /^exp_[a-z2-7]{20}$/;
+
+function cli(args, { env = {}, input } = {}) {
+  const srv = ctx.srv;
+  const r = spawnSync(BIN, args, {
+    cwd: srv.root,
+    env: childEnv({ ...(srv.env || {}), ...env }, home(), srv.dataRoot, srv.port),
+    encoding: 'utf8',
+    timeout: 120_000,
+    input,
+  });
+  r.desc =
+    `chat2sbx ${args.join(' ')} -> exit ${r.status}${r.signal ? ` (signal ${r.signal})` : ''}; ` +
+    `stdout: ${String(r.stdout).slice(0, 3000)}; stderr: ${String(r.stderr).slice(0, 2000)}`;
+  return r;
+}
+
+function cliJson(args) {
+  const r = cli(args);
+  assert.equal(r.status, 0, r.desc);
+  return JSON.parse(r.stdout);
+}
+
+function git(dir, ...args) {
+  const r = spawnSync('git', ['-c', 'user.name=x', '-c', 'user.email=x@y', '-C', dir, ...args], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', LC_ALL: 'C' },
+  });
+  assert.equal(r.status, 0, `git ${args.join(' ')} in ${dir}: ${r.stderr}`);
+  return r.stdout;
+}
+
+// A host repository with two branches, registered as a clone workspace.
+function hostRepo(name) {
+  const dir = path.join(reposRoot(), name);
+  fs.mkdirSync(dir, { recursive: true });
+  git(dir, 'init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(dir, 'a.txt'), 'alpha\n');
+  fs.writeFileSync(path.join(dir, '.gitignore'), 'build/\n');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-qm', 'first');
+  git(dir, 'checkout', '-qb', 'feature');
+  fs.writeFileSync(path.join(dir, 'f.txt'), 'feature\n');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-qm', 'on feature');
+  git(dir, 'checkout', '-q', 'main');
+  git(dir, 'tag', 'v1');
+  const r = cli(['workspace', 'add', dir, '--mode', 'clone']);
+  assert.equal(r.status, 0, r.desc);
+  return dir;
+}
+
+// Every byte the person owns in the repository that apply must not touch:
+// the working tree, the index, local branches and tags, HEAD, the config.
+function hostState(dir) {
+  const h = crypto.createHash('sha256');
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (d === dir && e.name === '.git') continue;
+      const p = path.join(d, e.name);
+      h.update(`${path.relative(dir, p)}\0`);
+      if (e.isDirectory()) walk(p);
+      else h.update(fs.readFileSync(p));
+    }
+  };
+  walk(dir);
+  const g = path.join(dir, '.git');
+  return {
+    tree: h.digest('hex'),
+    index: fs.readFileSync(path.join(g, 'index')).toString('base64'),
+    head: fs.readFileSync(path.join(g, 'HEAD'), 'utf8'),
+    config: fs.readFileSync(path.join(g, 'config'), 'utf8'),
+    local: git(dir, 'for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads', 'refs/tags', 'refs/stash'),
+    others: git(dir, 'for-each-ref', '--format=%(refname)').split('\n').filter((r) => r && !r.startsWith('refs/remotes/chat2sbx/') && !/^refs\/(heads|tags)\//.test(r)),
+    status: git(dir, 'status', '--porcelain=v1', '--ignored'),
+  };
+}
+
+async function sh(tools, sandboxId, command) {
+  let r = await tools.ok('bash', { sandbox_id: sandboxId, command, yield_time_ms: 30_000 });
+  let output = r.output ?? '';
+  while (r.status === 'running' || r.has_more_output) {
+    r = await tools.ok('bash_poll', { sandbox_id: sandboxId, session_id: r.session_id, yield_time_ms: 5000 });
+    output += r.output ?? '';
+  }
+  assert.equal(r.exit_code, 0, `${command}: exit ${r.exit_code}; output: ${output}`);
+  return output;
+}
+
+async function cloneSandbox(tools, dir) {
+  const sbx = await tools.create({ workspace_path: dir, workspace_mode: 'clone' });
+  assert.equal(sbx.status, 'running', JSON.stringify(sbx));
+  if (sbx.copy_session_id) {
+    let r;
+    do r = await tools.ok('bash_poll', { sandbox_id: sbx.sandbox_id, session_id: sbx.copy_session_id, yield_time_ms: 10000 });
+    while (r.status === 'running');
+  }
+  return sbx;
+}
+
+const GITID = 'git -c user.name=model -c user.email=model@sandbox';
+
+ctx.test('destroy saves both branches, the new one and the snapshot; apply brings them home and nothing else', async () => {
+  const tools = await ctx.tools();
+  const dir = hostRepo('roundtrip');
+  const sbx = await cloneSandbox(tools, dir);
+  const id = sbx.sandbox_id;
+  await sh(tools, id,
+    `cd /workspace && ${GITID} checkout -qb work && echo one > w.txt && git add w.txt && ${GITID} commit -qm 'work: first' && ` +
+    `echo changed >> a.txt && echo fresh > untracked.txt && mkdir -p build && echo junk > build/out.o && ` +
+    `git status --porcelain`);
+  const got = await tools.ok('sandbox_get', { sandbox_id: id });
+  assert.equal(got.unsaved_work, true, `sandbox_get shows unsaved work: ${JSON.stringify(got)}`);
+
+  const before = hostState(dir);
+  const t0 = Date.now();
+  const destroyed = await tools.ok('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);
+  const saveMs = Date.now() - t0;
+  assert.equal(destroyed.status, 'removed', JSON.stringify(destroyed));
+  assert.match(String(destroyed.export?.export_id), EXPORT_ID_RE, JSON.stringify(destroyed));
+  const exp = destroyed.export.export_id;
+  assert.equal(destroyed.export.kind, 'git');
+  assert.match(destroyed.message, new RegExp(`chat2sbx export apply`), destroyed.message);
+  assert.equal(destroyed.export.commits_ahead, 1, JSON.stringify(destroyed.export));
+  assert.equal(destroyed.export.dirty_files, 2, 'a.txt modified, untracked.txt new; build/ is ignored');
+
+  const list = cliJson(['export', 'list', '--json']);
+  const row = list.find((x) => x.export_id === exp);
+  assert.ok(row, JSON.stringify(list));
+  assert.equal(row.state, 'not-applied');
+  assert.equal(row.reason, 'destroy');
+  const st = fs.statSync(row.path);
+  assert.equal(st.mode & 0o777, 0o700, 'the export directory is private');
+  for (const f of fs.readdirSync(row.path)) assert.equal(fs.statSync(path.join(row.path, f)).mode & 0o077, 0, `${f} is private`);
+  console.log(`e2e 23: export of a small repository: ${row.bytes} bytes, destroy with the save ${saveMs} ms`);
+
+  const show = cliJson(['export', 'show', exp, '--json']);
+  const names = show.refs.map((r) => r.name).sort();
+  assert.deepEqual(names, ['HEAD', 'refs/chat2sbx/uncommitted', 'refs/heads/feature', 'refs/heads/main', 'refs/heads/work', 'refs/tags/v1']);
+  const work = show.refs.find((r) => r.name === 'refs/heads/work');
+  assert.equal(work.new_commits, 1);
+  assert.equal(work.commits[0].subject, 'work: first');
+  assert.deepEqual(work.files, ['w.txt']);
+  assert.deepEqual(show.snapshot.files.map((f) => `${f.status} ${f.path}`).sort(), ['A untracked.txt', 'M a.txt']);
+  const text = cli(['export', 'show', exp]);
+  assert.equal(text.status, 0, text.desc);
+  assert.match(text.stdout, /work: first/);
+
+  const applied = cliJson(['export', 'apply', exp, '--json']);
+  assert.ok(applied.refs_updated >= 5, JSON.stringify(applied));
+  const after = hostState(dir);
+  assert.deepEqual(after, before, 'the working tree, index, branches, HEAD and config are byte for byte the same');
+  const ns = `refs/remotes/chat2sbx/${id}`;
+  assert.equal(git(dir, 'rev-parse', `${ns}/work`).trim(), work.oid);
+  assert.equal(git(dir, 'log', '-1', '--format=%s', `${ns}/work`).trim(), 'work: first');
+  assert.equal(git(dir, 'show', `${ns}/uncommitted:a.txt`), 'alpha\nchanged\n');
+  assert.equal(git(dir, 'show', `${ns}/uncommitted:untracked.txt`), 'fresh\n');
+  assert.notEqual(spawnSync('git', ['-C', dir, 'cat-file', '-e', `${ns}/uncommitted:build/out.o`]).status, 0,
+    'ignored files are not in the snapshot');
+  assert.equal(git(dir, 'rev-parse', `${ns}/uncommitted^`).trim(), work.oid, "the snapshot's parent is HEAD");
+  assert.equal(git(dir, 'rev-parse', `${ns}/tags/v1`).trim(), git(dir, 'rev-parse', 'v1').trim());
+  assert.match(cli(['export', 'apply', exp]).stdout, /nothing changed/);
+  const again = cliJson(['export', 'apply', exp, '--json']);
+  assert.equal(again.refs_updated, 0, `applying twice changes nothing: ${JSON.stringify(again)}`);
+  assert.deepEqual(hostState(dir), before);
+  assert.equal(cliJson(['export', 'list', '--json']).find((x) => x.export_id === exp).state, 'applied');
+});
+
+ctx.test('sandbox_export mid-work, more commits, destroy: two exports, the second holds the later commits', async () => {
+  const tools = await ctx.tools();
+  const dir = hostRepo('checkpoints');
+  const sbx = await cloneSandbox(tools, dir);
+  const id = sbx.sandbox_id;
+  const clean = await tools.ok('sandbox_export', { sandbox_id: id, message: 'nothing yet' });
+  assert.equal(clean.kind, 'none', `a clone with nothing new saves only the manifest: ${JSON.stringify(clean)}`);
+  await sh(tools, id, `cd /workspace && echo 1 > one.txt && git add one.txt && ${GITID} commit -qm 'step one' && echo wip > wip.txt && echo staged > staged.txt && git add staged.txt`);
+  const state = 'cd /workspace && sha256sum .git/index && git stash list | wc -l && git status --porcelain=v1 && git for-each-ref';
+  const stateBefore = await sh(tools, id, state);
+  const first = await tools.ok('sandbox_export', { sandbox_id: id, message: 'after step one' });
+  assert.equal(first.saved, true);
+  assert.equal(first.kind, 'git');
+  assert.equal(first.commits_ahead, 1);
+  assert.equal(first.dirty_files, 2, 'staged.txt (staged) and wip.txt (untracked)');
+  assert.match(first.command, new RegExp(`^chat2sbx export apply ${first.export_id}$`));
+  assert.equal(await sh(tools, id, state), stateBefore, "the clone's index, stash, status and refs are as they were");
+  const list = await tools.ok('bash_list', { sandbox_id: id });
+  assert.ok(!JSON.stringify(list).includes('chat2sbx-export'), 'the save runs as a hidden session');
+  const same = await tools.ok('sandbox_export', { sandbox_id: id });
+  assert.equal(same.saved, false, 'the same state is not saved twice');
+  assert.equal(same.export_id, first.export_id);
+  assert.equal((await tools.ok('sandbox_get', { sandbox_id: id })).unsaved_work, false);
+
+  await sh(tools, id, `cd /workspace && git add -A && ${GITID} commit -qm 'step two' && ${GITID} checkout -qb side && echo s > s.txt && git add s.txt && ${GITID} commit -qm 'side work'`);
+  const destroyed = await tools.ok('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);
+  const second = destroyed.export.export_id;
+  assert.notEqual(second, first.export_id);
+  const a = cliJson(['export', 'show', first.export_id, '--json']);
+  const b = cliJson(['export', 'show', second, '--json']);
+  assert.equal(a.message, 'after step one');
+  assert.deepEqual(a.refs.find((r) => r.name === 'refs/heads/main').commits.map((c) => c.subject), ['step one']);
+  assert.deepEqual(b.refs.find((r) => r.name === 'refs/heads/main').commits.map((c) => c.subject), ['step two', 'step one']);
+  assert.deepEqual(b.refs.find((r) => r.name === 'refs/heads/side').commits.map((c) => c.subject), ['side work', 'step two', 'step one']);
+  assert.equal(b.snapshot.oid, undefined, 'nothing uncommitted at the end');
+  assert.ok(!a.refs.some((r) => r.name === 'refs/heads/side'));
+  const before = hostState(dir);
+  cliJson(['export', 'apply', first.export_id, '--json']);
+  cliJson(['export', 'apply', second, '--json']);
+  assert.deepEqual(hostState(dir), before);
+  assert.equal(git(dir, 'log', '-1', '--format=%s', `chat2sbx/${id}/main`).trim(), 'step two', 'the later export moves the refs on');
+  const audit = spawnSync('sqlite3', [path.join(ctx.srv.dataRoot, 'state', 'chat2sbx.sqlite'),
+    `SELECT action, status FROM audit WHERE action LIKE 'export.%' AND (sandbox_id = '${id}')`], { encoding: 'utf8' });
+  assert.match(audit.stdout, /export\.save\|ok/);
+  assert.match(audit.stdout, /export\.apply\|ok/);
+});
+
+async function restart(env) {
+  const srv = ctx.srv;
+  for (const c of srv.clients) await c.close().catch(() => {});
+  srv.clients.clear();
+  if (srv.alive()) {
+    srv.proc.kill('SIGTERM');
+    await srv.exited;
+  }
+  await srv.start({ env });
+  ctx.generation++;
+}
+
+const HOUR = 3600_000;
+
+// Every maintenance pass tries the save of an expired sandbox again (it
+// starts the container for it and stops it when the save fails), so "stopped"
+// is what it settles to, not what every instant shows.
+async function stoppedSoon(id) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const info = await dockerInspect(id);
+    assert.ok(info, `the container of ${id} still exists`);
+    if (!info.State.Running) return;
+    assert.ok(Date.now() < deadline, `the container of ${id} is still running`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+ctx.test('no save, no removal: destroy refuses without force, expiry stops instead, create starts it again, a later pass saves', async () => {
+  let tools = await ctx.tools();
+  const dir = hostRepo('nosave');
+  const small = { CHAT2SBX_MAX_EXPORT_BYTES: '65536' };
+  await restart(small);
+  tools = await ctx.tools();
+  const sbx = await cloneSandbox(tools, dir);
+  const id = sbx.sandbox_id;
+  await sh(tools, id, 'cd /workspace && head -c 300000 /dev/urandom > big.bin && echo note > note.txt');
+  const refused = await tools.call('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);
+  assert.equal(refused.isError, true, resultText(refused));
+  assert.match(resultText(refused), /CHAT2SBX_MAX_EXPORT_BYTES/);
+  assert.match(resultText(refused), /force/);
+  assert.equal((await dockerInspect(id)).State.Running, true, 'nothing was removed');
+
+  // Idle for a day: the start-time expiry pass cannot save, so it stops the container.
+  await restart({ ...small, CHAT2SBX_CLOCK_OFFSET_MS: String(25 * HOUR) });
+  tools = await ctx.tools();
+  let row = (await tools.ok('sandbox_list', {})).sandboxes.find((s) => s.sandbox_id === id);
+  assert.equal(row?.status, 'expired', JSON.stringify(row));
+  assert.match(row.failure_reason, /CHAT2SBX_MAX_EXPORT_BYTES/);
+  await stoppedSoon(id);
+  const status = cliJson(['status', '--json']);
+  assert.ok(status.sandboxes.expired >= 1, JSON.stringify(status.sandboxes));
+  const call = await tools.call('bash', { sandbox_id: id, command: 'true' });
+  assert.match(resultText(call), /expired.*sandbox_create/);
+
+  // sandbox_create for its workspace starts that very sandbox again, clone intact.
+  const again = await tools.create({ workspace_id: sbx.workspace_id });
+  assert.equal(again.sandbox_id, id, JSON.stringify(again));
+  assert.equal(again.reused, true);
+  assert.match(again.options_note, /expired/);
+  assert.match(await sh(tools, id, 'cd /workspace && cat note.txt && stat -c %s big.bin'), /note\n300000/);
+
+  // Idle again, still too big: expired again. Then the cause is gone (a larger cap): the next pass saves and removes.
+  await restart({ ...small, CHAT2SBX_CLOCK_OFFSET_MS: String(50 * HOUR) });
+  tools = await ctx.tools();
+  row = (await tools.ok('sandbox_list', {})).sandboxes.find((s) => s.sandbox_id === id);
+  assert.equal(row?.status, 'expired', JSON.stringify(row));
+  await restart({ CHAT2SBX_CLOCK_OFFSET_MS: String(50 * HOUR) });
+  tools = await ctx.tools();
+  const gone = await tools.ok('sandbox_get', { sandbox_id: id });
+  assert.equal(gone.status, 'removed', JSON.stringify(gone));
+  const exp = cliJson(['export', 'list', '--json']).filter((x) => x.sandbox_id === id);
+  assert.equal(exp.length, 1, JSON.stringify(exp));
+  assert.equal(exp[0].reason, 'expire');
+  const show = cliJson(['export', 'show', exp[0].export_id, '--json']);
+  assert.deepEqual(show.snapshot.files.map((f) => f.path).sort(), ['big.bin', 'note.txt']);
+  const inspect = await dockerRequest('GET', `/containers/${id}/json`);
+  assert.equal(inspect.status, 404, 'the container is gone');
+  await restart({});
+});
+
+ctx.test('a broken clone: destroy refuses and says so; force removes it and says what is lost', async () => {
+  const tools = await ctx.tools();
+  const dir = hostRepo('broken');
+  const sbx = await cloneSandbox(tools, dir);
+  const id = sbx.sandbox_id;
+  // Without git the save falls back to a tar of /workspace (.git included);
+  // without tar as well nothing can be saved.
+  await sh(tools, id, `cd /workspace && ${GITID} commit -qm empty --allow-empty && mv /usr/bin/git /usr/bin/git.off && mv "$(command -v tar)" /tmp/tar.off`);
+  const refused = await tools.call('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);
+  assert.equal(refused.isError, true, resultText(refused));
+  assert.match(resultText(refused), /was not removed: its work could not be saved .*failed inside it/);
+  const cliRefused = cli(['sandbox', 'destroy', id]);
+  assert.notEqual(cliRefused.status, 0, cliRefused.desc);
+  assert.match(cliRefused.stderr, /--force/);
+  const forced = await tools.ok('sandbox_destroy', { sandbox_id: id, force: true }, CREATE_TIMEOUT);
+  assert.equal(forced.status, 'removed');
+  assert.match(forced.lost, /were not saved and are gone/);
+  assert.equal(forced.export, undefined);
+});
+
+ctx.test('a helper that does not answer: destroy refuses with nothing removed; once it answers, the save and the removal happen', async () => {
+  const tools = await ctx.tools();
+  const dir = hostRepo('frozen');
+  const sbx = await cloneSandbox(tools, dir);
+  const id = sbx.sandbox_id;
+  await sh(tools, id, `cd /workspace && ${GITID} commit -qm 'before the freeze' --allow-empty`);
+  // Frozen from the host (SIGSTOP on the container's first process: the
+  // helper, or the runtime that holds it), so nothing answers the save.
+  const pid = (await dockerInspect(id)).State.Pid;
+  assert.ok(pid > 1, 'the container has a process');
+  process.kill(pid, 'SIGSTOP');
+  let refused;
+  try {
+    refused = await tools.call('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
+  assert.equal(refused.isError, true, resultText(refused));
+  assert.match(resultText(refused), /was not removed: its work could not be saved/);
+  assert.match(resultText(refused), /force/);
+  assert.equal((await dockerInspect(id)).State.Running, true, 'nothing was removed');
+  assert.equal((await tools.ok('sandbox_get', { sandbox_id: id })).status, 'running');
+  const done = await tools.ok('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);
+  assert.equal(done.status, 'removed');
+  assert.ok(done.export?.export_id, JSON.stringify(done));
+  const show = cliJson(['export', 'show', done.export.export_id, '--json']);
+  assert.ok(JSON.stringify(show).includes('before the freeze'), JSON.stringify(show));
+});
+
+// A hostile clone: root in the sandbox puts its own git first on PATH,
+// which hands the save a bundle whose header claims the ref in
+// /etc/evil-ref instead of refs/heads/main (or, with "list", adds that ref
+// to the list of refs).
+const EVIL_GIT = `#!/bin/sh
+if [ "$1" = bundle ] && [ "$2" = create ] && [ "$(cat /etc/evil-mode)" = bundle ]; then
+  /usr/bin/git "$@" || exit $?
+  sed -i "0,\\| refs/heads/main$|s|| $(cat /etc/evil-ref)|" "$3"
+  exit 0
+fi
+if [ "$1" = for-each-ref ] && [ "$(cat /etc/evil-mode)" = list ]; then
+  /usr/bin/git "$@" || exit $?
+  printf '%s %s\\n' "$(/usr/bin/git rev-parse HEAD)" "$(cat /etc/evil-ref)"
+  exit 0
+fi
+exec /usr/bin/git "$@"
+`;
+
+ctx.test('a hostile clone cannot write outside the chat2sbx namespace and fails with a clear message', async () => {
+  const tools = await ctx.tools();
+  const dir = hostRepo('hostile');
+  const cases = [
+    { mode: 'bundle', ref: 'refs/notes/evil', msg: /"refs\/notes\/evil" is refused: an export carries only HEAD, refs\/heads/ },
+    { mode: 'bundle', ref: 'refs/heads/a..b', msg: /"refs\/heads\/a\.\.b" is refused: it holds "\.\."/ },
+    { mode: 'bundle', ref: 'refs/heads/x\x1b[31mred', msg: /refs\/heads\/x\\x1b\[31mred" is refused: it holds a control character/ },
+    { mode: 'list', ref: 'refs/remotes/origin/evil', msg: /list of refs was refused.*"refs\/remotes\/origin\/evil" is refused/ },
+  ];
+  const before = hostState(dir);
+  for (const c of cases) {
+    const sbx = await cloneSandbox(tools, dir);
+    const id = sbx.sandbox_id;
+    fs.writeFileSync(path.join(ctx.srv.root, 'evil-git'), EVIL_GIT);
+    await tools.ok('write', { sandbox_id: id, path: '/usr/local/bin/git', content: EVIL_GIT });
+    await tools.ok('write', { sandbox_id: id, path: '/etc/evil-ref', content: c.ref });
+    await tools.ok('write', { sandbox_id: id, path: '/etc/evil-mode', content: c.mode });
+    await sh(tools, id, `chmod +x /usr/local/bin/git && cd /workspace && echo x > x.txt && git add x.txt && ${GITID} commit -qm hostile`);
+    const res = await tools.call('sandbox_export', { sandbox_id: id });
+    assert.equal(res.isError, true, `${c.ref}: ${resultText(res)}`);
+    assert.match(resultText(res), c.msg, `${JSON.stringify(c.ref)}: ${resultText(res)}`);
+    assert.ok(!/[\x00-\x08\x0b-\x1f]/.test(resultText(res)), 'no raw control byte reaches the answer');
+    const refused = await tools.call('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);
+    assert.equal(refused.isError, true, resultText(refused));
+    assert.ok(!cliJson(['export', 'list', '--json']).some((x) => x.sandbox_id === id), 'nothing was kept');
+    await tools.ok('sandbox_destroy', { sandbox_id: id, force: true }, CREATE_TIMEOUT);
+    assert.deepEqual(hostState(dir), before);
+    assert.equal(git(dir, 'for-each-ref', `refs/remotes/chat2sbx/${id}`), '');
+  }
+
+  // A .gitmodules that aims a submodule outside its place fails git's object checks on the host.
+  const sbx = await cloneSandbox(tools, dir);
+  await tools.ok('write', { sandbox_id: sbx.sandbox_id, path: '/workspace/.gitmodules',
+    content: '[submodule "../../../../modules/evil"]\n\tpath = evil\n\turl = ./evil\n' });
+  await sh(tools, sbx.sandbox_id, `cd /workspace && git add .gitmodules && ${GITID} commit -qm 'submodule attack'`);
+  const res = await tools.call('sandbox_export', { sandbox_id: sbx.sandbox_id });
+  assert.equal(res.isError, true, resultText(res));
+  assert.match(resultText(res), /failed git's object checks.*gitmodules/i, resultText(res));
+  await tools.ok('sandbox_destroy', { sandbox_id: sbx.sandbox_id, force: true }, CREATE_TIMEOUT);
+  assert.deepEqual(hostState(dir), before);
+});
+
+// A tar that root in the sandbox doctored: after the real archive, entries
+// that try to leave the directory they are extracted into.
+const EVIL_TAR = `#!/bin/sh
+/usr/bin/tar "$@" || exit $?
+out=; prev=; for a in "$@"; do [ "$prev" = -cf ] && out=$a; prev=$a; done
+rm -rf /tmp/h && mkdir -p /tmp/h/real && cd /tmp/h && echo pwned > p.txt && echo through > real/x
+if [ "$(cat /etc/evil-mode)" = escape ]; then
+  /usr/bin/tar -rf "$out" --transform 's,^p.txt,../escape.txt,' p.txt
+elif [ "$(cat /etc/evil-mode)" = setuid ]; then
+  # the sandbox cannot chmod u+s (seccomp), but a tar it writes can claim it
+  /usr/bin/tar -rf "$out" --mode=6755 --transform 's,^p.txt,suid.txt,' p.txt
+else
+  ln -s "$(cat /etc/evil-ref)" link
+  /usr/bin/tar -rf "$out" link
+  /usr/bin/tar -rf "$out" --transform 's,^real,link,' real/x
+fi
+`;
+
+ctx.test('a plain copy round-trips through --to; a doctored tar cannot write outside DIR', async () => {
+  const tools = await ctx.tools();
+  const dir = path.join(reposRoot(), 'plain');
+  fs.mkdirSync(path.join(dir, 'sub'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'readme.txt'), 'plain\n');
+  fs.writeFileSync(path.join(dir, 'sub', 'data.txt'), 'data\n');
+  assert.equal(cli(['workspace', 'add', dir, '--mode', 'clone']).status, 0);
+  const sbx = await cloneSandbox(tools, dir);
+  await sh(tools, sbx.sandbox_id, 'cd /workspace && echo more >> readme.txt && echo new > sub/new.txt && chmod 755 sub/new.txt && ln -s readme.txt link.txt');
+  const destroyed = await tools.ok('sandbox_destroy', { sandbox_id: sbx.sandbox_id }, CREATE_TIMEOUT);
+  const exp = destroyed.export.export_id;
+  assert.equal(destroyed.export.kind, 'tar');
+  const noTo = cli(['export', 'apply', exp]);
+  assert.notEqual(noTo.status, 0);
+  assert.match(noTo.stderr, /--to DIR/);
+  const out = path.join(ctx.srv.root, 'plain-copy');
+  const r = cli(['export', 'apply', exp, '--to', out]);
+  assert.equal(r.status, 0, r.desc);
+  assert.equal(fs.readFileSync(path.join(out, 'readme.txt'), 'utf8'), 'plain\nmore\n');
+  assert.equal(fs.readFileSync(path.join(out, 'sub', 'new.txt'), 'utf8'), 'new\n');
+  assert.equal(fs.readlinkSync(path.join(out, 'link.txt')), 'readme.txt');
+  assert.equal(fs.readFileSync(path.join(dir, 'readme.txt'), 'utf8'), 'plain\n', 'the source is untouched');
+  const again = cli(['export', 'apply', exp, '--to', out]);
+  assert.notEqual(again.status, 0);
+  assert.match(again.stderr, /not empty/);
+
+  // A tar whose entry claims setuid and setgid: applied, without the bits.
+  const s1 = await cloneSandbox(tools, dir);
+  await tools.ok('write', { sandbox_id: s1.sandbox_id, path: '/usr/local/bin/tar', content: EVIL_TAR });
+  await tools.ok('write', { sandbox_id: s1.sandbox_id, path: '/etc/evil-mode', content: 'setuid' });
+  await sh(tools, s1.sandbox_id, 'chmod +x /usr/local/bin/tar && echo changed >> /workspace/readme.txt');
+  const d1 = await tools.ok('sandbox_destroy', { sandbox_id: s1.sandbox_id }, CREATE_TIMEOUT);
+  const suidOut = path.join(ctx.srv.root, 'suid-copy');
+  const rs = cli(['export', 'apply', d1.export.export_id, '--to', suidOut]);
+  assert.equal(rs.status, 0, rs.desc);
+  assert.equal(fs.readFileSync(path.join(suidOut, 'suid.txt'), 'utf8'), 'pwned\n');
+  assert.equal(fs.statSync(path.join(suidOut, 'suid.txt')).mode & 0o7000, 0, 'no setuid or setgid bit is made');
+
+  const target = path.join(ctx.srv.root, 'outside-target');
+  fs.mkdirSync(target, { recursive: true });
+  for (const mode of ['escape', 'symlink']) {
+    const s2 = await cloneSandbox(tools, dir);
+    await tools.ok('write', { sandbox_id: s2.sandbox_id, path: '/usr/local/bin/tar', content: EVIL_TAR });
+    await tools.ok('write', { sandbox_id: s2.sandbox_id, path: '/etc/evil-mode', content: mode });
+    await tools.ok('write', { sandbox_id: s2.sandbox_id, path: '/etc/evil-ref', content: target });
+    await sh(tools, s2.sandbox_id, 'chmod +x /usr/local/bin/tar && echo changed >> /workspace/readme.txt');
+    const d2 = await tools.ok('sandbox_destroy', { sandbox_id: s2.sandbox_id }, CREATE_TIMEOUT);
+    const into = path.join(ctx.srv.root, `evil-${mode}`, 'inner');
+    const bad = cli(['export', 'apply', d2.export.export_id, '--to', into]);
+    assert.notEqual(bad.status, 0, bad.desc);
+    assert.match(bad.stderr, mode === 'escape' ? /"\.\.\/escape\.txt" was refused/ : /"link\/x" was refused/, bad.stderr);
+    assert.ok(!fs.existsSync(path.join(ctx.srv.root, `evil-${mode}`, 'escape.txt')), 'nothing above DIR');
+    assert.deepEqual(fs.readdirSync(target), [], 'nothing written through the link');
+  }
+});

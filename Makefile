@@ -248,7 +248,7 @@ help:
 	@echo "make run        install what is missing, build, build the template, serve on loopback"
 	@echo "make test       install, build, unit tests (ASan/UBSan), template, e2e on the real engine"
 	@echo "make unit       unit tests only (and the fuzz corpus replay)"
-	@echo "make e2e        end-to-end tests (real engine, official MCP SDK client)"
+	@echo "make e2e        end-to-end tests (real engine, real MCP clients of 2025 and 2026-07-28), then the MCP conformance suites"
 	@echo "make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS each (default 120)"
 	@echo "make template   build the sandbox template image (cached by content hash)"
 	@echo "make template-vm  build the vm runtime's image from it (QEMU, kernel, guest disks; cached)"

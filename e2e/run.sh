@@ -50,9 +50,12 @@ if command -v curl >/dev/null; then
 fi
 
 # Dependencies: npm ci when node_modules is missing or was installed from
-# another lockfile (the lockfile's hash is stamped into node_modules): the
-# suite's own, and schema-check/ (the strict-schema converters of e2e 35).
-for dir in "$here" "$here/schema-check"; do
+# another lockfile (the lockfile's hash is stamped into node_modules). e2e/
+# runs on the system's Node 20, as does schema-check/ (the strict-schema
+# converters of e2e 35); e2e/node22 holds Node 22 itself (from the npm
+# registry, pinned in its lockfile) with what needs it: the MCP conformance
+# suites and the 2026-07-28 clients of e2e 29.
+for dir in "$here" "$here/schema-check" "$here/node22"; do
   want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1) node-$(node --version)"
   stamp="$dir/node_modules/.chat2sbx-e2e-lock"
   if [ ! -d "$dir/node_modules" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -85,7 +88,7 @@ timeout --kill-after=15 "${E2E_TIMEOUT:-2400}" \
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
   echo "e2e: the suite did not finish within ${E2E_TIMEOUT:-2400} s" >&2
 fi
-[ $# -eq 0 ] && [ "$suite" = tests ] && { timeout --kill-after=15 300 node "$here/conformance/run.mjs" || rc=$?; } # MCP conformance suite
+[ $# -eq 0 ] && [ "$suite" = tests ] && { timeout --kill-after=15 420 node "$here/conformance/run.mjs" || rc=$?; } # MCP conformance suites (3 configurations)
 if [ -s "$E2E_MEASURE_FILE" ]; then
   echo "---- measurements ----"
   cat "$E2E_MEASURE_FILE"

@@ -1,7 +1,10 @@
 /* fuzz_mcp_request.c: libFuzzer harness over the MCP JSON-RPC dispatcher
  * (mcp/dispatch.c via mcp_dispatch_text): each input is one raw request body,
- * dispatched once stateless (no session) and once under a fake session id
- * that may also create a session. The server is built once with a two-tool
+ * dispatched once stateless (no session), once under a fake session id
+ * that may also create a session, and once as an HTTP POST whose MCP 2026-07-28
+ * routing headers are taken from the body itself (the claimed version, the
+ * method, params.name), so the header checks of mcp/route_headers.c see
+ * client-chosen bytes. The server is built once with a two-tool
  * fake table and never listens. Checks beyond the sanitizers: a reply is one
  * line of strict JSON, an object or an array (what both transports send as
  * is) in valid UTF-8 (see check_reply).
@@ -143,6 +146,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_reply(reply);
 	free(reply);
 	free(new_session);
+
+	/* As an HTTP POST would carry it: routing headers from the body. */
+	struct json_object *value = NULL, *m, *params, *meta, *v;
+	char why[300];
+	if (mcp_json_parse_request(body, size, &value, why, sizeof(why)) == 0) {
+		struct mcp_route_headers h = {.protocol_version = "2026-07-28", .protocol_version_count = 1};
+		if (json_object_object_get_ex(value, "method", &m) && json_object_is_type(m, json_type_string)) {
+			h.method = json_object_get_string(m);
+			h.method_count = 1;
+		}
+		if (json_object_object_get_ex(value, "params", &params) &&
+		    json_object_object_get_ex(params, "name", &v) && json_object_is_type(v, json_type_string)) {
+			h.name = json_object_get_string(v);
+			h.name_count = 1 + (size & 1); /* now and then twice */
+		}
+		if (json_object_object_get_ex(params, "_meta", &meta) &&
+		    json_object_object_get_ex(meta, "io.modelcontextprotocol/protocolVersion", &v) &&
+		    json_object_is_type(v, json_type_string))
+			h.protocol_version = json_object_get_string(v);
+		struct mcp_sink sink = {.headers = &h, .owner = 7};
+		struct json_object *r = mcp_dispatch_sink(server, value, NULL, NULL, &sink);
+		char *text = r ? mcp_json_text(r) : NULL;
+		check_reply(text);
+		free(text);
+		json_object_put(r);
+		json_object_put(value);
+	}
 
 	free(body);
 	return 0;

@@ -11,11 +11,15 @@
  * address, so instead of a per-address cap, TCP connections that have not
  * yet sent their first request's headers are capped: a new one past the
  * cap pushes out the oldest, so a flood of idle connections cannot keep a
- * client that sends its headers at once from being served. */
+ * client that sends its headers at once from being served. The same thread
+ * notices a peer that hangs up while its 2026-07-28 request is handled: for
+ * that revision a closed connection cancels the request (MCP 2026-07-28
+ * basic/patterns/cancellation, "Transport-specific cancellation"). */
 #include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,6 +39,8 @@ struct mcp_conn {
 	int cut;          /* shut down by the guard */
 	int64_t since_ms; /* monotonic: when the phase began */
 	size_t body_bytes;
+	uint64_t serial;  /* unique for the server's life; never 0 */
+	int watch_hangup; /* a 2026-07-28 request is being handled: its peer's hangup cancels it */
 };
 
 static int64_t now_ms(void)
@@ -68,6 +74,17 @@ int mcp_conn_overdue(int phase_body, int64_t elapsed_ms, size_t body_bytes, cons
 	return (double)body_bytes < want;
 }
 
+/* True when the peer of fd has closed its side or the connection broke.
+ * A 2026-07-28 client sends nothing more after its request, so the end of
+ * its input is its hangup (poll(2): POLLRDHUP). Does not block. */
+static int peer_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+#define HANGUPS_PER_PASS 64
+
 static void *watchdog_main(void *arg)
 {
 	struct mcp_server *server = arg;
@@ -76,7 +93,12 @@ static void *watchdog_main(void *arg)
 	while (!g->stop) {
 		int64_t now = now_ms();
 		unsigned slow = 0;
+		uint64_t hung_up[HANGUPS_PER_PASS];
+		size_t n_hung_up = 0;
 		for (struct mcp_conn *c = g->head; c; c = c->next) {
+			if (c->watch_hangup && !c->cut && c->fd >= 0 && n_hung_up < HANGUPS_PER_PASS &&
+			    peer_gone(c->fd))
+				hung_up[n_hung_up++] = c->serial; /* again each pass: the call may register later */
 			if (c->cut || c->phase == CONN_HANDLING)
 				continue;
 			if (mcp_conn_overdue(c->phase == CONN_BODY, now - c->since_ms, c->body_bytes, &g->limits)) {
@@ -85,6 +107,10 @@ static void *watchdog_main(void *arg)
 			}
 		}
 		pthread_mutex_unlock(&g->lock);
+		/* Outside the guard's lock: cancelling wakes the call's waits. */
+		for (size_t i = 0; i < n_hung_up; i++)
+			if (mcp_cancel_owner(server, hung_up[i]))
+				log_debug("mcp", "a 2026-07-28 client hung up: its tool call is cancelled");
 		if (slow)
 			mcp_log_refusal(
 			    server, MCP_REFUSED_SLOW,
@@ -160,6 +186,7 @@ struct mcp_conn *mcp_conn_started(struct mcp_server *server, int fd, int is_unix
 	c->since_ms = now_ms();
 	int pushed_out = 0;
 	pthread_mutex_lock(&g->lock);
+	c->serial = ++g->next_serial;
 	if (!is_unix) {
 		/* Past the cap, the oldest connection still without headers goes. */
 		while (g->fresh_tcp >= g->limits.max_fresh_tcp) {
@@ -224,6 +251,8 @@ static void set_phase(struct mcp_server *server, struct mcp_conn *c, int phase, 
 	}
 	c->phase = phase;
 	c->body_bytes += add_bytes;
+	if (phase == CONN_WAITING)
+		c->watch_hangup = 0; /* the request was answered */
 	pthread_mutex_unlock(&g->lock);
 }
 
@@ -245,4 +274,16 @@ void mcp_conn_handling(struct mcp_server *server, struct mcp_conn *c)
 void mcp_conn_idle(struct mcp_server *server, struct mcp_conn *c)
 {
 	set_phase(server, c, CONN_WAITING, 0, 1);
+}
+
+uint64_t mcp_conn_watch_hangup(struct mcp_server *server, struct mcp_conn *c)
+{
+	if (!c)
+		return 0;
+	struct mcp_conn_guard *g = &server->guard;
+	pthread_mutex_lock(&g->lock);
+	c->watch_hangup = 1;
+	uint64_t serial = c->serial;
+	pthread_mutex_unlock(&g->lock);
+	return serial;
 }

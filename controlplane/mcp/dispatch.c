@@ -1,6 +1,7 @@
 /* dispatch.c: JSON-RPC 2.0 message dispatch for MCP: validates the envelope,
- * routes a method through the method table, answers the lifecycle and
- * utility methods itself and hands tools/list and tools/call to tools.c.
+ * hands a 2026-07-28 request to modern.c, routes any other method through
+ * the legacy method table, answers the lifecycle and utility methods itself
+ * and hands tools/list and tools/call to tools.c.
  * Transport-independent: no sockets, no HTTP status codes; the only state it
  * touches is the session table (initialize creates one when asked). */
 #include "internal.h"
@@ -91,11 +92,30 @@ static struct json_object *method_set_level(const struct rpc_request *req)
 	                         "error, critical, alert, emergency");
 }
 
-static struct json_object *empty_list(const struct rpc_request *req, const char *key)
+/* A result {key: []} (owned), as the lists we have nothing for answer. */
+struct json_object *mcp_empty_list_result(const char *key)
 {
 	struct json_object *result = json_object_new_object();
 	json_object_object_add(result, key, json_object_new_array());
-	return mcp_rpc_result_new(req->id, result);
+	return result;
+}
+
+/* The result of completion/complete (owned; server/utilities/completion):
+ * nothing to complete. */
+struct json_object *mcp_empty_completion_result(void)
+{
+	struct json_object *completion = json_object_new_object();
+	json_object_object_add(completion, "values", json_object_new_array());
+	json_object_object_add(completion, "total", json_object_new_int(0));
+	json_object_object_add(completion, "hasMore", json_object_new_boolean(0));
+	struct json_object *result = json_object_new_object();
+	json_object_object_add(result, "completion", completion);
+	return result;
+}
+
+static struct json_object *empty_list(const struct rpc_request *req, const char *key)
+{
+	return mcp_rpc_result_new(req->id, mcp_empty_list_result(key));
 }
 
 static struct json_object *method_resources_list(const struct rpc_request *req)
@@ -115,13 +135,7 @@ static struct json_object *method_prompts_list(const struct rpc_request *req)
 
 static struct json_object *method_complete(const struct rpc_request *req)
 {
-	struct json_object *completion = json_object_new_object();
-	json_object_object_add(completion, "values", json_object_new_array());
-	json_object_object_add(completion, "total", json_object_new_int(0));
-	json_object_object_add(completion, "hasMore", json_object_new_boolean(0));
-	struct json_object *result = json_object_new_object();
-	json_object_object_add(result, "completion", completion);
-	return mcp_rpc_result_new(req->id, result);
+	return mcp_rpc_result_new(req->id, mcp_empty_completion_result());
 }
 
 static struct json_object *method_tools_list(const struct rpc_request *req)
@@ -199,13 +213,40 @@ int mcp_cancel_request(struct mcp_server *server, const char *session_id, struct
 	for (struct mcp_inflight *f = server->inflight; f; f = f->next) {
 		int same_session =
 		    session_id ? f->session_id && strcmp(f->session_id, session_id) == 0 : !f->session_id;
-		if (same_session && strcmp(f->id_text, want) == 0) {
+		/* A 2026-07-28 call over HTTP ends only with its own connection:
+		 * ids are the client's, so another client could name the same. */
+		if (same_session && !f->owner && strcmp(f->id_text, want) == 0) {
 			cp_cancel_fire(&f->cancel);
 			n++;
 		}
 	}
 	pthread_mutex_unlock(&server->inflight_lock);
 	return n;
+}
+
+int mcp_cancel_owner(struct mcp_server *server, uint64_t owner)
+{
+	int n = 0;
+	if (!owner)
+		return 0;
+	pthread_mutex_lock(&server->inflight_lock);
+	for (struct mcp_inflight *f = server->inflight; f; f = f->next)
+		if (f->owner == owner) {
+			cp_cancel_fire(&f->cancel);
+			n++;
+		}
+	pthread_mutex_unlock(&server->inflight_lock);
+	return n;
+}
+
+/* A refusal of a 2026-07-28 message's JSON-RPC envelope is 400 over HTTP
+ * (MCP 2026-07-28 basic/transports/streamable-http: a request the server
+ * cannot accept gets an HTTP error status); sink may be NULL. */
+static struct json_object *modern_bad_envelope(struct mcp_sink *sink, int modern, struct json_object *reply)
+{
+	if (modern && sink)
+		sink->http_status = 400;
+	return reply;
 }
 
 static struct json_object *dispatch_object_info(struct mcp_server *server, struct json_object *msg,
@@ -223,34 +264,59 @@ static struct json_object *dispatch_object_info(struct mcp_server *server, struc
 	    (json_object_object_get_ex(msg, "result", NULL) || json_object_object_get_ex(msg, "error", NULL)))
 		return NULL;
 
+	const struct mcp_route_headers *headers = sink ? sink->headers : NULL;
+	int modern = mcp_modern_claimed(msg, headers ? headers->protocol_version : NULL);
+	if (modern) {
+		info->revision = MCP_PROTOCOL_MODERN;
+		if (sink)
+			sink->modern = 1;
+	}
+
 	/* JSON-RPC 2.0 section 4 and 5: an invalid request is answered even
 	 * without an id; we keep the id whenever it was readable. */
 	if (!json_object_object_get_ex(msg, "jsonrpc", &version) || !json_object_is_type(version, json_type_string) ||
 	    strcmp(json_object_get_string(version), "2.0") != 0)
-		return mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST, "invalid request: \"jsonrpc\" must be \"2.0\"");
+		return modern_bad_envelope(
+		    sink, modern,
+		    mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST, "invalid request: \"jsonrpc\" must be \"2.0\""));
 	if (!has_method || !json_object_is_type(method, json_type_string))
-		return mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST, "invalid request: \"method\" must be a string");
+		return modern_bad_envelope(
+		    sink, modern,
+		    mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST, "invalid request: \"method\" must be a string"));
 	/* A NUL would make "ping\u0000x" act as ping (issue 13). */
 	if (strlen(json_object_get_string(method)) != (size_t)json_object_get_string_len(method))
-		return mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST,
-		                         "invalid request: \"method\" contains a NUL character (\\u0000)");
+		return modern_bad_envelope(
+		    sink, modern,
+		    mcp_rpc_error_new(id, MCP_RPC_INVALID_REQUEST,
+		                      "invalid request: \"method\" contains a NUL character (\\u0000)"));
 	if (has_id && !id)
-		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
-		                         "invalid request: \"id\" must be a string or an integer");
+		return modern_bad_envelope(sink, modern,
+		                           mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
+		                                             "invalid request: \"id\" must be a string or an integer"));
 
 	const char *name = json_object_get_string(method);
 	if (!has_id) {
 		/* Notifications (notifications/initialized, notifications/cancelled,
-		 * ...) never get a reply (JSON-RPC 2.0 section 4.1). */
+		 * ...) never get a reply (JSON-RPC 2.0 section 4.1). A 2026-07-28
+		 * client over HTTP cancels by closing its stream, never by
+		 * notification (MCP 2026-07-28 basic/patterns/cancellation). */
 		log_debug("mcp", "notification %s", name);
-		if (strcmp(name, "notifications/cancelled") == 0 && json_object_object_get_ex(msg, "params", &params))
+		if (strcmp(name, "notifications/cancelled") == 0 && !(modern && headers) &&
+		    json_object_object_get_ex(msg, "params", &params))
 			notification_cancelled(server, params, session_id);
 		return NULL;
 	}
 
 	if (json_object_object_get_ex(msg, "params", &params) && params &&
 	    !json_object_is_type(params, json_type_object))
-		return mcp_rpc_error_new(id, MCP_RPC_INVALID_PARAMS, "invalid params: \"params\" must be an object");
+		return modern_bad_envelope(
+		    sink, modern,
+		    mcp_rpc_error_new(id, MCP_RPC_INVALID_PARAMS, "invalid params: \"params\" must be an object"));
+
+	if (modern)
+		return mcp_modern_dispatch(server, id, name, params, sink, info);
+	if (sink && sink->check_only)
+		return NULL;
 
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
 		if (strcmp(methods[i].name, name) != 0)
@@ -284,6 +350,8 @@ static struct json_object *dispatch_object(struct mcp_server *server, struct jso
 		snprintf(info.session, sizeof(info.session), "%.8s", *ret_new_session); /* initialize made it */
 	if (!reply && sink && sink->cancelled && !cancelled_before)
 		mcp_request_info_fail(&info, "CANCELLED", "the client cancelled the request; no response was sent");
+	if (!reply && sink && sink->check_only)
+		return NULL; /* it passed its checks; its log line comes when it runs */
 	mcp_request_done(server, &info, reply);
 	return reply;
 }
@@ -301,6 +369,15 @@ struct json_object *mcp_batch_refusal(struct json_object *value, const char *ver
 		return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST, text);
 	}
 	size_t n = json_object_array_length(value);
+	/* A 2026-07-28 message stands alone (MCP 2026-07-28
+	 * basic/transports/streamable-http, "Sending Messages": one request per
+	 * POST), whatever revision the batch says it is. */
+	for (size_t i = 0; i < n; i++)
+		if (mcp_modern_claimed(json_object_array_get_idx(value, i), NULL))
+			return mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
+			                         "invalid request: a JSON-RPC batch may not hold a 2026-07-28 request "
+			                         "(one with io.modelcontextprotocol/protocolVersion in params._meta); "
+			                         "send one message per request");
 	if (n > MCP_BATCH_MAX) {
 		snprintf(text, sizeof(text),
 		         "invalid request: a batch may hold at most %d messages and this one holds %zu; send them in "

@@ -7,13 +7,17 @@
  * event as it is sent (the call runs on a worker thread), the response last;
  * a batch that produced notifications sends them with its responses at the
  * end. Every SSE answer is a resumable stream (resume.c) whose event ids name
- * it. Owns the daemon and each request's bounded body buffer; enforces the
- * loopback Host/Origin checks, the body limit and session validity before
- * anything is dispatched. Never writes an HTTP server of its own. */
+ * it. A 2026-07-28 request (modern.c) is served on the same endpoint without
+ * a session, its routing headers handed to the dispatcher, its SSE answer
+ * never resumable, and its connection's hangup cancels it. Owns the daemon
+ * and each request's bounded body buffer; enforces the loopback Host/Origin
+ * checks, the body limit and session validity before anything is
+ * dispatched. Never writes an HTTP server of its own. */
 #include "internal.h"
 #include "../base/text.h"
 
 #include <arpa/inet.h>
+#include <stddef.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <malloc.h>
@@ -69,7 +73,9 @@ struct reply_headers {
 	const char *allow;
 	const char *retry_after; /* seconds */
 	const char *www_authenticate;
-	int close; /* Connection: close (refusals: the peer gets no second try on this connection) */
+	int close;      /* Connection: close (refusals: the peer gets no second try on this connection) */
+	int unbuffered; /* X-Accel-Buffering: no on an SSE answer (MCP 2026-07-28 streamable-http,
+	                   "Receiving Messages": proxies must pass events on at once) */
 };
 
 static enum MHD_Result queue_reply_type(struct MHD_Connection *conn, unsigned status, char *body,
@@ -487,6 +493,8 @@ static enum MHD_Result queue_sse(struct MHD_Connection *conn, struct mcp_stream_
 		MHD_add_response_header(resp, "Mcp-Session-Id", h->session_id);
 	if (h && h->protocol_version)
 		MHD_add_response_header(resp, "MCP-Protocol-Version", h->protocol_version);
+	if (h && h->unbuffered)
+		MHD_add_response_header(resp, "X-Accel-Buffering", "no");
 	enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -523,6 +531,7 @@ struct stream_job {
 	struct mcp_stream *stream;
 	struct json_object *msg; /* owned */
 	char *session_id;        /* NULL when stateless */
+	uint64_t owner;          /* a 2026-07-28 request's connection serial (its hangup cancels), else 0 */
 };
 
 static void *stream_worker(void *arg)
@@ -530,7 +539,9 @@ static void *stream_worker(void *arg)
 	struct stream_job *job = arg;
 	struct mcp_server *server = job->server;
 	struct sse_answer a = {.stream = job->stream};
-	struct mcp_sink sink = {.notify = stream_notify, .ctx = &a};
+	/* A 2026-07-28 request's routing headers were checked before the stream
+	 * opened (handle_modern_post); its body alone says what it is now. */
+	struct mcp_sink sink = {.notify = stream_notify, .ctx = &a, .owner = job->owner};
 	_cleanup_json_ struct json_object *reply = mcp_dispatch_sink(server, job->msg, job->session_id, NULL, &sink);
 	stream_finish(job->stream, reply, sink.cancelled);
 	json_object_put(job->msg);
@@ -556,15 +567,20 @@ static int wants_progress(struct json_object *value)
 	       json_object_object_get_ex(meta, "progressToken", NULL);
 }
 
-/* Answers *value (taken over on success) as a live SSE stream. Returns 1 and
- * sets *ret when it did; 0 to fall back to the buffered answer. */
+/* Answers *value (taken over on success) as a live SSE stream: resumable,
+ * or for a 2026-07-28 request (plain) one without event ids whose call
+ * owner's hangup cancels. Returns 1 and sets *ret when it did; 0 to fall
+ * back to the buffered answer. */
 static int queue_stream(struct mcp_server *server, struct MHD_Connection *conn, struct json_object **value,
-                        const char *sid, const struct reply_headers *h, enum MHD_Result *ret)
+                        const char *sid, int plain, uint64_t owner, const struct reply_headers *h, enum MHD_Result *ret)
 {
 	struct stream_job *job = calloc(1, sizeof(*job));
 	if (!job)
 		return 0;
-	if ((sid && !(job->session_id = strdup(sid))) || mcp_stream_open(server->resume, sid, &job->stream, NULL) < 0) {
+	job->owner = owner;
+	if ((sid && !(job->session_id = strdup(sid))) ||
+	    (plain ? mcp_stream_open_plain(server->resume, &job->stream, NULL)
+	           : mcp_stream_open(server->resume, sid, &job->stream, NULL)) < 0) {
 		free(job->session_id);
 		free(job);
 		return 0;
@@ -615,10 +631,19 @@ static enum MHD_Result handle_resume(struct mcp_server *server, struct MHD_Conne
 {
 	struct reply_headers h = {0};
 	const char *version = header(conn, "MCP-Protocol-Version");
+	if (mcp_modern_header(version)) {
+		/* MCP 2026-07-28 streamable-http, "Backward Compatibility": no GET
+		 * stream, and answers are not resumable. */
+		struct reply_headers allow = {.allow = "POST"};
+		return queue_rpc_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, MCP_RPC_INVALID_REQUEST,
+		                       "method not allowed: MCP 2026-07-28 has no GET stream and its answers are not "
+		                       "resumable; POST the request again",
+		                       &allow);
+	}
 	if (version && !mcp_protocol_supported(version))
 		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, NULL, MCP_RPC_INVALID_REQUEST,
-		                       "unsupported MCP-Protocol-Version; this server speaks 2025-11-25, 2025-06-18 "
-		                       "and 2025-03-26",
+		                       "unsupported MCP-Protocol-Version; this server speaks 2026-07-28 (per-request "
+		                       "_meta) and 2025-11-25, 2025-06-18, 2025-03-26 (after initialize)",
 		                       NULL);
 	h.protocol_version = version;
 	const char *sid = header(conn, "Mcp-Session-Id");
@@ -660,6 +685,73 @@ static void record_refused(struct mcp_server *server, struct json_object *value,
 	mcp_request_done(server, &info, NULL);
 }
 
+static enum MHD_Result count_route_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	struct mcp_route_headers *h = cls;
+	static const struct {
+		const char *name;
+		size_t value_off, count_off;
+	} rows[] = {
+	    {"MCP-Protocol-Version", offsetof(struct mcp_route_headers, protocol_version),
+	     offsetof(struct mcp_route_headers, protocol_version_count)},
+	    {"Mcp-Method", offsetof(struct mcp_route_headers, method),
+	     offsetof(struct mcp_route_headers, method_count)},
+	    {"Mcp-Name", offsetof(struct mcp_route_headers, name), offsetof(struct mcp_route_headers, name_count)},
+	};
+	for (size_t i = 0; key && i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (strcasecmp(key, rows[i].name) != 0) /* field names are case-insensitive (RFC 9110 5.1) */
+			continue;
+		unsigned *count = (unsigned *)((char *)h + rows[i].count_off);
+		const char **slot = (const char **)((char *)h + rows[i].value_off);
+		if ((*count)++ == 0)
+			*slot = value ? value : "";
+	}
+	return MHD_YES;
+}
+
+/* The routing headers of conn's request (values borrowed from it). */
+static void route_headers(struct MHD_Connection *conn, struct mcp_route_headers *h)
+{
+	memset(h, 0, sizeof(*h));
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_route_header, h);
+}
+
+/* A 2026-07-28 POST (MCP 2026-07-28 basic/transports/streamable-http):
+ * no session (an Mcp-Session-Id is ignored and none is minted: "Backward
+ * Compatibility"), the routing headers checked against the body
+ * (modern.c), the status each refusal names, and the connection watched so
+ * that its peer's hangup cancels the call ("Cancellation"). A tools/call
+ * with a progressToken streams its progress on a plain SSE answer, after
+ * the checks passed (a refusal is never a 200 stream). *value is taken
+ * over when streamed. */
+static enum MHD_Result handle_modern_post(struct mcp_server *server, struct MHD_Connection *conn,
+                                          struct http_request *req, struct json_object **value,
+                                          const struct mcp_route_headers *rh)
+{
+	struct reply_headers h = {.unbuffered = 1};
+	uint64_t owner = mcp_conn_watch_hangup(server, conn_record(conn));
+	if (accepts_sse(header(conn, MHD_HTTP_HEADER_ACCEPT)) && wants_progress(*value)) {
+		struct mcp_sink check = {.headers = rh, .check_only = 1};
+		_cleanup_json_ struct json_object *refusal = mcp_dispatch_sink(server, *value, NULL, NULL, &check);
+		if (refusal)
+			return queue_reply(conn, check.http_status ? check.http_status : MHD_HTTP_OK,
+			                   mcp_json_text(refusal), NULL);
+		enum MHD_Result streamed;
+		if (queue_stream(server, conn, value, NULL, 1, owner, &h, &streamed))
+			return streamed;
+	}
+	struct mcp_sink sink = {.headers = rh, .owner = owner};
+	_cleanup_json_ struct json_object *reply = mcp_dispatch_sink(server, *value, NULL, NULL, &sink);
+	if (!reply && sink.cancelled)
+		return MHD_NO; /* the client went away or cancelled: nothing to send */
+	if (!reply)
+		return queue_reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL);
+	char *text = mcp_json_text(reply);
+	req->reply_bytes = text ? strlen(text) : 0;
+	return text ? queue_reply(conn, sink.http_status ? sink.http_status : MHD_HTTP_OK, text, NULL) : MHD_NO;
+}
+
 static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connection *conn, struct http_request *req)
 {
 	if (req->too_large)
@@ -677,6 +769,14 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 	release_body(server, req);
 	struct json_object *id = mcp_message_id(value);
 
+	/* MCP 2026-07-28 basic/versioning, "Backward Compatibility": a request
+	 * that declares 2026-07-28 is served statelessly; anything else takes
+	 * the legacy path below exactly as before. */
+	struct mcp_route_headers rh;
+	route_headers(conn, &rh);
+	if (mcp_modern_claimed(value, rh.protocol_version))
+		return handle_modern_post(server, conn, req, &value, &rh);
+
 	/* basic/transports, "Protocol Version Header": an unsupported version
 	 * is 400; a missing one is served (the spec says assume 2025-03-26). */
 	struct reply_headers h = {0};
@@ -684,8 +784,8 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 	if (version && !mcp_protocol_supported(version)) {
 		char text[200];
 		snprintf(text, sizeof(text),
-		         "unsupported MCP-Protocol-Version '%.40s'; this server speaks 2025-11-25, 2025-06-18 and "
-		         "2025-03-26",
+		         "unsupported MCP-Protocol-Version '%.40s'; this server speaks 2026-07-28 (per-request _meta) "
+		         "and 2025-11-25, 2025-06-18, 2025-03-26 (after initialize)",
 		         version);
 		record_refused(server, value, header(conn, "Mcp-Session-Id"), "INVALID_REQUEST", text);
 		return queue_rpc_error(conn, MHD_HTTP_BAD_REQUEST, id, MCP_RPC_INVALID_REQUEST, text, NULL);
@@ -726,7 +826,7 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 	/* A tools/call that asked for progress gets a live SSE stream. */
 	enum MHD_Result streamed;
 	if (accepts_sse(header(conn, MHD_HTTP_HEADER_ACCEPT)) && wants_progress(value) &&
-	    queue_stream(server, conn, &value, sid, &h, &streamed))
+	    queue_stream(server, conn, &value, sid, 0, 0, &h, &streamed))
 		return streamed;
 
 	_cleanup_free_ char *new_session = NULL;

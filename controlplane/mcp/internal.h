@@ -16,10 +16,14 @@
 struct json_object;
 struct MHD_Daemon;
 
-/* MCP basic/lifecycle "Version Negotiation": newest first. */
+/* MCP basic/lifecycle "Version Negotiation": the revisions an initialize
+ * may negotiate (the legacy, handshake-based ones), newest first. */
 #define MCP_PROTOCOL_LATEST "2025-11-25"
 extern const char *const mcp_protocol_versions[];
 extern const size_t mcp_protocol_versions_count;
+/* The stateless revision (MCP 2026-07-28 basic/versioning): no handshake,
+ * every request declares itself in params._meta (modern.c). */
+#define MCP_PROTOCOL_MODERN "2026-07-28"
 
 /* JSON-RPC 2.0 section 5.1 error codes, plus the session code the MCP
  * TypeScript SDK uses for an unknown session. */
@@ -30,22 +34,51 @@ enum mcp_rpc_code {
 	MCP_RPC_INVALID_PARAMS = -32602,
 	MCP_RPC_INTERNAL_ERROR = -32603,
 	MCP_RPC_SESSION_NOT_FOUND = -32001,
+	/* MCP 2026-07-28 basic, "Error Codes" (the range -32020..-32099 the
+	 * specification reserves for itself). */
+	MCP_RPC_HEADER_MISMATCH = -32020,
+	MCP_RPC_MISSING_CLIENT_CAPABILITY = -32021,
+	MCP_RPC_UNSUPPORTED_VERSION = -32022,
 };
 
 struct mcp_session_table;
 
-/* A transport's notification sink for one incoming message, and what the
- * dispatcher reports back about it. */
+/* The routing headers of one HTTP POST (MCP 2026-07-28
+ * basic/transports/streamable-http, "Request Metadata"): values borrowed as
+ * the client sent them (NULL when absent), with how often each name
+ * appeared (names compared case-insensitively, RFC 9110 section 5.1). */
+struct mcp_route_headers {
+	const char *protocol_version; /* MCP-Protocol-Version */
+	const char *method;           /* Mcp-Method */
+	const char *name;             /* Mcp-Name */
+	unsigned protocol_version_count, method_count, name_count;
+};
+
+/* What a transport tells the dispatcher about one incoming message besides
+ * its body, and what the dispatcher reports back about it. */
 struct mcp_sink {
 	void (*notify)(void *ctx, struct json_object *message); /* message borrowed; may be NULL */
 	void *ctx;
-	int cancelled; /* out: a request of the message was cancelled; send no response */
+	/* in: the HTTP routing headers; NULL on stdio, which has no header
+	 * layer (MCP 2026-07-28 basic/transports/stdio, "Request Metadata"). */
+	const struct mcp_route_headers *headers;
+	/* in: a serial of the HTTP connection; the tools/call it starts is
+	 * cancelled when that connection's peer hangs up (mcp_cancel_owner).
+	 * 0 = none (notifications/cancelled by request id instead). */
+	uint64_t owner;
+	/* in: only run a 2026-07-28 request's checks: a refusal is returned (and
+	 * logged), a request that passes them gets NULL and is not run. */
+	int check_only;
+	int cancelled;        /* out: a request of the message was cancelled; send no response */
+	int modern;           /* out: the message was served as a 2026-07-28 request */
+	unsigned http_status; /* out: the status its reply should carry; 0 = 200 */
 };
 
 /* A tools/call in progress, so notifications/cancelled can find it. */
 struct mcp_inflight {
 	struct mcp_inflight *next;
 	char *session_id; /* NULL when stateless */
+	uint64_t owner;   /* the HTTP connection whose hangup cancels it (2026-07-28); 0 = none */
 	char *id_text;    /* the request id as JSON text */
 	struct cp_cancel cancel;
 };
@@ -86,6 +119,7 @@ struct mcp_conn_guard {
 	pthread_cond_t wake;
 	struct mcp_conn *head; /* every open connection of both listeners */
 	unsigned fresh_tcp;    /* TCP connections that have not sent their first request's headers */
+	uint64_t next_serial;  /* the last connection serial given out */
 	struct mcp_conn_limits limits;
 	int stop, running;
 	pthread_t thread;
@@ -112,6 +146,11 @@ void mcp_conn_headers_done(struct mcp_server *server, struct mcp_conn *c);
 void mcp_conn_body(struct mcp_server *server, struct mcp_conn *c, size_t n);
 void mcp_conn_handling(struct mcp_server *server, struct mcp_conn *c);
 void mcp_conn_idle(struct mcp_server *server, struct mcp_conn *c);
+/* The request c is handling is a 2026-07-28 one: until c is idle again, the
+ * watchdog cancels the tools/call started with the returned serial as its
+ * owner (mcp_cancel_owner) once c's peer hangs up, within its period (500
+ * ms). Returns 0 (no watch) for a NULL c. */
+uint64_t mcp_conn_watch_hangup(struct mcp_server *server, struct mcp_conn *c);
 /* http.c: logs a refusal at most once per 10 s per kind, with a count. */
 void mcp_log_refusal(struct mcp_server *server, enum mcp_refusal kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -169,7 +208,8 @@ struct mcp_request_info {
 	char sandbox[65];
 	char target[65];
 	char session[9];
-	const char *status; /* static text; NULL until known */
+	const char *revision; /* static text: MCP_PROTOCOL_MODERN for a 2026-07-28 request, else NULL */
+	const char *status;   /* static text; NULL until known */
 	char message[400];
 	int64_t ticket; /* from the call gate (mcp_call_gate); 0 when none ran */
 };
@@ -202,6 +242,12 @@ void mcp_resume_shutdown(struct mcp_resume *t);
  * (copied; NULL = stateless). *ret holds the writer's reference, dropped by
  * mcp_stream_end. INTERNAL when memory or randomness fails. */
 int mcp_stream_open(struct mcp_resume *t, const char *session_id, struct mcp_stream **ret, struct cp_error **err);
+/* Opens a stream for one SSE answer of a 2026-07-28 request: its events
+ * have no id line and it is never listed, so no GET can resume it (MCP
+ * 2026-07-28 basic/transports/streamable-http: "Resumable SSE streams via
+ * Last-Event-ID are not supported"). *ret and errors as mcp_stream_open;
+ * the key is empty. */
+int mcp_stream_open_plain(struct mcp_resume *t, struct mcp_stream **ret, struct cp_error **err);
 /* The stream's key (borrowed; tests). */
 const char *mcp_stream_key(const struct mcp_stream *s);
 /* Appends one event with the next id and json (borrowed) as its data, and
@@ -259,16 +305,35 @@ struct json_object *mcp_dispatch_value(struct mcp_server *server, struct json_ob
 struct json_object *mcp_dispatch_sink(struct mcp_server *server, struct json_object *value, const char *session_id,
                                       char **ret_new_session, struct mcp_sink *sink);
 int mcp_cancel_request(struct mcp_server *server, const char *session_id, struct json_object *request_id);
+/* Cancels every tools/call started with sink->owner == owner (its HTTP
+ * connection's peer hung up: MCP 2026-07-28 basic/patterns/cancellation,
+ * "Transport-specific cancellation"); returns how many. Thread-safe. */
+int mcp_cancel_owner(struct mcp_server *server, uint64_t owner);
 int mcp_message_is_initialize(struct json_object *value);
 /* JSON-RPC batches (issue 13): the revisions from 2025-06-18 on removed them
  * (MCP 2025-06-18 changelog), and 2025-03-26 allows them; a batch is
  * refused unless version (the request's revision; NULL or "" = 2025-03-26,
  * as basic/transports says to assume) is 2025-03-26, and capped at
- * MCP_BATCH_MAX messages. Returns NULL when value (borrowed) is no batch or
+ * MCP_BATCH_MAX messages; one holding a 2026-07-28 request is refused
+ * whatever the version. Returns NULL when value (borrowed) is no batch or
  * may be dispatched, else the -32600 reply (owned, id null). */
 #define MCP_BATCH_MAX 32
 struct json_object *mcp_batch_refusal(struct json_object *value, const char *version);
 struct json_object *mcp_message_id(struct json_object *value);
+struct json_object *mcp_empty_list_result(const char *key);
+struct json_object *mcp_empty_completion_result(void);
+
+/* modern.c: MCP 2026-07-28, the stateless revision. */
+int mcp_modern_claimed(struct json_object *msg, const char *protocol_header);
+int mcp_modern_header(const char *protocol_header);
+struct json_object *mcp_modern_dispatch(struct mcp_server *server, struct json_object *id, const char *method,
+                                        struct json_object *params, struct mcp_sink *sink,
+                                        struct mcp_request_info *info);
+
+/* route_headers.c: the 2026-07-28 routing headers against the body. */
+int mcp_route_header_decode(const char *raw, char **ret_value, char *why, size_t why_size);
+int mcp_route_header_check(const char *header, const char *raw, unsigned count, const char *want, int decode, char *why,
+                           size_t why_size);
 
 /* schema_nullable.c: rewrites an inputSchema (owned by the caller, changed in
  * place) so that every property not listed in its object's "required" also

@@ -134,10 +134,14 @@ void mcp_request_done(struct mcp_server *server, struct mcp_request_info *info, 
 	    .ticket = info->ticket,
 	};
 	struct log_field f[] = {
-	    {.key = "method", .str = rec.method},      {.key = "tool", .str = rec.tool},
-	    {.key = "sandbox", .str = rec.sandbox_id}, {.key = "session", .str = rec.session},
-	    {.key = "status", .str = rec.status},      {.key = "duration_ms", .num = rec.duration_ms, .is_num = 1},
+	    {.key = "method", .str = rec.method},       {.key = "tool", .str = rec.tool},
+	    {.key = "sandbox", .str = rec.sandbox_id},  {.key = "session", .str = rec.session},
+	    {.key = "status", .str = rec.status},       {.key = "duration_ms", .num = rec.duration_ms, .is_num = 1},
+	    {.key = "revision", .str = info->revision},
 	};
+	/* The revision is named only for a 2026-07-28 request: the lines of the
+	 * legacy revisions stay as they were. */
+	size_t n_fields = sizeof(f) / sizeof(f[0]) - (info->revision ? 0 : 1);
 	unsigned long dropped = 0;
 	if (line_allowed(&dropped)) {
 		if (dropped)
@@ -145,7 +149,7 @@ void mcp_request_done(struct mcp_server *server, struct mcp_request_info *info, 
 			         "%lu request lines of this connection were not logged (more than %.0f a second); "
 			         "the audit table has every request",
 			         dropped, REQLOG_PER_S);
-		log_fields(LOG_LEVEL_INFO, "mcp", "request", f, sizeof(f) / sizeof(f[0]));
+		log_fields(LOG_LEVEL_INFO, "mcp", "request", f, n_fields);
 	}
 	if (server->opts.on_request)
 		server->opts.on_request(server->opts.on_request_ctx, &rec);

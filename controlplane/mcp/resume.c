@@ -6,7 +6,10 @@
  * count, bytes per stream and bytes in all, so a client that lost the
  * connection can GET them again with Last-Event-ID. Readers (the POST's own
  * response, a resuming GET) each have a cursor; a reader of a running stream
- * waits for its next event. Owns the streams and their events; knows no HTTP. */
+ * waits for its next event. A 2026-07-28 answer is a plain stream: the same
+ * events without ids, never listed, so never resumable (MCP 2026-07-28
+ * basic/transports/streamable-http, "Receiving Messages"). Owns the streams
+ * and their events; knows no HTTP. */
 #include "internal.h"
 
 #include <errno.h>
@@ -39,6 +42,7 @@ struct mcp_stream {
 	int abandoned;     /* ended without its response (cancelled, out of memory) */
 	int64_t ended_ms;  /* monotonic, when done */
 	int refs;          /* writer + readers + the table's listing; under the table's lock */
+	int plain;         /* never resumable: not listed, events without an id line */
 };
 
 struct mcp_stream_reader {
@@ -178,6 +182,19 @@ int mcp_stream_open(struct mcp_resume *t, const char *session_id, struct mcp_str
 	return 0;
 }
 
+int mcp_stream_open_plain(struct mcp_resume *t, struct mcp_stream **ret, struct cp_error **err)
+{
+	struct mcp_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return cp_error_set(err, CP_ERR_INTERNAL, "open an SSE stream: out of memory");
+	s->table = t;
+	s->next_seq = 1;
+	s->refs = 1; /* the writer; never listed */
+	s->plain = 1;
+	*ret = s;
+	return 0;
+}
+
 const char *mcp_stream_key(const struct mcp_stream *s)
 {
 	return s->key;
@@ -194,7 +211,8 @@ int mcp_stream_append(struct mcp_stream *s, const char *json)
 	}
 	uint64_t seq = s->next_seq++;
 	char head[64];
-	int hn = snprintf(head, sizeof(head), "id: %s-%" PRIu64 "\ndata: ", s->key, seq);
+	int hn = s->plain ? snprintf(head, sizeof(head), "data: ")
+	                  : snprintf(head, sizeof(head), "id: %s-%" PRIu64 "\ndata: ", s->key, seq);
 	struct resume_event *e = malloc(sizeof(*e) + (size_t)hn + jl + 3);
 	if (!e) {
 		/* A gap would be silent; ending the stream is not. */

@@ -188,13 +188,16 @@ int mcp_call_cancelled(const struct mcp_call *call)
 	return call && cp_cancel_fired(call->cancel);
 }
 
-/* Registers a tools/call so notifications/cancelled can find it; NULL when
- * memory runs out (the call then cannot be cancelled). */
-static struct mcp_inflight *inflight_add(struct mcp_server *server, const char *session_id, struct json_object *id)
+/* Registers a tools/call so notifications/cancelled (or, for owner != 0,
+ * its HTTP connection's hangup) can find it; NULL when memory runs out (the
+ * call then cannot be cancelled). */
+static struct mcp_inflight *inflight_add(struct mcp_server *server, const char *session_id, struct json_object *id,
+                                         uint64_t owner)
 {
 	struct mcp_inflight *f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
+	f->owner = owner;
 	f->id_text = strdup(json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN));
 	f->session_id = session_id ? strdup(session_id) : NULL;
 	cp_cancel_init(&f->cancel);
@@ -303,7 +306,7 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 			info->ticket = ticket;
 	}
 
-	struct mcp_inflight *inflight = inflight_add(server, session_id, id);
+	struct mcp_inflight *inflight = inflight_add(server, session_id, id, sink ? sink->owner : 0);
 	struct mcp_call call = {
 	    .app = server->app,
 	    .session_id = session_id,

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "mcp/internal.h"
 #include "mcp/mcp.h"
+#include "mcp_test.h"
 
 static int dtool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
                       struct cp_error **err)
@@ -80,35 +81,6 @@ static struct json_object *rpc(const char *text)
 	cr_assert_not_null(r, "reply is not JSON: %s", out);
 	free(out);
 	return r;
-}
-
-static struct json_object *get(struct json_object *o, const char *path)
-{
-	/* dotted path; numeric parts index arrays */
-	char buf[256];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *save = NULL, *part = strtok_r(buf, ".", &save); part; part = strtok_r(NULL, ".", &save)) {
-		if (json_object_is_type(o, json_type_array))
-			o = json_object_array_get_idx(o, (size_t)atoi(part));
-		else if (!json_object_object_get_ex(o, part, &o))
-			return NULL;
-		if (!o)
-			return NULL;
-	}
-	return o;
-}
-
-static const char *gets(struct json_object *o, const char *path)
-{
-	struct json_object *v = get(o, path);
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-static int geti(struct json_object *o, const char *path)
-{
-	struct json_object *v = get(o, path);
-	cr_assert_not_null(v, "missing %s", path);
-	return json_object_get_int(v);
 }
 
 static void assert_error(struct json_object *r, int code)
@@ -536,45 +508,11 @@ Test(mcp_dispatch, loopback_host_and_origin)
 
 /* ---- stdio ---- */
 
-struct stdio_run {
-	int in_fd, out_fd;
-	int rc;
-};
-
-static void *stdio_thread(void *arg)
-{
-	struct stdio_run *run = arg;
-	struct cp_error *err = NULL;
-	run->rc = mcp_server_serve_stdio(dserver, run->in_fd, run->out_fd, &err);
-	cp_error_free(err);
-	return NULL;
-}
-
-/* Feeds input on a pipe, collects stdout into a temporary file. Returns the
- * output (caller frees) and the elapsed time. */
+/* Feeds input on a pipe, collects stdout. Returns the output (caller
+ * frees) and the elapsed time. */
 static char *stdio_exchange(const char *input, long *ret_ms)
 {
-	int in[2];
-	cr_assert_eq(pipe(in), 0);
-	FILE *out = tmpfile();
-	cr_assert_not_null(out);
-	struct stdio_run run = {in[0], fileno(out), -1};
-	int64_t start = clock_monotonic_ms();
-	pthread_t th;
-	pthread_create(&th, NULL, stdio_thread, &run);
-	cr_assert_eq(write(in[1], input, strlen(input)), (ssize_t)strlen(input));
-	close(in[1]);
-	pthread_join(th, NULL);
-	*ret_ms = (long)(clock_monotonic_ms() - start);
-	close(in[0]);
-	cr_assert_eq(run.rc, 0);
-	fflush(out);
-	rewind(out);
-	char *buf = calloc(1, 65536);
-	size_t n = fread(buf, 1, 65535, out);
-	buf[n] = '\0';
-	fclose(out);
-	return buf;
+	return mcp_test_stdio_exchange(dserver, input, NULL, 0, ret_ms);
 }
 
 Test(mcp_dispatch, stdio_lines)

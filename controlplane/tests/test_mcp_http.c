@@ -16,6 +16,8 @@
 #include "base/log.h"
 #include "mcp/mcp.h"
 
+static int waits_cancelled, waits_completed; /* how the last wait_cancel_ms wait ended */
+
 static int htool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
                       struct cp_error **err)
 {
@@ -32,9 +34,11 @@ static int htool_echo(const struct mcp_call *call, struct json_object *args, str
 		usleep((useconds_t)json_object_get_int(ms) * 1000);
 	}
 	/* wait_cancel_ms: wait that long unless the request is cancelled. */
-	if (json_object_object_get_ex(args, "wait_cancel_ms", &ms))
+	if (json_object_object_get_ex(args, "wait_cancel_ms", &ms)) {
 		for (int i = 0; i < json_object_get_int(ms) / 10 && !mcp_call_cancelled(call); i++)
 			usleep(10000);
+		__atomic_store_n(mcp_call_cancelled(call) ? &waits_cancelled : &waits_completed, 1, __ATOMIC_SEQ_CST);
+	}
 	struct json_object *copy = NULL;
 	json_object_deep_copy(args, &copy, NULL);
 	*ret_result = copy;
@@ -93,6 +97,7 @@ struct hreply {
 	char proto[64];
 	char ctype[128];
 	char allow[64];
+	char accel[16];
 };
 
 static size_t on_body(char *data, size_t size, size_t n, void *arg)
@@ -128,6 +133,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	copy_header(data, size * n, "MCP-Protocol-Version", r->proto, sizeof(r->proto));
 	copy_header(data, size * n, "Content-Type", r->ctype, sizeof(r->ctype));
 	copy_header(data, size * n, "Allow", r->allow, sizeof(r->allow));
+	copy_header(data, size * n, "X-Accel-Buffering", r->accel, sizeof(r->accel));
 	return size * n;
 }
 
@@ -738,4 +744,188 @@ Test(mcp_http, a_get_with_last_event_id_replays_the_rest_of_the_stream)
 	cr_assert_eq(g.status, 404);
 	free_reply(&g);
 	free_reply(&r);
+}
+
+/* ---- MCP 2026-07-28 on the same endpoint ---- */
+
+#define M_META                                                                                                         \
+	"\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                                       \
+	"\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+Test(mcp_http, a_modern_request_is_served_without_a_session)
+{
+	struct hreply r;
+	const char *h[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: server/discover",
+	                   "Mcp-Session-Id: not-a-session-of-ours", NULL};
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" M_META "}}", h);
+	cr_assert_eq(r.status, 200, "an unknown Mcp-Session-Id is ignored, not 404: %s", r.body);
+	cr_assert_eq(r.session[0], '\0', "no session is minted or echoed");
+	cr_assert(strstr(r.body, "\"resultType\":\"complete\""), "%s", r.body);
+	cr_assert(strstr(r.body, "\"supportedVersions\":[\"2026-07-28\""), "%s", r.body);
+	free_reply(&r);
+	/* a legacy client on the same endpoint at the same time: unchanged */
+	hreq(&r, "POST", "/mcp", INIT_BODY, NULL);
+	cr_assert_eq(r.status, 200);
+	cr_assert_eq(strlen(r.session), 32);
+	cr_assert_null(strstr(r.body, "resultType"));
+	free_reply(&r);
+}
+
+Test(mcp_http, modern_refusals_carry_the_status_the_revision_names)
+{
+	static const struct {
+		const char *body;
+		const char *headers[4];
+		long status;
+		int code;
+	} cases[] = {
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}",
+	     {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/list", NULL},
+	     400,
+	     -32602},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+	     "protocolVersion\":\"v999.0.0\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+	     {"MCP-Protocol-Version: v999.0.0", "Mcp-Method: tools/list", NULL},
+	     400,
+	     -32022},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" M_META "}}",
+	     {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: prompts/list", NULL},
+	     400,
+	     -32020},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"fail\"," M_META "}}",
+	     {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", "Mcp-Name: echo", NULL},
+	     400,
+	     -32020},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"," M_META "}}",
+	     {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", "Mcp-Name: echo", NULL},
+	     200,
+	     0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{" M_META "}}",
+	     {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: ping", NULL},
+	     404,
+	     -32601},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"," M_META "}}",
+	     {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", "Mcp-Name: nope", NULL},
+	     200,
+	     -32602},
+	    {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" M_META "}}",
+	     {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/list", NULL},
+	     400,
+	     -32600},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hreply r;
+		hreq(&r, "POST", "/mcp", cases[i].body, cases[i].headers);
+		cr_assert_eq(r.status, cases[i].status, "case %zu: %ld %s", i, r.status, r.body);
+		if (cases[i].code)
+			cr_assert_eq(rpc_code(&r), cases[i].code, "case %zu: %s", i, r.body);
+		cr_assert(strstr(r.body, "\"id\":1"), "case %zu: the reply carries the id: %s", i, r.body);
+		free_reply(&r);
+	}
+}
+
+Test(mcp_http, a_routing_header_sent_twice_is_refused)
+{
+	struct hreply r;
+	const char *h[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", "Mcp-Name: echo",
+	                   "mcp-name: fail", NULL};
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"," M_META "}}", h);
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	cr_assert_eq(rpc_code(&r), -32020);
+	cr_assert(strstr(r.body, "appears 2 times"), "%s", r.body);
+	free_reply(&r);
+}
+
+Test(mcp_http, a_modern_progress_stream_is_plain_and_unbuffered)
+{
+	struct hreply r;
+	const char *h[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", "Mcp-Name: echo", NULL};
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{"
+	     "\"progress\":true},\"_meta\":{\"progressToken\":\"p\",\"io.modelcontextprotocol/protocolVersion\":"
+	     "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+	     h);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strncmp(r.ctype, "text/event-stream", 17) == 0, "%s", r.ctype);
+	cr_assert_str_eq(r.accel, "no");
+	cr_assert(strstr(r.body, "notifications/progress"), "%s", r.body);
+	cr_assert(strstr(r.body, "\"resultType\":\"complete\""), "%s", r.body);
+	cr_assert_null(strstr(r.body, "id: "), "2026-07-28 events carry no ids: %s", r.body);
+	cr_assert(strncmp(r.body, "data: ", 6) == 0, "%s", r.body);
+	free_reply(&r);
+	/* the same request with a header that contradicts the body: 400 JSON, never a 200 stream */
+	const char *bad[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", "Mcp-Name: fail", NULL};
+	hreq(&r, "POST", "/mcp",
+	     "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{"
+	     "\"progress\":true},\"_meta\":{\"progressToken\":\"p\",\"io.modelcontextprotocol/protocolVersion\":"
+	     "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+	     bad);
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	cr_assert_eq(rpc_code(&r), -32020);
+	free_reply(&r);
+	/* a GET stream does not exist at 2026-07-28, resumable or not */
+	hreq(&r, "GET", "/mcp", NULL,
+	     (const char *const[]){"Accept: text/event-stream", "MCP-Protocol-Version: 2026-07-28",
+	                           "Last-Event-ID: 0123456789abcdef-1", NULL});
+	cr_assert_eq(r.status, 405, "%s", r.body);
+	free_reply(&r);
+}
+
+/* POSTs body and gives up after timeout_ms, closing the connection. */
+static void post_and_hang_up(const char *body, const char *const *headers, long timeout_ms)
+{
+	CURL *c = curl_easy_init();
+	char url[256];
+	snprintf(url, sizeof(url), "%s/mcp", base_url);
+	struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+	hl = curl_slist_append(hl, "Accept: application/json, text/event-stream");
+	for (size_t i = 0; headers && headers[i]; i++)
+		hl = curl_slist_append(hl, headers[i]);
+	struct hreply r = {0};
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+	cr_assert_eq(curl_easy_perform(c), CURLE_OPERATION_TIMEDOUT);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(c);
+	free(r.body);
+}
+
+/* Waits up to ms for *flag. */
+static int wait_flag(int *flag, int ms)
+{
+	for (int i = 0; i < ms / 10 && !__atomic_load_n(flag, __ATOMIC_SEQ_CST); i++)
+		usleep(10000);
+	return __atomic_load_n(flag, __ATOMIC_SEQ_CST);
+}
+
+Test(mcp_http, a_modern_client_that_hangs_up_cancels_its_call)
+{
+	const char *h[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", "Mcp-Name: echo", NULL};
+	/* a JSON answer and a progress stream alike */
+	const char *bodies[] = {
+	    "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{"
+	    "\"wait_cancel_ms\":8000}," M_META "}}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{"
+	    "\"wait_cancel_ms\":8000,\"progress\":1},\"_meta\":{\"progressToken\":1,\"io.modelcontextprotocol/"
+	    "protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		waits_cancelled = waits_completed = 0;
+		post_and_hang_up(bodies[i], h, 400);
+		cr_assert(wait_flag(&waits_cancelled, 3000), "case %zu: the call did not see the hangup", i);
+		cr_assert_eq(waits_completed, 0);
+	}
+	/* a 2025 client's hangup is not a cancellation (its stream stays resumable) */
+	waits_cancelled = waits_completed = 0;
+	post_and_hang_up("{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+	                 "\"arguments\":{\"wait_cancel_ms\":1500}}}",
+	                 (const char *const[]){"MCP-Protocol-Version: 2025-06-18", NULL}, 300);
+	cr_assert(wait_flag(&waits_completed, 4000), "the legacy call ran to its end");
+	cr_assert_eq(waits_cancelled, 0);
 }

@@ -75,15 +75,21 @@ static void teardown(void)
 
 TestSuite(tools_audit, .init = setup, .fini = teardown);
 
-/* Calls tool with arguments (JSON text); returns the result's first text
- * (owned) and sets *ret_is_error. */
-static char *call(const char *tool, const char *args, int *ret_is_error)
+/* Calls tool with arguments (JSON text) as a request of revision (its
+ * per-request _meta; NULL = a 2025 request without it); returns the
+ * result's first text (owned) and sets *ret_is_error. */
+static char *call_at(const char *revision, const char *tool, const char *args, int *ret_is_error)
 {
-	char req[512];
-	snprintf(
-	    req, sizeof(req),
-	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
-	    tool, args);
+	char req[768], meta[256] = "";
+	if (revision)
+		snprintf(meta, sizeof(meta),
+		         ",\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"%s\","
+		         "\"io.modelcontextprotocol/clientCapabilities\":{}}",
+		         revision);
+	snprintf(req, sizeof(req),
+	         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":%"
+	         "s%s}}",
+	         tool, args, meta);
 	char *out = mcp_dispatch_text(server, req, strlen(req), NULL, NULL);
 	cr_assert_not_null(out);
 	struct json_object *r = json_tokener_parse(out), *res, *v, *content;
@@ -95,6 +101,12 @@ static char *call(const char *tool, const char *args, int *ret_is_error)
 	    strdup(json_object_get_string(json_object_object_get(json_object_array_get_idx(content, 0), "text")));
 	json_object_put(r);
 	return text;
+}
+
+/* The same as a 2025 request (no per-request _meta). */
+static char *call(const char *tool, const char *args, int *ret_is_error)
+{
+	return call_at(NULL, tool, args, ret_is_error);
 }
 
 /* The number of audit rows matching where (SQL over the audit table). */
@@ -167,4 +179,23 @@ Test(tools_audit, finish_of_a_missing_row_is_not_found)
 	cr_assert_lt(store_audit_finish(store, 999, &a, &err), 0);
 	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
 	cp_error_free(err);
+}
+
+/* The gate holds for every revision: a 2026-07-28 tools/call (per-request
+ * _meta, no session) is put on record first and refused when it cannot be. */
+Test(tools_audit, a_2026_07_28_call_passes_the_same_gate)
+{
+	int is_error;
+	registry_writable(0);
+	char *text = call_at("2026-07-28", "change", "{\"sandbox_id\":\"sbx_1\"}", &is_error);
+	cr_assert(is_error);
+	cr_assert_eq(n_change, 0, "the handler must not run when its row cannot be written");
+	cr_assert_not_null(strstr(text, "change was not run: its audit row could not be written"), "%s", text);
+	free(text);
+	registry_writable(1);
+	free(call_at("2026-07-28", "change", "{}", &is_error));
+	cr_assert_not(is_error);
+	cr_assert_eq(n_change, 1);
+	cr_assert_eq(rows("action = 'change' AND status = 'ok' AND sandbox_id = 'sbx_made'"), 1);
+	cr_assert_eq(rows("status = 'started'"), 0);
 }

@@ -258,9 +258,9 @@ static const struct mcp_tool table[] = {
                         "-c\"},"
                         "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory inside the "
                         "sandbox (default /workspace)\"}," YIELD_PROP
-                        ",\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Kill the "
-                        "command after this long (SIGTERM, then SIGKILL after 1.5 s); default: no "
-                        "limit\"},"
+                        ",\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Stop the "
+                        "command and everything it started after this long (SIGTERM, then SIGKILL after "
+                        "1.5 s); default: no limit\"},"
                         "\"interactive\":{\"type\":\"boolean\",\"description\":\"Keep standard input open "
                         "so bash_input can answer prompts (default false: input is at end-of-file)\"},"
                         "\"tty\":{\"type\":\"boolean\",\"description\":\"Run on a pseudo-terminal, for "
@@ -294,8 +294,9 @@ static const struct mcp_tool table[] = {
     {
         .name = "bash_stop",
         .title = "Stop a shell session",
-        .description = "Stop a bash session and its whole process group (SIGTERM, then SIGKILL after "
-                       "1.5 s). Returns the output not returned before; status becomes killed.",
+        .description = "Stop a bash session and every process it started, also background jobs and "
+                       "daemons (SIGTERM, then SIGKILL after 1.5 s). Returns the output not returned before; "
+                       "status becomes killed (a session that had already exited keeps its exit_code).",
         .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
                         ",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
                         "returned (bash_...)\"}},\"required\":[\"sandbox_id\",\"session_id\"],"

@@ -451,8 +451,14 @@ async function main() {
     const sbx = main.sandbox_id;
     const container = main.container_id || sbx;
     R.round_trip = await roundTrip(srv, sbx, container);
+    // roundTrip blocks the event loop for longer than serve keeps an idle
+    // connection (the 10 s header deadline): let fetch see that close before
+    // it reuses the pooled socket.
+    await sleep(100);
     R.create = await creates(root, srv);
+    await sleep(100);
     R.throughput = throughput(srv, sbx);
+    await sleep(100);
     R.memory = await memory(srv, sbx, container, idleKiB);
     R.streaming = await streaming(srv, sbx);
     await srv.call('sandbox_destroy', { sandbox_id: sbx });

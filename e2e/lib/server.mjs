@@ -512,6 +512,18 @@ export function useServer({ env } = {}) {
     }
     return ctx.shared.tools;
   };
+  // Stop serve with signal (SIGTERM: a clean stop; SIGKILL: a crash) and
+  // start it again on the same data root, as a restart of the service would;
+  // the next ctx.tools() connects a new client.
+  ctx.restart = async (signal = 'SIGKILL') => {
+    const srv = ctx.srv;
+    for (const c of srv.clients) await c.close().catch(() => {});
+    srv.clients.clear();
+    srv.proc.kill(signal);
+    await srv.exited;
+    await srv.start({ env });
+    ctx.generation++; // the shared client belonged to the old process
+  };
   before(async () => {
     try {
       await ctx.srv.start({ env });

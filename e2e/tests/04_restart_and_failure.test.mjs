@@ -23,15 +23,7 @@ async function drain(tools, sandboxId, sessionId, first, maxMs = 30_000) {
   return { output, last };
 }
 
-async function restart(signal) {
-  const srv = ctx.srv;
-  for (const c of srv.clients) await c.close().catch(() => {});
-  srv.clients.clear();
-  srv.proc.kill(signal);
-  await srv.exited;
-  await srv.start();
-  ctx.generation++; // the shared client belonged to the old process
-}
+const restart = (signal) => ctx.restart(signal);
 
 ctx.test('a restart of serve (SIGTERM, then SIGKILL) keeps sandboxes and their running sessions', async (t) => {
   let tools = await ctx.tools();

@@ -73,15 +73,7 @@ async function containersLabelled(label) {
   return r.body;
 }
 
-async function restartKill() {
-  const srv = ctx.srv;
-  for (const c of srv.clients) await c.close().catch(() => {});
-  srv.clients.clear();
-  srv.proc.kill('SIGKILL');
-  await srv.exited;
-  await srv.start();
-  ctx.generation++;
-}
+const restartKill = () => ctx.restart('SIGKILL');
 
 // Starts `python3 -m http.server` in the sandbox and waits (bounded) until it listens.
 async function startDevServer(tools, sandboxId) {

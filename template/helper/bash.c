@@ -1,9 +1,10 @@
-/* bash.c: bash sessions inside the sandbox. Owns every session shell (one
- * process group each), its output pipe and log file, and the replies that
- * wait on it (bash.start until exit, bash.poll until output, bash.stop until
- * reaped). Output goes to the log file first and is delivered from there by
- * a per-session cursor, so memory stays bounded whatever a command prints.
- * Mechanism only: which commands may run is decided on the host. */
+/* bash.c: bash sessions inside the sandbox. Owns every session (its keeper
+ * process and shell, keeper.h), its output pipe and log file, and the
+ * replies that wait on it (bash.start until exit, bash.poll until output,
+ * bash.stop until nothing of the session is left). Output goes to the log
+ * file first and is delivered from there by a per-session cursor, so memory
+ * stays bounded whatever a command prints. Mechanism only: which commands
+ * may run is decided on the host. */
 #include "bash.h"
 
 #include <errno.h>
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -23,17 +23,21 @@
 
 #include "headtail.h"
 #include "hlog.h"
+#include "keeper.h"
 #include "paths.h"
+#include "proctree.h"
 #include "proto.h"
 #include "sessmeta.h"
 #include "utf8.h"
 
-#define DRAIN_BUDGET (1024 * 1024)     /* bytes read from a pipe when its shell exits */
-#define READ_BUDGET (256 * 1024)       /* bytes read per pipe per loop turn (fairness) */
-#define STOP_SLACK_MS 1000             /* bash.stop answers by grace + this at the latest */
-#define LIST_COMMAND_MAX 1000          /* bytes of a command shown by bash.list */
-#define TTY_TERM "TERM=xterm-256color" /* TERM of tty sessions (others inherit the helper's) */
-#define TTY_EOF '\x04'                 /* VEOF (Ctrl-D) of a fresh pseudo-terminal */
+#define DRAIN_BUDGET (1024 * 1024) /* bytes read from a pipe when its shell exits */
+#define READ_BUDGET (256 * 1024)   /* bytes read per pipe per loop turn (fairness) */
+#define STOP_SLACK_MS 1000         /* bash.stop answers by grace + this at the latest */
+#define LIST_COMMAND_MAX 1000      /* bytes of a command shown by bash.list */
+#define TTY_EOF '\x04'             /* VEOF (Ctrl-D) of a fresh pseudo-terminal */
+#define KEEPER_START_MS 5000       /* bash.start waits this long for the keeper's first report */
+#define KILL_ROUND_MS 10           /* SIGKILL rounds: the first retry, doubling ... */
+#define KILL_ROUND_MAX_MS 1000     /* ... up to this while anything of the session is left */
 
 extern char **environ;
 
@@ -45,7 +49,16 @@ struct session {
 	char id[BASH_ID_MAX + 1];
 	char *command;
 	char *log_path;
-	pid_t pid; /* also the process group id (the child calls setsid) */
+	pid_t pid; /* the shell; also its process group id (it calls setpgid) */
+	/* The keeper (keeper.h): our child, so its pid is ours until we reap
+	 * it, and it exits only once nothing of the session is left; 0 once
+	 * reaped. keeper_fd: the read end of its report pipe, -1 once closed. */
+	pid_t keeper;
+	int keeper_fd;
+	/* The keeper was killed from outside: what is left of the session is
+	 * found through the shell and the orphans the helper adopted, and
+	 * counts until a scan finds nothing (leftovers false). */
+	bool keeper_lost, leftovers;
 	int pipe_fd, log_fd;
 	bool interactive, tty;
 	bool hidden; /* bash.start hidden: the control plane's own command, left out of bash.list */
@@ -66,7 +79,6 @@ struct session {
 	unsigned char tail[3];
 	size_t tail_len; /* last bytes of the log, to spot an unfinished character */
 	bool ended, log_failed;
-	bool group_gone; /* the process group was seen empty after the shell ended */
 	/* tty: the master read end of file (no slave open) before the shell was
 	 * reaped; kept open, not polled, until the reap (session_read). */
 	bool out_held;
@@ -79,6 +91,7 @@ struct session {
 	int term_sig; /* the signal that killed the shell, or 0 */
 	enum kill_reason kill;
 	int64_t timeout_at, kill_at;        /* monotonic ms; 0 = none */
+	unsigned kill_rounds;               /* SIGKILL rounds sent so far */
 	int64_t started_at_ms, ended_at_ms; /* wall clock, for bash.list */
 	uint64_t seq, ended_seq;
 	size_t waiters;
@@ -107,8 +120,16 @@ static struct waiter *waiters;
 static size_t nwaiters;
 static uint64_t seq_counter;
 /* Sessions behind the pollfds last handed out, in the same order. */
-static struct session **polled; /* at most two entries per session */
+static struct session **polled; /* at most BASH_POLLFDS_PER_SESSION entries per session */
 static size_t npolled;
+static struct proctree procs; /* the last scan of /proc, reused */
+/* The idle keeper the next bash.start hands its session to (keeper.h):
+ * started ahead of time, so its exec is not on the path of a bash.start.
+ * spare_pid 0: none; spare_wanted: the next tick starts one (set at start
+ * and whenever a bash.start took the spare or found none). */
+static pid_t spare_pid;
+static int spare_fd = -1;
+static bool spare_wanted = true;
 
 int64_t bash_clock_ms(void)
 {
@@ -169,6 +190,8 @@ static void session_free(struct session *s)
 		close(s->log_fd);
 	if (s->in_fd >= 0)
 		close(s->in_fd);
+	if (s->keeper_fd >= 0)
+		close(s->keeper_fd);
 	free(s->inbuf);
 	free(s->command);
 	free(s->log_path);
@@ -560,45 +583,109 @@ static json_object *session_snapshot(struct session *s, struct output_bound boun
 	return r;
 }
 
-/* ---- signals to a session's process group ---- */
+/* ---- stopping what a session started ---- */
 
-/* Whether a process is left in the session's process group (the shell, or
- * background jobs after it exited). The group's number cannot be handed out
- * again while any member lives, but it can once the group is empty: so a
- * group seen empty once stays gone, and a live process whose pid is the
- * reaped shell's means the number was reused (not ours). */
-static bool group_alive(struct session *s)
+/* Whether anything of the session may still run. A keeper exits only once
+ * every process below it is gone, and its pid stays ours until we reap it.
+ * Sessions of an earlier helper never count (their pids mean nothing). */
+static bool session_has_processes(const struct session *s)
 {
-	if (!s->ended)
-		return true;
-	if (s->group_gone)
-		return false;
-	if (kill(s->pid, 0) == 0 || errno != ESRCH)
-		s->group_gone = true; /* the shell's pid belongs to another process now */
-	else if (kill(-s->pid, 0) < 0 && errno == ESRCH)
-		s->group_gone = true;
-	return !s->group_gone;
+	return s->keeper > 0 || (s->keeper_lost && s->leftovers);
 }
 
-static void group_signal(struct session *s, int sig)
+static bool pid_is_keeper(pid_t pid)
 {
-	if (!group_alive(s))
-		return;
-	/* Right after fork the child may not have called setsid yet; then the
-	 * group does not exist and the signal goes to the child itself (it is
-	 * blocked there until the child resets its mask, then acts). */
-	if (kill(-s->pid, sig) < 0 && errno == ESRCH && !s->ended)
-		kill(s->pid, sig);
+	if (pid == spare_pid)
+		return true;
+	for (size_t i = 0; i < nsessions; i++)
+		if (sessions[i]->keeper == pid)
+			return true;
+	return false;
+}
+
+/* Send sig to every process of s in t (a recent scan) and return how many
+ * got it. Normally: every descendant of its keeper, never the keeper itself
+ * (it ignores the signals anyway, and must outlive the others to reap
+ * them). When the keeper was killed from outside its orphans went to the
+ * helper (the nearest subreaper): then the roots are the shell, while it
+ * runs, and every child of the helper that is no keeper and not in the
+ * helper's own session. Which dead keeper such an orphan belonged to is no
+ * longer known, so every session that lost its keeper stops them all. */
+static size_t session_signal(struct session *s, struct proctree *t, int sig)
+{
+	if (s->keeper > 0)
+		return proctree_signal(t, &s->keeper, 1, &s->keeper, 1, sig);
+	if (!s->keeper_lost || !s->leftovers)
+		return 0;
+	pid_t self = getpid(), own_sid = getsid(0);
+	pid_t *roots = malloc((t->n + 1) * sizeof *roots);
+	if (!roots)
+		return 1; /* try again in the next round */
+	size_t n = 0;
+	if (!s->ended)
+		roots[n++] = s->pid;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct proctree_entry *e = &t->entries[i];
+		if (e->ppid == self && e->sid != own_sid && !pid_is_keeper(e->pid))
+			roots[n++] = e->pid;
+	}
+	size_t sent = proctree_signal(t, roots, n, NULL, 0, sig);
+	free(roots);
+	s->leftovers = sent > 0;
+	return sent;
+}
+
+/* Fresh scan into procs; false (logged once) when /proc cannot be read. */
+static bool procs_scan(void)
+{
+	static bool warned;
+	int r = proctree_scan(&procs);
+	if (r < 0 && !warned) {
+		warned = true;
+		hlog_error("cannot read the process table in /proc (%s); bash.stop and timeouts cannot reach the "
+		           "processes of sessions",
+		           strerror(-r));
+	}
+	return r == 0;
+}
+
+/* SIGTERM and SIGCONT to everything of s in t (NULL: nothing could be
+ * scanned), and SIGKILL rounds from PROTO_KILL_GRACE_MS on. */
+static void kill_begin_in(struct session *s, enum kill_reason reason, int64_t now, struct proctree *t)
+{
+	if (!s->ended && s->kill == KILL_NONE)
+		s->kill = reason;
+	if (t) {
+		session_signal(s, t, SIGTERM);
+		session_signal(s, t, SIGCONT);
+	}
+	if (!s->kill_at) {
+		s->kill_at = now + PROTO_KILL_GRACE_MS;
+		s->kill_rounds = 0;
+	}
 }
 
 static void kill_begin(struct session *s, enum kill_reason reason, int64_t now)
 {
-	if (!s->ended && s->kill == KILL_NONE)
-		s->kill = reason;
-	group_signal(s, SIGTERM);
-	group_signal(s, SIGCONT);
-	if (!s->kill_at)
-		s->kill_at = now + PROTO_KILL_GRACE_MS;
+	kill_begin_in(s, reason, now, procs_scan() ? &procs : NULL);
+}
+
+/* One SIGKILL round on s in t: processes forked while the last round was
+ * sent are caught by the next one, sooner at first, then backing off (a
+ * process in uninterruptible sleep dies only when it wakes up). */
+static void kill_round(struct session *s, struct proctree *t, int64_t now)
+{
+	/* Nothing left (the keeper exited and was reaped): no more rounds. A
+	 * table that could not be read counts as something left. */
+	size_t sent = !session_has_processes(s) ? 0 : t ? session_signal(s, t, SIGKILL) : 1;
+	if (sent == 0) {
+		s->kill_at = 0;
+		return;
+	}
+	int64_t wait = (int64_t)KILL_ROUND_MS << (s->kill_rounds < 7 ? s->kill_rounds : 7);
+	s->kill_rounds++;
+	s->kill_at = now + (wait < KILL_ROUND_MAX_MS ? wait : KILL_ROUND_MAX_MS);
+	hlog_debug("session '%s': SIGKILL round %u reached %zu process(es)", s->id, s->kill_rounds, sent);
 }
 
 /* ---- sessions table ---- */
@@ -615,7 +702,9 @@ static void session_forget(size_t i)
 }
 
 /* Forget the oldest ended sessions beyond BASH_MAX_FINISHED, preferring
- * those whose pipe is closed; sessions with waiting replies stay. */
+ * those whose pipe is closed and whose processes are all gone (a forgotten
+ * session's leftovers can no longer be stopped by bash.stop); sessions with
+ * waiting replies stay. */
 static void sessions_prune(void)
 {
 	size_t finished = nsessions - running_count();
@@ -628,7 +717,8 @@ static void sessions_prune(void)
 			if (pick < 0)
 				pick = (ssize_t)i;
 			struct session *p = sessions[pick];
-			bool s_closed = s->pipe_fd < 0, p_closed = p->pipe_fd < 0;
+			bool s_closed = s->pipe_fd < 0 && !session_has_processes(s),
+			     p_closed = p->pipe_fd < 0 && !session_has_processes(p);
 			if ((s_closed && !p_closed) || (s_closed == p_closed && s->ended_seq < p->ended_seq))
 				pick = (ssize_t)i;
 		}
@@ -644,7 +734,7 @@ static int sessions_add(struct session *s, struct rpc_error *err)
 	if (nsessions == sessions_cap) {
 		size_t cap = sessions_cap ? sessions_cap * 2 : 64;
 		struct session **a = realloc(sessions, cap * sizeof *a);
-		struct session **p = realloc(polled, 2 * cap * sizeof *p);
+		struct session **p = realloc(polled, BASH_POLLFDS_PER_SESSION * cap * sizeof *p);
 		if (p)
 			polled = p;
 		if (!a || !p) {
@@ -686,9 +776,9 @@ static bool waiter_ready(const struct waiter *w, int64_t now)
 	struct session *s = w->session;
 	if (now >= w->deadline)
 		return true;
-	/* bash.stop answers once nothing is left of the process group. */
+	/* bash.stop answers once nothing is left of the session. */
 	if (w->kind == WAIT_STOP)
-		return s->ended && !group_alive(s);
+		return s->ended && !session_has_processes(s);
 	return s->ended || (w->kind == WAIT_POLL && session_deliverable(s) > 0);
 }
 
@@ -766,62 +856,45 @@ static int check_session_id(const char *id, size_t len, struct rpc_error *err)
 
 /* ---- bash.start ---- */
 
-/* In the child: become a session leader with a clean signal state, wire
- * stdin to in_fd (/dev/null, the input pipe or the pty slave) and
- * stdout+stderr to out_fd (the output pipe or the pty slave, which then
- * becomes the controlling terminal), enter cwd, exec with envp.
- * Only async-signal-safe calls; never returns. */
-static void __attribute__((noreturn))
-child_exec(const char *cwd, const char *command, int in_fd, int out_fd, bool tty, char **envp)
+static void spare_drop(void)
 {
-	sigset_t none;
-	sigemptyset(&none);
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
-	setsid();
-	int ctty = tty ? ioctl(out_fd, TIOCSCTTY, 0) : 0;
-	int ctty_errno = errno;
-	if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 || dup2(out_fd, STDERR_FILENO) < 0)
-		_exit(127);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (ctty < 0) {
-		dprintf(STDERR_FILENO,
-		        "chat2sbx-helper: cannot make the pseudo-terminal the controlling terminal: %s\n",
-		        strerror(ctty_errno));
-		_exit(127);
-	}
-	if (chdir(cwd) < 0) {
-		dprintf(STDERR_FILENO, "chat2sbx-helper: cannot enter '%s': %s\n", cwd, strerror(errno));
-		_exit(127);
-	}
-	char *bash_argv[] = {"bash", "-c", (char *)command, NULL};
-	execve("/bin/bash", bash_argv, envp);
-	if (errno == ENOENT) {
-		char *sh_argv[] = {"sh", "-c", (char *)command, NULL};
-		execve("/bin/sh", sh_argv, envp);
-	}
-	dprintf(STDERR_FILENO, "chat2sbx-helper: cannot run /bin/bash or /bin/sh: %s\n", strerror(errno));
-	_exit(127);
+	if (spare_fd >= 0)
+		close(spare_fd); /* an idle keeper exits at end of file */
+	spare_fd = -1;
+	spare_pid = 0;
 }
 
-/* The helper's environment with TERM replaced by TTY_TERM (for tty
- * sessions); NULL when out of memory. Free the array only. */
-static char **tty_environ(void)
+/* Start the spare when one is wanted and none is there; a failure (the
+ * pids limit) waits until the next bash.start wants one again. */
+static void spare_ensure(void)
 {
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = malloc((n + 2) * sizeof *env);
-	if (!env)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "TERM=", 5) != 0)
-			env[k++] = environ[i];
-	env[k++] = (char *)TTY_TERM;
-	env[k] = NULL;
-	return env;
+	if (!spare_wanted || spare_pid > 0)
+		return;
+	spare_wanted = false;
+	int fd;
+	pid_t pid = keeper_spawn(environ, &fd);
+	if (pid < 0) {
+		hlog_debug("cannot start a spare keeper: %s", strerror(errno));
+		return;
+	}
+	spare_pid = pid;
+	spare_fd = fd;
+}
+
+/* A keeper for a new session: the spare (ownership of pid and fd moves
+ * to the caller), else one started now. Returns its pid, or -1 with errno
+ * (fork failed). */
+static pid_t keeper_take(int *ret_fd)
+{
+	spare_wanted = true;
+	if (spare_pid > 0) {
+		pid_t pid = spare_pid;
+		*ret_fd = spare_fd;
+		spare_pid = 0;
+		spare_fd = -1;
+		return pid;
+	}
+	return keeper_spawn(environ, ret_fd);
 }
 
 static void close_fds(int *fds, size_t n)
@@ -864,27 +937,15 @@ static int start_check_cwd(json_object *params, char **ret_cwd, struct rpc_error
 	return 0;
 }
 
-/* Create the log file and the shell's streams and fork the shell; fills s
- * on success. Streams: output pipe + stdin /dev/null; output pipe + input
- * pipe (interactive); or a pseudo-terminal of rows x cols (tty), whose
- * master is read for output and written (through a duplicate) for input. */
-static int start_spawn(struct session *s, const char *cwd, int rows, int cols, struct rpc_error *err)
+/* The shell's streams into fd (indexes below): output pipe + stdin
+ * /dev/null; output pipe + input pipe (interactive); or a pseudo-terminal
+ * of rows x cols (tty), whose master is read for output and written
+ * (through a duplicate) for input. Ours: output read end, input write end.
+ * The child's: its stdin and its stdout/stderr (the same slave on a tty).
+ * On failure nothing is left open. */
+enum { OUT_R, IN_W, CHILD_IN, CHILD_OUT, NFDS };
+static int start_streams(struct session *s, int rows, int cols, int fd[NFDS], struct rpc_error *err)
 {
-	int r = paths_mkdir_p(paths_log_dir(), 0700);
-	if (r < 0)
-		return rpc_fail_errno(err, -r, "create log directory", paths_log_dir());
-	if (asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), s->id) < 0) {
-		s->log_path = NULL;
-		return rpc_fail(err, "INTERNAL", "out of memory");
-	}
-	s->log_fd = open(s->log_path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-	if (s->log_fd < 0)
-		return rpc_fail_errno(err, errno, "create log", s->log_path);
-	/* Ours: output read end, input write end. The child's: its stdin and
-	 * its stdout/stderr (the same slave on a tty). */
-	enum { OUT_R, IN_W, CHILD_IN, CHILD_OUT, NFDS };
-	int fd[NFDS] = {-1, -1, -1, -1};
-	char **envp = environ;
 	if (s->tty) {
 		struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
 		if (openpty(&fd[OUT_R], &fd[CHILD_OUT], NULL, NULL, &ws) < 0)
@@ -899,11 +960,6 @@ static int start_spawn(struct session *s, const char *cwd, int rows, int cols, s
 			int e = errno;
 			close_fds(fd, NFDS);
 			return rpc_fail_errno(err, e, "duplicate the pseudo-terminal of", s->id);
-		}
-		envp = tty_environ();
-		if (!envp) {
-			close_fds(fd, NFDS);
-			return rpc_fail(err, "INTERNAL", "out of memory");
 		}
 	} else {
 		int p[2];
@@ -928,22 +984,93 @@ static int start_spawn(struct session *s, const char *cwd, int rows, int cols, s
 	fcntl(fd[OUT_R], F_SETFL, O_NONBLOCK);
 	if (fd[IN_W] >= 0)
 		fcntl(fd[IN_W], F_SETFL, O_NONBLOCK);
-	pid_t pid = fork();
-	if (pid == 0)
-		child_exec(cwd, s->command, s->tty ? fd[CHILD_OUT] : fd[CHILD_IN], fd[CHILD_OUT], s->tty, envp);
-	int e = errno;
-	if (envp != environ)
-		free(envp);
-	close_fds(fd + CHILD_IN, 2);
-	if (pid < 0) {
-		close_fds(fd, NFDS);
-		return rpc_fail(err, e == EAGAIN ? "LIMIT" : "INTERNAL", "fork for session '%s' failed: %s%s", s->id,
-		                strerror(e), e == EAGAIN ? "; too many processes, stop some sessions" : "");
-	}
-	s->pid = pid;
-	s->pipe_fd = fd[OUT_R];
-	s->in_fd = fd[IN_W];
 	return 0;
+}
+
+/* Hand spec to a keeper (the spare, or a fresh one when the spare is gone
+ * or was never there): its pid and report socket, or -1 with errno. */
+static pid_t start_handoff(const struct keeper_spec *spec, int *ret_fd)
+{
+	for (int attempt = 0;; attempt++) {
+		int fd;
+		pid_t keeper = keeper_take(&fd);
+		if (keeper < 0)
+			return -1;
+		/* A spare stopped from the sandbox would not answer. */
+		kill(keeper, SIGCONT);
+		int r = keeper_start(fd, spec);
+		if (r == 0) {
+			*ret_fd = fd;
+			return keeper;
+		}
+		/* A spare killed from the sandbox: EPIPE; try once more with a
+		 * fresh one. The one given up is reaped like any orphan. */
+		close(fd);
+		kill(keeper, SIGKILL);
+		if (attempt > 0 || r != -EPIPE) {
+			errno = -r;
+			return -1;
+		}
+	}
+}
+
+/* Create the log file and the shell's streams and hand them to a keeper,
+ * which forks the shell; fills s on success (with the shell's pid, reported
+ * by the keeper). Waits for the keeper's first report: a fork when the
+ * spare keeper takes the session, normally well under a millisecond; an
+ * exec and a fork when a keeper had to be started; at most
+ * KEEPER_START_MS. */
+static int start_spawn(struct session *s, const char *cwd, int rows, int cols, struct rpc_error *err)
+{
+	int r = paths_mkdir_p(paths_log_dir(), 0700);
+	if (r < 0)
+		return rpc_fail_errno(err, -r, "create log directory", paths_log_dir());
+	if (asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), s->id) < 0) {
+		s->log_path = NULL;
+		return rpc_fail(err, "INTERNAL", "out of memory");
+	}
+	s->log_fd = open(s->log_path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (s->log_fd < 0)
+		return rpc_fail_errno(err, errno, "create log", s->log_path);
+	int fd[NFDS] = {-1, -1, -1, -1};
+	if (start_streams(s, rows, cols, fd, err) < 0)
+		return -1;
+	struct keeper_spec spec = {
+	    .cwd = cwd,
+	    .command = s->command,
+	    .in_fd = s->tty ? fd[CHILD_OUT] : fd[CHILD_IN],
+	    .out_fd = fd[CHILD_OUT],
+	    .tty = s->tty,
+	};
+	int report_fd = -1;
+	pid_t keeper = start_handoff(&spec, &report_fd);
+	int e = errno;
+	close_fds(fd + CHILD_IN, 2);
+	struct keeper_report rep = {0};
+	int got = keeper < 0 ? -1 : keeper_report_read(report_fd, &rep, KEEPER_START_MS);
+	if (got > 0 && rep.kind == KEEPER_REPORT_STARTED && rep.value > 0) {
+		s->keeper = keeper;
+		s->keeper_fd = report_fd;
+		s->pid = rep.value;
+		s->pipe_fd = fd[OUT_R];
+		s->in_fd = fd[IN_W];
+		return 0;
+	}
+	close_fds(fd, NFDS);
+	if (report_fd >= 0)
+		close(report_fd);
+	if (got > 0 && rep.kind == KEEPER_REPORT_FAILED)
+		e = rep.value;
+	else if (keeper > 0) {
+		/* Killed, or stuck: its end of the socket is closed, so it can no
+		 * longer tell a shell to go (keeper.c), and the helper reaps it
+		 * like any orphan. */
+		kill(keeper, SIGKILL);
+		return rpc_fail(err, "INTERNAL", "the keeper process of session '%s' %s before starting the shell",
+		                s->id, got == 0 ? "did not answer" : "ended");
+	}
+	return rpc_fail(err, e == EAGAIN ? "LIMIT" : "INTERNAL", "fork for session '%s' failed: %s%s", s->id,
+	                strerror(e), e == EAGAIN ? "; too many processes, stop some sessions" : "");
 }
 
 int bash_rpc_start(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
@@ -997,7 +1124,7 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 		return rpc_fail(err, "INTERNAL", "out of memory");
 	}
 	memcpy(s->id, sid, sid_len + 1);
-	s->pipe_fd = s->log_fd = s->in_fd = -1;
+	s->pipe_fd = s->log_fd = s->in_fd = s->keeper_fd = -1;
 	s->status = SESSION_RUNNING;
 	s->tty = tty;
 	s->interactive = interactive || tty;
@@ -1015,13 +1142,14 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 	if (sessions_add(s, err) < 0 || waiter_add(WAIT_START, id, s, now + yield_ms, bound, err) < 0) {
 		/* The shell runs already: keep it reachable if it was added. */
 		if (!session_find(s->id)) {
-			group_signal(s, SIGKILL);
+			if (procs_scan())
+				session_signal(s, &procs, SIGKILL);
 			session_free(s);
 		}
 		return -1;
 	}
 	session_persist(s);
-	hlog_debug("session '%s' started: pid %d%s", s->id, (int)s->pid,
+	hlog_debug("session '%s' started: pid %d (keeper %d)%s", s->id, (int)s->pid, (int)s->keeper,
 	           tty              ? ", on a pseudo-terminal"
 	           : s->interactive ? ", interactive"
 	                            : "");
@@ -1117,10 +1245,10 @@ int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result
 	if (nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
 	int64_t now = bash_clock_ms();
-	/* After the shell exited, background jobs may be left in its group
-	 * (holding the output pipe or not): stop them too, but keep the shell's
-	 * real status. */
-	if (group_alive(s))
+	/* After the shell exited, background jobs and whatever else the
+	 * session started may be left (holding the output pipe or not): stop
+	 * them too, but keep the shell's real status. */
+	if (session_has_processes(s))
 		kill_begin(s, KILL_STOP, now);
 	return waiter_add(WAIT_STOP, id, s, now + PROTO_KILL_GRACE_MS + STOP_SLACK_MS, bound, err) < 0 ? -1 : 1;
 }
@@ -1263,6 +1391,8 @@ size_t bash_attach_reset(void)
 
 /* ---- events ---- */
 
+static void keeper_drain(struct session *s);
+
 size_t bash_pollfds(struct pollfd *fds, size_t cap)
 {
 	npolled = 0;
@@ -1274,6 +1404,10 @@ size_t bash_pollfds(struct pollfd *fds, size_t cap)
 		}
 		if (s->in_fd >= 0 && s->inlen > 0 && npolled < cap) {
 			fds[npolled] = (struct pollfd){.fd = s->in_fd, .events = POLLOUT};
+			polled[npolled++] = s;
+		}
+		if (s->keeper_fd >= 0 && npolled < cap) {
+			fds[npolled] = (struct pollfd){.fd = s->keeper_fd, .events = POLLIN};
 			polled[npolled++] = s;
 		}
 	}
@@ -1291,45 +1425,172 @@ void bash_pollfds_handle(const struct pollfd *fds, size_t n)
 			session_read(polled[i], READ_BUDGET);
 		else if (polled[i]->in_fd == fds[i].fd && fds[i].events == POLLOUT)
 			input_flush(polled[i]);
+		else if (polled[i]->keeper_fd == fds[i].fd)
+			keeper_drain(polled[i]);
 	}
 	npolled = 0;
+}
+
+/* The shell's end: its wait status as the keeper (or, after the keeper's
+ * death, the helper) reaped it. */
+static void session_end(struct session *s, int st)
+{
+	s->ended = true;
+	s->ended_at_ms = wall_ms();
+	s->ended_seq = ++seq_counter;
+	s->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	s->term_sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	/* Input after the shell's exit is refused (CONFLICT). */
+	input_close(s);
+	s->status = s->kill == KILL_STOP      ? SESSION_KILLED
+	            : s->kill == KILL_TIMEOUT ? SESSION_TIMED_OUT
+	                                      : SESSION_EXITED;
+	/* What the shell wrote before it exited is in the pipe now; take it,
+	 * so `echo hi; exit 3` answers "hi" with exit_code 3. */
+	session_read(s, DRAIN_BUDGET);
+	session_persist(s);
+	hlog_debug("session '%s' ended: %s, exit code %d", s->id, status_name(s->status), s->exit_code);
+}
+
+/* Read every report the keeper has written; end of file closes the pipe. */
+static void keeper_drain(struct session *s)
+{
+	struct keeper_report r;
+	int got;
+	while (s->keeper_fd >= 0 && (got = keeper_report_read(s->keeper_fd, &r, 0)) != 0) {
+		if (got < 0) {
+			close(s->keeper_fd);
+			s->keeper_fd = -1;
+		} else if (r.kind == KEEPER_REPORT_EXITED && !s->ended) {
+			session_end(s, r.value);
+		}
+	}
+}
+
+/* Whether s's keeper has exited (a zombie we have not reaped yet). */
+static bool keeper_exited(const struct session *s)
+{
+	siginfo_t si = {0};
+	return s->keeper > 0 && waitid(P_PID, (id_t)s->keeper, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == s->keeper;
+}
+
+/* The keeper was reaped with wait status st. It exits by itself only once
+ * it has no child left; killed from outside (kill -9 in the sandbox), it
+ * leaves the session's processes to the helper, which ends the session and
+ * stops whatever it can still find of it. */
+static void keeper_reaped(struct session *s, int st)
+{
+	pid_t keeper = s->keeper;
+	s->keeper = 0;
+	keeper_drain(s); /* what it reported before it went */
+	if (s->keeper_fd >= 0) {
+		close(s->keeper_fd);
+		s->keeper_fd = -1;
+	}
+	if (WIFEXITED(st))
+		return;
+	char name[32];
+	signal_name(WTERMSIG(st), name, sizeof name);
+	s->keeper_lost = s->leftovers = true;
+	hlog_warn("the keeper (pid %d) of session '%s' was killed by %s; stopping what is left of the session",
+	          (int)keeper, s->id, name);
+	bool status_lost = false;
+	if (!s->ended) {
+		/* The shell is our child now, unless the keeper reaped it and died
+		 * before it could report the status. */
+		int shell_st;
+		pid_t r = waitpid(s->pid, &shell_st, WNOHANG);
+		if (r == s->pid)
+			session_end(s, shell_st);
+		else if (r < 0 && errno == ECHILD)
+			status_lost = true;
+	}
+	free(s->reason);
+	if (asprintf(&s->reason,
+	             "the session's keeper process (pid %d, the shell's parent) was killed by %s%s; the helper "
+	             "stopped every process of the session it could still find",
+	             (int)keeper, name, status_lost ? " before it reported how the shell ended" : "") < 0)
+		s->reason = NULL;
+	if (status_lost) {
+		session_end(s, 0);
+		s->status = SESSION_LOST;
+		session_persist(s);
+	}
+	kill_begin(s, KILL_STOP, bash_clock_ms());
+}
+
+static struct session *session_by_keeper(pid_t pid)
+{
+	for (size_t i = 0; i < nsessions; i++)
+		if (sessions[i]->keeper == pid)
+			return sessions[i];
+	return NULL;
+}
+
+/* A running session whose shell has this pid and whose keeper is gone:
+ * only then is the shell our child. (A live keeper means the pid was
+ * reused: the shell ended and its report is still in the pipe.) */
+static struct session *session_by_orphaned_shell(pid_t pid)
+{
+	for (size_t i = 0; i < nsessions; i++) {
+		struct session *s = sessions[i];
+		if (s->ended || s->pid != pid)
+			continue;
+		if (s->keeper > 0) {
+			/* Its keeper died but is not reaped yet (waitpid's order). */
+			keeper_drain(s);
+			if (s->ended || !keeper_exited(s))
+				continue;
+		}
+		return s;
+	}
+	return NULL;
 }
 
 void bash_reap(void)
 {
 	int st;
 	pid_t pid;
-	bool reaped = false;
-	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		reaped = true;
-		struct session *s = NULL;
-		for (size_t i = 0; i < nsessions && !s; i++)
-			if (sessions[i]->pid == pid && !sessions[i]->ended)
-				s = sessions[i];
-		if (!s) {
-			hlog_debug("reaped process %d", (int)pid);
+	while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+		struct session *s = session_by_keeper(pid);
+		if (WIFSTOPPED(st)) {
+			/* A stopped keeper (SIGSTOP from the sandbox) would neither
+			 * reap nor report: let it go on. */
+			if (s || pid == spare_pid)
+				kill(pid, SIGCONT);
 			continue;
 		}
-		s->ended = true;
-		s->ended_at_ms = wall_ms();
-		s->ended_seq = ++seq_counter;
-		s->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		s->term_sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-		/* Input after the shell's exit is refused (CONFLICT). */
-		input_close(s);
-		s->status = s->kill == KILL_STOP      ? SESSION_KILLED
-		            : s->kill == KILL_TIMEOUT ? SESSION_TIMED_OUT
-		                                      : SESSION_EXITED;
-		/* What the shell wrote before it exited is in the pipe now; take
-		 * it, so `echo hi; exit 3` answers "hi" with exit_code 3. */
-		session_read(s, DRAIN_BUDGET);
-		session_persist(s);
-		hlog_debug("session '%s' ended: %s, exit code %d", s->id, status_name(s->status), s->exit_code);
+		if (pid == spare_pid) {
+			/* Killed from the sandbox: the next bash.start starts another
+			 * (not at once, so a kill loop cannot drive a fork loop). */
+			hlog_debug("the spare keeper %d ended", (int)pid);
+			spare_drop();
+			continue;
+		}
+		if (s) {
+			keeper_reaped(s, st);
+			continue;
+		}
+		s = session_by_orphaned_shell(pid);
+		if (s) {
+			session_end(s, st);
+			continue;
+		}
+		hlog_debug("reaped process %d", (int)pid);
 	}
-	/* Leftover group members are orphans re-parented to us, so a group
-	 * empties on a reap: notice it while its number cannot be reused yet. */
-	for (size_t i = 0; reaped && i < nsessions; i++)
-		group_alive(sessions[i]);
+	/* Sessions that lost their keeper: a reap may have been the last of
+	 * them (bash.stop waits for that). */
+	bool scanned = false;
+	for (size_t i = 0; i < nsessions; i++) {
+		struct session *s = sessions[i];
+		if (!s->keeper_lost || !s->leftovers)
+			continue;
+		if (!scanned && !procs_scan())
+			return;
+		scanned = true;
+		session_signal(s, &procs, 0);
+	}
 }
 
 int64_t bash_next_deadline(void)
@@ -1344,7 +1605,7 @@ int64_t bash_next_deadline(void)
 		CONSIDER(w->deadline);
 	for (size_t i = 0; i < nsessions; i++) {
 		struct session *s = sessions[i];
-		if (!s->ended && s->kill == KILL_NONE)
+		if (session_has_processes(s))
 			CONSIDER(s->timeout_at);
 		CONSIDER(s->kill_at);
 	}
@@ -1355,64 +1616,104 @@ int64_t bash_next_deadline(void)
 void bash_tick(void)
 {
 	int64_t now = bash_clock_ms();
+	bool scanned = false;
+	struct proctree *table = NULL;
 	for (size_t i = 0; i < nsessions; i++) {
 		struct session *s = sessions[i];
-		if (!s->ended && s->kill == KILL_NONE && s->timeout_at && now >= s->timeout_at) {
-			hlog_debug("session '%s' timed out", s->id);
-			kill_begin(s, KILL_TIMEOUT, now);
+		/* timeout_ms bounds everything the session started: after the
+		 * shell's exit it still ends what the shell left behind (the
+		 * session keeps the shell's status then). */
+		if (s->timeout_at && now >= s->timeout_at) {
+			s->timeout_at = 0;
+			if (session_has_processes(s)) {
+				hlog_debug("session '%s' timed out", s->id);
+				kill_begin(s, KILL_TIMEOUT, now);
+				scanned = false; /* kill_begin scanned again */
+			}
 		}
 		if (s->kill_at && now >= s->kill_at) {
-			group_signal(s, SIGKILL);
-			s->kill_at = 0;
+			/* One scan for every session due in this tick. */
+			if (!scanned && session_has_processes(s)) {
+				scanned = true;
+				table = procs_scan() ? &procs : NULL;
+			}
+			kill_round(s, table, now);
 		}
 	}
 	waiters_answer(false);
 	sessions_prune();
+	spare_ensure();
+}
+
+static bool any_session_has_processes(void)
+{
+	for (size_t i = 0; i < nsessions; i++)
+		if (session_has_processes(sessions[i]))
+			return true;
+	return false;
+}
+
+/* Reap and read reports until nothing of any session is left or the
+ * deadline passes; with kill_every_ms > 0, a SIGKILL round to every session
+ * that often. SIGCHLD arrives on sigfd. */
+static void shutdown_wait(int sigfd, int64_t deadline, int kill_every_ms)
+{
+	for (;;) {
+		bash_reap();
+		for (size_t i = 0; i < nsessions; i++)
+			keeper_drain(sessions[i]);
+		if (!any_session_has_processes())
+			return;
+		int64_t now = bash_clock_ms(), left = deadline - now;
+		if (left <= 0)
+			return;
+		if (kill_every_ms > 0) {
+			bool scanned = procs_scan();
+			for (size_t i = 0; i < nsessions; i++)
+				if (session_has_processes(sessions[i]))
+					kill_round(sessions[i], scanned ? &procs : NULL, now);
+			if (left > kill_every_ms)
+				left = kill_every_ms;
+		}
+		struct pollfd p = {.fd = sigfd, .events = POLLIN};
+		if (poll(&p, 1, (int)left) > 0) {
+			char buf[1024];
+			while (read(sigfd, buf, sizeof buf) > 0)
+				;
+		}
+	}
 }
 
 void bash_shutdown(int sigfd)
 {
 	int64_t now = bash_clock_ms();
+	spare_wanted = false;
+	spare_drop(); /* it exits at end of file; reaped below */
 	for (size_t i = 0; i < nsessions; i++)
 		if (!sessions[i]->ended)
 			sessions[i]->interrupted = true;
+	/* One scan for all sessions: a shutdown may stop hundreds. */
+	bool scanned = procs_scan();
 	for (size_t i = 0; i < nsessions; i++)
-		if (group_alive(sessions[i]))
-			kill_begin(sessions[i], KILL_STOP, now);
-	for (int round = 0; round < 2; round++) {
-		int64_t deadline = bash_clock_ms() + (round == 0 ? PROTO_KILL_GRACE_MS : 500);
-		bash_reap();
-		while (running_count() > 0) {
-			int64_t left = deadline - bash_clock_ms();
-			if (left <= 0)
-				break;
-			struct pollfd p = {.fd = sigfd, .events = POLLIN};
-			if (poll(&p, 1, (int)left) > 0) {
-				char buf[1024];
-				while (read(sigfd, buf, sizeof buf) > 0)
-					;
-			}
-			bash_reap();
-		}
-		if (round == 0)
-			for (size_t i = 0; i < nsessions; i++)
-				group_signal(sessions[i], SIGKILL);
-	}
+		if (session_has_processes(sessions[i]))
+			kill_begin_in(sessions[i], KILL_STOP, now, scanned ? &procs : NULL);
+	shutdown_wait(sigfd, now + PROTO_KILL_GRACE_MS, 0);
+	shutdown_wait(sigfd, bash_clock_ms() + 500, 20);
 	waiters_answer(true);
 }
 
 /* ---- sessions of an earlier helper (sessmeta.h) ---- */
 
 /* A session the helper before this one recorded: ended ones keep their
- * status, running ones are lost. Never signalled (group_gone): its pid
- * means nothing to this helper. */
+ * status, running ones are lost. Never signalled (it has no keeper): its
+ * pid means nothing to this helper. */
 static struct session *session_restored(const struct sessmeta *m, const char *boot_text)
 {
 	struct session *s = calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
 	snprintf(s->id, sizeof s->id, "%s", m->id);
-	s->pipe_fd = s->log_fd = s->in_fd = -1;
+	s->pipe_fd = s->log_fd = s->in_fd = s->keeper_fd = -1;
 	s->command = strdup(m->command ? m->command : "");
 	if (!s->command || asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), m->id) < 0) {
 		s->log_path = NULL;
@@ -1434,7 +1735,6 @@ static struct session *session_restored(const struct sessmeta *m, const char *bo
 	s->hidden = m->hidden;
 	s->started_at_ms = m->started_at_ms;
 	s->ended = true;
-	s->group_gone = true;
 	if (m->ended) {
 		s->status = !strcmp(m->status, "killed")      ? SESSION_KILLED
 		            : !strcmp(m->status, "timed_out") ? SESSION_TIMED_OUT
@@ -1507,4 +1807,6 @@ void bash_free(void)
 	free(polled);
 	sessions = polled = NULL;
 	nsessions = sessions_cap = npolled = 0;
+	proctree_free(&procs);
+	spare_drop();
 }

@@ -1,7 +1,7 @@
 /* bash.h: bash sessions (proto.h: bash.start, bash.poll, bash.input,
- * bash.stop, bash.list): one shell per session in its own process group
- * (on a pipe or a pseudo-terminal), output logged to a file and delivered
- * by cursor, input queued without blocking, replies that wait. */
+ * bash.stop, bash.list): one shell per session below its own keeper process
+ * (keeper.h; on a pipe or a pseudo-terminal), output logged to a file and
+ * delivered by cursor, input queued without blocking, replies that wait. */
 #ifndef CHAT2SBX_HELPER_BASH_H
 #define CHAT2SBX_HELPER_BASH_H
 
@@ -28,7 +28,8 @@
 #define BASH_INPUT_MAX (1024 * 1024) /* input waiting per session; bash.input beyond: LIMIT */
 #define BASH_TTY_ROWS 24             /* tty size when rows / cols are absent */
 #define BASH_TTY_COLS 80
-#define BASH_TTY_MAX 1000 /* rows and cols: 1..1000 */
+#define BASH_TTY_MAX 1000          /* rows and cols: 1..1000 */
+#define BASH_POLLFDS_PER_SESSION 3 /* bash_pollfds: output, input, keeper reports */
 
 /* Request handlers. params and id are borrowed. Each returns 0 with
  * *ret_result set (reply now; the caller owns it), 1 when the reply is
@@ -46,31 +47,37 @@ int64_t bash_clock_ms(void);
 /* Number of sessions kept; *ret_running (may be NULL) gets the live ones. */
 size_t bash_session_count(size_t *ret_running);
 
-/* Fill fds (capacity cap) with one POLLIN entry per open output stream and
- * one POLLOUT entry per stdin with input waiting (so at most two per
- * session) and return how many; bash_pollfds_handle then reads and writes
- * those that are ready.
+/* Fill fds (capacity cap) with one POLLIN entry per open output stream, one
+ * POLLOUT entry per stdin with input waiting and one POLLIN entry per open
+ * keeper report pipe (so at most BASH_POLLFDS_PER_SESSION per session) and
+ * return how many; bash_pollfds_handle then reads and writes those that are
+ * ready (a keeper's report of the shell's exit ends its session).
  * The pair must be used around one poll(2) call with nothing in between. */
 size_t bash_pollfds(struct pollfd *fds, size_t cap);
 void bash_pollfds_handle(const struct pollfd *fds, size_t n);
 
-/* Reap every child that has exited (waitpid(-1, WNOHANG) loop): session
- * shells get their status and their pipe drained of what is readable;
- * orphans re-parented to the helper are just reaped. Never blocks. */
+/* Reap every child that has exited (waitpid(-1, WNOHANG) loop): keepers
+ * (their last reports are read; one killed from outside ends its session
+ * with a reason and starts stopping what is left of it), the shells of
+ * sessions whose keeper died (their status, their pipe drained of what is
+ * readable) and orphans re-parented to the helper. A stopped keeper gets
+ * SIGCONT. Never blocks (scans /proc when a session lost its keeper). */
 void bash_reap(void);
 
 /* Earliest monotonic deadline (ms) among waiting replies, timeouts and
  * kill escalations, or -1 when there is none. */
 int64_t bash_next_deadline(void);
 
-/* Fire due timers (timeout_ms → SIGTERM, grace over → SIGKILL) and send
- * every waiting reply whose condition now holds. Call after each event. */
+/* Fire due timers (timeout_ms → SIGTERM, grace over → SIGKILL rounds until
+ * nothing of the session is left) and send every waiting reply whose
+ * condition now holds. Call after each event. */
 void bash_tick(void);
 
-/* Stop all sessions for a helper exit: SIGTERM to every process group,
- * reaping while waiting up to PROTO_KILL_GRACE_MS (signals arrive on
- * sigfd, a signalfd for SIGCHLD), then SIGKILL; answers every waiting
- * request. Blocks at most about PROTO_KILL_GRACE_MS + 500 ms. */
+/* Stop all sessions for a helper exit: SIGTERM to every process of every
+ * session, reaping while waiting up to PROTO_KILL_GRACE_MS (signals arrive
+ * on sigfd, a signalfd for SIGCHLD), then SIGKILL rounds for up to 500 ms;
+ * answers every waiting request. Blocks at most about PROTO_KILL_GRACE_MS +
+ * 500 ms. */
 void bash_shutdown(int sigfd);
 
 /* Carriage-return progress lines: in buf[0..len), every complete line (up
@@ -111,7 +118,7 @@ void bash_nack(json_object *params);
 size_t bash_attach_reset(void);
 
 /* Forget every session and waiting reply (log files stay), closing their
- * descriptors; children are not signalled. */
+ * descriptors; processes are not signalled. */
 void bash_free(void);
 
 #endif

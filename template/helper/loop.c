@@ -271,7 +271,7 @@ static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct fram
 	struct pollfd *fds = NULL;
 	size_t cap = 0;
 	for (;;) {
-		size_t want = 3 + 2 * bash_session_count(NULL); /* bash_pollfds: two per session at most */
+		size_t want = 3 + BASH_POLLFDS_PER_SESSION * bash_session_count(NULL);
 		if (want > cap) {
 			struct pollfd *f = realloc(fds, want * sizeof *f);
 			if (f) {

@@ -20,7 +20,7 @@ struct loop_config {
  * Then poll(2) over the requests, each session's output pipe, a signalfd
  * (SIGCHLD, SIGTERM, SIGINT) and the earliest timer. End of input does not end the loop:
  * sessions keep running and replies still go out. On SIGTERM/SIGINT every
- * session's process group is stopped (SIGTERM, SIGKILL after
+ * process of every session is stopped (SIGTERM, SIGKILL rounds after
  * PROTO_KILL_GRACE_MS), waiting replies are answered, queued replies are
  * flushed for up to 1 s, everything is freed, and 0 is returned. Returns 1
  * when setup fails (logged). Blocks the calling process; it must be the only

@@ -1,6 +1,7 @@
 /* main.c: entry point of chat2sbx-helper, PID 1 of every sandbox
  * container (mounted read-only at /.chat2sbx/helper). Start-up only:
- * options, log level, descriptor limit, then the event loop in loop.c.
+ * options, log level, descriptor limit, then the event loop in loop.c (or
+ * the keeper of one bash session, keeper.c, or a forwarder, forward.c).
  * stdin carries requests, stdout replies, stderr log lines (proto.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "forward.h"
 #include "hlog.h"
+#include "keeper.h"
 #include "loop.h"
 #include "proto.h"
 
@@ -19,6 +21,9 @@
 
 int main(int argc, char **argv)
 {
+	/* Each bash session's keeper is this binary again (keeper.h). */
+	if (argc > 0 && strcmp(argv[0], KEEPER_ARGV0) == 0)
+		return keeper_main();
 	if (argc > 1 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "--help") == 0)) {
 		printf("chat2sbx-helper %s (protocol %s)\n"
 		       "Runs as PID 1 in a chat2sbx sandbox and serves newline-delimited "

@@ -60,11 +60,14 @@
  *     session_id: 1-128 of [A-Za-z0-9_.-], not starting with '.'. command:
  *     at most 131071 bytes, no NUL. A missing cwd: INVALID_ARGUMENT naming it.
  *     256 sessions already running: LIMIT.
- *     Starts /bin/bash -c command in a new session/process group, stdin
+ *     Starts /bin/bash -c command in its own process group, below a keeper
+ *     process of the session (a new session, a child subreaper, so every
+ *     process the command starts stays below it), stdin
  *     /dev/null (or the input pipe), stdout+stderr into one pipe, and waits
  *     until the shell exits or yield_time_ms passes. With tty, stdin, stdout
  *     and stderr are the slave of a new pseudo-terminal, which becomes the
- *     shell's controlling terminal (so ^C sent with bash.input is SIGINT),
+ *     session's controlling terminal, with the shell's group in the
+ *     foreground (so ^C sent with bash.input is SIGINT),
  *     TERM is "xterm-256color" (otherwise the helper's own environment), the
  *     terminal echoes input and ends lines with "\r\n"; it is hung up (its
  *     master closed) only after the shell has exited and been reaped, so a
@@ -98,16 +101,19 @@
  *     closed: CONFLICT.
  *
  *   bash.stop {"session_id":S, "max_output_bytes":N, "tail":bool}
- *     SIGTERM (+SIGCONT) to the process group, SIGKILL after
- *     PROTO_KILL_GRACE_MS if anything of the group is still alive; replies
- *     when the shell has been reaped and nothing is left of its group (at the
- *     latest about PROTO_KILL_GRACE_MS + 1000 ms). Status "killed" unless the
- *     session had already ended: then its real status, and whatever is left
- *     in its process group (background jobs, whether or not they hold the
- *     output pipe) is stopped the same way. Reply: a snapshot.
+ *     SIGTERM (+SIGCONT) to every process the session started (every
+ *     descendant of its keeper, whatever its process group or session:
+ *     setsid, double forks and daemons included), then SIGKILL rounds from
+ *     PROTO_KILL_GRACE_MS on until none is left (catching those forked
+ *     meanwhile); replies when the shell's status is known and nothing of
+ *     the session is left (at the latest about PROTO_KILL_GRACE_MS + 1000
+ *     ms). Status "killed" unless the session had already ended: then its
+ *     real status, and whatever it left behind (background jobs, whether or
+ *     not they hold the output pipe) is stopped the same way. Reply: a
+ *     snapshot.
  *
  *   bash.list {} → {"sessions":[{"session_id","command" (first 1000 bytes),
- *              "status","exit_code"?,"reason"? (lost only),"started_at_ms",
+ *              "status","exit_code"?,"reason"? (as in a snapshot),"started_at_ms",
  *              "ended_at_ms"? (wall clock; not for lost),
  *              "signal"? (as in a snapshot), "interactive","tty","stdin_open",
  *              "pid","log_path","total_output_bytes","has_more_output"}],
@@ -143,9 +149,14 @@
  *
  *   Snapshot: {"session_id":S,"status":"running"|"exited"|"killed"|"timed_out"|
  *              "lost", "exit_code":N (present when ended but not lost;
- *              128+signal when the shell died of a signal), "reason":S (lost
- *              only: "the sandbox restarted at <RFC 3339 UTC>; the command
- *              was interrupted (its output up to then is in <log_path>)"), "signal":S (only then: its name,
+ *              128+signal when the shell died of a signal), "reason":S (lost:
+ *              "the sandbox restarted at <RFC 3339 UTC>; the command
+ *              was interrupted (its output up to then is in <log_path>)";
+ *              any status when the session's keeper was killed from
+ *              outside: "the session's keeper process (pid N, the shell's
+ *              parent) was killed by SIGKILL; ..."; the session then ends
+ *              "killed", or "lost" when the shell's status went with the
+ *              keeper), "signal":S (only with a signal exit: its name,
  *              e.g. "SIGKILL"), "stdin_open":bool (interactive sessions
  *              only), "output":S (valid UTF-8: invalid bytes
  *              become U+FFFD, a multi-byte character is never split across
@@ -155,7 +166,8 @@
  *              reply, so a bash.poll now returns at once; the start of a
  *              character whose remaining bytes have not arrived yet is held
  *              back and does not count), "total_output_bytes":N, "log_path":S
- *              (full output, inside the sandbox), "pid":N,
+ *              (full output, inside the sandbox), "pid":N (the shell's, also
+ *              its process group id; its parent is the keeper),
  *              "dropped_output_bytes":N (only when output was lost: beyond
  *              1 GiB per session, or the log could not be written),
  *              "output_start":N, "output_end":N (see above)}
@@ -194,8 +206,10 @@
  *     with the old helper), and bash.poll returns the rest of their log.
  *     The shell's exit ends the session even when a background job still holds
  *     the output pipe; output such a job writes later is still collected.
- *     timeout_ms expiry: SIGTERM, then SIGKILL after PROTO_KILL_GRACE_MS; status
- *     "timed_out".
+ *     timeout_ms expiry: stops the session like bash.stop (SIGTERM to every
+ *     process it started, SIGKILL rounds after PROTO_KILL_GRACE_MS); status
+ *     "timed_out". After the shell's exit, an expiry still ends what the
+ *     shell left behind (the session keeps the shell's status).
  *
  *   file.read {"path":S, "offset":N (first line, 1-based, default 1),
  *              "limit":N (lines, default 2000), "max_bytes":N (content bytes,

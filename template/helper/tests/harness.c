@@ -20,13 +20,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../keeper.h"
 #include "../loop.h"
 
 /* When this binary is exec'd by harness_start, be the helper: serve the
- * loop on stdin/stdout and exit (LeakSanitizer checks the exit). Runs before
- * Criterion's main, so Criterion never starts in that process. */
-__attribute__((constructor)) static void run_loop_if_asked(void)
+ * loop on stdin/stdout and exit (LeakSanitizer checks the exit). When the
+ * helper in it starts a session's keeper (keeper.h), it executes this
+ * binary again as KEEPER_ARGV0: be the keeper. Runs before Criterion's main
+ * (glibc passes argc and argv to constructors), so Criterion never
+ * starts in those processes. */
+__attribute__((constructor)) static void run_loop_if_asked(int argc, char **argv)
 {
+	if (argc > 0 && strcmp(argv[0], KEEPER_ARGV0) == 0)
+		exit(keeper_main());
 	const char *ws = getenv("CHAT2SBX_TEST_LOOP_WORKSPACE");
 	const char *logs = getenv("CHAT2SBX_TEST_LOOP_LOGS");
 	if (!ws || !logs)

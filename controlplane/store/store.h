@@ -176,7 +176,7 @@ struct sandbox_record {
 	int unsaved;        /* clone work since its last export, as last checked: 1, 0, or -1 = not known (0010) */
 	int64_t unsaved_checked_at_ms; /* 0 = never checked */
 	char *removing_from;           /* with status removing: the status before, else NULL (0010) */
-	char *vm_accel;     /* runtime vm: "kvm" or "tcg"; NULL otherwise (migration 0011) */
+	char *vm_accel;                /* runtime vm: "kvm" or "tcg"; NULL otherwise (migration 0011) */
 };
 void sandbox_record_clear(struct sandbox_record *s);
 /* Whether s is live: creating, running, or removing from one of those (the

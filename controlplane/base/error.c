@@ -2,31 +2,29 @@
  * global; never logs (who logs is the boundary's choice). */
 #include "error.h"
 
+#include "xalloc.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static char oom_text[] = "out of memory";
-
-static int error_setv(struct cp_error **err, enum cp_error_code code, const char *suffix, const char *fmt, va_list ap)
+static int error_setv(struct cp_error **err, enum cp_error_code code, int errnum, const char *suffix, const char *fmt,
+                      va_list ap)
 {
 	if (!err || *err)
 		return -1;
-	struct cp_error *e = calloc(1, sizeof(*e));
-	if (!e)
-		return -1;
+	struct cp_error *e = xcalloc(1, sizeof(*e));
 	e->code = code;
+	e->errnum = errnum;
 	char *msg = NULL;
 	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
-	if (msg && suffix) {
-		char *full = NULL;
-		if (asprintf(&full, "%s: %s", msg, suffix) >= 0) {
-			free(msg);
-			msg = full;
-		}
+		cp_oom();
+	if (suffix) {
+		char *full = xasprintf("%s: %s", msg, suffix);
+		free(msg);
+		msg = full;
 	}
-	e->message = msg ? msg : oom_text;
+	e->message = msg;
 	*err = e;
 	return -1;
 }
@@ -35,7 +33,7 @@ int cp_error_set(struct cp_error **err, enum cp_error_code code, const char *fmt
 {
 	va_list ap;
 	va_start(ap, fmt);
-	error_setv(err, code, NULL, fmt, ap);
+	error_setv(err, code, 0, NULL, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -46,7 +44,7 @@ int cp_error_set_errno(struct cp_error **err, enum cp_error_code code, int errnu
 	const char *s = strerror_r(errnum, buf, sizeof(buf));
 	va_list ap;
 	va_start(ap, fmt);
-	error_setv(err, code, s, fmt, ap);
+	error_setv(err, code, errnum, s, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -61,13 +59,10 @@ int cp_error_prefix(struct cp_error **err, const char *fmt, ...)
 	int n = vasprintf(&prefix, fmt, ap);
 	va_end(ap);
 	if (n < 0)
-		return -1;
-	char *full = NULL;
-	if (asprintf(&full, "%s: %s", prefix, (*err)->message) >= 0) {
-		if ((*err)->message != oom_text)
-			free((*err)->message);
-		(*err)->message = full;
-	}
+		cp_oom();
+	char *full = xasprintf("%s: %s", prefix, (*err)->message);
+	free((*err)->message);
+	(*err)->message = full;
 	free(prefix);
 	return -1;
 }
@@ -76,8 +71,7 @@ void cp_error_free(struct cp_error *e)
 {
 	if (!e)
 		return;
-	if (e->message != oom_text)
-		free(e->message);
+	free(e->message);
 	free(e);
 }
 

@@ -22,16 +22,18 @@ enum cp_error_code {
 struct cp_error {
 	enum cp_error_code code;
 	char *message; /* owned; never NULL once set */
+	int errnum;    /* errno at the failure site (cp_error_set_errno), else 0 */
 };
 
 /* Sets *err (when err is not NULL and *err is still NULL) to a new error with
  * code and a printf-style message. Returns -1 so call sites can
- * `return cp_error_set(err, ...)`. Allocation failure leaves a static-text
- * message ("out of memory") rather than none. */
+ * `return cp_error_set(err, ...)`. Never leaves *err NULL: allocation
+ * failure aborts (xalloc.h), so callers may always read (*err)->message. */
 int cp_error_set(struct cp_error **err, enum cp_error_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Like cp_error_set, appending ": strerror(errnum)". Returns -1. */
+/* Like cp_error_set, appending ": strerror(errnum)" and keeping errnum in
+ * (*err)->errnum so callers test the cause, not the text. Returns -1. */
 int cp_error_set_errno(struct cp_error **err, enum cp_error_code code, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -1,12 +1,15 @@
 /* test_base.c: ids (format, uniqueness, validation), the error object's
  * prefixing, the bounded buffer, and the memory/yield policy. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/id.h"
+#include "base/xalloc.h"
+#include "base/xjson.h"
 #include "policy/policy.h"
 
 Test(id, format_and_uniqueness)
@@ -48,6 +51,46 @@ Test(error, prefix_and_codes)
 	cp_error_set(&err, CP_ERR_INTERNAL, "other");
 	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
 	cp_error_free(err);
+}
+
+Test(error, errno_kept_for_callers)
+{
+	struct cp_error *e = NULL;
+	cr_assert_eq(cp_error_set_errno(&e, CP_ERR_UNAVAILABLE, ENOSPC, "write 'serve.json'"), -1);
+	cr_assert_eq(e->errnum, ENOSPC);
+	cr_assert(strstr(e->message, "write 'serve.json': ") == e->message);
+	cp_error_prefix(&e, "start");
+	cr_assert_eq(e->errnum, ENOSPC, "context keeps the cause");
+	cp_error_free(e);
+	e = NULL;
+	cp_error_set(&e, CP_ERR_NOT_FOUND, "no '%s'", "x");
+	cr_assert_eq(e->errnum, 0);
+	cp_error_free(e);
+}
+
+Test(xalloc, copies_and_formats)
+{
+	cr_assert_null(xstrdup(NULL), "optional strings copy as NULL");
+	char *s = xstrndup("abcdef", 3);
+	cr_assert_str_eq(s, "abc");
+	free(s);
+	s = xasprintf("%s-%d", "sbx", 7);
+	cr_assert_str_eq(s, "sbx-7");
+	free(s);
+	free(xmalloc(0));
+	int *v = xcalloc(4, sizeof(int));
+	cr_assert_eq(v[3], 0);
+	v = xrealloc(v, 8 * sizeof(int));
+	free(v);
+	struct json_object *o = xjson_object();
+	xjson_add(o, "a", xjson_int64(1));
+	xjson_add(o, "n", xjson_string(NULL));
+	struct json_object *arr = xjson_array();
+	xjson_append(arr, xjson_bool(true));
+	xjson_append(arr, xjson_string_len("ab\0c", 4));
+	xjson_add(o, "l", arr);
+	cr_assert_str_eq(xjson_text(o, JSON_C_TO_STRING_PLAIN), "{\"a\":1,\"n\":null,\"l\":[true,\"ab\\u0000c\"]}");
+	json_object_put(o);
 }
 
 Test(buf, bounded)

@@ -1,0 +1,28 @@
+/* xalloc.h: allocation that cannot fail (crun's xmalloc family).
+ * Allocation failure is not an error path in chat2sbx: these functions
+ * abort the process with one line on stderr instead of returning NULL, so
+ * callers never test their result. Use them for every heap allocation in the
+ * control plane and the CLI; json-c objects go through xjson.h. */
+#ifndef CP_XALLOC_H
+#define CP_XALLOC_H
+
+#include <stddef.h>
+
+/* Writes "chat2sbx: out of memory" to stderr and aborts. Never returns. */
+_Noreturn void cp_oom(void);
+
+/* malloc/calloc/realloc that abort on failure. A size of 0 still returns a
+ * unique pointer that free() accepts. xcalloc checks n * size for overflow. */
+void *xmalloc(size_t size) __attribute__((malloc, returns_nonnull));
+void *xcalloc(size_t n, size_t size) __attribute__((malloc, returns_nonnull));
+void *xrealloc(void *p, size_t size) __attribute__((returns_nonnull));
+
+/* strdup/strndup that abort on failure. s NULL returns NULL (so optional
+ * strings copy without a test); the caller owns the copy. */
+char *xstrdup(const char *s) __attribute__((malloc));
+char *xstrndup(const char *s, size_t n) __attribute__((malloc));
+
+/* asprintf that aborts on failure; returns the new string (caller frees). */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2), malloc, returns_nonnull));
+
+#endif

@@ -28,6 +28,7 @@
 #include "proctree.h"
 #include "proto.h"
 #include "sessmeta.h"
+#include "spare.h"
 #include "utf8.h"
 
 #define DRAIN_BUDGET (1024 * 1024) /* bytes read from a pipe when its shell exits */
@@ -123,13 +124,6 @@ static uint64_t seq_counter;
 static struct session **polled; /* at most BASH_POLLFDS_PER_SESSION entries per session */
 static size_t npolled;
 static struct proctree procs; /* the last scan of /proc, reused */
-/* The idle keeper the next bash.start hands its session to (keeper.h):
- * started ahead of time, so its exec is not on the path of a bash.start.
- * spare_pid 0: none; spare_wanted: the next tick starts one (set at start
- * and whenever a bash.start took the spare or found none). */
-static pid_t spare_pid;
-static int spare_fd = -1;
-static bool spare_wanted = true;
 
 int64_t bash_clock_ms(void)
 {
@@ -595,7 +589,7 @@ static bool session_has_processes(const struct session *s)
 
 static bool pid_is_keeper(pid_t pid)
 {
-	if (pid == spare_pid)
+	if (spare_is(pid))
 		return true;
 	for (size_t i = 0; i < nsessions; i++)
 		if (sessions[i]->keeper == pid)
@@ -856,45 +850,9 @@ static int check_session_id(const char *id, size_t len, struct rpc_error *err)
 
 /* ---- bash.start ---- */
 
-static void spare_drop(void)
+void bash_spare_ensure(void)
 {
-	if (spare_fd >= 0)
-		close(spare_fd); /* an idle keeper exits at end of file */
-	spare_fd = -1;
-	spare_pid = 0;
-}
-
-/* Start the spare when one is wanted and none is there; a failure (the
- * pids limit) waits until the next bash.start wants one again. */
-static void spare_ensure(void)
-{
-	if (!spare_wanted || spare_pid > 0)
-		return;
-	spare_wanted = false;
-	int fd;
-	pid_t pid = keeper_spawn(environ, &fd);
-	if (pid < 0) {
-		hlog_debug("cannot start a spare keeper: %s", strerror(errno));
-		return;
-	}
-	spare_pid = pid;
-	spare_fd = fd;
-}
-
-/* A keeper for a new session: the spare (ownership of pid and fd moves
- * to the caller), else one started now. Returns its pid, or -1 with errno
- * (fork failed). */
-static pid_t keeper_take(int *ret_fd)
-{
-	spare_wanted = true;
-	if (spare_pid > 0) {
-		pid_t pid = spare_pid;
-		*ret_fd = spare_fd;
-		spare_pid = 0;
-		spare_fd = -1;
-		return pid;
-	}
-	return keeper_spawn(environ, ret_fd);
+	spare_ensure(environ);
 }
 
 static void close_fds(int *fds, size_t n)
@@ -993,7 +951,7 @@ static pid_t start_handoff(const struct keeper_spec *spec, int *ret_fd)
 {
 	for (int attempt = 0;; attempt++) {
 		int fd;
-		pid_t keeper = keeper_take(&fd);
+		pid_t keeper = spare_take(environ, &fd);
 		if (keeper < 0)
 			return -1;
 		/* A spare stopped from the sandbox would not answer. */
@@ -1022,14 +980,19 @@ static pid_t start_handoff(const struct keeper_spec *spec, int *ret_fd)
  * KEEPER_START_MS. */
 static int start_spawn(struct session *s, const char *cwd, int rows, int cols, struct rpc_error *err)
 {
-	int r = paths_mkdir_p(paths_log_dir(), 0700);
-	if (r < 0)
-		return rpc_fail_errno(err, -r, "create log directory", paths_log_dir());
 	if (asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), s->id) < 0) {
 		s->log_path = NULL;
 		return rpc_fail(err, "INTERNAL", "out of memory");
 	}
-	s->log_fd = open(s->log_path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	const int flags = O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC;
+	s->log_fd = open(s->log_path, flags, 0600);
+	if (s->log_fd < 0 && errno == ENOENT) {
+		/* The first session, or the directory was removed from inside. */
+		int r = paths_mkdir_p(paths_log_dir(), 0700);
+		if (r < 0)
+			return rpc_fail_errno(err, -r, "create log directory", paths_log_dir());
+		s->log_fd = open(s->log_path, flags, 0600);
+	}
 	if (s->log_fd < 0)
 		return rpc_fail_errno(err, errno, "create log", s->log_path);
 	int fd[NFDS] = {-1, -1, -1, -1};
@@ -1452,6 +1415,18 @@ static void session_end(struct session *s, int st)
 	hlog_debug("session '%s' ended: %s, exit code %d", s->id, status_name(s->status), s->exit_code);
 }
 
+/* s's keeper reported that nothing of the session is left and it waits
+ * for another (keeper.h, KEEPER_REPORT_IDLE): the session is over, and the
+ * keeper goes back to the pool of idle ones (spare.h). */
+static void keeper_recycle(struct session *s)
+{
+	pid_t keeper = s->keeper;
+	int fd = s->keeper_fd;
+	s->keeper = 0;
+	s->keeper_fd = -1;
+	spare_give(keeper, fd);
+}
+
 /* Read every report the keeper has written; end of file closes the pipe. */
 static void keeper_drain(struct session *s)
 {
@@ -1463,6 +1438,8 @@ static void keeper_drain(struct session *s)
 			s->keeper_fd = -1;
 		} else if (r.kind == KEEPER_REPORT_EXITED && !s->ended) {
 			session_end(s, r.value);
+		} else if (r.kind == KEEPER_REPORT_IDLE && s->ended && s->keeper > 0) {
+			keeper_recycle(s);
 		}
 	}
 }
@@ -1557,15 +1534,14 @@ void bash_reap(void)
 		if (WIFSTOPPED(st)) {
 			/* A stopped keeper (SIGSTOP from the sandbox) would neither
 			 * reap nor report: let it go on. */
-			if (s || pid == spare_pid)
+			if (s || spare_is(pid))
 				kill(pid, SIGCONT);
 			continue;
 		}
-		if (pid == spare_pid) {
+		if (spare_is(pid)) {
 			/* Killed from the sandbox: the next bash.start starts another
 			 * (not at once, so a kill loop cannot drive a fork loop). */
-			hlog_debug("the spare keeper %d ended", (int)pid);
-			spare_drop();
+			spare_lost(pid);
 			continue;
 		}
 		if (s) {
@@ -1609,6 +1585,7 @@ int64_t bash_next_deadline(void)
 			CONSIDER(s->timeout_at);
 		CONSIDER(s->kill_at);
 	}
+	CONSIDER(spare_deadline());
 #undef CONSIDER
 	return best;
 }
@@ -1642,7 +1619,6 @@ void bash_tick(void)
 	}
 	waiters_answer(false);
 	sessions_prune();
-	spare_ensure();
 }
 
 static bool any_session_has_processes(void)
@@ -1687,8 +1663,7 @@ static void shutdown_wait(int sigfd, int64_t deadline, int kill_every_ms)
 void bash_shutdown(int sigfd)
 {
 	int64_t now = bash_clock_ms();
-	spare_wanted = false;
-	spare_drop(); /* it exits at end of file; reaped below */
+	spare_drop_all(true); /* they exit at end of file; reaped below */
 	for (size_t i = 0; i < nsessions; i++)
 		if (!sessions[i]->ended)
 			sessions[i]->interrupted = true;
@@ -1808,5 +1783,5 @@ void bash_free(void)
 	sessions = polled = NULL;
 	nsessions = sessions_cap = npolled = 0;
 	proctree_free(&procs);
-	spare_drop();
+	spare_drop_all(false);
 }

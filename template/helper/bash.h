@@ -73,6 +73,12 @@ int64_t bash_next_deadline(void);
  * condition now holds. Call after each event. */
 void bash_tick(void);
 
+/* Start an idle keeper for the next bash.start when one is due
+ * (spare_ensure, spare.h). Call after the replies of a loop turn were
+ * written, so its fork and exec are off their path (one fork; never
+ * blocks). bash_next_deadline includes its due time. */
+void bash_spare_ensure(void);
+
 /* Stop all sessions for a helper exit: SIGTERM to every process of every
  * session, reaping while waiting up to PROTO_KILL_GRACE_MS (signals arrive
  * on sigfd, a signalfd for SIGCHLD), then SIGKILL rounds for up to 500 ms;

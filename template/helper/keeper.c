@@ -105,11 +105,14 @@ shell_exec(const char *cwd, const char *command, bool tty, int ctty_errno, int g
 	_exit(127);
 }
 
-/* The keeper after its spec arrived, the shell's streams on 0-2. Never
- * returns. */
-static void __attribute__((noreturn)) keeper_run(const char *cwd, const char *command, bool tty)
+/* The keeper after its spec arrived, the shell's streams on 0-2. Returns
+ * once the session has no process left (exits when the shell cannot be
+ * started). */
+static void keeper_run(const char *cwd, const char *command, bool tty)
 {
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	/* A reused keeper leads its session already (EPERM); the session of
+	 * the one before had no process left. */
 	setsid();
 	if (tty)
 		setenv("TERM", KEEPER_TTY_TERM, 1);
@@ -177,7 +180,6 @@ static void __attribute__((noreturn)) keeper_run(const char *cwd, const char *co
 		if (si.si_pid == shell)
 			report(KEEPER_REPORT_EXITED, st);
 	}
-	_exit(0);
 }
 
 /* Receives the spec into buf (cwd and command point into it) and moves
@@ -245,14 +247,21 @@ int keeper_main(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
 	static char buf[SPEC_MAX];
-	char *cwd = NULL, *command = NULL;
-	bool tty = false;
-	int e = spec_receive(buf, sizeof buf, &cwd, &command, &tty);
-	if (e) {
-		report(KEEPER_REPORT_FAILED, e);
-		_exit(0);
+	for (;;) {
+		char *cwd = NULL, *command = NULL;
+		bool tty = false;
+		int e = spec_receive(buf, sizeof buf, &cwd, &command, &tty);
+		if (e) {
+			report(KEEPER_REPORT_FAILED, e);
+			_exit(0);
+		}
+		keeper_run(cwd, command, tty);
+		/* A terminal session made its pty the keeper's controlling
+		 * terminal: that keeper is not reused. Others wait for the next
+		 * session (the helper closes the socket when it has a spare). */
+		if (tty || report(KEEPER_REPORT_IDLE, 0) < 0)
+			_exit(0);
 	}
-	keeper_run(cwd, command, tty);
 }
 
 /* In the forked child: 0-2 = /dev/null, REPORT_FD = the socket (kept

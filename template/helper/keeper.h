@@ -6,7 +6,11 @@
  * session (keeper_start: the command and the shell's streams). The keeper
  * then becomes a session leader and a child subreaper, starts the shell,
  * reports the shell's pid and later its wait status, reaps everything the
- * session leaves behind and exits once it has no children left.
+ * session leaves behind and, once it has no children left, reports itself
+ * idle and waits for the next session (the helper reuses it as its spare,
+ * so a short command costs one fork of this small process and the shell's
+ * exec) or exits when its socket is closed. A keeper of a tty session
+ * exits instead (the terminal was its controlling terminal).
  * Everything the session starts (setsid, double forks, daemons) thus keeps
  * the keeper as an ancestor while it lives. */
 #ifndef CHAT2SBX_HELPER_KEEPER_H
@@ -37,6 +41,8 @@ enum keeper_report_kind {
 	KEEPER_REPORT_STARTED = 1, /* value: the shell's pid */
 	KEEPER_REPORT_FAILED = 2,  /* value: errno; no shell was started */
 	KEEPER_REPORT_EXITED = 3,  /* value: the shell's wait status */
+	KEEPER_REPORT_IDLE = 4,    /* value 0: nothing of the session is left;
+	                            * the keeper waits for another keeper_start */
 };
 struct keeper_report {
 	int32_t kind, value;
@@ -69,9 +75,10 @@ int keeper_report_read(int fd, struct keeper_report *ret, int timeout_ms);
 
 /* The keeper's program (argv[0] KEEPER_ARGV0), with fds 0-2 on /dev/null
  * and 3 its socket, as keeper_spawn leaves them. Never returns when
- * started that way (it exits once its session is over, or when the helper
- * closes the socket before handing it one); returns 2 (after a message on
- * stderr) when fd 3 is not such a socket (someone ran it by hand). */
+ * started that way (it serves sessions one after another and exits when
+ * the helper closes the socket while it is idle, after a tty session, or
+ * when a shell cannot be started); returns 2 (after a message on stderr)
+ * when fd 3 is not such a socket (someone ran it by hand). */
 int keeper_main(void);
 
 #endif

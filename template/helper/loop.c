@@ -321,6 +321,7 @@ static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct fram
 		bash_tick();
 		(void)out_idx;
 		frame_writer_flush(writer);
+		bash_spare_ensure();
 		if (stop)
 			break;
 	}

@@ -19,6 +19,7 @@
 
 #include "../keeper.h"
 #include "../proto.h"
+#include "../spare.h"
 #include "harness.h"
 
 static void stop_clean(struct harness *h)
@@ -218,6 +219,32 @@ static pid_t escapees_check(pid_t shell, pid_t setsid_pid, pid_t daemon_pid)
 	return keeper;
 }
 
+/* Whether any live process has parent pid. */
+static bool has_children(pid_t pid)
+{
+	DIR *d = opendir("/proc");
+	cr_assert_not_null(d);
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d)))
+		if (isdigit((unsigned char)de->d_name[0])) {
+			pid_t p = (pid_t)atoi(de->d_name);
+			found = parent_of(p) == pid && alive(p);
+		}
+	closedir(d);
+	return found;
+}
+
+/* A keeper whose session is over either exited or waits idle, with no
+ * process left below it, for the next session (keeper.h). */
+static bool keeper_released(pid_t keeper, int timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	while (!gone(keeper) && has_children(keeper) && now_ms() < deadline)
+		usleep(20 * 1000);
+	return gone(keeper) || !has_children(keeper);
+}
+
 static void escapees_case(bool by_timeout, bool shell_exits)
 {
 	struct harness h;
@@ -257,7 +284,7 @@ static void escapees_case(bool by_timeout, bool shell_exits)
 		cr_assert(gone(setsid_pid), "setsid sleep survived bash.stop");
 		cr_assert(gone(daemon_pid), "the daemon survived bash.stop");
 	}
-	cr_assert(wait_gone(keeper, 5000), "the keeper did not exit once its session was empty");
+	cr_assert(keeper_released(keeper, 5000), "the keeper still holds processes once its session was empty");
 	r = simple(&h, 4, "bash.poll", "bash_esc");
 	cr_assert_str_eq(jstr(r, "status"), shell_exits ? "exited" : by_timeout ? "timed_out" : "killed");
 	cr_assert_eq(jint(r, "exit_code"), shell_exits ? 7 : 128 + SIGTERM);
@@ -540,14 +567,52 @@ Test(bash_keeper, other_sessions_survive_a_stop)
 	stop_clean(&h);
 }
 
-/* The spare keeper (started ahead of the next bash.start) killed or
+/* A keeper whose session is over serves the next one (its pid is the next
+ * shell's parent) and still catches what that session leaves behind; the
+ * keeper of a tty session (its controlling terminal) is never reused. */
+Test(bash_keeper, idle_keeper_serves_the_next_session)
+{
+	struct harness h;
+	harness_start(&h);
+	pid_t parents[4];
+	int reused = 0;
+	for (int i = 0; i < 4; i++) {
+		char sid[32];
+		snprintf(sid, sizeof sid, "bash_reuse%d", i);
+		json_object *r = start(&h, 1 + i, sid, "echo $PPID", "", 5000);
+		assert_ended(r, "exited", 0, NULL);
+		parents[i] = (pid_t)atoi(jstr(r, "output"));
+		json_object_put(r);
+		cr_assert_gt(parents[i], 1);
+		reused += i > 0 && parents[i] == parents[i - 1];
+	}
+	cr_assert_gt(reused, 0, "no keeper served a second session (parents %d %d %d %d)", (int)parents[0],
+	             (int)parents[1], (int)parents[2], (int)parents[3]);
+	/* A session in a reused keeper: its escapees still end with bash.stop. */
+	json_object *r = start(&h, 10, "bash_again", ESCAPEES_AS("again") "echo $PPID; exit 3", "", 5000);
+	assert_ended(r, "exited", 3, NULL);
+	json_object_put(r);
+	pid_t setsid_pid = pid_file(&h, "again-setsid.pid"), daemon_pid = pid_file(&h, "again-daemon.pid");
+	cr_assert_eq(session_settled(setsid_pid), setsid_pid);
+	json_object_put(simple(&h, 11, "bash.stop", "bash_again"));
+	cr_assert(gone(setsid_pid) && gone(daemon_pid), "an escapee of a reused keeper's session survived bash.stop");
+	/* tty: its keeper exits with the session. */
+	r = start(&h, 20, "bash_tty", "echo $PPID", ",\"tty\":true", 5000);
+	assert_ended(r, "exited", 0, NULL);
+	pid_t tty_keeper = (pid_t)atoi(jstr(r, "output"));
+	json_object_put(r);
+	cr_assert(wait_gone(tty_keeper, 5000), "the keeper of a tty session stayed");
+	stop_clean(&h);
+}
+
+/* The idle keepers (spare.h: kept for the next bash.start) killed or
  * stopped from the sandbox: the next session still starts, in a keeper of
  * its own, and the helper does not answer a kill loop with a fork loop. */
 Test(bash_keeper, spare_keeper_killed_or_stopped)
 {
 	struct harness h;
 	harness_start(&h);
-	/* The helper's other keepers: the spare (idle, in the helper's
+	/* The helper's other keepers: the idle ones (in the helper's
 	 * session), never this session's own. */
 	const char *others = "H=$(cut -d' ' -f4 /proc/$PPID/stat); for f in /proc/[0-9]*/stat; do "
 	                     "{ read -r p c st pp rest < $f; } 2>/dev/null || continue; "
@@ -555,8 +620,8 @@ Test(bash_keeper, spare_keeper_killed_or_stopped)
 	char command[1024];
 	for (int round = 0; round < 2; round++) {
 		const char *sig = round == 0 ? "KILL" : "STOP";
-		/* The next spare is started right after this session took the
-		 * last one: wait (bounded) until it is there. */
+		/* A fresh idle keeper is started SPARE_DEFER_MS after this
+		 * session took the last one: wait (bounded) until it is there. */
 		snprintf(
 		    command, sizeof command,
 		    "others() { %s; }; for i in $(seq 200); do [ $(others | wc -l) -gt 0 ] && break; sleep 0.02; done; "
@@ -566,7 +631,8 @@ Test(bash_keeper, spare_keeper_killed_or_stopped)
 		snprintf(sid, sizeof sid, "bash_spare%d", round);
 		json_object *r = start(&h, 10 * round + 1, sid, command, "", 5000);
 		assert_ended(r, "exited", 0, NULL);
-		cr_assert_str_eq(jstr(r, "output"), "1\n", "one spare keeper: %s", jstr(r, "output"));
+		int idle = atoi(jstr(r, "output"));
+		cr_assert(idle >= 1 && idle <= SPARE_MAX, "%d idle keepers: %s", idle, jstr(r, "output"));
 		json_object_put(r);
 		snprintf(sid, sizeof sid, "bash_after%d", round);
 		r = start(&h, 10 * round + 2, sid, "echo fine", "", 5000);

@@ -86,7 +86,7 @@ struct helper_channel {
 	struct docker_demux demux;
 	struct cp_buf out_line;
 	struct cp_buf err_line;
-	int out_overflow; /* 1: a frame over HELPER_MAX_FRAME; 2: out of memory */
+	int out_overflow; /* 1: a frame over PROTO_MAX_REPLY_FRAME; 2: out of memory */
 };
 
 /* Marks the channel dead (first reason wins), wakes every waiting caller and
@@ -314,7 +314,7 @@ static void on_stream(void *userdata, enum docker_stream stream, const char *dat
 	while (len) {
 		const char *nl = memchr(data, '\n', len);
 		size_t take = nl ? (size_t)(nl - data) : len;
-		if (take > HELPER_MAX_FRAME - ch->out_line.len) {
+		if (take > PROTO_MAX_REPLY_FRAME - ch->out_line.len) {
 			ch->out_overflow = 1;
 			cp_buf_free(&ch->out_line);
 			return;
@@ -362,7 +362,7 @@ static void *reader_main(void *arg)
 			break;
 		}
 		if (ch->out_overflow == 1) {
-			channel_kill(ch, "the helper sent a frame over the %u MiB limit", HELPER_MAX_FRAME >> 20);
+			channel_kill(ch, "the helper sent a frame over the %u MiB limit", PROTO_MAX_REPLY_FRAME >> 20);
 			break;
 		}
 		if (ch->out_overflow) {
@@ -434,7 +434,7 @@ int helper_channel_new(int fd, const char *name, struct helper_channel **ret_cha
 	pthread_mutex_init(&ch->lock, NULL);
 	pthread_cond_init(&ch->write_cond, &attr);
 	pthread_condattr_destroy(&attr);
-	cp_buf_init(&ch->out_line, HELPER_MAX_FRAME);
+	cp_buf_init(&ch->out_line, PROTO_MAX_REPLY_FRAME);
 	cp_buf_init(&ch->err_line, HELPER_MAX_LOG_LINE);
 	docker_demux_init(&ch->demux, on_stream, ch);
 	ch->alive = 1;

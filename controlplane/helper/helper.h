@@ -13,9 +13,6 @@ struct json_object;
 struct helper_channel;
 struct cp_cancel;
 
-/* Largest frame accepted from the helper (bytes); longer lines close the channel. */
-#define HELPER_MAX_FRAME (64u * 1024 * 1024)
-
 /* Takes ownership of fd (a hijacked attach stream, see docker_container_attach)
  * and starts the reader thread. name (copied) is used in messages
  * ("sandbox 'sbx_…'"). *ret_channel is owned by the caller (helper_channel_free).

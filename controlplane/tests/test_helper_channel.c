@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "helper/helper.h"
+#include "proto.h"
 
 /* ---- the fake helper's side ---- */
 
@@ -385,7 +386,7 @@ static void script_huge(struct fake *f)
 	char *junk = malloc(chunk);
 	memset(junk, 'x', chunk);
 	memcpy(junk, "{\"id\":1,\"result\":\"", 18);
-	for (size_t sent = 0; sent <= HELPER_MAX_FRAME; sent += chunk)
+	for (size_t sent = 0; sent <= PROTO_MAX_REPLY_FRAME; sent += chunk)
 		send_frame(f->fd, 1, junk, chunk); /* no newline ever */
 	free(junk);
 	fake_wait_eof(f);

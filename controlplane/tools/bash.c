@@ -9,15 +9,16 @@
 #include "../base/id.h"
 #include "../base/log.h"
 #include "../policy/policy.h"
+#include "../../template/helper/proto.h"
 #include "args.h"
 #include "tools_internal.h"
 
-#define BASH_DEFAULT_YIELD_MS 10000
+#define BASH_DEFAULT_YIELD_MS PROTO_DEFAULT_YIELD_MS
 /* Time the helper gets beyond the yield to answer (ms). */
 #define BASH_REPLY_MARGIN_MS 10000
 /* A command longer than this is refused (bytes): the kernel's limit on one
  * exec argument (MAX_ARG_STRLEN, 32 pages) less the terminating NUL. */
-#define BASH_MAX_COMMAND_BYTES 131071
+#define BASH_MAX_COMMAND_BYTES PROTO_COMMAND_MAX
 
 /* tools_helper_call whose wait also ends when the client cancels the MCP
  * request (cancel may be NULL). */

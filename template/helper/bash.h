@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto.h"
 #include "rpc.h"
 
 /* Limits (documented in template/helper/README.md). */
@@ -18,9 +19,9 @@
 #define BASH_LIST_RECENT PROTO_LIST_RECENT /* bash.list: the latest sessions, plus all running */
 #define BASH_MAX_WAITERS 1024              /* pending bash.* replies; beyond: LIMIT */
 #define BASH_ID_MAX 128                    /* session_id: [A-Za-z0-9_.-], 1..128 bytes */
-#define BASH_COMMAND_MAX (128 * 1024 - 1)  /* Linux MAX_ARG_STRLEN less the NUL */
-#define BASH_LOG_MAX (1ull << 30)          /* bytes logged per session; more is dropped */
-#define BASH_DEFAULT_YIELD_MS 10000
+#define BASH_COMMAND_MAX PROTO_COMMAND_MAX
+#define BASH_LOG_MAX (1ull << 30) /* bytes logged per session; more is dropped */
+#define BASH_DEFAULT_YIELD_MS PROTO_DEFAULT_YIELD_MS
 #define BASH_MAX_YIELD_MS (24 * 3600 * 1000)
 #define BASH_DEFAULT_OUTPUT 60000 /* max_output_bytes when absent */
 #define BASH_MIN_OUTPUT 4         /* room for one whole character */

@@ -390,7 +390,16 @@
 #define CHAT2SBX_PROTO_H
 
 #define PROTO_VERSION "1"
+/* What both sides must agree on. A request line (control plane → helper)
+ * is at most PROTO_MAX_FRAME bytes, the helper's own bound; a reply line
+ * (helper → control plane) at most PROTO_MAX_REPLY_FRAME, the control
+ * plane's bound (a longer one closes the channel). */
 #define PROTO_MAX_FRAME (32u * 1024 * 1024)
+#define PROTO_MAX_REPLY_FRAME (64u * 1024 * 1024)
+#define PROTO_DEFAULT_YIELD_MS 10000 /* bash.start/bash.poll yield_time_ms when absent */
+/* bash.start command: at most this many bytes, Linux's limit on one exec
+ * argument (MAX_ARG_STRLEN, 32 pages) less the terminating NUL. */
+#define PROTO_COMMAND_MAX (128 * 1024 - 1)
 #define PROTO_KILL_GRACE_MS 1500
 #define PROTO_WORKSPACE "/workspace"
 #define PROTO_LOG_DIR "/tmp/chat2sbx/bash"

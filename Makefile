@@ -63,9 +63,11 @@ all: $(BIN) $(HELPER_BIN) $(VM_BIN)
 $(BIN): $(CP_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 
-# The helper runs in any image, so it is linked statically (libc + json-c).
+# The helper runs in any image, so it is linked statically (libc, json-c,
+# PCRE2 and nettle for SHA-256).
+HELPER_PKGS := json-c libpcre2-8 nettle
 $(HELPER_BIN): $(HELPER_OBJS)
-	$(CC) -static $(LDFLAGS) -o $@ $^ $(shell pkg-config --static --libs json-c libpcre2-8) -lutil -lresolv
+	$(CC) -static $(LDFLAGS) -o $@ $^ $(shell pkg-config --static --libs $(HELPER_PKGS)) -lutil -lresolv
 
 # chat2sbx-vm runs as a container's PID 1 and as a guest's /init (in an
 # initramfs, before any library exists), so it is static and links libc only.
@@ -82,7 +84,7 @@ $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/helper/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(shell pkg-config --cflags json-c libpcre2-8) -Itemplate/helper -c -o $@ $<
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags $(HELPER_PKGS)) -Itemplate/helper -c -o $@ $<
 
 $(BUILD)/san/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -105,7 +107,7 @@ $(CP_TESTS): $(CP_TEST_OBJS) $(CP_LIB_OBJS_SAN)
 	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(PKG_LIBS) $(CRITERION_LIBS) -lpthread
 
 $(HELPER_TESTS): $(HELPER_TEST_OBJS) $(HELPER_LIB_OBJS_SAN)
-	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(shell pkg-config --libs json-c libpcre2-8) $(CRITERION_LIBS) -lutil -lresolv
+	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(shell pkg-config --libs $(HELPER_PKGS)) $(CRITERION_LIBS) -lutil -lresolv
 
 $(VM_TESTS): $(VM_TEST_OBJS) $(VM_LIB_OBJS_SAN)
 	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(CRITERION_LIBS)

@@ -92,10 +92,7 @@ int edit_read_text(const char *abs, const char *shown, const char *op, struct ed
 	t->data = buf;
 	t->len = len;
 	t->binary = memchr(buf, '\0', len < FILES_BINARY_PROBE ? len : FILES_BINARY_PROBE) != NULL;
-	struct sha256 h;
-	sha256_init(&h);
-	sha256_update(&h, buf, len);
-	sha256_final_hex(&h, t->sha256);
+	sha256_hex(buf, len, t->sha256);
 	return 0;
 }
 

@@ -96,7 +96,7 @@ static int stream_file(int fd, uint64_t read_max, bool whole, struct selector *s
 	char *buf = malloc(CHUNK);
 	if (!buf)
 		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", path);
-	struct sha256 h;
+	struct sha256_ctx h;
 	sha256_init(&h);
 	uint64_t size = 0;
 	char last = '\n';
@@ -136,7 +136,7 @@ static int stream_file(int fd, uint64_t read_max, bool whole, struct selector *s
 				sel->binary = true;
 		}
 		if (whole)
-			sha256_update(&h, buf, (size_t)n);
+			sha256_update(&h, (size_t)n, (const uint8_t *)buf);
 		if (!sel->binary) {
 			s->base = size;
 			select_chunk(s, buf, (size_t)n);
@@ -381,14 +381,14 @@ static int hash_file(const char *path, char hex[65], struct rpc_error *err)
 		close(fd);
 		return too_large_to_check(path, err);
 	}
-	struct sha256 h;
+	struct sha256_ctx h;
 	sha256_init(&h);
 	char *buf = malloc(CHUNK);
 	ssize_t n = 0;
 	uint64_t total = 0;
 	while (buf && total <= FILES_WHOLE_MAX && ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR))) {
 		if (n > 0) {
-			sha256_update(&h, buf, (size_t)n);
+			sha256_update(&h, (size_t)n, (const uint8_t *)buf);
 			total += (size_t)n;
 		}
 	}
@@ -621,9 +621,9 @@ int files_write_atomic(const char *path, const char *content, size_t len, bool c
 		goto out;
 	if (write_replace(target, dir, content, len, exists ? &st : NULL, err) < 0)
 		goto out;
-	struct sha256 h;
+	struct sha256_ctx h;
 	sha256_init(&h);
-	sha256_update(&h, content, len);
+	sha256_update(&h, len, (const uint8_t *)content);
 	sha256_final_hex(&h, ret_sha256);
 	*ret_created = !exists;
 	r = 0;

@@ -1176,9 +1176,9 @@ static bool unchanged(const struct vfile *f)
 	if (!f->loaded || !f->orig_exists || !f->exists || f->set_mode)
 		return false;
 	char hex[65];
-	struct sha256 h;
+	struct sha256_ctx h;
 	sha256_init(&h);
-	sha256_update(&h, f->data ? f->data : "", f->len);
+	sha256_update(&h, f->len, (const uint8_t *)(f->data ? f->data : ""));
 	sha256_final_hex(&h, hex);
 	return strcmp(hex, f->orig_sha) == 0;
 }

@@ -1,23 +1,34 @@
-/* sha256.h: SHA-256 (FIPS 180-4) for file content hashes. The helper is
- * linked statically with libc and json-c only, so it carries its own. */
+/* sha256.h: SHA-256 content hashes (file.read, file.write and file.edit
+ * preconditions) as 64 lowercase hex digits. The hash itself is Debian's
+ * nettle (libnettle.a, linked statically into the helper); this header
+ * only spells its digest in hex. */
 #ifndef CHAT2SBX_HELPER_SHA256_H
 #define CHAT2SBX_HELPER_SHA256_H
 
+#include <nettle/sha2.h>
 #include <stddef.h>
-#include <stdint.h>
 
-struct sha256 {
-	uint32_t h[8];
-	uint64_t length;
-	unsigned char block[64];
-	size_t used;
-};
+/* Finish c (nettle's sha256_ctx after sha256_init and sha256_update; it
+ * is reset for reuse) and write 64 lowercase hex digits and a NUL into hex. */
+static inline void sha256_final_hex(struct sha256_ctx *c, char hex[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	uint8_t d[SHA256_DIGEST_SIZE];
+	sha256_digest(c, sizeof d, d);
+	for (size_t i = 0; i < sizeof d; i++) {
+		hex[2 * i] = digits[d[i] >> 4];
+		hex[2 * i + 1] = digits[d[i] & 15];
+	}
+	hex[2 * sizeof d] = '\0';
+}
 
-/* Start a hash. */
-void sha256_init(struct sha256 *c);
-/* Add n bytes of data (borrowed). */
-void sha256_update(struct sha256 *c, const void *data, size_t n);
-/* Finish: write 64 lowercase hex digits and a NUL into hex. */
-void sha256_final_hex(struct sha256 *c, char hex[65]);
+/* The hex digest of data[0..n) (borrowed) into hex. */
+static inline void sha256_hex(const void *data, size_t n, char hex[65])
+{
+	struct sha256_ctx c;
+	sha256_init(&c);
+	sha256_update(&c, n, data);
+	sha256_final_hex(&c, hex);
+}
 
 #endif

@@ -62,10 +62,7 @@ static const char *get(const char *name)
 
 static void hash(const char *s, char out[65])
 {
-	struct sha256 h;
-	sha256_init(&h);
-	sha256_update(&h, s, strlen(s));
-	sha256_final_hex(&h, out);
+	sha256_hex(s, strlen(s), out);
 }
 
 /* Call file.edit with params built from name, old, new and extra JSON. */

@@ -205,6 +205,19 @@ static pid_t session_settled(pid_t pid)
 	return session_of(pid);
 }
 
+/* Whether pid is a keeper (its command name). */
+static bool is_keeper(pid_t pid)
+{
+	char path[64], comm[64] = "";
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+	if (!f)
+		return false;
+	bool yes = fgets(comm, sizeof comm, f) && strcmp(comm, KEEPER_ARGV0 "\n") == 0;
+	fclose(f);
+	return yes;
+}
+
 /* Both escapees run and really left the shell's process group and session
  * (the old kill(-pgid) could not reach them); returns the shell's keeper. */
 static pid_t escapees_check(pid_t shell, pid_t setsid_pid, pid_t daemon_pid)
@@ -212,10 +225,16 @@ static pid_t escapees_check(pid_t shell, pid_t setsid_pid, pid_t daemon_pid)
 	cr_assert(alive(setsid_pid) && alive(daemon_pid), "an escapee is not running");
 	cr_assert_eq(session_settled(setsid_pid), setsid_pid, "setsid sleep did not get its own session");
 	cr_assert_neq(session_of(daemon_pid), session_of(shell), "the daemon stayed in the shell's session");
-	pid_t keeper = parent_of(setsid_pid) == shell ? parent_of(shell) : parent_of(daemon_pid);
-	/* Orphans go to the keeper, the nearest subreaper, not to the helper. */
-	cr_assert_eq(parent_of(daemon_pid), keeper, "the daemon's parent is %d, not the keeper %d",
-	             (int)parent_of(daemon_pid), (int)keeper);
+	/* The daemon's pid is written by its parent sh, which exits a moment
+	 * later: wait (bounded) for the re-parenting. Orphans go to the keeper,
+	 * the nearest subreaper, not to the helper. */
+	int64_t deadline = now_ms() + 5000;
+	while (!is_keeper(parent_of(daemon_pid)) && now_ms() < deadline)
+		usleep(10 * 1000);
+	pid_t keeper = parent_of(daemon_pid);
+	cr_assert(is_keeper(keeper), "the daemon's parent %d is no keeper", (int)keeper);
+	pid_t setsid_parent = parent_of(setsid_pid);
+	cr_assert(setsid_parent == shell || setsid_parent == keeper, "setsid sleep's parent is %d", (int)setsid_parent);
 	return keeper;
 }
 

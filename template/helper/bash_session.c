@@ -1,0 +1,287 @@
+/* bash_session.c: the table of bash sessions (bash.h): lookup, counts,
+ * pruning of old ended sessions, the record beside each log (sessmeta.h),
+ * the sessions an earlier helper left (restore) and freeing. Owns the
+ * table and the waiting-reply list's storage; never signals a process. */
+
+#include "bash_internal.h"
+
+struct session **sessions;
+size_t nsessions, sessions_cap;
+struct waiter *waiters;
+size_t nwaiters;
+uint64_t seq_counter;
+/* Sessions behind the pollfds last handed out, in the same order. */
+struct session **polled; /* at most BASH_POLLFDS_PER_SESSION entries per session */
+size_t npolled;
+struct proctree procs; /* the last scan of /proc, reused */
+
+int64_t bash_clock_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct session *session_find(const char *id)
+{
+	for (size_t i = 0; i < nsessions; i++)
+		if (strcmp(sessions[i]->id, id) == 0)
+			return sessions[i];
+	return NULL;
+}
+
+size_t running_count(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nsessions; i++)
+		n += !sessions[i]->ended;
+	return n;
+}
+
+size_t bash_session_count(size_t *ret_running)
+{
+	if (ret_running)
+		*ret_running = running_count();
+	return nsessions;
+}
+
+const char *status_name(enum session_status s)
+{
+	switch (s) {
+	case SESSION_RUNNING: return "running";
+	case SESSION_EXITED: return "exited";
+	case SESSION_KILLED: return "killed";
+	case SESSION_TIMED_OUT: return "timed_out";
+	case SESSION_LOST: return "lost";
+	}
+	return "unknown";
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	if (s->pipe_fd >= 0)
+		close(s->pipe_fd);
+	if (s->log_fd >= 0)
+		close(s->log_fd);
+	if (s->in_fd >= 0)
+		close(s->in_fd);
+	if (s->keeper_fd >= 0)
+		close(s->keeper_fd);
+	free(s->inbuf);
+	free(s->command);
+	free(s->log_path);
+	free(s->reason);
+	free(s);
+}
+
+/* ---- metadata beside the log (sessmeta.h) ---- */
+
+/* Records what the next helper must know of s; a failure is logged the
+ * first time and otherwise ignored (the session itself is unaffected). */
+void session_persist(struct session *s)
+{
+	static bool warned;
+	struct sessmeta m = {
+	    .command = s->command,
+	    .started_at_ms = s->started_at_ms,
+	    .pid = s->pid,
+	    .interactive = s->interactive,
+	    .tty = s->tty,
+	    .hidden = s->hidden,
+	    .ended = s->ended && !s->interrupted && s->status != SESSION_LOST,
+	    .exit_code = s->exit_code,
+	    .term_sig = s->term_sig,
+	    .ended_at_ms = s->ended_at_ms,
+	    .delivered = s->delivered,
+	    .acked = s->acked,
+	    .dropped = s->dropped,
+	};
+	snprintf(m.id, sizeof m.id, "%s", s->id);
+	snprintf(m.status, sizeof m.status, "%s", status_name(s->status));
+	int r = sessmeta_write(paths_log_dir(), &m);
+	if (r < 0 && !warned) {
+		warned = true;
+		hlog_warn("cannot record session '%s' beside its log in %s (%s); after a restart of the sandbox "
+		          "it will not be listed",
+		          s->id, paths_log_dir(), strerror(-r));
+	}
+}
+
+/* ---- sessions table ---- */
+
+static void session_forget(size_t i)
+{
+	struct session *s = sessions[i];
+	hlog_debug("forgetting session '%s' (log %s stays)", s->id, s->log_path);
+	sessmeta_remove(paths_log_dir(), s->id);
+	/* Keep creation order for bash.list. */
+	memmove(sessions + i, sessions + i + 1, (nsessions - i - 1) * sizeof *sessions);
+	nsessions--;
+	session_free(s);
+}
+
+/* Forget the oldest ended sessions beyond BASH_MAX_FINISHED, preferring
+ * those whose pipe is closed and whose processes are all gone (a forgotten
+ * session's leftovers can no longer be stopped by bash.stop); sessions with
+ * waiting replies stay. */
+void sessions_prune(void)
+{
+	size_t finished = nsessions - running_count();
+	while (finished > BASH_MAX_FINISHED) {
+		ssize_t pick = -1;
+		for (size_t i = 0; i < nsessions; i++) {
+			struct session *s = sessions[i];
+			if (!s->ended || s->waiters)
+				continue;
+			if (pick < 0)
+				pick = (ssize_t)i;
+			struct session *p = sessions[pick];
+			bool s_closed = s->pipe_fd < 0 && !session_has_processes(s),
+			     p_closed = p->pipe_fd < 0 && !session_has_processes(p);
+			if ((s_closed && !p_closed) || (s_closed == p_closed && s->ended_seq < p->ended_seq))
+				pick = (ssize_t)i;
+		}
+		if (pick < 0)
+			return;
+		session_forget((size_t)pick);
+		finished--;
+	}
+}
+
+int sessions_add(struct session *s, struct rpc_error *err)
+{
+	if (nsessions == sessions_cap) {
+		size_t cap = sessions_cap ? sessions_cap * 2 : 64;
+		struct session **a = realloc(sessions, cap * sizeof *a);
+		struct session **p = realloc(polled, BASH_POLLFDS_PER_SESSION * cap * sizeof *p);
+		if (p)
+			polled = p;
+		if (!a || !p) {
+			if (a)
+				sessions = a;
+			return rpc_fail(err, "INTERNAL", "out of memory adding a session");
+		}
+		sessions = a;
+		sessions_cap = cap;
+	}
+	sessions[nsessions++] = s;
+	return 0;
+}
+
+/* ---- sessions of an earlier helper (sessmeta.h) ---- */
+
+/* A session the helper before this one recorded: ended ones keep their
+ * status, running ones are lost. Never signalled (it has no keeper): its
+ * pid means nothing to this helper. */
+static struct session *session_restored(const struct sessmeta *m, const char *boot_text)
+{
+	struct session *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	snprintf(s->id, sizeof s->id, "%s", m->id);
+	s->pipe_fd = s->log_fd = s->in_fd = s->keeper_fd = -1;
+	s->command = strdup(m->command ? m->command : "");
+	if (!s->command || asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), m->id) < 0) {
+		s->log_path = NULL;
+		session_free(s);
+		return NULL;
+	}
+	s->log_fd = open(s->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	if (s->log_fd >= 0 && fstat(s->log_fd, &st) == 0 && S_ISREG(st.st_mode))
+		s->total = (uint64_t)st.st_size;
+	/* Delivery resumes after what the control plane acknowledged: a reply
+	 * the old helper sent but nobody received is sent again. */
+	s->delivered = m->acked < s->total ? m->acked : s->total;
+	s->acked = s->delivered;
+	s->dropped = m->dropped;
+	s->pid = m->pid;
+	s->interactive = m->interactive;
+	s->tty = m->tty;
+	s->hidden = m->hidden;
+	s->started_at_ms = m->started_at_ms;
+	s->ended = true;
+	if (m->ended) {
+		s->status = !strcmp(m->status, "killed")      ? SESSION_KILLED
+		            : !strcmp(m->status, "timed_out") ? SESSION_TIMED_OUT
+		                                              : SESSION_EXITED;
+		s->exit_code = m->exit_code;
+		s->term_sig = m->term_sig;
+		s->ended_at_ms = m->ended_at_ms;
+	} else {
+		s->status = SESSION_LOST;
+		if (asprintf(&s->reason,
+		             "the sandbox restarted at %s; the command was interrupted (its output up to then is in "
+		             "%s)",
+		             boot_text, s->log_path) < 0) {
+			s->reason = NULL;
+			session_free(s);
+			return NULL;
+		}
+	}
+	s->seq = ++seq_counter;
+	s->ended_seq = ++seq_counter;
+	return s;
+}
+
+size_t bash_restore(int64_t boot_wall_ms)
+{
+	struct sessmeta *metas = NULL;
+	size_t n = 0, restored = 0, lost = 0;
+	int r = sessmeta_load_all(paths_log_dir(), BASH_MAX_FINISHED, &metas, &n);
+	if (r < 0) {
+		hlog_warn("cannot read the sessions of the previous start in %s: %s", paths_log_dir(), strerror(-r));
+		return 0;
+	}
+	char boot_text[40] = "?";
+	time_t secs = (time_t)(boot_wall_ms / 1000);
+	struct tm tm;
+	if (gmtime_r(&secs, &tm))
+		strftime(boot_text, sizeof boot_text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	struct rpc_error err;
+	for (size_t i = 0; i < n; i++) {
+		struct session *s = session_find(metas[i].id) ? NULL : session_restored(&metas[i], boot_text);
+		if (s && sessions_add(s, &err) < 0) {
+			session_free(s);
+			s = NULL;
+		}
+		if (s) {
+			restored++;
+			lost += s->status == SESSION_LOST;
+		}
+		sessmeta_clear(&metas[i]);
+	}
+	free(metas);
+	if (restored)
+		hlog_info("restored %zu session(s) of the previous start from %s, %zu of them interrupted (lost)",
+		          restored, paths_log_dir(), lost);
+	return restored;
+}
+
+void bash_free(void)
+{
+	while (waiters) {
+		struct waiter *w = waiters;
+		waiters = w->next;
+		json_object_put(w->id);
+		free(w);
+	}
+	nwaiters = 0;
+	for (size_t i = 0; i < nsessions; i++)
+		session_free(sessions[i]);
+	free(sessions);
+	free(polled);
+	sessions = polled = NULL;
+	nsessions = sessions_cap = npolled = 0;
+	proctree_free(&procs);
+	spare_drop_all(false);
+}

@@ -59,6 +59,12 @@ const char tools_instructions[] =
 		.hint = "use the session_id a bash call returned"                                                      \
 	}
 
+#define ARG_FILE_PATH                                                                                                  \
+	{                                                                                                              \
+		.name = "path", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED, .min_length = 1,                    \
+		.description = "File path", .hint = "give a file path relative to /workspace or absolute"              \
+	}
+
 #define ARG_EXPECTED_SHA256                                                                                            \
 	{                                                                                                              \
 		.name = "expected_sha256", .type = MCP_ARG_STRING,                                                     \
@@ -344,12 +350,7 @@ static const struct mcp_arg bash_list_out[] = {{.name = "sandbox_id", .type = MC
                                                {0}};
 
 static const struct mcp_arg read_args[] = {ARG_SANDBOX_ID,
-                                           {.name = "path",
-                                            .type = MCP_ARG_STRING,
-                                            .flags = MCP_ARG_REQUIRED,
-                                            .min_length = 1,
-                                            .description = "File path",
-                                            .hint = "give a file path relative to /workspace or absolute"},
+                                           ARG_FILE_PATH,
                                            {.name = "offset",
                                             .type = MCP_ARG_INTEGER,
                                             .flags = MCP_ARG_MIN | MCP_ARG_MAX,
@@ -384,12 +385,7 @@ static const struct mcp_arg read_out[] = {
     {0}};
 
 static const struct mcp_arg write_args[] = {ARG_SANDBOX_ID,
-                                            {.name = "path",
-                                             .type = MCP_ARG_STRING,
-                                             .flags = MCP_ARG_REQUIRED,
-                                             .min_length = 1,
-                                             .description = "File path",
-                                             .hint = "give a file path relative to /workspace or absolute"},
+                                            ARG_FILE_PATH,
                                             {.name = "content",
                                              .type = MCP_ARG_STRING,
                                              .flags = MCP_ARG_REQUIRED | MCP_ARG_NUL_OK,
@@ -408,12 +404,7 @@ static const struct mcp_arg write_out[] = {
 
 static const struct mcp_arg edit_args[] = {
     ARG_SANDBOX_ID,
-    {.name = "path",
-     .type = MCP_ARG_STRING,
-     .flags = MCP_ARG_REQUIRED,
-     .min_length = 1,
-     .description = "File path",
-     .hint = "give a file path relative to /workspace or absolute"},
+    ARG_FILE_PATH,
     {.name = "old_string",
      .type = MCP_ARG_STRING,
      .flags = MCP_ARG_REQUIRED | MCP_ARG_NUL_OK,

@@ -422,8 +422,9 @@ static int check_limit(struct lifecycle *lc, struct cp_error **err)
 	return 0;
 }
 
-int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create_options *opts,
-                             struct lifecycle_create_result *ret, struct cp_error **err)
+/* lifecycle_sandbox_create; pool_member: lifecycle_pool_member_create. */
+static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_options *opts, int pool_member,
+                          struct lifecycle_create_result *ret, struct cp_error **err)
 {
 	/* Declared before any goto so their cleanups never see garbage. */
 	_cleanup_free_ char *id = NULL;
@@ -464,7 +465,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 			return -1;
 	} else {
 		/* Warm pool (pool.c): a ready member answers at once. */
-		int claimed = opts->pool_member ? 0 : lifecycle_pool_claim(lc, opts, ret, err);
+		int claimed = pool_member ? 0 : lifecycle_pool_claim(lc, opts, ret, err);
 		if (claimed != 0)
 			return claimed < 0 ? -1 : 0;
 		if (check_limit(lc, err) < 0 || make_managed_workspace(lc, &ws, err) < 0)
@@ -513,7 +514,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	    .network = lim.network,
 	    .disk_bytes = lim.disk_bytes,
 	    .created_at_ms = clock_now_ms(),
-	    .pooled = opts->pool_member ? 1 : 0,
+	    .pooled = pool_member,
 	};
 	if (lifecycle_sandbox_insert_limited(lc, &row, err) < 0) {
 		if ((*err)->code == CP_ERR_CONFLICT && !new_workspace) {
@@ -564,4 +565,16 @@ fail_workspace:
 	}
 	workspace_record_clear(&ws);
 	return -1;
+}
+
+int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                             struct lifecycle_create_result *ret, struct cp_error **err)
+{
+	return create_sandbox(lc, opts, 0, ret, err);
+}
+
+int lifecycle_pool_member_create(struct lifecycle *lc, struct lifecycle_create_result *ret, struct cp_error **err)
+{
+	static const struct lifecycle_create_options defaults = {0};
+	return create_sandbox(lc, &defaults, 1, ret, err);
 }

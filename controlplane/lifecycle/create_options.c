@@ -144,7 +144,7 @@ char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifec
 int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err)
 {
 	/* Count and insert under one lock: two creates cannot both see the
-	 * last free place. (Only one serve uses a registry: main.c's lock.) */
+	 * last free place. (Only one serve uses a registry: serve.c's lock.) */
 	pthread_mutex_lock(&lc->create_lock);
 	int r = 0;
 	int max = lc->limits.max_active;

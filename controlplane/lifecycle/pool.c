@@ -118,11 +118,10 @@ static void remember_created(struct lifecycle_pool *p, const char *id)
 /* Makes one member. Returns 0 or -1 (logged). */
 static int create_member(struct lifecycle_pool *p)
 {
-	struct lifecycle_create_options opts = {.pool_member = 1};
 	struct lifecycle_create_result res = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	int64_t t0 = clock_monotonic_ms();
-	if (lifecycle_sandbox_create(p->lc, &opts, &res, &e) < 0) {
+	if (lifecycle_pool_member_create(p->lc, &res, &e) < 0) {
 		log_warn("lifecycle", "warm pool: %s (retrying later)", e->message);
 		return -1;
 	}

@@ -238,12 +238,8 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		helper_channel_unref(ch);
 		return -1;
 	}
-	if (lifecycle_channel_put(lc, s->id, helper_channel_ref(ch)) < 0) {
-		helper_channel_unref(ch);
-		helper_channel_unref(ch);
-		return cp_error_set(err, CP_ERR_INTERNAL, "re-attach sandbox '%s': out of memory", s->id);
-	}
-	lifecycle_channel_boot_swap(lc, s->id, boot, NULL, 0); /* an entry made just now */
+	lifecycle_channel_put(lc, s->id, helper_channel_ref(ch)); /* the table's reference */
+	lifecycle_channel_boot_swap(lc, s->id, boot, NULL, 0);    /* an entry made just now */
 	log_info("lifecycle", "re-attached sandbox %s", s->id);
 	*ret_channel = ch;
 	return 0;

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/xjson.h"
+#include "../base/xalloc.h"
 #include "../base/cancel.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
@@ -56,8 +58,7 @@ static int make_managed_workspace(struct lifecycle *lc, struct workspace_record 
 	if (id_new("ws_", &id, err) < 0)
 		return -1;
 	_cleanup_free_ char *path = NULL;
-	if (asprintf(&path, "%s/%s", lc->cfg->workspace_root, id) < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "create workspace: out of memory");
+	path = xasprintf("%s/%s", lc->cfg->workspace_root, id);
 	/* 0755 inside a 0700 root: the sandbox's own non-root users can read it,
 	 * nobody else on the host can reach it. */
 	if (mkdir(path, 0755) < 0)
@@ -218,9 +219,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	/* helper, workspace, the .git protection (direct mode, parents first;
 	 * the engine sorts by target depth too), and the test-only socket. */
 	int vm = lifecycle_runtime_is_vm(s->runtime);
-	_cleanup_free_ struct docker_mount *mounts = calloc(guard->n + 4, sizeof(*mounts));
-	if (!mounts)
-		return cp_error_set(err, CP_ERR_INTERNAL, "create sandbox '%s': out of memory", s->id);
+	_cleanup_free_ struct docker_mount *mounts = xcalloc(guard->n + 4, sizeof(*mounts));
 	size_t n_mounts = 0;
 	mounts[n_mounts++] =
 	    (struct docker_mount){.source = lc->cfg->helper_path, .target = LIFECYCLE_HELPER_TARGET, .read_only = 1};
@@ -300,12 +299,12 @@ static int copy_into_workspace(struct lifecycle *lc, struct helper_channel *ch, 
 	_cleanup_free_ char *session = NULL;
 	if (id_new("bash_", &session, err) < 0)
 		return -1;
-	_cleanup_json_ struct json_object *p = json_object_new_object();
-	json_object_object_add(p, "session_id", json_object_new_string(session));
-	json_object_object_add(p, "command", json_object_new_string(copy_command));
-	json_object_object_add(p, "cwd", json_object_new_string("/"));
-	json_object_object_add(p, "yield_time_ms", json_object_new_int(LIFECYCLE_COPY_WAIT_MS));
-	json_object_object_add(p, "max_output_bytes", json_object_new_int(4000));
+	_cleanup_json_ struct json_object *p = xjson_object();
+	xjson_add(p, "session_id", xjson_string(session));
+	xjson_add(p, "command", xjson_string(copy_command));
+	xjson_add(p, "cwd", xjson_string("/"));
+	xjson_add(p, "yield_time_ms", xjson_int64(LIFECYCLE_COPY_WAIT_MS));
+	xjson_add(p, "max_output_bytes", xjson_int64(4000));
 	_cleanup_json_ struct json_object *res = NULL;
 	report_step(opts, "copying the workspace into the sandbox", 6);
 	if (helper_channel_call_cancel(ch, "bash.start", p, LIFECYCLE_COPY_WAIT_MS + 10000, opts->cancel, &res, err) <

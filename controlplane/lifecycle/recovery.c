@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -52,7 +53,7 @@ static int failed_error(struct cp_error **err, const char *id, const char *reaso
 static int engine_error(struct lifecycle *lc, const char *id, struct cp_error **err)
 {
 	const char *sock = docker_engine_socket(lc->engine);
-	_cleanup_free_ char *detail = strdup((*err)->message);
+	_cleanup_free_ char *detail = xstrdup((*err)->message);
 	enum cp_error_code code = (*err)->code;
 	cp_error_freep(err);
 	const char *d = detail ? detail : "no detail";

@@ -44,8 +44,9 @@ const struct mcp_tool *tools_table_plain(size_t *ret_n);
  * characters stand alone (DESIGN.md, MCP surface). */
 extern const char tools_instructions[];
 
-/* Adds a workspace's fields (id, mode, state, paths, sandbox, times) to o:
- * the one shape of a workspace for tools and for `chat2sbx workspace`. */
+/* Adds a workspace's fields (id, mode, state, paths, sandbox, times) to o,
+ * an object the caller owns: the same shape workspace_list answers, so the
+ * CLI's `workspace list --json` matches the tool. */
 struct json_object;
 void tools_workspace_fill(struct json_object *o, const struct workspace_record *w);
 

@@ -39,9 +39,18 @@ struct docker_engine {
  * plugin answers, DENIED; anything else INTERNAL). */
 enum cp_error_code docker_status_code(long status);
 
+/* The cause an engine error message names (base/error.h), so callers above
+ * docker/ test a detail instead of the engine's wording: "port is already
+ * allocated" / "address already in use" → PORT_IN_USE, "already attached" →
+ * ALREADY_ATTACHED, "already exists" / "is already in use by" (a name taken)
+ * → ALREADY_EXISTS, "no space left on device" → NO_SPACE, else NONE. Matched
+ * without regard to case (the engine's wording and the kernel's strerror
+ * differ in capitals). message may be NULL. Pure. */
+enum cp_error_detail docker_engine_detail(const char *message);
+
 /* Fills *err with "<what>: <engine_message>" (or "<what>: the engine answered
  * HTTP <status>" when engine_message is NULL or empty), code from
- * docker_status_code. Returns -1. */
+ * docker_status_code and detail from docker_engine_detail. Returns -1. */
 int docker_error_status(struct cp_error **err, long status, const char *engine_message, const char *what);
 
 /* Fills *err with UNAVAILABLE "[<what>: ]cannot reach the Docker Engine at

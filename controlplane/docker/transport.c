@@ -57,13 +57,34 @@ enum cp_error_code docker_status_code(long status)
 	return CP_ERR_INTERNAL;
 }
 
-/* Fills *err with "<what>: <engine message>" and the mapped code; -1. */
+/* Engine message → detail (engine_internal.h has the table). Pure. */
+enum cp_error_detail docker_engine_detail(const char *message)
+{
+	static const struct {
+		const char *text;
+		enum cp_error_detail detail;
+	} table[] = {
+	    {"port is already allocated", CP_DETAIL_PORT_IN_USE}, {"address already in use", CP_DETAIL_PORT_IN_USE},
+	    {"already attached", CP_DETAIL_ALREADY_ATTACHED},     {"already exists", CP_DETAIL_ALREADY_EXISTS},
+	    {"is already in use by", CP_DETAIL_ALREADY_EXISTS},   {"no space left on device", CP_DETAIL_NO_SPACE},
+	};
+	for (size_t i = 0; message && i < sizeof(table) / sizeof(table[0]); i++)
+		if (strcasestr(message, table[i].text))
+			return table[i].detail;
+	return CP_DETAIL_NONE;
+}
+
+/* Fills *err with "<what>: <engine message>", the mapped code and detail; -1. */
 int docker_error_status(struct cp_error **err, long status, const char *engine_message, const char *what)
 {
+	if (!err || *err)
+		return -1;
 	enum cp_error_code code = docker_status_code(status);
 	if (engine_message && *engine_message)
-		return cp_error_set(err, code, "%s: %s", what, engine_message);
-	return cp_error_set(err, code, "%s: the engine answered HTTP %ld", what, status);
+		cp_error_set(err, code, "%s: %s", what, engine_message);
+	else
+		cp_error_set(err, code, "%s: the engine answered HTTP %ld", what, status);
+	return cp_error_set_detail(err, docker_engine_detail(engine_message));
 }
 
 /* Fills *err with UNAVAILABLE naming the socket and how to start the engine; -1. */

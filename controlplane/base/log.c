@@ -3,6 +3,8 @@
  * the MCP stdio transport). */
 #include "log.h"
 
+#include "error.h"
+
 #include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -74,6 +76,23 @@ void log_emit(enum log_level level, const char *component, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	emit_line(level, component, msg, NULL, 0);
+}
+
+void cp_error_log_free(enum log_level level, const char *component, struct cp_error **err, const char *fmt, ...)
+{
+	if (!err || !*err)
+		return;
+	if (log_enabled(level, component)) {
+		char context[1024] = "";
+		if (fmt) {
+			va_list ap;
+			va_start(ap, fmt);
+			vsnprintf(context, sizeof(context), fmt, ap);
+			va_end(ap);
+		}
+		log_emit(level, component, "%s%s%s", context, context[0] ? ": " : "", (*err)->message);
+	}
+	cp_error_freep(err);
 }
 
 void log_fields(enum log_level level, const char *component, const char *event, const struct log_field *fields,

@@ -285,16 +285,13 @@ static void probe_remove(struct lifecycle *lc, const struct sandbox_record *s)
 	struct workspace_record w = {0};
 	int have_ws = store_workspace_get(store, s->workspace_id, &w, &e) == 0;
 	cp_error_freep(&e);
-	if (lifecycle_sandbox_destroy(lc, s->id, NULL, &e) < 0) {
-		log_warn("doctor", "remove probe %s: %s", s->id, e->message);
-		cp_error_freep(&e);
-	} else if (store_sandbox_delete(store, s->id, &e) < 0 ||
-	           (have_ws && !strcmp(w.mode, "managed") && store_workspace_delete(store, w.id, &e) < 0)) {
-		log_warn("doctor", "forget probe %s: %s", s->id, e->message);
-		cp_error_freep(&e);
-	} else if (have_ws && !strcmp(w.mode, "managed") && w.path) {
+	if (lifecycle_sandbox_destroy(lc, s->id, NULL, &e) < 0)
+		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "remove probe %s", s->id);
+	else if (store_sandbox_delete(store, s->id, &e) < 0 ||
+	         (have_ws && !strcmp(w.mode, "managed") && store_workspace_delete(store, w.id, &e) < 0))
+		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "forget probe %s", s->id);
+	else if (have_ws && !strcmp(w.mode, "managed") && w.path)
 		nftw(w.path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	}
 	workspace_record_clear(&w);
 }
 

@@ -50,7 +50,7 @@ void tunnel_state_write(const struct config *cfg, const struct tunnel_status *st
 	json_object_object_add(o, "updated_at_ms", json_object_new_int64(st->updated_at_ms));
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (json_file_write_atomic(path, o, &e) < 0)
-		log_warn("tunnel", "%s", e->message);
+		cp_error_log_free(LOG_LEVEL_WARN, "tunnel", &e, NULL);
 }
 
 void tunnel_state_write_refused(const struct config *cfg, const char *reason)

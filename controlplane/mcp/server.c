@@ -104,10 +104,6 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 	}
 	s->sessions = mcp_session_table_new(s->opts.max_sessions, s->opts.session_idle_ms);
 	s->resume = mcp_resume_new(&resume_limits);
-	if (!s->sessions || !s->resume) {
-		mcp_server_free(s);
-		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
-	}
 	*ret_server = s;
 	return 0;
 }

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <json-c/json.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -26,6 +25,7 @@
 #include "../base/cancel.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
+#include "../base/fdio.h"
 #include "../base/log.h"
 #include "../docker/docker.h"
 
@@ -161,8 +161,6 @@ static void ack_push_locked(struct helper_channel *ch, enum ack_kind kind, const
 	ch->acks[ch->nacks++] = (struct ack){.kind = kind, .session_id = copy, .start = start, .end = end};
 }
 
-static int send_all(int fd, const char *buf, size_t len, int64_t deadline, size_t *sent);
-
 /* Writes every queued acknowledgement. The caller owns the wire (writing)
  * and not the lock; returns with the lock held and the queue empty (or the
  * channel dead), so the caller can let go of the wire before anything new
@@ -192,9 +190,9 @@ static void acks_drain_locked_return(struct helper_channel *ch)
 		size_t len = 0, sent = 0;
 		const char *text = json_object_to_json_string_length(n, JSON_C_TO_STRING_PLAIN, &len);
 		int64_t deadline = clock_monotonic_ms() + HELPER_ACK_SEND_MS;
-		int r = text ? send_all(ch->fd, text, len, deadline, &sent) : -1;
+		int r = text ? fdio_send_all(ch->fd, text, len, deadline, &sent) : -1;
 		if (r == 0)
-			r = send_all(ch->fd, "\n", 1, deadline, &sent);
+			r = fdio_send_all(ch->fd, "\n", 1, deadline, &sent);
 		if (r < 0 && sent > 0)
 			channel_kill(ch, "an acknowledgement was cut off mid-line after %zu bytes", sent);
 		else if (r < 0)
@@ -521,35 +519,6 @@ static struct timespec to_timespec(int64_t ms)
 	return ts;
 }
 
-/* Writes all of buf before deadline. 0, or -1 with errno (ETIMEDOUT when the
- * helper stopped reading its stdin). *sent counts the bytes on the wire. */
-static int send_all(int fd, const char *buf, size_t len, int64_t deadline, size_t *sent)
-{
-	while (len) {
-		/* MSG_NOSIGNAL: a gone peer is EPIPE here, not a process-wide SIGPIPE. */
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-			*sent += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno != EAGAIN)
-			return -1;
-		int64_t left = deadline - clock_monotonic_ms();
-		if (left <= 0) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		struct pollfd p = {.fd = fd, .events = POLLOUT};
-		if (poll(&p, 1, left > 1000000 ? 1000000 : (int)left) < 0 && errno != EINTR)
-			return -1;
-	}
-	return 0;
-}
-
 /* Sends one request line; waits (until deadline) while another is on the wire. */
 static int send_request(struct helper_channel *ch, int64_t id, const char *method, const char *text, size_t len,
                         int64_t deadline, struct cp_error **err)
@@ -579,9 +548,9 @@ static int send_request(struct helper_channel *ch, int64_t id, const char *metho
 	pthread_mutex_unlock(&ch->lock);
 
 	size_t sent = 0;
-	int r = send_all(ch->fd, text, len, deadline, &sent);
+	int r = fdio_send_all(ch->fd, text, len, deadline, &sent);
 	if (r == 0)
-		r = send_all(ch->fd, "\n", 1, deadline, &sent);
+		r = fdio_send_all(ch->fd, "\n", 1, deadline, &sent);
 	int saved = errno;
 
 	if (r == 0)

@@ -245,9 +245,9 @@ int mcp_stream_open(struct mcp_resume *t, const char *session_id, struct mcp_str
 /* Opens a stream for one SSE answer of a 2026-07-28 request: its events
  * have no id line and it is never listed, so no GET can resume it (MCP
  * 2026-07-28 basic/transports/streamable-http: "Resumable SSE streams via
- * Last-Event-ID are not supported"). *ret and errors as mcp_stream_open;
- * the key is empty. */
-int mcp_stream_open_plain(struct mcp_resume *t, struct mcp_stream **ret, struct cp_error **err);
+ * Last-Event-ID are not supported"). Returns the writer's reference, as
+ * mcp_stream_open's *ret; never NULL; the key is empty. */
+struct mcp_stream *mcp_stream_open_plain(struct mcp_resume *t);
 /* The stream's key (borrowed; tests). */
 const char *mcp_stream_key(const struct mcp_stream *s);
 /* Appends one event with the next id and json (borrowed) as its data, and

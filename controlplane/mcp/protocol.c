@@ -4,6 +4,9 @@
  * socket. */
 #include "internal.h"
 
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
+
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,8 +65,7 @@ struct json_object *mcp_rpc_result_new(struct json_object *id, struct json_objec
  * returns an owned string, NULL when memory is exhausted. */
 char *mcp_json_text(struct json_object *obj)
 {
-	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	return s ? strdup(s) : NULL;
+	return xstrdup(xjson_text(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 static int only_whitespace(const char *p, size_t n)

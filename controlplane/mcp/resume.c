@@ -169,17 +169,15 @@ int mcp_stream_open(struct mcp_resume *t, const char *session_id, struct mcp_str
 	return 0;
 }
 
-int mcp_stream_open_plain(struct mcp_resume *t, struct mcp_stream **ret, struct cp_error **err)
+struct mcp_stream *mcp_stream_open_plain(struct mcp_resume *t)
 {
-	(void)err;
 	struct mcp_stream *s = xcalloc(1, sizeof(*s));
 	STAILQ_INIT(&s->events);
 	s->table = t;
 	s->next_seq = 1;
 	s->refs = 1; /* the writer; never listed */
 	s->plain = 1;
-	*ret = s;
-	return 0;
+	return s;
 }
 
 const char *mcp_stream_key(const struct mcp_stream *s)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "base/xalloc.h"
 
 #define SERVICE_NAME "chat2sbx.service"
 
@@ -30,14 +31,14 @@ static char *service_environment(void)
 	struct config_env env = config_env_process();
 	size_t n = 0;
 	const struct config_setting_info *infos = config_settings(&n);
-	char *out = strdup("");
+	char *out = xstrdup("");
 	for (size_t i = 0; out && i < n; i++) {
 		const char *name = infos[i].env;
 		const char *v = env.get(env.userdata, name);
 		if (!v || strstr(name, "_TEST_") || !strcmp(name, "CHAT2SBX_CLOCK_OFFSET_MS"))
 			continue;
 		size_t len = strlen(out), vlen = strlen(v);
-		char *grown = realloc(out, len + strlen(name) + 2 * vlen + 32);
+		char *grown = xrealloc(out, len + strlen(name) + 2 * vlen + 32);
 		if (!grown) {
 			free(out);
 			return NULL;

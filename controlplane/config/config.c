@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 #include "config_file.h"
 
 enum setting_type { SETTING_STRING, SETTING_PATH, SETTING_INT, SETTING_INT64, SETTING_BOOL };
@@ -205,7 +206,7 @@ static char *expand(const struct config_env *env, const struct config *c, const 
 		out[o++] = *p++;
 	}
 	out[o < sizeof(out) ? o : sizeof(out) - 1] = '\0';
-	return strdup(out);
+	return xstrdup(out);
 }
 
 static int parse_bool(const char *s, int *ret)
@@ -331,7 +332,7 @@ static int refuse_env_only(const struct setting *s, const struct config_file *do
 
 int config_load(const struct config_env *env, struct config **ret_config, struct cp_error **err)
 {
-	struct config *c = calloc(1, sizeof(*c));
+	struct config *c = xcalloc(1, sizeof(*c));
 	if (!c)
 		return cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
 	struct config_file dotenv = {0}, yaml = {0};

@@ -13,19 +13,20 @@
 #include <yaml.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 
 static int add(struct config_file *f, const char *k, size_t klen, const char *v, size_t vlen)
 {
-	char **keys = realloc(f->keys, (f->n + 1) * sizeof(char *));
+	char **keys = xrealloc(f->keys, (f->n + 1) * sizeof(char *));
 	if (!keys)
 		return -1;
 	f->keys = keys;
-	char **values = realloc(f->values, (f->n + 1) * sizeof(char *));
+	char **values = xrealloc(f->values, (f->n + 1) * sizeof(char *));
 	if (!values)
 		return -1;
 	f->values = values;
-	f->keys[f->n] = strndup(k, klen);
-	f->values[f->n] = strndup(v, vlen);
+	f->keys[f->n] = xstrndup(k, klen);
+	f->values[f->n] = xstrndup(v, vlen);
 	if (!f->keys[f->n] || !f->values[f->n]) {
 		free(f->keys[f->n]);
 		free(f->values[f->n]);
@@ -171,7 +172,7 @@ int config_file_read_yaml(const char *path, struct config_file *ret, struct cp_e
 				                 "read '%s': the document must be a mapping of settings (line %zu)",
 				                 path, ev.start_mark.line + 1);
 			} else if (!key) {
-				key = strndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
+				key = xstrndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
 			} else {
 				if (add(ret, key, strlen(key), (const char *)ev.data.scalar.value,
 				        ev.data.scalar.length) < 0)

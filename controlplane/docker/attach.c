@@ -19,6 +19,7 @@
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/fdio.h"
+#include "../base/xalloc.h"
 #include "../base/log.h"
 
 #define ATTACH_MAX_HEADERS (16u * 1024)
@@ -184,10 +185,7 @@ int docker_container_attach(struct docker_engine *engine, const char *id, long t
                             struct cp_error **err)
 {
 	_cleanup_free_ char *what = NULL;
-	if (asprintf(&what, "attach to container '%s'", id ? id : "") < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "attach to container: out of memory");
-	}
+	what = xasprintf("attach to container '%s'", id ? id : "");
 	if (!id || !*id || timeout_ms <= 0)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: an id and a positive timeout are required",
 		                    what);

@@ -59,7 +59,7 @@ int docker_error_unreachable(struct cp_error **err, const char *socket_path, con
 
 /* Percent-encodes s for a URL path segment or query value: unreserved
  * characters (RFC 3986, section 2.3) and those in keep pass through. Returns a
- * new string (caller frees) or NULL when out of memory. */
+ * new string (caller frees), never NULL. */
 char *docker_escape(const char *s, const char *keep);
 
 /* The engine's own "message" from an error body (a JSON object with a

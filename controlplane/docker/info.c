@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 
 #define DOCKER_INFO_TIMEOUT_MS 10000L
 
@@ -75,7 +76,7 @@ static char *runtime_names(struct json_object *runtimes)
 		(void)val;
 		len += strlen(key) + 2;
 	}
-	char *names = calloc(1, len);
+	char *names = xcalloc(1, len);
 	if (!names)
 		return NULL;
 	json_object_object_foreach(runtimes, k2, v2)
@@ -173,9 +174,9 @@ int docker_engine_storage(struct docker_engine *engine, struct docker_storage *r
 	struct docker_storage s = {0};
 	struct json_object *v = NULL, *status = NULL;
 	if (json_object_object_get_ex(info, "Driver", &v) && json_object_is_type(v, json_type_string))
-		s.driver = strdup(json_object_get_string(v));
+		s.driver = xstrdup(json_object_get_string(v));
 	if (json_object_object_get_ex(info, "DockerRootDir", &v) && json_object_is_type(v, json_type_string))
-		s.root_dir = strdup(json_object_get_string(v));
+		s.root_dir = xstrdup(json_object_get_string(v));
 	/* DriverStatus: [["Backing Filesystem", "extfs"], ...] */
 	if (json_object_object_get_ex(info, "DriverStatus", &status) && json_object_is_type(status, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(status) && !s.backing_fs; i++) {
@@ -183,7 +184,7 @@ int docker_engine_storage(struct docker_engine *engine, struct docker_storage *r
 			const char *k = json_object_get_string(json_object_array_get_idx(pair, 0));
 			const char *val = json_object_get_string(json_object_array_get_idx(pair, 1));
 			if (k && val && !strcmp(k, "Backing Filesystem"))
-				s.backing_fs = strdup(val);
+				s.backing_fs = xstrdup(val);
 		}
 	s.size_supported = takes_size(s.driver, s.backing_fs);
 	*ret = s;

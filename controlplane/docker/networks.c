@@ -10,19 +10,20 @@
 #include <string.h>
 
 #include "../base/cleanup.h"
+#include "../base/xjson.h"
 
 #define DOCKER_NETWORK_TIMEOUT_MS 15000L
 
 char *docker_filtered_path(const char *base, const char *key, const char *value)
 {
-	_cleanup_json_ struct json_object *filters = json_object_new_object();
-	struct json_object *values = json_object_new_array();
+	_cleanup_json_ struct json_object *filters = xjson_object();
+	struct json_object *values = xjson_array();
 	if (!filters || !values) {
 		json_object_put(values);
 		return NULL;
 	}
-	json_object_array_add(values, json_object_new_string(value));
-	json_object_object_add(filters, key, values);
+	xjson_append(values, xjson_string(value));
+	xjson_add(filters, key, values);
 	_cleanup_free_ char *esc = docker_escape(
 	    json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), NULL);
 	char *path = NULL;

@@ -18,6 +18,8 @@
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 
 #define DOCKER_VERSION_TIMEOUT_MS 5000L
 
@@ -95,14 +97,12 @@ int docker_error_unreachable(struct cp_error **err, const char *socket_path, con
 	                    what ? ": " : "", socket_path, detail);
 }
 
-/* Percent-encoding for paths and queries (RFC 3986, section 2.1); result owned by the caller, NULL on OOM. */
+/* Percent-encoding for paths and queries (RFC 3986, section 2.1); result owned by the caller. */
 char *docker_escape(const char *s, const char *keep)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t n = strlen(s);
-	char *out = malloc(n * 3 + 1);
-	if (!out)
-		return NULL;
+	char *out = xmalloc(n * 3 + 1);
 	char *p = out;
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
 		if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
@@ -266,7 +266,7 @@ static struct json_object *body_to_json(const struct cp_buf *b)
 	if (ok)
 		return o;
 	json_object_put(o);
-	return json_object_new_string_len(b->data, (int)b->len);
+	return xjson_string_len(b->data, (int)b->len);
 }
 
 /* Parses "1.41" into 1041; -1 when malformed. */
@@ -306,8 +306,8 @@ int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine
 	if (!socket_path || !*socket_path)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "open the Docker Engine: empty socket path");
 
-	_cleanup_(cleanup_enginep) struct docker_engine *e = calloc(1, sizeof(*e));
-	if (!e || !(e->socket_path = strdup(socket_path)))
+	_cleanup_(cleanup_enginep) struct docker_engine *e = xcalloc(1, sizeof(*e));
+	if (!e || !(e->socket_path = xstrdup(socket_path)))
 		return cp_error_set(err, CP_ERR_INTERNAL, "open the Docker Engine: out of memory");
 
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
@@ -339,8 +339,8 @@ int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine
 	const char *version = "unknown";
 	if (json_object_object_get_ex(v, "Version", &ver) && json_object_is_type(ver, json_type_string))
 		version = json_object_get_string(ver);
-	e->api_version = strdup(chosen);
-	e->engine_version = strdup(version);
+	e->api_version = xstrdup(chosen);
+	e->engine_version = xstrdup(version);
 	if (!e->api_version || !e->engine_version)
 		return cp_error_set(err, CP_ERR_INTERNAL, "open the Docker Engine: out of memory");
 
@@ -388,10 +388,7 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: bad request arguments", what);
 
 	_cleanup_free_ char *url = NULL;
-	if (asprintf(&url, "http://localhost/v%s%s", engine->api_version, path) < 0) {
-		url = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
+	url = xasprintf("http://localhost/v%s%s", engine->api_version, path);
 	const char *text = body ? json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN) : NULL;
 	if (body && !text)
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 
 void firewall_ruleset_clear(struct firewall_ruleset *rs)
 {
@@ -56,7 +57,7 @@ static int legacy_collect(const struct firewall_spec *spec, char ***ret, size_t 
 	size_t n = 0;
 	while (spec->legacy_bridges && spec->legacy_bridges[n])
 		n++;
-	char **v = calloc(n + 1, sizeof(*v));
+	char **v = xcalloc(n + 1, sizeof(*v));
 	if (!v)
 		return cp_error_set(err, CP_ERR_INTERNAL, "build the firewall ruleset: out of memory");
 	size_t k = 0, plen = strlen(spec->bridge_prefix);
@@ -74,7 +75,7 @@ static int legacy_collect(const struct firewall_spec *spec, char ***ret, size_t 
 		}
 		if (strncmp(name, spec->bridge_prefix, plen) == 0)
 			continue; /* the prefix rule covers it */
-		if (!(v[k] = strdup(name))) {
+		if (!(v[k] = xstrdup(name))) {
 			for (size_t j = 0; j < k; j++)
 				free(v[j]);
 			free(v);

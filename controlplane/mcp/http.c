@@ -36,6 +36,7 @@
 #include "../base/buf.h"
 #include "../base/cleanup.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
 
 /* libmicrohttpd 0.9.75 cannot queue a reply while a body is arriving, so a
  * body without Content-Length that passes the limit is read and dropped, and
@@ -590,7 +591,7 @@ enum MHD_Result mcp_http_on_request(void *cls, struct MHD_Connection *conn, cons
 
 	if (!req) {
 		/* First call: headers only. */
-		req = calloc(1, sizeof(*req));
+		req = xcalloc(1, sizeof(*req));
 		if (!req)
 			return MHD_NO;
 		cp_buf_init(&req->body, server->opts.max_body_bytes);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../base/text.h"
+#include "../base/xalloc.h"
 
 #define SENTINEL_PREFIX "=?base64?"
 #define SENTINEL_SUFFIX "?="
@@ -106,7 +107,7 @@ int mcp_route_header_decode(const char *raw, char **ret_value, char *why, size_t
 	trim_ows(raw, &s, &n);
 	size_t pl = strlen(SENTINEL_PREFIX), sl = strlen(SENTINEL_SUFFIX);
 	if (n >= pl + sl && memcmp(s, SENTINEL_PREFIX, pl) == 0 && memcmp(s + n - sl, SENTINEL_SUFFIX, sl) == 0) {
-		unsigned char *out = malloc((n - pl - sl) * 3 / 4 + 2);
+		unsigned char *out = xmalloc((n - pl - sl) * 3 / 4 + 2);
 		if (!out) {
 			snprintf(why, why_size, "out of memory");
 			return -1;
@@ -127,7 +128,7 @@ int mcp_route_header_decode(const char *raw, char **ret_value, char *why, size_t
 		         "2026-07-28 streamable-http, Value Encoding)");
 		return -1;
 	}
-	char *copy = strndup(s, n);
+	char *copy = xstrndup(s, n);
 	if (!copy) {
 		snprintf(why, why_size, "out of memory");
 		return -1;
@@ -174,7 +175,7 @@ int mcp_route_header_check(const char *header, const char *raw, unsigned count, 
 			snprintf(why, why_size, "the %s header holds bytes outside visible ASCII", header);
 			return -1;
 		}
-		value = strndup(s, n);
+		value = xstrndup(s, n);
 		if (!value) {
 			snprintf(why, why_size, "out of memory");
 			return -1;

@@ -3,6 +3,7 @@
  * their lifetime; the transports (http.c, stdio.c) only borrow the server.
  * Never calls a tool handler itself. */
 #include "internal.h"
+#include "../base/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ static int copy_string(const char *s, const char *fallback, char **ret)
 		*ret = NULL;
 		return 0;
 	}
-	*ret = strdup(v);
+	*ret = xstrdup(v);
 	return *ret ? 0 : -1;
 }
 
@@ -42,7 +43,7 @@ static int copy_string(const char *s, const char *fallback, char **ret)
 int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool *tools, size_t n_tools, void *app,
                    struct mcp_server **ret_server, struct cp_error **err)
 {
-	struct mcp_server *s = calloc(1, sizeof(*s));
+	struct mcp_server *s = xcalloc(1, sizeof(*s));
 	if (!s)
 		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
 	pthread_mutex_init(&s->http_lock, NULL);

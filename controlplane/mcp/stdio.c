@@ -17,6 +17,7 @@
 #include "../base/buf.h"
 #include "../base/cleanup.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
 
 #define STDIO_MAX_CALLS 16
 #define STDIO_READ_CHUNK 65536
@@ -110,7 +111,7 @@ static void start_call(struct stdio_ctx *ctx, struct json_object *msg)
 	ctx->in_flight++;
 	pthread_mutex_unlock(&ctx->lock);
 
-	struct stdio_call *call = malloc(sizeof(*call));
+	struct stdio_call *call = xmalloc(sizeof(*call));
 	pthread_t tid;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -181,7 +182,7 @@ static void line_too_long(struct stdio_ctx *ctx)
 
 static int read_loop(struct stdio_ctx *ctx, int in_fd, struct cp_error **err)
 {
-	_cleanup_free_ char *chunk = malloc(STDIO_READ_CHUNK);
+	_cleanup_free_ char *chunk = xmalloc(STDIO_READ_CHUNK);
 	if (!chunk)
 		return cp_error_set(err, CP_ERR_INTERNAL, "stdio: out of memory");
 	struct cp_buf line;

@@ -17,6 +17,8 @@
 #include "../base/cleanup.h"
 #include "../base/id.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 #include "../lifecycle/lifecycle.h"
 #include "ops_internal.h"
 
@@ -90,13 +92,13 @@ int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *comm
 	struct helper_channel *ch = NULL;
 	if (lifecycle_sandbox_channel(lc, sandbox_id, &ch, err) < 0)
 		return -1;
-	_cleanup_json_ struct json_object *p = json_object_new_object();
-	json_object_object_add(p, "session_id", json_object_new_string(session));
-	json_object_object_add(p, "command", json_object_new_string(command));
-	json_object_object_add(p, "cwd", json_object_new_string("/"));
-	json_object_object_add(p, "yield_time_ms", json_object_new_int(PROBE_CALL_WAIT_MS - 5000));
-	json_object_object_add(p, "timeout_ms", json_object_new_int(PROBE_CALL_WAIT_MS - 10000));
-	json_object_object_add(p, "max_output_bytes", json_object_new_int(PROBE_MAX_OUTPUT));
+	_cleanup_json_ struct json_object *p = xjson_object();
+	xjson_add(p, "session_id", xjson_string(session));
+	xjson_add(p, "command", xjson_string(command));
+	xjson_add(p, "cwd", xjson_string("/"));
+	xjson_add(p, "yield_time_ms", xjson_int64(PROBE_CALL_WAIT_MS - 5000));
+	xjson_add(p, "timeout_ms", xjson_int64(PROBE_CALL_WAIT_MS - 10000));
+	xjson_add(p, "max_output_bytes", xjson_int64(PROBE_MAX_OUTPUT));
 	_cleanup_json_ struct json_object *res = NULL;
 	int r = helper_channel_call(ch, "bash.start", p, PROBE_CALL_WAIT_MS, &res, err);
 	lifecycle_sandbox_release(lc, sandbox_id, ch);
@@ -108,7 +110,7 @@ int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *comm
 		return cp_error_set(err, CP_ERR_TIMEOUT, "the probe in sandbox '%s' did not finish (status %s)",
 		                    sandbox_id, status ? status : "unknown");
 	const char *out = json_object_object_get_ex(res, "output", &v) ? json_object_get_string(v) : "";
-	*ret_output = strdup(out ? out : "");
+	*ret_output = xstrdup(out ? out : "");
 	return *ret_output ? 0 : cp_error_set(err, CP_ERR_INTERNAL, "probe output: out of memory");
 }
 
@@ -119,13 +121,13 @@ static char *section(const char *out, const char *name)
 	snprintf(marker, sizeof(marker), "@@%s\n", name);
 	const char *p = strstr(out, marker);
 	if (!p)
-		return strdup("");
+		return xstrdup("");
 	p += strlen(marker);
 	if (!strncmp(p, "@@", 2))
-		return strdup(""); /* an empty section */
+		return xstrdup(""); /* an empty section */
 	const char *end = strstr(p, "\n@@");
 	size_t len = end ? (size_t)(end - p + 1) : strlen(p);
-	return strndup(p, len);
+	return xstrndup(p, len);
 }
 
 /* First line of text, clipped, for a detail. */

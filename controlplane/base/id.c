@@ -33,8 +33,6 @@ int id_new(const char *prefix, char **ret_id, struct cp_error **err)
 		return cp_error_prefix(err, "generate id");
 	size_t plen = strlen(prefix);
 	char *id = xmalloc(plen + ID_RANDOM_CHARS + 1);
-	if (!id)
-		return cp_error_set(err, CP_ERR_INTERNAL, "generate id: out of memory");
 	memcpy(id, prefix, plen);
 	for (size_t i = 0; i < ID_RANDOM_CHARS; i++)
 		id[plen + i] = alphabet[raw[i] & 31];

@@ -333,8 +333,6 @@ static int refuse_env_only(const struct setting *s, const struct config_file *do
 int config_load(const struct config_env *env, struct config **ret_config, struct cp_error **err)
 {
 	struct config *c = xcalloc(1, sizeof(*c));
-	if (!c)
-		return cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
 	struct config_file dotenv = {0}, yaml = {0};
 	int r = 0;
 

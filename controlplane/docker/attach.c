@@ -192,14 +192,10 @@ int docker_container_attach(struct docker_engine *engine, const char *id, long t
 
 	int64_t start = clock_monotonic_ms(), deadline = start + timeout_ms;
 	_cleanup_free_ char *esc = docker_escape(id, NULL);
-	_cleanup_free_ char *request = NULL;
-	if (!esc || asprintf(&request,
-	                     "POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
-	                     "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
-	                     engine->api_version, esc) < 0) {
-		request = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
+	_cleanup_free_ char *request =
+	    xasprintf("POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
+	              "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
+	              engine->api_version, esc);
 
 	_cleanup_close_ int fd = -1;
 	if (attach_connect(engine->socket_path, deadline, what, &fd, err) < 0)

@@ -334,10 +334,6 @@ int docker_container_inspect(struct docker_engine *engine, const char *id, struc
 		s.running = json_object_get_boolean(v);
 	if (json_object_object_get_ex(state, "ExitCode", &v))
 		s.exit_code = json_object_get_int(v);
-	if (!s.id || !s.name || !s.status || (error && *error && !s.error)) {
-		docker_container_state_clear(&s);
-		return cp_error_set(err, CP_ERR_INTERNAL, "inspect container '%s': out of memory", id);
-	}
 	*ret_state = s;
 	return 0;
 }

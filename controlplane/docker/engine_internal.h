@@ -19,7 +19,7 @@ int docker_network_bridge_of(struct json_object *network, char *buf, size_t size
 
 /* "<base>filters=<escaped {key:[value]}>" (the engine's list filters,
  * Docker Engine API "List networks", "List containers"); base ends in '?'
- * or '&'. Caller frees; NULL when out of memory. */
+ * or '&'. Caller frees; never NULL. */
 char *docker_filtered_path(const char *base, const char *key, const char *value);
 
 /* Largest engine response body accepted (bytes). */

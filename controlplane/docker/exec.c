@@ -45,8 +45,6 @@ static void on_frame(void *userdata, enum docker_stream stream, const char *data
 static char *buf_text(struct cp_buf *b)
 {
 	char *t = xmalloc(b->len + 1);
-	if (!t)
-		return NULL;
 	if (b->len)
 		memcpy(t, b->data, b->len);
 	t[b->len] = '\0';
@@ -63,10 +61,6 @@ int docker_container_exec(struct docker_engine *engine, const char *id, const ch
 		                    what);
 	_cleanup_json_ struct json_object *body = xjson_object();
 	struct json_object *cmd = xjson_array();
-	if (!body || !cmd) {
-		json_object_put(cmd);
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
 	for (size_t i = 0; argv[i]; i++)
 		xjson_append(cmd, xjson_string(argv[i]));
 	xjson_add(body, "Cmd", cmd);
@@ -86,13 +80,10 @@ int docker_container_exec(struct docker_engine *engine, const char *id, const ch
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no exec Id", what);
 	_cleanup_free_ char *exec_id = docker_escape(json_object_get_string(v), NULL);
 	_cleanup_free_ char *start = NULL, *inspect = NULL;
-	if (!exec_id || asprintf(&start, "/exec/%s/start", exec_id) < 0 ||
-	    asprintf(&inspect, "/exec/%s/json", exec_id) < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	start = xasprintf("/exec/%s/start", exec_id);
+	inspect = xasprintf("/exec/%s/json", exec_id);
 
 	_cleanup_json_ struct json_object *start_body = xjson_object();
-	if (!start_body)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	xjson_add(start_body, "Detach", xjson_bool(0));
 	xjson_add(start_body, "Tty", xjson_bool(0));
 	/* The engine answers with the raw stream and closes it when the
@@ -125,10 +116,6 @@ int docker_container_exec(struct docker_engine *engine, const char *id, const ch
 	if (r == 0) {
 		res.out = buf_text(&s.out);
 		res.err = buf_text(&s.err);
-		if (!res.out || !res.err) {
-			docker_exec_result_clear(&res);
-			r = cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-		}
 	}
 	cp_buf_free(&s.out);
 	cp_buf_free(&s.err);

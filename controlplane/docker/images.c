@@ -35,8 +35,6 @@ int docker_image_inspect(struct docker_engine *engine, const char *name, char **
 	if (!body || !json_object_object_get_ex(body, "Id", &id) || !json_object_is_type(id, json_type_string))
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no image Id", what);
 	char *copy = xstrdup(json_object_get_string(id));
-	if (!copy)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	*ret_id = copy;
 	return 0;
 }

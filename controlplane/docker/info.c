@@ -77,8 +77,6 @@ static char *runtime_names(struct json_object *runtimes)
 		len += strlen(key) + 2;
 	}
 	char *names = xcalloc(1, len);
-	if (!names)
-		return NULL;
 	json_object_object_foreach(runtimes, k2, v2)
 	{
 		(void)v2;
@@ -113,8 +111,7 @@ int docker_engine_runtime_info(struct docker_engine *engine, const char *name, s
 	r.found = name && json_object_object_get_ex(runtimes, name, &rt) && json_object_is_type(rt, json_type_object);
 	r.no_network = r.found && runtime_has_no_network(rt);
 	r.ignores_seccomp = r.found && runtime_ignores_seccomp(name, rt);
-	if (!(r.names = runtime_names(runtimes)))
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	r.names = runtime_names(runtimes);
 	*ret = r;
 	return 0;
 }

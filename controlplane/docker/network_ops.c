@@ -19,10 +19,7 @@
 static char *network_path(const char *ref, const char *suffix)
 {
 	_cleanup_free_ char *esc = docker_escape(ref, NULL);
-	char *path = NULL;
-	if (!esc || asprintf(&path, "/networks/%s%s", esc, suffix) < 0)
-		return NULL;
-	return path;
+	return xasprintf("/networks/%s%s", esc, suffix);
 }
 
 int docker_network_create(struct docker_engine *engine, const char *name, const char *const *labels, int icc,
@@ -35,11 +32,6 @@ int docker_network_create(struct docker_engine *engine, const char *name, const 
 	_cleanup_json_ struct json_object *body = xjson_object();
 	struct json_object *options = xjson_object();
 	struct json_object *lab = xjson_object();
-	if (!body || !options || !lab) {
-		json_object_put(options);
-		json_object_put(lab);
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
 	xjson_add(body, "Options", options);
 	xjson_add(body, "Labels", lab);
 	xjson_add(body, "Name", xjson_string(name));
@@ -60,8 +52,6 @@ int docker_network_create(struct docker_engine *engine, const char *name, const 
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no network Id", what);
 	if (ret_id) {
 		char *copy = xstrdup(json_object_get_string(id));
-		if (!copy)
-			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 		*ret_id = copy;
 	}
 	return 0;
@@ -75,10 +65,6 @@ int docker_network_connect(struct docker_engine *engine, const char *network, co
 	what = xasprintf("connect container '%s' to network '%s'", container, network);
 	_cleanup_json_ struct json_object *body = xjson_object();
 	struct json_object *endpoint = xjson_object();
-	if (!path || !body || !endpoint) {
-		json_object_put(endpoint);
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
 	xjson_add(body, "Container", xjson_string(container));
 	xjson_add(body, "EndpointConfig", endpoint);
 	if (alias) {
@@ -97,8 +83,6 @@ int docker_network_disconnect(struct docker_engine *engine, const char *network,
 	_cleanup_free_ char *path = network_path(network, "/disconnect");
 	what = xasprintf("disconnect container '%s' from network '%s'", container, network);
 	_cleanup_json_ struct json_object *body = xjson_object();
-	if (!path || !body)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	xjson_add(body, "Container", xjson_string(container));
 	xjson_add(body, "Force", xjson_bool(1));
 	_cleanup_json_ struct json_object *reply = NULL;
@@ -110,8 +94,6 @@ int docker_network_remove(struct docker_engine *engine, const char *network, str
 	_cleanup_free_ char *what = NULL;
 	_cleanup_free_ char *path = network_path(network, "");
 	what = xasprintf("remove network '%s'", network);
-	if (!path)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	_cleanup_json_ struct json_object *reply = NULL;
 	return docker_request(engine, "DELETE", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err);
 }
@@ -124,8 +106,6 @@ static int networks_labelled(struct docker_engine *engine, const char *label, co
 	if (!label || !*label)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty label", what);
 	_cleanup_free_ char *path = docker_filtered_path("/networks?", "label", label);
-	if (!path)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	_cleanup_json_ struct json_object *reply = NULL;
 	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err) < 0)
 		return -1;
@@ -145,18 +125,13 @@ int docker_network_list(struct docker_engine *engine, const char *label, char **
 		return -1;
 	size_t n = json_object_array_length(reply);
 	char **names = xcalloc(n + 1, sizeof(*names));
-	if (!names)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *name = NULL;
 		if (!json_object_object_get_ex(json_object_array_get_idx(reply, i), "Name", &name) ||
 		    !json_object_is_type(name, json_type_string))
 			continue;
-		if (!(names[k] = xstrdup(json_object_get_string(name)))) {
-			docker_strv_free(names);
-			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-		}
+		names[k] = xstrdup(json_object_get_string(name));
 		k++;
 	}
 	*ret_names = names;
@@ -181,8 +156,6 @@ int docker_network_bridges(struct docker_engine *engine, const char *label, stru
 		return -1;
 	size_t n = json_object_array_length(reply), k = 0;
 	struct docker_network_bridge *v = xcalloc(n ? n : 1, sizeof(*v));
-	if (!v)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *net = json_object_array_get_idx(reply, i), *name = NULL, *driver = NULL;
 		/* Only bridges have an interface on the host. */
@@ -195,10 +168,7 @@ int docker_network_bridges(struct docker_engine *engine, const char *label, stru
 		if (named < 0)
 			continue;
 		v[k].named = named;
-		if (!(v[k].name = xstrdup(json_object_get_string(name)))) {
-			docker_network_bridges_free(v, k);
-			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-		}
+		v[k].name = xstrdup(json_object_get_string(name));
 		k++;
 	}
 	*ret = v;
@@ -222,8 +192,6 @@ int docker_container_gateways(struct docker_engine *engine, const char *containe
 	    !json_object_is_type(networks, json_type_object))
 		networks = NULL; /* NetworkMode none: no networks at all */
 	char **v = xcalloc((networks ? (size_t)json_object_object_length(networks) : 0) + 1, sizeof(*v));
-	if (!v)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	size_t k = 0;
 	if (networks) {
 		json_object_object_foreach(networks, name, endpoint)
@@ -233,10 +201,7 @@ int docker_container_gateways(struct docker_engine *engine, const char *containe
 			if (!json_object_object_get_ex(endpoint, "Gateway", &gw) ||
 			    !json_object_is_type(gw, json_type_string) || !*json_object_get_string(gw))
 				continue;
-			if (!(v[k] = xstrdup(json_object_get_string(gw)))) {
-				docker_strv_free(v);
-				return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-			}
+			v[k] = xstrdup(json_object_get_string(gw));
 			k++;
 		}
 	}

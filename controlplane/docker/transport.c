@@ -181,7 +181,7 @@ static int http_exchange(const char *socket_path, const char *method, const char
 	_cleanup_(cleanup_curlp) CURL *h = curl_easy_init();
 	_cleanup_(cleanup_slistp) struct curl_slist *headers = NULL;
 	if (!h)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s%sout of memory", what ? what : "", what ? ": " : "");
+		cp_oom(); /* curl_easy_init fails only when it cannot allocate */
 
 	char errbuf[CURL_ERROR_SIZE] = "";
 	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, socket_path);
@@ -198,7 +198,7 @@ static int http_exchange(const char *socket_path, const char *method, const char
 	if (body)
 		headers = curl_slist_append(headers, "Content-Type: application/json");
 	if (!headers)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s%sout of memory", what ? what : "", what ? ": " : "");
+		cp_oom(); /* curl_slist_append fails only when it cannot allocate */
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 
 	if (strcmp(method, "GET") == 0) {
@@ -307,8 +307,7 @@ int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "open the Docker Engine: empty socket path");
 
 	_cleanup_(cleanup_enginep) struct docker_engine *e = xcalloc(1, sizeof(*e));
-	if (!e || !(e->socket_path = xstrdup(socket_path)))
-		return cp_error_set(err, CP_ERR_INTERNAL, "open the Docker Engine: out of memory");
+	e->socket_path = xstrdup(socket_path);
 
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
 	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
@@ -341,8 +340,6 @@ int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine
 		version = json_object_get_string(ver);
 	e->api_version = xstrdup(chosen);
 	e->engine_version = xstrdup(version);
-	if (!e->api_version || !e->engine_version)
-		return cp_error_set(err, CP_ERR_INTERNAL, "open the Docker Engine: out of memory");
 
 	log_debug("docker", "engine %s at '%s' (API %s, using %s)", version, socket_path, engine_api, chosen);
 	*ret_engine = TAKE_PTR(e);
@@ -387,11 +384,8 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 	if (!method || !path || path[0] != '/' || timeout_ms <= 0)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: bad request arguments", what);
 
-	_cleanup_free_ char *url = NULL;
-	url = xasprintf("http://localhost/v%s%s", engine->api_version, path);
-	const char *text = body ? json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN) : NULL;
-	if (body && !text)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	_cleanup_free_ char *url = xasprintf("http://localhost/v%s%s", engine->api_version, path);
+	const char *text = body ? xjson_text(body, JSON_C_TO_STRING_PLAIN) : NULL;
 
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
 	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);

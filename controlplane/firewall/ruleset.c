@@ -58,8 +58,6 @@ static int legacy_collect(const struct firewall_spec *spec, char ***ret, size_t 
 	while (spec->legacy_bridges && spec->legacy_bridges[n])
 		n++;
 	char **v = xcalloc(n + 1, sizeof(*v));
-	if (!v)
-		return cp_error_set(err, CP_ERR_INTERNAL, "build the firewall ruleset: out of memory");
 	size_t k = 0, plen = strlen(spec->bridge_prefix);
 	for (size_t i = 0; i < n; i++) {
 		const char *name = spec->legacy_bridges[i];

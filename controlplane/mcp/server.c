@@ -44,8 +44,6 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
                    struct mcp_server **ret_server, struct cp_error **err)
 {
 	struct mcp_server *s = xcalloc(1, sizeof(*s));
-	if (!s)
-		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
 	pthread_mutex_init(&s->http_lock, NULL);
 	pthread_mutex_init(&s->inflight_lock, NULL);
 	pthread_mutex_init(&s->auth_log_lock, NULL);

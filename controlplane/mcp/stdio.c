@@ -183,8 +183,6 @@ static void line_too_long(struct stdio_ctx *ctx)
 static int read_loop(struct stdio_ctx *ctx, int in_fd, struct cp_error **err)
 {
 	_cleanup_free_ char *chunk = xmalloc(STDIO_READ_CHUNK);
-	if (!chunk)
-		return cp_error_set(err, CP_ERR_INTERNAL, "stdio: out of memory");
 	struct cp_buf line;
 	cp_buf_init(&line, ctx->server->opts.max_body_bytes);
 	int overflow = 0, r = 0;

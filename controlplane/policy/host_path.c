@@ -106,9 +106,7 @@ static int resolve_failed(struct cp_error **err, const char *path, const char *a
 static int host_path_walk(const char *path, char **ret_resolved, struct cp_error **err)
 {
 	_cleanup_free_ char *rest = xstrdup(path); /* what is left to resolve */
-	if (!rest)
-		return cp_error_set(err, CP_ERR_INTERNAL, "check host path '%s': out of memory", path);
-	char res[PATH_MAX] = ""; /* resolved so far; "" stands for "/" */
+	char res[PATH_MAX] = "";                   /* resolved so far; "" stands for "/" */
 	size_t len = 0, pos = 0;
 	int links = 0;
 
@@ -268,8 +266,6 @@ static int check_data_root(const char *data_root, const char *label, const char 
 		if (data_root[0] != '/')
 			return 0;
 		rdata = xstrdup(data_root);
-		if (!rdata)
-			return cp_error_set(err, CP_ERR_INTERNAL, "check host path %s: out of memory", shown);
 		for (size_t n = strlen(rdata); n > 1 && rdata[n - 1] == '/'; n--)
 			rdata[n - 1] = '\0';
 	}

@@ -228,8 +228,6 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 	case SETTING_STRING:
 	case SETTING_PATH: {
 		char *v = expand(env, c, raw);
-		if (!v)
-			return cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
 		if (s->type == SETTING_PATH && v[0] != '/' && v[0] != '\0') {
 			cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' (from %s) must be an absolute path", s->env,
 			             raw, origin);
@@ -368,11 +366,7 @@ int config_load(const struct config_env *env, struct config **ret_config, struct
 				goto fail;
 		}
 		if (pass == 0) {
-			_cleanup_free_ char *path = NULL;
-			if (asprintf(&path, "%s/config.yaml", c->data_root) < 0) {
-				cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
-				goto fail;
-			}
+			_cleanup_free_ char *path = xasprintf("%s/config.yaml", c->data_root);
 			if (config_file_read_yaml(path, &yaml, err) < 0)
 				goto fail;
 			for (size_t k = 0; k < yaml.n; k++) {

@@ -108,10 +108,6 @@ int mcp_route_header_decode(const char *raw, char **ret_value, char *why, size_t
 	size_t pl = strlen(SENTINEL_PREFIX), sl = strlen(SENTINEL_SUFFIX);
 	if (n >= pl + sl && memcmp(s, SENTINEL_PREFIX, pl) == 0 && memcmp(s + n - sl, SENTINEL_SUFFIX, sl) == 0) {
 		unsigned char *out = xmalloc((n - pl - sl) * 3 / 4 + 2);
-		if (!out) {
-			snprintf(why, why_size, "out of memory");
-			return -1;
-		}
 		long k = b64_decode(s + pl, n - pl - sl, out);
 		if (k < 0 || memchr(out, '\0', (size_t)k)) {
 			free(out);
@@ -128,12 +124,7 @@ int mcp_route_header_decode(const char *raw, char **ret_value, char *why, size_t
 		         "2026-07-28 streamable-http, Value Encoding)");
 		return -1;
 	}
-	char *copy = xstrndup(s, n);
-	if (!copy) {
-		snprintf(why, why_size, "out of memory");
-		return -1;
-	}
-	*ret_value = copy;
+	*ret_value = xstrndup(s, n);
 	return 0;
 }
 
@@ -176,10 +167,6 @@ int mcp_route_header_check(const char *header, const char *raw, unsigned count, 
 			return -1;
 		}
 		value = xstrndup(s, n);
-		if (!value) {
-			snprintf(why, why_size, "out of memory");
-			return -1;
-		}
 	}
 	int same = strcmp(value, want) == 0; /* values are case-sensitive ("Case Sensitivity") */
 	if (!same)

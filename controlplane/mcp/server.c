@@ -30,7 +30,7 @@ static int copy_string(const char *s, const char *fallback, char **ret)
 		return 0;
 	}
 	*ret = xstrdup(v);
-	return *ret ? 0 : -1;
+	return 0;
 }
 
 /* Creates a server (see mcp.h). opts is copied (NULL strings and zero limits

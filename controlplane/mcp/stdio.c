@@ -43,16 +43,12 @@ static void write_reply(struct stdio_ctx *ctx, struct json_object *reply)
 	if (!reply)
 		return;
 	_cleanup_free_ char *text = mcp_json_text(reply);
-	_cleanup_free_ char *line = NULL;
-	int n = text ? asprintf(&line, "%s\n", text) : -1;
-	if (n < 0) {
-		log_error("mcp", "stdio: out of memory formatting a reply");
-		return;
-	}
+	_cleanup_free_ char *line = xasprintf("%s\n", text);
+	size_t n = strlen(line);
 	int failed = 0;
 	pthread_mutex_lock(&ctx->write_lock);
-	for (size_t off = 0; off < (size_t)n;) {
-		ssize_t w = write(ctx->out_fd, line + off, (size_t)n - off);
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(ctx->out_fd, line + off, n - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../base/text.h"
+#include "../base/xalloc.h"
 #include "../base/xjson.h"
 
 /* Deeper than json-c's own limit (mcp_json_parse: 64), so valid input never
@@ -126,8 +127,8 @@ static int push(struct scan *s, int is_object)
 		return fail(s, "the message is nested too deeply%s", NULL);
 	struct frame *f = &s->st[s->depth++];
 	*f = (struct frame){.is_object = is_object, .expect_key = is_object};
-	if (is_object && !(f->keys = xjson_object()))
-		return fail(s, "out of memory%s", NULL);
+	if (is_object)
+		f->keys = xjson_object();
 	return 0;
 }
 
@@ -188,7 +189,7 @@ int mcp_json_strict_check(const char *text, size_t len, char *why, size_t why_si
 {
 	struct scan s = {.t = text, .n = len, .why = why, .why_size = why_size};
 	if (!(s.tok = json_tokener_new_ex(2)))
-		return fail(&s, "out of memory%s", NULL);
+		cp_oom(); /* json_tokener_new_ex fails only when it cannot allocate */
 	int r = 0;
 	while (r == 0 && s.i < s.n)
 		r = step(&s);

@@ -380,8 +380,7 @@ static void sandbox_opt_build(void)
 	_cleanup_free_ char *profile = NULL;
 	if (docker_seccomp_profile_build(docker_seccomp_default_json, &profile, &sandbox_error) < 0)
 		return;
-	if (asprintf(&sandbox_opt, "seccomp=%s", profile) < 0)
-		checked(NULL);
+	sandbox_opt = xasprintf("seccomp=%s", profile);
 }
 
 /* The HostConfig.SecurityOpt entry of every container chat2sbx creates

@@ -14,6 +14,7 @@
 
 #include "../base/cleanup.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
 #include "../base/xjson.h"
 
 struct rpc_request {
@@ -325,10 +326,8 @@ static struct json_object *dispatch_object_info(struct mcp_server *server, struc
 		struct rpc_request req = {server, id, params, session_id, ret_new_session, sink, info};
 		return methods[i].fn(&req);
 	}
-	_cleanup_free_ char *text = NULL;
 	char clipped[320];
-	if (asprintf(&text, "method '%s' not found", text_clip(name, 100, clipped, sizeof(clipped))) < 0)
-		return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, "method not found");
+	_cleanup_free_ char *text = xasprintf("method '%s' not found", text_clip(name, 100, clipped, sizeof(clipped)));
 	return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, text);
 }
 

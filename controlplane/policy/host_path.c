@@ -168,9 +168,7 @@ static int host_path_walk(const char *path, char **ret_resolved, struct cp_error
 			    "that is not inside one",
 			    path, name, res, target);
 
-		char *next = NULL;
-		if (asprintf(&next, "%s/%s", target, rest + pos) < 0)
-			return cp_error_set(err, CP_ERR_INTERNAL, "check host path '%s': out of memory", path);
+		char *next = xasprintf("%s/%s", target, rest + pos);
 		free(rest);
 		rest = next; /* ownership: the cleanup of `rest` frees it */
 		pos = 0;
@@ -185,8 +183,6 @@ static int host_path_walk(const char *path, char **ret_resolved, struct cp_error
 		res[len] = '\0';
 	}
 	*ret_resolved = xstrdup(len ? res : "/");
-	if (!*ret_resolved)
-		return cp_error_set(err, CP_ERR_INTERNAL, "check host path '%s': out of memory", path);
 	return 0;
 }
 
@@ -331,13 +327,8 @@ int policy_host_path_check(const struct policy_host_roots *roots, const char *pa
 	if (name)
 		return credential_denied(err, path, "resolves through", name, real, end);
 
-	_cleanup_free_ char *shown = NULL;
-	int r = strcmp(path, real) == 0 ? asprintf(&shown, "'%s'", path)
-	                                : asprintf(&shown, "'%s' (resolved to '%s')", path, real);
-	if (r < 0) {
-		shown = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "check host path '%s': out of memory", path);
-	}
+	_cleanup_free_ char *shown =
+	    strcmp(path, real) == 0 ? xasprintf("'%s'", path) : xasprintf("'%s' (resolved to '%s')", path, real);
 	if (check_roots(roots, path, real, shown, err) < 0)
 		return -1;
 	for (size_t i = 0; i < roots->n_own_paths; i++)

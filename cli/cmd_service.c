@@ -66,31 +66,28 @@ static char *service_unit(const char *exe, const char *workdir)
 	char *environment = service_environment();
 	if (!environment)
 		return NULL;
-	char *text = NULL;
-	if (asprintf(&text,
-	             "# Written by 'chat2sbx setup --install-service'; remove with --uninstall-service.\n"
-	             "# Settings: the CHAT2SBX_* variables set when it was written (below), then\n"
-	             "# %s/.env and ~/.chat2sbx/config.yaml; no secrets here:\n"
-	             "# serve reads the tunnel id and key from CHAT2SBX_SECRET_DIR itself.\n"
-	             "[Unit]\n"
-	             "Description=chat2sbx: disposable sandboxes for ChatGPT over MCP\n"
-	             "After=network-online.target\n"
-	             "\n"
-	             "[Service]\n"
-	             "Type=simple\n"
-	             "ExecStart=%s serve\n"
-	             "WorkingDirectory=%s\n"
-	             "%s"
-	             "Restart=on-failure\n"
-	             "RestartSec=5\n"
-	             "# serve stops the tunnel client itself on SIGTERM; sandboxes keep running.\n"
-	             "KillMode=mixed\n"
-	             "TimeoutStopSec=30\n"
-	             "\n"
-	             "[Install]\n"
-	             "WantedBy=default.target\n",
-	             workdir, exe, workdir, environment) < 0)
-		text = NULL;
+	char *text = xasprintf("# Written by 'chat2sbx setup --install-service'; remove with --uninstall-service.\n"
+	                       "# Settings: the CHAT2SBX_* variables set when it was written (below), then\n"
+	                       "# %s/.env and ~/.chat2sbx/config.yaml; no secrets here:\n"
+	                       "# serve reads the tunnel id and key from CHAT2SBX_SECRET_DIR itself.\n"
+	                       "[Unit]\n"
+	                       "Description=chat2sbx: disposable sandboxes for ChatGPT over MCP\n"
+	                       "After=network-online.target\n"
+	                       "\n"
+	                       "[Service]\n"
+	                       "Type=simple\n"
+	                       "ExecStart=%s serve\n"
+	                       "WorkingDirectory=%s\n"
+	                       "%s"
+	                       "Restart=on-failure\n"
+	                       "RestartSec=5\n"
+	                       "# serve stops the tunnel client itself on SIGTERM; sandboxes keep running.\n"
+	                       "KillMode=mixed\n"
+	                       "TimeoutStopSec=30\n"
+	                       "\n"
+	                       "[Install]\n"
+	                       "WantedBy=default.target\n",
+	                       workdir, exe, workdir, environment);
 	free(environment);
 	return text;
 }

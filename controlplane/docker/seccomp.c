@@ -97,10 +97,8 @@ static const char *string_member(struct json_object *o, const char *key)
  * gone, so the builder carries no out-of-memory branch. */
 static struct json_object *checked(struct json_object *o)
 {
-	if (!o) {
-		fputs("chat2sbx: out of memory building the seccomp profile\n", stderr);
-		abort();
-	}
+	if (!o)
+		cp_oom();
 	return o;
 }
 

@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/id.h"
+#include "base/xjson.h"
 #include "cli.h"
 #include "controlplane.h"
 #include "lifecycle/lifecycle.h"
@@ -16,23 +17,20 @@
 static struct json_object *approval_json(const struct approval_record *a)
 {
 	char when[40];
-	struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "approval_id", json_object_new_string(a->id));
-	json_object_object_add(o, "status", json_object_new_string(a->status));
-	json_object_object_add(o, "mode", json_object_new_string(a->mode));
-	json_object_object_add(o, "host_path", json_object_new_string(a->host_path));
-	json_object_object_add(o, "real_path", json_object_new_string(a->real_path));
-	json_object_object_add(o, "requested_by", json_object_new_string(a->requested_by));
-	json_object_object_add(o, "requested_at",
-	                       json_object_new_string(clock_format_rfc3339(a->requested_at_ms, when, sizeof(when))));
+	struct json_object *o = xjson_object();
+	xjson_add(o, "approval_id", xjson_string(a->id));
+	xjson_add(o, "status", xjson_string(a->status));
+	xjson_add(o, "mode", xjson_string(a->mode));
+	xjson_add(o, "host_path", xjson_string(a->host_path));
+	xjson_add(o, "real_path", xjson_string(a->real_path));
+	xjson_add(o, "requested_by", xjson_string(a->requested_by));
+	xjson_add(o, "requested_at", xjson_string(clock_format_rfc3339(a->requested_at_ms, when, sizeof(when))));
 	if (a->decided_at_ms)
-		json_object_object_add(
-		    o, "decided_at",
-		    json_object_new_string(clock_format_rfc3339(a->decided_at_ms, when, sizeof(when))));
+		xjson_add(o, "decided_at", xjson_string(clock_format_rfc3339(a->decided_at_ms, when, sizeof(when))));
 	if (a->workspace_id)
-		json_object_object_add(o, "workspace_id", json_object_new_string(a->workspace_id));
+		xjson_add(o, "workspace_id", xjson_string(a->workspace_id));
 	if (!strcmp(a->mode, "direct"))
-		json_object_object_add(o, "note", json_object_new_string(policy_direct_mode_note));
+		xjson_add(o, "note", xjson_string(policy_direct_mode_note));
 	return o;
 }
 
@@ -43,7 +41,7 @@ static int list(struct cli *cli, struct store *store)
 	struct cp_error *err = NULL;
 	if (store_approval_list(store, &rows, &n, &err) < 0)
 		return cli_fail(err);
-	struct json_object *arr = json_object_new_array();
+	struct json_object *arr = xjson_array();
 	int direct = 0;
 	if (!cli->json)
 		printf("%-30s %-9s %-7s %-24s %s\n", "APPROVAL", "STATUS", "MODE", "REQUESTED", "PATH");
@@ -51,7 +49,7 @@ static int list(struct cli *cli, struct store *store)
 		char when[40];
 		direct |= !strcmp(rows[i].mode, "direct");
 		if (cli->json)
-			json_object_array_add(arr, approval_json(&rows[i]));
+			xjson_append(arr, approval_json(&rows[i]));
 		else
 			printf("%-30s %-9s %-7s %-24s %s\n", rows[i].id, rows[i].status, rows[i].mode,
 			       clock_format_rfc3339(rows[i].requested_at_ms, when, sizeof(when)), rows[i].real_path);

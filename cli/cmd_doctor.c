@@ -14,24 +14,25 @@
 #include "docker/docker.h"
 #include "lifecycle/lifecycle.h"
 #include "ops/ops.h"
+#include "base/xjson.h"
 
 static void print_report(struct cli *cli, const struct ops_probe_report *r)
 {
 	size_t failures = ops_probe_report_failures(r);
 	if (cli->json) {
-		struct json_object *o = json_object_new_object();
-		struct json_object *list = json_object_new_array();
+		struct json_object *o = xjson_object();
+		struct json_object *list = xjson_array();
 		for (size_t i = 0; i < r->n; i++) {
 			const struct ops_check *c = &r->checks[i];
-			struct json_object *e = json_object_new_object();
-			json_object_object_add(e, "name", json_object_new_string(c->name));
-			json_object_object_add(e, "attack", json_object_new_string(c->attack));
-			json_object_object_add(e, "result", json_object_new_string(ops_check_result_name(c->result)));
-			json_object_object_add(e, "detail", json_object_new_string(c->detail ? c->detail : ""));
-			json_object_array_add(list, e);
+			struct json_object *e = xjson_object();
+			xjson_add(e, "name", xjson_string(c->name));
+			xjson_add(e, "attack", xjson_string(c->attack));
+			xjson_add(e, "result", xjson_string(ops_check_result_name(c->result)));
+			xjson_add(e, "detail", xjson_string(c->detail ? c->detail : ""));
+			xjson_append(list, e);
 		}
-		json_object_object_add(o, "passed", json_object_new_boolean(failures == 0));
-		json_object_object_add(o, "checks", list);
+		xjson_add(o, "passed", xjson_bool(failures == 0));
+		xjson_add(o, "checks", list);
 		cli_print_json(o);
 		return;
 	}

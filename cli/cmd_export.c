@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/id.h"
+#include "base/xjson.h"
 #include "cli.h"
 #include "controlplane.h"
 #include "lifecycle/lifecycle.h"
@@ -31,7 +32,7 @@ static int export_list(struct cli *cli, struct store *store)
 	struct cp_error *err = NULL;
 	if (store_export_list(store, NULL, &rows, &n, &err) < 0)
 		return cli_fail(err);
-	struct json_object *list = json_object_new_array();
+	struct json_object *list = xjson_array();
 	if (!cli->json)
 		printf("%-24s %-26s %-5s %-10s %-11s %5s %7s %5s %s\n", "EXPORT", "SANDBOX", "KIND", "REASON", "STATE",
 		       "REFS", "COMMITS", "DIRTY", "CREATED");
@@ -40,23 +41,23 @@ static int export_list(struct cli *cli, struct store *store)
 		char when[40];
 		clock_format_rfc3339(x->created_at_ms, when, sizeof(when));
 		if (cli->json) {
-			struct json_object *o = json_object_new_object();
-			json_object_object_add(o, "export_id", json_object_new_string(x->id));
-			json_object_object_add(o, "sandbox_id", json_object_new_string(x->sandbox_id));
-			json_object_object_add(o, "workspace_id", json_object_new_string(x->workspace_id));
-			json_object_object_add(o, "kind", json_object_new_string(x->kind));
-			json_object_object_add(o, "reason", json_object_new_string(x->reason));
-			json_object_object_add(o, "state", json_object_new_string(state_of(x)));
-			json_object_object_add(o, "path", json_object_new_string(x->path));
-			json_object_object_add(o, "bytes", json_object_new_int64(x->bytes));
-			json_object_object_add(o, "refs", json_object_new_int64(x->refs));
-			json_object_object_add(o, "commits_ahead", json_object_new_int64(x->commits));
-			json_object_object_add(o, "dirty_files", json_object_new_int64(x->dirty_files));
-			json_object_object_add(o, "applied_count", json_object_new_int64(x->applied_count));
-			json_object_object_add(o, "created_at", json_object_new_string(when));
+			struct json_object *o = xjson_object();
+			xjson_add(o, "export_id", xjson_string(x->id));
+			xjson_add(o, "sandbox_id", xjson_string(x->sandbox_id));
+			xjson_add(o, "workspace_id", xjson_string(x->workspace_id));
+			xjson_add(o, "kind", xjson_string(x->kind));
+			xjson_add(o, "reason", xjson_string(x->reason));
+			xjson_add(o, "state", xjson_string(state_of(x)));
+			xjson_add(o, "path", xjson_string(x->path));
+			xjson_add(o, "bytes", xjson_int64(x->bytes));
+			xjson_add(o, "refs", xjson_int64(x->refs));
+			xjson_add(o, "commits_ahead", xjson_int64(x->commits));
+			xjson_add(o, "dirty_files", xjson_int64(x->dirty_files));
+			xjson_add(o, "applied_count", xjson_int64(x->applied_count));
+			xjson_add(o, "created_at", xjson_string(when));
 			if (x->message)
-				json_object_object_add(o, "message", json_object_new_string(x->message));
-			json_object_array_add(list, o);
+				xjson_add(o, "message", xjson_string(x->message));
+			xjson_append(list, o);
 		} else {
 			printf("%-24s %-26s %-5s %-10s %-11s %5lld %7lld %5lld %s\n", x->id, x->sandbox_id, x->kind,
 			       x->reason, state_of(x), (long long)x->refs, (long long)x->commits,
@@ -149,8 +150,8 @@ static int export_show(struct cli *cli, struct store *store, const char *id)
 		return cli_fail(err);
 	}
 	if (cli->json) {
-		json_object_object_add(m, "path", json_object_new_string(x.path));
-		json_object_object_add(m, "applied_count", json_object_new_int64(x.applied_count));
+		xjson_add(m, "path", xjson_string(x.path));
+		xjson_add(m, "applied_count", xjson_int64(x.applied_count));
 		cli_print_json(m);
 	} else {
 		show_text(&x, m);
@@ -169,19 +170,19 @@ static int export_apply(struct cli *cli, struct store *store, const char *id, co
 		return cli_fail(err);
 	}
 	if (cli->json) {
-		struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "export_id", json_object_new_string(id));
-		json_object_object_add(o, "kind", json_object_new_string(res.kind));
-		json_object_object_add(o, "target", json_object_new_string(res.target ? res.target : ""));
-		json_object_object_add(o, "refs_updated", json_object_new_int(res.refs_updated));
-		json_object_object_add(o, "refs_same", json_object_new_int(res.refs_same));
-		struct json_object *refs = json_object_new_array(), *skipped = json_object_new_array();
+		struct json_object *o = xjson_object();
+		xjson_add(o, "export_id", xjson_string(id));
+		xjson_add(o, "kind", xjson_string(res.kind));
+		xjson_add(o, "target", xjson_string(res.target ? res.target : ""));
+		xjson_add(o, "refs_updated", xjson_int64(res.refs_updated));
+		xjson_add(o, "refs_same", xjson_int64(res.refs_same));
+		struct json_object *refs = xjson_array(), *skipped = xjson_array();
 		for (char **p = res.refs; p && *p; p++)
-			json_object_array_add(refs, json_object_new_string(*p));
+			xjson_append(refs, xjson_string(*p));
 		for (char **p = res.skipped; p && *p; p++)
-			json_object_array_add(skipped, json_object_new_string(*p));
-		json_object_object_add(o, "refs", refs);
-		json_object_object_add(o, "skipped", skipped);
+			xjson_append(skipped, xjson_string(*p));
+		xjson_add(o, "refs", refs);
+		xjson_add(o, "skipped", skipped);
 		cli_print_json(o);
 	} else if (!strcmp(res.kind, "git")) {
 		if (res.refs_updated == 0)

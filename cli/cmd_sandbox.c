@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/id.h"
+#include "base/xjson.h"
 #include "cli.h"
 #include "controlplane.h"
 #include "docker/docker.h"
@@ -25,7 +26,7 @@ static int sandbox_list(struct cli *cli, struct store *store)
 	struct cp_error *err = NULL;
 	if (store_sandbox_list(store, 0, &rows, &n, &err) < 0)
 		return cli_fail(err);
-	struct json_object *list = json_object_new_array();
+	struct json_object *list = xjson_array();
 	int unsaved = 0;
 	if (!cli->json)
 		printf("%-26s %-9s %-25s %-24s %-8s %s\n", "SANDBOX", "STATUS", "WORKSPACE", "CREATED", "UNSAVED",
@@ -34,21 +35,19 @@ static int sandbox_list(struct cli *cli, struct store *store)
 		struct sandbox_record *s = &rows[i];
 		char b1[40], b2[40];
 		if (cli->json) {
-			struct json_object *o = json_object_new_object();
-			json_object_object_add(o, "sandbox_id", json_object_new_string(s->id));
-			json_object_object_add(o, "status", json_object_new_string(s->status));
-			json_object_object_add(o, "workspace_id", json_object_new_string(s->workspace_id));
-			json_object_object_add(o, "image", json_object_new_string(s->image));
-			json_object_object_add(o, "created_at",
-			                       json_object_new_string(when(s->created_at_ms, b1, sizeof(b1))));
-			json_object_object_add(o, "last_activity_at",
-			                       json_object_new_string(when(s->last_activity_ms, b2, sizeof(b2))));
+			struct json_object *o = xjson_object();
+			xjson_add(o, "sandbox_id", xjson_string(s->id));
+			xjson_add(o, "status", xjson_string(s->status));
+			xjson_add(o, "workspace_id", xjson_string(s->workspace_id));
+			xjson_add(o, "image", xjson_string(s->image));
+			xjson_add(o, "created_at", xjson_string(when(s->created_at_ms, b1, sizeof(b1))));
+			xjson_add(o, "last_activity_at", xjson_string(when(s->last_activity_ms, b2, sizeof(b2))));
 			if (s->failure_reason)
-				json_object_object_add(o, "failure_reason", json_object_new_string(s->failure_reason));
+				xjson_add(o, "failure_reason", xjson_string(s->failure_reason));
 			/* As serve last found it (the CLI never asks a helper). */
 			if (s->unsaved >= 0)
-				json_object_object_add(o, "unsaved_work", json_object_new_boolean(s->unsaved));
-			json_object_array_add(list, o);
+				xjson_add(o, "unsaved_work", xjson_bool(s->unsaved));
+			xjson_append(list, o);
 		} else {
 			printf("%-26s %-9s %-25s %-24s %-8s %s\n", s->id, s->status, s->workspace_id,
 			       when(s->created_at_ms, b1, sizeof(b1)),
@@ -65,10 +64,10 @@ static int sandbox_list(struct cli *cli, struct store *store)
 	if (store_export_count_unapplied(store, &unapplied, &err) < 0)
 		return cli_fail(err);
 	if (cli->json) {
-		struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "sandboxes", list);
-		json_object_object_add(o, "unsaved_count", json_object_new_int(unsaved));
-		json_object_object_add(o, "exports_not_applied", json_object_new_int64(unapplied));
+		struct json_object *o = xjson_object();
+		xjson_add(o, "sandboxes", list);
+		xjson_add(o, "unsaved_count", xjson_int64(unsaved));
+		xjson_add(o, "exports_not_applied", xjson_int64(unapplied));
 		cli_print_json(o);
 	} else {
 		json_object_put(list);
@@ -157,13 +156,13 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id,
 	if (r == 0) {
 		const struct export_record *x = &res.save.export;
 		if (cli->json) {
-			struct json_object *o = json_object_new_object();
-			json_object_object_add(o, "sandbox_id", json_object_new_string(s.id));
-			json_object_object_add(o, "status", json_object_new_string(s.status));
+			struct json_object *o = xjson_object();
+			xjson_add(o, "sandbox_id", xjson_string(s.id));
+			xjson_add(o, "status", xjson_string(s.status));
 			if (x->id)
-				json_object_object_add(o, "export_id", json_object_new_string(x->id));
+				xjson_add(o, "export_id", xjson_string(x->id));
 			if (res.lost)
-				json_object_object_add(o, "lost", json_object_new_string(res.lost));
+				xjson_add(o, "lost", xjson_string(res.lost));
 			cli_print_json(o);
 		} else {
 			printf("destroyed %s (workspace %s kept)\n", s.id, s.workspace_id);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "base/xalloc.h"
 
 #define SERVICE_NAME "chat2sbx.service"
 
@@ -30,14 +31,14 @@ static char *service_environment(void)
 	struct config_env env = config_env_process();
 	size_t n = 0;
 	const struct config_setting_info *infos = config_settings(&n);
-	char *out = strdup("");
+	char *out = xstrdup("");
 	for (size_t i = 0; out && i < n; i++) {
 		const char *name = infos[i].env;
 		const char *v = env.get(env.userdata, name);
 		if (!v || strstr(name, "_TEST_") || !strcmp(name, "CHAT2SBX_CLOCK_OFFSET_MS"))
 			continue;
 		size_t len = strlen(out), vlen = strlen(v);
-		char *grown = realloc(out, len + strlen(name) + 2 * vlen + 32);
+		char *grown = xrealloc(out, len + strlen(name) + 2 * vlen + 32);
 		if (!grown) {
 			free(out);
 			return NULL;
@@ -65,31 +66,28 @@ static char *service_unit(const char *exe, const char *workdir)
 	char *environment = service_environment();
 	if (!environment)
 		return NULL;
-	char *text = NULL;
-	if (asprintf(&text,
-	             "# Written by 'chat2sbx setup --install-service'; remove with --uninstall-service.\n"
-	             "# Settings: the CHAT2SBX_* variables set when it was written (below), then\n"
-	             "# %s/.env and ~/.chat2sbx/config.yaml; no secrets here:\n"
-	             "# serve reads the tunnel id and key from CHAT2SBX_SECRET_DIR itself.\n"
-	             "[Unit]\n"
-	             "Description=chat2sbx: disposable sandboxes for ChatGPT over MCP\n"
-	             "After=network-online.target\n"
-	             "\n"
-	             "[Service]\n"
-	             "Type=simple\n"
-	             "ExecStart=%s serve\n"
-	             "WorkingDirectory=%s\n"
-	             "%s"
-	             "Restart=on-failure\n"
-	             "RestartSec=5\n"
-	             "# serve stops the tunnel client itself on SIGTERM; sandboxes keep running.\n"
-	             "KillMode=mixed\n"
-	             "TimeoutStopSec=30\n"
-	             "\n"
-	             "[Install]\n"
-	             "WantedBy=default.target\n",
-	             workdir, exe, workdir, environment) < 0)
-		text = NULL;
+	char *text = xasprintf("# Written by 'chat2sbx setup --install-service'; remove with --uninstall-service.\n"
+	                       "# Settings: the CHAT2SBX_* variables set when it was written (below), then\n"
+	                       "# %s/.env and ~/.chat2sbx/config.yaml; no secrets here:\n"
+	                       "# serve reads the tunnel id and key from CHAT2SBX_SECRET_DIR itself.\n"
+	                       "[Unit]\n"
+	                       "Description=chat2sbx: disposable sandboxes for ChatGPT over MCP\n"
+	                       "After=network-online.target\n"
+	                       "\n"
+	                       "[Service]\n"
+	                       "Type=simple\n"
+	                       "ExecStart=%s serve\n"
+	                       "WorkingDirectory=%s\n"
+	                       "%s"
+	                       "Restart=on-failure\n"
+	                       "RestartSec=5\n"
+	                       "# serve stops the tunnel client itself on SIGTERM; sandboxes keep running.\n"
+	                       "KillMode=mixed\n"
+	                       "TimeoutStopSec=30\n"
+	                       "\n"
+	                       "[Install]\n"
+	                       "WantedBy=default.target\n",
+	                       workdir, exe, workdir, environment);
 	free(environment);
 	return text;
 }

@@ -16,6 +16,7 @@
 
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/xalloc.h"
 #include "cli.h"
 #include "docker/docker.h"
 #include "lifecycle/lifecycle.h"
@@ -172,7 +173,7 @@ static int run_build_script(struct setup *s, const char *script, int *ret_cached
 		cached |= strstr(line, "template up to date") != NULL;
 		retagged |= strstr(line, "re-tagged") != NULL;
 		free(tail[count % TEMPLATE_TAIL]);
-		tail[count % TEMPLATE_TAIL] = strdup(line);
+		tail[count % TEMPLATE_TAIL] = xstrdup(line);
 		count++;
 		if (s->tty)
 			printf("\r\033[K  [step %d, %llds] %.100s", count,
@@ -333,7 +334,7 @@ static void step_tunnel(struct setup *s)
 	struct cp_error *e = NULL;
 	if (tunnel_config_check(s->cfg, &e) < 0) {
 		step(s, "tunnel", STEP_TODO, "%s", e->message);
-		s->tunnel_todo = strdup(e->message);
+		s->tunnel_todo = xstrdup(e->message);
 		cp_error_free(e);
 		return;
 	}

@@ -17,6 +17,7 @@
 
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/xjson.h"
 #include "cli.h"
 #include "docker/docker.h"
 #include "lifecycle/lifecycle.h"
@@ -29,17 +30,17 @@
 
 static void add_str(struct json_object *o, const char *key, const char *v)
 {
-	json_object_object_add(o, key, v ? json_object_new_string(v) : NULL);
+	xjson_add(o, key, v ? xjson_string(v) : NULL);
 }
 
 static void add_int(struct json_object *o, const char *key, int64_t v, int present)
 {
-	json_object_object_add(o, key, present ? json_object_new_int64(v) : NULL);
+	xjson_add(o, key, present ? xjson_int64(v) : NULL);
 }
 
 static void add_bool(struct json_object *o, const char *key, int v)
 {
-	json_object_object_add(o, key, json_object_new_boolean(v));
+	xjson_add(o, key, xjson_bool(v));
 }
 
 /* One MCP initialize through rq (its body is filled here): 1 when it was
@@ -102,7 +103,7 @@ static void status_mcp(const struct config *cfg, const struct ops_serve_state *s
 /* Service and MCP endpoint. Returns the serve's own tunnel setting when it runs. */
 static void status_service(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
 {
-	struct json_object *svc = json_object_new_object(), *mcp = json_object_new_object();
+	struct json_object *svc = xjson_object(), *mcp = xjson_object();
 	struct ops_serve_state s = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	int have = ops_serve_state_read(cfg->state_dir, &s, &e) == 0;
@@ -121,13 +122,13 @@ static void status_service(const struct config *cfg, struct ops_readiness *rd, s
 		status_mcp(cfg, &s, rd, mcp);
 	add_bool(mcp, "answering", rd->mcp_answering);
 	ops_serve_state_clear(&s);
-	json_object_object_add(out, "service", svc);
-	json_object_object_add(out, "mcp", mcp);
+	xjson_add(out, "service", svc);
+	xjson_add(out, "mcp", mcp);
 }
 
 static void status_tunnel(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
 {
-	struct json_object *t = json_object_new_object();
+	struct json_object *t = xjson_object();
 	add_bool(t, "enabled", rd->tunnel_enabled);
 	struct ops_tunnel_state ts = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
@@ -152,7 +153,7 @@ static void status_tunnel(const struct config *cfg, struct ops_readiness *rd, st
 	rd->tunnel_ready = asked && code == 200;
 	add_bool(t, "ready", rd->tunnel_ready);
 	ops_tunnel_state_clear(&ts);
-	json_object_object_add(out, "tunnel", t);
+	xjson_add(out, "tunnel", t);
 }
 
 static const char *label_of(struct json_object *image, const char *key)
@@ -171,7 +172,7 @@ static const char *label_of(struct json_object *image, const char *key)
 static void status_runtime(const struct config *cfg, struct docker_engine *engine, struct ops_readiness *rd,
                            struct json_object *engine_runtime, struct json_object *out)
 {
-	struct json_object *rt = json_object_new_object();
+	struct json_object *rt = xjson_object();
 	struct lifecycle_runtime_choice c = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	int ok = lifecycle_runtime_probe(cfg, engine, &c, &e) == 0;
@@ -199,12 +200,12 @@ static void status_runtime(const struct config *cfg, struct docker_engine *engin
 	}
 	if (!ok)
 		rd->template_present = 0;
-	json_object_object_add(out, "runtime", rt);
+	xjson_add(out, "runtime", rt);
 }
 
 static void status_engine(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
 {
-	struct json_object *eng = json_object_new_object(), *tpl = json_object_new_object();
+	struct json_object *eng = xjson_object(), *tpl = xjson_object();
 	struct docker_engine *engine = NULL;
 	_cleanup_error_ struct cp_error *e = NULL;
 	add_str(eng, "socket", cfg->docker_socket);
@@ -244,8 +245,8 @@ static void status_engine(const struct config *cfg, struct ops_readiness *rd, st
 	add_bool(tpl, "present", rd->template_present);
 	status_runtime(cfg, engine, rd, json_object_object_get(eng, "runtime"), out);
 	docker_engine_free(engine);
-	json_object_object_add(out, "engine", eng);
-	json_object_object_add(out, "template", tpl);
+	xjson_add(out, "engine", eng);
+	xjson_add(out, "template", tpl);
 }
 
 /* The sum of the memory ceilings of live sandboxes (store_sandbox_is_live). */
@@ -290,7 +291,7 @@ static void status_limits(const struct config *cfg, struct json_object *sbx)
 /* One watched filesystem: free space, size and the watermark there. */
 static struct json_object *disk_entry(const struct config *cfg, const char *what, const char *path, int *ret_low)
 {
-	struct json_object *d = json_object_new_object();
+	struct json_object *d = xjson_object();
 	add_str(d, "what", what);
 	add_str(d, "path", path);
 	struct statvfs sv;
@@ -317,9 +318,9 @@ static struct json_object *disk_entry(const struct config *cfg, const char *what
  * sandboxes paused for a full disk. */
 static void status_disk(const struct config *cfg, struct json_object *out)
 {
-	struct json_object *disk = json_object_new_object(), *list = json_object_new_array();
+	struct json_object *disk = xjson_object(), *list = xjson_array();
 	int low = 0;
-	json_object_array_add(list, disk_entry(cfg, "data root", cfg->data_root, &low));
+	xjson_append(list, disk_entry(cfg, "data root", cfg->data_root, &low));
 	struct docker_engine *engine = NULL;
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (docker_engine_new(cfg->docker_socket, &engine, &e) == 0) {
@@ -328,7 +329,7 @@ static void status_disk(const struct config *cfg, struct json_object *out)
 			struct stat a, b;
 			if (ds.root_dir &&
 			    !(stat(ds.root_dir, &a) == 0 && stat(cfg->data_root, &b) == 0 && a.st_dev == b.st_dev))
-				json_object_array_add(list, disk_entry(cfg, "engine data", ds.root_dir, &low));
+				xjson_append(list, disk_entry(cfg, "engine data", ds.root_dir, &low));
 			add_bool(disk, "size_limit_supported", ds.size_supported);
 			char storage[200];
 			snprintf(storage, sizeof(storage), "%s on %s", ds.driver ? ds.driver : "?",
@@ -353,14 +354,14 @@ static void status_disk(const struct config *cfg, struct json_object *out)
 	}
 	docker_engine_free(engine);
 	add_bool(disk, "low", low);
-	json_object_object_add(disk, "filesystems", list);
-	json_object_object_add(out, "disk", disk);
+	xjson_add(disk, "filesystems", list);
+	xjson_add(out, "disk", disk);
 }
 
 /* The host-edge firewall (issue 12): read when this process may (root). */
 static void status_firewall(const struct config *cfg, struct ops_readiness *rd, struct json_object *out)
 {
-	struct json_object *fw = json_object_new_object();
+	struct json_object *fw = xjson_object();
 	struct docker_engine *engine = NULL;
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (docker_engine_new(cfg->docker_socket, &engine, &e) < 0)
@@ -377,12 +378,12 @@ static void status_firewall(const struct config *cfg, struct ops_readiness *rd, 
 		    "CHAT2SBX_FIREWALL=0: chat2sbx does not keep sandboxes off this host's services; this host's own "
 		    "firewall must");
 	rd->firewall_missing = fr.enabled && fr.known && !FIREWALL_PROTECTS(fr.state);
-	json_object_object_add(out, "firewall", fw);
+	xjson_add(out, "firewall", fw);
 }
 
 static void status_registry(const struct config *cfg, struct json_object *out)
 {
-	struct json_object *sbx = json_object_new_object(), *apr = json_object_new_object();
+	struct json_object *sbx = xjson_object(), *apr = xjson_object();
 	status_limits(cfg, sbx);
 	struct store *store = NULL;
 	_cleanup_error_ struct cp_error *e = NULL;
@@ -425,8 +426,8 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 	add_int(apr, "pending", (int64_t)pending, have);
 	if (!have)
 		add_str(out, "registry_error", e ? e->message : "no registry yet; run 'chat2sbx setup'");
-	json_object_object_add(out, "sandboxes", sbx);
-	json_object_object_add(out, "approvals", apr);
+	xjson_add(out, "sandboxes", sbx);
+	xjson_add(out, "approvals", apr);
 }
 
 static const char *get_s(struct json_object *o, const char *a, const char *b)
@@ -567,7 +568,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 		return 2;
 	}
 	struct ops_readiness rd = {0};
-	struct json_object *o = json_object_new_object();
+	struct json_object *o = xjson_object();
 	status_service(cli->cfg, &rd, o);
 	status_tunnel(cli->cfg, &rd, o);
 	status_engine(cli->cfg, &rd, o);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/xjson.h"
 #include "cli.h"
 #include "controlplane.h"
 #include "lifecycle/lifecycle.h"
@@ -21,15 +22,15 @@ static int list(struct cli *cli, struct store *store)
 	struct cp_error *err = NULL;
 	if (store_workspace_list(store, &rows, &n, &err) < 0)
 		return cli_fail(err);
-	struct json_object *arr = json_object_new_array();
+	struct json_object *arr = xjson_array();
 	if (!cli->json)
 		printf("%-25s %-8s %-9s %-26s %-24s %s\n", "WORKSPACE", "MODE", "STATE", "SANDBOX", "TRASH AT", "PATH");
 	for (size_t i = 0; i < n; i++) {
 		struct workspace_record *w = &rows[i];
 		if (cli->json) {
-			struct json_object *o = json_object_new_object();
+			struct json_object *o = xjson_object();
 			tools_workspace_fill(o, w);
-			json_object_array_add(arr, o);
+			xjson_append(arr, o);
 		} else {
 			int64_t trash_at = 0;
 			const char *state = lifecycle_workspace_state(w, &trash_at);
@@ -76,9 +77,9 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 	if (r < 0)
 		return cli_fail(err);
 	if (cli->json) {
-		struct json_object *o = json_object_new_object();
+		struct json_object *o = xjson_object();
 		tools_workspace_fill(o, &w);
-		json_object_object_add(o, "created", json_object_new_boolean(created));
+		xjson_add(o, "created", xjson_bool(created));
 		cli_print_json(o);
 	} else {
 		printf("%s workspace %s (%s) for %s\nThe model can use it with sandbox_create {\"workspace_id\": "

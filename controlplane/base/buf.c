@@ -1,5 +1,6 @@
 /* buf.c: bounded growable buffer. */
 #include "buf.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@ int cp_buf_append(struct cp_buf *b, const void *data, size_t len)
 		size_t cap = b->cap ? b->cap : 256;
 		while (cap < b->len + len + 1)
 			cap *= 2;
-		char *p = realloc(b->data, cap);
+		char *p = xrealloc(b->data, cap);
 		if (!p)
 			return -1;
 		b->data = p;

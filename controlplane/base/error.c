@@ -67,6 +67,13 @@ int cp_error_prefix(struct cp_error **err, const char *fmt, ...)
 	return -1;
 }
 
+int cp_error_set_detail(struct cp_error **err, enum cp_error_detail detail)
+{
+	if (err && *err)
+		(*err)->detail = detail;
+	return -1;
+}
+
 void cp_error_free(struct cp_error *e)
 {
 	if (!e)

@@ -19,10 +19,22 @@ enum cp_error_code {
 	CP_ERR_INTERNAL,
 };
 
+/* A cause finer than the code, set at the failure site by the layer that
+ * understood it (docker/ parses the engine's reply), so callers test it
+ * instead of scraping another layer's message text. */
+enum cp_error_detail {
+	CP_DETAIL_NONE = 0,
+	CP_DETAIL_PORT_IN_USE,      /* a host port is taken ("port is already allocated", EADDRINUSE) */
+	CP_DETAIL_ALREADY_EXISTS,   /* the name or endpoint exists already */
+	CP_DETAIL_ALREADY_ATTACHED, /* the container is already on that network */
+	CP_DETAIL_NO_SPACE,         /* the engine's disk is full (ENOSPC) */
+};
+
 struct cp_error {
 	enum cp_error_code code;
-	char *message; /* owned; never NULL once set */
-	int errnum;    /* errno at the failure site (cp_error_set_errno), else 0 */
+	char *message;               /* owned; never NULL once set */
+	int errnum;                  /* errno at the failure site (cp_error_set_errno), else 0 */
+	enum cp_error_detail detail; /* CP_DETAIL_NONE unless the failure site knew more */
 };
 
 /* Sets *err (when err is not NULL and *err is still NULL) to a new error with
@@ -40,6 +52,10 @@ int cp_error_set_errno(struct cp_error **err, enum cp_error_code code, int errnu
 /* Prefixes context to an existing error: "<prefix>: <old message>". No-op when
  * err or *err is NULL. Returns -1. */
 int cp_error_prefix(struct cp_error **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Sets the detail of an error just made at the failure site. No-op when err
+ * or *err is NULL. Returns -1. */
+int cp_error_set_detail(struct cp_error **err, enum cp_error_detail detail);
 
 /* Frees an error; accepts NULL. */
 void cp_error_free(struct cp_error *e);

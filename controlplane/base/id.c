@@ -1,6 +1,7 @@
 /* id.c: random identifiers from getrandom(2), base32 (RFC 4648 alphabet,
  * lowercased). Owns no state. */
 #include "id.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,9 +32,7 @@ int id_new(const char *prefix, char **ret_id, struct cp_error **err)
 	if (id_random_bytes(raw, sizeof(raw), err) < 0)
 		return cp_error_prefix(err, "generate id");
 	size_t plen = strlen(prefix);
-	char *id = malloc(plen + ID_RANDOM_CHARS + 1);
-	if (!id)
-		return cp_error_set(err, CP_ERR_INTERNAL, "generate id: out of memory");
+	char *id = xmalloc(plen + ID_RANDOM_CHARS + 1);
 	memcpy(id, prefix, plen);
 	for (size_t i = 0; i < ID_RANDOM_CHARS; i++)
 		id[plen + i] = alphabet[raw[i] & 31];

@@ -3,6 +3,9 @@
  * the MCP stdio transport). */
 #include "log.h"
 
+#include "error.h"
+#include "xjson.h"
+
 #include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,6 +79,23 @@ void log_emit(enum log_level level, const char *component, const char *fmt, ...)
 	emit_line(level, component, msg, NULL, 0);
 }
 
+void cp_error_log_free(enum log_level level, const char *component, struct cp_error **err, const char *fmt, ...)
+{
+	if (!err || !*err)
+		return;
+	if (log_enabled(level, component)) {
+		char context[1024] = "";
+		if (fmt) {
+			va_list ap;
+			va_start(ap, fmt);
+			vsnprintf(context, sizeof(context), fmt, ap);
+			va_end(ap);
+		}
+		log_emit(level, component, "%s%s%s", context, context[0] ? ": " : "", (*err)->message);
+	}
+	cp_error_freep(err);
+}
+
 void log_fields(enum log_level level, const char *component, const char *event, const struct log_field *fields,
                 size_t n)
 {
@@ -114,16 +134,16 @@ static void emit_line(enum log_level level, const char *component, const char *m
 	char line[2400];
 	int n;
 	if (json_lines) {
-		struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "ts", json_object_new_string(when));
-		json_object_object_add(o, "level", json_object_new_string(level_name(level)));
-		json_object_object_add(o, "component", json_object_new_string(component));
-		json_object_object_add(o, "msg", json_object_new_string(msg));
+		struct json_object *o = xjson_object();
+		xjson_add(o, "ts", xjson_string(when));
+		xjson_add(o, "level", xjson_string(level_name(level)));
+		xjson_add(o, "component", xjson_string(component));
+		xjson_add(o, "msg", xjson_string(msg));
 		for (size_t i = 0; i < n_fields; i++)
-			json_object_object_add(o, fields[i].key,
-			                       fields[i].is_num ? json_object_new_int64(fields[i].num)
-			                       : fields[i].str  ? json_object_new_string(fields[i].str)
-			                                        : NULL);
+			xjson_add(o, fields[i].key,
+			          fields[i].is_num ? xjson_int64(fields[i].num)
+			          : fields[i].str  ? xjson_string(fields[i].str)
+			                           : NULL);
 		n = snprintf(
 		    line, sizeof(line), "%s\n",
 		    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));

@@ -37,6 +37,16 @@ struct log_field {
 void log_fields(enum log_level level, const char *component, const char *event, const struct log_field *fields,
                 size_t n);
 
+struct cp_error;
+
+/* The one way a boundary consumes an error it does not return (systemd's
+ * "who logs"): writes one line at level for component, "<context>: <message>"
+ * (context printf-style; NULL fmt logs the message alone), then frees *err
+ * and sets it NULL. The error is released even when the level is not
+ * printed. No-op when err or *err is NULL. Thread-safe as log_emit. */
+void cp_error_log_free(enum log_level level, const char *component, struct cp_error **err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #define log_error(c, ...) log_emit(LOG_LEVEL_ERROR, c, __VA_ARGS__)
 #define log_warn(c, ...) log_emit(LOG_LEVEL_WARN, c, __VA_ARGS__)
 #define log_info(c, ...) log_emit(LOG_LEVEL_INFO, c, __VA_ARGS__)

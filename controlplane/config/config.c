@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 #include "config_file.h"
 
 enum setting_type { SETTING_STRING, SETTING_PATH, SETTING_INT, SETTING_INT64, SETTING_BOOL };
@@ -205,7 +206,7 @@ static char *expand(const struct config_env *env, const struct config *c, const 
 		out[o++] = *p++;
 	}
 	out[o < sizeof(out) ? o : sizeof(out) - 1] = '\0';
-	return strdup(out);
+	return xstrdup(out);
 }
 
 static int parse_bool(const char *s, int *ret)
@@ -227,8 +228,6 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 	case SETTING_STRING:
 	case SETTING_PATH: {
 		char *v = expand(env, c, raw);
-		if (!v)
-			return cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
 		if (s->type == SETTING_PATH && v[0] != '/' && v[0] != '\0') {
 			cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' (from %s) must be an absolute path", s->env,
 			             raw, origin);
@@ -331,9 +330,7 @@ static int refuse_env_only(const struct setting *s, const struct config_file *do
 
 int config_load(const struct config_env *env, struct config **ret_config, struct cp_error **err)
 {
-	struct config *c = calloc(1, sizeof(*c));
-	if (!c)
-		return cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
+	struct config *c = xcalloc(1, sizeof(*c));
 	struct config_file dotenv = {0}, yaml = {0};
 	int r = 0;
 
@@ -369,11 +366,7 @@ int config_load(const struct config_env *env, struct config **ret_config, struct
 				goto fail;
 		}
 		if (pass == 0) {
-			_cleanup_free_ char *path = NULL;
-			if (asprintf(&path, "%s/config.yaml", c->data_root) < 0) {
-				cp_error_set(err, CP_ERR_INTERNAL, "load configuration: out of memory");
-				goto fail;
-			}
+			_cleanup_free_ char *path = xasprintf("%s/config.yaml", c->data_root);
 			if (config_file_read_yaml(path, &yaml, err) < 0)
 				goto fail;
 			for (size_t k = 0; k < yaml.n; k++) {

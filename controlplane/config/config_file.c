@@ -13,26 +13,15 @@
 #include <yaml.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 
-static int add(struct config_file *f, const char *k, size_t klen, const char *v, size_t vlen)
+static void add(struct config_file *f, const char *k, size_t klen, const char *v, size_t vlen)
 {
-	char **keys = realloc(f->keys, (f->n + 1) * sizeof(char *));
-	if (!keys)
-		return -1;
-	f->keys = keys;
-	char **values = realloc(f->values, (f->n + 1) * sizeof(char *));
-	if (!values)
-		return -1;
-	f->values = values;
-	f->keys[f->n] = strndup(k, klen);
-	f->values[f->n] = strndup(v, vlen);
-	if (!f->keys[f->n] || !f->values[f->n]) {
-		free(f->keys[f->n]);
-		free(f->values[f->n]);
-		return -1;
-	}
+	f->keys = xrealloc(f->keys, (f->n + 1) * sizeof(char *));
+	f->values = xrealloc(f->values, (f->n + 1) * sizeof(char *));
+	f->keys[f->n] = xstrndup(k, klen);
+	f->values[f->n] = xstrndup(v, vlen);
 	f->n++;
-	return 0;
 }
 
 int config_file_check_trusted(const struct stat *st, const char *path, struct cp_error **err)
@@ -82,7 +71,7 @@ static int open_trusted(const char *path, FILE **ret_fp, struct cp_error **err)
 	FILE *fp = fdopen(fd, "r");
 	if (!fp) {
 		close(fd);
-		return cp_error_set(err, CP_ERR_INTERNAL, "read '%s': out of memory", path);
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "read '%s'", path);
 	}
 	*ret_fp = fp;
 	return 0;
@@ -123,10 +112,7 @@ int config_file_read_dotenv(const char *path, struct config_file *ret, struct cp
 			v++;
 			vlen -= 2;
 		}
-		if (add(ret, p, (size_t)(key_end - p), v, vlen) < 0) {
-			fclose(fp);
-			return cp_error_set(err, CP_ERR_INTERNAL, "read '%s': out of memory", path);
-		}
+		add(ret, p, (size_t)(key_end - p), v, vlen);
 	}
 	fclose(fp);
 	return 0;
@@ -171,11 +157,9 @@ int config_file_read_yaml(const char *path, struct config_file *ret, struct cp_e
 				                 "read '%s': the document must be a mapping of settings (line %zu)",
 				                 path, ev.start_mark.line + 1);
 			} else if (!key) {
-				key = strndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
+				key = xstrndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
 			} else {
-				if (add(ret, key, strlen(key), (const char *)ev.data.scalar.value,
-				        ev.data.scalar.length) < 0)
-					r = cp_error_set(err, CP_ERR_INTERNAL, "read '%s': out of memory", path);
+				add(ret, key, strlen(key), (const char *)ev.data.scalar.value, ev.data.scalar.length);
 				free(key);
 				key = NULL;
 			}

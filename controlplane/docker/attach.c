@@ -18,6 +18,8 @@
 #include "../base/buf.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
+#include "../base/fdio.h"
+#include "../base/xalloc.h"
 #include "../base/log.h"
 
 #define ATTACH_MAX_HEADERS (16u * 1024)
@@ -26,23 +28,6 @@
 static void cleanup_bufp(struct cp_buf *b)
 {
 	cp_buf_free(b);
-}
-
-/* Waits for events on fd until deadline (monotonic ms). 1 ready, 0 timed
- * out, -1 error (errno). */
-static int wait_fd(int fd, short events, int64_t deadline)
-{
-	for (;;) {
-		int64_t left = deadline - clock_monotonic_ms();
-		if (left <= 0)
-			return 0;
-		struct pollfd p = {.fd = fd, .events = events};
-		int r = poll(&p, 1, left > 1000000 ? 1000000 : (int)left);
-		if (r > 0)
-			return 1;
-		if (r < 0 && errno != EINTR)
-			return -1;
-	}
 }
 
 /* A plain socket rather than libcurl's CONNECT_ONLY + CURLINFO_ACTIVESOCKET:
@@ -67,7 +52,7 @@ static int attach_connect(const char *socket_path, int64_t deadline, const char 
 		if (errno == EINTR)
 			continue;
 		if (errno == EINPROGRESS) {
-			int r = wait_fd(fd, POLLOUT, deadline);
+			int r = fdio_wait(fd, POLLOUT, deadline);
 			int soerr = 0;
 			socklen_t sl = sizeof(soerr);
 			if (r == 0)
@@ -98,58 +83,14 @@ static int attach_connect(const char *socket_path, int64_t deadline, const char 
 	return 0;
 }
 
-static int send_all(int fd, const char *buf, size_t len, int64_t deadline, const char *what, struct cp_error **err)
-{
-	while (len > 0) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN) {
-			int r = wait_fd(fd, POLLOUT, deadline);
-			if (r == 0)
-				return cp_error_set(err, CP_ERR_TIMEOUT,
-				                    "%s: the engine did not take the request in time", what);
-			if (r > 0)
-				continue;
-		}
-		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "%s: send the attach request", what);
-	}
-	return 0;
-}
-
-/* Reads up to len bytes once the socket is readable. >0 bytes, 0 EOF, -1
- * error (errno), -2 deadline passed. */
-static ssize_t recv_some(int fd, void *buf, size_t len, int64_t deadline)
-{
-	for (;;) {
-		ssize_t n = recv(fd, buf, len, 0);
-		if (n >= 0)
-			return n;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -1;
-		int r = wait_fd(fd, POLLIN, deadline);
-		if (r == 0)
-			return -2;
-		if (r < 0)
-			return -1;
-	}
-}
-
 /* Reads the response head one byte at a time, stopping right after the blank
  * line: the multiplexed stream that follows must stay in the socket. */
 static int read_head(int fd, int64_t deadline, struct cp_buf *head, const char *what, struct cp_error **err)
 {
 	while (head->len < 4 || memcmp(head->data + head->len - 4, "\r\n\r\n", 4) != 0) {
 		char c;
-		ssize_t n = recv_some(fd, &c, 1, deadline);
-		if (n == -2)
+		ssize_t n = fdio_recv_some(fd, &c, 1, deadline);
+		if (n < 0 && errno == ETIMEDOUT)
 			return cp_error_set(err, CP_ERR_TIMEOUT,
 			                    "%s: the engine did not answer the attach request in time", what);
 		if (n < 0)
@@ -222,7 +163,7 @@ static void read_error_body(int fd, const char *head, int64_t deadline, struct c
 	char buf[4096];
 	while (want < 0 || body->len < (size_t)want) {
 		size_t room = want < 0 ? sizeof(buf) : (size_t)want - body->len;
-		ssize_t n = recv_some(fd, buf, room < sizeof(buf) ? room : sizeof(buf), deadline);
+		ssize_t n = fdio_recv_some(fd, buf, room < sizeof(buf) ? room : sizeof(buf), deadline);
 		if (n <= 0 || cp_buf_append(body, buf, (size_t)n) < 0)
 			break;
 		if (chunked && body->len >= 5 && memcmp(body->data + body->len - 5, "0\r\n\r\n", 5) == 0)
@@ -244,30 +185,27 @@ int docker_container_attach(struct docker_engine *engine, const char *id, long t
                             struct cp_error **err)
 {
 	_cleanup_free_ char *what = NULL;
-	if (asprintf(&what, "attach to container '%s'", id ? id : "") < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "attach to container: out of memory");
-	}
+	what = xasprintf("attach to container '%s'", id ? id : "");
 	if (!id || !*id || timeout_ms <= 0)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: an id and a positive timeout are required",
 		                    what);
 
 	int64_t start = clock_monotonic_ms(), deadline = start + timeout_ms;
 	_cleanup_free_ char *esc = docker_escape(id, NULL);
-	_cleanup_free_ char *request = NULL;
-	if (!esc || asprintf(&request,
-	                     "POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
-	                     "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
-	                     engine->api_version, esc) < 0) {
-		request = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
+	_cleanup_free_ char *request =
+	    xasprintf("POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
+	              "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
+	              engine->api_version, esc);
 
 	_cleanup_close_ int fd = -1;
 	if (attach_connect(engine->socket_path, deadline, what, &fd, err) < 0)
 		return -1;
-	if (send_all(fd, request, strlen(request), deadline, what, err) < 0)
-		return -1;
+	if (fdio_send_all(fd, request, strlen(request), deadline, NULL) < 0) {
+		if (errno == ETIMEDOUT)
+			return cp_error_set(err, CP_ERR_TIMEOUT, "%s: the engine did not take the request in time",
+			                    what);
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "%s: send the attach request", what);
+	}
 	_cleanup_(cleanup_bufp) struct cp_buf head;
 	cp_buf_init(&head, ATTACH_MAX_HEADERS);
 	if (read_head(fd, deadline, &head, what, err) < 0)

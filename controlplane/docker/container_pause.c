@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 #include "engine_internal.h"
 
 #define DOCKER_PAUSE_TIMEOUT_MS 15000L
@@ -20,9 +21,8 @@ static int post_container(struct docker_engine *engine, const char *id, const ch
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s container: empty container id", verb);
 	_cleanup_free_ char *esc = docker_escape(id, NULL);
 	_cleanup_free_ char *path = NULL, *what = NULL;
-	if (!esc || asprintf(&path, "/containers/%s/%s", esc, verb) < 0 ||
-	    asprintf(&what, "%s container '%s'", verb, id) < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s container '%s': out of memory", verb, id);
+	path = xasprintf("/containers/%s/%s", esc, verb);
+	what = xasprintf("%s container '%s'", verb, id);
 	_cleanup_json_ struct json_object *reply = NULL;
 	return docker_request(engine, "POST", path, NULL, DOCKER_PAUSE_TIMEOUT_MS, what, NULL, &reply, err);
 }
@@ -42,9 +42,8 @@ int docker_container_layer_size(struct docker_engine *engine, const char *id, in
 {
 	_cleanup_free_ char *esc = docker_escape(id ? id : "", NULL);
 	_cleanup_free_ char *path = NULL, *what = NULL;
-	if (!esc || asprintf(&path, "/containers/%s/json?size=1", esc) < 0 ||
-	    asprintf(&what, "measure container '%s'", id ? id : "") < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "measure container: out of memory");
+	path = xasprintf("/containers/%s/json?size=1", esc);
+	what = xasprintf("measure container '%s'", id ? id : "");
 	_cleanup_json_ struct json_object *info = NULL;
 	if (docker_request(engine, "GET", path, NULL, DOCKER_SIZE_TIMEOUT_MS, what, NULL, &info, err) < 0)
 		return -1;

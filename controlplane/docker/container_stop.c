@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 #include "engine_internal.h"
 
 /* t=0: SIGKILL at once; the engine waits for the exit. */
@@ -17,9 +18,8 @@ int docker_container_stop(struct docker_engine *engine, const char *id, struct c
 	_cleanup_free_ char *esc = docker_escape(id, NULL);
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *what = NULL;
-	if (!esc || asprintf(&path, "/containers/%s/stop?t=0", esc) < 0 ||
-	    asprintf(&what, "stop container '%s'", id) < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "stop container '%s': out of memory", id);
+	path = xasprintf("/containers/%s/stop?t=0", esc);
+	what = xasprintf("stop container '%s'", id);
 	_cleanup_json_ struct json_object *reply = NULL;
 	return docker_request(engine, "POST", path, NULL, DOCKER_STOP_TIMEOUT_MS, what, NULL, &reply, err);
 }

@@ -12,6 +12,8 @@
 
 #include "../base/cleanup.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 
 #define DOCKER_CREATE_TIMEOUT_MS 30000L
 #define DOCKER_START_TIMEOUT_MS 60000L /* microVM runtimes boot a kernel first */
@@ -30,72 +32,39 @@ static const char *const dropped_caps[] = {"NET_RAW", "MKNOD", "AUDIT_WRITE", "S
 /* "<verb> container '<ref>'", the prefix of every message from this file. */
 static char *what_new(const char *verb, const char *ref)
 {
-	char *w = NULL;
-	if (asprintf(&w, "%s container '%s'", verb, ref ? ref : "") < 0)
-		return NULL;
-	return w;
+	return xasprintf("%s container '%s'", verb, ref ? ref : "");
 }
 
-static int add_string(struct json_object *o, const char *key, const char *value)
+static void add_string(struct json_object *o, const char *key, const char *value)
 {
-	struct json_object *s = json_object_new_string(value);
-	if (!s || json_object_object_add(o, key, s) < 0) {
-		json_object_put(s);
-		return -1;
-	}
-	return 0;
+	xjson_add(o, key, xjson_string(value));
 }
 
-static int add_int64(struct json_object *o, const char *key, int64_t value)
+static void add_int64(struct json_object *o, const char *key, int64_t value)
 {
-	struct json_object *v = json_object_new_int64(value);
-	if (!v || json_object_object_add(o, key, v) < 0) {
-		json_object_put(v);
-		return -1;
-	}
-	return 0;
+	xjson_add(o, key, xjson_int64(value));
 }
 
-static int add_bool(struct json_object *o, const char *key, int value)
+static void add_bool(struct json_object *o, const char *key, int value)
 {
-	struct json_object *v = json_object_new_boolean(value ? 1 : 0);
-	if (!v || json_object_object_add(o, key, v) < 0) {
-		json_object_put(v);
-		return -1;
-	}
-	return 0;
+	xjson_add(o, key, xjson_bool(value != 0));
 }
 
 /* Adds key: [strings...] from a NULL-terminated vector (NULL = empty array). */
-static int add_strv(struct json_object *o, const char *key, const char *const *v)
+static void add_strv(struct json_object *o, const char *key, const char *const *v)
 {
-	struct json_object *a = json_object_new_array();
-	if (!a)
-		return -1;
-	for (size_t i = 0; v && v[i]; i++) {
-		struct json_object *s = json_object_new_string(v[i]);
-		if (!s || json_object_array_add(a, s) < 0) {
-			json_object_put(s);
-			json_object_put(a);
-			return -1;
-		}
-	}
-	if (json_object_object_add(o, key, a) < 0) {
-		json_object_put(a);
-		return -1;
-	}
-	return 0;
+	struct json_object *a = xjson_array();
+	for (size_t i = 0; v && v[i]; i++)
+		xjson_append(a, xjson_string(v[i]));
+	xjson_add(o, key, a);
 }
 
-static int add_object(struct json_object *o, const char *key, struct json_object **ret_child)
+/* Adds key: {} and returns it (borrowed: o owns it). */
+static struct json_object *add_object(struct json_object *o, const char *key)
 {
-	struct json_object *c = json_object_new_object();
-	if (!c || json_object_object_add(o, key, c) < 0) {
-		json_object_put(c);
-		return -1;
-	}
-	*ret_child = c; /* borrowed: o owns it */
-	return 0;
+	struct json_object *c = xjson_object();
+	xjson_add(o, key, c);
+	return c;
 }
 
 /* "8000/tcp", the engine's key for a container port. */
@@ -108,171 +77,133 @@ static void port_key(char *buf, size_t size, int port)
  * ({"8000/tcp":[{"HostIp":"127.0.0.1","HostPort":"49153"}]}, HostPort ""
  * for an engine-chosen port), RestartPolicy, ReadonlyRootfs (Docker Engine
  * API v1.41, "Create a container", HostConfig). */
-static int build_forwarder_host_config(struct json_object *hc, const struct docker_container_spec *spec)
+static void build_forwarder_host_config(struct json_object *hc, const struct docker_container_spec *spec)
 {
 	if (spec->n_port_bindings) {
-		struct json_object *pb = NULL;
-		if (add_object(hc, "PortBindings", &pb) < 0)
-			return -1;
+		struct json_object *pb = add_object(hc, "PortBindings");
 		for (size_t i = 0; i < spec->n_port_bindings; i++) {
 			const struct docker_port_binding *b = &spec->port_bindings[i];
 			char key[32], host_port[16] = "";
 			port_key(key, sizeof(key), b->container_port);
 			if (b->host_port > 0)
 				snprintf(host_port, sizeof(host_port), "%d", b->host_port);
-			struct json_object *list = json_object_new_array(), *one = json_object_new_object();
-			if (!list || !one || json_object_array_add(list, one) < 0) {
-				json_object_put(list);
-				json_object_put(one);
-				return -1;
-			}
-			if (json_object_object_add(pb, key, list) < 0) {
-				json_object_put(list);
-				return -1;
-			}
-			if (add_string(one, "HostIp", b->host_ip ? b->host_ip : "") < 0 ||
-			    add_string(one, "HostPort", host_port) < 0)
-				return -1;
+			struct json_object *list = xjson_array(), *one = xjson_object();
+			xjson_append(list, one);
+			xjson_add(pb, key, list);
+			add_string(one, "HostIp", b->host_ip ? b->host_ip : "");
+			add_string(one, "HostPort", host_port);
 		}
 	}
-	if (spec->restart_policy) {
-		struct json_object *rp = NULL;
-		if (add_object(hc, "RestartPolicy", &rp) < 0 || add_string(rp, "Name", spec->restart_policy) < 0)
-			return -1;
-	}
-	if (spec->read_only_rootfs && add_bool(hc, "ReadonlyRootfs", 1) < 0)
-		return -1;
-	return 0;
+	if (spec->restart_policy)
+		add_string(add_object(hc, "RestartPolicy"), "Name", spec->restart_policy);
+	if (spec->read_only_rootfs)
+		add_bool(hc, "ReadonlyRootfs", 1);
 }
 
 /* HostConfig.Devices: each host device at the same path, read, write and
  * mknod in the device cgroup (Docker Engine API v1.41, DeviceMapping). */
-static int build_devices(struct json_object *hc, const char *const *devices)
+static void build_devices(struct json_object *hc, const char *const *devices)
 {
-	struct json_object *list = json_object_new_array();
-	if (!list || json_object_object_add(hc, "Devices", list) < 0) {
-		json_object_put(list);
-		return -1;
-	}
+	struct json_object *list = xjson_array();
+	xjson_add(hc, "Devices", list);
 	for (size_t i = 0; devices[i]; i++) {
-		struct json_object *d = json_object_new_object();
-		if (!d || json_object_array_add(list, d) < 0) {
-			json_object_put(d);
-			return -1;
-		}
-		if (add_string(d, "PathOnHost", devices[i]) < 0 || add_string(d, "PathInContainer", devices[i]) < 0 ||
-		    add_string(d, "CgroupPermissions", "rwm") < 0)
-			return -1;
+		struct json_object *d = xjson_object();
+		xjson_append(list, d);
+		add_string(d, "PathOnHost", devices[i]);
+		add_string(d, "PathInContainer", devices[i]);
+		add_string(d, "CgroupPermissions", "rwm");
 	}
-	return 0;
 }
 
-static int build_host_config(struct json_object *root, const struct docker_container_spec *spec,
-                             const char *seccomp_opt)
+static void build_host_config(struct json_object *root, const struct docker_container_spec *spec,
+                              const char *seccomp_opt)
 {
-	struct json_object *hc = NULL, *log = NULL, *mounts = NULL;
-	if (add_object(root, "HostConfig", &hc) < 0)
-		return -1;
-
-	mounts = json_object_new_array();
-	if (!mounts || json_object_object_add(hc, "Mounts", mounts) < 0) {
-		json_object_put(mounts);
-		return -1;
-	}
+	struct json_object *hc = add_object(root, "HostConfig");
+	struct json_object *mounts = xjson_array();
+	xjson_add(hc, "Mounts", mounts);
 	for (size_t i = 0; i < spec->n_mounts; i++) {
-		struct json_object *m = json_object_new_object();
-		if (!m || json_object_array_add(mounts, m) < 0) {
-			json_object_put(m);
-			return -1;
-		}
-		if (add_string(m, "Type", "bind") < 0 || add_string(m, "Source", spec->mounts[i].source) < 0 ||
-		    add_string(m, "Target", spec->mounts[i].target) < 0 ||
-		    add_bool(m, "ReadOnly", spec->mounts[i].read_only) < 0)
-			return -1;
+		struct json_object *m = xjson_object();
+		xjson_append(mounts, m);
+		add_string(m, "Type", "bind");
+		add_string(m, "Source", spec->mounts[i].source);
+		add_string(m, "Target", spec->mounts[i].target);
+		add_bool(m, "ReadOnly", spec->mounts[i].read_only);
 	}
 	/* MemorySwap equal to Memory: the ceiling holds, no swap is added on
 	 * top (Docker Engine API v1.41, HostConfig.MemorySwap: memory plus swap). */
-	if (spec->memory_bytes > 0 &&
-	    (add_int64(hc, "Memory", spec->memory_bytes) < 0 || add_int64(hc, "MemorySwap", spec->memory_bytes) < 0))
-		return -1;
-	if (spec->oom_score_adj != 0 && add_int64(hc, "OomScoreAdj", spec->oom_score_adj) < 0)
-		return -1;
+	if (spec->memory_bytes > 0) {
+		add_int64(hc, "Memory", spec->memory_bytes);
+		add_int64(hc, "MemorySwap", spec->memory_bytes);
+	}
+	if (spec->oom_score_adj != 0)
+		add_int64(hc, "OomScoreAdj", spec->oom_score_adj);
 	if (spec->disk_bytes > 0) {
-		struct json_object *so = NULL;
 		char size[32];
 		snprintf(size, sizeof(size), "%lld", (long long)spec->disk_bytes);
-		if (add_object(hc, "StorageOpt", &so) < 0 || add_string(so, "size", size) < 0)
-			return -1;
+		add_string(add_object(hc, "StorageOpt"), "size", size);
 	}
-	if (spec->nano_cpus > 0 && add_int64(hc, "NanoCpus", spec->nano_cpus) < 0)
-		return -1;
-	if (spec->pids_limit > 0 && add_int64(hc, "PidsLimit", spec->pids_limit) < 0)
-		return -1;
-	if (!spec->network_disabled && spec->network && add_string(hc, "NetworkMode", spec->network) < 0)
-		return -1;
-	if (spec->network_disabled && add_string(hc, "NetworkMode", "none") < 0)
-		return -1;
-	if (spec->runtime && *spec->runtime && add_string(hc, "Runtime", spec->runtime) < 0)
-		return -1;
+	if (spec->nano_cpus > 0)
+		add_int64(hc, "NanoCpus", spec->nano_cpus);
+	if (spec->pids_limit > 0)
+		add_int64(hc, "PidsLimit", spec->pids_limit);
+	if (!spec->network_disabled && spec->network)
+		add_string(hc, "NetworkMode", spec->network);
+	if (spec->network_disabled)
+		add_string(hc, "NetworkMode", "none");
+	if (spec->runtime && *spec->runtime)
+		add_string(hc, "Runtime", spec->runtime);
 	static const char *const drop_all[] = {"ALL", NULL};
-	if (add_bool(hc, "Privileged", 0) < 0 || add_object(hc, "LogConfig", &log) < 0 ||
-	    add_string(log, "Type", "none") < 0 ||
-	    add_strv(hc, "CapDrop", spec->cap_drop_all ? drop_all : dropped_caps) < 0)
-		return -1;
-	if (spec->cap_add && add_strv(hc, "CapAdd", spec->cap_add) < 0)
-		return -1;
-	if (spec->devices && build_devices(hc, spec->devices) < 0)
-		return -1;
-	if (build_forwarder_host_config(hc, spec) < 0)
-		return -1;
+	add_bool(hc, "Privileged", 0);
+	add_string(add_object(hc, "LogConfig"), "Type", "none");
+	add_strv(hc, "CapDrop", spec->cap_drop_all ? drop_all : dropped_caps);
+	if (spec->cap_add)
+		add_strv(hc, "CapAdd", spec->cap_add);
+	if (spec->devices)
+		build_devices(hc, spec->devices);
+	build_forwarder_host_config(hc, spec);
 	/* Every container, forwarders included: no setuid files from container
 	 * root on any mount, no openat2 or io_uring around it (seccomp.c). */
 	const char *const security_opt[] = {"no-new-privileges", seccomp_opt, NULL};
-	if (add_strv(hc, "SecurityOpt", security_opt) < 0 || add_bool(hc, "Init", 0) < 0)
-		return -1;
-	return 0;
+	add_strv(hc, "SecurityOpt", security_opt);
+	add_bool(hc, "Init", 0);
 }
 
 /* The create body (Docker Engine API v1.41, "Create a container",
- * ContainerConfig + HostConfig). Returns a new object or NULL (out of memory). */
+ * ContainerConfig + HostConfig). Returns a new object (caller puts it). */
 static struct json_object *build_create_body(const struct docker_container_spec *spec, const char *seccomp_opt)
 {
-	_cleanup_json_ struct json_object *root = json_object_new_object();
-	struct json_object *labels = NULL;
-	if (!root || add_string(root, "Image", spec->image) < 0 || add_strv(root, "Entrypoint", spec->entrypoint) < 0 ||
-	    add_strv(root, "Cmd", NULL) < 0 || add_strv(root, "Env", spec->env) < 0 ||
-	    add_object(root, "Labels", &labels) < 0)
-		return NULL;
+	struct json_object *root = xjson_object();
+	add_string(root, "Image", spec->image);
+	add_strv(root, "Entrypoint", spec->entrypoint);
+	add_strv(root, "Cmd", NULL);
+	add_strv(root, "Env", spec->env);
+	struct json_object *labels = add_object(root, "Labels");
 	for (size_t i = 0; spec->labels && spec->labels[i]; i += 2)
-		if (add_string(labels, spec->labels[i], spec->labels[i + 1]) < 0)
-			return NULL;
-	if (spec->working_dir && add_string(root, "WorkingDir", spec->working_dir) < 0)
-		return NULL;
+		add_string(labels, spec->labels[i], spec->labels[i + 1]);
+	if (spec->working_dir)
+		add_string(root, "WorkingDir", spec->working_dir);
 	/* stdin stays open across attaches (StdinOnce false) so the control plane
 	 * can re-attach after a restart; no TTY so the stream is multiplexed. */
 	int attach = !spec->no_stdin;
-	if (add_bool(root, "OpenStdin", attach) < 0 || add_bool(root, "StdinOnce", 0) < 0 ||
-	    add_bool(root, "AttachStdin", attach) < 0 || add_bool(root, "AttachStdout", attach) < 0 ||
-	    add_bool(root, "AttachStderr", attach) < 0 || add_bool(root, "Tty", 0) < 0)
-		return NULL;
-	if (spec->user && add_string(root, "User", spec->user) < 0)
-		return NULL;
+	add_bool(root, "OpenStdin", attach);
+	add_bool(root, "StdinOnce", 0);
+	add_bool(root, "AttachStdin", attach);
+	add_bool(root, "AttachStdout", attach);
+	add_bool(root, "AttachStderr", attach);
+	add_bool(root, "Tty", 0);
+	if (spec->user)
+		add_string(root, "User", spec->user);
 	/* A bound port must also be exposed, or the engine publishes nothing. */
 	if (spec->n_port_bindings) {
-		struct json_object *exposed = NULL;
-		if (add_object(root, "ExposedPorts", &exposed) < 0)
-			return NULL;
+		struct json_object *exposed = add_object(root, "ExposedPorts");
 		for (size_t i = 0; i < spec->n_port_bindings; i++) {
 			char key[32];
-			struct json_object *empty = NULL;
 			port_key(key, sizeof(key), spec->port_bindings[i].container_port);
-			if (add_object(exposed, key, &empty) < 0)
-				return NULL;
+			add_object(exposed, key);
 		}
 	}
-	if (build_host_config(root, spec, seccomp_opt) < 0)
-		return NULL;
-	return TAKE_PTR(root);
+	build_host_config(root, spec, seccomp_opt);
+	return root;
 }
 
 /* POST /containers/create?name=… (Docker Engine API v1.41, "Create a
@@ -285,8 +216,6 @@ int docker_container_create(struct docker_engine *engine, const struct docker_co
                             struct cp_error **err)
 {
 	_cleanup_free_ char *what = what_new("create", spec && spec->name ? spec->name : "");
-	if (!what)
-		return cp_error_set(err, CP_ERR_INTERNAL, "create container: out of memory");
 	if (!spec || !spec->name || !*spec->name || !spec->image || !*spec->image)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: a name and an image are required", what);
 	size_t n_labels = 0;
@@ -305,11 +234,7 @@ int docker_container_create(struct docker_engine *engine, const struct docker_co
 		return cp_error_prefix(err, "%s", what);
 	_cleanup_json_ struct json_object *body = build_create_body(spec, seccomp_opt);
 	_cleanup_free_ char *name = docker_escape(spec->name, NULL);
-	_cleanup_free_ char *path = NULL;
-	if (!body || !name || asprintf(&path, "/containers/create?name=%s", name) < 0) {
-		path = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
+	_cleanup_free_ char *path = xasprintf("/containers/create?name=%s", name);
 	_cleanup_json_ struct json_object *reply = NULL;
 	if (docker_request(engine, "POST", path, body, DOCKER_CREATE_TIMEOUT_MS, what, NULL, &reply, err) < 0)
 		return -1;
@@ -320,10 +245,7 @@ int docker_container_create(struct docker_engine *engine, const struct docker_co
 		for (size_t i = 0; i < json_object_array_length(warnings); i++)
 			log_debug("docker", "%s: engine warning: %s", what,
 			          json_object_get_string(json_object_array_get_idx(warnings, i)));
-	char *copy = strdup(json_object_get_string(id));
-	if (!copy)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	*ret_id = copy;
+	*ret_id = xstrdup(json_object_get_string(id));
 	return 0;
 }
 
@@ -332,16 +254,11 @@ static int container_simple(struct docker_engine *engine, const char *method, co
                             const char *suffix, long timeout_ms, struct json_object **ret_body, struct cp_error **err)
 {
 	_cleanup_free_ char *what = what_new(verb, id);
-	if (!what)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s container: out of memory", verb);
 	if (!id || !*id)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty container id", what);
 	_cleanup_free_ char *esc = docker_escape(id, NULL);
 	_cleanup_free_ char *path = NULL;
-	if (!esc || asprintf(&path, "/containers/%s%s", esc, suffix) < 0) {
-		path = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
+	path = xasprintf("/containers/%s%s", esc, suffix);
 	return docker_request(engine, method, path, NULL, timeout_ms, what, NULL, ret_body, err);
 }
 
@@ -388,8 +305,8 @@ static const char *get_string(struct json_object *o, const char *key)
 static char *dup_name(const char *name)
 {
 	if (!name)
-		return strdup("");
-	return strdup(name[0] == '/' ? name + 1 : name);
+		return xstrdup("");
+	return xstrdup(name[0] == '/' ? name + 1 : name);
 }
 
 /* GET /containers/{id}/json (Docker Engine API v1.41, "Inspect a
@@ -409,18 +326,14 @@ int docker_container_inspect(struct docker_engine *engine, const char *id, struc
 	struct docker_container_state s = {0};
 	const char *status = get_string(state, "Status");
 	const char *error = get_string(state, "Error");
-	s.id = strdup(cid);
+	s.id = xstrdup(cid);
 	s.name = dup_name(get_string(reply, "Name"));
-	s.status = strdup(status ? status : "unknown");
-	s.error = error && *error ? strdup(error) : NULL;
+	s.status = xstrdup(status ? status : "unknown");
+	s.error = error && *error ? xstrdup(error) : NULL;
 	if (json_object_object_get_ex(state, "Running", &v))
 		s.running = json_object_get_boolean(v);
 	if (json_object_object_get_ex(state, "ExitCode", &v))
 		s.exit_code = json_object_get_int(v);
-	if (!s.id || !s.name || !s.status || (error && *error && !s.error)) {
-		docker_container_state_clear(&s);
-		return cp_error_set(err, CP_ERR_INTERNAL, "inspect container '%s': out of memory", id);
-	}
 	*ret_state = s;
 	return 0;
 }
@@ -438,16 +351,12 @@ static int state_from_summary(struct json_object *c, struct docker_container_sta
 	const char *state = get_string(c, "State");
 	const char *human = get_string(c, "Status");
 	memset(s, 0, sizeof(*s));
-	s->id = strdup(id ? id : "");
+	s->id = xstrdup(id ? id : "");
 	s->name = dup_name(name);
-	s->status = strdup(state ? state : "unknown");
+	s->status = xstrdup(state ? state : "unknown");
 	s->running = state && strcmp(state, "running") == 0;
 	if (human && strncmp(human, "Exited (", 8) == 0)
 		s->exit_code = atoi(human + 8);
-	if (!s->id || !s->name || !s->status) {
-		docker_container_state_clear(s);
-		return -1;
-	}
 	return 0;
 }
 
@@ -458,24 +367,15 @@ static int state_from_summary(struct json_object *c, struct docker_container_sta
 int docker_container_list(struct docker_engine *engine, const char *label, struct docker_container_state **ret_states,
                           size_t *ret_n, struct cp_error **err)
 {
-	_cleanup_free_ char *what = NULL;
-	if (asprintf(&what, "list containers labelled '%s'", label ? label : "") < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "list containers: out of memory");
-	}
+	_cleanup_free_ char *what = xasprintf("list containers labelled '%s'", label ? label : "");
 	if (!label || !*label)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty label", what);
 
-	_cleanup_json_ struct json_object *filters = json_object_new_object();
+	_cleanup_json_ struct json_object *filters = xjson_object();
 	const char *const values[] = {label, NULL};
-	if (!filters || add_strv(filters, "label", values) < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	add_strv(filters, "label", values);
 	_cleanup_free_ char *esc = docker_escape(json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN), NULL);
-	_cleanup_free_ char *path = NULL;
-	if (!esc || asprintf(&path, "/containers/json?all=1&filters=%s", esc) < 0) {
-		path = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
+	_cleanup_free_ char *path = xasprintf("/containers/json?all=1&filters=%s", esc);
 	_cleanup_json_ struct json_object *reply = NULL;
 	if (docker_request(engine, "GET", path, NULL, DOCKER_QUERY_TIMEOUT_MS, what, NULL, &reply, err) < 0)
 		return -1;
@@ -483,17 +383,9 @@ int docker_container_list(struct docker_engine *engine, const char *label, struc
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
 
 	size_t n = json_object_array_length(reply);
-	struct docker_container_state *states = n ? calloc(n, sizeof(*states)) : NULL;
-	if (n && !states)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	for (size_t i = 0; i < n; i++) {
-		if (state_from_summary(json_object_array_get_idx(reply, i), &states[i]) < 0) {
-			for (size_t j = 0; j < i; j++)
-				docker_container_state_clear(&states[j]);
-			free(states);
-			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-		}
-	}
+	struct docker_container_state *states = n ? xcalloc(n, sizeof(*states)) : NULL;
+	for (size_t i = 0; i < n; i++)
+		state_from_summary(json_object_array_get_idx(reply, i), &states[i]);
 	*ret_states = states;
 	*ret_n = n;
 	return 0;

@@ -19,7 +19,7 @@ int docker_network_bridge_of(struct json_object *network, char *buf, size_t size
 
 /* "<base>filters=<escaped {key:[value]}>" (the engine's list filters,
  * Docker Engine API "List networks", "List containers"); base ends in '?'
- * or '&'. Caller frees; NULL when out of memory. */
+ * or '&'. Caller frees; never NULL. */
 char *docker_filtered_path(const char *base, const char *key, const char *value);
 
 /* Largest engine response body accepted (bytes). */
@@ -39,9 +39,18 @@ struct docker_engine {
  * plugin answers, DENIED; anything else INTERNAL). */
 enum cp_error_code docker_status_code(long status);
 
+/* The cause an engine error message names (base/error.h), so callers above
+ * docker/ test a detail instead of the engine's wording: "port is already
+ * allocated" / "address already in use" → PORT_IN_USE, "already attached" →
+ * ALREADY_ATTACHED, "already exists" / "is already in use by" (a name taken)
+ * → ALREADY_EXISTS, "no space left on device" → NO_SPACE, else NONE. Matched
+ * without regard to case (the engine's wording and the kernel's strerror
+ * differ in capitals). message may be NULL. Pure. */
+enum cp_error_detail docker_engine_detail(const char *message);
+
 /* Fills *err with "<what>: <engine_message>" (or "<what>: the engine answered
  * HTTP <status>" when engine_message is NULL or empty), code from
- * docker_status_code. Returns -1. */
+ * docker_status_code and detail from docker_engine_detail. Returns -1. */
 int docker_error_status(struct cp_error **err, long status, const char *engine_message, const char *what);
 
 /* Fills *err with UNAVAILABLE "[<what>: ]cannot reach the Docker Engine at
@@ -50,7 +59,7 @@ int docker_error_unreachable(struct cp_error **err, const char *socket_path, con
 
 /* Percent-encodes s for a URL path segment or query value: unreserved
  * characters (RFC 3986, section 2.3) and those in keep pass through. Returns a
- * new string (caller frees) or NULL when out of memory. */
+ * new string (caller frees), never NULL. */
 char *docker_escape(const char *s, const char *keep);
 
 /* The engine's own "message" from an error body (a JSON object with a

@@ -14,6 +14,8 @@
 
 #include "../base/buf.h"
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 
 #define DOCKER_EXEC_CREATE_TIMEOUT_MS 10000L
 #define DOCKER_EXEC_MAX_OUTPUT (64u * 1024)
@@ -42,9 +44,7 @@ static void on_frame(void *userdata, enum docker_stream stream, const char *data
 
 static char *buf_text(struct cp_buf *b)
 {
-	char *t = malloc(b->len + 1);
-	if (!t)
-		return NULL;
+	char *t = xmalloc(b->len + 1);
 	if (b->len)
 		memcpy(t, b->data, b->len);
 	t[b->len] = '\0';
@@ -55,33 +55,23 @@ int docker_container_exec(struct docker_engine *engine, const char *id, const ch
                           struct docker_exec_result *ret, struct cp_error **err)
 {
 	_cleanup_free_ char *what = NULL;
-	if (asprintf(&what, "run '%s' in container '%s'", argv && argv[0] ? argv[0] : "", id ? id : "") < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "exec in container: out of memory");
-	}
+	what = xasprintf("run '%s' in container '%s'", argv && argv[0] ? argv[0] : "", id ? id : "");
 	if (!id || !*id || !argv || !argv[0] || timeout_ms <= 0)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: a container, a command and a timeout are needed",
 		                    what);
-	_cleanup_json_ struct json_object *body = json_object_new_object();
-	struct json_object *cmd = json_object_new_array();
-	if (!body || !cmd) {
-		json_object_put(cmd);
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
+	_cleanup_json_ struct json_object *body = xjson_object();
+	struct json_object *cmd = xjson_array();
 	for (size_t i = 0; argv[i]; i++)
-		json_object_array_add(cmd, json_object_new_string(argv[i]));
-	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
-	json_object_object_add(body, "Tty", json_object_new_boolean(0));
-	json_object_object_add(body, "User", json_object_new_string("0:0"));
+		xjson_append(cmd, xjson_string(argv[i]));
+	xjson_add(body, "Cmd", cmd);
+	xjson_add(body, "AttachStdin", xjson_bool(0));
+	xjson_add(body, "AttachStdout", xjson_bool(1));
+	xjson_add(body, "AttachStderr", xjson_bool(1));
+	xjson_add(body, "Tty", xjson_bool(0));
+	xjson_add(body, "User", xjson_string("0:0"));
 	_cleanup_free_ char *esc = docker_escape(id, NULL);
 	_cleanup_free_ char *path = NULL;
-	if (!esc || asprintf(&path, "/containers/%s/exec", esc) < 0) {
-		path = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
+	path = xasprintf("/containers/%s/exec", esc);
 	_cleanup_json_ struct json_object *created = NULL;
 	if (docker_request(engine, "POST", path, body, DOCKER_EXEC_CREATE_TIMEOUT_MS, what, NULL, &created, err) < 0)
 		return -1;
@@ -90,15 +80,12 @@ int docker_container_exec(struct docker_engine *engine, const char *id, const ch
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no exec Id", what);
 	_cleanup_free_ char *exec_id = docker_escape(json_object_get_string(v), NULL);
 	_cleanup_free_ char *start = NULL, *inspect = NULL;
-	if (!exec_id || asprintf(&start, "/exec/%s/start", exec_id) < 0 ||
-	    asprintf(&inspect, "/exec/%s/json", exec_id) < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	start = xasprintf("/exec/%s/start", exec_id);
+	inspect = xasprintf("/exec/%s/json", exec_id);
 
-	_cleanup_json_ struct json_object *start_body = json_object_new_object();
-	if (!start_body)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	json_object_object_add(start_body, "Detach", json_object_new_boolean(0));
-	json_object_object_add(start_body, "Tty", json_object_new_boolean(0));
+	_cleanup_json_ struct json_object *start_body = xjson_object();
+	xjson_add(start_body, "Detach", xjson_bool(0));
+	xjson_add(start_body, "Tty", xjson_bool(0));
 	/* The engine answers with the raw stream and closes it when the
 	 * command ends; the transport hands a non-JSON body back as a string
 	 * with its length (NUL bytes of the headers included). */
@@ -129,10 +116,6 @@ int docker_container_exec(struct docker_engine *engine, const char *id, const ch
 	if (r == 0) {
 		res.out = buf_text(&s.out);
 		res.err = buf_text(&s.err);
-		if (!res.out || !res.err) {
-			docker_exec_result_clear(&res);
-			r = cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-		}
 	}
 	cp_buf_free(&s.out);
 	cp_buf_free(&s.err);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 
 #define DOCKER_IMAGE_TIMEOUT_MS 10000L
 
@@ -20,28 +21,20 @@
 int docker_image_inspect(struct docker_engine *engine, const char *name, char **ret_id, struct cp_error **err)
 {
 	_cleanup_free_ char *what = NULL;
-	if (asprintf(&what, "inspect image '%s'", name ? name : "") < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "inspect image: out of memory");
-	}
+	what = xasprintf("inspect image '%s'", name ? name : "");
 	if (!name || !*name)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty image name", what);
 
 	_cleanup_free_ char *esc = docker_escape(name, "/:@");
 	_cleanup_free_ char *path = NULL;
-	if (!esc || asprintf(&path, "/images/%s/json", esc) < 0) {
-		path = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
+	path = xasprintf("/images/%s/json", esc);
 	_cleanup_json_ struct json_object *body = NULL;
 	if (docker_request(engine, "GET", path, NULL, DOCKER_IMAGE_TIMEOUT_MS, what, NULL, &body, err) < 0)
 		return -1;
 	struct json_object *id = NULL;
 	if (!body || !json_object_object_get_ex(body, "Id", &id) || !json_object_is_type(id, json_type_string))
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no image Id", what);
-	char *copy = strdup(json_object_get_string(id));
-	if (!copy)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	char *copy = xstrdup(json_object_get_string(id));
 	*ret_id = copy;
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 
 #define DOCKER_INFO_TIMEOUT_MS 10000L
 
@@ -75,9 +76,7 @@ static char *runtime_names(struct json_object *runtimes)
 		(void)val;
 		len += strlen(key) + 2;
 	}
-	char *names = calloc(1, len);
-	if (!names)
-		return NULL;
+	char *names = xcalloc(1, len);
 	json_object_object_foreach(runtimes, k2, v2)
 	{
 		(void)v2;
@@ -112,8 +111,7 @@ int docker_engine_runtime_info(struct docker_engine *engine, const char *name, s
 	r.found = name && json_object_object_get_ex(runtimes, name, &rt) && json_object_is_type(rt, json_type_object);
 	r.no_network = r.found && runtime_has_no_network(rt);
 	r.ignores_seccomp = r.found && runtime_ignores_seccomp(name, rt);
-	if (!(r.names = runtime_names(runtimes)))
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	r.names = runtime_names(runtimes);
 	*ret = r;
 	return 0;
 }
@@ -173,9 +171,9 @@ int docker_engine_storage(struct docker_engine *engine, struct docker_storage *r
 	struct docker_storage s = {0};
 	struct json_object *v = NULL, *status = NULL;
 	if (json_object_object_get_ex(info, "Driver", &v) && json_object_is_type(v, json_type_string))
-		s.driver = strdup(json_object_get_string(v));
+		s.driver = xstrdup(json_object_get_string(v));
 	if (json_object_object_get_ex(info, "DockerRootDir", &v) && json_object_is_type(v, json_type_string))
-		s.root_dir = strdup(json_object_get_string(v));
+		s.root_dir = xstrdup(json_object_get_string(v));
 	/* DriverStatus: [["Backing Filesystem", "extfs"], ...] */
 	if (json_object_object_get_ex(info, "DriverStatus", &status) && json_object_is_type(status, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(status) && !s.backing_fs; i++) {
@@ -183,7 +181,7 @@ int docker_engine_storage(struct docker_engine *engine, struct docker_storage *r
 			const char *k = json_object_get_string(json_object_array_get_idx(pair, 0));
 			const char *val = json_object_get_string(json_object_array_get_idx(pair, 1));
 			if (k && val && !strcmp(k, "Backing Filesystem"))
-				s.backing_fs = strdup(val);
+				s.backing_fs = xstrdup(val);
 		}
 	s.size_supported = takes_size(s.driver, s.backing_fs);
 	*ret = s;

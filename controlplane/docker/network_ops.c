@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 
 #define DOCKER_NETWORK_OP_TIMEOUT_MS 15000L
 
@@ -17,10 +19,7 @@
 static char *network_path(const char *ref, const char *suffix)
 {
 	_cleanup_free_ char *esc = docker_escape(ref, NULL);
-	char *path = NULL;
-	if (!esc || asprintf(&path, "/networks/%s%s", esc, suffix) < 0)
-		return NULL;
-	return path;
+	return xasprintf("/networks/%s%s", esc, suffix);
 }
 
 int docker_network_create(struct docker_engine *engine, const char *name, const char *const *labels, int icc,
@@ -29,30 +28,21 @@ int docker_network_create(struct docker_engine *engine, const char *name, const 
 	_cleanup_free_ char *what = NULL;
 	if (!name || !*name)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "create network: empty name");
-	if (asprintf(&what, "create network '%s'", name) < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "create network '%s': out of memory", name);
-	}
-	_cleanup_json_ struct json_object *body = json_object_new_object();
-	struct json_object *options = json_object_new_object();
-	struct json_object *lab = json_object_new_object();
-	if (!body || !options || !lab) {
-		json_object_put(options);
-		json_object_put(lab);
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
-	json_object_object_add(body, "Options", options);
-	json_object_object_add(body, "Labels", lab);
-	json_object_object_add(body, "Name", json_object_new_string(name));
-	json_object_object_add(body, "Driver", json_object_new_string("bridge"));
+	what = xasprintf("create network '%s'", name);
+	_cleanup_json_ struct json_object *body = xjson_object();
+	struct json_object *options = xjson_object();
+	struct json_object *lab = xjson_object();
+	xjson_add(body, "Options", options);
+	xjson_add(body, "Labels", lab);
+	xjson_add(body, "Name", xjson_string(name));
+	xjson_add(body, "Driver", xjson_string("bridge"));
 	/* CheckDuplicate: a second create of the same name is a 409, not a twin. */
-	json_object_object_add(body, "CheckDuplicate", json_object_new_boolean(1));
-	json_object_object_add(options, "com.docker.network.bridge.enable_icc",
-	                       json_object_new_string(icc ? "true" : "false"));
+	xjson_add(body, "CheckDuplicate", xjson_bool(1));
+	xjson_add(options, "com.docker.network.bridge.enable_icc", xjson_string(icc ? "true" : "false"));
 	if (bridge_name)
-		json_object_object_add(options, DOCKER_BRIDGE_NAME_OPTION, json_object_new_string(bridge_name));
+		xjson_add(options, DOCKER_BRIDGE_NAME_OPTION, xjson_string(bridge_name));
 	for (size_t i = 0; labels && labels[i] && labels[i + 1]; i += 2)
-		json_object_object_add(lab, labels[i], json_object_new_string(labels[i + 1]));
+		xjson_add(lab, labels[i], xjson_string(labels[i + 1]));
 	_cleanup_json_ struct json_object *reply = NULL;
 	if (docker_request(engine, "POST", "/networks/create", body, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply,
 	                   err) < 0)
@@ -61,9 +51,7 @@ int docker_network_create(struct docker_engine *engine, const char *name, const 
 	if (!reply || !json_object_object_get_ex(reply, "Id", &id) || !json_object_is_type(id, json_type_string))
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no network Id", what);
 	if (ret_id) {
-		char *copy = strdup(json_object_get_string(id));
-		if (!copy)
-			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+		char *copy = xstrdup(json_object_get_string(id));
 		*ret_id = copy;
 	}
 	return 0;
@@ -74,22 +62,15 @@ int docker_network_connect(struct docker_engine *engine, const char *network, co
 {
 	_cleanup_free_ char *what = NULL;
 	_cleanup_free_ char *path = network_path(network, "/connect");
-	if (asprintf(&what, "connect container '%s' to network '%s'", container, network) < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "connect to network '%s': out of memory", network);
-	}
-	_cleanup_json_ struct json_object *body = json_object_new_object();
-	struct json_object *endpoint = json_object_new_object();
-	if (!path || !body || !endpoint) {
-		json_object_put(endpoint);
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
-	json_object_object_add(body, "Container", json_object_new_string(container));
-	json_object_object_add(body, "EndpointConfig", endpoint);
+	what = xasprintf("connect container '%s' to network '%s'", container, network);
+	_cleanup_json_ struct json_object *body = xjson_object();
+	struct json_object *endpoint = xjson_object();
+	xjson_add(body, "Container", xjson_string(container));
+	xjson_add(body, "EndpointConfig", endpoint);
 	if (alias) {
-		struct json_object *aliases = json_object_new_array();
-		json_object_array_add(aliases, json_object_new_string(alias));
-		json_object_object_add(endpoint, "Aliases", aliases);
+		struct json_object *aliases = xjson_array();
+		xjson_append(aliases, xjson_string(alias));
+		xjson_add(endpoint, "Aliases", aliases);
 	}
 	_cleanup_json_ struct json_object *reply = NULL;
 	return docker_request(engine, "POST", path, body, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err);
@@ -100,15 +81,10 @@ int docker_network_disconnect(struct docker_engine *engine, const char *network,
 {
 	_cleanup_free_ char *what = NULL;
 	_cleanup_free_ char *path = network_path(network, "/disconnect");
-	if (asprintf(&what, "disconnect container '%s' from network '%s'", container, network) < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "disconnect from network '%s': out of memory", network);
-	}
-	_cleanup_json_ struct json_object *body = json_object_new_object();
-	if (!path || !body)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	json_object_object_add(body, "Container", json_object_new_string(container));
-	json_object_object_add(body, "Force", json_object_new_boolean(1));
+	what = xasprintf("disconnect container '%s' from network '%s'", container, network);
+	_cleanup_json_ struct json_object *body = xjson_object();
+	xjson_add(body, "Container", xjson_string(container));
+	xjson_add(body, "Force", xjson_bool(1));
 	_cleanup_json_ struct json_object *reply = NULL;
 	return docker_request(engine, "POST", path, body, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err);
 }
@@ -117,12 +93,7 @@ int docker_network_remove(struct docker_engine *engine, const char *network, str
 {
 	_cleanup_free_ char *what = NULL;
 	_cleanup_free_ char *path = network_path(network, "");
-	if (asprintf(&what, "remove network '%s'", network) < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "remove network '%s': out of memory", network);
-	}
-	if (!path)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	what = xasprintf("remove network '%s'", network);
 	_cleanup_json_ struct json_object *reply = NULL;
 	return docker_request(engine, "DELETE", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err);
 }
@@ -135,8 +106,6 @@ static int networks_labelled(struct docker_engine *engine, const char *label, co
 	if (!label || !*label)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty label", what);
 	_cleanup_free_ char *path = docker_filtered_path("/networks?", "label", label);
-	if (!path)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	_cleanup_json_ struct json_object *reply = NULL;
 	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err) < 0)
 		return -1;
@@ -150,27 +119,19 @@ int docker_network_list(struct docker_engine *engine, const char *label, char **
                         struct cp_error **err)
 {
 	_cleanup_free_ char *what = NULL;
-	if (asprintf(&what, "list networks labelled '%s'", label ? label : "") < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "list networks: out of memory");
-	}
+	what = xasprintf("list networks labelled '%s'", label ? label : "");
 	_cleanup_json_ struct json_object *reply = NULL;
 	if (networks_labelled(engine, label, what, &reply, err) < 0)
 		return -1;
 	size_t n = json_object_array_length(reply);
-	char **names = calloc(n + 1, sizeof(*names));
-	if (!names)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	char **names = xcalloc(n + 1, sizeof(*names));
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *name = NULL;
 		if (!json_object_object_get_ex(json_object_array_get_idx(reply, i), "Name", &name) ||
 		    !json_object_is_type(name, json_type_string))
 			continue;
-		if (!(names[k] = strdup(json_object_get_string(name)))) {
-			docker_strv_free(names);
-			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-		}
+		names[k] = xstrdup(json_object_get_string(name));
 		k++;
 	}
 	*ret_names = names;
@@ -189,17 +150,12 @@ int docker_network_bridges(struct docker_engine *engine, const char *label, stru
                            size_t *ret_n, struct cp_error **err)
 {
 	_cleanup_free_ char *what = NULL;
-	if (asprintf(&what, "list the bridges of networks labelled '%s'", label ? label : "") < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "list networks: out of memory");
-	}
+	what = xasprintf("list the bridges of networks labelled '%s'", label ? label : "");
 	_cleanup_json_ struct json_object *reply = NULL;
 	if (networks_labelled(engine, label, what, &reply, err) < 0)
 		return -1;
 	size_t n = json_object_array_length(reply), k = 0;
-	struct docker_network_bridge *v = calloc(n ? n : 1, sizeof(*v));
-	if (!v)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	struct docker_network_bridge *v = xcalloc(n ? n : 1, sizeof(*v));
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *net = json_object_array_get_idx(reply, i), *name = NULL, *driver = NULL;
 		/* Only bridges have an interface on the host. */
@@ -212,10 +168,7 @@ int docker_network_bridges(struct docker_engine *engine, const char *label, stru
 		if (named < 0)
 			continue;
 		v[k].named = named;
-		if (!(v[k].name = strdup(json_object_get_string(name)))) {
-			docker_network_bridges_free(v, k);
-			return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-		}
+		v[k].name = xstrdup(json_object_get_string(name));
 		k++;
 	}
 	*ret = v;
@@ -228,14 +181,8 @@ int docker_container_gateways(struct docker_engine *engine, const char *containe
 	_cleanup_free_ char *what = NULL;
 	_cleanup_free_ char *esc = docker_escape(container, NULL);
 	_cleanup_free_ char *path = NULL;
-	if (asprintf(&what, "find the network gateways of container '%s'", container) < 0) {
-		what = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "find network gateways: out of memory");
-	}
-	if (!esc || asprintf(&path, "/containers/%s/json", esc) < 0) {
-		path = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
+	what = xasprintf("find the network gateways of container '%s'", container);
+	path = xasprintf("/containers/%s/json", esc);
 	_cleanup_json_ struct json_object *reply = NULL;
 	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err) < 0)
 		return -1;
@@ -244,9 +191,7 @@ int docker_container_gateways(struct docker_engine *engine, const char *containe
 	    !json_object_object_get_ex(settings, "Networks", &networks) ||
 	    !json_object_is_type(networks, json_type_object))
 		networks = NULL; /* NetworkMode none: no networks at all */
-	char **v = calloc((networks ? (size_t)json_object_object_length(networks) : 0) + 1, sizeof(*v));
-	if (!v)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	char **v = xcalloc((networks ? (size_t)json_object_object_length(networks) : 0) + 1, sizeof(*v));
 	size_t k = 0;
 	if (networks) {
 		json_object_object_foreach(networks, name, endpoint)
@@ -256,10 +201,7 @@ int docker_container_gateways(struct docker_engine *engine, const char *containe
 			if (!json_object_object_get_ex(endpoint, "Gateway", &gw) ||
 			    !json_object_is_type(gw, json_type_string) || !*json_object_get_string(gw))
 				continue;
-			if (!(v[k] = strdup(json_object_get_string(gw)))) {
-				docker_strv_free(v);
-				return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-			}
+			v[k] = xstrdup(json_object_get_string(gw));
 			k++;
 		}
 	}

@@ -10,25 +10,20 @@
 #include <string.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 
 #define DOCKER_NETWORK_TIMEOUT_MS 15000L
 
 char *docker_filtered_path(const char *base, const char *key, const char *value)
 {
-	_cleanup_json_ struct json_object *filters = json_object_new_object();
-	struct json_object *values = json_object_new_array();
-	if (!filters || !values) {
-		json_object_put(values);
-		return NULL;
-	}
-	json_object_array_add(values, json_object_new_string(value));
-	json_object_object_add(filters, key, values);
+	_cleanup_json_ struct json_object *filters = xjson_object();
+	struct json_object *values = xjson_array();
+	xjson_append(values, xjson_string(value));
+	xjson_add(filters, key, values);
 	_cleanup_free_ char *esc = docker_escape(
 	    json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), NULL);
-	char *path = NULL;
-	if (!esc || asprintf(&path, "%sfilters=%s", base, esc) < 0)
-		return NULL;
-	return path;
+	return xasprintf("%sfilters=%s", base, esc);
 }
 
 int docker_network_bridge_of(struct json_object *network, char *buf, size_t size)
@@ -57,8 +52,6 @@ static int network_users(struct docker_engine *engine, const char *id, const cha
                          struct cp_error **err)
 {
 	_cleanup_free_ char *path = docker_filtered_path("/containers/json?all=1&", "network", id);
-	if (!path)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 	_cleanup_json_ struct json_object *list = NULL;
 	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_TIMEOUT_MS, what, NULL, &list, err) < 0)
 		return -1;
@@ -90,11 +83,9 @@ static int create_shared(struct docker_engine *engine, const char *name, const c
 int docker_network_ensure(struct docker_engine *engine, const char *name, const char *label, const char *bridge_name,
                           char *ret_bridge, size_t size, struct cp_error **err)
 {
-	_cleanup_free_ char *what = NULL;
-	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *what = xasprintf("create network '%s'", name);
 	_cleanup_free_ char *esc = docker_escape(name, "");
-	if (asprintf(&what, "create network '%s'", name) < 0 || !esc || asprintf(&path, "/networks/%s", esc) < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "create network '%s': out of memory", name);
+	_cleanup_free_ char *path = xasprintf("/networks/%s", esc);
 	if (ret_bridge && size)
 		snprintf(ret_bridge, size, "%s", bridge_name);
 	_cleanup_json_ struct json_object *found = NULL;

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 
 /* scripts/embed-file.sh docker_seccomp_default_json profiles/seccomp-default.json */
 extern const char docker_seccomp_default_json[];
@@ -95,23 +97,19 @@ static const char *string_member(struct json_object *o, const char *key)
  * gone, so the builder carries no out-of-memory branch. */
 static struct json_object *checked(struct json_object *o)
 {
-	if (!o) {
-		fputs("chat2sbx: out of memory building the seccomp profile\n", stderr);
-		abort();
-	}
+	if (!o)
+		cp_oom();
 	return o;
 }
 
 static void put_member(struct json_object *o, const char *key, struct json_object *v)
 {
-	if (json_object_object_add(o, key, checked(v)) < 0)
-		checked(NULL);
+	xjson_add(o, key, checked(v));
 }
 
 static void append(struct json_object *a, struct json_object *v)
 {
-	if (json_object_array_add(a, checked(v)) < 0)
-		checked(NULL);
+	xjson_append(a, checked(v));
 }
 
 static struct json_object *deep_copy(struct json_object *v)
@@ -136,11 +134,11 @@ static void copy_member(struct json_object *from, struct json_object *to, const 
  * the mask and ValueTwo as the datum; Docker's own clone rule uses it so). */
 static struct json_object *mode_arg_new(unsigned index)
 {
-	struct json_object *a = checked(json_object_new_object());
-	put_member(a, "index", json_object_new_int64(index));
-	put_member(a, "value", json_object_new_int64(S_ISUID | S_ISGID));
-	put_member(a, "valueTwo", json_object_new_int64(0));
-	put_member(a, "op", json_object_new_string("SCMP_CMP_MASKED_EQ"));
+	struct json_object *a = checked(xjson_object());
+	put_member(a, "index", xjson_int64(index));
+	put_member(a, "value", xjson_int64(S_ISUID | S_ISGID));
+	put_member(a, "valueTwo", xjson_int64(0));
+	put_member(a, "op", xjson_string("SCMP_CMP_MASKED_EQ"));
 	return a;
 }
 
@@ -163,17 +161,17 @@ static int mode_rule_add(struct json_object *out, struct json_object *rule, size
 			                    "its mode; the mode check cannot be added to it",
 			                    i, index, name);
 	}
-	struct json_object *r = checked(json_object_new_object());
-	struct json_object *names = checked(json_object_new_array());
-	append(names, json_object_new_string(name));
+	struct json_object *r = checked(xjson_object());
+	struct json_object *names = checked(xjson_array());
+	append(names, xjson_string(name));
 	put_member(r, "names", names);
-	put_member(r, "action", json_object_new_string(string_member(rule, "action")));
-	struct json_object *args = base_args ? deep_copy(base_args) : checked(json_object_new_array());
+	put_member(r, "action", xjson_string(string_member(rule, "action")));
+	struct json_object *args = base_args ? deep_copy(base_args) : checked(xjson_array());
 	append(args, mode_arg_new(index));
 	put_member(r, "args", args);
 	char comment[96];
 	snprintf(comment, sizeof(comment), "chat2sbx: no S_ISUID/S_ISGID in the mode (argument %u)", index);
-	put_member(r, "comment", json_object_new_string(comment));
+	put_member(r, "comment", xjson_string(comment));
 	copy_member(rule, r, "includes");
 	copy_member(rule, r, "excludes");
 	append(out, r);
@@ -184,15 +182,15 @@ static int mode_rule_add(struct json_object *out, struct json_object *rule, size
  * (the native errno.h value; chat2sbx runs on the engine's machine). */
 static void refused_rule_add(struct json_object *out)
 {
-	struct json_object *r = checked(json_object_new_object());
-	struct json_object *names = checked(json_object_new_array());
+	struct json_object *r = checked(xjson_object());
+	struct json_object *names = checked(xjson_array());
 	for (size_t i = 0; i < N_ELEMS(refused_syscalls); i++)
-		append(names, json_object_new_string(refused_syscalls[i]));
+		append(names, xjson_string(refused_syscalls[i]));
 	put_member(r, "names", names);
-	put_member(r, "action", json_object_new_string("SCMP_ACT_ERRNO"));
-	put_member(r, "errnoRet", json_object_new_int64(ENOSYS));
-	put_member(r, "args", json_object_new_array());
-	put_member(r, "comment", json_object_new_string("chat2sbx: they bypass the mode checks; ENOSYS, fall back"));
+	put_member(r, "action", xjson_string("SCMP_ACT_ERRNO"));
+	put_member(r, "errnoRet", xjson_int64(ENOSYS));
+	put_member(r, "args", xjson_array());
+	put_member(r, "comment", xjson_string("chat2sbx: they bypass the mode checks; ENOSYS, fall back"));
 	append(out, r);
 }
 
@@ -263,8 +261,8 @@ static int rule_rewrite(struct json_object *out, struct json_object *rule, size_
 		return -1;
 	int allows = action_allows(string_member(rule, "action"));
 	size_t n = names ? json_object_array_length(names) : 1;
-	_cleanup_json_ struct json_object *kept = checked(json_object_new_array());
-	_cleanup_json_ struct json_object *split = checked(json_object_new_array());
+	_cleanup_json_ struct json_object *kept = checked(xjson_array());
+	_cleanup_json_ struct json_object *split = checked(xjson_array());
 	for (size_t k = 0; k < n; k++) {
 		const char *s = names ? json_object_get_string(json_object_array_get_idx(names, k)) : name;
 		int mode_index = mode_index_of(s);
@@ -275,7 +273,7 @@ static int rule_rewrite(struct json_object *out, struct json_object *rule, size_
 				return -1;
 			continue;
 		}
-		append(kept, json_object_new_string(s));
+		append(kept, xjson_string(s));
 	}
 	if (json_object_array_length(kept) > 0) {
 		struct json_object *copy = deep_copy(rule);
@@ -350,7 +348,7 @@ int docker_seccomp_profile_build(const char *base_json, char **ret_profile, stru
 	if (!json_object_object_get_ex(root, "syscalls", &syscalls) || !json_object_is_type(syscalls, json_type_array))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "seccomp profile: the base has no 'syscalls' array");
 
-	_cleanup_json_ struct json_object *out = checked(json_object_new_array());
+	_cleanup_json_ struct json_object *out = checked(xjson_array());
 	for (size_t i = 0; i < json_object_array_length(syscalls); i++)
 		if (rule_rewrite(out, json_object_array_get_idx(syscalls, i), i, err) < 0)
 			return -1;
@@ -358,7 +356,7 @@ int docker_seccomp_profile_build(const char *base_json, char **ret_profile, stru
 	put_member(root, "syscalls", TAKE_PTR(out));
 	const char *text =
 	    json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	char *copy = text ? strdup(text) : NULL;
+	char *copy = text ? xstrdup(text) : NULL;
 	if (!copy)
 		checked(NULL);
 	*ret_profile = copy;
@@ -380,8 +378,7 @@ static void sandbox_opt_build(void)
 	_cleanup_free_ char *profile = NULL;
 	if (docker_seccomp_profile_build(docker_seccomp_default_json, &profile, &sandbox_error) < 0)
 		return;
-	if (asprintf(&sandbox_opt, "seccomp=%s", profile) < 0)
-		checked(NULL);
+	sandbox_opt = xasprintf("seccomp=%s", profile);
 }
 
 /* The HostConfig.SecurityOpt entry of every container chat2sbx creates

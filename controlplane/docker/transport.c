@@ -18,6 +18,8 @@
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 
 #define DOCKER_VERSION_TIMEOUT_MS 5000L
 
@@ -57,13 +59,34 @@ enum cp_error_code docker_status_code(long status)
 	return CP_ERR_INTERNAL;
 }
 
-/* Fills *err with "<what>: <engine message>" and the mapped code; -1. */
+/* Engine message → detail (engine_internal.h has the table). Pure. */
+enum cp_error_detail docker_engine_detail(const char *message)
+{
+	static const struct {
+		const char *text;
+		enum cp_error_detail detail;
+	} table[] = {
+	    {"port is already allocated", CP_DETAIL_PORT_IN_USE}, {"address already in use", CP_DETAIL_PORT_IN_USE},
+	    {"already attached", CP_DETAIL_ALREADY_ATTACHED},     {"already exists", CP_DETAIL_ALREADY_EXISTS},
+	    {"is already in use by", CP_DETAIL_ALREADY_EXISTS},   {"no space left on device", CP_DETAIL_NO_SPACE},
+	};
+	for (size_t i = 0; message && i < sizeof(table) / sizeof(table[0]); i++)
+		if (strcasestr(message, table[i].text))
+			return table[i].detail;
+	return CP_DETAIL_NONE;
+}
+
+/* Fills *err with "<what>: <engine message>", the mapped code and detail; -1. */
 int docker_error_status(struct cp_error **err, long status, const char *engine_message, const char *what)
 {
+	if (!err || *err)
+		return -1;
 	enum cp_error_code code = docker_status_code(status);
 	if (engine_message && *engine_message)
-		return cp_error_set(err, code, "%s: %s", what, engine_message);
-	return cp_error_set(err, code, "%s: the engine answered HTTP %ld", what, status);
+		cp_error_set(err, code, "%s: %s", what, engine_message);
+	else
+		cp_error_set(err, code, "%s: the engine answered HTTP %ld", what, status);
+	return cp_error_set_detail(err, docker_engine_detail(engine_message));
 }
 
 /* Fills *err with UNAVAILABLE naming the socket and how to start the engine; -1. */
@@ -74,14 +97,12 @@ int docker_error_unreachable(struct cp_error **err, const char *socket_path, con
 	                    what ? ": " : "", socket_path, detail);
 }
 
-/* Percent-encoding for paths and queries (RFC 3986, section 2.1); result owned by the caller, NULL on OOM. */
+/* Percent-encoding for paths and queries (RFC 3986, section 2.1); result owned by the caller. */
 char *docker_escape(const char *s, const char *keep)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t n = strlen(s);
-	char *out = malloc(n * 3 + 1);
-	if (!out)
-		return NULL;
+	char *out = xmalloc(n * 3 + 1);
 	char *p = out;
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
 		if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
@@ -160,7 +181,7 @@ static int http_exchange(const char *socket_path, const char *method, const char
 	_cleanup_(cleanup_curlp) CURL *h = curl_easy_init();
 	_cleanup_(cleanup_slistp) struct curl_slist *headers = NULL;
 	if (!h)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s%sout of memory", what ? what : "", what ? ": " : "");
+		cp_oom(); /* curl_easy_init fails only when it cannot allocate */
 
 	char errbuf[CURL_ERROR_SIZE] = "";
 	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, socket_path);
@@ -177,7 +198,7 @@ static int http_exchange(const char *socket_path, const char *method, const char
 	if (body)
 		headers = curl_slist_append(headers, "Content-Type: application/json");
 	if (!headers)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s%sout of memory", what ? what : "", what ? ": " : "");
+		cp_oom(); /* curl_slist_append fails only when it cannot allocate */
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 
 	if (strcmp(method, "GET") == 0) {
@@ -245,7 +266,7 @@ static struct json_object *body_to_json(const struct cp_buf *b)
 	if (ok)
 		return o;
 	json_object_put(o);
-	return json_object_new_string_len(b->data, (int)b->len);
+	return xjson_string_len(b->data, (int)b->len);
 }
 
 /* Parses "1.41" into 1041; -1 when malformed. */
@@ -285,9 +306,8 @@ int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine
 	if (!socket_path || !*socket_path)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "open the Docker Engine: empty socket path");
 
-	_cleanup_(cleanup_enginep) struct docker_engine *e = calloc(1, sizeof(*e));
-	if (!e || !(e->socket_path = strdup(socket_path)))
-		return cp_error_set(err, CP_ERR_INTERNAL, "open the Docker Engine: out of memory");
+	_cleanup_(cleanup_enginep) struct docker_engine *e = xcalloc(1, sizeof(*e));
+	e->socket_path = xstrdup(socket_path);
 
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
 	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
@@ -318,10 +338,8 @@ int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine
 	const char *version = "unknown";
 	if (json_object_object_get_ex(v, "Version", &ver) && json_object_is_type(ver, json_type_string))
 		version = json_object_get_string(ver);
-	e->api_version = strdup(chosen);
-	e->engine_version = strdup(version);
-	if (!e->api_version || !e->engine_version)
-		return cp_error_set(err, CP_ERR_INTERNAL, "open the Docker Engine: out of memory");
+	e->api_version = xstrdup(chosen);
+	e->engine_version = xstrdup(version);
 
 	log_debug("docker", "engine %s at '%s' (API %s, using %s)", version, socket_path, engine_api, chosen);
 	*ret_engine = TAKE_PTR(e);
@@ -366,14 +384,8 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 	if (!method || !path || path[0] != '/' || timeout_ms <= 0)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: bad request arguments", what);
 
-	_cleanup_free_ char *url = NULL;
-	if (asprintf(&url, "http://localhost/v%s%s", engine->api_version, path) < 0) {
-		url = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-	}
-	const char *text = body ? json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN) : NULL;
-	if (body && !text)
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+	_cleanup_free_ char *url = xasprintf("http://localhost/v%s%s", engine->api_version, path);
+	const char *text = body ? xjson_text(body, JSON_C_TO_STRING_PLAIN) : NULL;
 
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
 	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);

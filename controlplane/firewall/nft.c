@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 
 static pthread_mutex_t nft_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -73,8 +74,7 @@ static int run(const char *cmd, int json, int dry_run, enum cp_error_code code, 
 		                 first_error(nft_ctx_get_error_buffer(ctx), reason, sizeof(reason)));
 	} else if (ret_output) {
 		const char *out = nft_ctx_get_output_buffer(ctx);
-		if (!(*ret_output = strdup(out ? out : "")))
-			r = cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
+		*ret_output = xstrdup(out ? out : "");
 	}
 	nft_ctx_free(ctx);
 	pthread_mutex_unlock(&nft_lock);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 
 void firewall_ruleset_clear(struct firewall_ruleset *rs)
 {
@@ -56,9 +57,7 @@ static int legacy_collect(const struct firewall_spec *spec, char ***ret, size_t 
 	size_t n = 0;
 	while (spec->legacy_bridges && spec->legacy_bridges[n])
 		n++;
-	char **v = calloc(n + 1, sizeof(*v));
-	if (!v)
-		return cp_error_set(err, CP_ERR_INTERNAL, "build the firewall ruleset: out of memory");
+	char **v = xcalloc(n + 1, sizeof(*v));
 	size_t k = 0, plen = strlen(spec->bridge_prefix);
 	for (size_t i = 0; i < n; i++) {
 		const char *name = spec->legacy_bridges[i];
@@ -74,12 +73,7 @@ static int legacy_collect(const struct firewall_spec *spec, char ***ret, size_t 
 		}
 		if (strncmp(name, spec->bridge_prefix, plen) == 0)
 			continue; /* the prefix rule covers it */
-		if (!(v[k] = strdup(name))) {
-			for (size_t j = 0; j < k; j++)
-				free(v[j]);
-			free(v);
-			return cp_error_set(err, CP_ERR_INTERNAL, "build the firewall ruleset: out of memory");
-		}
+		v[k] = xstrdup(name);
 		k++;
 	}
 	qsort(v, k, sizeof(*v), compare_names);
@@ -105,7 +99,7 @@ static char *render(const char *prefix, char *const *legacy, const char *fp, siz
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
 	if (!m)
-		return NULL;
+		cp_oom(); /* open_memstream fails only when it cannot allocate */
 	fprintf(m,
 	        "# chat2sbx host edge (README, \"Security model\"): written by chat2sbx, replaced whole in one\n"
 	        "# transaction; 'chat2sbx setup --uninstall-firewall' removes it.\n"
@@ -154,10 +148,8 @@ static char *render(const char *prefix, char *const *legacy, const char *fp, siz
 	        "}\n",
 	        fp);
 	*ret_sandbox = 3;
-	if (fclose(m) != 0) {
-		free(text);
-		return NULL;
-	}
+	if (fclose(m) != 0)
+		cp_oom(); /* a memory stream fails only when it cannot allocate */
 	return text;
 }
 
@@ -188,16 +180,9 @@ int firewall_ruleset_build(const struct firewall_spec *spec, struct firewall_rul
 	 * gone protects as well as a current one. */
 	char *none[] = {NULL};
 	_cleanup_free_ char *unsigned_text = render(prefix, none, "", &rs.rules_edge, &rs.rules_sandbox);
-	if (!unsigned_text || asprintf(&rs.fingerprint, "chat2sbx host edge v%d %016llx", FIREWALL_RULESET_VERSION,
-	                               (unsigned long long)fnv1a(unsigned_text)) < 0) {
-		rs.fingerprint = NULL;
-		firewall_ruleset_clear(&rs);
-		return cp_error_set(err, CP_ERR_INTERNAL, "build the firewall ruleset: out of memory");
-	}
-	if (!(rs.text = render(prefix, rs.legacy, rs.fingerprint, &rs.rules_edge, &rs.rules_sandbox))) {
-		firewall_ruleset_clear(&rs);
-		return cp_error_set(err, CP_ERR_INTERNAL, "build the firewall ruleset: out of memory");
-	}
+	rs.fingerprint = xasprintf("chat2sbx host edge v%d %016llx", FIREWALL_RULESET_VERSION,
+	                           (unsigned long long)fnv1a(unsigned_text));
+	rs.text = render(prefix, rs.legacy, rs.fingerprint, &rs.rules_edge, &rs.rules_sandbox);
 	*ret = rs;
 	return 0;
 }

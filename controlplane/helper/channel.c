@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <json-c/json.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -25,9 +24,11 @@
 #include "../base/buf.h"
 #include "../base/cancel.h"
 #include "../base/cleanup.h"
-#include "../base/xalloc.h"
 #include "../base/clock.h"
+#include "../base/fdio.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 #include "../docker/docker.h"
 
 /* A helper log line longer than this is logged in pieces. */
@@ -150,7 +151,7 @@ static void ack_push_locked(struct helper_channel *ch, enum ack_kind kind, const
 			return;
 		}
 	}
-	char *copy = sid ? strdup(sid) : NULL;
+	char *copy = sid ? xstrdup(sid) : NULL;
 	if (sid && !copy)
 		return;
 	if (ch->nacks == HELPER_ACK_QUEUE_MAX) {
@@ -161,8 +162,6 @@ static void ack_push_locked(struct helper_channel *ch, enum ack_kind kind, const
 	}
 	ch->acks[ch->nacks++] = (struct ack){.kind = kind, .session_id = copy, .start = start, .end = end};
 }
-
-static int send_all(int fd, const char *buf, size_t len, int64_t deadline, size_t *sent);
 
 /* Writes every queued acknowledgement. The caller owns the wire (writing)
  * and not the lock; returns with the lock held and the queue empty (or the
@@ -177,25 +176,25 @@ static void acks_drain_locked_return(struct helper_channel *ch)
 		memmove(ch->acks, ch->acks + 1, (ch->nacks - 1) * sizeof(ch->acks[0]));
 		ch->nacks--;
 		pthread_mutex_unlock(&ch->lock);
-		_cleanup_json_ struct json_object *n = json_object_new_object();
-		struct json_object *params = json_object_new_object();
+		_cleanup_json_ struct json_object *n = xjson_object();
+		struct json_object *params = xjson_object();
 		if (a.kind == ACK_ATTACH) {
-			json_object_object_add(params, "attach_id", json_object_new_string(ch->attach_id));
+			xjson_add(params, "attach_id", xjson_string(ch->attach_id));
 		} else {
-			json_object_object_add(params, "session_id", json_object_new_string(a.session_id));
-			json_object_object_add(params, "start", json_object_new_int64(a.start));
-			json_object_object_add(params, "end", json_object_new_int64(a.end));
+			xjson_add(params, "session_id", xjson_string(a.session_id));
+			xjson_add(params, "start", xjson_int64(a.start));
+			xjson_add(params, "end", xjson_int64(a.end));
 		}
 		static const char *const methods[] = {"bash.nack", "bash.ack", "attach"};
-		json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
-		json_object_object_add(n, "method", json_object_new_string(methods[a.kind]));
-		json_object_object_add(n, "params", params);
+		xjson_add(n, "jsonrpc", xjson_string("2.0"));
+		xjson_add(n, "method", xjson_string(methods[a.kind]));
+		xjson_add(n, "params", params);
 		size_t len = 0, sent = 0;
 		const char *text = json_object_to_json_string_length(n, JSON_C_TO_STRING_PLAIN, &len);
 		int64_t deadline = clock_monotonic_ms() + HELPER_ACK_SEND_MS;
-		int r = text ? send_all(ch->fd, text, len, deadline, &sent) : -1;
+		int r = text ? fdio_send_all(ch->fd, text, len, deadline, &sent) : -1;
 		if (r == 0)
-			r = send_all(ch->fd, "\n", 1, deadline, &sent);
+			r = fdio_send_all(ch->fd, "\n", 1, deadline, &sent);
 		if (r < 0 && sent > 0)
 			channel_kill(ch, "an acknowledgement was cut off mid-line after %zu bytes", sent);
 		else if (r < 0)
@@ -518,35 +517,6 @@ static struct timespec to_timespec(int64_t ms)
 	return ts;
 }
 
-/* Writes all of buf before deadline. 0, or -1 with errno (ETIMEDOUT when the
- * helper stopped reading its stdin). *sent counts the bytes on the wire. */
-static int send_all(int fd, const char *buf, size_t len, int64_t deadline, size_t *sent)
-{
-	while (len) {
-		/* MSG_NOSIGNAL: a gone peer is EPIPE here, not a process-wide SIGPIPE. */
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-			*sent += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno != EAGAIN)
-			return -1;
-		int64_t left = deadline - clock_monotonic_ms();
-		if (left <= 0) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		struct pollfd p = {.fd = fd, .events = POLLOUT};
-		if (poll(&p, 1, left > 1000000 ? 1000000 : (int)left) < 0 && errno != EINTR)
-			return -1;
-	}
-	return 0;
-}
-
 /* Sends one request line; waits (until deadline) while another is on the wire. */
 static int send_request(struct helper_channel *ch, int64_t id, const char *method, const char *text, size_t len,
                         int64_t deadline, struct cp_error **err)
@@ -576,9 +546,9 @@ static int send_request(struct helper_channel *ch, int64_t id, const char *metho
 	pthread_mutex_unlock(&ch->lock);
 
 	size_t sent = 0;
-	int r = send_all(ch->fd, text, len, deadline, &sent);
+	int r = fdio_send_all(ch->fd, text, len, deadline, &sent);
 	if (r == 0)
-		r = send_all(ch->fd, "\n", 1, deadline, &sent);
+		r = fdio_send_all(ch->fd, "\n", 1, deadline, &sent);
 	int saved = errno;
 
 	if (r == 0)
@@ -753,29 +723,25 @@ int helper_channel_call_cancel(struct helper_channel *ch, const char *method, st
 	 * plane (rewind unacknowledged output) from a repeated hello. */
 	_cleanup_json_ struct json_object *hello = NULL;
 	if (strcmp(method, "hello") == 0) {
-		hello = json_object_new_object();
-		if (hello && params) {
-			json_object_object_foreach(params, k, val)
-			    json_object_object_add(hello, k, json_object_get(val));
+		hello = xjson_object();
+		if (params) {
+			json_object_object_foreach(params, k, val) xjson_add(hello, k, json_object_get(val));
 		}
-		if (hello && !json_object_object_get_ex(hello, "attach_id", NULL))
-			json_object_object_add(hello, "attach_id", json_object_new_string(ch->attach_id));
+		if (!json_object_object_get_ex(hello, "attach_id", NULL))
+			xjson_add(hello, "attach_id", xjson_string(ch->attach_id));
 		params = hello;
 	}
-	_cleanup_json_ struct json_object *req = json_object_new_object();
-	int ok =
-	    req && json_object_object_add(req, "jsonrpc", json_object_new_string("2.0")) == 0 &&
-	    json_object_object_add(req, "id", json_object_new_int64(p.id)) == 0 &&
-	    json_object_object_add(req, "method", json_object_new_string(method)) == 0 &&
-	    json_object_object_add(req, "params", params ? json_object_get(params) : json_object_new_object()) == 0;
-	size_t len = 0;
+	_cleanup_json_ struct json_object *req = xjson_object();
+	xjson_add(req, "jsonrpc", xjson_string("2.0"));
+	xjson_add(req, "id", xjson_int64(p.id));
+	xjson_add(req, "method", xjson_string(method));
+	xjson_add(req, "params", params ? json_object_get(params) : xjson_object());
 	/* PLAIN escapes every newline inside strings: one request, one line. */
-	const char *text = ok ? json_object_to_json_string_length(req, JSON_C_TO_STRING_PLAIN, &len) : NULL;
+	const char *text = xjson_text(req, JSON_C_TO_STRING_PLAIN);
+	size_t len = strlen(text);
 
 	int rc = 0;
-	if (!text)
-		rc = cp_error_set(err, CP_ERR_INTERNAL, "send '%s' to sandbox '%s': out of memory", method, ch->name);
-	else if (len + 1 > PROTO_MAX_FRAME)
+	if (len + 1 > PROTO_MAX_FRAME)
 		rc = cp_error_set(err, CP_ERR_LIMIT,
 		                  "send '%s' to sandbox '%s': the request is %zu bytes, over the helper's %u MiB "
 		                  "frame limit",

@@ -91,8 +91,7 @@ static int choose_host_port(const char *host, int *ret_port, struct cp_error **e
 /* Whether an engine error means the host port was taken meanwhile. */
 static int port_taken(const struct cp_error *e)
 {
-	return e && (strstr(e->message, "already allocated") || strstr(e->message, "address already in use") ||
-	             strstr(e->message, "Address already in use"));
+	return e && e->detail == CP_DETAIL_PORT_IN_USE;
 }
 
 /* Creates and starts the forwarder of x (sandbox_id, container_port, host,
@@ -240,7 +239,7 @@ static int connect_sandbox(struct lifecycle *lc, const char *network, const char
 		*ret_connected = 1;
 		return 0;
 	}
-	if (strstr((*err)->message, "already exists") || strstr((*err)->message, "already attached")) {
+	if ((*err)->detail == CP_DETAIL_ALREADY_EXISTS || (*err)->detail == CP_DETAIL_ALREADY_ATTACHED) {
 		cp_error_freep(err);
 		return 0;
 	}

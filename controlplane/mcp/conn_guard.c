@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../base/log.h"
+#include "../base/xalloc.h"
 
 #define WATCHDOG_PERIOD_MS 500
 
@@ -176,7 +177,7 @@ void mcp_conn_guard_destroy(struct mcp_conn_guard *g)
 struct mcp_conn *mcp_conn_started(struct mcp_server *server, int fd, int is_unix)
 {
 	struct mcp_conn_guard *g = &server->guard;
-	struct mcp_conn *c = calloc(1, sizeof(*c));
+	struct mcp_conn *c = xcalloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);

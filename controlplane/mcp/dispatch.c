@@ -14,6 +14,8 @@
 
 #include "../base/cleanup.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 
 struct rpc_request {
 	struct mcp_server *server;
@@ -41,22 +43,22 @@ static struct json_object *method_initialize(const struct rpc_request *req)
 		version = json_object_get_string(v);
 
 	struct mcp_server *server = req->server;
-	struct json_object *result = json_object_new_object();
-	json_object_object_add(result, "protocolVersion", json_object_new_string(version));
+	struct json_object *result = xjson_object();
+	xjson_add(result, "protocolVersion", xjson_string(version));
 
-	struct json_object *caps = json_object_new_object();
-	struct json_object *tools = json_object_new_object();
-	json_object_object_add(tools, "listChanged", json_object_new_boolean(0));
-	json_object_object_add(caps, "tools", tools);
-	json_object_object_add(caps, "logging", json_object_new_object());
-	json_object_object_add(result, "capabilities", caps);
+	struct json_object *caps = xjson_object();
+	struct json_object *tools = xjson_object();
+	xjson_add(tools, "listChanged", xjson_bool(0));
+	xjson_add(caps, "tools", tools);
+	xjson_add(caps, "logging", xjson_object());
+	xjson_add(result, "capabilities", caps);
 
-	struct json_object *info = json_object_new_object();
-	json_object_object_add(info, "name", json_object_new_string(server->name));
-	json_object_object_add(info, "version", json_object_new_string(server->version));
-	json_object_object_add(result, "serverInfo", info);
+	struct json_object *info = xjson_object();
+	xjson_add(info, "name", xjson_string(server->name));
+	xjson_add(info, "version", xjson_string(server->version));
+	xjson_add(result, "serverInfo", info);
 	if (server->instructions)
-		json_object_object_add(result, "instructions", json_object_new_string(server->instructions));
+		xjson_add(result, "instructions", xjson_string(server->instructions));
 
 	if (req->ret_new_session) {
 		_cleanup_error_ struct cp_error *err = NULL;
@@ -73,7 +75,7 @@ static struct json_object *method_initialize(const struct rpc_request *req)
 
 static struct json_object *method_empty(const struct rpc_request *req)
 {
-	return mcp_rpc_result_new(req->id, json_object_new_object());
+	return mcp_rpc_result_new(req->id, xjson_object());
 }
 
 static struct json_object *method_set_level(const struct rpc_request *req)
@@ -95,8 +97,8 @@ static struct json_object *method_set_level(const struct rpc_request *req)
 /* A result {key: []} (owned), as the lists we have nothing for answer. */
 struct json_object *mcp_empty_list_result(const char *key)
 {
-	struct json_object *result = json_object_new_object();
-	json_object_object_add(result, key, json_object_new_array());
+	struct json_object *result = xjson_object();
+	xjson_add(result, key, xjson_array());
 	return result;
 }
 
@@ -104,12 +106,12 @@ struct json_object *mcp_empty_list_result(const char *key)
  * nothing to complete. */
 struct json_object *mcp_empty_completion_result(void)
 {
-	struct json_object *completion = json_object_new_object();
-	json_object_object_add(completion, "values", json_object_new_array());
-	json_object_object_add(completion, "total", json_object_new_int(0));
-	json_object_object_add(completion, "hasMore", json_object_new_boolean(0));
-	struct json_object *result = json_object_new_object();
-	json_object_object_add(result, "completion", completion);
+	struct json_object *completion = xjson_object();
+	xjson_add(completion, "values", xjson_array());
+	xjson_add(completion, "total", xjson_int64(0));
+	xjson_add(completion, "hasMore", xjson_bool(0));
+	struct json_object *result = xjson_object();
+	xjson_add(result, "completion", completion);
 	return result;
 }
 
@@ -324,10 +326,8 @@ static struct json_object *dispatch_object_info(struct mcp_server *server, struc
 		struct rpc_request req = {server, id, params, session_id, ret_new_session, sink, info};
 		return methods[i].fn(&req);
 	}
-	_cleanup_free_ char *text = NULL;
 	char clipped[320];
-	if (asprintf(&text, "method '%s' not found", text_clip(name, 100, clipped, sizeof(clipped))) < 0)
-		return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, "method not found");
+	_cleanup_free_ char *text = xasprintf("method '%s' not found", text_clip(name, 100, clipped, sizeof(clipped)));
 	return mcp_rpc_error_new(id, MCP_RPC_METHOD_NOT_FOUND, text);
 }
 
@@ -397,7 +397,7 @@ static struct json_object *dispatch_batch(struct mcp_server *server, struct json
 	struct json_object *too_many = mcp_batch_refusal(batch, NULL); /* the cap holds on every path */
 	if (too_many)
 		return too_many;
-	struct json_object *replies = json_object_new_array();
+	struct json_object *replies = xjson_array();
 	for (size_t i = 0; i < n; i++) {
 		/* Only the first initialize of a batch may create a session. */
 		char **new_session = ret_new_session && !*ret_new_session ? ret_new_session : NULL;
@@ -408,7 +408,7 @@ static struct json_object *dispatch_batch(struct mcp_server *server, struct json
 		        : mcp_rpc_error_new(NULL, MCP_RPC_INVALID_REQUEST,
 		                            "invalid request: a batch element must be a JSON-RPC object");
 		if (r)
-			json_object_array_add(replies, r);
+			xjson_append(replies, r);
 	}
 	if (json_object_array_length(replies) == 0) {
 		json_object_put(replies);

@@ -231,7 +231,7 @@ enum mcp_stream_end {
 	MCP_STREAM_ABANDONED, /* ended without a response (cancelled): kept; readers end with an error */
 	MCP_STREAM_DISCARD,   /* never sent as SSE: dropped now */
 };
-/* A table (owned; NULL when out of memory) with the limits copied. */
+/* A table (owned, never NULL) with the limits copied. */
 struct mcp_resume *mcp_resume_new(const struct mcp_resume_limits *lim);
 /* Frees the table and every stream no reader or writer holds; accepts NULL.
  * No reader may block in it any more (call mcp_resume_shutdown first). */
@@ -240,25 +240,24 @@ void mcp_resume_free(struct mcp_resume *t);
 void mcp_resume_shutdown(struct mcp_resume *t);
 /* Opens a stream for one SSE answer, with a random key, for session_id
  * (copied; NULL = stateless). *ret holds the writer's reference, dropped by
- * mcp_stream_end. INTERNAL when memory or randomness fails. */
+ * mcp_stream_end. INTERNAL when randomness fails. */
 int mcp_stream_open(struct mcp_resume *t, const char *session_id, struct mcp_stream **ret, struct cp_error **err);
 /* Opens a stream for one SSE answer of a 2026-07-28 request: its events
  * have no id line and it is never listed, so no GET can resume it (MCP
  * 2026-07-28 basic/transports/streamable-http: "Resumable SSE streams via
- * Last-Event-ID are not supported"). *ret and errors as mcp_stream_open;
- * the key is empty. */
-int mcp_stream_open_plain(struct mcp_resume *t, struct mcp_stream **ret, struct cp_error **err);
+ * Last-Event-ID are not supported"). Returns the writer's reference, as
+ * mcp_stream_open's *ret; never NULL; the key is empty. */
+struct mcp_stream *mcp_stream_open_plain(struct mcp_resume *t);
 /* The stream's key (borrowed; tests). */
 const char *mcp_stream_key(const struct mcp_stream *s);
 /* Appends one event with the next id and json (borrowed) as its data, and
- * wakes readers. -1 when the stream ended or memory ran out (the stream is
- * then ended as abandoned: no silent gap). */
+ * wakes readers. -1 when the stream already ended. */
 int mcp_stream_append(struct mcp_stream *s, const char *json);
 /* Ends the stream as how says and drops the writer's reference (s is not
  * used after). */
 void mcp_stream_end(struct mcp_stream *s, enum mcp_stream_end how);
-/* A reader from the stream's first event (the POST's own response); NULL
- * when out of memory. Free with mcp_stream_reader_free. */
+/* A reader from the stream's first event (the POST's own response); never
+ * NULL. Free with mcp_stream_reader_free. */
 struct mcp_stream_reader *mcp_stream_reader_new(struct mcp_stream *s);
 /* A reader from the event after last_event_id (borrowed), for a GET with
  * Last-Event-ID on session_id (NULL = none sent). Errors: INVALID_ARGUMENT

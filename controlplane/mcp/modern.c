@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "../base/text.h"
+#include "../base/xjson.h"
 
 /* Per-request protocol fields (MCP 2026-07-28 basic, "_meta"). */
 #define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
@@ -91,7 +92,7 @@ static struct json_object *error_with_data(struct json_object *id, int code, con
 {
 	struct json_object *reply = mcp_rpc_error_new(id, code, message);
 	if (data)
-		json_object_object_add(json_object_object_get(reply, "error"), "data", data);
+		xjson_add(json_object_object_get(reply, "error"), "data", data);
 	return reply;
 }
 
@@ -110,10 +111,10 @@ static struct json_object *refuse(struct mcp_sink *sink, unsigned status, struct
  * server listing both kinds in UnsupportedProtocolVersionError). */
 static struct json_object *supported_versions(void)
 {
-	struct json_object *a = json_object_new_array();
-	json_object_array_add(a, json_object_new_string(MCP_PROTOCOL_MODERN));
+	struct json_object *a = xjson_array();
+	xjson_append(a, xjson_string(MCP_PROTOCOL_MODERN));
 	for (size_t i = 0; i < mcp_protocol_versions_count; i++)
-		json_object_array_add(a, json_object_new_string(mcp_protocol_versions[i]));
+		xjson_append(a, xjson_string(mcp_protocol_versions[i]));
 	return a;
 }
 
@@ -149,10 +150,10 @@ static int envelope_check(struct json_object *params, char *why, size_t why_size
 {
 	static const char *const required[] = {META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES};
 	struct json_object *meta = request_meta(params), *v;
-	struct json_object *missing = json_object_new_array();
+	struct json_object *missing = xjson_array();
 	for (size_t i = 0; i < 2; i++)
 		if (!meta || !json_object_object_get_ex(meta, required[i], NULL))
-			json_object_array_add(missing, json_object_new_string(required[i]));
+			xjson_append(missing, xjson_string(required[i]));
 	size_t n_missing = json_object_array_length(missing);
 	if (n_missing > 0) {
 		char lack[200];
@@ -163,8 +164,8 @@ static int envelope_check(struct json_object *params, char *why, size_t why_size
 		         !meta            ? "has no params._meta object"
 		         : n_missing == 2 ? "has neither"
 		                          : lack);
-		struct json_object *data = json_object_new_object();
-		json_object_object_add(data, "missing", missing);
+		struct json_object *data = xjson_object();
+		xjson_add(data, "missing", missing);
 		*ret_data = data;
 		return -1;
 	}
@@ -185,9 +186,9 @@ static int envelope_check(struct json_object *params, char *why, size_t why_size
 	if (!key)
 		return 0;
 	snprintf(why, why_size, "invalid params: params._meta[\"%s\"] %s", key, problem);
-	struct json_object *data = json_object_new_object();
-	json_object_object_add(data, "key", json_object_new_string(key));
-	json_object_object_add(data, "problem", json_object_new_string(problem));
+	struct json_object *data = xjson_object();
+	xjson_add(data, "key", xjson_string(key));
+	xjson_add(data, "problem", xjson_string(problem));
 	*ret_data = data;
 	return -1;
 }
@@ -225,8 +226,8 @@ static const char *param_string(struct json_object *params, const char *key)
 /* Adds the cache hints to result (borrowed). */
 static void add_cache_hints(struct json_object *result)
 {
-	json_object_object_add(result, "ttlMs", json_object_new_int(CACHE_TTL_MS));
-	json_object_object_add(result, "cacheScope", json_object_new_string(CACHE_SCOPE));
+	xjson_add(result, "ttlMs", xjson_int64(CACHE_TTL_MS));
+	xjson_add(result, "cacheScope", xjson_string(CACHE_SCOPE));
 }
 
 /* A result holding key: an empty array, with the cache hints. */
@@ -256,24 +257,24 @@ typedef struct json_object *(*modern_fn)(const struct modern_request *req);
  * logging (nothing is ever logged to the client), no extensions. */
 static struct json_object *m_discover(const struct modern_request *req)
 {
-	struct json_object *caps = json_object_new_object();
-	struct json_object *tools = json_object_new_object();
-	json_object_object_add(tools, "listChanged", json_object_new_boolean(0));
-	json_object_object_add(caps, "tools", tools);
-	struct json_object *prompts = json_object_new_object();
-	json_object_object_add(prompts, "listChanged", json_object_new_boolean(0));
-	json_object_object_add(caps, "prompts", prompts);
-	struct json_object *resources = json_object_new_object();
-	json_object_object_add(resources, "subscribe", json_object_new_boolean(0));
-	json_object_object_add(resources, "listChanged", json_object_new_boolean(0));
-	json_object_object_add(caps, "resources", resources);
-	json_object_object_add(caps, "completions", json_object_new_object());
+	struct json_object *caps = xjson_object();
+	struct json_object *tools = xjson_object();
+	xjson_add(tools, "listChanged", xjson_bool(0));
+	xjson_add(caps, "tools", tools);
+	struct json_object *prompts = xjson_object();
+	xjson_add(prompts, "listChanged", xjson_bool(0));
+	xjson_add(caps, "prompts", prompts);
+	struct json_object *resources = xjson_object();
+	xjson_add(resources, "subscribe", xjson_bool(0));
+	xjson_add(resources, "listChanged", xjson_bool(0));
+	xjson_add(caps, "resources", resources);
+	xjson_add(caps, "completions", xjson_object());
 
-	struct json_object *result = json_object_new_object();
-	json_object_object_add(result, "supportedVersions", supported_versions());
-	json_object_object_add(result, "capabilities", caps);
+	struct json_object *result = xjson_object();
+	xjson_add(result, "supportedVersions", supported_versions());
+	xjson_add(result, "capabilities", caps);
 	if (req->server->instructions)
-		json_object_object_add(result, "instructions", json_object_new_string(req->server->instructions));
+		xjson_add(result, "instructions", xjson_string(req->server->instructions));
 	add_cache_hints(result);
 	return mcp_rpc_result_new(req->id, result);
 }
@@ -329,8 +330,8 @@ static struct json_object *m_resources_read(const struct modern_request *req)
 	const char *uri = param_string(req->params, "uri");
 	if (!uri)
 		return mcp_rpc_error_new(req->id, MCP_RPC_INVALID_PARAMS, "resources/read needs params.uri, a string");
-	struct json_object *data = json_object_new_object();
-	json_object_object_add(data, "uri", json_object_new_string(uri));
+	struct json_object *data = xjson_object();
+	xjson_add(data, "uri", xjson_string(uri));
 	return error_with_data(req->id, MCP_RPC_INVALID_PARAMS,
 	                       "Resource not found: this server has no resources (resources/list is empty)", data);
 }
@@ -397,15 +398,15 @@ static void complete_result(struct mcp_server *server, struct json_object *reply
 	    !json_object_is_type(result, json_type_object))
 		return;
 	if (!json_object_object_get_ex(result, "resultType", NULL))
-		json_object_object_add(result, "resultType", json_object_new_string("complete"));
+		xjson_add(result, "resultType", xjson_string("complete"));
 	if (!json_object_object_get_ex(result, "_meta", &meta) || !json_object_is_type(meta, json_type_object)) {
-		meta = json_object_new_object();
-		json_object_object_add(result, "_meta", meta);
+		meta = xjson_object();
+		xjson_add(result, "_meta", meta);
 	}
-	struct json_object *info = json_object_new_object();
-	json_object_object_add(info, "name", json_object_new_string(server->name));
-	json_object_object_add(info, "version", json_object_new_string(server->version));
-	json_object_object_add(meta, META_SERVER_INFO, info);
+	struct json_object *info = xjson_object();
+	xjson_add(info, "name", xjson_string(server->name));
+	xjson_add(info, "version", xjson_string(server->version));
+	xjson_add(meta, META_SERVER_INFO, info);
 }
 
 /* The routing-header rungs before the version gate: a header that is there
@@ -484,9 +485,9 @@ struct json_object *mcp_modern_dispatch(struct mcp_server *server, struct json_o
 		return refusal;
 	if (strcmp(claim, MCP_PROTOCOL_MODERN) != 0) {
 		char clipped[80];
-		data = json_object_new_object();
-		json_object_object_add(data, "supported", supported_versions());
-		json_object_object_add(data, "requested", json_object_new_string(claim));
+		data = xjson_object();
+		xjson_add(data, "supported", supported_versions());
+		xjson_add(data, "requested", xjson_string(claim));
 		snprintf(why, sizeof(why),
 		         "Unsupported protocol version '%s': per-request _meta is served at %s; the 2025 revisions "
 		         "(%s, %s, %s) start with initialize",

@@ -4,6 +4,9 @@
  * socket. */
 #include "internal.h"
 
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
+
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,11 +28,11 @@ int mcp_protocol_supported(const char *version)
 
 static struct json_object *rpc_envelope(struct json_object *id)
 {
-	struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "jsonrpc", json_object_new_string("2.0"));
+	struct json_object *o = xjson_object();
+	xjson_add(o, "jsonrpc", xjson_string("2.0"));
 	/* The reply carries the request's id object itself (same type and
 	 * value); json_object_get gives the reply its own reference. */
-	json_object_object_add(o, "id", id ? json_object_get(id) : NULL);
+	xjson_add(o, "id", id ? json_object_get(id) : NULL);
 	return o;
 }
 
@@ -40,10 +43,10 @@ static struct json_object *rpc_envelope(struct json_object *id)
 struct json_object *mcp_rpc_error_new(struct json_object *id, int code, const char *message)
 {
 	struct json_object *o = rpc_envelope(id);
-	struct json_object *e = json_object_new_object();
-	json_object_object_add(e, "code", json_object_new_int(code));
-	json_object_object_add(e, "message", json_object_new_string(message));
-	json_object_object_add(o, "error", e);
+	struct json_object *e = xjson_object();
+	xjson_add(e, "code", xjson_int64(code));
+	xjson_add(e, "message", xjson_string(message));
+	xjson_add(o, "error", e);
 	return o;
 }
 
@@ -53,7 +56,7 @@ struct json_object *mcp_rpc_error_new(struct json_object *id, int code, const ch
 struct json_object *mcp_rpc_result_new(struct json_object *id, struct json_object *result)
 {
 	struct json_object *o = rpc_envelope(id);
-	json_object_object_add(o, "result", result ? result : json_object_new_object());
+	xjson_add(o, "result", result ? result : xjson_object());
 	return o;
 }
 
@@ -62,8 +65,7 @@ struct json_object *mcp_rpc_result_new(struct json_object *id, struct json_objec
  * returns an owned string, NULL when memory is exhausted. */
 char *mcp_json_text(struct json_object *obj)
 {
-	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	return s ? strdup(s) : NULL;
+	return xstrdup(xjson_text(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 static int only_whitespace(const char *p, size_t n)

@@ -17,13 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/random.h>
 
 #include "../base/clock.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
 
 struct resume_event {
-	struct resume_event *next;
+	STAILQ_ENTRY(resume_event) link;
 	uint64_t seq;
 	size_t len;
 	char text[]; /* "id: KEY-SEQ\ndata: JSON\n\n" */
@@ -31,18 +33,18 @@ struct resume_event {
 
 struct mcp_stream {
 	struct mcp_resume *table;
-	struct mcp_stream *prev, *next; /* the table's list, oldest first; only while listed */
+	TAILQ_ENTRY(mcp_stream) link; /* the table's list, oldest first; only while listed */
 	int listed;
 	char key[MCP_STREAM_KEY_LEN + 1];
-	char *session_id; /* NULL for a stateless request */
-	struct resume_event *head, *tail;
-	uint64_t next_seq; /* the seq of the next event appended (the first is 1) */
-	size_t bytes;      /* of the events kept */
-	int done;          /* no event will be added */
-	int abandoned;     /* ended without its response (cancelled, out of memory) */
-	int64_t ended_ms;  /* monotonic, when done */
-	int refs;          /* writer + readers + the table's listing; under the table's lock */
-	int plain;         /* never resumable: not listed, events without an id line */
+	char *session_id;                   /* NULL for a stateless request */
+	STAILQ_HEAD(, resume_event) events; /* oldest first */
+	uint64_t next_seq;                  /* the seq of the next event appended (the first is 1) */
+	size_t bytes;                       /* of the events kept */
+	int done;                           /* no event will be added */
+	int abandoned;                      /* ended without its response (cancelled) */
+	int64_t ended_ms;                   /* monotonic, when done */
+	int refs;                           /* writer + readers + the table's listing; under the table's lock */
+	int plain;                          /* never resumable: not listed, events without an id line */
 };
 
 struct mcp_stream_reader {
@@ -54,8 +56,8 @@ struct mcp_stream_reader {
 struct mcp_resume {
 	struct mcp_resume_limits lim;
 	pthread_mutex_t lock;
-	pthread_cond_t changed; /* any stream got an event or ended */
-	struct mcp_stream *head, *tail;
+	pthread_cond_t changed;           /* any stream got an event or ended */
+	TAILQ_HEAD(, mcp_stream) streams; /* listed ones, oldest first */
 	size_t count;
 	size_t bytes;
 	int closing; /* the server stops: readers end now */
@@ -63,10 +65,9 @@ struct mcp_resume {
 
 struct mcp_resume *mcp_resume_new(const struct mcp_resume_limits *lim)
 {
-	struct mcp_resume *t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
+	struct mcp_resume *t = xcalloc(1, sizeof(*t));
 	t->lim = *lim;
+	TAILQ_INIT(&t->streams);
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->changed, NULL);
 	return t;
@@ -74,8 +75,9 @@ struct mcp_resume *mcp_resume_new(const struct mcp_resume_limits *lim)
 
 static void stream_free_locked(struct mcp_stream *s)
 {
-	for (struct resume_event *e = s->head, *next; e; e = next) {
-		next = e->next;
+	struct resume_event *e;
+	while ((e = STAILQ_FIRST(&s->events))) {
+		STAILQ_REMOVE_HEAD(&s->events, link);
 		free(e);
 	}
 	free(s->session_id);
@@ -92,15 +94,7 @@ static void unlist_locked(struct mcp_resume *t, struct mcp_stream *s)
 {
 	if (!s->listed)
 		return;
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		t->head = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	else
-		t->tail = s->prev;
-	s->prev = s->next = NULL;
+	TAILQ_REMOVE(&t->streams, s, link);
 	s->listed = 0;
 	t->count--;
 	t->bytes -= s->bytes;
@@ -112,14 +106,14 @@ static void unlist_locked(struct mcp_resume *t, struct mcp_stream *s)
  * connection limit bounds them, the per-stream bound their bytes. */
 static void expire_locked(struct mcp_resume *t, int64_t now)
 {
-	for (struct mcp_stream *s = t->head, *next; s; s = next) {
-		next = s->next;
+	for (struct mcp_stream *s = TAILQ_FIRST(&t->streams), *next; s; s = next) {
+		next = TAILQ_NEXT(s, link);
 		if (s->done && now - s->ended_ms >= t->lim.keep_ms)
 			unlist_locked(t, s);
 	}
-	for (struct mcp_stream *s = t->head, *next; s && (t->count > t->lim.max_streams || t->bytes > t->lim.max_bytes);
-	     s = next) {
-		next = s->next;
+	for (struct mcp_stream *s = TAILQ_FIRST(&t->streams), *next;
+	     s && (t->count > t->lim.max_streams || t->bytes > t->lim.max_bytes); s = next) {
+		next = TAILQ_NEXT(s, link);
 		if (s->done)
 			unlist_locked(t, s);
 	}
@@ -130,8 +124,8 @@ void mcp_resume_free(struct mcp_resume *t)
 	if (!t)
 		return;
 	pthread_mutex_lock(&t->lock);
-	while (t->head)
-		unlist_locked(t, t->head);
+	while (!TAILQ_EMPTY(&t->streams))
+		unlist_locked(t, TAILQ_FIRST(&t->streams));
 	pthread_mutex_unlock(&t->lock);
 	pthread_cond_destroy(&t->changed);
 	pthread_mutex_destroy(&t->lock);
@@ -157,11 +151,9 @@ int mcp_stream_open(struct mcp_resume *t, const char *session_id, struct mcp_str
 		if (r > 0)
 			got += (size_t)r;
 	}
-	struct mcp_stream *s = calloc(1, sizeof(*s));
-	if (!s || (session_id && !(s->session_id = strdup(session_id)))) {
-		free(s);
-		return cp_error_set(err, CP_ERR_INTERNAL, "open an SSE stream: out of memory");
-	}
+	struct mcp_stream *s = xcalloc(1, sizeof(*s));
+	s->session_id = xstrdup(session_id);
+	STAILQ_INIT(&s->events);
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(s->key + 2 * i, 3, "%02x", raw[i]);
 	s->table = t;
@@ -169,12 +161,7 @@ int mcp_stream_open(struct mcp_resume *t, const char *session_id, struct mcp_str
 	s->refs = 2; /* the writer and the listing */
 	pthread_mutex_lock(&t->lock);
 	s->listed = 1;
-	s->prev = t->tail;
-	if (t->tail)
-		t->tail->next = s;
-	else
-		t->head = s;
-	t->tail = s;
+	TAILQ_INSERT_TAIL(&t->streams, s, link);
 	t->count++;
 	expire_locked(t, clock_monotonic_ms());
 	pthread_mutex_unlock(&t->lock);
@@ -182,17 +169,15 @@ int mcp_stream_open(struct mcp_resume *t, const char *session_id, struct mcp_str
 	return 0;
 }
 
-int mcp_stream_open_plain(struct mcp_resume *t, struct mcp_stream **ret, struct cp_error **err)
+struct mcp_stream *mcp_stream_open_plain(struct mcp_resume *t)
 {
-	struct mcp_stream *s = calloc(1, sizeof(*s));
-	if (!s)
-		return cp_error_set(err, CP_ERR_INTERNAL, "open an SSE stream: out of memory");
+	struct mcp_stream *s = xcalloc(1, sizeof(*s));
+	STAILQ_INIT(&s->events);
 	s->table = t;
 	s->next_seq = 1;
 	s->refs = 1; /* the writer; never listed */
 	s->plain = 1;
-	*ret = s;
-	return 0;
+	return s;
 }
 
 const char *mcp_stream_key(const struct mcp_stream *s)
@@ -213,34 +198,21 @@ int mcp_stream_append(struct mcp_stream *s, const char *json)
 	char head[64];
 	int hn = s->plain ? snprintf(head, sizeof(head), "data: ")
 	                  : snprintf(head, sizeof(head), "id: %s-%" PRIu64 "\ndata: ", s->key, seq);
-	struct resume_event *e = malloc(sizeof(*e) + (size_t)hn + jl + 3);
-	if (!e) {
-		/* A gap would be silent; ending the stream is not. */
-		s->done = s->abandoned = 1;
-		s->ended_ms = clock_monotonic_ms();
-		pthread_cond_broadcast(&t->changed);
-		pthread_mutex_unlock(&t->lock);
-		return -1;
-	}
-	e->next = NULL;
+	struct resume_event *e = xmalloc(sizeof(*e) + (size_t)hn + jl + 3);
 	e->seq = seq;
 	e->len = (size_t)hn + jl + 2;
 	memcpy(e->text, head, (size_t)hn);
 	memcpy(e->text + hn, json, jl);
 	memcpy(e->text + hn + jl, "\n\n", 3);
-	if (s->tail)
-		s->tail->next = e;
-	else
-		s->head = e;
-	s->tail = e;
+	STAILQ_INSERT_TAIL(&s->events, e, link);
 	s->bytes += e->len;
 	if (s->listed)
 		t->bytes += e->len;
 	/* Bounded per stream: the oldest events go first (a resume that needs
 	 * them is refused as such); the newest always stays. */
-	while (s->bytes > t->lim.max_stream_bytes && s->head != s->tail) {
-		struct resume_event *old = s->head;
-		s->head = old->next;
+	while (s->bytes > t->lim.max_stream_bytes && STAILQ_FIRST(&s->events) != e) {
+		struct resume_event *old = STAILQ_FIRST(&s->events);
+		STAILQ_REMOVE_HEAD(&s->events, link);
 		s->bytes -= old->len;
 		if (s->listed)
 			t->bytes -= old->len;
@@ -270,9 +242,7 @@ void mcp_stream_end(struct mcp_stream *s, enum mcp_stream_end how)
 
 static struct mcp_stream_reader *reader_new_locked(struct mcp_stream *s, uint64_t next_seq)
 {
-	struct mcp_stream_reader *r = calloc(1, sizeof(*r));
-	if (!r)
-		return NULL;
+	struct mcp_stream_reader *r = xcalloc(1, sizeof(*r));
 	r->stream = s;
 	r->next_seq = next_seq;
 	s->refs++;
@@ -320,9 +290,11 @@ int mcp_stream_resume(struct mcp_resume *t, const char *last_event_id, const cha
 		                    "SSE 'id:' line)");
 	pthread_mutex_lock(&t->lock);
 	expire_locked(t, clock_monotonic_ms());
-	struct mcp_stream *s = t->head;
-	while (s && strcmp(s->key, key) != 0)
-		s = s->next;
+	struct mcp_stream *s;
+	TAILQ_FOREACH (s, &t->streams, link) {
+		if (strcmp(s->key, key) == 0)
+			break;
+	}
 	/* Another session's stream is refused as unknown (MUST NOT replay on a
 	 * different stream, and never to another client); a stateless one is
 	 * found by its unguessable key alone. */
@@ -337,13 +309,13 @@ int mcp_stream_resume(struct mcp_resume *t, const char *last_event_id, const cha
 	else if (seq >= s->next_seq)
 		r = cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "event '%.40s' was never sent on its stream",
 		                 last_event_id);
-	else if (s->head && s->head->seq > seq + 1)
+	else if (!STAILQ_EMPTY(&s->events) && STAILQ_FIRST(&s->events)->seq > seq + 1)
 		r = cp_error_set(err, CP_ERR_LIMIT,
 		                 "the events after '%.40s' are no longer kept (over the %zu KiB a stream keeps); call "
 		                 "the tool again",
 		                 last_event_id, t->lim.max_stream_bytes / 1024);
-	else if (!(*ret = reader_new_locked(s, seq + 1)))
-		r = cp_error_set(err, CP_ERR_INTERNAL, "resume a stream: out of memory");
+	else
+		*ret = reader_new_locked(s, seq + 1);
 	pthread_mutex_unlock(&t->lock);
 	return r;
 }
@@ -355,13 +327,13 @@ ssize_t mcp_stream_read(struct mcp_stream_reader *r, char *buf, size_t max)
 	pthread_mutex_lock(&t->lock);
 	ssize_t n;
 	for (;;) {
-		if (s->head && s->head->seq > r->next_seq) {
+		struct resume_event *e = STAILQ_FIRST(&s->events);
+		if (e && e->seq > r->next_seq) {
 			n = -1; /* the events this reader needs were dropped */
 			break;
 		}
-		struct resume_event *e = s->head;
 		while (e && e->seq < r->next_seq)
-			e = e->next;
+			e = STAILQ_NEXT(e, link);
 		if (e) {
 			size_t k = e->len - r->offset < max ? e->len - r->offset : max;
 			memcpy(buf, e->text + r->offset, k);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../base/text.h"
+#include "../base/xalloc.h"
 
 #define SENTINEL_PREFIX "=?base64?"
 #define SENTINEL_SUFFIX "?="
@@ -106,11 +107,7 @@ int mcp_route_header_decode(const char *raw, char **ret_value, char *why, size_t
 	trim_ows(raw, &s, &n);
 	size_t pl = strlen(SENTINEL_PREFIX), sl = strlen(SENTINEL_SUFFIX);
 	if (n >= pl + sl && memcmp(s, SENTINEL_PREFIX, pl) == 0 && memcmp(s + n - sl, SENTINEL_SUFFIX, sl) == 0) {
-		unsigned char *out = malloc((n - pl - sl) * 3 / 4 + 2);
-		if (!out) {
-			snprintf(why, why_size, "out of memory");
-			return -1;
-		}
+		unsigned char *out = xmalloc((n - pl - sl) * 3 / 4 + 2);
 		long k = b64_decode(s + pl, n - pl - sl, out);
 		if (k < 0 || memchr(out, '\0', (size_t)k)) {
 			free(out);
@@ -127,12 +124,7 @@ int mcp_route_header_decode(const char *raw, char **ret_value, char *why, size_t
 		         "2026-07-28 streamable-http, Value Encoding)");
 		return -1;
 	}
-	char *copy = strndup(s, n);
-	if (!copy) {
-		snprintf(why, why_size, "out of memory");
-		return -1;
-	}
-	*ret_value = copy;
+	*ret_value = xstrndup(s, n);
 	return 0;
 }
 
@@ -174,11 +166,7 @@ int mcp_route_header_check(const char *header, const char *raw, unsigned count, 
 			snprintf(why, why_size, "the %s header holds bytes outside visible ASCII", header);
 			return -1;
 		}
-		value = strndup(s, n);
-		if (!value) {
-			snprintf(why, why_size, "out of memory");
-			return -1;
-		}
+		value = xstrndup(s, n);
 	}
 	int same = strcmp(value, want) == 0; /* values are case-sensitive ("Case Sensitivity") */
 	if (!same)

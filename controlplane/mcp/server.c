@@ -3,6 +3,7 @@
  * their lifetime; the transports (http.c, stdio.c) only borrow the server.
  * Never calls a tool handler itself. */
 #include "internal.h"
+#include "../base/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +22,6 @@ static const struct mcp_resume_limits resume_limits = {
     .keep_ms = 5 * 60 * 1000,
 };
 
-static int copy_string(const char *s, const char *fallback, char **ret)
-{
-	const char *v = s ? s : fallback;
-	if (!v) {
-		*ret = NULL;
-		return 0;
-	}
-	*ret = strdup(v);
-	return *ret ? 0 : -1;
-}
-
 /* Creates a server (see mcp.h). opts is copied (NULL strings and zero limits
  * get the defaults: 127.0.0.1, "chat2sbx", 20 MiB bodies, 1000 sessions, one
  * hour idle; no Unix socket; no token check), the bearer token too (wiped
@@ -42,9 +32,7 @@ static int copy_string(const char *s, const char *fallback, char **ret)
 int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool *tools, size_t n_tools, void *app,
                    struct mcp_server **ret_server, struct cp_error **err)
 {
-	struct mcp_server *s = calloc(1, sizeof(*s));
-	if (!s)
-		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
+	struct mcp_server *s = xcalloc(1, sizeof(*s));
 	pthread_mutex_init(&s->http_lock, NULL);
 	pthread_mutex_init(&s->inflight_lock, NULL);
 	pthread_mutex_init(&s->auth_log_lock, NULL);
@@ -57,15 +45,13 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 	pthread_condattr_destroy(&ca);
 	if (opts)
 		s->opts = *opts;
-	if (copy_string(s->opts.host, "127.0.0.1", &s->host) < 0 ||
-	    copy_string(s->opts.name, "chat2sbx", &s->name) < 0 || copy_string(s->opts.version, "0", &s->version) < 0 ||
-	    copy_string(s->opts.instructions, NULL, &s->instructions) < 0 ||
-	    copy_string(s->opts.unix_socket_path, NULL, &s->unix_path) < 0 ||
-	    copy_string(s->opts.bearer_token, NULL, &s->bearer_token) < 0 ||
-	    copy_string(s->opts.token_hint, NULL, &s->token_hint) < 0) {
-		mcp_server_free(s);
-		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
-	}
+	s->host = xstrdup(s->opts.host ? s->opts.host : "127.0.0.1");
+	s->name = xstrdup(s->opts.name ? s->opts.name : "chat2sbx");
+	s->version = xstrdup(s->opts.version ? s->opts.version : "0");
+	s->instructions = xstrdup(s->opts.instructions);
+	s->unix_path = xstrdup(s->opts.unix_socket_path);
+	s->bearer_token = xstrdup(s->opts.bearer_token);
+	s->token_hint = xstrdup(s->opts.token_hint);
 	s->opts.host = s->host;
 	s->opts.name = s->name;
 	s->opts.version = s->version;
@@ -104,10 +90,6 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 	}
 	s->sessions = mcp_session_table_new(s->opts.max_sessions, s->opts.session_idle_ms);
 	s->resume = mcp_resume_new(&resume_limits);
-	if (!s->sessions || !s->resume) {
-		mcp_server_free(s);
-		return cp_error_set(err, CP_ERR_INTERNAL, "create MCP server: out of memory");
-	}
 	*ret_server = s;
 	return 0;
 }

@@ -10,15 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/random.h>
 
 #include "../base/clock.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
 
 #define SESSION_ID_BYTES 16 /* 128 bits, shown as 32 hex characters */
 
 struct session {
-	struct session *prev, *next; /* most recently used first */
+	TAILQ_ENTRY(session) link; /* most recently used first */
 	char id[2 * SESSION_ID_BYTES + 1];
 	char protocol_version[16];
 	int64_t last_used_ms;
@@ -26,7 +28,7 @@ struct session {
 
 struct mcp_session_table {
 	pthread_mutex_t lock;
-	struct session *head, *tail;
+	TAILQ_HEAD(session_list, session) list;
 	size_t count;
 	size_t max;
 	long idle_ms;
@@ -34,13 +36,11 @@ struct mcp_session_table {
 
 /* Creates an empty session table (MCP basic/transports, "Session
  * Management") holding at most max_sessions (at least 1) sessions, each
- * expiring idle_ms after its last use. Returns an owned table, NULL when
- * memory is exhausted. */
+ * expiring idle_ms after its last use. Returns an owned table, never NULL. */
 struct mcp_session_table *mcp_session_table_new(size_t max_sessions, long idle_ms)
 {
-	struct mcp_session_table *t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
+	struct mcp_session_table *t = xcalloc(1, sizeof(*t));
+	TAILQ_INIT(&t->list);
 	pthread_mutex_init(&t->lock, NULL);
 	t->max = max_sessions ? max_sessions : 1;
 	t->idle_ms = idle_ms;
@@ -54,41 +54,23 @@ void mcp_session_table_free(struct mcp_session_table *t)
 {
 	if (!t)
 		return;
-	for (struct session *s = t->head, *next; s; s = next) {
-		next = s->next;
+	struct session *s;
+	while ((s = TAILQ_FIRST(&t->list))) {
+		TAILQ_REMOVE(&t->list, s, link);
 		free(s);
 	}
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
 
-static void unlink_locked(struct mcp_session_table *t, struct session *s)
+static struct session *oldest_locked(struct mcp_session_table *t)
 {
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		t->head = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	else
-		t->tail = s->prev;
-	s->prev = s->next = NULL;
-}
-
-static void push_front_locked(struct mcp_session_table *t, struct session *s)
-{
-	s->prev = NULL;
-	s->next = t->head;
-	if (t->head)
-		t->head->prev = s;
-	t->head = s;
-	if (!t->tail)
-		t->tail = s;
+	return TAILQ_LAST(&t->list, session_list);
 }
 
 static void remove_locked(struct mcp_session_table *t, struct session *s)
 {
-	unlink_locked(t, s);
+	TAILQ_REMOVE(&t->list, s, link);
 	t->count--;
 	free(s);
 }
@@ -96,17 +78,20 @@ static void remove_locked(struct mcp_session_table *t, struct session *s)
 /* The list is in order of last use, so the expired ones are at the tail. */
 static void expire_locked(struct mcp_session_table *t, int64_t now)
 {
-	while (t->tail && now - t->tail->last_used_ms >= t->idle_ms) {
-		log_debug("mcp", "session %.8s… expired after %ld ms idle", t->tail->id, t->idle_ms);
-		remove_locked(t, t->tail);
+	struct session *s;
+	while ((s = oldest_locked(t)) && now - s->last_used_ms >= t->idle_ms) {
+		log_debug("mcp", "session %.8s… expired after %ld ms idle", s->id, t->idle_ms);
+		remove_locked(t, s);
 	}
 }
 
 static struct session *find_locked(struct mcp_session_table *t, const char *id)
 {
-	for (struct session *s = t->head; s; s = s->next)
+	struct session *s;
+	TAILQ_FOREACH (s, &t->list, link) {
 		if (strcmp(s->id, id) == 0)
 			return s;
+	}
 	return NULL;
 }
 
@@ -129,7 +114,7 @@ static int random_bytes(unsigned char *buf, size_t n)
  * unique, cryptographically secure id of visible ASCII) and records
  * protocol_version (borrowed). Evicts the least recently used session when
  * the table is full. Returns 0 and an owned id in *ret_id; INTERNAL in *err
- * when the kernel's random source or memory fails. Does not block (except on
+ * when the kernel's random source fails. Does not block (except on
  * the table's mutex, held only for list edits). */
 int mcp_session_create(struct mcp_session_table *t, const char *protocol_version, char **ret_id, struct cp_error **err)
 {
@@ -137,28 +122,22 @@ int mcp_session_create(struct mcp_session_table *t, const char *protocol_version
 	int r = random_bytes(raw, sizeof(raw));
 	if (r < 0)
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, -r, "create session: getrandom");
-	struct session *s = calloc(1, sizeof(*s));
-	char *copy = malloc(sizeof(s->id));
-	if (!s || !copy) {
-		free(s);
-		free(copy);
-		return cp_error_set(err, CP_ERR_INTERNAL, "create session: out of memory");
-	}
+	struct session *s = xcalloc(1, sizeof(*s));
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
 	snprintf(s->protocol_version, sizeof(s->protocol_version), "%s", protocol_version ? protocol_version : "");
-	memcpy(copy, s->id, sizeof(s->id));
+	char *copy = xstrdup(s->id);
 
 	/* The clock is read under the lock so the list stays in order of use. */
 	pthread_mutex_lock(&t->lock);
 	int64_t now = clock_now_ms();
 	s->last_used_ms = now;
 	expire_locked(t, now);
-	while (t->count >= t->max && t->tail) {
-		log_debug("mcp", "session %.8s… evicted: %zu sessions is the cap", t->tail->id, t->max);
-		remove_locked(t, t->tail);
+	for (struct session *old; t->count >= t->max && (old = oldest_locked(t));) {
+		log_debug("mcp", "session %.8s… evicted: %zu sessions is the cap", old->id, t->max);
+		remove_locked(t, old);
 	}
-	push_front_locked(t, s);
+	TAILQ_INSERT_HEAD(&t->list, s, link);
 	t->count++;
 	pthread_mutex_unlock(&t->lock);
 	*ret_id = copy;
@@ -176,8 +155,8 @@ int mcp_session_touch(struct mcp_session_table *t, const char *id)
 	struct session *s = find_locked(t, id);
 	if (s) {
 		s->last_used_ms = now;
-		unlink_locked(t, s);
-		push_front_locked(t, s);
+		TAILQ_REMOVE(&t->list, s, link);
+		TAILQ_INSERT_HEAD(&t->list, s, link);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return s != NULL;

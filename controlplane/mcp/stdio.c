@@ -17,6 +17,7 @@
 #include "../base/buf.h"
 #include "../base/cleanup.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
 
 #define STDIO_MAX_CALLS 16
 #define STDIO_READ_CHUNK 65536
@@ -42,16 +43,12 @@ static void write_reply(struct stdio_ctx *ctx, struct json_object *reply)
 	if (!reply)
 		return;
 	_cleanup_free_ char *text = mcp_json_text(reply);
-	_cleanup_free_ char *line = NULL;
-	int n = text ? asprintf(&line, "%s\n", text) : -1;
-	if (n < 0) {
-		log_error("mcp", "stdio: out of memory formatting a reply");
-		return;
-	}
+	_cleanup_free_ char *line = xasprintf("%s\n", text);
+	size_t n = strlen(line);
 	int failed = 0;
 	pthread_mutex_lock(&ctx->write_lock);
-	for (size_t off = 0; off < (size_t)n;) {
-		ssize_t w = write(ctx->out_fd, line + off, (size_t)n - off);
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(ctx->out_fd, line + off, n - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -110,7 +107,7 @@ static void start_call(struct stdio_ctx *ctx, struct json_object *msg)
 	ctx->in_flight++;
 	pthread_mutex_unlock(&ctx->lock);
 
-	struct stdio_call *call = malloc(sizeof(*call));
+	struct stdio_call *call = xmalloc(sizeof(*call));
 	pthread_t tid;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -181,9 +178,7 @@ static void line_too_long(struct stdio_ctx *ctx)
 
 static int read_loop(struct stdio_ctx *ctx, int in_fd, struct cp_error **err)
 {
-	_cleanup_free_ char *chunk = malloc(STDIO_READ_CHUNK);
-	if (!chunk)
-		return cp_error_set(err, CP_ERR_INTERNAL, "stdio: out of memory");
+	_cleanup_free_ char *chunk = xmalloc(STDIO_READ_CHUNK);
 	struct cp_buf line;
 	cp_buf_init(&line, ctx->server->opts.max_body_bytes);
 	int overflow = 0, r = 0;

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "../base/text.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 
 /* Deeper than json-c's own limit (mcp_json_parse: 64), so valid input never
  * reaches it. */
@@ -72,8 +74,8 @@ static int check_key(struct scan *s, struct frame *f, size_t from, size_t to)
 		r = fail(s, "the key '%s…' contains a NUL character (\\u0000); keys and names never do", key);
 	else if (json_object_object_get_ex(f->keys, key, NULL))
 		r = fail(s, "the key '%s' appears twice in one object; send each key once", key);
-	else if (json_object_object_add(f->keys, key, NULL) < 0)
-		r = fail(s, "out of memory%s", NULL);
+	else
+		xjson_add(f->keys, key, NULL);
 	json_object_put(k);
 	return r;
 }
@@ -125,8 +127,8 @@ static int push(struct scan *s, int is_object)
 		return fail(s, "the message is nested too deeply%s", NULL);
 	struct frame *f = &s->st[s->depth++];
 	*f = (struct frame){.is_object = is_object, .expect_key = is_object};
-	if (is_object && !(f->keys = json_object_new_object()))
-		return fail(s, "out of memory%s", NULL);
+	if (is_object)
+		f->keys = xjson_object();
 	return 0;
 }
 
@@ -187,7 +189,7 @@ int mcp_json_strict_check(const char *text, size_t len, char *why, size_t why_si
 {
 	struct scan s = {.t = text, .n = len, .why = why, .why_size = why_size};
 	if (!(s.tok = json_tokener_new_ex(2)))
-		return fail(&s, "out of memory%s", NULL);
+		cp_oom(); /* json_tokener_new_ex fails only when it cannot allocate */
 	int r = 0;
 	while (r == 0 && s.i < s.n)
 		r = step(&s);

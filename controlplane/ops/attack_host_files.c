@@ -20,6 +20,7 @@
 #include "../base/id.h"
 #include "../lifecycle/lifecycle.h"
 #include "ops_internal.h"
+#include "../base/xalloc.h"
 
 #define SCAN_MAX_DEPTH 8
 /* Files the script makes before the routes run: base f1 f2 f6 f8 f11 f13 f14. */
@@ -224,10 +225,9 @@ void ops_attack_host_files(struct lifecycle *lc, const char *sandbox_id, const c
 	snprintf(host_dir, sizeof(host_dir), "%s/%s", w.path, dir);
 	char sandbox_dir[128];
 	snprintf(sandbox_dir, sizeof(sandbox_dir), "%s/%s", LIFECYCLE_WORKSPACE_TARGET, dir);
-	if (asprintf(&cmd, attack_script, sandbox_dir) < 0)
-		cmd = NULL;
-	if (!cmd || ops_probe_run(lc, sandbox_id, cmd, &out, &e) < 0) {
-		ops_probe_report_add(r, name, attack, OPS_CHECK_FAILED, "%s", e ? e->message : "out of memory");
+	cmd = xasprintf(attack_script, sandbox_dir);
+	if (ops_probe_run(lc, sandbox_id, cmd, &out, &e) < 0) {
+		ops_probe_report_add(r, name, attack, OPS_CHECK_FAILED, "%s", e->message);
 		workspace_record_clear(&w);
 		return;
 	}
@@ -267,8 +267,8 @@ void ops_attack_host_files(struct lifecycle *lc, const char *sandbox_id, const c
 	}
 	ops_probe_report_add(r, name, attack, result, "%s", detail);
 	/* Root-owned files on the host: removed from inside. */
-	_cleanup_free_ char *rm = NULL;
-	if (asprintf(&rm, "rm -rf '%s'", sandbox_dir) >= 0 && ops_probe_run(lc, sandbox_id, rm, &cleanup_out, &e) < 0)
+	_cleanup_free_ char *rm = xasprintf("rm -rf '%s'", sandbox_dir);
+	if (ops_probe_run(lc, sandbox_id, rm, &cleanup_out, &e) < 0)
 		cp_error_freep(&e);
 	workspace_record_clear(&w);
 }

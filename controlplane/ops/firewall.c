@@ -149,7 +149,7 @@ void ops_firewall_maintain(const struct config *cfg, struct docker_engine *engin
 	char detail[1024];
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (ops_firewall_install(engine, &changed, &before, detail, sizeof(detail), &e) < 0)
-		log_warn("firewall", "keep the firewall in place: %s", e->message);
+		cp_error_log_free(LOG_LEVEL_WARN, "firewall", &e, "keep the firewall in place");
 	else if (changed && before == FIREWALL_COVERS)
 		log_info("firewall", "a network of an older chat2sbx is gone; %s", detail);
 	else if (changed)

@@ -196,14 +196,10 @@ void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r)
 	ops_git_guard_judge(out, before ? before : "", after ? after : "?", r);
 out:
 	cp_error_freep(&e);
-	if (res.sandbox.id && lifecycle_sandbox_destroy(lc, res.sandbox.id, NULL, &e) < 0) {
-		log_warn("doctor", "remove the git probe %s: %s", res.sandbox.id, e->message);
-		cp_error_freep(&e);
-	}
-	if (ws.id && store_workspace_forget(store, ws.id, &e) < 0) {
-		log_warn("doctor", "forget the git probe's workspace %s: %s", ws.id, e->message);
-		cp_error_freep(&e);
-	}
+	if (res.sandbox.id && lifecycle_sandbox_destroy(lc, res.sandbox.id, NULL, &e) < 0)
+		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "remove the git probe %s", res.sandbox.id);
+	if (ws.id && store_workspace_forget(store, ws.id, &e) < 0)
+		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "forget the git probe's workspace %s", ws.id);
 	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	lifecycle_create_result_clear(&res);
 	workspace_record_clear(&ws);

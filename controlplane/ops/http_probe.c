@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 #include "ops.h"
 
 #define OPS_HTTP_MAX_BODY (64u * 1024)
@@ -43,7 +44,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 	size_t room = OPS_HTTP_MAX_BODY - s->len;
 	size_t take = n < room ? n : room; /* the rest is dropped: a probe reads a head only */
 	if (take) {
-		char *p = realloc(s->data, s->len + take + 1);
+		char *p = xrealloc(s->data, s->len + take + 1);
 		if (!p)
 			return 0;
 		memcpy(p + s->len, ptr, take);

@@ -17,6 +17,8 @@
 #include "../base/cleanup.h"
 #include "../base/id.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 #include "../lifecycle/lifecycle.h"
 #include "ops_internal.h"
 
@@ -90,13 +92,13 @@ int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *comm
 	struct helper_channel *ch = NULL;
 	if (lifecycle_sandbox_channel(lc, sandbox_id, &ch, err) < 0)
 		return -1;
-	_cleanup_json_ struct json_object *p = json_object_new_object();
-	json_object_object_add(p, "session_id", json_object_new_string(session));
-	json_object_object_add(p, "command", json_object_new_string(command));
-	json_object_object_add(p, "cwd", json_object_new_string("/"));
-	json_object_object_add(p, "yield_time_ms", json_object_new_int(PROBE_CALL_WAIT_MS - 5000));
-	json_object_object_add(p, "timeout_ms", json_object_new_int(PROBE_CALL_WAIT_MS - 10000));
-	json_object_object_add(p, "max_output_bytes", json_object_new_int(PROBE_MAX_OUTPUT));
+	_cleanup_json_ struct json_object *p = xjson_object();
+	xjson_add(p, "session_id", xjson_string(session));
+	xjson_add(p, "command", xjson_string(command));
+	xjson_add(p, "cwd", xjson_string("/"));
+	xjson_add(p, "yield_time_ms", xjson_int64(PROBE_CALL_WAIT_MS - 5000));
+	xjson_add(p, "timeout_ms", xjson_int64(PROBE_CALL_WAIT_MS - 10000));
+	xjson_add(p, "max_output_bytes", xjson_int64(PROBE_MAX_OUTPUT));
 	_cleanup_json_ struct json_object *res = NULL;
 	int r = helper_channel_call(ch, "bash.start", p, PROBE_CALL_WAIT_MS, &res, err);
 	lifecycle_sandbox_release(lc, sandbox_id, ch);
@@ -108,8 +110,8 @@ int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *comm
 		return cp_error_set(err, CP_ERR_TIMEOUT, "the probe in sandbox '%s' did not finish (status %s)",
 		                    sandbox_id, status ? status : "unknown");
 	const char *out = json_object_object_get_ex(res, "output", &v) ? json_object_get_string(v) : "";
-	*ret_output = strdup(out ? out : "");
-	return *ret_output ? 0 : cp_error_set(err, CP_ERR_INTERNAL, "probe output: out of memory");
+	*ret_output = xstrdup(out ? out : "");
+	return 0;
 }
 
 /* The text between "@@name\n" and the next "@@" marker, copied (caller frees). */
@@ -119,13 +121,13 @@ static char *section(const char *out, const char *name)
 	snprintf(marker, sizeof(marker), "@@%s\n", name);
 	const char *p = strstr(out, marker);
 	if (!p)
-		return strdup("");
+		return xstrdup("");
 	p += strlen(marker);
 	if (!strncmp(p, "@@", 2))
-		return strdup(""); /* an empty section */
+		return xstrdup(""); /* an empty section */
 	const char *end = strstr(p, "\n@@");
 	size_t len = end ? (size_t)(end - p + 1) : strlen(p);
-	return strndup(p, len);
+	return xstrndup(p, len);
 }
 
 /* First line of text, clipped, for a detail. */
@@ -146,34 +148,30 @@ static char *survey_command(const struct canaries *c)
 	/* The random parts are split so the command text itself (which the
 	 * helper may keep) never contains what the search looks for. */
 	size_t nh = strlen(c->name) / 2, ch = strlen(c->content) / 2;
-	char *cmd = NULL;
-	if (asprintf(&cmd,
-	             "echo @@socket\n"
-	             "for p in /var/run/docker.sock /run/docker.sock /docker.sock /var/run/docker/docker.sock; do\n"
-	             "  [ -e \"$p\" ] && echo \"$p exists\"\n"
-	             "done\n"
-	             "echo @@mountinfo; cat /proc/self/mountinfo\n"
-	             "echo @@status; cat /proc/self/status\n"
-	             "echo @@environ; tr '\\0' '\\n' </proc/1/environ; echo; env\n"
-	             "echo @@pids; cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max "
-	             "2>/dev/null || echo none\n"
-	             "echo @@memory; cat /sys/fs/cgroup/memory.max 2>/dev/null || cat "
-	             "/sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo none\n"
-	             "echo @@oom; cat /proc/self/oom_score_adj\n"
-	             "echo @@files\n"
-	             "n1='%.*s'; n2='%s'; c1='%.*s'; c2='%s'\n"
-	             "cat '%s' '%s' 2>/dev/null\n"
-	             "find / -xdev -name \"$n1$n2\" 2>/dev/null | head -n 5\n"
-	             "for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do\n"
-	             "  case \"$mp\" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue ;; esac\n"
-	             "  find \"$mp\" -xdev -name \"$n1$n2\" 2>/dev/null | head -n 5\n"
-	             "  grep -rlsF -m1 \"$c1$c2\" \"$mp\" 2>/dev/null | head -n 5\n"
-	             "done\n"
-	             "echo @@end\n",
-	             (int)nh, c->name, c->name + nh, (int)ch, c->content, c->content + ch, c->tmp_file,
-	             c->data_file) < 0)
-		return NULL;
-	return cmd;
+	return xasprintf("echo @@socket\n"
+	                 "for p in /var/run/docker.sock /run/docker.sock /docker.sock /var/run/docker/docker.sock; do\n"
+	                 "  [ -e \"$p\" ] && echo \"$p exists\"\n"
+	                 "done\n"
+	                 "echo @@mountinfo; cat /proc/self/mountinfo\n"
+	                 "echo @@status; cat /proc/self/status\n"
+	                 "echo @@environ; tr '\\0' '\\n' </proc/1/environ; echo; env\n"
+	                 "echo @@pids; cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max "
+	                 "2>/dev/null || echo none\n"
+	                 "echo @@memory; cat /sys/fs/cgroup/memory.max 2>/dev/null || cat "
+	                 "/sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo none\n"
+	                 "echo @@oom; cat /proc/self/oom_score_adj\n"
+	                 "echo @@files\n"
+	                 "n1='%.*s'; n2='%s'; c1='%.*s'; c2='%s'\n"
+	                 "cat '%s' '%s' 2>/dev/null\n"
+	                 "find / -xdev -name \"$n1$n2\" 2>/dev/null | head -n 5\n"
+	                 "for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do\n"
+	                 "  case \"$mp\" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue ;; esac\n"
+	                 "  find \"$mp\" -xdev -name \"$n1$n2\" 2>/dev/null | head -n 5\n"
+	                 "  grep -rlsF -m1 \"$c1$c2\" \"$mp\" 2>/dev/null | head -n 5\n"
+	                 "done\n"
+	                 "echo @@end\n",
+	                 (int)nh, c->name, c->name + nh, (int)ch, c->content, c->content + ch, c->tmp_file,
+	                 c->data_file);
 }
 
 static void judge_survey(const struct config *cfg, const struct canaries *c, const char *out,
@@ -285,16 +283,13 @@ static void probe_remove(struct lifecycle *lc, const struct sandbox_record *s)
 	struct workspace_record w = {0};
 	int have_ws = store_workspace_get(store, s->workspace_id, &w, &e) == 0;
 	cp_error_freep(&e);
-	if (lifecycle_sandbox_destroy(lc, s->id, NULL, &e) < 0) {
-		log_warn("doctor", "remove probe %s: %s", s->id, e->message);
-		cp_error_freep(&e);
-	} else if (store_sandbox_delete(store, s->id, &e) < 0 ||
-	           (have_ws && !strcmp(w.mode, "managed") && store_workspace_delete(store, w.id, &e) < 0)) {
-		log_warn("doctor", "forget probe %s: %s", s->id, e->message);
-		cp_error_freep(&e);
-	} else if (have_ws && !strcmp(w.mode, "managed") && w.path) {
+	if (lifecycle_sandbox_destroy(lc, s->id, NULL, &e) < 0)
+		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "remove probe %s", s->id);
+	else if (store_sandbox_delete(store, s->id, &e) < 0 ||
+	         (have_ws && !strcmp(w.mode, "managed") && store_workspace_delete(store, w.id, &e) < 0))
+		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "forget probe %s", s->id);
+	else if (have_ws && !strcmp(w.mode, "managed") && w.path)
 		nftw(w.path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	}
 	workspace_record_clear(&w);
 }
 
@@ -351,10 +346,7 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 
 	if (canaries_plant(cfg, &c, err) < 0 || probe_create(lc, 0, &s, err) < 0)
 		goto out;
-	if (!(cmd = survey_command(&c))) {
-		cp_error_set(err, CP_ERR_INTERNAL, "build the probe command: out of memory");
-		goto out;
-	}
+	cmd = survey_command(&c);
 	if (ops_probe_run(lc, s.id, cmd, &out, err) < 0)
 		goto out;
 	judge_survey(cfg, &c, out, &r);

@@ -7,6 +7,7 @@
 
 #include "../base/log.h"
 #include "ops.h"
+#include "../base/xalloc.h"
 
 void ops_probe_report_clear(struct ops_probe_report *r)
 {
@@ -44,7 +45,7 @@ void ops_probe_report_add(struct ops_probe_report *r, const char *name, const ch
 	va_start(ap, fmt);
 	char *detail = NULL;
 	if (vasprintf(&detail, fmt, ap) < 0)
-		detail = NULL;
+		cp_oom();
 	va_end(ap);
 	r->checks[r->n++] = (struct ops_check){name, attack, result, detail};
 }

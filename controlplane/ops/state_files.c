@@ -16,6 +16,8 @@
 #include "../base/clock.h"
 #include "../base/json_file.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 #include "ops.h"
 
 void ops_serve_state_clear(struct ops_serve_state *s)
@@ -48,18 +50,17 @@ int ops_serve_state_write(const char *state_dir, const struct ops_serve_state *s
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/" OPS_SERVE_STATE_FILE, state_dir);
-	_cleanup_json_ struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "pid", json_object_new_int(getpid()));
-	json_object_object_add(o, "started_at_ms",
-	                       json_object_new_int64(st->started_at_ms > 0 ? st->started_at_ms : clock_now_ms()));
-	json_object_object_add(o, "version", json_object_new_string(CHAT2SBX_VERSION));
-	json_object_object_add(o, "endpoint", json_object_new_string(st->endpoint));
+	_cleanup_json_ struct json_object *o = xjson_object();
+	xjson_add(o, "pid", xjson_int64(getpid()));
+	xjson_add(o, "started_at_ms", xjson_int64(st->started_at_ms > 0 ? st->started_at_ms : clock_now_ms()));
+	xjson_add(o, "version", xjson_string(CHAT2SBX_VERSION));
+	xjson_add(o, "endpoint", xjson_string(st->endpoint));
 	if (st->socket)
-		json_object_object_add(o, "socket", json_object_new_string(st->socket));
+		xjson_add(o, "socket", xjson_string(st->socket));
 	if (st->token_file)
-		json_object_object_add(o, "token_file", json_object_new_string(st->token_file));
-	json_object_object_add(o, "token_required", json_object_new_boolean(st->token_required));
-	json_object_object_add(o, "tunnel_enabled", json_object_new_boolean(st->tunnel_enabled));
+		xjson_add(o, "token_file", xjson_string(st->token_file));
+	xjson_add(o, "token_required", xjson_bool(st->token_required));
+	xjson_add(o, "tunnel_enabled", xjson_bool(st->tunnel_enabled));
 	return json_file_write_atomic(path, o, err);
 }
 
@@ -82,7 +83,7 @@ static char *dup_string(struct json_object *o, const char *key)
 	struct json_object *v = NULL;
 	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
 		return NULL;
-	return strdup(json_object_get_string(v));
+	return xstrdup(json_object_get_string(v));
 }
 
 static int64_t get_int(struct json_object *o, const char *key)

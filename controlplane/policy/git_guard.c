@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "../base/xalloc.h"
 
 /* An ordinary repository. ".git" itself is a mount point (so the sandbox
  * cannot rename or remove it: EBUSY) and stays writable, because every git
@@ -140,7 +141,7 @@ int policy_gitfile_parse(const char *dir, const char *content, size_t len, char 
 	if (n == 0 || memchr(p, '\0', n))
 		return 0;
 	size_t size = strlen(dir) + n + 3;
-	char *out = calloc(1, size);
+	char *out = xcalloc(1, size);
 	if (!out)
 		return 0;
 	if ((p[0] != '/' && push_path(out, size, dir, strlen(dir)) < 0) || push_path(out, size, p, n) < 0) {

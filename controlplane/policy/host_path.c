@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 #include "policy.h"
 
 /* Symlinks followed for one path before giving up with ELOOP: Linux's own
@@ -104,10 +105,8 @@ static int resolve_failed(struct cp_error **err, const char *path, const char *a
  * malloc'd. */
 static int host_path_walk(const char *path, char **ret_resolved, struct cp_error **err)
 {
-	_cleanup_free_ char *rest = strdup(path); /* what is left to resolve */
-	if (!rest)
-		return cp_error_set(err, CP_ERR_INTERNAL, "check host path '%s': out of memory", path);
-	char res[PATH_MAX] = ""; /* resolved so far; "" stands for "/" */
+	_cleanup_free_ char *rest = xstrdup(path); /* what is left to resolve */
+	char res[PATH_MAX] = "";                   /* resolved so far; "" stands for "/" */
 	size_t len = 0, pos = 0;
 	int links = 0;
 
@@ -169,9 +168,7 @@ static int host_path_walk(const char *path, char **ret_resolved, struct cp_error
 			    "that is not inside one",
 			    path, name, res, target);
 
-		char *next = NULL;
-		if (asprintf(&next, "%s/%s", target, rest + pos) < 0)
-			return cp_error_set(err, CP_ERR_INTERNAL, "check host path '%s': out of memory", path);
+		char *next = xasprintf("%s/%s", target, rest + pos);
 		free(rest);
 		rest = next; /* ownership: the cleanup of `rest` frees it */
 		pos = 0;
@@ -185,9 +182,7 @@ static int host_path_walk(const char *path, char **ret_resolved, struct cp_error
 		}
 		res[len] = '\0';
 	}
-	*ret_resolved = strdup(len ? res : "/");
-	if (!*ret_resolved)
-		return cp_error_set(err, CP_ERR_INTERNAL, "check host path '%s': out of memory", path);
+	*ret_resolved = xstrdup(len ? res : "/");
 	return 0;
 }
 
@@ -208,7 +203,7 @@ static char *roots_joined(const struct policy_host_roots *roots)
 	for (size_t i = 0; i < roots->n; i++)
 		if (roots->roots[i])
 			total += strlen(roots->roots[i]) + 1;
-	char *s = malloc(total);
+	char *s = xmalloc(total);
 	if (!s)
 		return NULL;
 	s[0] = '\0';
@@ -266,9 +261,7 @@ static int check_data_root(const char *data_root, const char *label, const char 
 	if (!rdata) {
 		if (data_root[0] != '/')
 			return 0;
-		rdata = strdup(data_root);
-		if (!rdata)
-			return cp_error_set(err, CP_ERR_INTERNAL, "check host path %s: out of memory", shown);
+		rdata = xstrdup(data_root);
 		for (size_t n = strlen(rdata); n > 1 && rdata[n - 1] == '/'; n--)
 			rdata[n - 1] = '\0';
 	}
@@ -334,13 +327,8 @@ int policy_host_path_check(const struct policy_host_roots *roots, const char *pa
 	if (name)
 		return credential_denied(err, path, "resolves through", name, real, end);
 
-	_cleanup_free_ char *shown = NULL;
-	int r = strcmp(path, real) == 0 ? asprintf(&shown, "'%s'", path)
-	                                : asprintf(&shown, "'%s' (resolved to '%s')", path, real);
-	if (r < 0) {
-		shown = NULL;
-		return cp_error_set(err, CP_ERR_INTERNAL, "check host path '%s': out of memory", path);
-	}
+	_cleanup_free_ char *shown =
+	    strcmp(path, real) == 0 ? xasprintf("'%s'", path) : xasprintf("'%s' (resolved to '%s')", path, real);
 	if (check_roots(roots, path, real, shown, err) < 0)
 		return -1;
 	for (size_t i = 0; i < roots->n_own_paths; i++)
@@ -360,14 +348,14 @@ char **policy_roots_split(const char *colon_list, size_t *ret_n)
 	for (const char *p = colon_list; p && *p; p++)
 		if (*p == ':')
 			cap++;
-	char **out = calloc(cap + 1, sizeof(*out));
+	char **out = xcalloc(cap + 1, sizeof(*out));
 	if (!out)
 		return NULL;
 	size_t n = 0;
 	for (const char *p = colon_list; p && *p;) {
 		size_t len = strcspn(p, ":");
 		if (len > 0) {
-			out[n] = strndup(p, len);
+			out[n] = xstrndup(p, len);
 			if (!out[n]) {
 				policy_roots_free(out);
 				return NULL;

@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/id.h"
+#include "base/log.h"
 #include "base/xalloc.h"
 #include "base/xjson.h"
 #include "policy/policy.h"
@@ -66,6 +68,54 @@ Test(error, errno_kept_for_callers)
 	cp_error_set(&e, CP_ERR_NOT_FOUND, "no '%s'", "x");
 	cr_assert_eq(e->errnum, 0);
 	cp_error_free(e);
+}
+
+/* Runs cp_error_log_free with stderr captured; returns what was written. */
+static char *log_free_captured(enum log_level level, struct cp_error **e, const char *context)
+{
+	char path[] = "/tmp/test_base_log_XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	int saved = dup(2);
+	dup2(fd, 2);
+	if (context)
+		cp_error_log_free(level, "unit", e, "%s", context);
+	else
+		cp_error_log_free(level, "unit", e, NULL);
+	dup2(saved, 2);
+	close(saved);
+	static char out[4096];
+	ssize_t n = pread(fd, out, sizeof(out) - 1, 0);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	return out;
+}
+
+Test(error, log_free_logs_once_and_releases)
+{
+	log_set_level(LOG_LEVEL_INFO);
+	struct cp_error *e = NULL;
+	cp_error_set(&e, CP_ERR_NOT_FOUND, "no sandbox '%s'", "sbx_1");
+	char *out = log_free_captured(LOG_LEVEL_WARN, &e, "remove probe sbx_1");
+	cr_assert_null(e, "the error is released and the pointer cleared");
+	cr_assert(strstr(out, "warn") && strstr(out, "unit"), "%s", out);
+	cr_assert(strstr(out, "remove probe sbx_1: no sandbox 'sbx_1'\n"), "%s", out);
+	cr_assert_eq(strchr(out, '\n'), out + strlen(out) - 1, "one line: %s", out);
+
+	cp_error_set(&e, CP_ERR_INTERNAL, "plain");
+	out = log_free_captured(LOG_LEVEL_ERROR, &e, NULL);
+	cr_assert_null(e);
+	cr_assert(strstr(out, "unit: plain\n"), "no context, no separator: %s", out);
+
+	cp_error_set(&e, CP_ERR_INTERNAL, "quiet");
+	out = log_free_captured(LOG_LEVEL_DEBUG, &e, "hidden");
+	cr_assert_null(e, "released even when the level is not printed");
+	cr_assert_str_eq(out, "");
+
+	out = log_free_captured(LOG_LEVEL_ERROR, &e, "nothing");
+	cr_assert_str_eq(out, "", "a NULL error logs nothing");
+	cp_error_log_free(LOG_LEVEL_ERROR, "unit", NULL, NULL);
 }
 
 Test(xalloc, copies_and_formats)

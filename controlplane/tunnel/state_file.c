@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/json_file.h"
 #include "base/log.h"
+#include "base/xjson.h"
 #include "tunnel/tunnel_internal.h"
 
 const char *tunnel_state_name(enum tunnel_state state)
@@ -33,7 +34,7 @@ const char *tunnel_state_name(enum tunnel_state state)
 
 static struct json_object *string_or_null(const char *s)
 {
-	return s && *s ? json_object_new_string(s) : NULL;
+	return s && *s ? xjson_string(s) : NULL;
 }
 
 void tunnel_state_write(const struct config *cfg, const struct tunnel_status *st)
@@ -41,16 +42,16 @@ void tunnel_state_write(const struct config *cfg, const struct tunnel_status *st
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/tunnel.json", cfg->state_dir);
 
-	_cleanup_json_ struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "state", json_object_new_string(tunnel_state_name(st->state)));
-	json_object_object_add(o, "pid", st->pid > 0 ? json_object_new_int64(st->pid) : NULL);
-	json_object_object_add(o, "restarts", json_object_new_int64(st->restarts));
-	json_object_object_add(o, "health_url", string_or_null(st->health_url));
-	json_object_object_add(o, "last_exit", string_or_null(st->last_exit));
-	json_object_object_add(o, "updated_at_ms", json_object_new_int64(st->updated_at_ms));
+	_cleanup_json_ struct json_object *o = xjson_object();
+	xjson_add(o, "state", xjson_string(tunnel_state_name(st->state)));
+	xjson_add(o, "pid", st->pid > 0 ? xjson_int64(st->pid) : NULL);
+	xjson_add(o, "restarts", xjson_int64(st->restarts));
+	xjson_add(o, "health_url", string_or_null(st->health_url));
+	xjson_add(o, "last_exit", string_or_null(st->last_exit));
+	xjson_add(o, "updated_at_ms", xjson_int64(st->updated_at_ms));
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (json_file_write_atomic(path, o, &e) < 0)
-		log_warn("tunnel", "%s", e->message);
+		cp_error_log_free(LOG_LEVEL_WARN, "tunnel", &e, NULL);
 }
 
 void tunnel_state_write_refused(const struct config *cfg, const char *reason)

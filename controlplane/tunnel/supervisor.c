@@ -23,6 +23,7 @@
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/xalloc.h"
 #include "tunnel/tunnel_internal.h"
 
 #define STOP_GRACE_MS 5000
@@ -389,21 +390,15 @@ int tunnel_start(const struct config *cfg, const char *mcp_socket, struct tunnel
 		tunnel_state_write_refused(cfg, (*err)->message);
 		return -1;
 	}
-	struct tunnel_supervisor *sup = calloc(1, sizeof(*sup));
-	if (!sup)
-		return cp_error_set(err, CP_ERR_INTERNAL, "out of memory");
+	struct tunnel_supervisor *sup = xcalloc(1, sizeof(*sup));
 	sup->cfg = cfg;
-	sup->mcp_socket = strdup(mcp_socket);
+	sup->mcp_socket = xstrdup(mcp_socket);
 	pthread_mutex_init(&sup->lock, NULL);
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&sup->changed, &attr);
 	pthread_condattr_destroy(&attr);
-	if (!sup->mcp_socket) {
-		supervisor_free(sup);
-		return cp_error_set(err, CP_ERR_INTERNAL, "out of memory");
-	}
 	if (tunnel_id_read(cfg, sup->tunnel_id, sizeof(sup->tunnel_id), err) < 0) {
 		tunnel_state_write_refused(cfg, (*err)->message);
 		supervisor_free(sup);

@@ -1,0 +1,97 @@
+/* http_internal.h: what the Streamable HTTP transport's files share
+ * (http.c: the daemon and the request routing; sse.c: the SSE answers and
+ * their resumption; http_reply.c: queuing a reply). Private to mcp/. */
+#ifndef CP_MCP_HTTP_INTERNAL_H
+#define CP_MCP_HTTP_INTERNAL_H
+
+#include <json-c/json.h>
+#include <microhttpd.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* Each connection (and each streaming call's worker) is a thread; their
+ * stacks are kept small so the connection limit costs little memory. */
+#define MCP_HTTP_STACK_BYTES ((size_t)512 * 1024)
+
+/* The one endpoint (basic/transports, "Streamable HTTP"). */
+#define MCP_PATH "/mcp"
+
+/* Headers a reply may carry besides Content-Type. */
+struct mcp_http_headers {
+	const char *session_id;
+	const char *protocol_version;
+	const char *allow;
+	const char *retry_after; /* seconds */
+	const char *www_authenticate;
+	int close;      /* Connection: close (refusals: the peer gets no second try on this connection) */
+	int unbuffered; /* X-Accel-Buffering: no on an SSE answer (MCP 2026-07-28 streamable-http,
+	                   "Receiving Messages": proxies must pass events on at once) */
+};
+
+/* http.c: libmicrohttpd's callbacks (cls is the struct mcp_listener the
+ * daemon was started for; on_completed's is the server). */
+void mcp_http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                            enum MHD_ConnectionNotificationCode toe);
+enum MHD_Result mcp_http_on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                    const char *version, const char *upload_data, size_t *upload_data_size,
+                                    void **con_cls);
+void mcp_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe);
+
+/* http_reply.c */
+
+/* Queues status with body (owned, malloc'd; moves into the response; NULL
+ * = empty text/plain) as content_type, with the headers of h (borrowed, may
+ * be NULL), Cache-Control: no-store always. MHD_NO when libmicrohttpd
+ * cannot (the connection is then closed). */
+enum MHD_Result mcp_http_reply_type(struct MHD_Connection *conn, unsigned status, char *body, const char *content_type,
+                                    const struct mcp_http_headers *h);
+/* mcp_http_reply_type as application/json. */
+enum MHD_Result mcp_http_reply(struct MHD_Connection *conn, unsigned status, char *body,
+                               const struct mcp_http_headers *h);
+/* An HTTP error whose body is a JSON-RPC error (id borrowed, may be NULL),
+ * so clients that only read JSON-RPC still see why. */
+enum MHD_Result mcp_http_rpc_error(struct MHD_Connection *conn, unsigned status, struct json_object *id, int code,
+                                   const char *message, const struct mcp_http_headers *h);
+/* The request header name (borrowed from libmicrohttpd), NULL when absent. */
+const char *mcp_http_header(struct MHD_Connection *conn, const char *name);
+/* True when the client accepts text/event-stream (basic/transports: clients
+ * send "Accept: application/json, text/event-stream"). */
+int mcp_http_accepts_sse(const char *accept);
+
+/* sse.c */
+
+/* The notification sink of one POST: each notification is the stream's
+ * next event (basic/transports, "Sending Messages to the Server"). */
+struct mcp_sse_answer {
+	struct mcp_stream *stream; /* the writer's reference */
+	int events;                /* notifications appended (atomic) */
+};
+/* mcp_sink.notify for a struct mcp_sse_answer (ctx). */
+void mcp_sse_notify(void *ctx, struct json_object *message);
+/* Appends reply (borrowed, may be NULL) as the last event and ends the
+ * stream: complete with it, abandoned without it or when cancelled. */
+void mcp_sse_finish(struct mcp_stream *stream, struct json_object *reply, int cancelled);
+/* Queues 200 text/event-stream read from r (taken over) with h's session,
+ * version and buffering headers. The connection's thread blocks reading it. */
+enum MHD_Result mcp_sse_queue(struct MHD_Connection *conn, struct mcp_stream_reader *r,
+                              const struct mcp_http_headers *h);
+/* True for a single tools/call whose params carry _meta.progressToken. */
+int mcp_sse_wants_progress(struct json_object *value);
+/* Answers *value (taken over on success) as a live SSE stream, the call run
+ * on a worker thread counted as a running request: resumable, or for a
+ * 2026-07-28 request (plain) one without event ids whose call owner's hangup
+ * cancels. sid borrowed (NULL stateless). Returns 1 and sets *ret when it
+ * did; 0 (value untouched) to fall back to the buffered answer. */
+int mcp_sse_queue_call(struct mcp_server *server, struct MHD_Connection *conn, struct json_object **value,
+                       const char *sid, int plain, uint64_t owner, const struct mcp_http_headers *h,
+                       enum MHD_Result *ret);
+/* Answers a GET with Last-Event-ID last_id (borrowed; basic/transports,
+ * "Resumability and Redelivery"): replays that stream after the id, then
+ * goes on live while its request runs. Refusals as JSON-RPC errors: 405 for
+ * a 2026-07-28 request, 404 for an unknown session, 400 for an id that is
+ * malformed, unknown, expired, of another session or whose events were
+ * dropped. */
+enum MHD_Result mcp_sse_resume(struct mcp_server *server, struct MHD_Connection *conn, const char *last_id);
+
+#endif

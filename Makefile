@@ -57,7 +57,7 @@ FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
-.PHONY: all run test unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay
+.PHONY: all run test unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs
 all: $(BIN) $(HELPER_BIN) $(VM_BIN)
 
 $(BIN): $(CP_OBJS)
@@ -203,8 +203,13 @@ test-vm: all
 # template, end-to-end tests.
 test:
 	scripts/deps.sh all
-	$(MAKE) all unit
+	$(MAKE) all unit check-docs
 	$(MAKE) e2e
+
+# The internals tour names only files and functions that exist, and every
+# include follows its layers (scripts/check-docs.sh; controlplane/README.md).
+check-docs:
+	scripts/check-docs.sh
 
 # Install what is missing, build, start the engine, build the template, serve.
 run:
@@ -257,6 +262,7 @@ help:
 	@echo "make template-vm  build the vm runtime's image from it (QEMU, kernel, guest disks; cached)"
 	@echo "make test-vm    the vm runtime's end-to-end scenarios (slow under TCG; not in make test)"
 	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
+	@echo "make check-docs the internals tour (controlplane/README.md) matches the code"
 	@echo "make bench      benchmark against the engine's baselines (README: Performance)"
 	@echo "make clean      remove build/"
 

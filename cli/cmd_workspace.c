@@ -12,7 +12,7 @@
 #include "controlplane.h"
 #include "lifecycle/lifecycle.h"
 #include "policy/policy.h"
-#include "tools/tools_internal.h"
+#include "tools/tools.h"
 
 static int list(struct cli *cli, struct store *store)
 {

@@ -89,6 +89,7 @@ if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
   echo "e2e: the suite did not finish within ${E2E_TIMEOUT:-2400} s" >&2
 fi
 [ $# -eq 0 ] && [ "$suite" = tests ] && { timeout --kill-after=15 420 node "$here/conformance/run.mjs" || rc=$?; } # MCP conformance suites (3 configurations)
+node "$here/lib/sweep.mjs" "$sock" # containers a test left behind (see the file)
 if [ -s "$E2E_MEASURE_FILE" ]; then
   echo "---- measurements ----"
   cat "$E2E_MEASURE_FILE"

@@ -44,4 +44,10 @@ const struct mcp_tool *tools_table_plain(size_t *ret_n);
  * characters stand alone (DESIGN.md, MCP surface). */
 extern const char tools_instructions[];
 
+/* Adds a workspace's fields (id, mode, state, paths, sandbox, times) to o,
+ * an object the caller owns: the same shape workspace_list answers, so the
+ * CLI's `workspace list --json` matches the tool. */
+struct json_object;
+void tools_workspace_fill(struct json_object *o, const struct workspace_record *w);
+
 #endif

@@ -10,9 +10,6 @@ struct json_object;
 /* A sandbox row as tools answer it (caller puts). */
 struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandbox_record *s);
 
-/* Adds a workspace's fields (id, mode, state, paths, sandbox, times) to o. */
-void tools_workspace_fill(struct json_object *o, const struct workspace_record *w);
-
 int tool_sandbox_create(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_sandbox_list(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);
 int tool_sandbox_get(const struct mcp_call *, struct json_object *, struct json_object **, struct cp_error **);

@@ -24,7 +24,7 @@
 /* QEMU's user-mode network: the gateway is the container's own loopback. */
 #define VM_GATEWAY "10.0.2.2"
 /* Probe runs that ask the guest's engine before it counts as not answering. */
-#define VM_ENGINE_TRIES 4
+#define VM_ENGINE_TRIES 6
 /* Where the launcher is mounted (lifecycle_internal.h LIFECYCLE_VM_TARGET). */
 #define VM_LAUNCHER_TARGET "/.chat2sbx/vm"
 
@@ -194,16 +194,17 @@ static void check_socket(struct lifecycle *lc, const struct sandbox_record *s, c
 	 * asked again, a few times, each bounded. */
 	_cleanup_free_ char *out = NULL;
 	_cleanup_error_ struct cp_error *e = NULL;
+	/* Two lines: the guest's kernel, then the engine's (empty while it
+	 * does not answer: curl -s is silent). */
 	for (int i = 0; i < VM_ENGINE_TRIES; i++) {
 		free(out);
 		out = NULL;
 		cp_error_freep(&e);
-		if (ops_probe_run(
-		        lc, s->id,
-		        "uname -r; curl -sS --max-time 20 --unix-socket /run/docker.sock http://guest/version "
-		        "| grep -o '\"KernelVersion\":\"[^\"]*\"' | cut -d'\"' -f4",
-		        &out, &e) == 0 &&
-		    strchr(out, '\n') && strchr(out, '\n')[1])
+		if (ops_probe_run(lc, s->id,
+		                  "uname -r; curl -s --max-time 30 --unix-socket /run/docker.sock http://guest/version "
+		                  "| grep -o '\"KernelVersion\":\"[^\"]*\"' | cut -d'\"' -f4",
+		                  &out, &e) == 0 &&
+		    strchr(out, '\n') && strchr(out, '\n')[1] > ' ')
 			break;
 	}
 	if (e) {

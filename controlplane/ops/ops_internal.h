@@ -52,7 +52,8 @@ void ops_attack_host_files(struct lifecycle *lc, const char *sandbox_id, const c
  * container's listeners, serve's port and the engine's TCP ports refuse the
  * guest at QEMU's gateway). They replace the survey's judgments of the same
  * names, which a guest's own kernel answers. Adds four outcomes to r.
- * Blocks up to one exec (20 s) and two probe runs (90 s). */
+ * Blocks up to one exec (20 s) and seven probe runs (45 s each; the
+ * guest engine is asked up to six times while its dockerd starts). */
 void ops_vm_probe(struct lifecycle *lc, const struct sandbox_record *s, struct ops_probe_report *r);
 
 #define OPS_HOST_EDGE_ATTACK                                                                                           \

@@ -25,7 +25,7 @@ CP_LIB_SRCS := $(sort $(wildcard controlplane/base/*.c controlplane/config/*.c c
 	controlplane/docker/*.c controlplane/helper/*.c controlplane/mcp/*.c controlplane/policy/*.c \
 	controlplane/lifecycle/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c \
 	controlplane/firewall/*.c)) \
-	controlplane/main.c
+	controlplane/serve.c
 CLI_SRCS := $(sort $(wildcard cli/*.c))
 GEN_SRCS := $(BUILD)/gen/migrations.c $(BUILD)/gen/seccomp_default.c
 HELPER_SRCS := $(sort $(filter-out template/helper/tests/%,$(wildcard template/helper/*.c)))

@@ -1,5 +1,5 @@
 /* controlplane.h: what the CLI calls to run the control plane: the start-up
- * order of `serve` (main.c) and the shared opening of the data directories
+ * order of `serve` (serve.c) and the shared opening of the data directories
  * and the registry. */
 #ifndef CP_CONTROLPLANE_H
 #define CP_CONTROLPLANE_H

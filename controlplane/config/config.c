@@ -1,6 +1,6 @@
 /* config.c: the settings table and its loader. Owns the only getenv calls of
  * the project (config_env_process). Sources, lowest first: the table's
- * defaults, DATA_ROOT/config.yaml (config_yaml.c), ./.env, the environment. */
+ * defaults, DATA_ROOT/config.yaml (config_file.c), ./.env, the environment. */
 #include "config.h"
 
 #include <arpa/inet.h>

@@ -24,9 +24,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* echo: returns a copy of its arguments; {"raw": v} returns v itself, which
  * need not be an object (the dispatcher's "no result object" path). */
-static int tool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int tool_echo(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                      struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	(void)err;
 	struct json_object *raw;
@@ -42,9 +43,10 @@ static int tool_echo(const struct mcp_call *call, struct json_object *args, stru
 }
 
 /* fail: an error naming its arguments; {"silent": true} fails without one. */
-static int tool_fail(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int tool_fail(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                      struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)ret_result;
 	if (json_object_object_get_ex(args, "silent", NULL))
 		return -1;
@@ -53,11 +55,30 @@ static int tool_fail(const struct mcp_call *call, struct json_object *args, stru
 	                    json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
 }
 
+/* echo's arguments: one of each kind the argument checker knows, so the
+ * fuzzer reaches every refusal (mcp/tool_args.c). */
+static const struct mcp_arg echo_args[] = {
+    {.name = "raw", .type = MCP_ARG_ANY},
+    {.name = "s", .type = MCP_ARG_STRING, .max_length = 8, .min_length = 1},
+    {.name = "mode", .type = MCP_ARG_STRING, .enum_values = (const char *const[]){"a", "b", NULL}},
+    {.name = "id", .type = MCP_ARG_STRING, .id_prefix = "sbx_", .hint = "use an id"},
+    {.name = "text", .type = MCP_ARG_STRING, .flags = MCP_ARG_NUL_OK},
+    {.name = "n", .type = MCP_ARG_INTEGER, .flags = MCP_ARG_MIN | MCP_ARG_MAX, .min = -5, .max = 10},
+    {.name = "x", .type = MCP_ARG_NUMBER, .flags = MCP_ARG_TEXT_TOO},
+    {.name = "b", .type = MCP_ARG_BOOLEAN},
+    {.name = "list",
+     .type = MCP_ARG_ARRAY,
+     .flags = MCP_ARG_MAP_TOO,
+     .items = (const struct mcp_arg[]){{.name = "path", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+                                       {.name = "sha256", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+                                       {0}}},
+    {0}};
+static const struct mcp_arg echo_out[] = {{0}};
+static const struct mcp_arg fail_args[] = {{.name = "silent", .type = MCP_ARG_BOOLEAN}, {0}};
+
 static const struct mcp_tool fuzz_tools[] = {
-    {"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}", "{\"type\":\"object\"}", MCP_HINT_READ_ONLY,
-     tool_echo},
-    {"fail", NULL, "Always fails.", "{\"type\":\"object\",\"properties\":{\"silent\":{\"type\":\"boolean\"}}}", NULL,
-     MCP_HINT_DESTRUCTIVE | MCP_HINT_OPEN_WORLD, tool_fail},
+    {"echo", "Echo", "Returns its arguments.", echo_args, echo_out, MCP_HINT_READ_ONLY, tool_echo},
+    {"fail", NULL, "Always fails.", fail_args, NULL, MCP_HINT_DESTRUCTIVE | MCP_HINT_OPEN_WORLD, tool_fail},
 };
 
 static struct mcp_server *fuzz_server(void)

@@ -25,6 +25,7 @@
 #include "../base/buf.h"
 #include "../base/cancel.h"
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 #include "../base/clock.h"
 #include "../base/log.h"
 #include "../docker/docker.h"
@@ -413,8 +414,8 @@ static void attach_id_new(char out[33])
 /* Takes ownership of fd (closed here even on failure) and starts the reader
  * thread (helper.h). name is the sandbox id ("sbx_…"), copied; messages say
  * "sandbox '<name>'". *ret_channel holds one reference. Errors:
- * INVALID_ARGUMENT for a bad fd, INTERNAL when memory or a thread cannot be
- * had. Never blocks. */
+ * INVALID_ARGUMENT for a bad fd, INTERNAL when the reader thread cannot be
+ * started. Never blocks. */
 int helper_channel_new(int fd, const char *name, struct helper_channel **ret_channel, struct cp_error **err)
 {
 	_cleanup_close_ int owned = fd;
@@ -422,12 +423,8 @@ int helper_channel_new(int fd, const char *name, struct helper_channel **ret_cha
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "open the helper channel: bad descriptor");
 	if (!name)
 		name = "?";
-	struct helper_channel *ch = calloc(1, sizeof(*ch));
-	if (!ch || !(ch->name = strdup(name))) {
-		free(ch);
-		return cp_error_set(err, CP_ERR_INTERNAL, "open the helper channel of sandbox '%s': out of memory",
-		                    name);
-	}
+	struct helper_channel *ch = xcalloc(1, sizeof(*ch));
+	ch->name = xstrdup(name);
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

@@ -18,7 +18,10 @@ struct cp_cancel;
 
 /* Takes ownership of fd (a hijacked attach stream, see docker_container_attach)
  * and starts the reader thread. name (copied) is used in messages
- * ("sandbox 'sbx_…'"). *ret_channel is owned by the caller (helper_channel_free).
+ * ("sandbox 'sbx_…'"). *ret_channel holds the caller's one reference
+ * (helper_channel_unref). fd is the channel's even on failure (closed then),
+ * as every function that takes ownership does (controlplane/README.md,
+ * STYLE).
  * The first line written is the notification {"method":"attach","params":
  * {"attach_id":<32 hex digits, new per channel>}}, and every "hello" sent on
  * the channel carries the same attach_id: the helper then rewinds output it
@@ -30,9 +33,14 @@ struct cp_cancel;
  * any more (timed out or cancelled), ahead of any later request. */
 int helper_channel_new(int fd, const char *name, struct helper_channel **ret_channel, struct cp_error **err);
 
-/* Closes the stream, fails every pending call with UNAVAILABLE, joins the
- * reader thread, frees. Accepts NULL. Must not be called while another thread
- * is inside helper_channel_call on the same channel (callers hold a reference). */
+/* Ends the channel now and drops the caller's reference: the stream is
+ * shut down and every pending call fails at once with UNAVAILABLE ("the
+ * channel was closed"). Memory, the descriptor and the reader thread go
+ * with the last reference (helper_channel_unref), so calls holding their
+ * own reference fail cleanly instead of touching freed memory. Accepts
+ * NULL. Blocks only for the join when this was the last reference. (The
+ * table's drop, lifecycle_channel_drop, only unreferences: a call in
+ * flight there ends with the container.) */
 void helper_channel_free(struct helper_channel *ch);
 
 /* Reference counting so a channel can be dropped from a table while calls are

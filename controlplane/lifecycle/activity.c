@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "lifecycle_internal.h"
 
 static struct lifecycle_hold *find(struct lifecycle *lc, const char *id)
@@ -22,11 +23,11 @@ static struct lifecycle_hold *find_or_add(struct lifecycle *lc, const char *id)
 	struct lifecycle_hold *h = find(lc, id);
 	if (h)
 		return h;
-	struct lifecycle_hold *grown = realloc(lc->holds, (lc->n_holds + 1) * sizeof(*grown));
+	struct lifecycle_hold *grown = xrealloc(lc->holds, (lc->n_holds + 1) * sizeof(*grown));
 	if (!grown)
 		return NULL;
 	lc->holds = grown;
-	char *copy = strdup(id);
+	char *copy = xstrdup(id);
 	if (!copy)
 		return NULL;
 	lc->holds[lc->n_holds] = (struct lifecycle_hold){.sandbox_id = copy};

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "lifecycle.h"
 
@@ -27,7 +28,7 @@ int lifecycle_legacy_bridges(struct docker_engine *engine, char ***ret, struct c
 	int r = 0;
 	for (size_t i = 0; i < 2 && r == 0; i++)
 		r = docker_network_bridges(engine, labels[i], &nets[i], &n[i], err);
-	char **v = r == 0 ? calloc(n[0] + n[1] + 1, sizeof(*v)) : NULL;
+	char **v = r == 0 ? xcalloc(n[0] + n[1] + 1, sizeof(*v)) : NULL;
 	if (r == 0 && !v)
 		r = cp_error_set(err, CP_ERR_INTERNAL, "list the bridges of chat2sbx's networks: out of memory");
 	size_t k = 0;
@@ -36,7 +37,7 @@ int lifecycle_legacy_bridges(struct docker_engine *engine, char ***ret, struct c
 			const char *ifname = nets[i][j].interface;
 			if (!strncmp(ifname, LIFECYCLE_BRIDGE_PREFIX, strlen(LIFECYCLE_BRIDGE_PREFIX)))
 				continue;
-			if (!(v[k++] = strdup(ifname)))
+			if (!(v[k++] = xstrdup(ifname)))
 				r = cp_error_set(err, CP_ERR_INTERNAL,
 				                 "list the bridges of chat2sbx's networks: out of memory");
 		}

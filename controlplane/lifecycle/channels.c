@@ -1,10 +1,13 @@
 /* channels.c: the table of open helper channels, one per running sandbox,
- * keyed by sandbox id. A small array under a mutex: tens of sandboxes at most
- * per machine, so a linear scan is cheaper than a hash table's upkeep. */
+ * keyed by sandbox id, and the attach that opens a channel (every path that
+ * attaches, create, reconcile and recovery, comes through here). A small
+ * array under a mutex: tens of sandboxes at most per machine, so a linear
+ * scan is cheaper than a hash table's upkeep. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "lifecycle_internal.h"
 
 struct helper_channel *lifecycle_channel_get(struct lifecycle *lc, const char *id)
@@ -21,34 +24,23 @@ struct helper_channel *lifecycle_channel_get(struct lifecycle *lc, const char *i
 	return ch;
 }
 
-int lifecycle_channel_put(struct lifecycle *lc, const char *id, struct helper_channel *ch)
+void lifecycle_channel_put(struct lifecycle *lc, const char *id, struct helper_channel *ch)
 {
 	pthread_mutex_lock(&lc->lock);
 	struct helper_channel *old = NULL;
-	int r = 0;
-	for (size_t i = 0; i < lc->n_channels; i++)
-		if (strcmp(lc->channels[i].sandbox_id, id) == 0) {
-			old = lc->channels[i].channel;
-			lc->channels[i].channel = ch;
-			goto out;
-		}
-	struct lifecycle_channel *grown = realloc(lc->channels, (lc->n_channels + 1) * sizeof(*grown));
-	char *copy = strdup(id);
-	if (!grown || !copy) {
-		if (grown)
-			lc->channels = grown;
-		free(copy);
-		r = -1;
-		goto out;
+	size_t i = 0;
+	while (i < lc->n_channels && strcmp(lc->channels[i].sandbox_id, id) != 0)
+		i++;
+	if (i < lc->n_channels) {
+		old = lc->channels[i].channel;
+		lc->channels[i].channel = ch;
+	} else {
+		lc->channels = xrealloc(lc->channels, (lc->n_channels + 1) * sizeof(*lc->channels));
+		lc->channels[lc->n_channels++] = (struct lifecycle_channel){.sandbox_id = xstrdup(id), .channel = ch};
 	}
-	lc->channels = grown;
-	lc->channels[lc->n_channels] = (struct lifecycle_channel){.sandbox_id = copy, .channel = ch};
-	lc->n_channels++;
-out:
 	pthread_mutex_unlock(&lc->lock);
 	if (old)
 		helper_channel_unref(old);
-	return r;
 }
 
 void lifecycle_channel_drop(struct lifecycle *lc, const char *id)
@@ -115,4 +107,25 @@ void lifecycle_channel_boot_swap(struct lifecycle *lc, const char *id, const cha
 			break;
 		}
 	pthread_mutex_unlock(&lc->lock);
+}
+
+int lifecycle_attach_unlisted(struct lifecycle *lc, const char *sandbox_id, const char *container,
+                              struct helper_channel **ret_channel, struct cp_error **err)
+{
+	int fd = -1;
+	if (docker_container_attach(lc->engine, container, 10000, &fd, err) < 0)
+		return -1;
+	return helper_channel_new(fd, sandbox_id, ret_channel, err); /* the channel owns fd even on failure */
+}
+
+int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
+                     struct helper_channel **ret_channel, struct cp_error **err)
+{
+	struct helper_channel *ch = NULL;
+	if (lifecycle_attach_unlisted(lc, sandbox_id, container, &ch, err) < 0)
+		return -1;
+	if (ret_channel)
+		*ret_channel = helper_channel_ref(ch);
+	lifecycle_channel_put(lc, sandbox_id, ch); /* the table takes the first reference */
+	return 0;
 }

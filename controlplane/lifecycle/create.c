@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/xjson.h"
+#include "../base/xalloc.h"
 #include "../base/cancel.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
@@ -56,8 +58,7 @@ static int make_managed_workspace(struct lifecycle *lc, struct workspace_record 
 	if (id_new("ws_", &id, err) < 0)
 		return -1;
 	_cleanup_free_ char *path = NULL;
-	if (asprintf(&path, "%s/%s", lc->cfg->workspace_root, id) < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "create workspace: out of memory");
+	path = xasprintf("%s/%s", lc->cfg->workspace_root, id);
 	/* 0755 inside a 0700 root: the sandbox's own non-root users can read it,
 	 * nobody else on the host can reach it. */
 	if (mkdir(path, 0755) < 0)
@@ -218,9 +219,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	/* helper, workspace, the .git protection (direct mode, parents first;
 	 * the engine sorts by target depth too), and the test-only socket. */
 	int vm = lifecycle_runtime_is_vm(s->runtime);
-	_cleanup_free_ struct docker_mount *mounts = calloc(guard->n + 4, sizeof(*mounts));
-	if (!mounts)
-		return cp_error_set(err, CP_ERR_INTERNAL, "create sandbox '%s': out of memory", s->id);
+	_cleanup_free_ struct docker_mount *mounts = xcalloc(guard->n + 4, sizeof(*mounts));
 	size_t n_mounts = 0;
 	mounts[n_mounts++] =
 	    (struct docker_mount){.source = lc->cfg->helper_path, .target = LIFECYCLE_HELPER_TARGET, .read_only = 1};
@@ -300,12 +299,12 @@ static int copy_into_workspace(struct lifecycle *lc, struct helper_channel *ch, 
 	_cleanup_free_ char *session = NULL;
 	if (id_new("bash_", &session, err) < 0)
 		return -1;
-	_cleanup_json_ struct json_object *p = json_object_new_object();
-	json_object_object_add(p, "session_id", json_object_new_string(session));
-	json_object_object_add(p, "command", json_object_new_string(copy_command));
-	json_object_object_add(p, "cwd", json_object_new_string("/"));
-	json_object_object_add(p, "yield_time_ms", json_object_new_int(LIFECYCLE_COPY_WAIT_MS));
-	json_object_object_add(p, "max_output_bytes", json_object_new_int(4000));
+	_cleanup_json_ struct json_object *p = xjson_object();
+	xjson_add(p, "session_id", xjson_string(session));
+	xjson_add(p, "command", xjson_string(copy_command));
+	xjson_add(p, "cwd", xjson_string("/"));
+	xjson_add(p, "yield_time_ms", xjson_int64(LIFECYCLE_COPY_WAIT_MS));
+	xjson_add(p, "max_output_bytes", xjson_int64(4000));
 	_cleanup_json_ struct json_object *res = NULL;
 	report_step(opts, "copying the workspace into the sandbox", 6);
 	if (helper_channel_call_cancel(ch, "bash.start", p, LIFECYCLE_COPY_WAIT_MS + 10000, opts->cancel, &res, err) <
@@ -422,8 +421,9 @@ static int check_limit(struct lifecycle *lc, struct cp_error **err)
 	return 0;
 }
 
-int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create_options *opts,
-                             struct lifecycle_create_result *ret, struct cp_error **err)
+/* lifecycle_sandbox_create; pool_member: lifecycle_pool_member_create. */
+static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_options *opts, int pool_member,
+                          struct lifecycle_create_result *ret, struct cp_error **err)
 {
 	/* Declared before any goto so their cleanups never see garbage. */
 	_cleanup_free_ char *id = NULL;
@@ -464,7 +464,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 			return -1;
 	} else {
 		/* Warm pool (pool.c): a ready member answers at once. */
-		int claimed = opts->pool_member ? 0 : lifecycle_pool_claim(lc, opts, ret, err);
+		int claimed = pool_member ? 0 : lifecycle_pool_claim(lc, opts, ret, err);
 		if (claimed != 0)
 			return claimed < 0 ? -1 : 0;
 		if (check_limit(lc, err) < 0 || make_managed_workspace(lc, &ws, err) < 0)
@@ -513,7 +513,7 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	    .network = lim.network,
 	    .disk_bytes = lim.disk_bytes,
 	    .created_at_ms = clock_now_ms(),
-	    .pooled = opts->pool_member ? 1 : 0,
+	    .pooled = pool_member,
 	};
 	if (lifecycle_sandbox_insert_limited(lc, &row, err) < 0) {
 		if ((*err)->code == CP_ERR_CONFLICT && !new_workspace) {
@@ -564,4 +564,16 @@ fail_workspace:
 	}
 	workspace_record_clear(&ws);
 	return -1;
+}
+
+int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                             struct lifecycle_create_result *ret, struct cp_error **err)
+{
+	return create_sandbox(lc, opts, 0, ret, err);
+}
+
+int lifecycle_pool_member_create(struct lifecycle *lc, struct lifecycle_create_result *ret, struct cp_error **err)
+{
+	static const struct lifecycle_create_options defaults = {0};
+	return create_sandbox(lc, &defaults, 1, ret, err);
 }

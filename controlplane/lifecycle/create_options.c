@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/log.h"
 #include "../policy/policy.h"
@@ -131,20 +132,16 @@ char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifec
 #undef NOTE
 	if (!len)
 		return NULL;
-	char *note = NULL;
-	if (asprintf(&note,
-	             "this workspace already had a running sandbox, returned as it is; it differs from what was "
-	             "asked: %s. To get the new options, sandbox_destroy it and call sandbox_create again with the "
-	             "same workspace_id",
-	             buf) < 0)
-		return NULL;
-	return note;
+	return xasprintf("this workspace already had a running sandbox, returned as it is; it differs from what was "
+	                 "asked: %s. To get the new options, sandbox_destroy it and call sandbox_create again with the "
+	                 "same workspace_id",
+	                 buf);
 }
 
 int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err)
 {
 	/* Count and insert under one lock: two creates cannot both see the
-	 * last free place. (Only one serve uses a registry: main.c's lock.) */
+	 * last free place. (Only one serve uses a registry: serve.c's lock.) */
 	pthread_mutex_lock(&lc->create_lock);
 	int r = 0;
 	int max = lc->limits.max_active;

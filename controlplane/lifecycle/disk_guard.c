@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -79,7 +80,7 @@ static struct disk_mark *mark_of(struct lifecycle_disk_guard *g, const char *id,
 			return &g->marks[i];
 	if (!create)
 		return NULL;
-	struct disk_mark *m = realloc(g->marks, (g->n_marks + 1) * sizeof(*m));
+	struct disk_mark *m = xrealloc(g->marks, (g->n_marks + 1) * sizeof(*m));
 	if (!m)
 		return NULL;
 	g->marks = m;
@@ -367,9 +368,7 @@ int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err)
 		docker_storage_clear(&ds);
 		return -1;
 	}
-	struct lifecycle_disk_guard *g = calloc(1, sizeof(*g));
-	if (!g)
-		return cp_error_set(err, CP_ERR_INTERNAL, "start the disk guard: out of memory");
+	struct lifecycle_disk_guard *g = xcalloc(1, sizeof(*g));
 	g->lc = lc;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_condattr_t ca;

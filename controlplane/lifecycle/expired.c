@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -60,11 +61,10 @@ int lifecycle_expired_revive(struct lifecycle *lc, const struct workspace_record
 		goto held;
 	ret->reused = 1;
 	char *note = lifecycle_limits_differ(&ret->sandbox, lim);
-	if (asprintf(&ret->options_note,
-	             "this sandbox had expired after its idle timeout and was started again with its clone as it "
-	             "was; bash sessions from before are gone%s%s",
-	             note ? ". " : "", note ? note : "") < 0)
-		ret->options_note = NULL;
+	ret->options_note =
+	    xasprintf("this sandbox had expired after its idle timeout and was started again with its clone as it "
+	              "was; bash sessions from before are gone%s%s",
+	              note ? ". " : "", note ? note : "");
 	free(note);
 	r = 1;
 held:

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -80,7 +81,7 @@ static int ours(const char *repo, const char *home, const char *sandbox_id, char
 
 static char **strv_add(char **v, size_t *n, char *s)
 {
-	char **g = realloc(v, (*n + 2) * sizeof(*g));
+	char **g = xrealloc(v, (*n + 2) * sizeof(*g));
 	if (!g)
 		abort();
 	g[(*n)++] = s;
@@ -105,8 +106,8 @@ static int apply_git(const struct export_record *x, const struct export_manifest
 		return -1;
 	char bundle[4300];
 	snprintf(bundle, sizeof(bundle), "%s/bundle", x->path);
-	const char **fetch = calloc(m->n_refs + 16, sizeof(*fetch));
-	char **specs = calloc(m->n_refs + 1, sizeof(*specs));
+	const char **fetch = xcalloc(m->n_refs + 16, sizeof(*fetch));
+	char **specs = xcalloc(m->n_refs + 1, sizeof(*specs));
 	size_t nf = 0, ns = 0, n_skipped = 0, n_refs_out = 0;
 	_cleanup_free_ char *update = NULL;
 	size_t ulen = 0;
@@ -128,24 +129,18 @@ static int apply_git(const struct export_record *x, const struct export_manifest
 	for (size_t i = 0; i < m->n_refs; i++) {
 		const struct export_manifest_ref *r = &m->refs[i];
 		if (!r->host_ref) {
-			char *msg = NULL;
-			if (asprintf(&msg,
-			             "branch '%s' was not applied (its name collides with chat2sbx's own under "
-			             "refs/remotes/chat2sbx/%s/); fetch it yourself: git fetch %s '%s:refs/remotes/"
-			             "chat2sbx/%s/branches/%s'",
-			             r->ref.name + 11, x->sandbox_id, bundle, r->ref.name, x->sandbox_id,
-			             r->ref.name + 11) < 0)
-				abort();
+			char *msg = xasprintf(
+			    "branch '%s' was not applied (its name collides with chat2sbx's own under "
+			    "refs/remotes/chat2sbx/%s/); fetch it yourself: git fetch %s '%s:refs/remotes/"
+			    "chat2sbx/%s/branches/%s'",
+			    r->ref.name + 11, x->sandbox_id, bundle, r->ref.name, x->sandbox_id, r->ref.name + 11);
 			ret->skipped = strv_add(ret->skipped, &n_skipped, msg);
 			continue;
 		}
-		char *line = NULL;
-		if (asprintf(&line, "%s %s", r->host_ref, r->ref.oid) < 0)
-			abort();
+		char *line = xasprintf("%s %s", r->host_ref, r->ref.oid);
 		ret->refs = strv_add(ret->refs, &n_refs_out, line);
 		if (r->in_bundle) {
-			if (asprintf(&specs[ns], "+%s:%s", r->ref.name, r->host_ref) < 0)
-				abort();
+			specs[ns] = xasprintf("+%s:%s", r->ref.name, r->host_ref);
 			fetch[nf++] = specs[ns++];
 		} else {
 			fprintf(u, "update %s %s\n", r->host_ref, r->ref.oid);
@@ -239,7 +234,7 @@ int lifecycle_export_apply(const struct config *cfg, struct store *store, const 
 		             x.id);
 		goto out;
 	}
-	ret->kind = strdup(x.kind);
+	ret->kind = xstrdup(x.kind);
 	if (!strcmp(x.kind, "none")) {
 		cp_error_set(err, CP_ERR_CONFLICT,
 		             "export '%s' holds nothing: sandbox '%s' had no new commit, branch or change since it was "
@@ -263,10 +258,8 @@ int lifecycle_export_apply(const struct config *cfg, struct store *store, const 
 			goto out;
 		ret->target = realpath(to_dir, NULL);
 		ret->refs_updated = (int)n;
-		if (asprintf(&ret->next_steps,
-		             "The plain copy is in %s (%lld entries); compare it with: diff -r %s %s\n",
-		             ret->target ? ret->target : to_dir, (long long)n, w.path, to_dir) < 0)
-			abort();
+		ret->next_steps = xasprintf("The plain copy is in %s (%lld entries); compare it with: diff -r %s %s\n",
+		                            ret->target ? ret->target : to_dir, (long long)n, w.path, to_dir);
 		r = 0;
 		goto out;
 	}
@@ -279,7 +272,7 @@ int lifecycle_export_apply(const struct config *cfg, struct store *store, const 
 	}
 	if (apply_git(&x, &m, w.path, ret, err) < 0)
 		goto out;
-	ret->target = strdup(w.path);
+	ret->target = xstrdup(w.path);
 	ret->next_steps = next_steps_git(&x, &m, w.path);
 	r = 0;
 out:;

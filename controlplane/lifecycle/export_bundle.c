@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "export_internal.h"
 
 void export_refs_free(struct export_ref *refs, size_t n)
@@ -71,14 +72,12 @@ static int add_ref(struct export_ref **refs, size_t *n, size_t *cap, const char 
 		return cp_error_set(err, CP_ERR_LIMIT, "more than %d refs", EXPORT_REFS_MAX);
 	if (*n == *cap) {
 		size_t c = *cap ? *cap * 2 : 16;
-		struct export_ref *grown = realloc(*refs, c * sizeof(*grown));
-		if (!grown)
-			return cp_error_set(err, CP_ERR_INTERNAL, "read refs: out of memory");
+		struct export_ref *grown = xrealloc(*refs, c * sizeof(*grown));
 		*refs = grown;
 		*cap = c;
 	}
 	struct export_ref *r = &(*refs)[(*n)++];
-	r->name = strndup(name, name_len);
+	r->name = xstrndup(name, name_len);
 	memcpy(r->oid, line, oid_len);
 	r->oid[oid_len] = '\0';
 	r->kind = kind;
@@ -147,7 +146,7 @@ int export_bundle_parse(const char *data, size_t len, struct export_bundle_heade
 			}
 			if (h.n_prereqs == pcap) {
 				pcap = pcap ? pcap * 2 : 16;
-				h.prereqs = realloc(h.prereqs, pcap * sizeof(*h.prereqs));
+				h.prereqs = xrealloc(h.prereqs, pcap * sizeof(*h.prereqs));
 				if (!h.prereqs) {
 					cp_error_set(err, CP_ERR_INTERNAL, "read bundle: out of memory");
 					goto fail;

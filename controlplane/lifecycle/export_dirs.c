@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "export_internal.h"
 
@@ -57,7 +58,7 @@ int export_dir_open(const struct config *cfg, const char *sandbox_id, const char
 	int fd = open_level(sbx, export_id, shown, err);
 	if (fd < 0)
 		return -1;
-	*ret_path = strdup(shown);
+	*ret_path = xstrdup(shown);
 	*ret_fd = fd;
 	return 0;
 }

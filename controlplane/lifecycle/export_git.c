@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/xalloc.h"
 #include "../base/buf.h"
 #include "../base/cleanup.h"
 #include "export_internal.h"
@@ -97,9 +98,7 @@ static int run(const char *cwd, const char *home, const char *const *args, const
 		n_args++;
 	while (fixed_config[n_cfg])
 		n_cfg++;
-	const char **argv = calloc(2 + 2 * n_cfg + n_args + 1, sizeof(*argv));
-	if (!argv)
-		return cp_error_set(err, CP_ERR_INTERNAL, "run git: out of memory");
+	const char **argv = xcalloc(2 + 2 * n_cfg + n_args + 1, sizeof(*argv));
 	size_t a = 0;
 	argv[a++] = git;
 	for (size_t i = 0; i < n_cfg; i++) {
@@ -319,7 +318,6 @@ int export_git_objects_dir(const char *dir, const char *home, char **ret, struct
 	common[strcspn(common, "\n")] = '\0';
 	if (common[0] != '/')
 		return cp_error_set(err, CP_ERR_NOT_FOUND, "'%s': git names no object directory", dir);
-	if (asprintf(ret, "%s/objects", common) < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "out of memory");
+	*ret = xasprintf("%s/objects", common);
 	return 0;
 }

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/xjson.h"
+#include "../base/xalloc.h"
 #include "../base/clock.h"
 #include "export_internal.h"
 
@@ -52,18 +54,18 @@ static const char *kind_word(enum policy_ref_kind k)
 static void put_str(struct json_object *o, const char *k, const char *v)
 {
 	if (v)
-		json_object_object_add(o, k, json_object_new_string(v));
+		xjson_add(o, k, xjson_string(v));
 }
 
 static struct json_object *array_or_empty(struct json_object *a)
 {
-	return a ? json_object_get(a) : json_object_new_array();
+	return a ? json_object_get(a) : xjson_array();
 }
 
 struct json_object *export_manifest_to_json(const struct export_manifest *m)
 {
-	struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "version", json_object_new_int(EXPORT_MANIFEST_VERSION));
+	struct json_object *o = xjson_object();
+	xjson_add(o, "version", xjson_int64(EXPORT_MANIFEST_VERSION));
 	put_str(o, "export_id", m->export_id);
 	put_str(o, "sandbox_id", m->sandbox_id);
 	put_str(o, "workspace_id", m->workspace_id);
@@ -74,34 +76,34 @@ struct json_object *export_manifest_to_json(const struct export_manifest *m)
 	put_str(o, "fingerprint", m->fingerprint);
 	char when[40];
 	put_str(o, "created_at", clock_format_rfc3339(m->created_at_ms, when, sizeof(when)));
-	json_object_object_add(o, "created_at_ms", json_object_new_int64(m->created_at_ms));
-	json_object_object_add(o, "bytes", json_object_new_int64(m->bytes));
-	json_object_object_add(o, "thin", json_object_new_boolean(m->thin));
-	json_object_object_add(o, "nothing_new", json_object_new_boolean(m->nothing_new));
-	json_object_object_add(o, "commits", json_object_new_int64(m->commits));
-	struct json_object *refs = json_object_new_array();
+	xjson_add(o, "created_at_ms", xjson_int64(m->created_at_ms));
+	xjson_add(o, "bytes", xjson_int64(m->bytes));
+	xjson_add(o, "thin", xjson_bool(m->thin));
+	xjson_add(o, "nothing_new", xjson_bool(m->nothing_new));
+	xjson_add(o, "commits", xjson_int64(m->commits));
+	struct json_object *refs = xjson_array();
 	for (size_t i = 0; i < m->n_refs; i++) {
 		const struct export_manifest_ref *r = &m->refs[i];
-		struct json_object *x = json_object_new_object();
+		struct json_object *x = xjson_object();
 		put_str(x, "name", r->ref.name);
 		put_str(x, "kind", kind_word(r->ref.kind));
 		put_str(x, "oid", r->ref.oid);
 		put_str(x, "host_ref", r->host_ref);
-		json_object_object_add(x, "in_bundle", json_object_new_boolean(r->in_bundle));
-		json_object_object_add(x, "new_commits", json_object_new_int64(r->new_commits));
-		json_object_object_add(x, "commits", array_or_empty(r->commits));
-		json_object_object_add(x, "files", array_or_empty(r->files));
-		json_object_array_add(refs, x);
+		xjson_add(x, "in_bundle", xjson_bool(r->in_bundle));
+		xjson_add(x, "new_commits", xjson_int64(r->new_commits));
+		xjson_add(x, "commits", array_or_empty(r->commits));
+		xjson_add(x, "files", array_or_empty(r->files));
+		xjson_append(refs, x);
 	}
-	json_object_object_add(o, "refs", refs);
-	struct json_object *snap = json_object_new_object();
+	xjson_add(o, "refs", refs);
+	struct json_object *snap = xjson_object();
 	if (m->snapshot_oid[0])
 		put_str(snap, "oid", m->snapshot_oid);
-	json_object_object_add(snap, "file_count", json_object_new_int64(m->snapshot_file_count));
-	json_object_object_add(snap, "files", array_or_empty(m->snapshot_files));
-	json_object_object_add(o, "snapshot", snap);
+	xjson_add(snap, "file_count", xjson_int64(m->snapshot_file_count));
+	xjson_add(snap, "files", array_or_empty(m->snapshot_files));
+	xjson_add(o, "snapshot", snap);
 	if (m->archive_entries)
-		json_object_object_add(o, "archive_entries", json_object_new_int64(m->archive_entries));
+		xjson_add(o, "archive_entries", xjson_int64(m->archive_entries));
 	return o;
 }
 
@@ -116,7 +118,7 @@ static int field_str(struct json_object *o, const char *k, int required, char **
 	}
 	if (!json_object_is_type(v, json_type_string))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "the manifest's '%s' is not a string", k);
-	*ret = strdup(json_object_get_string(v));
+	*ret = xstrdup(json_object_get_string(v));
 	return 0;
 }
 
@@ -136,7 +138,7 @@ static struct json_object *field_array(struct json_object *o, const char *k)
 {
 	struct json_object *v = NULL;
 	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_array) ? json_object_get(v)
-	                                                                                      : json_object_new_array();
+	                                                                                      : xjson_array();
 }
 
 static int oid_field(struct json_object *o, const char *k, int required, char out[65], struct cp_error **err)
@@ -217,7 +219,7 @@ int export_manifest_from_json(struct json_object *o, struct export_manifest *ret
 			             EXPORT_REFS_MAX);
 			goto fail;
 		}
-		m.refs = calloc(n ? n : 1, sizeof(*m.refs));
+		m.refs = xcalloc(n ? n : 1, sizeof(*m.refs));
 		for (size_t i = 0; i < n; i++) {
 			m.n_refs = i + 1;
 			if (read_ref(json_object_array_get_idx(refs, i), m.sandbox_id, &m.refs[i], err) < 0)
@@ -251,7 +253,7 @@ int export_manifest_load(const char *dir, struct export_manifest *ret, struct cp
 		close(fd);
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "'%s' is not a manifest file", path);
 	}
-	char *text = malloc((size_t)st.st_size + 1);
+	char *text = xmalloc((size_t)st.st_size + 1);
 	ssize_t n = text ? read(fd, text, (size_t)st.st_size) : -1;
 	close(fd);
 	if (n != st.st_size) {

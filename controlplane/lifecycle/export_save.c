@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/xjson.h"
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/id.h"
@@ -108,7 +110,7 @@ static char *shell_quote(const char *s)
 	size_t n = 2;
 	for (const char *p = s; *p; p++)
 		n += *p == '\'' ? 4 : 1;
-	char *q = malloc(n + 1), *o = q;
+	char *q = xmalloc(n + 1), *o = q;
 	if (!q)
 		abort(); /* allocation failure is not an error path (STYLE.md) */
 	*o++ = '\'';
@@ -131,13 +133,12 @@ static char *script_build(const char *id, const char *mode, const char *last, co
 	_cleanup_free_ char *msg = shell_quote(message && *message ? message : "chat2sbx: uncommitted changes");
 	const char *keys[] = {"@ID@", "@MODE@", "@LAST@", "@MSG@"};
 	const char *vals[] = {id, mode, last && *last ? last : "-", msg};
-	char *out = strdup(script_template);
+	char *out = xstrdup(script_template);
 	for (size_t k = 0; k < 4; k++) {
 		char *at;
 		while ((at = strstr(out, keys[k]))) {
 			char *next = NULL;
-			if (asprintf(&next, "%.*s%s%s", (int)(at - out), out, vals[k], at + strlen(keys[k])) < 0)
-				abort();
+			next = xasprintf("%.*s%s%s", (int)(at - out), out, vals[k], at + strlen(keys[k]));
 			free(out);
 			out = next;
 		}
@@ -154,13 +155,13 @@ static int run_script(struct helper_channel *ch, const char *sandbox_id, const c
 	_cleanup_free_ char *session = NULL;
 	if (id_new("bash_", &session, err) < 0)
 		return -1;
-	_cleanup_json_ struct json_object *p = json_object_new_object();
-	json_object_object_add(p, "session_id", json_object_new_string(session));
-	json_object_object_add(p, "command", json_object_new_string(script));
-	json_object_object_add(p, "cwd", json_object_new_string("/"));
-	json_object_object_add(p, "yield_time_ms", json_object_new_int64(wait_ms));
-	json_object_object_add(p, "max_output_bytes", json_object_new_int(64 * 1024));
-	json_object_object_add(p, "hidden", json_object_new_boolean(1));
+	_cleanup_json_ struct json_object *p = xjson_object();
+	xjson_add(p, "session_id", xjson_string(session));
+	xjson_add(p, "command", xjson_string(script));
+	xjson_add(p, "cwd", xjson_string("/"));
+	xjson_add(p, "yield_time_ms", xjson_int64(wait_ms));
+	xjson_add(p, "max_output_bytes", xjson_int64(64 * 1024));
+	xjson_add(p, "hidden", xjson_bool(1));
 	_cleanup_json_ struct json_object *res = NULL;
 	if (helper_channel_call(ch, "bash.start", p, wait_ms + 15000, &res, err) < 0)
 		return cp_error_prefix(err, "run the save in sandbox '%s'", sandbox_id);
@@ -169,8 +170,8 @@ static int run_script(struct helper_channel *ch, const char *sandbox_id, const c
 	const char *out = json_object_object_get_ex(res, "output", &v) ? json_object_get_string(v) : "";
 	int code = json_object_object_get_ex(res, "exit_code", &v) ? json_object_get_int(v) : -1;
 	if (status && !strcmp(status, "running")) {
-		_cleanup_json_ struct json_object *stop = json_object_new_object(), *sres = NULL;
-		json_object_object_add(stop, "session_id", json_object_new_string(session));
+		_cleanup_json_ struct json_object *stop = xjson_object(), *sres = NULL;
+		xjson_add(stop, "session_id", xjson_string(session));
 		_cleanup_error_ struct cp_error *e = NULL;
 		helper_channel_call(ch, "bash.stop", stop, 10000, &sres, &e);
 		return cp_error_set(err, CP_ERR_TIMEOUT,
@@ -191,7 +192,7 @@ static int run_script(struct helper_channel *ch, const char *sandbox_id, const c
 		                    status ? status : "?", code, len ? shown : "no output");
 	}
 	if (ret_line)
-		*ret_line = strndup(line, strcspn(line, "\n"));
+		*ret_line = xstrndup(line, strcspn(line, "\n"));
 	return 0;
 }
 
@@ -271,9 +272,9 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 static int pull_blob(struct helper_channel *ch, const char *sandbox_id, const char *path, int dirfd, const char *name,
                      int64_t cap, const char *cap_name, int64_t *ret_bytes, struct cp_error **err)
 {
-	_cleanup_json_ struct json_object *op = json_object_new_object(), *ores = NULL;
-	json_object_object_add(op, "path", json_object_new_string(path));
-	json_object_object_add(op, "unlink", json_object_new_boolean(1));
+	_cleanup_json_ struct json_object *op = xjson_object(), *ores = NULL;
+	xjson_add(op, "path", xjson_string(path));
+	xjson_add(op, "unlink", xjson_bool(1));
 	if (helper_channel_call(ch, "blob.open", op, 15000, &ores, err) < 0)
 		return cp_error_prefix(err, "read '%s' from sandbox '%s'", path, sandbox_id);
 	struct json_object *v = NULL;
@@ -281,12 +282,11 @@ static int pull_blob(struct helper_channel *ch, const char *sandbox_id, const ch
 	int64_t size = json_object_object_get_ex(ores, "size", &v) ? json_object_get_int64(v) : 0;
 	if (!handle)
 		return cp_error_set(err, CP_ERR_INTERNAL, "the helper of sandbox '%s' gave no handle", sandbox_id);
-	_cleanup_free_ char *handle_copy = strdup(handle);
+	_cleanup_free_ char *handle_copy = xstrdup(handle);
 	_cleanup_free_ char *partial = NULL;
-	if (asprintf(&partial, "%s.partial", name) < 0)
-		abort();
+	partial = xasprintf("%s.partial", name);
 	int r = -1, fd = -1;
-	unsigned char *buf = malloc(PROTO_BLOB_CHUNK_MAX + 4);
+	unsigned char *buf = xmalloc(PROTO_BLOB_CHUNK_MAX + 4);
 	int64_t got = 0;
 	if (size > cap) {
 		got = size;
@@ -299,10 +299,10 @@ static int pull_blob(struct helper_channel *ch, const char *sandbox_id, const ch
 		goto out;
 	}
 	for (;;) {
-		_cleanup_json_ struct json_object *rp = json_object_new_object(), *rr = NULL;
-		json_object_object_add(rp, "handle", json_object_new_string(handle_copy));
-		json_object_object_add(rp, "offset", json_object_new_int64(got));
-		json_object_object_add(rp, "length", json_object_new_int(PROTO_BLOB_CHUNK_MAX));
+		_cleanup_json_ struct json_object *rp = xjson_object(), *rr = NULL;
+		xjson_add(rp, "handle", xjson_string(handle_copy));
+		xjson_add(rp, "offset", xjson_int64(got));
+		xjson_add(rp, "length", xjson_int64(PROTO_BLOB_CHUNK_MAX));
 		if (helper_channel_call(ch, "blob.read", rp, 30000, &rr, err) < 0) {
 			cp_error_prefix(err, "read '%s' from sandbox '%s'", path, sandbox_id);
 			goto out;
@@ -353,8 +353,8 @@ out:
 		close(fd);
 	if (r < 0)
 		unlinkat(dirfd, partial, 0);
-	_cleanup_json_ struct json_object *cp = json_object_new_object(), *cres = NULL;
-	json_object_object_add(cp, "handle", json_object_new_string(handle_copy));
+	_cleanup_json_ struct json_object *cp = xjson_object(), *cres = NULL;
+	xjson_add(cp, "handle", xjson_string(handle_copy));
 	_cleanup_error_ struct cp_error *ce = NULL;
 	helper_channel_call(ch, "blob.close", cp, 10000, &cres, &ce);
 	return r;
@@ -366,7 +366,7 @@ static int read_small(int dirfd, const char *name, size_t max, char **ret, size_
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "read '%s'", name);
-	char *buf = malloc(max + 1);
+	char *buf = xmalloc(max + 1);
 	size_t len = 0;
 	ssize_t n;
 	while (len < max && (n = read(fd, buf + len, max - len)) > 0)
@@ -525,13 +525,13 @@ static int take_tar(struct save_ctx *c, struct export_manifest *m, struct cp_err
 static int keep(struct save_ctx *c, struct export_manifest *m, const struct script_answer *a, struct export_record *ret,
                 struct cp_error **err)
 {
-	m->export_id = strdup(c->export_id);
-	m->sandbox_id = strdup(c->s->id);
-	m->workspace_id = strdup(c->w->id);
-	m->host_path = c->w->host_path ? strdup(c->w->host_path) : NULL;
-	m->reason = strdup(c->o->reason);
-	m->message = c->o->message ? strdup(c->o->message) : NULL;
-	m->fingerprint = strdup(a->fingerprint);
+	m->export_id = xstrdup(c->export_id);
+	m->sandbox_id = xstrdup(c->s->id);
+	m->workspace_id = xstrdup(c->w->id);
+	m->host_path = c->w->host_path ? xstrdup(c->w->host_path) : NULL;
+	m->reason = xstrdup(c->o->reason);
+	m->message = c->o->message ? xstrdup(c->o->message) : NULL;
+	m->fingerprint = xstrdup(a->fingerprint);
 	m->created_at_ms = clock_now_ms();
 	_cleanup_json_ struct json_object *o = export_manifest_to_json(m);
 	char path[4300];
@@ -566,12 +566,12 @@ static int save_once(struct save_ctx *c, const char *mode, struct export_manifes
 	*ret_retry_full = 0;
 	/* The approved repository's refs at create: what "nothing new"
 	 * compares with and what a thin bundle builds on. */
-	_cleanup_json_ struct json_object *wp = json_object_new_object(), *wres = NULL;
+	_cleanup_json_ struct json_object *wp = xjson_object(), *wres = NULL;
 	char base_path[256];
 	snprintf(base_path, sizeof(base_path), EXPORT_DIR_IN_SANDBOX "/%s/base", c->export_id);
-	json_object_object_add(wp, "path", json_object_new_string(base_path));
-	json_object_object_add(wp, "content", json_object_new_string(c->source_refs ? c->source_refs : ""));
-	json_object_object_add(wp, "create_dirs", json_object_new_boolean(1));
+	xjson_add(wp, "path", xjson_string(base_path));
+	xjson_add(wp, "content", xjson_string(c->source_refs ? c->source_refs : ""));
+	xjson_add(wp, "create_dirs", xjson_bool(1));
 	if (helper_channel_call(c->ch, "file.write", wp, 30000, &wres, err) < 0)
 		return cp_error_prefix(err, "prepare the save in sandbox '%s'", c->s->id);
 	_cleanup_free_ char *script =
@@ -583,15 +583,15 @@ static int save_once(struct save_ctx *c, const char *mode, struct export_manifes
 	if (!strcmp(a->state, "unchanged") || !strcmp(a->state, "changed"))
 		return 0;
 	if (!strcmp(a->state, "nothing-new")) {
-		m->kind = strdup("none");
+		m->kind = xstrdup("none");
 		m->nothing_new = 1;
 		return 0;
 	}
 	if (!strcmp(a->kind, "tar")) {
-		m->kind = strdup("tar");
+		m->kind = xstrdup("tar");
 		return take_tar(c, m, err);
 	}
-	m->kind = strdup("git");
+	m->kind = xstrdup("git");
 	return take_git(c, a, m, ret_retry_full, err);
 }
 
@@ -701,11 +701,9 @@ done:
 	}
 	if (r == 0 && ret->saved && !strcmp(o->reason, "checkpoint") && c.ch) {
 		/* The sandbox goes on: leave nothing of the save in it. */
-		_cleanup_free_ char *rm = NULL;
-		if (asprintf(&rm, "rm -rf " EXPORT_DIR_IN_SANDBOX "/%s", c.export_id) >= 0) {
-			_cleanup_error_ struct cp_error *e = NULL;
-			run_script(c.ch, s.id, rm, 10000, NULL, &e);
-		}
+		_cleanup_free_ char *rm = xasprintf("rm -rf " EXPORT_DIR_IN_SANDBOX "/%s", c.export_id);
+		_cleanup_error_ struct cp_error *e = NULL;
+		run_script(c.ch, s.id, rm, 10000, NULL, &e);
 	}
 	(void)own_channel;
 	if (c.ch)
@@ -745,12 +743,12 @@ int lifecycle_sandbox_unsaved(struct lifecycle *lc, const struct sandbox_record 
 	store_sandbox_get_source_refs(lc->store, s->id, &source, &e);
 	cp_error_freep(&e);
 	if (id_new("chk_", &id, &e) == 0) {
-		_cleanup_json_ struct json_object *wp = json_object_new_object(), *wres = NULL;
+		_cleanup_json_ struct json_object *wp = xjson_object(), *wres = NULL;
 		char base_path[256];
 		snprintf(base_path, sizeof(base_path), EXPORT_DIR_IN_SANDBOX "/%s/base", id);
-		json_object_object_add(wp, "path", json_object_new_string(base_path));
-		json_object_object_add(wp, "content", json_object_new_string(source ? source : ""));
-		json_object_object_add(wp, "create_dirs", json_object_new_boolean(1));
+		xjson_add(wp, "path", xjson_string(base_path));
+		xjson_add(wp, "content", xjson_string(source ? source : ""));
+		xjson_add(wp, "create_dirs", xjson_bool(1));
 		script = script_build(id, "state", last.fingerprint, NULL);
 		struct script_answer a;
 		if (helper_channel_call(ch, "file.write", wp, 5000, &wres, &e) == 0 &&
@@ -759,9 +757,8 @@ int lifecycle_sandbox_unsaved(struct lifecycle *lc, const struct sandbox_record 
 			store_sandbox_set_unsaved(lc->store, s->id, *ret_unsaved, clock_now_ms(), &le);
 		}
 		cp_error_freep(&e);
-		_cleanup_free_ char *rm = NULL;
-		if (asprintf(&rm, "rm -rf " EXPORT_DIR_IN_SANDBOX "/%s", id) >= 0)
-			run_script(ch, s->id, rm, 5000, NULL, &e);
+		_cleanup_free_ char *rm = xasprintf("rm -rf " EXPORT_DIR_IN_SANDBOX "/%s", id);
+		run_script(ch, s->id, rm, 5000, NULL, &e);
 	}
 	export_record_clear(&last);
 	helper_channel_unref(ch);

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/xjson.h"
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "export_internal.h"
 
@@ -63,9 +65,7 @@ static int objects_present(const struct scratch *s, char (*oids)[65], size_t n, 
 	if (n == 0)
 		return 0;
 	size_t in_len = 0;
-	char *in = malloc(n * 66 + 1);
-	if (!in)
-		return cp_error_set(err, CP_ERR_INTERNAL, "check objects: out of memory");
+	char *in = xmalloc(n * 66 + 1);
 	in[0] = '\0';
 	for (size_t i = 0; i < n; i++)
 		in_len += (size_t)sprintf(in + in_len, "%s\n", oids[i]);
@@ -91,7 +91,7 @@ static int objects_present(const struct scratch *s, char (*oids)[65], size_t n, 
 /* "<oid>\n" then "^<base>\n" for each base commit present: rev-list's stdin. */
 static char *revs_input(const char *oid, char (*base)[65], const unsigned char *have, size_t n_base, size_t *ret_len)
 {
-	char *in = malloc((n_base + 1) * 67 + 1);
+	char *in = xmalloc((n_base + 1) * 67 + 1);
 	if (!in)
 		abort(); /* allocation failure is not an error path (STYLE.md) */
 	size_t len = (size_t)sprintf(in, "%s\n", oid);
@@ -119,23 +119,23 @@ static int ref_details(const struct scratch *s, struct export_manifest_ref *r, c
 	    sgit(s, a_names, in, in_len, &names, &names_len, err) < 0)
 		return -1;
 	r->new_commits = strtoll(count ? count : "0", NULL, 10);
-	r->commits = json_object_new_array();
+	r->commits = xjson_array();
 	for (char *line = log; line && *line;) {
 		char *nl = strchr(line, '\n');
 		size_t l = nl ? (size_t)(nl - line) : strlen(line);
 		char *sep = memchr(line, 0x1f, l);
 		if (sep && sep - line == (ptrdiff_t)strlen(r->ref.oid)) {
-			struct json_object *c = json_object_new_object();
-			json_object_object_add(c, "oid", json_object_new_string_len(line, (int)(sep - line)));
+			struct json_object *c = xjson_object();
+			xjson_add(c, "oid", xjson_string_len(line, (int)(sep - line)));
 			char buf[1200];
-			json_object_object_add(c, "subject",
-			                       json_object_new_string(policy_text_escape(
-			                           sep + 1, l - (size_t)(sep - line) - 1, buf, sizeof(buf))));
-			json_object_array_add(r->commits, c);
+			xjson_add(
+			    c, "subject",
+			    xjson_string(policy_text_escape(sep + 1, l - (size_t)(sep - line) - 1, buf, sizeof(buf))));
+			xjson_append(r->commits, c);
 		}
 		line = nl ? nl + 1 : NULL;
 	}
-	r->files = json_object_new_array();
+	r->files = xjson_array();
 	/* NUL-separated names, commits apart by empty entries; distinct only. */
 	for (size_t pos = 0; pos < names_len && json_object_array_length(r->files) < EXPORT_MANIFEST_FILES_MAX;) {
 		size_t l = strnlen(names + pos, names_len - pos);
@@ -146,7 +146,7 @@ static int ref_details(const struct scratch *s, struct export_manifest_ref *r, c
 			for (size_t i = 0; i < json_object_array_length(r->files) && !seen; i++)
 				seen = !strcmp(json_object_get_string(json_object_array_get_idx(r->files, i)), buf);
 			if (!seen)
-				json_object_array_add(r->files, json_object_new_string(buf));
+				xjson_append(r->files, xjson_string(buf));
 		}
 		pos += l + 1;
 	}
@@ -162,7 +162,7 @@ static int snapshot_details(const struct scratch *s, struct export_manifest *m, 
 	size_t len = 0;
 	if (sgit(s, args, NULL, 0, &out, &len, err) < 0)
 		return -1;
-	m->snapshot_files = json_object_new_array();
+	m->snapshot_files = xjson_array();
 	for (size_t pos = 0; pos < len;) {
 		size_t l1 = strnlen(out + pos, len - pos);
 		size_t p2 = pos + l1 + 1;
@@ -171,13 +171,11 @@ static int snapshot_details(const struct scratch *s, struct export_manifest *m, 
 		size_t l2 = strnlen(out + p2, len - p2);
 		m->snapshot_file_count++;
 		if (json_object_array_length(m->snapshot_files) < EXPORT_MANIFEST_FILES_MAX) {
-			struct json_object *f = json_object_new_object();
+			struct json_object *f = xjson_object();
 			char buf[1200];
-			json_object_object_add(
-			    f, "status", json_object_new_string(policy_text_escape(out + pos, l1, buf, sizeof(buf))));
-			json_object_object_add(
-			    f, "path", json_object_new_string(policy_text_escape(out + p2, l2, buf, sizeof(buf))));
-			json_object_array_add(m->snapshot_files, f);
+			xjson_add(f, "status", xjson_string(policy_text_escape(out + pos, l1, buf, sizeof(buf))));
+			xjson_add(f, "path", xjson_string(policy_text_escape(out + p2, l2, buf, sizeof(buf))));
+			xjson_append(m->snapshot_files, f);
 		}
 		pos = p2 + l2 + 1;
 	}
@@ -190,7 +188,7 @@ static int read_header(const char *bundle, struct export_bundle_header *h, struc
 	int fd = open(bundle, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "open '%s'", bundle);
-	char *buf = malloc(EXPORT_HEADER_MAX);
+	char *buf = xmalloc(EXPORT_HEADER_MAX);
 	size_t len = 0;
 	while (buf && len < EXPORT_HEADER_MAX) {
 		ssize_t n = read(fd, buf + len, EXPORT_HEADER_MAX - len);
@@ -222,7 +220,7 @@ int export_verify_git(const struct export_verify_in *in, struct export_manifest 
 	if (scratch_init(in->dir, in->host_objects, &s, err) < 0)
 		goto out;
 	if (h.n_prereqs) {
-		unsigned char *have = calloc(h.n_prereqs, 1);
+		unsigned char *have = xcalloc(h.n_prereqs, 1);
 		int pr = objects_present(&s, h.prereqs, h.n_prereqs, have, err);
 		size_t missing = 0;
 		for (size_t i = 0; pr == 0 && i < h.n_prereqs; i++)
@@ -290,27 +288,27 @@ int export_verify_git(const struct export_verify_in *in, struct export_manifest 
 			goto out;
 		}
 	}
-	list_oids = calloc(in->n_list + 1, sizeof(*list_oids));
-	have_list = calloc(in->n_list + 1, 1);
+	list_oids = xcalloc(in->n_list + 1, sizeof(*list_oids));
+	have_list = xcalloc(in->n_list + 1, 1);
 	for (size_t j = 0; j < in->n_list; j++)
 		memcpy(list_oids[j], in->list[j].oid, 65);
 	if (objects_present(&s, list_oids, in->n_list, have_list, err) < 0)
 		goto out;
-	base_oids = calloc(in->n_base + 1, sizeof(*base_oids));
-	have_base = calloc(in->n_base + 1, 1);
+	base_oids = xcalloc(in->n_base + 1, sizeof(*base_oids));
+	have_base = xcalloc(in->n_base + 1, 1);
 	for (size_t j = 0; j < in->n_base; j++)
 		memcpy(base_oids[j], in->base[j].oid, 65);
 	if (objects_present(&s, base_oids, in->n_base, have_base, err) < 0)
 		goto out;
-	m->refs = calloc(in->n_list + 1, sizeof(*m->refs));
+	m->refs = xcalloc(in->n_list + 1, sizeof(*m->refs));
 	m->n_refs = 0;
 	size_t all_len = 0;
-	char *all = malloc((in->n_list + in->n_base + 1) * 67 + 1);
+	char *all = xmalloc((in->n_list + in->n_base + 1) * 67 + 1);
 	all[0] = '\0';
 	for (size_t j = 0; j < in->n_list; j++) {
 		const struct export_ref *l = &in->list[j];
 		struct export_manifest_ref *mr = &m->refs[m->n_refs++];
-		mr->ref.name = strdup(l->name);
+		mr->ref.name = xstrdup(l->name);
 		memcpy(mr->ref.oid, l->oid, 65);
 		mr->ref.kind = l->kind;
 		for (size_t i = 0; i < h.n_refs && !mr->in_bundle; i++)
@@ -327,7 +325,7 @@ int export_verify_git(const struct export_verify_in *in, struct export_manifest 
 		char host[2048];
 		struct cp_error *e = NULL;
 		if (policy_ref_map(l->name, in->sandbox_id, host, sizeof(host), &e) == 0)
-			mr->host_ref = strdup(host);
+			mr->host_ref = xstrdup(host);
 		cp_error_free(e);
 		int in_base = 0;
 		for (size_t b = 0; b < in->n_base && !in_base; b++)

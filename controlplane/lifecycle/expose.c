@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -45,18 +46,16 @@ static void unlockp(pthread_mutex_t **m)
 		pthread_mutex_unlock(*m);
 }
 
-/* "chat2sbx-expose-<sandbox id>" (caller frees) or NULL. */
+/* "chat2sbx-expose-<sandbox id>" (caller frees). */
 static char *network_name(const char *sandbox_id)
 {
-	char *n = NULL;
-	return asprintf(&n, "chat2sbx-expose-%s", sandbox_id) < 0 ? NULL : n;
+	return xasprintf("chat2sbx-expose-%s", sandbox_id);
 }
 
-/* "<sandbox id>-expose-<port>" (caller frees) or NULL. */
+/* "<sandbox id>-expose-<port>" (caller frees). */
 static char *forwarder_name(const char *sandbox_id, int port)
 {
-	char *n = NULL;
-	return asprintf(&n, "%s-expose-%d", sandbox_id, port) < 0 ? NULL : n;
+	return xasprintf("%s-expose-%d", sandbox_id, port);
 }
 
 /* A free TCP port on host, chosen by the kernel (bind port 0, read it,
@@ -326,9 +325,9 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 		return -1;
 	}
 
-	struct exposure_record x = {.sandbox_id = strdup(sandbox_id),
+	struct exposure_record x = {.sandbox_id = xstrdup(sandbox_id),
 	                            .container_port = (int)port,
-	                            .host = strdup(lc->cfg->expose_host),
+	                            .host = xstrdup(lc->cfg->expose_host),
 	                            .forwarder_name = forwarder_name(sandbox_id, (int)port),
 	                            .network = network_name(sandbox_id),
 	                            .created_at_ms = clock_now_ms()};

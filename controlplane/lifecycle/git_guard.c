@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/log.h"
 #include "../policy/policy.h"
@@ -136,17 +137,13 @@ static int read_small(int parent_fd, const char *name, const char *real, const c
  * appended: where the path would lead once the rest were created. */
 static char *resolve_existing(const char *path)
 {
-	_cleanup_free_ char *head = strdup(path);
-	if (!head)
-		return NULL;
+	_cleanup_free_ char *head = xstrdup(path);
 	for (;;) {
 		char *r = realpath(head, NULL);
 		if (r) {
 			size_t hl = strlen(head);
 			const char *tail = path + hl; /* "" or "/rest" */
-			char *out = NULL;
-			if (asprintf(&out, "%s%s", strcmp(r, "/") || !*tail ? r : "", tail) < 0)
-				out = NULL;
+			char *out = xasprintf("%s%s", strcmp(r, "/") || !*tail ? r : "", tail);
 			free(r);
 			return out;
 		}
@@ -154,7 +151,7 @@ static char *resolve_existing(const char *path)
 			return NULL;
 		char *slash = strrchr(head, '/');
 		if (!slash || slash == head)
-			return strdup(path); /* nothing of it exists but "/" */
+			return xstrdup(path); /* nothing of it exists but "/" */
 		*slash = '\0';
 	}
 }
@@ -226,9 +223,7 @@ static int create_placeholder(int git_fd, const struct stat *git_st, const char 
 static int collect(int ws_fd, const char *real, const char *target_root, const struct policy_git_path *paths, size_t n,
                    struct lifecycle_git_guard *ret, struct cp_error **err)
 {
-	ret->mounts = calloc(n, sizeof(*ret->mounts));
-	if (!ret->mounts)
-		return cp_error_set(err, CP_ERR_INTERNAL, "protect '%s/.git': out of memory", real);
+	ret->mounts = xcalloc(n, sizeof(*ret->mounts));
 	for (size_t i = 0; i < n; i++) {
 		const struct policy_git_path *p = &paths[i];
 		struct stat st;
@@ -241,9 +236,8 @@ static int collect(int ws_fd, const char *real, const char *target_root, const s
 		if (r < 0)
 			return -1;
 		struct sandbox_mount_record *m = &ret->mounts[ret->n];
-		if (asprintf(&m->source, "%s/%s", real, p->rel) < 0 ||
-		    asprintf(&m->target, "%s/%s", target_root, p->rel) < 0)
-			return cp_error_set(err, CP_ERR_INTERNAL, "protect '%s/.git': out of memory", real);
+		m->source = xasprintf("%s/%s", real, p->rel);
+		m->target = xasprintf("%s/%s", target_root, p->rel);
 		m->read_only = p->read_only;
 		m->dev = (uint64_t)st.st_dev;
 		m->ino = (uint64_t)st.st_ino;

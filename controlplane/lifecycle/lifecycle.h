@@ -119,9 +119,6 @@ struct lifecycle_create_options {
 	 * never): ends the wait for a clone copy, which goes on and is answered
 	 * as still running (copy_session_id). Other steps are short and finish. */
 	struct cp_cancel *cancel;
-	/* Internal (lifecycle/pool.c): make a warm-pool member (pooled row,
-	 * LIFECYCLE_LABEL_POOL on the container, never itself a claim). */
-	int pool_member;
 };
 
 struct lifecycle_create_result {
@@ -264,6 +261,22 @@ size_t lifecycle_removing_run(struct lifecycle *lc);
  * for the engine calls (bounded by their timeouts) and the hellos (at most
  * LIFECYCLE_HELLO_TIMEOUT_MS each). */
 int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err);
+
+/* ---- the maintenance thread (lifecycle/maintenance.c) ---- */
+
+struct lifecycle_maintenance;
+/* Starts serve's maintenance thread: at once and then every minute,
+ * lifecycle_retention_run, lifecycle_expiry_run, lifecycle_removing_run,
+ * lifecycle_undo_run, lifecycle_reattach_run (each logs its failure), then
+ * hook(hook_userdata) when hook is not NULL (serve: the host-edge firewall,
+ * from a layer above this one). lc and hook_userdata are borrowed until
+ * lifecycle_maintenance_stop. Returns NULL (logged) when the thread cannot
+ * be started: serve runs on without it. */
+struct lifecycle_maintenance *lifecycle_maintenance_start(struct lifecycle *lc, void (*hook)(void *userdata),
+                                                          void *hook_userdata);
+/* Stops the thread (waits for a pass in progress to end) and frees m.
+ * Accepts NULL. */
+void lifecycle_maintenance_stop(struct lifecycle_maintenance *m);
 
 /* ---- reconcile decision table (lifecycle/reconcile.c) ---- */
 
@@ -544,18 +557,6 @@ void lifecycle_pool_defer(struct lifecycle *lc, int size);
  * created or adopted at start: container, row and empty workspace. Safe
  * when the pool never started. */
 void lifecycle_pool_stop(struct lifecycle *lc);
-
-/* The claim hook of lifecycle_sandbox_create: when opts ask for a new
- * managed workspace with default options (no workspace, memory, cpus, pids
- * or network option) and a member made from the configured image and
- * runtime is ready, claims it atomically (store_sandbox_pool_claim) and
- * fills *ret with it (a user sandbox from now on, created and active now),
- * then wakes the refill. Returns 1 when claimed, 0 when the caller must
- * create cold (no pool, no member ready, the sandbox limit is reached — the
- * cold path reports that — or the claimed member's helper no longer answers:
- * it is removed), -1 with *err on a registry failure. */
-int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
-                         struct lifecycle_create_result *ret, struct cp_error **err);
 
 /* ---- bridge interfaces (lifecycle/bridges.c, issue 12) ---- */
 

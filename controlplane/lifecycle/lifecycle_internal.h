@@ -99,10 +99,12 @@ int lifecycle_expire_claim(struct lifecycle *lc, const char *id);
 void lifecycle_expire_done(struct lifecycle *lc, const char *id);
 void lifecycle_holds_clear(struct lifecycle *lc);
 
-/* Channel table (channels.c). get returns a new reference or NULL; put takes
- * ch's reference (replacing and unreferencing an older one); -1 on OOM. */
+/* Channel table (channels.c). get returns a new reference or NULL; put
+ * always takes ch's reference (replacing and unreferencing an older one):
+ * it cannot fail (STYLE, ownership: a function that takes ownership takes
+ * it even on failure). */
 struct helper_channel *lifecycle_channel_get(struct lifecycle *lc, const char *id);
-int lifecycle_channel_put(struct lifecycle *lc, const char *id, struct helper_channel *ch);
+void lifecycle_channel_put(struct lifecycle *lc, const char *id, struct helper_channel *ch);
 void lifecycle_channel_drop(struct lifecycle *lc, const char *id);
 /* Releases every channel whose stream has closed (the helper exited, the
  * engine went away), keeping its entry's boot id; returns how many. */
@@ -113,9 +115,11 @@ size_t lifecycle_channels_drop_dead(struct lifecycle *lc);
 void lifecycle_channel_boot_swap(struct lifecycle *lc, const char *id, const char *boot_id, char *prev, size_t size);
 void lifecycle_channels_clear(struct lifecycle *lc);
 
-/* Attaches to a running container and checks the helper answers hello
- * (sandbox.c). On success the channel is in the table and *ret_channel (may be
- * NULL) gets an extra reference. */
+/* Attaches to a container's stdio (created or running; channels.c) and opens
+ * its helper channel; sends no hello (the caller greets: create, reconcile).
+ * On success the channel is in the table and *ret_channel (may be NULL) gets
+ * an extra reference; on failure nothing is in the table. Blocks for the
+ * attach handshake (at most 10 s). */
 int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
                      struct helper_channel **ret_channel, struct cp_error **err);
 /* The same without putting the channel in the table: *ret_channel (one
@@ -361,7 +365,22 @@ int lifecycle_vm_workspace_prepare(struct lifecycle *lc, const struct workspace_
  * UNAVAILABLE otherwise); else *err is left as it is. One inspect. */
 void lifecycle_vm_explain(struct lifecycle *lc, const char *sandbox_id, const char *container, struct cp_error **err);
 
-/* Asks the helper for hello (up to LIFECYCLE_HELLO_TIMEOUT_MS). */
-int lifecycle_helper_hello(struct helper_channel *ch, struct cp_error **err);
+/* The claim hook of lifecycle_sandbox_create: when opts ask for a new
+ * managed workspace with default options (no workspace, memory, cpus, pids
+ * or network option) and a member made from the configured image and
+ * runtime is ready, claims it atomically (store_sandbox_pool_claim) and
+ * fills *ret with it (a user sandbox from now on, created and active now),
+ * then wakes the refill. Returns 1 when claimed, 0 when the caller must
+ * create cold (no pool, no member ready, the sandbox limit is reached — the
+ * cold path reports that — or the claimed member's helper no longer answers:
+ * it is removed), -1 with *err on a registry failure. */
+int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                         struct lifecycle_create_result *ret, struct cp_error **err);
+
+/* The cold path of lifecycle_sandbox_create, for the warm pool (pool.c):
+ * never a claim; a new managed workspace with default options, and the row
+ * pooled (hidden from listings, limits and expiry) with LIFECYCLE_LABEL_POOL
+ * on its container. Contract otherwise as lifecycle_sandbox_create. */
+int lifecycle_pool_member_create(struct lifecycle *lc, struct lifecycle_create_result *ret, struct cp_error **err);
 
 #endif

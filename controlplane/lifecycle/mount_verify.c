@@ -26,6 +26,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "../base/xjson.h"
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -39,7 +41,7 @@ int lifecycle_host_nesting_check(struct store *store, const char *real, const ch
 	size_t n = 0;
 	if (store_workspace_list(store, &rows, &n, err) < 0)
 		return cp_error_prefix(err, "check host path '%s' against the other workspaces", real);
-	struct policy_host_workspace *others = calloc(n ? n : 1, sizeof(*others));
+	struct policy_host_workspace *others = xcalloc(n ? n : 1, sizeof(*others));
 	size_t k = 0;
 	int r = 0;
 	if (!others) {
@@ -180,8 +182,8 @@ void lifecycle_security_audit(struct lifecycle *lc, const char *action, const ch
 int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id, const char *target,
                            const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err)
 {
-	_cleanup_json_ struct json_object *p = json_object_new_object();
-	json_object_object_add(p, "path", json_object_new_string(target));
+	_cleanup_json_ struct json_object *p = xjson_object();
+	xjson_add(p, "path", xjson_string(target));
 	_cleanup_json_ struct json_object *res = NULL;
 	if (helper_channel_call(ch, "fs.stat", p, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err) < 0)
 		return cp_error_prefix(err, "verify the mount '%s' of sandbox '%s'", target, sandbox_id);
@@ -241,7 +243,7 @@ static int has_ro(const char *opts)
 int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_mount_want *want, size_t n, char *reason,
                               size_t size)
 {
-	int *seen = calloc(n ? n : 1, sizeof(*seen));
+	int *seen = xcalloc(n ? n : 1, sizeof(*seen));
 	if (!seen) {
 		snprintf(reason, size, "out of memory");
 		return -1;
@@ -289,9 +291,7 @@ int lifecycle_mounts_judge(struct lifecycle *lc, const struct sandbox_record *s,
                            const struct sandbox_mount_record *m, size_t n, const char *mountinfo, struct cp_error **err)
 {
 	int clone = !strcmp(mode, "clone");
-	_cleanup_free_ struct lifecycle_mount_want *want = calloc(n + 5, sizeof(*want));
-	if (!want)
-		return cp_error_set(err, CP_ERR_INTERNAL, "verify the mounts of sandbox '%s': out of memory", s->id);
+	_cleanup_free_ struct lifecycle_mount_want *want = xcalloc(n + 5, sizeof(*want));
 	size_t k = 0;
 	want[k++] = (struct lifecycle_mount_want){.target = LIFECYCLE_HELPER_TARGET, .read_only = 1};
 	want[k++] = (struct lifecycle_mount_want){

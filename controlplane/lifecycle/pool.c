@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -103,9 +104,9 @@ static int count_ready(struct lifecycle *lc, int *ret_all)
 
 static void remember_created(struct lifecycle_pool *p, const char *id)
 {
-	char *copy = strdup(id);
+	char *copy = xstrdup(id);
 	pthread_mutex_lock(&p->lock);
-	char **grown = copy ? realloc(p->created, (p->n_created + 1) * sizeof(*grown)) : NULL;
+	char **grown = copy ? xrealloc(p->created, (p->n_created + 1) * sizeof(*grown)) : NULL;
 	if (grown) {
 		p->created = grown;
 		p->created[p->n_created++] = copy;
@@ -118,11 +119,10 @@ static void remember_created(struct lifecycle_pool *p, const char *id)
 /* Makes one member. Returns 0 or -1 (logged). */
 static int create_member(struct lifecycle_pool *p)
 {
-	struct lifecycle_create_options opts = {.pool_member = 1};
 	struct lifecycle_create_result res = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	int64_t t0 = clock_monotonic_ms();
-	if (lifecycle_sandbox_create(p->lc, &opts, &res, &e) < 0) {
+	if (lifecycle_pool_member_create(p->lc, &res, &e) < 0) {
 		log_warn("lifecycle", "warm pool: %s (retrying later)", e->message);
 		return -1;
 	}
@@ -200,9 +200,10 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 		log_warn("lifecycle", "warm pool: %s", e->message);
 	} else {
 		int removed = 0;
-		adopt = calloc(n ? n : 1, sizeof(*adopt));
+		adopt = xcalloc(n ? n : 1, sizeof(*adopt));
 		for (size_t i = 0; i < n; i++) {
-			if (size > 0 && adopt && member_usable(lc, &rows[i]) && (adopt[n_adopt] = strdup(rows[i].id))) {
+			if (size > 0 && adopt && member_usable(lc, &rows[i]) &&
+			    (adopt[n_adopt] = xstrdup(rows[i].id))) {
 				n_adopt++;
 			} else {
 				remove_member(lc, &rows[i]);
@@ -219,7 +220,7 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 		free(adopt);
 		return 0;
 	}
-	struct lifecycle_pool *p = calloc(1, sizeof(*p));
+	struct lifecycle_pool *p = xcalloc(1, sizeof(*p));
 	if (!p) {
 		for (size_t i = 0; i < n_adopt; i++)
 			free(adopt[i]);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -243,7 +244,7 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
 	}
 
 	struct reconcile_counts n = {0};
-	char *matched = n_cs ? calloc(n_cs, 1) : NULL;
+	char *matched = n_cs ? xcalloc(n_cs, 1) : NULL;
 	for (size_t i = 0; i < n_rows; i++) {
 		struct sandbox_record *s = &rows[i];
 		struct docker_container_state *c = NULL;

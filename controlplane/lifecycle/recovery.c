@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -52,7 +53,7 @@ static int failed_error(struct cp_error **err, const char *id, const char *reaso
 static int engine_error(struct lifecycle *lc, const char *id, struct cp_error **err)
 {
 	const char *sock = docker_engine_socket(lc->engine);
-	_cleanup_free_ char *detail = strdup((*err)->message);
+	_cleanup_free_ char *detail = xstrdup((*err)->message);
 	enum cp_error_code code = (*err)->code;
 	cp_error_freep(err);
 	const char *d = detail ? detail : "no detail";
@@ -238,12 +239,8 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		helper_channel_unref(ch);
 		return -1;
 	}
-	if (lifecycle_channel_put(lc, s->id, helper_channel_ref(ch)) < 0) {
-		helper_channel_unref(ch);
-		helper_channel_unref(ch);
-		return cp_error_set(err, CP_ERR_INTERNAL, "re-attach sandbox '%s': out of memory", s->id);
-	}
-	lifecycle_channel_boot_swap(lc, s->id, boot, NULL, 0); /* an entry made just now */
+	lifecycle_channel_put(lc, s->id, helper_channel_ref(ch)); /* the table's reference */
+	lifecycle_channel_boot_swap(lc, s->id, boot, NULL, 0);    /* an entry made just now */
 	log_info("lifecycle", "re-attached sandbox %s", s->id);
 	*ret_channel = ch;
 	return 0;

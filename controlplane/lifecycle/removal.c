@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -81,28 +82,24 @@ int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s
 	if (se->code == CP_ERR_NOT_FOUND) {
 		/* The container is gone: nothing left to save or to remove. */
 		ret->nothing_to_save = 1;
-		if (asprintf(&ret->note, "%s", se->message) < 0)
-			ret->note = NULL;
+		ret->note = xasprintf("%s", se->message);
 		return 0;
 	}
 	_cleanup_free_ char *since = NULL;
 	struct export_record last = {0};
 	_cleanup_error_ struct cp_error *le = NULL;
 	if (store_export_last(lc->store, s->id, &last, &le) == 0) {
-		if (asprintf(&since, "since its last export %s", last.id) < 0)
-			since = NULL;
-	} else if (asprintf(&since, "since it was created") < 0) {
-		since = NULL;
+		since = xasprintf("since its last export %s", last.id);
+	} else {
+		since = xstrdup("since it was created");
 	}
 	export_record_clear(&last);
 	if (o->force) {
 		ret->save_failed = 1;
-		if (asprintf(
-		        &ret->lost,
-		        "the commits, branches and uncommitted changes made in sandbox %s %s were not saved and are "
-		        "gone (the save failed: %s)",
-		        s->id, since ? since : "", se->message) < 0)
-			ret->lost = NULL;
+		ret->lost =
+		    xasprintf("the commits, branches and uncommitted changes made in sandbox %s %s were not saved "
+		              "and are gone (the save failed: %s)",
+		              s->id, since ? since : "", se->message);
 		log_warn("lifecycle", "sandbox %s removed with force: %s", s->id, ret->lost ? ret->lost : "");
 		return 0;
 	}

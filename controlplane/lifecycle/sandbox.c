@@ -1,8 +1,8 @@
-/* sandbox.c: creating and destroying sandboxes, and handing out their helper
- * channels. The order of a create (row → container → attach → start → hello →
- * running) makes every failure undoable: whatever step fails, the container
- * is removed and the rows this call made are deleted, so the registry and the
- * engine agree. Never executes anything on the host but engine calls. */
+/* sandbox.c: the lifecycle object (lifecycle_new/free), destroying a
+ * sandbox, and handing its helper channel to a tool call (refusing failed,
+ * removed, expired, paused sandboxes with what to do; re-attaching a closed
+ * channel through recovery.c). Create lives in create.c. Never executes
+ * anything on the host but engine calls. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include "../base/clock.h"
 #include "../base/id.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
 #include "../policy/policy.h"
 #include "lifecycle_internal.h"
 
@@ -24,9 +25,7 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 	struct policy_sandbox_limits limits;
 	if (lifecycle_host_limits(cfg, NULL, &limits, err) < 0)
 		return -1;
-	struct lifecycle *lc = calloc(1, sizeof(*lc));
-	if (!lc)
-		return cp_error_set(err, CP_ERR_INTERNAL, "start lifecycle: out of memory");
+	struct lifecycle *lc = xcalloc(1, sizeof(*lc));
 	lc->limits = limits;
 	lc->cfg = cfg;
 	lc->store = store;
@@ -66,36 +65,6 @@ struct store *lifecycle_store(const struct lifecycle *lc)
 struct docker_engine *lifecycle_engine(const struct lifecycle *lc)
 {
 	return lc->engine;
-}
-
-int lifecycle_attach_unlisted(struct lifecycle *lc, const char *sandbox_id, const char *container,
-                              struct helper_channel **ret_channel, struct cp_error **err)
-{
-	int fd = -1;
-	if (docker_container_attach(lc->engine, container, 10000, &fd, err) < 0)
-		return -1;
-	return helper_channel_new(fd, sandbox_id, ret_channel, err); /* the channel owns fd even on failure */
-}
-
-int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
-                     struct helper_channel **ret_channel, struct cp_error **err)
-{
-	struct helper_channel *ch = NULL;
-	if (lifecycle_attach_unlisted(lc, sandbox_id, container, &ch, err) < 0)
-		return -1;
-	if (lifecycle_channel_put(lc, sandbox_id, ch) < 0) {
-		helper_channel_unref(ch);
-		return cp_error_set(err, CP_ERR_INTERNAL, "attach to sandbox '%s': out of memory", sandbox_id);
-	}
-	if (ret_channel)
-		*ret_channel = helper_channel_ref(ch);
-	return 0;
-}
-
-int lifecycle_helper_hello(struct helper_channel *ch, struct cp_error **err)
-{
-	_cleanup_json_ struct json_object *res = NULL;
-	return helper_channel_call(ch, "hello", NULL, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err);
 }
 
 int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const struct lifecycle_destroy_options *o,

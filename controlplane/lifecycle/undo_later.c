@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/log.h"
 #include "lifecycle_internal.h"
@@ -34,7 +35,7 @@ static void undo_free(struct lifecycle_undo *u)
 
 static char *dup_or_null(const char *s)
 {
-	return s ? strdup(s) : NULL;
+	return s ? xstrdup(s) : NULL;
 }
 
 /* One step of u at a time; returns 0 when all of it is done, -1 with the
@@ -69,8 +70,8 @@ failed:
 int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container,
                           const struct workspace_record *new_workspace)
 {
-	struct lifecycle_undo *u = calloc(1, sizeof(*u));
-	if (!u || !(u->sandbox_id = strdup(sandbox_id)) || (container && !(u->container = strdup(container))) ||
+	struct lifecycle_undo *u = xcalloc(1, sizeof(*u));
+	if (!u || !(u->sandbox_id = xstrdup(sandbox_id)) || (container && !(u->container = xstrdup(container))) ||
 	    (new_workspace && (!(u->workspace_id = dup_or_null(new_workspace->id)) ||
 	                       !(u->workspace_path = dup_or_null(new_workspace->path))))) {
 		if (u)

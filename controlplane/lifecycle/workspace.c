@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/id.h"
@@ -133,15 +134,11 @@ out:
 int lifecycle_trash_move(const struct config *cfg, const char *dir, const char *name, char **ret_dest,
                          struct cp_error **err)
 {
-	_cleanup_free_ char *trash = NULL;
-	if (asprintf(&trash, "%s/trash", cfg->data_root) < 0)
-		return cp_error_set(err, CP_ERR_INTERNAL, "move to trash: out of memory");
+	_cleanup_free_ char *trash = xasprintf("%s/trash", cfg->data_root);
 	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
 		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "create '%s'", trash);
 	for (int i = 0; i < 1000; i++) {
-		char *dest = NULL;
-		if ((i ? asprintf(&dest, "%s/%s.%d", trash, name, i) : asprintf(&dest, "%s/%s", trash, name)) < 0)
-			return cp_error_set(err, CP_ERR_INTERNAL, "move to trash: out of memory");
+		char *dest = i ? xasprintf("%s/%s.%d", trash, name, i) : xasprintf("%s/%s", trash, name);
 		struct stat st;
 		if (lstat(dest, &st) == 0) {
 			free(dest);

@@ -335,16 +335,10 @@ int mcp_route_header_decode(const char *raw, char **ret_value, char *why, size_t
 int mcp_route_header_check(const char *header, const char *raw, unsigned count, const char *want, int decode, char *why,
                            size_t why_size);
 
-/* schema_nullable.c: rewrites an inputSchema (owned by the caller, changed in
- * place) so that every property not listed in its object's "required" also
- * accepts null, as {"anyOf": [schema, {"type": "null"}]}, recursing into
- * nested properties and items. Properties that accept null already are left
- * as they are. Never fails (json-c aborts on out of memory). */
-void mcp_schema_optional_nullable(struct json_object *schema);
-
-/* tools.c */
+/* tool_schema.c: tools/list, generated from the table's declarations. */
 int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **ret_json, struct cp_error **err);
 struct json_object *mcp_tools_list(struct mcp_server *server, struct json_object *id);
+/* tool_call.c: tools/call. */
 struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object *id, struct json_object *params,
                                    const char *session_id, struct mcp_sink *sink, struct mcp_request_info *info);
 

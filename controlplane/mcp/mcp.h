@@ -61,24 +61,105 @@ void mcp_call_progress(const struct mcp_call *call, double progress, double tota
  * session's request, an unknown or finished one is ignored. NULL-safe. */
 int mcp_call_cancelled(const struct mcp_call *call);
 
-/* A tool handler: args is the "arguments" object (borrowed; never NULL, an
- * empty object when absent). On success it sets *ret_result to an owned JSON
- * object which becomes structuredContent (and its JSON text the content[0]
- * text). On failure it sets *err; the dispatcher turns it into a tool result
- * with isError: true and the message as text (MCP server/tools, "Error
- * Handling": tool execution errors are results, not protocol errors). */
-typedef int (*mcp_tool_handler)(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
-                                struct cp_error **err);
+/* A tool's argument (or, in an output schema, a result field), declared once
+ * as data (as redis declares a command's arity): tools/list's JSON Schema is
+ * generated from it (tool_schema.c) and every tools/call is checked against
+ * it before the handler runs (tool_args.c), so each bound in the schema is
+ * the bound enforced and a handler never checks it again. */
+enum mcp_arg_type {
+	MCP_ARG_STRING = 1,
+	MCP_ARG_INTEGER, /* a JSON integer; 1000.0 counts as 1000 */
+	MCP_ARG_NUMBER,
+	MCP_ARG_BOOLEAN,
+	MCP_ARG_OBJECT, /* output fields only: any object */
+	MCP_ARG_ARRAY,  /* items: objects with the members in .items, any objects when .items is NULL */
+	MCP_ARG_ANY,    /* any JSON value (the schema names no type); for free-form tools such as tests' echo */
+};
+
+enum mcp_arg_flag {
+	MCP_ARG_REQUIRED = 1 << 0,
+	MCP_ARG_MIN = 1 << 1,      /* .min is a bound ("minimum") */
+	MCP_ARG_MAX = 1 << 2,      /* .max is a bound ("maximum") */
+	MCP_ARG_NUL_OK = 1 << 3,   /* a string that may hold NUL characters (file content); others are refused */
+	MCP_ARG_TEXT_TOO = 1 << 4, /* a NUMBER also taken as a string (the earlier form; not advertised) */
+	MCP_ARG_MAP_TOO = 1 << 5,  /* an ARRAY of {k: string, v: string} also taken as an object of strings */
+};
+
+struct mcp_arg {
+	const char *name; /* NULL ends a list */
+	enum mcp_arg_type type;
+	unsigned flags;                 /* enum mcp_arg_flag bits */
+	int64_t min, max;               /* INTEGER, with MCP_ARG_MIN / MCP_ARG_MAX */
+	size_t min_length, max_length;  /* STRING, in characters (JSON Schema counts code points); 0 = no bound */
+	const char *const *enum_values; /* STRING: the accepted values (NULL-terminated), or NULL */
+	const char *id_prefix;          /* STRING: an id, the prefix and 20 base32 letters ("pattern"), or NULL */
+	const char *description;
+	const char *hint;            /* what to do when the value is refused; NULL: the description says it */
+	const struct mcp_arg *items; /* ARRAY: the members of each item (all STRING, all required) */
+};
+
+/* A tool's checked arguments, handed to its handler: every value has the
+ * declared type and lies within the declared bounds, and no undeclared
+ * argument is present. The accessors take a declared name (an undeclared
+ * one, or one of another type, is a programmer error: assert). JSON null
+ * counts as "not given" (strict clients send it for every optional
+ * argument). Borrowed for the handler's run. */
+struct mcp_args;
+
+/* 1 when name was given (not null), else 0. */
+int mcp_args_given(const struct mcp_args *a, const char *name);
+/* A STRING argument (borrowed), NULL when not given. With MCP_ARG_NUL_OK
+ * the text may hold NULs: *ret_len (may be NULL) gets its length in bytes. */
+const char *mcp_args_string(const struct mcp_args *a, const char *name, size_t *ret_len);
+/* An INTEGER argument, def when not given. */
+int64_t mcp_args_int(const struct mcp_args *a, const char *name, int64_t def);
+/* A BOOLEAN argument, def when not given. */
+int mcp_args_bool(const struct mcp_args *a, const char *name, int def);
+/* The value as given (borrowed), NULL when not given: a NUMBER that may be
+ * text (MCP_ARG_TEXT_TOO), an ARRAY, or content to pass on unchanged. */
+struct json_object *mcp_args_value(const struct mcp_args *a, const char *name);
+/* The whole checked arguments object (borrowed), for a handler that hands
+ * its arguments on as they are (a test's echo tool). */
+struct json_object *mcp_args_object(const struct mcp_args *a);
+
+/* Checks args (borrowed; an object) against a tool's declaration decl (a
+ * list ended by a NULL name; NULL = no arguments): unknown arguments,
+ * missing required ones, wrong types, values out of range, strings too
+ * short or long, off the enum or the id pattern, and NUL characters are
+ * refused with INVALID_ARGUMENT in one shape: "argument 'NAME' <what is
+ * wrong>; <what it must be>; <what to do>". On success *ret (caller frees
+ * with mcp_args_free) holds the checked view of args, which must outlive
+ * it. */
+int mcp_args_check(const struct mcp_arg *decl, struct json_object *args, struct mcp_args **ret, struct cp_error **err);
+void mcp_args_free(struct mcp_args *a);
+
+/* A tool handler: args are the checked arguments (borrowed, see above). On
+ * success it sets *ret_result to an owned JSON object which becomes
+ * structuredContent (and its JSON text the content[0] text). On failure it
+ * sets *err; the dispatcher turns it into a tool result with isError: true
+ * and the message as text (MCP server/tools, "Error Handling": tool
+ * execution errors are results, not protocol errors). Handlers check only
+ * what the declaration cannot say: combinations of arguments and the world
+ * (does the sandbox exist, is it within this machine's limits). */
+typedef int (*mcp_tool_handler)(const struct mcp_call *call, const struct mcp_args *args,
+                                struct json_object **ret_result, struct cp_error **err);
 
 struct mcp_tool {
 	const char *name;
 	const char *title;
 	const char *description;
-	const char *input_schema;  /* JSON Schema text (object) */
-	const char *output_schema; /* JSON Schema text (object), may be NULL */
-	unsigned hints;            /* enum mcp_tool_hint bits */
+	const struct mcp_arg *args;   /* the arguments (NULL-name-ended list; NULL = none) */
+	const struct mcp_arg *output; /* the result's fields (the outputSchema), NULL = no outputSchema */
+	unsigned hints;               /* enum mcp_tool_hint bits */
 	mcp_tool_handler handler;
 };
+
+/* The inputSchema (or, output != 0, the outputSchema) tools/list gives for
+ * decl (borrowed): a JSON Schema object, the same bytes for the same
+ * declaration; an optional input property is advertised as
+ * {"anyOf": [P, {"type": "null"}]}, since strict clients send null for an
+ * argument they leave out (tool_schema.c). Owned by the caller. */
+struct json_object *mcp_tool_schema(const struct mcp_arg *decl, int output);
 
 /* What one JSON-RPC message did: the per-request log line and the audit
  * row are made from it (issue 5, "Logs"). Every string is borrowed for the

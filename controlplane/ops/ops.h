@@ -103,7 +103,7 @@ int ops_mcp_token_read(const char *state_dir, char ret[OPS_MCP_TOKEN_LEN + 1], s
  * and a rename, so a crash never leaves half a token). *ret_created (may be
  * NULL) says whether it was made now. Errors as ops_mcp_token_read, plus
  * UNAVAILABLE when the file cannot be written. The state dir must be this
- * user's 0700 directory (main.c makes it so). */
+ * user's 0700 directory (serve.c makes it so). */
 int ops_mcp_token_ensure(const char *state_dir, char ret[OPS_MCP_TOKEN_LEN + 1], int *ret_created,
                          struct cp_error **err);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "store_internal.h"
 
 void approval_record_clear(struct approval_record *a)
@@ -211,7 +212,7 @@ static int workspace_for_locked(struct store *store, const struct workspace_reco
 	}
 	if (store_workspace_insert_locked(store, ws, err) < 0)
 		return -1;
-	*ret_id = strdup(ws->id);
+	*ret_id = xstrdup(ws->id);
 	return *ret_id ? 0 : cp_error_set(err, CP_ERR_INTERNAL, "approve: out of memory");
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../base/xalloc.h"
 #include "store_internal.h"
 
 void exposure_record_clear(struct exposure_record *x)
@@ -129,7 +130,7 @@ int store_exposure_list(struct store *store, const char *sandbox_id, struct expo
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 4;
-			struct exposure_record *grown = realloc(rows, ncap * sizeof(*rows));
+			struct exposure_record *grown = xrealloc(rows, ncap * sizeof(*rows));
 			if (!grown) {
 				r = cp_error_set(err, CP_ERR_INTERNAL, "list exposures: out of memory");
 				goto out;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../base/xalloc.h"
 #include "store_internal.h"
 
 int store_sandbox_set_mount_identity(struct store *store, const char *id, uint64_t dev, uint64_t ino,
@@ -152,7 +153,7 @@ int store_sandbox_mounts_list(struct store *store, const char *id, struct sandbo
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 8;
-			struct sandbox_mount_record *g = realloc(rows, ncap * sizeof(*rows));
+			struct sandbox_mount_record *g = xrealloc(rows, ncap * sizeof(*rows));
 			if (!g) {
 				r = cp_error_set(err, CP_ERR_INTERNAL, "read the verified mounts: out of memory");
 				goto out;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/xalloc.h"
 #include "../base/clock.h"
 #include "../base/log.h"
 
@@ -123,9 +124,7 @@ int store_open(const char *path, struct store **ret_store, struct cp_error **err
 	}
 	close(fd);
 
-	struct store *store = calloc(1, sizeof(*store));
-	if (!store)
-		return cp_error_set(err, CP_ERR_INTERNAL, "open registry: out of memory");
+	struct store *store = xcalloc(1, sizeof(*store));
 	pthread_mutex_init(&store->lock, NULL);
 	if (sqlite3_open_v2(path, &store->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
 		cp_error_set(err, CP_ERR_UNAVAILABLE, "open registry '%s': %s", path,
@@ -183,7 +182,7 @@ int store_list_rows(struct store *store, const char *sql, size_t row_size, void 
 	}
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		char *grown = realloc(list, (n + 1) * row_size);
+		char *grown = xrealloc(list, (n + 1) * row_size);
 		if (!grown) {
 			r = cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
 			goto out;

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "../base/xalloc.h"
 #include "store.h"
 
 /* Whether a sandbox row is live, as SQL over the columns of table alias t
@@ -47,7 +48,7 @@ int store_list_rows(struct store *store, const char *sql, size_t row_size, void 
 static inline char *store_column_strdup(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? strdup((const char *)t) : NULL;
+	return t ? xstrdup((const char *)t) : NULL;
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* fake_engine.c: the fake Docker Engine of the unit tests (fake_engine.h). */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <json-c/json.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "docker/docker.h"
 #include "fake_engine.h"
 
 char *fake_read_fixture(const char *name, size_t *ret_len)
@@ -228,19 +230,96 @@ static void send_text(int cfd, const char *status, const char *body)
 	write_all(cfd, body, strlen(body));
 }
 
-static void serve_route(struct fake_engine *fe, int cfd)
+static void log_line(struct fake_engine *fe, const char *fmt, const char *text)
+{
+	pthread_mutex_lock(&fe->lock);
+	if (fe->n_lines < sizeof(fe->lines) / sizeof(fe->lines[0]))
+		snprintf(fe->lines[fe->n_lines++], sizeof(fe->lines[0]), fmt, text);
+	pthread_mutex_unlock(&fe->lock);
+}
+
+struct helper_run {
+	struct fake_engine *fe;
+	int fd;
+	fake_helper_fn fn;
+};
+
+/* Answers one request line of the attach stream; -1 ends the stream. */
+static int helper_line(struct helper_run *h, const char *line)
+{
+	struct json_object *req = json_tokener_parse(line);
+	struct json_object *m = NULL, *id = NULL, *params = NULL;
+	const char *method = req && json_object_object_get_ex(req, "method", &m) ? json_object_get_string(m) : "";
+	log_line(h->fe, "HELPER %.240s", method ? method : "");
+	int r = 0;
+	if (req && json_object_object_get_ex(req, "id", &id)) {
+		json_object_object_get_ex(req, "params", &params);
+		char *member = NULL;
+		r = h->fn(method ? method : "", params, &member);
+		if (r == 1) {
+			char *out = NULL;
+			int n = asprintf(&out, "{\"jsonrpc\":\"2.0\",\"id\":%s,%s}\n", json_object_to_json_string(id),
+			                 member);
+			cr_assert_gt(n, 0);
+			unsigned char hdr[8] = {1,
+			                        0,
+			                        0,
+			                        0,
+			                        (unsigned char)(n >> 24),
+			                        (unsigned char)(n >> 16),
+			                        (unsigned char)(n >> 8),
+			                        (unsigned char)n};
+			write_all(h->fd, hdr, 8);
+			write_all(h->fd, out, (size_t)n);
+			free(out);
+			r = 0;
+		}
+		free(member);
+	}
+	json_object_put(req);
+	return r;
+}
+
+/* A scripted helper: stdin is raw bytes (attach with stdin, no tty), stdout
+ * goes out in 8-byte-header frames (Docker API, "Attach to a container"). */
+static void *helper_main(void *arg)
+{
+	struct helper_run *h = arg;
+	char buf[1 << 16];
+	size_t len = 0;
+	for (;;) {
+		ssize_t n = recv(h->fd, buf + len, sizeof(buf) - 1 - len, 0);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		char *nl;
+		int end = 0;
+		while (!end && (nl = memchr(buf, '\n', len))) {
+			*nl = '\0';
+			end = helper_line(h, buf) < 0;
+			len -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, len);
+		}
+		if (end || len == sizeof(buf) - 1)
+			break;
+	}
+	shutdown(h->fd, SHUT_RDWR);
+	free(h);
+	return NULL;
+}
+
+/* Returns 1 when a scripted helper took the connection. */
+static int serve_route(struct fake_engine *fe, int cfd)
 {
 	struct fake_request rq = {0};
 	read_request(cfd, &rq);
-	pthread_mutex_lock(&fe->lock);
-	if (fe->n_lines < sizeof(fe->lines) / sizeof(fe->lines[0]))
-		snprintf(fe->lines[fe->n_lines++], sizeof(fe->lines[0]), "%.255s", rq.line);
-	pthread_mutex_unlock(&fe->lock);
+	log_line(fe, "%.255s", rq.line);
 	const struct fake_route *hit = NULL;
 	for (size_t i = 0; i < fe->n_routes && !hit; i++)
 		if (!strncmp(rq.line, fe->routes[i].method, strlen(fe->routes[i].method)) &&
 		    rq.line[strlen(fe->routes[i].method)] == ' ' && strstr(rq.line, fe->routes[i].path_part))
 			hit = &fe->routes[i];
+	int taken = 0;
 	if (hit)
 		send_reply(cfd, &hit->reply);
 	else if (!strncmp(rq.line, "GET ", 4) && strstr(rq.line, "/json"))
@@ -248,7 +327,19 @@ static void serve_route(struct fake_engine *fe, int cfd)
 		          strstr(rq.line, "/containers/json") || strstr(rq.line, "/networks") ? "[]" : "{}");
 	else
 		send_text(cfd, "404 Not Found", "{\"message\":\"no such route in the fake engine\"}");
+	if (hit && hit->reply.helper) {
+		cr_assert_lt(fe->n_helpers, sizeof(fe->helpers) / sizeof(fe->helpers[0]));
+		struct helper_run *h = malloc(sizeof(*h));
+		*h = (struct helper_run){.fe = fe, .fd = cfd, .fn = hit->reply.helper};
+		pthread_mutex_lock(&fe->lock);
+		fe->helper_fds[fe->n_helpers] = cfd;
+		cr_assert_eq(pthread_create(&fe->helpers[fe->n_helpers], NULL, helper_main, h), 0);
+		fe->n_helpers++;
+		pthread_mutex_unlock(&fe->lock);
+		taken = 1;
+	}
 	free(rq.body);
+	return taken;
 }
 
 static void *routes_main(void *arg)
@@ -261,8 +352,8 @@ static void *routes_main(void *arg)
 		int cfd = accept4(fe->lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (cfd < 0)
 			continue;
-		serve_route(fe, cfd);
-		close(cfd);
+		if (!serve_route(fe, cfd))
+			close(cfd);
 	}
 	return NULL;
 }
@@ -279,11 +370,30 @@ struct fake_engine *fake_start_routes(const struct fake_route *routes, size_t n)
 	return fe;
 }
 
+void fake_helpers_close(void)
+{
+	pthread_mutex_lock(&fake.lock);
+	for (size_t i = 0; i < fake.n_helpers; i++)
+		shutdown(fake.helper_fds[i], SHUT_RDWR);
+	pthread_mutex_unlock(&fake.lock);
+}
+
+/* Stops serving, ends every scripted helper's stream and joins them; the
+ * request log stays readable. */
 void fake_stop_routes(struct fake_engine *fe)
 {
+	if (fe->lfd < 0)
+		return; /* stopped already (a test that stops the engine) */
 	fe->stopping = 1;
 	pthread_join(fe->thread, NULL);
+	fake_helpers_close();
+	for (size_t i = 0; i < fe->n_helpers; i++) {
+		pthread_join(fe->helpers[i], NULL);
+		close(fe->helper_fds[i]);
+	}
+	fe->n_helpers = 0;
 	close(fe->lfd);
+	fe->lfd = -1;
 	unlink(fe->sock);
 	rmdir(fe->dir);
 }
@@ -296,4 +406,28 @@ size_t fake_count(const char *method, const char *part)
 		n += !strncmp(fake.lines[i], method, strlen(method)) && strstr(fake.lines[i], part) != NULL;
 	pthread_mutex_unlock(&fake.lock);
 	return n;
+}
+
+struct docker_engine *fake_engine_open(struct fake_engine *fe)
+{
+	struct docker_engine *e = NULL;
+	struct cp_error *err = NULL;
+	int rc = docker_engine_new(fe->sock, &e, &err);
+	cr_assert_eq(rc, 0, "engine_new: %s", err ? err->message : "");
+	return e;
+}
+
+struct json_object *fake_json_member(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "member '%s' missing in %s", key,
+	          json_object_to_json_string(o));
+	return v;
+}
+
+void fake_json_bool(struct json_object *o, const char *key, int want)
+{
+	struct json_object *v = fake_json_member(o, key);
+	cr_assert(json_object_is_type(v, json_type_boolean), "%s is not a boolean", key);
+	cr_assert_eq(json_object_get_boolean(v), want, "%s", key);
 }

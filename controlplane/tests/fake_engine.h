@@ -12,13 +12,25 @@
 #include <pthread.h>
 #include <stddef.h>
 
+struct json_object;
+struct docker_engine;
+
+/* A scripted helper on an attach stream (route mode, a 101 reply): called
+ * for every request line the client writes to the container's stdin
+ * (notifications, without an id, are only logged). Returns 1 with
+ * *ret_member (malloc'd) the reply's member text, e.g. "\"result\":{}" or
+ * "\"error\":{...}", which the fake frames as stdout; 0 to stay silent;
+ * -1 to end the stream (a helper that died). params is borrowed. */
+typedef int (*fake_helper_fn)(const char *method, struct json_object *params, char **ret_member);
+
 struct fake_reply {
 	const char *fixture; /* file in tests/data/docker/ */
 	const char *extra;   /* raw bytes sent in the same write, right after the reply */
 	size_t extra_len;
-	int echo;        /* then echo every byte received back as stdout frames, until EOF */
-	long delay_ms;   /* wait this long before answering */
-	size_t big_body; /* instead of a fixture: 200 with a body of this many bytes */
+	int echo;              /* then echo every byte received back as stdout frames, until EOF */
+	long delay_ms;         /* wait this long before answering */
+	size_t big_body;       /* instead of a fixture: 200 with a body of this many bytes */
+	fake_helper_fn helper; /* route mode, after a 101: a scripted helper serves the stream */
 };
 
 struct fake_request {
@@ -40,14 +52,18 @@ struct fake_engine {
 	const struct fake_route *routes;
 	size_t n_routes;
 	volatile int stopping;
-	char lines[512][256]; /* every request line seen */
+	char lines[512][256]; /* every request line seen; helper requests as "HELPER <method>" */
 	size_t n_lines;
 	pthread_mutex_t lock;
+	pthread_t helpers[16]; /* scripted helper threads, joined by fake_stop_routes */
+	int helper_fds[16];
+	size_t n_helpers;
 };
 
 /* Route mode: the first route whose method matches and whose path_part
  * occurs in the request line answers (a 101 reply: the stream is closed
- * right after, as a helper that died). No route: 404 with a JSON message;
+ * right after, as a helper that died, unless the reply has a helper). No
+ * route: 404 with a JSON message;
  * GET .../json list endpoints with no route: 200 []. */
 struct fake_route {
 	const char *method;    /* "GET", "POST", "DELETE" */
@@ -66,8 +82,21 @@ void fake_stop(struct fake_engine *fe);
 void fake_free_requests(void);
 /* Route mode: serves until fake_stop_routes. */
 struct fake_engine *fake_start_routes(const struct fake_route *routes, size_t n);
+/* Idempotent: a test may stop the engine before the teardown does. */
 void fake_stop_routes(struct fake_engine *fe);
-/* How many recorded request lines start with method and contain part. */
+/* How many recorded request lines start with method and contain part
+ * (method "HELPER": the requests the scripted helper received). */
 size_t fake_count(const char *method, const char *part);
+/* An engine handle on fe's socket (asserts it opens: GET /version is the
+ * first request it makes). */
+struct docker_engine *fake_engine_open(struct fake_engine *fe);
+/* A member of a request body the test parsed (borrowed; asserts present). */
+struct json_object *fake_json_member(struct json_object *o, const char *key);
+/* Asserts member key is a boolean equal to want. */
+void fake_json_bool(struct json_object *o, const char *key, int want);
+
+/* Ends every scripted helper's stream now (the container stopped), as the
+ * engine does when a container dies. */
+void fake_helpers_close(void);
 
 #endif

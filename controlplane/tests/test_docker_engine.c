@@ -27,22 +27,13 @@ TestSuite(docker_engine, .fini = fake_free_requests);
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static struct docker_engine *open_engine(struct fake_engine *fe)
-{
-	struct docker_engine *e = NULL;
-	struct cp_error *err = NULL;
-	int rc = docker_engine_new(fe->sock, &e, &err);
-	cr_assert_eq(rc, 0, "engine_new: %s", err ? err->message : "");
-	return e;
-}
-
 /* ---- version negotiation and reachability ---- */
 
 Test(docker_engine, negotiates_engine_version)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	cr_assert_str_eq(docker_engine_api_version(e), "1.41");
 	cr_assert_str_eq(docker_engine_version(e), "20.10.24+dfsg1");
 	cr_assert_str_eq(docker_engine_socket(e), fe->sock);
@@ -55,7 +46,7 @@ Test(docker_engine, newer_engine_is_used_at_our_max)
 {
 	static const struct fake_reply r[] = {{.fixture = "version_newer.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	cr_assert_str_eq(docker_engine_api_version(e), DOCKER_API_MAX);
 	cr_assert_str_eq(docker_engine_version(e), "27.3.1");
 	docker_engine_free(e);
@@ -123,26 +114,11 @@ static struct docker_container_spec test_spec(int network_disabled)
 	};
 }
 
-static struct json_object *member(struct json_object *o, const char *key)
-{
-	struct json_object *v = NULL;
-	cr_assert(json_object_object_get_ex(o, key, &v), "member '%s' missing in %s", key,
-	          json_object_to_json_string(o));
-	return v;
-}
-
-static void assert_bool(struct json_object *o, const char *key, int want)
-{
-	struct json_object *v = member(o, key);
-	cr_assert(json_object_is_type(v, json_type_boolean), "%s is not a boolean", key);
-	cr_assert_eq(json_object_get_boolean(v), want, "%s", key);
-}
-
 /* SecurityOpt is no-new-privileges and the sandbox seccomp profile, whose
  * text is the builder's (test_docker_seccomp.c proves what it holds). */
 static void assert_security_opt(struct json_object *hc)
 {
-	struct json_object *so = member(hc, "SecurityOpt");
+	struct json_object *so = fake_json_member(hc, "SecurityOpt");
 	cr_assert_eq(json_object_array_length(so), 2, "%s", json_object_to_json_string(so));
 	cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(so, 0)), "no-new-privileges");
 	const char *opt = NULL;
@@ -158,7 +134,7 @@ Test(docker_engine, create_sends_hardened_body)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "create_ok.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct docker_container_spec spec = test_spec(1);
 	char *id = NULL;
 	struct cp_error *err = NULL;
@@ -172,40 +148,41 @@ Test(docker_engine, create_sends_hardened_body)
 	cr_assert_not_null(strcasestr(fe->req[1].head, "Content-Type: application/json"));
 	struct json_object *b = json_tokener_parse(fe->req[1].body);
 	cr_assert_not_null(b, "body is JSON: %s", fe->req[1].body);
-	cr_assert_str_eq(json_object_get_string(member(b, "Image")), "chat2sbx-template:0.1.0");
-	cr_assert_str_eq(json_object_to_json_string_ext(member(b, "Entrypoint"), JSON_C_TO_STRING_PLAIN),
+	cr_assert_str_eq(json_object_get_string(fake_json_member(b, "Image")), "chat2sbx-template:0.1.0");
+	cr_assert_str_eq(json_object_to_json_string_ext(fake_json_member(b, "Entrypoint"), JSON_C_TO_STRING_PLAIN),
 	                 "[\"\\/usr\\/local\\/bin\\/chat2sbx-helper\"]");
-	cr_assert_eq(json_object_array_length(member(b, "Cmd")), 0);
-	cr_assert_eq(json_object_array_length(member(b, "Env")), 2);
-	cr_assert_str_eq(json_object_get_string(member(member(b, "Labels"), "chat2sbx.workspace")), "ws_abc");
-	cr_assert_str_eq(json_object_get_string(member(b, "WorkingDir")), "/workspace");
-	assert_bool(b, "OpenStdin", 1);
-	assert_bool(b, "StdinOnce", 0);
-	assert_bool(b, "AttachStdin", 1);
-	assert_bool(b, "AttachStdout", 1);
-	assert_bool(b, "AttachStderr", 1);
-	assert_bool(b, "Tty", 0);
+	cr_assert_eq(json_object_array_length(fake_json_member(b, "Cmd")), 0);
+	cr_assert_eq(json_object_array_length(fake_json_member(b, "Env")), 2);
+	cr_assert_str_eq(json_object_get_string(fake_json_member(fake_json_member(b, "Labels"), "chat2sbx.workspace")),
+	                 "ws_abc");
+	cr_assert_str_eq(json_object_get_string(fake_json_member(b, "WorkingDir")), "/workspace");
+	fake_json_bool(b, "OpenStdin", 1);
+	fake_json_bool(b, "StdinOnce", 0);
+	fake_json_bool(b, "AttachStdin", 1);
+	fake_json_bool(b, "AttachStdout", 1);
+	fake_json_bool(b, "AttachStderr", 1);
+	fake_json_bool(b, "Tty", 0);
 
-	struct json_object *hc = member(b, "HostConfig");
-	cr_assert_eq(json_object_get_int64(member(hc, "Memory")), 512LL << 20);
-	cr_assert_eq(json_object_get_int64(member(hc, "NanoCpus")), 1500000000LL);
-	cr_assert_eq(json_object_get_int64(member(hc, "PidsLimit")), 512);
-	cr_assert_str_eq(json_object_get_string(member(hc, "NetworkMode")), "none");
-	cr_assert_str_eq(json_object_get_string(member(hc, "Runtime")), "runc");
-	assert_bool(hc, "Privileged", 0);
-	assert_bool(hc, "Init", 0);
-	cr_assert_str_eq(json_object_get_string(member(member(hc, "LogConfig"), "Type")), "none");
-	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "CapDrop"), JSON_C_TO_STRING_PLAIN),
+	struct json_object *hc = fake_json_member(b, "HostConfig");
+	cr_assert_eq(json_object_get_int64(fake_json_member(hc, "Memory")), 512LL << 20);
+	cr_assert_eq(json_object_get_int64(fake_json_member(hc, "NanoCpus")), 1500000000LL);
+	cr_assert_eq(json_object_get_int64(fake_json_member(hc, "PidsLimit")), 512);
+	cr_assert_str_eq(json_object_get_string(fake_json_member(hc, "NetworkMode")), "none");
+	cr_assert_str_eq(json_object_get_string(fake_json_member(hc, "Runtime")), "runc");
+	fake_json_bool(hc, "Privileged", 0);
+	fake_json_bool(hc, "Init", 0);
+	cr_assert_str_eq(json_object_get_string(fake_json_member(fake_json_member(hc, "LogConfig"), "Type")), "none");
+	cr_assert_str_eq(json_object_to_json_string_ext(fake_json_member(hc, "CapDrop"), JSON_C_TO_STRING_PLAIN),
 	                 "[\"NET_RAW\",\"MKNOD\",\"AUDIT_WRITE\",\"SYS_CHROOT\",\"SETFCAP\",\"FSETID\"]");
 	assert_security_opt(hc);
-	struct json_object *m = member(hc, "Mounts");
+	struct json_object *m = fake_json_member(hc, "Mounts");
 	cr_assert_eq(json_object_array_length(m), 2);
 	struct json_object *m0 = json_object_array_get_idx(m, 0), *m1 = json_object_array_get_idx(m, 1);
-	cr_assert_str_eq(json_object_get_string(member(m0, "Type")), "bind");
-	cr_assert_str_eq(json_object_get_string(member(m0, "Source")), "/srv/helper");
-	cr_assert_str_eq(json_object_get_string(member(m0, "Target")), "/usr/local/bin/chat2sbx-helper");
-	assert_bool(m0, "ReadOnly", 1);
-	assert_bool(m1, "ReadOnly", 0);
+	cr_assert_str_eq(json_object_get_string(fake_json_member(m0, "Type")), "bind");
+	cr_assert_str_eq(json_object_get_string(fake_json_member(m0, "Source")), "/srv/helper");
+	cr_assert_str_eq(json_object_get_string(fake_json_member(m0, "Target")), "/usr/local/bin/chat2sbx-helper");
+	fake_json_bool(m0, "ReadOnly", 1);
+	fake_json_bool(m1, "ReadOnly", 0);
 	json_object_put(b);
 }
 
@@ -213,7 +190,7 @@ Test(docker_engine, create_with_network_leaves_engine_defaults)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "create_ok.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct docker_container_spec spec = test_spec(0);
 	spec.memory_bytes = 0;
 	spec.nano_cpus = 0;
@@ -224,13 +201,13 @@ Test(docker_engine, create_with_network_leaves_engine_defaults)
 	free(id);
 	docker_engine_free(e);
 	fake_stop(fe);
-	struct json_object *b = json_tokener_parse(fe->req[1].body), *hc = member(b, "HostConfig"), *v = NULL;
+	struct json_object *b = json_tokener_parse(fe->req[1].body), *hc = fake_json_member(b, "HostConfig"), *v = NULL;
 	cr_assert_not(json_object_object_get_ex(hc, "NetworkMode", &v));
 	cr_assert_not(json_object_object_get_ex(hc, "Runtime", &v));
 	cr_assert_not(json_object_object_get_ex(hc, "Memory", &v));
 	cr_assert_not(json_object_object_get_ex(hc, "NanoCpus", &v));
 	cr_assert_not(json_object_object_get_ex(hc, "PidsLimit", &v));
-	cr_assert_str_eq(json_object_get_string(member(member(hc, "LogConfig"), "Type")), "none");
+	cr_assert_str_eq(json_object_get_string(fake_json_member(fake_json_member(hc, "LogConfig"), "Type")), "none");
 	json_object_put(b);
 }
 
@@ -239,7 +216,7 @@ static void create_expect(const char *fixture, enum cp_error_code code, const ch
 {
 	const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = fixture}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct docker_container_spec spec = test_spec(1);
 	char *id = NULL;
 	struct cp_error *err = NULL;
@@ -272,7 +249,7 @@ Test(docker_engine, create_refuses_odd_labels_without_a_call)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	static const char *const odd[] = {"chat2sbx.sandbox", NULL};
 	struct docker_container_spec spec = test_spec(1);
 	spec.labels = odd;
@@ -293,7 +270,7 @@ Test(docker_engine, start_and_remove_paths)
 	                                      {.fixture = "start_not_modified.http"},
 	                                      {.fixture = "remove_ok.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct cp_error *err = NULL;
 	cr_assert_eq(docker_container_start(e, "sbx_test", &err), 0);
 	cr_assert_eq(docker_container_start(e, "sbx_test", &err), 0, "304 counts as started");
@@ -310,7 +287,7 @@ Test(docker_engine, start_failure_is_unavailable_with_engine_reason)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "start_error.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct cp_error *err = NULL;
 	cr_assert_lt(docker_container_start(e, "sbx_test", &err), 0);
 	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
@@ -325,7 +302,7 @@ Test(docker_engine, ids_are_escaped_in_paths)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "remove_ok.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct cp_error *err = NULL;
 	cr_assert_eq(docker_container_remove(e, "a/b?c d", &err), 0);
 	docker_engine_free(e);
@@ -337,7 +314,7 @@ Test(docker_engine, inspect_missing_is_not_found_with_engine_message)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "inspect_missing.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct docker_container_state s = {0};
 	struct cp_error *err = NULL;
 	cr_assert_lt(docker_container_inspect(e, "sbx_missing", &s, &err), 0);
@@ -355,7 +332,7 @@ Test(docker_engine, inspect_decodes_state)
 	static const struct fake_reply r[] = {
 	    {.fixture = "version.http"}, {.fixture = "inspect_ok.http"}, {.fixture = "inspect_dead.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct docker_container_state s = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(docker_container_inspect(e, "sbx_test", &s, &err), 0);
@@ -380,7 +357,7 @@ Test(docker_engine, list_filters_by_label)
 	static const struct fake_reply r[] = {
 	    {.fixture = "version.http"}, {.fixture = "list_ok.http"}, {.fixture = "list_empty.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct docker_container_state *s = NULL;
 	size_t n = 0;
 	struct cp_error *err = NULL;
@@ -415,7 +392,7 @@ Test(docker_engine, image_inspect)
 	static const struct fake_reply r[] = {
 	    {.fixture = "version.http"}, {.fixture = "image_ok.http"}, {.fixture = "image_missing.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	char *id = NULL;
 	struct cp_error *err = NULL;
 	cr_assert_eq(docker_image_inspect(e, "chat2sbx-template:0.1.0", &id, &err), 0);
@@ -438,7 +415,7 @@ Test(docker_engine, request_text_body_becomes_json_string)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "ping_text.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	long status = 0;
 	struct json_object *body = NULL;
 	struct cp_error *err = NULL;
@@ -456,7 +433,7 @@ Test(docker_engine, request_timeout_maps_to_timeout)
 	static const struct fake_reply r[] = {{.fixture = "version.http"},
 	                                      {.fixture = "list_empty.http", .delay_ms = 1500}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct json_object *body = NULL;
 	struct cp_error *err = NULL;
 	cr_assert_lt(docker_request(e, "GET", "/containers/json", NULL, 300, "list containers", NULL, &body, &err), 0);
@@ -472,7 +449,7 @@ Test(docker_engine, oversized_response_is_refused)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.big_body = (16u << 20) + 10}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct json_object *body = NULL;
 	struct cp_error *err = NULL;
 	cr_assert_lt(docker_request(e, "GET", "/containers/json", NULL, 10000, "list containers", NULL, &body, &err),
@@ -526,7 +503,7 @@ Test(docker_engine, attach_keeps_bytes_sent_with_the_headers)
 	    {.fixture = "version.http"},
 	    {.fixture = "attach_upgrade.http", .extra = early, .extra_len = sizeof(early) - 1, .echo = 1}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	int fd = -1;
 	struct cp_error *err = NULL;
 	cr_assert_eq(docker_container_attach(e, "sbx_test", 2000, &fd, &err), 0, "%s", err ? err->message : "");
@@ -555,7 +532,7 @@ Test(docker_engine, attach_missing_is_not_found)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "attach_missing.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	int fd = -1;
 	struct cp_error *err = NULL;
 	cr_assert_lt(docker_container_attach(e, "sbx_missing", 2000, &fd, &err), 0);
@@ -571,7 +548,7 @@ Test(docker_engine, attach_chunked_error_keeps_engine_message)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "attach_error_chunked.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	int fd = -1;
 	struct cp_error *err = NULL;
 	cr_assert_lt(docker_container_attach(e, "sbx_test", 2000, &fd, &err), 0);
@@ -589,7 +566,7 @@ Test(docker_engine, attach_handshake_has_a_deadline)
 	static const struct fake_reply r[] = {{.fixture = "version.http"},
 	                                      {.fixture = "attach_upgrade.http", .delay_ms = 1500}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	int fd = -1;
 	struct cp_error *err = NULL;
 	cr_assert_lt(docker_container_attach(e, "sbx_test", 200, &fd, &err), 0);
@@ -603,7 +580,7 @@ Test(docker_engine, attach_unreachable_names_socket)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	char sock[128];
 	snprintf(sock, sizeof(sock), "%s", fe->sock);
 	fake_stop(fe); /* the socket file is gone now */
@@ -616,166 +593,11 @@ Test(docker_engine, attach_unreachable_names_socket)
 	docker_engine_free(e);
 }
 
-/* ---- networks ---- */
-
-Test(docker_engine, network_ensure_creates_an_icc_off_bridge_once)
-{
-	static const struct fake_reply r[] = {
-	    {.fixture = "version.http"},           {.fixture = "network_missing.http"},
-	    {.fixture = "network_create_ok.http"}, {.fixture = "network_named_ok.http"},
-	    {.fixture = "network_missing.http"},   {.fixture = "network_create_conflict.http"}};
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	struct cp_error *err = NULL;
-	char bridge[64];
-	cr_assert_eq(
-	    docker_network_ensure(e, "chat2sbx", "org.chat2sbx.network", "c2s-sandboxes", bridge, sizeof(bridge), &err),
-	    0, "%s", err ? err->message : "");
-	cr_assert_str_eq(bridge, "c2s-sandboxes");
-	cr_assert_eq(
-	    docker_network_ensure(e, "chat2sbx", "org.chat2sbx.network", "c2s-sandboxes", bridge, sizeof(bridge), &err),
-	    0, "an existing one on its bridge is used");
-	cr_assert_str_eq(bridge, "c2s-sandboxes");
-	cr_assert_eq(docker_network_ensure(e, "chat2sbx", "org.chat2sbx.network", "c2s-sandboxes", NULL, 0, &err), 0,
-	             "a racing creator's network counts");
-	docker_engine_free(e);
-	fake_stop(fe);
-	cr_assert_eq(fe->n_req, 6, "nothing but the GETs and creates: %zu requests", fe->n_req);
-	cr_assert_str_eq(fe->req[1].line, "GET /v1.41/networks/chat2sbx HTTP/1.1");
-	cr_assert_str_eq(fe->req[2].line, "POST /v1.41/networks/create HTTP/1.1");
-	struct json_object *b = json_tokener_parse(fe->req[2].body);
-	cr_assert_str_eq(json_object_get_string(member(b, "Name")), "chat2sbx");
-	cr_assert_str_eq(json_object_get_string(member(b, "Driver")), "bridge");
-	cr_assert_eq(json_object_get_boolean(member(b, "CheckDuplicate")), 1);
-	cr_assert_str_eq(json_object_get_string(member(member(b, "Options"), "com.docker.network.bridge.enable_icc")),
-	                 "false");
-	cr_assert_str_eq(json_object_get_string(member(member(b, "Options"), "com.docker.network.bridge.name")),
-	                 "c2s-sandboxes");
-	cr_assert_str_eq(json_object_get_string(member(member(b, "Labels"), "org.chat2sbx.network")), "true");
-	json_object_put(b);
-	cr_assert_str_eq(fe->req[3].line, "GET /v1.41/networks/chat2sbx HTTP/1.1");
-}
-
-/* An older chat2sbx's network (no bridge name) that no container refers
- * to, in any state, is made again on the fixed bridge. */
-Test(docker_engine, network_ensure_replaces_an_unused_nameless_network)
-{
-	static const struct fake_reply r[] = {
-	    {.fixture = "version.http"},   {.fixture = "network_ok.http"},        {.fixture = "list_empty.http"},
-	    {.fixture = "remove_ok.http"}, {.fixture = "network_create_ok.http"}, {.fixture = "network_named_ok.http"}};
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	struct cp_error *err = NULL;
-	char bridge[64] = "";
-	cr_assert_eq(
-	    docker_network_ensure(e, "chat2sbx", "org.chat2sbx.network", "c2s-sandboxes", bridge, sizeof(bridge), &err),
-	    0, "%s", err ? err->message : "");
-	cr_assert_str_eq(bridge, "c2s-sandboxes", "the bridge it has afterwards");
-	docker_engine_free(e);
-	fake_stop(fe);
-	/* Stopped containers count: all=1, filtered by the network's id. */
-	cr_assert(strstr(fe->req[2].line, "GET /v1.41/containers/json?all=1&filters=") &&
-	              strstr(fe->req[2].line, "0984ab57e739"),
-	          "%s", fe->req[2].line);
-	cr_assert_str_eq(fe->req[3].line, "DELETE /v1.41/networks/0984ab57e739 HTTP/1.1");
-	cr_assert_str_eq(fe->req[4].line, "POST /v1.41/networks/create HTTP/1.1");
-	struct json_object *b = json_tokener_parse(fe->req[4].body);
-	cr_assert_str_eq(json_object_get_string(member(member(b, "Options"), "com.docker.network.bridge.name")),
-	                 "c2s-sandboxes");
-	json_object_put(b);
-}
-
-/* One still referred to is used as it is, and its engine-made bridge is
- * reported, so the firewall can name it. */
-Test(docker_engine, network_ensure_keeps_a_nameless_network_in_use)
-{
-	static const struct fake_reply r[] = {
-	    {.fixture = "version.http"}, {.fixture = "network_ok.http"}, {.fixture = "list_ok.http"}};
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	struct cp_error *err = NULL;
-	char bridge[64] = "";
-	cr_assert_eq(
-	    docker_network_ensure(e, "chat2sbx", "org.chat2sbx.network", "c2s-sandboxes", bridge, sizeof(bridge), &err),
-	    0, "%s", err ? err->message : "");
-	cr_assert_str_eq(bridge, "br-0984ab57e739");
-	docker_engine_free(e);
-	fake_stop(fe);
-	cr_assert_eq(fe->n_req, 3, "no removal, no create");
-}
-
-Test(docker_engine, network_bridges_names_each_bridge)
-{
-	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "network_list_bridges.http"}};
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	struct cp_error *err = NULL;
-	struct docker_network_bridge *v = NULL;
-	size_t n = 0;
-	cr_assert_eq(docker_network_bridges(e, "org.chat2sbx.expose.sandbox", &v, &n, &err), 0, "%s",
-	             err ? err->message : "");
-	docker_engine_free(e);
-	fake_stop(fe);
-	cr_assert(strstr(fe->req[1].line, "GET /v1.41/networks?filters=") &&
-	              strstr(fe->req[1].line, "org.chat2sbx.expose.sandbox"),
-	          "%s", fe->req[1].line);
-	cr_assert_eq(n, 2, "the macvlan one and the one without a usable id are left out (%zu)", n);
-	cr_assert_str_eq(v[0].name, "chat2sbx");
-	cr_assert_str_eq(v[0].interface, "c2s-sandboxes");
-	cr_assert_eq(v[0].named, 1);
-	cr_assert_str_eq(v[1].name, "chat2sbx-expose-sbx_old");
-	cr_assert_str_eq(v[1].interface, "br-e1fdfc4db827", "libnetwork's br-<first 12 of the id>");
-	cr_assert_eq(v[1].named, 0);
-	docker_network_bridges_free(v, n);
-}
-
-/* The firewall's older bridges: both kinds of chat2sbx network, any
- * registry, only those not named with the prefix. */
-Test(docker_engine, legacy_bridges_are_the_unprefixed_ones)
-{
-	static const struct fake_reply r[] = {
-	    {.fixture = "version.http"}, {.fixture = "network_list_bridges.http"}, {.fixture = "list_empty.http"}};
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	struct cp_error *err = NULL;
-	char **v = NULL;
-	cr_assert_eq(lifecycle_legacy_bridges(e, &v, &err), 0, "%s", err ? err->message : "");
-	cr_assert_str_eq(v[0], "br-e1fdfc4db827");
-	cr_assert_null(v[1], "c2s-sandboxes is covered by the prefix");
-	docker_strv_free(v);
-	docker_engine_free(e);
-	fake_stop(fe);
-	cr_assert(strstr(fe->req[1].line, "org.chat2sbx.network"), "%s", fe->req[1].line);
-	cr_assert(strstr(fe->req[2].line, "org.chat2sbx.expose.sandbox"), "%s", fe->req[2].line);
-}
-
-Test(docker_engine, container_gateways_lists_each_network)
-{
-	static const struct fake_reply r[] = {{.fixture = "version.http"},
-	                                      {.fixture = "inspect_gateways.http"},
-	                                      {.fixture = "inspect_network_none.http"}};
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	struct cp_error *err = NULL;
-	char **gw = NULL;
-	cr_assert_eq(docker_container_gateways(e, "sbx_test", &gw, &err), 0, "%s", err ? err->message : "");
-	cr_assert(gw[0] && gw[1] && !gw[2], "two gateways, the empty one left out");
-	cr_assert(!strcmp(gw[0], "172.18.0.1") || !strcmp(gw[1], "172.18.0.1"));
-	cr_assert(!strcmp(gw[0], "172.19.0.1") || !strcmp(gw[1], "172.19.0.1"));
-	docker_strv_free(gw);
-	cr_assert_eq(docker_container_gateways(e, "sbx_off", &gw, &err), 0);
-	cr_assert_null(gw[0], "network none: no gateway");
-	docker_strv_free(gw);
-	docker_engine_free(e);
-	fake_stop(fe);
-	cr_assert_str_eq(fe->req[1].line, "GET /v1.41/containers/sbx_test/json HTTP/1.1");
-}
-
 Test(docker_engine, create_joins_the_named_network)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "create_ok.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct docker_container_spec spec = test_spec(0);
 	spec.network = "chat2sbx";
 	char *id = NULL;
@@ -785,7 +607,8 @@ Test(docker_engine, create_joins_the_named_network)
 	docker_engine_free(e);
 	fake_stop(fe);
 	struct json_object *b = json_tokener_parse(fe->req[1].body);
-	cr_assert_str_eq(json_object_get_string(member(member(b, "HostConfig"), "NetworkMode")), "chat2sbx");
+	cr_assert_str_eq(json_object_get_string(fake_json_member(fake_json_member(b, "HostConfig"), "NetworkMode")),
+	                 "chat2sbx");
 	json_object_put(b);
 }
 
@@ -795,7 +618,7 @@ Test(docker_engine, create_forwarder_publishes_a_port)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "create_ok.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct docker_container_spec spec = test_spec(0);
 	struct docker_port_binding binding = {.container_port = 8000, .host_ip = "127.0.0.1", .host_port = 49160};
 	spec.network = "chat2sbx-expose-sbx_test";
@@ -812,19 +635,21 @@ Test(docker_engine, create_forwarder_publishes_a_port)
 	free(id);
 	docker_engine_free(e);
 	fake_stop(fe);
-	struct json_object *b = json_tokener_parse(fe->req[1].body), *hc = member(b, "HostConfig");
-	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "PortBindings"), JSON_C_TO_STRING_PLAIN),
+	struct json_object *b = json_tokener_parse(fe->req[1].body), *hc = fake_json_member(b, "HostConfig");
+	cr_assert_str_eq(json_object_to_json_string_ext(fake_json_member(hc, "PortBindings"), JSON_C_TO_STRING_PLAIN),
 	                 "{\"8000\\/tcp\":[{\"HostIp\":\"127.0.0.1\",\"HostPort\":\"49160\"}]}");
-	cr_assert_str_eq(json_object_to_json_string_ext(member(b, "ExposedPorts"), JSON_C_TO_STRING_PLAIN),
+	cr_assert_str_eq(json_object_to_json_string_ext(fake_json_member(b, "ExposedPorts"), JSON_C_TO_STRING_PLAIN),
 	                 "{\"8000\\/tcp\":{}}");
-	cr_assert_str_eq(json_object_get_string(member(member(hc, "RestartPolicy"), "Name")), "unless-stopped");
-	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "CapDrop"), JSON_C_TO_STRING_PLAIN), "[\"ALL\"]");
+	cr_assert_str_eq(json_object_get_string(fake_json_member(fake_json_member(hc, "RestartPolicy"), "Name")),
+	                 "unless-stopped");
+	cr_assert_str_eq(json_object_to_json_string_ext(fake_json_member(hc, "CapDrop"), JSON_C_TO_STRING_PLAIN),
+	                 "[\"ALL\"]");
 	assert_security_opt(hc); /* forwarders too, for uniformity */
-	assert_bool(hc, "ReadonlyRootfs", 1);
-	cr_assert_str_eq(json_object_get_string(member(hc, "NetworkMode")), "chat2sbx-expose-sbx_test");
-	cr_assert_str_eq(json_object_get_string(member(b, "User")), "65534:65534");
-	assert_bool(b, "OpenStdin", 0);
-	assert_bool(b, "AttachStdin", 0);
+	fake_json_bool(hc, "ReadonlyRootfs", 1);
+	cr_assert_str_eq(json_object_get_string(fake_json_member(hc, "NetworkMode")), "chat2sbx-expose-sbx_test");
+	cr_assert_str_eq(json_object_get_string(fake_json_member(b, "User")), "65534:65534");
+	fake_json_bool(b, "OpenStdin", 0);
+	fake_json_bool(b, "AttachStdin", 0);
 	json_object_put(b);
 }
 
@@ -833,7 +658,7 @@ Test(docker_engine, create_engine_chosen_port_and_defaults_unchanged)
 	static const struct fake_reply r[] = {
 	    {.fixture = "version.http"}, {.fixture = "create_ok.http"}, {.fixture = "create_ok.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct docker_container_spec spec = test_spec(0);
 	struct docker_port_binding binding = {.container_port = 3000};
 	spec.port_bindings = &binding;
@@ -847,174 +672,18 @@ Test(docker_engine, create_engine_chosen_port_and_defaults_unchanged)
 	free(id);
 	docker_engine_free(e);
 	fake_stop(fe);
-	struct json_object *b = json_tokener_parse(fe->req[1].body), *hc = member(b, "HostConfig"), *v = NULL;
-	cr_assert_str_eq(json_object_to_json_string_ext(member(hc, "PortBindings"), JSON_C_TO_STRING_PLAIN),
+	struct json_object *b = json_tokener_parse(fe->req[1].body), *hc = fake_json_member(b, "HostConfig"), *v = NULL;
+	cr_assert_str_eq(json_object_to_json_string_ext(fake_json_member(hc, "PortBindings"), JSON_C_TO_STRING_PLAIN),
 	                 "{\"3000\\/tcp\":[{\"HostIp\":\"\",\"HostPort\":\"\"}]}");
 	json_object_put(b);
 	/* Without the new fields the body is what sandboxes always had. */
 	b = json_tokener_parse(fe->req[2].body);
-	hc = member(b, "HostConfig");
+	hc = fake_json_member(b, "HostConfig");
 	cr_assert_not(json_object_object_get_ex(hc, "PortBindings", &v));
 	cr_assert_not(json_object_object_get_ex(hc, "RestartPolicy", &v));
 	cr_assert_not(json_object_object_get_ex(hc, "ReadonlyRootfs", &v));
 	cr_assert_not(json_object_object_get_ex(b, "ExposedPorts", &v));
 	cr_assert_not(json_object_object_get_ex(b, "User", &v));
-	assert_bool(b, "OpenStdin", 1);
+	fake_json_bool(b, "OpenStdin", 1);
 	json_object_put(b);
-}
-
-Test(docker_engine, network_create_connect_disconnect_remove)
-{
-	static const struct fake_reply r[] = {{.fixture = "version.http"},
-	                                      {.fixture = "network_create_ok.http"},
-	                                      {.fixture = "network_connect_ok.http"},
-	                                      {.fixture = "network_connect_ok.http"},
-	                                      {.fixture = "remove_ok.http"}};
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	struct cp_error *err = NULL;
-	const char *labels[] = {"org.chat2sbx.expose.sandbox", "sbx_a", NULL};
-	char *id = NULL;
-	cr_assert_eq(docker_network_create(e, "chat2sbx-expose-sbx_a", labels, 1, "c2s-xa", &id, &err), 0);
-	cr_assert_str_eq(id, "0984ab57e739");
-	free(id);
-	cr_assert_eq(docker_network_connect(e, "chat2sbx-expose-sbx_a", "sbx_a", "sandbox", &err), 0);
-	cr_assert_eq(docker_network_disconnect(e, "chat2sbx-expose-sbx_a", "sbx_a", &err), 0);
-	cr_assert_eq(docker_network_remove(e, "chat2sbx-expose-sbx_a", &err), 0);
-	cr_assert_null(err);
-	docker_engine_free(e);
-	fake_stop(fe);
-
-	cr_assert_str_eq(fe->req[1].line, "POST /v1.41/networks/create HTTP/1.1");
-	struct json_object *b = json_tokener_parse(fe->req[1].body);
-	cr_assert_str_eq(json_object_get_string(member(b, "Name")), "chat2sbx-expose-sbx_a");
-	cr_assert_str_eq(json_object_get_string(member(b, "Driver")), "bridge");
-	assert_bool(b, "CheckDuplicate", 1);
-	cr_assert_str_eq(json_object_get_string(member(member(b, "Options"), "com.docker.network.bridge.enable_icc")),
-	                 "true");
-	cr_assert_str_eq(json_object_get_string(member(member(b, "Options"), "com.docker.network.bridge.name")),
-	                 "c2s-xa");
-	cr_assert_str_eq(json_object_get_string(member(member(b, "Labels"), "org.chat2sbx.expose.sandbox")), "sbx_a");
-	json_object_put(b);
-
-	cr_assert_str_eq(fe->req[2].line, "POST /v1.41/networks/chat2sbx-expose-sbx_a/connect HTTP/1.1");
-	b = json_tokener_parse(fe->req[2].body);
-	cr_assert_str_eq(json_object_get_string(member(b, "Container")), "sbx_a");
-	cr_assert_str_eq(
-	    json_object_to_json_string_ext(member(member(b, "EndpointConfig"), "Aliases"), JSON_C_TO_STRING_PLAIN),
-	    "[\"sandbox\"]");
-	json_object_put(b);
-	cr_assert_str_eq(fe->req[3].line, "POST /v1.41/networks/chat2sbx-expose-sbx_a/disconnect HTTP/1.1");
-	b = json_tokener_parse(fe->req[3].body);
-	assert_bool(b, "Force", 1);
-	json_object_put(b);
-	cr_assert_str_eq(fe->req[4].line, "DELETE /v1.41/networks/chat2sbx-expose-sbx_a HTTP/1.1");
-}
-
-Test(docker_engine, network_errors_carry_the_engine_words)
-{
-	static const struct fake_reply r[] = {{.fixture = "version.http"},
-	                                      {.fixture = "network_create_conflict.http"},
-	                                      {.fixture = "network_connect_exists.http"},
-	                                      {.fixture = "network_remove_in_use.http"},
-	                                      {.fixture = "network_missing.http"}};
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	struct cp_error *err = NULL;
-	cr_assert_lt(docker_network_create(e, "chat2sbx", NULL, 0, NULL, NULL, &err), 0);
-	cr_assert_eq(err->code, CP_ERR_CONFLICT);
-	cp_error_freep(&err);
-	cr_assert_lt(docker_network_connect(e, "chat2sbx-expose-sbx_a", "sbx_a", NULL, &err), 0);
-	cr_assert(strstr(err->message, "already exists"), "%s", err->message);
-	cp_error_freep(&err);
-	cr_assert_lt(docker_network_remove(e, "chat2sbx-expose-sbx_a", &err), 0);
-	cr_assert(strstr(err->message, "remove network 'chat2sbx-expose-sbx_a'") &&
-	              strstr(err->message, "active endpoints"),
-	          "%s", err->message);
-	cp_error_freep(&err);
-	cr_assert_lt(docker_network_remove(e, "gone", &err), 0);
-	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
-	cp_error_freep(&err);
-	docker_engine_free(e);
-	fake_stop(fe);
-}
-
-Test(docker_engine, network_list_filters_by_label)
-{
-	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "network_list_ok.http"}};
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	struct cp_error *err = NULL;
-	char **names = NULL;
-	size_t n = 0;
-	cr_assert_eq(docker_network_list(e, "org.chat2sbx.expose.registry=/d/reg.sqlite", &names, &n, &err), 0);
-	cr_assert_eq(n, 2);
-	cr_assert_str_eq(names[0], "chat2sbx-expose-sbx_a");
-	cr_assert_str_eq(names[1], "chat2sbx-expose-sbx_b");
-	cr_assert_null(names[2]);
-	docker_strv_free(names);
-	docker_engine_free(e);
-	fake_stop(fe);
-	cr_assert_not_null(strstr(fe->req[1].line, "GET /v1.41/networks?filters="), "%s", fe->req[1].line);
-	cr_assert_not_null(strstr(fe->req[1].line, "org.chat2sbx.expose.registry%3D%2Fd%2Freg.sqlite"), "%s",
-	                   fe->req[1].line);
-}
-
-/* ---- runtimes (GET /info) ---- */
-
-static struct docker_runtime_info runtime_info(const char *name)
-{
-	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "info_runtimes.http"}};
-	fake_free_requests(); /* one fake per call here */
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	struct docker_runtime_info info = {0};
-	struct cp_error *err = NULL;
-	cr_assert_eq(docker_engine_runtime_info(e, name, &info, &err), 0, "%s", err ? err->message : "");
-	docker_engine_free(e);
-	fake_stop(fe);
-	cr_assert_str_eq(fe->req[1].line, "GET /v1.41/info HTTP/1.1");
-	return info;
-}
-
-Test(docker_engine, runtime_info_reads_network_and_seccomp_arguments)
-{
-	static const struct {
-		const char *name;
-		int found, no_network, ignores_seccomp;
-	} cases[] = {
-	    {"runc", 1, 0, 0},
-	    /* gVisor without --oci-seccomp would drop the sandbox profile. */
-	    {"runsc", 1, 1, 1},
-	    {"runsc-seccomp", 1, 1, 0},      /* path .../runsc, --oci-seccomp */
-	    {"gvisor-single-dash", 1, 0, 0}, /* -oci-seccomp=true: Go flags take one dash */
-	    {"gvisor-turned-off", 1, 0, 1},  /* --oci-seccomp then --oci-seccomp=false: the last counts */
-	    {"crun", 1, 0, 0},               /* not gVisor: its arguments say nothing of seccomp */
-	    {"missing", 0, 0, 0},
-	};
-	for (size_t i = 0; i < N(cases); i++) {
-		struct docker_runtime_info info = runtime_info(cases[i].name);
-		cr_assert_eq(info.found, cases[i].found, "%s found", cases[i].name);
-		cr_assert_eq(info.no_network, cases[i].no_network, "%s no_network", cases[i].name);
-		cr_assert_eq(info.ignores_seccomp, cases[i].ignores_seccomp, "%s ignores_seccomp", cases[i].name);
-		cr_assert_str_eq(info.names, "runc, runsc, runsc-seccomp, gvisor-single-dash, gvisor-turned-off, crun");
-		docker_runtime_info_clear(&info);
-	}
-}
-
-Test(docker_engine, runtime_wrapper_keeps_its_answers)
-{
-	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "info_runtimes.http"}};
-	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
-	int found = -1, no_network = -1;
-	char *names = NULL;
-	struct cp_error *err = NULL;
-	cr_assert_eq(docker_engine_runtime(e, "runsc", &found, &no_network, &names, &err), 0);
-	cr_assert_eq(found, 1);
-	cr_assert_eq(no_network, 1);
-	cr_assert_not_null(strstr(names, "runsc-seccomp"));
-	free(names);
-	docker_engine_free(e);
-	fake_stop(fe);
 }

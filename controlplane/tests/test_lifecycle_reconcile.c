@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lifecycle/lifecycle_internal.h"
+#include "lifecycle_fixture.h"
 
 static struct lifecycle_reconcile_decision decide(enum lifecycle_row_state row, enum lifecycle_container_state c,
                                                   const char *status, int exit_code)
@@ -169,85 +169,50 @@ Test(reconcile_table, no_row_x_absent_does_nothing)
 
 /* ---- holds and expiry (no engine: nothing here reaches it) ---- */
 
-static char root[64];
-static char data_root[128], ws_root[160], db[160];
-static struct store *store;
-static struct config cfg;
-static struct lifecycle *lc;
-
 static void setup(void)
 {
-	snprintf(root, sizeof(root), "/tmp/c2s-rec-XXXXXX");
-	cr_assert_not_null(mkdtemp(root));
-	snprintf(data_root, sizeof(data_root), "%s/data", root);
-	snprintf(ws_root, sizeof(ws_root), "%s/workspaces", data_root);
-	snprintf(db, sizeof(db), "%s/reg.sqlite", data_root);
-	cr_assert_eq(mkdir(data_root, 0700), 0);
-	cr_assert_eq(mkdir(ws_root, 0700), 0);
-	cfg = (struct config){.data_root = data_root,
-	                      .workspace_root = ws_root,
-	                      .database_path = db,
-	                      .idle_timeout_ms = 1000,
-	                      .runtime = ""};
-	struct cp_error *err = NULL;
-	cr_assert_eq(store_open(db, &store, &err), 0);
-	cr_assert_eq(lifecycle_new(&cfg, store, NULL, &lc, &err), 0);
-}
-
-static void teardown(void)
-{
-	lifecycle_free(lc);
-	store_free(store);
-	char cmd[200];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	cr_expect_eq(system(cmd), 0);
+	lc_fixture_init("rec");
+	fx.cfg.idle_timeout_ms = 1000;
+	lc_fixture_start(NULL, 0);
 }
 
 static void insert_running(const char *ws, const char *id, int64_t at_ms)
 {
-	struct cp_error *err = NULL;
-	struct workspace_record w = {.id = (char *)ws, .mode = "managed", .path = ws_root, .created_at_ms = at_ms};
-	cr_assert_eq(store_workspace_insert(store, &w, &err), 0);
-	struct sandbox_record s = {.id = (char *)id,
-	                           .workspace_id = (char *)ws,
-	                           .status = "running",
-	                           .container_name = (char *)id,
-	                           .image = "img",
-	                           .network = 1,
-	                           .created_at_ms = at_ms};
-	cr_assert_eq(store_sandbox_insert(store, &s, &err), 0);
+	lc_fixture_workspace(ws, "managed", fx.ws_root, at_ms);
+	lc_fixture_sandbox(id, ws, "running", at_ms);
 }
 
-Test(expiry_holds, a_held_sandbox_is_not_claimed_and_an_expiring_one_takes_no_call, .init = setup, .fini = teardown)
+Test(expiry_holds, a_held_sandbox_is_not_claimed_and_an_expiring_one_takes_no_call, .init = setup,
+     .fini = lc_fixture_teardown)
 {
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_hold_begin(lc, "sbx_a", &err), 0);
-	cr_expect_eq(lifecycle_expire_claim(lc, "sbx_a"), 0, "a call holds it");
-	lifecycle_hold_end(lc, "sbx_a");
-	cr_expect_eq(lifecycle_expire_claim(lc, "sbx_a"), 1, "nobody holds it now");
-	cr_expect_eq(lifecycle_hold_begin(lc, "sbx_a", &err), -1, "it is being expired");
+	cr_assert_eq(lifecycle_hold_begin(fx.lc, "sbx_a", &err), 0);
+	cr_expect_eq(lifecycle_expire_claim(fx.lc, "sbx_a"), 0, "a call holds it");
+	lifecycle_hold_end(fx.lc, "sbx_a");
+	cr_expect_eq(lifecycle_expire_claim(fx.lc, "sbx_a"), 1, "nobody holds it now");
+	cr_expect_eq(lifecycle_hold_begin(fx.lc, "sbx_a", &err), -1, "it is being expired");
 	cr_assert_not_null(err);
 	cr_expect_eq(err->code, CP_ERR_CONFLICT);
 	cr_expect(strstr(err->message, "sandbox_create") != NULL, "%s", err->message);
 	cp_error_freep(&err);
-	lifecycle_expire_done(lc, "sbx_a");
-	cr_expect_eq(lifecycle_hold_begin(lc, "sbx_a", &err), 0);
-	lifecycle_hold_end(lc, "sbx_a");
-	cr_expect_eq(lc->n_holds, 0, "no entry outlives its holds");
+	lifecycle_expire_done(fx.lc, "sbx_a");
+	cr_expect_eq(lifecycle_hold_begin(fx.lc, "sbx_a", &err), 0);
+	lifecycle_hold_end(fx.lc, "sbx_a");
+	cr_expect_eq(fx.lc->n_holds, 0, "no entry outlives its holds");
 }
 
-Test(expiry_holds, expiry_skips_held_and_recent_sandboxes, .init = setup, .fini = teardown)
+Test(expiry_holds, expiry_skips_held_and_recent_sandboxes, .init = setup, .fini = lc_fixture_teardown)
 {
 	struct cp_error *err = NULL;
 	insert_running("ws_old", "sbx_old", 1000);
 	insert_running("ws_new", "sbx_new", 100000);
 	/* sbx_old is idle (timeout 1 s) but a call holds it; sbx_new is recent:
 	 * the pass removes nothing and never reaches the (absent) engine. */
-	cr_assert_eq(lifecycle_hold_begin(lc, "sbx_old", &err), 0);
-	cr_expect_eq(lifecycle_expiry_run(lc, 100500, &err), 0);
-	lifecycle_hold_end(lc, "sbx_old");
+	cr_assert_eq(lifecycle_hold_begin(fx.lc, "sbx_old", &err), 0);
+	cr_expect_eq(lifecycle_expiry_run(fx.lc, 100500, &err), 0);
+	lifecycle_hold_end(fx.lc, "sbx_old");
 	struct sandbox_record s = {0};
-	cr_assert_eq(store_sandbox_get(store, "sbx_old", &s, &err), 0);
+	cr_assert_eq(store_sandbox_get(fx.store, "sbx_old", &s, &err), 0);
 	cr_expect_str_eq(s.status, "running");
 	sandbox_record_clear(&s);
 }

@@ -21,6 +21,7 @@
 
 #include "base/log.h"
 #include "mcp/internal.h"
+#include "tool_test.h"
 
 #define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -130,9 +131,10 @@ Test(mcp_auth, unix_listen_makes_a_0600_socket_and_replaces_a_stale_one)
 
 /* ---- both listeners, end to end ---- */
 
-static int atool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int atool_echo(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                       struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	(void)err;
 	json_object_deep_copy(args, ret_result, NULL);
@@ -140,7 +142,7 @@ static int atool_echo(const struct mcp_call *call, struct json_object *args, str
 }
 
 static const struct mcp_tool atools[] = {
-    {"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}", NULL, MCP_HINT_READ_ONLY, atool_echo},
+    {"echo", "Echo", "Returns its arguments.", test_tool_args, NULL, MCP_HINT_READ_ONLY, atool_echo},
 };
 
 static struct mcp_server *aserver;

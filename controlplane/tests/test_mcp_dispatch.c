@@ -1,5 +1,5 @@
 /* test_mcp_dispatch.c: JSON-RPC framing and MCP method dispatch (mcp/dispatch.c,
- * mcp/tools.c, mcp/protocol.c), the session table, the loopback checks and the
+ * mcp/tool_call.c, mcp/tool_schema.c, mcp/protocol.c), the session table, the loopback checks and the
  * stdio transport, over a fake two-tool table. No network. */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
@@ -13,11 +13,13 @@
 #include "base/log.h"
 #include "mcp/internal.h"
 #include "mcp/mcp.h"
+#include "tool_test.h"
 #include "mcp_test.h"
 
-static int dtool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int dtool_echo(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                       struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)err;
 	struct json_object *ms;
 	if (json_object_object_get_ex(args, "sleep_ms", &ms))
@@ -30,20 +32,22 @@ static int dtool_echo(const struct mcp_call *call, struct json_object *args, str
 	return 0;
 }
 
-static int dtool_fail(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int dtool_fail(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                       struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	(void)args;
 	(void)ret_result;
 	return cp_error_set(err, CP_ERR_NOT_FOUND, "sandbox 'sbx_gone' not found; call sandbox_list");
 }
 
+static const struct mcp_arg fail_args[] = {{.name = "sandbox_id", .type = MCP_ARG_STRING}, {0}};
+
 static const struct mcp_tool dtools[] = {
-    {"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}",
-     "{\"type\":\"object\",\"additionalProperties\":true}", MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT, dtool_echo},
-    {"fail", "Fail", "Always fails.", "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"}}}",
-     NULL, MCP_HINT_DESTRUCTIVE | MCP_HINT_OPEN_WORLD, dtool_fail},
+    {"echo", "Echo", "Returns its arguments.", test_tool_args, test_tool_out, MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
+     dtool_echo},
+    {"fail", "Fail", "Always fails.", fail_args, NULL, MCP_HINT_DESTRUCTIVE | MCP_HINT_OPEN_WORLD, dtool_fail},
 };
 
 static struct mcp_server *dserver;
@@ -201,45 +205,11 @@ Test(mcp_dispatch, tools_list_has_schemas_and_all_annotations)
 		cr_assert_eq(json_object_get_boolean(h), fail_bits[i], "%s", p);
 	}
 	cr_assert_str_eq(gets(tools, "1.name"), "fail");
-	/* Optional, so advertised as nullable (schema_nullable.c). */
+	/* Optional, so advertised as nullable (tool_schema.c). */
 	cr_assert_str_eq(gets(tools, "1.inputSchema.properties.sandbox_id.anyOf.0.type"), "string");
 	cr_assert_str_eq(gets(tools, "1.inputSchema.properties.sandbox_id.anyOf.1.type"), "null");
 	cr_assert_null(get(tools, "1.outputSchema"));
 	json_object_put(r);
-}
-
-static char *nullable(const char *schema)
-{
-	struct json_object *o = json_tokener_parse(schema);
-	cr_assert_not_null(o);
-	mcp_schema_optional_nullable(o);
-	char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	json_object_put(o);
-	return s;
-}
-
-Test(mcp_dispatch, optional_properties_are_advertised_nullable)
-{
-	char *s = nullable("{\"type\":\"object\",\"properties\":{"
-	                   "\"id\":{\"type\":\"string\"},"
-	                   "\"n\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"count\",\"title\":\"N\"},"
-	                   "\"x\":{\"type\":[\"string\",\"null\"]},"
-	                   "\"y\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]},"
-	                   "\"list\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-	                   "\"p\":{\"type\":\"string\"},\"q\":{\"type\":\"boolean\"}},\"required\":[\"p\"]}}"
-	                   "},\"required\":[\"id\"],\"additionalProperties\":false}");
-	cr_assert_str_eq(
-	    s, "{\"type\":\"object\",\"properties\":{"
-	       "\"id\":{\"type\":\"string\"},"
-	       "\"n\":{\"title\":\"N\",\"description\":\"count\",\"anyOf\":[{\"type\":\"integer\",\"minimum\":1},"
-	       "{\"type\":\"null\"}]},"
-	       "\"x\":{\"type\":[\"string\",\"null\"]},"
-	       "\"y\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]},"
-	       "\"list\":{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-	       "\"p\":{\"type\":\"string\"},\"q\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"null\"}]}},"
-	       "\"required\":[\"p\"]}},{\"type\":\"null\"}]}"
-	       "},\"required\":[\"id\"],\"additionalProperties\":false}");
-	free(s);
 }
 
 Test(mcp_dispatch, tools_call_success)
@@ -406,7 +376,7 @@ Test(mcp_dispatch, dispatch_object_api)
 	json_object_put(msg);
 }
 
-static int dtool_dummy(const struct mcp_call *c, struct json_object *a, struct json_object **r, struct cp_error **e)
+static int dtool_dummy(const struct mcp_call *c, const struct mcp_args *a, struct json_object **r, struct cp_error **e)
 {
 	(void)c;
 	(void)a;
@@ -417,11 +387,15 @@ static int dtool_dummy(const struct mcp_call *c, struct json_object *a, struct j
 
 Test(mcp_dispatch, malformed_tool_table_is_refused)
 {
-	struct mcp_tool bad_schema[] = {{"t", NULL, "d", "{not json", NULL, 0, dtool_dummy}};
-	struct mcp_tool array_schema[] = {{"t", NULL, "d", "[]", NULL, 0, dtool_dummy}};
-	struct mcp_tool dup[] = {{"t", NULL, "d", "{}", NULL, 0, dtool_dummy},
-	                         {"t", NULL, "d", "{}", NULL, 0, dtool_dummy}};
-	struct mcp_tool *tables[] = {bad_schema, array_schema, dup};
+	static const struct mcp_arg inverted[] = {
+	    {.name = "n", .type = MCP_ARG_INTEGER, .flags = MCP_ARG_MIN | MCP_ARG_MAX, .min = 5, .max = 1}, {0}};
+	static const struct mcp_arg twice[] = {
+	    {.name = "n", .type = MCP_ARG_STRING}, {.name = "n", .type = MCP_ARG_BOOLEAN}, {0}};
+	struct mcp_tool bad_range[] = {{"t", NULL, "d", inverted, NULL, 0, dtool_dummy}};
+	struct mcp_tool bad_names[] = {{"t", NULL, "d", twice, NULL, 0, dtool_dummy}};
+	struct mcp_tool dup[] = {{"t", NULL, "d", NULL, NULL, 0, dtool_dummy},
+	                         {"t", NULL, "d", NULL, NULL, 0, dtool_dummy}};
+	struct mcp_tool *tables[] = {bad_range, bad_names, dup};
 	size_t sizes[] = {1, 1, 2};
 	for (size_t i = 0; i < 3; i++) {
 		struct mcp_server *s = NULL;

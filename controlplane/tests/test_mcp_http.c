@@ -15,12 +15,14 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "mcp/mcp.h"
+#include "tool_test.h"
 
 static int waits_cancelled, waits_completed; /* how the last wait_cancel_ms wait ended */
 
-static int htool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int htool_echo(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                       struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)err;
 	struct json_object *ms;
 	if (json_object_object_get_ex(args, "sleep_ms", &ms))
@@ -45,9 +47,10 @@ static int htool_echo(const struct mcp_call *call, struct json_object *args, str
 	return 0;
 }
 
-static int htool_fail(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int htool_fail(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                       struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	(void)args;
 	(void)ret_result;
@@ -55,8 +58,8 @@ static int htool_fail(const struct mcp_call *call, struct json_object *args, str
 }
 
 static const struct mcp_tool htools[] = {
-    {"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}", NULL, MCP_HINT_READ_ONLY, htool_echo},
-    {"fail", "Fail", "Always fails.", "{\"type\":\"object\"}", NULL, MCP_HINT_DESTRUCTIVE, htool_fail},
+    {"echo", "Echo", "Returns its arguments.", test_tool_args, NULL, MCP_HINT_READ_ONLY, htool_echo},
+    {"fail", "Fail", "Always fails.", test_tool_args, NULL, MCP_HINT_DESTRUCTIVE, htool_fail},
 };
 
 static struct mcp_server *hserver;

@@ -17,13 +17,15 @@
 #include "base/log.h"
 #include "mcp/internal.h"
 #include "mcp/mcp.h"
+#include "tool_test.h"
 #include "mcp_test.h"
 
 static int runs; /* calls of the "count" tool */
 
-static int mtool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int mtool_echo(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                       struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)err;
 	struct json_object *ms;
 	if (json_object_object_get_ex(args, "progress", NULL))
@@ -37,9 +39,10 @@ static int mtool_echo(const struct mcp_call *call, struct json_object *args, str
 	return 0;
 }
 
-static int mtool_count(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int mtool_count(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                        struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	(void)args;
 	(void)err;
@@ -48,9 +51,10 @@ static int mtool_count(const struct mcp_call *call, struct json_object *args, st
 	return 0;
 }
 
-static int mtool_fail(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int mtool_fail(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                       struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	(void)args;
 	(void)ret_result;
@@ -58,9 +62,9 @@ static int mtool_fail(const struct mcp_call *call, struct json_object *args, str
 }
 
 static const struct mcp_tool mtools[] = {
-    {"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}", NULL, MCP_HINT_READ_ONLY, mtool_echo},
-    {"count", "Count", "Counts its runs.", "{\"type\":\"object\"}", NULL, MCP_HINT_DESTRUCTIVE, mtool_count},
-    {"fail", "Fail", "Always fails.", "{\"type\":\"object\"}", NULL, MCP_HINT_DESTRUCTIVE, mtool_fail},
+    {"echo", "Echo", "Returns its arguments.", test_tool_args, NULL, MCP_HINT_READ_ONLY, mtool_echo},
+    {"count", "Count", "Counts its runs.", test_tool_args, NULL, MCP_HINT_DESTRUCTIVE, mtool_count},
+    {"fail", "Fail", "Always fails.", test_tool_args, NULL, MCP_HINT_DESTRUCTIVE, mtool_fail},
 };
 
 static struct mcp_server *mserver;

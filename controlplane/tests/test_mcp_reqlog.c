@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "mcp/mcp.h"
+#include "tool_test.h"
 
 struct seen {
 	char method[64], tool[65], sandbox[65], target[65], session[16], status[32], message[400];
@@ -38,9 +39,10 @@ static void hook(void *ctx, const struct mcp_request_record *rec)
 	s->duration_ms = rec->duration_ms;
 }
 
-static int tool_make(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+static int tool_make(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret,
                      struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	(void)args;
 	(void)err;
@@ -48,9 +50,10 @@ static int tool_make(const struct mcp_call *call, struct json_object *args, stru
 	return 0;
 }
 
-static int tool_fail(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+static int tool_fail(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret,
                      struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	(void)args;
 	(void)ret;
@@ -58,8 +61,8 @@ static int tool_fail(const struct mcp_call *call, struct json_object *args, stru
 }
 
 static const struct mcp_tool tools[] = {
-    {"make", NULL, "Makes.", "{\"type\":\"object\"}", NULL, 0, tool_make},
-    {"fail", NULL, "Fails.", "{\"type\":\"object\"}", NULL, 0, tool_fail},
+    {"make", NULL, "Makes.", test_tool_args, NULL, 0, tool_make},
+    {"fail", NULL, "Fails.", test_tool_args, NULL, 0, tool_fail},
 };
 
 static struct mcp_server *server;

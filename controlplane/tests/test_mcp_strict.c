@@ -20,10 +20,12 @@
 
 #include "base/log.h"
 #include "mcp/internal.h"
+#include "tool_test.h"
 
-static int stool_echo(const struct mcp_call *call, struct json_object *args, struct json_object **ret_result,
+static int stool_echo(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                       struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	(void)err;
 	json_object_deep_copy(args, ret_result, NULL);
@@ -31,7 +33,7 @@ static int stool_echo(const struct mcp_call *call, struct json_object *args, str
 }
 
 static const struct mcp_tool stools[] = {
-    {"echo", "Echo", "Returns its arguments.", "{\"type\":\"object\"}", NULL, MCP_HINT_READ_ONLY, stool_echo},
+    {"echo", "Echo", "Returns its arguments.", test_tool_args, NULL, MCP_HINT_READ_ONLY, stool_echo},
 };
 
 /* ---- strict parsing ---- */

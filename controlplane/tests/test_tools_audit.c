@@ -12,14 +12,16 @@
 
 #include "base/log.h"
 #include "mcp/mcp.h"
+#include "tool_test.h"
 #include "store/store_internal.h"
 #include "tools/tools.h"
 
 static int n_look, n_change;
 
-static int tool_look(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+static int tool_look(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret,
                      struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	(void)args;
 	(void)err;
@@ -28,9 +30,10 @@ static int tool_look(const struct mcp_call *call, struct json_object *args, stru
 	return 0;
 }
 
-static int tool_change(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+static int tool_change(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret,
                        struct cp_error **err)
 {
+	struct json_object *args = mcp_args_object(margs);
 	(void)call;
 	n_change++;
 	if (json_object_object_get_ex(args, "fail", NULL))
@@ -40,8 +43,8 @@ static int tool_change(const struct mcp_call *call, struct json_object *args, st
 }
 
 static const struct mcp_tool atools[] = {
-    {"look", NULL, "Looks.", "{\"type\":\"object\"}", NULL, MCP_HINT_READ_ONLY, tool_look},
-    {"change", NULL, "Changes.", "{\"type\":\"object\"}", NULL, MCP_HINT_DESTRUCTIVE, tool_change},
+    {"look", NULL, "Looks.", test_tool_args, NULL, MCP_HINT_READ_ONLY, tool_look},
+    {"change", NULL, "Changes.", test_tool_args, NULL, MCP_HINT_DESTRUCTIVE, tool_change},
 };
 
 static char dir[64], db[128];

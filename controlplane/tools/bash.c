@@ -8,15 +8,16 @@
 #include "../base/cleanup.h"
 #include "../base/id.h"
 #include "../base/log.h"
+#include "../base/xjson.h"
 #include "../policy/policy.h"
-#include "args.h"
 #include "tools_internal.h"
 
 #define BASH_DEFAULT_YIELD_MS 10000
 /* Time the helper gets beyond the yield to answer (ms). */
 #define BASH_REPLY_MARGIN_MS 10000
 /* A command longer than this is refused (bytes): the kernel's limit on one
- * exec argument (MAX_ARG_STRLEN, 32 pages) less the terminating NUL. */
+ * exec argument (MAX_ARG_STRLEN, 32 pages) less the terminating NUL. A
+ * limit in bytes of the encoded command, so not a maxLength (characters). */
 #define BASH_MAX_COMMAND_BYTES 131071
 
 /* tools_helper_call whose wait also ends when the client cancels the MCP
@@ -44,21 +45,20 @@ int tools_helper_call(struct tools_app *app, const char *sandbox_id, const char 
 /* A "running" snapshot of session_id with no output yet (owned). */
 static struct json_object *running_snapshot(const char *session_id)
 {
-	struct json_object *res = json_object_new_object();
-	json_object_object_add(res, "session_id", json_object_new_string(session_id));
-	json_object_object_add(res, "status", json_object_new_string("running"));
-	json_object_object_add(res, "output", json_object_new_string(""));
-	json_object_object_add(res, "has_more_output", json_object_new_boolean(1));
+	struct json_object *res = xjson_object();
+	xjson_add(res, "session_id", xjson_string(session_id));
+	xjson_add(res, "status", xjson_string("running"));
+	xjson_add(res, "output", xjson_string(""));
+	xjson_add(res, "has_more_output", xjson_bool(1));
 	return res;
 }
 
-static int yield_arg(struct tools_app *app, struct json_object *args, int64_t *ret, struct cp_error **err)
+/* yield_time_ms (the table bounds it to 0..60000, DESIGN.md's Bash
+ * contract), clamped to the server's maximum. */
+static int64_t yield_arg(struct tools_app *app, const struct mcp_args *args)
 {
-	int64_t requested;
-	if (tool_args_int(args, "yield_time_ms", -1, 0, 3600000, &requested, err) < 0)
-		return -1;
-	*ret = policy_yield_clamp(requested, BASH_DEFAULT_YIELD_MS, app->cfg->max_yield_ms);
-	return 0;
+	return policy_yield_clamp(mcp_args_int(args, "yield_time_ms", -1), BASH_DEFAULT_YIELD_MS,
+	                          app->cfg->max_yield_ms);
 }
 
 /* Checks that a snapshot is the one asked for and has the fields the
@@ -86,35 +86,25 @@ static int finish(struct json_object *res, const char *sandbox_id, const char *s
 	/* The delivery range is for the channel's acknowledgement only. */
 	json_object_object_del(res, "output_start");
 	json_object_object_del(res, "output_end");
-	json_object_object_add(res, "sandbox_id", json_object_new_string(sandbox_id));
+	xjson_add(res, "sandbox_id", xjson_string(sandbox_id));
 	*ret = res;
 	return 0;
 }
 
-int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_bash_run(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                   struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "command",     "cwd", "yield_time_ms",
-	                                    "timeout_ms", "interactive", "tty", "rows",
-	                                    "cols",       "tail",        NULL};
-	const char *sandbox_id = NULL, *command = NULL, *cwd = NULL;
-	int64_t yield = 0, timeout = 0, rows = 0, cols = 0;
-	int interactive = 0, tty = 0, tail = 0;
-	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0 || tool_args_bool(args, "tail", 0, &tail, err) < 0 ||
-	    tool_args_string(args, "command", 1, &command, err) < 0 ||
-	    tool_args_string(args, "cwd", 0, &cwd, err) < 0 || yield_arg(app, args, &yield, err) < 0 ||
-	    tool_args_int(args, "timeout_ms", 0, 1, INT64_C(7) * 24 * 3600 * 1000, &timeout, err) < 0 ||
-	    tool_args_bool(args, "interactive", 0, &interactive, err) < 0 ||
-	    tool_args_bool(args, "tty", 0, &tty, err) < 0 || tool_args_int(args, "rows", 0, 1, 1000, &rows, err) < 0 ||
-	    tool_args_int(args, "cols", 0, 1, 1000, &cols, err) < 0)
-		return -1;
+	const char *sandbox_id = mcp_args_string(args, "sandbox_id", NULL);
+	const char *command = mcp_args_string(args, "command", NULL), *cwd = mcp_args_string(args, "cwd", NULL);
+	int64_t yield = yield_arg(app, args), timeout = mcp_args_int(args, "timeout_ms", 0);
+	int64_t rows = mcp_args_int(args, "rows", 0), cols = mcp_args_int(args, "cols", 0);
+	int interactive = mcp_args_bool(args, "interactive", 0), tty = mcp_args_bool(args, "tty", 0);
+	int tail = mcp_args_bool(args, "tail", 0);
 	if ((rows || cols) && !tty)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "arguments 'rows' and 'cols' size a terminal; they "
 		                    "need tty: true");
-	if (!*command)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "argument 'command' is empty; give a shell command");
 	if (strlen(command) > BASH_MAX_COMMAND_BYTES)
 		return cp_error_set(
 		    err, CP_ERR_INVALID_ARGUMENT,
@@ -123,26 +113,26 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 	_cleanup_free_ char *session_id = NULL;
 	if (id_new("bash_", &session_id, err) < 0)
 		return -1;
-	_cleanup_json_ struct json_object *p = json_object_new_object();
-	json_object_object_add(p, "session_id", json_object_new_string(session_id));
-	json_object_object_add(p, "command", json_object_new_string(command));
+	_cleanup_json_ struct json_object *p = xjson_object();
+	xjson_add(p, "session_id", xjson_string(session_id));
+	xjson_add(p, "command", xjson_string(command));
 	if (cwd)
-		json_object_object_add(p, "cwd", json_object_new_string(cwd));
+		xjson_add(p, "cwd", xjson_string(cwd));
 	if (timeout)
-		json_object_object_add(p, "timeout_ms", json_object_new_int64(timeout));
-	json_object_object_add(p, "yield_time_ms", json_object_new_int64(yield));
-	json_object_object_add(p, "max_output_bytes", json_object_new_int(app->cfg->max_output_chars));
+		xjson_add(p, "timeout_ms", xjson_int64(timeout));
+	xjson_add(p, "yield_time_ms", xjson_int64(yield));
+	xjson_add(p, "max_output_bytes", xjson_int64(app->cfg->max_output_chars));
 	if (tail)
-		json_object_object_add(p, "tail", json_object_new_boolean(1));
+		xjson_add(p, "tail", xjson_bool(1));
 	/* tty implies interactive: a terminal is read and written both ways. */
 	if (interactive || tty)
-		json_object_object_add(p, "interactive", json_object_new_boolean(1));
+		xjson_add(p, "interactive", xjson_bool(1));
 	if (tty) {
-		json_object_object_add(p, "tty", json_object_new_boolean(1));
+		xjson_add(p, "tty", xjson_bool(1));
 		if (rows)
-			json_object_object_add(p, "rows", json_object_new_int64(rows));
+			xjson_add(p, "rows", xjson_int64(rows));
 		if (cols)
-			json_object_object_add(p, "cols", json_object_new_int64(cols));
+			xjson_add(p, "cols", xjson_int64(cols));
 	}
 
 	struct json_object *res = NULL;
@@ -174,32 +164,20 @@ int tool_bash_run(const struct mcp_call *call, struct json_object *args, struct 
 	return finish(res, sandbox_id, session_id, ret, err);
 }
 
-static int session_args(struct json_object *args, const char *const *known, const char **sandbox_id,
-                        const char **session_id, struct cp_error **err)
-{
-	if (tool_args_sandbox(args, known, sandbox_id, err) < 0 ||
-	    tool_args_id(args, "session_id", "bash_", "use the session_id a bash call returned", session_id, err) < 0)
-		return -1;
-	return 0;
-}
-
-int tool_bash_poll(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_bash_poll(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                    struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "session_id", "yield_time_ms", "tail", NULL};
-	const char *sandbox_id = NULL, *session_id = NULL;
-	int64_t yield = 0;
-	int tail = 0;
-	if (session_args(args, known, &sandbox_id, &session_id, err) < 0 || yield_arg(app, args, &yield, err) < 0 ||
-	    tool_args_bool(args, "tail", 0, &tail, err) < 0)
-		return -1;
-	_cleanup_json_ struct json_object *p = json_object_new_object();
-	json_object_object_add(p, "session_id", json_object_new_string(session_id));
-	json_object_object_add(p, "yield_time_ms", json_object_new_int64(yield));
-	json_object_object_add(p, "max_output_bytes", json_object_new_int(app->cfg->max_output_chars));
+	const char *sandbox_id = mcp_args_string(args, "sandbox_id", NULL);
+	const char *session_id = mcp_args_string(args, "session_id", NULL);
+	int64_t yield = yield_arg(app, args);
+	int tail = mcp_args_bool(args, "tail", 0);
+	_cleanup_json_ struct json_object *p = xjson_object();
+	xjson_add(p, "session_id", xjson_string(session_id));
+	xjson_add(p, "yield_time_ms", xjson_int64(yield));
+	xjson_add(p, "max_output_bytes", xjson_int64(app->cfg->max_output_chars));
 	if (tail)
-		json_object_object_add(p, "tail", json_object_new_boolean(1));
+		xjson_add(p, "tail", xjson_bool(1));
 	struct json_object *res = NULL;
 	if (helper_call_cancel(app, call->cancel, sandbox_id, "bash.poll", p, (long)yield + BASH_REPLY_MARGIN_MS, &res,
 	                       err) < 0) {
@@ -211,66 +189,54 @@ int tool_bash_poll(const struct mcp_call *call, struct json_object *args, struct
 	return finish(res, sandbox_id, session_id, ret, err);
 }
 
-int tool_bash_stop(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_bash_stop(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                    struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "session_id", NULL};
-	const char *sandbox_id = NULL, *session_id = NULL;
-	if (session_args(args, known, &sandbox_id, &session_id, err) < 0)
-		return -1;
-	_cleanup_json_ struct json_object *p = json_object_new_object();
-	json_object_object_add(p, "session_id", json_object_new_string(session_id));
-	json_object_object_add(p, "max_output_bytes", json_object_new_int(app->cfg->max_output_chars));
+	const char *sandbox_id = mcp_args_string(args, "sandbox_id", NULL);
+	const char *session_id = mcp_args_string(args, "session_id", NULL);
+	_cleanup_json_ struct json_object *p = xjson_object();
+	xjson_add(p, "session_id", xjson_string(session_id));
+	xjson_add(p, "max_output_bytes", xjson_int64(app->cfg->max_output_chars));
 	struct json_object *res = NULL;
 	if (tools_helper_call(app, sandbox_id, "bash.stop", p, BASH_REPLY_MARGIN_MS, &res, err) < 0)
 		return -1;
 	return finish(res, sandbox_id, session_id, ret, err);
 }
 
-int tool_bash_input(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_bash_input(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                     struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "session_id", "data", "close", NULL};
-	const char *sandbox_id = NULL, *session_id = NULL, *data = NULL;
-	int close_stdin = 0;
-	if (session_args(args, known, &sandbox_id, &session_id, err) < 0 ||
-	    tool_args_text(args, "data", 0, &data, NULL, err) < 0 ||
-	    tool_args_bool(args, "close", 0, &close_stdin, err) < 0)
-		return -1;
+	const char *sandbox_id = mcp_args_string(args, "sandbox_id", NULL);
+	const char *session_id = mcp_args_string(args, "session_id", NULL);
+	struct json_object *data = mcp_args_value(args, "data"); /* text, NULs and all */
+	int close_stdin = mcp_args_bool(args, "close", 0);
 	if (!data && !close_stdin)
 		return cp_error_set(
 		    err, CP_ERR_INVALID_ARGUMENT,
 		    "give 'data' to write (end lines with \\n), 'close': true to end the input, or both");
-	_cleanup_json_ struct json_object *p = json_object_new_object();
-	json_object_object_add(p, "session_id", json_object_new_string(session_id));
-	struct json_object *d = NULL;
-	if (data && json_object_object_get_ex(args, "data", &d))
-		json_object_object_add(p, "data", json_object_get(d));
-	else
-		json_object_object_add(p, "data", json_object_new_string(""));
-	json_object_object_add(p, "close", json_object_new_boolean(close_stdin));
+	_cleanup_json_ struct json_object *p = xjson_object();
+	xjson_add(p, "session_id", xjson_string(session_id));
+	xjson_add(p, "data", data ? json_object_get(data) : xjson_string(""));
+	xjson_add(p, "close", xjson_bool(close_stdin));
 	struct json_object *res = NULL;
 	if (tools_helper_call(app, sandbox_id, "bash.input", p, BASH_REPLY_MARGIN_MS, &res, err) < 0)
 		return -1;
-	json_object_object_add(res, "sandbox_id", json_object_new_string(sandbox_id));
+	xjson_add(res, "sandbox_id", xjson_string(sandbox_id));
 	*ret = res;
 	return 0;
 }
 
-int tool_bash_list(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_bash_list(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                    struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", NULL};
-	const char *sandbox_id = NULL;
-	if (tool_args_sandbox(args, known, &sandbox_id, err) < 0)
-		return -1;
+	const char *sandbox_id = mcp_args_string(args, "sandbox_id", NULL);
 	struct json_object *res = NULL;
 	if (tools_helper_call(app, sandbox_id, "bash.list", NULL, BASH_REPLY_MARGIN_MS, &res, err) < 0)
 		return -1;
-	json_object_object_add(res, "sandbox_id", json_object_new_string(sandbox_id));
+	xjson_add(res, "sandbox_id", xjson_string(sandbox_id));
 	*ret = res;
 	return 0;
 }

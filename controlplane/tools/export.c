@@ -7,28 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/cleanup.h"
 #include "../base/clock.h"
-#include "args.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 #include "tools_internal.h"
-
-/* Longest message a checkpoint may carry (it becomes the snapshot commit's message). */
-#define EXPORT_MESSAGE_MAX 1000
 
 struct json_object *tools_export_json(const struct export_record *x)
 {
-	struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "export_id", json_object_new_string(x->id));
-	json_object_object_add(o, "kind", json_object_new_string(x->kind));
-	json_object_object_add(o, "reason", json_object_new_string(x->reason));
-	json_object_object_add(o, "refs", json_object_new_int64(x->refs));
-	json_object_object_add(o, "commits_ahead", json_object_new_int64(x->commits));
-	json_object_object_add(o, "dirty_files", json_object_new_int64(x->dirty_files));
-	json_object_object_add(o, "bytes", json_object_new_int64(x->bytes));
+	struct json_object *o = xjson_object();
+	xjson_add(o, "export_id", xjson_string(x->id));
+	xjson_add(o, "kind", xjson_string(x->kind));
+	xjson_add(o, "reason", xjson_string(x->reason));
+	xjson_add(o, "refs", xjson_int64(x->refs));
+	xjson_add(o, "commits_ahead", xjson_int64(x->commits));
+	xjson_add(o, "dirty_files", xjson_int64(x->dirty_files));
+	xjson_add(o, "bytes", xjson_int64(x->bytes));
 	char when[40];
-	json_object_object_add(o, "created_at",
-	                       json_object_new_string(clock_format_rfc3339(x->created_at_ms, when, sizeof(when))));
+	xjson_add(o, "created_at", xjson_string(clock_format_rfc3339(x->created_at_ms, when, sizeof(when))));
 	if (x->message)
-		json_object_object_add(o, "message", json_object_new_string(x->message));
+		xjson_add(o, "message", xjson_string(x->message));
 	char cmd[200];
 	if (!strcmp(x->kind, "git"))
 		snprintf(cmd, sizeof(cmd), "chat2sbx export apply %s", x->id);
@@ -36,7 +34,7 @@ struct json_object *tools_export_json(const struct export_record *x)
 		snprintf(cmd, sizeof(cmd), "chat2sbx export apply %s --to DIR", x->id);
 	else
 		snprintf(cmd, sizeof(cmd), "chat2sbx export show %s", x->id);
-	json_object_object_add(o, "command", json_object_new_string(cmd));
+	xjson_add(o, "command", xjson_string(cmd));
 	return o;
 }
 
@@ -45,30 +43,21 @@ void tools_sandbox_add_saved(struct tools_app *app, struct json_object *o, const
 	int unsaved = -1;
 	lifecycle_sandbox_unsaved(app->lc, s, &unsaved);
 	if (unsaved >= 0)
-		json_object_object_add(o, "unsaved_work", json_object_new_boolean(unsaved));
+		xjson_add(o, "unsaved_work", xjson_bool(unsaved));
 	struct export_record x = {0};
 	struct cp_error *e = NULL;
 	if (store_export_last(app->store, s->id, &x, &e) == 0) {
-		json_object_object_add(o, "last_export", tools_export_json(&x));
+		xjson_add(o, "last_export", tools_export_json(&x));
 		export_record_clear(&x);
 	}
 	cp_error_free(e);
 }
 
-int tool_sandbox_export(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_sandbox_export(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                         struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "message", NULL};
-	const char *id = NULL, *message = NULL;
-	size_t mlen = 0;
-	if (tool_args_sandbox(args, known, &id, err) < 0 ||
-	    tool_args_text(args, "message", 0, &message, &mlen, err) < 0)
-		return -1;
-	if (message && (mlen > EXPORT_MESSAGE_MAX || strlen(message) != mlen))
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "message must be at most %d bytes of text without NUL characters",
-		                    EXPORT_MESSAGE_MAX);
+	const char *id = mcp_args_string(args, "sandbox_id", NULL), *message = mcp_args_string(args, "message", NULL);
 	/* A tool call like any other: it holds the sandbox (expiry waits) and
 	 * counts as activity. */
 	struct helper_channel *ch = NULL;
@@ -89,32 +78,27 @@ int tool_sandbox_export(const struct mcp_call *call, struct json_object *args, s
 		    id);
 	}
 	struct json_object *out = tools_export_json(&res.export);
-	json_object_object_add(out, "sandbox_id", json_object_new_string(id));
-	json_object_object_add(out, "saved", json_object_new_boolean(res.saved));
-	char *msg = NULL;
+	xjson_add(out, "sandbox_id", xjson_string(id));
+	xjson_add(out, "saved", xjson_bool(res.saved));
+	_cleanup_free_ char *msg = NULL;
 	const struct export_record *x = &res.export;
 	if (!res.saved)
-		r = asprintf(
-		    &msg,
+		msg = xasprintf(
 		    "Nothing changed since export %s; it already holds this state. The person can bring it home "
 		    "with: %s %s",
 		    x->id, !strcmp(x->kind, "none") ? "(nothing to bring home)" : "chat2sbx export apply",
 		    !strcmp(x->kind, "none") ? "" : x->id);
 	else if (!strcmp(x->kind, "none"))
-		r = asprintf(&msg, "Saved %s: nothing is new since the sandbox was made (no commit, branch or change).",
-		             x->id);
+		msg = xasprintf("Saved %s: nothing is new since the sandbox was made (no commit, branch or change).",
+		                x->id);
 	else
-		r = asprintf(
-		    &msg,
+		msg = xasprintf(
 		    "Saved %s: %lld branch(es)/tag(s), %lld commit(s) not in the approved repository, %lld "
 		    "uncommitted or untracked file(s). Nothing was written to the user's machine: ask the person "
 		    "to run `%s` to bring it into their repository (under refs/remotes/chat2sbx/%s/).",
 		    x->id, (long long)x->refs, (long long)x->commits, (long long)x->dirty_files,
 		    !strcmp(x->kind, "tar") ? "chat2sbx export apply ID --to DIR" : "chat2sbx export apply ID", id);
-	if (r >= 0 && msg) {
-		json_object_object_add(out, "message", json_object_new_string(msg));
-		free(msg);
-	}
+	xjson_add(out, "message", xjson_string(msg));
 	lifecycle_export_result_clear(&res);
 	*ret = out;
 	return 0;

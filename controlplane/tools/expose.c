@@ -7,24 +7,23 @@
 #include <string.h>
 
 #include "../base/clock.h"
-#include "args.h"
+#include "../base/xjson.h"
 #include "tools_internal.h"
 
 /* One exposure as tools answer it (caller puts). */
 static struct json_object *exposure_json(const struct exposure_record *x)
 {
-	struct json_object *o = json_object_new_object();
+	struct json_object *o = xjson_object();
 	char url[300], when[40];
 	/* An IPv6 address goes in brackets in a URL (RFC 3986, section 3.2.2). */
 	int v6 = strchr(x->host, ':') != NULL;
 	snprintf(url, sizeof(url), "http://%s%s%s:%d/", v6 ? "[" : "", x->host, v6 ? "]" : "", x->host_port);
-	json_object_object_add(o, "sandbox_id", json_object_new_string(x->sandbox_id));
-	json_object_object_add(o, "port", json_object_new_int(x->container_port));
-	json_object_object_add(o, "host", json_object_new_string(x->host));
-	json_object_object_add(o, "host_port", json_object_new_int(x->host_port));
-	json_object_object_add(o, "url", json_object_new_string(url));
-	json_object_object_add(o, "created_at",
-	                       json_object_new_string(clock_format_rfc3339(x->created_at_ms, when, sizeof(when))));
+	xjson_add(o, "sandbox_id", xjson_string(x->sandbox_id));
+	xjson_add(o, "port", xjson_int64(x->container_port));
+	xjson_add(o, "host", xjson_string(x->host));
+	xjson_add(o, "host_port", xjson_int64(x->host_port));
+	xjson_add(o, "url", xjson_string(url));
+	xjson_add(o, "created_at", xjson_string(clock_format_rfc3339(x->created_at_ms, when, sizeof(when))));
 	return o;
 }
 
@@ -37,43 +36,34 @@ struct json_object *tools_exposures_json(struct tools_app *app, const char *sand
 		cp_error_free(e);
 		return NULL;
 	}
-	struct json_object *list = json_object_new_array();
+	struct json_object *list = xjson_array();
 	for (size_t i = 0; i < n; i++) {
-		json_object_array_add(list, exposure_json(&rows[i]));
+		xjson_append(list, exposure_json(&rows[i]));
 		exposure_record_clear(&rows[i]);
 	}
 	free(rows);
 	return list;
 }
 
-int tool_sandbox_expose(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_sandbox_expose(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                         struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "port", NULL};
-	const char *id = NULL;
-	int64_t port = 0;
-	if (tool_args_sandbox(args, known, &id, err) < 0)
-		return -1;
-	if (!tool_args_given(args, "port", NULL))
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "argument 'port' is required: the TCP port (1-65535) the server inside the sandbox "
-		                    "listens on, for example 8000");
-	if (tool_args_int(args, "port", 0, 1, 65535, &port, err) < 0)
-		return cp_error_prefix(err, "give the TCP port the server inside the sandbox listens on");
+	const char *id = mcp_args_string(args, "sandbox_id", NULL);
+	int64_t port = mcp_args_int(args, "port", 0);
 	struct exposure_record x = {0};
 	int created = 0;
 	if (lifecycle_sandbox_expose(app->lc, id, port, &x, &created, err) < 0)
 		return -1;
 	struct json_object *o = exposure_json(&x);
-	json_object_object_add(o, "created", json_object_new_boolean(created));
+	xjson_add(o, "created", xjson_bool(created));
 	char msg[600];
 	snprintf(msg, sizeof(msg),
 	         "Port %d of the sandbox is reachable from this machine at %s%s. The server inside must listen on "
 	         "0.0.0.0 (all interfaces), not only 127.0.0.1. The mapping stays until the sandbox is destroyed.",
 	         x.container_port, json_object_get_string(json_object_object_get(o, "url")),
 	         created ? "" : " (it was exposed already)");
-	json_object_object_add(o, "message", json_object_new_string(msg));
+	xjson_add(o, "message", xjson_string(msg));
 	exposure_record_clear(&x);
 	*ret = o;
 	return 0;

@@ -11,8 +11,9 @@
 
 #include "../base/cleanup.h"
 #include "../base/clock.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 #include "../policy/policy.h"
-#include "args.h"
 #include "tools_internal.h"
 
 /* Global agent instructions are advisory text read at each create/get;
@@ -26,32 +27,29 @@ static void add_agents_md(const struct config *cfg, struct json_object *out)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return;
-	char *buf = malloc(AGENTS_MD_MAX_BYTES + 1);
-	ssize_t n = buf ? read(fd, buf, AGENTS_MD_MAX_BYTES) : -1;
+	_cleanup_free_ char *buf = xmalloc(AGENTS_MD_MAX_BYTES + 1);
+	ssize_t n = read(fd, buf, AGENTS_MD_MAX_BYTES);
 	close(fd);
-	if (n > 0) {
-		buf[n] = '\0';
-		json_object_object_add(out, "agents_md", json_object_new_string_len(buf, (int)n));
-	}
-	free(buf);
+	if (n > 0)
+		xjson_add(out, "agents_md", xjson_string_len(buf, (size_t)n));
 }
 
 static void add_time(struct json_object *o, const char *key, int64_t ms)
 {
 	char when[40];
 	if (ms > 0)
-		json_object_object_add(o, key, json_object_new_string(clock_format_rfc3339(ms, when, sizeof(when))));
+		xjson_add(o, key, xjson_string(clock_format_rfc3339(ms, when, sizeof(when))));
 }
 
 static void add_str(struct json_object *o, const char *key, const char *v)
 {
 	if (v)
-		json_object_object_add(o, key, json_object_new_string(v));
+		xjson_add(o, key, xjson_string(v));
 }
 
 struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandbox_record *s)
 {
-	struct json_object *o = json_object_new_object();
+	struct json_object *o = xjson_object();
 	add_str(o, "sandbox_id", s->id);
 	add_str(o, "status", s->status);
 	add_str(o, "workspace_id", s->workspace_id);
@@ -66,20 +64,19 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 	cp_error_free(e);
 	add_str(o, "image", s->image);
 	if (s->container_id)
-		json_object_object_add(o, "container_id",
-		                       json_object_new_string_len(s->container_id, (int)strnlen(s->container_id, 12)));
+		xjson_add(o, "container_id", xjson_string_len(s->container_id, strnlen(s->container_id, 12)));
 	if (s->memory_bytes > 0)
-		json_object_object_add(o, "memory_bytes", json_object_new_int64(s->memory_bytes));
+		xjson_add(o, "memory_bytes", xjson_int64(s->memory_bytes));
 	if (s->disk_bytes > 0)
-		json_object_object_add(o, "disk_bytes", json_object_new_int64(s->disk_bytes));
+		xjson_add(o, "disk_bytes", xjson_int64(s->disk_bytes));
 	else if (!strcmp(s->status, "running") || !strcmp(s->status, "creating"))
 		add_str(o, "disk_note", lifecycle_disk_note(app->lc));
 	char paused[700];
 	if (lifecycle_disk_paused(app->lc, s->id, paused, sizeof(paused)))
 		add_str(o, "paused", paused);
 	if (s->nano_cpus > 0)
-		json_object_object_add(o, "cpus", json_object_new_double(s->nano_cpus / 1e9));
-	json_object_object_add(o, "network", json_object_new_boolean(s->network));
+		xjson_add(o, "cpus", xjson_double(s->nano_cpus / 1e9));
+	xjson_add(o, "network", xjson_bool(s->network));
 	add_str(o, "runtime", s->runtime);
 	/* vm sandboxes: their accelerator, and what emulation costs. */
 	add_str(o, "accel", s->vm_accel);
@@ -105,15 +102,20 @@ static void create_progress(void *userdata, const char *step, int done, int tota
 		mcp_call_progress(call, done, CREATE_PROGRESS_TOTAL, step);
 }
 
-/* cpus as a string ("1.5") or a JSON number (1.5): a number is written
- * with 9 decimals at most, trailing zeros cut, into buf; policy_cpus_parse
- * judges the text either way. */
-static int cpus_arg(struct json_object *args, char *buf, size_t size, const char **ret, struct cp_error **err)
+/* cpus as a JSON number (1.5) or, the earlier form, a string ("1.5"; the
+ * table takes both): a number is written with 9 decimals at most, trailing
+ * zeros cut, into buf; policy_cpus_parse judges the text either way (more
+ * than 0, at most this machine's CPUs). */
+static int cpus_arg(const struct mcp_args *args, char *buf, size_t size, const char **ret, struct cp_error **err)
 {
-	struct json_object *v = NULL;
-	if (!tool_args_given(args, "cpus", &v) ||
-	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
-		return tool_args_string(args, "cpus", 0, ret, err);
+	struct json_object *v = mcp_args_value(args, "cpus");
+	*ret = NULL;
+	if (!v)
+		return 0;
+	if (json_object_is_type(v, json_type_string)) {
+		*ret = json_object_get_string(v);
+		return 0;
+	}
 	double d = json_object_get_double(v);
 	if (!(d > 0) || d > 1e6)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
@@ -130,33 +132,27 @@ static int cpus_arg(struct json_object *args, char *buf, size_t size, const char
 	return 0;
 }
 
-int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_sandbox_create(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                         struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"memory",         "cpus",           "pids_limit", "network", "workspace_id",
-	                                    "workspace_path", "workspace_mode", "disk",       NULL};
-	struct lifecycle_create_options opts = {0};
+	struct lifecycle_create_options opts = {
+	    .memory = mcp_args_string(args, "memory", NULL),
+	    .disk = mcp_args_string(args, "disk", NULL),
+	    .pids_limit = mcp_args_int(args, "pids_limit", 0),
+	    .network_off = !mcp_args_bool(args, "network", 1),
+	    .workspace_id = mcp_args_string(args, "workspace_id", NULL),
+	    .workspace_path = mcp_args_string(args, "workspace_path", NULL),
+	    .workspace_mode = mcp_args_string(args, "workspace_mode", NULL),
+	};
 	char cpus[64];
-	int network = 1;
-	if (tool_args_only(args, known, err) < 0 || tool_args_string(args, "memory", 0, &opts.memory, err) < 0 ||
-	    tool_args_string(args, "disk", 0, &opts.disk, err) < 0 ||
-	    cpus_arg(args, cpus, sizeof(cpus), &opts.cpus, err) < 0 ||
-	    tool_args_int(args, "pids_limit", 0, INT64_MIN, INT64_MAX, &opts.pids_limit, err) < 0 ||
-	    tool_args_bool(args, "network", 1, &network, err) < 0 ||
-	    tool_args_string(args, "workspace_path", 0, &opts.workspace_path, err) < 0 ||
-	    tool_args_string(args, "workspace_mode", 0, &opts.workspace_mode, err) < 0)
+	if (cpus_arg(args, cpus, sizeof(cpus), &opts.cpus, err) < 0)
 		return -1;
-	if (tool_args_given(args, "workspace_id", NULL) &&
-	    tool_args_id(args, "workspace_id", "ws_", "call workspace_list to see the workspaces", &opts.workspace_id,
-	                 err) < 0)
-		return -1;
-	/* Any given pids_limit (0 and negatives too, which would otherwise mean
-	 * "the default") gets policy's one message with its one range. */
-	if (tool_args_given(args, "pids_limit", NULL) &&
+	/* The table bounds pids_limit; the upper end in force is this
+	 * machine's share per sandbox (the world's bound). */
+	if (mcp_args_given(args, "pids_limit") &&
 	    policy_pids_check(opts.pids_limit, lifecycle_limits_in_force(app->lc)->pids_cap, err) < 0)
 		return -1;
-	opts.network_off = !network;
 	struct lifecycle_create_result res = {0};
 	/* Progress (when the client asked for it): 0 now, one event per step
 	 * of the create, the total at the end; a cancel ends the wait for a
@@ -172,26 +168,22 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	struct json_object *o;
 	if (res.approval_required) {
 		/* Not an error: the model's next step is to ask the person. */
-		o = json_object_new_object();
+		o = xjson_object();
 		add_str(o, "status", "approval_required");
 		add_str(o, "approval_id", res.approval.id);
 		add_str(o, "workspace_path", res.approval.host_path);
 		add_str(o, "workspace_mode", res.approval.mode);
 		int direct = !strcmp(res.approval.mode, "direct");
-		char *msg = NULL;
-		if (asprintf(&msg,
-		             "The host directory '%s' (%s mode) needs the approval of the person at this machine. Ask "
-		             "them to run: chat2sbx approval approve %s ; then call sandbox_create again with the "
-		             "same workspace_path and workspace_mode. Nothing was mounted.%s%s",
-		             res.approval.host_path, res.approval.mode, res.approval.id,
-		             direct ? " Tell them before they decide: " : "",
-		             direct ? policy_direct_mode_note : "") >= 0) {
-			add_str(o, "message", msg);
-			free(msg);
-		}
+		_cleanup_free_ char *msg =
+		    xasprintf("The host directory '%s' (%s mode) needs the approval of the person at this machine. Ask "
+		              "them to run: chat2sbx approval approve %s ; then call sandbox_create again with the "
+		              "same workspace_path and workspace_mode. Nothing was mounted.%s%s",
+		              res.approval.host_path, res.approval.mode, res.approval.id,
+		              direct ? " Tell them before they decide: " : "", direct ? policy_direct_mode_note : "");
+		add_str(o, "message", msg);
 	} else {
 		o = tools_sandbox_json(app, &res.sandbox);
-		json_object_object_add(o, "reused", json_object_new_boolean(res.reused));
+		xjson_add(o, "reused", xjson_bool(res.reused));
 		if (res.options_note)
 			add_str(o, "options_note", res.options_note);
 		if (res.copy_session_id) {
@@ -207,18 +199,16 @@ int tool_sandbox_create(const struct mcp_call *call, struct json_object *args, s
 	return 0;
 }
 
-int tool_sandbox_list(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_sandbox_list(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                       struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {NULL};
-	if (tool_args_only(args, known, err) < 0)
-		return -1;
+	(void)args;
 	struct sandbox_record *rows = NULL;
 	size_t n = 0;
 	if (store_sandbox_list(app->store, 0, &rows, &n, err) < 0)
 		return -1;
-	struct json_object *list = json_object_new_array();
+	struct json_object *list = xjson_array();
 	int active = 0;
 	int unsaved = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -227,31 +217,28 @@ int tool_sandbox_list(const struct mcp_call *call, struct json_object *args, str
 		struct json_object *u = NULL;
 		if (json_object_object_get_ex(one, "unsaved_work", &u) && json_object_get_boolean(u))
 			unsaved++;
-		json_object_array_add(list, one);
+		xjson_append(list, one);
 		if (store_sandbox_is_live(&rows[i]))
 			active++;
 		sandbox_record_clear(&rows[i]);
 	}
 	free(rows);
-	struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "sandboxes", list);
-	json_object_object_add(o, "active_count", json_object_new_int(active));
-	json_object_object_add(o, "unsaved_count", json_object_new_int(unsaved));
+	struct json_object *o = xjson_object();
+	xjson_add(o, "sandboxes", list);
+	xjson_add(o, "active_count", xjson_int64(active));
+	xjson_add(o, "unsaved_count", xjson_int64(unsaved));
 	int max_active = lifecycle_limits_in_force(app->lc)->max_active;
 	if (max_active > 0)
-		json_object_object_add(o, "max_active_sandboxes", json_object_new_int(max_active));
+		xjson_add(o, "max_active_sandboxes", xjson_int64(max_active));
 	*ret = o;
 	return 0;
 }
 
-int tool_sandbox_get(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_sandbox_get(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                      struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", NULL};
-	const char *id = NULL;
-	if (tool_args_sandbox(args, known, &id, err) < 0)
-		return -1;
+	const char *id = mcp_args_string(args, "sandbox_id", NULL);
 	struct sandbox_record s = {0};
 	if (store_sandbox_get(app->store, id, &s, err) < 0)
 		return -1;
@@ -265,15 +252,15 @@ int tool_sandbox_get(const struct mcp_call *call, struct json_object *args, stru
 		    helper_channel_call(ch, "bash.list", NULL, 5000, &res, &e) == 0) {
 			struct json_object *sessions = NULL;
 			if (json_object_object_get_ex(res, "sessions", &sessions))
-				json_object_object_add(o, "bash_sessions", json_object_get(sessions));
+				xjson_add(o, "bash_sessions", json_object_get(sessions));
 			/* The helper lists the recent and running sessions only. */
 			struct json_object *v = NULL;
 			if (json_object_object_get_ex(res, "total", &v))
-				json_object_object_add(o, "bash_sessions_total", json_object_get(v));
+				xjson_add(o, "bash_sessions_total", json_object_get(v));
 			if (json_object_object_get_ex(res, "truncated", &v))
-				json_object_object_add(o, "bash_sessions_truncated", json_object_get(v));
+				xjson_add(o, "bash_sessions_truncated", json_object_get(v));
 		} else if (e) {
-			json_object_object_add(o, "helper_error", json_object_new_string(e->message));
+			xjson_add(o, "helper_error", xjson_string(e->message));
 		}
 		json_object_put(res);
 		cp_error_free(e);
@@ -283,51 +270,44 @@ int tool_sandbox_get(const struct mcp_call *call, struct json_object *args, stru
 	tools_sandbox_add_saved(app, o, &s); /* clone work: unsaved_work, last_export (issue 14) */
 	struct json_object *exposures = tools_exposures_json(app, id); /* sandbox_expose's mappings */
 	if (exposures)
-		json_object_object_add(o, "exposures", exposures);
+		xjson_add(o, "exposures", exposures);
 	add_agents_md(app->cfg, o);
 	sandbox_record_clear(&s);
 	*ret = o;
 	return 0;
 }
 
-int tool_sandbox_destroy(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_sandbox_destroy(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                          struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {"sandbox_id", "force", NULL};
-	const char *id = NULL;
-	int force = 0;
-	if (tool_args_sandbox(args, known, &id, err) < 0 || tool_args_bool(args, "force", 0, &force, err) < 0)
-		return -1;
-	struct lifecycle_destroy_options opts = {.force = force, .reason = "destroy", .actor = "mcp"};
+	const char *id = mcp_args_string(args, "sandbox_id", NULL);
+	struct lifecycle_destroy_options opts = {
+	    .force = mcp_args_bool(args, "force", 0), .reason = "destroy", .actor = "mcp"};
 	struct lifecycle_destroy_result res = {0};
 	if (lifecycle_sandbox_destroy_ex(app->lc, id, &opts, &res, err) < 0) {
 		lifecycle_destroy_result_clear(&res);
 		return -1;
 	}
 	struct json_object *o = tools_sandbox_json(app, &res.sandbox);
-	json_object_object_add(o, "workspace_kept", json_object_new_boolean(1));
+	xjson_add(o, "workspace_kept", xjson_bool(1));
 	/* The work of a clone sandbox: the export it was saved in, or what a
 	 * force lost (issue 14). */
 	if (res.save.export.id) {
-		json_object_object_add(o, "export", tools_export_json(&res.save.export));
-		char *msg = NULL;
-		if (asprintf(
-		        &msg,
-		        "Destroyed. Its work was saved as export %s; nothing was written to the user's machine. The "
-		        "person brings it home with: %s",
-		        res.save.export.id,
-		        !strcmp(res.save.export.kind, "tar")   ? "chat2sbx export apply ID --to DIR"
-		        : !strcmp(res.save.export.kind, "git") ? "chat2sbx export apply ID"
-		                                               : "(nothing: no change since it was made)") >= 0) {
-			json_object_object_add(o, "message", json_object_new_string(msg));
-			free(msg);
-		}
+		xjson_add(o, "export", tools_export_json(&res.save.export));
+		_cleanup_free_ char *msg = xasprintf(
+		    "Destroyed. Its work was saved as export %s; nothing was written to the user's machine. The "
+		    "person brings it home with: %s",
+		    res.save.export.id,
+		    !strcmp(res.save.export.kind, "tar")   ? "chat2sbx export apply ID --to DIR"
+		    : !strcmp(res.save.export.kind, "git") ? "chat2sbx export apply ID"
+		                                           : "(nothing: no change since it was made)");
+		add_str(o, "message", msg);
 	}
 	if (res.lost)
-		json_object_object_add(o, "lost", json_object_new_string(res.lost));
+		xjson_add(o, "lost", xjson_string(res.lost));
 	if (res.note)
-		json_object_object_add(o, "message", json_object_new_string(res.note));
+		xjson_add(o, "message", xjson_string(res.note));
 	lifecycle_destroy_result_clear(&res);
 	*ret = o;
 	return 0;
@@ -349,27 +329,25 @@ void tools_workspace_fill(struct json_object *o, const struct workspace_record *
 	add_time(o, "trashed_at", w->trashed_at_ms);
 }
 
-int tool_workspace_list(const struct mcp_call *call, struct json_object *args, struct json_object **ret,
+int tool_workspace_list(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,
                         struct cp_error **err)
 {
 	struct tools_app *app = call->app;
-	static const char *const known[] = {NULL};
-	if (tool_args_only(args, known, err) < 0)
-		return -1;
+	(void)args;
 	struct workspace_record *rows = NULL;
 	size_t n = 0;
 	if (store_workspace_list(app->store, &rows, &n, err) < 0)
 		return -1;
-	struct json_object *list = json_object_new_array();
+	struct json_object *list = xjson_array();
 	for (size_t i = 0; i < n; i++) {
-		struct json_object *o = json_object_new_object();
+		struct json_object *o = xjson_object();
 		tools_workspace_fill(o, &rows[i]);
-		json_object_array_add(list, o);
+		xjson_append(list, o);
 		workspace_record_clear(&rows[i]);
 	}
 	free(rows);
-	struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "workspaces", list);
+	struct json_object *o = xjson_object();
+	xjson_add(o, "workspaces", list);
 	*ret = o;
 	return 0;
 }

@@ -1,8 +1,16 @@
 /* table.c: the tool table (as redis's command table): name, description a
- * model can follow, JSON Schemas, annotations true to what the tool does.
- * tools/list is generated from it; nothing else lists tools. ChatGPT asks the
- * user to confirm every tool without readOnlyHint (DESIGN.md, MCP surface). */
+ * model can follow, each argument and each result field declared once as
+ * data (struct mcp_arg), annotations true to what the tool does. tools/list's
+ * schemas are generated from it and every call is checked against it before
+ * its handler runs (mcp/tool_schema.c, mcp/tool_args.c); nothing else lists
+ * tools. ChatGPT asks the user to confirm every tool without readOnlyHint
+ * (DESIGN.md, MCP surface). */
+#include <stdint.h>
+
 #include "tools_internal.h"
+
+/* The longest timeout_ms a bash command may ask for: 7 days. */
+#define TIMEOUT_MAX_MS (INT64_C(7) * 24 * 3600 * 1000)
 
 const char tools_instructions[] =
     "chat2sbx gives you disposable Linux sandboxes (containers). Workflow: 1) call sandbox_create once and keep "
@@ -22,73 +30,469 @@ const char tools_instructions[] =
     "keeps your commits inside the sandbox: save a checkpoint with sandbox_export; the person brings it home "
     "with the command it returns.";
 
-#define SANDBOX_ID_PROP                                                                                                \
-	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox_id returned by sandbox_create or "          \
-	"sandbox_list (sbx_...)\"}"
+#define ARG_SANDBOX_ID                                                                                                 \
+	{                                                                                                              \
+		.name = "sandbox_id", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED, .id_prefix = "sbx_",          \
+		.description = "The sandbox_id returned by sandbox_create or sandbox_list (sbx_...)",                  \
+		.hint = "call sandbox_list to see the sandboxes, or sandbox_create"                                    \
+	}
 
-#define SANDBOX_OUT                                                                                                    \
-	"{\"type\":\"object\",\"properties\":{"                                                                        \
-	"\"sandbox_id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"creating\","                 \
-	"\"running\",\"failed\",\"removed\",\"expired\",\"removing\",\"approval_required\"]},"                         \
-	"\"workspace_id\":{\"type\":\"string\"},\"workspace_mode\":{\"type\":\"string\"},"                             \
-	"\"workspace_path\":{\"type\":\"string\",\"description\":\"Host directory behind /workspace\"},"               \
-	"\"image\":{\"type\":\"string\"},\"container_id\":{\"type\":\"string\"},"                                      \
-	"\"memory_bytes\":{\"type\":\"integer\"},\"network\":{\"type\":\"boolean\"},"                                  \
-	"\"disk_bytes\":{\"type\":\"integer\",\"description\":\"Size limit of the sandbox's own disk\"},"              \
-	"\"disk_note\":{\"type\":\"string\"},\"paused\":{\"type\":\"string\",\"description\":\"Why the "               \
-	"sandbox is paused (a full disk); it resumes on its own\"},"                                                   \
-	"\"cpus\":{\"type\":\"number\"},\"options_note\":{\"type\":\"string\"},"                                       \
-	"\"runtime\":{\"type\":\"string\",\"description\":\"vm: a microVM with its own kernel and Docker "             \
-	"Engine; otherwise the container runtime\"},\"accel\":{\"type\":\"string\",\"description\":\"vm: kvm or "      \
-	"tcg (emulated, much slower)\"},\"accel_note\":{\"type\":\"string\"},"                                         \
-	"\"failure_reason\":{\"type\":\"string\"},"                                                                    \
-	"\"created_at\":{\"type\":\"string\"},\"last_activity_at\":{\"type\":\"string\"},"                             \
-	"\"removed_at\":{\"type\":\"string\"},\"reused\":{\"type\":\"boolean\"},"                                      \
-	"\"workspace_kept\":{\"type\":\"boolean\"},\"agents_md\":{\"type\":\"string\"},"                               \
-	"\"bash_sessions\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"                                      \
-	"\"bash_sessions_total\":{\"type\":\"integer\"},\"bash_sessions_truncated\":{\"type\":\"boolean\"},"           \
-	"\"helper_error\":{\"type\":\"string\"},\"host_path\":{\"type\":\"string\"},"                                  \
-	"\"copy_session_id\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},"                                 \
-	"\"approval_id\":{\"type\":\"string\"},"                                                                       \
-	"\"exposures\":{\"type\":\"array\",\"items\":{\"type\":\"object\"},\"description\":\"Ports published "         \
-	"with sandbox_expose: port, host, host_port, url\"},"                                                          \
-	"\"unsaved_work\":{\"type\":\"boolean\",\"description\":\"Clone mode: commits or changes since the last "      \
-	"export (checked at most once a minute)\"},"                                                                   \
-	"\"last_export\":{\"type\":\"object\",\"description\":\"The newest saved export of this sandbox\"},"           \
-	"\"export\":{\"type\":\"object\",\"description\":\"sandbox_destroy: the export its work was saved in\"},"      \
-	"\"lost\":{\"type\":\"string\",\"description\":\"sandbox_destroy with force after a failed save: what is "     \
-	"gone\"}"                                                                                                      \
-	"},\"required\":[\"status\"]}"
+#define ARG_YIELD                                                                                                      \
+	{                                                                                                              \
+		.name = "yield_time_ms", .type = MCP_ARG_INTEGER, .flags = MCP_ARG_MIN | MCP_ARG_MAX, .min = 0,        \
+		.max = 60000,                                                                                          \
+		.description = "How long to wait before answering (default 10000; clamped to the server's maximum, "   \
+		               "30000 unless configured)"                                                              \
+	}
 
-#define BASH_OUT                                                                                                       \
-	"{\"type\":\"object\",\"properties\":{"                                                                        \
-	"\"sandbox_id\":{\"type\":\"string\"},\"session_id\":{\"type\":\"string\"},"                                   \
-	"\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\",\"killed\",\"timed_out\",\"lost\"],"         \
-	"\"description\":\"lost: the sandbox restarted while the command ran (see reason); its output up to "          \
-	"then stays readable\"},"                                                                                      \
-	"\"reason\":{\"type\":\"string\",\"description\":\"Why a session is lost\"},"                                  \
-	"\"exit_code\":{\"type\":\"integer\"},\"output\":{\"type\":\"string\"},"                                       \
-	"\"has_more_output\":{\"type\":\"boolean\",\"description\":\"More output is waiting: call "                    \
-	"bash_poll\"},"                                                                                                \
-	"\"output_bytes\":{\"type\":\"integer\"},\"total_output_bytes\":{\"type\":\"integer\"},"                       \
-	"\"omitted_output_bytes\":{\"type\":\"integer\",\"description\":\"Bytes of the log left out between "          \
-	"the start and the end shown in output (the marker there says how to read them)\"},"                           \
-	"\"omitted_start\":{\"type\":\"integer\"},\"omitted_end\":{\"type\":\"integer\"},"                             \
-	"\"latest_output\":{\"type\":\"string\",\"description\":\"The newest lines so far, when output had to "        \
-	"be cut while the command runs (bash_poll still returns everything in order)\"},"                              \
-	"\"log_path\":{\"type\":\"string\",\"description\":\"Full output, inside the sandbox\"},"                      \
-	"\"pid\":{\"type\":\"integer\"}"                                                                               \
-	"},\"required\":[\"sandbox_id\",\"session_id\",\"status\",\"output\"]}"
+#define ARG_TAIL                                                                                                       \
+	{                                                                                                              \
+		.name = "tail", .type = MCP_ARG_BOOLEAN,                                                               \
+		.description = "When the output is longer than one answer holds, show its start and its end with a "   \
+		               "note of what was left out, even while the command runs (default: only once it ended)"  \
+	}
 
-#define TAIL_PROP                                                                                                      \
-	"\"tail\":{\"type\":\"boolean\",\"description\":\"When the output is longer than one answer holds, "           \
-	"show its start and its end with a note of what was left out, even while the command runs (default: "          \
-	"only once it ended)\"}"
+#define ARG_SESSION_ID                                                                                                 \
+	{                                                                                                              \
+		.name = "session_id", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED, .id_prefix = "bash_",         \
+		.description = "The session_id a bash call returned (bash_...)",                                       \
+		.hint = "use the session_id a bash call returned"                                                      \
+	}
 
-#define YIELD_PROP                                                                                                     \
-	"\"yield_time_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":60000,\"description\":\"How long "          \
-	"to wait before answering (default 10000; clamped to the server's maximum, 30000 unless "                      \
-	"configured)\"}"
+#define ARG_FILE_PATH                                                                                                  \
+	{                                                                                                              \
+		.name = "path", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED, .min_length = 1,                    \
+		.description = "File path", .hint = "give a file path relative to /workspace or absolute"              \
+	}
+
+#define ARG_EXPECTED_SHA256                                                                                            \
+	{                                                                                                              \
+		.name = "expected_sha256", .type = MCP_ARG_STRING,                                                     \
+		.description = "The sha256 a read returned: refuse, changing nothing, if the file changed since"       \
+	}
+
+static const struct mcp_arg apply_patch_expected_item[] = {
+    {.name = "path", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {.name = "sha256", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {0}};
+
+static const struct mcp_arg sandbox_create_args[] = {
+    {.name = "memory",
+     .type = MCP_ARG_STRING,
+     .description = "Memory ceiling such as \"512m\" or \"4g\" (default: the server's ceiling, see sandbox_get "
+                    "memory_bytes; at most this machine's memory)"},
+    {.name = "disk",
+     .type = MCP_ARG_STRING,
+     .description =
+         "Size of the sandbox's own disk such as \"20g\" (only where the engine can limit it; sandbox_get says)"},
+    {.name = "cpus",
+     .type = MCP_ARG_NUMBER,
+     .flags = MCP_ARG_TEXT_TOO,
+     .description =
+         "CPU ceiling as a number such as 1.5 (more than 0, at most the machine's CPU count; default: no ceiling)"},
+    {.name = "pids_limit",
+     .type = MCP_ARG_INTEGER,
+     .flags = MCP_ARG_MIN | MCP_ARG_MAX,
+     .min = 16,
+     .max = 32768,
+     .description = "Most processes and threads at once (default and upper end: the server's share per sandbox, at "
+                    "most 4096 by default)"},
+    {.name = "network",
+     .type = MCP_ARG_BOOLEAN,
+     .description = "false: no network interface but loopback (default true; a runtime without network, such as gVisor "
+                    "here, is always false)"},
+    {.name = "workspace_id",
+     .type = MCP_ARG_STRING,
+     .id_prefix = "ws_",
+     .description = "Existing workspace to attach (ws_..., from workspace_list)",
+     .hint = "call workspace_list to see the workspaces"},
+    {.name = "workspace_path",
+     .type = MCP_ARG_STRING,
+     .description =
+         "Absolute path of a directory on the user's machine (below an allowed root such as ~/repositories)"},
+    {.name = "workspace_mode",
+     .type = MCP_ARG_STRING,
+     .enum_values = (const char *const[]){"managed", "clone", "direct", NULL},
+     .description = "With workspace_path: clone (a private copy, default) or direct (the directory itself, "
+                    "read-write). Without it: managed (the default, may be omitted)"},
+    {0}};
+static const struct mcp_arg sandbox_out[] = {
+    {.name = "sandbox_id", .type = MCP_ARG_STRING},
+    {.name = "status",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED,
+     .enum_values = (const char *const[]){"creating", "running", "failed", "removed", "expired", "removing",
+                                          "approval_required", NULL}},
+    {.name = "workspace_id", .type = MCP_ARG_STRING},
+    {.name = "workspace_mode", .type = MCP_ARG_STRING},
+    {.name = "workspace_path", .type = MCP_ARG_STRING, .description = "Host directory behind /workspace"},
+    {.name = "image", .type = MCP_ARG_STRING},
+    {.name = "container_id", .type = MCP_ARG_STRING},
+    {.name = "memory_bytes", .type = MCP_ARG_INTEGER},
+    {.name = "network", .type = MCP_ARG_BOOLEAN},
+    {.name = "disk_bytes", .type = MCP_ARG_INTEGER, .description = "Size limit of the sandbox's own disk"},
+    {.name = "disk_note", .type = MCP_ARG_STRING},
+    {.name = "paused",
+     .type = MCP_ARG_STRING,
+     .description = "Why the sandbox is paused (a full disk); it resumes on its own"},
+    {.name = "cpus", .type = MCP_ARG_NUMBER},
+    {.name = "options_note", .type = MCP_ARG_STRING},
+    {.name = "runtime",
+     .type = MCP_ARG_STRING,
+     .description = "vm: a microVM with its own kernel and Docker Engine; otherwise the container runtime"},
+    {.name = "accel", .type = MCP_ARG_STRING, .description = "vm: kvm or tcg (emulated, much slower)"},
+    {.name = "accel_note", .type = MCP_ARG_STRING},
+    {.name = "failure_reason", .type = MCP_ARG_STRING},
+    {.name = "created_at", .type = MCP_ARG_STRING},
+    {.name = "last_activity_at", .type = MCP_ARG_STRING},
+    {.name = "removed_at", .type = MCP_ARG_STRING},
+    {.name = "reused", .type = MCP_ARG_BOOLEAN},
+    {.name = "workspace_kept", .type = MCP_ARG_BOOLEAN},
+    {.name = "agents_md", .type = MCP_ARG_STRING},
+    {.name = "bash_sessions", .type = MCP_ARG_ARRAY},
+    {.name = "bash_sessions_total", .type = MCP_ARG_INTEGER},
+    {.name = "bash_sessions_truncated", .type = MCP_ARG_BOOLEAN},
+    {.name = "helper_error", .type = MCP_ARG_STRING},
+    {.name = "host_path", .type = MCP_ARG_STRING},
+    {.name = "copy_session_id", .type = MCP_ARG_STRING},
+    {.name = "message", .type = MCP_ARG_STRING},
+    {.name = "approval_id", .type = MCP_ARG_STRING},
+    {.name = "exposures",
+     .type = MCP_ARG_ARRAY,
+     .description = "Ports published with sandbox_expose: port, host, host_port, url"},
+    {.name = "unsaved_work",
+     .type = MCP_ARG_BOOLEAN,
+     .description = "Clone mode: commits or changes since the last export (checked at most once a minute)"},
+    {.name = "last_export", .type = MCP_ARG_OBJECT, .description = "The newest saved export of this sandbox"},
+    {.name = "export", .type = MCP_ARG_OBJECT, .description = "sandbox_destroy: the export its work was saved in"},
+    {.name = "lost",
+     .type = MCP_ARG_STRING,
+     .description = "sandbox_destroy with force after a failed save: what is gone"},
+    {0}};
+
+static const struct mcp_arg sandbox_list_args[] = {{0}};
+static const struct mcp_arg sandbox_list_out[] = {
+    {.name = "sandboxes", .type = MCP_ARG_ARRAY, .flags = MCP_ARG_REQUIRED},
+    {.name = "active_count", .type = MCP_ARG_INTEGER, .flags = MCP_ARG_REQUIRED},
+    {.name = "max_active_sandboxes", .type = MCP_ARG_INTEGER},
+    {.name = "unsaved_count",
+     .type = MCP_ARG_INTEGER,
+     .description = "Clone sandboxes with work not saved in an export"},
+    {0}};
+
+static const struct mcp_arg sandbox_get_args[] = {ARG_SANDBOX_ID, {0}};
+
+static const struct mcp_arg sandbox_destroy_args[] = {
+    ARG_SANDBOX_ID,
+    {.name = "force",
+     .type = MCP_ARG_BOOLEAN,
+     .description = "Remove even when the work of a clone sandbox cannot be saved (default false). Only after the "
+                    "person agreed to lose it"},
+    {0}};
+
+static const struct mcp_arg sandbox_export_args[] = {
+    ARG_SANDBOX_ID,
+    {.name = "message",
+     .type = MCP_ARG_STRING,
+     .max_length = 1000,
+     .description = "What this checkpoint is (kept with it and used as the snapshot commit's message)"},
+    {0}};
+static const struct mcp_arg sandbox_export_out[] = {
+    {.name = "sandbox_id", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {.name = "export_id", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {.name = "kind",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED,
+     .enum_values = (const char *const[]){"git", "tar", "none", NULL},
+     .description = "git: a bundle; tar: a plain copy; none: nothing new since the sandbox was made"},
+    {.name = "saved",
+     .type = MCP_ARG_BOOLEAN,
+     .flags = MCP_ARG_REQUIRED,
+     .description = "false: the state was saved already, export_id is that export"},
+    {.name = "reason", .type = MCP_ARG_STRING},
+    {.name = "refs", .type = MCP_ARG_INTEGER, .description = "Branches and tags"},
+    {.name = "commits_ahead", .type = MCP_ARG_INTEGER, .description = "Commits not in the approved repository"},
+    {.name = "dirty_files", .type = MCP_ARG_INTEGER, .description = "Uncommitted and untracked files in the snapshot"},
+    {.name = "bytes", .type = MCP_ARG_INTEGER},
+    {.name = "created_at", .type = MCP_ARG_STRING},
+    {.name = "message", .type = MCP_ARG_STRING},
+    {.name = "command",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED,
+     .description = "What the person runs on their machine to bring it home"},
+    {0}};
+
+static const struct mcp_arg sandbox_expose_args[] = {
+    ARG_SANDBOX_ID,
+    {.name = "port",
+     .type = MCP_ARG_INTEGER,
+     .flags = MCP_ARG_REQUIRED | MCP_ARG_MIN | MCP_ARG_MAX,
+     .min = 1,
+     .max = 65535,
+     .description = "TCP port the server inside the sandbox listens on, e.g. 8000",
+     .hint = "give the TCP port the server inside the sandbox listens on, for example 8000"},
+    {0}};
+static const struct mcp_arg sandbox_expose_out[] = {
+    {.name = "sandbox_id", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {.name = "port", .type = MCP_ARG_INTEGER, .flags = MCP_ARG_REQUIRED, .description = "The port inside the sandbox"},
+    {.name = "host",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED,
+     .description = "Host address it is published on"},
+    {.name = "host_port", .type = MCP_ARG_INTEGER, .flags = MCP_ARG_REQUIRED},
+    {.name = "url",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED,
+     .description = "Open this on the user's machine"},
+    {.name = "created",
+     .type = MCP_ARG_BOOLEAN,
+     .description = "false: the port was exposed already; this is the same mapping"},
+    {.name = "created_at", .type = MCP_ARG_STRING},
+    {.name = "message", .type = MCP_ARG_STRING},
+    {0}};
+
+static const struct mcp_arg workspace_list_args[] = {{0}};
+static const struct mcp_arg workspace_list_out[] = {
+    {.name = "workspaces", .type = MCP_ARG_ARRAY, .flags = MCP_ARG_REQUIRED}, {0}};
+
+static const struct mcp_arg bash_args[] = {
+    ARG_SANDBOX_ID,
+    {.name = "command",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED,
+     .min_length = 1,
+     .description = "Shell command, run with bash -c",
+     .hint = "give a shell command; a longer script goes in a file (write) that bash runs"},
+    {.name = "cwd", .type = MCP_ARG_STRING, .description = "Working directory inside the sandbox (default /workspace)"},
+    ARG_YIELD,
+    {.name = "timeout_ms",
+     .type = MCP_ARG_INTEGER,
+     .flags = MCP_ARG_MIN | MCP_ARG_MAX,
+     .min = 1,
+     .max = TIMEOUT_MAX_MS,
+     .description = "Stop the command and everything it started after this long (SIGTERM, then SIGKILL after 1.5 s); "
+                    "default: no limit"},
+    {.name = "interactive",
+     .type = MCP_ARG_BOOLEAN,
+     .description =
+         "Keep standard input open so bash_input can answer prompts (default false: input is at end-of-file)"},
+    {.name = "tty",
+     .type = MCP_ARG_BOOLEAN,
+     .description = "Run on a pseudo-terminal, for programs that need one (implies interactive)"},
+    {.name = "rows",
+     .type = MCP_ARG_INTEGER,
+     .flags = MCP_ARG_MIN | MCP_ARG_MAX,
+     .min = 1,
+     .max = 1000,
+     .description = "Terminal rows with tty (default 24)"},
+    {.name = "cols",
+     .type = MCP_ARG_INTEGER,
+     .flags = MCP_ARG_MIN | MCP_ARG_MAX,
+     .min = 1,
+     .max = 1000,
+     .description = "Terminal columns with tty (default 80)"},
+    ARG_TAIL,
+    {0}};
+static const struct mcp_arg bash_out[] = {
+    {.name = "sandbox_id", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {.name = "session_id", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {.name = "status",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED,
+     .enum_values = (const char *const[]){"running", "exited", "killed", "timed_out", "lost", NULL},
+     .description =
+         "lost: the sandbox restarted while the command ran (see reason); its output up to then stays readable"},
+    {.name = "reason", .type = MCP_ARG_STRING, .description = "Why a session is lost"},
+    {.name = "exit_code", .type = MCP_ARG_INTEGER},
+    {.name = "output", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {.name = "has_more_output", .type = MCP_ARG_BOOLEAN, .description = "More output is waiting: call bash_poll"},
+    {.name = "output_bytes", .type = MCP_ARG_INTEGER},
+    {.name = "total_output_bytes", .type = MCP_ARG_INTEGER},
+    {.name = "omitted_output_bytes",
+     .type = MCP_ARG_INTEGER,
+     .description = "Bytes of the log left out between the start and the end shown in output (the marker there says "
+                    "how to read them)"},
+    {.name = "omitted_start", .type = MCP_ARG_INTEGER},
+    {.name = "omitted_end", .type = MCP_ARG_INTEGER},
+    {.name = "latest_output",
+     .type = MCP_ARG_STRING,
+     .description = "The newest lines so far, when output had to be cut while the command runs (bash_poll still "
+                    "returns everything in order)"},
+    {.name = "log_path", .type = MCP_ARG_STRING, .description = "Full output, inside the sandbox"},
+    {.name = "pid", .type = MCP_ARG_INTEGER},
+    {0}};
+
+static const struct mcp_arg bash_poll_args[] = {ARG_SANDBOX_ID, ARG_SESSION_ID, ARG_YIELD, ARG_TAIL, {0}};
+
+static const struct mcp_arg bash_stop_args[] = {ARG_SANDBOX_ID, ARG_SESSION_ID, {0}};
+
+static const struct mcp_arg bash_input_args[] = {
+    ARG_SANDBOX_ID,
+    ARG_SESSION_ID,
+    {.name = "data",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_NUL_OK,
+     .description = "Text to write, for example \"yes\\n\""},
+    {.name = "close", .type = MCP_ARG_BOOLEAN, .description = "Close standard input after writing (default false)"},
+    {0}};
+static const struct mcp_arg bash_input_out[] = {
+    {.name = "sandbox_id", .type = MCP_ARG_STRING},
+    {.name = "session_id", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {.name = "bytes_written", .type = MCP_ARG_INTEGER},
+    {.name = "stdin_open", .type = MCP_ARG_BOOLEAN},
+    {0}};
+
+static const struct mcp_arg bash_list_args[] = {ARG_SANDBOX_ID, {0}};
+static const struct mcp_arg bash_list_out[] = {{.name = "sandbox_id", .type = MCP_ARG_STRING},
+                                               {.name = "sessions", .type = MCP_ARG_ARRAY, .flags = MCP_ARG_REQUIRED},
+                                               {.name = "total", .type = MCP_ARG_INTEGER},
+                                               {.name = "truncated", .type = MCP_ARG_BOOLEAN},
+                                               {0}};
+
+static const struct mcp_arg read_args[] = {ARG_SANDBOX_ID,
+                                           ARG_FILE_PATH,
+                                           {.name = "offset",
+                                            .type = MCP_ARG_INTEGER,
+                                            .flags = MCP_ARG_MIN | MCP_ARG_MAX,
+                                            .min = 1,
+                                            .max = INT32_MAX,
+                                            .description = "First line, 1-based (default 1)"},
+                                           {.name = "limit",
+                                            .type = MCP_ARG_INTEGER,
+                                            .flags = MCP_ARG_MIN | MCP_ARG_MAX,
+                                            .min = 1,
+                                            .max = 100000,
+                                            .description = "Lines to return (default 2000)"},
+                                           {.name = "line_numbers",
+                                            .type = MCP_ARG_BOOLEAN,
+                                            .description = "Prefix each line with its number and a tab, like cat -n "
+                                                           "(default true); the numbers are not part of the file"},
+                                           {0}};
+static const struct mcp_arg read_out[] = {
+    {.name = "path", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {.name = "content", .type = MCP_ARG_STRING},
+    {.name = "start_line", .type = MCP_ARG_INTEGER},
+    {.name = "lines", .type = MCP_ARG_INTEGER},
+    {.name = "total_lines", .type = MCP_ARG_INTEGER},
+    {.name = "truncated", .type = MCP_ARG_BOOLEAN},
+    {.name = "size", .type = MCP_ARG_INTEGER},
+    {.name = "binary", .type = MCP_ARG_BOOLEAN},
+    {.name = "total_lines_known", .type = MCP_ARG_BOOLEAN},
+    {.name = "sha256_skipped", .type = MCP_ARG_STRING},
+    {.name = "sha256",
+     .type = MCP_ARG_STRING,
+     .description = "Hash of the whole file; pass it to write as expected_sha256"},
+    {0}};
+
+static const struct mcp_arg write_args[] = {ARG_SANDBOX_ID,
+                                            ARG_FILE_PATH,
+                                            {.name = "content",
+                                             .type = MCP_ARG_STRING,
+                                             .flags = MCP_ARG_REQUIRED | MCP_ARG_NUL_OK,
+                                             .description = "The complete new content"},
+                                            {.name = "create_dirs",
+                                             .type = MCP_ARG_BOOLEAN,
+                                             .description = "Create missing parent directories (default false)"},
+                                            ARG_EXPECTED_SHA256,
+                                            {0}};
+static const struct mcp_arg write_out[] = {
+    {.name = "path", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+    {.name = "bytes_written", .type = MCP_ARG_INTEGER, .flags = MCP_ARG_REQUIRED},
+    {.name = "created", .type = MCP_ARG_BOOLEAN},
+    {.name = "sha256", .type = MCP_ARG_STRING},
+    {0}};
+
+static const struct mcp_arg edit_args[] = {
+    ARG_SANDBOX_ID,
+    ARG_FILE_PATH,
+    {.name = "old_string",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED | MCP_ARG_NUL_OK,
+     .description = "Exact text to replace"},
+    {.name = "new_string",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED | MCP_ARG_NUL_OK,
+     .description = "Replacement text"},
+    {.name = "replace_all", .type = MCP_ARG_BOOLEAN, .description = "Replace every match (default false)"},
+    ARG_EXPECTED_SHA256,
+    {0}};
+static const struct mcp_arg edit_out[] = {{.name = "path", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+                                          {.name = "replacements", .type = MCP_ARG_INTEGER},
+                                          {.name = "bytes_written", .type = MCP_ARG_INTEGER},
+                                          {.name = "sha256", .type = MCP_ARG_STRING},
+                                          {0}};
+
+static const struct mcp_arg apply_patch_args[] = {
+    ARG_SANDBOX_ID,
+    {.name = "patch",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED | MCP_ARG_NUL_OK,
+     .min_length = 1,
+     .description = "The patch text",
+     .hint = "give a patch starting with '*** Begin Patch' or a unified diff"},
+    {.name = "cwd",
+     .type = MCP_ARG_STRING,
+     .description = "Directory the patch's relative paths start from (default /workspace)"},
+    {.name = "expected_sha256",
+     .type = MCP_ARG_ARRAY,
+     .flags = MCP_ARG_MAP_TOO,
+     .description = "The sha256 read returned for each file the patch changes: refuse, changing nothing, if any of "
+                    "these files changed since",
+     .hint = "give an array of {\"path\": …, \"sha256\": …} objects with the sha256 read returned for each file, e.g. "
+             "[{\"path\": \"src/a.py\", \"sha256\": \"3f2a…\"}]",
+     .items = apply_patch_expected_item},
+    {0}};
+static const struct mcp_arg apply_patch_out[] = {{.name = "files", .type = MCP_ARG_ARRAY, .flags = MCP_ARG_REQUIRED},
+                                                 {.name = "summary", .type = MCP_ARG_STRING},
+                                                 {0}};
+
+static const struct mcp_arg search_args[] = {
+    ARG_SANDBOX_ID,
+    {.name = "pattern",
+     .type = MCP_ARG_STRING,
+     .flags = MCP_ARG_REQUIRED,
+     .min_length = 1,
+     .description = "Regular expression",
+     .hint = "give a regular expression"},
+    {.name = "path", .type = MCP_ARG_STRING, .description = "File or directory (default /workspace)"},
+    {.name = "glob", .type = MCP_ARG_STRING, .description = "Only files whose name matches, e.g. *.c"},
+    {.name = "case_insensitive", .type = MCP_ARG_BOOLEAN, .description = "Ignore case (default false)"},
+    {.name = "max_matches",
+     .type = MCP_ARG_INTEGER,
+     .flags = MCP_ARG_MIN | MCP_ARG_MAX,
+     .min = 1,
+     .max = 5000,
+     .description = "At most this many matches (default 200)"},
+    {0}};
+static const struct mcp_arg search_out[] = {{.name = "matches", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
+                                            {.name = "count", .type = MCP_ARG_INTEGER},
+                                            {.name = "files_searched", .type = MCP_ARG_INTEGER},
+                                            {.name = "truncated", .type = MCP_ARG_BOOLEAN},
+                                            {.name = "truncated_reason", .type = MCP_ARG_STRING},
+                                            {0}};
+
+static const struct mcp_arg list_args[] = {
+    ARG_SANDBOX_ID,
+    {.name = "path", .type = MCP_ARG_STRING, .description = "Directory (default /workspace)"},
+    {.name = "depth",
+     .type = MCP_ARG_INTEGER,
+     .flags = MCP_ARG_MIN | MCP_ARG_MAX,
+     .min = 1,
+     .max = 10,
+     .description = "Levels to descend; 1 = the directory's own entries (default 2)"},
+    {.name = "glob", .type = MCP_ARG_STRING, .description = "Only files whose name matches, e.g. *.md"},
+    {.name = "max_entries",
+     .type = MCP_ARG_INTEGER,
+     .flags = MCP_ARG_MIN | MCP_ARG_MAX,
+     .min = 1,
+     .max = 10000,
+     .description = "At most this many entries (default 1000)"},
+    {0}};
+static const struct mcp_arg list_out[] = {{.name = "path", .type = MCP_ARG_STRING},
+                                          {.name = "entries", .type = MCP_ARG_ARRAY, .flags = MCP_ARG_REQUIRED},
+                                          {.name = "count", .type = MCP_ARG_INTEGER},
+                                          {.name = "truncated", .type = MCP_ARG_BOOLEAN},
+                                          {0}};
 
 static const struct mcp_tool table[] = {
     {
@@ -103,29 +507,8 @@ static const struct mcp_tool table[] = {
             "user's approval once: the answer is then status approval_required with an approval_id and what the "
             "user must run; call again with the same arguments after they approved. With workspace_id, attaches an "
             "existing workspace; if it already has a running sandbox, that one is returned (reused: true).",
-        .input_schema =
-            "{\"type\":\"object\",\"properties\":{"
-            "\"memory\":{\"type\":\"string\",\"description\":\"Memory ceiling such as \\\"512m\\\" or "
-            "\\\"4g\\\" (default: the server's ceiling, see sandbox_get memory_bytes; at most this machine's "
-            "memory)\"},"
-            "\"disk\":{\"type\":\"string\",\"description\":\"Size of the sandbox's own disk such as "
-            "\\\"20g\\\" (only where the engine can limit it; sandbox_get says)\"},"
-            "\"cpus\":{\"type\":\"number\",\"description\":\"CPU ceiling as a number such as 1.5 "
-            "(more than 0, at most the machine's CPU count; default: no ceiling)\"},"
-            "\"pids_limit\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":32768,\"description\":\"Most "
-            "processes and threads at once (default and upper end: the server's share per sandbox, at most "
-            "4096 by default)\"},"
-            "\"network\":{\"type\":\"boolean\",\"description\":\"false: no network interface but loopback "
-            "(default true; a runtime without network, such as gVisor here, is always false)\"},"
-            "\"workspace_id\":{\"type\":\"string\",\"description\":\"Existing workspace to attach "
-            "(ws_..., from workspace_list)\"},"
-            "\"workspace_path\":{\"type\":\"string\",\"description\":\"Absolute path of a directory on the "
-            "user's machine (below an allowed root such as ~/repositories)\"},"
-            "\"workspace_mode\":{\"type\":\"string\",\"enum\":[\"managed\",\"clone\",\"direct\"],"
-            "\"description\":\"With workspace_path: clone (a private copy, default) or direct (the directory "
-            "itself, read-write). Without it: managed (the default, may be omitted)\"}"
-            "},\"additionalProperties\":false}",
-        .output_schema = SANDBOX_OUT,
+        .args = sandbox_create_args,
+        .output = sandbox_out,
         .hints = MCP_HINT_OPEN_WORLD,
         .handler = tool_sandbox_create,
     },
@@ -135,13 +518,8 @@ static const struct mcp_tool table[] = {
         .description = "List the sandboxes that are running, failed, expired or being removed, with their "
                        "workspaces and, for clone sandboxes, whether they hold unsaved work. Use it to find a "
                        "sandbox_id from another conversation.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":"
-                         "{\"type\":\"object\"}},\"active_count\":{\"type\":\"integer\"},"
-                         "\"max_active_sandboxes\":{\"type\":\"integer\"},\"unsaved_count\":{\"type\":\"integer\","
-                         "\"description\":\"Clone sandboxes with work not saved in an export\"}},"
-                         "\"required\":[\"sandboxes\","
-                         "\"active_count\"]}",
+        .args = sandbox_list_args,
+        .output = sandbox_list_out,
         .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
         .handler = tool_sandbox_list,
     },
@@ -150,9 +528,8 @@ static const struct mcp_tool table[] = {
         .title = "Get sandbox",
         .description = "Show one sandbox: status, workspace, its bash sessions, and the operator's global "
                        "instructions (agents_md). Call it first when reopening a sandbox.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
-        .output_schema = SANDBOX_OUT,
+        .args = sandbox_get_args,
+        .output = sandbox_out,
         .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
         .handler = tool_sandbox_get,
     },
@@ -165,11 +542,8 @@ static const struct mcp_tool table[] = {
                        "names it); if that save fails, nothing is removed and the error says why: fix it, or "
                        "pass force: true to remove it anyway (the answer then says what was lost). Unsaved state "
                        "outside /workspace is lost.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"force\":{\"type\":\"boolean\",\"description\":\"Remove even when the work of a "
-                        "clone sandbox cannot be saved (default false). Only after the person agreed to lose "
-                        "it\"}},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
-        .output_schema = SANDBOX_OUT,
+        .args = sandbox_destroy_args,
+        .output = sandbox_out,
         .hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
         .handler = tool_sandbox_destroy,
     },
@@ -183,23 +557,8 @@ static const struct mcp_tool table[] = {
                        "dirty files) and the command the person runs to bring it into their repository. Nothing "
                        "is written to the user's machine by this tool. Saving the same state again returns the "
                        "same export. sandbox_destroy saves one too.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"message\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"What this "
-                        "checkpoint is (kept with it and used as the snapshot commit's message)\"}},"
-                        "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
-                         "\"export_id\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"git\","
-                         "\"tar\",\"none\"],\"description\":\"git: a bundle; tar: a plain copy; none: nothing "
-                         "new since the sandbox was made\"},\"saved\":{\"type\":\"boolean\",\"description\":"
-                         "\"false: the state was saved already, export_id is that export\"},"
-                         "\"reason\":{\"type\":\"string\"},\"refs\":{\"type\":\"integer\",\"description\":"
-                         "\"Branches and tags\"},\"commits_ahead\":{\"type\":\"integer\",\"description\":"
-                         "\"Commits not in the approved repository\"},\"dirty_files\":{\"type\":\"integer\","
-                         "\"description\":\"Uncommitted and untracked files in the snapshot\"},"
-                         "\"bytes\":{\"type\":\"integer\"},\"created_at\":{\"type\":\"string\"},"
-                         "\"message\":{\"type\":\"string\"},\"command\":{\"type\":\"string\","
-                         "\"description\":\"What the person runs on their machine to bring it home\"}},"
-                         "\"required\":[\"sandbox_id\",\"export_id\",\"kind\",\"saved\",\"command\"]}",
+        .args = sandbox_export_args,
+        .output = sandbox_export_out,
         /* Writes only chat2sbx's own export directory, never the user's
          * files; saving the same state twice gives the same export. */
         .hints = MCP_HINT_IDEMPOTENT,
@@ -214,19 +573,8 @@ static const struct mcp_tool table[] = {
                        "8000`; then call this with that port and give the url to the user. Calling it again "
                        "for the same port returns the same url. The url lasts until the sandbox is destroyed "
                        "and survives restarts of chat2sbx. Not for sandboxes created with network false.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,\"description\":"
-                        "\"TCP port the server inside the sandbox listens on, e.g. 8000\"}},"
-                        "\"required\":[\"sandbox_id\",\"port\"],\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
-                         "\"port\":{\"type\":\"integer\",\"description\":\"The port inside the sandbox\"},"
-                         "\"host\":{\"type\":\"string\",\"description\":\"Host address it is published "
-                         "on\"},\"host_port\":{\"type\":\"integer\"},"
-                         "\"url\":{\"type\":\"string\",\"description\":\"Open this on the user's "
-                         "machine\"},\"created\":{\"type\":\"boolean\",\"description\":\"false: the "
-                         "port was exposed already; this is the same mapping\"},"
-                         "\"created_at\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}},"
-                         "\"required\":[\"sandbox_id\",\"port\",\"host\",\"host_port\",\"url\"]}",
+        .args = sandbox_expose_args,
+        .output = sandbox_expose_out,
         /* Not read-only (it creates a forwarder), not destructive, the same
          * answer when repeated, and only the user's own machine is reached. */
         .hints = MCP_HINT_IDEMPOTENT,
@@ -238,9 +586,8 @@ static const struct mcp_tool table[] = {
         .description = "List the workspaces chat2sbx knows: managed directories (kept 30 days after their "
                        "sandbox, then moved to the trash) and approved host directories (clone or direct), with "
                        "their state and the sandbox using each.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"workspaces\":{\"type\":\"array\","
-                         "\"items\":{\"type\":\"object\"}}},\"required\":[\"workspaces\"]}",
+        .args = workspace_list_args,
+        .output = workspace_list_out,
         .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
         .handler = tool_workspace_list,
     },
@@ -253,24 +600,8 @@ static const struct mcp_tool table[] = {
                        "at end-of-file unless interactive is true (then send it "
                        "with bash_input). No time limit unless timeout_ms is given. Start servers in the "
                        "background or let them run and poll.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"command\":{\"type\":\"string\",\"description\":\"Shell command, run with bash "
-                        "-c\"},"
-                        "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory inside the "
-                        "sandbox (default /workspace)\"}," YIELD_PROP
-                        ",\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Stop the "
-                        "command and everything it started after this long (SIGTERM, then SIGKILL after "
-                        "1.5 s); default: no limit\"},"
-                        "\"interactive\":{\"type\":\"boolean\",\"description\":\"Keep standard input open "
-                        "so bash_input can answer prompts (default false: input is at end-of-file)\"},"
-                        "\"tty\":{\"type\":\"boolean\",\"description\":\"Run on a pseudo-terminal, for "
-                        "programs that need one (implies interactive)\"},"
-                        "\"rows\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":"
-                        "\"Terminal rows with tty (default 24)\"},"
-                        "\"cols\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":"
-                        "\"Terminal columns with tty (default 80)\"}," TAIL_PROP
-                        "},\"required\":[\"sandbox_id\",\"command\"],\"additionalProperties\":false}",
-        .output_schema = BASH_OUT,
+        .args = bash_args,
+        .output = bash_out,
         .hints = MCP_HINT_OPEN_WORLD,
         .handler = tool_bash_run,
     },
@@ -283,11 +614,8 @@ static const struct mcp_tool table[] = {
                        "status is running or "
                        "has_more_output is true. A session interrupted by a restart of the sandbox is lost (with "
                        "a reason); polling it returns the rest of the output it wrote before.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
-                        "returned (bash_...)\"}," YIELD_PROP "," TAIL_PROP
-                        "},\"required\":[\"sandbox_id\",\"session_id\"],\"additionalProperties\":false}",
-        .output_schema = BASH_OUT,
+        .args = bash_poll_args,
+        .output = bash_out,
         .hints = MCP_HINT_READ_ONLY,
         .handler = tool_bash_poll,
     },
@@ -297,11 +625,8 @@ static const struct mcp_tool table[] = {
         .description = "Stop a bash session and every process it started, also background jobs and "
                        "daemons (SIGTERM, then SIGKILL after 1.5 s). Returns the output not returned before; "
                        "status becomes killed (a session that had already exited keeps its exit_code).",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
-                        "returned (bash_...)\"}},\"required\":[\"sandbox_id\",\"session_id\"],"
-                        "\"additionalProperties\":false}",
-        .output_schema = BASH_OUT,
+        .args = bash_stop_args,
+        .output = bash_out,
         .hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
         .handler = tool_bash_stop,
     },
@@ -311,17 +636,8 @@ static const struct mcp_tool table[] = {
         .description = "Write text to the standard input of a bash session started with interactive: true (end "
                        "lines with \\n), and/or close it (close: true) so the program sees end-of-file. Then "
                        "call bash_poll for the output.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"session_id\":{\"type\":\"string\",\"description\":\"The session_id a bash call "
-                        "returned (bash_...)\"},"
-                        "\"data\":{\"type\":\"string\",\"description\":\"Text to write, for example "
-                        "\\\"yes\\\\n\\\"\"},"
-                        "\"close\":{\"type\":\"boolean\",\"description\":\"Close standard input after "
-                        "writing (default false)\"}},\"required\":[\"sandbox_id\",\"session_id\"],"
-                        "\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
-                         "\"session_id\":{\"type\":\"string\"},\"bytes_written\":{\"type\":\"integer\"},"
-                         "\"stdin_open\":{\"type\":\"boolean\"}},\"required\":[\"session_id\"]}",
+        .args = bash_input_args,
+        .output = bash_input_out,
         .hints = 0,
         .handler = tool_bash_input,
     },
@@ -331,12 +647,8 @@ static const struct mcp_tool table[] = {
         .description = "List a sandbox's bash sessions (the recent ones and every running one) with command, "
                        "status (running, exited, killed, timed_out, or lost with a reason: interrupted by a "
                        "restart of the sandbox), start time and exit code.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
-                         "\"sessions\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
-                         "\"total\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}},"
-                         "\"required\":[\"sessions\"]}",
+        .args = bash_list_args,
+        .output = bash_list_out,
         .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
         .handler = tool_bash_list,
     },
@@ -347,24 +659,8 @@ static const struct mcp_tool table[] = {
                        "offset is the first line (1-based), limit the number of lines. Says how many lines "
                        "the file has and whether the answer was cut; binary files are described, not "
                        "dumped.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"path\":{\"type\":\"string\",\"description\":\"File path\"},"
-                        "\"offset\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"First line, "
-                        "1-based (default 1)\"},"
-                        "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,\"description\":"
-                        "\"Lines to return (default 2000)\"},"
-                        "\"line_numbers\":{\"type\":\"boolean\",\"description\":\"Prefix each line with "
-                        "its number and a tab, like cat -n (default true); the numbers are not part of the "
-                        "file\"}},\"required\":[\"sandbox_id\",\"path\"],"
-                        "\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-                         "\"content\":{\"type\":\"string\"},\"start_line\":{\"type\":\"integer\"},"
-                         "\"lines\":{\"type\":\"integer\"},\"total_lines\":{\"type\":\"integer\"},"
-                         "\"truncated\":{\"type\":\"boolean\"},\"size\":{\"type\":\"integer\"},"
-                         "\"binary\":{\"type\":\"boolean\"},\"total_lines_known\":{\"type\":\"boolean\"},"
-                         "\"sha256_skipped\":{\"type\":\"string\"},\"sha256\":{\"type\":\"string\","
-                         "\"description\":\"Hash of the whole file; pass it to write as "
-                         "expected_sha256\"}},\"required\":[\"path\"]}",
+        .args = read_args,
+        .output = read_out,
         .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
         .handler = tool_files_read,
     },
@@ -374,19 +670,8 @@ static const struct mcp_tool table[] = {
         .description = "Write a whole file in the sandbox atomically (a reader never sees half a file); "
                        "replaces an existing file, keeping its mode. create_dirs makes missing parent "
                        "directories.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"path\":{\"type\":\"string\",\"description\":\"File path\"},"
-                        "\"content\":{\"type\":\"string\",\"description\":\"The complete new content\"},"
-                        "\"create_dirs\":{\"type\":\"boolean\",\"description\":\"Create missing parent "
-                        "directories (default false)\"},"
-                        "\"expected_sha256\":{\"type\":\"string\",\"description\":\"The sha256 a read "
-                        "returned: refuse, changing nothing, if the file changed since\"}},"
-                        "\"required\":[\"sandbox_id\",\"path\",\"content\"],"
-                        "\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-                         "\"bytes_written\":{\"type\":\"integer\"},\"created\":{\"type\":\"boolean\"},"
-                         "\"sha256\":{\"type\":\"string\"}},"
-                         "\"required\":[\"path\",\"bytes_written\"]}",
+        .args = write_args,
+        .output = write_out,
         .hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,
         .handler = tool_files_write,
     },
@@ -397,19 +682,8 @@ static const struct mcp_tool table[] = {
                        "once (whitespace included; copy it from read without the line-number prefix) unless "
                        "replace_all is true; the error says how many matches and where. CRLF files and a "
                        "missing final newline are preserved.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"path\":{\"type\":\"string\",\"description\":\"File path\"},"
-                        "\"old_string\":{\"type\":\"string\",\"description\":\"Exact text to replace\"},"
-                        "\"new_string\":{\"type\":\"string\",\"description\":\"Replacement text\"},"
-                        "\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every match "
-                        "(default false)\"},"
-                        "\"expected_sha256\":{\"type\":\"string\",\"description\":\"The sha256 a read "
-                        "returned: refuse, changing nothing, if the file changed since\"}},"
-                        "\"required\":[\"sandbox_id\",\"path\",\"old_string\",\"new_string\"],"
-                        "\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-                         "\"replacements\":{\"type\":\"integer\"},\"bytes_written\":{\"type\":\"integer\"},"
-                         "\"sha256\":{\"type\":\"string\"}},\"required\":[\"path\"]}",
+        .args = edit_args,
+        .output = edit_out,
         .hints = MCP_HINT_DESTRUCTIVE,
         .handler = tool_files_edit,
     },
@@ -420,20 +694,8 @@ static const struct mcp_tool table[] = {
                        "(*** Add File / *** Update File / *** Delete File / *** Move to, @@ anchors, context "
                        "lines with ' ', removals '-', additions '+', *** End Patch) or a unified diff. If any "
                        "hunk does not apply, nothing changes and the error names the file and hunk.",
-        .input_schema =
-            "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-            ",\"patch\":{\"type\":\"string\",\"description\":\"The patch text\"},"
-            "\"cwd\":{\"type\":\"string\",\"description\":\"Directory the patch's relative "
-            "paths start from (default /workspace)\"},"
-            "\"expected_sha256\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
-            "\"properties\":{\"path\":{\"type\":\"string\"},\"sha256\":{\"type\":\"string\"}},"
-            "\"required\":[\"path\",\"sha256\"],\"additionalProperties\":false},"
-            "\"description\":\"The sha256 read returned for each file the patch changes: refuse, "
-            "changing nothing, if any of these files changed since\"}},\"required\":[\"sandbox_id\",\"patch\"],"
-            "\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
-                         "\"items\":{\"type\":\"object\"}},\"summary\":{\"type\":\"string\"}},"
-                         "\"required\":[\"files\"]}",
+        .args = apply_patch_args,
+        .output = apply_patch_out,
         .hints = MCP_HINT_DESTRUCTIVE,
         .handler = tool_files_apply_patch,
     },
@@ -443,21 +705,8 @@ static const struct mcp_tool table[] = {
         .description = "Search files for a regular expression (PCRE2 syntax) under a path (default "
                        "/workspace), optionally only files matching glob (e.g. \\\"*.py\\\"); skips binary files "
                        "and .git. Results are path:line:text lines; says when the list was cut.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"pattern\":{\"type\":\"string\",\"description\":\"Regular expression\"},"
-                        "\"path\":{\"type\":\"string\",\"description\":\"File or directory (default "
-                        "/workspace)\"},"
-                        "\"glob\":{\"type\":\"string\",\"description\":\"Only files whose name matches, "
-                        "e.g. *.c\"},"
-                        "\"case_insensitive\":{\"type\":\"boolean\",\"description\":\"Ignore case "
-                        "(default false)\"},"
-                        "\"max_matches\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5000,"
-                        "\"description\":\"At most this many matches (default 200)\"}},"
-                        "\"required\":[\"sandbox_id\",\"pattern\"],\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"matches\":{\"type\":\"string\"},"
-                         "\"count\":{\"type\":\"integer\"},\"files_searched\":{\"type\":\"integer\"},"
-                         "\"truncated\":{\"type\":\"boolean\"},\"truncated_reason\":{\"type\":\"string\"}},"
-                         "\"required\":[\"matches\"]}",
+        .args = search_args,
+        .output = search_out,
         .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
         .handler = tool_files_search,
     },
@@ -466,20 +715,8 @@ static const struct mcp_tool table[] = {
         .title = "List files",
         .description = "List files and directories under a path (default /workspace) to a depth (default 2), "
                        "optionally only files matching glob, with types and sizes, sorted; says when cut.",
-        .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
-                        ",\"path\":{\"type\":\"string\",\"description\":\"Directory (default "
-                        "/workspace)\"},"
-                        "\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"description\":"
-                        "\"Levels to descend; 1 = the directory's own entries (default 2)\"},"
-                        "\"glob\":{\"type\":\"string\",\"description\":\"Only files whose name matches, "
-                        "e.g. *.md\"},"
-                        "\"max_entries\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10000,"
-                        "\"description\":\"At most this many entries (default 1000)\"}},"
-                        "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
-        .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-                         "\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
-                         "\"count\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}},"
-                         "\"required\":[\"entries\"]}",
+        .args = list_args,
+        .output = list_out,
         .hints = MCP_HINT_READ_ONLY | MCP_HINT_IDEMPOTENT,
         .handler = tool_files_list,
     },

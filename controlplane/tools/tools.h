@@ -1,6 +1,7 @@
-/* tools.h: the MCP tool table (one row per tool: name, description, schemas,
- * annotations, handler) and the application context handlers receive.
- * Dispatch order for every tool: lookup (mcp/) → validate (args.c) → policy →
+/* tools.h: the MCP tool table (one row per tool: name, description, declared
+ * arguments and result fields, annotations, handler) and the application
+ * context handlers receive. Every call takes the same path in mcp/
+ * (tool_call.c): lookup → check against the declaration → audit gate →
  * handler → reply. One file per family: sandbox.c, bash.c, files.c. */
 #ifndef CP_TOOLS_H
 #define CP_TOOLS_H

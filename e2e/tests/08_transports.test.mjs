@@ -382,9 +382,9 @@ ctx.test('ChatGPT-like stateless client: initialize per batch, tools/call withou
 // ---- 4: initializes without DELETE: the session table is capped ----
 
 function sessionCap() {
-  const src = fs.readFileSync(path.join(REPO_ROOT, 'controlplane', 'main.c'), 'utf8');
+  const src = fs.readFileSync(path.join(REPO_ROOT, 'controlplane', 'serve.c'), 'utf8');
   const m = src.match(/#define\s+MCP_MAX_SESSIONS\s+\(?\s*(\d+)u?\s*\)?/);
-  if (!m) throw new Error('cannot read MCP_MAX_SESSIONS from controlplane/main.c');
+  if (!m) throw new Error('cannot read MCP_MAX_SESSIONS from controlplane/serve.c');
   return Number(m[1]);
 }
 

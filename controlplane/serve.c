@@ -1,8 +1,9 @@
-/* main.c: the start-up order of `serve`, and nothing else: config (by the
+/* serve.c: the start-up order of `serve`, and nothing else: config (by the
  * caller) → log → data dirs + store + migrations → engine → template and
- * helper checks → host-edge firewall → disk guard → reconcile → MCP listener → wait for a signal → shut
- * down.
- * Sandboxes keep running across a shutdown; only channels are closed. */
+ * helper checks → host-edge firewall → disk guard → reconcile → warm pool →
+ * maintenance thread (lifecycle/maintenance.c) → MCP listener → wait for a
+ * signal → shut down. Sandboxes keep running across a shutdown; only
+ * channels are closed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -118,84 +119,19 @@ static void lower_own_oom_score(void)
 		close(fd);
 }
 
-/* Retention and expiry run at start and once a minute on their own thread,
- * never inside a tool call (DESIGN.md, Sandboxes: lifetime). */
-struct maintenance {
-	const struct config *cfg;
-	struct store *store;
-	struct lifecycle *lc;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	int stop;
-	pthread_t thread;
-	int started;
-};
-
-#define MAINTENANCE_INTERVAL_MS 60000
 /* How often serve checks that serve.json names it. */
 #define SERVE_STATE_CHECK_MS 2000
 
-static void *maintenance_main(void *arg)
+/* The maintenance pass's last step (lifecycle/maintenance.c): the host-edge
+ * firewall back when it was removed or flushed. */
+struct firewall_hook {
+	const struct config *cfg;
+	struct docker_engine *engine;
+};
+static void maintain_firewall(void *userdata)
 {
-	struct maintenance *m = arg;
-	pthread_mutex_lock(&m->lock);
-	while (!m->stop) {
-		pthread_mutex_unlock(&m->lock);
-		struct cp_error *e = NULL;
-		if (lifecycle_retention_run(m->cfg, m->store, clock_now_ms(), &e) < 0) {
-			log_warn("serve", "retention: %s", e->message);
-			cp_error_freep(&e);
-		}
-		if (lifecycle_expiry_run(m->lc, clock_now_ms(), &e) < 0) {
-			log_warn("serve", "expiry: %s", e->message);
-			cp_error_free(e);
-		}
-		lifecycle_removing_run(m->lc); /* removals a full disk kept from finishing */
-		lifecycle_undo_run(m->lc);     /* failed creates a full disk kept from undoing */
-		/* Channels closed by an engine or helper restart come back
-		 * here even when no tool call asks for them. */
-		struct cp_error *re = NULL;
-		if (lifecycle_reattach_run(m->lc, &re) < 0) {
-			log_warn("serve", "re-attach: %s", re->message);
-			cp_error_free(re);
-		}
-		ops_firewall_maintain(m->cfg, lifecycle_engine(m->lc)); /* back when removed or flushed */
-		pthread_mutex_lock(&m->lock);
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += MAINTENANCE_INTERVAL_MS / 1000;
-		while (!m->stop && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
-			;
-	}
-	pthread_mutex_unlock(&m->lock);
-	return NULL;
-}
-
-static void maintenance_start(struct maintenance *m, const struct config *cfg, struct store *store,
-                              struct lifecycle *lc)
-{
-	*m = (struct maintenance){.cfg = cfg, .store = store, .lc = lc};
-	pthread_mutex_init(&m->lock, NULL);
-	pthread_condattr_t attr;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&m->wake, &attr);
-	pthread_condattr_destroy(&attr);
-	m->started = pthread_create(&m->thread, NULL, maintenance_main, m) == 0;
-}
-
-static void maintenance_stop(struct maintenance *m)
-{
-	if (!m->started)
-		return;
-	pthread_mutex_lock(&m->lock);
-	m->stop = 1;
-	pthread_cond_signal(&m->wake);
-	pthread_mutex_unlock(&m->lock);
-	pthread_join(m->thread, NULL);
-	pthread_cond_destroy(&m->wake);
-	pthread_mutex_destroy(&m->lock);
-	m->started = 0;
+	struct firewall_hook *h = userdata;
+	ops_firewall_maintain(h->cfg, h->engine);
 }
 
 static volatile sig_atomic_t stop_requested, reload_requested;
@@ -337,7 +273,8 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	struct lifecycle *lc = NULL;
 	struct mcp_server *server = NULL;
 	struct tunnel_supervisor *tunnel_sup = NULL;
-	struct maintenance maint = {0};
+	struct lifecycle_maintenance *maint = NULL;
+	struct firewall_hook fw_hook = {.cfg = cfg};
 	_cleanup_close_ int lock_fd = -1;
 	int r = -1;
 
@@ -387,7 +324,8 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	else
 		lifecycle_pool_start(lc, cfg->warm_pool, NULL);
 
-	maintenance_start(&maint, cfg, store, lc);
+	fw_hook.engine = engine;
+	maint = lifecycle_maintenance_start(lc, maintain_firewall, &fw_hook);
 
 	/* Who may use the endpoint (issue 12): the Unix socket is for this user
 	 * and root; the TCP port wants the token of STATE_DIR/token. stdio is a
@@ -523,7 +461,7 @@ out:
 	if (!opts->stdio)
 		ops_serve_state_remove(cfg->state_dir); /* only when it names this process */
 	tunnel_stop(tunnel_sup);
-	maintenance_stop(&maint);
+	lifecycle_maintenance_stop(maint);
 	mcp_server_free(server);
 	lifecycle_pool_stop(lc); /* after the last tool call: removes the unclaimed members it made */
 	lifecycle_disk_guard_stop(lc);

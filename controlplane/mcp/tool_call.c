@@ -1,7 +1,7 @@
-/* tools.c: tools/list and tools/call over the caller's tool table (MCP
- * server/tools). Builds the tools/list answer once at start; turns a
- * handler's result or cp_error into a tool result and tells reqlog.c what
- * the call did.
+/* tool_call.c: runs tools/call over the caller's tool table (MCP
+ * server/tools), the same path for every tool: lookup → check the arguments
+ * against the tool's declaration (tool_args.c) → the call gate (audit) →
+ * handler → a tool result, and tells reqlog.c what the call did.
  * Knows nothing of what a tool does: no Docker, no SQL, no policy. */
 #include "internal.h"
 #include "../base/text.h"
@@ -14,91 +14,8 @@
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
-
-static int parse_schema(const char *tool, const char *field, const char *text, struct json_object **ret,
-                        struct cp_error **err)
-{
-	struct json_object *v = NULL;
-	if (!text || mcp_json_parse(text, strlen(text), &v) < 0 || !json_object_is_type(v, json_type_object)) {
-		json_object_put(v);
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "tool '%s': %s is not a JSON object", tool, field);
-	}
-	*ret = v;
-	return 0;
-}
-
-static struct json_object *annotations_new(const struct mcp_tool *t)
-{
-	/* All four hints are always present: ChatGPT asks the user to confirm
-	 * any tool whose readOnlyHint is not true, and the spec defaults for a
-	 * missing hint (destructive, open world) are the cautious ones. */
-	struct json_object *a = json_object_new_object();
-	if (t->title)
-		json_object_object_add(a, "title", json_object_new_string(t->title));
-	json_object_object_add(a, "readOnlyHint", json_object_new_boolean(!!(t->hints & MCP_HINT_READ_ONLY)));
-	json_object_object_add(a, "destructiveHint", json_object_new_boolean(!!(t->hints & MCP_HINT_DESTRUCTIVE)));
-	json_object_object_add(a, "idempotentHint", json_object_new_boolean(!!(t->hints & MCP_HINT_IDEMPOTENT)));
-	json_object_object_add(a, "openWorldHint", json_object_new_boolean(!!(t->hints & MCP_HINT_OPEN_WORLD)));
-	return a;
-}
-
-/* Builds the tools/list result text ({"tools": [...]}, MCP server/tools,
- * "Listing Tools" and "Tool") from tools[0..n_tools) (borrowed). Schemas are
- * parsed from their JSON text here, so a malformed table fails at start with
- * INVALID_ARGUMENT naming the tool rather than at the first tools/list; an
- * optional input property is advertised as nullable (schema_nullable.c).
- * Returns 0 and an owned string in *ret_json. */
-int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **ret_json, struct cp_error **err)
-{
-	_cleanup_json_ struct json_object *result = json_object_new_object();
-	struct json_object *list = json_object_new_array();
-	json_object_object_add(result, "tools", list);
-	for (size_t i = 0; i < n_tools; i++) {
-		const struct mcp_tool *t = &tools[i];
-		if (!t->name || !t->description || !t->handler)
-			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-			                    "tool #%zu: name, description and handler are required", i);
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(tools[j].name, t->name) == 0)
-				return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "tool '%s' is listed twice", t->name);
-		struct json_object *in = NULL, *out = NULL;
-		if (parse_schema(t->name, "input_schema", t->input_schema, &in, err) < 0)
-			return -1;
-		mcp_schema_optional_nullable(in);
-		if (t->output_schema && parse_schema(t->name, "output_schema", t->output_schema, &out, err) < 0) {
-			json_object_put(in);
-			return -1;
-		}
-		struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "name", json_object_new_string(t->name));
-		if (t->title)
-			json_object_object_add(o, "title", json_object_new_string(t->title));
-		json_object_object_add(o, "description", json_object_new_string(t->description));
-		json_object_object_add(o, "inputSchema", in);
-		if (out)
-			json_object_object_add(o, "outputSchema", out);
-		json_object_object_add(o, "annotations", annotations_new(t));
-		json_object_array_add(list, o);
-	}
-	char *text = mcp_json_text(result);
-	if (!text)
-		return cp_error_set(err, CP_ERR_INTERNAL, "build tools/list: out of memory");
-	*ret_json = text;
-	return 0;
-}
-
-/* Answers tools/list (MCP server/tools, "Listing Tools"; one page, no
- * cursor). id is borrowed; returns an owned response. Each call parses the
- * prebuilt text into fresh objects, so concurrent requests share no json-c
- * object (json-c reference counts and serialization caches are not
- * thread-safe). */
-struct json_object *mcp_tools_list(struct mcp_server *server, struct json_object *id)
-{
-	struct json_object *result = NULL;
-	if (mcp_json_parse(server->tools_list_json, strlen(server->tools_list_json), &result) < 0)
-		return mcp_rpc_error_new(id, MCP_RPC_INTERNAL_ERROR, "tools/list: out of memory");
-	return mcp_rpc_result_new(id, result);
-}
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
 
 static const struct mcp_tool *tool_find(const struct mcp_server *server, const char *name)
 {
@@ -110,11 +27,11 @@ static const struct mcp_tool *tool_find(const struct mcp_server *server, const c
 
 static struct json_object *text_content(const char *text)
 {
-	struct json_object *item = json_object_new_object();
-	json_object_object_add(item, "type", json_object_new_string("text"));
-	json_object_object_add(item, "text", json_object_new_string(text));
-	struct json_object *content = json_object_new_array();
-	json_object_array_add(content, item);
+	struct json_object *item = xjson_object();
+	xjson_add(item, "type", xjson_string("text"));
+	xjson_add(item, "text", xjson_string(text));
+	struct json_object *content = xjson_array();
+	xjson_append(content, item);
 	return content;
 }
 
@@ -126,20 +43,19 @@ static struct json_object *text_content(const char *text)
  * true (MCP server/tools, "Error Handling"). */
 static struct json_object *tool_error_result(const struct cp_error *e)
 {
-	struct json_object *result = json_object_new_object();
-	json_object_object_add(result, "content", text_content(e->message));
-	json_object_object_add(result, "isError", json_object_new_boolean(1));
+	struct json_object *result = xjson_object();
+	xjson_add(result, "content", text_content(e->message));
+	xjson_add(result, "isError", xjson_bool(true));
 	return result;
 }
 
 static struct json_object *tool_success_result(struct json_object *value)
 {
-	const char *text =
-	    json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	struct json_object *result = json_object_new_object();
-	json_object_object_add(result, "content", text_content(text));
-	json_object_object_add(result, "structuredContent", value); /* the result takes value's reference */
-	json_object_object_add(result, "isError", json_object_new_boolean(0));
+	const char *text = xjson_text(value, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	struct json_object *result = xjson_object();
+	xjson_add(result, "content", text_content(text));
+	xjson_add(result, "structuredContent", value); /* the result takes value's reference */
+	xjson_add(result, "isError", xjson_bool(false));
 	return result;
 }
 
@@ -169,17 +85,17 @@ void mcp_call_progress(const struct mcp_call *call, double progress, double tota
 {
 	if (!call || !call->progress_token || !call->notify || mcp_call_cancelled(call))
 		return;
-	struct json_object *params = json_object_new_object();
-	json_object_object_add(params, "progressToken", json_object_get(call->progress_token));
-	json_object_object_add(params, "progress", json_object_new_double(progress));
+	struct json_object *params = xjson_object();
+	xjson_add(params, "progressToken", json_object_get(call->progress_token));
+	xjson_add(params, "progress", xjson_double(progress));
 	if (total > 0)
-		json_object_object_add(params, "total", json_object_new_double(total));
+		xjson_add(params, "total", xjson_double(total));
 	if (message)
-		json_object_object_add(params, "message", json_object_new_string(message));
-	_cleanup_json_ struct json_object *n = json_object_new_object();
-	json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
-	json_object_object_add(n, "method", json_object_new_string("notifications/progress"));
-	json_object_object_add(n, "params", params);
+		xjson_add(params, "message", xjson_string(message));
+	_cleanup_json_ struct json_object *n = xjson_object();
+	xjson_add(n, "jsonrpc", xjson_string("2.0"));
+	xjson_add(n, "method", xjson_string("notifications/progress"));
+	xjson_add(n, "params", params);
 	call->notify(call->notify_ctx, n);
 }
 
@@ -189,25 +105,15 @@ int mcp_call_cancelled(const struct mcp_call *call)
 }
 
 /* Registers a tools/call so notifications/cancelled (or, for owner != 0,
- * its HTTP connection's hangup) can find it; NULL when memory runs out (the
- * call then cannot be cancelled). */
+ * its HTTP connection's hangup) can find it. */
 static struct mcp_inflight *inflight_add(struct mcp_server *server, const char *session_id, struct json_object *id,
                                          uint64_t owner)
 {
-	struct mcp_inflight *f = calloc(1, sizeof(*f));
-	if (!f)
-		return NULL;
+	struct mcp_inflight *f = xcalloc(1, sizeof(*f));
 	f->owner = owner;
-	f->id_text = strdup(json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN));
-	f->session_id = session_id ? strdup(session_id) : NULL;
+	f->id_text = xstrdup(xjson_text(id, JSON_C_TO_STRING_PLAIN));
+	f->session_id = xstrdup(session_id);
 	cp_cancel_init(&f->cancel);
-	if (!f->id_text || (session_id && !f->session_id)) {
-		cp_cancel_destroy(&f->cancel);
-		free(f->id_text);
-		free(f->session_id);
-		free(f);
-		return NULL;
-	}
 	pthread_mutex_lock(&server->inflight_lock);
 	f->next = server->inflight;
 	server->inflight = f;
@@ -272,12 +178,27 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 	_cleanup_json_ struct json_object *empty = NULL;
 	struct json_object *args;
 	if (!json_object_object_get_ex(params, "arguments", &args) || !args)
-		args = empty = json_object_new_object();
+		args = empty = xjson_object();
 	else if (!json_object_is_type(args, json_type_object)) {
 		char clipped[320];
 		snprintf(text, sizeof(text), "tools/call '%s': params.arguments must be an object",
 		         text_clip(name, 100, clipped, sizeof(clipped)));
 		return invalid_params(id, name, info, text);
+	}
+
+	/* Arguments are checked before anything runs, also the gate: a call
+	 * that cannot run is not put on record as started. */
+	struct mcp_args *checked = NULL;
+	_cleanup_error_ struct cp_error *arg_err = NULL;
+	if (mcp_args_check(tool->args, args, &checked, &arg_err) < 0) {
+		if (info) {
+			mcp_log_word(tool->name, info->tool, sizeof(info->tool));
+			const char *sandbox = string_field(args, "sandbox_id");
+			if (sandbox)
+				mcp_log_word(sandbox, info->sandbox, sizeof(info->sandbox));
+			mcp_request_info_fail(info, cp_error_code_name(arg_err->code), arg_err->message);
+		}
+		return mcp_rpc_result_new(id, tool_error_result(arg_err));
 	}
 
 	if (server->opts.before_call && !(tool->hints & MCP_HINT_READ_ONLY)) {
@@ -300,6 +221,7 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 					mcp_log_word(so_far.sandbox_id, info->sandbox, sizeof(info->sandbox));
 				mcp_request_info_fail(info, cp_error_code_name(gate_err->code), gate_err->message);
 			}
+			mcp_args_free(checked);
 			return mcp_rpc_result_new(id, tool_error_result(gate_err));
 		}
 		if (info)
@@ -318,7 +240,8 @@ struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object
 	};
 	struct json_object *value = NULL;
 	_cleanup_error_ struct cp_error *err = NULL;
-	int r = tool->handler(&call, args, &value, &err);
+	int r = tool->handler(&call, checked, &value, &err);
+	mcp_args_free(checked);
 	int cancelled = mcp_call_cancelled(&call);
 	inflight_remove(server, inflight);
 	if (r >= 0 && !json_object_is_type(value, json_type_object)) {

@@ -1,0 +1,104 @@
+/* maintenance.c: serve's maintenance thread: at start and once a minute,
+ * retention, idle expiry, the removals and undos a full disk kept from
+ * finishing, the re-attach of channels an engine or helper restart closed,
+ * and the caller's own hook (serve: the host-edge firewall). Never inside a
+ * tool call (DESIGN.md, Sandboxes: lifetime). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../base/clock.h"
+#include "../base/log.h"
+#include "../base/xalloc.h"
+#include "lifecycle_internal.h"
+
+#define MAINTENANCE_INTERVAL_MS 60000
+
+struct lifecycle_maintenance {
+	struct lifecycle *lc; /* borrowed */
+	void (*hook)(void *userdata);
+	void *hook_userdata;
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* stop */
+	int stop;
+	pthread_t thread;
+};
+
+/* One pass; every step logs its own failure and the next still runs. */
+static void maintenance_pass(struct lifecycle_maintenance *m)
+{
+	struct lifecycle *lc = m->lc;
+	struct cp_error *e = NULL;
+	if (lifecycle_retention_run(lc->cfg, lc->store, clock_now_ms(), &e) < 0) {
+		log_warn("serve", "retention: %s", e->message);
+		cp_error_freep(&e);
+	}
+	if (lifecycle_expiry_run(lc, clock_now_ms(), &e) < 0) {
+		log_warn("serve", "expiry: %s", e->message);
+		cp_error_freep(&e);
+	}
+	lifecycle_removing_run(lc); /* removals a full disk kept from finishing */
+	lifecycle_undo_run(lc);     /* failed creates a full disk kept from undoing */
+	/* Channels closed by an engine or helper restart come back here even
+	 * when no tool call asks for them. */
+	if (lifecycle_reattach_run(lc, &e) < 0) {
+		log_warn("serve", "re-attach: %s", e->message);
+		cp_error_freep(&e);
+	}
+	if (m->hook)
+		m->hook(m->hook_userdata);
+}
+
+static void *maintenance_main(void *arg)
+{
+	struct lifecycle_maintenance *m = arg;
+	pthread_mutex_lock(&m->lock);
+	while (!m->stop) {
+		pthread_mutex_unlock(&m->lock);
+		maintenance_pass(m);
+		pthread_mutex_lock(&m->lock);
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += MAINTENANCE_INTERVAL_MS / 1000;
+		while (!m->stop && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
+			;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+struct lifecycle_maintenance *lifecycle_maintenance_start(struct lifecycle *lc, void (*hook)(void *userdata),
+                                                          void *hook_userdata)
+{
+	struct lifecycle_maintenance *m = xcalloc(1, sizeof(*m));
+	*m = (struct lifecycle_maintenance){.lc = lc, .hook = hook, .hook_userdata = hook_userdata};
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->wake, &attr);
+	pthread_condattr_destroy(&attr);
+	if (pthread_create(&m->thread, NULL, maintenance_main, m) != 0) {
+		log_warn("serve", "cannot start the maintenance thread: idle sandboxes are not expired and closed "
+		                  "channels are re-attached only by tool calls");
+		pthread_cond_destroy(&m->wake);
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void lifecycle_maintenance_stop(struct lifecycle_maintenance *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stop = 1;
+	pthread_cond_signal(&m->wake);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	pthread_cond_destroy(&m->wake);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}

@@ -1,0 +1,218 @@
+/* tool_schema.c: tools/list, generated from the tool table's declarations
+ * (struct mcp_arg, mcp.h): each tool's inputSchema and outputSchema are
+ * built from the same data tool_args.c checks calls against, once at start
+ * and in a fixed order, so they are the same bytes every time.
+ * Optional arguments are advertised as nullable: strict clients (OpenAI
+ * strict function calling, the openai package's toStrictJsonSchema) list
+ * every property in "required" and send null for one they leave out, and
+ * tool_args.c takes null as "not given". Such a property P is
+ * {"description": …, "anyOf": [P, {"type": "null"}]}, one type per branch (a
+ * type array is less portable: MCP Inspector's schema lint, rule type-union). */
+#include "internal.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../base/cleanup.h"
+#include "../base/id.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
+
+static const char *type_word(enum mcp_arg_type t)
+{
+	switch (t) {
+	case MCP_ARG_STRING: return "string";
+	case MCP_ARG_INTEGER: return "integer";
+	case MCP_ARG_NUMBER: return "number";
+	case MCP_ARG_BOOLEAN: return "boolean";
+	case MCP_ARG_OBJECT: return "object";
+	case MCP_ARG_ARRAY: return "array";
+	case MCP_ARG_ANY: break;
+	}
+	return NULL;
+}
+
+static struct json_object *object_schema(const struct mcp_arg *decl, int output);
+
+/* The schema of one property without its description: type and bounds. */
+static struct json_object *value_schema(const struct mcp_arg *d)
+{
+	struct json_object *p = xjson_object();
+	if (type_word(d->type))
+		xjson_add(p, "type", xjson_string(type_word(d->type)));
+	if (d->type == MCP_ARG_STRING) {
+		if (d->min_length)
+			xjson_add(p, "minLength", xjson_int64((int64_t)d->min_length));
+		if (d->max_length)
+			xjson_add(p, "maxLength", xjson_int64((int64_t)d->max_length));
+		if (d->id_prefix) {
+			char pattern[64];
+			snprintf(pattern, sizeof(pattern), "^%s[a-z2-7]{%d}$", d->id_prefix, ID_RANDOM_CHARS);
+			xjson_add(p, "pattern", xjson_string(pattern));
+		}
+		if (d->enum_values) {
+			struct json_object *e = xjson_array();
+			for (const char *const *v = d->enum_values; *v; v++)
+				xjson_append(e, xjson_string(*v));
+			xjson_add(p, "enum", e);
+		}
+	}
+	if (d->type == MCP_ARG_INTEGER) {
+		if (d->flags & MCP_ARG_MIN)
+			xjson_add(p, "minimum", xjson_int64(d->min));
+		if (d->flags & MCP_ARG_MAX)
+			xjson_add(p, "maximum", xjson_int64(d->max));
+	}
+	if (d->type == MCP_ARG_ARRAY) {
+		struct json_object *items = d->items ? object_schema(d->items, 0) : xjson_object();
+		if (!d->items)
+			xjson_add(items, "type", xjson_string("object"));
+		xjson_add(p, "items", items);
+	}
+	return p;
+}
+
+static struct json_object *property_schema(const struct mcp_arg *d, int output)
+{
+	if (output || (d->flags & MCP_ARG_REQUIRED)) {
+		struct json_object *p = value_schema(d);
+		if (d->description)
+			xjson_add(p, "description", xjson_string(d->description));
+		return p;
+	}
+	struct json_object *outer = xjson_object(), *any = xjson_array(), *null = xjson_object();
+	if (d->description)
+		xjson_add(outer, "description", xjson_string(d->description));
+	xjson_append(any, value_schema(d));
+	xjson_add(null, "type", xjson_string("null"));
+	xjson_append(any, null);
+	xjson_add(outer, "anyOf", any);
+	return outer;
+}
+
+/* {"type":"object","properties":{…},"required":[…]} and, for arguments,
+ * "additionalProperties": false (tool_args.c refuses unknown ones). */
+static struct json_object *object_schema(const struct mcp_arg *decl, int output)
+{
+	struct json_object *o = xjson_object(), *props = xjson_object(), *required = xjson_array();
+	xjson_add(o, "type", xjson_string("object"));
+	xjson_add(o, "properties", props);
+	for (const struct mcp_arg *d = decl; d && d->name; d++) {
+		xjson_add(props, d->name, property_schema(d, output));
+		if (d->flags & MCP_ARG_REQUIRED)
+			xjson_append(required, xjson_string(d->name));
+	}
+	if (json_object_array_length(required))
+		xjson_add(o, "required", required);
+	else
+		json_object_put(required);
+	if (!output)
+		xjson_add(o, "additionalProperties", xjson_bool(false));
+	return o;
+}
+
+struct json_object *mcp_tool_schema(const struct mcp_arg *decl, int output)
+{
+	return object_schema(decl, output);
+}
+
+/* Refuses a declaration the generator or the checker could not honour (a
+ * table bug, found at start): bounds on the wrong type, an inverted range,
+ * array items that are not strings, a name given twice. */
+static int decl_check(const char *tool, const struct mcp_arg *decl, struct cp_error **err)
+{
+	for (const struct mcp_arg *d = decl; d && d->name; d++) {
+		const char *bad = NULL;
+		if (!d->type || d->type > MCP_ARG_ANY)
+			bad = "has no type";
+		else if ((d->flags & (MCP_ARG_MIN | MCP_ARG_MAX)) && d->type != MCP_ARG_INTEGER)
+			bad = "has a range but is not an integer";
+		else if ((d->flags & MCP_ARG_MIN) && (d->flags & MCP_ARG_MAX) && d->min > d->max)
+			bad = "has a minimum above its maximum";
+		else if ((d->min_length || d->max_length || d->enum_values || d->id_prefix ||
+		          (d->flags & MCP_ARG_NUL_OK)) &&
+		         d->type != MCP_ARG_STRING)
+			bad = "has string bounds but is not a string";
+		else if (d->max_length && d->min_length > d->max_length)
+			bad = "has a minLength above its maxLength";
+		else if ((d->flags & MCP_ARG_TEXT_TOO) && d->type != MCP_ARG_NUMBER)
+			bad = "takes text too but is not a number";
+		else if ((d->items || (d->flags & MCP_ARG_MAP_TOO)) && d->type != MCP_ARG_ARRAY)
+			bad = "has items but is not an array";
+		for (const struct mcp_arg *m = d->items; !bad && m && m->name; m++)
+			if (m->type != MCP_ARG_STRING || !(m->flags & MCP_ARG_REQUIRED) || m->items)
+				bad = "has an item member that is not a required string";
+		for (const struct mcp_arg *e = decl; !bad && e < d; e++)
+			if (strcmp(e->name, d->name) == 0)
+				bad = "is declared twice";
+		if (bad)
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "tool '%s': argument '%s' %s", tool, d->name,
+			                    bad);
+	}
+	return 0;
+}
+
+static struct json_object *annotations_new(const struct mcp_tool *t)
+{
+	/* All four hints are always present: ChatGPT asks the user to confirm
+	 * any tool whose readOnlyHint is not true, and the spec defaults for a
+	 * missing hint (destructive, open world) are the cautious ones. */
+	struct json_object *a = xjson_object();
+	if (t->title)
+		xjson_add(a, "title", xjson_string(t->title));
+	xjson_add(a, "readOnlyHint", xjson_bool(t->hints & MCP_HINT_READ_ONLY));
+	xjson_add(a, "destructiveHint", xjson_bool(t->hints & MCP_HINT_DESTRUCTIVE));
+	xjson_add(a, "idempotentHint", xjson_bool(t->hints & MCP_HINT_IDEMPOTENT));
+	xjson_add(a, "openWorldHint", xjson_bool(t->hints & MCP_HINT_OPEN_WORLD));
+	return a;
+}
+
+/* Builds the tools/list result text ({"tools": [...]}, MCP server/tools,
+ * "Listing Tools" and "Tool") from tools[0..n_tools) (borrowed). A table
+ * that cannot be served (a tool without name, description or handler, a
+ * name twice, a declaration decl_check refuses) fails here, at start, with
+ * INVALID_ARGUMENT naming the tool. Returns 0 and an owned string in
+ * *ret_json. */
+int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **ret_json, struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *result = xjson_object();
+	struct json_object *list = xjson_array();
+	xjson_add(result, "tools", list);
+	for (size_t i = 0; i < n_tools; i++) {
+		const struct mcp_tool *t = &tools[i];
+		if (!t->name || !t->description || !t->handler)
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "tool #%zu: name, description and handler are required", i);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(tools[j].name, t->name) == 0)
+				return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "tool '%s' is listed twice", t->name);
+		if (decl_check(t->name, t->args, err) < 0 || decl_check(t->name, t->output, err) < 0)
+			return -1;
+		struct json_object *o = xjson_object();
+		xjson_add(o, "name", xjson_string(t->name));
+		if (t->title)
+			xjson_add(o, "title", xjson_string(t->title));
+		xjson_add(o, "description", xjson_string(t->description));
+		xjson_add(o, "inputSchema", mcp_tool_schema(t->args, 0));
+		if (t->output)
+			xjson_add(o, "outputSchema", mcp_tool_schema(t->output, 1));
+		xjson_add(o, "annotations", annotations_new(t));
+		xjson_append(list, o);
+	}
+	*ret_json = xstrdup(xjson_text(result, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	return 0;
+}
+
+/* Answers tools/list (MCP server/tools, "Listing Tools"; one page, no
+ * cursor). id is borrowed; returns an owned response. Each call parses the
+ * prebuilt text into fresh objects, so concurrent requests share no json-c
+ * object (json-c reference counts and serialization caches are not
+ * thread-safe). */
+struct json_object *mcp_tools_list(struct mcp_server *server, struct json_object *id)
+{
+	struct json_object *result = NULL;
+	if (mcp_json_parse(server->tools_list_json, strlen(server->tools_list_json), &result) < 0)
+		return mcp_rpc_error_new(id, MCP_RPC_INTERNAL_ERROR, "tools/list: the prebuilt list does not parse");
+	return mcp_rpc_result_new(id, result);
+}

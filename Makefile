@@ -225,7 +225,10 @@ run:
 # make bench: the C load client (libcurl, one handle per thread) and the
 # driver e2e/bench/run.mjs, which starts serve on a free port with a
 # temporary data root and measures round trips, creates, throughput, memory
-# and streaming against the engine's own baselines. Results: $(BUILD)/bench/results.json.
+# and streaming against the engine's own baselines, then runc and vm side by
+# side (the vm column only where chat2sbx-vm is built; BENCH_VM=only runs just
+# that comparison, BENCH_VM=off leaves vm out). Results: $(BUILD)/bench/results.json.
+BENCH_VM ?= auto
 BENCH_LOADCLIENT := $(BUILD)/bench/loadclient
 
 $(BENCH_LOADCLIENT): e2e/bench/loadclient.c
@@ -236,7 +239,7 @@ $(BENCH_LOADCLIENT): e2e/bench/loadclient.c
 bench: all $(BENCH_LOADCLIENT)
 	scripts/ensure-engine.sh
 	$(TEMPLATE_BUILD)
-	node e2e/bench/run.mjs --bin $(BIN) --loadclient $(BENCH_LOADCLIENT) --out $(BUILD)/bench/results.json
+	node e2e/bench/run.mjs --bin $(BIN) --loadclient $(BENCH_LOADCLIENT) --out $(BUILD)/bench/results.json --vm $(BENCH_VM)
 
 FMT_FILES = $(wildcard controlplane/*.[ch] controlplane/*/*.[ch] cli/*.[ch] template/helper/*.[ch] template/helper/tests/*.[ch] \
 	template/vm/src/*.[ch] template/vm/tests/*.[ch])

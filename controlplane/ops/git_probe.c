@@ -107,6 +107,17 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return remove(path);
 }
 
+/* vm (issue 15): QEMU never writes a root-owned direct workspace, so a
+ * root doctor gives the throwaway repository to the vm uid, as a person's
+ * repository belongs to its person. */
+static int give_to_vm_uid(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return lchown(path, LIFECYCLE_VM_UID, LIFECYCLE_VM_UID);
+}
+
 /* A writable directory of its own in the first allowed root that exists
  * and is writable, into dir (size bytes); 0, or -1 with why in reason. */
 static int make_dir(const struct config *cfg, char *dir, size_t size, char *reason, size_t rsize)
@@ -171,6 +182,13 @@ void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r)
 	if (make_repository(dir) < 0) {
 		ops_probe_report_add(r, "direct_git", ATTACK, OPS_CHECK_FAILED,
 		                     "write a throwaway repository in '%s': %s", dir, strerror(errno));
+		goto out;
+	}
+	if (lifecycle_runtime_is_vm(lifecycle_runtime(lc, NULL)) && geteuid() == 0 &&
+	    nftw(dir, give_to_vm_uid, 16, FTW_PHYS) != 0) {
+		ops_probe_report_add(r, "direct_git", ATTACK, OPS_CHECK_FAILED,
+		                     "give the throwaway repository '%s' to uid %d: %s", dir, LIFECYCLE_VM_UID,
+		                     strerror(errno));
 		goto out;
 	}
 	if (lifecycle_workspace_register(cfg, store, dir, "direct", &ws, &created, &e) < 0) {

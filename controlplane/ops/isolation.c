@@ -148,33 +148,39 @@ static char *survey_command(const struct canaries *c)
 	/* The random parts are split so the command text itself (which the
 	 * helper may keep) never contains what the search looks for. */
 	size_t nh = strlen(c->name) / 2, ch = strlen(c->content) / 2;
-	return xasprintf("echo @@socket\n"
-	                 "for p in /var/run/docker.sock /run/docker.sock /docker.sock /var/run/docker/docker.sock; do\n"
-	                 "  [ -e \"$p\" ] && echo \"$p exists\"\n"
-	                 "done\n"
-	                 "echo @@mountinfo; cat /proc/self/mountinfo\n"
-	                 "echo @@status; cat /proc/self/status\n"
-	                 "echo @@environ; tr '\\0' '\\n' </proc/1/environ; echo; env\n"
-	                 "echo @@pids; cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max "
-	                 "2>/dev/null || echo none\n"
-	                 "echo @@memory; cat /sys/fs/cgroup/memory.max 2>/dev/null || cat "
-	                 "/sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo none\n"
-	                 "echo @@oom; cat /proc/self/oom_score_adj\n"
-	                 "echo @@files\n"
-	                 "n1='%.*s'; n2='%s'; c1='%.*s'; c2='%s'\n"
-	                 "cat '%s' '%s' 2>/dev/null\n"
-	                 "find / -xdev -name \"$n1$n2\" 2>/dev/null | head -n 5\n"
-	                 "for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do\n"
-	                 "  case \"$mp\" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue ;; esac\n"
-	                 "  find \"$mp\" -xdev -name \"$n1$n2\" 2>/dev/null | head -n 5\n"
-	                 "  grep -rlsF -m1 \"$c1$c2\" \"$mp\" 2>/dev/null | head -n 5\n"
-	                 "done\n"
-	                 "echo @@end\n",
-	                 (int)nh, c->name, c->name + nh, (int)ch, c->content, c->content + ch, c->tmp_file,
-	                 c->data_file);
+	return xasprintf(
+	    "echo @@socket\n"
+	    "for p in /var/run/docker.sock /run/docker.sock /docker.sock /var/run/docker/docker.sock; do\n"
+	    "  [ -e \"$p\" ] && echo \"$p exists\"\n"
+	    "done\n"
+	    "echo @@mountinfo; cat /proc/self/mountinfo\n"
+	    "echo @@status; cat /proc/self/status\n"
+	    "echo @@environ; tr '\\0' '\\n' </proc/1/environ; echo; env\n"
+	    /* The limit may sit on an ancestor of this shell's cgroup (a vm
+	     * guest's sandbox/init): every pids.max up to the root. */
+	    "echo @@pids; d=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup); d=${d%%/}\n"
+	    "while [ -n \"$d\" ]; do cat \"$d/pids.max\" 2>/dev/null; [ \"$d\" = /sys/fs/cgroup ] && break; "
+	    "d=${d%%/*}; done\n"
+	    "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null; echo none\n"
+	    "echo @@memory; cat /sys/fs/cgroup/memory.max 2>/dev/null || cat "
+	    "/sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo none\n"
+	    "echo @@oom; cat /proc/self/oom_score_adj\n"
+	    "echo @@files\n"
+	    "n1='%.*s'; n2='%s'; c1='%.*s'; c2='%s'\n"
+	    "cat '%s' '%s' 2>/dev/null\n"
+	    "find / -xdev -name \"$n1$n2\" 2>/dev/null | head -n 5\n"
+	    "for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do\n"
+	    "  case \"$mp\" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue ;; esac\n"
+	    "  find \"$mp\" -xdev -name \"$n1$n2\" 2>/dev/null | head -n 5\n"
+	    "  grep -rlsF -m1 \"$c1$c2\" \"$mp\" 2>/dev/null | head -n 5\n"
+	    "done\n"
+	    "echo @@end\n",
+	    (int)nh, c->name, c->name + nh, (int)ch, c->content, c->content + ch, c->tmp_file, c->data_file);
 }
 
-static void judge_survey(const struct config *cfg, const struct canaries *c, const char *out,
+/* vm: a guest's own kernel answers the socket, privileges and memory
+ * questions; ops_vm_probe asks QEMU and its container instead. */
+static void judge_survey(const struct config *cfg, const struct canaries *c, const char *out, int vm,
                          struct ops_probe_report *r)
 {
 	char buf[1024], line[512];
@@ -191,7 +197,9 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 
 	const char *sock_base = strrchr(cfg->docker_socket, '/');
 	const char *attack = "reach the host's Docker Engine socket (a path or a mount)";
-	if (!blank(socket))
+	if (vm)
+		; /* the guest's /run/docker.sock is its own engine: isolation_vm.c */
+	else if (!blank(socket))
 		ops_probe_report_add(r, "docker_socket", attack, OPS_CHECK_FAILED, "%s",
 		                     first_line(socket, line, sizeof(line)));
 	else if (ops_mountinfo_find_socket(mountinfo, sock_base ? sock_base + 1 : NULL, buf, sizeof(buf)))
@@ -228,7 +236,9 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 
 	attack = "hold a dangerous capability or gain privileges (CapEff, NoNewPrivs)";
 	uint64_t caps = 0;
-	if (ops_capabilities_parse(status, &caps) < 0)
+	if (vm)
+		; /* the guest's root: QEMU is judged instead (isolation_vm.c) */
+	else if (ops_capabilities_parse(status, &caps) < 0)
 		ops_probe_report_add(r, "privileges", attack, OPS_CHECK_FAILED,
 		                     "CapEff could not be read from /proc/self/status");
 	else if (ops_capabilities_dangerous(caps, buf, sizeof(buf)) > 0)
@@ -243,8 +253,8 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 
 	attack = "start processes without bound (the cgroup pids limit)";
 	char *end = NULL;
-	long long limit = strtoll(pids, &end, 10);
-	if (end == pids || limit <= 0)
+	long long limit = ops_pids_limit(pids);
+	if (limit <= 0)
 		ops_probe_report_add(r, "pids_limit", attack, OPS_CHECK_FAILED, "pids.max is '%s': no process limit",
 		                     first_line(pids, line, sizeof(line)));
 	else
@@ -254,7 +264,9 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 	 * host runs out (so serve and the engine are not). */
 	attack = "take all of the host's memory (the cgroup ceiling, oom_score_adj)";
 	long long mem = strtoll(memory, &end, 10), adj = strtoll(oom, NULL, 10);
-	if (end == memory || mem <= 0 || mem >= (1LL << 62))
+	if (vm)
+		; /* the VM's memory: the container's ceiling over QEMU (isolation_vm.c) */
+	else if (end == memory || mem <= 0 || mem >= (1LL << 62))
 		ops_probe_report_add(r, "memory_limit", attack, OPS_CHECK_FAILED, "the memory ceiling is '%s': none",
 		                     first_line(memory, line, sizeof(line)));
 	else if (adj < LIFECYCLE_OOM_SCORE_ADJ)
@@ -349,7 +361,10 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 	cmd = survey_command(&c);
 	if (ops_probe_run(lc, s.id, cmd, &out, err) < 0)
 		goto out;
-	judge_survey(cfg, &c, out, &r);
+	int vm = lifecycle_runtime_is_vm(s.runtime);
+	judge_survey(cfg, &c, out, vm, &r);
+	if (vm)
+		ops_vm_probe(lc, &s, &r);
 	ops_attack_host_files(lc, s.id, s.workspace_id, &r);
 	char edge[2048];
 	enum ops_check_result edge_result;

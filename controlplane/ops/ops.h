@@ -159,6 +159,23 @@ int ops_mountinfo_find_socket(const char *mountinfo, const char *socket_basename
 int ops_mountinfo_find_credentials(const char *mountinfo, const char *home, const char *skip_target, char *buf,
                                    size_t size);
 
+/* The vm probe's judgment of QEMU (isolation_vm.c): status is the text of
+ * its /proc/<pid>/status. 0 when it runs as a non-root uid with CapEff 0,
+ * NoNewPrivs 1 and a seccomp filter (Seccomp 2); -1 otherwise. buf (size
+ * bytes, always terminated) says which, or that no status was given. */
+int ops_vm_qemu_judge(const char *status, char *buf, size_t size);
+
+/* The process limit in force from the survey's pids section: the smallest
+ * positive number among its lines (the pids.max of a cgroup and each of its
+ * ancestors; "max" and other text are skipped); -1 when there is none. A
+ * vm guest's limit sits on an ancestor of the shell's cgroup. */
+long long ops_pids_limit(const char *text);
+
+/* The listening ports (state 0A) in the text of /proc/net/tcp or tcp6
+ * (several tables may follow each other), each once, into ports (at most
+ * max); returns how many. */
+size_t ops_tcp_listeners(const char *proc_net_tcp, int *ports, size_t max);
+
 /* What `chat2sbx status` found. */
 struct ops_readiness {
 	int service_up;       /* serve.json names a live process */

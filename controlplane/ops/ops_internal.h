@@ -43,6 +43,19 @@ void ops_host_edge_attack(struct lifecycle *lc, const struct sandbox_record *pro
 void ops_attack_host_files(struct lifecycle *lc, const char *sandbox_id, const char *workspace_id,
                            struct ops_probe_report *r);
 
+/* The checks of a vm probe (isolation_vm.c, issue 15), asked of QEMU and
+ * its container from the container's side (exec API) and attacked from the
+ * guest: "privileges" (QEMU's uid, capabilities, no-new-privileges,
+ * seccomp), "memory_limit" (the container's ceiling, QEMU's
+ * oom_score_adj), "docker_socket" (the guest's socket is its own engine;
+ * nothing mounted into the container) and "vm_container_services" (the
+ * container's listeners, serve's port and the engine's TCP ports refuse the
+ * guest at QEMU's gateway). They replace the survey's judgments of the same
+ * names, which a guest's own kernel answers. Adds four outcomes to r.
+ * Blocks up to one exec (20 s) and seven probe runs (45 s each; the
+ * guest engine is asked up to six times while its dockerd starts). */
+void ops_vm_probe(struct lifecycle *lc, const struct sandbox_record *s, struct ops_probe_report *r);
+
 #define OPS_HOST_EDGE_ATTACK                                                                                           \
 	"connect to a listener the doctor opened on 0.0.0.0 of the host, through the bridge gateway and every host "   \
 	"address"

@@ -9,31 +9,47 @@
 //   3. read throughput at 1, 4 and 16 concurrent clients;
 //   4. memory: helper RSS, control plane RSS idle / 50 sandboxes / 10 000 calls;
 //   5. streaming: a bash printing 100 MB, polled until exited, with the
-//      control plane's peak RSS.
+//      control plane's peak RSS;
+//   6. the runtimes side by side, runc and vm (runtimes.mjs): create → first
+//      bash cold and warm, round trips, file reads and git status inside,
+//      QEMU's memory, image size; the vm column only where its image is built.
 // Load comes from e2e/bench/loadclient (C, libcurl), so the client is not the
 // bottleneck. Writes a JSON file (--out) and prints a markdown table. Sized
 // for 2 cores; removes every container it made.
 //
 // usage: node e2e/bench/run.mjs --bin build/chat2sbx --loadclient build/bench/loadclient
-//                               [--out build/bench/results.json]
+//                               [--out build/bench/results.json] [--vm auto|only|off]
+// --vm: auto (default) adds the vm column when chat2sbx-vm is built; only
+// runs just the runtime comparison (6); off leaves the vm column out.
 // Environment: BENCH_QUICK=1 (smaller counts, for a smoke run).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-import { childEnv, dockerRequest, DOCKER_SOCKET, freePort, REPO_ROOT } from '../lib/server.mjs';
+import { dockerRequest, DOCKER_SOCKET, REPO_ROOT } from '../lib/server.mjs';
+import {
+  BIN,
+  createToBash,
+  LOADCLIENT,
+  listContainers,
+  loadclient,
+  log,
+  mib,
+  OUT,
+  poolWaiter,
+  QUICK,
+  REGISTRY_LABEL,
+  round,
+  rssKiB,
+  Serve,
+  sleep,
+  stats,
+  toolBody,
+} from './common.mjs';
+import { RUNTIME_SERVES, runtimeComparison, runtimeTable, VM_MODES } from './runtimes.mjs';
 
-const argv = process.argv.slice(2);
-const opt = (name, def) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < argv.length ? argv[i + 1] : def;
-};
-const BIN = path.resolve(opt('bin', path.join(REPO_ROOT, 'build', 'chat2sbx')));
-const LOADCLIENT = path.resolve(opt('loadclient', path.join(REPO_ROOT, 'build', 'bench', 'loadclient')));
-const OUT = path.resolve(opt('out', path.join(REPO_ROOT, 'build', 'bench', 'results.json')));
-const QUICK = process.env.BENCH_QUICK === '1';
 const N = {
   roundTrip: QUICK ? 100 : 500,
   dockerExec: QUICK ? 10 : 60,
@@ -47,113 +63,10 @@ const N = {
 const IMAGE = process.env.CHAT2SBX_TEMPLATE_IMAGE || `chat2sbx-template:${fs.readFileSync(path.join(REPO_ROOT, 'VERSION'), 'utf8').trim()}`;
 const HELPER = process.env.CHAT2SBX_HELPER_PATH || path.join(path.dirname(BIN), 'chat2sbx-helper');
 const BENCH_LABEL = 'org.chat2sbx.bench';
-const POOL_LABEL = 'org.chat2sbx.pool';
-const REGISTRY_LABEL = 'org.chat2sbx.registry';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const log = (...a) => console.error('bench:', ...a);
-const round = (x, d = 2) => (typeof x === 'number' && Number.isFinite(x) ? Number(x.toFixed(d)) : x);
+const VM_MODE = process.argv.includes('--vm') ? process.argv[process.argv.indexOf('--vm') + 1] : 'auto';
 const t0All = Date.now();
 
-function stats(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const pick = (p) => (s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] : 0);
-  return { n: s.length, p50_ms: round(pick(50)), p95_ms: round(pick(95)), p99_ms: round(pick(99)), max_ms: round(s[s.length - 1] ?? 0) };
-}
-
-function rssKiB(pid, field = 'VmRSS') {
-  try {
-    const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'));
-    return m ? Number(m[1]) : null;
-  } catch {
-    return null;
-  }
-}
-const mib = (kib) => (kib == null ? null : round(kib / 1024, 1));
-
-// ---- one serve instance ----
-
-class Serve {
-  constructor(name, env) {
-    this.name = name;
-    this.env = env;
-  }
-  async start(root) {
-    this.root = path.join(root, this.name);
-    this.dataRoot = path.join(this.root, 'data');
-    this.home = path.join(this.root, 'home');
-    await fsp.mkdir(this.home, { recursive: true });
-    this.port = await freePort();
-    this.url = `http://127.0.0.1:${this.port}/mcp`;
-    this.db = path.join(this.dataRoot, 'state', 'chat2sbx.sqlite');
-    this.stderr = path.join(this.root, 'serve.stderr.log');
-    const errFd = fs.openSync(this.stderr, 'a');
-    this.proc = spawn(BIN, ['serve'], {
-      cwd: this.root,
-      env: childEnv(this.env, this.home, this.dataRoot, this.port),
-      stdio: ['ignore', 'ignore', errFd],
-    });
-    fs.closeSync(errFd);
-    this.exited = new Promise((r) => this.proc.once('exit', (code, signal) => r({ code, signal })));
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      try {
-        const r = await fetch(this.url, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'ping' }) });
-        if (r.status < 500) {
-          // serve made its bearer token before it listened (issue 12).
-          this.tokenFile = path.join(this.dataRoot, 'state', 'token');
-          TOKEN_FILES.set(this.url, this.tokenFile);
-          this.auth = { Authorization: `Bearer ${fs.readFileSync(this.tokenFile, 'utf8').trim()}` };
-          break;
-        }
-      } catch {
-        /* not listening yet */
-      }
-      if (Date.now() > deadline) throw new Error(`serve ${this.name} did not start; see ${this.stderr}`);
-      await sleep(100);
-    }
-    return this;
-  }
-  rss() {
-    return rssKiB(this.proc.pid);
-  }
-  async call(name, args, { allowError = false } = {}) {
-    const res = await fetch(this.url, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-06-18', ...this.auth },
-      body: JSON.stringify({ jsonrpc: '2.0', id: Math.floor(Math.random() * 1e9), method: 'tools/call', params: { name, arguments: args } }),
-      signal: AbortSignal.timeout(120_000),
-    });
-    const msg = await res.json();
-    if (msg.error) throw new Error(`${name}: JSON-RPC error ${msg.error.code}: ${msg.error.message}`);
-    if (msg.result?.isError && !allowError) throw new Error(`${name}: ${msg.result.content?.[0]?.text}`);
-    return msg.result.structuredContent ?? JSON.parse(msg.result.content[0].text);
-  }
-  async stop() {
-    if (!this.proc || this.proc.exitCode !== null) return;
-    this.proc.kill('SIGTERM');
-    const t = setTimeout(() => this.proc.kill('SIGKILL'), 20_000);
-    await this.exited;
-    clearTimeout(t);
-  }
-}
-
-// ---- helpers ----
-
-// The token file of each serve's endpoint, by URL: the load client reads
-// the bearer token from it.
-const TOKEN_FILES = new Map();
-
-function loadclient({ url, body, threads = 1, calls, expect, warmup = 5 }) {
-  const args = ['--url', url, '--body', JSON.stringify(body), '--threads', String(threads), '--calls', String(calls), '--warmup', String(warmup)];
-  if (expect) args.push('--expect', expect);
-  if (TOKEN_FILES.has(url)) args.push('--token-file', TOKEN_FILES.get(url));
-  const r = spawnSync(LOADCLIENT, args, { encoding: 'utf8', maxBuffer: 1 << 20 });
-  if (r.status !== 0) throw new Error(`loadclient failed (${r.status}): ${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
-
-const toolBody = (name, args) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } });
 
 function timeCommand(cmd, args, n) {
   const xs = [];
@@ -178,11 +91,6 @@ function curlEngine(method, urlPath, body) {
   return lines.join('\n') ? JSON.parse(lines.join('\n')) : null;
 }
 
-async function listContainers(label) {
-  const filters = encodeURIComponent(JSON.stringify({ label: [label] }));
-  const r = await dockerRequest('GET', `/containers/json?all=1&filters=${filters}`);
-  return Array.isArray(r.body) ? r.body : [];
-}
 
 async function inParallel(items, width, fn) {
   const out = [];
@@ -221,21 +129,6 @@ async function roundTrip(srv, sbx, container) {
   };
 }
 
-async function createToBash(srv, n, { poolMembers } = {}) {
-  const xs = [];
-  let warmHits = 0;
-  for (let i = 0; i < n; i++) {
-    let members = null;
-    if (poolMembers) members = await poolMembers(); // waits until the pool is full
-    const t = performance.now();
-    const c = await srv.call('sandbox_create', {});
-    await srv.call('bash', { sandbox_id: c.sandbox_id, command: 'true', yield_time_ms: 10000 });
-    xs.push(performance.now() - t);
-    if (members?.has(c.sandbox_id)) warmHits++;
-    await srv.call('sandbox_destroy', { sandbox_id: c.sandbox_id });
-  }
-  return { ...stats(xs), warm_hits: poolMembers ? warmHits : undefined };
-}
 
 function rawCreateStart(n, workdir) {
   // The same image and HostConfig basics as a sandbox: helper bind-mounted
@@ -300,23 +193,7 @@ async function creates(root, srvCold) {
   let warm;
   let removedAtStop = null;
   try {
-    let poolStuck = false; // a pool that never fills must not stretch the run past its bound
-    const poolMembers = async () => {
-      const deadline = Date.now() + (poolStuck ? 0 : 60_000);
-      for (;;) {
-        const list = await listContainers(`${REGISTRY_LABEL}=${warmSrv.db}`);
-        const members = new Set(list.filter((c) => c.Labels?.[POOL_LABEL] === '1' && c.State === 'running').map((c) => c.Labels['org.chat2sbx.sandbox']));
-        const rows = await warmSrv.call('sandbox_list', {});
-        for (const s of rows.sandboxes || []) members.delete(s.sandbox_id); // claimed ones are user sandboxes
-        if (members.size >= N.pool) return members;
-        if (Date.now() > deadline) {
-          if (!poolStuck) log(`the warm pool did not fill within 60 s (${members.size} of ${N.pool}); see ${warmSrv.stderr}`);
-          poolStuck = true;
-          return members;
-        }
-        await sleep(150);
-      }
-    };
+    const poolMembers = poolWaiter(warmSrv, N.pool);
     warm = await createToBash(warmSrv, N.creates, { poolMembers });
   } finally {
     await warmSrv.stop();
@@ -442,31 +319,17 @@ async function main() {
     started_at: new Date().toISOString(),
     counts: N,
   };
+  if (!VM_MODES.includes(VM_MODE)) throw new Error(`--vm '${VM_MODE}': use one of ${VM_MODES.join(', ')}`);
   let failure = null;
   try {
-    await srv.start(root);
-    await sleep(1000);
-    const idleKiB = srv.rss();
-    const main = await srv.call('sandbox_create', {});
-    const sbx = main.sandbox_id;
-    const container = main.container_id || sbx;
-    R.round_trip = await roundTrip(srv, sbx, container);
-    // roundTrip blocks the event loop for longer than serve keeps an idle
-    // connection (the 10 s header deadline): let fetch see that close before
-    // it reuses the pooled socket.
-    await sleep(100);
-    R.create = await creates(root, srv);
-    await sleep(100);
-    R.throughput = throughput(srv, sbx);
-    await sleep(100);
-    R.memory = await memory(srv, sbx, container, idleKiB);
-    R.streaming = await streaming(srv, sbx);
-    await srv.call('sandbox_destroy', { sandbox_id: sbx });
+    if (VM_MODE !== 'only') await issue8(R, root, srv);
+    R.runtimes = await runtimeComparison(root, VM_MODE);
   } catch (e) {
     failure = e;
   } finally {
     await srv.stop();
-    const removed = await cleanupEngine(root, [srv, { db: path.join(root, 'warm', 'data', 'state', 'chat2sbx.sqlite') }]);
+    const dbs = ['warm', ...RUNTIME_SERVES].map((n) => ({ db: path.join(root, n, 'data', 'state', 'chat2sbx.sqlite') }));
+    const removed = await cleanupEngine(root, [srv, ...dbs]);
     if (removed.length) log(`removed leftover containers: ${removed.join(', ')}`);
     const poolMissed = R.create && R.create.warm_pool.warm_hits < R.create.warm_pool.n;
     if (!failure && !poolMissed) await fsp.rm(root, { recursive: true, force: true });
@@ -477,7 +340,32 @@ async function main() {
   await fsp.writeFile(OUT, JSON.stringify(R, null, 2) + '\n');
   if (failure) throw failure;
   console.log(`\nchat2sbx benchmark (${R.machine.cpus} CPUs, ${R.machine.cpu_model}; ${R.seconds} s; results in ${path.relative(process.cwd(), OUT)})\n`);
-  console.log(table(R));
+  if (R.round_trip) console.log(table(R) + '\n');
+  console.log('Runtimes side by side (the vm guest under ' + (R.runtimes.vm?.accel ?? 'no accelerator: not measured') + '):\n');
+  console.log(runtimeTable(R.runtimes));
+}
+
+// Measurements 1–5 (issue 8), on the cold serve srv, started here.
+async function issue8(R, root, srv) {
+  await srv.start(root);
+  await sleep(1000);
+  const idleKiB = srv.rss();
+  const main = await srv.call('sandbox_create', {});
+  const sbx = main.sandbox_id;
+  const container = main.container_id || sbx;
+  R.round_trip = await roundTrip(srv, sbx, container);
+  // roundTrip blocks the event loop for longer than serve keeps an idle
+  // connection (the 10 s header deadline): let fetch see that close before
+  // it reuses the pooled socket.
+  await sleep(100);
+  R.create = await creates(root, srv);
+  await sleep(100);
+  R.throughput = throughput(srv, sbx);
+  await sleep(100);
+  R.memory = await memory(srv, sbx, container, idleKiB);
+  R.streaming = await streaming(srv, sbx);
+  await srv.call('sandbox_destroy', { sandbox_id: sbx });
+  await srv.stop();
 }
 
 main().catch((e) => {

@@ -302,14 +302,12 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 		goto out;
 	struct cp_error *rec_err = NULL;
 	if (lifecycle_reconcile(lc, &rec_err) < 0) {
-		log_warn("serve", "%s", rec_err->message);
-		cp_error_freep(&rec_err);
+		cp_error_log_free(LOG_LEVEL_WARN, "serve", &rec_err, NULL);
 	}
 	/* Sandboxes that went idle while serve was down go before anyone can
 	 * call them (then the maintenance thread checks once a minute). */
 	if (lifecycle_expiry_run(lc, clock_now_ms(), &rec_err) < 0) {
-		log_warn("serve", "expiry: %s", rec_err->message);
-		cp_error_free(rec_err);
+		cp_error_log_free(LOG_LEVEL_WARN, "serve", &rec_err, "expiry");
 	}
 	if (cfg->test_unsafe_mount_docker_socket)
 		log_warn("serve", "CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET=1: every sandbox gets the engine socket; "

@@ -21,10 +21,7 @@ int cp_buf_append(struct cp_buf *b, const void *data, size_t len)
 		size_t cap = b->cap ? b->cap : 256;
 		while (cap < b->len + len + 1)
 			cap *= 2;
-		char *p = xrealloc(b->data, cap);
-		if (!p)
-			return -1;
-		b->data = p;
+		b->data = xrealloc(b->data, cap);
 		b->cap = cap;
 	}
 	if (len)

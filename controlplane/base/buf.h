@@ -14,8 +14,8 @@ struct cp_buf {
 
 /* Initializes an empty buffer that refuses to grow past max bytes. */
 void cp_buf_init(struct cp_buf *b, size_t max);
-/* Appends len bytes. Returns 0, or -1 when max would be exceeded or memory is
- * exhausted (the buffer is unchanged then). */
+/* Appends len bytes. Returns 0, or -1 when max would be exceeded (the buffer
+ * is unchanged then). Out of memory aborts (xalloc.h). */
 int cp_buf_append(struct cp_buf *b, const void *data, size_t len);
 /* Drops the first n bytes (n <= len). */
 void cp_buf_consume(struct cp_buf *b, size_t n);

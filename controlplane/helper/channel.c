@@ -88,7 +88,7 @@ struct helper_channel {
 	struct docker_demux demux;
 	struct cp_buf out_line;
 	struct cp_buf err_line;
-	int out_overflow; /* 1: a frame over PROTO_MAX_REPLY_FRAME; 2: out of memory */
+	int out_overflow; /* 1: a frame over PROTO_MAX_REPLY_FRAME */
 };
 
 /* Marks the channel dead (first reason wins), wakes every waiting caller and
@@ -322,8 +322,8 @@ static void on_stream(void *userdata, enum docker_stream stream, const char *dat
 		if (nl && ch->out_line.len == 0) {
 			dispatch_frame(ch, data, take); /* whole line in this piece: no copy */
 		} else {
-			if (cp_buf_append(&ch->out_line, data, take) < 0) {
-				ch->out_overflow = 2;
+			if (cp_buf_append(&ch->out_line, data, take) < 0) { /* only past its max */
+				ch->out_overflow = 1;
 				cp_buf_free(&ch->out_line);
 				return;
 			}
@@ -361,12 +361,8 @@ static void *reader_main(void *arg)
 			channel_kill(ch, "the attach stream is corrupt (unknown stream type %u)", ch->demux.header[0]);
 			break;
 		}
-		if (ch->out_overflow == 1) {
-			channel_kill(ch, "the helper sent a frame over the %u MiB limit", PROTO_MAX_REPLY_FRAME >> 20);
-			break;
-		}
 		if (ch->out_overflow) {
-			channel_kill(ch, "out of memory while reading a frame from the helper");
+			channel_kill(ch, "the helper sent a frame over the %u MiB limit", PROTO_MAX_REPLY_FRAME >> 20);
 			break;
 		}
 	}

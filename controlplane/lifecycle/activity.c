@@ -23,14 +23,8 @@ static struct lifecycle_hold *find_or_add(struct lifecycle *lc, const char *id)
 	struct lifecycle_hold *h = find(lc, id);
 	if (h)
 		return h;
-	struct lifecycle_hold *grown = xrealloc(lc->holds, (lc->n_holds + 1) * sizeof(*grown));
-	if (!grown)
-		return NULL;
-	lc->holds = grown;
-	char *copy = xstrdup(id);
-	if (!copy)
-		return NULL;
-	lc->holds[lc->n_holds] = (struct lifecycle_hold){.sandbox_id = copy};
+	lc->holds = xrealloc(lc->holds, (lc->n_holds + 1) * sizeof(*lc->holds));
+	lc->holds[lc->n_holds] = (struct lifecycle_hold){.sandbox_id = xstrdup(id)};
 	return &lc->holds[lc->n_holds++];
 }
 
@@ -48,9 +42,7 @@ int lifecycle_hold_begin(struct lifecycle *lc, const char *id, struct cp_error *
 	pthread_mutex_lock(&lc->lock);
 	struct lifecycle_hold *h = find_or_add(lc, id);
 	int r = 0;
-	if (!h)
-		r = cp_error_set(err, CP_ERR_INTERNAL, "reach sandbox '%s': out of memory", id);
-	else if (h->expiring)
+	if (h->expiring)
 		r = cp_error_set(err, CP_ERR_CONFLICT,
 		                 "sandbox '%s' is being removed because it had no tool call for longer than the idle "
 		                 "timeout; its workspace is kept: create a new sandbox (sandbox_create with its "

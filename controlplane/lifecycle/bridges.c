@@ -29,17 +29,13 @@ int lifecycle_legacy_bridges(struct docker_engine *engine, char ***ret, struct c
 	for (size_t i = 0; i < 2 && r == 0; i++)
 		r = docker_network_bridges(engine, labels[i], &nets[i], &n[i], err);
 	char **v = r == 0 ? xcalloc(n[0] + n[1] + 1, sizeof(*v)) : NULL;
-	if (r == 0 && !v)
-		r = cp_error_set(err, CP_ERR_INTERNAL, "list the bridges of chat2sbx's networks: out of memory");
 	size_t k = 0;
 	for (size_t i = 0; i < 2 && r == 0; i++)
 		for (size_t j = 0; j < n[i] && r == 0; j++) {
 			const char *ifname = nets[i][j].interface;
 			if (!strncmp(ifname, LIFECYCLE_BRIDGE_PREFIX, strlen(LIFECYCLE_BRIDGE_PREFIX)))
 				continue;
-			if (!(v[k++] = xstrdup(ifname)))
-				r = cp_error_set(err, CP_ERR_INTERNAL,
-				                 "list the bridges of chat2sbx's networks: out of memory");
+			v[k++] = xstrdup(ifname);
 		}
 	for (size_t i = 0; i < 2; i++)
 		docker_network_bridges_free(nets[i], n[i]);

@@ -216,7 +216,7 @@ static void pause_writers(struct lifecycle_disk_guard *g, int data_low, int engi
 			log_warn("lifecycle", "paused sandbox %s: it was writing while %s", s->id, reason);
 			audit(lc, "sandbox.pause", s->id, reason);
 		} else if (grew) {
-			log_warn("lifecycle", "disk guard: pause %s: %s", s->id, e->message);
+			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "disk guard: pause %s", s->id);
 		}
 		cp_error_freep(&e);
 		sandbox_record_clear(s);

@@ -50,7 +50,7 @@ static void stop_instead(struct lifecycle *lc, const struct sandbox_record *s, c
 	const char *container = s->container_id ? s->container_id : s->container_name;
 	lifecycle_channel_drop(lc, s->id);
 	if (docker_container_stop(lc->engine, container, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
-		log_warn("lifecycle", "expiry of %s: stop its container: %s", s->id, e->message);
+		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "expiry of %s: stop its container", s->id);
 	cp_error_freep(&e);
 	char reason[1200];
 	snprintf(reason, sizeof(reason),

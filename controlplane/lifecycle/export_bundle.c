@@ -147,10 +147,6 @@ int export_bundle_parse(const char *data, size_t len, struct export_bundle_heade
 			if (h.n_prereqs == pcap) {
 				pcap = pcap ? pcap * 2 : 16;
 				h.prereqs = xrealloc(h.prereqs, pcap * sizeof(*h.prereqs));
-				if (!h.prereqs) {
-					cp_error_set(err, CP_ERR_INTERNAL, "read bundle: out of memory");
-					goto fail;
-				}
 			}
 			memcpy(h.prereqs[h.n_prereqs], line + 1, n);
 			h.prereqs[h.n_prereqs++][n] = '\0';

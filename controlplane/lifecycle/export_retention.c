@@ -25,8 +25,7 @@ int lifecycle_export_retention_run(const struct config *cfg, struct store *store
 			struct cp_error *e = NULL;
 			if (lifecycle_trash_move(cfg, x->path, x->id, &dest, &e) < 0 ||
 			    store_export_set_trashed(store, x->id, dest, now_ms, &e) < 0) {
-				log_warn("lifecycle", "retention of export %s: %s", x->id, e->message);
-				cp_error_free(e);
+				cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "retention of export %s", x->id);
 			} else {
 				log_info("lifecycle", "export %s (sandbox %s) moved to the trash: %s", x->id,
 				         x->sandbox_id, dest);

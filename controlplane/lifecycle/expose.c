@@ -305,7 +305,7 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 	/* A tool call that reached the sandbox; the traffic through the
 	 * forwarder never reaches serve, so it never counts. */
 	if (r == 0 && store_sandbox_touch(lc->store, sandbox_id, clock_now_ms(), &e) < 0)
-		log_warn("lifecycle", "record activity of %s: %s", sandbox_id, e->message);
+		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "record activity of %s", sandbox_id);
 	cp_error_freep(&e);
 	if (r == 0 && store_exposure_get(lc->store, sandbox_id, (int)port, ret, err) == 0) {
 		int started = 0;
@@ -332,11 +332,6 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 	                            .created_at_ms = clock_now_ms()};
 	const char *container = s.container_id ? s.container_id : s.container_name;
 	int made_network = 0, connected = 0;
-	if (!x.sandbox_id || !x.host || !x.forwarder_name || !x.network) {
-		r = cp_error_set(err, CP_ERR_INTERNAL, "expose port %lld of sandbox '%s': out of memory",
-		                 (long long)port, sandbox_id);
-		goto out;
-	}
 	/* vm: the guest's port is forwarded to the container's first (QEMU's
 	 * user networking, recorded for later boots; runtime_vm.c). */
 	if (lifecycle_runtime_is_vm(s.runtime) && lifecycle_vm_forward(lc, container, (int)port, err) < 0) {
@@ -441,9 +436,6 @@ static int remove_locked(struct lifecycle *lc, const char *sandbox_id, struct cp
 	if (r < 0)
 		return r;
 	_cleanup_free_ char *network = network_name(sandbox_id);
-	if (!network)
-		return cp_error_set(err, CP_ERR_INTERNAL, "remove exposures of sandbox '%s': out of memory",
-		                    sandbox_id);
 	/* The sandbox's container name is its id (create.c). */
 	return network_drop(lc, network, sandbox_id, err);
 }

@@ -81,8 +81,7 @@ int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_
  * name; NULL = none), deletes the sandbox row, then new_workspace (may be
  * NULL: a managed workspace made for this create; its row, then its empty
  * directory). All strings copied. Returns 0 when done, 1 when a step failed
- * and the rest waits for lifecycle_undo_run (logged), -1 when out of
- * memory (the next start's reconcile finishes it). */
+ * and the rest waits for lifecycle_undo_run (logged). */
 int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container,
                           const struct workspace_record *new_workspace);
 /* Drops the undos still waiting (lifecycle_free); reconcile finishes them at
@@ -90,7 +89,7 @@ int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const ch
 void lifecycle_undos_clear(struct lifecycle *lc);
 
 /* Holds (activity.c). hold_begin counts a call on id; it fails (CONFLICT)
- * when the sandbox is being expired, INTERNAL when out of memory. hold_end
+ * when the sandbox is being expired. hold_end
  * undoes one hold_begin. expire_claim marks id expiring when no call holds
  * it (returns 1), else returns 0; expire_done forgets the mark. */
 int lifecycle_hold_begin(struct lifecycle *lc, const char *id, struct cp_error **err);

@@ -43,19 +43,13 @@ int lifecycle_host_nesting_check(struct store *store, const char *real, const ch
 		return cp_error_prefix(err, "check host path '%s' against the other workspaces", real);
 	struct policy_host_workspace *others = xcalloc(n ? n : 1, sizeof(*others));
 	size_t k = 0;
-	int r = 0;
-	if (!others) {
-		r = cp_error_set(err, CP_ERR_INTERNAL, "check host path '%s': out of memory", real);
-	} else {
-		for (size_t i = 0; i < n; i++) {
-			const struct workspace_record *w = &rows[i];
-			if ((self_id && !strcmp(w->id, self_id)) || w->trashed_at_ms > 0 || !w->path ||
-			    !strcmp(w->path, real))
-				continue; /* itself, or the same directory (reused) */
-			others[k++] = (struct policy_host_workspace){.id = w->id, .path = w->path, .mode = w->mode};
-		}
-		r = policy_host_nesting_check(real, mode, others, k, err);
+	for (size_t i = 0; i < n; i++) {
+		const struct workspace_record *w = &rows[i];
+		if ((self_id && !strcmp(w->id, self_id)) || w->trashed_at_ms > 0 || !w->path || !strcmp(w->path, real))
+			continue; /* itself, or the same directory (reused) */
+		others[k++] = (struct policy_host_workspace){.id = w->id, .path = w->path, .mode = w->mode};
 	}
+	int r = policy_host_nesting_check(real, mode, others, k, err);
 	free(others);
 	for (size_t i = 0; i < n; i++)
 		workspace_record_clear(&rows[i]);
@@ -244,10 +238,6 @@ int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_moun
                               size_t size)
 {
 	int *seen = xcalloc(n ? n : 1, sizeof(*seen));
-	if (!seen) {
-		snprintf(reason, size, "out of memory");
-		return -1;
-	}
 	int r = 0;
 	const char *line = mountinfo;
 	while (r == 0 && line && *line) {

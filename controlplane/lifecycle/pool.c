@@ -106,13 +106,8 @@ static void remember_created(struct lifecycle_pool *p, const char *id)
 {
 	char *copy = xstrdup(id);
 	pthread_mutex_lock(&p->lock);
-	char **grown = copy ? xrealloc(p->created, (p->n_created + 1) * sizeof(*grown)) : NULL;
-	if (grown) {
-		p->created = grown;
-		p->created[p->n_created++] = copy;
-	} else {
-		free(copy); /* out of memory: the member is then left for the next serve */
-	}
+	p->created = xrealloc(p->created, (p->n_created + 1) * sizeof(*p->created));
+	p->created[p->n_created++] = copy;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -221,13 +216,6 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 		return 0;
 	}
 	struct lifecycle_pool *p = xcalloc(1, sizeof(*p));
-	if (!p) {
-		for (size_t i = 0; i < n_adopt; i++)
-			free(adopt[i]);
-		free(adopt);
-		log_warn("lifecycle", "warm pool: out of memory; sandboxes are created cold");
-		return 0;
-	}
 	p->lc = lc;
 	p->size = size;
 	p->created = adopt; /* taken over: removed at stop like those made here */
@@ -353,8 +341,8 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 		/* Re-attach, or mark it failed when its container is gone. */
 		_cleanup_error_ struct cp_error *e = NULL;
 		if (lifecycle_sandbox_channel(lc, id, &ch, &e) < 0) {
-			log_warn("lifecycle", "warm sandbox %s cannot be used (%s); creating cold", id, e->message);
-			cp_error_freep(&e);
+			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e,
+			                  "warm sandbox %s cannot be used; creating cold", id);
 			if (lifecycle_sandbox_destroy(lc, id, NULL, &e) < 0)
 				log_warn("lifecycle", "remove warm sandbox %s: %s", id, e->message);
 			return 0;

@@ -130,8 +130,7 @@ static void fail_row(struct lifecycle *lc, const char *id, const char *reason)
 {
 	struct cp_error *e = NULL;
 	if (store_sandbox_set_status(lc->store, id, "failed", NULL, reason, clock_now_ms(), &e) < 0) {
-		log_warn("lifecycle", "mark sandbox '%s' failed: %s", id, e->message);
-		cp_error_free(e);
+		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "mark sandbox '%s' failed", id);
 	} else {
 		log_warn("lifecycle", "sandbox %s failed: %s", id, reason);
 	}
@@ -151,8 +150,7 @@ static int remove_container(struct lifecycle *lc, const struct sandbox_record *s
 	int r = lifecycle_container_remove_guarded(lc, &row, &o, &dr, &e);
 	lifecycle_destroy_result_clear(&dr);
 	if (r < 0) {
-		log_warn("lifecycle", "remove the container of sandbox %s: %s", s->id, e->message);
-		cp_error_free(e);
+		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "remove the container of sandbox %s", s->id);
 		return -1;
 	}
 	return 0;
@@ -175,8 +173,8 @@ static void apply(struct lifecycle *lc, const struct sandbox_record *s, const st
 		break;
 	case LIFECYCLE_RECONCILE_REATTACH:
 		if (lifecycle_attach(lc, s->id, c->id, NULL, &e) < 0) {
-			log_warn("lifecycle", "re-attach sandbox %s: %s (next tool call retries)", s->id, e->message);
-			cp_error_free(e);
+			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e,
+			                  "re-attach sandbox %s (next tool call retries)", s->id);
 		} else {
 			n->attached++;
 		}
@@ -200,9 +198,9 @@ static void apply(struct lifecycle *lc, const struct sandbox_record *s, const st
 		struct lifecycle_destroy_options o = {.reason = "destroy", .actor = "serve"};
 		struct lifecycle_destroy_result dr = {0};
 		if (lifecycle_sandbox_destroy_ex(lc, s->id, &o, &dr, &e) < 0) {
-			log_warn("lifecycle", "sandbox %s: %s; finishing it failed: %s (the maintenance pass retries)",
-			         s->id, d->reason, e->message);
-			cp_error_free(e);
+			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e,
+			                  "sandbox %s: %s; finishing it failed (the maintenance pass retries)", s->id,
+			                  d->reason);
 		} else {
 			log_info("lifecycle", "sandbox %s: %s; finished it", s->id, d->reason);
 			n->removed += c != NULL;
@@ -283,8 +281,7 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
 	/* Exposed ports follow the sandboxes' states just decided (expose.c). */
 	struct cp_error *expose_err = NULL;
 	if (lifecycle_exposures_reconcile(lc, &expose_err) < 0) {
-		log_warn("lifecycle", "%s", expose_err->message);
-		cp_error_free(expose_err);
+		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &expose_err, NULL);
 	}
 	return 0;
 }

@@ -33,11 +33,6 @@ static void undo_free(struct lifecycle_undo *u)
 	free(u);
 }
 
-static char *dup_or_null(const char *s)
-{
-	return s ? xstrdup(s) : NULL;
-}
-
 /* One step of u at a time; returns 0 when all of it is done, -1 with the
  * first failure logged (the rest waits for the next run). */
 static int undo_step(struct lifecycle *lc, struct lifecycle_undo *u)
@@ -71,16 +66,11 @@ int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const ch
                           const struct workspace_record *new_workspace)
 {
 	struct lifecycle_undo *u = xcalloc(1, sizeof(*u));
-	if (!u || !(u->sandbox_id = xstrdup(sandbox_id)) || (container && !(u->container = xstrdup(container))) ||
-	    (new_workspace && (!(u->workspace_id = dup_or_null(new_workspace->id)) ||
-	                       !(u->workspace_path = dup_or_null(new_workspace->path))))) {
-		if (u)
-			undo_free(u);
-		log_warn("lifecycle",
-		         "undo of the failed create of sandbox %s: out of memory; the next start "
-		         "finishes it",
-		         sandbox_id);
-		return -1;
+	u->sandbox_id = xstrdup(sandbox_id);
+	u->container = xstrdup(container);
+	if (new_workspace) {
+		u->workspace_id = xstrdup(new_workspace->id);
+		u->workspace_path = xstrdup(new_workspace->path);
 	}
 	if (undo_step(lc, u) == 0) {
 		undo_free(u);

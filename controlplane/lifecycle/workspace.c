@@ -38,8 +38,6 @@ int lifecycle_host_path_check(const struct config *cfg, const char *path, char *
 {
 	size_t n = 0;
 	char **roots = policy_roots_split(cfg->allowed_host_roots, &n);
-	if (!roots)
-		return cp_error_set(err, CP_ERR_INTERNAL, "check host path: out of memory");
 	/* chat2sbx's own paths that may live outside the data root (rule 5):
 	 * a direct workspace over the registry could approve itself anything,
 	 * over the helper's directory it could replace PID 1 of new sandboxes. */
@@ -171,8 +169,7 @@ int lifecycle_retention_run(const struct config *cfg, struct store *store, int64
 			struct cp_error *e = NULL;
 			if (lifecycle_trash_move(cfg, w->path, w->id, &dest, &e) < 0 ||
 			    store_workspace_set_trashed(store, w->id, dest, now_ms, &e) < 0) {
-				log_warn("lifecycle", "retention of workspace %s: %s", w->id, e->message);
-				cp_error_free(e);
+				cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "retention of workspace %s", w->id);
 			} else {
 				log_info("lifecycle", "workspace %s moved to the trash: %s", w->id, dest);
 				moved++;
@@ -185,8 +182,7 @@ int lifecycle_retention_run(const struct config *cfg, struct store *store, int64
 	/* Saved clone work follows the same rule (export_retention.c). */
 	struct cp_error *e = NULL;
 	if (lifecycle_export_retention_run(cfg, store, now_ms, &e) < 0) {
-		log_warn("lifecycle", "retention of exports: %s", e->message);
-		cp_error_free(e);
+		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "retention of exports");
 	}
 	return moved;
 }

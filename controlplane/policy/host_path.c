@@ -349,18 +349,11 @@ char **policy_roots_split(const char *colon_list, size_t *ret_n)
 		if (*p == ':')
 			cap++;
 	char **out = xcalloc(cap + 1, sizeof(*out));
-	if (!out)
-		return NULL;
 	size_t n = 0;
 	for (const char *p = colon_list; p && *p;) {
 		size_t len = strcspn(p, ":");
 		if (len > 0) {
-			out[n] = xstrndup(p, len);
-			if (!out[n]) {
-				policy_roots_free(out);
-				return NULL;
-			}
-			n++;
+			out[n++] = xstrndup(p, len);
 		}
 		p += len;
 		if (*p == ':')

@@ -156,11 +156,9 @@ int store_export_list(struct store *store, const char *sandbox_id, struct export
 		                       (void **)ret, ret_n, err);
 	/* store_list_rows takes no parameters: the id is checked to be an id
 	 * by every caller, and quoted here all the same. */
-	char *sql = sqlite3_mprintf("SELECT " EXP_COLUMNS " FROM exports WHERE sandbox_id = %Q ORDER BY created_at_ms, "
-	                            "rowid",
-	                            sandbox_id);
-	if (!sql)
-		return cp_error_set(err, CP_ERR_INTERNAL, "list exports: out of memory");
+	char *sql = store_mprintf("SELECT " EXP_COLUMNS " FROM exports WHERE sandbox_id = %Q ORDER BY created_at_ms, "
+	                          "rowid",
+	                          sandbox_id);
 	int r = store_list_rows(store, sql, sizeof(struct export_record), read_row_any, clear_row_any, "list exports",
 	                        (void **)ret, ret_n, err);
 	sqlite3_free(sql);

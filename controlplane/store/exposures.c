@@ -22,8 +22,8 @@ void exposure_record_clear(struct exposure_record *x)
 
 #define EXP_COLUMNS "sandbox_id, container_port, host, host_port, forwarder_name, forwarder_id, network, created_at_ms"
 
-/* Copies one row; returns -1 when a copy failed (out of memory). */
-static int read_row(sqlite3_stmt *st, struct exposure_record *x)
+/* Copies one row. */
+static void read_row(sqlite3_stmt *st, struct exposure_record *x)
 {
 	x->sandbox_id = store_column_strdup(st, 0);
 	x->container_port = sqlite3_column_int(st, 1);
@@ -33,12 +33,6 @@ static int read_row(sqlite3_stmt *st, struct exposure_record *x)
 	x->forwarder_id = store_column_strdup(st, 5);
 	x->network = store_column_strdup(st, 6);
 	x->created_at_ms = sqlite3_column_int64(st, 7);
-	if (!x->sandbox_id || !x->host || !x->forwarder_name || !x->network ||
-	    (sqlite3_column_type(st, 5) != SQLITE_NULL && !x->forwarder_id)) {
-		exposure_record_clear(x);
-		return -1;
-	}
-	return 0;
 }
 
 int store_exposure_insert(struct store *store, const struct exposure_record *x, struct cp_error **err)
@@ -92,11 +86,8 @@ int store_exposure_get(struct store *store, const char *sandbox_id, int containe
 	sqlite3_bind_int(st, 2, container_port);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		struct exposure_record x = {0};
-		if (read_row(st, &x) < 0)
-			r = cp_error_set(err, CP_ERR_INTERNAL, "load exposure: out of memory");
-		else
-			*ret = x;
+		*ret = (struct exposure_record){0};
+		read_row(st, ret);
 	} else if (rc == SQLITE_DONE) {
 		r = cp_error_set(err, CP_ERR_NOT_FOUND, "port %d of sandbox '%s' is not exposed", container_port,
 		                 sandbox_id);
@@ -129,21 +120,11 @@ int store_exposure_list(struct store *store, const char *sandbox_id, struct expo
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 4;
-			struct exposure_record *grown = xrealloc(rows, ncap * sizeof(*rows));
-			if (!grown) {
-				r = cp_error_set(err, CP_ERR_INTERNAL, "list exposures: out of memory");
-				goto out;
-			}
-			rows = grown;
-			cap = ncap;
+			cap = cap ? cap * 2 : 4;
+			rows = xrealloc(rows, cap * sizeof(*rows));
 		}
 		rows[n] = (struct exposure_record){0};
-		if (read_row(st, &rows[n]) < 0) {
-			r = cp_error_set(err, CP_ERR_INTERNAL, "list exposures: out of memory");
-			goto out;
-		}
-		n++;
+		read_row(st, &rows[n++]);
 	}
 	if (rc != SQLITE_DONE)
 		r = store_fail(store, err, "list exposures");

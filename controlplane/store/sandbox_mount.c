@@ -152,14 +152,8 @@ int store_sandbox_mounts_list(struct store *store, const char *id, struct sandbo
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct sandbox_mount_record *g = xrealloc(rows, ncap * sizeof(*rows));
-			if (!g) {
-				r = cp_error_set(err, CP_ERR_INTERNAL, "read the verified mounts: out of memory");
-				goto out;
-			}
-			rows = g;
-			cap = ncap;
+			cap = cap ? cap * 2 : 8;
+			rows = xrealloc(rows, cap * sizeof(*rows));
 		}
 		rows[n] = (struct sandbox_mount_record){
 		    .target = store_column_strdup(st, 0),

@@ -35,10 +35,9 @@ int store_sandbox_pool_claim(struct store *store, const char *image, const char 
 	if (rc == SQLITE_ROW) {
 		char *id = store_column_strdup(st, 0);
 		/* RETURNING rows are final only once the statement completes. */
-		if (!id || sqlite3_step(st) != SQLITE_DONE) {
+		if (sqlite3_step(st) != SQLITE_DONE) {
 			free(id);
-			r = id ? store_fail(store, err, "claim a warm sandbox")
-			       : cp_error_set(err, CP_ERR_INTERNAL, "claim a warm sandbox: out of memory");
+			r = store_fail(store, err, "claim a warm sandbox");
 			goto out;
 		}
 		*ret_id = id;

@@ -127,8 +127,9 @@ int store_open(const char *path, struct store **ret_store, struct cp_error **err
 	struct store *store = xcalloc(1, sizeof(*store));
 	pthread_mutex_init(&store->lock, NULL);
 	if (sqlite3_open_v2(path, &store->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
-		cp_error_set(err, CP_ERR_UNAVAILABLE, "open registry '%s': %s", path,
-		             store->db ? sqlite3_errmsg(store->db) : "out of memory");
+		if (!store->db) /* sqlite3 allocates no handle only when out of memory */
+			cp_oom();
+		cp_error_set(err, CP_ERR_UNAVAILABLE, "open registry '%s': %s", path, sqlite3_errmsg(store->db));
 		store_free(store);
 		return -1;
 	}
@@ -182,12 +183,7 @@ int store_list_rows(struct store *store, const char *sql, size_t row_size, void 
 	}
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		char *grown = xrealloc(list, (n + 1) * row_size);
-		if (!grown) {
-			r = cp_error_set(err, CP_ERR_INTERNAL, "%s: out of memory", what);
-			goto out;
-		}
-		list = grown;
+		list = xrealloc(list, (n + 1) * row_size);
 		memset(list + n * row_size, 0, row_size);
 		read_row(st, list + n * row_size);
 		n++;

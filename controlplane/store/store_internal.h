@@ -44,11 +44,24 @@ int store_workspace_find_host_locked(struct store *store, const char *real_path,
 int store_list_rows(struct store *store, const char *sql, size_t row_size, void (*read_row)(sqlite3_stmt *, void *),
                     void (*clear_row)(void *), const char *what, void **ret, size_t *ret_n, struct cp_error **err);
 
-/* Copies column i as an owned string (NULL for SQL NULL). */
+/* Copies column i as an owned string (NULL for SQL NULL). sqlite3 answers
+ * NULL for a non-NULL column only when out of memory: cp_oom() then. */
 static inline char *store_column_strdup(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
+	if (!t && sqlite3_column_type(st, i) != SQLITE_NULL)
+		cp_oom();
 	return t ? xstrdup((const char *)t) : NULL;
 }
+
+/* sqlite3_mprintf that cannot fail (it returns NULL only when out of
+ * memory: cp_oom() then); the caller frees with sqlite3_free. */
+#define store_mprintf(...)                                                                                             \
+	({                                                                                                             \
+		char *store_mprintf_s = sqlite3_mprintf(__VA_ARGS__);                                                  \
+		if (!store_mprintf_s)                                                                                  \
+			cp_oom();                                                                                      \
+		store_mprintf_s;                                                                                       \
+	})
 
 #endif

@@ -61,21 +61,17 @@ void input_flush(struct session *s)
 		input_close(s);
 }
 
-int input_queue(struct session *s, const char *p, size_t n)
+void input_queue(struct session *s, const char *p, size_t n)
 {
 	if (n == 0)
-		return 0;
+		return;
 	if (s->inlen + n > s->incap) {
 		size_t cap = s->incap ? s->incap : 4096;
 		while (cap < s->inlen + n)
 			cap *= 2;
-		char *b = realloc(s->inbuf, cap);
-		if (!b)
-			return -1;
-		s->inbuf = b;
+		s->inbuf = xrealloc(s->inbuf, cap);
 		s->incap = cap;
 	}
 	memcpy(s->inbuf + s->inlen, p, n);
 	s->inlen += n;
-	return 0;
 }

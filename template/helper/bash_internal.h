@@ -29,6 +29,7 @@
 #include "sessmeta.h"
 #include "spare.h"
 #include "utf8.h"
+#include "xalloc.h"
 
 #define DRAIN_BUDGET (1024 * 1024) /* bytes read from a pipe when its shell exits */
 #define READ_BUDGET (256 * 1024)   /* bytes read per pipe per loop turn (fairness) */
@@ -144,7 +145,7 @@ bool stdin_open(const struct session *s);
 void input_close(struct session *s);
 size_t input_write(struct session *s, const char *p, size_t n);
 void input_flush(struct session *s);
-int input_queue(struct session *s, const char *p, size_t n);
+void input_queue(struct session *s, const char *p, size_t n);
 /* bash_reap.c */
 bool session_has_processes(const struct session *s);
 size_t session_signal(struct session *s, struct proctree *t, int sig);

@@ -137,10 +137,7 @@ static pid_t start_handoff(const struct keeper_spec *spec, int *ret_fd)
  * KEEPER_START_MS. */
 static int start_spawn(struct session *s, const char *cwd, int rows, int cols, struct rpc_error *err)
 {
-	if (asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), s->id) < 0) {
-		s->log_path = NULL;
-		return rpc_fail(err, "INTERNAL", "out of memory");
-	}
+	s->log_path = xasprintf("%s/%s.log", paths_log_dir(), s->id);
 	const int flags = O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC;
 	s->log_fd = open(s->log_path, flags, 0600);
 	if (s->log_fd < 0 && errno == ENOENT) {
@@ -237,12 +234,8 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 	if (start_check_cwd(params, &cwd, err) < 0)
 		return -1;
 
-	struct session *s = calloc(1, sizeof *s);
-	if (!s || !(s->command = strdup(command))) {
-		free(s);
-		free(cwd);
-		return rpc_fail(err, "INTERNAL", "out of memory");
-	}
+	struct session *s = xcalloc(1, sizeof *s);
+	s->command = xstrdup(command);
 	memcpy(s->id, sid, sid_len + 1);
 	s->pipe_fd = s->log_fd = s->in_fd = s->keeper_fd = -1;
 	s->status = SESSION_RUNNING;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proto.h"
+#include "xalloc.h"
 
 static struct blob {
 	int fd; /* -1 = free slot */
@@ -116,13 +117,8 @@ int blob_rpc_read(json_object *id, json_object *params, json_object **ret_result
 	if (!b || rpc_param_int(params, "offset", 0, 0, INT64_MAX, false, &offset, err) < 0 ||
 	    rpc_param_int(params, "length", PROTO_BLOB_CHUNK_MAX, 1, PROTO_BLOB_CHUNK_MAX, false, &length, err) < 0)
 		return -1;
-	unsigned char *raw = malloc((size_t)length + 1);
-	char *text = malloc(4 * (((size_t)length + 1 + 2) / 3) + 1);
-	if (!raw || !text) {
-		free(raw);
-		free(text);
-		return rpc_fail(err, "INTERNAL", "blob.read: out of memory");
-	}
+	unsigned char *raw = xmalloc((size_t)length + 1); /* length <= PROTO_BLOB_CHUNK_MAX */
+	char *text = xmalloc(4 * (((size_t)length + 1 + 2) / 3) + 1);
 	/* One byte more than asked tells whether the end was reached. */
 	ssize_t n;
 	do

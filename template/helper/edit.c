@@ -18,6 +18,7 @@
 #include "files.h"
 #include "paths.h"
 #include "sha256.h"
+#include "xalloc.h"
 
 int edit_read_text(const char *abs, const char *shown, const char *op, struct edit_text *t, struct rpc_error *err)
 {
@@ -50,11 +51,7 @@ int edit_read_text(const char *abs, const char *shown, const char *op, struct ed
 		                shown, FILES_WHOLE_MAX, op);
 	}
 	size_t cap = (size_t)size + 1, len = 0;
-	char *buf = malloc(cap + 1);
-	if (!buf) {
-		close(fd);
-		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", shown);
-	}
+	char *buf = xmalloc(cap + 1); /* size <= FILES_WHOLE_MAX, checked above */
 	for (;;) {
 		if (len == cap) { /* it grew while we read */
 			if (cap > FILES_WHOLE_MAX) {
@@ -65,13 +62,7 @@ int edit_read_text(const char *abs, const char *shown, const char *op, struct ed
 				                shown, FILES_WHOLE_MAX, op);
 			}
 			size_t ncap = cap * 2 > FILES_WHOLE_MAX + 1 ? FILES_WHOLE_MAX + 1 : cap * 2;
-			char *nb = realloc(buf, ncap + 1);
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", shown);
-			}
-			buf = nb;
+			buf = xrealloc(buf, ncap + 1);
 			cap = ncap;
 		}
 		ssize_t n = read(fd, buf + len, cap - len);
@@ -113,9 +104,7 @@ static char *to_crlf(const char *s, size_t len, size_t *ret_len)
 	size_t nl = 0;
 	for (size_t i = 0; i < len; i++)
 		nl += s[i] == '\n';
-	char *out = malloc(len + nl + 1);
-	if (!out)
-		return NULL;
+	char *out = xmalloc(len + nl + 1);
 	size_t o = 0;
 	for (size_t i = 0; i < len; i++) {
 		if (s[i] == '\n')
@@ -173,9 +162,7 @@ int edit_replace(const char *data, size_t len, const char *old, size_t old_len, 
 	} else {
 		out_len = len - n * (old_len - new_len);
 	}
-	char *out = malloc(out_len + 1);
-	if (!out)
-		return rpc_fail(err, "INTERNAL", "out of memory editing");
+	char *out = xmalloc(out_len + 1);
 	size_t o = 0;
 	const char *p = data, *end = data + len;
 	for (size_t i = 0; i < n; i++) {
@@ -250,18 +237,10 @@ int edit_rpc(json_object *id, json_object *params, json_object **ret_result, str
 	/* A model writes "\n"; a CRLF file keeps its line endings. */
 	if (edit_is_crlf(t.data, t.len)) {
 		if (needs_crlf(old, old_len)) {
-			if (!(old_crlf = to_crlf(old, old_len, &old_len))) {
-				rpc_fail(err, "INTERNAL", "out of memory");
-				goto out;
-			}
-			old = old_crlf;
+			old = old_crlf = to_crlf(old, old_len, &old_len);
 		}
 		if (needs_crlf(new, new_len)) {
-			if (!(new_crlf = to_crlf(new, new_len, &new_len))) {
-				rpc_fail(err, "INTERNAL", "out of memory");
-				goto out;
-			}
-			new = new_crlf;
+			new = new_crlf = to_crlf(new, new_len, &new_len);
 		}
 	}
 	if (edit_replace(t.data, t.len, old, old_len, new, new_len, replace_all, &res, err) < 0)

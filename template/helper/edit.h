@@ -45,7 +45,8 @@ struct edit_result {
  * (issue 18: "aa" in "aaa" is two matches, so no edit is taken as unique
  * that is not); when replace_all or there is exactly one match, also build
  * the new content, replacing left to right without overlap. Fails only when
- * out of memory (INTERNAL). */
+ * the new content's size would overflow (LIMIT); allocation aborts
+ * (xalloc.h). */
 int edit_replace(const char *data, size_t len, const char *old, size_t old_len, const char *new, size_t new_len,
                  bool replace_all, struct edit_result *res, struct rpc_error *err);
 

@@ -20,6 +20,7 @@
 #include "paths.h"
 #include "sha256.h"
 #include "utf8.h"
+#include "xalloc.h"
 
 #define CHUNK (64 * 1024)
 
@@ -93,9 +94,7 @@ static void select_chunk(struct selector *s, const char *p, size_t n)
 static int stream_file(int fd, uint64_t read_max, bool whole, struct selector *s, struct files_selection *sel,
                        uint64_t *ret_read, char *ret_last, bool *ret_eof, const char *path, struct rpc_error *err)
 {
-	char *buf = malloc(CHUNK);
-	if (!buf)
-		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", path);
+	char *buf = xmalloc(CHUNK);
 	struct sha256_ctx h;
 	sha256_init(&h);
 	uint64_t size = 0;
@@ -164,8 +163,7 @@ int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, siz
 	                     .end = offset + limit < offset ? UINT64_MAX : offset + limit,
 	                     .max_bytes = max_bytes,
 	                     .line = 1};
-	if (!(s.out = malloc(max_bytes + 1)))
-		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", path);
+	s.out = xmalloc(max_bytes + 1); /* max_bytes is bounded by the caller */
 	/* Small files are read whole (a file that keeps growing is cut at its
 	 * size plus FILES_READ_SLACK); large ones only as far as the selection. */
 	uint64_t fsize = st.st_size > 0 ? (uint64_t)st.st_size : 0;
@@ -420,13 +418,9 @@ static int write_all(int fd, const char *p, size_t n)
 /* Check the parent directory of target, creating it when asked. */
 static int write_parent(const char *target, bool create_dirs, char **ret_dir, struct rpc_error *err)
 {
-	char *copy = strdup(target);
-	if (!copy)
-		return rpc_fail(err, "INTERNAL", "out of memory");
-	char *dir = strdup(dirname(copy));
+	char *copy = xstrdup(target);
+	char *dir = xstrdup(dirname(copy));
 	free(copy);
-	if (!dir)
-		return rpc_fail(err, "INTERNAL", "out of memory");
 	struct stat st;
 	if (stat(dir, &st) < 0) {
 		int e = errno;
@@ -519,9 +513,7 @@ fail:;
  * its parent's canonical form when that parent exists. */
 static int write_target(const char *path, char **ret, struct rpc_error *err)
 {
-	char *cur = strdup(path);
-	if (!cur)
-		return rpc_fail(err, "INTERNAL", "out of memory");
+	char *cur = xstrdup(path);
 	bool followed = false;
 	for (int hops = 0;; hops++) {
 		struct stat lst;
@@ -542,16 +534,13 @@ static int write_target(const char *path, char **ret, struct rpc_error *err)
 		link[n] = '\0';
 		char *next = NULL;
 		if (link[0] == '/') {
-			next = strdup(link);
+			next = xstrdup(link);
 		} else {
 			const char *slash = strrchr(cur, '/');
 			int dlen = slash ? (int)(slash - cur) : 1;
-			if (asprintf(&next, "%.*s/%s", dlen, slash ? cur : ".", link) < 0)
-				next = NULL;
+			next = xasprintf("%.*s/%s", dlen, slash ? cur : ".", link);
 		}
 		free(cur);
-		if (!next)
-			return rpc_fail(err, "INTERNAL", "out of memory");
 		if (strlen(next) >= PATH_MAX) {
 			free(next);
 			return rpc_fail(err, "INVALID_ARGUMENT",

@@ -6,6 +6,7 @@
  * its port and restarts it; the control plane never sees the traffic, so
  * traffic through it does not count as sandbox activity. */
 #include "forward.h"
+#include "xalloc.h"
 
 #include <arpa/inet.h>
 #include <arpa/nameser.h>
@@ -163,21 +164,11 @@ static void accept_one(int listen_fd, const struct forward_config *cfg, struct f
 			hlog_warn("forward: accept: %s", strerror(errno));
 		return;
 	}
-	struct fwd_conn *c = calloc(1, sizeof(*c));
-	if (c) {
-		c->fd[0] = fd;
-		c->fd[1] = -1;
-		c->dir[0].buf = malloc(FORWARD_BUF_BYTES);
-		c->dir[1].buf = malloc(FORWARD_BUF_BYTES);
-	}
-	if (!c || !c->dir[0].buf || !c->dir[1].buf) {
-		hlog_warn("forward: out of memory; connection refused");
-		if (c)
-			conn_free(c); /* closes fd */
-		else
-			close(fd);
-		return;
-	}
+	struct fwd_conn *c = xcalloc(1, sizeof(*c));
+	c->fd[0] = fd;
+	c->fd[1] = -1;
+	c->dir[0].buf = xmalloc(FORWARD_BUF_BYTES);
+	c->dir[1].buf = xmalloc(FORWARD_BUF_BYTES);
 	if (connect_target(cfg, c) < 0) {
 		conn_free(c); /* the client sees its connection closed */
 		return;
@@ -273,17 +264,13 @@ int forward_serve(int listen_fd, const struct forward_config *cfg)
 {
 	sigset_t old;
 	int sfd = signal_fd(&old);
-	struct fwd_conn **conns = calloc(FORWARD_MAX_CONNS, sizeof(*conns));
-	struct pollfd *pfds = calloc(2 + 2 * FORWARD_MAX_CONNS, sizeof(*pfds));
-	if (sfd < 0 || !conns || !pfds) {
-		hlog_error("forward: setup failed: %s", sfd < 0 ? strerror(errno) : "out of memory");
-		if (sfd >= 0)
-			close(sfd);
-		free(conns);
-		free(pfds);
+	if (sfd < 0) {
+		hlog_error("forward: setup failed: %s", strerror(errno));
 		close(listen_fd);
 		return 1;
 	}
+	struct fwd_conn **conns = xcalloc(FORWARD_MAX_CONNS, sizeof(*conns));
+	struct pollfd *pfds = xcalloc(2 + 2 * FORWARD_MAX_CONNS, sizeof(*pfds));
 	hlog_info("forward: relaying to %s:%s", cfg->target_host, cfg->target_port);
 	size_t n = 0;
 	bool stop = false;

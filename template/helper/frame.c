@@ -3,6 +3,7 @@
  * writer queues replies for a non-blocking stdout so a slow reader on the
  * host never stalls the event loop. No JSON here. */
 #include "frame.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -26,19 +27,15 @@ void frame_reader_free(struct frame_reader *r)
 	memset(r, 0, sizeof *r);
 }
 
-static int reserve(struct frame_reader *r, size_t want)
+static void reserve(struct frame_reader *r, size_t want)
 {
 	if (r->cap - r->len >= want)
-		return 0;
+		return;
 	size_t cap = r->cap ? r->cap : SMALL_CAP;
 	while (cap - r->len < want)
 		cap *= 2;
-	char *b = realloc(r->buf, cap);
-	if (!b)
-		return -1;
-	r->buf = b;
+	r->buf = xrealloc(r->buf, cap);
 	r->cap = cap;
-	return 0;
 }
 
 /* Hand out every complete line in buf[0..len) and keep the partial tail. */
@@ -76,12 +73,7 @@ static void split_lines(struct frame_reader *r, frame_line_fn on_line, frame_lin
 
 int frame_reader_read(struct frame_reader *r, int fd, frame_line_fn on_line, frame_line_fn on_overlong, void *data)
 {
-	if (reserve(r, READ_CHUNK + 1) < 0) {
-		hlog_error("out of memory reading requests; dropping a partial request");
-		r->len = r->scanned = 0;
-		r->skipping = true;
-		return 1;
-	}
+	reserve(r, READ_CHUNK + 1);
 	ssize_t n = read(fd, r->buf + r->len, r->cap - r->len - 1);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 1 : -1;
@@ -131,12 +123,7 @@ void frame_writer_put(struct frame_writer *w, const char *line, size_t n)
 		size_t cap = w->cap ? w->cap : SMALL_CAP;
 		while (cap - w->len < n + 1)
 			cap *= 2;
-		char *b = realloc(w->buf, cap);
-		if (!b) {
-			hlog_error("out of memory queueing a %zu-byte reply; it is dropped", n);
-			return;
-		}
-		w->buf = b;
+		w->buf = xrealloc(w->buf, cap);
 		w->cap = cap;
 	}
 	memcpy(w->buf + w->len, line, n);

@@ -4,6 +4,7 @@
  * and neither a stat nor the mount table tells anything a shell in the
  * sandbox could not learn itself. */
 #include "fsstat.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,18 +46,16 @@ int fsmounts_rpc(json_object *id, json_object *params, json_object **ret_result,
 	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return rpc_fail_errno(err, errno, "open", "/proc/self/mountinfo");
-	char *buf = malloc(FSSTAT_MOUNTINFO_MAX + 1);
+	char *buf = xmalloc(FSSTAT_MOUNTINFO_MAX + 1);
 	size_t len = 0;
 	ssize_t n = 1;
-	while (buf && len < FSSTAT_MOUNTINFO_MAX && (n = read(fd, buf + len, FSSTAT_MOUNTINFO_MAX - len)) > 0)
+	while (len < FSSTAT_MOUNTINFO_MAX && (n = read(fd, buf + len, FSSTAT_MOUNTINFO_MAX - len)) > 0)
 		len += (size_t)n;
 	int e = errno;
 	/* One more byte tells a table that fills the buffer from a longer one. */
 	char extra;
-	int more = buf && n > 0 && read(fd, &extra, 1) > 0;
+	int more = n > 0 && read(fd, &extra, 1) > 0;
 	close(fd);
-	if (!buf)
-		return rpc_fail(err, "INTERNAL", "fs.mounts: out of memory");
 	if (n < 0) {
 		free(buf);
 		return rpc_fail_errno(err, e, "read", "/proc/self/mountinfo");

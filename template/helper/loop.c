@@ -4,6 +4,7 @@
  * session produces output, ends or their deadline passes. Only this file
  * touches signals; only main.c calls loop_run. */
 #include "loop.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -273,15 +274,8 @@ static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct fram
 	for (;;) {
 		size_t want = 3 + BASH_POLLFDS_PER_SESSION * bash_session_count(NULL);
 		if (want > cap) {
-			struct pollfd *f = realloc(fds, want * sizeof *f);
-			if (f) {
-				fds = f;
-				cap = want;
-			}
-		}
-		if (cap < 3) {
-			hlog_error("out of memory in the event loop");
-			break;
+			fds = xrealloc(fds, want * sizeof *fds);
+			cap = want;
 		}
 		size_t n = 0;
 		int in_idx = -1, out_idx = -1;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "proto.h"
+#include "xalloc.h"
 
 static char workspace[PATH_MAX] = PROTO_WORKSPACE;
 static char log_dir[PATH_MAX] = PROTO_LOG_DIR;
@@ -42,13 +43,8 @@ int paths_resolve(const char *path, size_t len, const char *what, char **ret_abs
 	if (strlen(path) != len)
 		return rpc_fail(err, "INVALID_ARGUMENT", "%s contains a NUL character", what);
 	size_t cap = strlen(workspace) + 1 + len + 1;
-	char *joined = malloc(cap);
-	char *out = malloc(cap);
-	if (!joined || !out) {
-		free(joined);
-		free(out);
-		return rpc_fail(err, "INTERNAL", "out of memory resolving %s", what);
-	}
+	char *joined = xmalloc(cap);
+	char *out = xmalloc(cap);
 	if (path[0] == '/')
 		snprintf(joined, cap, "%s", path);
 	else

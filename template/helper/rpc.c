@@ -3,6 +3,7 @@
  * parameter types, builds replies and hands each serialized line to the sink
  * the loop registered. Knows nothing of sessions or files. */
 #include "rpc.h"
+#include "xalloc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -206,8 +207,8 @@ int rpc_request_parse(const char *line, size_t len, json_object **ret_root, json
 	*ret_root = NULL;
 	*ret_id = NULL;
 	json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
-	if (!tok)
-		return rpc_fail_code(err, PROTO_ERR_INTERNAL, "INTERNAL", "out of memory");
+	if (!tok) /* json-c fails only to allocate */
+		cp_oom();
 	json_object *root = json_tokener_parse_ex(tok, line, (int)len);
 	enum json_tokener_error jerr = json_tokener_get_error(tok);
 	size_t end = json_tokener_get_parse_end(tok);

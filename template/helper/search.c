@@ -5,6 +5,7 @@
  * loop is single-threaded, so everything is bounded: matches, reply bytes,
  * entries walked, file size, PCRE2's match limit per line and wall time. */
 #include "search.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -346,8 +347,8 @@ static int compile(struct searcher *s, const char *pattern, size_t len, bool cas
 		s->jit_stack = pcre2_jit_stack_create(32 * 1024, JIT_STACK_MAX, NULL);
 	s->md = pcre2_match_data_create_from_pattern(s->code, NULL);
 	s->mctx = pcre2_match_context_create(NULL);
-	if (!s->md || !s->mctx)
-		return rpc_fail(err, "INTERNAL", "out of memory compiling the pattern");
+	if (!s->md || !s->mctx) /* PCRE2 fails only to allocate */
+		cp_oom();
 	pcre2_set_match_limit(s->mctx, SEARCH_MATCH_LIMIT);
 	if (s->jit_stack)
 		pcre2_jit_stack_assign(s->mctx, NULL, s->jit_stack);

@@ -138,7 +138,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 # Library sources each harness links (the objects the unit tests link).
 FUZZ_SRCS_fuzz_mcp_request := $(sort $(wildcard controlplane/base/*.c controlplane/mcp/*.c))
 FUZZ_SRCS_fuzz_docker_demux := controlplane/docker/demux.c
-FUZZ_SRCS_fuzz_helper_frame := template/helper/frame.c template/helper/hlog.c
+FUZZ_SRCS_fuzz_helper_frame := template/helper/frame.c template/helper/hlog.c controlplane/base/xalloc.c
 
 $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)

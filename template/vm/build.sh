@@ -192,6 +192,10 @@ if [ -n "$vm_bin" ]; then
   progress "smoke test: boot a guest under TCG"
   abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
   ws="$(mktemp -d)"
+  # As for a sandbox: the workspace belongs to the uid QEMU runs as
+  # (chat2sbx's own, VM_DEFAULT_UID), since a root-owned 0700 folder is
+  # closed to it.
+  chown 64099:64099 "$ws"
   name="chat2sbx-vm-smoke-$$"
   coproc smoke { timeout 120 docker run -i --rm --name "$name" --network none \
       -v "$(abs "$vm_bin"):/.chat2sbx/vm:ro" -v "$(abs "$helper_bin"):/.chat2sbx/helper:ro" \

@@ -29,8 +29,9 @@ CP_LIB_SRCS := $(sort $(wildcard controlplane/base/*.c controlplane/config/*.c c
 CLI_SRCS := $(sort $(wildcard cli/*.c))
 GEN_SRCS := $(BUILD)/gen/migrations.c $(BUILD)/gen/seccomp_default.c
 HELPER_SRCS := $(sort $(filter-out template/helper/tests/%,$(wildcard template/helper/*.c)))
-# The helper shares the control plane's abort-on-failure allocators (libc only).
-HELPER_SRCS += controlplane/base/xalloc.c
+# The helper shares the control plane's abort-on-failure allocators (libc
+# only) and json-c constructors (json-c, which the helper links anyway).
+HELPER_SRCS += controlplane/base/xalloc.c controlplane/base/xjson.c
 CP_TEST_SRCS := $(sort $(wildcard controlplane/tests/*.c))
 HELPER_TEST_SRCS := $(sort $(wildcard template/helper/tests/*.c))
 # The vm runtime's launcher, guest init and container commands (template/vm/).

@@ -191,9 +191,12 @@ template-vm: all
 	template/build.sh $(HELPER_BIN)
 	$(TEMPLATE_VM_BUILD)
 
+# The vm image too: e2e 31 boots one vm sandbox (the vm runtime's fast
+# subset; cached, a few minutes the first time).
 e2e: all
 	scripts/ensure-engine.sh
-	$(TEMPLATE_BUILD)
+	template/build.sh $(HELPER_BIN)
+	$(TEMPLATE_VM_BUILD)
 	e2e/run.sh
 
 # The vm runtime's end-to-end scenarios (e2e/vm/; slow under TCG, so not

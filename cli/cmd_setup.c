@@ -16,6 +16,7 @@
 
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/private_dir.h"
 #include "base/xalloc.h"
 #include "cli.h"
 #include "docker/docker.h"
@@ -235,27 +236,6 @@ static void step_template(struct setup *s, struct docker_engine *engine)
 		step(s, "template", STEP_CHANGED, "built %s", s->cfg->template_image);
 }
 
-/* Creates path with mode or tightens it; *ret_changed says what happened. */
-static int ensure_dir(const char *path, mode_t mode, char *what, size_t size, struct cp_error **err)
-{
-	struct stat st;
-	what[0] = '\0';
-	if (stat(path, &st) < 0) {
-		if (errno != ENOENT || mkdir(path, mode) < 0 || chmod(path, mode) < 0)
-			return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "create directory '%s'", path);
-		snprintf(what, size, "created %s (%04o)", path, (unsigned)mode);
-		return 1;
-	}
-	if (!S_ISDIR(st.st_mode))
-		return cp_error_set(err, CP_ERR_UNAVAILABLE, "'%s' exists but is not a directory; move it away", path);
-	if ((st.st_mode & 07777) == mode)
-		return 0;
-	if (chmod(path, mode) < 0)
-		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "set mode %o on '%s'", (unsigned)mode, path);
-	snprintf(what, size, "mode of %s %04o -> %04o", path, (unsigned)(st.st_mode & 07777), (unsigned)mode);
-	return 1;
-}
-
 static void step_data(struct setup *s)
 {
 	const char *dirs[] = {s->cfg->data_root, s->cfg->state_dir, s->cfg->workspace_root};
@@ -264,7 +244,7 @@ static void step_data(struct setup *s)
 	struct cp_error *e = NULL;
 	for (size_t i = 0; i < 3; i++) {
 		char what[1200];
-		int r = ensure_dir(dirs[i], 0700, what, sizeof(what), &e);
+		int r = private_dir_ensure(dirs[i], 0700, what, sizeof(what), &e);
 		if (r < 0) {
 			step(s, "data", STEP_FAILED, "%s", e->message);
 			cp_error_free(e);

@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "controlplane.h"
+#include "base/private_dir.h"
 #include "docker/docker.h"
 #include "lifecycle/lifecycle.h"
 #include "mcp/mcp.h"
@@ -32,24 +33,11 @@
 #define MCP_MAX_SESSIONS 1024
 #define MCP_SESSION_IDLE_MS (60L * 60 * 1000)
 
-static int ensure_dir(const char *path, mode_t mode, struct cp_error **err)
-{
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
-		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "create directory '%s'", path);
-	struct stat st;
-	if (stat(path, &st) < 0)
-		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "inspect directory '%s'", path);
-	if (!S_ISDIR(st.st_mode))
-		return cp_error_set(err, CP_ERR_UNAVAILABLE, "'%s' exists but is not a directory; move it away", path);
-	if ((st.st_mode & 07777) != mode && chmod(path, mode) < 0)
-		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "set mode %o on '%s'", mode, path);
-	return 0;
-}
-
 int controlplane_open_store(const struct config *cfg, struct store **ret_store, struct cp_error **err)
 {
-	if (ensure_dir(cfg->data_root, 0700, err) < 0 || ensure_dir(cfg->state_dir, 0700, err) < 0 ||
-	    ensure_dir(cfg->workspace_root, 0700, err) < 0)
+	if (private_dir_ensure(cfg->data_root, 0700, NULL, 0, err) < 0 ||
+	    private_dir_ensure(cfg->state_dir, 0700, NULL, 0, err) < 0 ||
+	    private_dir_ensure(cfg->workspace_root, 0700, NULL, 0, err) < 0)
 		return -1;
 	return store_open(cfg->database_path, ret_store, err);
 }

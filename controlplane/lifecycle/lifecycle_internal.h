@@ -161,7 +161,10 @@ int lifecycle_expired_revive(struct lifecycle *lc, const struct workspace_record
 /* The nesting rule (policy_host_nesting_check) for resolved host path real
  * in mode (clone | direct) against every workspace in store except self_id
  * (may be NULL) and any with the same directory. DENIED naming the other
- * workspace; store errors as they come. */
+ * workspace; store errors as they come. Direct mode first: DENIED when real
+ * is a git directory itself (a ".git" component, or a bare repository with
+ * HEAD, objects/ and refs/), whose config and hooks the sandbox would own.
+ * Called at registration, approval and create alike. */
 int lifecycle_host_nesting_check(struct store *store, const char *real, const char *mode, const char *self_id,
                                  struct cp_error **err);
 

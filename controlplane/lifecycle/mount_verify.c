@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +35,44 @@
 #include "../policy/policy.h"
 #include "lifecycle_internal.h"
 
+/* 1 when dir/name exists and is of type (S_IFDIR, S_IFREG), not followed. */
+static int has_entry(const char *dir, const char *name, mode_t type)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == type;
+}
+
+/* Direct mode on a git directory itself (a component ".git", or a bare
+ * repository: HEAD, objects/ and refs/) would hand the sandbox the
+ * repository's config and hooks, which the .git protection keeps read-only
+ * only below a working tree. */
+static int git_dir_refused(const char *real, struct cp_error **err)
+{
+	for (const char *p = real; (p = strstr(p, "/.git")); p += 5)
+		if (p[5] == '\0' || p[5] == '/')
+			return cp_error_set(
+			    err, CP_ERR_DENIED,
+			    "host path '%s' is inside a repository's .git directory; direct mode would let "
+			    "the sandbox rewrite its configuration and hooks; give the working tree that "
+			    "holds the .git, or use clone mode",
+			    real);
+	if (has_entry(real, "HEAD", S_IFREG) && has_entry(real, "objects", S_IFDIR) && has_entry(real, "refs", S_IFDIR))
+		return cp_error_set(
+		    err, CP_ERR_DENIED,
+		    "host path '%s' is a git directory (a bare repository: HEAD, objects/, refs/); direct "
+		    "mode would let the sandbox rewrite its configuration and hooks; clone it into a "
+		    "working tree and give that, or use clone mode",
+		    real);
+	return 0;
+}
+
 int lifecycle_host_nesting_check(struct store *store, const char *real, const char *mode, const char *self_id,
                                  struct cp_error **err)
 {
+	if (mode && !strcmp(mode, "direct") && git_dir_refused(real, err) < 0)
+		return -1;
 	struct workspace_record *rows = NULL;
 	size_t n = 0;
 	if (store_workspace_list(store, &rows, &n, err) < 0)

@@ -114,10 +114,30 @@ rollback:
 
 int store_open(const char *path, struct store **ret_store, struct cp_error **err)
 {
-	/* Create the file 0600 ourselves so SQLite never makes it world-readable. */
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	/* Create the file 0600 ourselves so SQLite never makes it world-readable;
+	 * never through a symlink, and never a file another user owns (they
+	 * could read and change approvals, workspace paths and the audit). */
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == ELOOP)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE,
+		                    "the registry '%s' is a symbolic link; a registry is never opened through one: "
+		                    "move it away (and the directory holding it, if you did not make it)",
+		                    path);
 	if (fd < 0)
 		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "open registry '%s'", path);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		int bad_owner = S_ISREG(st.st_mode) && st.st_uid != geteuid();
+		close(fd);
+		if (bad_owner)
+			return cp_error_set(
+			    err, CP_ERR_UNAVAILABLE,
+			    "the registry '%s' belongs to uid %u, not to this user (uid %u); move it away "
+			    "(that user could have read and changed it)",
+			    path, (unsigned)st.st_uid, (unsigned)geteuid());
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "the registry '%s' is not a regular file; move it away",
+		                    path);
+	}
 	if (fchmod(fd, 0600) < 0) {
 		close(fd);
 		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "set mode of registry '%s'", path);
@@ -126,7 +146,8 @@ int store_open(const char *path, struct store **ret_store, struct cp_error **err
 
 	struct store *store = xcalloc(1, sizeof(*store));
 	pthread_mutex_init(&store->lock, NULL);
-	if (sqlite3_open_v2(path, &store->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(path, &store->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW,
+	                    NULL) != SQLITE_OK) {
 		if (!store->db) /* sqlite3 allocates no handle only when out of memory */
 			cp_oom();
 		cp_error_set(err, CP_ERR_UNAVAILABLE, "open registry '%s': %s", path, sqlite3_errmsg(store->db));

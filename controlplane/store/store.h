@@ -29,7 +29,8 @@ extern const size_t store_migrations_count;
 /* Opens (creating with mode 0600) the database at path, enables WAL, busy
  * timeout and foreign keys, and applies pending migrations. The parent
  * directory must exist. *ret_store is owned by the caller (store_free). Fails
- * with UNAVAILABLE naming the path when it cannot be opened, INTERNAL when a
+ * with UNAVAILABLE naming the path when it cannot be opened, is a symbolic
+ * link, is not a regular file or belongs to another uid, INTERNAL when a
  * migration fails (the failed migration is rolled back; earlier ones stay),
  * CONFLICT when the database holds a newer schema than this binary knows. */
 int store_open(const char *path, struct store **ret_store, struct cp_error **err);

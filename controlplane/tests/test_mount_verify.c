@@ -191,3 +191,49 @@ Test(mount_verify, alias_check_refuses_bind_mounted_subdirectories)
 	cr_assert_not_null(strstr(err->message, "bind mount"), "%s", err->message);
 	cp_error_free(err);
 }
+
+/* A direct workspace that is the git directory itself: the repository's
+ * config and hooks would be the sandbox's to rewrite. A ".git" component
+ * and a bare repository are refused in direct mode, allowed in clone mode;
+ * a working tree holding a .git is fine. */
+Test(mount_verify, direct_mode_on_a_git_directory_is_refused)
+{
+	char db[128], tree[128], gitdir[160], bare[128], sub[256];
+	snprintf(db, sizeof(db), "%s/reg.sqlite", dir);
+	snprintf(tree, sizeof(tree), "%s/proj", dir);
+	snprintf(gitdir, sizeof(gitdir), "%s/proj/.git", dir);
+	snprintf(bare, sizeof(bare), "%s/bare.git", dir);
+	struct store *s = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_open(db, &s, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(mkdir(tree, 0755), 0);
+	cr_assert_eq(mkdir(gitdir, 0755), 0);
+	cr_assert_eq(mkdir(bare, 0755), 0);
+	const char *parts[] = {"objects", "refs"};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", bare, parts[i]);
+		cr_assert_eq(mkdir(sub, 0755), 0);
+	}
+	snprintf(sub, sizeof(sub), "%s/HEAD", bare);
+	FILE *f = fopen(sub, "w");
+	cr_assert_not_null(f);
+	fputs("ref: refs/heads/main\n", f);
+	fclose(f);
+
+	cr_assert_eq(lifecycle_host_nesting_check(s, gitdir, "direct", NULL, &err), -1);
+	cr_assert_eq(err->code, CP_ERR_DENIED);
+	cr_assert(strstr(err->message, ".git directory"), "%s", err->message);
+	cp_error_freep(&err);
+	snprintf(sub, sizeof(sub), "%s/hooks", gitdir);
+	cr_assert_eq(lifecycle_host_nesting_check(s, sub, "direct", NULL, &err), -1, "below .git too");
+	cp_error_freep(&err);
+	cr_assert_eq(lifecycle_host_nesting_check(s, bare, "direct", NULL, &err), -1);
+	cr_assert(strstr(err->message, "bare repository"), "%s", err->message);
+	cp_error_freep(&err);
+	cr_assert_eq(lifecycle_host_nesting_check(s, tree, "direct", NULL, &err), 0);
+	cr_assert_eq(lifecycle_host_nesting_check(s, gitdir, "clone", NULL, &err), 0);
+	cr_assert_eq(lifecycle_host_nesting_check(s, bare, "clone", NULL, &err), 0);
+	snprintf(sub, sizeof(sub), "%s/proj/.github", dir);
+	cr_assert_eq(lifecycle_host_nesting_check(s, sub, "direct", NULL, &err), 0, "a lookalike name is fine");
+	store_free(s);
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "store/store.h"
 
@@ -168,4 +169,32 @@ Test(store, two_handles_share_the_database)
 	workspace_record_clear(&w);
 	store_free(a);
 	store_free(b);
+}
+
+/* Another local user planting the registry (a data root under /tmp they
+ * made): a symbolic link to a file of theirs, or a file they own, is never
+ * opened; nothing is written through the link. */
+Test(store, a_planted_registry_is_refused)
+{
+	char target[160];
+	snprintf(target, sizeof(target), "%s/theirs.sqlite", dir);
+	cr_assert_eq(symlink(target, db), 0);
+	struct store *s = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_open(db, &s, &err), -1);
+	cr_assert(strstr(err->message, "symbolic link"), "%s", err->message);
+	cp_error_free(err);
+	err = NULL;
+	struct stat st;
+	cr_assert_eq(stat(target, &st), -1, "nothing was created through the link");
+	cr_assert_eq(unlink(db), 0);
+	if (geteuid() != 0)
+		return; /* only root can give a file to another uid */
+	FILE *f = fopen(db, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	cr_assert_eq(chown(db, 4321, 4321), 0);
+	cr_assert_eq(store_open(db, &s, &err), -1);
+	cr_assert(strstr(err->message, "belongs to uid 4321"), "%s", err->message);
+	cp_error_free(err);
 }

@@ -110,6 +110,18 @@ int docker_error_unreachable(struct cp_error **err, const char *socket_path, con
 	return cp_error_set_detail(err, CP_DETAIL_ENGINE_UNREACHABLE);
 }
 
+int docker_request_list(struct docker_engine *engine, const char *path, long timeout_ms, const char *what,
+                        struct json_object **ret_list, struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (docker_request(engine, "GET", path, NULL, timeout_ms, what, NULL, &reply, err) < 0)
+		return -1;
+	if (!reply || !json_object_is_type(reply, json_type_array))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
+	*ret_list = TAKE_PTR(reply);
+	return 0;
+}
+
 /* Percent-encoding for paths and queries (RFC 3986, section 2.1); result owned by the caller. */
 char *docker_escape(const char *s, const char *keep)
 {

@@ -29,8 +29,9 @@ CP_LIB_SRCS := $(sort $(wildcard controlplane/base/*.c controlplane/config/*.c c
 CLI_SRCS := $(sort $(wildcard cli/*.c))
 GEN_SRCS := $(BUILD)/gen/migrations.c $(BUILD)/gen/seccomp_default.c
 HELPER_SRCS := $(sort $(filter-out template/helper/tests/%,$(wildcard template/helper/*.c)))
-# The helper shares the control plane's abort-on-failure allocators (libc only).
-HELPER_SRCS += controlplane/base/xalloc.c
+# The helper shares the control plane's abort-on-failure allocators (libc
+# only) and json-c constructors (json-c, which the helper links anyway).
+HELPER_SRCS += controlplane/base/xalloc.c controlplane/base/xjson.c
 CP_TEST_SRCS := $(sort $(wildcard controlplane/tests/*.c))
 HELPER_TEST_SRCS := $(sort $(wildcard template/helper/tests/*.c))
 # The vm runtime's launcher, guest init and container commands (template/vm/).
@@ -190,9 +191,12 @@ template-vm: all
 	template/build.sh $(HELPER_BIN)
 	$(TEMPLATE_VM_BUILD)
 
+# The vm image too: e2e 31 boots one vm sandbox (the vm runtime's fast
+# subset; cached, a few minutes the first time).
 e2e: all
 	scripts/ensure-engine.sh
-	$(TEMPLATE_BUILD)
+	template/build.sh $(HELPER_BIN)
+	$(TEMPLATE_VM_BUILD)
 	e2e/run.sh
 
 # The vm runtime's end-to-end scenarios (e2e/vm/; slow under TCG, so not

@@ -5,8 +5,9 @@
 #   e2e/run.sh 02 03      only the scenarios whose file name starts with these
 #   e2e/run.sh --vm [NN]  the vm runtime's scenarios in e2e/vm (make test-vm;
 #                         they need the vm image, make template-vm)
-# Needs build/chat2sbx (+ build/chat2sbx-helper), a running engine and the
-# template image; `make e2e` provides all three before calling this.
+# Needs build/chat2sbx (+ build/chat2sbx-helper and, for e2e 31 and --vm,
+# build/chat2sbx-vm), a running engine, the template image and, for those,
+# the vm image; `make e2e` provides them all before calling this.
 # Environment: E2E_TIMEOUT (s, default 2400), E2E_KEEP=1 keeps data roots,
 # CHAT2SBX_BIN overrides the binary, CHAT2SBX_RUNTIME / CHAT2SBX_TEMPLATE_IMAGE
 # / CHAT2SBX_DOCKER_SOCKET are passed to the server.

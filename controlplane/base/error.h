@@ -24,11 +24,12 @@ enum cp_error_code {
  * instead of scraping another layer's message text. */
 enum cp_error_detail {
 	CP_DETAIL_NONE = 0,
-	CP_DETAIL_PORT_IN_USE,        /* a host port is taken ("port is already allocated", EADDRINUSE) */
-	CP_DETAIL_ALREADY_EXISTS,     /* the name or endpoint exists already */
-	CP_DETAIL_ALREADY_ATTACHED,   /* the container is already on that network */
-	CP_DETAIL_NO_SPACE,           /* the engine's disk is full (ENOSPC) */
-	CP_DETAIL_ENGINE_UNREACHABLE, /* no connection to the engine's socket; errnum says why (ENOENT: no socket) */
+	CP_DETAIL_PORT_IN_USE,         /* a host port is taken ("port is already allocated", EADDRINUSE) */
+	CP_DETAIL_ALREADY_EXISTS,      /* the name or endpoint exists already */
+	CP_DETAIL_ALREADY_ATTACHED,    /* the container is already on that network */
+	CP_DETAIL_NO_SPACE,            /* the engine's disk is full (ENOSPC) */
+	CP_DETAIL_REMOVAL_IN_PROGRESS, /* another DELETE of the container is under way */
+	CP_DETAIL_ENGINE_UNREACHABLE,  /* no connection to the engine's socket; errnum says why (ENOENT: no socket) */
 };
 
 struct cp_error {

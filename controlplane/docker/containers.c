@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../base/cleanup.h"
+#include "../base/clock.h"
 #include "../base/log.h"
 #include "../base/xalloc.h"
 #include "../base/xjson.h"
@@ -274,12 +276,32 @@ int docker_container_start(struct docker_engine *engine, const char *id, struct 
 
 /* DELETE /containers/{id}?force=1&v=1 (Docker Engine API v1.41, "Remove a
  * container"): kills a running container and removes its anonymous volumes.
- * id borrowed. NOT_FOUND when absent; CONFLICT while a removal is already in
- * progress. Blocks at most 30 s. */
+ * id borrowed. NOT_FOUND when absent. When another removal of it is under
+ * way (the engine's 409 "removal of container ... is already in
+ * progress": a destroy racing the maintenance pass), waits for that one:
+ * 0 once the container is gone, CONFLICT if it is still there after the
+ * wait (30 s). Blocks at most 60 s. */
 int docker_container_remove(struct docker_engine *engine, const char *id, struct cp_error **err)
 {
 	_cleanup_json_ struct json_object *reply = NULL;
-	return container_simple(engine, "DELETE", "remove", id, "?force=1&v=1", DOCKER_REMOVE_TIMEOUT_MS, &reply, err);
+	if (container_simple(engine, "DELETE", "remove", id, "?force=1&v=1", DOCKER_REMOVE_TIMEOUT_MS, &reply, err) ==
+	    0)
+		return 0;
+	if ((*err)->detail != CP_DETAIL_REMOVAL_IN_PROGRESS)
+		return -1;
+	int64_t deadline = clock_monotonic_ms() + DOCKER_REMOVE_TIMEOUT_MS;
+	while (clock_monotonic_ms() < deadline) {
+		struct docker_container_state st = {0};
+		_cleanup_error_ struct cp_error *e = NULL;
+		int rc = docker_container_inspect(engine, id, &st, &e);
+		docker_container_state_clear(&st);
+		if (rc < 0 && e->code == CP_ERR_NOT_FOUND) {
+			cp_error_freep(err);
+			return 0;
+		}
+		usleep(100 * 1000);
+	}
+	return -1;
 }
 
 /* Frees the owned strings of s and zeroes it; accepts NULL. */

@@ -178,7 +178,8 @@ int docker_container_start(struct docker_engine *engine, const char *id, struct 
 int docker_container_stop(struct docker_engine *engine, const char *id, struct cp_error **err);
 
 /* DELETE /containers/{id}?force=1&v=1. NOT_FOUND when it does not exist (callers
- * that only want it gone may ignore that code). */
+ * that only want it gone may ignore that code). A removal already under way
+ * is waited for (0 once gone, CONFLICT if it outlasts 30 s). */
 int docker_container_remove(struct docker_engine *engine, const char *id, struct cp_error **err);
 
 struct docker_container_state {

@@ -66,9 +66,13 @@ enum cp_error_detail docker_engine_detail(const char *message)
 		const char *text;
 		enum cp_error_detail detail;
 	} table[] = {
-	    {"port is already allocated", CP_DETAIL_PORT_IN_USE}, {"address already in use", CP_DETAIL_PORT_IN_USE},
-	    {"already attached", CP_DETAIL_ALREADY_ATTACHED},     {"already exists", CP_DETAIL_ALREADY_EXISTS},
-	    {"is already in use by", CP_DETAIL_ALREADY_EXISTS},   {"no space left on device", CP_DETAIL_NO_SPACE},
+	    {"port is already allocated", CP_DETAIL_PORT_IN_USE},
+	    {"address already in use", CP_DETAIL_PORT_IN_USE},
+	    {"already attached", CP_DETAIL_ALREADY_ATTACHED},
+	    {"already exists", CP_DETAIL_ALREADY_EXISTS},
+	    {"is already in use by", CP_DETAIL_ALREADY_EXISTS},
+	    {"no space left on device", CP_DETAIL_NO_SPACE},
+	    {"is already in progress", CP_DETAIL_REMOVAL_IN_PROGRESS},
 	};
 	for (size_t i = 0; message && i < sizeof(table) / sizeof(table[0]); i++)
 		if (strcasestr(message, table[i].text))

@@ -365,7 +365,7 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 	judge_survey(cfg, &c, out, vm, &r);
 	if (vm)
 		ops_vm_probe(lc, &s, &r);
-	ops_attack_host_files(lc, s.id, s.workspace_id, &r);
+	ops_attack_host_files(lc, s.id, s.workspace_id, vm, &r);
 	char edge[2048];
 	enum ops_check_result edge_result;
 	ops_host_edge_attack(lc, &s, &edge_result, edge, sizeof(edge));

@@ -30,7 +30,8 @@
 
 /* Run in the probe's container (the vm image has a shell): QEMU's status
  * and oom_score_adj, the container's memory ceiling (cgroup v2 or v1), its
- * PID 1's mounts and its TCP sockets. */
+ * PID 1's mounts, its TCP sockets and how its seccomp filter answers the
+ * calls that go around mode checks (the launcher's `syscalls`). */
 static const char container_script[] =
     "echo @@qemu\n"
     "for d in /proc/[0-9]*; do\n"
@@ -41,9 +42,10 @@ static const char container_script[] =
     "2>/dev/null || echo none\n"
     "echo @@mounts; cat /proc/1/mountinfo\n"
     "echo @@tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null\n"
+    "echo @@syscalls; " VM_LAUNCHER_TARGET " syscalls\n"
     "echo @@end\n";
 
-int ops_vm_qemu_judge(const char *status, char *buf, size_t size)
+int ops_vm_qemu_judge(const char *status, const char *syscalls, char *buf, size_t size)
 {
 	unsigned long ruid = 0, euid = 0;
 	const char *u = strstr(status, "\nUid:");
@@ -75,7 +77,23 @@ int ops_vm_qemu_judge(const char *status, char *buf, size_t size)
 		snprintf(buf, size, "QEMU runs without a seccomp filter");
 		return -1;
 	}
-	snprintf(buf, size, "QEMU runs as uid %lu with no capabilities, no-new-privileges and seccomp filtering", euid);
+	static const char *const around[] = {"io_uring_setup", "openat2"};
+	const char *why[2] = {NULL, NULL};
+	for (size_t i = 0; i < 2; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "\"%s\":\"refused: ", around[i]);
+		why[i] = syscalls ? strstr(syscalls, key) : NULL;
+		if (!why[i]) {
+			snprintf(buf, size, "%s is not refused in QEMU's container (%s)", around[i],
+			         syscalls && *syscalls ? syscalls : "the container's answer had no syscalls line");
+			return -1;
+		}
+		why[i] += strlen(key);
+	}
+	snprintf(buf, size,
+	         "QEMU runs as uid %lu with no capabilities, no-new-privileges and seccomp filtering "
+	         "(io_uring_setup refused: %.*s, openat2 refused: %.*s in its container)",
+	         euid, (int)strcspn(why[0], "\""), why[0], (int)strcspn(why[1], "\""), why[1]);
 	return 0;
 }
 
@@ -128,10 +146,10 @@ static void cut_parts(char *out)
 		p[1] = '\0';
 }
 
-static void check_qemu(struct ops_probe_report *r, const char *qemu)
+static void check_qemu(struct ops_probe_report *r, const char *qemu, const char *syscalls)
 {
-	char buf[512];
-	int bad = ops_vm_qemu_judge(qemu ? qemu : "", buf, sizeof(buf)) < 0;
+	char buf[1024];
+	int bad = ops_vm_qemu_judge(qemu ? qemu : "", syscalls, buf, sizeof(buf)) < 0;
 	ops_probe_report_add(r, "privileges",
 	                     "break out of the guest into QEMU and act there as root or with a capability (QEMU's "
 	                     "uid, CapEff, no-new-privileges, seccomp)",
@@ -294,9 +312,9 @@ void ops_vm_probe(struct lifecycle *lc, const struct sandbox_record *s, struct o
 		return;
 	}
 	const char *qemu = part(x.out, "qemu"), *memory = part(x.out, "memory"), *mounts = part(x.out, "mounts"),
-	           *tcp = part(x.out, "tcp");
+	           *tcp = part(x.out, "tcp"), *syscalls = part(x.out, "syscalls");
 	cut_parts(x.out); /* after: it overwrites the markers */
-	check_qemu(r, qemu);
+	check_qemu(r, qemu, syscalls);
 	check_memory(r, memory, qemu);
 	check_socket(lc, s, mounts, r);
 	check_container_services(lc, s, tcp, r);

@@ -160,10 +160,14 @@ int ops_mountinfo_find_credentials(const char *mountinfo, const char *home, cons
                                    size_t size);
 
 /* The vm probe's judgment of QEMU (isolation_vm.c): status is the text of
- * its /proc/<pid>/status. 0 when it runs as a non-root uid with CapEff 0,
- * NoNewPrivs 1 and a seccomp filter (Seccomp 2); -1 otherwise. buf (size
- * bytes, always terminated) says which, or that no status was given. */
-int ops_vm_qemu_judge(const char *status, char *buf, size_t size);
+ * its /proc/<pid>/status, syscalls the JSON line of `chat2sbx-vm syscalls`
+ * run in its container (template/vm/src/ctl.c; NULL or "" when it gave
+ * none). 0 when QEMU runs as a non-root uid with CapEff 0, NoNewPrivs 1
+ * and a seccomp filter (Seccomp 2) that refuses io_uring_setup and
+ * openat2 (they act on files past seccomp's view of mode bits,
+ * docker/seccomp.c); -1 otherwise. buf (size bytes, always terminated)
+ * says which, or that no status was given. */
+int ops_vm_qemu_judge(const char *status, const char *syscalls, char *buf, size_t size);
 
 /* The process limit in force from the survey's pids section: the smallest
  * positive number among its lines (the pids.max of a cgroup and each of its

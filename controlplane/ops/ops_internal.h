@@ -38,9 +38,11 @@ void ops_host_edge_attack(struct lifecycle *lc, const struct sandbox_record *pro
  * security.capability; io_uring_setup must be refused), then scans the host
  * copies with ops_setid_scan. Passed when no host file carries a bit or
  * capabilities and io_uring is refused; failed (naming the files, or why it
- * proved nothing) otherwise. Its directory is removed from inside. Adds one
+ * proved nothing) otherwise. vm (a vm probe): the guest's io_uring is its
+ * own kernel's and not judged here (its file operations reach the host as
+ * 9p requests of QEMU, whose container ops_vm_probe judges). Its directory is removed from inside. Adds one
  * outcome to r. Blocks up to two probe runs (90 s). */
-void ops_attack_host_files(struct lifecycle *lc, const char *sandbox_id, const char *workspace_id,
+void ops_attack_host_files(struct lifecycle *lc, const char *sandbox_id, const char *workspace_id, int vm,
                            struct ops_probe_report *r);
 
 /* The checks of a vm probe (isolation_vm.c, issue 15), asked of QEMU and

@@ -30,6 +30,7 @@ Test(docker_detail, engine_words_map_to_details)
 	     CP_DETAIL_ALREADY_EXISTS},
 	    {"container sbx_a is already attached to network n", CP_DETAIL_ALREADY_ATTACHED},
 	    {"write /var/lib/docker/x: No space left on device", CP_DETAIL_NO_SPACE},
+	    {"removal of container sbx_a is already in progress", CP_DETAIL_REMOVAL_IN_PROGRESS},
 	    {"No such container: sbx_a", CP_DETAIL_NONE},
 	    {"error while removing network: network n has active endpoints", CP_DETAIL_NONE},
 	    {"", CP_DETAIL_NONE},

@@ -344,6 +344,41 @@ Test(docker_engine, start_failure_is_unavailable_with_engine_reason)
 	fake_stop(fe);
 }
 
+/* Two removers (a destroy and the maintenance pass): the second one's 409
+ * waits for the first removal, and succeeds once the container is gone. */
+Test(docker_engine, remove_waits_for_a_removal_in_progress)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"},
+	                                      {.fixture = "remove_in_progress.http"},
+	                                      {.fixture = "inspect_running.http"},
+	                                      {.fixture = "inspect_missing.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = fake_engine_open(fe);
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_remove(e, "sbx_test", &err), 0, "%s", err ? err->message : "");
+	cr_assert_null(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_str_eq(fe->req[2].line, "GET /v1.41/containers/sbx_test/json HTTP/1.1");
+	cr_assert_str_eq(fe->req[3].line, "GET /v1.41/containers/sbx_test/json HTTP/1.1");
+}
+
+/* Any other conflict is the caller's to see, at once. */
+Test(docker_engine, remove_other_conflict_is_returned)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "create_conflict.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = fake_engine_open(fe);
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_container_remove(e, "sbx_test", &err), -1);
+	cr_assert_eq(err->code, CP_ERR_CONFLICT);
+	cr_assert_neq(err->detail, CP_DETAIL_REMOVAL_IN_PROGRESS);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_assert_eq(fe->n_req, 2);
+}
+
 Test(docker_engine, ids_are_escaped_in_paths)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "remove_ok.http"}};

@@ -20,7 +20,8 @@
 #include "tool_test.h"
 #include "mcp_test.h"
 
-static int runs; /* calls of the "count" tool */
+static int runs;                             /* calls of the "count" tool */
+static int waits_cancelled, waits_completed; /* how the last wait_cancel_ms wait ended */
 
 static int mtool_echo(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
                       struct cp_error **err)
@@ -30,9 +31,11 @@ static int mtool_echo(const struct mcp_call *call, const struct mcp_args *margs,
 	struct json_object *ms;
 	if (json_object_object_get_ex(args, "progress", NULL))
 		mcp_call_progress(call, 1, 0, "started");
-	if (json_object_object_get_ex(args, "wait_cancel_ms", &ms))
+	if (json_object_object_get_ex(args, "wait_cancel_ms", &ms)) {
 		for (int i = 0; i < json_object_get_int(ms) / 10 && !mcp_call_cancelled(call); i++)
 			usleep(10000);
+		__atomic_store_n(mcp_call_cancelled(call) ? &waits_cancelled : &waits_completed, 1, __ATOMIC_SEQ_CST);
+	}
 	struct json_object *copy = NULL;
 	json_object_deep_copy(args, &copy, NULL);
 	*ret_result = copy;
@@ -585,16 +588,19 @@ Test(mcp_modern, an_owned_call_ends_with_its_connection_only)
 	struct bg_call bg = {.owner = 42};
 	pthread_t th;
 	pthread_create(&th, NULL, bg_call_main, &bg);
-	usleep(200 * 1000);
+	/* Until the call is on record as in flight (however slow the machine). */
+	for (int registered = 0; !registered; usleep(5000)) {
+		pthread_mutex_lock(&mserver->inflight_lock);
+		registered = mserver->inflight != NULL;
+		pthread_mutex_unlock(&mserver->inflight_lock);
+	}
 	/* another client naming the same request id cannot cancel it */
 	struct json_object *id = json_object_new_string("w");
 	cr_assert_eq(mcp_cancel_request(mserver, NULL, id), 0);
 	json_object_put(id);
 	cr_assert_eq(mcp_cancel_owner(mserver, 41), 0);
-	int64_t start = clock_monotonic_ms();
 	cr_assert_eq(mcp_cancel_owner(mserver, 42), 1);
 	pthread_join(th, NULL);
-	cr_assert_lt(clock_monotonic_ms() - start, 1000);
 	cr_assert_null(bg.reply, "a cancelled call gets no response");
 	cr_assert(bg.cancelled);
 	cr_assert_eq(mcp_cancel_owner(mserver, 0), 0);
@@ -650,13 +656,18 @@ Test(mcp_modern, stdio_serves_both_generations)
 
 Test(mcp_modern, stdio_cancels_a_modern_call_by_notification)
 {
-	int64_t start = clock_monotonic_ms();
+	__atomic_store_n(&waits_cancelled, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&waits_completed, 0, __ATOMIC_SEQ_CST);
 	char *out = stdio_exchange(
 	    "{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{"
 	    "\"wait_cancel_ms\":5000}," META "}}\n",
 	    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"c\"," META "}}\n",
 	    200);
-	cr_assert_lt(clock_monotonic_ms() - start, 2000);
+	/* The tool saw the cancellation, rather than waiting its 5 s out. */
+	while (!__atomic_load_n(&waits_cancelled, __ATOMIC_SEQ_CST) &&
+	       !__atomic_load_n(&waits_completed, __ATOMIC_SEQ_CST))
+		usleep(10000);
+	cr_assert(waits_cancelled && !waits_completed);
 	cr_assert_null(strstr(out, "\"id\":\"c\""), "a cancelled call was answered: %s", out);
 	free(out);
 }

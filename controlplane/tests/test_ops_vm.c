@@ -12,28 +12,49 @@ static const char qemu_ok[] = "Name:\tqemu-system-x86\nUmask:\t0022\nState:\tS (
                               "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n"
                               "NoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t2\n";
 
+static const char syscalls_ok[] =
+    "{\"io_uring_setup\":\"refused: Function not implemented\",\"openat2\":\"refused: Function not implemented\"}";
+
 static void judge_variant(const char *from, const char *to, const char *expect)
 {
 	char status[1024], buf[256];
 	const char *at = strstr(qemu_ok, from);
 	cr_assert(at, "the fixture has '%s'", from);
 	snprintf(status, sizeof(status), "%.*s%s%s", (int)(at - qemu_ok), qemu_ok, to, at + strlen(from));
-	cr_expect_eq(ops_vm_qemu_judge(status, buf, sizeof(buf)), -1, "%s", status);
+	cr_expect_eq(ops_vm_qemu_judge(status, syscalls_ok, buf, sizeof(buf)), -1, "%s", status);
 	cr_expect(strstr(buf, expect), "'%s' says '%s'", buf, expect);
 }
 
 Test(ops_vm, qemu_must_run_unprivileged)
 {
 	char buf[256];
-	cr_expect_eq(ops_vm_qemu_judge(qemu_ok, buf, sizeof(buf)), 0, "%s", buf);
+	cr_expect_eq(ops_vm_qemu_judge(qemu_ok, syscalls_ok, buf, sizeof(buf)), 0, "%s", buf);
 	cr_expect(strstr(buf, "uid 64099"));
+	cr_expect(strstr(buf, "io_uring_setup refused: Function not implemented"), "%s", buf);
 	judge_variant("Uid:\t64099\t64099", "Uid:\t0\t0", "root");
 	judge_variant("Uid:\t64099\t64099", "Uid:\t64099\t0", "root");
 	judge_variant("CapEff:\t0000000000000000", "CapEff:\t0000000000200000", "capabilities");
 	judge_variant("NoNewPrivs:\t1", "NoNewPrivs:\t0", "no-new-privileges");
 	judge_variant("Seccomp:\t2", "Seccomp:\t0", "seccomp");
-	cr_expect_eq(ops_vm_qemu_judge("", buf, sizeof(buf)), -1, "no QEMU found");
+	cr_expect_eq(ops_vm_qemu_judge("", syscalls_ok, buf, sizeof(buf)), -1, "no QEMU found");
 	cr_expect(strstr(buf, "no QEMU"));
+}
+
+/* io_uring and openat2 act on files past seccomp's view of mode bits: a
+ * container whose filter lets either through fails, as does one that gave
+ * no answer at all. */
+Test(ops_vm, qemu_container_must_refuse_io_uring_and_openat2)
+{
+	char buf[1024];
+	cr_expect_eq(
+	    ops_vm_qemu_judge(qemu_ok, "{\"io_uring_setup\":\"ok\",\"openat2\":\"refused: x\"}", buf, sizeof(buf)), -1);
+	cr_expect(strstr(buf, "io_uring_setup is not refused"), "%s", buf);
+	cr_expect_eq(
+	    ops_vm_qemu_judge(qemu_ok, "{\"io_uring_setup\":\"refused: x\",\"openat2\":\"ok\"}", buf, sizeof(buf)), -1);
+	cr_expect(strstr(buf, "openat2 is not refused"), "%s", buf);
+	cr_expect_eq(ops_vm_qemu_judge(qemu_ok, NULL, buf, sizeof(buf)), -1);
+	cr_expect(strstr(buf, "no syscalls line"), "%s", buf);
+	cr_expect_eq(ops_vm_qemu_judge(qemu_ok, "", buf, sizeof(buf)), -1);
 }
 
 Test(ops_vm, tcp_listeners_from_proc_net_tcp)

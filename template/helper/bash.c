@@ -10,10 +10,8 @@
 
 /* ---- waiting replies ---- */
 
-int waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline, struct output_bound bound,
-               struct rpc_error *err)
+void waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline, struct output_bound bound)
 {
-	(void)err; /* nothing here fails: allocation aborts (xalloc.h) */
 	struct waiter *w = xcalloc(1, sizeof *w);
 	w->kind = kind;
 	w->id = json_object_get(id);
@@ -26,7 +24,6 @@ int waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_
 	*tail = w;
 	nwaiters++;
 	s->waiters++;
-	return 0;
 }
 
 static bool waiter_ready(const struct waiter *w, int64_t now)
@@ -125,7 +122,8 @@ int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result
 		return -1;
 	if (nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
-	return waiter_add(WAIT_POLL, id, s, bash_clock_ms() + yield_ms, bound, err) < 0 ? -1 : 1;
+	waiter_add(WAIT_POLL, id, s, bash_clock_ms() + yield_ms, bound);
+	return 1;
 }
 
 int bash_rpc_input(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
@@ -182,11 +180,11 @@ int bash_rpc_input(json_object *id, json_object *params, json_object **ret_resul
 		s->in_close = true;
 		input_flush(s);
 	}
-	json_object *res = json_object_new_object();
-	json_object_object_add(res, "session_id", json_object_new_string(s->id));
-	json_object_object_add(res, "bytes_written", json_object_new_int64((int64_t)written));
-	json_object_object_add(res, "pending_input_bytes", json_object_new_int64((int64_t)s->inlen));
-	json_object_object_add(res, "stdin_open", json_object_new_boolean(stdin_open(s)));
+	json_object *res = xjson_object();
+	xjson_add(res, "session_id", xjson_string(s->id));
+	xjson_add(res, "bytes_written", xjson_int64((int64_t)written));
+	xjson_add(res, "pending_input_bytes", xjson_int64((int64_t)s->inlen));
+	xjson_add(res, "stdin_open", xjson_bool(stdin_open(s)));
 	*ret_result = res;
 	return 0;
 }
@@ -206,7 +204,8 @@ int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result
 	 * them too, but keep the shell's real status. */
 	if (session_has_processes(s))
 		kill_begin(s, KILL_STOP, now);
-	return waiter_add(WAIT_STOP, id, s, now + PROTO_KILL_GRACE_MS + STOP_SLACK_MS, bound, err) < 0 ? -1 : 1;
+	waiter_add(WAIT_STOP, id, s, now + PROTO_KILL_GRACE_MS + STOP_SLACK_MS, bound);
+	return 1;
 }
 
 int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
@@ -214,7 +213,7 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 	(void)id;
 	(void)params;
 	(void)err;
-	json_object *list = json_object_new_array();
+	json_object *list = xjson_array();
 	size_t recent_from = nsessions > BASH_LIST_RECENT ? nsessions - BASH_LIST_RECENT : 0;
 	size_t hidden = 0;
 	for (size_t i = 0; i < nsessions; i++) {
@@ -225,47 +224,44 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 		}
 		if (i < recent_from && s->ended)
 			continue;
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "session_id", json_object_new_string(s->id));
+		json_object *o = xjson_object();
+		xjson_add(o, "session_id", xjson_string(s->id));
 		size_t clen = strlen(s->command);
 		if (clen > LIST_COMMAND_MAX) {
 			size_t cut = LIST_COMMAND_MAX;
 			cut -= utf8_incomplete_suffix((const unsigned char *)s->command, cut);
-			char *c = NULL;
-			if (asprintf(&c, "%.*s…", (int)cut, s->command) >= 0) {
-				json_object_object_add(o, "command", json_object_new_string(c));
-				free(c);
-			}
+			char *c = xasprintf("%.*s…", (int)cut, s->command);
+			xjson_add(o, "command", xjson_string(c));
+			free(c);
 		} else {
-			json_object_object_add(o, "command", json_object_new_string(s->command));
+			xjson_add(o, "command", xjson_string(s->command));
 		}
-		json_object_object_add(o, "status", json_object_new_string(status_name(s->status)));
+		xjson_add(o, "status", xjson_string(status_name(s->status)));
 		if (s->ended && s->status != SESSION_LOST)
-			json_object_object_add(o, "exit_code", json_object_new_int(s->exit_code));
+			xjson_add(o, "exit_code", xjson_int64(s->exit_code));
 		if (s->reason)
-			json_object_object_add(o, "reason", json_object_new_string(s->reason));
+			xjson_add(o, "reason", xjson_string(s->reason));
 		if (s->ended && s->term_sig) {
 			char name[32];
-			json_object_object_add(o, "signal",
-			                       json_object_new_string(signal_name(s->term_sig, name, sizeof name)));
+			xjson_add(o, "signal", xjson_string(signal_name(s->term_sig, name, sizeof name)));
 		}
-		json_object_object_add(o, "interactive", json_object_new_boolean(s->interactive));
-		json_object_object_add(o, "tty", json_object_new_boolean(s->tty));
-		json_object_object_add(o, "stdin_open", json_object_new_boolean(stdin_open(s)));
-		json_object_object_add(o, "started_at_ms", json_object_new_int64(s->started_at_ms));
+		xjson_add(o, "interactive", xjson_bool(s->interactive));
+		xjson_add(o, "tty", xjson_bool(s->tty));
+		xjson_add(o, "stdin_open", xjson_bool(stdin_open(s)));
+		xjson_add(o, "started_at_ms", xjson_int64(s->started_at_ms));
 		if (s->ended && s->status != SESSION_LOST)
-			json_object_object_add(o, "ended_at_ms", json_object_new_int64(s->ended_at_ms));
-		json_object_object_add(o, "pid", json_object_new_int(s->pid));
-		json_object_object_add(o, "log_path", json_object_new_string(s->log_path));
-		json_object_object_add(o, "total_output_bytes", json_object_new_int64((int64_t)s->total));
-		json_object_object_add(o, "has_more_output", json_object_new_boolean(session_deliverable(s) > 0));
-		json_object_array_add(list, o);
+			xjson_add(o, "ended_at_ms", xjson_int64(s->ended_at_ms));
+		xjson_add(o, "pid", xjson_int64(s->pid));
+		xjson_add(o, "log_path", xjson_string(s->log_path));
+		xjson_add(o, "total_output_bytes", xjson_int64((int64_t)s->total));
+		xjson_add(o, "has_more_output", xjson_bool(session_deliverable(s) > 0));
+		xjson_append(list, o);
 	}
 	size_t listed = json_object_array_length(list);
-	json_object *r = json_object_new_object();
-	json_object_object_add(r, "sessions", list);
-	json_object_object_add(r, "total", json_object_new_int64((int64_t)(nsessions - hidden)));
-	json_object_object_add(r, "truncated", json_object_new_boolean(listed < nsessions - hidden));
+	json_object *r = xjson_object();
+	xjson_add(r, "sessions", list);
+	xjson_add(r, "total", xjson_int64((int64_t)(nsessions - hidden)));
+	xjson_add(r, "truncated", xjson_bool(listed < nsessions - hidden));
 	*ret_result = r;
 	return 0;
 }

@@ -30,6 +30,7 @@
 #include "spare.h"
 #include "utf8.h"
 #include "xalloc.h"
+#include "xjson.h"
 
 #define DRAIN_BUDGET (1024 * 1024) /* bytes read from a pipe when its shell exits */
 #define READ_BUDGET (256 * 1024)   /* bytes read per pipe per loop turn (fairness) */
@@ -134,7 +135,8 @@ const char *status_name(enum session_status s);
 void session_free(struct session *s);
 void session_persist(struct session *s);
 void sessions_prune(void);
-int sessions_add(struct session *s, struct rpc_error *err);
+/* Append s (owned by the table from now on). */
+void sessions_add(struct session *s);
 /* bash_output.c */
 void session_read(struct session *s, size_t budget);
 uint64_t session_deliverable(const struct session *s);
@@ -152,8 +154,9 @@ size_t session_signal(struct session *s, struct proctree *t, int sig);
 bool procs_scan(void);
 void kill_begin(struct session *s, enum kill_reason reason, int64_t now);
 /* bash.c */
-int waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline, struct output_bound bound,
-               struct rpc_error *err);
+/* Queue a reply to request id (a reference is taken) that waits for s until
+ * deadline (bash_clock_ms); the caller checked BASH_MAX_WAITERS. */
+void waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline, struct output_bound bound);
 void waiters_answer(bool force);
 int param_output(json_object *params, struct output_bound *ret, struct rpc_error *err);
 int param_yield(json_object *params, int64_t *ret, struct rpc_error *err);

@@ -144,8 +144,7 @@ static size_t log_read(const struct session *s, uint64_t off, unsigned char *buf
 }
 
 /* The answer's text of raw log bytes buf[0..n) (changed in place):
- * carriage-return progress collapsed, valid UTF-8. Owned; NULL when memory
- * runs out. */
+ * carriage-return progress collapsed, valid UTF-8. The caller frees it. */
 static char *output_text(unsigned char *buf, size_t n, size_t *ret_len)
 {
 	return utf8_sanitize(buf, bash_collapse_cr(buf, n), ret_len);
@@ -160,11 +159,11 @@ struct tail_part {
 	uint64_t start;  /* its first log offset */
 };
 
+/* Fills *t from the last tail_n log bytes; -1 (t untouched) when the log is
+ * shorter than the session counted (cut from inside the sandbox). */
 static int tail_read(const struct session *s, size_t tail_n, bool whole, struct tail_part *t)
 {
-	unsigned char *buf = malloc(tail_n);
-	if (!buf)
-		return -1;
+	unsigned char *buf = xmalloc(tail_n);
 	uint64_t off = s->total - tail_n;
 	if (log_read(s, off, buf, tail_n) < tail_n) {
 		free(buf);
@@ -179,7 +178,7 @@ static int tail_read(const struct session *s, size_t tail_n, bool whole, struct 
 	t->raw = n;
 	t->text = output_text(buf + skip, n, &t->len);
 	free(buf);
-	return t->text ? 0 : -1;
+	return 0;
 }
 
 /* A snapshot reply (proto.h) that consumes up to bound.max bytes of
@@ -194,10 +193,8 @@ json_object *session_snapshot(struct session *s, struct output_bound bound)
 	size_t tail_n = avail > bound.max ? headtail_tail_budget(bound.max, whole) : 0;
 	size_t head_max = bound.max - tail_n;
 	size_t n = avail < head_max ? (size_t)avail : head_max;
-	unsigned char *buf = malloc(n ? n : 1);
-	if (!buf)
-		n = 0;
-	size_t got = buf ? log_read(s, s->delivered, buf, n) : 0;
+	unsigned char *buf = xmalloc(n);
+	size_t got = log_read(s, s->delivered, buf, n);
 	if (got < n) {
 		/* The log was truncated or removed from inside the sandbox. */
 		hlog_warn("log '%s' of session '%s' is shorter than expected; %llu bytes skipped", s->log_path, s->id,
@@ -212,70 +209,62 @@ json_object *session_snapshot(struct session *s, struct output_bound bound)
 	if (!(s->ended && n == avail))
 		take = n - utf8_incomplete_suffix(buf, n);
 	size_t out_len = 0;
-	char *out = buf ? output_text(buf, take, &out_len) : NULL;
+	char *out = output_text(buf, take, &out_len);
 	free(buf);
-	s->delivered += out ? take : 0;
+	s->delivered += take;
 
 	struct tail_part t = {0};
-	char *marker = NULL;
-	if (out && tail_n > 0 && tail_read(s, tail_n, whole, &t) == 0 && whole) {
-		marker = headtail_marker(s->delivered, t.start, s->total, s->log_path,
-		                         take > 0 && out_len > 0 && out[out_len - 1] != '\n');
-		char *joined = marker ? malloc(out_len + strlen(marker) + t.len + 1) : NULL;
-		if (joined) {
-			memcpy(joined, out, out_len);
-			memcpy(joined + out_len, marker, strlen(marker));
-			memcpy(joined + out_len + strlen(marker), t.text, t.len + 1);
-			free(out);
-			out = joined;
-			out_len += strlen(marker) + t.len;
-		} else {
-			free(t.text); /* out of memory: plain cursor delivery */
-			t = (struct tail_part){0};
-			whole = false;
-		}
+	if (tail_n > 0 && tail_read(s, tail_n, whole, &t) == 0 && whole) {
+		char *marker = headtail_marker(s->delivered, t.start, s->total, s->log_path,
+		                               take > 0 && out_len > 0 && out[out_len - 1] != '\n');
+		size_t marker_len = strlen(marker);
+		char *joined = xmalloc(out_len + marker_len + t.len + 1);
+		memcpy(joined, out, out_len);
+		memcpy(joined + out_len, marker, marker_len);
+		memcpy(joined + out_len + marker_len, t.text, t.len + 1);
+		free(marker);
+		free(out);
+		out = joined;
+		out_len += marker_len + t.len;
 	}
 	uint64_t omitted_start = s->delivered;
 	if (whole && t.text)
 		s->delivered = t.start + t.raw;
-	if (out && s->delivered > start)
+	if (s->delivered > start)
 		session_persist(s);
 
-	json_object *r = json_object_new_object();
-	json_object_object_add(r, "session_id", json_object_new_string(s->id));
-	json_object_object_add(r, "status", json_object_new_string(status_name(s->status)));
+	json_object *r = xjson_object();
+	xjson_add(r, "session_id", xjson_string(s->id));
+	xjson_add(r, "status", xjson_string(status_name(s->status)));
 	if (s->ended && s->status != SESSION_LOST)
-		json_object_object_add(r, "exit_code", json_object_new_int(s->exit_code));
+		xjson_add(r, "exit_code", xjson_int64(s->exit_code));
 	if (s->reason)
-		json_object_object_add(r, "reason", json_object_new_string(s->reason));
+		xjson_add(r, "reason", xjson_string(s->reason));
 	if (s->ended && s->term_sig) {
 		char name[32];
-		json_object_object_add(r, "signal",
-		                       json_object_new_string(signal_name(s->term_sig, name, sizeof name)));
+		xjson_add(r, "signal", xjson_string(signal_name(s->term_sig, name, sizeof name)));
 	}
 	if (s->interactive)
-		json_object_object_add(r, "stdin_open", json_object_new_boolean(stdin_open(s)));
-	json_object_object_add(r, "output", json_object_new_string_len(out ? out : "", (int)out_len));
-	json_object_object_add(r, "output_bytes", json_object_new_int64((int64_t)(s->delivered - start)));
+		xjson_add(r, "stdin_open", xjson_bool(stdin_open(s)));
+	xjson_add(r, "output", xjson_string_len(out, out_len));
+	xjson_add(r, "output_bytes", xjson_int64((int64_t)(s->delivered - start)));
 	if (whole && t.text) {
-		json_object_object_add(r, "omitted_start", json_object_new_int64((int64_t)omitted_start));
-		json_object_object_add(r, "omitted_end", json_object_new_int64((int64_t)t.start));
-		json_object_object_add(r, "omitted_output_bytes",
-		                       json_object_new_int64((int64_t)(t.start - omitted_start)));
+		xjson_add(r, "omitted_start", xjson_int64((int64_t)omitted_start));
+		xjson_add(r, "omitted_end", xjson_int64((int64_t)t.start));
+		xjson_add(r, "omitted_output_bytes", xjson_int64((int64_t)(t.start - omitted_start)));
 	} else if (t.text && t.start >= s->delivered) {
-		json_object_object_add(r, "latest_output", json_object_new_string_len(t.text, (int)t.len));
-		json_object_object_add(r, "latest_output_start", json_object_new_int64((int64_t)t.start));
+		xjson_add(r, "latest_output", xjson_string_len(t.text, t.len));
+		xjson_add(r, "latest_output_start", xjson_int64((int64_t)t.start));
 	}
 	free(t.text);
-	free(marker);
-	json_object_object_add(r, "output_start", json_object_new_int64((int64_t)start));
-	json_object_object_add(r, "output_end", json_object_new_int64((int64_t)s->delivered));
-	json_object_object_add(r, "has_more_output", json_object_new_boolean(session_deliverable(s) > 0));
-	json_object_object_add(r, "total_output_bytes", json_object_new_int64((int64_t)s->total));
+	xjson_add(r, "output_start", xjson_int64((int64_t)start));
+	xjson_add(r, "output_end", xjson_int64((int64_t)s->delivered));
+	xjson_add(r, "has_more_output", xjson_bool(session_deliverable(s) > 0));
+	xjson_add(r, "total_output_bytes", xjson_int64((int64_t)s->total));
 	if (s->dropped)
-		json_object_object_add(r, "dropped_output_bytes", json_object_new_int64((int64_t)s->dropped));
-	json_object_object_add(r, "log_path", json_object_new_string(s->log_path));
-	json_object_object_add(r, "pid", json_object_new_int(s->pid));
+		xjson_add(r, "dropped_output_bytes", xjson_int64((int64_t)s->dropped));
+	xjson_add(r, "log_path", xjson_string(s->log_path));
+	xjson_add(r, "pid", xjson_int64(s->pid));
 	free(out);
 	return r;
 }

@@ -40,9 +40,7 @@ size_t session_signal(struct session *s, struct proctree *t, int sig)
 	if (!s->keeper_lost || !s->leftovers)
 		return 0;
 	pid_t self = getpid(), own_sid = getsid(0);
-	pid_t *roots = malloc((t->n + 1) * sizeof *roots);
-	if (!roots)
-		return 1; /* try again in the next round */
+	pid_t *roots = xmalloc((t->n + 1) * sizeof *roots);
 	size_t n = 0;
 	if (!s->ended)
 		roots[n++] = s->pid;
@@ -242,11 +240,9 @@ static void keeper_reaped(struct session *s, int st)
 			status_lost = true;
 	}
 	free(s->reason);
-	if (asprintf(&s->reason,
-	             "the session's keeper process (pid %d, the shell's parent) was killed by %s%s; the helper "
-	             "stopped every process of the session it could still find",
-	             (int)keeper, name, status_lost ? " before it reported how the shell ended" : "") < 0)
-		s->reason = NULL;
+	s->reason = xasprintf("the session's keeper process (pid %d, the shell's parent) was killed by %s%s; the "
+	                      "helper stopped every process of the session it could still find",
+	                      (int)keeper, name, status_lost ? " before it reported how the shell ended" : "");
 	if (status_lost) {
 		session_end(s, 0);
 		s->status = SESSION_LOST;

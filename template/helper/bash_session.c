@@ -157,9 +157,8 @@ void sessions_prune(void)
 	}
 }
 
-int sessions_add(struct session *s, struct rpc_error *err)
+void sessions_add(struct session *s)
 {
-	(void)err; /* nothing here fails: allocation aborts (xalloc.h) */
 	if (nsessions == sessions_cap) {
 		size_t cap = sessions_cap ? sessions_cap * 2 : 64;
 		sessions = xrealloc(sessions, cap * sizeof *sessions);
@@ -167,7 +166,6 @@ int sessions_add(struct session *s, struct rpc_error *err)
 		sessions_cap = cap;
 	}
 	sessions[nsessions++] = s;
-	return 0;
 }
 
 /* ---- sessions of an earlier helper (sessmeta.h) ---- */
@@ -177,17 +175,11 @@ int sessions_add(struct session *s, struct rpc_error *err)
  * pid means nothing to this helper. */
 static struct session *session_restored(const struct sessmeta *m, const char *boot_text)
 {
-	struct session *s = calloc(1, sizeof *s);
-	if (!s)
-		return NULL;
+	struct session *s = xcalloc(1, sizeof *s);
 	snprintf(s->id, sizeof s->id, "%s", m->id);
 	s->pipe_fd = s->log_fd = s->in_fd = s->keeper_fd = -1;
-	s->command = strdup(m->command ? m->command : "");
-	if (!s->command || asprintf(&s->log_path, "%s/%s.log", paths_log_dir(), m->id) < 0) {
-		s->log_path = NULL;
-		session_free(s);
-		return NULL;
-	}
+	s->command = xstrdup(m->command ? m->command : "");
+	s->log_path = xasprintf("%s/%s.log", paths_log_dir(), m->id);
 	s->log_fd = open(s->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	struct stat st;
 	if (s->log_fd >= 0 && fstat(s->log_fd, &st) == 0 && S_ISREG(st.st_mode))
@@ -212,14 +204,9 @@ static struct session *session_restored(const struct sessmeta *m, const char *bo
 		s->ended_at_ms = m->ended_at_ms;
 	} else {
 		s->status = SESSION_LOST;
-		if (asprintf(&s->reason,
-		             "the sandbox restarted at %s; the command was interrupted (its output up to then is in "
-		             "%s)",
-		             boot_text, s->log_path) < 0) {
-			s->reason = NULL;
-			session_free(s);
-			return NULL;
-		}
+		s->reason = xasprintf("the sandbox restarted at %s; the command was interrupted (its output up to then "
+		                      "is in %s)",
+		                      boot_text, s->log_path);
 	}
 	s->seq = ++seq_counter;
 	s->ended_seq = ++seq_counter;
@@ -240,14 +227,10 @@ size_t bash_restore(int64_t boot_wall_ms)
 	struct tm tm;
 	if (gmtime_r(&secs, &tm))
 		strftime(boot_text, sizeof boot_text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	struct rpc_error err;
 	for (size_t i = 0; i < n; i++) {
-		struct session *s = session_find(metas[i].id) ? NULL : session_restored(&metas[i], boot_text);
-		if (s && sessions_add(s, &err) < 0) {
-			session_free(s);
-			s = NULL;
-		}
-		if (s) {
+		if (!session_find(metas[i].id)) {
+			struct session *s = session_restored(&metas[i], boot_text);
+			sessions_add(s);
 			restored++;
 			lost += s->status == SESSION_LOST;
 		}

@@ -252,15 +252,8 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 	s->seq = ++seq_counter;
 	s->started_at_ms = wall_ms();
 	s->timeout_at = timeout_ms ? now + timeout_ms : 0;
-	if (sessions_add(s, err) < 0 || waiter_add(WAIT_START, id, s, now + yield_ms, bound, err) < 0) {
-		/* The shell runs already: keep it reachable if it was added. */
-		if (!session_find(s->id)) {
-			if (procs_scan())
-				session_signal(s, &procs, SIGKILL);
-			session_free(s);
-		}
-		return -1;
-	}
+	sessions_add(s);
+	waiter_add(WAIT_START, id, s, now + yield_ms, bound);
 	session_persist(s);
 	hlog_debug("session '%s' started: pid %d (keeper %d)%s", s->id, (int)s->pid, (int)s->keeper,
 	           tty              ? ", on a pseudo-terminal"

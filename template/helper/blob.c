@@ -14,6 +14,7 @@
 
 #include "proto.h"
 #include "xalloc.h"
+#include "xjson.h"
 
 static struct blob {
 	int fd; /* -1 = free slot */
@@ -102,9 +103,9 @@ int blob_rpc_open(json_object *id, json_object *params, json_object **ret_result
 	slot->serial = next_serial++;
 	char h[32];
 	handle_of(slot, h, sizeof h);
-	json_object *r = json_object_new_object();
-	json_object_object_add(r, "handle", json_object_new_string(h));
-	json_object_object_add(r, "size", json_object_new_int64((int64_t)st.st_size));
+	json_object *r = xjson_object();
+	xjson_add(r, "handle", xjson_string(h));
+	xjson_add(r, "size", xjson_int64((int64_t)st.st_size));
 	*ret_result = r;
 	return 0;
 }
@@ -134,10 +135,10 @@ int blob_rpc_read(json_object *id, json_object *params, json_object **ret_result
 	size_t got = eof ? (size_t)n : (size_t)length;
 	blob_base64_encode(raw, got, text);
 	free(raw);
-	json_object *r = json_object_new_object();
-	json_object_object_add(r, "data", json_object_new_string(text));
-	json_object_object_add(r, "bytes", json_object_new_int64((int64_t)got));
-	json_object_object_add(r, "eof", json_object_new_boolean(eof));
+	json_object *r = xjson_object();
+	xjson_add(r, "data", xjson_string(text));
+	xjson_add(r, "bytes", xjson_int64((int64_t)got));
+	xjson_add(r, "eof", xjson_bool(eof));
 	free(text);
 	*ret_result = r;
 	return 0;
@@ -151,7 +152,7 @@ int blob_rpc_close(json_object *id, json_object *params, json_object **ret_resul
 		return -1;
 	close(b->fd);
 	b->fd = -1;
-	*ret_result = json_object_new_object();
+	*ret_result = xjson_object();
 	return 0;
 }
 

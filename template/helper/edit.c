@@ -19,6 +19,7 @@
 #include "paths.h"
 #include "sha256.h"
 #include "xalloc.h"
+#include "xjson.h"
 
 int edit_read_text(const char *abs, const char *shown, const char *op, struct edit_text *t, struct rpc_error *err)
 {
@@ -269,11 +270,11 @@ int edit_rpc(json_object *id, json_object *params, json_object **ret_result, str
 	/* The hash just read guards the write: a change in between is a CONFLICT. */
 	if (files_write_atomic(abs, res.data, res.len, false, t.sha256, &created, sha, err) < 0)
 		goto out;
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "path", json_object_new_string(abs));
-	json_object_object_add(o, "replacements", json_object_new_int64((int64_t)res.replaced));
-	json_object_object_add(o, "bytes_written", json_object_new_int64((int64_t)res.len));
-	json_object_object_add(o, "sha256", json_object_new_string(sha));
+	json_object *o = xjson_object();
+	xjson_add(o, "path", xjson_string(abs));
+	xjson_add(o, "replacements", xjson_int64((int64_t)res.replaced));
+	xjson_add(o, "bytes_written", xjson_int64((int64_t)res.len));
+	xjson_add(o, "sha256", xjson_string(sha));
 	*ret_result = o;
 	r = 0;
 out:

@@ -21,6 +21,7 @@
 #include "sha256.h"
 #include "utf8.h"
 #include "xalloc.h"
+#include "xjson.h"
 
 #define CHUNK (64 * 1024)
 
@@ -208,8 +209,6 @@ int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, siz
 		sel->truncated = s.cut || s.end_pos < sel->size;
 	sel->content = utf8_sanitize((unsigned char *)s.out, s.out_len, &sel->content_len);
 	free(s.out);
-	if (!sel->content)
-		return rpc_fail(err, "INTERNAL", "out of memory reading '%s'", path);
 	return 0;
 }
 
@@ -218,15 +217,13 @@ int files_read_fd(int fd, const char *path, uint64_t offset, uint64_t limit, siz
  * max_bytes (only the start of the first line, cut at a character boundary,
  * when even it does not fit); lines that no longer fit are dropped and
  * the selection is marked truncated. The content is valid UTF-8 already. */
-static int number_lines(struct files_selection *sel, size_t max_bytes)
+static void number_lines(struct files_selection *sel, size_t max_bytes)
 {
 	const char *p = sel->content, *end = p + sel->content_len;
 	size_t segments = 1;
 	for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))); q++)
 		segments++;
-	char *out = malloc(sel->content_len + segments * 24 + 1);
-	if (!out)
-		return -1;
+	char *out = xmalloc(sel->content_len + segments * 24 + 1);
 	size_t o = 0;
 	uint64_t kept = 0, num = sel->start_line;
 	while (p < end) {
@@ -259,7 +256,6 @@ static int number_lines(struct files_selection *sel, size_t max_bytes)
 	sel->content = out;
 	sel->content_len = o;
 	sel->lines = kept;
-	return 0;
 }
 
 /* Open path for reading without blocking on FIFOs or devices; only regular
@@ -322,35 +318,33 @@ int files_rpc_read(json_object *id, json_object *params, json_object **ret_resul
 	}
 	int r = files_read_fd(fd, abs, (uint64_t)offset, (uint64_t)limit, (size_t)max_bytes, &sel, err);
 	close(fd);
-	if (r == 0 && numbered && !sel.binary && number_lines(&sel, (size_t)max_bytes) < 0) {
-		free(sel.content);
-		r = rpc_fail(err, "INTERNAL", "out of memory reading '%s'", abs);
-	}
+	if (r == 0 && numbered && !sel.binary)
+		number_lines(&sel, (size_t)max_bytes);
 	if (r < 0) {
 		free(abs);
 		return -1;
 	}
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "path", json_object_new_string(abs));
+	json_object *o = xjson_object();
+	xjson_add(o, "path", xjson_string(abs));
 	if (sel.binary) {
-		json_object_object_add(o, "binary", json_object_new_boolean(1));
+		xjson_add(o, "binary", xjson_bool(true));
 	} else {
-		json_object_object_add(o, "content", json_object_new_string_len(sel.content, (int)sel.content_len));
-		json_object_object_add(o, "start_line", json_object_new_int64((int64_t)sel.start_line));
-		json_object_object_add(o, "lines", json_object_new_int64((int64_t)sel.lines));
+		xjson_add(o, "content", xjson_string_len(sel.content, sel.content_len));
+		xjson_add(o, "start_line", xjson_int64((int64_t)sel.start_line));
+		xjson_add(o, "lines", xjson_int64((int64_t)sel.lines));
 		if (sel.total_known)
-			json_object_object_add(o, "total_lines", json_object_new_int64((int64_t)sel.total_lines));
-		json_object_object_add(o, "total_lines_known", json_object_new_boolean(sel.total_known));
-		json_object_object_add(o, "truncated", json_object_new_boolean(sel.truncated));
-		json_object_object_add(o, "binary", json_object_new_boolean(0));
+			xjson_add(o, "total_lines", xjson_int64((int64_t)sel.total_lines));
+		xjson_add(o, "total_lines_known", xjson_bool(sel.total_known));
+		xjson_add(o, "truncated", xjson_bool(sel.truncated));
+		xjson_add(o, "binary", xjson_bool(false));
 	}
-	json_object_object_add(o, "size", json_object_new_int64((int64_t)sel.size));
+	xjson_add(o, "size", xjson_int64((int64_t)sel.size));
 	if (sel.whole) {
-		json_object_object_add(o, "sha256", json_object_new_string(sel.sha256));
+		xjson_add(o, "sha256", xjson_string(sel.sha256));
 	} else {
 		char why[64];
 		snprintf(why, sizeof why, "file larger than %llu bytes", FILES_WHOLE_MAX);
-		json_object_object_add(o, "sha256_skipped", json_object_new_string(why));
+		xjson_add(o, "sha256_skipped", xjson_string(why));
 	}
 	free(sel.content);
 	free(abs);
@@ -381,10 +375,10 @@ static int hash_file(const char *path, char hex[65], struct rpc_error *err)
 	}
 	struct sha256_ctx h;
 	sha256_init(&h);
-	char *buf = malloc(CHUNK);
+	char *buf = xmalloc(CHUNK);
 	ssize_t n = 0;
 	uint64_t total = 0;
-	while (buf && total <= FILES_WHOLE_MAX && ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR))) {
+	while (total <= FILES_WHOLE_MAX && ((n = read(fd, buf, CHUNK)) > 0 || (n < 0 && errno == EINTR))) {
 		if (n > 0) {
 			sha256_update(&h, (size_t)n, (const uint8_t *)buf);
 			total += (size_t)n;
@@ -393,8 +387,8 @@ static int hash_file(const char *path, char hex[65], struct rpc_error *err)
 	int e = errno;
 	free(buf);
 	close(fd);
-	if (!buf || n < 0)
-		return rpc_fail_errno(err, buf ? e : ENOMEM, "read", path);
+	if (n < 0)
+		return rpc_fail_errno(err, e, "read", path);
 	if (total > FILES_WHOLE_MAX) /* it grew while we read */
 		return too_large_to_check(path, err);
 	sha256_final_hex(&h, hex);
@@ -554,8 +548,8 @@ static int write_target(const char *path, char **ret, struct rpc_error *err)
 		*slash = '\0';
 		char *dir = realpath(slash == cur ? "/" : cur, NULL);
 		*slash = '/';
-		char *clean = NULL;
-		if (dir && asprintf(&clean, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", slash + 1) >= 0) {
+		if (dir) {
+			char *clean = xasprintf("%s%s%s", dir, strcmp(dir, "/") ? "/" : "", slash + 1);
 			free(cur);
 			cur = clean;
 		}
@@ -648,11 +642,11 @@ int files_rpc_write(json_object *id, json_object *params, json_object **ret_resu
 		free(abs);
 		return -1;
 	}
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "path", json_object_new_string(abs));
-	json_object_object_add(o, "bytes_written", json_object_new_int64((int64_t)content_len));
-	json_object_object_add(o, "created", json_object_new_boolean(created));
-	json_object_object_add(o, "sha256", json_object_new_string(sha));
+	json_object *o = xjson_object();
+	xjson_add(o, "path", xjson_string(abs));
+	xjson_add(o, "bytes_written", xjson_int64((int64_t)content_len));
+	xjson_add(o, "created", xjson_bool(created));
+	xjson_add(o, "sha256", xjson_string(sha));
 	free(abs);
 	*ret_result = o;
 	return 0;

@@ -88,11 +88,8 @@ int frame_reader_read(struct frame_reader *r, int fd, frame_line_fn on_line, fra
 		r->len = r->scanned = 0;
 	}
 	if (r->cap > SMALL_CAP && r->len < SMALL_CAP / 2) {
-		char *b = realloc(r->buf, SMALL_CAP);
-		if (b) {
-			r->buf = b;
-			r->cap = SMALL_CAP;
-		}
+		r->buf = xrealloc(r->buf, SMALL_CAP);
+		r->cap = SMALL_CAP;
 	}
 	return 1;
 }

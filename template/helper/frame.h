@@ -37,8 +37,9 @@ struct frame_writer {
 
 void frame_writer_init(struct frame_writer *w, int fd);
 void frame_writer_free(struct frame_writer *w);
-/* Append line (borrowed, n bytes) and a newline. Out of memory or a broken
- * stream drops the line with a log line. */
+/* Append line (borrowed, n bytes) and a newline; the queue grows as needed
+ * (allocation aborts on failure, xalloc.h). A broken stream drops the line
+ * (the failing write was logged by frame_writer_flush). */
 void frame_writer_put(struct frame_writer *w, const char *line, size_t n);
 /* Write as much as the fd takes without blocking. Returns the bytes still
  * queued. EPIPE or another write error marks the writer broken. */

@@ -5,6 +5,7 @@
  * sandbox could not learn itself. */
 #include "fsstat.h"
 #include "xalloc.h"
+#include "xjson.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,14 +28,14 @@ int fsstat_rpc(json_object *id, json_object *params, json_object **ret_result, s
 	struct stat st;
 	if (lstat(path, &st) < 0)
 		return rpc_fail_errno(err, errno, "stat", path);
-	json_object *r = json_object_new_object();
-	json_object_object_add(r, "dev_major", json_object_new_int64((int64_t)major(st.st_dev)));
-	json_object_object_add(r, "dev_minor", json_object_new_int64((int64_t)minor(st.st_dev)));
-	json_object_object_add(r, "ino", json_object_new_int64((int64_t)st.st_ino));
-	json_object_object_add(r, "type",
-	                       json_object_new_string(S_ISDIR(st.st_mode)   ? "directory"
-	                                              : S_ISLNK(st.st_mode) ? "symlink"
-	                                                                    : "other"));
+	json_object *r = xjson_object();
+	xjson_add(r, "dev_major", xjson_int64((int64_t)major(st.st_dev)));
+	xjson_add(r, "dev_minor", xjson_int64((int64_t)minor(st.st_dev)));
+	xjson_add(r, "ino", xjson_int64((int64_t)st.st_ino));
+	xjson_add(r, "type",
+	          xjson_string(S_ISDIR(st.st_mode)   ? "directory"
+	                       : S_ISLNK(st.st_mode) ? "symlink"
+	                                             : "other"));
 	*ret_result = r;
 	return 0;
 }
@@ -65,8 +66,8 @@ int fsmounts_rpc(json_object *id, json_object *params, json_object **ret_result,
 		return rpc_fail(err, "LIMIT", "fs.mounts: /proc/self/mountinfo is longer than %d bytes",
 		                FSSTAT_MOUNTINFO_MAX);
 	}
-	json_object *r = json_object_new_object();
-	json_object_object_add(r, "mountinfo", json_object_new_string_len(buf, (int)len));
+	json_object *r = xjson_object();
+	xjson_add(r, "mountinfo", xjson_string_len(buf, len));
 	free(buf);
 	*ret_result = r;
 	return 0;

@@ -2,9 +2,9 @@
 #include "headtail.h"
 
 #include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "xalloc.h"
 
 size_t headtail_tail_budget(size_t max, int whole_rest)
 {
@@ -28,13 +28,9 @@ size_t headtail_tail_skip(const unsigned char *buf, size_t n, size_t within)
 
 char *headtail_marker(uint64_t start, uint64_t end, uint64_t total, const char *log_path, int lead_newline)
 {
-	char *m = NULL;
-	if (asprintf(&m,
-	             "%s[... %" PRIu64 " bytes left out here: bytes %" PRIu64 " to %" PRIu64 " of %" PRIu64
-	             " in %s; read them with bash: tail -c +%" PRIu64 " %s | head -c %" PRIu64
-	             " (or read that file with offset/limit) ...]\n",
-	             lead_newline ? "\n" : "", end - start, start, end, total, log_path, start + 1, log_path,
-	             end - start) < 0)
-		return NULL;
-	return m;
+	return xasprintf("%s[... %" PRIu64 " bytes left out here: bytes %" PRIu64 " to %" PRIu64 " of %" PRIu64
+	                 " in %s; read them with bash: tail -c +%" PRIu64 " %s | head -c %" PRIu64
+	                 " (or read that file with offset/limit) ...]\n",
+	                 lead_newline ? "\n" : "", end - start, start, end, total, log_path, start + 1, log_path,
+	                 end - start);
 }

@@ -29,9 +29,10 @@ size_t headtail_tail_budget(size_t max, int whole_rest);
 size_t headtail_tail_skip(const unsigned char *buf, size_t n, size_t within);
 
 /* The marker put between head and tail (a newly allocated NUL-terminated
- * string; NULL when memory runs out): says how many bytes were left out,
- * their log offsets [start, end) of total, and how to read them from
- * log_path. lead_newline: the head did not end with '\n'. */
+ * string the caller frees; allocation aborts on failure, xalloc.h): says
+ * how many bytes were left out, their log offsets [start, end) of total,
+ * and how to read them from log_path. lead_newline: the head did not end
+ * with '\n'. */
 char *headtail_marker(uint64_t start, uint64_t end, uint64_t total, const char *log_path, int lead_newline);
 
 #endif

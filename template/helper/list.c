@@ -9,13 +9,14 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "paths.h"
 #include "utf8.h"
+#include "xalloc.h"
+#include "xjson.h"
 
 static int cmp_names(const void *a, const void *b)
 {
@@ -24,43 +25,33 @@ static int cmp_names(const void *a, const void *b)
 
 static char *join(const char *a, const char *b)
 {
-	char *r = NULL;
 	if (!a || !*a)
-		return strdup(b);
-	if (asprintf(&r, "%s%s%s", a, strcmp(a, "/") ? "/" : "", b) < 0)
-		return NULL;
-	return r;
+		return xstrdup(b);
+	return xasprintf("%s%s%s", a, strcmp(a, "/") ? "/" : "", b);
 }
 
-static int push(struct walk *w, char *rel, int depth)
+static void push(struct walk *w, char *rel, int depth)
 {
 	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-		struct walk_item *s = realloc(w->stack, cap * sizeof *s);
-		if (!s)
-			return -1;
-		w->stack = s;
-		w->cap = cap;
+		w->cap = w->cap ? w->cap * 2 : 64;
+		w->stack = xrealloc(w->stack, w->cap * sizeof *w->stack);
 	}
 	w->stack[w->n++] = (struct walk_item){.rel = rel, .depth = depth};
-	return 0;
 }
 
 /* Read the entries of directory abs (rel from the root, "" for the root),
- * sorted, onto the stack so the first name is popped first. Returns 0 (also
- * when the directory cannot be opened: its contents are skipped), -1 when
- * memory runs out. */
-static int read_children(struct walk *w, const char *abs, const char *rel, int depth, int *ret_errno)
+ * sorted, onto the stack so the first name is popped first. A directory
+ * that cannot be opened has its contents skipped; then *ret_errno (when not
+ * NULL) gets the errno and 0 otherwise. */
+static void read_children(struct walk *w, const char *abs, const char *rel, int depth, int *ret_errno)
 {
 	DIR *d = opendir(abs);
-	if (!d) {
-		if (ret_errno)
-			*ret_errno = errno;
-		return 0;
-	}
+	if (ret_errno)
+		*ret_errno = d ? 0 : errno;
+	if (!d)
+		return;
 	char **names = NULL;
 	size_t n = 0, cap = 0;
-	int r = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -71,34 +62,19 @@ static int read_children(struct walk *w, const char *abs, const char *rel, int d
 		}
 		w->budget--;
 		if (n == cap) {
-			size_t c = cap ? cap * 2 : 32;
-			char **p = realloc(names, c * sizeof *p);
-			if (!p) {
-				r = -1;
-				break;
-			}
-			names = p;
-			cap = c;
+			cap = cap ? cap * 2 : 32;
+			names = xrealloc(names, cap * sizeof *names);
 		}
-		if (!(names[n] = strdup(de->d_name))) {
-			r = -1;
-			break;
-		}
-		n++;
+		names[n++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	if (r == 0 && n > 0)
+	if (n > 0)
 		qsort(names, n, sizeof *names, cmp_names);
 	for (size_t i = n; i-- > 0;) {
-		char *child = r == 0 ? join(rel, names[i]) : NULL;
-		if (!child || push(w, child, depth) < 0) {
-			free(child);
-			r = -1;
-		}
+		push(w, join(rel, names[i]), depth);
 		free(names[i]);
 	}
 	free(names);
-	return r;
 }
 
 int walk_init(struct walk *w, const char *root, int max_depth, size_t budget)
@@ -106,12 +82,12 @@ int walk_init(struct walk *w, const char *root, int max_depth, size_t budget)
 	memset(w, 0, sizeof *w);
 	w->max_depth = max_depth;
 	w->budget = budget;
-	if (!(w->root = strdup(root)))
-		return -ENOMEM;
-	int e = 0;
-	if (read_children(w, root, "", 1, &e) < 0 || e != 0) {
+	w->root = xstrdup(root);
+	int e;
+	read_children(w, root, "", 1, &e);
+	if (e != 0) {
 		walk_free(w);
-		return e ? -e : -ENOMEM;
+		return -e;
 	}
 	return 0;
 }
@@ -121,22 +97,21 @@ void walk_prune(struct walk *w)
 	w->descend = false;
 }
 
-int walk_next(struct walk *w, struct walk_entry *e)
+bool walk_next(struct walk *w, struct walk_entry *e)
 {
-	if (w->descend && read_children(w, w->cur_abs, w->cur_rel, w->cur_depth + 1, NULL) < 0)
-		return -1;
+	if (w->descend)
+		read_children(w, w->cur_abs, w->cur_rel, w->cur_depth + 1, NULL);
 	w->descend = false;
 	for (;;) {
 		free(w->cur_rel);
 		free(w->cur_abs);
 		w->cur_rel = w->cur_abs = NULL;
 		if (w->n == 0)
-			return 0;
+			return false;
 		struct walk_item it = w->stack[--w->n];
 		w->cur_rel = it.rel;
 		w->cur_depth = it.depth;
-		if (!(w->cur_abs = join(w->root, it.rel)))
-			return -1;
+		w->cur_abs = join(w->root, it.rel);
 		if (lstat(w->cur_abs, &e->st) < 0)
 			continue; /* vanished since it was read */
 		const char *slash = strrchr(it.rel, '/');
@@ -146,7 +121,7 @@ int walk_next(struct walk *w, struct walk_entry *e)
 		e->depth = it.depth;
 		e->pruned = S_ISDIR(e->st.st_mode) && !strcmp(e->name, ".git");
 		w->descend = S_ISDIR(e->st.st_mode) && !e->pruned && (w->max_depth == 0 || it.depth < w->max_depth);
-		return 1;
+		return true;
 	}
 }
 
@@ -171,9 +146,7 @@ static json_object *safe_string(const char *s, size_t n)
 {
 	size_t len;
 	char *safe = utf8_sanitize((const unsigned char *)s, n, &len);
-	if (!safe)
-		return NULL;
-	json_object *o = json_object_new_string_len(safe, (int)len);
+	json_object *o = xjson_string_len(safe, len);
 	free(safe);
 	return o;
 }
@@ -185,19 +158,19 @@ static const char *type_name(mode_t m)
 
 static json_object *entry_object(const struct walk_entry *e)
 {
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "path", safe_string(e->rel, strlen(e->rel)));
-	json_object_object_add(o, "type", json_object_new_string(type_name(e->st.st_mode)));
+	json_object *o = xjson_object();
+	xjson_add(o, "path", safe_string(e->rel, strlen(e->rel)));
+	xjson_add(o, "type", xjson_string(type_name(e->st.st_mode)));
 	if (S_ISREG(e->st.st_mode))
-		json_object_object_add(o, "size", json_object_new_int64((int64_t)e->st.st_size));
+		xjson_add(o, "size", xjson_int64((int64_t)e->st.st_size));
 	if (S_ISLNK(e->st.st_mode)) {
 		char target[PATH_MAX];
 		ssize_t n = readlink(e->abs, target, sizeof target);
 		if (n >= 0)
-			json_object_object_add(o, "target", safe_string(target, (size_t)n));
+			xjson_add(o, "target", safe_string(target, (size_t)n));
 	}
 	if (e->pruned)
-		json_object_object_add(o, "contents_skipped", json_object_new_boolean(1));
+		xjson_add(o, "contents_skipped", xjson_bool(true));
 	return o;
 }
 
@@ -248,32 +221,27 @@ int list_rpc(json_object *id, json_object *params, json_object **ret_result, str
 		free(abs);
 		return -1;
 	}
-	json_object *entries = json_object_new_array();
+	json_object *entries = xjson_array();
 	int64_t count = 0;
 	bool truncated = false;
 	struct walk_entry e;
-	while ((r = walk_next(&w, &e)) > 0) {
+	while (walk_next(&w, &e)) {
 		if (glob && !S_ISDIR(e.st.st_mode) && !walk_glob_match(glob, e.rel, e.name))
 			continue;
 		if (count == max_entries) {
 			truncated = true;
 			break;
 		}
-		json_object_array_add(entries, entry_object(&e));
+		xjson_append(entries, entry_object(&e));
 		count++;
 	}
 	truncated = truncated || w.cut;
 	walk_free(&w);
-	if (r < 0) {
-		json_object_put(entries);
-		free(abs);
-		return rpc_fail(err, "INTERNAL", "out of memory listing '%s'", path);
-	}
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "path", safe_string(abs, strlen(abs)));
-	json_object_object_add(o, "entries", entries);
-	json_object_object_add(o, "count", json_object_new_int64(count));
-	json_object_object_add(o, "truncated", json_object_new_boolean(truncated));
+	json_object *o = xjson_object();
+	xjson_add(o, "path", safe_string(abs, strlen(abs)));
+	xjson_add(o, "entries", entries);
+	xjson_add(o, "count", xjson_int64(count));
+	xjson_add(o, "truncated", xjson_bool(truncated));
 	free(abs);
 	*ret_result = o;
 	return 0;

@@ -51,12 +51,12 @@ struct walk {
 /* Start a walk of the directory root (absolute; copied). Returns 0, or
  * -errno when root cannot be opened as a directory (nothing to free then). */
 int walk_init(struct walk *w, const char *root, int max_depth, size_t budget);
-/* The next entry in order: 1 (e filled), 0 at the end, -1 out of memory.
- * Entries that vanish or cannot be stat'ed are skipped, so are the contents
- * of directories that cannot be opened. A directory (not a symlink to one)
- * is descended into after it is returned, unless pruned, at max_depth or
+/* The next entry in order: true with e filled, false at the end. Entries
+ * that vanish or cannot be stat'ed are skipped, so are the contents of
+ * directories that cannot be opened. A directory (not a symlink to one) is
+ * descended into after it is returned, unless pruned, at max_depth or
  * walk_prune is called before the next call. */
-int walk_next(struct walk *w, struct walk_entry *e);
+bool walk_next(struct walk *w, struct walk_entry *e);
 /* Do not descend into the directory walk_next just returned. */
 void walk_prune(struct walk *w);
 void walk_free(struct walk *w);

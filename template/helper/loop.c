@@ -5,6 +5,7 @@
  * touches signals; only main.c calls loop_run. */
 #include "loop.h"
 #include "xalloc.h"
+#include "xjson.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,17 +98,17 @@ static int method_hello(json_object *id, json_object *params, json_object **ret_
 		return rpc_fail(err, "INVALID_ARGUMENT", "attach_id must be 1 to %d characters", ATTACH_ID_MAX);
 	bool attached = has && attach_note(aid, alen);
 	size_t running, n = bash_session_count(&running);
-	json_object *r = json_object_new_object();
-	json_object_object_add(r, "version", json_object_new_string(PROTO_VERSION));
+	json_object *r = xjson_object();
+	xjson_add(r, "version", xjson_string(PROTO_VERSION));
 #ifdef CHAT2SBX_VERSION
-	json_object_object_add(r, "helper_version", json_object_new_string(CHAT2SBX_VERSION));
+	xjson_add(r, "helper_version", xjson_string(CHAT2SBX_VERSION));
 #endif
-	json_object_object_add(r, "pid", json_object_new_int(getpid()));
-	json_object_object_add(r, "sessions", json_object_new_int64((int64_t)n));
-	json_object_object_add(r, "running", json_object_new_int64((int64_t)running));
-	json_object_object_add(r, "boot_id", json_object_new_string(boot_id));
-	json_object_object_add(r, "started_at_ms", json_object_new_int64(boot_wall_ms));
-	json_object_object_add(r, "attached", json_object_new_boolean(attached));
+	xjson_add(r, "pid", xjson_int64(getpid()));
+	xjson_add(r, "sessions", xjson_int64((int64_t)n));
+	xjson_add(r, "running", xjson_int64((int64_t)running));
+	xjson_add(r, "boot_id", xjson_string(boot_id));
+	xjson_add(r, "started_at_ms", xjson_int64(boot_wall_ms));
+	xjson_add(r, "attached", xjson_bool(attached));
 	*ret_result = r;
 	return 0;
 }
@@ -137,7 +138,7 @@ static void reply_unparsed(const char *line, size_t len, const struct rpc_error 
 		hlog_warn("dropping a request without a readable id: %s", err->message);
 		return;
 	}
-	json_object *id = json_object_new_int64(idv);
+	json_object *id = xjson_int64(idv);
 	rpc_send_error(id, err);
 	json_object_put(id);
 }

@@ -23,6 +23,8 @@
 #include "paths.h"
 #include "sha256.h"
 #include "utf8.h"
+#include "xalloc.h"
+#include "xjson.h"
 
 /* ---- the files the patch touches, in memory ---- */
 
@@ -62,12 +64,8 @@ static int vfs_get(struct vfs *fs, const char *abs, const char *shown, struct vf
 			return 0;
 		}
 	if (fs->n == fs->cap) {
-		size_t cap = fs->cap ? fs->cap * 2 : 8;
-		struct vfile *v = realloc(fs->v, cap * sizeof *v);
-		if (!v)
-			return patch_oom(err);
-		fs->v = v;
-		fs->cap = cap;
+		fs->cap = fs->cap ? fs->cap * 2 : 8;
+		fs->v = xrealloc(fs->v, fs->cap * sizeof *fs->v);
 	}
 	struct vfile f = {0};
 	if (stat(abs, &f.st) == 0) {
@@ -80,8 +78,7 @@ static int vfs_get(struct vfs *fs, const char *abs, const char *shown, struct vf
 		rpc_fail_errno(err, errno, "apply_patch: stat", shown);
 		return -1;
 	}
-	if (!(f.abs = strdup(abs)))
-		return patch_oom(err);
+	f.abs = xstrdup(abs);
 	fs->v[fs->n] = f;
 	*ret = &fs->v[fs->n++];
 	return 0;
@@ -216,26 +213,21 @@ static int hunk_fails(const char *shown, size_t k, size_t nh, const struct lines
 		snprintf(where, sizeof where, "searched from line 1");
 	char *first = patch_quote(pat[0]), *detail = NULL;
 	if (best_k == m) {
-		if (asprintf(
-		        &detail,
-		        ": they are at line %zu, but the hunk is marked '*** End of File' and they do not end the file",
-		        best_pos + 1) < 0)
-			detail = NULL;
+		detail = xasprintf(
+		    ": they are at line %zu, but the hunk is marked '*** End of File' and they do not end the file",
+		    best_pos + 1);
 	} else if (best_k > 0 && best_pos + best_k < L->n) {
 		char *want = patch_quote(pat[best_k]), *got = patch_quote(L->v[best_pos + best_k]);
-		if (asprintf(
-		        &detail,
-		        ": the closest match starts at line %zu, but line %zu is '%s' where the patch expects '%s'",
-		        best_pos + 1, best_pos + best_k + 1, got, want) < 0)
-			detail = NULL;
+		detail = xasprintf(
+		    ": the closest match starts at line %zu, but line %zu is '%s' where the patch expects '%s'",
+		    best_pos + 1, best_pos + best_k + 1, got, want);
 		free(want);
 		free(got);
 	} else if (best_k > 0) {
 		char *want = patch_quote(pat[best_k]);
-		if (asprintf(&detail,
-		             ": the closest match starts at line %zu, but the file ends where the patch expects '%s'",
-		             best_pos + 1, want) < 0)
-			detail = NULL;
+		detail =
+		    xasprintf(": the closest match starts at line %zu, but the file ends where the patch expects '%s'",
+		              best_pos + 1, want);
 		free(want);
 	}
 	(void)eof;
@@ -256,12 +248,9 @@ static int apply_hunks(const struct fileop *op, const char *shown, const char *d
 	bool crlf = edit_is_crlf(data, len);
 	bool final_nl = len == 0 || data[len - 1] == '\n';
 	struct lines L = {0};
-	struct repl *R = calloc(op->nhunks ? op->nhunks : 1, sizeof *R);
+	struct repl *R = xcalloc(op->nhunks ? op->nhunks : 1, sizeof *R);
 	int r = -1;
-	if (!R || !patch_split(data, len, crlf, &L)) {
-		patch_oom(err);
-		goto out;
-	}
+	patch_split(data, len, crlf, &L);
 	size_t idx = 0;
 	for (size_t k = 0; k < op->nhunks; k++) {
 		const struct hunk *h = &op->hunks[k];
@@ -308,11 +297,7 @@ static int apply_hunks(const struct fileop *op, const char *shown, const char *d
 	const char *eol = crlf ? "\r\n" : "\n";
 	size_t eol_n = crlf ? 2 : 1, total = 0, nlines = 0, cur = 0;
 	for (int pass = 0; pass < 2; pass++) {
-		char *out = NULL;
-		if (pass == 1 && !(out = malloc(total + 1))) {
-			patch_oom(err);
-			goto out;
-		}
+		char *out = pass == 1 ? xmalloc(total + 1) : NULL;
 		size_t o = 0, emitted = 0;
 		cur = 0;
 #define EMIT(l)                                                                                                        \
@@ -372,9 +357,7 @@ static char *added_content(const struct fileop *op, size_t *ret_len)
 	for (size_t k = 0; k < op->nhunks; k++)
 		for (size_t j = 0; j < op->hunks[k].new.n; j++)
 			total += op->hunks[k].new.v[j].n + 1;
-	char *out = malloc(total + 1);
-	if (!out)
-		return NULL;
+	char *out = xmalloc(total + 1);
 	size_t o = 0;
 	for (size_t k = 0; k < op->nhunks; k++) {
 		h = &op->hunks[k];
@@ -396,9 +379,7 @@ static int resolve(const char *cwd, const char *p, char **ret, struct rpc_error 
 {
 	if (p[0] == '/')
 		return paths_resolve(p, strlen(p), "a path in the patch", ret, err);
-	char *joined = NULL;
-	if (asprintf(&joined, "%s/%s", cwd, p) < 0)
-		return patch_oom(err);
+	char *joined = xasprintf("%s/%s", cwd, p);
 	int r = paths_resolve(joined, strlen(joined), "a path in the patch", ret, err);
 	free(joined);
 	return r;
@@ -437,10 +418,10 @@ static int compute(struct patch *P, const char *cwd, struct vfs *fs, json_object
 				free(alt_abs);
 			}
 		}
-		json_object *o = json_object_new_object();
-		json_object_array_add(files, o);
-		json_object_object_add(o, "path", json_object_new_string(abs));
-		json_object_object_add(o, "action", json_object_new_string(action_name(op)));
+		json_object *o = xjson_object();
+		xjson_append(files, o);
+		xjson_add(o, "path", xjson_string(abs));
+		xjson_add(o, "action", xjson_string(action_name(op)));
 		if (op->kind == OP_ADD) {
 			if (f->exists) {
 				rpc_fail(
@@ -451,10 +432,7 @@ static int compute(struct patch *P, const char *cwd, struct vfs *fs, json_object
 				goto fail;
 			}
 			free(f->data);
-			if (!(f->data = added_content(op, &f->len))) {
-				patch_oom(err);
-				goto fail;
-			}
+			f->data = added_content(op, &f->len);
 			f->exists = f->dirty = true;
 			f->set_mode = false;
 		} else if (op->kind == OP_DELETE) {
@@ -496,7 +474,7 @@ static int compute(struct patch *P, const char *cwd, struct vfs *fs, json_object
 					free(data);
 					goto fail;
 				}
-				json_object_object_add(o, "to", json_object_new_string(to_abs));
+				xjson_add(o, "to", xjson_string(to_abs));
 			}
 			if (t && t != f) {
 				if (t->exists) {
@@ -598,16 +576,11 @@ static int commit(struct vfs *fs, struct rpc_error *err)
 
 static void summary_add(char **s, size_t *len, const char *fmt, const char *a, const char *b)
 {
-	char *line = NULL;
-	if (asprintf(&line, fmt, a, b) < 0)
-		return;
+	char *line = xasprintf(fmt, a, b);
 	size_t n = strlen(line);
-	char *t = realloc(*s, *len + n + 1);
-	if (t) {
-		memcpy(t + *len, line, n + 1);
-		*s = t;
-		*len += n;
-	}
+	*s = xrealloc(*s, *len + n + 1);
+	memcpy(*s + *len, line, n + 1);
+	*len += n;
 	free(line);
 }
 
@@ -676,7 +649,7 @@ int patch_rpc(json_object *id, json_object *params, json_object **ret_result, st
 	}
 	struct patch P = {0};
 	struct vfs fs = {0};
-	json_object *files = json_object_new_array();
+	json_object *files = xjson_array();
 	int r = -1;
 	if (patch_parse(text, text_len, &P, err) < 0)
 		goto out;
@@ -698,9 +671,9 @@ int patch_rpc(json_object *id, json_object *params, json_object **ret_result, st
 		else
 			summary_add(&summary, &slen, code, op->path, "");
 	}
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "files", json_object_get(files));
-	json_object_object_add(o, "summary", json_object_new_string(summary ? summary : ""));
+	json_object *o = xjson_object();
+	xjson_add(o, "files", json_object_get(files));
+	xjson_add(o, "summary", xjson_string(summary));
 	free(summary);
 	*ret_result = o;
 	r = 0;

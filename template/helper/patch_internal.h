@@ -57,9 +57,13 @@ int patch_parse(const char *text, size_t len, struct patch *P, struct rpc_error 
 
 /* Helpers of patch_parse.c the apply side uses too. */
 bool patch_line_eq(struct line a, struct line b, int tier);
+/* A line to quote in a message: at most PATCH_QUOTE_MAX bytes, valid
+ * UTF-8, "…" after a cut; the caller frees it. */
 char *patch_quote(struct line l);
-bool patch_split(const char *p, size_t len, bool crlf, struct lines *out);
+/* Append the lines of p[0..len) to *out, split on "\n" (one "\r" before it
+ * dropped when crlf); the lines point into p. A final line without "\n"
+ * counts. */
+void patch_split(const char *p, size_t len, bool crlf, struct lines *out);
 void patch_free(struct patch *P);
-int patch_oom(struct rpc_error *err);
 
 #endif

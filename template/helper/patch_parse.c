@@ -6,36 +6,30 @@
  * Text in, a struct patch out; never touches the file system. */
 #include "patch_internal.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "utf8.h"
+#include "xalloc.h"
 
 /* ---- small helpers ---- */
 
-static bool push(struct lines *l, const char *p, size_t n)
+static void push(struct lines *l, const char *p, size_t n)
 {
 	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct line *v = realloc(l->v, cap * sizeof *v);
-		if (!v)
-			return false;
-		l->v = v;
-		l->cap = cap;
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->v = xrealloc(l->v, l->cap * sizeof *l->v);
 	}
 	l->v[l->n++] = (struct line){.p = p, .n = n};
-	return true;
 }
 
 /* A context line: in both the old and the new lines of h. */
-static bool push_context(struct lines *old, struct lines *new, const char *p, size_t n)
+static void push_context(struct lines *old, struct lines *new, const char *p, size_t n)
 {
-	if (!push(old, p, n) || !push(new, p, n))
-		return false;
+	push(old, p, n);
+	push(new, p, n);
 	new->v[new->n - 1].ctx = old->n;
-	return true;
 }
 
 static bool is_space(char c)
@@ -88,28 +82,26 @@ static bool is(struct line l, const char *s)
 
 static char *dup_line(struct line l)
 {
-	return strndup(l.p, l.n);
+	return xstrndup(l.p, l.n);
 }
 
-/* A line to quote in a message: at most PATCH_QUOTE_MAX bytes, valid UTF-8
- * (malloc'd; "" when memory runs out). */
+/* A line to quote in a message: at most PATCH_QUOTE_MAX bytes, valid UTF-8,
+ * "…" after a cut (the caller frees it). */
 char *patch_quote(struct line l)
 {
 	size_t n = l.n > PATCH_QUOTE_MAX ? PATCH_QUOTE_MAX : l.n, len;
 	char *s = utf8_sanitize((const unsigned char *)l.p, n, &len);
-	if (s && n < l.n) {
-		char *t = NULL;
-		if (asprintf(&t, "%s…", s) < 0)
-			t = NULL;
+	if (n < l.n) {
+		char *t = xasprintf("%s…", s);
 		free(s);
 		s = t;
 	}
-	return s ? s : strdup("");
+	return s;
 }
 
 /* Split text into lines on "\n", dropping one "\r" before it when crlf (or
  * always, for patch text); a final line without "\n" counts. */
-bool patch_split(const char *p, size_t len, bool crlf, struct lines *out)
+void patch_split(const char *p, size_t len, bool crlf, struct lines *out)
 {
 	const char *end = p + len;
 	while (p < end) {
@@ -117,11 +109,9 @@ bool patch_split(const char *p, size_t len, bool crlf, struct lines *out)
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		if (crlf && nl && n > 0 && p[n - 1] == '\r')
 			n--;
-		if (!push(out, p, n))
-			return false;
+		push(out, p, n);
 		p = nl ? nl + 1 : end;
 	}
-	return true;
 }
 
 static void hunk_free(struct hunk *h)
@@ -148,12 +138,8 @@ void patch_free(struct patch *P)
 static struct fileop *new_op(struct patch *P, enum op_kind kind, size_t line)
 {
 	if (P->n == P->cap) {
-		size_t cap = P->cap ? P->cap * 2 : 8;
-		struct fileop *v = realloc(P->ops, cap * sizeof *v);
-		if (!v)
-			return NULL;
-		P->ops = v;
-		P->cap = cap;
+		P->cap = P->cap ? P->cap * 2 : 8;
+		P->ops = xrealloc(P->ops, P->cap * sizeof *P->ops);
 	}
 	struct fileop *op = &P->ops[P->n++];
 	memset(op, 0, sizeof *op);
@@ -165,22 +151,13 @@ static struct fileop *new_op(struct patch *P, enum op_kind kind, size_t line)
 static struct hunk *new_hunk(struct fileop *op)
 {
 	if (op->nhunks == op->cap) {
-		size_t cap = op->cap ? op->cap * 2 : 4;
-		struct hunk *v = realloc(op->hunks, cap * sizeof *v);
-		if (!v)
-			return NULL;
-		op->hunks = v;
-		op->cap = cap;
+		op->cap = op->cap ? op->cap * 2 : 4;
+		op->hunks = xrealloc(op->hunks, op->cap * sizeof *op->hunks);
 	}
 	struct hunk *h = &op->hunks[op->nhunks++];
 	memset(h, 0, sizeof *h);
 	h->hint = -1;
 	return h;
-}
-
-int patch_oom(struct rpc_error *err)
-{
-	return rpc_fail(err, "INTERNAL", "apply_patch: out of memory");
 }
 
 static int malformed(struct rpc_error *err, size_t lineno, struct line l, const char *why)
@@ -198,14 +175,12 @@ static int malformed(struct rpc_error *err, size_t lineno, struct line l, const 
 static int v4a_chunk(const struct line *L, size_t *i, size_t last, struct fileop *op, struct rpc_error *err)
 {
 	struct hunk *h = new_hunk(op);
-	if (!h)
-		return patch_oom(err);
 	size_t start = *i;
 	bool header = false;
 	while (*i < last && (eq(rstrip(L[*i]), (struct line){.p = "@@", .n = 2}) || starts(L[*i], "@@ "))) {
 		struct line a = strip((struct line){.p = L[*i].p + 2, .n = L[*i].n - 2});
-		if (a.n > 0 && !push(&h->anchors, a.p, a.n))
-			return patch_oom(err);
+		if (a.n > 0)
+			push(&h->anchors, a.p, a.n);
 		header = true;
 		(*i)++;
 	}
@@ -222,22 +197,19 @@ static int v4a_chunk(const struct line *L, size_t *i, size_t last, struct fileop
 			(*i)++;
 			break;
 		}
-		bool ok = true;
 		if (l.n == 0)
-			ok = push_context(&h->old, &h->new, l.p, 0);
+			push_context(&h->old, &h->new, l.p, 0);
 		else if (l.p[0] == ' ')
-			ok = push_context(&h->old, &h->new, l.p + 1, l.n - 1);
+			push_context(&h->old, &h->new, l.p + 1, l.n - 1);
 		else if (l.p[0] == '-')
-			ok = push(&h->old, l.p + 1, l.n - 1);
+			push(&h->old, l.p + 1, l.n - 1);
 		else if (l.p[0] == '+')
-			ok = push(&h->new, l.p + 1, l.n - 1);
+			push(&h->new, l.p + 1, l.n - 1);
 		else if (count == 0)
 			return malformed(
 			    err, *i, l, "every line of a hunk starts with ' ' (context), '-' (removed) or '+' (added)");
 		else
 			break;
-		if (!ok)
-			return patch_oom(err);
 		count++;
 	}
 	if (count == 0)
@@ -274,8 +246,8 @@ static int parse_v4a(const struct line *L, size_t n, struct patch *P, struct rpc
 			struct line p = strip((struct line){.p = t.p + skip, .n = t.n - skip});
 			if (p.n == 0)
 				return malformed(err, i, L[i], "the file path is missing");
-			if (!(op = new_op(P, kind, i)) || !(op->path = dup_line(p)))
-				return patch_oom(err);
+			op = new_op(P, kind, i);
+			op->path = dup_line(p);
 		} else {
 			return malformed(err, i, L[i],
 			                 "expected '*** Add File: PATH', '*** Update File: PATH', '*** Delete File: "
@@ -284,19 +256,15 @@ static int parse_v4a(const struct line *L, size_t n, struct patch *P, struct rpc
 		i++;
 		if (op->kind == OP_ADD) {
 			struct hunk *h = new_hunk(op);
-			if (!h)
-				return patch_oom(err);
 			for (; i < last && L[i].n > 0 && L[i].p[0] == '+'; i++)
-				if (!push(&h->new, L[i].p + 1, L[i].n - 1))
-					return patch_oom(err);
+				push(&h->new, L[i].p + 1, L[i].n - 1);
 		} else if (op->kind == OP_UPDATE) {
 			if (i < last && starts(strip(L[i]), mov)) {
 				struct line p = strip(L[i]);
 				p = strip((struct line){.p = p.p + strlen(mov), .n = p.n - strlen(mov)});
 				if (p.n == 0)
 					return malformed(err, i, L[i], "the path to move to is missing");
-				if (!(op->to = dup_line(p)))
-					return patch_oom(err);
+				op->to = dup_line(p);
 				i++;
 			}
 			while (i < last) {
@@ -323,9 +291,7 @@ static int parse_v4a(const struct line *L, size_t n, struct patch *P, struct rpc
 static char *diff_path(struct line l, char prefix)
 {
 	l = strip(l);
-	char *out = malloc(l.n + 1);
-	if (!out)
-		return NULL;
+	char *out = xmalloc(l.n + 1);
 	size_t o = 0;
 	if (l.n >= 2 && l.p[0] == '"') {
 		for (size_t i = 1; i < l.n && l.p[i] != '"'; i++) {
@@ -371,7 +337,7 @@ static char *git_header_path(struct line l)
 	if (rest.n != 2 * name + 5 || memcmp(rest.p + 2 + name, " b/", 3) != 0 ||
 	    memcmp(rest.p + 2, rest.p + 5 + name, name) != 0)
 		return NULL;
-	return strndup(rest.p + 2, name);
+	return xstrndup(rest.p + 2, name);
 }
 
 static bool parse_count(const char **s, const char *end, long *ret)
@@ -423,8 +389,6 @@ static int unified_hunks(const struct line *L, size_t n, size_t *i, struct fileo
 		if (!parse_range(L[*i], &a, &b, &d))
 			return malformed(err, *i, L[*i], "expected a hunk header '@@ -LINE,COUNT +LINE,COUNT @@'");
 		struct hunk *h = new_hunk(op);
-		if (!h)
-			return patch_oom(err);
 		h->hint = b == 0 ? a : a > 0 ? a - 1 : 0;
 		long old_left = b, new_left = d;
 		char last = 0;
@@ -445,26 +409,23 @@ static int unified_hunks(const struct line *L, size_t n, size_t *i, struct fileo
 				break;
 			if (c == '-' && file_header_at(L, n, *i))
 				break;
-			bool ok;
 			if (l.n == 0 || c == ' ') {
 				size_t skip = l.n ? 1 : 0;
-				ok = push_context(&h->old, &h->new, l.p + skip, l.n - skip);
+				push_context(&h->old, &h->new, l.p + skip, l.n - skip);
 				old_left--;
 				new_left--;
 				last = ' ';
 			} else if (c == '-') {
-				ok = push(&h->old, l.p + 1, l.n - 1);
+				push(&h->old, l.p + 1, l.n - 1);
 				old_left--;
 				last = '-';
 			} else if (c == '+') {
-				ok = push(&h->new, l.p + 1, l.n - 1);
+				push(&h->new, l.p + 1, l.n - 1);
 				new_left--;
 				last = '+';
 			} else {
 				break;
 			}
-			if (!ok)
-				return patch_oom(err);
 		}
 	}
 	return 0;
@@ -485,8 +446,6 @@ static int parse_unified(const struct line *L, size_t n, struct patch *P, struct
 			                           : git_deleted ? OP_DELETE                                           \
 			                                         : OP_UPDATE,                                          \
 			                           git_line);                                                          \
-			if (!op)                                                                                       \
-				goto oom;                                                                              \
 			if (git_new || git_deleted) {                                                                  \
 				if (!git_path) {                                                                       \
 					malformed(err, git_line, L[git_line], "cannot tell the file name");            \
@@ -494,8 +453,8 @@ static int parse_unified(const struct line *L, size_t n, struct patch *P, struct
 				}                                                                                      \
 				op->path = git_path;                                                                   \
 				git_path = NULL;                                                                       \
-				if (git_new && !new_hunk(op))                                                          \
-					goto oom;                                                                      \
+				if (git_new)                                                                           \
+					new_hunk(op);                                                                  \
 			} else {                                                                                       \
 				op->path = rename_from;                                                                \
 				op->to = rename_to;                                                                    \
@@ -525,8 +484,6 @@ static int parse_unified(const struct line *L, size_t n, struct patch *P, struct
 			bool from = starts(l, "rename from ");
 			size_t skip = from ? 12 : 10;
 			char *p = diff_path((struct line){.p = l.p + skip, .n = l.n - skip}, 0);
-			if (!p)
-				goto oom;
 			free(from ? rename_from : rename_to);
 			*(from ? &rename_from : &rename_to) = p;
 			i++;
@@ -539,20 +496,14 @@ static int parse_unified(const struct line *L, size_t n, struct patch *P, struct
 		} else if (file_header_at(L, n, i)) {
 			char *old = diff_path((struct line){.p = l.p + 4, .n = l.n - 4}, 'a');
 			char *new = diff_path((struct line){.p = L[i + 1].p + 4, .n = L[i + 1].n - 4}, 'b');
-			bool old_null = old && strcmp(old, "/dev/null") == 0,
-			     new_null = new &&strcmp(new, "/dev/null") == 0;
-			struct fileop *op = NULL;
-			if (old && new && !(old_null && new_null))
-				op = new_op(P, old_null ? OP_ADD : new_null ? OP_DELETE : OP_UPDATE, i);
-			if (!op) {
+			bool old_null = strcmp(old, "/dev/null") == 0, new_null = strcmp(new, "/dev/null") == 0;
+			if (old_null && new_null) {
 				free(old);
 				free(new);
-				if (old_null && new_null) {
-					malformed(err, i, l, "both file names are /dev/null");
-					goto out;
-				}
-				goto oom;
+				malformed(err, i, l, "both file names are /dev/null");
+				goto out;
 			}
+			struct fileop *op = new_op(P, old_null ? OP_ADD : new_null ? OP_DELETE : OP_UPDATE, i);
 			if (old_null) {
 				op->path = new;
 				free(old);
@@ -596,8 +547,6 @@ static int parse_unified(const struct line *L, size_t n, struct patch *P, struct
 	if (P->n == 0)
 		return rpc_fail(err, "INVALID_ARGUMENT", "apply_patch: the diff changes no file%s", nothing_changed);
 	return 0;
-oom:
-	patch_oom(err);
 out:
 	free(git_path);
 	free(rename_from);
@@ -610,10 +559,7 @@ int patch_parse(const char *text, size_t len, struct patch *P, struct rpc_error 
 {
 	struct lines L = {0};
 	int r = -1;
-	if (!patch_split(text, len, true, &L)) {
-		patch_oom(err);
-		goto out;
-	}
+	patch_split(text, len, true, &L);
 	size_t first = 0;
 	while (first < L.n && strip(L.v[first]).n == 0)
 		first++;

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "xalloc.h"
+
 enum { MARK_UNKNOWN, MARK_IN, MARK_OUT, MARK_WALKING };
 
 static int entry_cmp(const void *a, const void *b)
@@ -86,19 +88,9 @@ int proctree_scan(struct proctree *t)
 		if (!stat_read(dirfd(d), de->d_name, &e))
 			continue; /* exited meanwhile */
 		if (t->n == t->cap) {
-			size_t cap = t->cap ? t->cap * 2 : 256;
-			struct proctree_entry *a = realloc(t->entries, cap * sizeof *a);
-			unsigned char *m = realloc(t->mark, cap);
-			if (m)
-				t->mark = m;
-			if (!a || !m) {
-				if (a)
-					t->entries = a;
-				closedir(d);
-				return -ENOMEM;
-			}
-			t->entries = a;
-			t->cap = cap;
+			t->cap = t->cap ? t->cap * 2 : 256;
+			t->entries = xrealloc(t->entries, t->cap * sizeof *t->entries);
+			t->mark = xrealloc(t->mark, t->cap);
 		}
 		t->entries[t->n++] = e;
 	}

@@ -4,6 +4,7 @@
  * the loop registered. Knows nothing of sessions or files. */
 #include "rpc.h"
 #include "xalloc.h"
+#include "xjson.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -148,34 +149,44 @@ void rpc_sink_set(rpc_sink_fn fn, void *data)
 	sink_data = data;
 }
 
+/* The serialized frame (owned by frame), *ret_len bytes; json-c returns
+ * NULL only when it cannot allocate, and that aborts (xalloc.h). */
+static const char *frame_text(json_object *frame, size_t *ret_len)
+{
+	const char *s =
+	    json_object_to_json_string_length(frame, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, ret_len);
+	if (!s)
+		cp_oom();
+	return s;
+}
+
 static void send_frame(json_object *frame)
 {
 	size_t len;
-	const char *s =
-	    json_object_to_json_string_length(frame, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	const char *s = frame_text(frame, &len);
 	if (sink_fn)
 		sink_fn(s, len, sink_data);
 }
 
 static json_object *frame_new(json_object *id)
 {
-	json_object *frame = json_object_new_object();
-	json_object_object_add(frame, "jsonrpc", json_object_new_string("2.0"));
+	json_object *frame = xjson_object();
+	xjson_add(frame, "jsonrpc", xjson_string("2.0"));
 	/* The frame holds its own reference to the borrowed id. */
-	json_object_object_add(frame, "id", id ? json_object_get(id) : NULL);
+	xjson_add(frame, "id", id ? json_object_get(id) : NULL);
 	return frame;
 }
 
 void rpc_send_error(json_object *id, const struct rpc_error *err)
 {
 	json_object *frame = frame_new(id);
-	json_object *e = json_object_new_object();
-	json_object_object_add(e, "code", json_object_new_int(err->code));
-	json_object_object_add(e, "message", json_object_new_string(err->message));
-	json_object *data = json_object_new_object();
-	json_object_object_add(data, "code", json_object_new_string(err->data_code));
-	json_object_object_add(e, "data", data);
-	json_object_object_add(frame, "error", e);
+	json_object *e = xjson_object();
+	xjson_add(e, "code", xjson_int64(err->code));
+	xjson_add(e, "message", xjson_string(err->message));
+	json_object *data = xjson_object();
+	xjson_add(data, "code", xjson_string(err->data_code));
+	xjson_add(e, "data", data);
+	xjson_add(frame, "error", e);
 	send_frame(frame);
 	json_object_put(frame);
 }
@@ -183,10 +194,9 @@ void rpc_send_error(json_object *id, const struct rpc_error *err)
 void rpc_send_result(json_object *id, json_object *result)
 {
 	json_object *frame = frame_new(id);
-	json_object_object_add(frame, "result", result);
+	xjson_add(frame, "result", result);
 	size_t len;
-	const char *s =
-	    json_object_to_json_string_length(frame, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	const char *s = frame_text(frame, &len);
 	if (len + 1 > PROTO_MAX_FRAME) {
 		struct rpc_error err;
 		rpc_fail(&err, "LIMIT",
@@ -243,8 +253,8 @@ int rpc_request_parse(const char *line, size_t len, json_object **ret_root, json
 		                     "request has no \"method\" string");
 	*ret_method = json_object_get_string(v);
 	if (!json_object_object_get_ex(root, "params", &v) || json_object_is_type(v, json_type_null)) {
-		v = json_object_new_object();
-		json_object_object_add(root, "params", v);
+		v = xjson_object();
+		xjson_add(root, "params", v);
 	} else if (!json_object_is_type(v, json_type_object)) {
 		return rpc_fail_code(err, PROTO_ERR_INVALID_PARAMS, "INVALID_ARGUMENT",
 		                     "\"params\" must be an object, not %s", type_word(v));

@@ -6,6 +6,7 @@
  * entries walked, file size, PCRE2's match limit per line and wall time. */
 #include "search.h"
 #include "xalloc.h"
+#include "xjson.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -74,7 +75,6 @@ struct searcher {
 	unsigned lines_since_check;
 	char *buf;
 	size_t buf_cap;
-	bool oom;
 };
 
 static bool out_of_time(struct searcher *s)
@@ -101,11 +101,7 @@ static bool emit(struct searcher *s, const char *shown, uint64_t line, const cha
 	int num_len = snprintf(num, sizeof num, "%" PRIu64, line);
 	size_t shown_len = strlen(shown);
 	size_t raw_len = shown_len + 1 + (size_t)num_len + 1 + keep + (cut ? strlen(ELLIPSIS) : 0) + 1;
-	char *raw = malloc(raw_len);
-	if (!raw) {
-		s->oom = true;
-		return false;
-	}
+	char *raw = xmalloc(raw_len);
 	char *p = raw;
 	memcpy(p, shown, shown_len);
 	p += shown_len;
@@ -123,10 +119,6 @@ static bool emit(struct searcher *s, const char *shown, uint64_t line, const cha
 	size_t safe_len = 0;
 	char *safe = utf8_sanitize((const unsigned char *)raw, raw_len, &safe_len);
 	free(raw);
-	if (!safe) {
-		s->oom = true;
-		return false;
-	}
 	if (s->out_len + safe_len > s->max_bytes) {
 		free(safe);
 		s->reason = "max_bytes";
@@ -136,13 +128,7 @@ static bool emit(struct searcher *s, const char *shown, uint64_t line, const cha
 		size_t cap = s->out_cap ? s->out_cap : 4096;
 		while (cap < s->out_len + safe_len + 1)
 			cap *= 2;
-		char *o = realloc(s->out, cap);
-		if (!o) {
-			free(safe);
-			s->oom = true;
-			return false;
-		}
-		s->out = o;
+		s->out = xrealloc(s->out, cap);
 		s->out_cap = cap;
 	}
 	memcpy(s->out + s->out_len, safe, safe_len);
@@ -201,11 +187,7 @@ static bool search_file(struct searcher *s, const char *abs, const char *shown)
 	}
 	if (!s->buf) {
 		s->buf_cap = BUF_START;
-		if (!(s->buf = malloc(s->buf_cap))) {
-			close(fd);
-			s->oom = true;
-			return false;
-		}
+		s->buf = xmalloc(s->buf_cap);
 	}
 	size_t len = 0;
 	uint64_t total = 0, line = 1;
@@ -233,15 +215,9 @@ static bool search_file(struct searcher *s, const char *abs, const char *shown)
 		}
 		memmove(s->buf, s->buf + start, len - start);
 		len -= start;
-		if (len == s->buf_cap) { /* one line fills the buffer: make room */
-			char *b = realloc(s->buf, s->buf_cap * 2);
-			if (!b) {
-				s->oom = true;
-				go = false;
-				break;
-			}
-			s->buf = b;
+		if (len == s->buf_cap) { /* one line fills the buffer: grow it (files stop at SEARCH_FILE_MAX) */
 			s->buf_cap *= 2;
+			s->buf = xrealloc(s->buf, s->buf_cap);
 		}
 		if (out_of_time(s)) {
 			go = false;
@@ -282,7 +258,7 @@ static int search_tree(struct searcher *s, const char *root, dev_t root_dev, con
 	if (r < 0)
 		return rpc_fail_errno(err, -r, "open directory", root);
 	struct walk_entry e;
-	while (!s->reason && !s->oom && (r = walk_next(&w, &e)) > 0) {
+	while (!s->reason && walk_next(&w, &e)) {
 		if (S_ISDIR(e.st.st_mode)) {
 			if (e.st.st_dev != root_dev && pseudo_fs(e.abs))
 				walk_prune(&w);
@@ -300,8 +276,6 @@ static int search_tree(struct searcher *s, const char *root, dev_t root_dev, con
 		if (out_of_time(s) || !search_file(s, e.abs, absolute ? e.abs : e.rel))
 			break;
 	}
-	if (r < 0)
-		s->oom = true;
 	if (w.cut && !s->reason)
 		s->reason = "max_files";
 	walk_free(&w);
@@ -424,22 +398,17 @@ int search_rpc(json_object *id, json_object *params, json_object **ret_result, s
 		searcher_free(&s);
 		return -1;
 	}
-	if (s.oom) {
-		free(abs);
-		searcher_free(&s);
-		return rpc_fail(err, "INTERNAL", "out of memory searching '%s'", path);
-	}
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object();
 	size_t safe_len = 0;
 	char *safe_path = utf8_sanitize((const unsigned char *)abs, strlen(abs), &safe_len);
-	json_object_object_add(o, "path", json_object_new_string_len(safe_path ? safe_path : "", (int)safe_len));
+	xjson_add(o, "path", xjson_string_len(safe_path, safe_len));
 	free(safe_path);
-	json_object_object_add(o, "matches", json_object_new_string_len(s.out ? s.out : "", (int)s.out_len));
-	json_object_object_add(o, "count", json_object_new_int64(s.count));
-	json_object_object_add(o, "files_searched", json_object_new_int64(s.files_searched));
-	json_object_object_add(o, "truncated", json_object_new_boolean(s.reason != NULL));
+	xjson_add(o, "matches", xjson_string_len(s.out ? s.out : "", s.out_len));
+	xjson_add(o, "count", xjson_int64(s.count));
+	xjson_add(o, "files_searched", xjson_int64(s.files_searched));
+	xjson_add(o, "truncated", xjson_bool(s.reason != NULL));
 	if (s.reason)
-		json_object_object_add(o, "truncated_reason", json_object_new_string(s.reason));
+		xjson_add(o, "truncated_reason", xjson_string(s.reason));
 	free(abs);
 	searcher_free(&s);
 	*ret_result = o;

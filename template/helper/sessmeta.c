@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "utf8.h"
+#include "xalloc.h"
+#include "xjson.h"
 
 #define SUFFIX ".json"
 
@@ -42,34 +44,32 @@ static bool id_valid(const char *id, size_t len)
 
 static json_object *to_json(const struct sessmeta *m)
 {
-	json_object *o = json_object_new_object();
-	if (!o)
-		return NULL;
+	json_object *o = xjson_object();
 	const char *cmd = m->command ? m->command : "";
 	size_t len = strlen(cmd);
 	if (len > SESSMETA_COMMAND_MAX)
 		len = SESSMETA_COMMAND_MAX - utf8_incomplete_suffix((const unsigned char *)cmd, SESSMETA_COMMAND_MAX);
 	size_t safe_len = 0;
 	char *safe = utf8_sanitize((const unsigned char *)cmd, len, &safe_len);
-	json_object_object_add(o, "session_id", json_object_new_string(m->id));
-	json_object_object_add(o, "command", json_object_new_string_len(safe ? safe : "", safe ? (int)safe_len : 0));
+	xjson_add(o, "session_id", xjson_string(m->id));
+	xjson_add(o, "command", xjson_string_len(safe, safe_len));
 	free(safe);
-	json_object_object_add(o, "started_at_ms", json_object_new_int64(m->started_at_ms));
-	json_object_object_add(o, "pid", json_object_new_int(m->pid));
-	json_object_object_add(o, "interactive", json_object_new_boolean(m->interactive));
+	xjson_add(o, "started_at_ms", xjson_int64(m->started_at_ms));
+	xjson_add(o, "pid", xjson_int64(m->pid));
+	xjson_add(o, "interactive", xjson_bool(m->interactive));
 	if (m->hidden)
-		json_object_object_add(o, "hidden", json_object_new_boolean(true));
-	json_object_object_add(o, "tty", json_object_new_boolean(m->tty));
-	json_object_object_add(o, "delivered", json_object_new_int64((int64_t)m->delivered));
-	json_object_object_add(o, "acked", json_object_new_int64((int64_t)m->acked));
+		xjson_add(o, "hidden", xjson_bool(true));
+	xjson_add(o, "tty", xjson_bool(m->tty));
+	xjson_add(o, "delivered", xjson_int64((int64_t)m->delivered));
+	xjson_add(o, "acked", xjson_int64((int64_t)m->acked));
 	if (m->dropped)
-		json_object_object_add(o, "dropped", json_object_new_int64((int64_t)m->dropped));
+		xjson_add(o, "dropped", xjson_int64((int64_t)m->dropped));
 	if (m->ended) {
-		json_object_object_add(o, "status", json_object_new_string(m->status));
-		json_object_object_add(o, "exit_code", json_object_new_int(m->exit_code));
+		xjson_add(o, "status", xjson_string(m->status));
+		xjson_add(o, "exit_code", xjson_int64(m->exit_code));
 		if (m->term_sig)
-			json_object_object_add(o, "signal_number", json_object_new_int(m->term_sig));
-		json_object_object_add(o, "ended_at_ms", json_object_new_int64(m->ended_at_ms));
+			xjson_add(o, "signal_number", xjson_int64(m->term_sig));
+		xjson_add(o, "ended_at_ms", xjson_int64(m->ended_at_ms));
 	}
 	return o;
 }
@@ -93,12 +93,9 @@ int sessmeta_write(const char *dir, const struct sessmeta *m)
 	if (!id_valid(m->id, strlen(m->id)))
 		return -EINVAL;
 	json_object *o = to_json(m);
-	const char *text = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : NULL;
-	char *tmp = NULL, *path = NULL;
-	int r = -ENOMEM;
-	if (!text || asprintf(&tmp, "%s/.%s" SUFFIX ".tmp", dir, m->id) < 0 ||
-	    asprintf(&path, "%s/%s" SUFFIX, dir, m->id) < 0)
-		goto out;
+	const char *text = xjson_text(o, JSON_C_TO_STRING_PLAIN);
+	char *tmp = xasprintf("%s/.%s" SUFFIX ".tmp", dir, m->id), *path = xasprintf("%s/%s" SUFFIX, dir, m->id);
+	int r;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		r = -errno;
@@ -120,11 +117,9 @@ out:
 
 int sessmeta_remove(const char *dir, const char *id)
 {
-	char *path = NULL;
 	if (!id_valid(id, strlen(id)))
 		return -EINVAL;
-	if (asprintf(&path, "%s/%s" SUFFIX, dir, id) < 0)
-		return -ENOMEM;
+	char *path = xasprintf("%s/%s" SUFFIX, dir, id);
 	int r = unlink(path) < 0 ? -errno : 0;
 	free(path);
 	return r;
@@ -201,8 +196,8 @@ static bool from_json(json_object *o, const char *id, struct sessmeta *m)
 	size_t len = strlen(cmd);
 	if (len > SESSMETA_COMMAND_MAX)
 		len = SESSMETA_COMMAND_MAX - utf8_incomplete_suffix((const unsigned char *)cmd, SESSMETA_COMMAND_MAX);
-	m->command = strndup(cmd, len);
-	return m->command != NULL;
+	m->command = xstrndup(cmd, len);
+	return true;
 }
 
 /* Reads <dirfd>/name (at most SESSMETA_FILE_MAX bytes) into a record. */
@@ -212,9 +207,9 @@ static bool load_one(int dirfd, const char *name, const char *id, struct sessmet
 	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return false;
-	char *buf = malloc(SESSMETA_FILE_MAX + 1);
+	char *buf = xmalloc(SESSMETA_FILE_MAX + 1);
 	size_t len = 0;
-	bool ok = buf != NULL;
+	bool ok = true;
 	while (ok && len <= SESSMETA_FILE_MAX) {
 		ssize_t n = read(fd, buf + len, SESSMETA_FILE_MAX + 1 - len);
 		if (n < 0 && errno == EINTR)
@@ -231,12 +226,13 @@ static bool load_one(int dirfd, const char *name, const char *id, struct sessmet
 		return false;
 	}
 	json_tokener *tok = json_tokener_new();
-	json_object *o = tok ? json_tokener_parse_ex(tok, buf, (int)len) : NULL;
+	if (!tok) /* json-c fails only to allocate */
+		cp_oom();
+	json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
 	ok = o && json_tokener_get_error(tok) == json_tokener_success && from_json(o, id, m);
 	if (!ok)
 		sessmeta_clear(m);
-	if (tok)
-		json_tokener_free(tok);
+	json_tokener_free(tok);
 	json_object_put(o);
 	free(buf);
 	return ok;
@@ -262,11 +258,7 @@ int sessmeta_load_all(const char *dir, size_t max, struct sessmeta **ret, size_t
 	/* At most max records are held while reading: a full table swaps its
 	 * oldest for a newer one, so memory stays bounded however many files
 	 * the sandbox's own commands leave in the directory. */
-	struct sessmeta *all = calloc(max, sizeof *all);
-	if (!all) {
-		closedir(d);
-		return -ENOMEM;
-	}
+	struct sessmeta *all = xcalloc(max, sizeof *all);
 	size_t n = 0, scanned = 0;
 	struct sessmeta m;
 	struct dirent *e;

@@ -56,7 +56,7 @@ int sessmeta_remove(const char *dir, const char *id);
  * most recently started (never more in memory) and returns them oldest
  * first in *ret (caller clears each and frees the array; NULL when *ret_n
  * is 0). A missing dir is no session (0). Returns 0 or -errno when the
- * directory cannot be read or memory runs out. */
+ * directory cannot be opened. */
 int sessmeta_load_all(const char *dir, size_t max, struct sessmeta **ret, size_t *ret_n);
 
 #endif

@@ -5,7 +5,8 @@
 #include "utf8.h"
 
 #include <stdbool.h>
-#include <stdlib.h>
+
+#include "xalloc.h"
 
 /* Sequence length announced by a lead byte; 0 for a byte that cannot start
  * a character (continuation bytes 80..BF, C0, C1, F5..FF). */
@@ -74,9 +75,7 @@ size_t utf8_incomplete_suffix(const unsigned char *s, size_t n)
 char *utf8_sanitize(const unsigned char *s, size_t n, size_t *ret_len)
 {
 	/* Worst case: every byte becomes the 3-byte U+FFFD. */
-	char *out = malloc(3 * n + 1);
-	if (!out)
-		return NULL;
+	char *out = xmalloc(3 * n + 1);
 	size_t o = 0;
 	for (size_t i = 0; i < n;) {
 		if (s[i] < 0x80) {

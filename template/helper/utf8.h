@@ -17,8 +17,8 @@ size_t utf8_incomplete_suffix(const unsigned char *s, size_t n);
  * every maximal invalid subpart (Unicode 15, section 3.9 "U+FFFD
  * substitution of maximal subparts") becomes U+FFFD; NUL and other control
  * bytes are kept (JSON escaping handles them). *ret_len gets the length
- * without the terminator. The caller frees the result. Returns NULL only
- * when memory runs out. */
+ * without the terminator. The caller frees the result (never NULL: the
+ * allocation aborts on failure, xalloc.h). */
 char *utf8_sanitize(const unsigned char *s, size_t n, size_t *ret_len);
 
 #endif

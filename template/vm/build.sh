@@ -61,7 +61,14 @@ fi
 # ---- inputs ----
 template_id="$(docker image inspect --format '{{.Id}}' "$template" 2>/dev/null)" ||
   die "no template image '$template'; build it first (make template)"
-kpkg="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')"
+kernel_package() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }'; }
+kpkg="$(kernel_package)"
+# A fresh machine may have no package lists yet: as root, fetched once.
+if [ -z "$kpkg" ] && [ "$(id -u)" = 0 ]; then
+  say "apt knows no linux-image-amd64: apt-get update"
+  apt-get update -qq >/dev/null 2>&1 || true
+  kpkg="$(kernel_package)"
+fi
 [ -n "$kpkg" ] || die "apt knows no linux-image-amd64; run 'apt-get update' (Debian's package lists are needed)"
 kdeb_version="$(apt-cache policy "$kpkg" | awk '/Candidate:/ { print $2; exit }')"
 guest_packages="$(list "$here/guest-packages.txt" | sort -u | paste -sd' ' -)"

@@ -229,7 +229,7 @@ Test(list, walker_is_bounded_and_deep_trees_need_no_recursion)
 	cr_assert_eq(walk_init(&w, dir, 0, WALK_MAX_ENTRIES), 0);
 	struct walk_entry e;
 	int count = 0, deepest = 0;
-	while (walk_next(&w, &e) > 0) {
+	while (walk_next(&w, &e)) {
 		count++;
 		deepest = e.depth > deepest ? e.depth : deepest;
 	}
@@ -239,7 +239,7 @@ Test(list, walker_is_bounded_and_deep_trees_need_no_recursion)
 	cr_assert_eq(count, 9 + 200); /* the 9 above (.git itself, not its contents) plus d/…/d */
 	cr_assert_eq(walk_init(&w, dir, 0, 4), 0);
 	count = 0;
-	while (walk_next(&w, &e) > 0)
+	while (walk_next(&w, &e))
 		count++;
 	cr_assert_eq(count, 4);
 	cr_assert(w.cut);

@@ -18,7 +18,9 @@ int main(int argc, char **argv)
 		return vm_ctl_mounts_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "expose"))
 		return vm_ctl_expose_main(argc - 1, argv + 1);
-	fprintf(stderr, "usage: chat2sbx-vm launch | stat PATH | mounts | expose PORT\n"
+	if (argc >= 2 && !strcmp(argv[1], "syscalls"))
+		return vm_ctl_syscalls_main(argc - 1, argv + 1);
+	fprintf(stderr, "usage: chat2sbx-vm launch | stat PATH | mounts | expose PORT | syscalls\n"
 	                "The vm runtime's launcher, guest init and container commands (template/vm/README.md).\n");
 	return 2;
 }

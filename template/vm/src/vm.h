@@ -178,5 +178,8 @@ void vm_guest_agent_run(int control_fd, const char *docker) __attribute__((noret
 int vm_ctl_stat_main(int argc, char **argv);
 int vm_ctl_mounts_main(int argc, char **argv);
 int vm_ctl_expose_main(int argc, char **argv);
+/* `chat2sbx-vm syscalls`: one JSON line, {"io_uring_setup":"ok"|"refused: WHY",
+ * "openat2":...}, as the container's seccomp filter answers them; status 0. */
+int vm_ctl_syscalls_main(int argc, char **argv);
 
 #endif

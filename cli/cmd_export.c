@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "controlplane.h"
 #include "lifecycle/lifecycle.h"
+#include "tools/tools.h"
 
 static const char *state_of(const struct export_record *x)
 {
@@ -42,21 +43,12 @@ static int export_list(struct cli *cli, struct store *store)
 		clock_format_rfc3339(x->created_at_ms, when, sizeof(when));
 		if (cli->json) {
 			struct json_object *o = xjson_object();
-			xjson_add(o, "export_id", xjson_string(x->id));
+			tools_export_fill(o, x);
 			xjson_add(o, "sandbox_id", xjson_string(x->sandbox_id));
 			xjson_add(o, "workspace_id", xjson_string(x->workspace_id));
-			xjson_add(o, "kind", xjson_string(x->kind));
-			xjson_add(o, "reason", xjson_string(x->reason));
 			xjson_add(o, "state", xjson_string(state_of(x)));
 			xjson_add(o, "path", xjson_string(x->path));
-			xjson_add(o, "bytes", xjson_int64(x->bytes));
-			xjson_add(o, "refs", xjson_int64(x->refs));
-			xjson_add(o, "commits_ahead", xjson_int64(x->commits));
-			xjson_add(o, "dirty_files", xjson_int64(x->dirty_files));
 			xjson_add(o, "applied_count", xjson_int64(x->applied_count));
-			xjson_add(o, "created_at", xjson_string(when));
-			if (x->message)
-				xjson_add(o, "message", xjson_string(x->message));
 			xjson_append(list, o);
 		} else {
 			printf("%-24s %-26s %-5s %-10s %-11s %5lld %7lld %5lld %s\n", x->id, x->sandbox_id, x->kind,

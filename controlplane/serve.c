@@ -202,47 +202,48 @@ static int check_working_directory(struct store *store, struct cp_error **err)
 	return r;
 }
 
+/* UNAVAILABLE "<prefix>the <noun> '<image>' is not in the engine; build it
+ * with 'make <target>' (or set <var>)" when the engine lacks image. */
+static int require_image(struct docker_engine *engine, const char *image, const char *prefix, const char *noun,
+                         const char *target, const char *var, struct cp_error **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (docker_image_inspect(engine, image, &id, err) == 0)
+		return 0;
+	if ((*err)->code != CP_ERR_NOT_FOUND)
+		return -1;
+	cp_error_freep(err);
+	return cp_error_set(err, CP_ERR_UNAVAILABLE,
+	                    "%sthe %s '%s' is not in the engine; build it with 'make %s' (or set %s)", prefix, noun,
+	                    image, target, var);
+}
+
+/* UNAVAILABLE "<prefix>the <noun> '<path>' is missing; build it with 'make'
+ * (or set <var>)" when path cannot be read. */
+static int require_file(const char *path, const char *prefix, const char *noun, const char *var, struct cp_error **err)
+{
+	if (access(path, R_OK) == 0)
+		return 0;
+	return cp_error_set(err, CP_ERR_UNAVAILABLE, "%sthe %s '%s' is missing; build it with 'make' (or set %s)",
+	                    prefix, noun, path, var);
+}
+
 static int check_runtime_inputs(const struct config *cfg, struct docker_engine *engine, struct cp_error **err)
 {
-	_cleanup_free_ char *image_id = NULL;
-	if (docker_image_inspect(engine, cfg->template_image, &image_id, err) < 0) {
-		if ((*err)->code == CP_ERR_NOT_FOUND) {
-			cp_error_freep(err);
-			return cp_error_set(err, CP_ERR_UNAVAILABLE,
-			                    "the template image '%s' is not in the engine; build it with 'make "
-			                    "template' (or set CHAT2SBX_TEMPLATE_IMAGE)",
-			                    cfg->template_image);
-		}
+	if (require_image(engine, cfg->template_image, "", "template image", "template", "CHAT2SBX_TEMPLATE_IMAGE",
+	                  err) < 0 ||
+	    require_file(cfg->helper_path, "", "helper binary", "CHAT2SBX_HELPER_PATH", err) < 0)
 		return -1;
-	}
-	if (access(cfg->helper_path, R_OK) < 0)
-		return cp_error_set(err, CP_ERR_UNAVAILABLE,
-		                    "the helper binary '%s' is missing; build it with 'make' (or set "
-		                    "CHAT2SBX_HELPER_PATH)",
-		                    cfg->helper_path);
 	/* The vm runtime (issue 15): its image and launcher too. */
 	struct lifecycle_runtime_choice rc;
 	if (lifecycle_runtime_probe(cfg, engine, &rc, err) < 0)
 		return -1;
 	if (!lifecycle_runtime_is_vm(rc.runtime))
 		return 0;
-	_cleanup_free_ char *vm_id = NULL;
-	if (docker_image_inspect(engine, cfg->vm_image, &vm_id, err) < 0) {
-		if ((*err)->code == CP_ERR_NOT_FOUND) {
-			cp_error_freep(err);
-			return cp_error_set(
-			    err, CP_ERR_UNAVAILABLE,
-			    "CHAT2SBX_RUNTIME is vm, but the vm image '%s' is not in the engine; build it "
-			    "with 'make template-vm' (or set CHAT2SBX_VM_IMAGE)",
-			    cfg->vm_image);
-		}
+	const char *vm = "CHAT2SBX_RUNTIME is vm, but ";
+	if (require_image(engine, cfg->vm_image, vm, "vm image", "template-vm", "CHAT2SBX_VM_IMAGE", err) < 0 ||
+	    require_file(cfg->vm_path, vm, "vm launcher", "CHAT2SBX_VM_PATH", err) < 0)
 		return -1;
-	}
-	if (access(cfg->vm_path, R_OK) < 0)
-		return cp_error_set(err, CP_ERR_UNAVAILABLE,
-		                    "CHAT2SBX_RUNTIME is vm, but the vm launcher '%s' is missing; build it with 'make' "
-		                    "(or set CHAT2SBX_VM_PATH)",
-		                    cfg->vm_path);
 	return 0;
 }
 

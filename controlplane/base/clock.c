@@ -30,6 +30,25 @@ int64_t clock_monotonic_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct timespec clock_monotonic_timespec(int64_t monotonic_ms)
+{
+	return (struct timespec){.tv_sec = monotonic_ms / 1000, .tv_nsec = (monotonic_ms % 1000) * 1000000L};
+}
+
+struct timespec clock_deadline_after(int64_t ms)
+{
+	return clock_monotonic_timespec(clock_monotonic_ms() + ms);
+}
+
+void clock_cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
 void clock_set_fake_ms(int64_t ms)
 {
 	atomic_store(&fake_ms, ms);

@@ -16,9 +16,7 @@ static int error_setv(struct cp_error **err, enum cp_error_code code, int errnum
 	struct cp_error *e = xcalloc(1, sizeof(*e));
 	e->code = code;
 	e->errnum = errnum;
-	char *msg = NULL;
-	if (vasprintf(&msg, fmt, ap) < 0)
-		cp_oom();
+	char *msg = xvasprintf(fmt, ap);
 	if (suffix) {
 		char *full = xasprintf("%s: %s", msg, suffix);
 		free(msg);
@@ -53,13 +51,10 @@ int cp_error_prefix(struct cp_error **err, const char *fmt, ...)
 {
 	if (!err || !*err)
 		return -1;
-	char *prefix = NULL;
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vasprintf(&prefix, fmt, ap);
+	char *prefix = xvasprintf(fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		cp_oom();
 	char *full = xasprintf("%s: %s", prefix, (*err)->message);
 	free((*err)->message);
 	(*err)->message = full;

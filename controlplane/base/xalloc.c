@@ -60,14 +60,19 @@ char *xstrndup(const char *s, size_t n)
 	return d;
 }
 
-char *xasprintf(const char *fmt, ...)
+char *xvasprintf(const char *fmt, va_list ap)
 {
 	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		cp_oom();
+	return s;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
+	char *s = xvasprintf(fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		cp_oom();
 	return s;
 }

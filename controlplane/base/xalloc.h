@@ -6,6 +6,7 @@
 #ifndef CP_XALLOC_H
 #define CP_XALLOC_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 /* Writes "chat2sbx: out of memory" to stderr and aborts. Never returns. */
@@ -24,5 +25,7 @@ char *xstrndup(const char *s, size_t n) __attribute__((malloc));
 
 /* asprintf that aborts on failure; returns the new string (caller frees). */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2), malloc, returns_nonnull));
+/* The same over a va_list (the caller's va_start/va_end around it). */
+char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0), malloc, returns_nonnull));
 
 #endif

@@ -63,7 +63,7 @@ static int attach_connect(const char *socket_path, int64_t deadline, const char 
 			if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
 				soerr = errno;
 			if (soerr)
-				return docker_error_unreachable(err, socket_path, what, strerror(soerr));
+				return docker_error_unreachable(err, socket_path, what, soerr);
 			break;
 		}
 		if (errno == EAGAIN) {
@@ -77,7 +77,7 @@ static int attach_connect(const char *socket_path, int64_t deadline, const char 
 			poll(NULL, 0, 10);
 			continue;
 		}
-		return docker_error_unreachable(err, socket_path, what, strerror(errno));
+		return docker_error_unreachable(err, socket_path, what, errno);
 	}
 	*ret_fd = TAKE_FD(fd);
 	return 0;

@@ -393,16 +393,10 @@ int docker_container_list(struct docker_engine *engine, const char *label, struc
 	if (!label || !*label)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty label", what);
 
-	_cleanup_json_ struct json_object *filters = xjson_object();
-	const char *const values[] = {label, NULL};
-	add_strv(filters, "label", values);
-	_cleanup_free_ char *esc = docker_escape(json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN), NULL);
-	_cleanup_free_ char *path = xasprintf("/containers/json?all=1&filters=%s", esc);
+	_cleanup_free_ char *path = docker_filtered_path("/containers/json?all=1&", "label", label);
 	_cleanup_json_ struct json_object *reply = NULL;
-	if (docker_request(engine, "GET", path, NULL, DOCKER_QUERY_TIMEOUT_MS, what, NULL, &reply, err) < 0)
+	if (docker_request_list(engine, path, DOCKER_QUERY_TIMEOUT_MS, what, &reply, err) < 0)
 		return -1;
-	if (!reply || !json_object_is_type(reply, json_type_array))
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
 
 	size_t n = json_object_array_length(reply);
 	struct docker_container_state *states = n ? xcalloc(n, sizeof(*states)) : NULL;

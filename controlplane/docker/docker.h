@@ -39,6 +39,13 @@ const char *docker_engine_version(const struct docker_engine *engine);
 /* Socket path; borrowed. */
 const char *docker_engine_socket(const struct docker_engine *engine);
 
+/* Why a connect to the engine's socket failed, in words, for an error with
+ * detail CP_DETAIL_ENGINE_UNREACHABLE and its errnum: ENOENT "no socket
+ * exists there, so the engine is not running", ECONNREFUSED "nothing accepts
+ * connections on it", else strerror(errnum). Static or thread-local storage
+ * (valid until this thread's next call); never NULL. Pure. */
+const char *docker_engine_unreachable_cause(int errnum);
+
 /* Low-level request: method ("GET"), path below the version prefix
  * ("/containers/json?all=1"), optional JSON body (borrowed). timeout_ms bounds
  * the whole transfer. On an HTTP status < 400, *ret_status gets the status and

@@ -54,8 +54,17 @@ enum cp_error_detail docker_engine_detail(const char *message);
 int docker_error_status(struct cp_error **err, long status, const char *engine_message, const char *what);
 
 /* Fills *err with UNAVAILABLE "[<what>: ]cannot reach the Docker Engine at
- * '<socket>': <detail>; start it with ...". what may be NULL. Returns -1. */
-int docker_error_unreachable(struct cp_error **err, const char *socket_path, const char *what, const char *detail);
+ * '<socket>': <docker_engine_unreachable_cause(errnum)>; start it with ...",
+ * detail ENGINE_UNREACHABLE and errnum (the connect's errno, ENOENT when no
+ * socket exists). what may be NULL. Returns -1. */
+int docker_error_unreachable(struct cp_error **err, const char *socket_path, const char *what, int errnum);
+
+/* GET path (below the version prefix) whose answer must be a JSON array,
+ * as the engine's list calls answer: *ret_list (caller puts) on success;
+ * INTERNAL "<what>: the engine's answer is not a list" otherwise, and
+ * docker_request's errors. Blocks at most timeout_ms. */
+int docker_request_list(struct docker_engine *engine, const char *path, long timeout_ms, const char *what,
+                        struct json_object **ret_list, struct cp_error **err);
 
 /* Percent-encodes s for a URL path segment or query value: unreserved
  * characters (RFC 3986, section 2.3) and those in keep pass through. Returns a

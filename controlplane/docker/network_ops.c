@@ -106,13 +106,7 @@ static int networks_labelled(struct docker_engine *engine, const char *label, co
 	if (!label || !*label)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: empty label", what);
 	_cleanup_free_ char *path = docker_filtered_path("/networks?", "label", label);
-	_cleanup_json_ struct json_object *reply = NULL;
-	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_OP_TIMEOUT_MS, what, NULL, &reply, err) < 0)
-		return -1;
-	if (!reply || !json_object_is_type(reply, json_type_array))
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
-	*ret_reply = TAKE_PTR(reply);
-	return 0;
+	return docker_request_list(engine, path, DOCKER_NETWORK_OP_TIMEOUT_MS, what, ret_reply, err);
 }
 
 int docker_network_list(struct docker_engine *engine, const char *label, char ***ret_names, size_t *ret_n,

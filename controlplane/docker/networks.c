@@ -53,10 +53,8 @@ static int network_users(struct docker_engine *engine, const char *id, const cha
 {
 	_cleanup_free_ char *path = docker_filtered_path("/containers/json?all=1&", "network", id);
 	_cleanup_json_ struct json_object *list = NULL;
-	if (docker_request(engine, "GET", path, NULL, DOCKER_NETWORK_TIMEOUT_MS, what, NULL, &list, err) < 0)
+	if (docker_request_list(engine, path, DOCKER_NETWORK_TIMEOUT_MS, what, &list, err) < 0)
 		return -1;
-	if (!list || !json_object_is_type(list, json_type_array))
-		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
 	*ret_n = json_object_array_length(list);
 	return 0;
 }

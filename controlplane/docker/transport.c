@@ -93,12 +93,37 @@ int docker_error_status(struct cp_error **err, long status, const char *engine_m
 	return cp_error_set_detail(err, docker_engine_detail(engine_message));
 }
 
-/* Fills *err with UNAVAILABLE naming the socket and how to start the engine; -1. */
-int docker_error_unreachable(struct cp_error **err, const char *socket_path, const char *what, const char *detail)
+const char *docker_engine_unreachable_cause(int errnum)
 {
-	return cp_error_set(err, CP_ERR_UNAVAILABLE,
-	                    "%s%scannot reach the Docker Engine at '%s': %s; " DOCKER_START_HINT, what ? what : "",
-	                    what ? ": " : "", socket_path, detail);
+	static __thread char buf[128];
+	switch (errnum) {
+	case ENOENT: return "no socket exists there, so the engine is not running";
+	case ECONNREFUSED: return "nothing accepts connections on it";
+	default: return strerror_r(errnum, buf, sizeof(buf));
+	}
+}
+
+/* Fills *err with UNAVAILABLE naming the socket and how to start the engine; -1. */
+int docker_error_unreachable(struct cp_error **err, const char *socket_path, const char *what, int errnum)
+{
+	if (!err || *err)
+		return -1;
+	cp_error_set(err, CP_ERR_UNAVAILABLE, "%s%scannot reach the Docker Engine at '%s': %s; " DOCKER_START_HINT,
+	             what ? what : "", what ? ": " : "", socket_path, docker_engine_unreachable_cause(errnum));
+	(*err)->errnum = errnum;
+	return cp_error_set_detail(err, CP_DETAIL_ENGINE_UNREACHABLE);
+}
+
+int docker_request_list(struct docker_engine *engine, const char *path, long timeout_ms, const char *what,
+                        struct json_object **ret_list, struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *reply = NULL;
+	if (docker_request(engine, "GET", path, NULL, timeout_ms, what, NULL, &reply, err) < 0)
+		return -1;
+	if (!reply || !json_object_is_type(reply, json_type_array))
+		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer is not a list", what);
+	*ret_list = TAKE_PTR(reply);
+	return 0;
 }
 
 /* Percent-encoding for paths and queries (RFC 3986, section 2.1); result owned by the caller. */
@@ -226,9 +251,7 @@ static int http_exchange(const char *socket_path, const char *method, const char
 		 * what the socket itself shows instead. */
 		struct stat st;
 		int gone = stat(socket_path, &st) < 0 && errno == ENOENT;
-		return docker_error_unreachable(err, socket_path, what,
-		                                gone ? "no socket exists there, so the engine is not running"
-		                                     : "nothing accepts connections on it");
+		return docker_error_unreachable(err, socket_path, what, gone ? ENOENT : ECONNREFUSED);
 	}
 	case CURLE_OPERATION_TIMEDOUT:
 		return cp_error_set(err, CP_ERR_TIMEOUT, "%s%sthe Docker Engine at '%s' did not answer within %ld ms",

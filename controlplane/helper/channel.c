@@ -103,8 +103,7 @@ static void __attribute__((format(printf, 2, 3))) channel_kill(struct helper_cha
 	ch->alive = 0;
 	va_list ap;
 	va_start(ap, fmt);
-	if (vasprintf(&ch->close_reason, fmt, ap) < 0)
-		ch->close_reason = NULL;
+	ch->close_reason = xvasprintf(fmt, ap);
 	va_end(ap);
 	for (struct pending *p = ch->pending; p; p = p->next)
 		pthread_cond_broadcast(&p->cond);
@@ -420,12 +419,8 @@ int helper_channel_new(int fd, const char *name, struct helper_channel **ret_cha
 		name = "?";
 	struct helper_channel *ch = xcalloc(1, sizeof(*ch));
 	ch->name = xstrdup(name);
-	pthread_condattr_t attr;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_mutex_init(&ch->lock, NULL);
-	pthread_cond_init(&ch->write_cond, &attr);
-	pthread_condattr_destroy(&attr);
+	clock_cond_init(&ch->write_cond);
 	cp_buf_init(&ch->out_line, PROTO_MAX_REPLY_FRAME);
 	cp_buf_init(&ch->err_line, HELPER_MAX_LOG_LINE);
 	docker_demux_init(&ch->demux, on_stream, ch);
@@ -507,17 +502,11 @@ const char *helper_channel_close_reason(struct helper_channel *ch)
 	return r;
 }
 
-static struct timespec to_timespec(int64_t ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-	return ts;
-}
-
 /* Sends one request line; waits (until deadline) while another is on the wire. */
 static int send_request(struct helper_channel *ch, int64_t id, const char *method, const char *text, size_t len,
                         int64_t deadline, struct cp_error **err)
 {
-	struct timespec abs = to_timespec(deadline);
+	struct timespec abs = clock_monotonic_timespec(deadline);
 	pthread_mutex_lock(&ch->lock);
 	int rc = 0;
 	while (ch->writing && ch->alive && rc != ETIMEDOUT)
@@ -637,7 +626,7 @@ static struct json_object *wait_answer(struct helper_channel *ch, struct pending
                                        long timeout_ms, int64_t deadline, struct cp_cancel *cancel,
                                        struct cp_error **err)
 {
-	struct timespec abs = to_timespec(deadline);
+	struct timespec abs = clock_monotonic_timespec(deadline);
 	struct cancel_wake cw = {ch, p};
 	struct cp_cancel_waiter waiter = {.wake = on_cancel, .arg = &cw};
 	/* Registered before the lock is taken: the token's lock comes first. */
@@ -668,11 +657,6 @@ static struct json_object *wait_answer(struct helper_channel *ch, struct pending
 	return resp;
 }
 
-static void cleanup_condattrp(pthread_condattr_t *a)
-{
-	pthread_condattr_destroy(a);
-}
-
 /* One JSON-RPC call (helper.h has the contract; the frame format is
  * template/helper/proto.h). method and params are borrowed. A request over
  * PROTO_MAX_FRAME fails with LIMIT before anything is sent. timeout_ms (> 0,
@@ -697,10 +681,7 @@ int helper_channel_call_cancel(struct helper_channel *ch, const char *method, st
 	int64_t deadline = clock_monotonic_ms() + timeout_ms;
 
 	struct pending p = {0};
-	_cleanup_(cleanup_condattrp) pthread_condattr_t attr;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&p.cond, &attr);
+	clock_cond_init(&p.cond);
 
 	pthread_mutex_lock(&ch->lock);
 	if (!ch->alive) {

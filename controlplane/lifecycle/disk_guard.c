@@ -303,11 +303,7 @@ static void *guard_main(void *arg)
 		pthread_mutex_unlock(&g->lock);
 		pass(g);
 		pthread_mutex_lock(&g->lock);
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += (DISK_GUARD_PERIOD_MS % 1000) * 1000000L;
-		until.tv_sec += DISK_GUARD_PERIOD_MS / 1000 + until.tv_nsec / 1000000000L;
-		until.tv_nsec %= 1000000000L;
+		struct timespec until = clock_deadline_after(DISK_GUARD_PERIOD_MS);
 		while (!g->stop && pthread_cond_timedwait(&g->wake, &g->lock, &until) == 0)
 			;
 	}
@@ -371,11 +367,7 @@ int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err)
 	struct lifecycle_disk_guard *g = xcalloc(1, sizeof(*g));
 	g->lc = lc;
 	pthread_mutex_init(&g->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&g->wake, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&g->wake);
 	snprintf(g->reserve, sizeof(g->reserve), "%s/disk-reserve", lc->cfg->state_dir);
 	struct stat st;
 	g->reserve_held = stat(g->reserve, &st) == 0 && st.st_size >= DISK_RESERVE_BYTES;

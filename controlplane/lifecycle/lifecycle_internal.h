@@ -225,12 +225,13 @@ int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_moun
  * Channel errors as they come. */
 int lifecycle_mounts_verify(struct lifecycle *lc, struct helper_channel *ch, const struct sandbox_record *s,
                             const char *mode, const struct sandbox_mount_record *m, size_t n, struct cp_error **err);
-/* The judging half of lifecycle_mounts_verify, on a mount table text
- * (proc(5) mountinfo, borrowed) got by other means (a vm sandbox's comes
- * from its container, runtime_vm.c); a vm sandbox's launcher mount is
- * expected too. */
+/* The judging half of lifecycle_mounts_verify, on a reply whose string
+ * member "mountinfo" holds the mount table (proc(5) mountinfo; reply
+ * borrowed; a missing member judges an empty table): the helper's fs.mounts
+ * answer, or a vm sandbox's got from its container (runtime_vm.c), where
+ * the launcher mount is expected too. */
 int lifecycle_mounts_judge(struct lifecycle *lc, const struct sandbox_record *s, const char *mode,
-                           const struct sandbox_mount_record *m, size_t n, const char *mountinfo,
+                           const struct sandbox_mount_record *m, size_t n, struct json_object *reply,
                            struct cp_error **err);
 
 /* Logs message as a security warning and writes the audit row

@@ -57,9 +57,7 @@ static void *maintenance_main(void *arg)
 		pthread_mutex_unlock(&m->lock);
 		maintenance_pass(m);
 		pthread_mutex_lock(&m->lock);
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += MAINTENANCE_INTERVAL_MS / 1000;
+		struct timespec until = clock_deadline_after(MAINTENANCE_INTERVAL_MS);
 		while (!m->stop && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
 			;
 	}
@@ -73,11 +71,7 @@ struct lifecycle_maintenance *lifecycle_maintenance_start(struct lifecycle *lc, 
 	struct lifecycle_maintenance *m = xcalloc(1, sizeof(*m));
 	*m = (struct lifecycle_maintenance){.lc = lc, .hook = hook, .hook_userdata = hook_userdata};
 	pthread_mutex_init(&m->lock, NULL);
-	pthread_condattr_t attr;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&m->wake, &attr);
-	pthread_condattr_destroy(&attr);
+	clock_cond_init(&m->wake);
 	if (pthread_create(&m->thread, NULL, maintenance_main, m) != 0) {
 		log_warn("serve", "cannot start the maintenance thread: idle sandboxes are not expired and closed "
 		                  "channels are re-attached only by tool calls");

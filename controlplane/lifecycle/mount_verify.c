@@ -314,8 +314,14 @@ int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_moun
 }
 
 int lifecycle_mounts_judge(struct lifecycle *lc, const struct sandbox_record *s, const char *mode,
-                           const struct sandbox_mount_record *m, size_t n, const char *mountinfo, struct cp_error **err)
+                           const struct sandbox_mount_record *m, size_t n, struct json_object *reply,
+                           struct cp_error **err)
 {
+	struct json_object *v = NULL;
+	const char *mountinfo =
+	    json_object_object_get_ex(reply, "mountinfo", &v) && json_object_is_type(v, json_type_string)
+	        ? json_object_get_string(v)
+	        : "";
 	int clone = !strcmp(mode, "clone");
 	_cleanup_free_ struct lifecycle_mount_want *want = xcalloc(n + 5, sizeof(*want));
 	size_t k = 0;
@@ -352,9 +358,5 @@ int lifecycle_mounts_verify(struct lifecycle *lc, struct helper_channel *ch, con
 	_cleanup_json_ struct json_object *res = NULL;
 	if (helper_channel_call(ch, "fs.mounts", NULL, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err) < 0)
 		return cp_error_prefix(err, "verify the mounts of sandbox '%s'", s->id);
-	struct json_object *v = NULL;
-	const char *text = json_object_object_get_ex(res, "mountinfo", &v) && json_object_is_type(v, json_type_string)
-	                       ? json_object_get_string(v)
-	                       : "";
-	return lifecycle_mounts_judge(lc, s, mode, m, n, text, err);
+	return lifecycle_mounts_judge(lc, s, mode, m, n, res, err);
 }

@@ -163,14 +163,7 @@ static void *pool_main(void *arg)
 		pthread_mutex_lock(&p->lock);
 		if (p->stop || wait_ms == 0)
 			continue;
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += wait_ms / 1000;
-		until.tv_nsec += (wait_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		struct timespec until = clock_deadline_after(wait_ms);
 		/* One wake-up (a claim) or the timeout ends the wait. */
 		pthread_cond_timedwait(&p->wake, &p->lock, &until);
 	}
@@ -221,11 +214,7 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 	p->created = adopt; /* taken over: removed at stop like those made here */
 	p->n_created = n_adopt;
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_condattr_t attr;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->wake, &attr);
-	pthread_condattr_destroy(&attr);
+	clock_cond_init(&p->wake);
 	lc->pool = p; /* before the thread: a claim may come at once */
 	p->started = pthread_create(&p->thread, NULL, pool_main, p) == 0;
 	if (!p->started)

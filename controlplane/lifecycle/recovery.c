@@ -47,27 +47,22 @@ static int failed_error(struct cp_error **err, const char *id, const char *reaso
 }
 
 /* Replaces an engine failure (the engine is stopped, restarting or hung)
- * with one message that says what is wrong and what to do. The transport's
- * own text (docker/transport.c) names the socket and a hint too; only its
- * detail is kept ("Couldn't connect to server", "did not answer within …"). */
+ * with one message that says what is wrong and what to do. A connect that
+ * failed (detail ENGINE_UNREACHABLE, set by docker/) is said by its cause;
+ * any other failure keeps its whole message as the detail. */
 static int engine_error(struct lifecycle *lc, const char *id, struct cp_error **err)
 {
 	const char *sock = docker_engine_socket(lc->engine);
-	_cleanup_free_ char *detail = xstrdup((*err)->message);
+	_cleanup_free_ char *detail = (*err)->detail == CP_DETAIL_ENGINE_UNREACHABLE
+	                                  ? xstrdup(docker_engine_unreachable_cause((*err)->errnum))
+	                                  : xstrdup((*err)->message);
 	enum cp_error_code code = (*err)->code;
 	cp_error_freep(err);
-	const char *d = detail ? detail : "no detail";
-	char *cut = detail ? strstr(detail, "; start it with") : NULL;
-	if (cut)
-		*cut = '\0';
-	const char *after = detail ? strstr(detail, "Docker Engine at '") : NULL;
-	if (after && (after = strstr(after, "': ")))
-		d = after + 3;
 	return cp_error_set(err, code,
 	                    "the Docker Engine at '%s' does not answer (%s), so sandbox '%s' cannot be reached; start "
 	                    "the engine ('sudo systemctl start docker' or 'dockerd &') and retry. The sandbox is kept "
 	                    "and is re-attached once the engine is back",
-	                    sock, d, id);
+	                    sock, detail, id);
 }
 
 int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,

@@ -216,11 +216,7 @@ int lifecycle_vm_mounts_verify(struct lifecycle *lc, const char *container, cons
 	_cleanup_json_ struct json_object *res = NULL;
 	if (vm_exec(lc, container, argv, &res, err) < 0)
 		return cp_error_prefix(err, "verify the mounts of sandbox '%s'", s->id);
-	struct json_object *v = NULL;
-	const char *text = json_object_object_get_ex(res, "mountinfo", &v) && json_object_is_type(v, json_type_string)
-	                       ? json_object_get_string(v)
-	                       : "";
-	return lifecycle_mounts_judge(lc, s, mode, m, n, text, err);
+	return lifecycle_mounts_judge(lc, s, mode, m, n, res, err);
 }
 
 int lifecycle_vm_forward(struct lifecycle *lc, const char *container, int port, struct cp_error **err)

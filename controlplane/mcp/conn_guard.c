@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/clock.h"
 #include "../base/log.h"
 #include "../base/xalloc.h"
 
@@ -119,11 +120,7 @@ static void *watchdog_main(void *arg)
 			    "a body slower than %zu bytes/s",
 			    slow, (long long)g->limits.header_deadline_ms, g->limits.body_min_bytes_per_s);
 		pthread_mutex_lock(&g->lock);
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += WATCHDOG_PERIOD_MS * 1000000L;
-		until.tv_sec += until.tv_nsec / 1000000000L;
-		until.tv_nsec %= 1000000000L;
+		struct timespec until = clock_deadline_after(WATCHDOG_PERIOD_MS);
 		while (!g->stop && pthread_cond_timedwait(&g->wake, &g->lock, &until) == 0)
 			;
 	}
@@ -136,11 +133,7 @@ void mcp_conn_guard_init(struct mcp_conn_guard *g, const struct mcp_conn_limits 
 	memset(g, 0, sizeof(*g));
 	g->limits = *lim;
 	pthread_mutex_init(&g->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&g->wake, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&g->wake);
 }
 
 int mcp_conn_guard_start(struct mcp_server *server)

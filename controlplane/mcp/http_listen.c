@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../base/cleanup.h"
+#include "../base/clock.h"
 #include "../base/log.h"
 
 /* Idle keep-alive connections hold a thread each; tool calls stay well under
@@ -188,9 +189,7 @@ void mcp_server_stop(struct mcp_server *server)
 		server->unix_listening = 0;
 	}
 
-	struct timespec deadline;
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += STOP_WAIT_MS / 1000;
+	struct timespec deadline = clock_deadline_after(STOP_WAIT_MS);
 	pthread_mutex_lock(&server->http_lock);
 	while (server->http_active > 0)
 		if (pthread_cond_timedwait(&server->http_idle, &server->http_lock, &deadline) == ETIMEDOUT) {

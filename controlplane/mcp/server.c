@@ -3,6 +3,7 @@
  * their lifetime; the transports (http.c, stdio.c) only borrow the server.
  * Never calls a tool handler itself. */
 #include "internal.h"
+#include "../base/clock.h"
 #include "../base/xalloc.h"
 
 #include <stdlib.h>
@@ -38,11 +39,7 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 	pthread_mutex_init(&s->auth_log_lock, NULL);
 	mcp_conn_guard_init(&s->guard, &(struct mcp_conn_limits){0}); /* limits set below */
 	mcp_body_budget_init(&s->body_budget, MCP_BODY_BUDGET_BYTES);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* stop's deadline must not move with the wall clock */
-	pthread_cond_init(&s->http_idle, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&s->http_idle); /* stop's deadline must not move with the wall clock */
 	if (opts)
 		s->opts = *opts;
 	s->host = xstrdup(s->opts.host ? s->opts.host : "127.0.0.1");

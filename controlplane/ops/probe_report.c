@@ -43,9 +43,7 @@ void ops_probe_report_add(struct ops_probe_report *r, const char *name, const ch
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	char *detail = NULL;
-	if (vasprintf(&detail, fmt, ap) < 0)
-		cp_oom();
+	char *detail = xvasprintf(fmt, ap);
 	va_end(ap);
 	r->checks[r->n++] = (struct ops_check){name, attack, result, detail};
 }

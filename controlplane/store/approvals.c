@@ -28,8 +28,9 @@ void approval_record_clear(struct approval_record *a)
 	"id, host_path, real_path, mode, status, workspace_id, requested_by, requested_at_ms, "                        \
 	"COALESCE(decided_at_ms, 0)"
 
-static void read_row(sqlite3_stmt *st, struct approval_record *a)
+static void read_row(sqlite3_stmt *st, void *row)
 {
+	struct approval_record *a = row;
 	a->id = store_column_strdup(st, 0);
 	a->host_path = store_column_strdup(st, 1);
 	a->real_path = store_column_strdup(st, 2);
@@ -41,43 +42,18 @@ static void read_row(sqlite3_stmt *st, struct approval_record *a)
 	a->decided_at_ms = sqlite3_column_int64(st, 8);
 }
 
-static void read_row_any(sqlite3_stmt *st, void *row)
-{
-	read_row(st, row);
-}
-
-static void clear_row_any(void *row)
+static void clear_row(void *row)
 {
 	approval_record_clear(row);
 }
 
-/* First row of sql with up to two text parameters. */
-static int get_locked(struct store *store, const char *sql, const char *a1, const char *a2, struct approval_record *ret,
-                      int *ret_found, struct cp_error **err)
-{
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	*ret_found = 0;
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return store_fail(store, err, "load approval");
-	sqlite3_bind_text(st, 1, a1, -1, SQLITE_STATIC);
-	if (a2)
-		sqlite3_bind_text(st, 2, a2, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		read_row(st, ret);
-		*ret_found = 1;
-	} else if (rc != SQLITE_DONE) {
-		r = store_fail(store, err, "load approval");
-	}
-	sqlite3_finalize(st);
-	return r;
-}
+static const struct store_row_type rows = {sizeof(struct approval_record), read_row, clear_row};
 
 static int get_by_id_locked(struct store *store, const char *id, struct approval_record *ret, struct cp_error **err)
 {
 	int found = 0;
-	if (get_locked(store, "SELECT " AP_COLUMNS " FROM approvals WHERE id = ?", id, NULL, ret, &found, err) < 0)
+	if (store_get_row_locked(store, &rows, "SELECT " AP_COLUMNS " FROM approvals WHERE id = ?", id, NULL,
+	                         "load approval", ret, &found, err) < 0)
 		return -1;
 	if (!found)
 		return cp_error_set(err, CP_ERR_NOT_FOUND,
@@ -88,8 +64,9 @@ static int get_by_id_locked(struct store *store, const char *id, struct approval
 static int get_by_path_locked(struct store *store, const char *real_path, const char *mode, struct approval_record *ret,
                               int *ret_found, struct cp_error **err)
 {
-	return get_locked(store, "SELECT " AP_COLUMNS " FROM approvals WHERE real_path = ? AND mode = ?", real_path,
-	                  mode, ret, ret_found, err);
+	return store_get_row_locked(store, &rows,
+	                            "SELECT " AP_COLUMNS " FROM approvals WHERE real_path = ? AND mode = ?", real_path,
+	                            mode, "load approval", ret, ret_found, err);
 }
 
 static int insert_locked(struct store *store, const struct approval_record *a, struct cp_error **err)
@@ -105,8 +82,7 @@ static int insert_locked(struct store *store, const struct approval_record *a, s
 	sqlite3_bind_text(st, 3, a->real_path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, a->mode, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 5, a->status, -1, SQLITE_STATIC);
-	if (a->workspace_id)
-		sqlite3_bind_text(st, 6, a->workspace_id, -1, SQLITE_STATIC);
+	store_bind_text_opt(st, 6, a->workspace_id);
 	sqlite3_bind_text(st, 7, a->requested_by, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 8, a->requested_at_ms);
 	if (a->decided_at_ms)
@@ -127,8 +103,7 @@ static int decide_locked(struct store *store, const char *id, const char *status
 		return store_fail(store, err, "decide approval");
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
-	if (workspace_id)
-		sqlite3_bind_text(st, 3, workspace_id, -1, SQLITE_STATIC);
+	store_bind_text_opt(st, 3, workspace_id);
 	sqlite3_bind_int64(st, 4, now_ms);
 	int r = sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "decide approval");
 	sqlite3_finalize(st);
@@ -186,11 +161,10 @@ int store_approval_get(struct store *store, const char *id, struct approval_reco
 
 int store_approval_list(struct store *store, struct approval_record **ret, size_t *ret_n, struct cp_error **err)
 {
-	return store_list_rows(store,
+	return store_list_rows(store, &rows,
 	                       "SELECT " AP_COLUMNS " FROM approvals ORDER BY status != 'pending', "
 	                       "requested_at_ms DESC, id",
-	                       sizeof(struct approval_record), read_row_any, clear_row_any, "list approvals",
-	                       (void **)ret, ret_n, err);
+	                       NULL, "list approvals", (void **)ret, ret_n, err);
 }
 
 /* The workspace for (path, mode): the existing one, or ws inserted. Its id

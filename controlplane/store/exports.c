@@ -26,8 +26,9 @@ void export_record_clear(struct export_record *x)
 	"id, sandbox_id, workspace_id, kind, reason, path, bytes, refs, commits, dirty_files, fingerprint, message, "  \
 	"created_at_ms, COALESCE(applied_at_ms,0), applied_count, COALESCE(trashed_at_ms,0)"
 
-static void read_row(sqlite3_stmt *st, struct export_record *x)
+static void read_row(sqlite3_stmt *st, void *row)
 {
+	struct export_record *x = row;
 	x->id = store_column_strdup(st, 0);
 	x->sandbox_id = store_column_strdup(st, 1);
 	x->workspace_id = store_column_strdup(st, 2);
@@ -46,23 +47,12 @@ static void read_row(sqlite3_stmt *st, struct export_record *x)
 	x->trashed_at_ms = sqlite3_column_int64(st, 15);
 }
 
-static void read_row_any(sqlite3_stmt *st, void *row)
-{
-	read_row(st, row);
-}
-
-static void clear_row_any(void *row)
+static void clear_row(void *row)
 {
 	export_record_clear(row);
 }
 
-static void bind_opt(sqlite3_stmt *st, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(st, i);
-}
+static const struct store_row_type rows = {sizeof(struct export_record), read_row, clear_row};
 
 int store_export_insert(struct store *store, const struct export_record *x, struct cp_error **err)
 {
@@ -87,8 +77,8 @@ int store_export_insert(struct store *store, const struct export_record *x, stru
 	sqlite3_bind_int64(st, 8, x->refs);
 	sqlite3_bind_int64(st, 9, x->commits);
 	sqlite3_bind_int64(st, 10, x->dirty_files);
-	bind_opt(st, 11, x->fingerprint);
-	bind_opt(st, 12, x->message);
+	store_bind_text_opt(st, 11, x->fingerprint);
+	store_bind_text_opt(st, 12, x->message);
 	sqlite3_bind_int64(st, 13, x->created_at_ms);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		r = store_fail(store, err, "insert export");
@@ -98,35 +88,11 @@ out:
 	return r;
 }
 
-static int get_one(struct store *store, const char *sql, const char *arg, struct export_record *ret, int *ret_found,
-                   struct cp_error **err)
-{
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	*ret_found = 0;
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "load export");
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		read_row(st, ret);
-		*ret_found = 1;
-	} else if (rc != SQLITE_DONE) {
-		r = store_fail(store, err, "load export");
-	}
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
-}
-
 int store_export_get(struct store *store, const char *id, struct export_record *ret, struct cp_error **err)
 {
 	int found = 0;
-	if (get_one(store, "SELECT " EXP_COLUMNS " FROM exports WHERE id = ?", id, ret, &found, err) < 0)
+	if (store_get_row(store, &rows, "SELECT " EXP_COLUMNS " FROM exports WHERE id = ?", id, NULL, "load export",
+	                  ret, &found, err) < 0)
 		return -1;
 	if (!found)
 		return cp_error_set(err, CP_ERR_NOT_FOUND,
@@ -137,10 +103,10 @@ int store_export_get(struct store *store, const char *id, struct export_record *
 int store_export_last(struct store *store, const char *sandbox_id, struct export_record *ret, struct cp_error **err)
 {
 	int found = 0;
-	if (get_one(store,
-	            "SELECT " EXP_COLUMNS " FROM exports WHERE sandbox_id = ? ORDER BY created_at_ms DESC, rowid DESC "
-	            "LIMIT 1",
-	            sandbox_id, ret, &found, err) < 0)
+	if (store_get_row(store, &rows,
+	                  "SELECT " EXP_COLUMNS " FROM exports WHERE sandbox_id = ? ORDER BY created_at_ms DESC, "
+	                  "rowid DESC LIMIT 1",
+	                  sandbox_id, NULL, "load export", ret, &found, err) < 0)
 		return -1;
 	if (!found)
 		return cp_error_set(err, CP_ERR_NOT_FOUND, "sandbox '%s' has no export yet", sandbox_id);
@@ -150,57 +116,24 @@ int store_export_last(struct store *store, const char *sandbox_id, struct export
 int store_export_list(struct store *store, const char *sandbox_id, struct export_record **ret, size_t *ret_n,
                       struct cp_error **err)
 {
-	if (!sandbox_id)
-		return store_list_rows(store, "SELECT " EXP_COLUMNS " FROM exports ORDER BY created_at_ms, rowid",
-		                       sizeof(struct export_record), read_row_any, clear_row_any, "list exports",
-		                       (void **)ret, ret_n, err);
-	/* store_list_rows takes no parameters: the id is checked to be an id
-	 * by every caller, and quoted here all the same. */
-	char *sql = store_mprintf("SELECT " EXP_COLUMNS " FROM exports WHERE sandbox_id = %Q ORDER BY created_at_ms, "
-	                          "rowid",
-	                          sandbox_id);
-	int r = store_list_rows(store, sql, sizeof(struct export_record), read_row_any, clear_row_any, "list exports",
-	                        (void **)ret, ret_n, err);
-	sqlite3_free(sql);
-	return r;
-}
-
-/* Runs sql with ?1 = id, ?2 = text (may be NULL), ?3 = num; NOT_FOUND when
- * no row changed. */
-static int exec_one(struct store *store, const char *sql, const char *what, const char *noun, const char *id,
-                    const char *text, int64_t num, struct cp_error **err)
-{
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, what);
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	bind_opt(st, 2, text);
-	sqlite3_bind_int64(st, 3, num);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		r = store_fail(store, err, what);
-	else if (sqlite3_changes(store->db) == 0)
-		r = cp_error_set(err, CP_ERR_NOT_FOUND, "%s: %s '%s' does not exist", what, noun, id);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	const char *sql = sandbox_id ? "SELECT " EXP_COLUMNS
+	                               " FROM exports WHERE sandbox_id = ? ORDER BY created_at_ms, rowid"
+	                             : "SELECT " EXP_COLUMNS " FROM exports ORDER BY created_at_ms, rowid";
+	return store_list_rows(store, &rows, sql, sandbox_id, "list exports", (void **)ret, ret_n, err);
 }
 
 int store_export_set_applied(struct store *store, const char *id, int64_t now_ms, struct cp_error **err)
 {
-	return exec_one(store, "UPDATE exports SET applied_at_ms = ?3, applied_count = applied_count + 1 WHERE id = ?1",
-	                "record the apply", "export", id, NULL, now_ms, err);
+	return store_exec_one(store,
+	                      "UPDATE exports SET applied_at_ms = ?3, applied_count = applied_count + 1 WHERE id = ?1",
+	                      "record the apply", "export", id, NULL, now_ms, err);
 }
 
 int store_export_set_trashed(struct store *store, const char *id, const char *new_path, int64_t now_ms,
                              struct cp_error **err)
 {
-	return exec_one(store, "UPDATE exports SET path = ?2, trashed_at_ms = ?3 WHERE id = ?1",
-	                "move the export to the trash", "export", id, new_path, now_ms, err);
+	return store_exec_one(store, "UPDATE exports SET path = ?2, trashed_at_ms = ?3 WHERE id = ?1",
+	                      "move the export to the trash", "export", id, new_path, now_ms, err);
 }
 
 int store_export_count_unapplied(struct store *store, int64_t *ret_count, struct cp_error **err)
@@ -223,8 +156,8 @@ int store_export_count_unapplied(struct store *store, int64_t *ret_count, struct
 
 int store_sandbox_set_source_refs(struct store *store, const char *id, const char *text, struct cp_error **err)
 {
-	return exec_one(store, "UPDATE sandboxes SET source_refs = ?2 WHERE id = ?1", "record the source refs",
-	                "sandbox", id, text, 0, err);
+	return store_exec_one(store, "UPDATE sandboxes SET source_refs = ?2 WHERE id = ?1", "record the source refs",
+	                      "sandbox", id, text, 0, err);
 }
 
 int store_sandbox_get_source_refs(struct store *store, const char *id, char **ret, struct cp_error **err)
@@ -253,6 +186,6 @@ out:
 
 int store_sandbox_set_unsaved(struct store *store, const char *id, int unsaved, int64_t now_ms, struct cp_error **err)
 {
-	return exec_one(store, "UPDATE sandboxes SET unsaved = ?2, unsaved_checked_at_ms = ?3 WHERE id = ?1",
-	                "record unsaved work", "sandbox", id, unsaved ? "1" : "0", now_ms, err);
+	return store_exec_one(store, "UPDATE sandboxes SET unsaved = ?2, unsaved_checked_at_ms = ?3 WHERE id = ?1",
+	                      "record unsaved work", "sandbox", id, unsaved ? "1" : "0", now_ms, err);
 }

@@ -23,8 +23,9 @@ void exposure_record_clear(struct exposure_record *x)
 #define EXP_COLUMNS "sandbox_id, container_port, host, host_port, forwarder_name, forwarder_id, network, created_at_ms"
 
 /* Copies one row. */
-static void read_row(sqlite3_stmt *st, struct exposure_record *x)
+static void read_row(sqlite3_stmt *st, void *row)
 {
+	struct exposure_record *x = row;
 	x->sandbox_id = store_column_strdup(st, 0);
 	x->container_port = sqlite3_column_int(st, 1);
 	x->host = store_column_strdup(st, 2);
@@ -34,6 +35,13 @@ static void read_row(sqlite3_stmt *st, struct exposure_record *x)
 	x->network = store_column_strdup(st, 6);
 	x->created_at_ms = sqlite3_column_int64(st, 7);
 }
+
+static void clear_row(void *row)
+{
+	exposure_record_clear(row);
+}
+
+static const struct store_row_type rows = {sizeof(struct exposure_record), read_row, clear_row};
 
 int store_exposure_insert(struct store *store, const struct exposure_record *x, struct cp_error **err)
 {
@@ -50,10 +58,7 @@ int store_exposure_insert(struct store *store, const struct exposure_record *x, 
 	sqlite3_bind_text(st, 3, x->host, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 4, x->host_port);
 	sqlite3_bind_text(st, 5, x->forwarder_name, -1, SQLITE_STATIC);
-	if (x->forwarder_id)
-		sqlite3_bind_text(st, 6, x->forwarder_id, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(st, 6);
+	store_bind_text_opt(st, 6, x->forwarder_id);
 	sqlite3_bind_text(st, 7, x->network, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 8, x->created_at_ms);
 	if (sqlite3_step(st) != SQLITE_DONE) {
@@ -103,43 +108,10 @@ out:
 int store_exposure_list(struct store *store, const char *sandbox_id, struct exposure_record **ret, size_t *ret_n,
                         struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	struct exposure_record *rows = NULL;
-	size_t n = 0, cap = 0;
-	int r = 0;
 	const char *sql = sandbox_id ? "SELECT " EXP_COLUMNS
 	                               " FROM exposures WHERE sandbox_id = ? ORDER BY container_port"
 	                             : "SELECT " EXP_COLUMNS " FROM exposures ORDER BY sandbox_id, container_port";
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "list exposures");
-		goto out;
-	}
-	if (sandbox_id)
-		sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_STATIC);
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 4;
-			rows = xrealloc(rows, cap * sizeof(*rows));
-		}
-		rows[n] = (struct exposure_record){0};
-		read_row(st, &rows[n++]);
-	}
-	if (rc != SQLITE_DONE)
-		r = store_fail(store, err, "list exposures");
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	if (r < 0) {
-		for (size_t i = 0; i < n; i++)
-			exposure_record_clear(&rows[i]);
-		free(rows);
-		return -1;
-	}
-	*ret = rows;
-	*ret_n = n;
-	return 0;
+	return store_list_rows(store, &rows, sql, sandbox_id, "list exposures", (void **)ret, ret_n, err);
 }
 
 int store_exposure_count(struct store *store, const char *sandbox_id, int64_t *ret_count, struct cp_error **err)

@@ -29,8 +29,9 @@ void sandbox_record_clear(struct sandbox_record *s)
 	"COALESCE(removed_at_ms,0), pooled, disk_bytes, COALESCE(unsaved,-1), COALESCE(unsaved_checked_at_ms,0), "     \
 	"removing_from, vm_accel"
 
-static void read_row(sqlite3_stmt *st, struct sandbox_record *s)
+static void read_row(sqlite3_stmt *st, void *row)
 {
+	struct sandbox_record *s = row;
 	s->id = store_column_strdup(st, 0);
 	s->workspace_id = store_column_strdup(st, 1);
 	s->status = store_column_strdup(st, 2);
@@ -62,23 +63,12 @@ int store_sandbox_is_live(const struct sandbox_record *s)
 	return !strcmp(st, "creating") || !strcmp(st, "running");
 }
 
-static void read_row_any(sqlite3_stmt *st, void *row)
-{
-	read_row(st, row);
-}
-
-static void clear_row_any(void *row)
+static void clear_row(void *row)
 {
 	sandbox_record_clear(row);
 }
 
-static void bind_opt_text(sqlite3_stmt *st, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(st, i);
-}
+static const struct store_row_type rows = {sizeof(struct sandbox_record), read_row, clear_row};
 
 int store_sandbox_insert(struct store *store, const struct sandbox_record *s, struct cp_error **err)
 {
@@ -98,9 +88,9 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	sqlite3_bind_text(st, 2, s->workspace_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, s->status ? s->status : "creating", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, s->container_name, -1, SQLITE_STATIC);
-	bind_opt_text(st, 5, s->container_id);
+	store_bind_text_opt(st, 5, s->container_id);
 	sqlite3_bind_text(st, 6, s->image, -1, SQLITE_STATIC);
-	bind_opt_text(st, 7, s->runtime);
+	store_bind_text_opt(st, 7, s->runtime);
 	sqlite3_bind_int64(st, 8, s->memory_bytes);
 	sqlite3_bind_int64(st, 9, s->nano_cpus);
 	sqlite3_bind_int(st, 10, s->network);
@@ -109,7 +99,7 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	sqlite3_bind_int64(st, 13, s->created_at_ms);
 	sqlite3_bind_int(st, 14, s->pooled ? 1 : 0);
 	sqlite3_bind_int64(st, 15, s->disk_bytes);
-	bind_opt_text(st, 16, s->vm_accel);
+	store_bind_text_opt(st, 16, s->vm_accel);
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE) {
 		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
@@ -129,26 +119,7 @@ out:
 static int get_one(struct store *store, const char *sql, const char *arg, struct sandbox_record *ret,
                    struct cp_error **err, int *ret_found)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	*ret_found = 0;
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "load sandbox");
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		read_row(st, ret);
-		*ret_found = 1;
-	} else if (rc != SQLITE_DONE) {
-		r = store_fail(store, err, "load sandbox");
-	}
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return store_get_row(store, &rows, sql, arg, NULL, "load sandbox", ret, ret_found, err);
 }
 
 int store_sandbox_get(struct store *store, const char *id, struct sandbox_record *ret, struct cp_error **err)
@@ -187,8 +158,7 @@ int store_sandbox_list(struct store *store, int include_removed, struct sandbox_
 	    "SELECT " SBX_COLUMNS " FROM sandboxes ORDER BY created_at_ms, id",
 	};
 	const char *sql = sql_for[include_removed & 3];
-	return store_list_rows(store, sql, sizeof(struct sandbox_record), read_row_any, clear_row_any, "list sandboxes",
-	                       (void **)ret, ret_n, err);
+	return store_list_rows(store, &rows, sql, NULL, "list sandboxes", (void **)ret, ret_n, err);
 }
 
 int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err)
@@ -234,8 +204,8 @@ int store_sandbox_set_status(struct store *store, const char *id, const char *st
 		goto rollback;
 	}
 	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
-	bind_opt_text(st, 2, container_id);
-	bind_opt_text(st, 3, failure_reason);
+	store_bind_text_opt(st, 2, container_id);
+	store_bind_text_opt(st, 3, failure_reason);
 	sqlite3_bind_int64(st, 4, now_ms);
 	sqlite3_bind_text(st, 5, id, -1, SQLITE_STATIC);
 	r = exec_changes(store, st, "update sandbox", id, err);

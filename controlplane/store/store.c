@@ -190,8 +190,8 @@ int store_schema_version(struct store *store, int *ret_version, struct cp_error 
 	return r;
 }
 
-int store_list_rows(struct store *store, const char *sql, size_t row_size, void (*read_row)(sqlite3_stmt *, void *),
-                    void (*clear_row)(void *), const char *what, void **ret, size_t *ret_n, struct cp_error **err)
+int store_list_rows(struct store *store, const struct store_row_type *type, const char *sql, const char *arg,
+                    const char *what, void **ret, size_t *ret_n, struct cp_error **err)
 {
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
@@ -202,11 +202,13 @@ int store_list_rows(struct store *store, const char *sql, size_t row_size, void 
 		r = store_fail(store, err, what);
 		goto out;
 	}
+	if (arg)
+		sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		list = xrealloc(list, (n + 1) * row_size);
-		memset(list + n * row_size, 0, row_size);
-		read_row(st, list + n * row_size);
+		list = xrealloc(list, (n + 1) * type->size);
+		memset(list + n * type->size, 0, type->size);
+		type->read(st, list + n * type->size);
 		n++;
 	}
 	if (rc != SQLITE_DONE)
@@ -216,11 +218,65 @@ out:
 	pthread_mutex_unlock(&store->lock);
 	if (r < 0) {
 		for (size_t i = 0; i < n; i++)
-			clear_row(list + i * row_size);
+			type->clear(list + i * type->size);
 		free(list);
 		return r;
 	}
 	*ret = list;
 	*ret_n = n;
 	return 0;
+}
+
+int store_get_row_locked(struct store *store, const struct store_row_type *type, const char *sql, const char *a1,
+                         const char *a2, const char *what, void *ret, int *ret_found, struct cp_error **err)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	*ret_found = 0;
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return store_fail(store, err, what);
+	sqlite3_bind_text(st, 1, a1, -1, SQLITE_STATIC);
+	if (a2)
+		sqlite3_bind_text(st, 2, a2, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		type->read(st, ret);
+		*ret_found = 1;
+	} else if (rc != SQLITE_DONE) {
+		r = store_fail(store, err, what);
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int store_get_row(struct store *store, const struct store_row_type *type, const char *sql, const char *a1,
+                  const char *a2, const char *what, void *ret, int *ret_found, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	int r = store_get_row_locked(store, type, sql, a1, a2, what, ret, ret_found, err);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_exec_one(struct store *store, const char *sql, const char *what, const char *noun, const char *id,
+                   const char *text, int64_t num, struct cp_error **err)
+{
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, what);
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	store_bind_text_opt(st, 2, text);
+	sqlite3_bind_int64(st, 3, num);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = store_fail(store, err, what);
+	else if (sqlite3_changes(store->db) == 0)
+		r = cp_error_set(err, CP_ERR_NOT_FOUND, "%s: %s '%s' does not exist", what, noun, id);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
 }

@@ -37,12 +37,47 @@ int store_workspace_insert_locked(struct store *store, const struct workspace_re
 int store_workspace_find_host_locked(struct store *store, const char *real_path, const char *mode,
                                      struct workspace_record *ret, int *ret_found, struct cp_error **err);
 
-/* Runs sql (no parameters) and collects every row into a new array of
- * records of row_size bytes, each zeroed and then filled by read_row; on
- * failure clear_row releases what was read. *ret (caller frees) and *ret_n
- * are set on success. Takes store->lock. what names the call in errors. */
-int store_list_rows(struct store *store, const char *sql, size_t row_size, void (*read_row)(sqlite3_stmt *, void *),
-                    void (*clear_row)(void *), const char *what, void **ret, size_t *ret_n, struct cp_error **err);
+/* How one table's rows become records (one per file that reads a table):
+ * the record's size, read (fills a zeroed record from the current row;
+ * copies what it keeps) and clear (releases a record's fields). */
+struct store_row_type {
+	size_t size;
+	void (*read)(sqlite3_stmt *st, void *row);
+	void (*clear)(void *row);
+};
+
+/* Runs sql (with ?1 = arg when arg is not NULL) and collects every row into
+ * a new array of type->size records; on failure what was read is cleared.
+ * *ret (caller frees) and *ret_n are set on success. Takes store->lock. what
+ * names the call in errors. */
+int store_list_rows(struct store *store, const struct store_row_type *type, const char *sql, const char *arg,
+                    const char *what, void **ret, size_t *ret_n, struct cp_error **err);
+
+/* Reads the first row of sql (?1 = a1, ?2 = a2 when a2 is not NULL) into
+ * *ret (a zeroed record of type); *ret_found says whether there was one.
+ * The caller holds store->lock. Returns 0, or -1 with *err set ("<what>:
+ * registry error: ..."). store_get_row takes the lock itself. */
+int store_get_row_locked(struct store *store, const struct store_row_type *type, const char *sql, const char *a1,
+                         const char *a2, const char *what, void *ret, int *ret_found, struct cp_error **err);
+int store_get_row(struct store *store, const struct store_row_type *type, const char *sql, const char *a1,
+                  const char *a2, const char *what, void *ret, int *ret_found, struct cp_error **err);
+
+/* Runs a one-row write sql with ?1 = id, ?2 = text (NULL binds NULL), ?3 =
+ * num (parameters the statement does not use are ignored). NOT_FOUND
+ * "<what>: <noun> '<id>' does not exist" when no row changed. Takes
+ * store->lock. */
+int store_exec_one(struct store *store, const char *sql, const char *what, const char *noun, const char *id,
+                   const char *text, int64_t num, struct cp_error **err);
+
+/* Binds v as text at i, or SQL NULL when v is NULL. The text is borrowed
+ * (SQLITE_STATIC) until the statement is finalized. */
+static inline void store_bind_text_opt(sqlite3_stmt *st, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
 
 /* Copies column i as an owned string (NULL for SQL NULL). sqlite3 answers
  * NULL for a non-NULL column only when out of memory: cp_oom() then. */

@@ -24,8 +24,9 @@ void workspace_record_clear(struct workspace_record *w)
 	    "s.") "), "                                                                                                \
 	          "COALESCE(w.trashed_at_ms, 0)"
 
-static void read_row(sqlite3_stmt *st, struct workspace_record *w)
+static void read_row(sqlite3_stmt *st, void *row)
 {
+	struct workspace_record *w = row;
 	w->id = store_column_strdup(st, 0);
 	w->mode = store_column_strdup(st, 1);
 	w->path = store_column_strdup(st, 2);
@@ -36,15 +37,12 @@ static void read_row(sqlite3_stmt *st, struct workspace_record *w)
 	w->trashed_at_ms = sqlite3_column_int64(st, 7);
 }
 
-static void read_row_any(sqlite3_stmt *st, void *row)
-{
-	read_row(st, row);
-}
-
-static void clear_row_any(void *row)
+static void clear_row(void *row)
 {
 	workspace_record_clear(row);
 }
+
+static const struct store_row_type rows = {sizeof(struct workspace_record), read_row, clear_row};
 
 int store_workspace_insert_locked(struct store *store, const struct workspace_record *w, struct cp_error **err)
 {
@@ -57,8 +55,7 @@ int store_workspace_insert_locked(struct store *store, const struct workspace_re
 	sqlite3_bind_text(st, 1, w->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, w->mode, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, w->path, -1, SQLITE_STATIC);
-	if (w->host_path)
-		sqlite3_bind_text(st, 4, w->host_path, -1, SQLITE_STATIC);
+	store_bind_text_opt(st, 4, w->host_path);
 	sqlite3_bind_int64(st, 5, w->created_at_ms);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		r = store_fail(store, err, "insert workspace");
@@ -68,35 +65,12 @@ int store_workspace_insert_locked(struct store *store, const struct workspace_re
 	return r;
 }
 
-/* Loads the first row of sql (one text parameter per arg) into *ret;
- * *ret_found says whether there was one. */
-static int get_one_locked(struct store *store, const char *sql, const char *a1, const char *a2,
-                          struct workspace_record *ret, int *ret_found, struct cp_error **err)
-{
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	*ret_found = 0;
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return store_fail(store, err, "load workspace");
-	sqlite3_bind_text(st, 1, a1, -1, SQLITE_STATIC);
-	if (a2)
-		sqlite3_bind_text(st, 2, a2, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		read_row(st, ret);
-		*ret_found = 1;
-	} else if (rc != SQLITE_DONE) {
-		r = store_fail(store, err, "load workspace");
-	}
-	sqlite3_finalize(st);
-	return r;
-}
-
 int store_workspace_find_host_locked(struct store *store, const char *real_path, const char *mode,
                                      struct workspace_record *ret, int *ret_found, struct cp_error **err)
 {
-	return get_one_locked(store, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.path = ? AND w.mode = ?",
-	                      real_path, mode, ret, ret_found, err);
+	return store_get_row_locked(store, &rows,
+	                            "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.path = ? AND w.mode = ?",
+	                            real_path, mode, "load workspace", ret, ret_found, err);
 }
 
 int store_workspace_insert(struct store *store, const struct workspace_record *w, struct cp_error **err)
@@ -110,10 +84,8 @@ int store_workspace_insert(struct store *store, const struct workspace_record *w
 int store_workspace_get(struct store *store, const char *id, struct workspace_record *ret, struct cp_error **err)
 {
 	int found = 0;
-	pthread_mutex_lock(&store->lock);
-	int r =
-	    get_one_locked(store, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.id = ?", id, NULL, ret, &found, err);
-	pthread_mutex_unlock(&store->lock);
+	int r = store_get_row(store, &rows, "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.id = ?", id, NULL,
+	                      "load workspace", ret, &found, err);
 	if (r == 0 && !found)
 		return cp_error_set(err, CP_ERR_NOT_FOUND,
 		                    "workspace '%s' does not exist; call workspace_list to see the known workspaces",
@@ -136,46 +108,22 @@ int store_workspace_find_host(struct store *store, const char *real_path, const 
 int store_workspace_list(struct store *store, struct workspace_record **ret, size_t *ret_n, struct cp_error **err)
 {
 	/* A warm-pool member's workspace is nobody's yet (issue 8): hidden. */
-	return store_list_rows(
-	    store,
-	    "SELECT " WS_COLUMNS " FROM workspaces w WHERE NOT EXISTS (SELECT 1 FROM sandboxes p WHERE "
-	    "p.workspace_id = w.id AND p.pooled = 1) ORDER BY w.created_at_ms, w.id",
-	    sizeof(struct workspace_record), read_row_any, clear_row_any, "list workspaces", (void **)ret, ret_n, err);
-}
-
-static int exec_one(struct store *store, const char *sql, const char *what, const char *id, const char *text,
-                    int64_t num, struct cp_error **err)
-{
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, what);
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	if (text)
-		sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
-	if (num)
-		sqlite3_bind_int64(st, 3, num);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		r = store_fail(store, err, what);
-	else if (sqlite3_changes(store->db) == 0)
-		r = cp_error_set(err, CP_ERR_NOT_FOUND, "%s: workspace '%s' does not exist", what, id);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return store_list_rows(store, &rows,
+	                       "SELECT " WS_COLUMNS
+	                       " FROM workspaces w WHERE NOT EXISTS (SELECT 1 FROM sandboxes p WHERE "
+	                       "p.workspace_id = w.id AND p.pooled = 1) ORDER BY w.created_at_ms, w.id",
+	                       NULL, "list workspaces", (void **)ret, ret_n, err);
 }
 
 int store_workspace_delete(struct store *store, const char *id, struct cp_error **err)
 {
-	return exec_one(store, "DELETE FROM workspaces WHERE id = ?1", "delete workspace", id, NULL, 0, err);
+	return store_exec_one(store, "DELETE FROM workspaces WHERE id = ?1", "delete workspace", "workspace", id, NULL,
+	                      0, err);
 }
 
 int store_workspace_set_trashed(struct store *store, const char *id, const char *new_path, int64_t now_ms,
                                 struct cp_error **err)
 {
-	return exec_one(store, "UPDATE workspaces SET path = ?2, trashed_at_ms = ?3 WHERE id = ?1",
-	                "move workspace to the trash", id, new_path, now_ms, err);
+	return store_exec_one(store, "UPDATE workspaces SET path = ?2, trashed_at_ms = ?3 WHERE id = ?1",
+	                      "move workspace to the trash", "workspace", id, new_path, now_ms, err);
 }

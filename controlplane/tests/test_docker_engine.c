@@ -81,8 +81,54 @@ Test(docker_engine, unreachable_socket_names_it)
 	cr_assert_not_null(strstr(err->message, sock), "%s", err->message);
 	cr_assert_not_null(strstr(err->message, "cannot reach the Docker Engine"), "%s", err->message);
 	cr_assert_not_null(strstr(err->message, "systemctl start docker"), "%s", err->message);
+	/* Callers above docker/ test the detail, never this text. */
+	cr_assert_eq(err->detail, CP_DETAIL_ENGINE_UNREACHABLE);
+	cr_assert_eq(err->errnum, ENOENT);
+	cr_assert_not_null(strstr(err->message, docker_engine_unreachable_cause(ENOENT)), "%s", err->message);
 	cp_error_free(err);
 	rmdir(dir);
+}
+
+/* A socket file nobody listens on (bound, never listen()ed): the connect is
+ * refused, for a request and for the attach hijack alike. */
+Test(docker_engine, refusing_socket_is_unreachable_with_its_errno)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = fake_engine_open(fe);
+	fake_stop(fe);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(s, 0);
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", docker_engine_socket(e));
+	char dir[sizeof(addr.sun_path)];
+	snprintf(dir, sizeof(dir), "%s", addr.sun_path);
+	*strrchr(dir, '/') = '\0';
+	cr_assert_eq(mkdir(dir, 0700), 0, "%s: %s", dir, strerror(errno)); /* fake_stop removed it */
+	cr_assert_eq(bind(s, (struct sockaddr *)&addr, sizeof(addr)), 0, "%s", strerror(errno));
+
+	struct cp_error *err = NULL;
+	struct json_object *body = NULL;
+	long status = 0;
+	cr_assert_lt(docker_request(e, "GET", "/_ping", NULL, 2000, "ping", &status, &body, &err), 0);
+	cr_expect_eq(err->code, CP_ERR_UNAVAILABLE, "%s", err->message);
+	cr_expect_eq(err->detail, CP_DETAIL_ENGINE_UNREACHABLE, "%s", err->message);
+	cr_expect_eq(err->errnum, ECONNREFUSED, "%s", err->message);
+	cp_error_freep(&err);
+
+	int fd = -1;
+	cr_assert_lt(docker_container_attach(e, "sbx_x", 2000, &fd, &err), 0);
+	cr_expect_eq(fd, -1);
+	cr_expect_eq(err->code, CP_ERR_UNAVAILABLE, "%s", err->message);
+	cr_expect_eq(err->detail, CP_DETAIL_ENGINE_UNREACHABLE, "%s", err->message);
+	cr_expect_eq(err->errnum, ECONNREFUSED, "%s", err->message);
+	cr_expect_not_null(strstr(err->message, "nothing accepts connections"), "%s", err->message);
+	cp_error_free(err);
+
+	close(s);
+	unlink(addr.sun_path);
+	rmdir(dir);
+	docker_engine_free(e);
 }
 
 /* ---- containers ---- */

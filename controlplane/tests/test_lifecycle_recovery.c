@@ -70,6 +70,8 @@ Test(lifecycle_recovery, engine_stopped_fails_at_once_and_keeps_the_row)
 	cr_expect_eq(err->code, CP_ERR_UNAVAILABLE);
 	cr_expect(strstr(err->message, fake.sock) != NULL, "names the socket: %s", err->message);
 	cr_expect(strstr(err->message, "does not answer") != NULL, "%s", err->message);
+	cr_expect(strstr(err->message, "(no socket exists there") != NULL, "says why, from the detail: %s",
+	          err->message);
 	cr_expect(strstr(err->message, "start the engine") != NULL, "says what to do: %s", err->message);
 	cr_expect(strstr(err->message, "sbx_a") != NULL, "%s", err->message);
 	cr_log_info("engine stopped: %s", err->message);

@@ -13,9 +13,8 @@
 #include "../base/xjson.h"
 #include "tools_internal.h"
 
-struct json_object *tools_export_json(const struct export_record *x)
+void tools_export_fill(struct json_object *o, const struct export_record *x)
 {
-	struct json_object *o = xjson_object();
 	xjson_add(o, "export_id", xjson_string(x->id));
 	xjson_add(o, "kind", xjson_string(x->kind));
 	xjson_add(o, "reason", xjson_string(x->reason));
@@ -27,6 +26,12 @@ struct json_object *tools_export_json(const struct export_record *x)
 	xjson_add(o, "created_at", xjson_string(clock_format_rfc3339(x->created_at_ms, when, sizeof(when))));
 	if (x->message)
 		xjson_add(o, "message", xjson_string(x->message));
+}
+
+struct json_object *tools_export_json(const struct export_record *x)
+{
+	struct json_object *o = xjson_object();
+	tools_export_fill(o, x);
 	char cmd[200];
 	if (!strcmp(x->kind, "git"))
 		snprintf(cmd, sizeof(cmd), "chat2sbx export apply %s", x->id);

@@ -51,4 +51,10 @@ extern const char tools_instructions[];
 struct json_object;
 void tools_workspace_fill(struct json_object *o, const struct workspace_record *w);
 
+/* Adds an export's fields (export_id, kind, reason, refs, commits_ahead,
+ * dirty_files, bytes, created_at, message when set) to o, an object the
+ * caller owns: the same names the tools answer, so `chat2sbx export list
+ * --json` reads like sandbox_export (tools/export.c). */
+void tools_export_fill(struct json_object *o, const struct export_record *x);
+
 #endif

@@ -62,17 +62,6 @@ static void set_state_locked(struct tunnel_supervisor *sup, enum tunnel_state st
 	pthread_cond_broadcast(&sup->changed);
 }
 
-static void deadline_after(struct timespec *ts, int64_t ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 /* A loopback port free right now for the client's health server. Another
  * process could take it before the client binds; the client then exits and
  * the next start picks another port. */
@@ -354,8 +343,7 @@ static void *supervisor_main(void *arg)
 		set_state_locked(sup, TUNNEL_STATE_BACKOFF);
 		log_info("tunnel", "restarting tunnel-client in %lld ms (restart %u)", (long long)delay,
 		         sup->st.restarts + 1);
-		struct timespec until;
-		deadline_after(&until, delay);
+		struct timespec until = clock_deadline_after(delay);
 		while (!sup->stop && pthread_cond_timedwait(&sup->changed, &sup->lock, &until) != ETIMEDOUT)
 			;
 	}
@@ -394,11 +382,7 @@ int tunnel_start(const struct config *cfg, const char *mcp_socket, struct tunnel
 	sup->cfg = cfg;
 	sup->mcp_socket = xstrdup(mcp_socket);
 	pthread_mutex_init(&sup->lock, NULL);
-	pthread_condattr_t attr;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&sup->changed, &attr);
-	pthread_condattr_destroy(&attr);
+	clock_cond_init(&sup->changed);
 	if (tunnel_id_read(cfg, sup->tunnel_id, sizeof(sup->tunnel_id), err) < 0) {
 		tunnel_state_write_refused(cfg, (*err)->message);
 		supervisor_free(sup);
@@ -435,8 +419,7 @@ void tunnel_stop(struct tunnel_supervisor *sup)
 	sup->stop = 1;
 	pthread_cond_broadcast(&sup->changed);
 	pid_t termed = 0;
-	struct timespec until;
-	deadline_after(&until, STOP_GRACE_MS);
+	struct timespec until = clock_deadline_after(STOP_GRACE_MS);
 	while (!sup->done) {
 		if (sup->st.pid > 0 && termed != sup->st.pid) {
 			termed = sup->st.pid;
@@ -449,7 +432,7 @@ void tunnel_stop(struct tunnel_supervisor *sup)
 				         (int)sup->st.pid, STOP_GRACE_MS);
 				signal_child(sup->st.pid, SIGKILL);
 			}
-			deadline_after(&until, STOP_GRACE_MS);
+			until = clock_deadline_after(STOP_GRACE_MS);
 		}
 	}
 	pthread_mutex_unlock(&sup->lock);

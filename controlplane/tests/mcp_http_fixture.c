@@ -35,11 +35,8 @@ static int htool_echo(const struct mcp_call *call, const struct mcp_args *margs,
 		usleep((useconds_t)json_object_get_int(ms) * 1000);
 	}
 	/* wait_cancel_ms: wait that long unless the request is cancelled. */
-	if (json_object_object_get_ex(args, "wait_cancel_ms", &ms)) {
-		for (int i = 0; i < json_object_get_int(ms) / 10 && !mcp_call_cancelled(call); i++)
-			usleep(10000);
-		__atomic_store_n(mcp_call_cancelled(call) ? &waits_cancelled : &waits_completed, 1, __ATOMIC_SEQ_CST);
-	}
+	if (json_object_object_get_ex(args, "wait_cancel_ms", &ms))
+		tool_test_wait_cancel(call, json_object_get_int(ms), &waits_cancelled, &waits_completed);
 	struct json_object *copy = NULL;
 	json_object_deep_copy(args, &copy, NULL);
 	*ret_result = copy;

@@ -5,6 +5,8 @@
 #ifndef CP_TOOL_TEST_H
 #define CP_TOOL_TEST_H
 
+#include <unistd.h>
+
 #include "mcp/mcp.h"
 
 static const struct mcp_arg test_tool_args[] = {{.name = "x", .type = MCP_ARG_ANY},
@@ -24,5 +26,15 @@ static const struct mcp_arg test_tool_args[] = {{.name = "x", .type = MCP_ARG_AN
                                                 {0}};
 
 static const struct mcp_arg test_tool_out[] = {{0}};
+
+/* The stand-ins' wait_cancel_ms: waits up to ms (in 10 ms steps) unless the
+ * call is cancelled, then sets *cancelled or *completed to 1 (atomically:
+ * the test thread reads them) to say how the wait ended. */
+static inline void tool_test_wait_cancel(const struct mcp_call *call, int ms, int *cancelled, int *completed)
+{
+	for (int i = 0; i < ms / 10 && !mcp_call_cancelled(call); i++)
+		usleep(10000);
+	__atomic_store_n(mcp_call_cancelled(call) ? cancelled : completed, 1, __ATOMIC_SEQ_CST);
+}
 
 #endif

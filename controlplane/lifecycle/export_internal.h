@@ -22,6 +22,8 @@
 /* Commits and file names kept per ref in a manifest (the counts stay exact). */
 #define EXPORT_MANIFEST_COMMITS_MAX 200
 #define EXPORT_MANIFEST_FILES_MAX 500
+/* How long one step of an unsaved-work probe may take in the sandbox (ms). */
+#define EXPORT_PROBE_WAIT_MS 5000
 /* Version of manifest.json. */
 #define EXPORT_MANIFEST_VERSION 1
 
@@ -198,5 +200,15 @@ int lifecycle_export_retention_run(const struct config *cfg, struct store *store
  * *ret_dest (caller frees) is where it went (workspace.c). */
 int lifecycle_trash_move(const struct config *cfg, const char *dir, const char *name, char **ret_dest,
                          struct cp_error **err);
+
+/* Asks the running clone sandbox sandbox_id, over ch (borrowed, alive),
+ * whether it holds work since its last export (export_save.c's script in
+ * state mode, a hidden bash session; each step bounded by
+ * EXPORT_PROBE_WAIT_MS). 0 with *ret_unsaved 1 or 0, also recorded in the
+ * registry; -1 with *err (TIMEOUT, UNAVAILABLE when cancel fired or the
+ * channel closed, INTERNAL when the script failed). cancel (borrowed, may be
+ * NULL) ends every wait at once. Called by unsaved.c's probe threads only. */
+int export_unsaved_probe(struct lifecycle *lc, const char *sandbox_id, struct helper_channel *ch,
+                         struct cp_cancel *cancel, int *ret_unsaved, struct cp_error **err);
 
 #endif

@@ -24,6 +24,7 @@
 
 #include "../base/xjson.h"
 #include "../base/xalloc.h"
+#include "../base/cancel.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/id.h"
@@ -43,6 +44,10 @@ static const char script_template[] =
     "X=" EXPORT_DIR_IN_SANDBOX "/@ID@ W=" LIFECYCLE_WORKSPACE_TARGET " MODE=@MODE@ LAST=@LAST@ MSG=@MSG@\n"
     "say() { printf 'chat2sbx-export kind=%s state=%s fingerprint=%s\\n' \"$1\" \"$2\" \"$3\"; }\n"
     "cd \"$W\" || exit 3\n"
+    /* A clone's own core.fsmonitor names a program git runs on every look
+     * at the working tree; one that hangs would hang every save and probe
+     * (the channel's deadline still bounds a git the model replaced). */
+    "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=false\n"
     "mkdir -p \"$X\" && chmod 700 \"$X\" || exit 3\n"
     "touch \"$X/base\"\n"
     "if [ \"$(git rev-parse --show-toplevel 2>/dev/null)\" = \"$W\" ]; then\n"
@@ -149,8 +154,10 @@ static char *script_build(const char *id, const char *mode, const char *last, co
 /* Runs script as a hidden bash session, waiting up to wait_ms. *ret_line
  * (caller frees) is its last "chat2sbx-export ..." line; ret_line NULL:
  * no such line is expected, exit code 0 is enough. */
-static int run_script(struct helper_channel *ch, const char *sandbox_id, const char *script, long wait_ms,
-                      char **ret_line, struct cp_error **err)
+/* run_script with a cancellation token (borrowed, NULL = never): the wait
+ * for the script ends at once when it fires (UNAVAILABLE). */
+static int run_script_cancel(struct helper_channel *ch, const char *sandbox_id, const char *script, long wait_ms,
+                             struct cp_cancel *cancel, char **ret_line, struct cp_error **err)
 {
 	_cleanup_free_ char *session = NULL;
 	if (id_new("bash_", &session, err) < 0)
@@ -163,7 +170,7 @@ static int run_script(struct helper_channel *ch, const char *sandbox_id, const c
 	xjson_add(p, "max_output_bytes", xjson_int64(64 * 1024));
 	xjson_add(p, "hidden", xjson_bool(1));
 	_cleanup_json_ struct json_object *res = NULL;
-	if (helper_channel_call(ch, "bash.start", p, wait_ms + 15000, &res, err) < 0)
+	if (helper_channel_call_cancel(ch, "bash.start", p, wait_ms + 15000, cancel, &res, err) < 0)
 		return cp_error_prefix(err, "run the save in sandbox '%s'", sandbox_id);
 	struct json_object *v = NULL;
 	const char *status = json_object_object_get_ex(res, "status", &v) ? json_object_get_string(v) : "";
@@ -194,6 +201,12 @@ static int run_script(struct helper_channel *ch, const char *sandbox_id, const c
 	if (ret_line)
 		*ret_line = xstrndup(line, strcspn(line, "\n"));
 	return 0;
+}
+
+static int run_script(struct helper_channel *ch, const char *sandbox_id, const char *script, long wait_ms,
+                      char **ret_line, struct cp_error **err)
+{
+	return run_script_cancel(ch, sandbox_id, script, wait_ms, NULL, ret_line, err);
 }
 
 struct script_answer {
@@ -715,52 +728,39 @@ done:
 	return r;
 }
 
-int lifecycle_sandbox_unsaved(struct lifecycle *lc, const struct sandbox_record *s, int *ret_unsaved)
+int export_unsaved_probe(struct lifecycle *lc, const char *sandbox_id, struct helper_channel *ch,
+                         struct cp_cancel *cancel, int *ret_unsaved, struct cp_error **err)
 {
-	*ret_unsaved = s->unsaved;
-	if (strcmp(s->status, "running") != 0)
-		return 0;
-	if (s->unsaved_checked_at_ms && clock_now_ms() - s->unsaved_checked_at_ms < LIFECYCLE_UNSAVED_CHECK_MS)
-		return 0;
-	struct workspace_record w = {0};
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_workspace_get(lc->store, s->workspace_id, &w, &e) < 0)
-		return 0;
-	int clone = !strcmp(w.mode, "clone");
-	workspace_record_clear(&w);
-	if (!clone)
-		return 0;
-	/* Only a live channel: a look at the state never re-attaches. */
-	struct helper_channel *ch = lifecycle_channel_get(lc, s->id);
-	if (!ch || !helper_channel_alive(ch)) {
-		helper_channel_unref(ch);
-		return 0;
-	}
 	struct export_record last = {0};
-	_cleanup_error_ struct cp_error *le = NULL;
-	store_export_last(lc->store, s->id, &last, &le);
+	_cleanup_error_ struct cp_error *le = NULL, *re = NULL;
+	store_export_last(lc->store, sandbox_id, &last, &le);
 	_cleanup_free_ char *source = NULL, *id = NULL, *script = NULL, *line = NULL;
-	store_sandbox_get_source_refs(lc->store, s->id, &source, &e);
-	cp_error_freep(&e);
-	if (id_new("chk_", &id, &e) == 0) {
-		_cleanup_json_ struct json_object *wp = xjson_object(), *wres = NULL;
-		char base_path[256];
-		snprintf(base_path, sizeof(base_path), EXPORT_DIR_IN_SANDBOX "/%s/base", id);
-		xjson_add(wp, "path", xjson_string(base_path));
-		xjson_add(wp, "content", xjson_string(source ? source : ""));
-		xjson_add(wp, "create_dirs", xjson_bool(1));
-		script = script_build(id, "state", last.fingerprint, NULL);
-		struct script_answer a;
-		if (helper_channel_call(ch, "file.write", wp, 5000, &wres, &e) == 0 &&
-		    run_script(ch, s->id, script, 5000, &line, &e) == 0 && parse_answer(line, &a, &e) == 0) {
-			*ret_unsaved = !strcmp(a.state, "changed");
-			store_sandbox_set_unsaved(lc->store, s->id, *ret_unsaved, clock_now_ms(), &le);
-		}
-		cp_error_freep(&e);
-		_cleanup_free_ char *rm = xasprintf("rm -rf " EXPORT_DIR_IN_SANDBOX "/%s", id);
-		run_script(ch, s->id, rm, 5000, NULL, &e);
+	_cleanup_json_ struct json_object *wp = xjson_object(), *wres = NULL;
+	store_sandbox_get_source_refs(lc->store, sandbox_id, &source, &re);
+	int r = -1;
+	if (id_new("chk_", &id, err) < 0)
+		goto done;
+	char base_path[256];
+	snprintf(base_path, sizeof(base_path), EXPORT_DIR_IN_SANDBOX "/%s/base", id);
+	xjson_add(wp, "path", xjson_string(base_path));
+	xjson_add(wp, "content", xjson_string(source ? source : ""));
+	xjson_add(wp, "create_dirs", xjson_bool(1));
+	script = script_build(id, "state", last.fingerprint, NULL);
+	struct script_answer a;
+	if (helper_channel_call_cancel(ch, "file.write", wp, EXPORT_PROBE_WAIT_MS, cancel, &wres, err) == 0 &&
+	    run_script_cancel(ch, sandbox_id, script, EXPORT_PROBE_WAIT_MS, cancel, &line, err) == 0 &&
+	    parse_answer(line, &a, err) == 0) {
+		*ret_unsaved = !strcmp(a.state, "changed");
+		_cleanup_error_ struct cp_error *se = NULL;
+		store_sandbox_set_unsaved(lc->store, sandbox_id, *ret_unsaved, clock_now_ms(), &se);
+		r = 0;
 	}
+	if (!cp_cancel_fired(cancel)) {
+		_cleanup_free_ char *rm = xasprintf("rm -rf " EXPORT_DIR_IN_SANDBOX "/%s", id);
+		_cleanup_error_ struct cp_error *e = NULL;
+		run_script_cancel(ch, sandbox_id, rm, EXPORT_PROBE_WAIT_MS, cancel, NULL, &e);
+	}
+done:
 	export_record_clear(&last);
-	helper_channel_unref(ch);
-	return 0;
+	return r;
 }

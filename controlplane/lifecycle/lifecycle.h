@@ -421,13 +421,36 @@ void lifecycle_export_result_clear(struct lifecycle_export_result *r);
 int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const struct lifecycle_export_options *o,
                           struct lifecycle_export_result *ret, struct cp_error **err);
 
-/* Whether a running clone sandbox has work since its last export (or, with
- * none, since it was made): *ret_unsaved 1, 0 or -1 (not known: not a
- * running clone, the helper not reachable). Asks the helper at most once
- * per LIFECYCLE_UNSAVED_CHECK_MS (a hidden bash session that hashes refs
- * and the snapshot tree, about a second at most) and records the answer in
- * the registry; otherwise answers from the row. Never fails. */
-int lifecycle_sandbox_unsaved(struct lifecycle *lc, const struct sandbox_record *s, int *ret_unsaved);
+/* Whether a clone sandbox holds work since its last export (or, with none,
+ * since it was made). */
+enum lifecycle_unsaved {
+	LIFECYCLE_UNSAVED_NONE = -1,   /* nothing to say: not a clone, or not running and never looked at */
+	LIFECYCLE_UNSAVED_NO = 0,      /* everything is in an export */
+	LIFECYCLE_UNSAVED_YES = 1,     /* work since the last export */
+	LIFECYCLE_UNSAVED_UNKNOWN = 2, /* a running clone whose probe failed, timed out or is still running */
+};
+/* How long one answer waits for the probes it started, all together (ms). */
+#define LIFECYCLE_UNSAVED_WAIT_MS 700
+/* A probe that failed is not tried again for this long, doubling per
+ * failure up to LIFECYCLE_UNSAVED_BACKOFF_MAX_MS (ms). */
+#define LIFECYCLE_UNSAVED_BACKOFF_MS 60000
+#define LIFECYCLE_UNSAVED_BACKOFF_MAX_MS (16 * 60000)
+/* At most this many probes run at once (unsaved.c). */
+#define LIFECYCLE_UNSAVED_PROBES_MAX 4
+
+/* Fills ret[i] (an enum lifecycle_unsaved) for each of the n rows (borrowed)
+ * (unsaved.c). A running clone whose answer in the registry is older than
+ * LIFECYCLE_UNSAVED_CHECK_MS is asked again by a probe thread (the save
+ * script in state mode: a hidden bash session that hashes refs and the
+ * snapshot tree); the probes of one call run in parallel and the call waits
+ * for them all together at most LIFECYCLE_UNSAVED_WAIT_MS, so no client
+ * waits on a sandbox's probe: a probe still running then answers later (its
+ * result is recorded for the next look) and the row is UNKNOWN now. A failed
+ * or timed-out probe is remembered: that sandbox stays UNKNOWN, without a
+ * new probe, for LIFECYCLE_UNSAVED_BACKOFF_MS, doubling per failure. Other
+ * rows answer from the registry. Never fails; blocks at most
+ * LIFECYCLE_UNSAVED_WAIT_MS plus one registry read per row. */
+void lifecycle_sandboxes_unsaved(struct lifecycle *lc, const struct sandbox_record *rows, size_t n, int *ret);
 
 /* Records, at create, the approved repository's heads and tags (git
  * for-each-ref on the host) in the row of sandbox_id, for "nothing new"
@@ -469,7 +492,8 @@ int lifecycle_export_apply(const struct config *cfg, struct store *store, const 
                            struct lifecycle_apply_result *ret, struct cp_error **err);
 
 struct lifecycle_destroy_options {
-	int force;          /* remove even when the save fails; the answer says what is lost */
+	int force;          /* the person's force: remove even when the save fails; the answer says what is lost */
+	int keep_unsaved;   /* the model's force: a clone whose save fails is stopped and kept for the person */
 	const char *reason; /* the export's reason: destroy (default), expire or cleanup */
 	const char *actor;  /* mcp | cli | serve, for the audit rows */
 	long wait_ms;       /* for the save script; 0 = LIFECYCLE_EXPORT_WAIT_MS */
@@ -481,6 +505,7 @@ struct lifecycle_destroy_result {
 	int nothing_to_save;                 /* not a clone, never handed out, or its container was gone */
 	int save_failed;                     /* the save failed and force removed it anyway: see lost */
 	int refused;                         /* the save failed and nothing was removed (the call failed) */
+	int kept;                            /* keep_unsaved: the save failed, the sandbox was stopped and kept */
 	char *lost;                          /* with save_failed: what is gone, as a sentence */
 	char *note;                          /* why nothing could be saved, when it could not */
 };
@@ -489,7 +514,11 @@ void lifecycle_destroy_result_clear(struct lifecycle_destroy_result *r);
 /* lifecycle_sandbox_destroy with options and everything the answer needs
  * (*ret, caller clears). Errors as lifecycle_sandbox_destroy; a refused
  * save sets ret->refused and returns the save's code (LIMIT, TIMEOUT,
- * UNAVAILABLE, DENIED, INTERNAL) with the how-to-force message. */
+ * UNAVAILABLE, DENIED, INTERNAL) with the how-to-force message. With
+ * o->keep_unsaved (a model's force: only the person may discard unsaved
+ * work, issue 23) a clone whose save fails is not removed: its container is
+ * stopped and kept, the row becomes 'failed' with a reason naming the
+ * person's commands, ret->kept is set and ret->note says so; 0. */
 int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const struct lifecycle_destroy_options *o,
                                  struct lifecycle_destroy_result *ret, struct cp_error **err);
 
@@ -505,8 +534,9 @@ enum lifecycle_removal_need lifecycle_removal_need_of(const char *workspace_mode
 
 /* The guard itself: 0 when s's container may be removed (nothing to save,
  * saved: ret->save, or forced after a failed save: ret->save_failed and
- * ret->lost), -1 with ret->refused and the message otherwise. Blocks for
- * the save. */
+ * ret->lost); 1 when the save failed and o->keep_unsaved asks to stop and
+ * keep the sandbox instead (ret->kept, ret->note: the reason to record);
+ * -1 with ret->refused and the message otherwise. Blocks for the save. */
 int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s,
                             const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
                             struct cp_error **err);

@@ -524,6 +524,19 @@ export function useServer({ env } = {}) {
     await srv.start({ env });
     ctx.generation++; // the shared client belonged to the old process
   };
+  // A clean stop (SIGTERM, when it still runs), then a start with another
+  // environment (moved clock, smaller caps, ...) on the same data root.
+  ctx.restartWith = async (newEnv) => {
+    const srv = ctx.srv;
+    for (const c of srv.clients) await c.close().catch(() => {});
+    srv.clients.clear();
+    if (srv.alive()) {
+      srv.proc.kill('SIGTERM');
+      await srv.exited;
+    }
+    await srv.start({ env: newEnv });
+    ctx.generation++;
+  };
   before(async () => {
     try {
       await ctx.srv.start({ env });

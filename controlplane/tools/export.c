@@ -45,8 +45,11 @@ struct json_object *tools_export_json(const struct export_record *x)
 
 void tools_sandbox_add_saved(struct tools_app *app, struct json_object *o, const struct sandbox_record *s)
 {
-	int unsaved = -1;
-	lifecycle_sandbox_unsaved(app->lc, s, &unsaved);
+	int unsaved = s->unsaved;
+	/* A sandbox the disk guard froze answers nothing until it resumes: its
+	 * last known state stands instead of a wait on the probe (issue 23). */
+	if (!lifecycle_disk_paused(app->lc, s->id, NULL, 0))
+		lifecycle_sandbox_unsaved(app->lc, s, &unsaved);
 	if (unsaved >= 0)
 		xjson_add(o, "unsaved_work", xjson_bool(unsaved));
 	struct export_record x = {0};

@@ -200,6 +200,13 @@ void lifecycle_sandboxes_unsaved(struct lifecycle *lc, const struct sandbox_reco
 			continue;
 		if (s->unsaved_checked_at_ms && wall - s->unsaved_checked_at_ms < LIFECYCLE_UNSAVED_CHECK_MS)
 			continue;
+		/* A sandbox the disk guard froze answers nothing until it resumes:
+		 * its last known state stands, or "unknown", without a probe. */
+		if (lifecycle_disk_paused(lc, s->id, NULL, 0)) {
+			if (s->unsaved < 0)
+				ret[i] = LIFECYCLE_UNSAVED_UNKNOWN;
+			continue;
+		}
 		pthread_mutex_lock(&p->lock);
 		struct unsaved_probe *e = probe_of(p, s->id, 1);
 		if (!e)

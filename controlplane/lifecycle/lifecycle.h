@@ -412,8 +412,12 @@ void lifecycle_export_result_clear(struct lifecycle_export_result *r);
  * only). The same state as the last export saves nothing new (ret->saved
  * 0, ret->export the last one). A running sandbox is saved as it runs; an
  * expired or failed one is started for it and stopped again when the save
- * fails. Not a clone: ret->not_clone, 0. Writes an audit row export.save
- * either way. Errors: LIMIT (over the cap, disk full), TIMEOUT, DENIED (a
+ * fails. A save whose refs all point at objects the previous export holds
+ * shares that export's bundle file instead of streaming its own
+ * (export_dedup.c). Not a clone: ret->not_clone, 0. Writes an audit row
+ * export.save either way. Errors: LIMIT (CHAT2SBX_MAX_EXPORT_BYTES, a cap
+ * on kept exports, or the data root's free space: export_space.c; the
+ * sandbox keeps its work), TIMEOUT, DENIED (a
  * bundle or ref the host refuses), UNAVAILABLE (engine or helper not
  * answering), CONFLICT (creating or removed), NOT_FOUND (no container),
  * INTERNAL (the script or git failed, with their message). Blocks up to

@@ -427,8 +427,12 @@ void lifecycle_export_result_clear(struct lifecycle_export_result *r);
  * only). The same state as the last export saves nothing new (ret->saved
  * 0, ret->export the last one). A running sandbox is saved as it runs; an
  * expired or failed one is started for it and stopped again when the save
- * fails. Not a clone: ret->not_clone, 0. Writes an audit row export.save
- * either way. Errors: LIMIT (over the cap, disk full), TIMEOUT, DENIED (a
+ * fails. A save whose refs all point at objects the previous export holds
+ * shares that export's bundle file instead of streaming its own
+ * (export_dedup.c). Not a clone: ret->not_clone, 0. Writes an audit row
+ * export.save either way. Errors: LIMIT (CHAT2SBX_MAX_EXPORT_BYTES, a cap
+ * on kept exports, or the data root's free space: export_space.c; the
+ * sandbox keeps its work), TIMEOUT, DENIED (a
  * bundle or ref the host refuses), UNAVAILABLE (engine or helper not
  * answering), CONFLICT (creating or removed), NOT_FOUND (no container),
  * INTERNAL (the script or git failed, with their message). Blocks up to
@@ -484,7 +488,8 @@ struct lifecycle_apply_result {
 	char *kind;       /* git | tar */
 	int refs_updated; /* git: refs created or moved */
 	int refs_same;    /* git: refs already where this export puts them */
-	char **skipped;   /* branches not applied (their names collide), with how to fetch each; NULL-terminated */
+	char **skipped;   /* git: branches not applied (their names collide), with how to fetch each; tar: FIFOs,
+	                     sockets and devices not made; NULL-terminated */
 	char *next_steps; /* what to run to look at and merge the work */
 	char **refs;      /* git: "<host ref> <oid>" of every ref applied; NULL-terminated */
 };
@@ -496,15 +501,28 @@ void lifecycle_apply_result_clear(struct lifecycle_apply_result *r);
  * tags followed, atomic), never touching its working tree, index, local
  * branches, HEAD or config; refs that point at commits the repository has
  * are set with update-ref in the same namespace. Applying again changes
- * nothing. tar (to_dir required): extracts a plain copy into to_dir (which
- * must not exist or be empty), refusing absolute names, "..", links out
- * of it and device files, and dropping setuid/setgid bits. Errors:
+ * nothing. tar (to_dir required): extracts a plain copy as to_dir (which
+ * must not exist or be empty) through a directory beside it renamed at the
+ * end (export_archive_extract: absolute names, "..", links out of it and
+ * writes through symlinks refused, hard links made inside, FIFOs, sockets
+ * and devices skipped and listed, setuid/setgid bits dropped). Errors:
  * NOT_FOUND (export or its files), CONFLICT (the approved path is gone or
  * no longer a git repository, or to_dir is not empty), INVALID_ARGUMENT
  * (--to with a git export, none without for tar), INTERNAL with git's
  * message. Writes an audit row export.apply (actor cli). */
 int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
                            struct lifecycle_apply_result *ret, struct cp_error **err);
+
+/* `chat2sbx export delete ID` (export_retention.c): moves the export's
+ * directory to DATA_ROOT/trash/ as retention does after 30 days (never
+ * deleted; show and apply still find it), so it no longer counts against
+ * the caps on kept exports; a bundle it shares by hard links stays whole in
+ * the others. *ret (caller clears) is its row afterwards (path in the
+ * trash). Errors: NOT_FOUND, CONFLICT (in the trash already, naming where),
+ * UNAVAILABLE (the move or the registry failed: nothing moved, or moved and
+ * the message says where). Writes an audit row export.delete (actor cli). */
+int lifecycle_export_delete(const struct config *cfg, struct store *store, const char *export_id,
+                            struct export_record *ret, struct cp_error **err);
 
 struct lifecycle_destroy_options {
 	int force;          /* the person's force: remove even when the save fails; the answer says what is lost */

@@ -201,7 +201,7 @@ static const struct mcp_arg sandbox_export_args[] = {
     {.name = "message",
      .type = MCP_ARG_STRING,
      .max_length = 1000,
-     .description = "What this checkpoint is (kept with it and used as the snapshot commit's message)"},
+     .description = "What this checkpoint is (kept with it; the person sees it in chat2sbx export show)"},
     {0}};
 static const struct mcp_arg sandbox_export_out[] = {
     {.name = "sandbox_id", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},

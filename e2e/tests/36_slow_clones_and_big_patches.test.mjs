@@ -6,65 +6,27 @@
 // again at once. apply_patch bounds its files and bytes instead of tying
 // the helper up for longer than the call waits.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { BIN, CREATE_TIMEOUT, childEnv, resultText, useServer } from '../lib/server.mjs';
+import { cloneSandbox as clone, git, runCli, sh } from '../lib/clones.mjs';
+import { CREATE_TIMEOUT, resultText, useServer } from '../lib/server.mjs';
 
 const ctx = useServer();
 
-const home = () => path.join(ctx.srv.root, 'home');
-
-function cli(args) {
-  const srv = ctx.srv;
-  const r = spawnSync(BIN, args, {
-    cwd: srv.root,
-    env: childEnv({ ...(srv.env || {}) }, home(), srv.dataRoot, srv.port),
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
-  r.desc = `chat2sbx ${args.join(' ')} -> exit ${r.status}; stdout: ${r.stdout}; stderr: ${r.stderr}`;
-  return r;
-}
-
-function git(dir, ...args) {
-  const r = spawnSync('git', ['-c', 'user.name=x', '-c', 'user.email=x@y', '-C', dir, ...args], {
-    encoding: 'utf8',
-    env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' },
-  });
-  assert.equal(r.status, 0, `git ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
 function hostRepo(name) {
-  const dir = path.join(home(), 'repositories', name);
+  const dir = path.join(ctx.srv.root, 'home', 'repositories', name);
   fs.mkdirSync(dir, { recursive: true });
   git(dir, 'init', '-q', '-b', 'main');
   fs.writeFileSync(path.join(dir, 'a.txt'), 'alpha\n');
   git(dir, 'add', '-A');
   git(dir, 'commit', '-qm', 'first');
-  const r = cli(['workspace', 'add', dir, '--mode', 'clone']);
+  const r = runCli(ctx.srv, ['workspace', 'add', dir, '--mode', 'clone']);
   assert.equal(r.status, 0, r.desc);
   return dir;
 }
 
-async function sh(tools, id, command) {
-  const r = await tools.ok('bash', { sandbox_id: id, command, yield_time_ms: 30_000 });
-  assert.equal(r.exit_code, 0, `${command}: ${JSON.stringify(r)}`);
-  return r.output;
-}
-
-async function cloneSandbox(tools, dir) {
-  const sbx = await tools.create({ workspace_path: dir, workspace_mode: 'clone' });
-  assert.equal(sbx.status, 'running', JSON.stringify(sbx));
-  if (sbx.copy_session_id) {
-    let r;
-    do r = await tools.ok('bash_poll', { sandbox_id: sbx.sandbox_id, session_id: sbx.copy_session_id, yield_time_ms: 10000 });
-    while (r.status === 'running');
-  }
-  return sbx.sandbox_id;
-}
+const cloneSandbox = async (tools, dir) => (await clone(tools, dir)).sandbox_id;
 
 const restart = (env) => ctx.restartWith(env);
 

@@ -292,42 +292,6 @@ int lifecycle_disk_check_create(struct lifecycle *lc, struct cp_error **err)
 	                    reason);
 }
 
-int lifecycle_disk_may_write(struct lifecycle *lc, const char *path, int64_t bytes, struct cp_error **err)
-{
-	if (!path || bytes < 0)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "disk check: no path, or a negative size");
-	struct lifecycle_disk_guard *g = lc->disk;
-	struct stat st;
-	int64_t total = 0, avail = 0, watermark = 0;
-	if (stat(path, &st) < 0 || (g ? g->space : statvfs_space)(path, &total, &avail) < 0)
-		return cp_error_set(err, CP_ERR_UNAVAILABLE, "cannot read the free space of the disk holding '%s': %s",
-		                    path, strerror(errno));
-	if (policy_min_free_parse(lc->cfg->min_free_disk, total, &watermark, err) < 0)
-		return -1;
-	int held_low = 0;
-	if (g) {
-		pthread_mutex_lock(&g->lock);
-		int i = disk_fs_of_dev(g, st.st_dev);
-		held_low = i >= 0 && g->fs[i].low;
-		pthread_mutex_unlock(&g->lock);
-	}
-	if (!held_low && avail - bytes >= watermark)
-		return 0;
-	if (avail - bytes >= watermark)
-		return cp_error_set(
-		    err, CP_ERR_LIMIT,
-		    "the disk holding '%s' is low (%lld MiB free; writing resumes once it is back above "
-		    "%lld MiB, CHAT2SBX_MIN_FREE_DISK plus room); ask the person at this machine to "
-		    "free space, then try again",
-		    path, (long long)(avail >> 20), (long long)((watermark + disk_resume_room(watermark)) >> 20));
-	return cp_error_set(err, CP_ERR_LIMIT,
-	                    "writing %lld MiB into '%s' would leave %lld MiB free on its disk, below the %lld MiB "
-	                    "minimum (CHAT2SBX_MIN_FREE_DISK); ask the person at this machine to free space, then "
-	                    "try again",
-	                    (long long)((bytes + (1 << 20) - 1) >> 20), path, (long long)((avail - bytes) >> 20),
-	                    (long long)(watermark >> 20));
-}
-
 const char *lifecycle_disk_note(struct lifecycle *lc)
 {
 	static __thread char note[300];

@@ -368,20 +368,6 @@ int lifecycle_disk_check_create(struct lifecycle *lc, struct cp_error **err);
  * naming the engine's storage and that the free-space guard protects the
  * disk instead. */
 const char *lifecycle_disk_note(struct lifecycle *lc);
-/* Whether bytes (>= 0; 0 asks only "is it low") more bytes may be written
- * into the filesystem holding path (borrowed; an existing file or
- * directory), for writers serve runs itself, such as a save streaming an
- * export (issue 23: saves count as writers). 0 when its free space, read
- * now (statvfs(2), not the guard's last look), less bytes stays at or above
- * CHAT2SBX_MIN_FREE_DISK for that filesystem and the guard does not hold
- * it low (once low, until back above the watermark plus the resume room);
- * LIMIT with the numbers and what to do otherwise; UNAVAILABLE when the
- * free space cannot be read; INVALID_ARGUMENT for a NULL path, a negative
- * size or a bad CHAT2SBX_MIN_FREE_DISK. Works without a started guard (the
- * CLI): then the watermark alone decides. Thread-safe; does not block
- * beyond one stat and one statvfs. Ask again every few MiB while
- * streaming: the disk may fill meanwhile. */
-int lifecycle_disk_may_write(struct lifecycle *lc, const char *path, int64_t bytes, struct cp_error **err);
 /* 1 when the guard paused sandbox_id, with why in reason (may be NULL). */
 int lifecycle_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *reason, size_t size);
 /* At start, before reconcile: unpauses this registry's containers an

@@ -6,8 +6,8 @@
  * with canned free space: the writer is paused and its call told why, the
  * others keep running, all resume once space is back; a layer measurement
  * that times out, a volume, a grown /etc/hosts and directories the
- * engine's count misses are attacks that must end paused. And the check a
- * save makes (lifecycle_disk_may_write). */
+ * engine's count misses are attacks that must end paused. (A save's own
+ * check at every chunk is export_space.c's, tested in test_policy_saves.c.) */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -497,43 +497,4 @@ Test(disk_guard, measured_growth_explains_the_loss)
 	cr_expect_eq(pauses("sbx_a"), 1);
 	pass_at(70, 70); /* 10 more: not past the limit */
 	cr_expect_eq(pauses("sbx_b"), 0);
-}
-
-Test(disk_guard, a_save_asks_before_it_writes)
-{
-	start(NULL);
-	struct cp_error *err = NULL;
-	pass_at(150, 150);
-	cr_expect_eq(lifecycle_disk_may_write(fx.lc, fx.data_root, 10 * MIB, &err), 0);
-	cr_expect_eq(lifecycle_disk_may_write(fx.lc, fx.data_root, 60 * MIB, &err), -1);
-	cr_expect_eq(err->code, CP_ERR_LIMIT);
-	cr_expect(strstr(err->message, "writing 60 MiB into") && strstr(err->message, "below the 100 MiB minimum"),
-	          "%s", err->message);
-	cp_error_free(err);
-	err = NULL;
-	pass_at(90, 90);
-	pass_at(105, 105); /* back above the watermark, not by the room */
-	cr_expect_eq(lifecycle_disk_may_write(fx.lc, fx.data_root, 0, &err), -1, "held low");
-	cr_expect(strstr(err->message, "is low"), "%s", err->message);
-	cp_error_free(err);
-	err = NULL;
-	pass_at(400, 400);
-	cr_expect_eq(lifecycle_disk_may_write(fx.lc, fx.data_root, 0, &err), 0);
-	cr_expect_eq(lifecycle_disk_may_write(fx.lc, NULL, 0, &err), -1);
-	cr_expect_eq(err->code, CP_ERR_INVALID_ARGUMENT);
-	cp_error_free(err);
-	err = NULL;
-	/* Without a guard (the CLI), the real free space decides. */
-	fx.lc->disk = NULL;
-	fx.cfg.min_free_disk = "1m";
-	cr_expect_eq(lifecycle_disk_may_write(fx.lc, fx.data_root, 0, &err), 0);
-	cr_expect_eq(lifecycle_disk_may_write(fx.lc, fx.data_root, INT64_MAX / 2, &err), -1);
-	cr_expect_eq(err->code, CP_ERR_LIMIT);
-	cp_error_free(err);
-	err = NULL;
-	char missing[300];
-	snprintf(missing, sizeof(missing), "%s/nowhere", fx.root);
-	cr_expect_eq(lifecycle_disk_may_write(fx.lc, missing, 0, &err), -1);
-	cr_expect_eq(err->code, CP_ERR_UNAVAILABLE);
-	cp_error_free(err);
 }

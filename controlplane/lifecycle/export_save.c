@@ -53,6 +53,9 @@ static const char script_template[] =
      * (the channel's deadline still bounds a git the model replaced). */
     "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=false\n"
     "mkdir -p \"$X\" && chmod 700 \"$X\" || exit 3\n"
+    /* A look (state mode) leaves nothing behind; a save's files are pulled
+     * out after the script. */
+    "[ \"$MODE\" = state ] && trap 'rm -rf \"$X\"' EXIT\n"
     "touch \"$X/base\"\n"
     "if [ \"$(git rev-parse --show-toplevel 2>/dev/null)\" = \"$W\" ]; then\n"
     "  real_index=$(git rev-parse --git-path index) || exit 4\n"
@@ -769,9 +772,9 @@ int export_unsaved_probe(struct lifecycle *lc, const char *sandbox_id, struct he
 		*ret_unsaved = !strcmp(a.state, "changed");
 		_cleanup_error_ struct cp_error *se = NULL;
 		store_sandbox_set_unsaved(lc->store, sandbox_id, *ret_unsaved, clock_now_ms(), &se);
-		r = 0;
+		r = 0; /* the script removed its directory on the way out */
 	}
-	if (!cp_cancel_fired(cancel)) {
+	if (r < 0 && !cp_cancel_fired(cancel)) {
 		_cleanup_free_ char *rm = xasprintf("rm -rf " EXPORT_DIR_IN_SANDBOX "/%s", id);
 		_cleanup_error_ struct cp_error *e = NULL;
 		run_script_cancel(ch, sandbox_id, rm, EXPORT_PROBE_WAIT_MS, cancel, NULL, &e);

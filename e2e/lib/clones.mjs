@@ -71,6 +71,19 @@ export async function cloneSandbox(tools, dir) {
   return sbx;
 }
 
+// sandbox_get's unsaved_work for a running clone, once the clone answered:
+// a busy machine may make the first looks "unknown" (they wait at most
+// 0.7 s; README, clone mode), so it asks again for up to 20 s.
+export async function unsavedWork(tools, sandboxId) {
+  let got;
+  for (let i = 0; i < 40; i++) {
+    got = await tools.ok('sandbox_get', { sandbox_id: sandboxId });
+    if (got.unsaved_work !== 'unknown') return got.unsaved_work;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return got.unsaved_work;
+}
+
 // Prepares srv (not started) with a fresh root whose data root is a tmpfs of
 // size ("128m") mounted there; needs root. The mount point, for umount.
 export async function tmpfsDataRoot(srv, tag, size) {

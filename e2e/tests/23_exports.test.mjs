@@ -14,7 +14,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { cloneSandbox, git, runCli, runCliJson, sh } from '../lib/clones.mjs';
+import { cloneSandbox, git, runCli, runCliJson, sh, unsavedWork } from '../lib/clones.mjs';
 import { CREATE_TIMEOUT, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
 
 const ctx = useServer();
@@ -82,8 +82,7 @@ ctx.test('destroy saves both branches, the new one and the snapshot; apply bring
     `cd /workspace && ${GITID} checkout -qb work && echo one > w.txt && git add w.txt && ${GITID} commit -qm 'work: first' && ` +
     `echo changed >> a.txt && echo fresh > untracked.txt && mkdir -p build && echo junk > build/out.o && ` +
     `git status --porcelain`);
-  const got = await tools.ok('sandbox_get', { sandbox_id: id });
-  assert.equal(got.unsaved_work, true, `sandbox_get shows unsaved work: ${JSON.stringify(got)}`);
+  assert.equal(await unsavedWork(tools, id), true, 'sandbox_get shows unsaved work');
 
   const before = hostState(dir);
   const t0 = Date.now();
@@ -161,7 +160,7 @@ ctx.test('sandbox_export mid-work, more commits, destroy: two exports, the secon
   const same = await tools.ok('sandbox_export', { sandbox_id: id });
   assert.equal(same.saved, false, 'the same state is not saved twice');
   assert.equal(same.export_id, first.export_id);
-  assert.equal((await tools.ok('sandbox_get', { sandbox_id: id })).unsaved_work, false);
+  assert.equal(await unsavedWork(tools, id), false);
 
   await sh(tools, id, `cd /workspace && git add -A && ${GITID} commit -qm 'step two' && ${GITID} checkout -qb side && echo s > s.txt && git add s.txt && ${GITID} commit -qm 'side work'`);
   const destroyed = await tools.ok('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);

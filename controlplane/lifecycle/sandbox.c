@@ -45,6 +45,7 @@ void lifecycle_free(struct lifecycle *lc)
 {
 	if (!lc)
 		return;
+	lifecycle_git_watch_free(lc); /* first: its thread uses the rest */
 	lifecycle_channels_clear(lc);
 	lifecycle_holds_clear(lc);
 	lifecycle_undos_clear(lc);

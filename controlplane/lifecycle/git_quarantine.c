@@ -125,7 +125,9 @@ static void record(struct lifecycle_git_quarantine *q, const struct policy_git_f
 		xjson_add(o, "moved_as", xjson_string(f->moved_as));
 	else if (f->moved_as)
 		xjson_add(o, "removed", json_object_new_boolean(1));
-	if (f->move_errno)
+	if (f->move_errno == ENOENT)
+		xjson_add(o, "not_moved", xjson_string("gone before it could be moved"));
+	else if (f->move_errno)
 		xjson_add(o, "not_moved", xjson_string(strerror(f->move_errno)));
 	else if (!f->moved_as)
 		xjson_add(o, "not_moved", xjson_string("left in place: chat2sbx may not look into it"));

@@ -37,9 +37,13 @@
 /* Walks after the pause, each moving what the last one found. */
 #define AFTER_PAUSE_ROUNDS 4
 
+/* One .git (its identity is the key: one workspace has one live sandbox at
+ * a time, and a destroyed sandbox's entry must not take a plant away from
+ * the next one's). */
 struct watched {
-	char *sandbox_id;
-	char *git_dir; /* the .git mount's host source */
+	char *sandbox_id;   /* the sandbox that last asked (under walk_lock); for messages */
+	char *workspace_id; /* whose live sandbox is stopped (under walk_lock) */
+	char *git_dir;      /* the .git mount's host source */
 	uint64_t dev, ino;
 	int inotify_fd; /* -1: none could be had */
 	struct lifecycle_git_tree *tree;
@@ -71,6 +75,7 @@ static void watched_free(struct watched *e)
 	pthread_mutex_destroy(&e->walk_lock);
 	free(e->failed);
 	free(e->git_dir);
+	free(e->workspace_id);
 	free(e->sandbox_id);
 	free(e);
 }
@@ -175,13 +180,20 @@ static int react(struct lifecycle *lc, struct lifecycle_git_watch *w, struct wat
 	_cleanup_error_ struct cp_error *qe = NULL;
 	if (n && lifecycle_git_quarantine_move(&q, lc->cfg, e->sandbox_id, e->git_dir, git_fd, all, n, &qe) < 0)
 		cp_error_log_free(LOG_LEVEL_WARN, "security", &qe, "sandbox %s", e->sandbox_id);
+	/* (named after the sandbox that asked last: moving first cannot wait
+	 * for the registry) */
 
+	/* The workspace's live sandbox, whichever asked last (a doctor's probe
+	 * and serve may both watch one .git; the first to move a plant stops
+	 * the sandbox that made it). */
 	struct sandbox_record s = {0};
 	_cleanup_error_ struct cp_error *se = NULL;
-	bool running = store_sandbox_get(lc->store, e->sandbox_id, &s, &se) == 0 && !strcmp(s.status, "running");
+	bool running = store_sandbox_get_live_for_workspace(lc->store, e->workspace_id, &s, &se) == 0 &&
+	               !strcmp(s.status, "running");
+	const char *id = running ? s.id : e->sandbox_id;
 	_cleanup_error_ struct cp_error *pe = NULL;
 	if (running && docker_container_pause(lc->engine, container_of(&s), &pe) < 0)
-		log_warn("security", "pause sandbox %s after a plant in its .git: %s", e->sandbox_id, pe->message);
+		log_warn("security", "pause sandbox %s after a plant in its .git: %s", id, pe->message);
 	for (int round = 0; round < AFTER_PAUSE_ROUNDS; round++) {
 		struct lifecycle_git_scan again;
 		_cleanup_error_ struct cp_error *we = NULL;
@@ -196,20 +208,18 @@ static int react(struct lifecycle *lc, struct lifecycle_git_watch *w, struct wat
 		lifecycle_git_scan_clear(&again);
 		if (n == before)
 			break; /* only what could not be moved before */
-		if (lifecycle_git_quarantine_move(&q, lc->cfg, e->sandbox_id, e->git_dir, fd, all, n, &qe) < 0)
-			cp_error_log_free(LOG_LEVEL_WARN, "security", &qe, "sandbox %s", e->sandbox_id);
+		if (lifecycle_git_quarantine_move(&q, lc->cfg, id, e->git_dir, fd, all, n, &qe) < 0)
+			cp_error_log_free(LOG_LEVEL_WARN, "security", &qe, "sandbox %s", id);
 	}
 	char *reason = policy_git_tree_reason(e->git_dir, all, n, more, bound, q.dir);
 	lifecycle_git_quarantine_close(&q);
-	lifecycle_security_audit(lc, "sandbox.git_tree_refused", e->sandbox_id, e->git_dir, reason);
+	lifecycle_security_audit(lc, "sandbox.git_tree_refused", id, e->git_dir, reason);
 	if (running) {
 		_cleanup_error_ struct cp_error *ste = NULL;
 		if (docker_container_stop(lc->engine, container_of(&s), &ste) < 0 && ste->code != CP_ERR_NOT_FOUND)
-			log_warn("security", "stop sandbox %s after a plant in its .git: %s", e->sandbox_id,
-			         ste->message);
-		lifecycle_sandbox_fail_running(lc, e->sandbox_id, reason);
+			log_warn("security", "stop sandbox %s after a plant in its .git: %s", id, ste->message);
+		lifecycle_sandbox_fail_running(lc, id, reason);
 	}
-	sandbox_record_clear(&s);
 	for (size_t i = 0; i < n; i++) {
 		free(all[i].rel);
 		free(all[i].target);
@@ -217,15 +227,26 @@ static int react(struct lifecycle *lc, struct lifecycle_git_watch *w, struct wat
 	}
 	e->failed = reason;
 	drop(w, e);
-	return cp_error_set(err, CP_ERR_CONFLICT,
-	                    "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one",
-	                    e->sandbox_id, reason);
+	int r = cp_error_set(err, CP_ERR_CONFLICT,
+	                     "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", id,
+	                     reason);
+	sandbox_record_clear(&s);
+	return r;
 }
 
 /* One walk of e's tree, under its walk lock; a finding or a bound stops
  * the sandbox (react). 0 clean, -1 with *err otherwise. */
-static int check_locked(struct lifecycle *lc, struct lifecycle_git_watch *w, struct watched *e, struct cp_error **err)
+static int check_locked(struct lifecycle *lc, struct lifecycle_git_watch *w, struct watched *e,
+                        const struct sandbox_record *s, struct cp_error **err)
 {
+	if (s && strcmp(s->id, e->sandbox_id)) {
+		if (e->failed) /* another sandbox's reaction just dropped this entry */
+			return cp_error_set(err, CP_ERR_CONFLICT, "'%s' was just checked; try again", e->git_dir);
+		free(e->sandbox_id);
+		e->sandbox_id = xstrdup(s->id);
+		free(e->workspace_id);
+		e->workspace_id = xstrdup(s->workspace_id);
+	}
 	if (e->failed)
 		return cp_error_set(
 		    err, CP_ERR_CONFLICT,
@@ -251,15 +272,24 @@ static int check_locked(struct lifecycle *lc, struct lifecycle_git_watch *w, str
 	return r;
 }
 
-static int check(struct lifecycle *lc, struct lifecycle_git_watch *w, struct watched *e, struct cp_error **err)
+/* s: the sandbox of a call (NULL: the watcher's own walk, whose failures
+ * are logged here, once until a walk succeeds). */
+static int check(struct lifecycle *lc, struct lifecycle_git_watch *w, struct watched *e, const struct sandbox_record *s,
+                 struct cp_error **err)
 {
 	pthread_mutex_lock(&e->walk_lock);
-	int r = check_locked(lc, w, e, err);
+	int r = check_locked(lc, w, e, s, err);
+	if (!s && r < 0 && !e->failed && !e->told_error) {
+		e->told_error = true;
+		log_warn("lifecycle", "check the .git of sandbox %s: %s", e->sandbox_id, (*err)->message);
+	} else if (r == 0) {
+		e->told_error = false;
+	}
 	pthread_mutex_unlock(&e->walk_lock);
 	return r;
 }
 
-/* Forgets every listed tree whose sandbox no longer runs. */
+/* Forgets every listed tree whose workspace has no running sandbox. */
 static void prune(struct lifecycle *lc, struct lifecycle_git_watch *w)
 {
 	pthread_mutex_lock(&w->lock);
@@ -274,7 +304,10 @@ static void prune(struct lifecycle *lc, struct lifecycle_git_watch *w)
 	for (size_t i = 0; i < n; i++) {
 		struct sandbox_record s = {0};
 		_cleanup_error_ struct cp_error *e = NULL;
-		int r = store_sandbox_get(lc->store, v[i]->sandbox_id, &s, &e);
+		pthread_mutex_lock(&v[i]->walk_lock);
+		_cleanup_free_ char *workspace_id = xstrdup(v[i]->workspace_id);
+		pthread_mutex_unlock(&v[i]->walk_lock);
+		int r = store_sandbox_get_live_for_workspace(lc->store, workspace_id, &s, &e);
 		bool gone = (r < 0 && e->code == CP_ERR_NOT_FOUND) || (r == 0 && strcmp(s.status, "running"));
 		sandbox_record_clear(&s);
 		pthread_mutex_lock(&w->lock);
@@ -329,10 +362,7 @@ static void *watch_main(void *arg)
 				continue;
 			drain(v[i]->inotify_fd);
 			_cleanup_error_ struct cp_error *e = NULL;
-			if (check(lc, w, v[i], &e) < 0 && !v[i]->failed && !v[i]->told_error) {
-				v[i]->told_error = true;
-				log_warn("lifecycle", "check the .git of sandbox %s: %s", v[i]->sandbox_id, e->message);
-			}
+			check(lc, w, v[i], NULL, &e);
 		}
 		pthread_mutex_lock(&w->lock);
 		for (size_t i = 0; i < n; i++)
@@ -370,24 +400,22 @@ static struct lifecycle_git_watch *watch_of(struct lifecycle *lc)
 	return w;
 }
 
-/* The entry of sandbox_id (one reference for the caller), made and listed
- * when missing or when its .git is another directory now. */
-static struct watched *watched_get(struct lifecycle_git_watch *w, const char *sandbox_id,
+/* The entry of the .git git names (one reference for the caller), made and
+ * listed for s when missing. */
+static struct watched *watched_get(struct lifecycle_git_watch *w, const struct sandbox_record *s,
                                    const struct sandbox_mount_record *git)
 {
+	const char *sandbox_id = s->id;
 	pthread_mutex_lock(&w->lock);
 	struct watched *e = NULL;
 	for (size_t i = 0; i < w->n && !e; i++)
-		if (!strcmp(w->v[i]->sandbox_id, sandbox_id))
+		if (w->v[i]->dev == git->dev && w->v[i]->ino == git->ino && !strcmp(w->v[i]->git_dir, git->source))
 			e = w->v[i];
-	if (e && (e->dev != git->dev || e->ino != git->ino || strcmp(e->git_dir, git->source))) {
-		drop_locked(w, e);
-		e = NULL;
-	}
 	bool made = !e;
 	if (made) {
 		e = xcalloc(1, sizeof(*e));
 		e->sandbox_id = xstrdup(sandbox_id);
+		e->workspace_id = xstrdup(s->workspace_id);
 		e->git_dir = xstrdup(git->source);
 		e->dev = git->dev;
 		e->ino = git->ino;
@@ -423,8 +451,8 @@ int lifecycle_git_tree_check(struct lifecycle *lc, const struct sandbox_record *
 	if (!git)
 		return 0;
 	struct lifecycle_git_watch *w = watch_of(lc);
-	struct watched *e = watched_get(w, s->id, git);
-	int r = check(lc, w, e, err);
+	struct watched *e = watched_get(w, s, git);
+	int r = check(lc, w, e, s, err);
 	watched_unref(w, e);
 	if (!w->thread_started && clock_monotonic_ms() - w->pruned_ms >= PRUNE_INTERVAL_MS)
 		prune(lc, w);

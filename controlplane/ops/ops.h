@@ -350,6 +350,32 @@ void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r);
  * passed otherwise. Adds "direct_git" to r. */
 void ops_git_guard_judge(const char *out, const char *before, const char *after, struct ops_probe_report *r);
 
+/* What one plant of the doctor's second git attack came to
+ * (git_plant_probe.c, issue 23). */
+struct ops_git_plant_outcome {
+	const char *rel; /* below .git (static) */
+	int planted;     /* the plant was made inside (it said so) */
+	int stopped;     /* the sandbox was failed, naming rel, and ran no further */
+	int still_there; /* rel is still a link or special file on the host afterwards */
+	long ms;         /* from the plant's command to the failed row (or the wait's end) */
+};
+/* The second direct-mode git attack, part of ops_git_guard_probe: on the
+ * throwaway repository dir (workspace_id, direct), one probe sandbox per
+ * plant plants a symbolic link to a canary outside the repository where
+ * git on the host writes through one (logs/HEAD, logs/refs/stash,
+ * COMMIT_EDITMSG, MERGE_MSG, FETCH_HEAD, ORIG_HEAD) or links .git/logs to a
+ * directory outside; chat2sbx must move it out of .git and stop and fail
+ * the sandbox within 10 s, and the canary must be unchanged. Adds
+ * "direct_git_links" to r. The probes, their quarantined plants and the
+ * canary are removed. Blocks for seven creates and helper calls. */
+void ops_git_plant_probe(struct lifecycle *lc, const char *dir, const char *workspace_id, struct ops_probe_report *r);
+/* Its verdict, pure: failed when a plant could not be made (and nothing
+ * stopped it: the attack proved nothing), did not stop its sandbox, stayed
+ * in .git, or the canary changed (each named); passed otherwise, with the
+ * slowest reaction. Adds "direct_git_links" to r. */
+void ops_git_plant_judge(const struct ops_git_plant_outcome *o, size_t n, int canary_changed,
+                         struct ops_probe_report *r);
+
 /* `serve --verify-isolation`: runs ops_isolation_probe, logs each outcome
  * (component "doctor"), and fails with DENIED naming every attack that
  * succeeded, so serve refuses to start; a probe that cannot run fails with

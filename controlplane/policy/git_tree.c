@@ -3,6 +3,7 @@
  * refusal and a running sandbox's failure reason. Pure: the walk is
  * lifecycle/git_tree.c's, the moving lifecycle/git_quarantine.c's. Names and
  * link targets came from a sandbox and are only ever shown escaped. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,9 +159,16 @@ char *policy_git_tree_reason(const char *git_dir, const struct policy_git_findin
 			if (f[i].moved_as)
 				continue;
 			char rel[NAME_ROOM];
-			fprintf(out, "; '%s/%s' is still there (%s): remove it before you run git there", git_dir,
-			        policy_text_escape(f[i].rel, strlen(f[i].rel), rel, sizeof(rel)),
-			        f[i].move_errno ? strerror(f[i].move_errno) : "not moved");
+			policy_text_escape(f[i].rel, strlen(f[i].rel), rel, sizeof(rel));
+			if (f[i].move_errno == ENOENT) /* another chat2sbx (a doctor's) or the sandbox took it */
+				fprintf(out, "; '%s/%s' was gone before chat2sbx could move it", git_dir, rel);
+			else if (f[i].kind == POLICY_GIT_ENTRY_UNREADABLE)
+				fprintf(out,
+				        "; '%s/%s' is still there: chat2sbx may not look into it, so look yourself",
+				        git_dir, rel);
+			else
+				fprintf(out, "; '%s/%s' is still there (%s): remove it before you run git there",
+				        git_dir, rel, f[i].move_errno ? strerror(f[i].move_errno) : "not moved");
 			shown++;
 		}
 	}

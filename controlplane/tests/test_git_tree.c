@@ -185,6 +185,11 @@ Test(git_tree, failure_reason_says_what_where_and_what_to_check)
 	cr_assert_not_null(strstr(r, "The sandbox was stopped"), "%s", r);
 	cr_assert_not_null(strstr(r, "check the files the links name"), "%s", r);
 	free(r);
+	f[1].move_errno = ENOENT; /* another chat2sbx took it first */
+	r = policy_git_tree_reason("/r/.git", f, 2, 0, POLICY_GIT_BOUND_NONE, "/q");
+	cr_assert_not_null(strstr(r, "'/r/.git/refs/heads/x' was gone before chat2sbx could move it"), "%s", r);
+	cr_assert_null(strstr(r, "still there"), "%s", r);
+	free(r);
 	r = policy_git_tree_reason("/r/.git", f, 1, 0, POLICY_GIT_BOUND_NONE, "/q");
 	cr_assert_not_null(strstr(r, "moved it to '/q'"), "%s", r);
 	free(r);
@@ -642,6 +647,28 @@ Test(git_tree, the_watcher_stops_it_without_any_call)
 	cr_assert_eq(fake_count("POST", "/containers/sbx_d/stop"), 1);
 	struct stat st;
 	cr_assert_neq(lstat(at(".git/logs/refs/heads/feature/fifo"), &st), 0, "the FIFO is still in .git");
+	sandbox_record_clear(&s);
+	lc_fixture_teardown();
+}
+
+Test(git_tree, a_destroyed_sandbox_s_watch_stops_the_workspace_s_next_one)
+{
+	/* The watch belongs to the .git: the sandbox that asked first is gone,
+	 * the next one on the workspace (which never asked) made the plant. */
+	repo();
+	struct sandbox_record s = {0};
+	running_sandbox(&s);
+	struct cp_error *err = NULL;
+	cr_assert_eq(lifecycle_sandbox_guard_check(fx.lc, &s, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(store_sandbox_set_status(fx.store, "sbx_d", "removed", NULL, NULL, clock_now_ms(), &err), 0);
+	lc_fixture_sandbox("sbx_e", "ws_d", "running", clock_now_ms());
+	link_at("/", ".git/refs/heads/feature/p");
+	int64_t until = clock_monotonic_ms() + 5000;
+	while (strcmp(lc_fixture_status("sbx_e"), "failed") && clock_monotonic_ms() < until)
+		usleep(20 * 1000);
+	cr_assert_str_eq(lc_fixture_status("sbx_e"), "failed", "the next sandbox was not stopped");
+	cr_assert_eq(fake_count("POST", "/containers/sbx_e/stop"), 1);
+	cr_assert_eq(fake_count("POST", "/containers/sbx_d/stop"), 0);
 	sandbox_record_clear(&s);
 	lc_fixture_teardown();
 }

@@ -284,10 +284,13 @@ static int stop(struct walk *w, enum policy_git_bound bound, const char *name)
 	return VISIT_STOP;
 }
 
+/* An error of the file system at name ("" for the directory itself). */
 static int failed(struct walk *w, const char *name, int e)
 {
-	cp_error_set_errno(w->err, CP_ERR_INTERNAL, e, "read '%s%s%s' below .git to check it", w->rel_len ? w->rel : "",
-	                   w->rel_len ? "/" : "", name);
+	_cleanup_free_ char *rel = *name ? rel_of(w, name) : xstrdup(w->rel_len ? w->rel : ".");
+	char shown[300]; /* a sandbox's bytes */
+	cp_error_set_errno(w->err, CP_ERR_INTERNAL, e, "read '%s' below .git to check it",
+	                   policy_text_escape(rel, strlen(rel), shown, sizeof(shown)));
 	return VISIT_ERROR;
 }
 

@@ -9,8 +9,12 @@
  * rename takes microseconds and the engine's pause a round trip of tens to
  * hundreds of milliseconds, during which the owner's git could open what was
  * planted; whatever the sandbox plants meanwhile is found by the walk after
- * the pause. The calls' walk never relies on the watches: a queue overflow,
- * the watch limit or a missing inotify only cost the immediacy. */
+ * the pause. A call walks unless the last walk found nothing, every
+ * directory is watched and no event came since (then it costs one poll(2)),
+ * and at least every TRUST_WATCHES_MS whatever the watches say; a queue
+ * overflow is an event like any other, and a watch that could not be added
+ * makes every call walk (through the cache: only changed directories are
+ * read). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -34,6 +38,10 @@
 
 /* Sandboxes no longer running are forgotten this often (ms). */
 #define PRUNE_INTERVAL_MS 60000
+/* A call skips the walk when the last one found nothing, every directory
+ * of the tree is watched and no event came since, for at most this long
+ * (ms): then it walks again, whatever the watches say. */
+#define TRUST_WATCHES_MS 30000
 /* Walks after the pause, each moving what the last one found. */
 #define AFTER_PAUSE_ROUNDS 4
 
@@ -53,6 +61,8 @@ struct watched {
 	char *failed;              /* the reason, once this stopped the sandbox (under walk_lock) */
 	bool told_watch;           /* the watch limit was logged */
 	bool told_error;           /* a walk error was logged */
+	bool clean;                /* the last walk found nothing and every directory is watched */
+	int64_t walked_ms;         /* when (monotonic) */
 };
 
 struct lifecycle_git_watch {
@@ -192,7 +202,8 @@ static int react(struct lifecycle *lc, struct lifecycle_git_watch *w, struct wat
 	               !strcmp(s.status, "running");
 	const char *id = running ? s.id : e->sandbox_id;
 	_cleanup_error_ struct cp_error *pe = NULL;
-	if (running && docker_container_pause(lc->engine, container_of(&s), &pe) < 0)
+	/* (CONFLICT: already paused, by another chat2sbx reacting too) */
+	if (running && docker_container_pause(lc->engine, container_of(&s), &pe) < 0 && pe->code != CP_ERR_CONFLICT)
 		log_warn("security", "pause sandbox %s after a plant in its .git: %s", id, pe->message);
 	for (int round = 0; round < AFTER_PAUSE_ROUNDS; round++) {
 		struct lifecycle_git_scan again;
@@ -234,6 +245,22 @@ static int react(struct lifecycle *lc, struct lifecycle_git_watch *w, struct wat
 	return r;
 }
 
+/* Reads every pending event of fd; only that something happened counts
+ * (an IN_Q_OVERFLOW too: the walk does not depend on the events). */
+static void drain(int fd)
+{
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+/* 1 when the inotify descriptor fd holds an event (or there is none). */
+static bool pending(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	return fd < 0 || poll(&p, 1, 0) != 0;
+}
+
 /* One walk of e's tree, under its walk lock; a finding or a bound stops
  * the sandbox (react). 0 clean, -1 with *err otherwise. */
 static int check_locked(struct lifecycle *lc, struct lifecycle_git_watch *w, struct watched *e,
@@ -252,6 +279,12 @@ static int check_locked(struct lifecycle *lc, struct lifecycle_git_watch *w, str
 		    err, CP_ERR_CONFLICT,
 		    "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", e->sandbox_id,
 		    e->failed);
+	if (s && e->clean && !pending(e->inotify_fd) && clock_monotonic_ms() - e->walked_ms < TRUST_WATCHES_MS)
+		return 0; /* the cheap path: nothing appeared since a clean walk */
+	if (!s) {         /* the watcher's walk: what it was woken for is read under the lock */
+		e->clean = false;
+		drain(e->inotify_fd);
+	}
 	_cleanup_close_ int fd = open_git(e);
 	if (fd < 0) /* replaced or gone: the channel gate says so (git_guard.c) */
 		return cp_error_set_errno(err, CP_ERR_CONFLICT, errno,
@@ -262,6 +295,8 @@ static int check_locked(struct lifecycle *lc, struct lifecycle_git_watch *w, str
 		r = react(lc, w, e, fd, &scan, err);
 	lifecycle_git_scan_clear(&scan);
 	int werr = lifecycle_git_tree_watch_errno(e->tree);
+	e->clean = r == 0 && !werr && e->inotify_fd >= 0;
+	e->walked_ms = clock_monotonic_ms();
 	if (r == 0 && werr && !e->told_watch) {
 		e->told_watch = true;
 		log_warn("lifecycle",
@@ -319,15 +354,6 @@ static void prune(struct lifecycle *lc, struct lifecycle_git_watch *w)
 	free(v);
 }
 
-/* Reads every pending event of fd; only that something happened counts
- * (an IN_Q_OVERFLOW too: the walk does not depend on the events). */
-static void drain(int fd)
-{
-	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
-}
-
 static void *watch_main(void *arg)
 {
 	struct lifecycle_git_watch *w = arg;
@@ -360,7 +386,6 @@ static void *watch_main(void *arg)
 		for (size_t i = 0; ready > 0 && i < n; i++) {
 			if (!(p[i + 1].revents & (POLLIN | POLLERR)))
 				continue;
-			drain(v[i]->inotify_fd);
 			_cleanup_error_ struct cp_error *e = NULL;
 			check(lc, w, v[i], NULL, &e);
 		}

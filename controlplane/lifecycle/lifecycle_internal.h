@@ -331,7 +331,9 @@ int lifecycle_git_tree_judge(int git_fd, const char *git_dir, struct cp_error **
 /* For a running direct sandbox s whose recorded mounts are m (n; borrowed):
  * the .git directory among them (none: 0) walked through s's cache, which
  * this registers with the watcher (a thread started at the first call,
- * stopped by lifecycle_free). Anything but regular files and directories,
+ * stopped by lifecycle_free); skipped (one poll(2)) while the watches saw
+ * nothing since a clean walk less than 30 s ago. Anything but regular
+ * files and directories,
  * or a bound reached: what was found is moved into DATA_ROOT/quarantine,
  * the container is paused, walked again, stopped, the row marked failed
  * with the reason (policy_git_tree_reason), logged as a security warning

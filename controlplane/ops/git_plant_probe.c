@@ -150,6 +150,19 @@ static void plant_one(struct lifecycle *lc, const char *dir, const char *workspa
 	lifecycle_create_result_clear(&res);
 }
 
+/* A plant whose probe could not even run it (a running serve's maintenance
+ * pass may fail a doctor's probe for its own reasons, as with the test-only
+ * engine socket) is tried once more in a new probe. */
+static void plant(struct lifecycle *lc, const char *dir, const char *workspace_id, const char *canary,
+                  const char *canary_dir, size_t i, struct ops_git_plant_outcome *o)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		plant_one(lc, dir, workspace_id, canary, canary_dir, i, o);
+		if (o->planted || o->stopped)
+			return;
+	}
+}
+
 void ops_git_plant_probe(struct lifecycle *lc, const char *dir, const char *workspace_id, struct ops_probe_report *r)
 {
 	char canary_dir[] = "/tmp/chat2sbx-doctor-canary-XXXXXX";
@@ -176,7 +189,7 @@ void ops_git_plant_probe(struct lifecycle *lc, const char *dir, const char *work
 	size_t n = sizeof(plants) / sizeof(plants[0]);
 	struct ops_git_plant_outcome o[sizeof(plants) / sizeof(plants[0])];
 	for (size_t i = 0; i < n; i++)
-		plant_one(lc, dir, workspace_id, canary, inside, i, &o[i]);
+		plant(lc, dir, workspace_id, canary, inside, i, &o[i]);
 	/* Unchanged: the canary's bytes, and nothing created in the directory. */
 	char buf[128] = "";
 	f = fopen(canary, "re");

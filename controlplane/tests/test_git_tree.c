@@ -600,6 +600,33 @@ static char *reason_of(const char *id)
 	return r;
 }
 
+/* Sandbox id was stopped for rel: failed with a reason naming needle,
+ * paused and stopped once, rel gone from .git. */
+static void assert_stopped(const char *id, const char *rel, const char *needle)
+{
+	char *reason = reason_of(id);
+	cr_assert_not_null(reason, "%s has no failure reason", id);
+	cr_assert_not_null(strstr(reason, needle), "%s", reason);
+	cr_assert_not_null(strstr(reason, "The sandbox was stopped"), "%s", reason);
+	free(reason);
+	char path[64];
+	snprintf(path, sizeof(path), "/containers/%s/pause", id);
+	cr_assert_eq(fake_count("POST", path), 1);
+	snprintf(path, sizeof(path), "/containers/%s/stop", id);
+	cr_assert_eq(fake_count("POST", path), 1);
+	struct stat st;
+	cr_assert_neq(lstat(at(rel), &st), 0, "%s is still in .git", rel);
+}
+
+/* Waits up to 5 s for the watcher to fail sandbox id. */
+static void wait_failed(const char *id)
+{
+	int64_t until = clock_monotonic_ms() + 5000;
+	while (strcmp(lc_fixture_status(id), "failed") && clock_monotonic_ms() < until)
+		usleep(20 * 1000);
+	cr_assert_str_eq(lc_fixture_status(id), "failed", "the watcher did not stop %s", id);
+}
+
 Test(git_tree, a_call_stops_a_sandbox_whose_git_holds_a_link)
 {
 	repo();
@@ -615,14 +642,7 @@ Test(git_tree, a_call_stops_a_sandbox_whose_git_holds_a_link)
 	cr_assert_not_null(strstr(err->message, "/quarantine/sbx_d-"), "%s", err->message);
 	cp_error_freep(&err);
 	cr_assert_str_eq(lc_fixture_status("sbx_d"), "failed");
-	char *reason = reason_of("sbx_d");
-	cr_assert_not_null(reason);
-	cr_assert_not_null(strstr(reason, "The sandbox was stopped"), "%s", reason);
-	free(reason);
-	cr_assert_eq(fake_count("POST", "/containers/sbx_d/pause"), 1);
-	cr_assert_eq(fake_count("POST", "/containers/sbx_d/stop"), 1);
-	struct stat st;
-	cr_assert_neq(lstat(at(".git/logs/refs/stash"), &st), 0, "the link is still in .git");
+	assert_stopped("sbx_d", ".git/logs/refs/stash", "(a symbolic link to '/tmp/c2s-victim/.bashrc')");
 	sandbox_record_clear(&s);
 	lc_fixture_teardown();
 }
@@ -636,17 +656,8 @@ Test(git_tree, the_watcher_stops_it_without_any_call)
 	cr_assert_eq(lifecycle_sandbox_guard_check(fx.lc, &s, &err), 0, "%s", err ? err->message : "");
 	cr_assert_str_eq(lc_fixture_status("sbx_d"), "running");
 	cr_assert_eq(mkfifo(at(".git/logs/refs/heads/feature/fifo"), 0644), 0);
-	int64_t until = clock_monotonic_ms() + 5000;
-	while (strcmp(lc_fixture_status("sbx_d"), "failed") && clock_monotonic_ms() < until)
-		usleep(20 * 1000);
-	cr_assert_str_eq(lc_fixture_status("sbx_d"), "failed", "the watcher did not react");
-	char *reason = reason_of("sbx_d");
-	cr_assert_not_null(strstr(reason, ".git/logs/refs/heads/feature/fifo' (a FIFO)"), "%s", reason);
-	free(reason);
-	cr_assert_eq(fake_count("POST", "/containers/sbx_d/pause"), 1);
-	cr_assert_eq(fake_count("POST", "/containers/sbx_d/stop"), 1);
-	struct stat st;
-	cr_assert_neq(lstat(at(".git/logs/refs/heads/feature/fifo"), &st), 0, "the FIFO is still in .git");
+	wait_failed("sbx_d");
+	assert_stopped("sbx_d", ".git/logs/refs/heads/feature/fifo", ".git/logs/refs/heads/feature/fifo' (a FIFO)");
 	sandbox_record_clear(&s);
 	lc_fixture_teardown();
 }
@@ -663,11 +674,8 @@ Test(git_tree, a_destroyed_sandbox_s_watch_stops_the_workspace_s_next_one)
 	cr_assert_eq(store_sandbox_set_status(fx.store, "sbx_d", "removed", NULL, NULL, clock_now_ms(), &err), 0);
 	lc_fixture_sandbox("sbx_e", "ws_d", "running", clock_now_ms());
 	link_at("/", ".git/refs/heads/feature/p");
-	int64_t until = clock_monotonic_ms() + 5000;
-	while (strcmp(lc_fixture_status("sbx_e"), "failed") && clock_monotonic_ms() < until)
-		usleep(20 * 1000);
-	cr_assert_str_eq(lc_fixture_status("sbx_e"), "failed", "the next sandbox was not stopped");
-	cr_assert_eq(fake_count("POST", "/containers/sbx_e/stop"), 1);
+	wait_failed("sbx_e");
+	assert_stopped("sbx_e", ".git/refs/heads/feature/p", ".git/refs/heads/feature/p' (a symbolic link to '/')");
 	cr_assert_eq(fake_count("POST", "/containers/sbx_d/stop"), 0);
 	sandbox_record_clear(&s);
 	lc_fixture_teardown();

@@ -306,7 +306,9 @@ ctx.test('.git/hooks swapped with a symlink from the host while it is mounted: r
   const repo = makeRepo('hooks-race');
   const wsId = registerDirect(repo);
   const hooks = path.join(repo, '.git/hooks');
-  const alt = path.join(repo, '.git/hooks-alt');
+  // Outside .git (still the same file system, so the exchange works): a
+  // link anywhere in .git is refused before any mount is tried (e2e 32).
+  const alt = path.join(repo, 'hooks-alt');
   // Placeholders first (one create), so every later create reaches the
   // engine with the same list of paths.
   const first = await tools.create({ workspace_id: wsId });

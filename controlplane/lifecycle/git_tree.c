@@ -320,7 +320,8 @@ static int cmp_name(const void *a, const void *b)
  * those it had and dropping the others. */
 static void merge_kids(struct lifecycle_git_tree *t, struct tree_dir *d, char **names, size_t n)
 {
-	qsort(names, n, sizeof(*names), cmp_name);
+	if (n) /* (qsort wants an array, even of nothing) */
+		qsort(names, n, sizeof(*names), cmp_name);
 	struct tree_dir **kids = n ? xcalloc(n, sizeof(*kids)) : NULL;
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {

@@ -256,7 +256,9 @@ void lifecycle_git_guard_clear(struct lifecycle_git_guard *g);
  * the shape of real/.git, refuses (DENIED, naming the path, what is there
  * and what to do; nothing created) a symlink or a type other than git's at
  * .git or any protected path, a commondir naming another directory, a
- * gitfile naming a git dir inside real; then creates the missing protected
+ * gitfile naming a git dir inside real, anything but regular files and
+ * directories anywhere in a .git directory (lifecycle_git_tree_judge, up
+ * to POLICY_GIT_TREE_MAX_MS); then creates the missing protected
  * paths' placeholders (owned like .git when running as root; UNAVAILABLE
  * when that is not possible) and opens each protected path beneath ws_fd
  * (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), recording its host

@@ -314,13 +314,14 @@ int ops_setid_scan(const char *dir, struct ops_setid_findings *ret, struct cp_er
  * services (a listener on 0.0.0.0 of the host, host_edge.c); then a second probe with
  * network_off=1 must see nothing but loopback (skipped with the reason when
  * this build does not honour network_off), and a third on a throwaway
- * direct workspace must not change its .git (ops_git_guard_probe). Each
+ * direct workspace must not change its .git, then one per plant of a link
+ * in it must be stopped (ops_git_guard_probe, ops_git_plant_probe). Each
  * outcome goes into *ret
  * (caller clears). Probes and canaries are removed at the end, also on
  * failure, and the probes' registry rows and managed workspaces are deleted
  * (doctor leaves nothing behind). Returns 0 when the probe ran (checks may
  * have failed), -1 with *err when it could not run (engine, template).
- * Blocks up to a few minutes (three creates, a dozen helper calls).
+ * Blocks up to a few minutes (ten creates, two dozen helper calls).
  * Not thread-safe: sets and unsets an environment variable. */
 int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, struct cp_error **err);
 
@@ -339,9 +340,10 @@ int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *comm
  * .git/config and rename .git, and checks on the host that nothing of .git
  * changed. Adds "direct_git" to r: passed, failed (naming what got
  * through, or why the probe could not run) or skipped (no allowed root
- * exists or is writable). The probe, its registry rows (sandbox, approval,
- * workspace) and the directory are removed whatever happens. Blocks for one
- * create and one helper call. */
+ * exists or is writable); then, on the same repository, ops_git_plant_probe
+ * ("direct_git_links"). The probes, their registry rows (sandbox, approval,
+ * workspace) and the directory are removed whatever happens. Blocks for
+ * eight creates and helper calls. */
 void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r);
 /* Its verdict, pure: out is what the attack printed inside ("refused NAME"
  * or "WROTE NAME" lines, "@@end" last), before and after the host's .git as

@@ -1,5 +1,6 @@
 /* cmd_export.c: `chat2sbx export list [--json] | show ID | apply ID [--to
- * DIR]`: the person's side of saved clone work (issue 14). The model can
+ * DIR] | delete ID`: the person's side of saved clone work (issue 14; delete,
+ * a move to the trash, issue 23). The model can
  * only save; bringing work into the approved repository is decided here,
  * by the person, with the registry and the export files alone (serve need
  * not run, no engine is asked). Everything printed that came from a
@@ -49,6 +50,8 @@ static int export_list(struct cli *cli, struct store *store)
 			xjson_add(o, "state", xjson_string(state_of(x)));
 			xjson_add(o, "path", xjson_string(x->path));
 			xjson_add(o, "applied_count", xjson_int64(x->applied_count));
+			if (x->shares_bundle_of)
+				xjson_add(o, "shares_bundle_of", xjson_string(x->shares_bundle_of));
 			xjson_append(list, o);
 		} else {
 			printf("%-24s %-26s %-5s %-10s %-11s %5lld %7lld %5lld %s\n", x->id, x->sandbox_id, x->kind,
@@ -89,6 +92,10 @@ static void show_text(const struct export_record *x, struct json_object *m)
 	if (x->message)
 		printf("  message  %s\n", x->message);
 	printf("  applied  %lld time(s)\n", (long long)x->applied_count);
+	if (str(m, "shares_bundle_of"))
+		printf("  shared   its bundle is export %s's (a hard link: nothing new was copied; deleting either "
+		       "keeps the other whole)\n",
+		       str(m, "shares_bundle_of"));
 	if (!strcmp(x->kind, "none"))
 		printf("  nothing new since the sandbox was made: no commit, branch or change\n");
 	struct json_object *refs = NULL;
@@ -190,9 +197,33 @@ static int export_apply(struct cli *cli, struct store *store, const char *id, co
 		printf("Your working tree, index, branches, HEAD and config were not touched.\n\n%s",
 		       res.next_steps ? res.next_steps : "");
 	} else {
+		for (char **p = res.skipped; p && *p; p++)
+			printf("skipped: %s\n", *p);
 		printf("%s", res.next_steps ? res.next_steps : "");
 	}
 	lifecycle_apply_result_clear(&res);
+	return 0;
+}
+
+static int export_delete(struct cli *cli, struct store *store, const char *id)
+{
+	struct export_record x = {0};
+	struct cp_error *err = NULL;
+	if (lifecycle_export_delete(cli->cfg, store, id, &x, &err) < 0)
+		return cli_fail(err);
+	if (cli->json) {
+		struct json_object *o = xjson_object();
+		xjson_add(o, "export_id", xjson_string(x.id));
+		xjson_add(o, "path", xjson_string(x.path));
+		xjson_add(o, "applied_count", xjson_int64(x.applied_count));
+		cli_print_json(o);
+	} else {
+		printf("moved export %s to the trash: %s\n%s", x.id, x.path,
+		       x.applied_count ? ""
+		                       : "It was never applied. `chat2sbx export apply` still finds it there; nothing "
+		                         "in the trash is deleted automatically.\n");
+	}
+	export_record_clear(&x);
 	return 0;
 }
 
@@ -209,12 +240,13 @@ int cmd_export(struct cli *cli, int argc, char **argv)
 		else
 			n++;
 	}
-	int ok = n >= 1 && ((!strcmp(rest[0], "list") && n == 1 && !to) ||
-	                    (!strcmp(rest[0], "show") && n == 2 && !to) || (!strcmp(rest[0], "apply") && n == 2));
+	int ok =
+	    n >= 1 && ((!strcmp(rest[0], "list") && n == 1 && !to) || (!strcmp(rest[0], "show") && n == 2 && !to) ||
+	               (!strcmp(rest[0], "apply") && n == 2) || (!strcmp(rest[0], "delete") && n == 2 && !to));
 	if (!ok) {
-		fprintf(
-		    stderr,
-		    "usage: chat2sbx export list [--json] | export show ID [--json] | export apply ID [--to DIR]\n");
+		fprintf(stderr,
+		        "usage: chat2sbx export list [--json] | export show ID [--json] | export apply ID [--to DIR] | "
+		        "export delete ID\n");
 		return 2;
 	}
 	if (n == 2 && !id_valid(rest[1], "exp_")) {
@@ -228,9 +260,10 @@ int cmd_export(struct cli *cli, int argc, char **argv)
 	struct cp_error *err = NULL;
 	if (controlplane_open_store(cli->cfg, &store, &err) < 0)
 		return cli_fail(err);
-	int status = !strcmp(rest[0], "list")   ? export_list(cli, store)
-	             : !strcmp(rest[0], "show") ? export_show(cli, store, rest[1])
-	                                        : export_apply(cli, store, rest[1], to);
+	int status = !strcmp(rest[0], "list")     ? export_list(cli, store)
+	             : !strcmp(rest[0], "show")   ? export_show(cli, store, rest[1])
+	             : !strcmp(rest[0], "delete") ? export_delete(cli, store, rest[1])
+	                                          : export_apply(cli, store, rest[1], to);
 	store_free(store);
 	return status;
 }

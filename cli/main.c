@@ -42,7 +42,8 @@ static const struct command commands[] = {
      "export list [--json]       saved work of clone sandboxes (exports) and whether it was applied\n"
      "  export show ID             its branches, commits with their subjects, files changed, snapshot\n"
      "  export apply ID [--to DIR] fetch it into the approved repository under refs/remotes/chat2sbx/<sandbox>/\n"
-     "                             (never its working tree, branches or config); --to DIR: a plain copy"},
+     "                             (never its working tree, branches or config); --to DIR: a plain copy\n"
+     "  export delete ID           move it to DATA_ROOT/trash (it no longer counts against the caps)"},
     {"workspace", cmd_workspace,
      "workspace list [--json]    list workspaces, their state and sandbox\n"
      "  workspace add PATH --mode clone|direct   register an approved host directory"},

@@ -45,12 +45,18 @@ struct config {
 	int pids_limit;           /* CHAT2SBX_PIDS_LIMIT, CONFIG_AUTO = derived */
 	int64_t idle_timeout_ms;  /* CHAT2SBX_IDLE_TIMEOUT_MS: a sandbox without a tool call this long is removed */
 	int64_t max_export_bytes; /* CHAT2SBX_MAX_EXPORT_BYTES: cap on one saved bundle/archive (issue 14) */
-	char *helper_path;        /* CHAT2SBX_HELPER_PATH */
-	char *log_debug;          /* CHAT2SBX_LOG_DEBUG */
-	int log_json;             /* CHAT2SBX_LOG_JSON */
-	int64_t clock_offset_ms;  /* CHAT2SBX_CLOCK_OFFSET_MS, tests only */
-	int warm_pool;            /* CHAT2SBX_WARM_POOL: started sandboxes kept ready (issue 8) */
-	                          /* Where each value came from, for `status`: not needed yet. */
+	/* Caps on the exports kept outside the trash (issue 23): per sandbox and
+	 * for the whole data root, in exports and in bytes. */
+	int max_exports_per_sandbox;          /* CHAT2SBX_MAX_EXPORTS_PER_SANDBOX */
+	int64_t max_export_bytes_per_sandbox; /* CHAT2SBX_MAX_EXPORT_BYTES_PER_SANDBOX */
+	int max_exports_total;                /* CHAT2SBX_MAX_EXPORTS_TOTAL */
+	int64_t max_export_bytes_total;       /* CHAT2SBX_MAX_EXPORT_BYTES_TOTAL */
+	char *helper_path;                    /* CHAT2SBX_HELPER_PATH */
+	char *log_debug;                      /* CHAT2SBX_LOG_DEBUG */
+	int log_json;                         /* CHAT2SBX_LOG_JSON */
+	int64_t clock_offset_ms;              /* CHAT2SBX_CLOCK_OFFSET_MS, tests only */
+	int warm_pool;                        /* CHAT2SBX_WARM_POOL: started sandboxes kept ready (issue 8) */
+	                                      /* Where each value came from, for `status`: not needed yet. */
 	/* CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET: TEST ONLY, weakens isolation (create.c) */
 	int test_unsafe_mount_docker_socket;
 	int max_exposures; /* CHAT2SBX_MAX_EXPOSURES: sandbox_expose ports at once, all sandboxes */

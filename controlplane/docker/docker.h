@@ -229,11 +229,24 @@ int docker_container_exec(struct docker_engine *engine, const char *id, const ch
  * (or already so) gets the engine's 409 as CONFLICT. Blocks at most 15 s. */
 int docker_container_pause(struct docker_engine *engine, const char *id, struct cp_error **err);
 int docker_container_unpause(struct docker_engine *engine, const char *id, struct cp_error **err);
-/* GET /containers/{id}/json?size=1: the bytes its writable layer holds
- * (SizeRw) into *ret_bytes, and whether it is paused (*ret_paused; may be
- * NULL). The engine walks the layer to answer: blocks up to 30 s. */
-int docker_container_layer_size(struct docker_engine *engine, const char *id, int64_t *ret_bytes, int *ret_paused,
-                                struct cp_error **err);
+/* What a container writes on the engine's disk, as the engine reports it. */
+struct docker_container_usage {
+	int64_t size_rw; /* SizeRw: bytes of the regular files in its writable layer; -1 unknown */
+	int paused;      /* State.Paused */
+	int volumes;     /* mounts of Type "volume": their bytes are not in SizeRw */
+	char *files[3];  /* owned, may be NULL: HostsPath, ResolvConfPath, HostnamePath (host paths the
+	                  * engine bind-mounts read-write into it, outside the layer) */
+};
+void docker_container_usage_clear(struct docker_container_usage *u);
+/* GET /containers/{id}/json?size=1 (Docker Engine API v1.41, "Inspect a
+ * container", size). *ret (caller clears) is filled on success. The engine
+ * walks the layer's upper directory to answer (moby 20.10: overlay2's
+ * DiffSize → pkg/directory.Size: st_size of every regular file, hard links
+ * once, directories and empty files not at all; the container's lock is not
+ * held meanwhile) and does not stop walking when we give up. Blocks at most
+ * timeout_ms (> 0); TIMEOUT then, NOT_FOUND when the container is gone. */
+int docker_container_usage(struct docker_engine *engine, const char *id, long timeout_ms,
+                           struct docker_container_usage *ret, struct cp_error **err);
 
 /* ---- storage (docker/info.c) ---- */
 

@@ -1,138 +1,85 @@
-/* disk_guard.c: a full disk cannot take chat2sbx (or the host) down (issue
- * 13). Every DISK_GUARD_PERIOD_MS it reads the free space of the data
- * root's filesystem (registry, managed workspaces) and of the engine's data
- * directory (writable layers). Below the watermark (CHAT2SBX_MIN_FREE_DISK)
- * new sandboxes are refused, the sandboxes whose usage grew since the last
- * look are paused (the engine's freezer), and a call on one is told why;
- * once the space is back (the watermark plus some room) they are unpaused.
- * A reserve file in the state directory is given up when the disk is all
- * but full, so the registry can still record what happens. Decides with the
- * numbers; never deletes anything of a sandbox. */
+/* disk_guard.c: a full disk cannot take chat2sbx (or the host) down (issues
+ * 13 and 23). Every DISK_GUARD_PERIOD_MS it reads the free space of the data
+ * root's filesystem and of the engine's data directory (DockerRootDir, GET
+ * /info); one filesystem holding both (one disk, the common case) is watched
+ * once in both roles. Below the watermark (CHAT2SBX_MIN_FREE_DISK) creates
+ * and saves are refused, and while a disk is low or near it disk_watch.c
+ * measures every running sandbox's writable layer and workspace on it and
+ * pauses the writers (the engine's freezer; what is measured how, and why,
+ * is in its opening comment) until space is back; a reserve file keeps room
+ * for the registry. Never deletes anything of a sandbox. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
+#include "disk_internal.h"
 #include "lifecycle_internal.h"
 
-#define DISK_GUARD_PERIOD_MS 2000
 /* The state directory keeps this much room for the registry. */
 #define DISK_RESERVE_BYTES ((int64_t)16 * 1024 * 1024)
-/* Unpause once free space is back above the watermark by a tenth of it, at
- * least 1 MiB and at most 64 MiB, so a sandbox is not paused and unpaused on
- * every pass (and a small disk holding the reserve can still resume). */
-#define DISK_RESUME_ROOM_MIN ((int64_t)1024 * 1024)
-#define DISK_RESUME_ROOM_MAX ((int64_t)64 * 1024 * 1024)
-/* Measuring a managed workspace walks its files: at most this long each. */
-#define DISK_WALK_BUDGET_MS 2000
 
-struct disk_fs {
-	char path[4096];
-	char what[64]; /* "the data root", "the engine's data" */
-	dev_t dev;
-	int64_t total, avail, watermark;
-};
-
-struct disk_mark {
-	char id[64];
-	int64_t bytes; /* usage at the last look */
-	int paused;    /* paused by the guard */
-};
-
-struct lifecycle_disk_guard {
-	struct lifecycle *lc;
-	pthread_mutex_t lock; /* guards everything below */
-	pthread_cond_t wake;
-	pthread_t thread;
-	int stop, running;
-	struct disk_fs fs[2];
-	size_t n_fs;
-	int low;          /* below the watermark on some filesystem */
-	char reason[600]; /* why, with the numbers */
-	struct disk_mark *marks;
-	size_t n_marks;
-	char reserve[4200]; /* the reserve file's path */
-	int reserve_held;
-};
-
-static int64_t mono_ms(void)
+static int statvfs_space(const char *path, int64_t *ret_total, int64_t *ret_avail)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	struct statvfs sv;
+	if (statvfs(path, &sv) < 0)
+		return -1;
+	*ret_total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
+	*ret_avail = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	return 0;
 }
 
-static struct disk_mark *mark_of(struct lifecycle_disk_guard *g, const char *id, int create)
-{
-	for (size_t i = 0; i < g->n_marks; i++)
-		if (!strcmp(g->marks[i].id, id))
-			return &g->marks[i];
-	if (!create)
-		return NULL;
-	struct disk_mark *m = xrealloc(g->marks, (g->n_marks + 1) * sizeof(*m));
-	if (!m)
-		return NULL;
-	g->marks = m;
-	m = &g->marks[g->n_marks++];
-	*m = (struct disk_mark){0};
-	snprintf(m->id, sizeof(m->id), "%s", id);
-	return m;
-}
-
-/* Bytes a directory tree holds (st_blocks), not crossing mounts nor
- * following links, for at most DISK_WALK_BUDGET_MS. */
-static __thread int64_t walk_bytes, walk_deadline;
-static int walk_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)path;
-	(void)flag;
-	(void)ftw;
-	walk_bytes += (int64_t)st->st_blocks * 512;
-	return mono_ms() > walk_deadline ? 1 : 0;
-}
-
-static int64_t tree_bytes(const char *dir)
-{
-	walk_bytes = 0;
-	walk_deadline = mono_ms() + DISK_WALK_BUDGET_MS;
-	nftw(dir, walk_entry, 16, FTW_PHYS | FTW_MOUNT);
-	return walk_bytes;
-}
-
-/* Free space of each watched filesystem, and the watermark for it. */
+/* Free space and watermark of each watched filesystem, their judgement,
+ * and why the guard is low. Under g->lock. */
 static void read_space(struct lifecycle_disk_guard *g)
 {
+	const struct disk_fs *below = NULL;
 	for (size_t i = 0; i < g->n_fs; i++) {
 		struct disk_fs *f = &g->fs[i];
-		struct statvfs sv;
-		if (statvfs(f->path, &sv) < 0)
+		if (g->space(f->path, &f->total, &f->avail) < 0)
 			continue;
-		f->total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
-		f->avail = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
 		struct cp_error *e = NULL;
 		if (policy_min_free_parse(g->lc->cfg->min_free_disk, f->total, &f->watermark, &e) < 0) {
 			cp_error_free(e); /* checked at start (lifecycle_disk_guard_start) */
 			f->watermark = 0;
 		}
+		disk_fs_judge(f);
+		if (!below && f->avail < f->watermark)
+			below = f;
 	}
+	g->low = 0;
+	for (size_t i = 0; i < g->n_fs; i++)
+		g->low |= g->fs[i].low;
+	/* Back above the watermark but not yet by the resume room: the last
+	 * reason stands. */
+	if (below)
+		snprintf(g->reason, sizeof(g->reason),
+		         "the disk holding %s ('%.300s') has %lld MiB free, below the %lld MiB minimum "
+		         "(CHAT2SBX_MIN_FREE_DISK)",
+		         below->what, below->path, (long long)(below->avail >> 20),
+		         (long long)(below->watermark >> 20));
 }
 
 /* The reserve file: given up when the data root is all but full, so SQLite
- * finds room for its journal; made again once the disk is not low. */
+ * finds room for its journal; made again once the disk is not low. Under
+ * g->lock. */
 static void tend_reserve(struct lifecycle_disk_guard *g)
 {
-	const struct disk_fs *data = &g->fs[0];
+	const struct disk_fs *data = NULL;
+	for (size_t i = 0; i < g->n_fs && !data; i++)
+		if (g->fs[i].roles & DISK_ROLE_DATA)
+			data = &g->fs[i];
+	if (!data || !g->reserve[0])
+		return;
 	if (g->reserve_held && data->avail < DISK_RESERVE_BYTES) {
 		if (unlink(g->reserve) == 0) {
 			g->reserve_held = 0;
@@ -153,130 +100,14 @@ static void tend_reserve(struct lifecycle_disk_guard *g)
 	}
 }
 
-static void audit(struct lifecycle *lc, const char *action, const char *sandbox_id, const char *message)
-{
-	struct audit_record a = {.at_ms = clock_now_ms(),
-	                         .actor = "serve",
-	                         .action = action,
-	                         .sandbox_id = sandbox_id,
-	                         .status = "ok",
-	                         .message = message};
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_audit_insert(lc->store, &a, &e) < 0)
-		log_warn("lifecycle", "audit %s of %s: %s", action, sandbox_id, e->message);
-}
-
-/* Below the watermark: pause every running sandbox whose usage (its
- * writable layer, and its managed workspace when that is on a low
- * filesystem) grew since the last look. Called without g->lock. */
-static void pause_writers(struct lifecycle_disk_guard *g, int data_low, int engine_low)
-{
-	struct lifecycle *lc = g->lc;
-	struct sandbox_record *rows = NULL;
-	size_t n = 0;
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_sandbox_list(lc->store, 0, &rows, &n, &e) < 0) {
-		log_warn("lifecycle", "disk guard: list sandboxes: %s", e->message);
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct sandbox_record *s = &rows[i];
-		if (strcmp(s->status, "running") != 0 || s->pooled || !s->container_id) {
-			sandbox_record_clear(s);
-			continue;
-		}
-		int64_t bytes = 0, layer = 0;
-		int paused = 0;
-		if (engine_low && docker_container_layer_size(lc->engine, s->container_id, &layer, &paused, &e) == 0)
-			bytes += layer;
-		cp_error_freep(&e);
-		struct workspace_record w = {0};
-		if (data_low && store_workspace_get(lc->store, s->workspace_id, &w, &e) == 0 &&
-		    !strcmp(w.mode, "managed") && w.path) {
-			struct stat st;
-			if (stat(w.path, &st) == 0 && st.st_dev == g->fs[0].dev)
-				bytes += tree_bytes(w.path);
-		}
-		cp_error_freep(&e);
-		workspace_record_clear(&w);
-
-		pthread_mutex_lock(&g->lock);
-		struct disk_mark *m = mark_of(g, s->id, 1);
-		int grew = m && m->bytes > 0 && bytes > m->bytes && !m->paused;
-		if (m)
-			m->bytes = bytes;
-		pthread_mutex_unlock(&g->lock);
-		if (grew && docker_container_pause(lc->engine, s->container_id, &e) == 0) {
-			pthread_mutex_lock(&g->lock);
-			if ((m = mark_of(g, s->id, 0)))
-				m->paused = 1;
-			char reason[sizeof(g->reason)];
-			snprintf(reason, sizeof(reason), "%s", g->reason);
-			pthread_mutex_unlock(&g->lock);
-			log_warn("lifecycle", "paused sandbox %s: it was writing while %s", s->id, reason);
-			audit(lc, "sandbox.pause", s->id, reason);
-		} else if (grew) {
-			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "disk guard: pause %s", s->id);
-		}
-		cp_error_freep(&e);
-		sandbox_record_clear(s);
-	}
-	free(rows);
-}
-
-/* Space is back: every sandbox the guard paused runs again. */
-static void unpause_all(struct lifecycle_disk_guard *g)
-{
-	struct lifecycle *lc = g->lc;
-	pthread_mutex_lock(&g->lock);
-	size_t n = g->n_marks;
-	struct disk_mark *marks = g->marks;
-	g->marks = NULL;
-	g->n_marks = 0;
-	pthread_mutex_unlock(&g->lock);
-	for (size_t i = 0; i < n; i++) {
-		if (!marks[i].paused)
-			continue;
-		struct sandbox_record s = {0};
-		_cleanup_error_ struct cp_error *e = NULL;
-		if (store_sandbox_get(lc->store, marks[i].id, &s, &e) == 0 && s.container_id &&
-		    docker_container_unpause(lc->engine, s.container_id, &e) == 0) {
-			log_info("lifecycle", "unpaused sandbox %s: the disk has room again", marks[i].id);
-			audit(lc, "sandbox.unpause", marks[i].id, "the disk has room again");
-		} else if (e && e->code != CP_ERR_NOT_FOUND) {
-			log_warn("lifecycle", "disk guard: unpause %s: %s", marks[i].id, e->message);
-		}
-		sandbox_record_clear(&s);
-	}
-	free(marks);
-}
-
-static void pass(struct lifecycle_disk_guard *g)
+void disk_guard_pass(struct lifecycle_disk_guard *g)
 {
 	pthread_mutex_lock(&g->lock);
-	read_space(g);
-	int data_low = g->fs[0].avail < g->fs[0].watermark;
-	int engine_low = g->n_fs > 1 && g->fs[1].avail < g->fs[1].watermark;
-	int room = 1;
-	for (size_t i = 0; i < g->n_fs; i++) {
-		int64_t extra = g->fs[i].watermark / 10;
-		extra = extra < DISK_RESUME_ROOM_MIN   ? DISK_RESUME_ROOM_MIN
-		        : extra > DISK_RESUME_ROOM_MAX ? DISK_RESUME_ROOM_MAX
-		                                       : extra;
-		room &= g->fs[i].avail >= g->fs[i].watermark + extra;
-	}
 	int was_low = g->low;
-	if (data_low || engine_low) {
-		const struct disk_fs *f = data_low ? &g->fs[0] : &g->fs[1];
-		snprintf(g->reason, sizeof(g->reason),
-		         "the disk holding %s ('%.300s') has %lld MiB free, below the %lld MiB minimum "
-		         "(CHAT2SBX_MIN_FREE_DISK)",
-		         f->what, f->path, (long long)(f->avail >> 20), (long long)(f->watermark >> 20));
-		g->low = 1;
-	} else if (room) {
-		g->low = 0;
-	}
-	int low = g->low;
+	read_space(g);
+	int low = g->low, watch = 0;
+	for (size_t i = 0; i < g->n_fs; i++)
+		watch |= g->fs[i].watch;
 	char reason[sizeof(g->reason)];
 	snprintf(reason, sizeof(reason), "%s", g->reason);
 	tend_reserve(g);
@@ -284,15 +115,22 @@ static void pass(struct lifecycle_disk_guard *g)
 
 	if (low && !was_low)
 		log_warn("lifecycle",
-		         "%s: new sandboxes are refused and sandboxes that keep writing are paused "
+		         "%s: new sandboxes and saves are refused and sandboxes that keep writing are paused "
 		         "until space is freed",
 		         reason);
-	if (data_low || engine_low)
-		pause_writers(g, data_low, engine_low);
-	else if (!low && was_low) {
+	if (!low && was_low) {
 		log_info("lifecycle", "the disk has room again: sandboxes may be created, paused ones resume");
-		unpause_all(g);
+		disk_unpause_all(g);
 	}
+	if (watch)
+		disk_watch_sandboxes(g);
+
+	pthread_mutex_lock(&g->lock);
+	for (size_t i = 0; i < g->n_fs; i++) {
+		g->fs[i].watched_before = g->fs[i].watch;
+		g->fs[i].prev_avail = g->fs[i].avail;
+	}
+	pthread_mutex_unlock(&g->lock);
 }
 
 static void *guard_main(void *arg)
@@ -301,7 +139,7 @@ static void *guard_main(void *arg)
 	pthread_mutex_lock(&g->lock);
 	while (!g->stop) {
 		pthread_mutex_unlock(&g->lock);
-		pass(g);
+		disk_guard_pass(g);
 		pthread_mutex_lock(&g->lock);
 		struct timespec until = clock_deadline_after(DISK_GUARD_PERIOD_MS);
 		while (!g->stop && pthread_cond_timedwait(&g->wake, &g->lock, &until) == 0)
@@ -311,20 +149,55 @@ static void *guard_main(void *arg)
 	return NULL;
 }
 
-static int add_fs(struct lifecycle_disk_guard *g, const char *path, const char *what)
+struct lifecycle_disk_guard *disk_guard_new(struct lifecycle *lc, disk_space_fn space)
+{
+	struct lifecycle_disk_guard *g = xcalloc(1, sizeof(*g));
+	g->lc = lc;
+	g->space = space ? space : statvfs_space;
+	g->size_timeout_ms = DISK_SIZE_TIMEOUT_MS;
+	pthread_mutex_init(&g->lock, NULL);
+	clock_cond_init(&g->wake);
+	if (lc->cfg->state_dir) {
+		snprintf(g->reserve, sizeof(g->reserve), "%s/disk-reserve", lc->cfg->state_dir);
+		struct stat st;
+		g->reserve_held = stat(g->reserve, &st) == 0 && st.st_size >= DISK_RESERVE_BYTES;
+	}
+	return g;
+}
+
+int disk_guard_add_fs(struct lifecycle_disk_guard *g, const char *path, unsigned roles)
 {
 	struct stat st;
 	if (!path || stat(path, &st) < 0)
 		return -1;
-	for (size_t i = 0; i < g->n_fs; i++)
-		if (g->fs[i].dev == st.st_dev)
-			return 0; /* one filesystem: watched once */
-	struct disk_fs *f = &g->fs[g->n_fs++];
-	snprintf(f->path, sizeof(f->path), "%s", path);
-	snprintf(f->what, sizeof(f->what), "%s", what);
-	f->dev = st.st_dev;
+	int i = disk_fs_of_dev(g, st.st_dev);
+	if (i < 0) {
+		if (g->n_fs == DISK_MAX_FS)
+			return -1;
+		i = (int)g->n_fs++;
+		g->fs[i] = (struct disk_fs){.dev = st.st_dev, .prev_avail = -1};
+		snprintf(g->fs[i].path, sizeof(g->fs[i].path), "%s", path);
+	}
+	struct disk_fs *f = &g->fs[i];
+	f->roles |= roles;
+	snprintf(f->what, sizeof(f->what), "%s",
+	         f->roles == (DISK_ROLE_DATA | DISK_ROLE_ENGINE) ? "the data root and the engine's data"
+	         : f->roles & DISK_ROLE_DATA                     ? "the data root"
+	                                                         : "the engine's data");
 	return 0;
 }
+
+void disk_guard_free(struct lifecycle_disk_guard *g)
+{
+	if (!g)
+		return;
+	pthread_cond_destroy(&g->wake);
+	pthread_mutex_destroy(&g->lock);
+	free(g->marks);
+	free(g);
+}
+
+/* ---- the lifecycle's entry points ---- */
 
 /* The default layer size (CHAT2SBX_DEFAULT_DISK) on this engine's storage:
  * 'auto' is DISK_DEFAULT_AUTO where a size can be given, 'none' none. */
@@ -359,30 +232,24 @@ int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err)
 	_cleanup_error_ struct cp_error *se = NULL;
 	if (docker_engine_storage(lc->engine, &ds, &se) < 0)
 		log_warn("lifecycle", "disk guard: %s; sandbox disks are not limited", se->message);
-	int r = default_disk(lc, &ds, err);
-	if (r < 0) {
+	if (default_disk(lc, &ds, err) < 0) {
 		docker_storage_clear(&ds);
 		return -1;
 	}
-	struct lifecycle_disk_guard *g = xcalloc(1, sizeof(*g));
-	g->lc = lc;
-	pthread_mutex_init(&g->lock, NULL);
-	clock_cond_init(&g->wake);
-	snprintf(g->reserve, sizeof(g->reserve), "%s/disk-reserve", lc->cfg->state_dir);
-	struct stat st;
-	g->reserve_held = stat(g->reserve, &st) == 0 && st.st_size >= DISK_RESERVE_BYTES;
-	add_fs(g, lc->cfg->data_root, "the data root");
-	if (ds.root_dir && add_fs(g, ds.root_dir, "the engine's data") < 0)
+	struct lifecycle_disk_guard *g = disk_guard_new(lc, NULL);
+	disk_guard_add_fs(g, lc->cfg->data_root, DISK_ROLE_DATA);
+	if (ds.root_dir && disk_guard_add_fs(g, ds.root_dir, DISK_ROLE_ENGINE) < 0)
 		log_info("lifecycle",
-		         "disk guard: the engine's data '%s' is not readable here (%s); only the data "
-		         "root's disk is watched",
+		         "disk guard: the engine's data '%s' is not readable here (%s); only the data root's disk "
+		         "is watched and writable layers are not measured",
 		         ds.root_dir, strerror(errno));
+	for (size_t i = 0; i < g->n_fs; i++)
+		log_info("lifecycle", "disk guard: watching the disk of '%s' for %s%s", g->fs[i].path, g->fs[i].what,
+		         g->fs[i].roles == (DISK_ROLE_DATA | DISK_ROLE_ENGINE) ? " (one disk)" : "");
 	docker_storage_clear(&ds);
-	pass(g); /* the first look before any create */
+	disk_guard_pass(g); /* the first look before any create */
 	if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
-		pthread_cond_destroy(&g->wake);
-		pthread_mutex_destroy(&g->lock);
-		free(g);
+		disk_guard_free(g);
 		return cp_error_set(err, CP_ERR_UNAVAILABLE, "start the disk guard thread");
 	}
 	g->running = 1;
@@ -404,10 +271,7 @@ void lifecycle_disk_guard_stop(struct lifecycle *lc)
 	lc->disk = NULL;
 	/* Paused sandboxes stay paused across a stop: the next serve unpauses
 	 * them at start (lifecycle_disk_unpause_leftovers) and looks again. */
-	pthread_cond_destroy(&g->wake);
-	pthread_mutex_destroy(&g->lock);
-	free(g->marks);
-	free(g);
+	disk_guard_free(g);
 }
 
 int lifecycle_disk_check_create(struct lifecycle *lc, struct cp_error **err)
@@ -447,10 +311,10 @@ int lifecycle_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *re
 	if (!g)
 		return 0;
 	pthread_mutex_lock(&g->lock);
-	struct disk_mark *m = mark_of(g, sandbox_id, 0);
+	struct disk_mark *m = disk_mark_of(g, sandbox_id, 0);
 	int paused = m && m->paused;
 	if (paused && reason && size)
-		snprintf(reason, size, "%s", g->reason);
+		snprintf(reason, size, "%s", m->reason);
 	pthread_mutex_unlock(&g->lock);
 	return paused;
 }

@@ -6,7 +6,7 @@
  * transaction; git's environment is export_git.c's, so no hook, no
  * fsmonitor and no setting of the person's runs a program. The working
  * tree, the index, local branches, HEAD and the config are never touched.
- * A plain-copy export is extracted into a new directory (export_archive.c).
+ * A plain-copy export is extracted into a new directory (export_extract.c).
  * Also here: recording the approved repository's refs at create. */
 #include <errno.h>
 #include <stdio.h>
@@ -128,19 +128,22 @@ static int apply_git(const struct export_record *x, const struct export_manifest
 	size_t first_spec = nf;
 	for (size_t i = 0; i < m->n_refs; i++) {
 		const struct export_manifest_ref *r = &m->refs[i];
+		/* A shared bundle (export_dedup.c) carries the object under the
+		 * earlier export's name. */
+		const char *src = r->bundle_ref ? r->bundle_ref : r->ref.name;
 		if (!r->host_ref) {
-			char *msg = xasprintf(
-			    "branch '%s' was not applied (its name collides with chat2sbx's own under "
-			    "refs/remotes/chat2sbx/%s/); fetch it yourself: git fetch %s '%s:refs/remotes/"
-			    "chat2sbx/%s/branches/%s'",
-			    r->ref.name + 11, x->sandbox_id, bundle, r->ref.name, x->sandbox_id, r->ref.name + 11);
+			char *msg =
+			    xasprintf("branch '%s' was not applied (its name collides with chat2sbx's own under "
+			              "refs/remotes/chat2sbx/%s/); fetch it yourself: git fetch %s '%s:refs/remotes/"
+			              "chat2sbx/%s/branches/%s'",
+			              r->ref.name + 11, x->sandbox_id, bundle, src, x->sandbox_id, r->ref.name + 11);
 			ret->skipped = strv_add(ret->skipped, &n_skipped, msg);
 			continue;
 		}
 		char *line = xasprintf("%s %s", r->host_ref, r->ref.oid);
 		ret->refs = strv_add(ret->refs, &n_refs_out, line);
 		if (r->in_bundle) {
-			specs[ns] = xasprintf("+%s:%s", r->ref.name, r->host_ref);
+			specs[ns] = xasprintf("+%s:%s", src, r->host_ref);
 			fetch[nf++] = specs[ns++];
 		} else {
 			fprintf(u, "update %s %s\n", r->host_ref, r->ref.oid);
@@ -216,6 +219,31 @@ static char *next_steps_git(const struct export_record *x, const struct export_m
 	return out;
 }
 
+/* A plain copy into to_dir (export_extract.c); FIFOs, sockets and devices
+ * it held go to ret->skipped. */
+static int apply_tar(const struct export_record *x, const struct workspace_record *w, const char *to_dir,
+                     struct lifecycle_apply_result *ret, struct cp_error **err)
+{
+	char tar[4300];
+	snprintf(tar, sizeof(tar), "%s/workspace.tar", x->path);
+	struct export_extract_result res = {0};
+	if (export_archive_extract(tar, to_dir, &res, err) < 0)
+		return -1;
+	ret->target = realpath(to_dir, NULL);
+	ret->refs_updated = (int)res.entries;
+	ret->skipped = TAKE_PTR(res.skipped);
+	_cleanup_free_ char *more =
+	    res.n_skipped ? xasprintf("%zu FIFO(s), socket(s) or device(s) were not made%s; the archive keeps them: "
+	                              "tar -tvf %s\n",
+	                              res.n_skipped,
+	                              res.n_skipped > res.n_listed ? " (the first ones are listed)" : " (listed)", tar)
+	                  : xstrdup("");
+	ret->next_steps = xasprintf("The plain copy is in %s (%lld entries); compare it with: diff -r %s %s\n%s",
+	                            ret->target ? ret->target : to_dir, (long long)res.entries, w->path, to_dir, more);
+	export_extract_result_clear(&res);
+	return 0;
+}
+
 int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
                            struct lifecycle_apply_result *ret, struct cp_error **err)
 {
@@ -251,16 +279,7 @@ int lifecycle_export_apply(const struct config *cfg, struct store *store, const 
 			    x.id, w.host_path ? w.host_path : w.path, x.id);
 			goto out;
 		}
-		char tar[4300];
-		snprintf(tar, sizeof(tar), "%s/workspace.tar", x.path);
-		int64_t n = 0;
-		if (export_archive_extract(tar, to_dir, &n, err) < 0)
-			goto out;
-		ret->target = realpath(to_dir, NULL);
-		ret->refs_updated = (int)n;
-		ret->next_steps = xasprintf("The plain copy is in %s (%lld entries); compare it with: diff -r %s %s\n",
-		                            ret->target ? ret->target : to_dir, (long long)n, w.path, to_dir);
-		r = 0;
+		r = apply_tar(&x, &w, to_dir, ret, err);
 		goto out;
 	}
 	if (to_dir) {

@@ -63,8 +63,14 @@ int export_dir_open(const struct config *cfg, const char *sandbox_id, const char
 	return 0;
 }
 
+/* Deepest directory removed: export directories are shallow, a plain copy
+ * extracted for `export apply --to` is at most EXPORT_EXTRACT_DEPTH_MAX
+ * deep (export_extract.c). */
+#define REMOVE_DEPTH_MAX (EXPORT_EXTRACT_DEPTH_MAX + 2)
+
 /* Removes the entries of directory fd (depth-first, never following a
- * symlink) and closes it. */
+ * symlink; a directory that cannot be opened is made 0700 first, as an
+ * archive may have left one unreadable) and closes it. */
 static void remove_below(int fd, int depth)
 {
 	DIR *d = fdopendir(fd);
@@ -76,10 +82,13 @@ static void remove_below(int fd, int depth)
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (unlinkat(dirfd(d), e->d_name, 0) == 0 || depth > 32)
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0 || depth > REMOVE_DEPTH_MAX)
 			continue;
 		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0 && fchmodat(dirfd(d), e->d_name, 0700, 0) == 0)
+			sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub >= 0) {
+			fchmod(sub, 0700);
 			remove_below(sub, depth + 1);
 			unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
 		}

@@ -22,6 +22,8 @@
 /* Commits and file names kept per ref in a manifest (the counts stay exact). */
 #define EXPORT_MANIFEST_COMMITS_MAX 200
 #define EXPORT_MANIFEST_FILES_MAX 500
+/* How long one step of an unsaved-work probe may take in the sandbox (ms). */
+#define EXPORT_PROBE_WAIT_MS 5000
 /* Version of manifest.json. */
 #define EXPORT_MANIFEST_VERSION 1
 
@@ -122,17 +124,71 @@ int export_verify_git(const struct export_verify_in *in, struct export_manifest 
 
 /* ---- plain-copy archives (export_archive.c, libarchive) ---- */
 
+/* Opens the tar at path for reading (tar and GNU tar formats); NULL with
+ * INVALID_ARGUMENT naming it when it cannot be opened. Caller frees with
+ * archive_read_free. */
+struct archive;
+struct archive *export_archive_open(const char *path, struct cp_error **err);
 /* Reads the tar at path through (a saved export): every header must parse;
  * *ret_entries counts them. INVALID_ARGUMENT naming the problem. */
 int export_archive_check(const char *path, int64_t *ret_entries, struct cp_error **err);
-/* Extracts the tar at path into the directory dir (made 0755 when missing;
- * it must be empty): names are relative and stay inside (no absolute
- * name, no "..", no write through a symlink: libarchive's
- * ARCHIVE_EXTRACT_SECURE_* checks), only files, directories, symlinks and
- * hard links inside dir are made, setuid/setgid/sticky bits dropped, owners
- * not restored. *ret_entries counts what was written. On a refused entry:
- * DENIED naming it; what was written before stays (the message says so). */
-int export_archive_extract(const char *path, const char *dir, int64_t *ret_entries, struct cp_error **err);
+
+/* ---- `export apply --to DIR` (export_extract.c) ---- */
+
+#define EXPORT_STR_(x) #x
+#define EXPORT_STR(x) EXPORT_STR_(x)
+/* Longest entry name (and hard link target) extracted, bytes. */
+#define EXPORT_EXTRACT_NAME_MAX 4000
+/* Deepest entry extracted, in directories. */
+#define EXPORT_EXTRACT_DEPTH_MAX 256
+/* Most entries one archive may hold. */
+#define EXPORT_EXTRACT_ENTRIES_MAX 1000000
+/* Skipped entries named in the answer (all are counted). */
+#define EXPORT_EXTRACT_SKIPPED_LISTED 100
+
+enum export_entry_action {
+	EXPORT_ENTRY_WRITE,    /* a file, directory or symlink */
+	EXPORT_ENTRY_HARDLINK, /* a hard link to an earlier entry's name, inside */
+	EXPORT_ENTRY_SKIP,     /* a FIFO, socket or device: not made, listed */
+	EXPORT_ENTRY_IGNORE,   /* "." itself */
+	EXPORT_ENTRY_REFUSE,   /* the whole archive is refused */
+};
+
+/* Judges one tar entry: its name (NULL: none), its type (AE_IF*, 0 for a
+ * tar hard link) and its hard link target (NULL: not one). Names must be
+ * relative, hold no ".." component, be at most EXPORT_EXTRACT_NAME_MAX
+ * bytes and EXPORT_EXTRACT_DEPTH_MAX directories deep; a hard link's
+ * target too. *ret_why (static): what kind was skipped, or why it is
+ * refused. Writing through symlinks is libarchive's to refuse
+ * (ARCHIVE_EXTRACT_SECURE_SYMLINKS), since it depends on what is on disk.
+ * Pure. */
+enum export_entry_action export_extract_judge(const char *name, unsigned type, const char *hardlink,
+                                              const char **ret_why);
+
+struct export_extract_result {
+	int64_t entries; /* entries written */
+	char **skipped;  /* "FIFO \"name\" (not made)", ...: the first EXPORT_EXTRACT_SKIPPED_LISTED, NULL-terminated */
+	size_t n_listed; /* entries of skipped */
+	size_t n_skipped; /* all entries skipped */
+};
+void export_extract_result_clear(struct export_extract_result *r);
+
+/* Extracts the tar at path as the directory to_dir (missing, or an empty
+ * directory that is not a symlink; missing parents are made 0755): every
+ * entry judged by export_extract_judge, libarchive's ARCHIVE_EXTRACT_SECURE_*
+ * guards on, setuid/setgid/sticky bits dropped, owners not restored, the
+ * declared sizes at most the archive's own, all written into a new
+ * directory beside to_dir that is renamed to to_dir only at the end. *ret
+ * (caller clears) on success. Errors, each with nothing left behind
+ * ("nothing was written to 'DIR': ..."): CONFLICT (to_dir not empty, a
+ * symlink or not a directory, or made meanwhile), DENIED naming the refused
+ * entry (escaped), LIMIT (its disk has less room than the archive's size,
+ * or more than EXPORT_EXTRACT_ENTRIES_MAX entries), INVALID_ARGUMENT (a
+ * damaged archive), INTERNAL (a write failed). Changes the working
+ * directory while it runs (libarchive writes relative to it): not for
+ * threaded callers (the CLI only). Blocks on the disk. */
+int export_archive_extract(const char *path, const char *to_dir, struct export_extract_result *ret,
+                           struct cp_error **err);
 
 /* ---- export directories (export_dirs.c) ---- */
 
@@ -143,8 +199,10 @@ int export_archive_extract(const char *path, const char *dir, int64_t *ret_entri
  * by someone else: DENIED. */
 int export_dir_open(const struct config *cfg, const char *sandbox_id, const char *export_id, char **ret_path,
                     int *ret_fd, struct cp_error **err);
-/* Removes an export directory this process made and gave up on (its files
- * and scratch repository), best effort. */
+/* Removes a directory this process made and gave up on (an export's files
+ * and scratch repository, a partial plain copy of export_extract.c), best
+ * effort, never following a symlink, making unreadable directories 0700
+ * first, at most EXPORT_EXTRACT_DEPTH_MAX + 2 levels deep. */
 void export_dir_remove(const char *path);
 
 /* ---- the manifest (export_manifest.c) ---- */
@@ -156,6 +214,8 @@ struct export_manifest_ref {
 	int64_t new_commits;         /* commits not in the approved repository when the clone was made */
 	struct json_object *commits; /* [{"oid","subject"}] newest first, at most EXPORT_MANIFEST_COMMITS_MAX */
 	struct json_object *files;   /* ["path", ...] touched by those commits, at most EXPORT_MANIFEST_FILES_MAX */
+	char *bundle_ref; /* in_bundle: the name the bundle file's header gives this oid when it is not name (a
+	                     bundle shared with an earlier export: export_dedup.c); NULL = name */
 };
 
 struct export_manifest {
@@ -171,6 +231,7 @@ struct export_manifest {
 	struct json_object *snapshot_files; /* [{"status","path"}] of the snapshot against HEAD */
 	int64_t snapshot_file_count;
 	int64_t archive_entries; /* tar: entries in workspace.tar */
+	char *shares_bundle_of;  /* the bundle is a hard link to this export's (export_dedup.c); NULL = its own */
 };
 void export_manifest_clear(struct export_manifest *m);
 
@@ -185,6 +246,74 @@ int export_manifest_from_json(struct json_object *o, struct export_manifest *ret
  * into *ret. */
 int export_manifest_load(const char *dir, struct export_manifest *ret, struct cp_error **err);
 
+/* ---- a save with nothing new shares the earlier bundle (export_dedup.c) ---- */
+
+/* Reads the header of the bundle open at fd (borrowed; pread from offset 0,
+ * at most EXPORT_HEADER_MAX bytes) into *ret as export_bundle_parse does. */
+int export_bundle_header_read(int fd, struct export_bundle_header *ret, struct cp_error **err);
+
+/* Decides whether a save whose sandbox lists the refs list (n_list, judged)
+ * can share the bundle of the previous export prev (its manifest), whose
+ * file's header is shared: 1 when every ref points at an object prev
+ * holds (the snapshot only at prev's snapshot) and every in-bundle one is
+ * carried by shared's header; then *ret (caller clears) is the new
+ * manifest's content: its refs (names from list, bundle_ref the header's
+ * name when it differs, host_ref mapped for sandbox_id, details copied from
+ * prev's ref of the same object), snapshot, commits (the union of the
+ * copied commit lists, or prev's when the tips are the same set), thin and
+ * bytes as prev's, shares_bundle_of the export that first wrote the file.
+ * 0 with *ret_why (static) otherwise, *ret untouched. Pure. */
+int export_dedup_plan(const struct export_manifest *prev, const struct export_bundle_header *shared,
+                      const struct export_ref *list, size_t n_list, const char *sandbox_id, struct export_manifest *ret,
+                      const char **ret_why);
+
+/* The previous export last (a git export with a bundle, its manifest read
+ * again; a thin one only while host_reachable), its bundle file opened
+ * without following a link and owned by this user with the size it saved,
+ * its header parsed, export_dedup_plan: then that file is hard-linked as
+ * "bundle" into dirfd (the new export's directory) and 1 is returned with
+ * *m filled as the plan says. 0 (logged at debug) in every other case, m
+ * untouched: the caller streams the bundle as usual. Never fails. Blocks on
+ * reading the manifest and at most EXPORT_HEADER_MAX bytes. */
+int export_dedup_try(const struct export_record *last, int host_reachable, const struct export_ref *list, size_t n_list,
+                     const char *sandbox_id, int dirfd, struct export_manifest *m);
+
+/* ---- room for a save (export_space.c, issue 23) ---- */
+
+/* The caps and the disk, looked at once before a save keeps anything and
+ * again before every chunk it writes. Fields are export_space.c's. */
+struct export_space {
+	const struct config *cfg; /* borrowed */
+	const char *sandbox_id;   /* borrowed */
+	int dirfd;                /* the export's directory (borrowed): its disk is the one measured */
+	struct policy_save_caps caps;
+	struct policy_save_usage sandbox, all; /* kept when the save began */
+	int64_t expected;                      /* the file being streamed, as announced */
+	int scratch;                           /* verification copies it once more */
+	int kept;                              /* it counts against the byte caps */
+	int ready;                             /* export_space_begin passed */
+};
+
+/* Before a save keeps an export (a bundle, refs only or an archive; not a
+ * manifest alone): one more export must fit the caps
+ * (policy_save_caps_check over store_export_usage) and the data root's disk
+ * must keep CHAT2SBX_MIN_FREE_DISK after a margin. *sp is filled (borrowing
+ * cfg, sandbox_id and dirfd). LIMIT naming the cap or the numbers and what
+ * the person can do; UNAVAILABLE when the registry or the disk cannot be
+ * read. Blocks on two registry reads and one fstatvfs. */
+int export_space_begin(struct export_space *sp, const struct config *cfg, struct store *store, const char *sandbox_id,
+                       int dirfd, struct cp_error **err);
+/* Before streaming a file the sandbox announces as size bytes: scratch 1
+ * when verification copies it (a bundle), kept 1 when it counts against the
+ * byte caps (a bundle or an archive, not the ref list). LIMIT as above.
+ * sp NULL or not begun: 0. */
+int export_space_expect(struct export_space *sp, int64_t size, int scratch, int kept, struct cp_error **err);
+/* Before writing n more bytes after streamed: the disk measured again, and
+ * a file grown past its announced size checked against the byte caps.
+ * LIMIT the moment the watermark (counting verification's copy) or a cap
+ * would be crossed. sp NULL or not begun: 0. */
+int export_space_chunk(struct export_space *sp, int64_t streamed, int64_t n, struct cp_error **err);
+
 /* ---- retention (export_retention.c) ---- */
 
 /* Moves every export older than LIFECYCLE_RETENTION_MS and not in the trash
@@ -198,5 +327,15 @@ int lifecycle_export_retention_run(const struct config *cfg, struct store *store
  * *ret_dest (caller frees) is where it went (workspace.c). */
 int lifecycle_trash_move(const struct config *cfg, const char *dir, const char *name, char **ret_dest,
                          struct cp_error **err);
+
+/* Asks the running clone sandbox sandbox_id, over ch (borrowed, alive),
+ * whether it holds work since its last export (export_save.c's script in
+ * state mode, a hidden bash session; each step bounded by
+ * EXPORT_PROBE_WAIT_MS). 0 with *ret_unsaved 1 or 0, also recorded in the
+ * registry; -1 with *err (TIMEOUT, UNAVAILABLE when cancel fired or the
+ * channel closed, INTERNAL when the script failed). cancel (borrowed, may be
+ * NULL) ends every wait at once. Called by unsaved.c's probe threads only. */
+int export_unsaved_probe(struct lifecycle *lc, const char *sandbox_id, struct helper_channel *ch,
+                         struct cp_cancel *cancel, int *ret_unsaved, struct cp_error **err);
 
 #endif

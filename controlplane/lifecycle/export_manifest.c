@@ -15,6 +15,7 @@
 #include "../base/xjson.h"
 #include "../base/xalloc.h"
 #include "../base/clock.h"
+#include "../base/id.h"
 #include "export_internal.h"
 
 void export_manifest_clear(struct export_manifest *m)
@@ -32,11 +33,13 @@ void export_manifest_clear(struct export_manifest *m)
 	for (size_t i = 0; i < m->n_refs; i++) {
 		free(m->refs[i].ref.name);
 		free(m->refs[i].host_ref);
+		free(m->refs[i].bundle_ref);
 		json_object_put(m->refs[i].commits);
 		json_object_put(m->refs[i].files);
 	}
 	free(m->refs);
 	json_object_put(m->snapshot_files);
+	free(m->shares_bundle_of);
 	*m = (struct export_manifest){0};
 }
 
@@ -90,6 +93,7 @@ struct json_object *export_manifest_to_json(const struct export_manifest *m)
 		put_str(x, "oid", r->ref.oid);
 		put_str(x, "host_ref", r->host_ref);
 		xjson_add(x, "in_bundle", xjson_bool(r->in_bundle));
+		put_str(x, "bundle_ref", r->bundle_ref);
 		xjson_add(x, "new_commits", xjson_int64(r->new_commits));
 		xjson_add(x, "commits", array_or_empty(r->commits));
 		xjson_add(x, "files", array_or_empty(r->files));
@@ -104,6 +108,7 @@ struct json_object *export_manifest_to_json(const struct export_manifest *m)
 	xjson_add(o, "snapshot", snap);
 	if (m->archive_entries)
 		xjson_add(o, "archive_entries", xjson_int64(m->archive_entries));
+	put_str(o, "shares_bundle_of", m->shares_bundle_of);
 	return o;
 }
 
@@ -177,6 +182,9 @@ static int read_ref(struct json_object *x, const char *sandbox_id, struct export
 			                    r->ref.name);
 		}
 	}
+	if (field_str(x, "bundle_ref", 0, &r->bundle_ref, err) < 0 ||
+	    (r->bundle_ref && policy_ref_name_check(r->bundle_ref, strlen(r->bundle_ref), NULL, err) < 0))
+		return cp_error_prefix(err, "the manifest's bundle_ref of '%s'", r->ref.name);
 	r->in_bundle = field_bool(x, "in_bundle");
 	r->new_commits = field_int(x, "new_commits");
 	r->commits = field_array(x, "commits");
@@ -198,8 +206,13 @@ int export_manifest_from_json(struct json_object *o, struct export_manifest *ret
 	    field_str(o, "workspace_id", 1, &m.workspace_id, err) < 0 ||
 	    field_str(o, "host_path", 0, &m.host_path, err) < 0 || field_str(o, "kind", 1, &m.kind, err) < 0 ||
 	    field_str(o, "reason", 1, &m.reason, err) < 0 || field_str(o, "message", 0, &m.message, err) < 0 ||
-	    field_str(o, "fingerprint", 0, &m.fingerprint, err) < 0)
+	    field_str(o, "fingerprint", 0, &m.fingerprint, err) < 0 ||
+	    field_str(o, "shares_bundle_of", 0, &m.shares_bundle_of, err) < 0)
 		goto fail;
+	if (m.shares_bundle_of && !id_valid(m.shares_bundle_of, "exp_")) {
+		cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "the manifest's shares_bundle_of is not an export id");
+		goto fail;
+	}
 	if (strcmp(m.kind, "git") && strcmp(m.kind, "tar") && strcmp(m.kind, "none")) {
 		cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "the manifest's kind '%.20s' is not git, tar or none",
 		             m.kind);

@@ -24,6 +24,7 @@
 
 #include "../base/xjson.h"
 #include "../base/xalloc.h"
+#include "../base/cancel.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/id.h"
@@ -35,14 +36,22 @@
 #define EXPORT_DIR_IN_SANDBOX "/tmp/.chat2sbx-export"
 
 /* The script, run with bash -c inside the sandbox. @ID@, @MODE@ (thin,
- * full or state), @LAST@ (fingerprint of the last export or -) and @MSG@
- * (shell-quoted) are replaced before it is sent. Its last line of output
+ * full or state) and @LAST@ (fingerprint of the last export or -) are
+ * replaced before it is sent. The snapshot commit is made the same way for
+ * the same tree and HEAD (fixed identity, message and HEAD's own date), so
+ * a save that only renames a branch finds every object in the previous
+ * export (export_dedup.c); sandbox_export's message is kept in the
+ * manifest and the registry. Its last line of output
  * is "chat2sbx-export kind=<git|tar> state=<...> fingerprint=<hex>". */
 static const char script_template[] =
     "set -u\n"
-    "X=" EXPORT_DIR_IN_SANDBOX "/@ID@ W=" LIFECYCLE_WORKSPACE_TARGET " MODE=@MODE@ LAST=@LAST@ MSG=@MSG@\n"
+    "X=" EXPORT_DIR_IN_SANDBOX "/@ID@ W=" LIFECYCLE_WORKSPACE_TARGET " MODE=@MODE@ LAST=@LAST@\n"
     "say() { printf 'chat2sbx-export kind=%s state=%s fingerprint=%s\\n' \"$1\" \"$2\" \"$3\"; }\n"
     "cd \"$W\" || exit 3\n"
+    /* A clone's own core.fsmonitor names a program git runs on every look
+     * at the working tree; one that hangs would hang every save and probe
+     * (the channel's deadline still bounds a git the model replaced). */
+    "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=false\n"
     "mkdir -p \"$X\" && chmod 700 \"$X\" || exit 3\n"
     "touch \"$X/base\"\n"
     "if [ \"$(git rev-parse --show-toplevel 2>/dev/null)\" = \"$W\" ]; then\n"
@@ -65,8 +74,12 @@ static const char script_template[] =
     "  if [ \"$tree\" = \"$head_tree\" ] && [ \"$heads\" = \"$base\" ]; then say git nothing-new \"$fp\"; exit 0; fi\n"
     "  if [ \"$MODE\" = state ]; then say git changed \"$fp\"; exit 0; fi\n"
     "  snap=\n"
-    "  if [ \"$tree\" != \"$head_tree\" ]; then snap=$(git commit-tree \"$tree\" ${head:+-p \"$head\"} -m \"$MSG\") "
-    "|| exit 6; fi\n"
+    "  if [ \"$tree\" != \"$head_tree\" ]; then\n"
+    "    when=$(git show -s --format=%ct \"$head\" 2>/dev/null) || when=\n"
+    "    export GIT_AUTHOR_DATE=\"@${when:-0} +0000\" GIT_COMMITTER_DATE=\"@${when:-0} +0000\"\n"
+    "    snap=$(git commit-tree \"$tree\" ${head:+-p \"$head\"} -m 'chat2sbx: uncommitted and untracked changes') "
+    "|| exit 6\n"
+    "  fi\n"
     "  set --\n"
     "  if [ -n \"$head\" ]; then printf '%s HEAD\\n' \"$head\" >> \"$X/refs\"; set -- HEAD; fi\n"
     "  if [ -n \"$snap\" ]; then\n"
@@ -104,37 +117,13 @@ void lifecycle_export_result_clear(struct lifecycle_export_result *r)
 	*r = (struct lifecycle_export_result){0};
 }
 
-/* Single-quotes s for the shell ('it'\''s'). Caller frees. */
-static char *shell_quote(const char *s)
-{
-	size_t n = 2;
-	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	char *q = xmalloc(n + 1), *o = q;
-	if (!q)
-		abort(); /* allocation failure is not an error path (STYLE.md) */
-	*o++ = '\'';
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	*o = '\0';
-	return q;
-}
-
 /* Replaces each @KEY@ of tpl by its value. Caller frees. */
-static char *script_build(const char *id, const char *mode, const char *last, const char *message)
+static char *script_build(const char *id, const char *mode, const char *last)
 {
-	_cleanup_free_ char *msg = shell_quote(message && *message ? message : "chat2sbx: uncommitted changes");
-	const char *keys[] = {"@ID@", "@MODE@", "@LAST@", "@MSG@"};
-	const char *vals[] = {id, mode, last && *last ? last : "-", msg};
+	const char *keys[] = {"@ID@", "@MODE@", "@LAST@"};
+	const char *vals[] = {id, mode, last && *last ? last : "-"};
 	char *out = xstrdup(script_template);
-	for (size_t k = 0; k < 4; k++) {
+	for (size_t k = 0; k < 3; k++) {
 		char *at;
 		while ((at = strstr(out, keys[k]))) {
 			char *next = NULL;
@@ -149,8 +138,10 @@ static char *script_build(const char *id, const char *mode, const char *last, co
 /* Runs script as a hidden bash session, waiting up to wait_ms. *ret_line
  * (caller frees) is its last "chat2sbx-export ..." line; ret_line NULL:
  * no such line is expected, exit code 0 is enough. */
-static int run_script(struct helper_channel *ch, const char *sandbox_id, const char *script, long wait_ms,
-                      char **ret_line, struct cp_error **err)
+/* run_script with a cancellation token (borrowed, NULL = never): the wait
+ * for the script ends at once when it fires (UNAVAILABLE). */
+static int run_script_cancel(struct helper_channel *ch, const char *sandbox_id, const char *script, long wait_ms,
+                             struct cp_cancel *cancel, char **ret_line, struct cp_error **err)
 {
 	_cleanup_free_ char *session = NULL;
 	if (id_new("bash_", &session, err) < 0)
@@ -163,7 +154,7 @@ static int run_script(struct helper_channel *ch, const char *sandbox_id, const c
 	xjson_add(p, "max_output_bytes", xjson_int64(64 * 1024));
 	xjson_add(p, "hidden", xjson_bool(1));
 	_cleanup_json_ struct json_object *res = NULL;
-	if (helper_channel_call(ch, "bash.start", p, wait_ms + 15000, &res, err) < 0)
+	if (helper_channel_call_cancel(ch, "bash.start", p, wait_ms + 15000, cancel, &res, err) < 0)
 		return cp_error_prefix(err, "run the save in sandbox '%s'", sandbox_id);
 	struct json_object *v = NULL;
 	const char *status = json_object_object_get_ex(res, "status", &v) ? json_object_get_string(v) : "";
@@ -194,6 +185,12 @@ static int run_script(struct helper_channel *ch, const char *sandbox_id, const c
 	if (ret_line)
 		*ret_line = xstrndup(line, strcspn(line, "\n"));
 	return 0;
+}
+
+static int run_script(struct helper_channel *ch, const char *sandbox_id, const char *script, long wait_ms,
+                      char **ret_line, struct cp_error **err)
+{
+	return run_script_cancel(ch, sandbox_id, script, wait_ms, NULL, ret_line, err);
 }
 
 struct script_answer {
@@ -267,10 +264,20 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
+/* What a pulled file counts against (export_space.c): the data root's free
+ * space, and with kept the caps on kept exports; scratch: verification
+ * copies it once more. */
+struct pull_room {
+	struct export_space *sp;
+	int scratch, kept;
+};
+
 /* Streams the sandbox's file at path into name below dirfd, at most cap
- * bytes (LIMIT beyond, counted as the bytes arrive). *ret_bytes = size. */
+ * bytes (LIMIT beyond, counted as the bytes arrive), and only while room
+ * says the disk and the caps allow (room NULL: no look). *ret_bytes = size. */
 static int pull_blob(struct helper_channel *ch, const char *sandbox_id, const char *path, int dirfd, const char *name,
-                     int64_t cap, const char *cap_name, int64_t *ret_bytes, struct cp_error **err)
+                     int64_t cap, const char *cap_name, const struct pull_room *room, int64_t *ret_bytes,
+                     struct cp_error **err)
 {
 	_cleanup_json_ struct json_object *op = xjson_object(), *ores = NULL;
 	xjson_add(op, "path", xjson_string(path));
@@ -292,6 +299,8 @@ static int pull_blob(struct helper_channel *ch, const char *sandbox_id, const ch
 		got = size;
 		goto over;
 	}
+	if (room && export_space_expect(room->sp, size, room->scratch, room->kept, err) < 0)
+		goto out;
 	unlinkat(dirfd, partial, 0);
 	fd = openat(dirfd, partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
@@ -321,6 +330,8 @@ static int pull_blob(struct helper_channel *ch, const char *sandbox_id, const ch
 			got += (int64_t)n;
 			goto over;
 		}
+		if (room && export_space_chunk(room->sp, got, (int64_t)n, err) < 0)
+			goto out;
 		if (write_all(fd, buf, n) < 0) {
 			cp_error_set_errno(err, errno == ENOSPC ? CP_ERR_LIMIT : CP_ERR_UNAVAILABLE, errno,
 			                   "write the export of sandbox '%s' (is the disk full?)", sandbox_id);
@@ -456,6 +467,7 @@ struct save_ctx {
 	char *source_refs;         /* owned; may be NULL */
 	char *host_objects;        /* owned; NULL: the approved repository is not reachable */
 	struct export_record last; /* id NULL when none */
+	struct export_space space; /* the caps and the disk (export_space.c) */
 };
 
 /* Streams and verifies a git export; fills m. *ret_retry_full when the
@@ -467,16 +479,11 @@ static int take_git(struct save_ctx *c, const struct script_answer *a, struct ex
 	char path[256];
 	int64_t bytes = 0, list_bytes = 0;
 	snprintf(path, sizeof(path), EXPORT_DIR_IN_SANDBOX "/%s/refs", c->export_id);
-	if (pull_blob(c->ch, c->s->id, path, c->dirfd, "refs", EXPORT_REFLIST_MAX, "4 MiB of refs", &list_bytes, err) <
-	    0)
+	const struct pull_room list_room = {.sp = &c->space}, bundle_room = {.sp = &c->space, .scratch = 1, .kept = 1};
+	if (pull_blob(c->ch, c->s->id, path, c->dirfd, "refs", EXPORT_REFLIST_MAX, "4 MiB of refs", &list_room,
+	              &list_bytes, err) < 0)
 		return -1;
 	int bundle = !strcmp(a->state, "bundle");
-	if (bundle) {
-		snprintf(path, sizeof(path), EXPORT_DIR_IN_SANDBOX "/%s/bundle", c->export_id);
-		if (pull_blob(c->ch, c->s->id, path, c->dirfd, "bundle", c->lc->cfg->max_export_bytes,
-		              "CHAT2SBX_MAX_EXPORT_BYTES", &bytes, err) < 0)
-			return -1;
-	}
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	struct export_ref *list = NULL, *base = NULL;
@@ -485,6 +492,20 @@ static int take_git(struct save_ctx *c, const struct script_answer *a, struct ex
 		return -1;
 	if (export_reflist_parse(text, len, 0, &list, &n_list, err) < 0)
 		return cp_error_prefix(err, "the sandbox's list of refs was refused");
+	/* Nothing new in it: the previous export's bundle is shared, and this
+	 * one is never streamed. */
+	if (bundle && export_dedup_try(&c->last, c->host_objects != NULL, list, n_list, c->s->id, c->dirfd, m)) {
+		export_refs_free(list, n_list);
+		return 0;
+	}
+	if (bundle) {
+		snprintf(path, sizeof(path), EXPORT_DIR_IN_SANDBOX "/%s/bundle", c->export_id);
+		if (pull_blob(c->ch, c->s->id, path, c->dirfd, "bundle", c->lc->cfg->max_export_bytes,
+		              "CHAT2SBX_MAX_EXPORT_BYTES", &bundle_room, &bytes, err) < 0) {
+			export_refs_free(list, n_list);
+			return -1;
+		}
+	}
 	if (c->source_refs &&
 	    export_reflist_parse(c->source_refs, strlen(c->source_refs), 1, &base, &n_base, err) < 0) {
 		export_refs_free(list, n_list);
@@ -511,8 +532,9 @@ static int take_tar(struct save_ctx *c, struct export_manifest *m, struct cp_err
 {
 	char path[256];
 	snprintf(path, sizeof(path), EXPORT_DIR_IN_SANDBOX "/%s/workspace.tar", c->export_id);
+	const struct pull_room room = {.sp = &c->space, .kept = 1};
 	if (pull_blob(c->ch, c->s->id, path, c->dirfd, "workspace.tar", c->lc->cfg->max_export_bytes,
-	              "CHAT2SBX_MAX_EXPORT_BYTES", &m->bytes, err) < 0)
+	              "CHAT2SBX_MAX_EXPORT_BYTES", &room, &m->bytes, err) < 0)
 		return -1;
 	char tar[4300];
 	snprintf(tar, sizeof(tar), "%s/workspace.tar", c->dir);
@@ -553,7 +575,8 @@ static int keep(struct save_ctx *c, struct export_manifest *m, const struct scri
 	                          .dirty_files = m->snapshot_file_count,
 	                          .fingerprint = m->fingerprint,
 	                          .message = m->message,
-	                          .created_at_ms = m->created_at_ms};
+	                          .created_at_ms = m->created_at_ms,
+	                          .shares_bundle_of = m->shares_bundle_of};
 	if (store_export_insert(c->lc->store, &x, err) < 0)
 		return -1;
 	return store_export_get(c->lc->store, c->export_id, ret, err);
@@ -574,8 +597,10 @@ static int save_once(struct save_ctx *c, const char *mode, struct export_manifes
 	xjson_add(wp, "create_dirs", xjson_bool(1));
 	if (helper_channel_call(c->ch, "file.write", wp, 30000, &wres, err) < 0)
 		return cp_error_prefix(err, "prepare the save in sandbox '%s'", c->s->id);
+	/* A last export the person put in the trash holds nothing for this
+	 * comparison: the same state is saved again. */
 	_cleanup_free_ char *script =
-	    script_build(c->export_id, mode, c->last.id ? c->last.fingerprint : NULL, c->o->message);
+	    script_build(c->export_id, mode, c->last.id && !c->last.trashed_at_ms ? c->last.fingerprint : NULL);
 	_cleanup_free_ char *line = NULL;
 	long wait = c->o->wait_ms > 0 ? c->o->wait_ms : LIFECYCLE_EXPORT_WAIT_MS;
 	if (run_script(c->ch, c->s->id, script, wait, &line, err) < 0 || parse_answer(line, a, err) < 0)
@@ -587,6 +612,10 @@ static int save_once(struct save_ctx *c, const char *mode, struct export_manifes
 		m->nothing_new = 1;
 		return 0;
 	}
+	/* It keeps something: one more export must fit the caps and the disk
+	 * its room, before anything is streamed. */
+	if (export_space_begin(&c->space, c->lc->cfg, c->lc->store, c->s->id, c->dirfd, err) < 0)
+		return -1;
 	if (!strcmp(a->kind, "tar")) {
 		m->kind = xstrdup("tar");
 		return take_tar(c, m, err);
@@ -715,52 +744,39 @@ done:
 	return r;
 }
 
-int lifecycle_sandbox_unsaved(struct lifecycle *lc, const struct sandbox_record *s, int *ret_unsaved)
+int export_unsaved_probe(struct lifecycle *lc, const char *sandbox_id, struct helper_channel *ch,
+                         struct cp_cancel *cancel, int *ret_unsaved, struct cp_error **err)
 {
-	*ret_unsaved = s->unsaved;
-	if (strcmp(s->status, "running") != 0)
-		return 0;
-	if (s->unsaved_checked_at_ms && clock_now_ms() - s->unsaved_checked_at_ms < LIFECYCLE_UNSAVED_CHECK_MS)
-		return 0;
-	struct workspace_record w = {0};
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_workspace_get(lc->store, s->workspace_id, &w, &e) < 0)
-		return 0;
-	int clone = !strcmp(w.mode, "clone");
-	workspace_record_clear(&w);
-	if (!clone)
-		return 0;
-	/* Only a live channel: a look at the state never re-attaches. */
-	struct helper_channel *ch = lifecycle_channel_get(lc, s->id);
-	if (!ch || !helper_channel_alive(ch)) {
-		helper_channel_unref(ch);
-		return 0;
-	}
 	struct export_record last = {0};
-	_cleanup_error_ struct cp_error *le = NULL;
-	store_export_last(lc->store, s->id, &last, &le);
+	_cleanup_error_ struct cp_error *le = NULL, *re = NULL;
+	store_export_last(lc->store, sandbox_id, &last, &le);
 	_cleanup_free_ char *source = NULL, *id = NULL, *script = NULL, *line = NULL;
-	store_sandbox_get_source_refs(lc->store, s->id, &source, &e);
-	cp_error_freep(&e);
-	if (id_new("chk_", &id, &e) == 0) {
-		_cleanup_json_ struct json_object *wp = xjson_object(), *wres = NULL;
-		char base_path[256];
-		snprintf(base_path, sizeof(base_path), EXPORT_DIR_IN_SANDBOX "/%s/base", id);
-		xjson_add(wp, "path", xjson_string(base_path));
-		xjson_add(wp, "content", xjson_string(source ? source : ""));
-		xjson_add(wp, "create_dirs", xjson_bool(1));
-		script = script_build(id, "state", last.fingerprint, NULL);
-		struct script_answer a;
-		if (helper_channel_call(ch, "file.write", wp, 5000, &wres, &e) == 0 &&
-		    run_script(ch, s->id, script, 5000, &line, &e) == 0 && parse_answer(line, &a, &e) == 0) {
-			*ret_unsaved = !strcmp(a.state, "changed");
-			store_sandbox_set_unsaved(lc->store, s->id, *ret_unsaved, clock_now_ms(), &le);
-		}
-		cp_error_freep(&e);
-		_cleanup_free_ char *rm = xasprintf("rm -rf " EXPORT_DIR_IN_SANDBOX "/%s", id);
-		run_script(ch, s->id, rm, 5000, NULL, &e);
+	_cleanup_json_ struct json_object *wp = xjson_object(), *wres = NULL;
+	store_sandbox_get_source_refs(lc->store, sandbox_id, &source, &re);
+	int r = -1;
+	if (id_new("chk_", &id, err) < 0)
+		goto done;
+	char base_path[256];
+	snprintf(base_path, sizeof(base_path), EXPORT_DIR_IN_SANDBOX "/%s/base", id);
+	xjson_add(wp, "path", xjson_string(base_path));
+	xjson_add(wp, "content", xjson_string(source ? source : ""));
+	xjson_add(wp, "create_dirs", xjson_bool(1));
+	script = script_build(id, "state", last.trashed_at_ms ? NULL : last.fingerprint);
+	struct script_answer a;
+	if (helper_channel_call_cancel(ch, "file.write", wp, EXPORT_PROBE_WAIT_MS, cancel, &wres, err) == 0 &&
+	    run_script_cancel(ch, sandbox_id, script, EXPORT_PROBE_WAIT_MS, cancel, &line, err) == 0 &&
+	    parse_answer(line, &a, err) == 0) {
+		*ret_unsaved = !strcmp(a.state, "changed");
+		_cleanup_error_ struct cp_error *se = NULL;
+		store_sandbox_set_unsaved(lc->store, sandbox_id, *ret_unsaved, clock_now_ms(), &se);
+		r = 0;
 	}
+	if (!cp_cancel_fired(cancel)) {
+		_cleanup_free_ char *rm = xasprintf("rm -rf " EXPORT_DIR_IN_SANDBOX "/%s", id);
+		_cleanup_error_ struct cp_error *e = NULL;
+		run_script_cancel(ch, sandbox_id, rm, EXPORT_PROBE_WAIT_MS, cancel, NULL, &e);
+	}
+done:
 	export_record_clear(&last);
-	helper_channel_unref(ch);
-	return 0;
+	return r;
 }

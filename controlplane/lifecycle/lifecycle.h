@@ -350,11 +350,12 @@ int lifecycle_host_read(struct policy_host *ret, struct cp_error **err);
  * setting that cannot fit (policy_sandbox_limits). */
 int lifecycle_host_limits(const struct config *cfg, struct policy_host *ret_host, struct policy_sandbox_limits *ret,
                           struct cp_error **err);
-/* ---- the free-space guard (disk_guard.c; issue 13) ---- */
+/* ---- the free-space guard (disk_guard.c, disk_decide.c; issues 13, 23) ---- */
 /* Starts watching the free space of DATA_ROOT's disk and of the engine's
- * data directory (when readable) every 2 s: below CHAT2SBX_MIN_FREE_DISK,
- * creates are refused and sandboxes whose usage grows are paused, unpaused
- * when space is back. Makes a 16 MiB reserve in STATE_DIR it gives up when
+ * data directory (when readable; one disk holding both is watched in both
+ * roles) every 2 s: below CHAT2SBX_MIN_FREE_DISK, creates and saves are
+ * refused and sandboxes writing to that disk (writable layer, workspace)
+ * are paused, unpaused when space is back. Makes a 16 MiB reserve in STATE_DIR it gives up when
  * the disk is all but full. Looks once before returning. INVALID_ARGUMENT
  * for a CHAT2SBX_MIN_FREE_DISK that is neither 'auto', a size nor "N%". */
 int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err);
@@ -412,8 +413,12 @@ void lifecycle_export_result_clear(struct lifecycle_export_result *r);
  * only). The same state as the last export saves nothing new (ret->saved
  * 0, ret->export the last one). A running sandbox is saved as it runs; an
  * expired or failed one is started for it and stopped again when the save
- * fails. Not a clone: ret->not_clone, 0. Writes an audit row export.save
- * either way. Errors: LIMIT (over the cap, disk full), TIMEOUT, DENIED (a
+ * fails. A save whose refs all point at objects the previous export holds
+ * shares that export's bundle file instead of streaming its own
+ * (export_dedup.c). Not a clone: ret->not_clone, 0. Writes an audit row
+ * export.save either way. Errors: LIMIT (CHAT2SBX_MAX_EXPORT_BYTES, a cap
+ * on kept exports, or the data root's free space: export_space.c; the
+ * sandbox keeps its work), TIMEOUT, DENIED (a
  * bundle or ref the host refuses), UNAVAILABLE (engine or helper not
  * answering), CONFLICT (creating or removed), NOT_FOUND (no container),
  * INTERNAL (the script or git failed, with their message). Blocks up to
@@ -421,13 +426,36 @@ void lifecycle_export_result_clear(struct lifecycle_export_result *r);
 int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const struct lifecycle_export_options *o,
                           struct lifecycle_export_result *ret, struct cp_error **err);
 
-/* Whether a running clone sandbox has work since its last export (or, with
- * none, since it was made): *ret_unsaved 1, 0 or -1 (not known: not a
- * running clone, the helper not reachable). Asks the helper at most once
- * per LIFECYCLE_UNSAVED_CHECK_MS (a hidden bash session that hashes refs
- * and the snapshot tree, about a second at most) and records the answer in
- * the registry; otherwise answers from the row. Never fails. */
-int lifecycle_sandbox_unsaved(struct lifecycle *lc, const struct sandbox_record *s, int *ret_unsaved);
+/* Whether a clone sandbox holds work since its last export (or, with none,
+ * since it was made). */
+enum lifecycle_unsaved {
+	LIFECYCLE_UNSAVED_NONE = -1,   /* nothing to say: not a clone, or not running and never looked at */
+	LIFECYCLE_UNSAVED_NO = 0,      /* everything is in an export */
+	LIFECYCLE_UNSAVED_YES = 1,     /* work since the last export */
+	LIFECYCLE_UNSAVED_UNKNOWN = 2, /* a running clone whose probe failed, timed out or is still running */
+};
+/* How long one answer waits for the probes it started, all together (ms). */
+#define LIFECYCLE_UNSAVED_WAIT_MS 700
+/* A probe that failed is not tried again for this long, doubling per
+ * failure up to LIFECYCLE_UNSAVED_BACKOFF_MAX_MS (ms). */
+#define LIFECYCLE_UNSAVED_BACKOFF_MS 60000
+#define LIFECYCLE_UNSAVED_BACKOFF_MAX_MS (16 * 60000)
+/* At most this many probes run at once (unsaved.c). */
+#define LIFECYCLE_UNSAVED_PROBES_MAX 4
+
+/* Fills ret[i] (an enum lifecycle_unsaved) for each of the n rows (borrowed)
+ * (unsaved.c). A running clone whose answer in the registry is older than
+ * LIFECYCLE_UNSAVED_CHECK_MS is asked again by a probe thread (the save
+ * script in state mode: a hidden bash session that hashes refs and the
+ * snapshot tree); the probes of one call run in parallel and the call waits
+ * for them all together at most LIFECYCLE_UNSAVED_WAIT_MS, so no client
+ * waits on a sandbox's probe: a probe still running then answers later (its
+ * result is recorded for the next look) and the row is UNKNOWN now. A failed
+ * or timed-out probe is remembered: that sandbox stays UNKNOWN, without a
+ * new probe, for LIFECYCLE_UNSAVED_BACKOFF_MS, doubling per failure. Other
+ * rows answer from the registry. Never fails; blocks at most
+ * LIFECYCLE_UNSAVED_WAIT_MS plus one registry read per row. */
+void lifecycle_sandboxes_unsaved(struct lifecycle *lc, const struct sandbox_record *rows, size_t n, int *ret);
 
 /* Records, at create, the approved repository's heads and tags (git
  * for-each-ref on the host) in the row of sandbox_id, for "nothing new"
@@ -446,7 +474,8 @@ struct lifecycle_apply_result {
 	char *kind;       /* git | tar */
 	int refs_updated; /* git: refs created or moved */
 	int refs_same;    /* git: refs already where this export puts them */
-	char **skipped;   /* branches not applied (their names collide), with how to fetch each; NULL-terminated */
+	char **skipped;   /* git: branches not applied (their names collide), with how to fetch each; tar: FIFOs,
+	                     sockets and devices not made; NULL-terminated */
 	char *next_steps; /* what to run to look at and merge the work */
 	char **refs;      /* git: "<host ref> <oid>" of every ref applied; NULL-terminated */
 };
@@ -458,9 +487,11 @@ void lifecycle_apply_result_clear(struct lifecycle_apply_result *r);
  * tags followed, atomic), never touching its working tree, index, local
  * branches, HEAD or config; refs that point at commits the repository has
  * are set with update-ref in the same namespace. Applying again changes
- * nothing. tar (to_dir required): extracts a plain copy into to_dir (which
- * must not exist or be empty), refusing absolute names, "..", links out
- * of it and device files, and dropping setuid/setgid bits. Errors:
+ * nothing. tar (to_dir required): extracts a plain copy as to_dir (which
+ * must not exist or be empty) through a directory beside it renamed at the
+ * end (export_archive_extract: absolute names, "..", links out of it and
+ * writes through symlinks refused, hard links made inside, FIFOs, sockets
+ * and devices skipped and listed, setuid/setgid bits dropped). Errors:
  * NOT_FOUND (export or its files), CONFLICT (the approved path is gone or
  * no longer a git repository, or to_dir is not empty), INVALID_ARGUMENT
  * (--to with a git export, none without for tar), INTERNAL with git's
@@ -468,8 +499,20 @@ void lifecycle_apply_result_clear(struct lifecycle_apply_result *r);
 int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
                            struct lifecycle_apply_result *ret, struct cp_error **err);
 
+/* `chat2sbx export delete ID` (export_retention.c): moves the export's
+ * directory to DATA_ROOT/trash/ as retention does after 30 days (never
+ * deleted; show and apply still find it), so it no longer counts against
+ * the caps on kept exports; a bundle it shares by hard links stays whole in
+ * the others. *ret (caller clears) is its row afterwards (path in the
+ * trash). Errors: NOT_FOUND, CONFLICT (in the trash already, naming where),
+ * UNAVAILABLE (the move or the registry failed: nothing moved, or moved and
+ * the message says where). Writes an audit row export.delete (actor cli). */
+int lifecycle_export_delete(const struct config *cfg, struct store *store, const char *export_id,
+                            struct export_record *ret, struct cp_error **err);
+
 struct lifecycle_destroy_options {
-	int force;          /* remove even when the save fails; the answer says what is lost */
+	int force;          /* the person's force: remove even when the save fails; the answer says what is lost */
+	int keep_unsaved;   /* the model's force: a clone whose save fails is stopped and kept for the person */
 	const char *reason; /* the export's reason: destroy (default), expire or cleanup */
 	const char *actor;  /* mcp | cli | serve, for the audit rows */
 	long wait_ms;       /* for the save script; 0 = LIFECYCLE_EXPORT_WAIT_MS */
@@ -481,6 +524,7 @@ struct lifecycle_destroy_result {
 	int nothing_to_save;                 /* not a clone, never handed out, or its container was gone */
 	int save_failed;                     /* the save failed and force removed it anyway: see lost */
 	int refused;                         /* the save failed and nothing was removed (the call failed) */
+	int kept;                            /* keep_unsaved: the save failed, the sandbox was stopped and kept */
 	char *lost;                          /* with save_failed: what is gone, as a sentence */
 	char *note;                          /* why nothing could be saved, when it could not */
 };
@@ -489,7 +533,11 @@ void lifecycle_destroy_result_clear(struct lifecycle_destroy_result *r);
 /* lifecycle_sandbox_destroy with options and everything the answer needs
  * (*ret, caller clears). Errors as lifecycle_sandbox_destroy; a refused
  * save sets ret->refused and returns the save's code (LIMIT, TIMEOUT,
- * UNAVAILABLE, DENIED, INTERNAL) with the how-to-force message. */
+ * UNAVAILABLE, DENIED, INTERNAL) with the how-to-force message. With
+ * o->keep_unsaved (a model's force: only the person may discard unsaved
+ * work, issue 23) a clone whose save fails is not removed: its container is
+ * stopped and kept, the row becomes 'failed' with a reason naming the
+ * person's commands, ret->kept is set and ret->note says so; 0. */
 int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const struct lifecycle_destroy_options *o,
                                  struct lifecycle_destroy_result *ret, struct cp_error **err);
 
@@ -505,8 +553,9 @@ enum lifecycle_removal_need lifecycle_removal_need_of(const char *workspace_mode
 
 /* The guard itself: 0 when s's container may be removed (nothing to save,
  * saved: ret->save, or forced after a failed save: ret->save_failed and
- * ret->lost), -1 with ret->refused and the message otherwise. Blocks for
- * the save. */
+ * ret->lost); 1 when the save failed and o->keep_unsaved asks to stop and
+ * keep the sandbox instead (ret->kept, ret->note: the reason to record);
+ * -1 with ret->refused and the message otherwise. Blocks for the save. */
 int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s,
                             const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
                             struct cp_error **err);

@@ -47,9 +47,15 @@ struct lifecycle {
 	const char *runtime_why;
 	const char *vm_accel;
 	const char *vm_accel_why;
-	struct lifecycle_undo *undos;          /* failed creates not yet undone (undo_later.c), under lock */
-	struct lifecycle_git_watch *git_watch; /* direct sandboxes' .git watcher (git_watch.c); under lock */
+	struct lifecycle_undo *undos;             /* failed creates not yet undone (undo_later.c), under lock */
+	struct lifecycle_unsaved_probes *unsaved; /* unsaved-work probes (unsaved.c) */
+	struct lifecycle_git_watch *git_watch;    /* direct sandboxes' .git watcher (git_watch.c); under lock */
 };
+
+/* The unsaved-work probe table (unsaved.c). free fires the probes' cancel
+ * token and waits for their threads (each ends at once on the cancel). */
+struct lifecycle_unsaved_probes *lifecycle_unsaved_probes_new(void);
+void lifecycle_unsaved_probes_free(struct lifecycle_unsaved_probes *p);
 
 struct lifecycle_hold {
 	char *sandbox_id; /* owned */

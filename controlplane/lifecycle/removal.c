@@ -103,13 +103,23 @@ int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s
 		log_warn("lifecycle", "sandbox %s removed with force: %s", s->id, ret->lost ? ret->lost : "");
 		return 0;
 	}
+	if (o->keep_unsaved) {
+		ret->kept = 1;
+		ret->note = xasprintf(
+		    "its work could not be saved (%s), so sandbox_destroy with force stopped it and kept its "
+		    "container: only the person at this machine can discard unsaved work. They can retry the save "
+		    "with `chat2sbx sandbox destroy %s` or discard the commits, branches and uncommitted changes "
+		    "made in it %s with `chat2sbx sandbox destroy %s --force`",
+		    se->message, s->id, since ? since : "", s->id);
+		return 1;
+	}
 	ret->refused = 1;
 	return cp_error_set(err, se->code,
 	                    "sandbox '%s' was not removed: its work could not be saved (%s). Nothing was changed. "
-	                    "Fix the cause and try again, or remove it anyway with force (sandbox_destroy with "
-	                    "\"force\": true, or `chat2sbx sandbox destroy %s --force`): the commits, branches and "
-	                    "uncommitted changes made in it %s would be lost",
-	                    s->id, se->message, s->id, since ? since : "");
+	                    "Fix the cause and try again. sandbox_destroy with \"force\": true stops it and keeps "
+	                    "it for the person; only the person can discard the commits, branches and uncommitted "
+	                    "changes made in it %s (`chat2sbx sandbox destroy %s --force`)",
+	                    s->id, se->message, since ? since : "", s->id);
 }
 
 int lifecycle_removal_record(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err)
@@ -132,7 +142,10 @@ int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbo
                                        const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
                                        struct cp_error **err)
 {
-	if (lifecycle_removal_guard(lc, s, o, ret, err) < 0 || lifecycle_removal_record(lc, s, err) < 0)
+	int g = lifecycle_removal_guard(lc, s, o, ret, err);
+	if (g == 1) /* only the tools' destroy asks to keep; a removal here cannot stop and keep */
+		return cp_error_set(err, CP_ERR_CONFLICT, "sandbox '%s' was not removed: %s", s->id, ret->note);
+	if (g < 0 || lifecycle_removal_record(lc, s, err) < 0)
 		return -1;
 	lifecycle_channel_drop(lc, s->id);
 	const char *container = s->container_id ? s->container_id : s->container_name;

@@ -33,6 +33,7 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 	pthread_mutex_init(&lc->lock, NULL);
 	pthread_mutex_init(&lc->attach_lock, NULL);
 	pthread_mutex_init(&lc->create_lock, NULL);
+	lc->unsaved = lifecycle_unsaved_probes_new();
 	if (lifecycle_vm_select(lc, err) < 0) { /* which runtime new sandboxes get (runtime_vm.c) */
 		lifecycle_free(lc);
 		return -1;
@@ -45,7 +46,8 @@ void lifecycle_free(struct lifecycle *lc)
 {
 	if (!lc)
 		return;
-	lifecycle_git_watch_free(lc); /* first: its thread uses the rest */
+	lifecycle_git_watch_free(lc);               /* first: its thread uses the rest */
+	lifecycle_unsaved_probes_free(lc->unsaved); /* before the channels and the store its probes use */
 	lifecycle_channels_clear(lc);
 	lifecycle_holds_clear(lc);
 	lifecycle_undos_clear(lc);
@@ -68,6 +70,27 @@ struct docker_engine *lifecycle_engine(const struct lifecycle *lc)
 	return lc->engine;
 }
 
+/* A model's force met a failed save (issue 23): the sandbox stops (no
+ * model call reaches it any more) and its container is kept, stopped, for
+ * the person, whose `chat2sbx sandbox destroy --force` alone discards it.
+ * The row says why ('failed' with ret->note as the reason). */
+static int keep_for_person(struct lifecycle *lc, const struct sandbox_record *s, struct lifecycle_destroy_result *ret,
+                           struct cp_error **err)
+{
+	lifecycle_channel_drop(lc, s->id);
+	const char *container = s->container_id ? s->container_id : s->container_name;
+	if (docker_container_stop(lc->engine, container, err) < 0 && (*err)->code != CP_ERR_NOT_FOUND)
+		return cp_error_prefix(err, "destroy sandbox '%s': %s; stopping it failed", s->id, ret->note);
+	cp_error_freep(err);
+	if (store_sandbox_set_status(lc->store, s->id, "failed", NULL, ret->note, clock_now_ms(), err) < 0)
+		return cp_error_prefix(err,
+		                       "destroy sandbox '%s': it is stopped and kept, but the registry could not "
+		                       "record it",
+		                       s->id);
+	log_warn("lifecycle", "sandbox %s: %s", s->id, ret->note);
+	return store_sandbox_get(lc->store, s->id, &ret->sandbox, err);
+}
+
 int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const struct lifecycle_destroy_options *o,
                                  struct lifecycle_destroy_result *ret, struct cp_error **err)
 {
@@ -85,7 +108,13 @@ int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const str
 	 * left as it is, exposures and all. Then the removal is put on record
 	 * ('removing': no tool call reaches it from here on); a registry that
 	 * cannot write stops it before anything is removed. */
-	if (lifecycle_removal_guard(lc, &s, o, ret, err) < 0 || lifecycle_removal_record(lc, &s, err) < 0) {
+	int g = lifecycle_removal_guard(lc, &s, o, ret, err);
+	if (g == 1) {
+		int r = keep_for_person(lc, &s, ret, err);
+		sandbox_record_clear(&s);
+		return r;
+	}
+	if (g < 0 || lifecycle_removal_record(lc, &s, err) < 0) {
 		cp_error_prefix(err, "destroy sandbox '%s'", id);
 		sandbox_record_clear(&s);
 		return -1;

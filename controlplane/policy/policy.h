@@ -388,4 +388,60 @@ int policy_git_tree_bound_refusal(const char *git_dir, enum policy_git_bound bou
 char *policy_git_tree_reason(const char *git_dir, const struct policy_git_finding *f, size_t n, size_t more,
                              enum policy_git_bound bound, const char *quarantine);
 
+/* ---- saved work: free space and caps (policy/saves.c, issue 23) ---- */
+
+/* Room a save keeps beyond the file it streams: the manifest, the ref list
+ * (at most 4 MiB), the index git writes beside the scratch pack. */
+#define POLICY_SAVE_SPACE_MARGIN_BYTES (8LL * 1024 * 1024)
+
+/* Bytes a save still needs on the data root's disk: remaining bytes still
+ * to stream, and with scratch a second copy of all total bytes (the pack
+ * `git index-pack` writes into the verification's scratch repository),
+ * plus POLICY_SAVE_SPACE_MARGIN_BYTES. Negative inputs count as 0. Pure. */
+int64_t policy_save_space_need(int64_t remaining, int64_t total, int scratch);
+
+/* One look at the data root's disk during a save. */
+struct policy_save_space {
+	const char *sandbox_id; /* for the message */
+	const char *data_root;  /* for the message */
+	int64_t avail;          /* free bytes for this user now (statvfs f_bavail) */
+	int64_t watermark;      /* CHAT2SBX_MIN_FREE_DISK of that disk, bytes */
+	int64_t expected;       /* bytes of the file in all as announced (the sandbox's word) */
+	int64_t streamed;       /* bytes of it written already (they hold disk space now) */
+	int64_t next;           /* bytes about to be written (0 before streaming) */
+	int scratch;            /* 1: verification copies the file once more (a bundle) */
+};
+
+/* 0 when the save may go on: avail minus what it still needs
+ * (policy_save_space_need over max(expected, streamed + next)) stays at or
+ * above the watermark, so a file larger than announced is stopped at the
+ * chunk that would cross it. LIMIT otherwise, naming the data root, the
+ * numbers in MiB, CHAT2SBX_MIN_FREE_DISK, that the sandbox keeps its work,
+ * and the commands the person can use. Pure. */
+int policy_save_space_check(const struct policy_save_space *s, struct cp_error **err);
+
+/* The caps on exports kept outside the trash (config: CHAT2SBX_MAX_EXPORTS_*
+ * and CHAT2SBX_MAX_EXPORT_BYTES_*). */
+struct policy_save_caps {
+	int64_t sandbox_count, sandbox_bytes; /* per sandbox */
+	int64_t total_count, total_bytes;     /* the whole data root */
+};
+/* What is kept now (store_export_usage). */
+struct policy_save_usage {
+	int64_t count, bytes;
+};
+
+/* 0 when one more export adding new_bytes (0 before its size is known, for
+ * a refs-only save or one sharing its bundle) fits every cap: the count of
+ * the sandbox's and of all exports, then their bytes. LIMIT naming the
+ * first cap it passes (the setting and its value), the numbers, that the
+ * sandbox keeps its work, and the commands the person can use (export
+ * list, apply, delete). Pure. */
+int policy_save_caps_check(const struct policy_save_caps *caps, const struct policy_save_usage *sandbox,
+                           const struct policy_save_usage *all, int64_t new_bytes, const char *sandbox_id,
+                           struct cp_error **err);
+/* Bytes the byte caps still allow (never negative). Pure. */
+int64_t policy_save_caps_room(const struct policy_save_caps *caps, const struct policy_save_usage *sandbox,
+                              const struct policy_save_usage *all);
+
 #endif

@@ -19,12 +19,13 @@ void export_record_clear(struct export_record *x)
 	free(x->path);
 	free(x->fingerprint);
 	free(x->message);
+	free(x->shares_bundle_of);
 	*x = (struct export_record){0};
 }
 
 #define EXP_COLUMNS                                                                                                    \
 	"id, sandbox_id, workspace_id, kind, reason, path, bytes, refs, commits, dirty_files, fingerprint, message, "  \
-	"created_at_ms, COALESCE(applied_at_ms,0), applied_count, COALESCE(trashed_at_ms,0)"
+	"created_at_ms, COALESCE(applied_at_ms,0), applied_count, COALESCE(trashed_at_ms,0), shares_bundle_of"
 
 static void read_row(sqlite3_stmt *st, void *row)
 {
@@ -45,6 +46,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	x->applied_at_ms = sqlite3_column_int64(st, 13);
 	x->applied_count = sqlite3_column_int64(st, 14);
 	x->trashed_at_ms = sqlite3_column_int64(st, 15);
+	x->shares_bundle_of = store_column_strdup(st, 16);
 }
 
 static void clear_row(void *row)
@@ -61,8 +63,8 @@ int store_export_insert(struct store *store, const struct export_record *x, stru
 	int r = 0;
 	if (sqlite3_prepare_v2(store->db,
 	                       "INSERT INTO exports (id, sandbox_id, workspace_id, kind, reason, path, bytes, refs, "
-	                       "commits, dirty_files, fingerprint, message, created_at_ms) VALUES "
-	                       "(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       "commits, dirty_files, fingerprint, message, created_at_ms, shares_bundle_of) VALUES "
+	                       "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &st, NULL) != SQLITE_OK) {
 		r = store_fail(store, err, "insert export");
 		goto out;
@@ -80,6 +82,7 @@ int store_export_insert(struct store *store, const struct export_record *x, stru
 	store_bind_text_opt(st, 11, x->fingerprint);
 	store_bind_text_opt(st, 12, x->message);
 	sqlite3_bind_int64(st, 13, x->created_at_ms);
+	store_bind_text_opt(st, 14, x->shares_bundle_of);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		r = store_fail(store, err, "insert export");
 out:
@@ -149,6 +152,37 @@ int store_export_count_unapplied(struct store *store, int64_t *ret_count, struct
 		r = store_fail(store, err, "count exports");
 	else
 		*ret_count = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+int store_export_usage(struct store *store, const char *sandbox_id, int64_t *ret_count, int64_t *ret_bytes,
+                       struct cp_error **err)
+{
+	/* Kept: not in the trash, holding something (kind none is a manifest
+	 * alone). A bundle shared by hard links (0012) counts once, under the
+	 * export that first wrote it. */
+	static const char sql[] =
+	    "SELECT (SELECT COUNT(*) FROM exports WHERE kind != 'none' AND trashed_at_ms IS NULL AND "
+	    "(?1 IS NULL OR sandbox_id = ?1)), "
+	    "(SELECT COALESCE(SUM(b), 0) FROM (SELECT MAX(bytes) AS b FROM exports WHERE kind != 'none' AND "
+	    "trashed_at_ms IS NULL AND (?1 IS NULL OR sandbox_id = ?1) GROUP BY COALESCE(shares_bundle_of, id)))";
+	pthread_mutex_lock(&store->lock);
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		r = store_fail(store, err, "add up the exports");
+		goto out;
+	}
+	store_bind_text_opt(st, 1, sandbox_id);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		r = store_fail(store, err, "add up the exports");
+		goto out;
+	}
+	*ret_count = sqlite3_column_int64(st, 0);
+	*ret_bytes = sqlite3_column_int64(st, 1);
+out:
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&store->lock);
 	return r;

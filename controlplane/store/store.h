@@ -288,7 +288,8 @@ struct export_record {
 	int64_t created_at_ms;
 	int64_t applied_at_ms; /* 0 = never applied */
 	int64_t applied_count;
-	int64_t trashed_at_ms; /* 0 = not in the trash */
+	int64_t trashed_at_ms;  /* 0 = not in the trash */
+	char *shares_bundle_of; /* the export whose bundle file this one's is a hard link of (0012); NULL = its own */
 };
 void export_record_clear(struct export_record *x);
 
@@ -307,6 +308,12 @@ int store_export_set_applied(struct store *store, const char *id, int64_t now_ms
 /* Moved to the trash: path = new_path, trashed_at_ms = now_ms. */
 int store_export_set_trashed(struct store *store, const char *id, const char *new_path, int64_t now_ms,
                              struct cp_error **err);
+/* What the exports of sandbox_id (NULL: of the whole registry) keep, for
+ * the caps (issue 23): *ret_count exports not in the trash and not of kind
+ * none, *ret_bytes their bundle and archive bytes with a bundle shared by
+ * hard links (shares_bundle_of) counted once. */
+int store_export_usage(struct store *store, const char *sandbox_id, int64_t *ret_count, int64_t *ret_bytes,
+                       struct cp_error **err);
 /* Exports never applied (kind git or tar, not in the trash), for status. */
 int store_export_count_unapplied(struct store *store, int64_t *ret_count, struct cp_error **err);
 

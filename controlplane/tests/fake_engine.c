@@ -320,6 +320,8 @@ static int serve_route(struct fake_engine *fe, int cfd)
 		    rq.line[strlen(fe->routes[i].method)] == ' ' && strstr(rq.line, fe->routes[i].path_part))
 			hit = &fe->routes[i];
 	int taken = 0;
+	if (hit && hit->reply.delay_ms)
+		usleep((useconds_t)hit->reply.delay_ms * 1000);
 	if (hit)
 		send_reply(cfd, &hit->reply);
 	else if (!strncmp(rq.line, "GET ", 4) && strstr(rq.line, "/json"))

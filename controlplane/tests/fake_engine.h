@@ -28,7 +28,8 @@ struct fake_reply {
 	const char *extra;   /* raw bytes sent in the same write, right after the reply */
 	size_t extra_len;
 	int echo;              /* then echo every byte received back as stdout frames, until EOF */
-	long delay_ms;         /* wait this long before answering */
+	long delay_ms;         /* wait this long before answering (both modes; route mode serves
+	                        * one connection at a time, so the others wait too) */
 	size_t big_body;       /* instead of a fixture: 200 with a body of this many bytes */
 	fake_helper_fn helper; /* route mode, after a 101: a scripted helper serves the stream */
 };

@@ -156,14 +156,42 @@ Test(removal, destroy_by_a_tool_or_the_cli_refuses_without_the_save)
 	cr_assert_str_eq(status_of("sbx_run"), "running");
 }
 
-Test(removal, destroy_with_force_removes_and_says_what_is_lost)
+Test(removal, the_persons_force_removes_and_says_what_is_lost)
 {
 	struct lifecycle_destroy_result res = {0};
 	struct cp_error *err = NULL;
-	cr_assert_eq(destroy("sbx_run", 1, "mcp", &res, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(destroy("sbx_run", 1, "cli", &res, &err), 0, "%s", err ? err->message : "");
 	cr_assert(res.save_failed);
 	cr_assert(strstr(res.lost, "were not saved and are gone"), "%s", res.lost);
 	cr_assert_null(res.save.export.id);
+	cr_assert_eq(fake_count("DELETE", "/containers/sbx_run"), 1);
+	cr_assert_str_eq(status_of("sbx_run"), "removed");
+	lifecycle_destroy_result_clear(&res);
+}
+
+/* The model's force (sandbox_destroy's "force", issue 23): a failed save
+ * never removes the clone; the sandbox is stopped and kept for the person,
+ * whose own force alone discards it. */
+Test(removal, the_models_force_stops_and_keeps_the_unsaved_clone)
+{
+	struct lifecycle_destroy_result res = {0};
+	struct cp_error *err = NULL;
+	struct lifecycle_destroy_options o = {.keep_unsaved = 1, .reason = "destroy", .actor = "mcp", .wait_ms = 5000};
+	cr_assert_eq(lifecycle_sandbox_destroy_ex(lc, "sbx_run", &o, &res, &err), 0, "%s", err ? err->message : "");
+	cr_assert(res.kept);
+	cr_assert_not(res.save_failed);
+	cr_assert_null(res.lost, "nothing is lost");
+	cr_assert(strstr(res.note, "only the person at this machine can discard unsaved work"), "%s", res.note);
+	cr_assert(strstr(res.note, "chat2sbx sandbox destroy sbx_run --force"), "%s", res.note);
+	cr_assert_eq(fake_count("DELETE", "/containers/sbx_run"), 0, "the container is kept");
+	cr_assert_eq(fake_count("POST", "/containers/sbx_run/stop"), 1, "and stopped");
+	cr_assert_str_eq(status_of("sbx_run"), "failed");
+	cr_assert_str_eq(res.sandbox.status, "failed");
+	cr_assert(strstr(res.sandbox.failure_reason, "could not be saved"), "%s", res.sandbox.failure_reason);
+	lifecycle_destroy_result_clear(&res);
+	/* The person's force then removes it. */
+	cr_assert_eq(destroy("sbx_run", 1, "cli", &res, &err), 0, "%s", err ? err->message : "");
+	cr_assert(res.save_failed);
 	cr_assert_eq(fake_count("DELETE", "/containers/sbx_run"), 1);
 	cr_assert_str_eq(status_of("sbx_run"), "removed");
 	lifecycle_destroy_result_clear(&res);

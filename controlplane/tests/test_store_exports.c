@@ -305,3 +305,58 @@ Test(store_exports, source_refs_and_unsaved)
 	cp_error_freep(&err);
 	store_free(st);
 }
+
+/* The caps' accounting (issue 23): exports outside the trash and holding
+ * something, a bundle shared by hard links counted once, per sandbox and in
+ * all. */
+Test(store_exports, usage_counts_a_shared_bundle_once)
+{
+	struct store *st = open_with_sandbox();
+	struct cp_error *err = NULL;
+	struct export_record rows[] = {
+	    {.id = "exp_a", .sandbox_id = "sbx_c", .kind = "git", .bytes = 1000, .created_at_ms = 1},
+	    {.id = "exp_b",
+	     .sandbox_id = "sbx_c",
+	     .kind = "git",
+	     .bytes = 1000,
+	     .created_at_ms = 2,
+	     .shares_bundle_of = "exp_a"},
+	    {.id = "exp_c",
+	     .sandbox_id = "sbx_c",
+	     .kind = "git",
+	     .bytes = 1000,
+	     .created_at_ms = 3,
+	     .shares_bundle_of = "exp_a"},
+	    {.id = "exp_d", .sandbox_id = "sbx_c", .kind = "none", .bytes = 0, .created_at_ms = 4},
+	    {.id = "exp_e", .sandbox_id = "sbx_o", .kind = "tar", .bytes = 50, .created_at_ms = 5},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		rows[i].workspace_id = "ws_c";
+		rows[i].reason = "checkpoint";
+		rows[i].path = "/d/x";
+		cr_assert_eq(store_export_insert(st, &rows[i], &err), 0, "%s", err ? err->message : "");
+	}
+	struct export_record x = {0};
+	cr_assert_eq(store_export_get(st, "exp_b", &x, &err), 0);
+	cr_assert_str_eq(x.shares_bundle_of, "exp_a");
+	export_record_clear(&x);
+	int64_t n = 0, bytes = 0;
+	cr_assert_eq(store_export_usage(st, "sbx_c", &n, &bytes, &err), 0);
+	cr_assert_eq(n, 3, "a manifest-only export holds nothing");
+	cr_assert_eq(bytes, 1000, "one bundle, three exports");
+	cr_assert_eq(store_export_usage(st, NULL, &n, &bytes, &err), 0);
+	cr_assert_eq(n, 4);
+	cr_assert_eq(bytes, 1050);
+	/* The export that wrote the file goes to the trash: the others still
+	 * keep it (hard links), so it still counts, once. */
+	cr_assert_eq(store_export_set_trashed(st, "exp_a", "/d/trash/exp_a", 9, &err), 0);
+	cr_assert_eq(store_export_usage(st, "sbx_c", &n, &bytes, &err), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(bytes, 1000);
+	cr_assert_eq(store_export_set_trashed(st, "exp_b", "/d/trash/exp_b", 9, &err), 0);
+	cr_assert_eq(store_export_set_trashed(st, "exp_c", "/d/trash/exp_c", 9, &err), 0);
+	cr_assert_eq(store_export_usage(st, "sbx_c", &n, &bytes, &err), 0);
+	cr_assert_eq(n, 0);
+	cr_assert_eq(bytes, 0, "the trash is not counted: export delete makes room");
+	store_free(st);
+}

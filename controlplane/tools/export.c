@@ -43,12 +43,12 @@ struct json_object *tools_export_json(const struct export_record *x)
 	return o;
 }
 
-void tools_sandbox_add_saved(struct tools_app *app, struct json_object *o, const struct sandbox_record *s)
+void tools_sandbox_add_saved(struct tools_app *app, struct json_object *o, const struct sandbox_record *s, int unsaved)
 {
-	int unsaved = -1;
-	lifecycle_sandbox_unsaved(app->lc, s, &unsaved);
-	if (unsaved >= 0)
-		xjson_add(o, "unsaved_work", xjson_bool(unsaved));
+	if (unsaved == LIFECYCLE_UNSAVED_UNKNOWN)
+		xjson_add(o, "unsaved_work", xjson_string("unknown"));
+	else if (unsaved != LIFECYCLE_UNSAVED_NONE)
+		xjson_add(o, "unsaved_work", xjson_bool(unsaved == LIFECYCLE_UNSAVED_YES));
 	struct export_record x = {0};
 	struct cp_error *e = NULL;
 	if (store_export_last(app->store, s->id, &x, &e) == 0) {

@@ -57,12 +57,17 @@ int tool_sandbox_expose(const struct mcp_call *call, const struct mcp_args *args
 		return -1;
 	struct json_object *o = exposure_json(&x);
 	xjson_add(o, "created", xjson_bool(created));
-	char msg[600];
+	/* Who can reach it, said plainly (issue 23): a published port has no
+	 * owner check, and loopback is shared by every account here. */
+	char msg[900];
 	snprintf(msg, sizeof(msg),
-	         "Port %d of the sandbox is reachable from this machine at %s%s. The server inside must listen on "
-	         "0.0.0.0 (all interfaces), not only 127.0.0.1. The mapping stays until the sandbox is destroyed.",
+	         "Port %d of the sandbox is reachable from this machine at %s%s. Anyone who can open a connection "
+	         "to %s can use it: every account on this machine (loopback is shared), and other machines too when "
+	         "that is not a loopback address; it has no password, so serve nothing secret on it. The server "
+	         "inside must listen on 0.0.0.0 (all interfaces), not only 127.0.0.1. The mapping stays until the "
+	         "sandbox is destroyed.",
 	         x.container_port, json_object_get_string(json_object_object_get(o, "url")),
-	         created ? "" : " (it was exposed already)");
+	         created ? "" : " (it was exposed already)", x.host);
 	xjson_add(o, "message", xjson_string(msg));
 	exposure_record_clear(&x);
 	*ret = o;

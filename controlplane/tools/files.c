@@ -104,8 +104,19 @@ int tool_files_apply_patch(const struct mcp_call *call, const struct mcp_args *a
 	pass(args, p, "cwd");
 	if (expected)
 		xjson_add(p, "expected_sha256", expected);
-	return tools_helper_call(app, mcp_args_string(args, "sandbox_id", NULL), "file.apply_patch", p,
-	                         FILES_TIMEOUT_MS, ret, err);
+	const char *id = mcp_args_string(args, "sandbox_id", NULL);
+	if (tools_helper_call(app, id, "file.apply_patch", p, FILES_TIMEOUT_MS, ret, err) == 0)
+		return 0;
+	if ((*err)->code == CP_ERR_TIMEOUT)
+		/* The helper carries on with a request whose answer nobody waits
+		 * for: the patch may be half written now and whole later. */
+		return cp_error_prefix(
+		    err,
+		    "apply_patch in sandbox '%s' did not answer within %d s, but the patch may still be "
+		    "applying (or be applied already); before retrying, look at the files it touches "
+		    "(read them, or run `git status`/`git diff` with bash)",
+		    id, FILES_TIMEOUT_MS / 1000);
+	return -1;
 }
 
 int tool_files_search(const struct mcp_call *call, const struct mcp_args *args, struct json_object **ret,

@@ -211,12 +211,12 @@ int tool_sandbox_list(const struct mcp_call *call, const struct mcp_args *args, 
 	struct json_object *list = xjson_array();
 	int active = 0;
 	int unsaved = 0;
+	_cleanup_free_ int *states = xcalloc(n ? n : 1, sizeof(int));
+	lifecycle_sandboxes_unsaved(app->lc, rows, n, states); /* the probes of every clone, in parallel, bounded */
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *one = tools_sandbox_json(app, &rows[i]);
-		tools_sandbox_add_saved(app, one, &rows[i]);
-		struct json_object *u = NULL;
-		if (json_object_object_get_ex(one, "unsaved_work", &u) && json_object_get_boolean(u))
-			unsaved++;
+		tools_sandbox_add_saved(app, one, &rows[i], states[i]);
+		unsaved += states[i] == LIFECYCLE_UNSAVED_YES;
 		xjson_append(list, one);
 		if (store_sandbox_is_live(&rows[i]))
 			active++;
@@ -267,7 +267,9 @@ int tool_sandbox_get(const struct mcp_call *call, const struct mcp_args *args, s
 		if (ch)
 			lifecycle_sandbox_release(app->lc, id, ch);
 	}
-	tools_sandbox_add_saved(app, o, &s); /* clone work: unsaved_work, last_export (issue 14) */
+	int unsaved = LIFECYCLE_UNSAVED_NONE;
+	lifecycle_sandboxes_unsaved(app->lc, &s, 1, &unsaved);
+	tools_sandbox_add_saved(app, o, &s, unsaved); /* clone work: unsaved_work, last_export (issue 14) */
 	struct json_object *exposures = tools_exposures_json(app, id); /* sandbox_expose's mappings */
 	if (exposures)
 		xjson_add(o, "exposures", exposures);
@@ -282,8 +284,10 @@ int tool_sandbox_destroy(const struct mcp_call *call, const struct mcp_args *arg
 {
 	struct tools_app *app = call->app;
 	const char *id = mcp_args_string(args, "sandbox_id", NULL);
+	/* The model's force never discards unsaved clone work: it stops the
+	 * sandbox and keeps it for the person (issue 23). */
 	struct lifecycle_destroy_options opts = {
-	    .force = mcp_args_bool(args, "force", 0), .reason = "destroy", .actor = "mcp"};
+	    .keep_unsaved = mcp_args_bool(args, "force", 0), .reason = "destroy", .actor = "mcp"};
 	struct lifecycle_destroy_result res = {0};
 	if (lifecycle_sandbox_destroy_ex(app->lc, id, &opts, &res, err) < 0) {
 		lifecycle_destroy_result_clear(&res);
@@ -291,6 +295,14 @@ int tool_sandbox_destroy(const struct mcp_call *call, const struct mcp_args *arg
 	}
 	struct json_object *o = tools_sandbox_json(app, &res.sandbox);
 	xjson_add(o, "workspace_kept", xjson_bool(1));
+	if (res.kept) {
+		xjson_add(o, "kept_for_person", xjson_bool(1));
+		_cleanup_free_ char *msg = xasprintf("Not destroyed: %s. Tell the person.", res.note);
+		add_str(o, "message", msg);
+		lifecycle_destroy_result_clear(&res);
+		*ret = o;
+		return 0;
+	}
 	/* The work of a clone sandbox: the export it was saved in, or what a
 	 * force lost (issue 14). */
 	if (res.save.export.id) {

@@ -7,6 +7,7 @@
  * (DESIGN.md, MCP surface). */
 #include <stdint.h>
 
+#include "proto.h" /* template/helper/proto.h: the helper's own bounds */
 #include "tools_internal.h"
 
 /* The longest timeout_ms a bash command may ask for: 7 days. */
@@ -161,13 +162,18 @@ static const struct mcp_arg sandbox_out[] = {
      .type = MCP_ARG_ARRAY,
      .description = "Ports published with sandbox_expose: port, host, host_port, url"},
     {.name = "unsaved_work",
-     .type = MCP_ARG_BOOLEAN,
-     .description = "Clone mode: commits or changes since the last export (checked at most once a minute)"},
+     .type = MCP_ARG_ANY,
+     .description = "Clone mode: true when there are commits or changes since the last export, false when "
+                    "not, \"unknown\" when the sandbox did not answer quickly (checked at most once a minute)"},
     {.name = "last_export", .type = MCP_ARG_OBJECT, .description = "The newest saved export of this sandbox"},
     {.name = "export", .type = MCP_ARG_OBJECT, .description = "sandbox_destroy: the export its work was saved in"},
     {.name = "lost",
      .type = MCP_ARG_STRING,
-     .description = "sandbox_destroy with force after a failed save: what is gone"},
+     .description = "the person's destroy with force after a failed save: what is gone"},
+    {.name = "kept_for_person",
+     .type = MCP_ARG_BOOLEAN,
+     .description = "sandbox_destroy with force after a failed save: stopped and kept; only the person can "
+                    "discard it"},
     {0}};
 
 static const struct mcp_arg sandbox_list_args[] = {{0}};
@@ -186,8 +192,8 @@ static const struct mcp_arg sandbox_destroy_args[] = {
     ARG_SANDBOX_ID,
     {.name = "force",
      .type = MCP_ARG_BOOLEAN,
-     .description = "Remove even when the work of a clone sandbox cannot be saved (default false). Only after the "
-                    "person agreed to lose it"},
+     .description = "When the work of a clone sandbox cannot be saved: stop it and keep it for the person "
+                    "instead of leaving it running (default false). Only the person can discard unsaved work"},
     {0}};
 
 static const struct mcp_arg sandbox_export_args[] = {
@@ -195,7 +201,7 @@ static const struct mcp_arg sandbox_export_args[] = {
     {.name = "message",
      .type = MCP_ARG_STRING,
      .max_length = 1000,
-     .description = "What this checkpoint is (kept with it and used as the snapshot commit's message)"},
+     .description = "What this checkpoint is (kept with it; the person sees it in chat2sbx export show)"},
     {0}};
 static const struct mcp_arg sandbox_export_out[] = {
     {.name = "sandbox_id", .type = MCP_ARG_STRING, .flags = MCP_ARG_REQUIRED},
@@ -428,7 +434,8 @@ static const struct mcp_arg apply_patch_args[] = {
      .type = MCP_ARG_STRING,
      .flags = MCP_ARG_REQUIRED | MCP_ARG_NUL_OK,
      .min_length = 1,
-     .description = "The patch text",
+     .max_length = PROTO_PATCH_TEXT_MAX,
+     .description = "The patch text (at most 1000 files per call)",
      .hint = "give a patch starting with '*** Begin Patch' or a unified diff"},
     {.name = "cwd",
      .type = MCP_ARG_STRING,
@@ -540,8 +547,8 @@ static const struct mcp_tool table[] = {
                        "workspace directory stays on the host. A clone of the user's repository is saved first "
                        "(every branch, tag and uncommitted change, as an export the person can apply; the answer "
                        "names it); if that save fails, nothing is removed and the error says why: fix it, or "
-                       "pass force: true to remove it anyway (the answer then says what was lost). Unsaved state "
-                       "outside /workspace is lost.",
+                       "pass force: true to stop the sandbox and keep it for the person, who alone can discard "
+                       "unsaved work. Unsaved state outside /workspace is lost.",
         .args = sandbox_destroy_args,
         .output = sandbox_out,
         .hints = MCP_HINT_DESTRUCTIVE | MCP_HINT_IDEMPOTENT,

@@ -18,8 +18,10 @@ int tool_sandbox_export(const struct mcp_call *, const struct mcp_args *, struct
 /* An export row as tools answer it (caller puts): id, kind, counts, and
  * the command the person runs (tools/export.c). */
 struct json_object *tools_export_json(const struct export_record *x);
-/* Adds unsaved_work (clone sandboxes, when known) and last_export to o. */
-void tools_sandbox_add_saved(struct tools_app *app, struct json_object *o, const struct sandbox_record *s);
+/* Adds unsaved_work (unsaved: an enum lifecycle_unsaved from
+ * lifecycle_sandboxes_unsaved; true, false, "unknown", or nothing for
+ * LIFECYCLE_UNSAVED_NONE) and last_export (the newest export of s) to o. */
+void tools_sandbox_add_saved(struct tools_app *app, struct json_object *o, const struct sandbox_record *s, int unsaved);
 int tool_sandbox_expose(const struct mcp_call *, const struct mcp_args *, struct json_object **, struct cp_error **);
 /* The exposed ports of a sandbox as a JSON array (caller puts), NULL when the
  * registry cannot be read (tools/expose.c). */

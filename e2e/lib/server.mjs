@@ -127,13 +127,15 @@ export class Server {
 
   // Starts the server; resolves once its port accepts connections.
   // A second start() (after the server died) reuses the data root, port and
-  // log files, as a restart of the service would.
-  async start({ env = {}, readyTimeoutMs = 20_000 } = {}) {
+  // log files, as a restart of the service would. dataRoot: the first
+  // start's data root somewhere of the test's choosing (a small filesystem
+  // it mounted) instead of <root>/data.
+  async start({ env = {}, readyTimeoutMs = 20_000, dataRoot } = {}) {
     if (!fs.existsSync(BIN)) throw new Error(`${BIN} does not exist; run 'make all' first`);
     this.env = env;
     if (!this.root) {
       this.root = await fsp.mkdtemp(path.join(os.tmpdir(), 'chat2sbx-e2e-'));
-      this.dataRoot = path.join(this.root, 'data');
+      this.dataRoot = dataRoot || path.join(this.root, 'data');
       await fsp.mkdir(path.join(this.root, 'home'), { recursive: true });
       this.stderrPath = path.join(this.root, 'serve.stderr.log');
       this.stdoutPath = path.join(this.root, 'serve.stdout.log');
@@ -384,12 +386,14 @@ export class Tools {
 
 // ---- Docker Engine REST over the Unix socket (node's http, no client) ----
 
-export function dockerRequest(method, urlPath, body) {
+// socketPath: another engine's socket (a test's own dockerd); the shared
+// engine's by default.
+export function dockerRequest(method, urlPath, body, socketPath = DOCKER_SOCKET) {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const req = http.request(
       {
-        socketPath: DOCKER_SOCKET,
+        socketPath,
         method,
         path: urlPath,
         headers: { Host: 'localhost', ...(data ? { 'Content-Type': 'application/json', 'Content-Length': data.length } : {}) },
@@ -422,8 +426,8 @@ export function dockerRequest(method, urlPath, body) {
 }
 
 // GET /containers/{id}/json; null when the engine answers 404.
-export async function dockerInspect(nameOrId) {
-  const r = await dockerRequest('GET', `/containers/${encodeURIComponent(nameOrId)}/json`);
+export async function dockerInspect(nameOrId, socketPath = DOCKER_SOCKET) {
+  const r = await dockerRequest('GET', `/containers/${encodeURIComponent(nameOrId)}/json`, undefined, socketPath);
   return r.status === 404 ? null : r.body;
 }
 
@@ -523,6 +527,19 @@ export function useServer({ env } = {}) {
     await srv.exited;
     await srv.start({ env });
     ctx.generation++; // the shared client belonged to the old process
+  };
+  // A clean stop (SIGTERM, when it still runs), then a start with another
+  // environment (moved clock, smaller caps, ...) on the same data root.
+  ctx.restartWith = async (newEnv) => {
+    const srv = ctx.srv;
+    for (const c of srv.clients) await c.close().catch(() => {});
+    srv.clients.clear();
+    if (srv.alive()) {
+      srv.proc.kill('SIGTERM');
+      await srv.exited;
+    }
+    await srv.start({ env: newEnv });
+    ctx.generation++;
   };
   before(async () => {
     try {

@@ -1,10 +1,7 @@
 // Shared by the vm runtime's scenarios (e2e 30 and e2e/vm, issue 15): generous timeouts
 // (the guest is emulated on machines without usable KVM; nothing here
 // asserts speed) and the CLI of a scenario's server.
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
-
-import { BIN, childEnv } from './server.mjs';
+import { runCli } from './clones.mjs';
 
 export const VM_CREATE = { timeout: 300_000 };
 export const VM_CALL = { timeout: 120_000 };
@@ -12,19 +9,11 @@ export const VM_TEST = { timeout: 900_000 };
 // The uid QEMU runs as for root's directories (lifecycle.h LIFECYCLE_VM_UID).
 export const VM_UID = 64099;
 
-// Runs `chat2sbx ARGS` against srv's data root and settings; returns
-// spawnSync's result with .desc for assertion messages.
+// Runs `chat2sbx ARGS` against srv's data root and settings (runCli with a
+// vm's patience); returns spawnSync's result with .desc for assertion
+// messages.
 export function cli(srv, args, { env = {} } = {}) {
-  const r = spawnSync(BIN, args, {
-    cwd: srv.root,
-    env: childEnv({ ...(srv.env || {}), ...env }, path.join(srv.root, 'home'), srv.dataRoot, srv.port),
-    encoding: 'utf8',
-    timeout: 600_000,
-  });
-  r.desc =
-    `chat2sbx ${args.join(' ')} -> exit ${r.status}${r.signal ? ` (signal ${r.signal})` : ''}; ` +
-    `stdout: ${String(r.stdout).slice(0, 2000)}; stderr: ${String(r.stderr).slice(0, 2000)}`;
-  return r;
+  return runCli(srv, args, { env, timeout: 600_000 });
 }
 
 // Approves the pending approval of a host path for the server's registry.

@@ -14,44 +14,16 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { BIN, CREATE_TIMEOUT, childEnv, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
+import { cloneSandbox, git, runCli, runCliJson, sh } from '../lib/clones.mjs';
+import { CREATE_TIMEOUT, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
 
 const ctx = useServer();
 
 const home = () => path.join(ctx.srv.root, 'home');
 const reposRoot = () => path.join(home(), 'repositories');
 const EXPORT_ID_RE = /^exp_[a-z2-7]{20}$/;
-
-function cli(args, { env = {}, input } = {}) {
-  const srv = ctx.srv;
-  const r = spawnSync(BIN, args, {
-    cwd: srv.root,
-    env: childEnv({ ...(srv.env || {}), ...env }, home(), srv.dataRoot, srv.port),
-    encoding: 'utf8',
-    timeout: 120_000,
-    input,
-  });
-  r.desc =
-    `chat2sbx ${args.join(' ')} -> exit ${r.status}${r.signal ? ` (signal ${r.signal})` : ''}; ` +
-    `stdout: ${String(r.stdout).slice(0, 3000)}; stderr: ${String(r.stderr).slice(0, 2000)}`;
-  return r;
-}
-
-function cliJson(args) {
-  const r = cli(args);
-  assert.equal(r.status, 0, r.desc);
-  return JSON.parse(r.stdout);
-}
-
-function git(dir, ...args) {
-  const r = spawnSync('git', ['-c', 'user.name=x', '-c', 'user.email=x@y', '-C', dir, ...args], {
-    encoding: 'utf8',
-    timeout: 30_000,
-    env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', LC_ALL: 'C' },
-  });
-  assert.equal(r.status, 0, `git ${args.join(' ')} in ${dir}: ${r.stderr}`);
-  return r.stdout;
-}
+const cli = (args, opts) => runCli(ctx.srv, args, opts);
+const cliJson = (args) => runCliJson(ctx.srv, args);
 
 // A host repository with two branches, registered as a clone workspace.
 function hostRepo(name) {
@@ -97,28 +69,6 @@ function hostState(dir) {
     others: git(dir, 'for-each-ref', '--format=%(refname)').split('\n').filter((r) => r && !r.startsWith('refs/remotes/chat2sbx/') && !/^refs\/(heads|tags)\//.test(r)),
     status: git(dir, 'status', '--porcelain=v1', '--ignored'),
   };
-}
-
-async function sh(tools, sandboxId, command) {
-  let r = await tools.ok('bash', { sandbox_id: sandboxId, command, yield_time_ms: 30_000 });
-  let output = r.output ?? '';
-  while (r.status === 'running' || r.has_more_output) {
-    r = await tools.ok('bash_poll', { sandbox_id: sandboxId, session_id: r.session_id, yield_time_ms: 5000 });
-    output += r.output ?? '';
-  }
-  assert.equal(r.exit_code, 0, `${command}: exit ${r.exit_code}; output: ${output}`);
-  return output;
-}
-
-async function cloneSandbox(tools, dir) {
-  const sbx = await tools.create({ workspace_path: dir, workspace_mode: 'clone' });
-  assert.equal(sbx.status, 'running', JSON.stringify(sbx));
-  if (sbx.copy_session_id) {
-    let r;
-    do r = await tools.ok('bash_poll', { sandbox_id: sbx.sandbox_id, session_id: sbx.copy_session_id, yield_time_ms: 10000 });
-    while (r.status === 'running');
-  }
-  return sbx;
 }
 
 const GITID = 'git -c user.name=model -c user.email=model@sandbox';
@@ -236,17 +186,7 @@ ctx.test('sandbox_export mid-work, more commits, destroy: two exports, the secon
   assert.match(audit.stdout, /export\.apply\|ok/);
 });
 
-async function restart(env) {
-  const srv = ctx.srv;
-  for (const c of srv.clients) await c.close().catch(() => {});
-  srv.clients.clear();
-  if (srv.alive()) {
-    srv.proc.kill('SIGTERM');
-    await srv.exited;
-  }
-  await srv.start({ env });
-  ctx.generation++;
-}
+const restart = (env) => ctx.restartWith(env);
 
 const HOUR = 3600_000;
 
@@ -317,7 +257,7 @@ ctx.test('no save, no removal: destroy refuses without force, expiry stops inste
   await restart({});
 });
 
-ctx.test('a broken clone: destroy refuses and says so; force removes it and says what is lost', async () => {
+ctx.test("a broken clone: destroy refuses and says so; the model's force stops and keeps it, the person's removes it", async () => {
   const tools = await ctx.tools();
   const dir = hostRepo('broken');
   const sbx = await cloneSandbox(tools, dir);
@@ -331,10 +271,24 @@ ctx.test('a broken clone: destroy refuses and says so; force removes it and says
   const cliRefused = cli(['sandbox', 'destroy', id]);
   assert.notEqual(cliRefused.status, 0, cliRefused.desc);
   assert.match(cliRefused.stderr, /--force/);
+  // Only the person can discard unsaved work (issue 23): the model's force stops the sandbox and keeps it.
   const forced = await tools.ok('sandbox_destroy', { sandbox_id: id, force: true }, CREATE_TIMEOUT);
-  assert.equal(forced.status, 'removed');
-  assert.match(forced.lost, /were not saved and are gone/);
-  assert.equal(forced.export, undefined);
+  assert.equal(forced.status, 'failed', JSON.stringify(forced));
+  assert.equal(forced.kept_for_person, true, JSON.stringify(forced));
+  assert.equal(forced.lost, undefined, 'nothing is lost');
+  assert.match(forced.message, new RegExp(`chat2sbx sandbox destroy ${id} --force`), forced.message);
+  const kept = await dockerInspect(id);
+  assert.equal(kept.State.Running, false, 'stopped');
+  const call = await tools.call('bash', { sandbox_id: id, command: 'true' });
+  assert.equal(call.isError, true, 'no model call reaches it any more');
+  const again = await tools.ok('sandbox_destroy', { sandbox_id: id, force: true }, CREATE_TIMEOUT);
+  assert.equal(again.kept_for_person, true, 'a second force by the model keeps it too');
+  assert.equal((await dockerInspect(id)).Id, kept.Id, 'the container is still there');
+  const removed = cli(['sandbox', 'destroy', id, '--force']);
+  assert.equal(removed.status, 0, removed.desc);
+  assert.match(removed.stdout + removed.stderr, /not saved and are gone|lost/, removed.desc);
+  assert.equal((await tools.ok('sandbox_get', { sandbox_id: id })).status, 'removed');
+  assert.equal((await dockerRequest('GET', `/containers/${id}/json`)).status, 404, 'the person removed it');
 });
 
 ctx.test('a helper that does not answer: destroy refuses with nothing removed; once it answers, the save and the removal happen', async () => {
@@ -409,7 +363,8 @@ ctx.test('a hostile clone cannot write outside the chat2sbx namespace and fails 
     const refused = await tools.call('sandbox_destroy', { sandbox_id: id }, CREATE_TIMEOUT);
     assert.equal(refused.isError, true, resultText(refused));
     assert.ok(!cliJson(['export', 'list', '--json']).some((x) => x.sandbox_id === id), 'nothing was kept');
-    await tools.ok('sandbox_destroy', { sandbox_id: id, force: true }, CREATE_TIMEOUT);
+    const removed = cli(['sandbox', 'destroy', id, '--force']);
+    assert.equal(removed.status, 0, removed.desc);
     assert.deepEqual(hostState(dir), before);
     assert.equal(git(dir, 'for-each-ref', `refs/remotes/chat2sbx/${id}`), '');
   }
@@ -422,7 +377,8 @@ ctx.test('a hostile clone cannot write outside the chat2sbx namespace and fails 
   const res = await tools.call('sandbox_export', { sandbox_id: sbx.sandbox_id });
   assert.equal(res.isError, true, resultText(res));
   assert.match(resultText(res), /failed git's object checks.*gitmodules/i, resultText(res));
-  await tools.ok('sandbox_destroy', { sandbox_id: sbx.sandbox_id, force: true }, CREATE_TIMEOUT);
+  const removed = cli(['sandbox', 'destroy', sbx.sandbox_id, '--force']);
+  assert.equal(removed.status, 0, removed.desc);
   assert.deepEqual(hostState(dir), before);
 });
 

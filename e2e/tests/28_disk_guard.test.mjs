@@ -12,11 +12,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
+import { tmpfsDataRoot, tmpfsDataRootDone } from '../lib/clones.mjs';
 import { BIN, CREATE_TIMEOUT, Server, childEnv, dockerInspect, dockerRequest, resultText } from '../lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -37,27 +36,14 @@ async function waitFor(what, fn, ms = 30_000) {
 
 before(async () => {
   if (!root) return;
-  srv.root = await fsp.mkdtemp(path.join(os.tmpdir(), 'chat2sbx-e2e-disk-'));
-  mnt = path.join(srv.root, 'data');
-  fs.mkdirSync(mnt, { mode: 0o700 });
-  const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=128m,mode=0700', 'tmpfs', mnt], { encoding: 'utf8' });
-  assert.equal(m.status, 0, m.stderr);
-  srv.dataRoot = mnt;
-  srv.stderrPath = path.join(srv.root, 'serve.stderr.log');
-  srv.stdoutPath = path.join(srv.root, 'serve.stdout.log');
-  srv.port = await (await import('../lib/server.mjs')).freePort();
-  srv.url = `http://127.0.0.1:${srv.port}/mcp`;
-  fs.mkdirSync(path.join(srv.root, 'home'), { recursive: true });
+  mnt = await tmpfsDataRoot(srv, 'disk', '128m');
   await srv.start({ env: { CHAT2SBX_MIN_FREE_DISK: '48m' } });
   tools = srv.tools(await srv.client());
 });
 
 after(async () => {
   if (!root) return;
-  await srv.stop();
-  await srv.cleanupContainers();
-  if (mnt) spawnSync('umount', ['-l', mnt]);
-  await srv.removeRoot();
+  await tmpfsDataRootDone(srv, mnt);
 });
 
 const freeMiB = () => {

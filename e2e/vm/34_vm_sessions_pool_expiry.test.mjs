@@ -11,26 +11,16 @@
 //     the timeout is removed, its workspace kept.
 // Never asserts speed.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { git } from '../lib/clones.mjs';
 import { dockerInspect, dockerRequest, LABEL_REGISTRY, useServer } from '../lib/server.mjs';
 import { VM_CALL, VM_CREATE, VM_TEST, cli, runToEnd } from '../lib/vm.mjs';
 
 const ctx = useServer({ env: { CHAT2SBX_RUNTIME: 'vm' } });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const GITID = 'git -c user.name=model -c user.email=model@sandbox';
-
-function git(dir, ...args) {
-  const r = spawnSync('git', ['-c', 'user.name=x', '-c', 'user.email=x@y', '-C', dir, ...args], {
-    encoding: 'utf8',
-    timeout: 30_000,
-    env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', LC_ALL: 'C' },
-  });
-  assert.equal(r.status, 0, `git ${args.join(' ')} in ${dir}: ${r.stderr}`);
-  return r.stdout;
-}
 
 function cliJson(args) {
   const r = cli(ctx.srv, args);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "edit.h"
+#include "proto.h"
 #include "files.h"
 #include "paths.h"
 #include "sha256.h"
@@ -647,12 +648,26 @@ int patch_rpc(json_object *id, json_object *params, json_object **ret_result, st
 		free(cwd);
 		return rpc_fail(err, "INVALID_ARGUMENT", "patch contains a NUL character");
 	}
+	if (text_len > PROTO_PATCH_TEXT_MAX) {
+		free(cwd);
+		return rpc_fail(err, "LIMIT",
+		                "the patch is %zu bytes; at most %u bytes per apply_patch call: split it into "
+		                "smaller patches%s",
+		                text_len, PROTO_PATCH_TEXT_MAX, nothing_changed);
+	}
 	struct patch P = {0};
 	struct vfs fs = {0};
 	json_object *files = xjson_array();
 	int r = -1;
 	if (patch_parse(text, text_len, &P, err) < 0)
 		goto out;
+	if (P.n > PROTO_PATCH_FILES_MAX) {
+		rpc_fail(err, "LIMIT",
+		         "the patch touches %zu files; at most %d per apply_patch call: split it into smaller patches "
+		         "(or write generated files with bash)%s",
+		         P.n, PROTO_PATCH_FILES_MAX, nothing_changed);
+		goto out;
+	}
 	json_object *expected = NULL;
 	json_object_object_get_ex(params, "expected_sha256", &expected);
 	if (compute(&P, cwd, &fs, files, err) < 0 || check_expected(expected, cwd, &fs, err) < 0 ||

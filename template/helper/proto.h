@@ -314,7 +314,10 @@
  *     changed"); Add File on an existing file, or a move onto one: CONFLICT;
  *     Update/Delete of a missing file: NOT_FOUND; binary file:
  *     INVALID_ARGUMENT; a file over PROTO_READ_WHOLE_MAX, or over 256 MiB
- *     read in total: LIMIT. A write failing in the write phase after
+ *     read in total: LIMIT; a patch text over PROTO_PATCH_TEXT_MAX bytes or
+ *     one touching more than PROTO_PATCH_FILES_MAX files: LIMIT, before any
+ *     file is read (the helper answers nothing else while it applies one, so
+ *     its work is bounded). A write failing in the write phase after
  *     others succeeded: INTERNAL naming the files already changed (they are
  *     not rolled back).
  *
@@ -409,6 +412,8 @@
 #define PROTO_SEARCH_TIME_MS 5000                   /* file.search: wall-time bound */
 #define PROTO_WALK_MAX_ENTRIES 100000               /* file.search/file.list: entries walked at most */
 #define PROTO_BLOB_CHUNK_MAX (1024 * 1024)          /* blob.read: raw bytes per reply at most */
+#define PROTO_PATCH_TEXT_MAX (8u * 1024 * 1024)     /* file.apply_patch: bytes of patch text at most */
+#define PROTO_PATCH_FILES_MAX 1000                  /* file.apply_patch: files one patch may touch */
 
 /* JSON-RPC 2.0 error codes (JSON-RPC 2.0 specification, section 5.1). */
 #define PROTO_ERR_PARSE (-32700)

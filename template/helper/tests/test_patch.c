@@ -13,6 +13,7 @@
 
 #include "../paths.h"
 #include "../patch.h"
+#include "../proto.h"
 #include "harness.h"
 
 static char dir[64];
@@ -481,4 +482,43 @@ Test(patch, expected_hashes_guard_every_file)
 	json_object_put(p);
 	cr_assert_str_eq(get("one.txt"), "one\n");
 	cr_assert_str_eq(get("two.txt"), "two\n");
+}
+
+/* A patch the helper would spend its whole deadline on (60 000 files once
+ * took it past the call's deadline while it answered nothing else): more
+ * files than PROTO_PATCH_FILES_MAX, or more text than PROTO_PATCH_TEXT_MAX,
+ * is refused before any file is touched. */
+Test(patch, too_many_files_or_bytes_are_refused_before_anything_is_written)
+{
+	size_t n = PROTO_PATCH_FILES_MAX + 1, cap = 64 + n * 48, len = 0;
+	char *text = malloc(cap);
+	cr_assert_not_null(text);
+	len += (size_t)snprintf(text + len, cap - len, "*** Begin Patch\n");
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(text + len, cap - len, "*** Add File: f%zu.txt\n+x\n", i);
+	snprintf(text + len, cap - len, "*** End Patch\n");
+	fails(text, "LIMIT", "touches 1001 files; at most 1000");
+	cr_assert_not(exists("f0.txt"), "nothing was written");
+	free(text);
+
+	/* Exactly the bound applies. */
+	len = 0;
+	text = malloc(cap);
+	len += (size_t)snprintf(text + len, cap - len, "*** Begin Patch\n");
+	for (size_t i = 0; i < PROTO_PATCH_FILES_MAX; i++)
+		len += (size_t)snprintf(text + len, cap - len, "*** Add File: f%zu.txt\n+x\n", i);
+	snprintf(text + len, cap - len, "*** End Patch\n");
+	ok(text);
+	cr_assert(exists("f999.txt"));
+	free(text);
+
+	size_t big = PROTO_PATCH_TEXT_MAX + 1;
+	text = malloc(big + 1);
+	cr_assert_not_null(text);
+	memset(text, 'x', big);
+	memcpy(text, "*** Begin Patch\n*** Add File: big.txt\n+", 39);
+	text[big] = '\0';
+	fails(text, "LIMIT", "at most 8388608 bytes per apply_patch call");
+	cr_assert_not(exists("big.txt"));
+	free(text);
 }

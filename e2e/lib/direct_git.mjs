@@ -6,30 +6,13 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { BIN, childEnv } from './server.mjs';
+import { runCli, runCliJson } from './clones.mjs';
 
 export const home = (ctx) => path.join(ctx.srv.root, 'home');
 export const reposRoot = (ctx) => path.join(home(ctx), 'repositories');
 
-export function cli(ctx, args) {
-  const srv = ctx.srv;
-  const r = spawnSync(BIN, args, {
-    cwd: srv.root,
-    env: childEnv(srv.env || {}, home(ctx), srv.dataRoot, srv.port),
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  r.desc =
-    `chat2sbx ${args.join(' ')} -> exit ${r.status}; stdout: ${String(r.stdout).slice(0, 1500)}; ` +
-    `stderr: ${String(r.stderr).slice(0, 1500)}`;
-  return r;
-}
-
-export function cliJson(ctx, args) {
-  const r = cli(ctx, args);
-  assert.equal(r.status, 0, r.desc);
-  return JSON.parse(r.stdout);
-}
+export const cli = (ctx, args) => runCli(ctx.srv, args, { timeout: 30_000 });
+export const cliJson = (ctx, args) => runCliJson(ctx.srv, args);
 
 // The owner's git on the host: their own config only (no global or system
 // file that could hide or add behaviour).

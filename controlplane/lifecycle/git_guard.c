@@ -14,6 +14,9 @@
  *     container (measured on 6.18), so the sandbox is then stopped.
  * The mount targets lie in the host directory too, so the container's mount
  * table is judged as well (mount_verify.c, lifecycle_mounts_verify).
+ * The rest of .git must hold nothing but regular files and directories,
+ * judged whole at create (here) and at every call, re-attach and
+ * maintenance pass (git_watch.c, from lifecycle_sandbox_guard_check).
  * Creates only the placeholders of missing protected paths (empty, or "."
  * for commondir); never deletes or rewrites anything in the repository. */
 #include <assert.h>
@@ -262,6 +265,10 @@ static int prepare_directory(int ws_fd, const char *real, const char *target_roo
 		                          real);
 	bool missing[16] = {false};
 	assert(n <= sizeof(missing) / sizeof(missing[0]));
+	/* Then the whole tree: a symlink, FIFO or device anywhere in it is
+	 * refused before anything is created (git_tree.c says why). */
+	char git_dir[PATH_MAX + 8];
+	snprintf(git_dir, sizeof(git_dir), "%s/.git", real);
 	for (size_t i = 1; i < n; i++) {
 		const struct policy_git_path *p = &paths[i];
 		const char *name = p->rel + strlen(".git/");
@@ -279,6 +286,8 @@ static int prepare_directory(int ws_fd, const char *real, const char *target_roo
 				return -1;
 		}
 	}
+	if (lifecycle_git_tree_judge(git_fd, git_dir, err) < 0)
+		return -1;
 	for (size_t i = 1; i < n; i++)
 		if (missing[i] && create_placeholder(git_fd, &git_st, real, &paths[i], err) < 0)
 			return -1;
@@ -363,11 +372,14 @@ int lifecycle_sandbox_guard_check(struct lifecycle *lc, const struct sandbox_rec
 	int lost = lifecycle_git_guard_host_lost(m, n, reason, sizeof(reason));
 	if (lost)
 		lifecycle_security_audit(lc, "sandbox.git_guard_lost", s->id, m[lost - 1].source, reason);
+	/* The rest of .git: nothing in it but regular files and directories
+	 * (git_watch.c, issue 23). */
+	int r = lost ? 0 : lifecycle_git_tree_check(lc, s, m, n, err);
 	for (size_t i = 0; i < n; i++)
 		sandbox_mount_record_clear(&m[i]);
 	free(m);
 	if (!lost)
-		return 0;
+		return r;
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (docker_container_stop(lc->engine, s->container_id ? s->container_id : s->container_name, &e) < 0 &&
 	    e->code != CP_ERR_NOT_FOUND)

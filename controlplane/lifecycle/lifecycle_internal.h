@@ -49,6 +49,7 @@ struct lifecycle {
 	const char *vm_accel_why;
 	struct lifecycle_undo *undos;             /* failed creates not yet undone (undo_later.c), under lock */
 	struct lifecycle_unsaved_probes *unsaved; /* unsaved-work probes (unsaved.c) */
+	struct lifecycle_git_watch *git_watch;    /* direct sandboxes' .git watcher (git_watch.c); under lock */
 };
 
 /* The unsaved-work probe table (unsaved.c). free fires the probes' cancel
@@ -261,7 +262,9 @@ void lifecycle_git_guard_clear(struct lifecycle_git_guard *g);
  * the shape of real/.git, refuses (DENIED, naming the path, what is there
  * and what to do; nothing created) a symlink or a type other than git's at
  * .git or any protected path, a commondir naming another directory, a
- * gitfile naming a git dir inside real; then creates the missing protected
+ * gitfile naming a git dir inside real, anything but regular files and
+ * directories anywhere in a .git directory (lifecycle_git_tree_judge, up
+ * to POLICY_GIT_TREE_MAX_MS); then creates the missing protected
  * paths' placeholders (owned like .git when running as root; UNAVAILABLE
  * when that is not possible) and opens each protected path beneath ws_fd
  * (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), recording its host
@@ -289,6 +292,89 @@ int lifecycle_git_guard_host_lost(const struct sandbox_mount_record *m, size_t n
  * errors as they come. Blocks on the file system, and on the engine (stop,
  * up to 30 s) only when the protection was lost. */
 int lifecycle_sandbox_guard_check(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err);
+
+/* ---- a direct workspace's whole .git (git_tree.c, git_watch.c,
+ * git_quarantine.c; issue 23) ---- */
+
+/* What one walk of a .git found (policy/git_tree.c judges). */
+struct lifecycle_git_scan {
+	struct policy_git_finding found[POLICY_GIT_TREE_MAX_FINDINGS]; /* n of them; strings owned */
+	size_t n;
+	size_t more;                 /* offending entries past found[] */
+	enum policy_git_bound bound; /* NONE, or why the walk stopped early */
+	char *bound_rel;             /* where below .git it stopped (owned; may be NULL) */
+	size_t entries, dirs;        /* files and directories counted, directories visited */
+	size_t reread;               /* directories read this time (the others came from the cache) */
+};
+void lifecycle_git_scan_clear(struct lifecycle_git_scan *s);
+
+/* One .git's cache of directories (git_tree.c). inotify_fd (borrowed; -1 =
+ * none) gets a watch (IN_CREATE | IN_MOVED_TO) on every directory the tree
+ * holds, added through the directory's own descriptor; the watches go when
+ * the caller closes it. free accepts NULL. */
+struct lifecycle_git_tree *lifecycle_git_tree_new(int inotify_fd);
+void lifecycle_git_tree_free(struct lifecycle_git_tree *t);
+/* Walks the .git directory git_fd (any descriptor of it, O_PATH will do;
+ * borrowed) without following any symlink (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS below it; lstat-like types), re-reading only the
+ * directories whose identity or times changed since t last saw them.
+ * Returns 0 when everything is a regular file or a directory, 1 when *ret
+ * (caller clears) names what is not (or the walk stopped at a bound: a
+ * refusal, never a pass), -1 on an error the file system gave (INTERNAL;
+ * CONFLICT when .git changed under the walk). Blocks on the file system,
+ * at most POLICY_GIT_TREE_MAX_MS. Not thread-safe for one t. */
+int lifecycle_git_tree_walk(struct lifecycle_git_tree *t, int git_fd, struct lifecycle_git_scan *ret,
+                            struct cp_error **err);
+/* The bounds of t's walks (POLICY_GIT_TREE_MAX_* unless set here): for
+ * tests and the benchmark, which reach them without 200 000 files. */
+void lifecycle_git_tree_set_bounds(struct lifecycle_git_tree *t, size_t max_entries, int max_depth, int max_ms);
+/* errno of the first watch that could not be added (ENOSPC: the watch
+ * limit, the user's or the tree's own); 0 when every directory is watched. */
+int lifecycle_git_tree_watch_errno(const struct lifecycle_git_tree *t);
+/* One uncached walk of git_fd for a create: 0, or DENIED (policy_git_tree_
+ * refusal / _bound_refusal naming git_dir, the host path) and errors as
+ * lifecycle_git_tree_walk. Creates nothing. */
+int lifecycle_git_tree_judge(int git_fd, const char *git_dir, struct cp_error **err);
+
+/* For a running direct sandbox s whose recorded mounts are m (n; borrowed):
+ * the .git directory among them (none: 0) walked through s's cache, which
+ * this registers with the watcher (a thread started at the first call,
+ * stopped by lifecycle_free); skipped (one poll(2)) while the watches saw
+ * nothing since a clean walk less than 30 s ago. Anything but regular
+ * files and directories,
+ * or a bound reached: what was found is moved into DATA_ROOT/quarantine,
+ * the container is paused, walked again, stopped, the row marked failed
+ * with the reason (policy_git_tree_reason), logged as a security warning
+ * and audited (sandbox.git_tree_refused); CONFLICT "sandbox ... has failed
+ * (...)". Blocks on the file system (POLICY_GIT_TREE_MAX_MS) and, when it
+ * stops the sandbox, on the engine. */
+int lifecycle_git_tree_check(struct lifecycle *lc, const struct sandbox_record *s, const struct sandbox_mount_record *m,
+                             size_t n, struct cp_error **err);
+/* Stops the watcher and frees what it holds (lifecycle_free). */
+void lifecycle_git_watch_free(struct lifecycle *lc);
+
+/* Moving offending entries out of a repository (git_quarantine.c). */
+struct lifecycle_git_quarantine {
+	char *dir;                  /* DATA_ROOT/quarantine/<sandbox>-<time>-<pid> once made (owned) */
+	int dir_fd;                 /* -1 until made */
+	size_t moved;               /* entries put there so far, named 1, 2, ... */
+	struct json_object *record; /* an array: one object per entry handled */
+};
+void lifecycle_git_quarantine_init(struct lifecycle_git_quarantine *q);
+/* Moves each of the n findings f (rel below git_fd; borrowed) that is not
+ * moved yet into q's directory (made at the first move, 0700, under
+ * DATA_ROOT/quarantine, never through a symlink): renameat2 without
+ * following it; from another file system a symbolic link is made again
+ * there and the original unlinked, anything else unlinked and recorded.
+ * Sets f[i].moved_as, or f[i].move_errno. Directories chat2sbx may not read
+ * and .git itself stay. -1 (UNAVAILABLE) only when the quarantine
+ * directory cannot be made. Blocks on the file system. */
+int lifecycle_git_quarantine_move(struct lifecycle_git_quarantine *q, const struct config *cfg, const char *sandbox_id,
+                                  const char *git_dir, int git_fd, struct policy_git_finding *f, size_t n,
+                                  struct cp_error **err);
+/* Writes q's record.json (path, type, target, where it went or why not)
+ * and releases q. Logs a failure to write it. */
+void lifecycle_git_quarantine_close(struct lifecycle_git_quarantine *q);
 
 /* Marks sandbox id failed with reason unless its row has left "running"
  * (a destroy racing with us must stay removed), and drops its channel

@@ -46,6 +46,7 @@ void lifecycle_free(struct lifecycle *lc)
 {
 	if (!lc)
 		return;
+	lifecycle_git_watch_free(lc);               /* first: its thread uses the rest */
 	lifecycle_unsaved_probes_free(lc->unsaved); /* before the channels and the store its probes use */
 	lifecycle_channels_clear(lc);
 	lifecycle_holds_clear(lc);

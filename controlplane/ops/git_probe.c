@@ -19,7 +19,7 @@
 #include "../base/log.h"
 #include "../lifecycle/lifecycle.h"
 #include "../policy/policy.h"
-#include "ops.h"
+#include "ops_internal.h"
 
 #define ATTACK                                                                                                         \
 	"in a direct workspace, write .git/config, add a hook, redirect .git/commondir, rename a lock file over "      \
@@ -105,6 +105,11 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	(void)flag;
 	(void)ftw;
 	return remove(path);
+}
+
+void ops_remove_tree(const char *path)
+{
+	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* vm (issue 15): QEMU never writes a root-owned direct workspace, so a
@@ -212,13 +217,19 @@ void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r)
 	}
 	after = snapshot(dir);
 	ops_git_guard_judge(out, before ? before : "", after ? after : "?", r);
+	/* Then the links git writes through (git_plant_probe.c), on the same
+	 * repository once this probe is gone (one sandbox per workspace). */
+	if (lifecycle_sandbox_destroy(lc, res.sandbox.id, NULL, &e) < 0)
+		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "remove the git probe %s", res.sandbox.id);
+	else
+		ops_git_plant_probe(lc, dir, ws.id, r);
 out:
 	cp_error_freep(&e);
 	if (res.sandbox.id && lifecycle_sandbox_destroy(lc, res.sandbox.id, NULL, &e) < 0)
 		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "remove the git probe %s", res.sandbox.id);
 	if (ws.id && store_workspace_forget(store, ws.id, &e) < 0)
 		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "forget the git probe's workspace %s", ws.id);
-	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	ops_remove_tree(dir);
 	lifecycle_create_result_clear(&res);
 	workspace_record_clear(&ws);
 }

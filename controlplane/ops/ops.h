@@ -314,13 +314,14 @@ int ops_setid_scan(const char *dir, struct ops_setid_findings *ret, struct cp_er
  * services (a listener on 0.0.0.0 of the host, host_edge.c); then a second probe with
  * network_off=1 must see nothing but loopback (skipped with the reason when
  * this build does not honour network_off), and a third on a throwaway
- * direct workspace must not change its .git (ops_git_guard_probe). Each
+ * direct workspace must not change its .git, then one per plant of a link
+ * in it must be stopped (ops_git_guard_probe, ops_git_plant_probe). Each
  * outcome goes into *ret
  * (caller clears). Probes and canaries are removed at the end, also on
  * failure, and the probes' registry rows and managed workspaces are deleted
  * (doctor leaves nothing behind). Returns 0 when the probe ran (checks may
  * have failed), -1 with *err when it could not run (engine, template).
- * Blocks up to a few minutes (three creates, a dozen helper calls).
+ * Blocks up to a few minutes (ten creates, two dozen helper calls).
  * Not thread-safe: sets and unsets an environment variable. */
 int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, struct cp_error **err);
 
@@ -339,9 +340,10 @@ int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *comm
  * .git/config and rename .git, and checks on the host that nothing of .git
  * changed. Adds "direct_git" to r: passed, failed (naming what got
  * through, or why the probe could not run) or skipped (no allowed root
- * exists or is writable). The probe, its registry rows (sandbox, approval,
- * workspace) and the directory are removed whatever happens. Blocks for one
- * create and one helper call. */
+ * exists or is writable); then, on the same repository, ops_git_plant_probe
+ * ("direct_git_links"). The probes, their registry rows (sandbox, approval,
+ * workspace) and the directory are removed whatever happens. Blocks for
+ * eight creates and helper calls. */
 void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r);
 /* Its verdict, pure: out is what the attack printed inside ("refused NAME"
  * or "WROTE NAME" lines, "@@end" last), before and after the host's .git as
@@ -349,6 +351,32 @@ void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r);
  * the attack did not run to its end, or when the host's .git changed;
  * passed otherwise. Adds "direct_git" to r. */
 void ops_git_guard_judge(const char *out, const char *before, const char *after, struct ops_probe_report *r);
+
+/* What one plant of the doctor's second git attack came to
+ * (git_plant_probe.c, issue 23). */
+struct ops_git_plant_outcome {
+	const char *rel; /* below .git (static) */
+	int planted;     /* the plant was made inside (it said so) */
+	int stopped;     /* the sandbox was failed, naming rel, and ran no further */
+	int still_there; /* rel is still a link or special file on the host afterwards */
+	long ms;         /* from the plant's command to the failed row (or the wait's end) */
+};
+/* The second direct-mode git attack, part of ops_git_guard_probe: on the
+ * throwaway repository dir (workspace_id, direct), one probe sandbox per
+ * plant plants a symbolic link to a canary outside the repository where
+ * git on the host writes through one (logs/HEAD, logs/refs/stash,
+ * COMMIT_EDITMSG, MERGE_MSG, FETCH_HEAD, ORIG_HEAD) or links .git/logs to a
+ * directory outside; chat2sbx must move it out of .git and stop and fail
+ * the sandbox within 10 s, and the canary must be unchanged. Adds
+ * "direct_git_links" to r. The probes, their quarantined plants and the
+ * canary are removed. Blocks for seven creates and helper calls. */
+void ops_git_plant_probe(struct lifecycle *lc, const char *dir, const char *workspace_id, struct ops_probe_report *r);
+/* Its verdict, pure: failed when a plant could not be made (and nothing
+ * stopped it: the attack proved nothing), did not stop its sandbox, stayed
+ * in .git, or the canary changed (each named); passed otherwise, with the
+ * slowest reaction. Adds "direct_git_links" to r. */
+void ops_git_plant_judge(const struct ops_git_plant_outcome *o, size_t n, int canary_changed,
+                         struct ops_probe_report *r);
 
 /* `serve --verify-isolation`: runs ops_isolation_probe, logs each outcome
  * (component "doctor"), and fails with DENIED naming every attack that

@@ -18,6 +18,10 @@ struct lifecycle;
 int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *command, char **ret_output,
                   struct cp_error **err);
 
+/* Removes path and everything below it, never following a symlink
+ * (git_probe.c); what cannot be removed stays. */
+void ops_remove_tree(const char *path);
+
 /* The "host_services" attack (host_edge.c, issue 12): a TCP listener on
  * 0.0.0.0 of the host, which probe (a running sandbox with the operator's
  * configuration, borrowed) tries to reach through its networks' gateways

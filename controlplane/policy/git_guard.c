@@ -161,5 +161,10 @@ const char policy_direct_mode_note[] =
     "configuration, hook scripts that core.hooksPath points to inside the directory), the history in .git, "
     "and repositories nested in the directory, whose own git configuration your git runs when it enters "
     "them (git status does, for one added to the index; the sandbox can give files your uid, so git's "
-    "ownership check does not stop it). Look at what changed before you build, test or run git there; "
-    "clone mode keeps the sandbox's edits in the sandbox.";
+    "ownership check does not stop it). Nothing in .git may be anything but a regular file or a directory: a "
+    "symbolic link, FIFO or device it puts there (your git writes through links: reflogs, COMMIT_EDITMSG, "
+    "MERGE_MSG, FETCH_HEAD) is moved into chat2sbx's quarantine within milliseconds while chat2sbx serve runs "
+    "(at its next start otherwise) and the sandbox is stopped, but a git command of yours running at that "
+    "very moment can still write through it once. Look at "
+    "what changed before you build, test or run git there; clone mode keeps the sandbox's edits in the "
+    "sandbox.";

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../base/error.h"
 
@@ -314,6 +315,78 @@ int policy_ref_map(const char *name, const char *sandbox_id, char *buf, size_t s
  * terminal (an escape sequence must not reach the person's terminal).
  * Returns buf. Pure. */
 char *policy_text_escape(const char *s, size_t len, char *buf, size_t size);
+
+/* ---- a direct workspace's whole .git, judged (policy/git_tree.c) ----
+ * git on the host opens most of what it writes in .git without O_NOFOLLOW
+ * (reflogs appended in logs/, COMMIT_EDITMSG, MERGE_MSG, FETCH_HEAD, ...:
+ * git_tree.c lists what was measured), and creates lock files, objects and
+ * refs below directories it reaches through any symlink. So nothing in a
+ * direct workspace's .git may be anything but a regular file or a
+ * directory: lifecycle/git_tree.c walks the tree, these decide and say. */
+
+/* What one entry of .git is, as judged. */
+enum policy_git_entry {
+	POLICY_GIT_ENTRY_OK,           /* a regular file or a directory */
+	POLICY_GIT_ENTRY_SYMLINK,      /* git writes through it */
+	POLICY_GIT_ENTRY_FIFO,         /* git blocks on it for ever */
+	POLICY_GIT_ENTRY_SOCKET,       /* nothing git makes */
+	POLICY_GIT_ENTRY_CHAR_DEVICE,  /* git would write to the device */
+	POLICY_GIT_ENTRY_BLOCK_DEVICE, /* the same */
+	POLICY_GIT_ENTRY_UNREADABLE,   /* a directory chat2sbx may not read: it cannot tell what is in it */
+	POLICY_GIT_ENTRY_UNKNOWN,      /* a type no file system here makes */
+};
+
+/* Why a walk stopped before it saw everything: each is a refusal, never a
+ * pass (a link could hide in what was not seen). */
+enum policy_git_bound {
+	POLICY_GIT_BOUND_NONE,
+	POLICY_GIT_BOUND_ENTRIES, /* more than POLICY_GIT_TREE_MAX_ENTRIES files and directories */
+	POLICY_GIT_BOUND_DEPTH,   /* a directory more than POLICY_GIT_TREE_MAX_DEPTH levels below .git */
+	POLICY_GIT_BOUND_TIME,    /* a walk longer than POLICY_GIT_TREE_MAX_MS */
+};
+
+/* The bounds of one walk. A fresh `git clone` holds a few dozen entries;
+ * git gc --auto packs loose objects past 6 700 (gc.auto); refs and reflogs
+ * add one file each. */
+#define POLICY_GIT_TREE_MAX_ENTRIES 200000
+#define POLICY_GIT_TREE_MAX_DEPTH 48
+#define POLICY_GIT_TREE_MAX_MS 5000
+/* Offending entries one walk records by name (the rest are counted). */
+#define POLICY_GIT_TREE_MAX_FINDINGS 16
+
+/* One offending entry. Strings owned by whoever fills it (lifecycle/
+ * git_tree.c); rel and target came from the sandbox: they are shown
+ * escaped (policy_text_escape), never as shell words. */
+struct policy_git_finding {
+	char *rel; /* below .git: "logs/refs/stash" */
+	enum policy_git_entry kind;
+	char *target;   /* a symbolic link's target; NULL otherwise or when unreadable */
+	char *moved_as; /* its name in the quarantine directory; NULL when not moved */
+	int move_errno; /* why it was not moved (0: moved, or not tried) */
+};
+
+/* Judges one entry by its st_mode (as lstat gives it). Pure. */
+enum policy_git_entry policy_git_entry_judge(mode_t mode);
+/* "symbolic link", "FIFO", ...: static text for messages. Pure. */
+const char *policy_git_entry_name(enum policy_git_entry kind);
+
+/* The refusal of a create (DENIED) whose .git, at git_dir (the host path,
+ * trusted), holds the n findings f (n >= 1) and more unnamed ones: names
+ * each (up to 4), what git would do with it and what to do. Pure. */
+int policy_git_tree_refusal(const char *git_dir, const struct policy_git_finding *f, size_t n, size_t more,
+                            struct cp_error **err);
+/* The same for a walk that stopped at bound (not NONE); rel (may be NULL)
+ * names where, below git_dir. DENIED. Pure. */
+int policy_git_tree_bound_refusal(const char *git_dir, enum policy_git_bound bound, const char *rel,
+                                  struct cp_error **err);
+
+/* The failure reason of a running sandbox whose .git held the n findings f
+ * (moved, when moved_as is set, into the directory quarantine, may be NULL)
+ * or whose walk stopped at bound (then f may be empty): what was found, where
+ * it went, that the sandbox was stopped and what the person should check.
+ * Caller frees; at most about 2 000 bytes. Pure. */
+char *policy_git_tree_reason(const char *git_dir, const struct policy_git_finding *f, size_t n, size_t more,
+                             enum policy_git_bound bound, const char *quarantine);
 
 /* ---- saved work: free space and caps (policy/saves.c, issue 23) ---- */
 

@@ -443,6 +443,47 @@ Test(git_guard, doctor_verdict)
 	ops_probe_report_clear(&r);
 }
 
+Test(git_guard, doctor_verdict_on_plants)
+{
+	struct ops_git_plant_outcome o[3] = {
+	    {.rel = "logs/HEAD", .planted = 1, .stopped = 1, .ms = 40},
+	    {.rel = "COMMIT_EDITMSG", .planted = 1, .stopped = 1, .ms = 120},
+	    {.rel = "logs", .planted = 1, .stopped = 1, .ms = 60},
+	};
+	struct ops_probe_report r = {0};
+	ops_git_plant_judge(o, 3, 0, &r);
+	cr_assert_eq(r.n, 1);
+	cr_assert_str_eq(r.checks[0].name, "direct_git_links");
+	cr_assert_eq(r.checks[0].result, OPS_CHECK_PASSED, "%s", r.checks[0].detail);
+	cr_assert_not_null(strstr(r.checks[0].detail, "each of the 3 plants"), "%s", r.checks[0].detail);
+	cr_assert_not_null(strstr(r.checks[0].detail, "within 120 ms"), "%s", r.checks[0].detail);
+	ops_probe_report_clear(&r);
+
+	o[1].stopped = 0;
+	o[2].still_there = 1;
+	ops_git_plant_judge(o, 3, 0, &r);
+	cr_assert_eq(r.checks[0].result, OPS_CHECK_FAILED);
+	cr_assert_not_null(strstr(r.checks[0].detail, ".git/COMMIT_EDITMSG: the sandbox kept running; .git/logs: it is "
+	                                              "still in .git"),
+	                   "%s", r.checks[0].detail);
+	ops_probe_report_clear(&r);
+
+	o[1].stopped = 1;
+	o[2].still_there = 0;
+	ops_git_plant_judge(o, 3, 1, &r);
+	cr_assert_eq(r.checks[0].result, OPS_CHECK_FAILED, "a changed canary fails");
+	ops_probe_report_clear(&r);
+
+	o[0] = (struct ops_git_plant_outcome){.rel = "logs/HEAD"};
+	ops_git_plant_judge(o, 1, 0, &r);
+	cr_assert_eq(r.checks[0].result, OPS_CHECK_FAILED, "a plant that was never made proves nothing");
+	cr_assert_not_null(strstr(r.checks[0].detail, "could not be planted"), "%s", r.checks[0].detail);
+	ops_probe_report_clear(&r);
+	ops_git_plant_judge(o, 0, 0, &r);
+	cr_assert_eq(r.checks[0].result, OPS_CHECK_FAILED);
+	ops_probe_report_clear(&r);
+}
+
 /* A direct sandbox's mount table as runc leaves it (abridged from one). */
 static const char good_mountinfo[] =
     "1 0 0:50 / / rw,relatime - overlay overlay rw\n"

@@ -249,6 +249,10 @@ ctx.test('doctor passes on the default configuration, while serve runs, and leav
   // The direct-mode git attack: its repository, registry rows and probe go.
   assert.equal(byName.direct_git?.result, 'passed', JSON.stringify(byName.direct_git));
   assert.match(byName.direct_git.attack, /write \.git\/config, add a hook/);
+  // Its second half: links where git writes through them, each stopped (issue 23).
+  assert.equal(byName.direct_git_links?.result, 'passed', JSON.stringify(byName.direct_git_links));
+  assert.match(byName.direct_git_links.detail, /each of the 7 plants was moved out of \.git and its sandbox stopped/);
+  assert.deepEqual(fs.readdirSync('/tmp').filter((f) => f.startsWith('chat2sbx-doctor-canary-')), [], 'its canary is removed');
   assert.deepEqual(fs.readdirSync(reposRoot).filter((f) => f.startsWith('chat2sbx-doctor-git-')), [], 'its repository is removed');
   assert.ok(!/chat2sbx-doctor-git-/.test(cli(['workspace', 'list']).stdout), 'its workspace row is removed');
   assert.ok(!/chat2sbx-doctor-git-/.test(cli(['approval', 'list']).stdout), 'its approval row is removed');

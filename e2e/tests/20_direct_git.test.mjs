@@ -21,89 +21,20 @@
 //   - a container restart mounts the same paths again and they are
 //     verified again; a path changed meanwhile fails the sandbox.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { BIN, CREATE_TIMEOUT, childEnv, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
+import { cli as cliOf, cliJson as cliJsonOf, hostGitOk, makeRepo as makeRepoOf, registerDirect as registerOf, reposRoot as reposRootOf, run, sh } from '../lib/direct_git.mjs';
+import { CREATE_TIMEOUT, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
 
 const ctx = useServer();
 
-const home = () => path.join(ctx.srv.root, 'home');
-const reposRoot = () => path.join(home(), 'repositories');
-
-function cli(args) {
-  const srv = ctx.srv;
-  const r = spawnSync(BIN, args, {
-    cwd: srv.root,
-    env: childEnv(srv.env || {}, home(), srv.dataRoot, srv.port),
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  r.desc =
-    `chat2sbx ${args.join(' ')} -> exit ${r.status}; stdout: ${String(r.stdout).slice(0, 1500)}; ` +
-    `stderr: ${String(r.stderr).slice(0, 1500)}`;
-  return r;
-}
-
-function cliJson(args) {
-  const r = cli(args);
-  assert.equal(r.status, 0, r.desc);
-  return JSON.parse(r.stdout);
-}
-
-// The owner's git on the host: their own config only (no global or system
-// file that could hide or add behaviour).
-function hostGit(dir, ...args) {
-  return spawnSync('git', ['-c', 'user.name=owner', '-c', 'user.email=owner@host', '-C', dir, ...args], {
-    encoding: 'utf8',
-    timeout: 30_000,
-    env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', LC_ALL: 'C' },
-  });
-}
-
-function hostGitOk(dir, ...args) {
-  const r = hostGit(dir, ...args);
-  assert.equal(r.status, 0, `host git ${args.join(' ')} in ${dir}: ${r.stderr}`);
-  return r.stdout;
-}
-
-// A fresh repository under the allowed root with one commit and a hook of
-// the owner's (which must stay as it is).
-function makeRepo(name) {
-  const dir = path.join(reposRoot(), name);
-  fs.mkdirSync(dir, { recursive: true });
-  hostGitOk(dir, 'init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(dir, 'README'), 'hello\n');
-  hostGitOk(dir, 'add', 'README');
-  hostGitOk(dir, 'commit', '-q', '-m', 'first');
-  fs.writeFileSync(path.join(dir, '.git/hooks/pre-commit'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
-  return dir;
-}
-
-function registerDirect(dir) {
-  return cliJson(['workspace', 'add', dir, '--mode', 'direct', '--json']).workspace_id;
-}
-
-// Runs command in the sandbox; returns {code, output} (output drained).
-async function run(tools, sandboxId, command) {
-  let r = await tools.ok('bash', { sandbox_id: sandboxId, command, yield_time_ms: 30_000 });
-  let output = r.output ?? '';
-  const deadline = Date.now() + 60_000;
-  while (r.status === 'running' || r.has_more_output) {
-    assert.ok(Date.now() < deadline, `${command}: still running: ${JSON.stringify(r)}`);
-    r = await tools.ok('bash_poll', { sandbox_id: sandboxId, session_id: r.session_id, yield_time_ms: 5000 });
-    output += r.output ?? '';
-  }
-  assert.equal(r.status, 'exited', `${command}: ${JSON.stringify(r)}`);
-  return { code: r.exit_code, output };
-}
-
-async function sh(tools, sandboxId, command) {
-  const r = await run(tools, sandboxId, command);
-  assert.equal(r.code, 0, `${command}: exit ${r.code}; output: ${r.output}`);
-  return r.output;
-}
+const reposRoot = () => reposRootOf(ctx);
+const cli = (args) => cliOf(ctx, args);
+const cliJson = (args) => cliJsonOf(ctx, args);
+const makeRepo = (name) => makeRepoOf(ctx, name);
+const registerDirect = (dir) => registerOf(ctx, dir);
 
 // What the owner's git reads, byte for byte.
 function gitSnapshot(dir) {
@@ -375,7 +306,9 @@ ctx.test('.git/hooks swapped with a symlink from the host while it is mounted: r
   const repo = makeRepo('hooks-race');
   const wsId = registerDirect(repo);
   const hooks = path.join(repo, '.git/hooks');
-  const alt = path.join(repo, '.git/hooks-alt');
+  // Outside .git (still the same file system, so the exchange works): a
+  // link anywhere in .git is refused before any mount is tried (e2e 32).
+  const alt = path.join(repo, 'hooks-alt');
   // Placeholders first (one create), so every later create reaches the
   // engine with the same list of paths.
   const first = await tools.create({ workspace_id: wsId });
@@ -436,6 +369,7 @@ ctx.test('the approval message, approval list and approve say what direct mode s
   const NOTE = /Direct mode: the sandbox works on the directory itself, as root\. The repository's \.git configuration and hooks stay read-only to it, but it can change or delete every other file: build files and scripts that run when you next build or test there \(Makefile, package\.json scripts, \.envrc/;
   assert.match(sc.message, NOTE, sc.message);
   assert.match(sc.message, /repositories nested in the directory, whose own git configuration your git runs/);
+  assert.match(sc.message, /Nothing in \.git may be anything but a regular file or a directory: a symbolic link, FIFO or device it puts there .* is moved into chat2sbx's quarantine/);
   const list = cli(['approval', 'list']);
   assert.equal(list.status, 0, list.desc);
   assert.match(list.stdout, NOTE, list.desc);

@@ -69,10 +69,12 @@ static const char *type_name(mode_t m)
 /* DENIED for a symlink found at rel (below dir) where a protected path is. */
 static int symlink_refused(int parent_fd, const char *name, const char *real, const char *rel, struct cp_error **err)
 {
-	char target[PATH_MAX] = "?";
-	ssize_t n = readlinkat(parent_fd, name, target, sizeof(target) - 1);
+	char raw[PATH_MAX] = "?", target[1200];
+	ssize_t n = readlinkat(parent_fd, name, raw, sizeof(raw) - 1);
 	if (n >= 0)
-		target[n] = '\0';
+		raw[n] = '\0';
+	/* A sandbox wrote the target: shown escaped, never as raw bytes. */
+	policy_text_escape(raw, strlen(raw), target, sizeof(target));
 	if (!strcmp(rel, ".git"))
 		return cp_error_set(err, CP_ERR_DENIED,
 		                    "'%s/.git' is a symbolic link (to '%s'); in direct mode chat2sbx mounts the "

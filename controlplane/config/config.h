@@ -15,42 +15,43 @@
 #include "../base/error.h"
 
 struct config {
-	char *host;               /* CHAT2SBX_HOST */
-	int port;                 /* CHAT2SBX_PORT */
-	int mcp_token;            /* CHAT2SBX_MCP_TOKEN: 1 = TCP requests need the bearer token (default) */
-	char *data_root;          /* CHAT2SBX_DATA_ROOT */
-	char *state_dir;          /* CHAT2SBX_STATE_DIR */
-	char *workspace_root;     /* CHAT2SBX_WORKSPACE_ROOT */
-	char *database_path;      /* CHAT2SBX_DATABASE_PATH */
-	char *allowed_host_roots; /* CHAT2SBX_ALLOWED_HOST_ROOTS, colon-separated */
-	int enable_tunnel;        /* CHAT2SBX_ENABLE_TUNNEL */
-	char *tunnel_client;      /* CHAT2SBX_TUNNEL_CLIENT */
-	char *secret_dir;         /* CHAT2SBX_SECRET_DIR */
-	int max_active_sandboxes; /* CHAT2SBX_MAX_ACTIVE_SANDBOXES, 0 = unlimited, CONFIG_AUTO = derived */
-	char *default_memory;     /* CHAT2SBX_DEFAULT_MEMORY, "auto" = derived */
-	char *min_free_disk;      /* CHAT2SBX_MIN_FREE_DISK: "auto", a size or "N%" */
-	char *default_disk;       /* CHAT2SBX_DEFAULT_DISK: "auto", "none" or a size */
-	char *docker_socket;      /* CHAT2SBX_DOCKER_SOCKET */
-	char *template_image;     /* CHAT2SBX_TEMPLATE_IMAGE */
-	char *runtime;            /* CHAT2SBX_RUNTIME, "" = auto (vm where KVM is usable, else the engine's default) */
-	char *vm_accel;           /* CHAT2SBX_VM_ACCEL: auto, kvm or tcg (issue 15) */
-	char *vm_image;           /* CHAT2SBX_VM_IMAGE: the vm runtime's image */
-	char *vm_path;            /* CHAT2SBX_VM_PATH: chat2sbx-vm, mounted into vm sandboxes */
-	char *vm_docker;          /* CHAT2SBX_VM_DOCKER: demand, boot or off (the guest's dockerd) */
-	char *expose_host;        /* CHAT2SBX_EXPOSE_HOST */
-	int firewall;             /* CHAT2SBX_FIREWALL: install table inet chat2sbx (issue 12) */
-	int max_yield_ms;         /* CHAT2SBX_MAX_YIELD_MS */
-	int max_output_chars;     /* CHAT2SBX_MAX_OUTPUT_CHARS */
-	int64_t max_body_bytes;   /* CHAT2SBX_MAX_BODY_BYTES: largest MCP request body */
-	int pids_limit;           /* CHAT2SBX_PIDS_LIMIT, CONFIG_AUTO = derived */
-	int64_t idle_timeout_ms;  /* CHAT2SBX_IDLE_TIMEOUT_MS: a sandbox without a tool call this long is removed */
-	int64_t max_export_bytes; /* CHAT2SBX_MAX_EXPORT_BYTES: cap on one saved bundle/archive (issue 14) */
-	char *helper_path;        /* CHAT2SBX_HELPER_PATH */
-	char *log_debug;          /* CHAT2SBX_LOG_DEBUG */
-	int log_json;             /* CHAT2SBX_LOG_JSON */
-	int64_t clock_offset_ms;  /* CHAT2SBX_CLOCK_OFFSET_MS, tests only */
-	int warm_pool;            /* CHAT2SBX_WARM_POOL: started sandboxes kept ready (issue 8) */
-	                          /* Where each value came from, for `status`: not needed yet. */
+	char *host;                /* CHAT2SBX_HOST */
+	int port;                  /* CHAT2SBX_PORT */
+	int mcp_token;             /* CHAT2SBX_MCP_TOKEN: 1 = TCP requests need the bearer token (default) */
+	char *data_root;           /* CHAT2SBX_DATA_ROOT */
+	char *state_dir;           /* CHAT2SBX_STATE_DIR */
+	char *workspace_root;      /* CHAT2SBX_WORKSPACE_ROOT */
+	char *database_path;       /* CHAT2SBX_DATABASE_PATH */
+	char *allowed_host_roots;  /* CHAT2SBX_ALLOWED_HOST_ROOTS, colon-separated */
+	int enable_tunnel;         /* CHAT2SBX_ENABLE_TUNNEL */
+	char *tunnel_client;       /* CHAT2SBX_TUNNEL_CLIENT */
+	char *secret_dir;          /* CHAT2SBX_SECRET_DIR */
+	int max_active_sandboxes;  /* CHAT2SBX_MAX_ACTIVE_SANDBOXES, 0 = unlimited, CONFIG_AUTO = derived */
+	char *default_memory;      /* CHAT2SBX_DEFAULT_MEMORY, "auto" = derived */
+	char *min_free_disk;       /* CHAT2SBX_MIN_FREE_DISK: "auto", a size or "N%" */
+	char *default_disk;        /* CHAT2SBX_DEFAULT_DISK: "auto", "none" or a size */
+	char *docker_socket;       /* CHAT2SBX_DOCKER_SOCKET */
+	char *template_image;      /* CHAT2SBX_TEMPLATE_IMAGE */
+	char *runtime;             /* CHAT2SBX_RUNTIME, "" = auto (vm where KVM is usable, else the engine's default) */
+	char *vm_accel;            /* CHAT2SBX_VM_ACCEL: auto, kvm or tcg (issue 15) */
+	char *vm_image;            /* CHAT2SBX_VM_IMAGE: the vm runtime's image */
+	char *vm_path;             /* CHAT2SBX_VM_PATH: chat2sbx-vm, mounted into vm sandboxes */
+	char *vm_docker;           /* CHAT2SBX_VM_DOCKER: demand, boot or off (the guest's dockerd) */
+	char *expose_host;         /* CHAT2SBX_EXPOSE_HOST */
+	int firewall;              /* CHAT2SBX_FIREWALL: install table inet chat2sbx (issue 12) */
+	int max_yield_ms;          /* CHAT2SBX_MAX_YIELD_MS */
+	int max_output_chars;      /* CHAT2SBX_MAX_OUTPUT_CHARS */
+	int64_t max_body_bytes;    /* CHAT2SBX_MAX_BODY_BYTES: largest MCP request body */
+	int pids_limit;            /* CHAT2SBX_PIDS_LIMIT, CONFIG_AUTO = derived */
+	int64_t idle_timeout_ms;   /* CHAT2SBX_IDLE_TIMEOUT_MS: a sandbox without a tool call this long is removed */
+	int64_t max_export_bytes;  /* CHAT2SBX_MAX_EXPORT_BYTES: cap on one saved bundle/archive (issue 14) */
+	int64_t save_memory_bytes; /* CHAT2SBX_SAVE_MEMORY_BYTES: memory ceiling of host git on a save (issue 23) */
+	char *helper_path;         /* CHAT2SBX_HELPER_PATH */
+	char *log_debug;           /* CHAT2SBX_LOG_DEBUG */
+	int log_json;              /* CHAT2SBX_LOG_JSON */
+	int64_t clock_offset_ms;   /* CHAT2SBX_CLOCK_OFFSET_MS, tests only */
+	int warm_pool;             /* CHAT2SBX_WARM_POOL: started sandboxes kept ready (issue 8) */
+	                           /* Where each value came from, for `status`: not needed yet. */
 	/* CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET: TEST ONLY, weakens isolation (create.c) */
 	int test_unsafe_mount_docker_socket;
 	int max_exposures; /* CHAT2SBX_MAX_EXPOSURES: sandbox_expose ports at once, all sandboxes */

@@ -421,6 +421,16 @@ void lifecycle_export_result_clear(struct lifecycle_export_result *r);
 int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const struct lifecycle_export_options *o,
                           struct lifecycle_export_result *ret, struct cp_error **err);
 
+/* doctor's floor check (issue 23): git index-pack --strict of the pack in
+ * pack_fd (borrowed, from its offset) in a throwaway repository under
+ * /tmp, bounded as every git of a save is but with the memory ceiling
+ * memory_bytes and WITHOUT the pack check that a save runs first, so a
+ * hostile pack meets the rlimits alone. *ret_peak_rss_kib: the largest
+ * resident set of that git. 0 when git accepted the pack; otherwise -1
+ * with LIMIT when a bound stopped it, or git's own error. Blocks 2
+ * minutes at most. */
+int lifecycle_export_index_unchecked(int pack_fd, uint64_t memory_bytes, long *ret_peak_rss_kib, struct cp_error **err);
+
 /* Whether a running clone sandbox has work since its last export (or, with
  * none, since it was made): *ret_unsaved 1, 0 or -1 (not known: not a
  * running clone, the helper not reachable). Asks the helper at most once

@@ -252,6 +252,12 @@ ctx.test('doctor passes on the default configuration, while serve runs, and leav
   assert.deepEqual(fs.readdirSync(reposRoot).filter((f) => f.startsWith('chat2sbx-doctor-git-')), [], 'its repository is removed');
   assert.ok(!/chat2sbx-doctor-git-/.test(cli(['workspace', 'list']).stdout), 'its workspace row is removed');
   assert.ok(!/chat2sbx-doctor-git-/.test(cli(['approval', 'list']).stdout), 'its approval row is removed');
+  // The delta bomb (issue 23): a clone probe's save of it is refused at a
+  // bound, and host git without the check stops at the ceiling.
+  assert.equal(byName.delta_bomb?.result, 'passed', JSON.stringify(byName.delta_bomb));
+  assert.match(byName.delta_bomb.detail, /stopped at the 64 MiB ceiling.*refused at a bound/, byName.delta_bomb.detail);
+  assert.deepEqual(fs.readdirSync(reposRoot).filter((f) => f.startsWith('chat2sbx-doctor-bomb-')), [], 'its repository is removed');
+  assert.ok(!/chat2sbx-doctor-bomb-/.test(cli(['workspace', 'list']).stdout), 'its workspace row is removed');
   assert.ok(d.checks.every((c) => c.result !== 'failed'));
   assert.equal((await containersOf(ctx.srv.dataRoot)).length, before, 'the probes are removed');
   assert.ok(!fs.readdirSync(ctx.srv.dataRoot).some((f) => f.startsWith('c2s-canary-')), 'the canary is removed');

@@ -213,7 +213,8 @@ struct export_slot;
  * *ret (release with export_save_slot_release) on success. */
 int export_save_slot_take(const struct config *cfg, const char *sandbox_id, int64_t deadline_ms,
                           struct export_slot **ret, struct cp_error **err);
-/* Ends the slot (accepts NULL): the flock is dropped and the next waiter runs. */
+/* Ends the slot (accepts NULL): the sandbox's exports directory goes when
+ * the save left it empty, the flock is dropped and the next waiter runs. */
 void export_save_slot_release(struct export_slot *slot);
 
 /* Waits, first come first served, until fewer than EXPORT_VERIFY_AT_ONCE

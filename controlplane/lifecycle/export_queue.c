@@ -6,6 +6,7 @@
  * EXPORT_VERIFY_AT_ONCE host verifications of this process at once, in
  * the order they asked. Every wait ends at its caller's deadline. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,8 @@ static int wait_until(int64_t deadline_ms)
 
 struct export_slot {
 	char *sandbox_id;
-	int fd; /* DATA_ROOT/exports/<sandbox_id>, flocked */
+	int root; /* DATA_ROOT/exports */
+	int fd;   /* DATA_ROOT/exports/<sandbox_id>, flocked */
 };
 
 static char **busy;
@@ -130,13 +132,16 @@ int export_save_slot_take(const struct config *cfg, const char *sandbox_id, int6
 	}
 	busy[n_busy++] = xstrdup(sandbox_id);
 	pthread_mutex_unlock(&lock);
-	int fd = -1;
-	if (flock_dir(cfg, sandbox_id, deadline_ms, &fd, err) < 0) {
+	int fd = -1, root = -1;
+	if (export_dir_open_root(cfg, 1, &root, err) < 0 || flock_dir(cfg, sandbox_id, deadline_ms, &fd, err) < 0) {
+		if (root >= 0)
+			close(root);
 		busy_remove(sandbox_id);
 		return -1;
 	}
 	struct export_slot *s = xcalloc(1, sizeof(*s));
 	s->sandbox_id = xstrdup(sandbox_id);
+	s->root = root;
 	s->fd = fd;
 	*ret = s;
 	return 0;
@@ -146,6 +151,10 @@ void export_save_slot_release(struct export_slot *s)
 {
 	if (!s)
 		return;
+	/* A save that kept nothing leaves no empty directory (under the
+	 * flock, so no save of this sandbox is inside it). */
+	unlinkat(s->root, s->sandbox_id, AT_REMOVEDIR);
+	close(s->root);
 	close(s->fd); /* drops the flock */
 	busy_remove(s->sandbox_id);
 	free(s->sandbox_id);

@@ -208,8 +208,10 @@ static int refs_judge(const struct export_verify_in *in, const struct export_bun
 	return 0;
 }
 
-/* The pack behind the header, judged by what it declares (export_pack.h). */
-static int pack_judge(const char *bundle, const struct export_bundle_header *h, int64_t deadline_ms,
+/* The pack behind the header, judged by what it declares (export_pack.h).
+ * what: whose consequences the refusal names ("nothing was saved ...",
+ * "nothing was changed"). */
+static int pack_judge(const char *bundle, const struct export_bundle_header *h, int64_t deadline_ms, const char *what,
                       struct cp_error **err)
 {
 	_cleanup_close_ int fd = open(bundle, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -225,13 +227,13 @@ static int pack_judge(const char *bundle, const struct export_bundle_header *h, 
 			cp_error_prefix(
 			    err,
 			    "the bundle was refused before the host ran git (a hostile pack, a delta bomb, "
-			    "looks like this; nothing was saved and the sandbox keeps its work. Bounds: one "
-			    "object a quarter of CHAT2SBX_SAVE_MEMORY_BYTES, all objects together four times "
+			    "looks like this; %s. Bounds: one object a quarter of "
+			    "CHAT2SBX_SAVE_MEMORY_BYTES, all objects together four times "
 			    "CHAT2SBX_MAX_EXPORT_BYTES, delta chains %d deep; raise those settings if this is "
 			    "real work)",
-			    EXPORT_PACK_DEPTH_MAX);
+			    what, EXPORT_PACK_DEPTH_MAX);
 		else
-			cp_error_prefix(err, "the bundle was refused before the host ran git");
+			cp_error_prefix(err, "the bundle was refused before the host ran git (%s)", what);
 		return -1;
 	}
 	log_debug("lifecycle", "pack check: %u objects (%u deltas, depth %u), %llu bytes declared, in %lld ms",
@@ -410,7 +412,7 @@ int export_bundle_check(const char *bundle, struct cp_error **err)
 	struct export_bundle_header h = {0};
 	int r = read_header(bundle, &h, err);
 	if (r == 0)
-		r = pack_judge(bundle, &h, clock_monotonic_ms() + EXPORT_VERIFY_BUDGET_MS, err);
+		r = pack_judge(bundle, &h, clock_monotonic_ms() + EXPORT_VERIFY_BUDGET_MS, "nothing was changed", err);
 	else
 		cp_error_prefix(err, "the bundle was refused");
 	export_bundle_header_clear(&h);
@@ -460,7 +462,8 @@ int export_verify_git(const struct export_verify_in *in, struct export_manifest 
 	struct export_git_usage usage;
 	export_git_usage_take(&usage); /* count this verification's git alone */
 	int64_t t0 = clock_monotonic_ms();
-	if (in->bundle && pack_judge(in->bundle, &h, s.deadline_ms, err) < 0)
+	if (in->bundle &&
+	    pack_judge(in->bundle, &h, s.deadline_ms, "nothing was saved and the sandbox keeps its work", err) < 0)
 		goto out;
 	if (scratch_init(in->dir, in->host_objects, &s, err) < 0)
 		goto out;

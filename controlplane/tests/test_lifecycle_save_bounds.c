@@ -179,11 +179,12 @@ Test(save_bounds, saves_of_one_sandbox_take_turns_and_give_up_at_their_deadline)
 	/* Held by another process (the flock): a deadline in 300 ms ends the wait. */
 	char dir[200];
 	snprintf(dir, sizeof dir, "%s/exports/%s", root, a);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(flock(fd, LOCK_EX), 0);
+	cr_expect_eq(access(dir, F_OK), -1, "a save that kept nothing leaves no directory");
 	struct export_slot *slot = NULL;
 	struct cp_error *err = NULL;
+	int fd = -1;
+	cr_assert_eq(export_dir_open_sandbox(&cfg, a, &fd, &err), 0);
+	cr_assert_eq(flock(fd, LOCK_EX), 0);
 	int64_t t0 = clock_monotonic_ms();
 	cr_assert_eq(export_save_slot_take(&cfg, a, t0 + 300, &slot, &err), -1);
 	cr_expect_eq(err->code, CP_ERR_TIMEOUT);
@@ -385,4 +386,29 @@ Test(save_bounds, the_walk_keeps_a_hostile_file_name_a_file_name)
 	cr_expect_eq(export_walk_parse(junk, sizeof(junk) - 1, 10, &w, &err), -1);
 	cp_error_free(err);
 	free(out);
+}
+
+Test(save_bounds, export_apply_checks_the_pack_before_its_fetch)
+{
+	/* A saved bundle whose pack is the bomb: export apply's check (before
+	 * git fetch inflates it in the person's repository) refuses it. */
+	export_git_configure(256ull << 20, 2ull << 30); /* per-object bound 64 MiB */
+	unsigned char *pack = NULL;
+	size_t len = 0;
+	ops_delta_bomb_pack(12, 64 << 10, &pack, &len);
+	char path[128];
+	snprintf(path, sizeof path, "%s/bundle", root);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "# v2 git bundle\n%040d refs/heads/main\n\n", 1);
+	cr_assert_eq(fwrite(pack, 1, len, f), len);
+	fclose(f);
+	free(pack);
+	struct cp_error *err = NULL;
+	cr_assert_eq(export_bundle_check(path, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_LIMIT);
+	cr_expect(strstr(err->message, "before the host ran git") && strstr(err->message, "nothing was changed") &&
+	              strstr(err->message, "per-object bound of 64.0 MiB"),
+	          "%s", err->message);
+	cp_error_free(err);
 }

@@ -106,12 +106,15 @@ static void size_text(uint64_t bytes, char *buf, size_t size)
 }
 
 /* git's own words for an allocation or a mapping the ceiling refused
- * (wrapper.c "Out of memory, malloc failed", packfile.c "mmap failed",
- * "cannot be mapped"; strerror(ENOMEM) from anything else). */
+ * (wrapper.c "Out of memory, malloc failed", zlib's "out of memory",
+ * packfile.c "mmap failed", "cannot be mapped"; strerror(ENOMEM) from
+ * anything else). Which allocation meets the ceiling first varies with the
+ * address space's layout, so any of them may be the one. */
 static int out_of_memory(const char *tail)
 {
-	return strstr(tail, "Out of memory") || strstr(tail, "mmap failed") || strstr(tail, "cannot be mapped") ||
-	       strstr(tail, "Cannot allocate memory");
+	return strcasestr(tail, "out of memory") || strcasestr(tail, "mmap failed") ||
+	       strstr(tail, "cannot be mapped") || strcasestr(tail, "cannot allocate memory") ||
+	       strcasestr(tail, "unable to allocate");
 }
 
 /* The error for a git that ended badly, naming the bound it hit. */

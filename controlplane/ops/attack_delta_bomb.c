@@ -290,9 +290,19 @@ static void save_attack(struct lifecycle *lc, const unsigned char *pack, size_t 
 	}
 	struct rusage after;
 	struct lifecycle_export_options eo = {.reason = "checkpoint", .actor = "cli"};
-	struct lifecycle_export_result er = {0};
-	int r = lifecycle_export_save(lc, res.sandbox.id, &eo, &er, &e);
-	lifecycle_export_result_clear(&er);
+	int r = -1;
+	/* A second try when the first failed before the host judged the
+	 * bundle (a running serve's maintenance pass may re-attach to this
+	 * probe meanwhile): the verdict is the host's, not the channel's. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		struct lifecycle_export_result er = {0};
+		cp_error_freep(&e);
+		r = lifecycle_export_save(lc, res.sandbox.id, &eo, &er, &e);
+		lifecycle_export_result_clear(&er);
+		if (r == 0 || (e->code == CP_ERR_LIMIT && strstr(e->message, "bound")))
+			break;
+		log_info("doctor", "the bomb's save failed before a verdict (%s); once more", e->message);
+	}
 	getrusage(RUSAGE_CHILDREN, &after);
 	const struct config *c = lifecycle_config(lc);
 	long ceiling_kib = (long)(c->save_memory_bytes >> 10);

@@ -413,11 +413,17 @@ void lifecycle_export_result_clear(struct lifecycle_export_result *r);
  * 0, ret->export the last one). A running sandbox is saved as it runs; an
  * expired or failed one is started for it and stopped again when the save
  * fails. Not a clone: ret->not_clone, 0. Writes an audit row export.save
- * either way. Errors: LIMIT (over the cap, disk full), TIMEOUT, DENIED (a
- * bundle or ref the host refuses), UNAVAILABLE (engine or helper not
- * answering), CONFLICT (creating or removed), NOT_FOUND (no container),
- * INTERNAL (the script or git failed, with their message). Blocks up to
- * o->wait_ms for the script, then for streaming and verifying. */
+ * either way. One save of a sandbox at a time (export_queue.c: a second
+ * waits for the first until o->wait_ms, also across processes), and the
+ * host's checks are bounded (export_verify_git: refs, the pack's declared
+ * sizes, git's memory, CPU and time). Errors: LIMIT (over the cap, disk
+ * full, a bound of that host work, named), TIMEOUT (the script, the wait
+ * for another save or a turn, the checks' time bound), DENIED (a bundle
+ * or ref the host refuses), UNAVAILABLE (engine or helper not answering),
+ * CONFLICT (creating or removed), NOT_FOUND (no container), INTERNAL (the
+ * script or git failed, with their message); a refusal keeps nothing and
+ * leaves the sandbox as it was. Blocks up to o->wait_ms for the other
+ * save and for the script, then for streaming and verifying. */
 int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const struct lifecycle_export_options *o,
                           struct lifecycle_export_result *ret, struct cp_error **err);
 
@@ -473,8 +479,11 @@ void lifecycle_apply_result_clear(struct lifecycle_apply_result *r);
  * of it and device files, and dropping setuid/setgid bits. Errors:
  * NOT_FOUND (export or its files), CONFLICT (the approved path is gone or
  * no longer a git repository, or to_dir is not empty), INVALID_ARGUMENT
- * (--to with a git export, none without for tar), INTERNAL with git's
- * message. Writes an audit row export.apply (actor cli). */
+ * (--to with a git export, none without for tar), LIMIT or DENIED when
+ * the bundle's pack fails the check a save makes (before git fetch sees
+ * it; the fetch then runs under the same bounds as a save's git),
+ * INTERNAL with git's message. Writes an audit row export.apply (actor
+ * cli). */
 int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
                            struct lifecycle_apply_result *ret, struct cp_error **err);
 

@@ -12,7 +12,7 @@ override CFLAGS += -std=gnu17 -Wall -Wextra -D_GNU_SOURCE -MMD -MP \
 	-DCHAT2SBX_VERSION='"$(VERSION)"' -DCHAT2SBX_GIT_VERSION='"$(GIT_VERSION)"'
 LDFLAGS ?=
 
-PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd libnftables libarchive
+PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd libnftables libarchive zlib nettle
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRITERION_LIBS = $(shell pkg-config --libs criterion 2>/dev/null)
@@ -56,7 +56,7 @@ HELPER_TESTS := $(BUILD)/test_helper
 VM_BIN := $(BUILD)/chat2sbx-vm
 VM_TESTS := $(BUILD)/test_vm
 FUZZ_DIR := controlplane/fuzz
-FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame
+FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_export_pack
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
@@ -140,6 +140,8 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SRCS_fuzz_mcp_request := $(sort $(wildcard controlplane/base/*.c controlplane/mcp/*.c))
 FUZZ_SRCS_fuzz_docker_demux := controlplane/docker/demux.c
 FUZZ_SRCS_fuzz_helper_frame := template/helper/frame.c template/helper/hlog.c controlplane/base/xalloc.c
+FUZZ_SRCS_fuzz_export_pack := controlplane/lifecycle/export_pack_check.c controlplane/base/error.c \
+	controlplane/base/xalloc.c controlplane/base/clock.c
 
 $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)

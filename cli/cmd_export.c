@@ -4,14 +4,17 @@
  * only save; bringing work into the approved repository is decided here,
  * by the person, with the registry and the export files alone (serve need
  * not run, no engine is asked). Everything printed that came from a
- * sandbox was escaped when it was saved. */
+ * sandbox was escaped when it was saved, and ref names are printed as
+ * shell words (text_shell_quote), safe to paste (issue 23). */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/id.h"
+#include "base/text.h"
 #include "base/xjson.h"
 #include "cli.h"
 #include "controlplane.h"
@@ -105,8 +108,12 @@ static void show_text(const struct export_record *x, struct json_object *m)
 			const char *kind = str(r, "kind") ?: "?";
 			if (!strcmp(kind, "snapshot"))
 				continue;
-			printf("\n%s %s -> %s (%.12s)%s\n", kind, str(r, "name") ?: "?",
-			       str(r, "host_ref") ?: "(not applied: the name collides)", str(r, "oid") ?: "",
+			/* Names came from the sandbox: one shell word each. */
+			const char *name = str(r, "name") ?: "?", *host = str(r, "host_ref");
+			_cleanup_free_ char *qname = text_shell_quote(name, strlen(name));
+			_cleanup_free_ char *qhost = host ? text_shell_quote(host, strlen(host)) : NULL;
+			printf("\n%s %s -> %s (%.12s)%s\n", kind, qname,
+			       qhost ? qhost : "(not applied: the name collides)", str(r, "oid") ?: "",
 			       num(r, "new_commits") ? "" : ", no new commit");
 			struct json_object *c = NULL, *f = NULL;
 			if (json_object_object_get_ex(r, "commits", &c))
@@ -115,7 +122,8 @@ static void show_text(const struct export_record *x, struct json_object *m)
 					printf("  %.12s %s\n", str(e, "oid") ?: "", str(e, "subject") ?: "");
 				}
 			if (num(r, "new_commits") > (long long)(c ? json_object_array_length(c) : 0))
-				printf("  ... %lld commits in all\n", num(r, "new_commits"));
+				printf("  ... %s%lld commits in all\n", num(m, "commits_partial") ? "at least " : "",
+				       num(r, "new_commits"));
 			if (json_object_object_get_ex(r, "files", &f) && json_object_array_length(f)) {
 				printf("  files changed:\n");
 				for (size_t j = 0; j < json_object_array_length(f); j++)
@@ -190,8 +198,12 @@ static int export_apply(struct cli *cli, struct store *store, const char *id, co
 		else
 			printf("applied export %s to %s: %d ref(s) created or moved, %d already there\n", id,
 			       res.target, res.refs_updated, res.refs_same);
-		for (char **p = res.refs; p && *p; p++)
-			printf("  %s\n", *p);
+		for (char **p = res.refs; p && *p; p++) { /* "<host ref> <oid>" */
+			const char *sp = strrchr(*p, ' ');
+			size_t n = sp ? (size_t)(sp - *p) : strlen(*p);
+			_cleanup_free_ char *q = text_shell_quote(*p, n);
+			printf("  %s%s\n", q, sp ? sp : "");
+		}
 		for (char **p = res.skipped; p && *p; p++)
 			printf("  skipped: %s\n", *p);
 		printf("Your working tree, index, branches, HEAD and config were not touched.\n\n%s",

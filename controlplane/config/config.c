@@ -119,6 +119,10 @@ static const struct setting settings[] = {
     {"CHAT2SBX_MAX_EXPORT_BYTES_TOTAL", "maxExportBytesTotal", SETTING_INT64, OFF(max_export_bytes_total),
      "53687091200", 65536, 70368744177664L, "53687091200 (50 GiB)",
      "most bytes of bundles and archives all exports together keep outside the trash (64 KiB-64 TiB)"},
+    {"CHAT2SBX_SAVE_MEMORY_BYTES", "saveMemoryBytes", SETTING_INT64, OFF(save_memory_bytes), "1073741824", 134217728,
+     68719476736L, "1073741824",
+     "memory ceiling (address space) of each git the host runs on a saved bundle, in saves and export apply "
+     "(bytes, 128 MiB-64 GiB; default 1 GiB); objects over a quarter of it are refused before git runs"},
     {"CHAT2SBX_HELPER_PATH", "helperPath", SETTING_PATH, OFF(helper_path), "${EXE_DIR}/chat2sbx-helper", 0, 0,
      "chat2sbx-helper beside the chat2sbx binary", "static helper binary mounted into each sandbox"},
     {"CHAT2SBX_LOG_DEBUG", "logDebug", SETTING_STRING, OFF(log_debug), "", 0, 0, "(none)",

@@ -51,12 +51,13 @@ struct config {
 	int64_t max_export_bytes_per_sandbox; /* CHAT2SBX_MAX_EXPORT_BYTES_PER_SANDBOX */
 	int max_exports_total;                /* CHAT2SBX_MAX_EXPORTS_TOTAL */
 	int64_t max_export_bytes_total;       /* CHAT2SBX_MAX_EXPORT_BYTES_TOTAL */
-	char *helper_path;                    /* CHAT2SBX_HELPER_PATH */
-	char *log_debug;                      /* CHAT2SBX_LOG_DEBUG */
-	int log_json;                         /* CHAT2SBX_LOG_JSON */
-	int64_t clock_offset_ms;              /* CHAT2SBX_CLOCK_OFFSET_MS, tests only */
-	int warm_pool;                        /* CHAT2SBX_WARM_POOL: started sandboxes kept ready (issue 8) */
-	                                      /* Where each value came from, for `status`: not needed yet. */
+	int64_t save_memory_bytes; /* CHAT2SBX_SAVE_MEMORY_BYTES: memory ceiling of host git on a save (issue 23) */
+	char *helper_path;         /* CHAT2SBX_HELPER_PATH */
+	char *log_debug;           /* CHAT2SBX_LOG_DEBUG */
+	int log_json;              /* CHAT2SBX_LOG_JSON */
+	int64_t clock_offset_ms;   /* CHAT2SBX_CLOCK_OFFSET_MS, tests only */
+	int warm_pool;             /* CHAT2SBX_WARM_POOL: started sandboxes kept ready (issue 8) */
+	                           /* Where each value came from, for `status`: not needed yet. */
 	/* CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET: TEST ONLY, weakens isolation (create.c) */
 	int test_unsafe_mount_docker_socket;
 	int max_exposures; /* CHAT2SBX_MAX_EXPOSURES: sandbox_expose ports at once, all sandboxes */

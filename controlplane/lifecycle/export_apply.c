@@ -19,6 +19,7 @@
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
+#include "../base/text.h"
 #include "export_internal.h"
 
 #define APPLY_TIMEOUT_MS 300000
@@ -132,11 +133,15 @@ static int apply_git(const struct export_record *x, const struct export_manifest
 		 * earlier export's name. */
 		const char *src = r->bundle_ref ? r->bundle_ref : r->ref.name;
 		if (!r->host_ref) {
-			char *msg =
-			    xasprintf("branch '%s' was not applied (its name collides with chat2sbx's own under "
-			              "refs/remotes/chat2sbx/%s/); fetch it yourself: git fetch %s '%s:refs/remotes/"
-			              "chat2sbx/%s/branches/%s'",
-			              r->ref.name + 11, x->sandbox_id, bundle, src, x->sandbox_id, r->ref.name + 11);
+			/* Every word from the sandbox quoted: the person pastes this. */
+			_cleanup_free_ char *spec =
+			    xasprintf("%s:refs/remotes/chat2sbx/%s/branches/%s", src, x->sandbox_id, r->ref.name + 11);
+			_cleanup_free_ char *qname = text_shell_quote(r->ref.name + 11, strlen(r->ref.name + 11));
+			_cleanup_free_ char *qspec = text_shell_quote(spec, strlen(spec));
+			_cleanup_free_ char *qbundle = text_shell_quote(bundle, strlen(bundle));
+			char *msg = xasprintf("branch %s was not applied (its name collides with chat2sbx's own under "
+			                      "refs/remotes/chat2sbx/%s/); fetch it yourself: git fetch %s %s",
+			                      qname, x->sandbox_id, qbundle, qspec);
 			ret->skipped = strv_add(ret->skipped, &n_skipped, msg);
 			continue;
 		}
@@ -159,6 +164,8 @@ static int apply_git(const struct export_record *x, const struct export_manifest
 		if (stat(bundle, &st) < 0)
 			r = cp_error_set(err, CP_ERR_NOT_FOUND, "the bundle '%s' is missing; nothing was changed",
 			                 bundle);
+		else if (export_bundle_check(bundle, err) < 0) /* before git inflates any of it (issue 23) */
+			r = -1;
 		else
 			r = export_git_run(repo, x->path, fetch, NULL, 0, APPLY_OUT_MAX, APPLY_TIMEOUT_MS, NULL, NULL,
 			                   NULL, err);
@@ -192,29 +199,37 @@ static int apply_git(const struct export_record *x, const struct export_manifest
 	return 0;
 }
 
-/* The commands a person runs next, for the refs applied. */
+/* The commands a person runs next, for the refs applied. Every word that
+ * came from the sandbox is one shell word (text_shell_quote: quoted, and
+ * $'\xNN' for what a terminal would not show), so pasting the lines runs
+ * git and nothing else (issue 23). */
 static char *next_steps_git(const struct export_record *x, const struct export_manifest *m, const char *repo)
 {
 	char *out = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
-	fprintf(f, "In %s:\n", repo);
+	_cleanup_free_ char *qrepo = text_shell_quote(repo, strlen(repo));
+	fprintf(f, "In %s:\n", qrepo);
 	fprintf(f, "  git branch -r --list 'chat2sbx/%s/*'        # what arrived\n", x->sandbox_id);
 	for (size_t i = 0; i < m->n_refs; i++) {
 		const struct export_manifest_ref *r = &m->refs[i];
 		if (!r->host_ref || r->new_commits == 0 || r->ref.kind != POLICY_REF_BRANCH)
 			continue;
 		const char *short_ref = r->host_ref + strlen("refs/remotes/");
-		fprintf(f, "  git log --oneline HEAD..%s   # %lld new commit(s)\n", short_ref,
-		        (long long)r->new_commits);
-		fprintf(f, "  git merge %s\n", short_ref);
+		_cleanup_free_ char *range = xasprintf("HEAD..%s", short_ref);
+		_cleanup_free_ char *qrange = text_shell_quote(range, strlen(range));
+		_cleanup_free_ char *qref = text_shell_quote(short_ref, strlen(short_ref));
+		fprintf(f, "  git log --oneline %s   # %lld%s new commit(s)\n", qrange, (long long)r->new_commits,
+		        m->commits_partial ? " or more" : "");
+		fprintf(f, "  git merge %s\n", qref);
 	}
 	if (m->snapshot_oid[0])
 		fprintf(f,
 		        "  git diff HEAD chat2sbx/%s/uncommitted --stat   # the uncommitted and untracked changes\n"
 		        "  git cherry-pick --no-commit chat2sbx/%s/uncommitted   # put them in your working tree\n",
 		        x->sandbox_id, x->sandbox_id);
-	fprintf(f, "  git update-ref -d <ref>   # drop a ref you no longer want (they stay until you do)\n");
+	fprintf(f, "  # the refs stay until you drop them: git update-ref -d refs/remotes/chat2sbx/%s/NAME\n",
+	        x->sandbox_id);
 	fclose(f);
 	return out;
 }
@@ -247,7 +262,7 @@ static int apply_tar(const struct export_record *x, const struct workspace_recor
 int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
                            struct lifecycle_apply_result *ret, struct cp_error **err)
 {
-	(void)cfg;
+	export_git_configure((uint64_t)cfg->save_memory_bytes, (uint64_t)cfg->max_export_bytes);
 	*ret = (struct lifecycle_apply_result){0};
 	struct export_record x = {0};
 	struct workspace_record w = {0};

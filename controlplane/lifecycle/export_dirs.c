@@ -39,21 +39,44 @@ static int open_level(int dirfd, const char *name, const char *shown, struct cp_
 	return fd;
 }
 
-int export_dir_open(const struct config *cfg, const char *sandbox_id, const char *export_id, char **ret_path,
-                    int *ret_fd, struct cp_error **err)
+int export_dir_open_root(const struct config *cfg, int create, int *ret_fd, struct cp_error **err)
 {
 	_cleanup_close_ int root = open(cfg->data_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "open the data root '%s'", cfg->data_root);
 	char shown[4400];
 	snprintf(shown, sizeof(shown), "%s/exports", cfg->data_root);
-	_cleanup_close_ int exports = open_level(root, "exports", shown, err);
-	if (exports < 0)
+	struct stat st;
+	if (!create && fstatat(root, "exports", &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "'%s' does not exist", shown);
+	int fd = open_level(root, "exports", shown, err);
+	if (fd < 0)
 		return -1;
+	*ret_fd = fd;
+	return 0;
+}
+
+int export_dir_open_sandbox(const struct config *cfg, const char *sandbox_id, int *ret_fd, struct cp_error **err)
+{
+	_cleanup_close_ int exports = -1;
+	if (export_dir_open_root(cfg, 1, &exports, err) < 0)
+		return -1;
+	char shown[4400];
 	snprintf(shown, sizeof(shown), "%s/exports/%s", cfg->data_root, sandbox_id);
-	_cleanup_close_ int sbx = open_level(exports, sandbox_id, shown, err);
-	if (sbx < 0)
+	int fd = open_level(exports, sandbox_id, shown, err);
+	if (fd < 0)
 		return -1;
+	*ret_fd = fd;
+	return 0;
+}
+
+int export_dir_open(const struct config *cfg, const char *sandbox_id, const char *export_id, char **ret_path,
+                    int *ret_fd, struct cp_error **err)
+{
+	_cleanup_close_ int sbx = -1;
+	if (export_dir_open_sandbox(cfg, sandbox_id, &sbx, err) < 0)
+		return -1;
+	char shown[4400];
 	snprintf(shown, sizeof(shown), "%s/exports/%s/%s", cfg->data_root, sandbox_id, export_id);
 	int fd = open_level(sbx, export_id, shown, err);
 	if (fd < 0)
@@ -103,4 +126,14 @@ void export_dir_remove(const char *path)
 		return;
 	remove_below(fd, 0);
 	rmdir(path);
+}
+
+int export_dir_remove_at(int dirfd, const char *name)
+{
+	if (unlinkat(dirfd, name, 0) == 0)
+		return 0; /* a file or a symlink: gone, nothing followed */
+	int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub >= 0)
+		remove_below(sub, 0);
+	return unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
 }

@@ -3,22 +3,18 @@
  * runs with a fixed, minimal environment and command-line settings that
  * leave no way for a setting or a hook to run a program: no system or
  * global config, hooks and fsmonitor off, only local-file transports,
- * object checks on every fetch. Never through a shell. */
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
+ * object checks on every fetch. Never through a shell, and always bounded
+ * (base/child.c: memory ceiling, CPU, file size, wall time; issue 23). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "../base/xalloc.h"
-#include "../base/buf.h"
 #include "../base/cleanup.h"
+#include "../base/log.h"
+#include "../base/xalloc.h"
 #include "export_internal.h"
 
 /* -c settings given to every git call (git-config(1) names them). The
@@ -42,6 +38,17 @@ static const char *const fixed_config[] = {
     "core.askPass=",
     "advice.detachedHead=false",
     "safe.bareRepository=all",
+    /* Bounds git keeps itself, inside the ceiling child.c sets (issue 23):
+     * blobs above 64 MiB are streamed, not held; one thread, so one arena
+     * and one delta cache; mappings of packs bounded. */
+    "core.bigFileThreshold=64m",
+    "core.deltaBaseCacheLimit=32m",
+    "core.packedGitWindowSize=32m",
+    "core.packedGitLimit=128m",
+    "pack.threads=1",
+    "pack.windowMemory=64m",
+    "pack.depth=50",
+    "index.threads=1",
     NULL,
 };
 
@@ -55,11 +62,30 @@ static const char *git_binary(void)
 	return NULL;
 }
 
-static int64_t now_ms(void)
+/* The bounds in force (export_git_configure); the defaults until then. */
+static struct export_git_bounds bounds = {
+    .memory_bytes = EXPORT_GIT_MEMORY_DEFAULT,
+    .max_input_bytes = EXPORT_GIT_MAX_INPUT_DEFAULT,
+};
+static __thread struct export_git_usage usage;
+
+void export_git_configure(uint64_t memory_bytes, uint64_t max_input_bytes)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (memory_bytes)
+		bounds.memory_bytes = memory_bytes;
+	if (max_input_bytes)
+		bounds.max_input_bytes = max_input_bytes;
+}
+
+const struct export_git_bounds *export_git_bounds_in_force(void)
+{
+	return &bounds;
+}
+
+void export_git_usage_take(struct export_git_usage *ret)
+{
+	*ret = usage;
+	usage = (struct export_git_usage){0};
 }
 
 /* The verb of args ("fetch", "bundle verify") for messages. */
@@ -71,19 +97,76 @@ static void verb_of(const char *const *args, char *buf, size_t size)
 	snprintf(buf, size, "%s", args[i] ? args[i] : "?");
 }
 
-static int wait_child(pid_t pid, int *status)
+static void size_text(uint64_t bytes, char *buf, size_t size)
 {
-	for (;;) {
-		pid_t r = waitpid(pid, status, 0);
-		if (r == pid)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return -1;
+	if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0)
+		snprintf(buf, size, "%llu GiB", (unsigned long long)(bytes >> 30));
+	else
+		snprintf(buf, size, "%llu MiB", (unsigned long long)(bytes >> 20));
+}
+
+/* git's own words for an allocation or a mapping the ceiling refused
+ * (wrapper.c "Out of memory, malloc failed", zlib's "out of memory",
+ * packfile.c "mmap failed", "cannot be mapped"; strerror(ENOMEM) from
+ * anything else). Which allocation meets the ceiling first varies with the
+ * address space's layout, so any of them may be the one. */
+static int out_of_memory(const char *tail)
+{
+	return strcasestr(tail, "out of memory") || strcasestr(tail, "mmap failed") ||
+	       strstr(tail, "cannot be mapped") || strcasestr(tail, "cannot allocate memory") ||
+	       strcasestr(tail, "unable to allocate");
+}
+
+/* The error for a git that ended badly, naming the bound it hit. */
+static int judge(const char *verb, const struct child_result *c, const struct child_limits *lim, long timeout_ms,
+                 int *ret_status, struct cp_error **err)
+{
+	char mem[32], file[32];
+	size_text(lim->memory_bytes, mem, sizeof(mem));
+	size_text(lim->file_bytes, file, sizeof(file));
+	if (c->timed_out)
+		return cp_error_set(err, CP_ERR_TIMEOUT,
+		                    "git %s did not finish within %ld s (the time bound of host git on a sandbox's "
+		                    "bytes); it was stopped",
+		                    verb, timeout_ms / 1000);
+	if (c->signal == SIGXCPU || (c->signal == SIGKILL && (uint64_t)c->cpu_ms / 1000 >= lim->cpu_seconds))
+		return cp_error_set(err, CP_ERR_LIMIT,
+		                    "git %s used more than %llu s of CPU (the CPU bound of host git on a sandbox's "
+		                    "bytes); it was stopped",
+		                    verb, (unsigned long long)lim->cpu_seconds);
+	if (c->signal == SIGXFSZ)
+		return cp_error_set(err, CP_ERR_LIMIT,
+		                    "git %s tried to write a file larger than %s (the file bound of host git: twice "
+		                    "CHAT2SBX_MAX_EXPORT_BYTES and 256 MiB); it was stopped",
+		                    verb, file);
+	if (c->exited && c->code == 0)
+		return 0;
+	int code = c->exited ? c->code : 128 + c->signal;
+	if (out_of_memory(c->err_tail) || c->signal == SIGSEGV || c->signal == SIGBUS)
+		return cp_error_set(err, CP_ERR_LIMIT,
+		                    "git %s needed more than its memory ceiling of %s (CHAT2SBX_SAVE_MEMORY_BYTES, the "
+		                    "bound on host git working on a sandbox's bytes) and was stopped; a hostile bundle "
+		                    "(a delta bomb) ends here, a very large repository may need a higher ceiling",
+		                    verb, mem);
+	if (ret_status) {
+		*ret_status = code;
+		return 1;
 	}
+	/* The last lines of git's own message say what was wrong. */
+	const char *tail = c->err_tail;
+	size_t tl = c->err_len;
+	while (tl && (tail[tl - 1] == '\n' || tail[tl - 1] == ' '))
+		tl--;
+	size_t from = tl > 600 ? tl - 600 : 0;
+	char shown[1400];
+	policy_text_escape(tail + from, tl - from, shown, sizeof(shown));
+	return cp_error_set(err, CP_ERR_INTERNAL, "git %s failed (exit code %d): %s", verb, code,
+	                    tl ? shown : "no message");
 }
 
 static int run(const char *cwd, const char *home, const char *const *args, const char *in, size_t in_len, int in_fd,
-               size_t out_max, long timeout_ms, char **ret_out, size_t *ret_len, int *ret_status, struct cp_error **err)
+               size_t out_max, long timeout_ms, const struct child_limits *limits, char **ret_out, size_t *ret_len,
+               int *ret_status, struct cp_error **err)
 {
 	const char *git = git_binary();
 	char verb[64];
@@ -92,13 +175,12 @@ static int run(const char *cwd, const char *home, const char *const *args, const
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
 		                    "git is not installed on this machine (looked for /usr/bin/git); install it "
 		                    "('apt-get install git') to save or apply the work of clone sandboxes");
-	/* Everything the child needs is built before fork. */
 	size_t n_args = 0, n_cfg = 0;
 	while (args[n_args])
 		n_args++;
 	while (fixed_config[n_cfg])
 		n_cfg++;
-	const char **argv = xcalloc(2 + 2 * n_cfg + n_args + 1, sizeof(*argv));
+	_cleanup_free_ const char **argv = xcalloc(2 + 2 * n_cfg + n_args + 1, sizeof(*argv));
 	size_t a = 0;
 	argv[a++] = git;
 	for (size_t i = 0; i < n_cfg; i++) {
@@ -122,165 +204,75 @@ static int run(const char *cwd, const char *home, const char *const *args, const
 	                      "GIT_OPTIONAL_LOCKS=0",
 	                      "GIT_ASKPASS=",
 	                      "SSH_ASKPASS=",
+	                      "MALLOC_ARENA_MAX=2", /* each glibc arena reserves address space */
 	                      NULL};
-	int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
-	if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
-		int e = errno;
-		for (int i = 0; i < 2; i++) {
-			if (pin[i] >= 0)
-				close(pin[i]);
-			if (pout[i] >= 0)
-				close(pout[i]);
-			if (perr[i] >= 0)
-				close(perr[i]);
-		}
-		free(argv);
-		return cp_error_set_errno(err, CP_ERR_INTERNAL, e, "run git %s", verb);
-	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* Only async-signal-safe calls from here to execve. */
-		if (dup2(in_fd >= 0 ? in_fd : pin[0], 0) < 0 || dup2(pout[1], 1) < 0 || dup2(perr[1], 2) < 0)
-			_exit(126);
-		if (cwd && chdir(cwd) < 0)
-			_exit(125);
-		execve(git, (char *const *)argv, (char *const *)envp);
-		_exit(127);
-	}
-	int fork_errno = errno;
-	close(pin[0]);
-	close(pout[1]);
-	close(perr[1]);
-	free(argv);
-	if (pid < 0) {
-		close(pin[1]);
-		close(pout[0]);
-		close(perr[0]);
-		return cp_error_set_errno(err, CP_ERR_INTERNAL, fork_errno, "run git %s", verb);
-	}
-	if (!in || in_len == 0) {
-		close(pin[1]);
-		pin[1] = -1;
-	} else {
-		fcntl(pin[1], F_SETFL, O_NONBLOCK);
-	}
-	fcntl(pout[0], F_SETFL, O_NONBLOCK);
-	fcntl(perr[0], F_SETFL, O_NONBLOCK);
-	struct cp_buf out, errtail;
-	cp_buf_init(&out, out_max);
-	cp_buf_init(&errtail, 64 * 1024);
-	size_t in_off = 0;
-	int over = 0, timed_out = 0;
-	int64_t deadline = now_ms() + timeout_ms;
-	while (pout[0] >= 0 || perr[0] >= 0) {
-		struct pollfd p[3];
-		int np = 0, io = -1, ie = -1, ii = -1;
-		if (pout[0] >= 0)
-			io = np, p[np++] = (struct pollfd){.fd = pout[0], .events = POLLIN};
-		if (perr[0] >= 0)
-			ie = np, p[np++] = (struct pollfd){.fd = perr[0], .events = POLLIN};
-		if (pin[1] >= 0)
-			ii = np, p[np++] = (struct pollfd){.fd = pin[1], .events = POLLOUT};
-		int64_t left = deadline - now_ms();
-		if (left <= 0) {
-			timed_out = 1;
-			break;
-		}
-		if (poll(p, (nfds_t)np, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
-			break;
-		char buf[65536];
-		if (io >= 0 && p[io].revents) {
-			ssize_t n = read(pout[0], buf, sizeof(buf));
-			if (n > 0) {
-				if (!over && cp_buf_append(&out, buf, (size_t)n) < 0)
-					over = 1;
-			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				close(pout[0]);
-				pout[0] = -1;
-			}
-		}
-		if (ie >= 0 && p[ie].revents) {
-			ssize_t n = read(perr[0], buf, sizeof(buf));
-			if (n > 0) {
-				if (cp_buf_append(&errtail, buf, (size_t)n) < 0) {
-					cp_buf_consume(&errtail, errtail.len / 2);
-					cp_buf_append(&errtail, buf, (size_t)n < errtail.max / 2 ? (size_t)n : 0);
-				}
-			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				close(perr[0]);
-				perr[0] = -1;
-			}
-		}
-		if (ii >= 0 && p[ii].revents) {
-			ssize_t n = write(pin[1], in + in_off, in_len - in_off);
-			if (n > 0)
-				in_off += (size_t)n;
-			if ((n < 0 && errno != EAGAIN && errno != EINTR) || in_off == in_len) {
-				close(pin[1]);
-				pin[1] = -1;
-			}
-		}
-	}
-	if (pin[1] >= 0)
-		close(pin[1]);
-	if (pout[0] >= 0)
-		close(pout[0]);
-	if (perr[0] >= 0)
-		close(perr[0]);
-	if (timed_out)
-		kill(pid, SIGKILL);
-	int status = 0;
-	wait_child(pid, &status);
-	int r = 0;
-	if (timed_out) {
-		r = cp_error_set(err, CP_ERR_TIMEOUT, "git %s did not finish within %ld s", verb, timeout_ms / 1000);
-	} else if (over) {
+	struct child_limits lim = limits ? *limits : export_git_limits(timeout_ms);
+	struct child_spec spec = {.path = git,
+	                          .argv = argv,
+	                          .envp = envp,
+	                          .cwd = cwd,
+	                          .in = in,
+	                          .in_len = in_len,
+	                          .in_fd = in_fd,
+	                          .out_max = out_max,
+	                          .limits = lim};
+	struct child_result c = {0};
+	if (child_run(&spec, &c, err) < 0)
+		return cp_error_prefix(err, "git %s could not start", verb);
+	usage.runs++;
+	usage.cpu_ms += c.cpu_ms;
+	if (c.peak_rss_kib > usage.peak_rss_kib)
+		usage.peak_rss_kib = c.peak_rss_kib;
+	log_debug("lifecycle", "git %s: %s %d in %ld ms, cpu %ld ms, peak rss %ld KiB", verb,
+	          c.exited ? "exit" : "signal", c.exited ? c.code : c.signal, c.wall_ms, c.cpu_ms, c.peak_rss_kib);
+	int r = judge(verb, &c, &lim, timeout_ms, ret_status, err);
+	if (r < 0 && (*err)->code != CP_ERR_INTERNAL)
+		log_info("lifecycle", "host git %s stopped at a bound (peak rss %ld KiB, cpu %ld ms): %s", verb,
+		         c.peak_rss_kib, c.cpu_ms, (*err)->message);
+	if (r == 0 && c.out_over) {
 		r = cp_error_set(err, CP_ERR_LIMIT, "git %s printed more than %zu bytes", verb, out_max);
-	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-		if (code == 127 || code == 126 || code == 125) {
-			r = cp_error_set(err, CP_ERR_UNAVAILABLE, "git %s could not start (%s)", verb,
-			                 code == 125 ? "its directory is gone" : "exec failed");
-		} else if (ret_status) {
-			*ret_status = code;
-			r = 1;
-		} else {
-			/* The last lines of git's own message say what was wrong. */
-			const char *tail = errtail.data ? errtail.data : "";
-			size_t tl = errtail.len;
-			while (tl && (tail[tl - 1] == '\n' || tail[tl - 1] == ' '))
-				tl--;
-			size_t from = tl > 600 ? tl - 600 : 0;
-			char shown[1400];
-			policy_text_escape(tail + from, tl - from, shown, sizeof(shown));
-			r = cp_error_set(err, CP_ERR_INTERNAL, "git %s failed (exit code %d): %s", verb, code,
-			                 tl ? shown : "no message");
-		}
 	}
 	if (r == 0 || r == 1) {
 		if (ret_len)
-			*ret_len = out.len;
+			*ret_len = c.out_len;
 		if (ret_out)
-			*ret_out = cp_buf_steal(&out);
+			*ret_out = TAKE_PTR(c.out);
 	}
 	if (r == 0 && ret_status)
 		*ret_status = 0;
-	cp_buf_free(&out);
-	cp_buf_free(&errtail);
+	child_result_clear(&c);
 	return r;
+}
+
+struct child_limits export_git_limits(long timeout_ms)
+{
+	/* CPU: git runs one thread here (pack.threads=1), so the wall budget
+	 * is also the most CPU it can honestly use. Files: index-pack writes
+	 * the pack it reads, plus the bases --fix-thin appends. */
+	return (struct child_limits){.memory_bytes = bounds.memory_bytes,
+	                             .cpu_seconds = (uint64_t)(timeout_ms + 999) / 1000,
+	                             .file_bytes = 2 * bounds.max_input_bytes + (256ull << 20),
+	                             .open_files = 1024,
+	                             .wall_ms = timeout_ms};
 }
 
 int export_git_run(const char *cwd, const char *home, const char *const *args, const char *in, size_t in_len,
                    size_t out_max, long timeout_ms, char **ret_out, size_t *ret_len, int *ret_status,
                    struct cp_error **err)
 {
-	return run(cwd, home, args, in, in_len, -1, out_max, timeout_ms, ret_out, ret_len, ret_status, err);
+	return run(cwd, home, args, in, in_len, -1, out_max, timeout_ms, NULL, ret_out, ret_len, ret_status, err);
 }
 
 int export_git_run_fd(const char *cwd, const char *home, const char *const *args, int in_fd, size_t out_max,
                       long timeout_ms, char **ret_out, size_t *ret_len, struct cp_error **err)
 {
-	return run(cwd, home, args, NULL, 0, in_fd, out_max, timeout_ms, ret_out, ret_len, NULL, err);
+	return run(cwd, home, args, NULL, 0, in_fd, out_max, timeout_ms, NULL, ret_out, ret_len, NULL, err);
+}
+
+int export_git_run_fd_limited(const char *cwd, const char *home, const char *const *args, int in_fd,
+                              const struct child_limits *limits, struct cp_error **err)
+{
+	return run(cwd, home, args, NULL, 0, in_fd, 65536, limits->wall_ms, limits, NULL, NULL, NULL, err);
 }
 
 int export_git_objects_dir(const char *dir, const char *home, char **ret, struct cp_error **err)

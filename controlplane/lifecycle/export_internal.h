@@ -10,13 +10,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../base/child.h"
+#include "export_pack.h"
 #include "../policy/policy.h"
 #include "lifecycle_internal.h"
 
 /* Largest bundle header read (signature, capabilities, prerequisites, refs). */
 #define EXPORT_HEADER_MAX (8u * 1024 * 1024)
-/* Most refs one export may carry. */
+/* Most refs one export, bundle header or ref list may name at all (the
+ * approved repository's own refs included). */
 #define EXPORT_REFS_MAX 20000
+/* Most refs of one export that are new or moved since the clone was made
+ * (issue 23: each costs host work); checked before any git runs. */
+#define EXPORT_REFS_NEW_MAX 500
+/* Most commits the manifest's details walk (one git log over all refs);
+ * past it the per-ref counts are lower bounds (commits_partial). */
+#define EXPORT_MANIFEST_WALK_MAX 20000
+/* Wall time of all the host git of one verification together (ms). */
+#define EXPORT_VERIFY_BUDGET_MS 120000
 /* Largest ref list file streamed out besides the bundle. */
 #define EXPORT_REFLIST_MAX (4u * 1024 * 1024)
 /* Commits and file names kept per ref in a manifest (the counts stay exact). */
@@ -68,7 +79,39 @@ int export_reflist_parse(const char *text, size_t len, int allow_any, struct exp
 
 /* ---- the host's git (export_git.c) ---- */
 
-/* Runs git with args (NULL-terminated, without "git") in cwd, in a minimal
+/* The bounds of every git the host runs on a sandbox's bytes. */
+struct export_git_bounds {
+	uint64_t memory_bytes;    /* CHAT2SBX_SAVE_MEMORY_BYTES: RLIMIT_AS of each git */
+	uint64_t max_input_bytes; /* CHAT2SBX_MAX_EXPORT_BYTES: index-pack --max-input-size */
+};
+#define EXPORT_GIT_MEMORY_DEFAULT (1ull << 30)
+#define EXPORT_GIT_MAX_INPUT_DEFAULT (2ull << 30)
+
+/* Sets the bounds in force for this process (0 keeps a default). Called
+ * once, before any save or apply runs (lifecycle_new, export apply):
+ * the values are read without a lock afterwards. */
+void export_git_configure(uint64_t memory_bytes, uint64_t max_input_bytes);
+/* The bounds in force (static; never NULL). */
+const struct export_git_bounds *export_git_bounds_in_force(void);
+/* The child limits of one git given timeout_ms of wall time: the memory
+ * ceiling in force, CPU seconds = the wall budget (git runs one thread),
+ * files up to twice the input bound plus 256 MiB, 1024 descriptors. Pure
+ * but for reading the bounds in force. */
+struct child_limits export_git_limits(long timeout_ms);
+
+/* What the gits of this thread used since the last take. */
+struct export_git_usage {
+	int runs;
+	long cpu_ms;
+	long peak_rss_kib; /* the largest one */
+};
+/* Copies this thread's usage into *ret and starts it again at zero. */
+void export_git_usage_take(struct export_git_usage *ret);
+
+/* Runs git with args (NULL-terminated, without "git") in cwd, bounded
+ * (export_git_limits(timeout_ms) through child_run: over the memory
+ * ceiling, the CPU or the file bound it is stopped and the call fails with
+ * LIMIT naming the bound), in a minimal
  * environment that no setting of the person's can turn into a program run:
  * PATH of the system directories, HOME = home, LC_ALL=C, no system or
  * global config (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null), no
@@ -76,10 +119,12 @@ int export_reflist_parse(const char *text, size_t len, int allow_any, struct exp
  * (core.hooksPath=/dev/null), fsmonitor off, every transport but local files
  * off (protocol.allow=never, protocol.file.allow=always), object checks on
  * for every fetch (transfer.fsckObjects, fetch.fsckObjects), no automatic
- * gc, maintenance or commit-graph writes, no submodule recursion. stdin gets
+ * gc, maintenance or commit-graph writes, no submodule recursion, and
+ * git's own memory settings (one thread, bounded delta cache and pack
+ * mappings, big blobs streamed). stdin gets
  * in (in_len bytes; NULL = /dev/null). stdout is collected up to out_max
  * bytes (more: LIMIT), stderr's tail kept for the message. Killed after
- * timeout_ms (TIMEOUT). A non-zero exit: INTERNAL "git <verb> failed: <its
+ * timeout_ms with its whole process group (TIMEOUT). A non-zero exit: INTERNAL "git <verb> failed: <its
  * stderr, escaped>" (code of *ret_status kept when ret_status is given and
  * the call then returns 1 instead). git missing: UNAVAILABLE. *ret_out
  * (caller frees, NUL-terminated; may be NULL) and *ret_len on success. */
@@ -92,10 +137,36 @@ int export_git_run(const char *cwd, const char *home, const char *const *args, c
 int export_git_run_fd(const char *cwd, const char *home, const char *const *args, int in_fd, size_t out_max,
                       long timeout_ms, char **ret_out, size_t *ret_len, struct cp_error **err);
 
+/* export_git_run_fd under limits instead of the bounds in force (the
+ * doctor's check that the ceiling holds); stdout dropped past 64 KiB. */
+int export_git_run_fd_limited(const char *cwd, const char *home, const char *const *args, int in_fd,
+                              const struct child_limits *limits, struct cp_error **err);
+
 /* The object directory of the git repository at dir (its .git/objects, or
  * objects of a bare one) into *ret (caller frees). NOT_FOUND when dir is
  * not a git repository's top level (or is gone). */
 int export_git_objects_dir(const char *dir, const char *home, char **ret, struct cp_error **err);
+
+/* ---- the manifest's details from one git log (export_details.c) ---- */
+
+struct export_walk;
+struct export_manifest_ref;
+/* The arguments (without "git") of the one walk over a save's refs: ref
+ * tips and ^bases on stdin, -z --raw output export_walk_parse reads. */
+extern const char *const export_walk_git_args[];
+/* Parses the walk's output (out, len bytes; NUL-terminated in place, so it
+ * must outlive *ret) keeping at most max_commits commits (more: truncated,
+ * export_walk_truncated). INTERNAL when it is not the walk's format.
+ * *ret (export_walk_free) on success. Pure. */
+int export_walk_parse(char *out, size_t len, size_t max_commits, struct export_walk **ret, struct cp_error **err);
+size_t export_walk_commits(const struct export_walk *w);
+int export_walk_truncated(const struct export_walk *w);
+/* Fills r's new_commits (commits of the walk reachable from r->ref.oid),
+ * commits (the newest EXPORT_MANIFEST_COMMITS_MAX, subjects escaped) and
+ * files (distinct names, escaped, EXPORT_MANIFEST_FILES_MAX at most).
+ * stamp: non-zero, different for every ref of one walk. */
+void export_walk_ref_details(struct export_walk *w, struct export_manifest_ref *r, uint32_t stamp);
+void export_walk_free(struct export_walk *w);
 
 /* ---- verification (export_verify.c) ---- */
 
@@ -110,17 +181,68 @@ struct export_verify_in {
 	const struct export_ref *base; /* the approved repository's refs when the clone was made */
 	size_t n_base;
 	const char *sandbox_id;
+	int64_t deadline_ms; /* clock_monotonic_ms() instant; 0 = EXPORT_VERIFY_BUDGET_MS from the start */
 };
 
 /* Verifies a bundle on the host (see export_verify.c) and fills m's refs,
- * commits, thin flag and snapshot. *ret_missing_prereqs is set (with
- * CONFLICT) when the bundle builds on commits the approved repository no
- * longer has: the caller asks the sandbox for a full bundle. DENIED for
- * anything refused (header, names, refs disagreeing with the list), INTERNAL
- * with git's message when verify or the checked fetch fails. Blocks on git
- * (2 minutes per call at most). */
+ * commits, thin flag and snapshot. Before any git runs: the header, the
+ * refs against the list, at most EXPORT_REFS_NEW_MAX new or moved refs,
+ * and the pack's declared sizes and delta chains (export_pack_check);
+ * then, one of EXPORT_VERIFY_AT_ONCE verifications of this process at a
+ * time, git under its bounds. *ret_missing_prereqs is set (with CONFLICT)
+ * when the bundle builds on commits the approved repository no longer
+ * has: the caller asks the sandbox for a full bundle. DENIED for anything
+ * refused (header, names, refs disagreeing with the list, a malformed
+ * pack), LIMIT naming the bound hit (refs, pack sizes or depth, the memory,
+ * CPU or file bound of git), TIMEOUT past the deadline, INTERNAL with
+ * git's message when verify or the checked fetch fails. Blocks until
+ * in->deadline_ms at most (plus the wait for a turn, bounded the same). */
 int export_verify_git(const struct export_verify_in *in, struct export_manifest *m, int *ret_missing_prereqs,
                       struct cp_error **err);
+
+/* ---- saves take turns (export_queue.c, issue 23) ---- */
+
+/* Host verifications (pack check, git, archive check) of one process at once. */
+#define EXPORT_VERIFY_AT_ONCE 2
+
+struct export_slot;
+/* Makes the caller the only save of sandbox_id: waits for a save of it in
+ * this process (in the order they came), then flocks
+ * DATA_ROOT/exports/<sandbox_id>/ (made when missing) against other
+ * processes, looking again every 100 ms. TIMEOUT at deadline_ms
+ * (clock_monotonic_ms) naming the save it waited for; UNAVAILABLE or
+ * DENIED when the directory cannot be opened (export_dir_open_sandbox).
+ * *ret (release with export_save_slot_release) on success. */
+int export_save_slot_take(const struct config *cfg, const char *sandbox_id, int64_t deadline_ms,
+                          struct export_slot **ret, struct cp_error **err);
+/* Ends the slot (accepts NULL): the sandbox's exports directory goes when
+ * the save left it empty, the flock is dropped and the next waiter runs. */
+void export_save_slot_release(struct export_slot *slot);
+
+/* Waits, first come first served, until fewer than EXPORT_VERIFY_AT_ONCE
+ * verifications run in this process, and counts the caller in. TIMEOUT at
+ * deadline_ms (clock_monotonic_ms). Pair with export_verify_turn_release. */
+int export_verify_turn_take(int64_t deadline_ms, struct cp_error **err);
+void export_verify_turn_release(void);
+
+/* ---- what killed saves left behind (export_orphans.c) ---- */
+
+/* Removes from DATA_ROOT/exports/<sandbox_id>/ every exp_* directory
+ * without an exports row, and *.partial files and .scratch repositories
+ * in those with one, skipping a sandbox whose directory another save holds
+ * (its flock, export_queue.c) and never following a symlink (a link named
+ * like an export is removed as a link); a sandbox directory left empty
+ * goes too. Anything not named like our ids is left
+ * alone. Returns how many directories and files were removed; -1 when the
+ * exports directory cannot be opened or the registry cannot be read (then
+ * nothing more is removed). Serve's start and every maintenance pass. */
+int lifecycle_export_orphans_run(const struct config *cfg, struct store *store, struct cp_error **err);
+
+/* The header and the pack of the bundle file at path judged as a save
+ * judges them before git runs (export_bundle_parse, export_pack_check with
+ * the bounds in force); export apply asks again before its fetch. Errors
+ * as export_verify_git's; blocks EXPORT_VERIFY_BUDGET_MS at most. */
+int export_bundle_check(const char *bundle, struct cp_error **err);
 
 /* ---- plain-copy archives (export_archive.c, libarchive) ---- */
 
@@ -204,6 +326,16 @@ int export_dir_open(const struct config *cfg, const char *sandbox_id, const char
  * effort, never following a symlink, making unreadable directories 0700
  * first, at most EXPORT_EXTRACT_DEPTH_MAX + 2 levels deep. */
 void export_dir_remove(const char *path);
+/* Opens (creating 0700) DATA_ROOT/exports/<sandbox_id>/ as export_dir_open
+ * does its levels; *ret_fd (caller closes) on success. */
+int export_dir_open_sandbox(const struct config *cfg, const char *sandbox_id, int *ret_fd, struct cp_error **err);
+/* Opens DATA_ROOT/exports/ as export_dir_open does (made when create);
+ * NOT_FOUND when it does not exist and create is 0. */
+int export_dir_open_root(const struct config *cfg, int create, int *ret_fd, struct cp_error **err);
+/* Removes the directory name below dirfd and everything in it, never
+ * following a symlink (one named name is removed as a link), best effort;
+ * 0 when name is gone afterwards. */
+int export_dir_remove_at(int dirfd, const char *name);
 
 /* ---- the manifest (export_manifest.c) ---- */
 
@@ -232,6 +364,7 @@ struct export_manifest {
 	int64_t snapshot_file_count;
 	int64_t archive_entries; /* tar: entries in workspace.tar */
 	char *shares_bundle_of;  /* the bundle is a hard link to this export's (export_dedup.c); NULL = its own */
+	int commits_partial;     /* 1: the walk stopped at EXPORT_MANIFEST_WALK_MAX; per-ref counts are lower bounds */
 };
 void export_manifest_clear(struct export_manifest *m);
 

@@ -109,6 +109,8 @@ struct json_object *export_manifest_to_json(const struct export_manifest *m)
 	if (m->archive_entries)
 		xjson_add(o, "archive_entries", xjson_int64(m->archive_entries));
 	put_str(o, "shares_bundle_of", m->shares_bundle_of);
+	if (m->commits_partial)
+		xjson_add(o, "commits_partial", xjson_bool(1));
 	return o;
 }
 
@@ -224,6 +226,7 @@ int export_manifest_from_json(struct json_object *o, struct export_manifest *ret
 	m.nothing_new = field_bool(o, "nothing_new");
 	m.commits = field_int(o, "commits");
 	m.archive_entries = field_int(o, "archive_entries");
+	m.commits_partial = field_bool(o, "commits_partial");
 	struct json_object *refs = NULL;
 	if (json_object_object_get_ex(o, "refs", &refs) && json_object_is_type(refs, json_type_array)) {
 		size_t n = json_object_array_length(refs);

@@ -541,7 +541,11 @@ static int take_tar(struct save_ctx *c, struct export_manifest *m, struct cp_err
 		return -1;
 	char tar[4300];
 	snprintf(tar, sizeof(tar), "%s/workspace.tar", c->dir);
-	if (export_archive_check(tar, &m->archive_entries, err) < 0)
+	if (export_verify_turn_take(clock_monotonic_ms() + EXPORT_VERIFY_BUDGET_MS, err) < 0)
+		return -1;
+	int r = export_archive_check(tar, &m->archive_entries, err);
+	export_verify_turn_release();
+	if (r < 0)
 		return cp_error_prefix(err, "the archive from sandbox '%s' was refused", c->s->id);
 	return 0;
 }
@@ -652,6 +656,7 @@ int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const st
 	}
 	struct save_ctx c = {.lc = lc, .s = &s, .w = &w, .o = o, .dirfd = -1};
 	struct export_manifest m = {0};
+	struct export_slot *slot = NULL;                        /* one save of a sandbox at a time (export_queue.c) */
 	_cleanup_error_ struct cp_error *le = NULL, *oe = NULL; /* before any goto */
 	int r = -1, started = 0, own_channel = 0;
 	int64_t t0 = clock_monotonic_ms();
@@ -660,6 +665,9 @@ int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const st
 		r = 0;
 		goto done;
 	}
+	if (export_save_slot_take(lc->cfg, s.id, t0 + (o->wait_ms > 0 ? o->wait_ms : LIFECYCLE_EXPORT_WAIT_MS), &slot,
+	                          err) < 0)
+		goto done;
 	if (o->channel) {
 		c.ch = helper_channel_ref(o->channel);
 	} else {
@@ -742,6 +750,7 @@ done:
 		helper_channel_unref(c.ch);
 	export_manifest_clear(&m);
 	ctx_clear(&c);
+	export_save_slot_release(slot);
 	sandbox_record_clear(&s);
 	workspace_record_clear(&w);
 	return r;

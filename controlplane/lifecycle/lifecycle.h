@@ -416,15 +416,30 @@ void lifecycle_export_result_clear(struct lifecycle_export_result *r);
  * fails. A save whose refs all point at objects the previous export holds
  * shares that export's bundle file instead of streaming its own
  * (export_dedup.c). Not a clone: ret->not_clone, 0. Writes an audit row
- * export.save either way. Errors: LIMIT (CHAT2SBX_MAX_EXPORT_BYTES, a cap
- * on kept exports, or the data root's free space: export_space.c; the
- * sandbox keeps its work), TIMEOUT, DENIED (a
- * bundle or ref the host refuses), UNAVAILABLE (engine or helper not
- * answering), CONFLICT (creating or removed), NOT_FOUND (no container),
- * INTERNAL (the script or git failed, with their message). Blocks up to
- * o->wait_ms for the script, then for streaming and verifying. */
+ * export.save either way. One save of a sandbox at a time (export_queue.c: a second
+ * waits for the first until o->wait_ms, also across processes), and the
+ * host's checks are bounded (export_verify_git: refs, the pack's declared
+ * sizes, git's memory, CPU and time). Errors: LIMIT (CHAT2SBX_MAX_EXPORT_BYTES,
+ * a cap on kept exports, or the data root's free space: export_space.c; a
+ * bound of that host work, named), TIMEOUT (the script, the wait for
+ * another save or a turn, the checks' time bound), DENIED (a bundle
+ * or ref the host refuses), UNAVAILABLE (engine or helper not answering),
+ * CONFLICT (creating or removed), NOT_FOUND (no container), INTERNAL (the
+ * script or git failed, with their message); a refusal keeps nothing and
+ * leaves the sandbox and its work as they were. Blocks up to o->wait_ms for
+ * the other save and for the script, then for streaming and verifying. */
 int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const struct lifecycle_export_options *o,
                           struct lifecycle_export_result *ret, struct cp_error **err);
+
+/* doctor's floor check (issue 23): git index-pack --strict of the pack in
+ * pack_fd (borrowed, from its offset) in a throwaway repository under
+ * /tmp, bounded as every git of a save is but with the memory ceiling
+ * memory_bytes and WITHOUT the pack check that a save runs first, so a
+ * hostile pack meets the rlimits alone. *ret_peak_rss_kib: the largest
+ * resident set of that git. 0 when git accepted the pack; otherwise -1
+ * with LIMIT when a bound stopped it, or git's own error. Blocks 2
+ * minutes at most. */
+int lifecycle_export_index_unchecked(int pack_fd, uint64_t memory_bytes, long *ret_peak_rss_kib, struct cp_error **err);
 
 /* Whether a clone sandbox holds work since its last export (or, with none,
  * since it was made). */
@@ -494,8 +509,11 @@ void lifecycle_apply_result_clear(struct lifecycle_apply_result *r);
  * and devices skipped and listed, setuid/setgid bits dropped). Errors:
  * NOT_FOUND (export or its files), CONFLICT (the approved path is gone or
  * no longer a git repository, or to_dir is not empty), INVALID_ARGUMENT
- * (--to with a git export, none without for tar), INTERNAL with git's
- * message. Writes an audit row export.apply (actor cli). */
+ * (--to with a git export, none without for tar), LIMIT or DENIED when
+ * the bundle's pack fails the check a save makes (before git fetch sees
+ * it; the fetch then runs under the same bounds as a save's git),
+ * INTERNAL with git's message. Writes an audit row export.apply (actor
+ * cli). */
 int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
                            struct lifecycle_apply_result *ret, struct cp_error **err);
 

@@ -1,8 +1,9 @@
 /* maintenance.c: serve's maintenance thread: at start and once a minute,
- * retention, idle expiry, the removals and undos a full disk kept from
- * finishing, the re-attach of channels an engine or helper restart closed,
- * and the caller's own hook (serve: the host-edge firewall). Never inside a
- * tool call (DESIGN.md, Sandboxes: lifetime). */
+ * retention, the remains of saves a kill cut short, idle expiry, the
+ * removals and undos a full disk kept from finishing, the re-attach of
+ * channels an engine or helper restart closed, and the caller's own hook
+ * (serve: the host-edge firewall). Never inside a tool call (DESIGN.md,
+ * Sandboxes: lifetime). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -10,6 +11,7 @@
 #include "../base/clock.h"
 #include "../base/log.h"
 #include "../base/xalloc.h"
+#include "export_internal.h"
 #include "lifecycle_internal.h"
 
 #define MAINTENANCE_INTERVAL_MS 60000
@@ -31,6 +33,10 @@ static void maintenance_pass(struct lifecycle_maintenance *m)
 	struct cp_error *e = NULL;
 	if (lifecycle_retention_run(lc->cfg, lc->store, clock_now_ms(), &e) < 0) {
 		log_warn("serve", "retention: %s", e->message);
+		cp_error_freep(&e);
+	}
+	if (lifecycle_export_orphans_run(lc->cfg, lc->store, &e) < 0) { /* saves a kill cut short */
+		log_warn("serve", "remains of unfinished saves: %s", e->message);
 		cp_error_freep(&e);
 	}
 	if (lifecycle_expiry_run(lc, clock_now_ms(), &e) < 0) {

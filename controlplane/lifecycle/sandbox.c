@@ -17,6 +17,7 @@
 #include "../base/log.h"
 #include "../base/xalloc.h"
 #include "../policy/policy.h"
+#include "export_internal.h"
 #include "lifecycle_internal.h"
 
 int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine, struct lifecycle **ret,
@@ -30,6 +31,9 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 	lc->cfg = cfg;
 	lc->store = store;
 	lc->engine = engine;
+	/* Every git a save or an apply runs on a sandbox's bytes gets these
+	 * bounds (export_git.c); set before any thread can save. */
+	export_git_configure((uint64_t)cfg->save_memory_bytes, (uint64_t)cfg->max_export_bytes);
 	pthread_mutex_init(&lc->lock, NULL);
 	pthread_mutex_init(&lc->attach_lock, NULL);
 	pthread_mutex_init(&lc->create_lock, NULL);

@@ -371,7 +371,8 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 	ops_host_edge_attack(lc, &s, &edge_result, edge, sizeof(edge));
 	ops_probe_report_add(&r, "host_services", OPS_HOST_EDGE_ATTACK, edge_result, "%s", edge);
 	network_off_check(lc, &r);
-	ops_git_guard_probe(lc, &r); /* git_probe.c */
+	ops_git_guard_probe(lc, &r);  /* git_probe.c */
+	ops_delta_bomb_probe(lc, &r); /* attack_delta_bomb.c */
 	*ret = r;
 	r = (struct ops_probe_report){0};
 	rc = 0;

@@ -377,6 +377,20 @@ void ops_git_plant_probe(struct lifecycle *lc, const char *dir, const char *work
  * slowest reaction. Adds "direct_git_links" to r. */
 void ops_git_plant_judge(const struct ops_git_plant_outcome *o, size_t n, int canary_changed,
                          struct ops_probe_report *r);
+/* The delta bomb of issue 23 (ops/attack_delta_bomb.c): a git pack of a
+ * blob of base_bytes zeros and levels REF_DELTAs, each copying the one
+ * before twice (every id and the trailer real SHA-1s, so git resolves
+ * it). *ret (caller frees) and *ret_len. Never fails. */
+int ops_delta_bomb_pack(unsigned levels, size_t base_bytes, unsigned char **ret, size_t *ret_len);
+/* Part of ops_isolation_probe: the bomb (10 levels over 1 MiB) fed to
+ * host git index-pack without the pack check under a 64 MiB ceiling
+ * (must stop at the ceiling), and handed over by a clone probe's own
+ * `git bundle` in a real save (must be refused at a bound, every host
+ * git child under CHAT2SBX_SAVE_MEMORY_BYTES). Adds "delta_bomb" to r:
+ * failed when host git resolved the bomb or a child passed its ceiling,
+ * skipped when no allowed root takes a throwaway repository. The probe,
+ * its repository and its rows are removed. Blocks up to about a minute. */
+void ops_delta_bomb_probe(struct lifecycle *lc, struct ops_probe_report *r);
 
 /* `serve --verify-isolation`: runs ops_isolation_probe, logs each outcome
  * (component "doctor"), and fails with DENIED naming every attack that

@@ -310,7 +310,9 @@ int policy_ref_map(const char *name, const char *sandbox_id, char *buf, size_t s
 
 /* Writes up to len bytes of s into buf (size bytes) as printable ASCII:
  * control bytes, DEL, bytes >= 0x80 that are not valid UTF-8, quote and
- * backslash escaped (\x1b, \n, \", \\); valid UTF-8 kept. Cut with "..."
+ * backslash escaped (\x1b, \n, \", \\); valid UTF-8 kept, except the
+ * characters a terminal does not show or that reorder text (text_invisible:
+ * bidi controls, zero-width ones), written \u202e or \U0e0001. Cut with "..."
  * when it does not fit. For names from a sandbox in messages and on a
  * terminal (an escape sequence must not reach the person's terminal).
  * Returns buf. Pure. */

@@ -5,35 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/text.h"
 #include "policy.h"
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 when invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
-	unsigned char c = s[0];
-	size_t need;
-	unsigned min;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		need = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		need = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		need = 4, min = 0x10000;
-	else
-		return 0;
-	if (n < need)
-		return 0;
-	unsigned cp = c & (0x7f >> need);
-	for (size_t i = 1; i < need; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return need;
+	uint32_t cp;
+	return text_utf8_decode(s, n, &cp);
 }
 
 char *policy_text_escape(const char *s, size_t len, char *buf, size_t size)
@@ -43,7 +22,7 @@ char *policy_text_escape(const char *s, size_t len, char *buf, size_t size)
 		return buf;
 	const unsigned char *u = (const unsigned char *)s;
 	for (size_t i = 0; i < len;) {
-		char tmp[8];
+		char tmp[12];
 		size_t t = 0;
 		size_t adv = 1;
 		if (u[i] == '\\' || u[i] == '"') {
@@ -56,8 +35,12 @@ char *policy_text_escape(const char *s, size_t len, char *buf, size_t size)
 		} else if (u[i] < 0x80) {
 			tmp[t++] = (char)u[i];
 		} else if ((adv = utf8_len(u + i, len - i)) > 0) {
-			memcpy(tmp, u + i, adv);
-			t = adv;
+			uint32_t cp = 0;
+			text_utf8_decode(u + i, len - i, &cp);
+			if (text_invisible(cp)) /* a bidi control must not reorder the message */
+				t = (size_t)snprintf(tmp, sizeof tmp, cp > 0xffff ? "\\U%06x" : "\\u%04x", cp);
+			else
+				memcpy(tmp, u + i, adv), t = adv;
 		} else {
 			adv = 1;
 			t = (size_t)snprintf(tmp, sizeof tmp, "\\x%02x", u[i]);

@@ -2,6 +2,7 @@
  * prefixing, the bounded buffer, and the memory/yield policy. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -208,6 +209,7 @@ Test(policy, yield_clamp)
 	cr_expect_eq(policy_yield_clamp(500, 10000, 30000), 500);
 }
 
+#include "base/child.h"
 #include "base/text.h"
 
 Test(text, clip_keeps_utf8_whole)
@@ -222,4 +224,73 @@ Test(text, clip_keeps_utf8_whole)
 	cr_expect_str_eq(text_clip(NULL, 10, buf, sizeof(buf)), "");
 	char small[6];
 	cr_expect_str_eq(text_clip("abcdefgh", 100, small, sizeof(small)), "ab\xe2\x80\xa6", "bounded by the buffer");
+}
+
+/* Issue 23: ref names from a sandbox printed in commands the person pastes. */
+static void expect_quoted(const char *in, size_t len, const char *want)
+{
+	char *q = text_shell_quote(in, len);
+	cr_expect_str_eq(q, want, "quoting %zu bytes", len);
+	free(q);
+}
+
+Test(base_text, shell_words_are_safe_to_paste)
+{
+	expect_quoted("chat2sbx/sbx_a/main", 19, "chat2sbx/sbx_a/main");
+	expect_quoted("", 0, "''");
+	const char *pwned = "chat2sbx/sbx_a/x;touch${IFS}/tmp/PWNED;#";
+	expect_quoted(pwned, strlen(pwned), "'chat2sbx/sbx_a/x;touch${IFS}/tmp/PWNED;#'");
+	expect_quoted("a'b", 3, "'a'\\''b'");
+	expect_quoted("$(id)`id`|&<>*?~ x", 18, "'$(id)`id`|&<>*?~ x'");
+	expect_quoted("caf\xc3\xa9", 5, "'caf\xc3\xa9'"); /* visible UTF-8 stays readable */
+	/* Bidi controls, zero-width characters, controls and bad UTF-8 are shown. */
+	expect_quoted("a\xe2\x80\xae"
+	              "b",
+	              5, "$'a\\xe2\\x80\\xaeb'");
+	expect_quoted("x\xe2\x80\x8b", 4, "$'x\\xe2\\x80\\x8b'");
+	expect_quoted("a\nb", 3, "$'a\\x0ab'");
+	expect_quoted("a\xff'\\", 4, "$'a\\xff\\'\\\\'");
+	expect_quoted("a\0b", 3, "$'a\\x00b'");
+}
+
+Test(base_text, bash_reads_each_word_back_and_runs_nothing)
+{
+	const char *names[] = {"x;touch${IFS}/tmp/c2s-quote-PWNED;#",
+	                       "a'b\"c",
+	                       "$(touch /tmp/c2s-quote-PWNED)",
+	                       "`touch /tmp/c2s-quote-PWNED`",
+	                       "r\xe2\x80\xaelo",
+	                       "tab\there",
+	                       "\xe2\x81\xa6x"};
+	unlink("/tmp/c2s-quote-PWNED");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char *q = text_shell_quote(names[i], strlen(names[i]));
+		char script[600];
+		snprintf(script, sizeof script, "printf %%s %s", q);
+		const char *argv[] = {"/bin/bash", "-c", script, NULL}, *env[] = {"PATH=/usr/bin:/bin", NULL};
+		struct child_spec spec = {.path = "/bin/bash",
+		                          .argv = argv,
+		                          .envp = env,
+		                          .in_fd = -1,
+		                          .out_max = 300,
+		                          .limits = {.wall_ms = 10000}};
+		struct child_result r;
+		struct cp_error *err = NULL;
+		cr_assert_eq(child_run(&spec, &r, &err), 0);
+		cr_expect(r.exited && r.code == 0, "%s: %s", script, r.err_tail);
+		cr_expect_str_eq(r.out, names[i], "bash read %s back", q);
+		child_result_clear(&r);
+		free(q);
+	}
+	cr_expect_eq(access("/tmp/c2s-quote-PWNED", F_OK), -1, "nothing ran");
+}
+
+Test(base_text, invisible_characters)
+{
+	uint32_t yes[] = {0x202e, 0x2066, 0x2069, 0x200b, 0x200f, 0xfeff, 0x00ad, 0x0085, 0x00a0, 0xe0001, 0x061c};
+	uint32_t no[] = {'a', 0xe9, 0x4e2d, 0x1f600, 0x2010};
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		cr_expect(text_invisible(yes[i]), "U+%04x", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		cr_expect(!text_invisible(no[i]), "U+%04x", no[i]);
 }

@@ -139,3 +139,23 @@ Test(policy_refs, mapping_into_the_sandbox_namespace)
 	cr_assert_eq(err->code, CP_ERR_LIMIT);
 	cp_error_free(err);
 }
+
+Test(policy_refs, bidi_and_invisible_characters_are_shown_escaped)
+{
+	char buf[200];
+	/* U+202E (right-to-left override) would reorder the message around it. */
+	cr_expect_str_eq(policy_text_escape("a\xe2\x80\xae"
+	                                    "b",
+	                                    5, buf, sizeof buf),
+	                 "a\\u202eb");
+	cr_expect_str_eq(policy_text_escape("z\xe2\x80\x8b", 4, buf, sizeof buf), "z\\u200b");
+	cr_expect_str_eq(policy_text_escape("t\xf3\xa0\x80\x81", 5, buf, sizeof buf), "t\\U0e0001");
+	cr_expect_str_eq(policy_text_escape("caf\xc3\xa9", 5, buf, sizeof buf), "caf\xc3\xa9");
+	char msg[300];
+	enum policy_ref_kind k;
+	/* Accepted (no work is lost over a name), but never shown raw. */
+	cr_expect_eq(check("refs/heads/a\xe2\x80\xae"
+	                   "b",
+	                   &k, msg, sizeof msg),
+	             0);
+}

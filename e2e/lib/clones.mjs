@@ -1,10 +1,13 @@
 // Helpers of the scenarios about clone sandboxes and their saved work (23,
-// 34): the CLI run against a test serve (its data root, port and settings),
-// git on the host with no configuration of the machine, a command in a
-// sandbox polled to its end, a clone sandbox whose copy has finished, and a
-// data root on a small tmpfs (28, 34) so a full disk is real.
+// 33, 34, 36): the CLI run against a test serve (its data root, port and
+// settings), git on the host with no configuration of the machine, a host
+// repository registered as a clone workspace, a byte-for-byte picture of
+// what apply must not touch, a command in a sandbox polled to its end, a
+// clone sandbox whose copy has finished, and a data root on a small tmpfs
+// (28, 34) so a full disk is real.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
@@ -109,4 +112,62 @@ export async function tmpfsDataRootDone(srv, mnt) {
   await srv.cleanupContainers();
   if (mnt) spawnSync('umount', ['-l', mnt]);
   if (!process.env.E2E_KEEP) await srv.removeRoot();
+}
+
+export const EXPORT_ID_RE = /^exp_[a-z2-7]{20}$/;
+export const GITID = 'git -c user.name=model -c user.email=model@sandbox';
+
+// Every byte the person owns in the repository dir that apply must not
+// touch: the working tree, the index, local branches and tags, HEAD, the config.
+export function hostState(dir) {
+  const h = crypto.createHash('sha256');
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (d === dir && e.name === '.git') continue;
+      const p = path.join(d, e.name);
+      h.update(`${path.relative(dir, p)}\0`);
+      if (e.isDirectory()) walk(p);
+      else h.update(fs.readFileSync(p));
+    }
+  };
+  walk(dir);
+  const g = path.join(dir, '.git');
+  return {
+    tree: h.digest('hex'),
+    index: fs.readFileSync(path.join(g, 'index')).toString('base64'),
+    head: fs.readFileSync(path.join(g, 'HEAD'), 'utf8'),
+    config: fs.readFileSync(path.join(g, 'config'), 'utf8'),
+    local: git(dir, 'for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads', 'refs/tags', 'refs/stash'),
+    others: git(dir, 'for-each-ref', '--format=%(refname)').split('\n').filter((r) => r && !r.startsWith('refs/remotes/chat2sbx/') && !/^refs\/(heads|tags)\//.test(r)),
+    status: git(dir, 'status', '--porcelain=v1', '--ignored'),
+  };
+}
+
+// The helpers bound to ctx (useServer's): they read ctx.srv when called, so
+// a restarted serve is used as it is then. hostRepo(name) makes a host
+// repository with two branches and a tag, registered as a clone workspace.
+export function cloneHelpers(ctx) {
+  const home = () => path.join(ctx.srv.root, 'home');
+  const reposRoot = () => path.join(home(), 'repositories');
+  const cli = (args, opts) => runCli(ctx.srv, args, opts);
+  const cliJson = (args) => runCliJson(ctx.srv, args);
+  function hostRepo(name) {
+    const dir = path.join(reposRoot(), name);
+    fs.mkdirSync(dir, { recursive: true });
+    git(dir, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(dir, 'a.txt'), 'alpha\n');
+    fs.writeFileSync(path.join(dir, '.gitignore'), 'build/\n');
+    git(dir, 'add', '-A');
+    git(dir, 'commit', '-qm', 'first');
+    git(dir, 'checkout', '-qb', 'feature');
+    fs.writeFileSync(path.join(dir, 'f.txt'), 'feature\n');
+    git(dir, 'add', '-A');
+    git(dir, 'commit', '-qm', 'on feature');
+    git(dir, 'checkout', '-q', 'main');
+    git(dir, 'tag', 'v1');
+    const r = cli(['workspace', 'add', dir, '--mode', 'clone']);
+    assert.equal(r.status, 0, r.desc);
+    return dir;
+  }
+  return { home, reposRoot, cli, cliJson, git, hostRepo, hostState, sh, cloneSandbox, GITID };
 }

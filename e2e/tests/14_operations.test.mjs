@@ -256,6 +256,12 @@ ctx.test('doctor passes on the default configuration, while serve runs, and leav
   assert.deepEqual(fs.readdirSync(reposRoot).filter((f) => f.startsWith('chat2sbx-doctor-git-')), [], 'its repository is removed');
   assert.ok(!/chat2sbx-doctor-git-/.test(cli(['workspace', 'list']).stdout), 'its workspace row is removed');
   assert.ok(!/chat2sbx-doctor-git-/.test(cli(['approval', 'list']).stdout), 'its approval row is removed');
+  // The delta bomb (issue 23): a clone probe's save of it is refused at a
+  // bound, and host git without the check stops at the ceiling.
+  assert.equal(byName.delta_bomb?.result, 'passed', JSON.stringify(byName.delta_bomb));
+  assert.match(byName.delta_bomb.detail, /stopped at the 64 MiB ceiling.*refused at a bound/, byName.delta_bomb.detail);
+  assert.deepEqual(fs.readdirSync(reposRoot).filter((f) => f.startsWith('chat2sbx-doctor-bomb-')), [], 'its repository is removed');
+  assert.ok(!/chat2sbx-doctor-bomb-/.test(cli(['workspace', 'list']).stdout), 'its workspace row is removed');
   assert.ok(d.checks.every((c) => c.result !== 'failed'));
   assert.equal((await containersOf(ctx.srv.dataRoot)).length, before, 'the probes are removed');
   assert.ok(!fs.readdirSync(ctx.srv.dataRoot).some((f) => f.startsWith('c2s-canary-')), 'the canary is removed');
@@ -285,6 +291,7 @@ ctx.test('doctor fails, naming the Docker socket attack, when sandboxes get the 
   assert.deepEqual(
     j.checks.filter((c) => c.result === 'failed').map((c) => c.name),
     ['docker_socket'],
+    JSON.stringify(j.checks.filter((c) => c.result === 'failed' && c.name !== 'docker_socket')),
   );
   const left = (await containersOf(ctx.srv.dataRoot)).filter((c) => (c.Mounts || []).some((m) => /docker\.sock/.test(m.Source)));
   assert.deepEqual(left, [], 'the probes are removed even when the doctor fails');

@@ -10,68 +10,15 @@
 // oversized work, a tar that escapes) are refused with a clear message.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { cloneSandbox, git, runCli, runCliJson, sh, unsavedWork } from '../lib/clones.mjs';
+import { EXPORT_ID_RE, cloneHelpers, unsavedWork } from '../lib/clones.mjs';
 import { CREATE_TIMEOUT, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
 
 const ctx = useServer();
 
-const home = () => path.join(ctx.srv.root, 'home');
-const reposRoot = () => path.join(home(), 'repositories');
-const EXPORT_ID_RE = /^exp_[a-z2-7]{20}$/;
-const cli = (args, opts) => runCli(ctx.srv, args, opts);
-const cliJson = (args) => runCliJson(ctx.srv, args);
-
-// A host repository with two branches, registered as a clone workspace.
-function hostRepo(name) {
-  const dir = path.join(reposRoot(), name);
-  fs.mkdirSync(dir, { recursive: true });
-  git(dir, 'init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(dir, 'a.txt'), 'alpha\n');
-  fs.writeFileSync(path.join(dir, '.gitignore'), 'build/\n');
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '-qm', 'first');
-  git(dir, 'checkout', '-qb', 'feature');
-  fs.writeFileSync(path.join(dir, 'f.txt'), 'feature\n');
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '-qm', 'on feature');
-  git(dir, 'checkout', '-q', 'main');
-  git(dir, 'tag', 'v1');
-  const r = cli(['workspace', 'add', dir, '--mode', 'clone']);
-  assert.equal(r.status, 0, r.desc);
-  return dir;
-}
-
-// Every byte the person owns in the repository that apply must not touch:
-// the working tree, the index, local branches and tags, HEAD, the config.
-function hostState(dir) {
-  const h = crypto.createHash('sha256');
-  const walk = (d) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      if (d === dir && e.name === '.git') continue;
-      const p = path.join(d, e.name);
-      h.update(`${path.relative(dir, p)}\0`);
-      if (e.isDirectory()) walk(p);
-      else h.update(fs.readFileSync(p));
-    }
-  };
-  walk(dir);
-  const g = path.join(dir, '.git');
-  return {
-    tree: h.digest('hex'),
-    index: fs.readFileSync(path.join(g, 'index')).toString('base64'),
-    head: fs.readFileSync(path.join(g, 'HEAD'), 'utf8'),
-    config: fs.readFileSync(path.join(g, 'config'), 'utf8'),
-    local: git(dir, 'for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads', 'refs/tags', 'refs/stash'),
-    others: git(dir, 'for-each-ref', '--format=%(refname)').split('\n').filter((r) => r && !r.startsWith('refs/remotes/chat2sbx/') && !/^refs\/(heads|tags)\//.test(r)),
-    status: git(dir, 'status', '--porcelain=v1', '--ignored'),
-  };
-}
-
-const GITID = 'git -c user.name=model -c user.email=model@sandbox';
+const { reposRoot, cli, cliJson, git, hostRepo, hostState, sh, cloneSandbox, GITID } = cloneHelpers(ctx);
 
 ctx.test('destroy saves both branches, the new one and the snapshot; apply brings them home and nothing else', async () => {
   const tools = await ctx.tools();

@@ -83,16 +83,21 @@ enum mcp_arg_flag {
 	MCP_ARG_NUL_OK = 1 << 3,   /* a string that may hold NUL characters (file content); others are refused */
 	MCP_ARG_TEXT_TOO = 1 << 4, /* a NUMBER also taken as a string (the earlier form; not advertised) */
 	MCP_ARG_MAP_TOO = 1 << 5,  /* an ARRAY of {k: string, v: string} also taken as an object of strings */
+	/* Output only: a BOOLEAN that may also be one of .enum_values (strings),
+	 * advertised as anyOf [boolean, {string, enum}] (sandbox_get's
+	 * unsaved_work: true, false or "unknown"). */
+	MCP_ARG_OR_ENUM = 1 << 6,
 };
 
 struct mcp_arg {
 	const char *name; /* NULL ends a list */
 	enum mcp_arg_type type;
-	unsigned flags;                 /* enum mcp_arg_flag bits */
-	int64_t min, max;               /* INTEGER, with MCP_ARG_MIN / MCP_ARG_MAX */
-	size_t min_length, max_length;  /* STRING, in characters (JSON Schema counts code points); 0 = no bound */
-	const char *const *enum_values; /* STRING: the accepted values (NULL-terminated), or NULL */
-	const char *id_prefix;          /* STRING: an id, the prefix and 20 base32 letters ("pattern"), or NULL */
+	unsigned flags;                /* enum mcp_arg_flag bits */
+	int64_t min, max;              /* INTEGER, with MCP_ARG_MIN / MCP_ARG_MAX */
+	size_t min_length, max_length; /* STRING, in characters (JSON Schema counts code points); 0 = no bound */
+	const char *const
+	    *enum_values;      /* STRING (or a BOOLEAN with MCP_ARG_OR_ENUM): the accepted values, NULL-terminated */
+	const char *id_prefix; /* STRING: an id, the prefix and 20 base32 letters ("pattern"), or NULL */
 	const char *description;
 	const char *hint;            /* what to do when the value is refused; NULL: the description says it */
 	const struct mcp_arg *items; /* ARRAY: the members of each item (all STRING, all required) */

@@ -73,8 +73,25 @@ static struct json_object *value_schema(const struct mcp_arg *d)
 	return p;
 }
 
+/* A boolean or one of d's strings: {"anyOf": [{"type": "boolean"},
+ * {"type": "string", "enum": […]}]}, one type per branch. */
+static struct json_object *bool_or_enum_schema(const struct mcp_arg *d)
+{
+	struct json_object *p = xjson_object(), *any = xjson_array(), *b = xjson_object();
+	xjson_add(b, "type", xjson_string("boolean"));
+	struct mcp_arg as_string = {.type = MCP_ARG_STRING, .enum_values = d->enum_values};
+	xjson_append(any, b);
+	xjson_append(any, value_schema(&as_string));
+	xjson_add(p, "anyOf", any);
+	if (d->description)
+		xjson_add(p, "description", xjson_string(d->description));
+	return p;
+}
+
 static struct json_object *property_schema(const struct mcp_arg *d, int output)
 {
+	if (d->flags & MCP_ARG_OR_ENUM)
+		return bool_or_enum_schema(d); /* output only (decl_check) */
 	if (output || (d->flags & MCP_ARG_REQUIRED)) {
 		struct json_object *p = value_schema(d);
 		if (d->description)
@@ -119,8 +136,9 @@ struct json_object *mcp_tool_schema(const struct mcp_arg *decl, int output)
 
 /* Refuses a declaration the generator or the checker could not honour (a
  * table bug, found at start): bounds on the wrong type, an inverted range,
- * array items that are not strings, a name given twice. */
-static int decl_check(const char *tool, const struct mcp_arg *decl, struct cp_error **err)
+ * array items that are not strings, a name given twice, an output-only
+ * form among arguments (output: decl is a tool's output). */
+static int decl_check(const char *tool, const struct mcp_arg *decl, int output, struct cp_error **err)
 {
 	for (const struct mcp_arg *d = decl; d && d->name; d++) {
 		const char *bad = NULL;
@@ -130,8 +148,10 @@ static int decl_check(const char *tool, const struct mcp_arg *decl, struct cp_er
 			bad = "has a range but is not an integer";
 		else if ((d->flags & MCP_ARG_MIN) && (d->flags & MCP_ARG_MAX) && d->min > d->max)
 			bad = "has a minimum above its maximum";
-		else if ((d->min_length || d->max_length || d->enum_values || d->id_prefix ||
-		          (d->flags & MCP_ARG_NUL_OK)) &&
+		else if ((d->flags & MCP_ARG_OR_ENUM) && (!output || d->type != MCP_ARG_BOOLEAN || !d->enum_values))
+			bad = "is a boolean-or-enum but not an output boolean with values";
+		else if ((d->min_length || d->max_length || (d->enum_values && !(d->flags & MCP_ARG_OR_ENUM)) ||
+		          d->id_prefix || (d->flags & MCP_ARG_NUL_OK)) &&
 		         d->type != MCP_ARG_STRING)
 			bad = "has string bounds but is not a string";
 		else if (d->max_length && d->min_length > d->max_length)
@@ -187,7 +207,7 @@ int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **re
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(tools[j].name, t->name) == 0)
 				return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "tool '%s' is listed twice", t->name);
-		if (decl_check(t->name, t->args, err) < 0 || decl_check(t->name, t->output, err) < 0)
+		if (decl_check(t->name, t->args, 0, err) < 0 || decl_check(t->name, t->output, 1, err) < 0)
 			return -1;
 		struct json_object *o = xjson_object();
 		xjson_add(o, "name", xjson_string(t->name));

@@ -117,6 +117,8 @@ static const struct mcp_arg sandbox_create_args[] = {
      .description = "With workspace_path: clone (a private copy, default) or direct (the directory itself, "
                     "read-write). Without it: managed (the default, may be omitted)"},
     {0}};
+static const char *const UNSAVED_UNKNOWN[] = {"unknown", NULL};
+
 static const struct mcp_arg sandbox_out[] = {
     {.name = "sandbox_id", .type = MCP_ARG_STRING},
     {.name = "status",
@@ -162,7 +164,9 @@ static const struct mcp_arg sandbox_out[] = {
      .type = MCP_ARG_ARRAY,
      .description = "Ports published with sandbox_expose: port, host, host_port, url"},
     {.name = "unsaved_work",
-     .type = MCP_ARG_ANY,
+     .type = MCP_ARG_BOOLEAN,
+     .flags = MCP_ARG_OR_ENUM,
+     .enum_values = UNSAVED_UNKNOWN,
      .description = "Clone mode: true when there are commits or changes since the last export, false when "
                     "not, \"unknown\" when the sandbox did not answer quickly (checked at most once a minute)"},
     {.name = "last_export", .type = MCP_ARG_OBJECT, .description = "The newest saved export of this sandbox"},

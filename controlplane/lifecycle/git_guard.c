@@ -61,6 +61,24 @@ static int open_beneath(int dirfd, const char *name, int flags)
 	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
 }
 
+/* CONFLICT when openat2 saw the path move during the lookup: EXDEV (it
+ * ended outside the directory it was looked up in, e.g. a rename(2) with
+ * RENAME_EXCHANGE moved it away) or EAGAIN (a rename or mount raced the
+ * scoped lookup); openat2(2), RESOLVE_BENEATH. */
+static int moved_refused(const char *real, const char *rel, struct cp_error **err)
+{
+	return cp_error_set_errno(err, CP_ERR_CONFLICT, errno,
+	                          "'%s/%s' changed while it was being checked (it was renamed or moved while chat2sbx "
+	                          "looked it up); chat2sbx never mounts a path that moves; look at what changes it "
+	                          "and create the sandbox again; nothing was created",
+	                          real, rel);
+}
+
+static bool lookup_raced(int e)
+{
+	return e == EXDEV || e == EAGAIN;
+}
+
 static const char *type_name(mode_t m)
 {
 	return S_ISDIR(m) ? "directory" : S_ISREG(m) ? "regular file" : S_ISLNK(m) ? "symbolic link" : "special file";
@@ -110,6 +128,8 @@ static int inspect(int parent_fd, const char *name, const char *real, const char
 			return 1;
 		if (errno == ELOOP)
 			return symlink_refused(parent_fd, name, real, rel, err);
+		if (lookup_raced(errno))
+			return moved_refused(real, rel, err);
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "open '%s/%s' to check it before mounting", real,
 		                          rel);
 	}
@@ -127,6 +147,8 @@ static int read_small(int parent_fd, const char *name, const char *real, const c
 {
 	/* O_NONBLOCK: a FIFO swapped in after the type check must not hang us. */
 	_cleanup_close_ int fd = open_beneath(parent_fd, name, O_RDONLY | O_NONBLOCK);
+	if (fd < 0 && lookup_raced(errno))
+		return moved_refused(real, rel, err);
 	if (fd < 0)
 		return cp_error_set_errno(err, errno == ELOOP ? CP_ERR_DENIED : CP_ERR_INTERNAL, errno,
 		                          "read '%s/%s' before mounting", real, rel);
@@ -306,6 +328,8 @@ int lifecycle_git_guard_prepare(int ws_fd, const char *real, const char *target_
 			return 0; /* not a repository: nothing of git to protect (README) */
 		if (errno == ELOOP)
 			return symlink_refused(ws_fd, ".git", real, ".git", err);
+		if (lookup_raced(errno))
+			return moved_refused(real, ".git", err);
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "open '%s/.git' to check it before mounting",
 		                          real);
 	}

@@ -40,8 +40,8 @@ struct setting {
 	const char *yaml_key; /* NULL: decided before config.yaml is read (it lives in DATA_ROOT) */
 	enum setting_type type;
 	size_t offset;
-	const char *def; /* "${NAME}" refers to an earlier setting's value, "~/" to HOME */
-	long min, max;   /* SETTING_INT/INT64 range; SETTING_SIZE range in bytes */
+	const char *def;          /* "${NAME}" refers to an earlier setting's value, "~/" to HOME */
+	long min, max;            /* SETTING_INT/INT64 range; SETTING_SIZE range in bytes */
 	const char *default_text; /* as documented; NULL: def as written */
 	const char *help;
 	unsigned flags;             /* enum setting_flag */
@@ -74,8 +74,7 @@ static const struct setting settings[] = {
      "status); the Unix socket STATE_DIR/mcp.sock is for this user only either way",
      .refusal = "takes only 'off' (or 'on', the default); the token itself is never configured: serve makes it "
                 "in STATE_DIR/token"},
-    {"CHAT2SBX_DATA_ROOT", NULL, SETTING_PATH, OFF(data_root), "~/.chat2sbx", 0, 0, NULL,
-     "all persistent data"},
+    {"CHAT2SBX_DATA_ROOT", NULL, SETTING_PATH, OFF(data_root), "~/.chat2sbx", 0, 0, NULL, "all persistent data"},
     {"CHAT2SBX_STATE_DIR", "stateDir", SETTING_PATH, OFF(state_dir), "${CHAT2SBX_DATA_ROOT}/state", 0, 0,
      "DATA_ROOT/state", "runtime state (0700)"},
     {"CHAT2SBX_WORKSPACE_ROOT", "workspaceRoot", SETTING_PATH, OFF(workspace_root), "${CHAT2SBX_DATA_ROOT}/workspaces",
@@ -88,8 +87,8 @@ static const struct setting settings[] = {
      "0 = serve local-only, no tunnel client"},
     {"CHAT2SBX_TUNNEL_CLIENT", "tunnelClient", SETTING_PATH, OFF(tunnel_client), "~/.local/bin/tunnel-client", 0, 0,
      NULL, "tunnel client executable"},
-    {"CHAT2SBX_SECRET_DIR", "secretDir", SETTING_PATH, OFF(secret_dir), "~/.secrets/tunnel-client", 0, 0,
-     NULL, "holds tunnel-id and key"},
+    {"CHAT2SBX_SECRET_DIR", "secretDir", SETTING_PATH, OFF(secret_dir), "~/.secrets/tunnel-client", 0, 0, NULL,
+     "holds tunnel-id and key"},
     {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "maxActiveSandboxes", SETTING_INT, OFF(max_active_sandboxes), "auto", 1, 100000,
      "auto (one per 2 GiB of memory, 2-32)", "most sandboxes running at once ('auto', 'unlimited' or 1-100000)",
      .flags = SETTING_AUTO | SETTING_UNLIMITED},
@@ -301,8 +300,7 @@ static const char *int_words(const struct setting *s)
 	return "";
 }
 
-static int apply_int(const struct setting *s, const char *raw, const char *origin, void *field,
-                     struct cp_error **err)
+static int apply_int(const struct setting *s, const char *raw, const char *origin, void *field, struct cp_error **err)
 {
 	if ((s->flags & SETTING_UNLIMITED) && (!strcasecmp(raw, "unlimited") || !strcmp(raw, "0"))) {
 		*(int *)field = 0;
@@ -328,8 +326,8 @@ static int apply_int(const struct setting *s, const char *raw, const char *origi
 
 /* A size, 'auto', 'none' or "N%", as the setting's flags allow. A bad one
  * names the setting, where it came from and every accepted form. */
-static int apply_size(const struct setting *s, struct config *c, const char *raw, const char *origin,
-                      int64_t *field, struct cp_error **err)
+static int apply_size(const struct setting *s, struct config *c, const char *raw, const char *origin, int64_t *field,
+                      struct cp_error **err)
 {
 	int *percent = s->percent_max ? (int *)((char *)c + s->percent_offset) : NULL;
 	if (percent)
@@ -395,7 +393,8 @@ static int apply(const struct config_env *env, const struct setting *s, const ch
 		if (parse_bool(raw, (int *)field) == 0)
 			return 0;
 		if (s->refusal)
-			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s (from %s) %s", s->env, origin, s->refusal);
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s (from %s) %s", s->env, origin,
+			                    s->refusal);
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' (from %s) is not a boolean; use 1 or 0",
 		                    s->env, raw, origin);
 	case SETTING_INT:

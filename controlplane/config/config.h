@@ -15,26 +15,26 @@
 #include "../base/error.h"
 
 struct config {
-	char *host;               /* CHAT2SBX_HOST */
-	int port;                 /* CHAT2SBX_PORT */
-	int mcp_token;            /* CHAT2SBX_MCP_TOKEN: 1 = TCP requests need the bearer token (default) */
-	char *data_root;          /* CHAT2SBX_DATA_ROOT */
-	char *state_dir;          /* CHAT2SBX_STATE_DIR */
-	char *workspace_root;     /* CHAT2SBX_WORKSPACE_ROOT */
-	char *database_path;      /* CHAT2SBX_DATABASE_PATH */
-	char *allowed_host_roots; /* CHAT2SBX_ALLOWED_HOST_ROOTS, colon-separated */
-	int enable_tunnel;        /* CHAT2SBX_ENABLE_TUNNEL */
-	char *tunnel_client;      /* CHAT2SBX_TUNNEL_CLIENT */
-	char *secret_dir;         /* CHAT2SBX_SECRET_DIR */
-	int max_active_sandboxes; /* CHAT2SBX_MAX_ACTIVE_SANDBOXES, 0 = unlimited, CONFIG_AUTO = derived */
+	char *host;                   /* CHAT2SBX_HOST */
+	int port;                     /* CHAT2SBX_PORT */
+	int mcp_token;                /* CHAT2SBX_MCP_TOKEN: 1 = TCP requests need the bearer token (default) */
+	char *data_root;              /* CHAT2SBX_DATA_ROOT */
+	char *state_dir;              /* CHAT2SBX_STATE_DIR */
+	char *workspace_root;         /* CHAT2SBX_WORKSPACE_ROOT */
+	char *database_path;          /* CHAT2SBX_DATABASE_PATH */
+	char *allowed_host_roots;     /* CHAT2SBX_ALLOWED_HOST_ROOTS, colon-separated */
+	int enable_tunnel;            /* CHAT2SBX_ENABLE_TUNNEL */
+	char *tunnel_client;          /* CHAT2SBX_TUNNEL_CLIENT */
+	char *secret_dir;             /* CHAT2SBX_SECRET_DIR */
+	int max_active_sandboxes;     /* CHAT2SBX_MAX_ACTIVE_SANDBOXES, 0 = unlimited, CONFIG_AUTO = derived */
 	int64_t default_memory_bytes; /* CHAT2SBX_DEFAULT_MEMORY, CONFIG_SIZE_AUTO = derived */
 	/* CHAT2SBX_MIN_FREE_DISK: bytes, or CONFIG_SIZE_AUTO with
 	 * min_free_disk_percent 0 for 'auto' (policy_min_free_bytes decides) */
 	int64_t min_free_disk_bytes;
 	int min_free_disk_percent;  /* "N%": N (1-50), else 0 */
 	int64_t default_disk_bytes; /* CHAT2SBX_DEFAULT_DISK: bytes, CONFIG_SIZE_AUTO or CONFIG_SIZE_NONE */
-	char *docker_socket;      /* CHAT2SBX_DOCKER_SOCKET */
-	char *template_image;     /* CHAT2SBX_TEMPLATE_IMAGE */
+	char *docker_socket;        /* CHAT2SBX_DOCKER_SOCKET */
+	char *template_image;       /* CHAT2SBX_TEMPLATE_IMAGE */
 	char *runtime;            /* CHAT2SBX_RUNTIME, "" = auto (vm where KVM is usable, else the engine's default) */
 	char *vm_accel;           /* CHAT2SBX_VM_ACCEL: auto, kvm or tcg (issue 15) */
 	char *vm_image;           /* CHAT2SBX_VM_IMAGE: the vm runtime's image */

@@ -60,7 +60,8 @@ int lifecycle_host_limits(const struct config *cfg, struct policy_host *ret_host
 	struct policy_host h;
 	if (lifecycle_host_read(&h, err) < 0)
 		return -1;
-	if (policy_sandbox_limits(&h, cfg->default_memory_bytes, cfg->max_active_sandboxes, cfg->pids_limit, cfg->warm_pool, ret, err) < 0)
+	if (policy_sandbox_limits(&h, cfg->default_memory_bytes, cfg->max_active_sandboxes, cfg->pids_limit,
+	                          cfg->warm_pool, ret, err) < 0)
 		return -1;
 	if (ret_host)
 		*ret_host = h;

@@ -88,7 +88,7 @@ Test(config_values, every_accepted_spelling_is_accepted)
 		struct cp_error *err = NULL;
 		struct config *c = load_one(cases[i].name, cases[i].value, &err);
 		cr_assert_not_null(c, "%s=%s: %s", cases[i].name, cases[i].value, err ? err->message : "");
-		int64_t got = !strcmp(cases[i].name, "CHAT2SBX_MIN_FREE_DISK") ? c->min_free_disk_bytes
+		int64_t got = !strcmp(cases[i].name, "CHAT2SBX_MIN_FREE_DISK")  ? c->min_free_disk_bytes
 		              : !strcmp(cases[i].name, "CHAT2SBX_DEFAULT_DISK") ? c->default_disk_bytes
 		                                                                : c->default_memory_bytes;
 		cr_expect_eq(got, cases[i].bytes, "%s=%s: %lld", cases[i].name, cases[i].value, (long long)got);
@@ -99,10 +99,14 @@ Test(config_values, every_accepted_spelling_is_accepted)
 		const char *name, *value;
 		int want;
 	} ints[] = {
-	    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "auto", CONFIG_AUTO}, {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "Auto", CONFIG_AUTO},
-	    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "unlimited", 0},     {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "UNLIMITED", 0},
-	    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "0", 0},             {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "7", 7},
-	    {"CHAT2SBX_PIDS_LIMIT", "auto", CONFIG_AUTO},          {"CHAT2SBX_PIDS_LIMIT", "16", 16},
+	    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "auto", CONFIG_AUTO},
+	    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "Auto", CONFIG_AUTO},
+	    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "unlimited", 0},
+	    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "UNLIMITED", 0},
+	    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "0", 0},
+	    {"CHAT2SBX_MAX_ACTIVE_SANDBOXES", "7", 7},
+	    {"CHAT2SBX_PIDS_LIMIT", "auto", CONFIG_AUTO},
+	    {"CHAT2SBX_PIDS_LIMIT", "16", 16},
 	};
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
 		struct cp_error *err = NULL;
@@ -113,7 +117,7 @@ Test(config_values, every_accepted_spelling_is_accepted)
 		config_free(c);
 	}
 	static const char *const words[][2] = {
-	    {"CHAT2SBX_VM_ACCEL", "kvm"}, {"CHAT2SBX_VM_ACCEL", "tcg"}, {"CHAT2SBX_VM_ACCEL", "auto"},
+	    {"CHAT2SBX_VM_ACCEL", "kvm"},   {"CHAT2SBX_VM_ACCEL", "tcg"},  {"CHAT2SBX_VM_ACCEL", "auto"},
 	    {"CHAT2SBX_VM_DOCKER", "boot"}, {"CHAT2SBX_VM_DOCKER", "off"}, {"CHAT2SBX_MCP_TOKEN", "off"},
 	};
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {

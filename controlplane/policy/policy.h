@@ -22,8 +22,9 @@
  * INVALID_ARGUMENT naming the value and the accepted form and range. */
 int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **err);
 
-/* The same syntax for any size: what names it in messages ("disk"), and the
- * result must lie in [min_bytes, max_bytes]. Pure. */
+/* The same syntax for any size (base/size.h's size_parse): what names it
+ * in messages ("disk"), and the result must lie in [min_bytes, max_bytes].
+ * Pure. */
 int policy_size_parse(const char *what, const char *text, int64_t min_bytes, int64_t max_bytes, int64_t *ret_bytes,
                       struct cp_error **err);
 

@@ -301,10 +301,7 @@ static struct json_object *disk_entry(const struct config *cfg, const char *what
 	}
 	int64_t total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize,
 	        avail = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
-	int64_t watermark = 0;
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (policy_min_free_parse(cfg->min_free_disk, total, &watermark, &e) < 0)
-		add_str(d, "error", e->message);
+	int64_t watermark = policy_min_free_bytes(cfg->min_free_disk_bytes, cfg->min_free_disk_percent, total);
 	add_int(d, "free_bytes", avail, 1);
 	add_int(d, "size_bytes", total, 1);
 	add_int(d, "min_free_bytes", watermark, 1);

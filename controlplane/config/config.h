@@ -15,23 +15,26 @@
 #include "../base/error.h"
 
 struct config {
-	char *host;               /* CHAT2SBX_HOST */
-	int port;                 /* CHAT2SBX_PORT */
-	int mcp_token;            /* CHAT2SBX_MCP_TOKEN: 1 = TCP requests need the bearer token (default) */
-	char *data_root;          /* CHAT2SBX_DATA_ROOT */
-	char *state_dir;          /* CHAT2SBX_STATE_DIR */
-	char *workspace_root;     /* CHAT2SBX_WORKSPACE_ROOT */
-	char *database_path;      /* CHAT2SBX_DATABASE_PATH */
-	char *allowed_host_roots; /* CHAT2SBX_ALLOWED_HOST_ROOTS, colon-separated */
-	int enable_tunnel;        /* CHAT2SBX_ENABLE_TUNNEL */
-	char *tunnel_client;      /* CHAT2SBX_TUNNEL_CLIENT */
-	char *secret_dir;         /* CHAT2SBX_SECRET_DIR */
-	int max_active_sandboxes; /* CHAT2SBX_MAX_ACTIVE_SANDBOXES, 0 = unlimited, CONFIG_AUTO = derived */
-	char *default_memory;     /* CHAT2SBX_DEFAULT_MEMORY, "auto" = derived */
-	char *min_free_disk;      /* CHAT2SBX_MIN_FREE_DISK: "auto", a size or "N%" */
-	char *default_disk;       /* CHAT2SBX_DEFAULT_DISK: "auto", "none" or a size */
-	char *docker_socket;      /* CHAT2SBX_DOCKER_SOCKET */
-	char *template_image;     /* CHAT2SBX_TEMPLATE_IMAGE */
+	char *host;                   /* CHAT2SBX_HOST */
+	int port;                     /* CHAT2SBX_PORT */
+	int mcp_token;                /* CHAT2SBX_MCP_TOKEN: 1 = TCP requests need the bearer token (default) */
+	char *data_root;              /* CHAT2SBX_DATA_ROOT */
+	char *state_dir;              /* CHAT2SBX_STATE_DIR */
+	char *workspace_root;         /* CHAT2SBX_WORKSPACE_ROOT */
+	char *database_path;          /* CHAT2SBX_DATABASE_PATH */
+	char *allowed_host_roots;     /* CHAT2SBX_ALLOWED_HOST_ROOTS, colon-separated */
+	int enable_tunnel;            /* CHAT2SBX_ENABLE_TUNNEL */
+	char *tunnel_client;          /* CHAT2SBX_TUNNEL_CLIENT */
+	char *secret_dir;             /* CHAT2SBX_SECRET_DIR */
+	int max_active_sandboxes;     /* CHAT2SBX_MAX_ACTIVE_SANDBOXES, 0 = unlimited, CONFIG_AUTO = derived */
+	int64_t default_memory_bytes; /* CHAT2SBX_DEFAULT_MEMORY, CONFIG_SIZE_AUTO = derived */
+	/* CHAT2SBX_MIN_FREE_DISK: bytes, or CONFIG_SIZE_AUTO with
+	 * min_free_disk_percent 0 for 'auto' (policy_min_free_bytes decides) */
+	int64_t min_free_disk_bytes;
+	int min_free_disk_percent;  /* "N%": N (1-50), else 0 */
+	int64_t default_disk_bytes; /* CHAT2SBX_DEFAULT_DISK: bytes, CONFIG_SIZE_AUTO or CONFIG_SIZE_NONE */
+	char *docker_socket;        /* CHAT2SBX_DOCKER_SOCKET */
+	char *template_image;       /* CHAT2SBX_TEMPLATE_IMAGE */
 	char *runtime;            /* CHAT2SBX_RUNTIME, "" = auto (vm where KVM is usable, else the engine's default) */
 	char *vm_accel;           /* CHAT2SBX_VM_ACCEL: auto, kvm or tcg (issue 15) */
 	char *vm_image;           /* CHAT2SBX_VM_IMAGE: the vm runtime's image */
@@ -66,6 +69,12 @@ struct config {
 /* An integer setting given as 'auto': derived from the host when serve
  * starts (lifecycle/host_limits.c). */
 #define CONFIG_AUTO (-1)
+/* A size setting given as 'auto' (or empty): derived where it is used. 0,
+ * since no size setting takes 0 bytes, so a zeroed struct config means
+ * 'auto' too. */
+#define CONFIG_SIZE_AUTO 0
+/* A size setting given as 'none' (CHAT2SBX_DEFAULT_DISK). */
+#define CONFIG_SIZE_NONE (-1)
 
 /* Where settings are read from. Tests pass their own; main uses config_env_process(). */
 struct config_env {
@@ -83,7 +92,9 @@ struct config_env config_env_process(void);
 
 /* Builds the effective configuration. On success *ret_config is owned by the
  * caller (config_free). Fails with INVALID_ARGUMENT naming the variable (or
- * config.yaml key), the bad value and the accepted range; the yaml file being
+ * config.yaml key), the bad value and the accepted range or words (sizes,
+ * percentages and enumerations are checked here, not where they are used);
+ * the yaml file being
  * unreadable or malformed names the file and the line; a .env or config.yaml
  * that is not a regular file of the user or root, or is group/world-writable,
  * or that sets a test-only setting, names the file and the fix; a
@@ -101,6 +112,7 @@ struct config_setting_info {
 	const char *yaml_key;     /* "port" */
 	const char *default_text; /* as documented ("~/.chat2sbx", "unlimited") */
 	const char *help;
+	int env_only; /* 1: test-only, read only from the process environment */
 };
 /* Returns the table and its length via *ret_n (static storage). */
 const struct config_setting_info *config_settings(size_t *ret_n);

@@ -47,11 +47,8 @@ static void read_space(struct lifecycle_disk_guard *g)
 		struct disk_fs *f = &g->fs[i];
 		if (g->space(f->path, &f->total, &f->avail) < 0)
 			continue;
-		struct cp_error *e = NULL;
-		if (policy_min_free_parse(g->lc->cfg->min_free_disk, f->total, &f->watermark, &e) < 0) {
-			cp_error_free(e); /* checked at start (lifecycle_disk_guard_start) */
-			f->watermark = 0;
-		}
+		const struct config *cfg = g->lc->cfg;
+		f->watermark = policy_min_free_bytes(cfg->min_free_disk_bytes, cfg->min_free_disk_percent, f->total);
 		disk_fs_judge(f);
 		if (!below && f->avail < f->watermark)
 			below = f;
@@ -202,40 +199,28 @@ void disk_guard_free(struct lifecycle_disk_guard *g)
 /* The default layer size (CHAT2SBX_DEFAULT_DISK) on this engine's storage:
  * 'auto' is DISK_DEFAULT_AUTO where a size can be given, 'none' none. */
 #define DISK_DEFAULT_AUTO ((int64_t)20 * 1024 * 1024 * 1024)
-static int default_disk(struct lifecycle *lc, const struct docker_storage *ds, struct cp_error **err)
+static void default_disk(struct lifecycle *lc, const struct docker_storage *ds)
 {
 	lc->disk_size_supported = ds->size_supported;
 	snprintf(lc->storage_name, sizeof(lc->storage_name), "%s on %s", ds->driver ? ds->driver : "unknown",
 	         ds->backing_fs ? ds->backing_fs : "an unknown filesystem");
-	const char *v = lc->cfg->default_disk;
-	int64_t bytes = 0;
-	if (!v || !*v || !strcasecmp(v, "auto"))
-		bytes = DISK_DEFAULT_AUTO;
-	else if (strcasecmp(v, "none") != 0 && policy_size_parse("CHAT2SBX_DEFAULT_DISK", v, POLICY_DISK_MIN_BYTES,
-	                                                         POLICY_DISK_MAX_BYTES, &bytes, err) < 0)
-		return -1;
-	if (!ds->size_supported && bytes > 0 && v && strcasecmp(v, "auto") != 0)
+	int64_t v = lc->cfg->default_disk_bytes;
+	int64_t bytes = v == CONFIG_SIZE_AUTO ? DISK_DEFAULT_AUTO : v == CONFIG_SIZE_NONE ? 0 : v;
+	if (!ds->size_supported && v > 0)
 		log_warn("lifecycle",
-		         "CHAT2SBX_DEFAULT_DISK %s is ignored: the engine's storage (%s) cannot limit a "
+		         "CHAT2SBX_DEFAULT_DISK %lldm is ignored: the engine's storage (%s) cannot limit a "
 		         "sandbox's disk; the free-space guard keeps the disk from filling",
-		         v, lc->storage_name);
+		         (long long)(v >> 20), lc->storage_name);
 	lc->default_disk_bytes = ds->size_supported ? bytes : 0;
-	return 0;
 }
 
 int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err)
 {
-	int64_t probe = 0;
-	if (policy_min_free_parse(lc->cfg->min_free_disk, 1LL << 40, &probe, err) < 0)
-		return -1;
 	struct docker_storage ds = {0};
 	_cleanup_error_ struct cp_error *se = NULL;
 	if (docker_engine_storage(lc->engine, &ds, &se) < 0)
 		log_warn("lifecycle", "disk guard: %s; sandbox disks are not limited", se->message);
-	if (default_disk(lc, &ds, err) < 0) {
-		docker_storage_clear(&ds);
-		return -1;
-	}
+	default_disk(lc, &ds);
 	struct lifecycle_disk_guard *g = disk_guard_new(lc, NULL);
 	disk_guard_add_fs(g, lc->cfg->data_root, DISK_ROLE_DATA);
 	if (ds.root_dir && disk_guard_add_fs(g, ds.root_dir, DISK_ROLE_ENGINE) < 0)

@@ -59,7 +59,6 @@ int export_space_chunk(struct export_space *sp, int64_t streamed, int64_t n, str
 	                              .streamed = streamed,
 	                              .next = n,
 	                              .scratch = sp->scratch};
-	if (policy_min_free_parse(sp->cfg->min_free_disk, total, &s.watermark, err) < 0)
-		return -1;
+	s.watermark = policy_min_free_bytes(sp->cfg->min_free_disk_bytes, sp->cfg->min_free_disk_percent, total);
 	return policy_save_space_check(&s, err);
 }

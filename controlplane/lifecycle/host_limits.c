@@ -60,11 +60,8 @@ int lifecycle_host_limits(const struct config *cfg, struct policy_host *ret_host
 	struct policy_host h;
 	if (lifecycle_host_read(&h, err) < 0)
 		return -1;
-	int64_t memory = 0;
-	if (cfg->default_memory && *cfg->default_memory && strcasecmp(cfg->default_memory, "auto") != 0 &&
-	    policy_memory_parse(cfg->default_memory, &memory, err) < 0)
-		return cp_error_prefix(err, "CHAT2SBX_DEFAULT_MEMORY");
-	if (policy_sandbox_limits(&h, memory, cfg->max_active_sandboxes, cfg->pids_limit, cfg->warm_pool, ret, err) < 0)
+	if (policy_sandbox_limits(&h, cfg->default_memory_bytes, cfg->max_active_sandboxes, cfg->pids_limit,
+	                          cfg->warm_pool, ret, err) < 0)
 		return -1;
 	if (ret_host)
 		*ret_host = h;

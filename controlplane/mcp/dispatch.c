@@ -1,7 +1,7 @@
 /* dispatch.c: JSON-RPC 2.0 message dispatch for MCP: validates the envelope,
  * hands a 2026-07-28 request to modern.c, routes any other method through
  * the legacy method table, answers the lifecycle and utility methods itself
- * and hands tools/list and tools/call to tools.c.
+ * and hands tools/list to tool_schema.c and tools/call to tool_call.c.
  * Transport-independent: no sockets, no HTTP status codes; the only state it
  * touches is the session table (initialize creates one when asked). */
 #include "internal.h"

@@ -7,81 +7,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../base/size.h"
 #include "policy.h"
 
 int policy_size_parse(const char *what, const char *text, int64_t min_bytes, int64_t max_bytes, int64_t *ret_bytes,
                       struct cp_error **err)
 {
-	const char *hint = "use a number with an optional unit b, k, m or g, for example \"512m\", \"1.5g\" or \"4g\"";
-	if (!text || !*text || !isdigit((unsigned char)text[0]))
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is not a size; %s", what, text ? text : "",
-		                    hint);
-	errno = 0;
-	char *end = NULL;
-	unsigned long long n = strtoull(text, &end, 10);
-	if (errno)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is too large; %s", what, text, hint);
-	/* A fraction ("1.5g") is exact: up to 9 decimal digits, in nano-units. */
-	unsigned long long frac = 0;
-	int n_frac = 0;
-	if (*end == '.') {
-		for (end++; isdigit((unsigned char)*end); end++, n_frac++) {
-			if (n_frac == 9)
-				return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-				                    "%s '%s' has more than 9 decimal places; %s", what, text, hint);
-			frac = frac * 10 + (unsigned)(*end - '0');
-		}
-		if (n_frac == 0)
-			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is not a size; %s", what, text,
-			                    hint);
-		for (int i = n_frac; i < 9; i++)
-			frac *= 10;
-	}
-	long long mult = 1;
-	switch (tolower((unsigned char)*end)) {
-	case '\0': break;
-	case 'b':
-		mult = 1;
-		end++;
-		break;
-	case 'k':
-		mult = 1024;
-		end++;
-		break;
-	case 'm':
-		mult = 1024 * 1024;
-		end++;
-		break;
-	case 'g':
-		mult = 1024LL * 1024 * 1024;
-		end++;
-		break;
-	default: return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' has an unknown unit; %s", what, text, hint);
-	}
-	if (mult > 1 && tolower((unsigned char)*end) == 'b')
-		end++;
-	if (*end)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is not a size; %s", what, text, hint);
-	if (frac && mult == 1)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "%s '%s' is a fraction of a byte; use a whole number of bytes or a unit, e.g. "
-		                    "\"1.5g\" or \"1536m\"",
-		                    what, text);
-	if (n > (unsigned long long)(max_bytes / mult) || (long long)n * mult > max_bytes)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is above the %lldg maximum", what, text,
-		                    (long long)(max_bytes >> 30));
-	/* frac < 1e9 and mult <= 2^30, so frac * mult < 2^60 fits; rounded
-	 * down to whole bytes. */
-	long long bytes = (long long)n * mult + (long long)(frac * (unsigned long long)mult / 1000000000ULL);
-	if (bytes > max_bytes)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%s' is above the %lldg maximum", what, text,
-		                    (long long)(max_bytes >> 30));
-	if (bytes < min_bytes)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "%s '%s' is below the %lldm minimum; ask for at least \"%lldm\"", what, text,
-		                    (long long)(min_bytes >> 20), (long long)(min_bytes >> 20));
-	*ret_bytes = bytes;
-	return 0;
+	return size_parse(what, text, min_bytes, max_bytes, ret_bytes, err);
 }
 
 int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **err)
@@ -89,25 +21,14 @@ int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **
 	return policy_size_parse("memory", text, POLICY_MEMORY_MIN_BYTES, POLICY_MEMORY_MAX_BYTES, ret_bytes, err);
 }
 
-int policy_min_free_parse(const char *text, int64_t fs_bytes, int64_t *ret_bytes, struct cp_error **err)
+int64_t policy_min_free_bytes(int64_t bytes, int percent, int64_t fs_bytes)
 {
-	if (!text || !*text || !strcasecmp(text, "auto")) {
-		int64_t pct = fs_bytes / 100 * POLICY_MIN_FREE_AUTO_PERCENT;
-		*ret_bytes = pct < POLICY_MIN_FREE_AUTO_BYTES ? pct : POLICY_MIN_FREE_AUTO_BYTES;
-		return 0;
-	}
-	size_t n = strlen(text);
-	if (text[n - 1] == '%') {
-		char *end = NULL;
-		errno = 0;
-		long v = strtol(text, &end, 10);
-		if (errno || end != text + n - 1 || v < 1 || v > 50)
-			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-			                    "CHAT2SBX_MIN_FREE_DISK '%s' is not a percentage from 1%% to 50%%", text);
-		*ret_bytes = fs_bytes / 100 * v;
-		return 0;
-	}
-	return policy_size_parse("CHAT2SBX_MIN_FREE_DISK", text, 1LL << 20, POLICY_DISK_MAX_BYTES, ret_bytes, err);
+	if (percent > 0)
+		return fs_bytes / 100 * percent;
+	if (bytes > 0)
+		return bytes;
+	int64_t pct = fs_bytes / 100 * POLICY_MIN_FREE_AUTO_PERCENT;
+	return pct < POLICY_MIN_FREE_AUTO_BYTES ? pct : POLICY_MIN_FREE_AUTO_BYTES;
 }
 
 int64_t policy_yield_clamp(int64_t requested_ms, int64_t default_ms, int64_t max_ms)

@@ -22,8 +22,9 @@
  * INVALID_ARGUMENT naming the value and the accepted form and range. */
 int policy_memory_parse(const char *text, int64_t *ret_bytes, struct cp_error **err);
 
-/* The same syntax for any size: what names it in messages ("disk"), and the
- * result must lie in [min_bytes, max_bytes]. Pure. */
+/* The same syntax for any size (base/size.h's size_parse): what names it
+ * in messages ("disk"), and the result must lie in [min_bytes, max_bytes].
+ * Pure. */
 int policy_size_parse(const char *what, const char *text, int64_t min_bytes, int64_t max_bytes, int64_t *ret_bytes,
                       struct cp_error **err);
 
@@ -31,13 +32,13 @@ int policy_size_parse(const char *what, const char *text, int64_t min_bytes, int
 #define POLICY_DISK_MIN_BYTES (256LL * 1024 * 1024)
 /* Largest disk size accepted (64 TiB), to refuse typos. */
 #define POLICY_DISK_MAX_BYTES (64LL * 1024 * 1024 * 1024 * 1024)
-/* The free-space watermark (issue 13), CHAT2SBX_MIN_FREE_DISK: 'auto' is
- * the smaller of 2 GiB and 5 % of the filesystem (fs_bytes), "N%" a share
- * of it (1-50), otherwise a size ("1g", "512m"). Fails with
- * INVALID_ARGUMENT naming the setting. Pure. */
+/* The free-space watermark (issue 13), CHAT2SBX_MIN_FREE_DISK as the
+ * settings loader parsed it: percent > 0 is that share of the filesystem
+ * (fs_bytes), else bytes > 0 is that size, else ('auto') the smaller of
+ * 2 GiB and 5 % of the filesystem. Returns bytes. Pure. */
 #define POLICY_MIN_FREE_AUTO_BYTES (2LL * 1024 * 1024 * 1024)
 #define POLICY_MIN_FREE_AUTO_PERCENT 5
-int policy_min_free_parse(const char *text, int64_t fs_bytes, int64_t *ret_bytes, struct cp_error **err);
+int64_t policy_min_free_bytes(int64_t bytes, int percent, int64_t fs_bytes);
 
 /* Parses a CPU count as the Docker CLI's --cpus takes it: a decimal number
  * with at most 9 fractional digits ("1.5", "0.25", "2"), greater than 0 and

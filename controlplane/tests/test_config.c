@@ -68,7 +68,7 @@ Test(config, defaults)
 	cr_expect_str_eq(c->secret_dir, "/home/u/.secrets/tunnel-client");
 	cr_expect_eq(c->max_active_sandboxes, CONFIG_AUTO, "derived from the host at start");
 	cr_expect_eq(c->pids_limit, CONFIG_AUTO);
-	cr_expect_str_eq(c->default_memory, "auto");
+	cr_expect_eq(c->default_memory_bytes, CONFIG_SIZE_AUTO);
 	cr_expect_eq(c->mcp_token, 1);
 	cr_expect_str_eq(c->docker_socket, "/var/run/docker.sock");
 	cr_expect_str_eq(c->template_image, "chat2sbx-template:" CHAT2SBX_VERSION);

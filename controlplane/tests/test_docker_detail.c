@@ -60,14 +60,6 @@ Test(docker_detail, status_error_keeps_code_message_and_detail)
 	cr_assert_eq(docker_error_status(NULL, 409, "already exists", "x"), -1);
 }
 
-static struct docker_engine *open_engine(struct fake_engine *fe)
-{
-	struct docker_engine *e = NULL;
-	struct cp_error *err = NULL;
-	cr_assert_eq(docker_engine_new(fe->sock, &e, &err), 0, "engine_new: %s", err ? err->message : "");
-	return e;
-}
-
 Test(docker_detail, engine_replies_carry_the_detail)
 {
 	static const struct fake_reply r[] = {{.fixture = "version.http"},
@@ -78,7 +70,7 @@ Test(docker_detail, engine_replies_carry_the_detail)
 	                                      {.fixture = "network_missing.http"},
 	                                      {.fixture = "create_no_space.http"}};
 	struct fake_engine *fe = fake_start(r, N(r));
-	struct docker_engine *e = open_engine(fe);
+	struct docker_engine *e = fake_engine_open(fe);
 	struct cp_error *err = NULL;
 	cr_assert_lt(docker_container_start(e, "chat2sbx-fwd-sbx_a", &err), 0);
 	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);

@@ -269,7 +269,7 @@ static void sandbox(const char *id, const char *ws)
 static void start(const char *engine_dir)
 {
 	lc_fixture_init("disk");
-	fx.cfg.min_free_disk = "100m";
+	fx.cfg.min_free_disk_bytes = 100 * MIB;
 	fixture_name(fixture_a, sizeof(fixture_a), "a.http");
 	fixture_name(fixture_b, sizeof(fixture_b), "b.http");
 	inspect_reply("a.http", 10 * MIB, 0, NULL);

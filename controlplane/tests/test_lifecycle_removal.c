@@ -20,15 +20,10 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "fake_engine.h"
-#include "lifecycle/lifecycle_internal.h"
+#include "lifecycle_fixture.h"
 #include "store/store_internal.h"
 
-static char root[64], db[128], ws_dir[128];
-static struct config cfg;
-static struct store *st;
-static struct docker_engine *engine;
-static struct lifecycle *lc;
+static char ws_dir[128];
 
 static const struct fake_route routes[] = {
     {"GET", "/version", {.fixture = "version.http"}},
@@ -56,22 +51,17 @@ static void add_sandbox(const char *id, const char *ws, const char *status)
 	                           .image = "img",
 	                           .network = 0,
 	                           .created_at_ms = clock_now_ms()};
-	cr_assert_eq(store_sandbox_insert(st, &s, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(store_sandbox_insert(fx.store, &s, &err), 0, "%s", err ? err->message : "");
 }
 
 static void setup(void)
 {
-	snprintf(root, sizeof root, "/tmp/c2s-removal-XXXXXX");
-	cr_assert_not_null(mkdtemp(root));
-	snprintf(db, sizeof db, "%s/reg.sqlite", root);
-	snprintf(ws_dir, sizeof ws_dir, "%s/repo", root);
+	lc_fixture_init("removal");
+	snprintf(ws_dir, sizeof ws_dir, "%s/repo", fx.root);
 	mkdir(ws_dir, 0700);
-	cfg.data_root = root;
-	cfg.workspace_root = root;
-	cfg.database_path = db;
-	cfg.max_export_bytes = 1 << 20;
+	fx.cfg.max_export_bytes = 1 << 20;
+	lc_fixture_start(routes, sizeof(routes) / sizeof(routes[0]));
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_open(db, &st, &err), 0);
 	struct workspace_record c = {
 	    .id = "ws_clone", .mode = "clone", .path = ws_dir, .host_path = ws_dir, .created_at_ms = 1};
 	struct workspace_record c2 = {
@@ -80,31 +70,22 @@ static void setup(void)
 	    .id = "ws_clone3", .mode = "clone", .path = "/tmp/c2s-none-3", .created_at_ms = 1};
 	struct workspace_record c4 = {
 	    .id = "ws_clone4", .mode = "clone", .path = "/tmp/c2s-none-4", .created_at_ms = 1};
-	struct workspace_record m = {.id = "ws_man", .mode = "managed", .path = root, .created_at_ms = 1};
-	cr_assert_eq(store_workspace_insert(st, &c, &err), 0);
-	cr_assert_eq(store_workspace_insert(st, &c2, &err), 0);
-	cr_assert_eq(store_workspace_insert(st, &c3, &err), 0);
-	cr_assert_eq(store_workspace_insert(st, &c4, &err), 0);
-	cr_assert_eq(store_workspace_insert(st, &m, &err), 0);
+	struct workspace_record m = {.id = "ws_man", .mode = "managed", .path = fx.ws_root, .created_at_ms = 1};
+	cr_assert_eq(store_workspace_insert(fx.store, &c, &err), 0);
+	cr_assert_eq(store_workspace_insert(fx.store, &c2, &err), 0);
+	cr_assert_eq(store_workspace_insert(fx.store, &c3, &err), 0);
+	cr_assert_eq(store_workspace_insert(fx.store, &c4, &err), 0);
+	cr_assert_eq(store_workspace_insert(fx.store, &m, &err), 0);
 	add_sandbox("sbx_run", "ws_clone", "running");
 	add_sandbox("sbx_exp", "ws_clone2", "expired");
 	add_sandbox("sbx_fail", "ws_clone3", "failed");
 	add_sandbox("sbx_new", "ws_clone4", "creating");
 	add_sandbox("sbx_man", "ws_man", "running");
-	fake_start_routes(routes, sizeof(routes) / sizeof(routes[0]));
-	cr_assert_eq(docker_engine_new(fake.sock, &engine, &err), 0, "%s", err ? err->message : "");
-	cr_assert_eq(lifecycle_new(&cfg, st, engine, &lc, &err), 0);
 }
 
 static void teardown(void)
 {
-	lifecycle_free(lc);
-	docker_engine_free(engine);
-	fake_stop_routes(&fake);
-	store_free(st);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-	cr_assert_eq(system(cmd), 0);
+	lc_fixture_teardown();
 }
 
 TestSuite(removal, .init = setup, .fini = teardown, .timeout = 60);
@@ -114,7 +95,7 @@ static const char *status_of(const char *id)
 	static char buf[32];
 	struct sandbox_record s = {0};
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_sandbox_get(st, id, &s, &err), 0);
+	cr_assert_eq(store_sandbox_get(fx.store, id, &s, &err), 0);
 	snprintf(buf, sizeof buf, "%s", s.status);
 	sandbox_record_clear(&s);
 	return buf;
@@ -124,7 +105,7 @@ static int destroy(const char *id, int force, const char *actor, struct lifecycl
                    struct cp_error **err)
 {
 	struct lifecycle_destroy_options o = {.force = force, .reason = "destroy", .actor = actor, .wait_ms = 5000};
-	return lifecycle_sandbox_destroy_ex(lc, id, &o, res, err);
+	return lifecycle_sandbox_destroy_ex(fx.lc, id, &o, res, err);
 }
 
 Test(removal, need_table)
@@ -177,7 +158,7 @@ Test(removal, the_models_force_stops_and_keeps_the_unsaved_clone)
 	struct lifecycle_destroy_result res = {0};
 	struct cp_error *err = NULL;
 	struct lifecycle_destroy_options o = {.keep_unsaved = 1, .reason = "destroy", .actor = "mcp", .wait_ms = 5000};
-	cr_assert_eq(lifecycle_sandbox_destroy_ex(lc, "sbx_run", &o, &res, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(lifecycle_sandbox_destroy_ex(fx.lc, "sbx_run", &o, &res, &err), 0, "%s", err ? err->message : "");
 	cr_assert(res.kept);
 	cr_assert_not(res.save_failed);
 	cr_assert_null(res.lost, "nothing is lost");
@@ -217,13 +198,13 @@ Test(removal, expiry_stops_instead_and_retries_each_pass)
 {
 	int64_t later = clock_now_ms() + 10 * LIFECYCLE_IDLE_TIMEOUT_MS;
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_expiry_run(lc, later, &err), 1, "only the managed sandbox was removed");
+	cr_assert_eq(lifecycle_expiry_run(fx.lc, later, &err), 1, "only the managed sandbox was removed");
 	cr_assert_eq(fake_count("DELETE", "/containers/sbx_run"), 0, "expiry removed no clone container");
 	cr_assert_eq(fake_count("DELETE", "/containers/sbx_exp"), 0);
 	cr_assert_geq(fake_count("POST", "/containers/sbx_run/stop"), 1, "the idle clone was stopped");
 	cr_assert_str_eq(status_of("sbx_run"), "expired");
 	struct sandbox_record s = {0};
-	cr_assert_eq(store_sandbox_get(st, "sbx_run", &s, &err), 0);
+	cr_assert_eq(store_sandbox_get(fx.store, "sbx_run", &s, &err), 0);
 	cr_assert(strstr(s.failure_reason, "could not be saved"), "%s", s.failure_reason);
 	sandbox_record_clear(&s);
 	/* The expired one from before was retried: started, refused, stopped. */
@@ -234,7 +215,7 @@ Test(removal, expiry_stops_instead_and_retries_each_pass)
 	cr_assert_eq(fake_count("DELETE", "/containers/sbx_man"), 1);
 	size_t stops = fake_count("POST", "/containers/sbx_run/stop");
 	size_t attaches = fake_count("POST", "/containers/sbx_run/attach");
-	cr_assert_eq(lifecycle_expiry_run(lc, later + 60000, &err), 0);
+	cr_assert_eq(lifecycle_expiry_run(fx.lc, later + 60000, &err), 0);
 	cr_assert_gt(fake_count("POST", "/containers/sbx_run/attach"), attaches, "the next pass tries the save again");
 	cr_assert_gt(fake_count("POST", "/containers/sbx_run/stop"), stops);
 	cr_assert_eq(fake_count("DELETE", "/containers/sbx_run"), 0);
@@ -243,7 +224,7 @@ Test(removal, expiry_stops_instead_and_retries_each_pass)
 Test(removal, reconcile_removes_only_what_was_never_handed_out)
 {
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_reconcile(lc, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(lifecycle_reconcile(fx.lc, &err), 0, "%s", err ? err->message : "");
 	cr_assert_eq(fake_count("DELETE", "/containers/cnew"), 1, "a row left creating loses its container");
 	cr_assert_eq(fake_count("DELETE", "/containers/crun"), 0, "a running clone's stopped container stays");
 	cr_assert_eq(fake_count("DELETE", "/containers/cexp"), 0, "an expired clone's container stays");
@@ -264,11 +245,11 @@ Test(removal, the_guarded_removal_for_every_row_state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct sandbox_record s = {0};
 		struct cp_error *err = NULL;
-		cr_assert_eq(store_sandbox_get(st, cases[i].id, &s, &err), 0);
+		cr_assert_eq(store_sandbox_get(fx.store, cases[i].id, &s, &err), 0);
 		cr_assert_str_eq(s.status, cases[i].status);
 		struct lifecycle_destroy_options o = {.reason = "cleanup", .actor = "serve", .wait_ms = 5000};
 		struct lifecycle_destroy_result res = {0};
-		int r = lifecycle_container_remove_guarded(lc, &s, &o, &res, &err);
+		int r = lifecycle_container_remove_guarded(fx.lc, &s, &o, &res, &err);
 		cr_assert_eq(r == 0, cases[i].removed, "%s: %s", cases[i].id, err ? err->message : "removed");
 		char path[64];
 		snprintf(path, sizeof path, "/containers/%s", cases[i].id);
@@ -285,20 +266,20 @@ Test(removal, the_guarded_removal_for_every_row_state)
 	struct lifecycle_destroy_options o = {.reason = "cleanup", .actor = "serve"};
 	struct lifecycle_destroy_result res = {0};
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_container_remove_guarded(lc, &gone, &o, &res, &err), 0);
+	cr_assert_eq(lifecycle_container_remove_guarded(fx.lc, &gone, &o, &res, &err), 0);
 	lifecycle_destroy_result_clear(&res);
 }
 
 static void registry_writable(int yes)
 {
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_exec(st, yes ? "PRAGMA query_only = 0" : "PRAGMA query_only = 1", "test", &err), 0);
+	cr_assert_eq(store_exec(fx.store, yes ? "PRAGMA query_only = 0" : "PRAGMA query_only = 1", "test", &err), 0);
 }
 
 static void final_write_refused(int yes)
 {
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_exec(st,
+	cr_assert_eq(store_exec(fx.store,
 	                        yes ? "CREATE TRIGGER no_room BEFORE UPDATE OF status ON sandboxes WHEN NEW.status = "
 	                              "'removed' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
 	                            : "DROP TRIGGER no_room",
@@ -324,16 +305,16 @@ Test(removal, a_registry_that_cannot_write_removes_nothing)
 	/* The guarded removal (reconcile, the warm pool) and expiry alike. */
 	struct sandbox_record s = {0};
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_sandbox_get(st, "sbx_new", &s, &err), 0);
+	cr_assert_eq(store_sandbox_get(fx.store, "sbx_new", &s, &err), 0);
 	struct lifecycle_destroy_options o = {.reason = "cleanup", .actor = "serve"};
 	struct lifecycle_destroy_result res = {0};
-	cr_assert_eq(lifecycle_container_remove_guarded(lc, &s, &o, &res, &err), -1);
+	cr_assert_eq(lifecycle_container_remove_guarded(fx.lc, &s, &o, &res, &err), -1);
 	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE);
 	cp_error_freep(&err);
 	lifecycle_destroy_result_clear(&res);
 	sandbox_record_clear(&s);
-	cr_assert_eq(lifecycle_reconcile(lc, &err), 0, "%s", err ? err->message : "");
-	cr_assert_eq(lifecycle_expiry_run(lc, clock_now_ms() + 10 * LIFECYCLE_IDLE_TIMEOUT_MS, &err), 0);
+	cr_assert_eq(lifecycle_reconcile(fx.lc, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(lifecycle_expiry_run(fx.lc, clock_now_ms() + 10 * LIFECYCLE_IDLE_TIMEOUT_MS, &err), 0);
 	cr_assert_eq(fake_count("DELETE", "/containers/"), 0, "no container was removed");
 	cr_assert_str_eq(status_of("sbx_man"), "running");
 	cr_assert_str_eq(status_of("sbx_new"), "creating", "reconcile retries at the next start");
@@ -360,38 +341,38 @@ Test(removal, a_removal_whose_last_write_failed_is_finished_later)
 
 	/* Live for the workspace rule and the count, offered to no call. */
 	struct sandbox_record s = {0};
-	cr_assert_eq(store_sandbox_get_live_for_workspace(st, "ws_man", &s, &err), 0);
+	cr_assert_eq(store_sandbox_get_live_for_workspace(fx.store, "ws_man", &s, &err), 0);
 	cr_assert_str_eq(s.id, "sbx_man");
 	sandbox_record_clear(&s);
 	struct helper_channel *ch = NULL;
-	cr_assert_eq(lifecycle_sandbox_channel(lc, "sbx_man", &ch, &err), -1);
+	cr_assert_eq(lifecycle_sandbox_channel(fx.lc, "sbx_man", &ch, &err), -1);
 	cr_assert_eq(err->code, CP_ERR_CONFLICT);
 	cr_assert(strstr(err->message, "is being removed"), "%s", err->message);
 	cp_error_freep(&err);
 
 	/* Still refused: the pass removes the container again and waits. */
-	cr_assert_eq(lifecycle_removing_run(lc), 1);
+	cr_assert_eq(lifecycle_removing_run(fx.lc), 1);
 	cr_assert_eq(fake_count("DELETE", "/containers/sbx_man"), 2, "a container still there is removed again");
 	cr_assert_str_eq(status_of("sbx_man"), "removing");
 
 	final_write_refused(0);
-	cr_assert_eq(lifecycle_removing_run(lc), 0);
+	cr_assert_eq(lifecycle_removing_run(fx.lc), 0);
 	cr_assert_str_eq(status_of("sbx_man"), "removed");
-	cr_assert_eq(lifecycle_removing_run(lc), 0, "nothing left");
+	cr_assert_eq(lifecycle_removing_run(fx.lc), 0, "nothing left");
 	cr_assert_eq(fake_count("DELETE", "/containers/sbx_man"), 3);
 }
 
 Test(removal, removing_rows_are_finished_whether_or_not_the_container_is_there)
 {
 	struct cp_error *err = NULL;
-	struct workspace_record w = {.id = "ws_man2", .mode = "managed", .path = root, .created_at_ms = 1};
-	cr_assert_eq(store_workspace_insert(st, &w, &err), 0);
+	struct workspace_record w = {.id = "ws_man2", .mode = "managed", .path = fx.ws_root, .created_at_ms = 1};
+	cr_assert_eq(store_workspace_insert(fx.store, &w, &err), 0);
 	add_sandbox("sbx_gone", "ws_man2", "running");
-	cr_assert_eq(store_sandbox_set_removing(st, "sbx_gone", clock_now_ms(), &err), 0);
-	cr_assert_eq(store_sandbox_set_removing(st, "sbx_man", clock_now_ms(), &err), 0);
+	cr_assert_eq(store_sandbox_set_removing(fx.store, "sbx_gone", clock_now_ms(), &err), 0);
+	cr_assert_eq(store_sandbox_set_removing(fx.store, "sbx_man", clock_now_ms(), &err), 0);
 	/* At the next start: reconcile finishes both (the engine lists
 	 * neither; sbx_gone's removal answers 404, which is done too). */
-	cr_assert_eq(lifecycle_reconcile(lc, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(lifecycle_reconcile(fx.lc, &err), 0, "%s", err ? err->message : "");
 	cr_assert_str_eq(status_of("sbx_gone"), "removed");
 	cr_assert_str_eq(status_of("sbx_man"), "removed");
 	cr_assert_eq(fake_count("DELETE", "/containers/sbx_gone"), 1);

@@ -6,6 +6,8 @@
  * tools. ChatGPT asks the user to confirm every tool without readOnlyHint
  * (DESIGN.md, MCP surface). */
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "proto.h" /* template/helper/proto.h: the helper's own bounds */
 #include "tools_internal.h"
@@ -38,12 +40,15 @@ const char tools_instructions[] =
 		.hint = "call sandbox_list to see the sandboxes, or sandbox_create"                                    \
 	}
 
+/* yield_time_ms's description names the defaults where they are written:
+ * the helper's (proto.h) and the setting's (config.c's table); filled by
+ * tools_table_plain before the table is served. */
+static char yield_description[160];
+
 #define ARG_YIELD                                                                                                      \
 	{                                                                                                              \
 		.name = "yield_time_ms", .type = MCP_ARG_INTEGER, .flags = MCP_ARG_MIN | MCP_ARG_MAX, .min = 0,        \
-		.max = 60000,                                                                                          \
-		.description = "How long to wait before answering (default 10000; clamped to the server's maximum, "   \
-		               "30000 unless configured)"                                                              \
+		.max = 60000, .description = yield_description                                                         \
 	}
 
 #define ARG_TAIL                                                                                                       \
@@ -733,8 +738,24 @@ static const struct mcp_tool table[] = {
     },
 };
 
+/* The default text of a setting, as config.c's table documents it. */
+static const char *setting_default(const char *env)
+{
+	size_t n = 0;
+	const struct config_setting_info *s = config_settings(&n);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s[i].env, env))
+			return s[i].default_text;
+	return "?";
+}
+
 const struct mcp_tool *tools_table_plain(size_t *ret_n)
 {
+	if (!yield_description[0])
+		snprintf(yield_description, sizeof(yield_description),
+		         "How long to wait before answering (default %d; clamped to the server's maximum, %s unless "
+		         "configured)",
+		         PROTO_DEFAULT_YIELD_MS, setting_default("CHAT2SBX_MAX_YIELD_MS"));
 	*ret_n = sizeof(table) / sizeof(table[0]);
 	return table;
 }

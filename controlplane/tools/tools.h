@@ -38,7 +38,9 @@ void tools_audit_request(void *ctx, const struct mcp_request_record *rec);
  * registry) the call is refused with UNAVAILABLE, saying why and what to do,
  * and nothing is changed (issue 13). */
 int tools_audit_gate(void *ctx, const struct mcp_request_record *rec, int64_t *ret_ticket, struct cp_error **err);
-/* The same table with the plain handlers (table.c). */
+/* The same table with the plain handlers (table.c). The first call fills
+ * the descriptions that name a setting's default from config.c's table;
+ * call it once before threads share the table (serve does, at start). */
 const struct mcp_tool *tools_table_plain(size_t *ret_n);
 
 /* initialize's instructions: the workflow in a few lines; the first 512

@@ -1,5 +1,5 @@
-// 06: host workspaces and approvals (CONTRACT.md, "Workspaces and approvals
-// (issue 3)"). A host directory reaches a sandbox only after a person on the
+// 06: host workspaces and approvals (README "Workspaces, approvals and the
+// policy"). A host directory reaches a sandbox only after a person on the
 // machine approved it with the CLI; the path policy refuses credential stores
 // and anything outside CHAT2SBX_ALLOWED_HOST_ROOTS before an approval is even
 // recorded; clone mode never writes to the host, direct mode does; the active

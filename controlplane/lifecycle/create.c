@@ -543,7 +543,11 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	log_info("lifecycle", "created sandbox %s (%s workspace %s, container %.12s) in %lld ms", id, ws.mode, ws.id,
 	         container_id, (long long)(clock_monotonic_ms() - t0));
 	workspace_record_clear(&ws);
-	return store_sandbox_get(lc->store, id, &ret->sandbox, err);
+	if (store_sandbox_get(lc->store, id, &ret->sandbox, err) < 0)
+		return -1;
+	/* Its calls find the row and the .git mounts in memory (call_state.c). */
+	lifecycle_call_state_remember(lc, id, &ret->sandbox, guard.mounts, guard.n);
+	return 0;
 
 fail_sandbox:
 	undo_create(lc, id, container_id, new_workspace ? &ws : NULL);

@@ -1,5 +1,6 @@
 /* maintenance.c: serve's maintenance thread: at start and once a minute,
- * retention, the remains of saves a kill cut short, idle expiry, the
+ * retention, the remains of saves a kill cut short, idle expiry (after
+ * writing the activity calls noted in memory, call_state.c), the
  * removals and undos a full disk kept from finishing, the re-attach of
  * channels an engine or helper restart closed, and the caller's own hook
  * (serve: the host-edge firewall). Never inside a tool call (DESIGN.md,

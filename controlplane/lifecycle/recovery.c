@@ -117,7 +117,7 @@ static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, s
 	 * engine mounted each source path again. */
 	struct sandbox_mount_record *m = NULL;
 	size_t n = 0;
-	if (store_sandbox_mounts_list(lc->store, s->id, &m, &n, err) < 0) {
+	if (lifecycle_call_mounts(lc, s->id, &m, &n, err) < 0) {
 		workspace_record_clear(&w);
 		return -1;
 	}
@@ -274,7 +274,15 @@ int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err)
 		/* An idle sandbox's processes run on: its .git protection is
 		 * checked here too, not only at tool calls (git_guard.c). */
 		_cleanup_error_ struct cp_error *ge = NULL;
-		if (lifecycle_sandbox_guard_check(lc, s, &ge) < 0) {
+		struct sandbox_mount_record *m = NULL;
+		size_t n_m = 0;
+		int g = lifecycle_call_mounts(lc, s->id, &m, &n_m, &ge);
+		if (g == 0)
+			g = lifecycle_sandbox_guard_check(lc, s, m, n_m, &ge);
+		for (size_t j = 0; j < n_m; j++)
+			sandbox_mount_record_clear(&m[j]);
+		free(m);
+		if (g < 0) {
 			log_info("lifecycle", "check sandbox %s: %s", s->id, ge->message);
 			continue;
 		}

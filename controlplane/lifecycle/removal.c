@@ -127,6 +127,8 @@ int lifecycle_removal_record(struct lifecycle *lc, const struct sandbox_record *
 	if (!strcmp(s->status, "removed") || !strcmp(s->status, "removing"))
 		return 0; /* on record already */
 	_cleanup_error_ struct cp_error *e = NULL;
+	/* No call takes it from here on: the next one reads the row. */
+	lifecycle_call_state_forget(lc, s->id);
 	if (store_sandbox_set_removing(lc->store, s->id, clock_now_ms(), &e) == 0)
 		return 0;
 	if (e->code == CP_ERR_NOT_FOUND)

@@ -1,7 +1,8 @@
 /* sandbox.c: the lifecycle object (lifecycle_new/free), destroying a
  * sandbox, and handing its helper channel to a tool call (refusing failed,
  * removed, expired, paused sandboxes with what to do; re-attaching a closed
- * channel through recovery.c). Create lives in create.c. Never executes
+ * channel through recovery.c) from what memory holds of it (call_state.c),
+ * reading the registry only when memory holds nothing. Create lives in create.c. Never executes
  * anything on the host but engine calls. */
 #include <errno.h>
 #include <json-c/json.h>
@@ -51,6 +52,7 @@ void lifecycle_free(struct lifecycle *lc)
 	if (!lc)
 		return;
 	lifecycle_git_watch_free(lc);               /* first: its thread uses the rest */
+	lifecycle_activity_flush(lc, NULL);         /* the calls' activity held in memory */
 	lifecycle_unsaved_probes_free(lc->unsaved); /* before the channels and the store its probes use */
 	lifecycle_channels_clear(lc);
 	lifecycle_holds_clear(lc);
@@ -170,39 +172,58 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
 	return r;
 }
 
+/* Why a row that is not running takes no call, as CONFLICT naming what to do. */
+static int not_running(const struct sandbox_record *s, struct cp_error **err)
+{
+	const char *id = s->id;
+	if (strcmp(s->status, "failed") == 0)
+		return cp_error_set(
+		    err, CP_ERR_CONFLICT,
+		    "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", id,
+		    s->failure_reason ? s->failure_reason : "no reason recorded");
+	if (strcmp(s->status, "removed") == 0)
+		return cp_error_set(err, CP_ERR_CONFLICT,
+		                    "sandbox '%s' was destroyed; create a new one with sandbox_create", id);
+	if (strcmp(s->status, "removing") == 0)
+		return cp_error_set(err, CP_ERR_CONFLICT,
+		                    "sandbox '%s' is being removed (a removal the registry could not finish yet is "
+		                    "finished by the next maintenance pass); create a new one with sandbox_create",
+		                    id);
+	if (strcmp(s->status, "expired") == 0)
+		return cp_error_set(err, CP_ERR_CONFLICT,
+		                    "sandbox '%s' expired (%s); its container is stopped with its clone intact: call "
+		                    "sandbox_create with workspace_id '%s' to start it again",
+		                    id, s->failure_reason ? s->failure_reason : "idle", s->workspace_id);
+	return cp_error_set(err, CP_ERR_CONFLICT, "sandbox '%s' is still being created; try again shortly", id);
+}
+
+/* The registry's view of id when memory holds none (the first call after
+ * serve started or a re-attach): the row, refused unless running, and its
+ * mounts, both then held for the next calls. */
+static int load_running(struct lifecycle *lc, const char *id, struct sandbox_record *s, struct sandbox_mount_record **m,
+                        size_t *n, struct cp_error **err)
+{
+	if (store_sandbox_get(lc->store, id, s, err) < 0)
+		return -1;
+	if (strcmp(s->status, "running") != 0)
+		return not_running(s, err);
+	if (store_sandbox_mounts_list(lc->store, id, m, n, err) < 0)
+		return -1;
+	return 0;
+}
+
 int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
                               struct cp_error **err)
 {
-	_cleanup_error_ struct cp_error *touch_err = NULL; /* before any goto */
 	struct sandbox_record s = {0};
-	int held = 0;
-	if (store_sandbox_get(lc->store, id, &s, err) < 0)
-		return -1;
-	int r = -1;
-	if (strcmp(s.status, "running") != 0) {
-		if (strcmp(s.status, "failed") == 0)
-			cp_error_set(
-			    err, CP_ERR_CONFLICT,
-			    "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", id,
-			    s.failure_reason ? s.failure_reason : "no reason recorded");
-		else if (strcmp(s.status, "removed") == 0)
-			cp_error_set(err, CP_ERR_CONFLICT,
-			             "sandbox '%s' was destroyed; create a new one with sandbox_create", id);
-		else if (strcmp(s.status, "removing") == 0)
-			cp_error_set(err, CP_ERR_CONFLICT,
-			             "sandbox '%s' is being removed (a removal the registry could not finish yet is "
-			             "finished by the next maintenance pass); create a new one with sandbox_create",
-			             id);
-		else if (strcmp(s.status, "expired") == 0)
-			cp_error_set(err, CP_ERR_CONFLICT,
-			             "sandbox '%s' expired (%s); its container is stopped with its clone intact: call "
-			             "sandbox_create with workspace_id '%s' to start it again",
-			             id, s.failure_reason ? s.failure_reason : "idle", s.workspace_id);
-		else
-			cp_error_set(err, CP_ERR_CONFLICT, "sandbox '%s' is still being created; try again shortly",
-			             id);
+	struct sandbox_mount_record *m = NULL;
+	size_t n = 0;
+	struct helper_channel *ch = NULL;
+	int held = 0, r = -1;
+	/* A healthy sandbox: everything the gate needs is in memory. */
+	int known = lifecycle_call_state_take(lc, id, &ch, &s, &m, &n);
+	if (!known && load_running(lc, id, &s, &m, &n, err) < 0)
 		goto out;
-	}
 	/* A full disk froze it (disk_guard.c): say why instead of waiting on it. */
 	char paused[700];
 	if (lifecycle_disk_paused(lc, id, paused, sizeof(paused))) {
@@ -215,32 +236,38 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 	/* A direct workspace's .git protection must still be in place: a
 	 * host-side replacement of a protected path drops its mount inside
 	 * (git_guard.c); then the sandbox is stopped and this call refused. */
-	if (lifecycle_sandbox_guard_check(lc, &s, err) < 0)
+	if (lifecycle_sandbox_guard_check(lc, &s, m, n, err) < 0)
 		goto out;
 	/* The call holds the sandbox until lifecycle_sandbox_release (expiry
-	 * waits for it); taken before the activity is recorded, so expiry
-	 * never sees an idle row that a call is about to use. */
+	 * waits for it); taken before the activity is noted, so expiry never
+	 * sees an idle row that a call is about to use. */
 	if (lifecycle_hold_begin(lc, id, err) < 0)
 		goto out;
 	held = 1;
-	/* Every call that reaches a running sandbox counts as activity. */
-	if (store_sandbox_touch(lc->store, id, clock_now_ms(), &touch_err) < 0)
-		log_warn("lifecycle", "record activity of %s: %s", id, touch_err->message);
-
-	struct helper_channel *ch = lifecycle_channel_get(lc, id);
+	if (!known) {
+		lifecycle_call_state_remember(lc, id, &s, m, n);
+		helper_channel_unref(ch);
+		ch = lifecycle_channel_get(lc, id);
+	}
+	/* Every call that reaches a running sandbox counts as activity; held
+	 * in memory, written by the maintenance pass (lifecycle_activity_flush). */
+	lifecycle_activity_note(lc, id, clock_now_ms());
 	if (ch && helper_channel_alive(ch)) {
-		*ret_channel = ch;
+		*ret_channel = TAKE_PTR(ch);
 		r = 0;
 		goto out;
 	}
-	helper_channel_unref(ch);
-
 	/* The channel is closed: the helper or the engine restarted, or serve
 	 * did. recovery.c looks at the container and re-attaches or explains. */
 	r = lifecycle_sandbox_reattach(lc, &s, ret_channel, err);
 out:
+	if (ch)
+		helper_channel_unref(ch);
 	if (r < 0 && held)
 		lifecycle_hold_end(lc, id);
+	for (size_t i = 0; i < n; i++)
+		sandbox_mount_record_clear(&m[i]);
+	free(m);
 	sandbox_record_clear(&s);
 	return r;
 }
@@ -250,9 +277,11 @@ void lifecycle_sandbox_release(struct lifecycle *lc, const char *id, struct help
 	if (ch)
 		helper_channel_unref(ch);
 	/* The end of a call counts too: a call longer than the idle timeout
-	 * must not leave its sandbox looking idle. */
+	 * must not leave its sandbox looking idle. Held in memory while the
+	 * sandbox has its entry; written at once when it has none. */
+	int64_t now = clock_now_ms();
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_sandbox_touch(lc->store, id, clock_now_ms(), &e) < 0)
+	if (!lifecycle_activity_note(lc, id, now) && store_sandbox_touch(lc->store, id, now, &e) < 0)
 		log_warn("lifecycle", "record activity of %s: %s", id, e->message);
 	lifecycle_hold_end(lc, id);
 }

@@ -172,9 +172,9 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		cp_error_freep(err);
 		found = 0;
 	}
-	struct lifecycle_reconcile_decision d;
-	lifecycle_reconcile_decide(LIFECYCLE_ROW_RUNNING, lifecycle_container_state_of(found ? st.status : NULL),
-	                           found ? st.status : NULL, st.exit_code, &d);
+	struct policy_reconcile_decision d;
+	policy_reconcile_decide(POLICY_ROW_RUNNING, policy_container_state_of(found ? st.status : NULL),
+	                        found ? st.status : NULL, st.exit_code, &d);
 	/* A vm launcher that refused to boot (its mount changed) is restarted
 	 * by the engine again and again: it is stopped and the reason kept. */
 	const char *vm_reason = found && lifecycle_runtime_is_vm(s->runtime) && lifecycle_vm_refused(&st)
@@ -191,11 +191,11 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		lifecycle_sandbox_fail_running(lc, s->id, vm_reason);
 		return failed_error(err, s->id, vm_reason);
 	}
-	if (d.action == LIFECYCLE_RECONCILE_MARK_FAILED || d.action == LIFECYCLE_RECONCILE_REMOVE_AND_FAIL) {
+	if (d.action == POLICY_RECONCILE_MARK_FAILED || d.action == POLICY_RECONCILE_REMOVE_AND_FAIL) {
 		lifecycle_sandbox_fail_running(lc, s->id, d.reason);
 		return failed_error(err, s->id, d.reason);
 	}
-	if (d.action != LIFECYCLE_RECONCILE_REATTACH)
+	if (d.action != POLICY_RECONCILE_REATTACH)
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
 		                    "sandbox '%s' cannot be reached right now (%s): the engine is starting its "
 		                    "container again; retry in a few seconds",

@@ -218,7 +218,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	int clone = !strcmp(w->mode, "clone");
 	/* helper, workspace, the .git protection (direct mode, parents first;
 	 * the engine sorts by target depth too), and the test-only socket. */
-	int vm = lifecycle_runtime_is_vm(s->runtime);
+	int vm = policy_runtime_is_vm(s->runtime);
 	_cleanup_free_ struct docker_mount *mounts = xcalloc(guard->n + 4, sizeof(*mounts));
 	size_t n_mounts = 0;
 	mounts[n_mounts++] =
@@ -350,7 +350,7 @@ static int verify_host_mount(struct lifecycle *lc, const struct sandbox_record *
 {
 	if (!strcmp(w->mode, "managed"))
 		return 0;
-	if (lifecycle_runtime_is_vm(s->runtime)) {
+	if (policy_runtime_is_vm(s->runtime)) {
 		/* From the container's side, where the host's numbers show. */
 		if (lifecycle_vm_mounts_verify(lc, container, s, w->mode, w->path, dev, ino, guard->mounts, guard->n,
 		                               err) < 0 ||
@@ -507,7 +507,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	    .container_name = id,
 	    .image = (char *)lifecycle_sandbox_image(lc),
 	    .runtime = (char *)lim.runtime,
-	    .vm_accel = lifecycle_runtime_is_vm(lim.runtime) ? (char *)lifecycle_vm_accel(lc, NULL) : NULL,
+	    .vm_accel = policy_runtime_is_vm(lim.runtime) ? (char *)lifecycle_vm_accel(lc, NULL) : NULL,
 	    .memory_bytes = lim.memory_bytes,
 	    .nano_cpus = lim.nano_cpus,
 	    .network = lim.network,
@@ -527,7 +527,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	}
 
 	int64_t t0 = clock_monotonic_ms();
-	if (lifecycle_runtime_is_vm(row.runtime) && lifecycle_vm_workspace_prepare(lc, &ws, err) < 0)
+	if (policy_runtime_is_vm(row.runtime) && lifecycle_vm_workspace_prepare(lc, &ws, err) < 0)
 		goto fail_sandbox;
 	if (!strcmp(ws.mode, "clone")) /* what its saves compare with (export_apply.c) */
 		lifecycle_export_record_source(lc, id, &ws);

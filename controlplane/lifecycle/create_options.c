@@ -56,7 +56,7 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
 		lim.disk_bytes = lc->disk_size_supported ? lc->default_disk_bytes : 0;
 	}
 	const char *runtime = lifecycle_runtime(lc, NULL);
-	if (lifecycle_runtime_is_vm(runtime)) {
+	if (policy_runtime_is_vm(runtime)) {
 		/* A microVM (runtime_vm.c): runc runs its container. */
 		if (lifecycle_vm_memory_check(lim.memory_bytes, err) < 0)
 			return -1;

@@ -92,8 +92,6 @@ const char *lifecycle_runtime(const struct lifecycle *lc, const char **ret_why);
 /* For vm: "kvm" or "tcg", and why tcg (static; NULL otherwise). NULL when
  * the runtime is not vm. */
 const char *lifecycle_vm_accel(const struct lifecycle *lc, const char **ret_why);
-/* 1 when runtime (a row's or lifecycle_runtime's) is the vm runtime. */
-int lifecycle_runtime_is_vm(const char *runtime);
 /* The image new sandboxes are made from: CHAT2SBX_VM_IMAGE for vm, else
  * CHAT2SBX_TEMPLATE_IMAGE (borrowed from the configuration). */
 const char *lifecycle_sandbox_image(const struct lifecycle *lc);

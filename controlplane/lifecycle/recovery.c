@@ -123,7 +123,7 @@ static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, s
 	}
 	const char *target = !strcmp(w.mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
 	int r;
-	if (lifecycle_runtime_is_vm(s->runtime)) {
+	if (policy_runtime_is_vm(s->runtime)) {
 		r = lifecycle_vm_mounts_verify(lc, container, s, w.mode, w.path, dev, ino, m, n, err);
 	} else {
 		r = lifecycle_mount_verify(lc, ch, s->id, target, w.path, dev, ino, err);
@@ -177,7 +177,7 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 	                        found ? st.status : NULL, st.exit_code, &d);
 	/* A vm launcher that refused to boot (its mount changed) is restarted
 	 * by the engine again and again: it is stopped and the reason kept. */
-	const char *vm_reason = found && lifecycle_runtime_is_vm(s->runtime) && lifecycle_vm_refused(&st)
+	const char *vm_reason = found && policy_runtime_is_vm(s->runtime) && lifecycle_vm_refused(&st)
 	                            ? lifecycle_vm_exit_reason(st.exit_code)
 	                            : NULL;
 	int vm_mount_refused = vm_reason && st.exit_code == LIFECYCLE_VM_EXIT_MOUNT_CHANGED;

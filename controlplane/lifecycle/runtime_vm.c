@@ -27,11 +27,6 @@
 #define VM_CONTAINER_PIDS 512
 #define VM_EXEC_TIMEOUT_MS 20000L
 
-int lifecycle_runtime_is_vm(const char *runtime)
-{
-	return runtime && !strcmp(runtime, POLICY_RUNTIME_VM);
-}
-
 /* /proc/cpuinfo (bounded: the flags of the first CPUs are enough). */
 static int cpu_virtualization(void)
 {
@@ -117,7 +112,7 @@ const char *lifecycle_vm_accel(const struct lifecycle *lc, const char **ret_why)
 
 const char *lifecycle_sandbox_image(const struct lifecycle *lc)
 {
-	return lifecycle_runtime_is_vm(lc->runtime) ? lc->cfg->vm_image : lc->cfg->template_image;
+	return policy_runtime_is_vm(lc->runtime) ? lc->cfg->vm_image : lc->cfg->template_image;
 }
 
 void lifecycle_vm_container(const struct lifecycle *lc, const struct sandbox_record *s,
@@ -172,7 +167,7 @@ int lifecycle_vm_memory_check(int64_t memory_bytes, struct cp_error **err)
 
 int lifecycle_vm_hello_timeout_ms(const char *runtime)
 {
-	return lifecycle_runtime_is_vm(runtime) ? LIFECYCLE_VM_HELLO_TIMEOUT_MS : LIFECYCLE_HELLO_TIMEOUT_MS;
+	return policy_runtime_is_vm(runtime) ? LIFECYCLE_VM_HELLO_TIMEOUT_MS : LIFECYCLE_HELLO_TIMEOUT_MS;
 }
 
 /* Runs `chat2sbx-vm ARGS` in the container and parses its one JSON line. */

@@ -182,6 +182,9 @@ int policy_host_nesting_check(const char *real, const char *mode, const struct p
 /* The runtime name that selects microVM sandboxes (CHAT2SBX_RUNTIME=vm):
  * not an OCI runtime of the engine, but the vm image run by runc. */
 #define POLICY_RUNTIME_VM "vm"
+/* 1 when runtime (a row's or the lifecycle's; NULL = the engine's default)
+ * is the vm runtime. Pure. */
+int policy_runtime_is_vm(const char *runtime);
 
 /* 1 when a /proc/cpuinfo text advertises hardware virtualization on a
  * "flags" line (vmx: Intel VT-x, svm: AMD-V), else 0. A paravirtual nested

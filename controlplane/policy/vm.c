@@ -109,3 +109,8 @@ int policy_runtime_decide(const struct policy_runtime_facts *f, struct policy_ru
 	*ret = d;
 	return 0;
 }
+
+int policy_runtime_is_vm(const char *runtime)
+{
+	return runtime && !strcmp(runtime, POLICY_RUNTIME_VM);
+}

@@ -41,17 +41,6 @@ static const char copy_command[] =
     "  cp -a \"$src/.\" " LIFECYCLE_WORKSPACE_TARGET "/\n"
     "fi\n";
 
-void lifecycle_create_result_clear(struct lifecycle_create_result *r)
-{
-	if (!r)
-		return;
-	approval_record_clear(&r->approval);
-	sandbox_record_clear(&r->sandbox);
-	free(r->copy_session_id);
-	free(r->options_note);
-	*r = (struct lifecycle_create_result){0};
-}
-
 static int make_managed_workspace(struct lifecycle *lc, struct workspace_record *ret, struct cp_error **err)
 {
 	_cleanup_free_ char *id = NULL;

@@ -3,7 +3,9 @@
  * created, and the sandbox limit checked and taken in one step with the row
  * insert, so concurrent creates never overshoot it. The values themselves
  * are judged by policy/limits.c; this file adds what only the engine and
- * this machine know (CPU count, registered runtimes). */
+ * this machine know (CPU count, registered runtimes). Also the release of
+ * what a create answers (lifecycle_create_result_clear), which the warm
+ * pool uses without calling create.c back. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,4 +160,15 @@ int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_
 		r = store_sandbox_insert(lc->store, row, err);
 	pthread_mutex_unlock(&lc->create_lock);
 	return r;
+}
+
+void lifecycle_create_result_clear(struct lifecycle_create_result *r)
+{
+	if (!r)
+		return;
+	approval_record_clear(&r->approval);
+	sandbox_record_clear(&r->sandbox);
+	free(r->copy_session_id);
+	free(r->options_note);
+	*r = (struct lifecycle_create_result){0};
 }

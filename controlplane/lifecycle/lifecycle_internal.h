@@ -40,6 +40,9 @@ struct lifecycle {
 	pthread_mutex_t attach_lock; /* one (re-)attach at a time, so a sandbox never gets two channels */
 	struct lifecycle_pool *pool; /* warm pool (pool.c); NULL = none */
 	int pool_deferred;           /* size of a pool that starts at the first create (stdio) */
+	/* How the pool makes a member (lifecycle_pool_member_create, set by
+	 * lifecycle_new), so pool.c never calls create.c, which claims from it. */
+	int (*pool_member_create)(struct lifecycle *lc, struct lifecycle_create_result *ret, struct cp_error **err);
 	/* Calls holding a sandbox (activity.c), under lock: expiry never removes
 	 * a sandbox a call holds, and a sandbox being expired takes no new call. */
 	struct lifecycle_hold *holds;
@@ -418,7 +421,7 @@ void lifecycle_git_quarantine_close(struct lifecycle_git_quarantine *q);
 
 /* Marks sandbox id failed with reason unless its row has left "running"
  * (a destroy racing with us must stay removed), and drops its channel
- * (recovery.c). */
+ * (fail.c). */
 void lifecycle_sandbox_fail_running(struct lifecycle *lc, const char *id, const char *reason);
 
 /* Compares the stat answer res (fs.stat's fields: dev_major, dev_minor,

@@ -116,7 +116,7 @@ static int create_member(struct lifecycle_pool *p)
 	struct lifecycle_create_result res = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	int64_t t0 = clock_monotonic_ms();
-	if (lifecycle_pool_member_create(p->lc, &res, &e) < 0) {
+	if (p->lc->pool_member_create(p->lc, &res, &e) < 0) {
 		log_warn("lifecycle", "warm pool: %s (retrying later)", e->message);
 		return -1;
 	}

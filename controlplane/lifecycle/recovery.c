@@ -23,22 +23,6 @@
  * restarted at least once (creation waits at most for the hello). */
 #define RESTART_SLACK_MS (LIFECYCLE_HELLO_TIMEOUT_MS + 60000)
 
-void lifecycle_sandbox_fail_running(struct lifecycle *lc, const char *id, const char *reason)
-{
-	lifecycle_channel_drop(lc, id);
-	struct sandbox_record now = {0};
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_sandbox_get(lc->store, id, &now, &e) < 0 || strcmp(now.status, "running") != 0) {
-		sandbox_record_clear(&now);
-		return;
-	}
-	sandbox_record_clear(&now);
-	if (store_sandbox_set_status(lc->store, id, "failed", NULL, reason, clock_now_ms(), &e) < 0)
-		log_warn("lifecycle", "mark sandbox '%s' failed: %s", id, e->message);
-	else
-		log_warn("lifecycle", "sandbox %s failed: %s", id, reason);
-}
-
 static int failed_error(struct cp_error **err, const char *id, const char *reason)
 {
 	return cp_error_set(err, CP_ERR_CONFLICT,

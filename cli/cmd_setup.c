@@ -22,6 +22,7 @@
 #include "docker/docker.h"
 #include "lifecycle/lifecycle.h"
 #include "ops/ops.h"
+#include "policy/policy.h"
 #include "store/store.h"
 #include "tunnel/tunnel.h"
 
@@ -65,7 +66,7 @@ static void step_engine(struct setup *s, struct docker_engine **ret_engine)
 	}
 	/* vm is not an OCI runtime: the engine's default runs its containers. */
 	const char *want =
-	    s->cfg->runtime[0] && strcmp(s->cfg->runtime, "auto") && !lifecycle_runtime_is_vm(s->cfg->runtime)
+	    s->cfg->runtime[0] && strcmp(s->cfg->runtime, "auto") && !policy_runtime_is_vm(s->cfg->runtime)
 	        ? s->cfg->runtime
 	        : NULL;
 	int found = 0, no_network = 0;
@@ -99,7 +100,7 @@ static void step_runtime(struct setup *s, struct docker_engine *engine)
 		cp_error_free(e);
 		return;
 	}
-	if (!lifecycle_runtime_is_vm(c.runtime)) {
+	if (!policy_runtime_is_vm(c.runtime)) {
 		step(s, "runtime", STEP_NOTHING, "sandboxes are containers (%s)%s%s",
 		     c.runtime ? c.runtime : "the engine's default runtime", c.why ? "; " : "", c.why ? c.why : "");
 		return;

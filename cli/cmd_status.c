@@ -176,7 +176,7 @@ static void status_runtime(const struct config *cfg, struct docker_engine *engin
 	struct lifecycle_runtime_choice c = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	int ok = lifecycle_runtime_probe(cfg, engine, &c, &e) == 0;
-	int vm = ok && lifecycle_runtime_is_vm(c.runtime);
+	int vm = ok && policy_runtime_is_vm(c.runtime);
 	add_str(rt, "name", vm ? c.runtime : ok && c.runtime ? c.runtime : json_object_get_string(engine_runtime));
 	add_str(rt, "chosen_by", cfg->runtime[0] && strcmp(cfg->runtime, "auto") ? "CHAT2SBX_RUNTIME" : "auto");
 	add_str(rt, "why", ok ? c.why : NULL);
@@ -221,7 +221,7 @@ static void status_engine(const struct config *cfg, struct ops_readiness *rd, st
 		struct json_object *v = NULL, *runtimes = NULL;
 		/* vm is not an OCI runtime: the engine's default runs its containers. */
 		const char *runtime =
-		    cfg->runtime[0] && strcmp(cfg->runtime, "auto") && !lifecycle_runtime_is_vm(cfg->runtime)
+		    cfg->runtime[0] && strcmp(cfg->runtime, "auto") && !policy_runtime_is_vm(cfg->runtime)
 		        ? cfg->runtime
 		        : NULL;
 		if (docker_request(engine, "GET", "/info", NULL, STATUS_ENGINE_TIMEOUT_MS,

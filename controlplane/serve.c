@@ -27,6 +27,7 @@
 #include "lifecycle/lifecycle.h"
 #include "mcp/mcp.h"
 #include "ops/ops.h"
+#include "policy/policy.h"
 #include "tools/tools.h"
 #include "tunnel/tunnel.h"
 
@@ -238,7 +239,7 @@ static int check_runtime_inputs(const struct config *cfg, struct docker_engine *
 	struct lifecycle_runtime_choice rc;
 	if (lifecycle_runtime_probe(cfg, engine, &rc, err) < 0)
 		return -1;
-	if (!lifecycle_runtime_is_vm(rc.runtime))
+	if (!policy_runtime_is_vm(rc.runtime))
 		return 0;
 	const char *vm = "CHAT2SBX_RUNTIME is vm, but ";
 	if (require_image(engine, cfg->vm_image, vm, "vm image", "template-vm", "CHAT2SBX_VM_IMAGE", err) < 0 ||

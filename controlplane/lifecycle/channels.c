@@ -1,5 +1,6 @@
 /* channels.c: the table of open helper channels, one per running sandbox,
- * keyed by sandbox id, and the attach that opens a channel (every path that
+ * keyed by sandbox id (each entry also holds what a call needs of its
+ * sandbox: call_state.c), and the attach that opens a channel (every path that
  * attaches, create, reconcile and recovery, comes through here). A small
  * array under a mutex: tens of sandboxes at most per machine, so a linear
  * scan is cheaper than a hash table's upkeep. */
@@ -45,11 +46,15 @@ void lifecycle_channel_put(struct lifecycle *lc, const char *id, struct helper_c
 
 void lifecycle_channel_drop(struct lifecycle *lc, const char *id)
 {
+	/* The activity held in memory goes to the registry first: the row
+	 * outlives the entry (an expired sandbox, a failed one). */
+	lifecycle_activity_flush(lc, id);
 	struct helper_channel *old = NULL;
 	pthread_mutex_lock(&lc->lock);
 	for (size_t i = 0; i < lc->n_channels; i++)
 		if (strcmp(lc->channels[i].sandbox_id, id) == 0) {
 			old = lc->channels[i].channel;
+			lifecycle_call_state_clear(&lc->channels[i]);
 			free(lc->channels[i].sandbox_id);
 			lc->channels[i] = lc->channels[--lc->n_channels];
 			break;
@@ -69,6 +74,7 @@ void lifecycle_channels_clear(struct lifecycle *lc)
 	pthread_mutex_unlock(&lc->lock);
 	for (size_t i = 0; i < n; i++) {
 		helper_channel_unref(list[i].channel);
+		lifecycle_call_state_clear(&list[i]);
 		free(list[i].sandbox_id);
 	}
 	free(list);
@@ -84,6 +90,9 @@ size_t lifecycle_channels_drop_dead(struct lifecycle *lc)
 		if (ch && !helper_channel_alive(ch)) {
 			dead[n++] = ch;
 			lc->channels[i].channel = NULL;
+			/* The re-attach's call loads the row again. */
+			sandbox_record_clear(&lc->channels[i].row);
+			lc->channels[i].row = (struct sandbox_record){0};
 		}
 	}
 	pthread_mutex_unlock(&lc->lock);

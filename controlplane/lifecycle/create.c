@@ -41,17 +41,6 @@ static const char copy_command[] =
     "  cp -a \"$src/.\" " LIFECYCLE_WORKSPACE_TARGET "/\n"
     "fi\n";
 
-void lifecycle_create_result_clear(struct lifecycle_create_result *r)
-{
-	if (!r)
-		return;
-	approval_record_clear(&r->approval);
-	sandbox_record_clear(&r->sandbox);
-	free(r->copy_session_id);
-	free(r->options_note);
-	*r = (struct lifecycle_create_result){0};
-}
-
 static int make_managed_workspace(struct lifecycle *lc, struct workspace_record *ret, struct cp_error **err)
 {
 	_cleanup_free_ char *id = NULL;
@@ -218,7 +207,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	int clone = !strcmp(w->mode, "clone");
 	/* helper, workspace, the .git protection (direct mode, parents first;
 	 * the engine sorts by target depth too), and the test-only socket. */
-	int vm = lifecycle_runtime_is_vm(s->runtime);
+	int vm = policy_runtime_is_vm(s->runtime);
 	_cleanup_free_ struct docker_mount *mounts = xcalloc(guard->n + 4, sizeof(*mounts));
 	size_t n_mounts = 0;
 	mounts[n_mounts++] =
@@ -350,7 +339,7 @@ static int verify_host_mount(struct lifecycle *lc, const struct sandbox_record *
 {
 	if (!strcmp(w->mode, "managed"))
 		return 0;
-	if (lifecycle_runtime_is_vm(s->runtime)) {
+	if (policy_runtime_is_vm(s->runtime)) {
 		/* From the container's side, where the host's numbers show. */
 		if (lifecycle_vm_mounts_verify(lc, container, s, w->mode, w->path, dev, ino, guard->mounts, guard->n,
 		                               err) < 0 ||
@@ -507,7 +496,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	    .container_name = id,
 	    .image = (char *)lifecycle_sandbox_image(lc),
 	    .runtime = (char *)lim.runtime,
-	    .vm_accel = lifecycle_runtime_is_vm(lim.runtime) ? (char *)lifecycle_vm_accel(lc, NULL) : NULL,
+	    .vm_accel = policy_runtime_is_vm(lim.runtime) ? (char *)lifecycle_vm_accel(lc, NULL) : NULL,
 	    .memory_bytes = lim.memory_bytes,
 	    .nano_cpus = lim.nano_cpus,
 	    .network = lim.network,
@@ -527,7 +516,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	}
 
 	int64_t t0 = clock_monotonic_ms();
-	if (lifecycle_runtime_is_vm(row.runtime) && lifecycle_vm_workspace_prepare(lc, &ws, err) < 0)
+	if (policy_runtime_is_vm(row.runtime) && lifecycle_vm_workspace_prepare(lc, &ws, err) < 0)
 		goto fail_sandbox;
 	if (!strcmp(ws.mode, "clone")) /* what its saves compare with (export_apply.c) */
 		lifecycle_export_record_source(lc, id, &ws);
@@ -543,7 +532,11 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	log_info("lifecycle", "created sandbox %s (%s workspace %s, container %.12s) in %lld ms", id, ws.mode, ws.id,
 	         container_id, (long long)(clock_monotonic_ms() - t0));
 	workspace_record_clear(&ws);
-	return store_sandbox_get(lc->store, id, &ret->sandbox, err);
+	if (store_sandbox_get(lc->store, id, &ret->sandbox, err) < 0)
+		return -1;
+	/* Its calls find the row and the .git mounts in memory (call_state.c). */
+	lifecycle_call_state_remember(lc, id, &ret->sandbox, guard.mounts, guard.n);
+	return 0;
 
 fail_sandbox:
 	undo_create(lc, id, container_id, new_workspace ? &ws : NULL);

@@ -3,7 +3,9 @@
  * created, and the sandbox limit checked and taken in one step with the row
  * insert, so concurrent creates never overshoot it. The values themselves
  * are judged by policy/limits.c; this file adds what only the engine and
- * this machine know (CPU count, registered runtimes). */
+ * this machine know (CPU count, registered runtimes). Also the release of
+ * what a create answers (lifecycle_create_result_clear), which the warm
+ * pool uses without calling create.c back. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +58,7 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
 		lim.disk_bytes = lc->disk_size_supported ? lc->default_disk_bytes : 0;
 	}
 	const char *runtime = lifecycle_runtime(lc, NULL);
-	if (lifecycle_runtime_is_vm(runtime)) {
+	if (policy_runtime_is_vm(runtime)) {
 		/* A microVM (runtime_vm.c): runc runs its container. */
 		if (lifecycle_vm_memory_check(lim.memory_bytes, err) < 0)
 			return -1;
@@ -158,4 +160,15 @@ int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_
 		r = store_sandbox_insert(lc->store, row, err);
 	pthread_mutex_unlock(&lc->create_lock);
 	return r;
+}
+
+void lifecycle_create_result_clear(struct lifecycle_create_result *r)
+{
+	if (!r)
+		return;
+	approval_record_clear(&r->approval);
+	sandbox_record_clear(&r->sandbox);
+	free(r->copy_session_id);
+	free(r->options_note);
+	*r = (struct lifecycle_create_result){0};
 }

@@ -22,6 +22,7 @@
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
+#include "../base/periodic.h"
 #include "disk_internal.h"
 #include "lifecycle_internal.h"
 
@@ -130,20 +131,10 @@ void disk_guard_pass(struct lifecycle_disk_guard *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
-static void *guard_main(void *arg)
+static long guard_pass(void *arg)
 {
-	struct lifecycle_disk_guard *g = arg;
-	pthread_mutex_lock(&g->lock);
-	while (!g->stop) {
-		pthread_mutex_unlock(&g->lock);
-		disk_guard_pass(g);
-		pthread_mutex_lock(&g->lock);
-		struct timespec until = clock_deadline_after(DISK_GUARD_PERIOD_MS);
-		while (!g->stop && pthread_cond_timedwait(&g->wake, &g->lock, &until) == 0)
-			;
-	}
-	pthread_mutex_unlock(&g->lock);
-	return NULL;
+	disk_guard_pass(arg);
+	return -1; /* every DISK_GUARD_PERIOD_MS */
 }
 
 struct lifecycle_disk_guard *disk_guard_new(struct lifecycle *lc, disk_space_fn space)
@@ -153,7 +144,6 @@ struct lifecycle_disk_guard *disk_guard_new(struct lifecycle *lc, disk_space_fn 
 	g->space = space ? space : statvfs_space;
 	g->size_timeout_ms = DISK_SIZE_TIMEOUT_MS;
 	pthread_mutex_init(&g->lock, NULL);
-	clock_cond_init(&g->wake);
 	if (lc->cfg->state_dir) {
 		snprintf(g->reserve, sizeof(g->reserve), "%s/disk-reserve", lc->cfg->state_dir);
 		struct stat st;
@@ -188,7 +178,6 @@ void disk_guard_free(struct lifecycle_disk_guard *g)
 {
 	if (!g)
 		return;
-	pthread_cond_destroy(&g->wake);
 	pthread_mutex_destroy(&g->lock);
 	free(g->marks);
 	free(g);
@@ -233,11 +222,11 @@ int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err)
 		         g->fs[i].roles == (DISK_ROLE_DATA | DISK_ROLE_ENGINE) ? " (one disk)" : "");
 	docker_storage_clear(&ds);
 	disk_guard_pass(g); /* the first look before any create */
-	if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
+	g->worker = periodic_start("disk guard", DISK_GUARD_PERIOD_MS, DISK_GUARD_PERIOD_MS, guard_pass, g);
+	if (!g->worker) {
 		disk_guard_free(g);
 		return cp_error_set(err, CP_ERR_UNAVAILABLE, "start the disk guard thread");
 	}
-	g->running = 1;
 	lc->disk = g;
 	return 0;
 }
@@ -247,12 +236,7 @@ void lifecycle_disk_guard_stop(struct lifecycle *lc)
 	struct lifecycle_disk_guard *g = lc ? lc->disk : NULL;
 	if (!g)
 		return;
-	pthread_mutex_lock(&g->lock);
-	g->stop = 1;
-	pthread_cond_signal(&g->wake);
-	pthread_mutex_unlock(&g->lock);
-	if (g->running)
-		pthread_join(g->thread, NULL);
+	periodic_stop(g->worker);
 	lc->disk = NULL;
 	/* Paused sandboxes stay paused across a stop: the next serve unpauses
 	 * them at start (lifecycle_disk_unpause_leftovers) and looks again. */

@@ -82,10 +82,8 @@ typedef int (*disk_space_fn)(const char *path, int64_t *ret_total, int64_t *ret_
 struct lifecycle_disk_guard {
 	struct lifecycle *lc;
 	disk_space_fn space;
-	pthread_mutex_t lock; /* guards everything below */
-	pthread_cond_t wake;
-	pthread_t thread;
-	int stop, running;
+	pthread_mutex_t lock;    /* guards everything below */
+	struct periodic *worker; /* the pass every DISK_GUARD_PERIOD_MS (base/periodic.c); NULL in tests */
 	struct disk_fs fs[DISK_MAX_FS];
 	size_t n_fs;
 	int low;          /* some filesystem is low */

@@ -3,8 +3,9 @@
  * clock started (DESIGN.md, Sandboxes: lifetime). A clone sandbox's work is
  * saved first; when that fails it is stopped instead and kept 'expired'
  * until a later pass saves it (issue 14). Every tool call that
- * reaches a sandbox records activity at its start and its end, and holds the
- * sandbox in between (activity.c), so a running call is never interrupted.
+ * reaches a sandbox notes activity at its start and its end, in memory
+ * (call_state.c, written here before deciding), and holds the sandbox in
+ * between (activity.c), so a running call is never interrupted.
  * Runs on serve's maintenance thread, never inside a tool call. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,8 @@ static int expire_one(struct lifecycle *lc, const char *id, int64_t now_ms, int6
 {
 	if (!lifecycle_expire_claim(lc, id))
 		return 0; /* a call holds it: it is not idle */
+	/* Calls that ended since the pass's flush are in memory only. */
+	lifecycle_activity_flush(lc, id);
 	int removed = 0;
 	_cleanup_error_ struct cp_error *e = NULL;
 	struct sandbox_record s = {0};
@@ -116,6 +119,7 @@ int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error *
 	int64_t timeout_ms = lc->cfg->idle_timeout_ms > 0 ? lc->cfg->idle_timeout_ms : LIFECYCLE_IDLE_TIMEOUT_MS;
 	struct sandbox_record *rows = NULL;
 	size_t n = 0;
+	lifecycle_activity_flush(lc, NULL); /* the calls' activity, held in memory (call_state.c) */
 	if (store_sandbox_list(lc->store, 0, &rows, &n, err) < 0)
 		return cp_error_prefix(err, "expire idle sandboxes");
 	int removed = 0;

@@ -334,7 +334,7 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 	int made_network = 0, connected = 0;
 	/* vm: the guest's port is forwarded to the container's first (QEMU's
 	 * user networking, recorded for later boots; runtime_vm.c). */
-	if (lifecycle_runtime_is_vm(s.runtime) && lifecycle_vm_forward(lc, container, (int)port, err) < 0) {
+	if (policy_runtime_is_vm(s.runtime) && lifecycle_vm_forward(lc, container, (int)port, err) < 0) {
 		r = -1;
 		cp_error_prefix(err, "expose port %lld of sandbox '%s'", (long long)port, sandbox_id);
 		goto out;

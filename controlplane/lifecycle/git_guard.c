@@ -388,12 +388,9 @@ int lifecycle_git_guard_host_lost(const struct sandbox_mount_record *m, size_t n
 	return 0;
 }
 
-int lifecycle_sandbox_guard_check(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err)
+int lifecycle_sandbox_guard_check(struct lifecycle *lc, const struct sandbox_record *s,
+                                  const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
 {
-	struct sandbox_mount_record *m = NULL;
-	size_t n = 0;
-	if (store_sandbox_mounts_list(lc->store, s->id, &m, &n, err) < 0)
-		return -1;
 	char reason[1500];
 	int lost = lifecycle_git_guard_host_lost(m, n, reason, sizeof(reason));
 	if (lost)
@@ -401,9 +398,6 @@ int lifecycle_sandbox_guard_check(struct lifecycle *lc, const struct sandbox_rec
 	/* The rest of .git: nothing in it but regular files and directories
 	 * (git_watch.c, issue 23). */
 	int r = lost ? 0 : lifecycle_git_tree_check(lc, s, m, n, err);
-	for (size_t i = 0; i < n; i++)
-		sandbox_mount_record_clear(&m[i]);
-	free(m);
 	if (!lost)
 		return r;
 	_cleanup_error_ struct cp_error *e = NULL;

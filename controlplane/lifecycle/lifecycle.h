@@ -92,8 +92,6 @@ const char *lifecycle_runtime(const struct lifecycle *lc, const char **ret_why);
 /* For vm: "kvm" or "tcg", and why tcg (static; NULL otherwise). NULL when
  * the runtime is not vm. */
 const char *lifecycle_vm_accel(const struct lifecycle *lc, const char **ret_why);
-/* 1 when runtime (a row's or lifecycle_runtime's) is the vm runtime. */
-int lifecycle_runtime_is_vm(const char *runtime);
 /* The image new sandboxes are made from: CHAT2SBX_VM_IMAGE for vm, else
  * CHAT2SBX_TEMPLATE_IMAGE (borrowed from the configuration). */
 const char *lifecycle_sandbox_image(const struct lifecycle *lc);
@@ -279,49 +277,6 @@ struct lifecycle_maintenance *lifecycle_maintenance_start(struct lifecycle *lc, 
 void lifecycle_maintenance_stop(struct lifecycle_maintenance *m);
 
 /* ---- reconcile decision table (lifecycle/reconcile.c) ---- */
-
-/* What the registry says of one sandbox (NONE: a labelled container has no
- * row at all). */
-enum lifecycle_row_state {
-	LIFECYCLE_ROW_NONE,
-	LIFECYCLE_ROW_CREATING,
-	LIFECYCLE_ROW_RUNNING,
-	LIFECYCLE_ROW_FAILED,
-	LIFECYCLE_ROW_REMOVED,
-	LIFECYCLE_ROW_EXPIRED,  /* idle, its save failed: container stopped, kept (issue 14) */
-	LIFECYCLE_ROW_REMOVING, /* its removal was put on record and not finished (issue 13) */
-};
-/* What the engine says of its container. RESTARTING: the engine's restart
- * policy is bringing it back (left to the next tool call). */
-enum lifecycle_container_state {
-	LIFECYCLE_CONTAINER_ABSENT,
-	LIFECYCLE_CONTAINER_RUNNING,
-	LIFECYCLE_CONTAINER_RESTARTING,
-	LIFECYCLE_CONTAINER_STOPPED,
-};
-enum lifecycle_reconcile_action {
-	LIFECYCLE_RECONCILE_NOTHING,
-	LIFECYCLE_RECONCILE_REATTACH,         /* open the helper channel again */
-	LIFECYCLE_RECONCILE_MARK_FAILED,      /* row → failed with reason */
-	LIFECYCLE_RECONCILE_REMOVE_AND_FAIL,  /* remove the container, row → failed with reason */
-	LIFECYCLE_RECONCILE_REMOVE_CONTAINER, /* the row is removed already: remove the leftover container */
-	LIFECYCLE_RECONCILE_REPORT_ORPHAN,    /* no row: log it; only `chat2sbx sandbox destroy` removes it */
-	LIFECYCLE_RECONCILE_FINISH_REMOVAL,   /* row 'removing': container removed if still there, row → removed */
-};
-struct lifecycle_reconcile_decision {
-	enum lifecycle_reconcile_action action;
-	char reason[200]; /* failure reason (MARK_FAILED, REMOVE_AND_FAIL) or what was seen */
-};
-/* Maps a row status ("creating", …; NULL = no row) and an engine container
- * state ("running", "exited", …; NULL = absent) to the enums. Pure. */
-enum lifecycle_row_state lifecycle_row_state_of(const char *status);
-enum lifecycle_container_state lifecycle_container_state_of(const char *engine_status);
-/* The reconcile decision table: registry state × engine state → action, with
- * the reason recorded for failed rows (engine_status and exit_code describe
- * a stopped container). Pure; every row of the table has a unit test
- * (tests/test_lifecycle_reconcile.c). */
-void lifecycle_reconcile_decide(enum lifecycle_row_state row, enum lifecycle_container_state container,
-                                const char *engine_status, int exit_code, struct lifecycle_reconcile_decision *ret);
 
 /* Compares the registry (every row, removed and warm-pool ones included)
  * with the engine's containers (label LIFECYCLE_LABEL_REGISTRY = this

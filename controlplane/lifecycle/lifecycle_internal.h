@@ -17,6 +17,16 @@ struct lifecycle_channel {
 	char *sandbox_id;               /* owned */
 	struct helper_channel *channel; /* one reference owned by the table; NULL once dropped dead */
 	char boot_id[40];               /* the helper start last greeted (recovery.c); "" = not yet */
+	/* What a tool call needs of the sandbox, held so a call on a healthy
+	 * sandbox reads nothing from the registry (call_state.c): its row as
+	 * last seen running (row.id NULL = not known: the next call loads it)
+	 * and its extra mounts (the .git protection; fixed at create). */
+	struct sandbox_record row;
+	struct sandbox_mount_record *mounts;
+	size_t n_mounts;
+	int mounts_known;    /* mounts hold the registry's list (kept when the row is forgotten) */
+	int64_t activity_ms; /* the newest call start or end, in memory */
+	int activity_dirty;  /* activity_ms not written to the registry yet */
 };
 
 struct lifecycle {
@@ -30,6 +40,9 @@ struct lifecycle {
 	pthread_mutex_t attach_lock; /* one (re-)attach at a time, so a sandbox never gets two channels */
 	struct lifecycle_pool *pool; /* warm pool (pool.c); NULL = none */
 	int pool_deferred;           /* size of a pool that starts at the first create (stdio) */
+	/* How the pool makes a member (lifecycle_pool_member_create, set by
+	 * lifecycle_new), so pool.c never calls create.c, which claims from it. */
+	int (*pool_member_create)(struct lifecycle *lc, struct lifecycle_create_result *ret, struct cp_error **err);
 	/* Calls holding a sandbox (activity.c), under lock: expiry never removes
 	 * a sandbox a call holds, and a sandbox being expired takes no new call. */
 	struct lifecycle_hold *holds;
@@ -120,6 +133,34 @@ size_t lifecycle_channels_drop_dead(struct lifecycle *lc);
  * A sandbox without an entry gets none recorded. */
 void lifecycle_channel_boot_swap(struct lifecycle *lc, const char *id, const char *boot_id, char *prev, size_t size);
 void lifecycle_channels_clear(struct lifecycle *lc);
+
+/* What a call needs of a running sandbox, in memory (call_state.c), all
+ * under lc->lock. remember copies s (status running) and its n mounts m
+ * (borrowed) into id's channel-table entry, making one without a channel
+ * when missing. forget drops the row (its status is changing) but keeps
+ * the channel. take: 1 when id's channel is open and its row known, with
+ * *ret_channel (a reference), *ret_row, *ret_m and *ret_n (copies the
+ * caller clears) filled; 0 otherwise, nothing filled. */
+void lifecycle_call_state_remember(struct lifecycle *lc, const char *id, const struct sandbox_record *s,
+                                   const struct sandbox_mount_record *m, size_t n);
+void lifecycle_call_state_forget(struct lifecycle *lc, const char *id);
+int lifecycle_call_state_take(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
+                              struct sandbox_record *ret_row, struct sandbox_mount_record **ret_m, size_t *ret_n);
+/* Frees what an entry holds besides its id and channel. */
+void lifecycle_call_state_clear(struct lifecycle_channel *c);
+/* The mounts recorded for sandbox id: the copy held in memory, else read
+ * from the registry (and held when id has an entry). Caller clears each
+ * and frees the array. Store errors as they come. */
+int lifecycle_call_mounts(struct lifecycle *lc, const char *id, struct sandbox_mount_record **ret_m, size_t *ret_n,
+                          struct cp_error **err);
+/* Records a call's activity on id at now_ms in memory; 1 when id has an
+ * entry to hold it, 0 when not (the caller writes it to the registry). */
+int lifecycle_activity_note(struct lifecycle *lc, const char *id, int64_t now_ms);
+/* Writes the activity held in memory to the registry (store_sandbox_touch)
+ * for id, or for every sandbox when id is NULL; a failed write is logged
+ * and kept for the next flush. Called by the maintenance pass before
+ * expiry decides, by expiry under its claim, and by lifecycle_free. */
+void lifecycle_activity_flush(struct lifecycle *lc, const char *id);
 
 /* Attaches to a container's stdio (created or running; channels.c) and opens
  * its helper channel; sends no hello (the caller greets: create, reconcile).
@@ -285,13 +326,15 @@ int lifecycle_git_guard_verify(struct lifecycle *lc, struct helper_channel *ch, 
  * rename over a mount point drops that mount inside the container. */
 int lifecycle_git_guard_host_lost(const struct sandbox_mount_record *m, size_t n, char *reason, size_t size);
 
-/* For a running sandbox s: its recorded extra mounts checked on the host
+/* For a running sandbox s: its recorded extra mounts m (n; borrowed, from
+ * lifecycle_call_mounts) checked on the host
  * (lifecycle_git_guard_host_lost). Lost: a security warning, an audit row
  * (sandbox.git_guard_lost), the container stopped, the row marked failed
  * with the reason, and CONFLICT "sandbox ... has failed (...)". Store
  * errors as they come. Blocks on the file system, and on the engine (stop,
  * up to 30 s) only when the protection was lost. */
-int lifecycle_sandbox_guard_check(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err);
+int lifecycle_sandbox_guard_check(struct lifecycle *lc, const struct sandbox_record *s,
+                                  const struct sandbox_mount_record *m, size_t n, struct cp_error **err);
 
 /* ---- a direct workspace's whole .git (git_tree.c, git_watch.c,
  * git_quarantine.c; issue 23) ---- */
@@ -378,7 +421,7 @@ void lifecycle_git_quarantine_close(struct lifecycle_git_quarantine *q);
 
 /* Marks sandbox id failed with reason unless its row has left "running"
  * (a destroy racing with us must stay removed), and drops its channel
- * (recovery.c). */
+ * (fail.c). */
 void lifecycle_sandbox_fail_running(struct lifecycle *lc, const char *id, const char *reason);
 
 /* Compares the stat answer res (fs.stat's fields: dev_major, dev_minor,

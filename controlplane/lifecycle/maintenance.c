@@ -1,15 +1,15 @@
 /* maintenance.c: serve's maintenance thread: at start and once a minute,
- * retention, the remains of saves a kill cut short, idle expiry, the
+ * retention, the remains of saves a kill cut short, idle expiry (after
+ * writing the activity calls noted in memory, call_state.c), the
  * removals and undos a full disk kept from finishing, the re-attach of
  * channels an engine or helper restart closed, and the caller's own hook
  * (serve: the host-edge firewall). Never inside a tool call (DESIGN.md,
  * Sandboxes: lifetime). */
-#include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "../base/clock.h"
 #include "../base/log.h"
+#include "../base/periodic.h"
 #include "../base/xalloc.h"
 #include "export_internal.h"
 #include "lifecycle_internal.h"
@@ -20,15 +20,13 @@ struct lifecycle_maintenance {
 	struct lifecycle *lc; /* borrowed */
 	void (*hook)(void *userdata);
 	void *hook_userdata;
-	pthread_mutex_t lock;
-	pthread_cond_t wake; /* stop */
-	int stop;
-	pthread_t thread;
+	struct periodic *worker; /* the pass at start, then every MAINTENANCE_INTERVAL_MS */
 };
 
 /* One pass; every step logs its own failure and the next still runs. */
-static void maintenance_pass(struct lifecycle_maintenance *m)
+static long maintenance_pass(void *arg)
 {
+	struct lifecycle_maintenance *m = arg;
 	struct lifecycle *lc = m->lc;
 	struct cp_error *e = NULL;
 	if (lifecycle_retention_run(lc->cfg, lc->store, clock_now_ms(), &e) < 0) {
@@ -53,22 +51,7 @@ static void maintenance_pass(struct lifecycle_maintenance *m)
 	}
 	if (m->hook)
 		m->hook(m->hook_userdata);
-}
-
-static void *maintenance_main(void *arg)
-{
-	struct lifecycle_maintenance *m = arg;
-	pthread_mutex_lock(&m->lock);
-	while (!m->stop) {
-		pthread_mutex_unlock(&m->lock);
-		maintenance_pass(m);
-		pthread_mutex_lock(&m->lock);
-		struct timespec until = clock_deadline_after(MAINTENANCE_INTERVAL_MS);
-		while (!m->stop && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
-			;
-	}
-	pthread_mutex_unlock(&m->lock);
-	return NULL;
+	return -1; /* the interval */
 }
 
 struct lifecycle_maintenance *lifecycle_maintenance_start(struct lifecycle *lc, void (*hook)(void *userdata),
@@ -76,13 +59,10 @@ struct lifecycle_maintenance *lifecycle_maintenance_start(struct lifecycle *lc, 
 {
 	struct lifecycle_maintenance *m = xcalloc(1, sizeof(*m));
 	*m = (struct lifecycle_maintenance){.lc = lc, .hook = hook, .hook_userdata = hook_userdata};
-	pthread_mutex_init(&m->lock, NULL);
-	clock_cond_init(&m->wake);
-	if (pthread_create(&m->thread, NULL, maintenance_main, m) != 0) {
-		log_warn("serve", "cannot start the maintenance thread: idle sandboxes are not expired and closed "
+	m->worker = periodic_start("maintenance", 0, MAINTENANCE_INTERVAL_MS, maintenance_pass, m);
+	if (!m->worker) {
+		log_warn("serve", "without the maintenance thread idle sandboxes are not expired and closed "
 		                  "channels are re-attached only by tool calls");
-		pthread_cond_destroy(&m->wake);
-		pthread_mutex_destroy(&m->lock);
 		free(m);
 		return NULL;
 	}
@@ -93,12 +73,6 @@ void lifecycle_maintenance_stop(struct lifecycle_maintenance *m)
 {
 	if (!m)
 		return;
-	pthread_mutex_lock(&m->lock);
-	m->stop = 1;
-	pthread_cond_signal(&m->wake);
-	pthread_mutex_unlock(&m->lock);
-	pthread_join(m->thread, NULL);
-	pthread_cond_destroy(&m->wake);
-	pthread_mutex_destroy(&m->lock);
+	periodic_stop(m->worker);
 	free(m);
 }

@@ -183,7 +183,7 @@ int lifecycle_mount_alias_check(const char *real, struct cp_error **err)
 int lifecycle_mount_runtime_verifiable(const char *runtime)
 {
 	/* vm: checked in the container, not in the guest (runtime_vm.c). */
-	return !runtime || !runtime[0] || !strcmp(runtime, "runc") || lifecycle_runtime_is_vm(runtime);
+	return !runtime || !runtime[0] || !strcmp(runtime, "runc") || policy_runtime_is_vm(runtime);
 }
 
 void lifecycle_mount_audit(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *message)
@@ -331,7 +331,7 @@ int lifecycle_mounts_judge(struct lifecycle *lc, const struct sandbox_record *s,
 	for (size_t i = 0; i < n; i++)
 		want[k++] = (struct lifecycle_mount_want){.target = m[i].target, .read_only = m[i].read_only};
 	/* vm: the launcher beside the helper (runtime_vm.c). */
-	if (lifecycle_runtime_is_vm(s->runtime))
+	if (policy_runtime_is_vm(s->runtime))
 		want[k++] = (struct lifecycle_mount_want){.target = LIFECYCLE_VM_TARGET, .read_only = 1};
 	/* TEST ONLY: the engine socket; the mount table names it where the
 	 * image's /var/run leads (a symlink to /run in Debian images). */

@@ -16,6 +16,7 @@
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
+#include "../base/periodic.h"
 #include "lifecycle_internal.h"
 
 /* How long the refill thread sleeps when the pool is full (it is woken at
@@ -27,12 +28,10 @@
 struct lifecycle_pool {
 	struct lifecycle *lc; /* borrowed */
 	int size;
-	pthread_mutex_t lock; /* guards stop and created */
-	pthread_cond_t wake;  /* a claim happened, or stop */
-	int stop;
-	pthread_t thread;
-	int started;
-	char **created; /* ids of members made by this process (owned) */
+	pthread_mutex_t lock;    /* guards created */
+	struct periodic *worker; /* the refill (base/periodic.c); a claim wakes it; NULL = none */
+	long delay_ms;           /* back-off after a failed create (the refill's own) */
+	char **created;          /* ids of members made by this process (owned) */
 	size_t n_created;
 };
 
@@ -117,7 +116,7 @@ static int create_member(struct lifecycle_pool *p)
 	struct lifecycle_create_result res = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	int64_t t0 = clock_monotonic_ms();
-	if (lifecycle_pool_member_create(p->lc, &res, &e) < 0) {
+	if (p->lc->pool_member_create(p->lc, &res, &e) < 0) {
 		log_warn("lifecycle", "warm pool: %s (retrying later)", e->message);
 		return -1;
 	}
@@ -128,47 +127,35 @@ static int create_member(struct lifecycle_pool *p)
 	return 0;
 }
 
-static void *pool_main(void *arg)
+/* One refill step: a member made when one is missing. Returns the wait
+ * before the next step (0 after a success, a doubling back-off after a
+ * failure, POOL_IDLE_CHECK_MS when the pool is full; a claim wakes it). */
+static long pool_refill(void *arg)
 {
 	struct lifecycle_pool *p = arg;
-	long delay_ms = 0; /* back-off after a failure */
-	pthread_mutex_lock(&p->lock);
-	while (!p->stop) {
-		pthread_mutex_unlock(&p->lock);
-		long wait_ms = POOL_IDLE_CHECK_MS;
-		int all = 0;
-		int ready = count_ready(p->lc, &all);
-		/* A member that never counts as ready (a bug, a row that cannot be
-		 * handed out) must not make the pool grow without end. */
-		if (ready >= 0 && ready < p->size && all >= 2 * p->size + 2) {
-			log_warn("lifecycle",
-			         "warm pool: %d members but only %d ready; not making more until they are "
-			         "claimed or removed",
-			         all, ready);
-			ready = p->size;
-		}
-		if (ready >= 0 && ready < p->size) {
-			if (create_member(p) == 0) {
-				delay_ms = 0;
-				wait_ms = 0;
-			} else {
-				delay_ms = delay_ms ? delay_ms * 2 : POOL_RETRY_MIN_MS;
-				if (delay_ms > POOL_RETRY_MAX_MS)
-					delay_ms = POOL_RETRY_MAX_MS;
-				wait_ms = delay_ms;
-			}
-		} else if (ready < 0) {
-			wait_ms = POOL_RETRY_MIN_MS;
-		}
-		pthread_mutex_lock(&p->lock);
-		if (p->stop || wait_ms == 0)
-			continue;
-		struct timespec until = clock_deadline_after(wait_ms);
-		/* One wake-up (a claim) or the timeout ends the wait. */
-		pthread_cond_timedwait(&p->wake, &p->lock, &until);
+	int all = 0;
+	int ready = count_ready(p->lc, &all);
+	/* A member that never counts as ready (a bug, a row that cannot be
+	 * handed out) must not make the pool grow without end. */
+	if (ready >= 0 && ready < p->size && all >= 2 * p->size + 2) {
+		log_warn("lifecycle",
+		         "warm pool: %d members but only %d ready; not making more until they are "
+		         "claimed or removed",
+		         all, ready);
+		ready = p->size;
 	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
+	if (ready < 0)
+		return POOL_RETRY_MIN_MS;
+	if (ready >= p->size)
+		return POOL_IDLE_CHECK_MS;
+	if (create_member(p) == 0) {
+		p->delay_ms = 0;
+		return 0;
+	}
+	p->delay_ms = p->delay_ms ? p->delay_ms * 2 : POOL_RETRY_MIN_MS;
+	if (p->delay_ms > POOL_RETRY_MAX_MS)
+		p->delay_ms = POOL_RETRY_MAX_MS;
+	return p->delay_ms;
 }
 
 int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
@@ -214,10 +201,9 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 	p->created = adopt; /* taken over: removed at stop like those made here */
 	p->n_created = n_adopt;
 	pthread_mutex_init(&p->lock, NULL);
-	clock_cond_init(&p->wake);
 	lc->pool = p; /* before the thread: a claim may come at once */
-	p->started = pthread_create(&p->thread, NULL, pool_main, p) == 0;
-	if (!p->started)
+	p->worker = periodic_start("warm pool", 0, POOL_IDLE_CHECK_MS, pool_refill, p);
+	if (!p->worker)
 		log_warn("lifecycle", "warm pool: cannot start its thread; sandboxes are created cold");
 	else
 		log_info("lifecycle", "warm pool: keeping %d sandbox(es) ready", size);
@@ -245,13 +231,7 @@ void lifecycle_pool_stop(struct lifecycle *lc)
 	if (!lc->pool)
 		return;
 	struct lifecycle_pool *p = lc->pool;
-	if (p->started) {
-		pthread_mutex_lock(&p->lock);
-		p->stop = 1;
-		pthread_cond_broadcast(&p->wake);
-		pthread_mutex_unlock(&p->lock);
-		pthread_join(p->thread, NULL);
-	}
+	periodic_stop(p->worker);
 	lc->pool = NULL;
 	int removed = 0;
 	for (size_t i = 0; i < p->n_created; i++) {
@@ -268,7 +248,6 @@ void lifecycle_pool_stop(struct lifecycle *lc)
 	free(p->created);
 	if (removed)
 		log_info("lifecycle", "warm pool: removed %d unclaimed sandbox(es) made by this serve", removed);
-	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -318,9 +297,7 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 	pthread_mutex_unlock(&lc->create_lock);
 	if (r <= 0)
 		return r;
-	pthread_mutex_lock(&p->lock);
-	pthread_cond_signal(&p->wake); /* refill in the background */
-	pthread_mutex_unlock(&p->lock);
+	periodic_wake(p->worker); /* refill in the background */
 
 	struct helper_channel *ch = lifecycle_channel_get(lc, id);
 	int alive = ch && helper_channel_alive(ch);

@@ -1,8 +1,8 @@
 /* reconcile.c: at start, make the registry and the engine agree. Sandboxes
  * survive a restart of serve: the helper keeps every session, so re-attaching
  * loses nothing. What happens to each pair (registry row × engine container)
- * is one pure decision table (lifecycle_reconcile_decide), unit-tested row by
- * row; this file then carries the decisions out. A container with no row is
+ * is one pure decision table (policy/reconcile.c, policy_reconcile_decide),
+ * unit-tested row by row; this file then carries the decisions out. A container with no row is
  * only reported: an explicit destroy removes it. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,118 +13,6 @@
 #include "../base/clock.h"
 #include "../base/log.h"
 #include "lifecycle_internal.h"
-
-enum lifecycle_row_state lifecycle_row_state_of(const char *status)
-{
-	if (!status)
-		return LIFECYCLE_ROW_NONE;
-	if (strcmp(status, "creating") == 0)
-		return LIFECYCLE_ROW_CREATING;
-	if (strcmp(status, "running") == 0)
-		return LIFECYCLE_ROW_RUNNING;
-	if (strcmp(status, "failed") == 0)
-		return LIFECYCLE_ROW_FAILED;
-	if (strcmp(status, "expired") == 0)
-		return LIFECYCLE_ROW_EXPIRED;
-	if (strcmp(status, "removing") == 0)
-		return LIFECYCLE_ROW_REMOVING;
-	return LIFECYCLE_ROW_REMOVED;
-}
-
-enum lifecycle_container_state lifecycle_container_state_of(const char *engine_status)
-{
-	if (!engine_status)
-		return LIFECYCLE_CONTAINER_ABSENT;
-	if (strcmp(engine_status, "running") == 0)
-		return LIFECYCLE_CONTAINER_RUNNING;
-	if (strcmp(engine_status, "restarting") == 0)
-		return LIFECYCLE_CONTAINER_RESTARTING;
-	return LIFECYCLE_CONTAINER_STOPPED; /* created, paused, exited, dead, removing */
-}
-
-void lifecycle_reconcile_decide(enum lifecycle_row_state row, enum lifecycle_container_state container,
-                                const char *engine_status, int exit_code, struct lifecycle_reconcile_decision *ret)
-{
-	struct lifecycle_reconcile_decision d = {.action = LIFECYCLE_RECONCILE_NOTHING};
-	const char *status = engine_status ? engine_status : "stopped";
-	switch (row) {
-	case LIFECYCLE_ROW_NONE:
-		/* Not ours to judge: another serve's leftover, or a row deleted by
-		 * hand. Reported; `chat2sbx sandbox destroy` removes it. */
-		if (container != LIFECYCLE_CONTAINER_ABSENT) {
-			d.action = LIFECYCLE_RECONCILE_REPORT_ORPHAN;
-			snprintf(d.reason, sizeof(d.reason), "a labelled container (%s) has no sandbox row", status);
-		}
-		break;
-	case LIFECYCLE_ROW_CREATING:
-		/* serve died in the middle of a create: the steps after the
-		 * container (attach, hello, copy) may be missing, so it is never
-		 * half-usable: the container goes, the row says why. */
-		if (container == LIFECYCLE_CONTAINER_ABSENT) {
-			d.action = LIFECYCLE_RECONCILE_MARK_FAILED;
-			snprintf(d.reason, sizeof(d.reason),
-			         "chat2sbx stopped while creating it, before its container existed");
-		} else {
-			d.action = LIFECYCLE_RECONCILE_REMOVE_AND_FAIL;
-			snprintf(d.reason, sizeof(d.reason),
-			         "chat2sbx stopped while creating it; its container was removed");
-		}
-		break;
-	case LIFECYCLE_ROW_RUNNING:
-		switch (container) {
-		case LIFECYCLE_CONTAINER_RUNNING: d.action = LIFECYCLE_RECONCILE_REATTACH; break;
-		case LIFECYCLE_CONTAINER_RESTARTING:
-			/* The engine's restart policy brings it back; the next tool call
-			 * re-attaches (or fails it with the reason then). */
-			snprintf(d.reason, sizeof(d.reason), "its container is restarting");
-			break;
-		case LIFECYCLE_CONTAINER_ABSENT:
-			d.action = LIFECYCLE_RECONCILE_MARK_FAILED;
-			snprintf(d.reason, sizeof(d.reason), "its container no longer exists");
-			break;
-		case LIFECYCLE_CONTAINER_STOPPED:
-			d.action = LIFECYCLE_RECONCILE_MARK_FAILED;
-			snprintf(d.reason, sizeof(d.reason), "its container is %s (exit code %d)", status, exit_code);
-			break;
-		}
-		break;
-	case LIFECYCLE_ROW_EXPIRED:
-		/* Idle past the timeout and its save failed: the container stays
-		 * stopped with its clone until a save works (expiry retries) or
-		 * sandbox_create starts it again. Gone meanwhile: say so. */
-		if (container == LIFECYCLE_CONTAINER_ABSENT) {
-			d.action = LIFECYCLE_RECONCILE_MARK_FAILED;
-			snprintf(d.reason, sizeof(d.reason),
-			         "it had expired and its container no longer exists; its unsaved work is gone");
-		}
-		break;
-	case LIFECYCLE_ROW_REMOVING:
-		/* A removal was put on record and not finished (issue 13: a full
-		 * disk refused the final write, or serve stopped midway): finish
-		 * it, removing the container again if it is still there. */
-		d.action = LIFECYCLE_RECONCILE_FINISH_REMOVAL;
-		if (container == LIFECYCLE_CONTAINER_ABSENT)
-			snprintf(d.reason, sizeof(d.reason), "its removal was interrupted after its container went");
-		else
-			snprintf(d.reason, sizeof(d.reason), "its removal was interrupted; its container (%s) remained",
-			         status);
-		break;
-	case LIFECYCLE_ROW_FAILED:
-		/* Already reported; its container (if any) stays for inspection
-		 * until the user destroys the sandbox. */
-		break;
-	case LIFECYCLE_ROW_REMOVED:
-		/* The user (or expiry) destroyed it and the container is still
-		 * there (its removal failed midway): finish what was asked. */
-		if (container != LIFECYCLE_CONTAINER_ABSENT) {
-			d.action = LIFECYCLE_RECONCILE_REMOVE_CONTAINER;
-			snprintf(d.reason, sizeof(d.reason),
-			         "the sandbox was destroyed but its container (%s) remained", status);
-		}
-		break;
-	}
-	*ret = d;
-}
 
 static void fail_row(struct lifecycle *lc, const char *id, const char *reason)
 {
@@ -163,15 +51,15 @@ struct reconcile_counts {
 /* Carries out one decision for row s (NULL for an orphan) and container c
  * (NULL when absent). */
 static void apply(struct lifecycle *lc, const struct sandbox_record *s, const struct docker_container_state *c,
-                  const struct lifecycle_reconcile_decision *d, struct reconcile_counts *n)
+                  const struct policy_reconcile_decision *d, struct reconcile_counts *n)
 {
 	struct cp_error *e = NULL;
 	switch (d->action) {
-	case LIFECYCLE_RECONCILE_NOTHING:
+	case POLICY_RECONCILE_NOTHING:
 		if (d->reason[0])
 			log_info("lifecycle", "sandbox %s: %s", s ? s->id : c->name, d->reason);
 		break;
-	case LIFECYCLE_RECONCILE_REATTACH:
+	case POLICY_RECONCILE_REATTACH:
 		if (lifecycle_attach(lc, s->id, c->id, NULL, &e) < 0) {
 			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e,
 			                  "re-attach sandbox %s (next tool call retries)", s->id);
@@ -179,22 +67,22 @@ static void apply(struct lifecycle *lc, const struct sandbox_record *s, const st
 			n->attached++;
 		}
 		break;
-	case LIFECYCLE_RECONCILE_REMOVE_AND_FAIL:
+	case POLICY_RECONCILE_REMOVE_AND_FAIL:
 		/* A container that cannot be removed now stays listed as the
 		 * failed row's; destroy removes it later. */
 		remove_container(lc, s, c->id);
 		/* fall through */
-	case LIFECYCLE_RECONCILE_MARK_FAILED:
+	case POLICY_RECONCILE_MARK_FAILED:
 		fail_row(lc, s->id, d->reason);
 		n->failed++;
 		break;
-	case LIFECYCLE_RECONCILE_REMOVE_CONTAINER:
+	case POLICY_RECONCILE_REMOVE_CONTAINER:
 		if (remove_container(lc, s, c->id) == 0) {
 			log_info("lifecycle", "sandbox %s: %s; removed it", s->id, d->reason);
 			n->removed++;
 		}
 		break;
-	case LIFECYCLE_RECONCILE_FINISH_REMOVAL: {
+	case POLICY_RECONCILE_FINISH_REMOVAL: {
 		struct lifecycle_destroy_options o = {.reason = "destroy", .actor = "serve"};
 		struct lifecycle_destroy_result dr = {0};
 		if (lifecycle_sandbox_destroy_ex(lc, s->id, &o, &dr, &e) < 0) {
@@ -208,7 +96,7 @@ static void apply(struct lifecycle *lc, const struct sandbox_record *s, const st
 		lifecycle_destroy_result_clear(&dr);
 		break;
 	}
-	case LIFECYCLE_RECONCILE_REPORT_ORPHAN:
+	case POLICY_RECONCILE_REPORT_ORPHAN:
 		log_warn("lifecycle",
 		         "container %s carries this registry's label but has no sandbox row; remove it with "
 		         "'chat2sbx sandbox destroy %s'",
@@ -255,18 +143,17 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
 		/* Removed rows without a container are the history: skip quickly. */
 		if (!c && strcmp(s->status, "removed") == 0)
 			continue;
-		struct lifecycle_reconcile_decision d;
-		lifecycle_reconcile_decide(lifecycle_row_state_of(s->status),
-		                           lifecycle_container_state_of(c ? c->status : NULL), c ? c->status : NULL,
-		                           c ? c->exit_code : 0, &d);
+		struct policy_reconcile_decision d;
+		policy_reconcile_decide(policy_row_state_of(s->status), policy_container_state_of(c ? c->status : NULL),
+		                        c ? c->status : NULL, c ? c->exit_code : 0, &d);
 		apply(lc, s, c, &d, &n);
 	}
 	for (size_t j = 0; j < n_cs; j++) {
 		if (matched && matched[j])
 			continue;
-		struct lifecycle_reconcile_decision d;
-		lifecycle_reconcile_decide(LIFECYCLE_ROW_NONE, lifecycle_container_state_of(cs[j].status), cs[j].status,
-		                           cs[j].exit_code, &d);
+		struct policy_reconcile_decision d;
+		policy_reconcile_decide(POLICY_ROW_NONE, policy_container_state_of(cs[j].status), cs[j].status,
+		                        cs[j].exit_code, &d);
 		apply(lc, NULL, &cs[j], &d, &n);
 	}
 	free(matched);

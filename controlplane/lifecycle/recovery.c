@@ -23,22 +23,6 @@
  * restarted at least once (creation waits at most for the hello). */
 #define RESTART_SLACK_MS (LIFECYCLE_HELLO_TIMEOUT_MS + 60000)
 
-void lifecycle_sandbox_fail_running(struct lifecycle *lc, const char *id, const char *reason)
-{
-	lifecycle_channel_drop(lc, id);
-	struct sandbox_record now = {0};
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_sandbox_get(lc->store, id, &now, &e) < 0 || strcmp(now.status, "running") != 0) {
-		sandbox_record_clear(&now);
-		return;
-	}
-	sandbox_record_clear(&now);
-	if (store_sandbox_set_status(lc->store, id, "failed", NULL, reason, clock_now_ms(), &e) < 0)
-		log_warn("lifecycle", "mark sandbox '%s' failed: %s", id, e->message);
-	else
-		log_warn("lifecycle", "sandbox %s failed: %s", id, reason);
-}
-
 static int failed_error(struct cp_error **err, const char *id, const char *reason)
 {
 	return cp_error_set(err, CP_ERR_CONFLICT,
@@ -117,13 +101,13 @@ static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, s
 	 * engine mounted each source path again. */
 	struct sandbox_mount_record *m = NULL;
 	size_t n = 0;
-	if (store_sandbox_mounts_list(lc->store, s->id, &m, &n, err) < 0) {
+	if (lifecycle_call_mounts(lc, s->id, &m, &n, err) < 0) {
 		workspace_record_clear(&w);
 		return -1;
 	}
 	const char *target = !strcmp(w.mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
 	int r;
-	if (lifecycle_runtime_is_vm(s->runtime)) {
+	if (policy_runtime_is_vm(s->runtime)) {
 		r = lifecycle_vm_mounts_verify(lc, container, s, w.mode, w.path, dev, ino, m, n, err);
 	} else {
 		r = lifecycle_mount_verify(lc, ch, s->id, target, w.path, dev, ino, err);
@@ -172,12 +156,12 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		cp_error_freep(err);
 		found = 0;
 	}
-	struct lifecycle_reconcile_decision d;
-	lifecycle_reconcile_decide(LIFECYCLE_ROW_RUNNING, lifecycle_container_state_of(found ? st.status : NULL),
-	                           found ? st.status : NULL, st.exit_code, &d);
+	struct policy_reconcile_decision d;
+	policy_reconcile_decide(POLICY_ROW_RUNNING, policy_container_state_of(found ? st.status : NULL),
+	                        found ? st.status : NULL, st.exit_code, &d);
 	/* A vm launcher that refused to boot (its mount changed) is restarted
 	 * by the engine again and again: it is stopped and the reason kept. */
-	const char *vm_reason = found && lifecycle_runtime_is_vm(s->runtime) && lifecycle_vm_refused(&st)
+	const char *vm_reason = found && policy_runtime_is_vm(s->runtime) && lifecycle_vm_refused(&st)
 	                            ? lifecycle_vm_exit_reason(st.exit_code)
 	                            : NULL;
 	int vm_mount_refused = vm_reason && st.exit_code == LIFECYCLE_VM_EXIT_MOUNT_CHANGED;
@@ -191,11 +175,11 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		lifecycle_sandbox_fail_running(lc, s->id, vm_reason);
 		return failed_error(err, s->id, vm_reason);
 	}
-	if (d.action == LIFECYCLE_RECONCILE_MARK_FAILED || d.action == LIFECYCLE_RECONCILE_REMOVE_AND_FAIL) {
+	if (d.action == POLICY_RECONCILE_MARK_FAILED || d.action == POLICY_RECONCILE_REMOVE_AND_FAIL) {
 		lifecycle_sandbox_fail_running(lc, s->id, d.reason);
 		return failed_error(err, s->id, d.reason);
 	}
-	if (d.action != LIFECYCLE_RECONCILE_REATTACH)
+	if (d.action != POLICY_RECONCILE_REATTACH)
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
 		                    "sandbox '%s' cannot be reached right now (%s): the engine is starting its "
 		                    "container again; retry in a few seconds",
@@ -274,7 +258,15 @@ int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err)
 		/* An idle sandbox's processes run on: its .git protection is
 		 * checked here too, not only at tool calls (git_guard.c). */
 		_cleanup_error_ struct cp_error *ge = NULL;
-		if (lifecycle_sandbox_guard_check(lc, s, &ge) < 0) {
+		struct sandbox_mount_record *m = NULL;
+		size_t n_m = 0;
+		int g = lifecycle_call_mounts(lc, s->id, &m, &n_m, &ge);
+		if (g == 0)
+			g = lifecycle_sandbox_guard_check(lc, s, m, n_m, &ge);
+		for (size_t j = 0; j < n_m; j++)
+			sandbox_mount_record_clear(&m[j]);
+		free(m);
+		if (g < 0) {
 			log_info("lifecycle", "check sandbox %s: %s", s->id, ge->message);
 			continue;
 		}

@@ -127,6 +127,8 @@ int lifecycle_removal_record(struct lifecycle *lc, const struct sandbox_record *
 	if (!strcmp(s->status, "removed") || !strcmp(s->status, "removing"))
 		return 0; /* on record already */
 	_cleanup_error_ struct cp_error *e = NULL;
+	/* No call takes it from here on: the next one reads the row. */
+	lifecycle_call_state_forget(lc, s->id);
 	if (store_sandbox_set_removing(lc->store, s->id, clock_now_ms(), &e) == 0)
 		return 0;
 	if (e->code == CP_ERR_NOT_FOUND)
@@ -155,37 +157,4 @@ int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbo
 		cp_error_freep(err);
 	}
 	return 0;
-}
-
-size_t lifecycle_removing_run(struct lifecycle *lc)
-{
-	struct sandbox_record *rows = NULL;
-	size_t n = 0;
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_sandbox_list(lc->store, STORE_SANDBOX_LIST_POOLED, &rows, &n, &e) < 0) {
-		log_warn("lifecycle", "finish interrupted removals: %s", e->message);
-		return 0;
-	}
-	size_t left = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(rows[i].status, "removing")) {
-			/* destroy_ex on a 'removing' row: no save (its guard ran),
-			 * exposures, the container again (gone is fine), then
-			 * 'removed'. */
-			struct lifecycle_destroy_options o = {.reason = "destroy", .actor = "serve"};
-			struct lifecycle_destroy_result dr = {0};
-			_cleanup_error_ struct cp_error *de = NULL;
-			if (lifecycle_sandbox_destroy_ex(lc, rows[i].id, &o, &dr, &de) == 0) {
-				log_info("lifecycle", "the interrupted removal of sandbox %s is finished", rows[i].id);
-			} else {
-				log_warn("lifecycle", "the interrupted removal of sandbox %s waits: %s", rows[i].id,
-				         de->message);
-				left++;
-			}
-			lifecycle_destroy_result_clear(&dr);
-		}
-		sandbox_record_clear(&rows[i]);
-	}
-	free(rows);
-	return left;
 }

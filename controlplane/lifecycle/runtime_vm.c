@@ -27,11 +27,6 @@
 #define VM_CONTAINER_PIDS 512
 #define VM_EXEC_TIMEOUT_MS 20000L
 
-int lifecycle_runtime_is_vm(const char *runtime)
-{
-	return runtime && !strcmp(runtime, POLICY_RUNTIME_VM);
-}
-
 /* /proc/cpuinfo (bounded: the flags of the first CPUs are enough). */
 static int cpu_virtualization(void)
 {
@@ -60,20 +55,27 @@ static int kvm_accessible(void)
 int lifecycle_runtime_probe(const struct config *cfg, struct docker_engine *engine,
                             struct lifecycle_runtime_choice *ret, struct cp_error **err)
 {
-	struct lifecycle_runtime_choice c = {.cpu_virt = cpu_virtualization(), .kvm_access = kvm_accessible()};
-	const char *setting = cfg->runtime ? cfg->runtime : "";
+	struct policy_runtime_facts f = {.setting = cfg->runtime,
+	                                 .accel_setting = cfg->vm_accel,
+	                                 .cpu_virt = cpu_virtualization(),
+	                                 .kvm_access = kvm_accessible()};
 	/* Only auto needs to know whether the image exists (a named runtime
 	 * is used as asked, and a missing image then fails the create). */
-	if ((!*setting || !strcmp(setting, "auto")) && c.cpu_virt && c.kvm_access && engine) {
+	if (policy_runtime_needs_image(f.setting, f.cpu_virt, f.kvm_access) && engine) {
 		_cleanup_free_ char *id = NULL;
 		_cleanup_error_ struct cp_error *e = NULL;
-		c.vm_image = docker_image_inspect(engine, cfg->vm_image, &id, &e) == 0;
+		f.vm_image = docker_image_inspect(engine, cfg->vm_image, &id, &e) == 0;
 	}
-	c.runtime = policy_runtime_choose(setting, c.cpu_virt && c.kvm_access, c.vm_image, &c.why);
-	if (lifecycle_runtime_is_vm(c.runtime) &&
-	    policy_vm_accel_choose(cfg->vm_accel, c.cpu_virt, c.kvm_access, &c.accel, &c.accel_why, err) < 0)
+	struct policy_runtime_decision d;
+	if (policy_runtime_decide(&f, &d, err) < 0)
 		return -1;
-	*ret = c;
+	*ret = (struct lifecycle_runtime_choice){.runtime = d.runtime,
+	                                         .why = d.why,
+	                                         .accel = d.accel,
+	                                         .accel_why = d.accel_why,
+	                                         .cpu_virt = f.cpu_virt,
+	                                         .kvm_access = f.kvm_access,
+	                                         .vm_image = f.vm_image};
 	return 0;
 }
 
@@ -110,7 +112,7 @@ const char *lifecycle_vm_accel(const struct lifecycle *lc, const char **ret_why)
 
 const char *lifecycle_sandbox_image(const struct lifecycle *lc)
 {
-	return lifecycle_runtime_is_vm(lc->runtime) ? lc->cfg->vm_image : lc->cfg->template_image;
+	return policy_runtime_is_vm(lc->runtime) ? lc->cfg->vm_image : lc->cfg->template_image;
 }
 
 void lifecycle_vm_container(const struct lifecycle *lc, const struct sandbox_record *s,
@@ -165,7 +167,7 @@ int lifecycle_vm_memory_check(int64_t memory_bytes, struct cp_error **err)
 
 int lifecycle_vm_hello_timeout_ms(const char *runtime)
 {
-	return lifecycle_runtime_is_vm(runtime) ? LIFECYCLE_VM_HELLO_TIMEOUT_MS : LIFECYCLE_HELLO_TIMEOUT_MS;
+	return policy_runtime_is_vm(runtime) ? LIFECYCLE_VM_HELLO_TIMEOUT_MS : LIFECYCLE_HELLO_TIMEOUT_MS;
 }
 
 /* Runs `chat2sbx-vm ARGS` in the container and parses its one JSON line. */

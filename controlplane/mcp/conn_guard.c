@@ -28,13 +28,14 @@
 
 #include "../base/clock.h"
 #include "../base/log.h"
+#include "../base/periodic.h"
 #include "../base/xalloc.h"
 
 #define WATCHDOG_PERIOD_MS 500
 
 struct mcp_conn {
-	struct mcp_conn *prev, *next;
-	int fd; /* our own dup of the connection's socket, -1 when none */
+	LIST_ENTRY(mcp_conn) link; /* in the guard's conns */
+	int fd;                    /* our own dup of the connection's socket, -1 when none */
 	int is_unix;
 	enum { CONN_WAITING, CONN_BODY, CONN_HANDLING } phase;
 	int fresh;        /* no request of it has sent its headers yet */
@@ -87,83 +88,67 @@ static int peer_gone(int fd)
 
 #define HANGUPS_PER_PASS 64
 
-static void *watchdog_main(void *arg)
+/* One watchdog pass: overdue connections cut, hung-up 2026-07-28 peers'
+ * calls cancelled. */
+static long watchdog_pass(void *arg)
 {
 	struct mcp_server *server = arg;
 	struct mcp_conn_guard *g = &server->guard;
 	pthread_mutex_lock(&g->lock);
-	while (!g->stop) {
-		int64_t now = now_ms();
-		unsigned slow = 0;
-		uint64_t hung_up[HANGUPS_PER_PASS];
-		size_t n_hung_up = 0;
-		for (struct mcp_conn *c = g->head; c; c = c->next) {
-			if (c->watch_hangup && !c->cut && c->fd >= 0 && n_hung_up < HANGUPS_PER_PASS &&
-			    peer_gone(c->fd))
-				hung_up[n_hung_up++] = c->serial; /* again each pass: the call may register later */
-			if (c->cut || c->phase == CONN_HANDLING)
-				continue;
-			if (mcp_conn_overdue(c->phase == CONN_BODY, now - c->since_ms, c->body_bytes, &g->limits)) {
-				cut_locked(g, c);
-				slow++;
-			}
+	int64_t now = now_ms();
+	unsigned slow = 0;
+	uint64_t hung_up[HANGUPS_PER_PASS];
+	size_t n_hung_up = 0;
+	struct mcp_conn *c;
+	LIST_FOREACH (c, &g->conns, link) {
+		if (c->watch_hangup && !c->cut && c->fd >= 0 && n_hung_up < HANGUPS_PER_PASS && peer_gone(c->fd))
+			hung_up[n_hung_up++] = c->serial; /* again each pass: the call may register later */
+		if (c->cut || c->phase == CONN_HANDLING)
+			continue;
+		if (mcp_conn_overdue(c->phase == CONN_BODY, now - c->since_ms, c->body_bytes, &g->limits)) {
+			cut_locked(g, c);
+			slow++;
 		}
-		pthread_mutex_unlock(&g->lock);
-		/* Outside the guard's lock: cancelling wakes the call's waits. */
-		for (size_t i = 0; i < n_hung_up; i++)
-			if (mcp_cancel_owner(server, hung_up[i]))
-				log_debug("mcp", "a 2026-07-28 client hung up: its tool call is cancelled");
-		if (slow)
-			mcp_log_refusal(
-			    server, MCP_REFUSED_SLOW,
-			    "closed %u connection(s) that sent no complete request headers within %lld ms, or "
-			    "a body slower than %zu bytes/s",
-			    slow, (long long)g->limits.header_deadline_ms, g->limits.body_min_bytes_per_s);
-		pthread_mutex_lock(&g->lock);
-		struct timespec until = clock_deadline_after(WATCHDOG_PERIOD_MS);
-		while (!g->stop && pthread_cond_timedwait(&g->wake, &g->lock, &until) == 0)
-			;
 	}
 	pthread_mutex_unlock(&g->lock);
-	return NULL;
+	/* Outside the guard's lock: cancelling wakes the call's waits. */
+	for (size_t i = 0; i < n_hung_up; i++)
+		if (mcp_cancel_owner(server, hung_up[i]))
+			log_debug("mcp", "a 2026-07-28 client hung up: its tool call is cancelled");
+	if (slow)
+		mcp_log_refusal(server, MCP_REFUSED_SLOW,
+		                "closed %u connection(s) that sent no complete request headers within %lld ms, or "
+		                "a body slower than %zu bytes/s",
+		                slow, (long long)g->limits.header_deadline_ms, g->limits.body_min_bytes_per_s);
+	return -1; /* every WATCHDOG_PERIOD_MS */
 }
 
 void mcp_conn_guard_init(struct mcp_conn_guard *g, const struct mcp_conn_limits *lim)
 {
 	memset(g, 0, sizeof(*g));
 	g->limits = *lim;
+	LIST_INIT(&g->conns);
 	pthread_mutex_init(&g->lock, NULL);
-	clock_cond_init(&g->wake);
 }
 
 int mcp_conn_guard_start(struct mcp_server *server)
 {
 	struct mcp_conn_guard *g = &server->guard;
-	if (g->running)
+	if (g->watchdog)
 		return 0;
-	g->stop = 0;
-	if (pthread_create(&g->thread, NULL, watchdog_main, server) != 0)
-		return -1;
-	g->running = 1;
-	return 0;
+	g->watchdog = periodic_start("connection watchdog", 0, WATCHDOG_PERIOD_MS, watchdog_pass, server);
+	return g->watchdog ? 0 : -1;
 }
 
 void mcp_conn_guard_stop(struct mcp_conn_guard *g)
 {
-	if (!g->running)
-		return;
-	pthread_mutex_lock(&g->lock);
-	g->stop = 1;
-	pthread_cond_signal(&g->wake);
-	pthread_mutex_unlock(&g->lock);
-	pthread_join(g->thread, NULL);
-	g->running = 0;
+	periodic_stop(g->watchdog);
+	g->watchdog = NULL;
 }
 
 void mcp_conn_guard_destroy(struct mcp_conn_guard *g)
 {
 	mcp_conn_guard_stop(g);
-	pthread_cond_destroy(&g->wake);
 	pthread_mutex_destroy(&g->lock);
 }
 
@@ -185,7 +170,8 @@ struct mcp_conn *mcp_conn_started(struct mcp_server *server, int fd, int is_unix
 		/* Past the cap, the oldest connection still without headers goes. */
 		while (g->fresh_tcp >= g->limits.max_fresh_tcp) {
 			struct mcp_conn *oldest = NULL;
-			for (struct mcp_conn *o = g->head; o; o = o->next)
+			struct mcp_conn *o;
+			LIST_FOREACH (o, &g->conns, link)
 				if (!o->is_unix && o->fresh && !o->cut && (!oldest || o->since_ms <= oldest->since_ms))
 					oldest = o;
 			if (!oldest)
@@ -195,10 +181,7 @@ struct mcp_conn *mcp_conn_started(struct mcp_server *server, int fd, int is_unix
 		}
 		g->fresh_tcp++;
 	}
-	c->next = g->head;
-	if (g->head)
-		g->head->prev = c;
-	g->head = c;
+	LIST_INSERT_HEAD(&g->conns, c, link);
 	pthread_mutex_unlock(&g->lock);
 	if (pushed_out)
 		mcp_log_refusal(server, MCP_REFUSED_FLOOD,
@@ -215,12 +198,7 @@ void mcp_conn_closed(struct mcp_server *server, struct mcp_conn *c)
 	pthread_mutex_lock(&g->lock);
 	if (c->fresh && !c->cut && !c->is_unix)
 		g->fresh_tcp--;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		g->head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	LIST_REMOVE(c, link);
 	pthread_mutex_unlock(&g->lock);
 	if (c->fd >= 0)
 		close(c->fd);

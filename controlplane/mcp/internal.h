@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 
 #include "../base/cancel.h"
@@ -116,13 +117,11 @@ enum mcp_refusal { MCP_REFUSED_PEER, MCP_REFUSED_SOCKET, MCP_REFUSED_TOKEN, MCP_
 struct mcp_conn;
 struct mcp_conn_guard {
 	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	struct mcp_conn *head; /* every open connection of both listeners */
-	unsigned fresh_tcp;    /* TCP connections that have not sent their first request's headers */
-	uint64_t next_serial;  /* the last connection serial given out */
+	LIST_HEAD(mcp_conn_list, mcp_conn) conns; /* every open connection of both listeners */
+	unsigned fresh_tcp;                       /* TCP connections that have not sent their first request's headers */
+	uint64_t next_serial;                     /* the last connection serial given out */
 	struct mcp_conn_limits limits;
-	int stop, running;
-	pthread_t thread;
+	struct periodic *watchdog; /* a pass every WATCHDOG_PERIOD_MS (base/periodic.c); NULL = stopped */
 };
 /* A connection's deadline has passed (pure): waiting for headers longer
  * than header_deadline_ms, or, phase_body, a body whose average rate after

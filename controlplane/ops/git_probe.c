@@ -189,7 +189,7 @@ void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r)
 		                     "write a throwaway repository in '%s': %s", dir, strerror(errno));
 		goto out;
 	}
-	if (lifecycle_runtime_is_vm(lifecycle_runtime(lc, NULL)) && geteuid() == 0 &&
+	if (policy_runtime_is_vm(lifecycle_runtime(lc, NULL)) && geteuid() == 0 &&
 	    nftw(dir, give_to_vm_uid, 16, FTW_PHYS) != 0) {
 		ops_probe_report_add(r, "direct_git", ATTACK, OPS_CHECK_FAILED,
 		                     "give the throwaway repository '%s' to uid %d: %s", dir, LIFECYCLE_VM_UID,

@@ -20,6 +20,7 @@
 #include "../base/xalloc.h"
 #include "../base/xjson.h"
 #include "../lifecycle/lifecycle.h"
+#include "../policy/policy.h"
 #include "ops_internal.h"
 
 #define PROBE_ENV_NAME "CHAT2SBX_DOCTOR_CANARY"
@@ -361,7 +362,7 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 	cmd = survey_command(&c);
 	if (ops_probe_run(lc, s.id, cmd, &out, err) < 0)
 		goto out;
-	int vm = lifecycle_runtime_is_vm(s.runtime);
+	int vm = policy_runtime_is_vm(s.runtime);
 	judge_survey(cfg, &c, out, vm, &r);
 	if (vm)
 		ops_vm_probe(lc, &s, &r);

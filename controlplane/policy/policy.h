@@ -183,6 +183,9 @@ int policy_host_nesting_check(const char *real, const char *mode, const struct p
 /* The runtime name that selects microVM sandboxes (CHAT2SBX_RUNTIME=vm):
  * not an OCI runtime of the engine, but the vm image run by runc. */
 #define POLICY_RUNTIME_VM "vm"
+/* 1 when runtime (a row's or the lifecycle's; NULL = the engine's default)
+ * is the vm runtime. Pure. */
+int policy_runtime_is_vm(const char *runtime);
 
 /* 1 when a /proc/cpuinfo text advertises hardware virtualization on a
  * "flags" line (vmx: Intel VT-x, svm: AMD-V), else 0. A paravirtual nested
@@ -206,6 +209,29 @@ int policy_vm_accel_choose(const char *setting, int cpu_virt, int kvm_access, co
  * default); any other name → that name. *ret_why (static, may be NULL)
  * says why auto chose what it chose. Pure. */
 const char *policy_runtime_choose(const char *setting, int kvm_usable, int vm_image, const char **ret_why);
+
+/* What the machine showed for the runtime decision, and the settings. */
+struct policy_runtime_facts {
+	const char *setting;       /* CHAT2SBX_RUNTIME ("" or NULL = auto) */
+	const char *accel_setting; /* CHAT2SBX_VM_ACCEL */
+	int cpu_virt;              /* the CPU advertises vmx or svm */
+	int kvm_access;            /* /dev/kvm opens for reading and writing */
+	int vm_image;              /* the vm image is in the engine (policy_runtime_needs_image) */
+};
+struct policy_runtime_decision {
+	const char *runtime;   /* NULL: the engine's default; POLICY_RUNTIME_VM; or the setting (borrowed) */
+	const char *why;       /* static: why auto chose it; NULL when it was named */
+	const char *accel;     /* vm: "kvm" or "tcg" (static); NULL otherwise */
+	const char *accel_why; /* static: why tcg; NULL for kvm or an explicit tcg */
+};
+/* 1 when the decision depends on whether the vm image exists (auto on a
+ * machine with usable virtualization), so the engine must be asked. Pure. */
+int policy_runtime_needs_image(const char *setting, int cpu_virt, int kvm_access);
+/* Which runtime and, for vm, which accelerator sandboxes get
+ * (policy_runtime_choose, then policy_vm_accel_choose). *ret filled on
+ * success; UNAVAILABLE as policy_vm_accel_choose. Pure. */
+int policy_runtime_decide(const struct policy_runtime_facts *f, struct policy_runtime_decision *ret,
+                          struct cp_error **err);
 
 /* True when path is strictly below dir on whole components (both resolved,
  * absolute, no trailing slash except "/" itself): "/r/a/b" is below "/r/a",
@@ -446,5 +472,50 @@ int policy_save_caps_check(const struct policy_save_caps *caps, const struct pol
 /* Bytes the byte caps still allow (never negative). Pure. */
 int64_t policy_save_caps_room(const struct policy_save_caps *caps, const struct policy_save_usage *sandbox,
                               const struct policy_save_usage *all);
+
+/* ---- reconcile's decision (reconcile.c) ---- */
+
+/* What the registry says of one sandbox (NONE: a labelled container has no
+ * row at all). */
+enum policy_row_state {
+	POLICY_ROW_NONE,
+	POLICY_ROW_CREATING,
+	POLICY_ROW_RUNNING,
+	POLICY_ROW_FAILED,
+	POLICY_ROW_REMOVED,
+	POLICY_ROW_EXPIRED,  /* idle, its save failed: container stopped, kept (issue 14) */
+	POLICY_ROW_REMOVING, /* its removal was put on record and not finished (issue 13) */
+};
+/* What the engine says of its container. RESTARTING: the engine's restart
+ * policy is bringing it back (left to the next tool call). */
+enum policy_container_state {
+	POLICY_CONTAINER_ABSENT,
+	POLICY_CONTAINER_RUNNING,
+	POLICY_CONTAINER_RESTARTING,
+	POLICY_CONTAINER_STOPPED,
+};
+enum policy_reconcile_action {
+	POLICY_RECONCILE_NOTHING,
+	POLICY_RECONCILE_REATTACH,         /* open the helper channel again */
+	POLICY_RECONCILE_MARK_FAILED,      /* row → failed with reason */
+	POLICY_RECONCILE_REMOVE_AND_FAIL,  /* remove the container, row → failed with reason */
+	POLICY_RECONCILE_REMOVE_CONTAINER, /* the row is removed already: remove the leftover container */
+	POLICY_RECONCILE_REPORT_ORPHAN,    /* no row: log it; only `chat2sbx sandbox destroy` removes it */
+	POLICY_RECONCILE_FINISH_REMOVAL,   /* row 'removing': container removed if still there, row → removed */
+};
+struct policy_reconcile_decision {
+	enum policy_reconcile_action action;
+	char reason[200]; /* failure reason (MARK_FAILED, REMOVE_AND_FAIL) or what was seen */
+};
+/* Maps a row status ("creating", …; NULL = no row) and an engine container
+ * state ("running", "exited", …; NULL = absent) to the enums. Pure. */
+enum policy_row_state policy_row_state_of(const char *status);
+enum policy_container_state policy_container_state_of(const char *engine_status);
+/* The reconcile decision table: registry state × engine state → action, with
+ * the reason recorded for failed rows (engine_status and exit_code describe
+ * a stopped container). Pure; every row of the table has a unit test
+ * (tests/test_lifecycle_reconcile.c). */
+void policy_reconcile_decide(enum policy_row_state row, enum policy_container_state container,
+                             const char *engine_status, int exit_code, struct policy_reconcile_decision *ret);
 
 #endif

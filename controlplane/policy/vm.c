@@ -91,3 +91,26 @@ const char *policy_runtime_choose(const char *setting, int kvm_usable, int vm_im
 		*ret_why = why;
 	return runtime;
 }
+
+int policy_runtime_needs_image(const char *setting, int cpu_virt, int kvm_access)
+{
+	return (!setting || !*setting || !strcmp(setting, "auto")) && cpu_virt && kvm_access;
+}
+
+int policy_runtime_decide(const struct policy_runtime_facts *f, struct policy_runtime_decision *ret,
+                          struct cp_error **err)
+{
+	struct policy_runtime_decision d = {0};
+	d.runtime =
+	    policy_runtime_choose(f->setting ? f->setting : "", f->cpu_virt && f->kvm_access, f->vm_image, &d.why);
+	if (d.runtime && !strcmp(d.runtime, POLICY_RUNTIME_VM) &&
+	    policy_vm_accel_choose(f->accel_setting, f->cpu_virt, f->kvm_access, &d.accel, &d.accel_why, err) < 0)
+		return -1;
+	*ret = d;
+	return 0;
+}
+
+int policy_runtime_is_vm(const char *runtime)
+{
+	return runtime && !strcmp(runtime, POLICY_RUNTIME_VM);
+}

@@ -280,3 +280,26 @@ out:
 	pthread_mutex_unlock(&store->lock);
 	return r;
 }
+
+struct store_trace {
+	void (*fn)(void *ctx, const char *sql);
+	void *ctx;
+};
+static struct store_trace trace_hook; /* one traced handle at a time: tests only */
+
+static int trace_stmt(unsigned type, void *ctx, void *p, void *x)
+{
+	(void)x;
+	struct store_trace *t = ctx;
+	if (type == SQLITE_TRACE_STMT && t->fn)
+		t->fn(t->ctx, sqlite3_sql(p));
+	return 0;
+}
+
+void store_trace_set(struct store *store, void (*fn)(void *ctx, const char *sql), void *ctx)
+{
+	pthread_mutex_lock(&store->lock);
+	trace_hook = (struct store_trace){.fn = fn, .ctx = ctx};
+	sqlite3_trace_v2(store->db, fn ? SQLITE_TRACE_STMT : 0, fn ? trace_stmt : NULL, fn ? &trace_hook : NULL);
+	pthread_mutex_unlock(&store->lock);
+}

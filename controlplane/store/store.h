@@ -36,6 +36,12 @@ extern const size_t store_migrations_count;
 int store_open(const char *path, struct store **ret_store, struct cp_error **err);
 void store_free(struct store *store);
 
+/* For tests: fn(ctx, sql) is called with the text of every statement the
+ * handle starts to run (sqlite3_trace_v2, SQLITE_TRACE_STMT), on the thread
+ * running it, with the store's lock held (fn must not use the store).
+ * fn NULL turns tracing off. ctx is borrowed until then. */
+void store_trace_set(struct store *store, void (*fn)(void *ctx, const char *sql), void *ctx);
+
 /* Highest applied migration version. */
 int store_schema_version(struct store *store, int *ret_version, struct cp_error **err);
 

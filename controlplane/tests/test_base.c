@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/id.h"
 #include "base/log.h"
+#include "base/periodic.h"
 #include "base/xalloc.h"
 #include "base/xjson.h"
 #include "policy/policy.h"
@@ -293,4 +295,35 @@ Test(base_text, invisible_characters)
 		cr_expect(text_invisible(yes[i]), "U+%04x", yes[i]);
 	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
 		cr_expect(!text_invisible(no[i]), "U+%04x", no[i]);
+}
+
+/* ---- periodic.c ---- */
+
+struct periodic_count {
+	int calls; /* atomically */
+};
+
+static long periodic_count_fn(void *ctx)
+{
+	struct periodic_count *c = ctx;
+	__atomic_add_fetch(&c->calls, 1, __ATOMIC_SEQ_CST);
+	return -1;
+}
+
+Test(base_periodic, runs_at_first_then_on_a_wake_and_stops_promptly)
+{
+	struct periodic_count c = {0};
+	struct periodic *p = periodic_start("test", 0, 60000, periodic_count_fn, &c);
+	cr_assert_not_null(p);
+	for (int i = 0; i < 200 && __atomic_load_n(&c.calls, __ATOMIC_SEQ_CST) < 1; i++)
+		usleep(5000);
+	cr_assert_eq(__atomic_load_n(&c.calls, __ATOMIC_SEQ_CST), 1);
+	periodic_wake(p);
+	for (int i = 0; i < 200 && __atomic_load_n(&c.calls, __ATOMIC_SEQ_CST) < 2; i++)
+		usleep(5000);
+	cr_assert_eq(__atomic_load_n(&c.calls, __ATOMIC_SEQ_CST), 2, "a wake runs the next call at once");
+	int64_t t0 = clock_monotonic_ms();
+	periodic_stop(p); /* the 60 s wait ends at once */
+	cr_assert_lt(clock_monotonic_ms() - t0, 1000);
+	periodic_stop(NULL);
 }

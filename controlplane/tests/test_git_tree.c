@@ -627,6 +627,20 @@ static void wait_failed(const char *id)
 	cr_assert_str_eq(lc_fixture_status(id), "failed", "the watcher did not stop %s", id);
 }
 
+/* A call's guard check, with the mounts the registry holds for s. */
+static int guard_check(const struct sandbox_record *s, struct cp_error **err)
+{
+	struct sandbox_mount_record *m = NULL;
+	size_t n = 0;
+	if (lifecycle_call_mounts(fx.lc, s->id, &m, &n, err) < 0)
+		return -1;
+	int r = lifecycle_sandbox_guard_check(fx.lc, s, m, n, err);
+	for (size_t i = 0; i < n; i++)
+		sandbox_mount_record_clear(&m[i]);
+	free(m);
+	return r;
+}
+
 Test(git_tree, a_call_stops_a_sandbox_whose_git_holds_a_link)
 {
 	repo();
@@ -634,7 +648,7 @@ Test(git_tree, a_call_stops_a_sandbox_whose_git_holds_a_link)
 	running_sandbox(&s);
 	link_at("/tmp/c2s-victim/.bashrc", ".git/logs/refs/stash");
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_sandbox_guard_check(fx.lc, &s, &err), -1);
+	cr_assert_eq(guard_check(&s, &err), -1);
 	cr_assert_eq(err->code, CP_ERR_CONFLICT);
 	cr_assert_not_null(strstr(err->message, "has failed"), "%s", err->message);
 	cr_assert_not_null(strstr(err->message, ".git/logs/refs/stash' (a symbolic link to '/tmp/c2s-victim/.bashrc')"),
@@ -653,7 +667,7 @@ Test(git_tree, the_watcher_stops_it_without_any_call)
 	struct sandbox_record s = {0};
 	running_sandbox(&s);
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_sandbox_guard_check(fx.lc, &s, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(guard_check(&s, &err), 0, "%s", err ? err->message : "");
 	cr_assert_str_eq(lc_fixture_status("sbx_d"), "running");
 	cr_assert_eq(mkfifo(at(".git/logs/refs/heads/feature/fifo"), 0644), 0);
 	wait_failed("sbx_d");
@@ -670,7 +684,7 @@ Test(git_tree, a_destroyed_sandbox_s_watch_stops_the_workspace_s_next_one)
 	struct sandbox_record s = {0};
 	running_sandbox(&s);
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_sandbox_guard_check(fx.lc, &s, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(guard_check(&s, &err), 0, "%s", err ? err->message : "");
 	cr_assert_eq(store_sandbox_set_status(fx.store, "sbx_d", "removed", NULL, NULL, clock_now_ms(), &err), 0);
 	lc_fixture_sandbox("sbx_e", "ws_d", "running", clock_now_ms());
 	link_at("/", ".git/refs/heads/feature/p");

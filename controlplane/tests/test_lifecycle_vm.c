@@ -121,9 +121,9 @@ Test(lifecycle_vm, launcher_refusals_become_reasons)
 	cr_expect_eq(lifecycle_vm_refused(&st), 1);
 	st.exit_code = 0;
 	cr_expect_eq(lifecycle_vm_refused(&st), 0, "an ordinary stop");
-	cr_expect_eq(lifecycle_runtime_is_vm("vm"), 1);
-	cr_expect_eq(lifecycle_runtime_is_vm("runc"), 0);
-	cr_expect_eq(lifecycle_runtime_is_vm(NULL), 0);
+	cr_expect_eq(policy_runtime_is_vm("vm"), 1);
+	cr_expect_eq(policy_runtime_is_vm("runc"), 0);
+	cr_expect_eq(policy_runtime_is_vm(NULL), 0);
 	cr_expect_eq(lifecycle_vm_hello_timeout_ms("vm"), LIFECYCLE_VM_HELLO_TIMEOUT_MS);
 	cr_expect_eq(lifecycle_vm_hello_timeout_ms(NULL), LIFECYCLE_HELLO_TIMEOUT_MS);
 }

@@ -81,3 +81,31 @@ Test(policy_vm, runtime_auto_is_vm_only_with_kvm_and_its_image)
 	cr_expect_str_eq(policy_runtime_choose("runsc", 1, 1, &why), "runsc");
 	cr_expect_str_eq(policy_runtime_choose("runc", 1, 1, NULL), "runc");
 }
+
+Test(policy_vm, runtime_decision_names_the_accelerator_only_for_vm)
+{
+	struct policy_runtime_decision d;
+	struct cp_error *err = NULL;
+	struct policy_runtime_facts f = {
+	    .setting = "", .accel_setting = "auto", .cpu_virt = 1, .kvm_access = 1, .vm_image = 1};
+	cr_assert(policy_runtime_needs_image(f.setting, 1, 1));
+	cr_assert_eq(policy_runtime_decide(&f, &d, &err), 0);
+	cr_expect_str_eq(d.runtime, POLICY_RUNTIME_VM);
+	cr_expect_str_eq(d.accel, "kvm");
+	f.vm_image = 0;
+	cr_assert_eq(policy_runtime_decide(&f, &d, &err), 0);
+	cr_expect_null(d.runtime);
+	cr_expect_null(d.accel);
+	cr_expect_not_null(d.why);
+	/* A named runtime needs no image question and gets no accelerator. */
+	cr_expect_not(policy_runtime_needs_image("runsc", 1, 1));
+	f = (struct policy_runtime_facts){.setting = "runsc", .accel_setting = "auto"};
+	cr_assert_eq(policy_runtime_decide(&f, &d, &err), 0);
+	cr_expect_str_eq(d.runtime, "runsc");
+	cr_expect_null(d.accel);
+	/* vm asked with kvm forced on a machine without it: refused. */
+	f = (struct policy_runtime_facts){.setting = "vm", .accel_setting = "kvm"};
+	cr_assert_eq(policy_runtime_decide(&f, &d, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_UNAVAILABLE);
+	cp_error_free(err);
+}

@@ -216,10 +216,16 @@ test:
 	$(MAKE) all unit check-docs
 	$(MAKE) e2e
 
-# The internals tour names only files and functions that exist, and every
-# include follows its layers (scripts/check-docs.sh; controlplane/README.md).
-check-docs:
+# The internals tour names only files and functions that exist, every
+# include follows its layers (scripts/check-docs.sh; controlplane/README.md),
+# and no two files of one folder call each other in a loop
+# (scripts/check-loops.sh, over the built objects; folders listed in
+# scripts/check-loops.allow are reported, not failed). Then the checks' own
+# test: a planted loop and a planted wrong include must fail them.
+check-docs: $(BIN) $(HELPER_BIN) $(VM_BIN)
 	scripts/check-docs.sh
+	scripts/check-loops.sh $(BUILD)
+	scripts/tests/structure-check.sh
 
 # Install what is missing, build, start the engine, build the template, serve.
 run:
@@ -287,7 +293,7 @@ help:
 	@echo "make template-vm  build the vm runtime's image from it (QEMU, kernel, guest disks; cached)"
 	@echo "make test-vm    the vm runtime's end-to-end scenarios (slow under TCG; not in make test)"
 	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
-	@echo "make check-docs the internals tour (controlplane/README.md) matches the code"
+	@echo "make check-docs the internals tour (controlplane/README.md) matches the code; no call loop in a folder"
 	@echo "make bench      benchmark against the engine's baselines (README: Performance)"
 	@echo "make bench-git-tree  the per-call cost of a direct workspace's .git check"
 	@echo "make clean      remove build/"

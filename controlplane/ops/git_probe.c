@@ -99,19 +99,6 @@ static char *snapshot(const char *dir)
 	return out;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-void ops_remove_tree(const char *path)
-{
-	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* vm (issue 15): QEMU never writes a root-owned direct workspace, so a
  * root doctor gives the throwaway repository to the vm uid, as a person's
  * repository belongs to its person. */

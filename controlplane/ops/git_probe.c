@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 #include "../base/log.h"
 #include "../lifecycle/lifecycle.h"
 #include "../policy/policy.h"
@@ -67,9 +68,7 @@ static char *snapshot(const char *dir)
 	char path[4300], buf[8192];
 	char *out = NULL;
 	size_t size = 0;
-	FILE *f = open_memstream(&out, &size);
-	if (!f)
-		return NULL;
+	FILE *f = xopen_memstream(&out, &size);
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/.git", dir);
 	fprintf(f, "git %s ino %llu\n", lstat(path, &st) == 0 && S_ISDIR(st.st_mode) ? "dir" : "missing",

@@ -11,6 +11,9 @@ CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu17 -Wall -Wextra -D_GNU_SOURCE -MMD -MP \
 	-DCHAT2SBX_VERSION='"$(VERSION)"' -DCHAT2SBX_GIT_VERSION='"$(GIT_VERSION)"'
 LDFLAGS ?=
+# WERROR=1 (make check, make test) turns every warning into an error.
+WERROR ?=
+override CFLAGS += $(if $(filter-out 0,$(WERROR)),-Werror)
 
 PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd libnftables libarchive zlib nettle
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -60,8 +63,19 @@ FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_expo
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
-.PHONY: all run test unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs
+.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs
 all: $(BIN) $(HELPER_BIN) $(VM_BIN)
+
+# Objects are rebuilt when the flags change (WERROR, CFLAGS, SANITIZE, CC):
+# the flags are written to a stamp every object depends on, only when they
+# differ from the last build's (the git version is left out: it changes with
+# every edit and only main.c and serve.c print it).
+FLAGS_STAMP := $(BUILD)/flags.stamp
+FLAGS_TEXT := $(CC) $(filter-out -DCHAT2SBX_GIT_VERSION=%,$(CFLAGS)) $(SANITIZE)
+ifneq ($(FLAGS_TEXT),$(file <$(FLAGS_STAMP)))
+$(shell mkdir -p $(BUILD))
+$(file >$(FLAGS_STAMP),$(FLAGS_TEXT))
+endif
 
 $(BIN): $(CP_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
@@ -77,19 +91,19 @@ $(HELPER_BIN): $(HELPER_OBJS)
 $(VM_BIN): $(VM_OBJS)
 	$(CC) -static $(LDFLAGS) -o $@ $^
 
-$(BUILD)/vm/%.o: %.c
+$(BUILD)/vm/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itemplate/vm/src -c -o $@ $<
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icontrolplane -Itemplate/helper -c -o $@ $<
 
-$(BUILD)/helper/%.o: %.c
+$(BUILD)/helper/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags $(HELPER_PKGS)) -Itemplate/helper -c -o $@ $<
 
-$(BUILD)/san/%.o: %.c
+$(BUILD)/san/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) $(PKG_CFLAGS) \
 		-Icontrolplane -Itemplate/helper -Itemplate/vm/src -c -o $@ $<
@@ -121,12 +135,14 @@ deps:
 engine: deps
 	scripts/ensure-engine.sh
 
-# Unit tests under ASan/UBSan (no engine needed), then the fuzz corpus replay.
-unit: $(CP_TESTS) $(if $(HELPER_TEST_SRCS),$(HELPER_TESTS)) $(VM_TESTS) $(FUZZ_REPLAYS)
+# Unit tests under ASan/UBSan (no engine needed); unit adds the fuzz corpus replay.
+.PHONY: unit-tests
+unit-tests: $(CP_TESTS) $(if $(HELPER_TEST_SRCS),$(HELPER_TESTS)) $(VM_TESTS)
 	scripts/unit.sh $(CP_TESTS)
 	$(if $(HELPER_TEST_SRCS),scripts/unit.sh $(HELPER_TESTS))
 	scripts/unit.sh $(VM_TESTS)
-	scripts/fuzz-replay.sh $(BUILD)/replay $(FUZZ_DIR) $(FUZZ_HARNESSES)
+
+unit: unit-tests fuzz-replay
 
 # ---- fuzzing (controlplane/fuzz/README.md) ----
 # make fuzz: libFuzzer harnesses built with clang, each run FUZZ_SECONDS over
@@ -143,7 +159,7 @@ FUZZ_SRCS_fuzz_helper_frame := template/helper/frame.c template/helper/hlog.c co
 FUZZ_SRCS_fuzz_export_pack := controlplane/lifecycle/export_pack_check.c controlplane/base/error.c \
 	controlplane/base/xalloc.c controlplane/base/clock.c
 
-$(BUILD)/fuzz/obj/%.o: %.c
+$(BUILD)/fuzz/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CFLAGS) -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(PKG_CFLAGS) \
 		-Icontrolplane -Itemplate/helper -c -o $@ $<
@@ -209,17 +225,65 @@ test-vm: all
 	$(TEMPLATE_VM_BUILD)
 	e2e/run.sh --vm
 
-# Everything on a fresh Debian machine: packages, build, unit tests, engine,
-# template, end-to-end tests.
+# Everything on a fresh Debian machine: packages, then the gate (make
+# check), then the engine, the template and the end-to-end tests, all
+# built with -Werror.
 test:
 	scripts/deps.sh all
-	$(MAKE) all unit check-docs
-	$(MAKE) e2e
+	$(MAKE) check
+	$(MAKE) WERROR=1 e2e
 
-# The internals tour names only files and functions that exist, and every
-# include follows its layers (scripts/check-docs.sh; controlplane/README.md).
-check-docs:
+# The gate (issue 24): no root, no package installation, no engine, no
+# network. In order: the build with -Werror, the format, the static analysis
+# and shellcheck, the unit tests under ASan/UBSan, the fuzz-corpus replay,
+# the structure checks. Stops at the first step that fails.
+check:
+	$(MAKE) WERROR=1 all
+	$(MAKE) fmt-check
+	$(MAKE) WERROR=1 lint
+	$(MAKE) WERROR=1 unit-tests
+	$(MAKE) WERROR=1 fuzz-replay
+	$(MAKE) WERROR=1 check-docs
+
+# ---- lint: gcc -fanalyzer over every production .c, and shellcheck ----
+# Each file is analysed once per change (a stamp object in build/lint).
+# A finding the analyser gets wrong is silenced only in scripts/lint.suppress
+# (file, warning option, the reason), reviewed like code.
+LINT_SUPPRESS := scripts/lint.suppress
+lint_flags = $(shell awk -v f='$(1)' '$$1 == f ":" { print $$2 }' $(LINT_SUPPRESS))
+LINT_CP := $(patsubst %.c,$(BUILD)/lint/obj/%.o,$(CP_LIB_SRCS) $(CLI_SRCS))
+LINT_HELPER := $(patsubst %.c,$(BUILD)/lint/helper/%.o,$(filter template/helper/%,$(HELPER_SRCS)))
+LINT_VM := $(patsubst %.c,$(BUILD)/lint/vm/%.o,$(VM_SRCS))
+ANALYZE := -fanalyzer -Werror
+
+$(BUILD)/lint/obj/%.o: %.c $(FLAGS_STAMP) $(LINT_SUPPRESS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(ANALYZE) $(call lint_flags,$<) $(PKG_CFLAGS) -Icontrolplane -Itemplate/helper -c -o $@ $<
+$(BUILD)/lint/helper/%.o: %.c $(FLAGS_STAMP) $(LINT_SUPPRESS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(ANALYZE) $(call lint_flags,$<) $(shell pkg-config --cflags $(HELPER_PKGS)) -Itemplate/helper -c -o $@ $<
+$(BUILD)/lint/vm/%.o: %.c $(FLAGS_STAMP) $(LINT_SUPPRESS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(ANALYZE) $(call lint_flags,$<) -Itemplate/vm/src -c -o $@ $<
+
+SHELL_SCRIPTS = $(wildcard scripts/*.sh scripts/tests/*.sh template/build.sh template/vm/*.sh) e2e/run.sh
+
+lint: lint-c lint-sh
+lint-c: $(LINT_CP) $(LINT_HELPER) $(LINT_VM)
+lint-sh:
+	@command -v shellcheck >/dev/null 2>&1 || { echo "lint: shellcheck is missing: run scripts/deps.sh (or apt-get install shellcheck)" >&2; exit 1; }
+	shellcheck $(SHELL_SCRIPTS)
+
+# The internals tour names only files and functions that exist, every
+# include follows its layers (scripts/check-docs.sh; controlplane/README.md),
+# and no two files of one folder call each other in a loop
+# (scripts/check-loops.sh, over the built objects; folders listed in
+# scripts/check-loops.allow are reported, not failed). Then the checks' own
+# test: a planted loop and a planted wrong include must fail them.
+check-docs: $(BIN) $(HELPER_BIN) $(VM_BIN)
 	scripts/check-docs.sh
+	scripts/check-loops.sh $(BUILD)
+	scripts/tests/structure-check.sh
 
 # Install what is missing, build, start the engine, build the template, serve.
 run:
@@ -271,7 +335,7 @@ fmt:
 	clang-format -i $(FMT_FILES)
 
 fmt-check:
-	clang-format --dry-run --Werror $(FMT_FILES)
+	@clang-format --dry-run --Werror $(FMT_FILES) && echo "fmt-check: every C file is formatted (.clang-format)"
 
 clean:
 	rm -rf $(BUILD)
@@ -279,7 +343,9 @@ clean:
 help:
 	@echo "make            build build/chat2sbx and build/chat2sbx-helper"
 	@echo "make run        install what is missing, build, build the template, serve on loopback"
-	@echo "make test       install, build, unit tests (ASan/UBSan), template, e2e on the real engine"
+	@echo "make test       install what is missing, make check, then the template and e2e on the real engine"
+	@echo "make check      the gate, no root/engine/network: -Werror build, fmt-check, lint, unit tests, fuzz replay, check-docs"
+	@echo "make lint       gcc -fanalyzer over the production C (scripts/lint.suppress) and shellcheck over the scripts"
 	@echo "make unit       unit tests only (and the fuzz corpus replay)"
 	@echo "make e2e        end-to-end tests (real engine, real MCP clients of 2025 and 2026-07-28), then the MCP conformance suites"
 	@echo "make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS each (default 120)"
@@ -287,7 +353,7 @@ help:
 	@echo "make template-vm  build the vm runtime's image from it (QEMU, kernel, guest disks; cached)"
 	@echo "make test-vm    the vm runtime's end-to-end scenarios (slow under TCG; not in make test)"
 	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
-	@echo "make check-docs the internals tour (controlplane/README.md) matches the code"
+	@echo "make check-docs the internals tour (controlplane/README.md) matches the code; no call loop in a folder"
 	@echo "make bench      benchmark against the engine's baselines (README: Performance)"
 	@echo "make bench-git-tree  the per-call cost of a direct workspace's .git check"
 	@echo "make clean      remove build/"

@@ -81,11 +81,11 @@ static int sandbox_list(struct cli *cli, struct store *store)
 static int sandbox_destroy(struct cli *cli, struct store *store, const char *id, int force)
 {
 	struct cp_error *err = NULL;
-	if (!id_valid(id, "sbx_")) {
+	if (!id || !id_valid(id, "sbx_")) {
 		fprintf(stderr,
 		        "chat2sbx: '%s' is not a sandbox id (sbx_ followed by %d characters); see 'chat2sbx "
 		        "sandbox list'\n",
-		        id, ID_RANDOM_CHARS);
+		        id ? id : "", ID_RANDOM_CHARS);
 		return 2;
 	}
 	struct docker_engine *engine = NULL;

@@ -175,7 +175,13 @@ int cli_setup_service(struct cli *cli, const char *action)
 		return 0;
 	}
 	FILE *f = fopen(path, "we");
-	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+	int failed = !f;
+	if (f) {
+		/* The stream is closed whatever fputs did (a failed write still holds it). */
+		failed = fputs(text, f) < 0;
+		failed |= fclose(f) != 0;
+	}
+	if (failed) {
 		fprintf(stderr, "chat2sbx: write '%s': %s\n", path, strerror(errno));
 		free(text);
 		return 1;

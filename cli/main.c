@@ -1,5 +1,5 @@
-/* main.c: the `chat2sbx` command: a table of verbs, global flags, config
- * loading, and the one place errors become messages and exit statuses. */
+/* main.c: the `chat2sbx` command: a table of verbs, global flags and config
+ * loading. How an error becomes a message and an exit status is output.c's. */
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
@@ -60,37 +60,6 @@ static void usage(FILE *out)
 		fprintf(out, "  %s\n", commands[i].usage);
 	fprintf(out, "  version                    print the version\n  help                       this text\n\n"
 	             "Configuration: environment variables (see .env.example), ./.env, ~/.chat2sbx/config.yaml.\n");
-}
-
-int cli_fail(struct cp_error *err)
-{
-	int status = cp_error_exit_status(err->code);
-	fprintf(stderr, "chat2sbx: %s\n", err->message);
-	cp_error_free(err);
-	return status;
-}
-
-void cli_audit(struct store *store, const char *action, const char *target, const char *sandbox_id,
-               const struct cp_error *err)
-{
-	struct audit_record a = {.at_ms = clock_now_ms(),
-	                         .actor = "cli",
-	                         .action = action,
-	                         .sandbox_id = sandbox_id,
-	                         .target = target,
-	                         .status = err ? cp_error_code_name(err->code) : "ok",
-	                         .message = err ? err->message : NULL};
-	struct cp_error *e = NULL;
-	if (store_audit_insert(store, &a, &e) < 0) {
-		fprintf(stderr, "chat2sbx: warning: %s\n", e->message);
-		cp_error_free(e);
-	}
-}
-
-void cli_print_json(struct json_object *o)
-{
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
 }
 
 int main(int argc, char **argv)

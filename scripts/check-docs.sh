@@ -56,6 +56,7 @@ while IFS= read -r line; do
   elif [[ "$line" =~ ^#+ ]]; then
     section=""
   fi
+  # shellcheck disable=SC2016 # backticks below are the text matched, not a command
   while read -r tok; do
     [ -n "$tok" ] || continue
     tok="${tok#\`}"
@@ -76,6 +77,7 @@ done <"$doc"
 # layer per line. A file may include headers of its own folder and of
 # folders on lower lines only, and a private *_internal.h only from its own
 # folder (unit tests aside). `serve` is controlplane/*.c, `cli` is cli/.
+# shellcheck disable=SC2016 # the fences and $ are sed's, not the shell's
 layers="$(sed -n '/^```layers$/,/^```$/p' "$doc" | sed '1d;$d')"
 if [ -z "$layers" ]; then
   lineno=0

@@ -22,7 +22,7 @@ ours=$(awk '
   inblock && /^$/ { next }
   inblock { if (mine) n++; inblock = 0 }
   END { if (inblock && mine) n++; print n + 0 }' "$log")
-other=$(grep -E 'Sanitizer|runtime error' "$log" | grep -vE 'LeakSanitizer: detected memory leaks|^SUMMARY: AddressSanitizer: [0-9]+ byte\(s\) leaked' | wc -l)
+other=$(grep -E 'Sanitizer|runtime error' "$log" | grep -cvE 'LeakSanitizer: detected memory leaks|^SUMMARY: AddressSanitizer: [0-9]+ byte\(s\) leaked')
 leaks=$(grep -c 'LeakSanitizer: detected memory leaks' "$log")
 if [ "$other" -gt 0 ] || [ "$ours" -gt 0 ]; then
   echo "unit: $bin: a sanitizer reported a problem (see above)" >&2

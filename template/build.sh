@@ -135,7 +135,9 @@ docker rmi "$base" >/dev/null 2>&1 || true
 # The image this one replaces: remove it unless it is still tagged or used
 # by a container (then the engine refuses, which is fine).
 if [ -n "$old_id" ] && [ "$(docker image inspect --format '{{len .RepoTags}}' "$old_id" 2>/dev/null)" = 0 ]; then
-  docker rmi "$old_id" >/dev/null 2>&1 && say "removed the previous template image ${old_id:7:12}" || true
+  if docker rmi "$old_id" >/dev/null 2>&1; then
+    say "removed the previous template image ${old_id:7:12}"
+  fi
 fi
 
 # ---- smoke test: the helper answers hello as PID 1 in the new image ----
@@ -146,6 +148,7 @@ if [ -n "$helper_bin" ]; then
   # re-attach), so the test stops it with SIGTERM, as the engine would.
   coproc smoke { timeout 60 docker run -i --rm --name "$name" --network none \
       -v "$helper_abs:/.chat2sbx/helper:ro" --entrypoint /.chat2sbx/helper "$tag" 2>/dev/null; }
+  # shellcheck disable=SC2154 # smoke_PID is set by bash's coproc
   smoke_pid=$smoke_PID
   echo '{"jsonrpc":"2.0","id":1,"method":"hello","params":{}}' >&"${smoke[1]}"
   reply=""

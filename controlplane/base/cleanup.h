@@ -10,10 +10,21 @@
 
 #define _cleanup_(fn) __attribute__((cleanup(fn)))
 
+/* gcc 12's -fanalyzer loses a _cleanup_free_ variable's initializer on
+ * some paths that pass its address to another function (it reports "use of
+ * uninitialized value '*(void **)&var'" here for variables declared "= NULL";
+ * gcc 13 no longer does). Only that one warning, and only in this function. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-use-of-uninitialized-value"
+#endif
 static inline void cleanup_freep(void *p)
 {
 	free(*(void **)p);
 }
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic pop
+#endif
 #define _cleanup_free_ _cleanup_(cleanup_freep)
 
 static inline void cleanup_closep(int *fd)

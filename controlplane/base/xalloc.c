@@ -76,3 +76,11 @@ char *xasprintf(const char *fmt, ...)
 	va_end(ap);
 	return s;
 }
+
+FILE *xopen_memstream(char **ret_buf, size_t *ret_size)
+{
+	FILE *f = open_memstream(ret_buf, ret_size);
+	if (!f)
+		cp_oom();
+	return f;
+}

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Writes "chat2sbx: out of memory" to stderr and aborts. Never returns. */
 _Noreturn void cp_oom(void);
@@ -27,5 +28,10 @@ char *xstrndup(const char *s, size_t n) __attribute__((malloc));
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2), malloc, returns_nonnull));
 /* The same over a va_list (the caller's va_start/va_end around it). */
 char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0), malloc, returns_nonnull));
+
+/* open_memstream that aborts on failure (it fails only when it cannot
+ * allocate): a stream writing into *ret_buf, *ret_size (POSIX: both valid
+ * after fflush or fclose; the caller frees *ret_buf after fclose). */
+FILE *xopen_memstream(char **ret_buf, size_t *ret_size) __attribute__((returns_nonnull));
 
 #endif

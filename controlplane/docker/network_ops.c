@@ -1,7 +1,9 @@
 /* network_ops.c: engine networks made and removed on request (sandbox_expose's
  * per-sandbox networks): create with labels, connect and disconnect a
  * container, remove, list by label. Decides nothing about names or labels;
- * the caller does. The shared sandbox network lives in networks.c. */
+ * the caller does. Also the bridge interface behind a network (its
+ * option, or libnetwork's derived name). The shared sandbox network lives in
+ * networks.c. */
 #include "engine_internal.h"
 
 #include <json-c/json.h>
@@ -20,6 +22,25 @@ static char *network_path(const char *ref, const char *suffix)
 {
 	_cleanup_free_ char *esc = docker_escape(ref, NULL);
 	return xasprintf("/networks/%s%s", esc, suffix);
+}
+
+/* A bridge network's host interface (engine_internal.h). */
+int docker_network_bridge_of(struct json_object *network, char *buf, size_t size)
+{
+	struct json_object *v = NULL, *options = NULL;
+	if (json_object_object_get_ex(network, "Options", &options) &&
+	    json_object_object_get_ex(options, DOCKER_BRIDGE_NAME_OPTION, &v) &&
+	    json_object_is_type(v, json_type_string) && *json_object_get_string(v)) {
+		snprintf(buf, size, "%s", json_object_get_string(v));
+		return 1;
+	}
+	/* libnetwork's bridge driver names an unnamed network's bridge "br-"
+	 * and the first 12 characters of the network id. */
+	if (!json_object_object_get_ex(network, "Id", &v) || !json_object_is_type(v, json_type_string) ||
+	    strlen(json_object_get_string(v)) < 12)
+		return -1;
+	snprintf(buf, size, "br-%.12s", json_object_get_string(v));
+	return 0;
 }
 
 int docker_network_create(struct docker_engine *engine, const char *name, const char *const *labels, int icc,

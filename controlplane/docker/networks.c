@@ -1,7 +1,7 @@
-/* networks.c: the engine network sandboxes with network access join, and
- * the bridge interface behind a network. Makes sure the shared network
- * exists with its fixed bridge name, replacing an older nameless one only
- * while no container refers to it; never removes a network in use. */
+/* networks.c: the engine network sandboxes with network access join. Makes
+ * sure the shared network exists with its fixed bridge name, replacing an
+ * older nameless one only while no container refers to it; never removes a
+ * network in use. */
 #include "engine_internal.h"
 
 #include <json-c/json.h>
@@ -14,35 +14,6 @@
 #include "../base/xjson.h"
 
 #define DOCKER_NETWORK_TIMEOUT_MS 15000L
-
-char *docker_filtered_path(const char *base, const char *key, const char *value)
-{
-	_cleanup_json_ struct json_object *filters = xjson_object();
-	struct json_object *values = xjson_array();
-	xjson_append(values, xjson_string(value));
-	xjson_add(filters, key, values);
-	_cleanup_free_ char *esc = docker_escape(
-	    json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), NULL);
-	return xasprintf("%sfilters=%s", base, esc);
-}
-
-int docker_network_bridge_of(struct json_object *network, char *buf, size_t size)
-{
-	struct json_object *v = NULL, *options = NULL;
-	if (json_object_object_get_ex(network, "Options", &options) &&
-	    json_object_object_get_ex(options, DOCKER_BRIDGE_NAME_OPTION, &v) &&
-	    json_object_is_type(v, json_type_string) && *json_object_get_string(v)) {
-		snprintf(buf, size, "%s", json_object_get_string(v));
-		return 1;
-	}
-	/* libnetwork's bridge driver names an unnamed network's bridge "br-"
-	 * and the first 12 characters of the network id. */
-	if (!json_object_object_get_ex(network, "Id", &v) || !json_object_is_type(v, json_type_string) ||
-	    strlen(json_object_get_string(v)) < 12)
-		return -1;
-	snprintf(buf, size, "br-%.12s", json_object_get_string(v));
-	return 0;
-}
 
 /* How many containers, in any state, name network (id) among theirs:
  * GET /containers/json?all=1&filters={"network":[id]}. The network's own

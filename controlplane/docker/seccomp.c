@@ -51,6 +51,9 @@ static const char *const refused_syscalls[] = {"openat2", "io_uring_setup", "io_
 
 static int mode_index_of(const char *name)
 {
+	/* rule_check has refused a rule without names; a NULL name is never one. */
+	if (!name)
+		return -1;
 	for (size_t i = 0; i < N_ELEMS(mode_syscalls); i++)
 		if (!strcmp(name, mode_syscalls[i].name))
 			return (int)mode_syscalls[i].index;
@@ -59,6 +62,8 @@ static int mode_index_of(const char *name)
 
 static int is_refused(const char *name)
 {
+	if (!name)
+		return 0;
 	for (size_t i = 0; i < N_ELEMS(refused_syscalls); i++)
 		if (!strcmp(name, refused_syscalls[i]))
 			return 1;
@@ -69,7 +74,7 @@ static int is_refused(const char *name)
  * syscall without the mode check (libseccomp's SCMP_ACT_LOG runs it too). */
 static int action_allows(const char *action)
 {
-	return !strcmp(action, "SCMP_ACT_ALLOW") || !strcmp(action, "SCMP_ACT_LOG");
+	return action && (!strcmp(action, "SCMP_ACT_ALLOW") || !strcmp(action, "SCMP_ACT_LOG"));
 }
 
 /* Default actions that refuse what no rule names; anything else (ALLOW,

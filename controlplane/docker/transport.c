@@ -147,6 +147,18 @@ char *docker_escape(const char *s, const char *keep)
 	return out;
 }
 
+/* The engine's list filters (engine_internal.h). */
+char *docker_filtered_path(const char *base, const char *key, const char *value)
+{
+	_cleanup_json_ struct json_object *filters = xjson_object();
+	struct json_object *values = xjson_array();
+	xjson_append(values, xjson_string(value));
+	xjson_add(filters, key, values);
+	_cleanup_free_ char *esc = docker_escape(
+	    json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), NULL);
+	return xasprintf("%sfilters=%s", base, esc);
+}
+
 /* The engine's "message" from an error body, copied into buf (borrowed); NULL when absent. */
 const char *docker_engine_message(const char *body, size_t len, char *buf, size_t size)
 {

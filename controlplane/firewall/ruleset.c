@@ -97,9 +97,7 @@ static char *render(const char *prefix, char *const *legacy, const char *fp, siz
 {
 	char *text = NULL;
 	size_t len = 0;
-	FILE *m = open_memstream(&text, &len);
-	if (!m)
-		cp_oom(); /* open_memstream fails only when it cannot allocate */
+	FILE *m = xopen_memstream(&text, &len);
 	fprintf(m,
 	        "# chat2sbx host edge (README, \"Security model\"): written by chat2sbx, replaced whole in one\n"
 	        "# transaction; 'chat2sbx setup --uninstall-firewall' removes it.\n"

@@ -112,7 +112,7 @@ static int apply_git(const struct export_record *x, const struct export_manifest
 	size_t nf = 0, ns = 0, n_skipped = 0, n_refs_out = 0;
 	_cleanup_free_ char *update = NULL;
 	size_t ulen = 0;
-	FILE *u = open_memstream(&update, &ulen);
+	FILE *u = xopen_memstream(&update, &ulen);
 	fputs("start\n", u);
 	int n_update = 0;
 	fetch[nf++] = "fetch";
@@ -207,7 +207,7 @@ static char *next_steps_git(const struct export_record *x, const struct export_m
 {
 	char *out = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
+	FILE *f = xopen_memstream(&out, &len);
 	_cleanup_free_ char *qrepo = text_shell_quote(repo, strlen(repo));
 	fprintf(f, "In %s:\n", qrepo);
 	fprintf(f, "  git branch -r --list 'chat2sbx/%s/*'        # what arrived\n", x->sandbox_id);

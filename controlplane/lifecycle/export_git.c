@@ -290,7 +290,7 @@ int export_git_objects_dir(const char *dir, const char *home, char **ret, struct
 	char *common = NULL;
 	if (status == 0) {
 		/* toplevel \n common-dir \n: dir itself must be the top level. */
-		char *nl = strchr(out, '\n');
+		char *nl = out ? strchr(out, '\n') : NULL; /* out is set on every success */
 		if (!nl)
 			return cp_error_set(err, CP_ERR_NOT_FOUND, "'%s' is not a git repository", dir);
 		*nl = '\0';

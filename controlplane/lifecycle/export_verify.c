@@ -255,7 +255,7 @@ static int refs_details(const struct scratch *s, struct export_manifest *m, char
 {
 	size_t in_len = 0;
 	_cleanup_free_ char *in = NULL;
-	FILE *f = open_memstream(&in, &in_len);
+	FILE *f = xopen_memstream(&in, &in_len);
 	size_t tips = 0;
 	for (size_t i = 0; i < m->n_refs; i++)
 		if (m->refs[i].ref.kind != POLICY_REF_SNAPSHOT && !in_base[i]) {
@@ -330,7 +330,7 @@ static int verify_bundle(const struct export_verify_in *in, const struct export_
 	 * bundle as a whole (prerequisites, completeness). */
 	size_t ulen = 0;
 	_cleanup_free_ char *update = NULL;
-	FILE *u = open_memstream(&update, &ulen);
+	FILE *u = xopen_memstream(&update, &ulen);
 	for (size_t i = 0; i < h->n_refs; i++)
 		fprintf(u, "update refs/b/%zu %s\n", i, h->refs[i].oid);
 	fclose(u);

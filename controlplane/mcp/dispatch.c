@@ -94,27 +94,6 @@ static struct json_object *method_set_level(const struct rpc_request *req)
 	                         "error, critical, alert, emergency");
 }
 
-/* A result {key: []} (owned), as the lists we have nothing for answer. */
-struct json_object *mcp_empty_list_result(const char *key)
-{
-	struct json_object *result = xjson_object();
-	xjson_add(result, key, xjson_array());
-	return result;
-}
-
-/* The result of completion/complete (owned; server/utilities/completion):
- * nothing to complete. */
-struct json_object *mcp_empty_completion_result(void)
-{
-	struct json_object *completion = xjson_object();
-	xjson_add(completion, "values", xjson_array());
-	xjson_add(completion, "total", xjson_int64(0));
-	xjson_add(completion, "hasMore", xjson_bool(0));
-	struct json_object *result = xjson_object();
-	xjson_add(result, "completion", completion);
-	return result;
-}
-
 static struct json_object *empty_list(const struct rpc_request *req, const char *key)
 {
 	return mcp_rpc_result_new(req->id, mcp_empty_list_result(key));

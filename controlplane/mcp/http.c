@@ -132,36 +132,6 @@ static int reserve_body(struct mcp_server *server, struct http_request *req, siz
 	return 0;
 }
 
-/* Logs a refused connection or request, at most once per interval with the
- * number refused since, so a flood of bad requests cannot flood the log. */
-#define MCP_AUTH_LOG_INTERVAL_MS 10000
-void mcp_log_refusal(struct mcp_server *server, enum mcp_refusal kind, const char *fmt, ...)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	pthread_mutex_lock(&server->auth_log_lock);
-	unsigned long n = ++server->refusals[kind].count;
-	int due =
-	    server->refusals[kind].last_ms == 0 || now - server->refusals[kind].last_ms >= MCP_AUTH_LOG_INTERVAL_MS;
-	if (due) {
-		server->refusals[kind].last_ms = now;
-		server->refusals[kind].count = 0;
-	}
-	pthread_mutex_unlock(&server->auth_log_lock);
-	if (!due)
-		return;
-	char text[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	if (n > 1)
-		log_warn("mcp", "%s (%lu refusals since the last such line)", text, n);
-	else
-		log_warn("mcp", "%s", text);
-}
-
 /* The Unix socket's peer check (issue 12): a peer of another uid is refused
  * whatever it sends. Returns 1 when fd's peer may not use the endpoint. */
 static int unix_peer_refused(struct mcp_server *server, int fd)

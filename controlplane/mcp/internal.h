@@ -108,7 +108,7 @@ int mcp_body_budget_release(struct mcp_body_budget *b, size_t n);
 size_t mcp_body_budget_used(struct mcp_body_budget *b);
 
 /* Kinds of refused connections and requests, each logged at most once per
- * 10 s with a count (http.c, mcp_log_refusal). */
+ * 10 s with a count (refusal.c, mcp_log_refusal). */
 enum mcp_refusal { MCP_REFUSED_PEER, MCP_REFUSED_SOCKET, MCP_REFUSED_TOKEN, MCP_REFUSED_SLOW, MCP_REFUSED_FLOOD };
 #define MCP_REFUSAL_KINDS 5
 
@@ -150,7 +150,7 @@ void mcp_conn_idle(struct mcp_server *server, struct mcp_conn *c);
  * owner (mcp_cancel_owner) once c's peer hangs up, within its period (500
  * ms). Returns 0 (no watch) for a NULL c. */
 uint64_t mcp_conn_watch_hangup(struct mcp_server *server, struct mcp_conn *c);
-/* http.c: logs a refusal at most once per 10 s per kind, with a count. */
+/* refusal.c: logs a refusal at most once per 10 s per kind, with a count. */
 void mcp_log_refusal(struct mcp_server *server, enum mcp_refusal kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

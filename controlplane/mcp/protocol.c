@@ -14,6 +14,27 @@
 const char *const mcp_protocol_versions[] = {MCP_PROTOCOL_LATEST, "2025-06-18", "2025-03-26"};
 const size_t mcp_protocol_versions_count = sizeof(mcp_protocol_versions) / sizeof(mcp_protocol_versions[0]);
 
+/* A result {key: []} (owned), as the lists we have nothing for answer. */
+struct json_object *mcp_empty_list_result(const char *key)
+{
+	struct json_object *result = xjson_object();
+	xjson_add(result, key, xjson_array());
+	return result;
+}
+
+/* The result of completion/complete (owned; server/utilities/completion):
+ * nothing to complete. */
+struct json_object *mcp_empty_completion_result(void)
+{
+	struct json_object *completion = xjson_object();
+	xjson_add(completion, "values", xjson_array());
+	xjson_add(completion, "total", xjson_int64(0));
+	xjson_add(completion, "hasMore", xjson_bool(0));
+	struct json_object *result = xjson_object();
+	xjson_add(result, "completion", completion);
+	return result;
+}
+
 /* True when version is one of the revisions we serve (MCP basic/lifecycle,
  * "Version Negotiation"; basic/transports, "Protocol Version Header"). */
 int mcp_protocol_supported(const char *version)

@@ -90,14 +90,20 @@ static void unref_locked(struct mcp_stream *s)
 		stream_free_locked(s);
 }
 
-static void unlist_locked(struct mcp_resume *t, struct mcp_stream *s)
+/* Takes s off the table; the table's reference is the caller's to drop. */
+static void unlink_locked(struct mcp_resume *t, struct mcp_stream *s)
 {
-	if (!s->listed)
-		return;
 	TAILQ_REMOVE(&t->streams, s, link);
 	s->listed = 0;
 	t->count--;
 	t->bytes -= s->bytes;
+}
+
+static void unlist_locked(struct mcp_resume *t, struct mcp_stream *s)
+{
+	if (!s->listed)
+		return;
+	unlink_locked(t, s);
 	unref_locked(s);
 }
 
@@ -233,8 +239,10 @@ void mcp_stream_end(struct mcp_stream *s, enum mcp_stream_end how)
 	}
 	if (how == MCP_STREAM_ABANDONED)
 		s->abandoned = 1;
-	if (how == MCP_STREAM_DISCARD)
-		unlist_locked(t, s);
+	if (how == MCP_STREAM_DISCARD && s->listed) {
+		unlink_locked(t, s);
+		s->refs--; /* the table's; the caller's reference, dropped below, keeps s */
+	}
 	pthread_cond_broadcast(&t->changed);
 	unref_locked(s);
 	pthread_mutex_unlock(&t->lock);

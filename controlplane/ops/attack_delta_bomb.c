@@ -206,7 +206,10 @@ static int throwaway_repository(const struct config *cfg, char *dir, size_t size
 	for (size_t i = 0; i < 2; i++) {
 		snprintf(p, sizeof(p), "%s/%s", dir, files[i][0]);
 		FILE *f = fopen(p, "wx");
-		if (!f || fputs(files[i][1], f) < 0 || fclose(f) != 0)
+		if (!f)
+			goto fail;
+		int failed = fputs(files[i][1], f) < 0; /* closed whatever fputs did */
+		if (fclose(f) != 0 || failed)
 			goto fail;
 	}
 	return 0;

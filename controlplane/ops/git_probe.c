@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 #include "../base/log.h"
 #include "../lifecycle/lifecycle.h"
 #include "../policy/policy.h"
@@ -67,9 +68,7 @@ static char *snapshot(const char *dir)
 	char path[4300], buf[8192];
 	char *out = NULL;
 	size_t size = 0;
-	FILE *f = open_memstream(&out, &size);
-	if (!f)
-		return NULL;
+	FILE *f = xopen_memstream(&out, &size);
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/.git", dir);
 	fprintf(f, "git %s ino %llu\n", lstat(path, &st) == 0 && S_ISDIR(st.st_mode) ? "dir" : "missing",
@@ -97,19 +96,6 @@ static char *snapshot(const char *dir)
 	}
 	fclose(f);
 	return out;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-void ops_remove_tree(const char *path)
-{
-	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* vm (issue 15): QEMU never writes a root-owned direct workspace, so a

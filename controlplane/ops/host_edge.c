@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../base/cleanup.h"
+#include "../base/xalloc.h"
 #include "../lifecycle/lifecycle.h"
 #include "ops_internal.h"
 
@@ -116,9 +117,7 @@ static char *attack_command(const struct targets *t, int port)
 {
 	char *cmd = NULL;
 	size_t len = 0;
-	FILE *m = open_memstream(&cmd, &len);
-	if (!m)
-		return NULL;
+	FILE *m = xopen_memstream(&cmd, &len);
 	for (size_t i = 0; i < t->n; i++)
 		fprintf(m, "(timeout %d bash -c 'exec 3<>/dev/tcp/%s/%d' 2>/dev/null && echo 'open %s') &\n",
 		        HOST_EDGE_CONNECT_S, t->addr[i], port, t->addr[i]);

@@ -19,7 +19,7 @@ int ops_probe_run(struct lifecycle *lc, const char *sandbox_id, const char *comm
                   struct cp_error **err);
 
 /* Removes path and everything below it, never following a symlink
- * (git_probe.c); what cannot be removed stays. */
+ * (remove_tree.c); what cannot be removed stays. */
 void ops_remove_tree(const char *path);
 
 /* The "host_services" attack (host_edge.c, issue 12): a TCP listener on

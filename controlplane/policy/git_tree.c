@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "policy.h"
+#include "../base/xalloc.h"
 
 /* How many findings a message names; the rest are counted. */
 #define SHOWN 4
@@ -80,10 +81,7 @@ int policy_git_tree_refusal(const char *git_dir, const struct policy_git_finding
 {
 	char *text = NULL;
 	size_t size = 0;
-	FILE *out = open_memstream(&text, &size);
-	if (!out)
-		return cp_error_set(err, CP_ERR_DENIED, "'%s' holds entries that are not regular files or directories",
-		                    git_dir);
+	FILE *out = xopen_memstream(&text, &size);
 	put_findings(out, git_dir, f, n, more);
 	bool unreadable = false;
 	for (size_t i = 0; i < n; i++)
@@ -140,9 +138,7 @@ char *policy_git_tree_reason(const char *git_dir, const struct policy_git_findin
 {
 	char *text = NULL;
 	size_t size = 0;
-	FILE *out = open_memstream(&text, &size);
-	if (!out)
-		abort(); /* allocation failure is not an error path (STYLE.md) */
+	FILE *out = xopen_memstream(&text, &size);
 	if (n + more) {
 		fputs("its direct workspace's .git held what git on the host writes through: ", out);
 		put_findings(out, git_dir, f, n, more);

@@ -305,7 +305,7 @@ int policy_host_path_check(const struct policy_host_roots *roots, const char *pa
 	/* Rules 2 and 3: our own walk sees every symlink target; realpath(3)
 	 * must agree with it, or the tree changed under us. */
 	_cleanup_free_ char *walked = NULL;
-	if (host_path_walk(path, &walked, err) < 0)
+	if (host_path_walk(path, &walked, err) < 0 || !walked) /* walked is set on every success */
 		return -1;
 	struct stat st;
 	if (stat(walked, &st) < 0)

@@ -365,7 +365,7 @@ static int too_large_to_check(const char *path, struct rpc_error *err)
 /* Hash a file of at most FILES_WHOLE_MAX bytes (LIMIT beyond). */
 static int hash_file(const char *path, char hex[65], struct rpc_error *err)
 {
-	int fd;
+	int fd = -1;
 	struct stat st;
 	if (open_regular(path, &fd, err) < 0)
 		return -1;

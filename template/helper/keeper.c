@@ -251,8 +251,8 @@ int keeper_main(void)
 		char *cwd = NULL, *command = NULL;
 		bool tty = false;
 		int e = spec_receive(buf, sizeof buf, &cwd, &command, &tty);
-		if (e) {
-			report(KEEPER_REPORT_FAILED, e);
+		if (e || !cwd || !command) { /* a failed call whose errno reads 0 sets neither */
+			report(KEEPER_REPORT_FAILED, e ? e : EIO);
 			_exit(0);
 		}
 		keeper_run(cwd, command, tty);

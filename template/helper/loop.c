@@ -270,8 +270,8 @@ static int poll_timeout(void)
 static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct frame_writer *writer)
 {
 	bool in_open = true;
-	struct pollfd *fds = NULL;
-	size_t cap = 0;
+	struct pollfd *fds = xcalloc(3, sizeof *fds); /* the three fixed entries; grown below */
+	size_t cap = 3;
 	for (;;) {
 		size_t want = 3 + BASH_POLLFDS_PER_SESSION * bash_session_count(NULL);
 		if (want > cap) {

@@ -332,7 +332,7 @@ static int apply_hunks(const struct fileop *op, const char *shown, const char *d
 		if (pass == 0) {
 			if (nlines > 0 && final_nl)
 				total += eol_n;
-		} else {
+		} else if (out) { /* pass 1 always has its buffer */
 			if (nlines > 0 && final_nl) {
 				memcpy(out + o, eol, eol_n);
 				o += eol_n;
@@ -397,10 +397,10 @@ static int compute(struct patch *P, const char *cwd, struct vfs *fs, json_object
 	for (size_t i = 0; i < P->n; i++) {
 		struct fileop *op = &P->ops[i];
 		char *abs = NULL, *to_abs = NULL;
-		struct vfile *f, *t = NULL;
+		struct vfile *f = NULL, *t = NULL;
 		if (resolve(cwd, op->path, &abs, err) < 0)
 			return -1;
-		if (vfs_get(fs, abs, op->path, &f, err) < 0)
+		if (vfs_get(fs, abs, op->path, &f, err) < 0 || !f) /* f is set on every success */
 			goto fail;
 		if (op->kind == OP_UPDATE && !f->exists && op->alt) {
 			char *alt_abs = NULL;

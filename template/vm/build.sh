@@ -108,6 +108,7 @@ else
   (cd "$work" && apt-get download -q -o APT::Sandbox::User=root "$kpkg" >/dev/null) ||
     die "apt-get download $kpkg failed; check that Debian's mirror is reachable"
   dpkg-deb -x "$work"/"$kpkg"_*.deb "$work/kernel"
+  # shellcheck disable=SC2012 # one directory, named by the kernel version
   kver="$(basename "$(ls -d "$work"/kernel/lib/modules/*/ | head -n1)")"
   vmlinuz="$work/kernel/boot/vmlinuz-$kver"
   [ -f "$vmlinuz" ] || die "the package has no /boot/vmlinuz-$kver"
@@ -121,6 +122,7 @@ else
   # ---- 2. guest root ----
   progress "guest root: $template + $guest_packages (apt, a few minutes; log: $work/guest.log)"
   mkdir -p "$work/out"
+  # shellcheck disable=SC2086 # guest_packages is a list of words, one argument each
   if ! docker run --name "$guest_ctr" \
       -v "$work/kernel:/build/kernel:ro" -v "$work/out:/build/out" -v "$here:/build/scripts:ro" \
       --entrypoint /bin/sh "$template" /build/scripts/guest-build.sh "$kver" $guest_packages \
@@ -191,7 +193,9 @@ if ! DOCKER_BUILDKIT=0 docker build --network none --force-rm --build-arg "BASE=
 fi
 docker rmi "$base" >/dev/null 2>&1 || true
 if [ -n "$old_id" ] && [ "$(docker image inspect --format '{{len .RepoTags}}' "$old_id" 2>/dev/null)" = 0 ]; then
-  docker rmi "$old_id" >/dev/null 2>&1 && say "removed the previous vm image ${old_id:7:12}" || true
+  if docker rmi "$old_id" >/dev/null 2>&1; then
+    say "removed the previous vm image ${old_id:7:12}"
+  fi
 fi
 
 # ---- 6. smoke test: a guest boots and its helper answers as PID 1 ----
@@ -208,6 +212,7 @@ if [ -n "$vm_bin" ]; then
       -v "$(abs "$vm_bin"):/.chat2sbx/vm:ro" -v "$(abs "$helper_bin"):/.chat2sbx/helper:ro" \
       -v "$ws:/workspace" -e CHAT2SBX_VM_NETWORK=0 -e CHAT2SBX_VM_DOCKER=off -m 1g \
       --entrypoint /.chat2sbx/vm "$tag" launch 2>"$work/smoke.log"; }
+  # shellcheck disable=SC2154 # smoke_PID is set by bash's coproc
   smoke_pid=$smoke_PID
   echo '{"jsonrpc":"2.0","id":1,"method":"hello","params":{}}' >&"${smoke[1]}"
   reply=""

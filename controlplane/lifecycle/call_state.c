@@ -147,6 +147,15 @@ int lifecycle_activity_note(struct lifecycle *lc, const char *id, int64_t now_ms
 	return c != NULL;
 }
 
+int64_t lifecycle_activity_unwritten(struct lifecycle *lc, const char *id)
+{
+	pthread_mutex_lock(&lc->lock);
+	struct lifecycle_channel *c = entry_of(lc, id);
+	int64_t at = c && c->activity_dirty ? c->activity_ms : 0;
+	pthread_mutex_unlock(&lc->lock);
+	return at;
+}
+
 struct pending_touch {
 	char *id;
 	int64_t at_ms;

@@ -323,6 +323,11 @@ int lifecycle_disk_check_create(struct lifecycle *lc, struct cp_error **err);
  * naming the engine's storage and that the free-space guard protects the
  * disk instead. */
 const char *lifecycle_disk_note(struct lifecycle *lc);
+/* The newest activity of sandbox id that calls noted in memory and the
+ * maintenance pass has not written to the registry yet (ms since the
+ * epoch), or 0 when there is none: what the registry's last_activity_ms
+ * does not show yet. Never blocks but on the lifecycle's lock. */
+int64_t lifecycle_activity_unwritten(struct lifecycle *lc, const char *id);
 /* 1 when the guard paused sandbox_id, with why in reason (may be NULL). */
 int lifecycle_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *reason, size_t size);
 /* At start, before reconcile: unpauses this registry's containers an

@@ -103,7 +103,11 @@ Test(lifecycle_call_gate, activity_reaches_the_registry_at_the_flush_and_expiry_
 	int64_t before = stored_activity();
 	read_call();
 	cr_expect_eq(stored_activity(), before, "a call writes no activity itself");
+	int64_t unwritten = lifecycle_activity_unwritten(fx.lc, "sbx_a");
+	cr_expect_gt(unwritten, before, "what sandbox_get shows meanwhile");
 	lifecycle_activity_flush(fx.lc, NULL);
+	cr_expect_eq(lifecycle_activity_unwritten(fx.lc, "sbx_a"), 0);
+	cr_expect_eq(stored_activity(), unwritten);
 	cr_expect_gt(stored_activity(), before);
 	/* Expiry with a timeout the call is within keeps the sandbox. */
 	read_call();

@@ -87,7 +87,9 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 		        "timeouts");
 	add_str(o, "failure_reason", s->failure_reason);
 	add_time(o, "created_at", s->created_at_ms);
-	add_time(o, "last_activity_at", s->last_activity_ms);
+	/* Calls note activity in memory; the maintenance pass writes it. */
+	int64_t unwritten = app->lc ? lifecycle_activity_unwritten(app->lc, s->id) : 0;
+	add_time(o, "last_activity_at", unwritten > s->last_activity_ms ? unwritten : s->last_activity_ms);
 	add_time(o, "removed_at", s->removed_at_ms);
 	return o;
 }

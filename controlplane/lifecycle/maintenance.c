@@ -35,7 +35,7 @@ static void maintenance_pass(struct lifecycle_maintenance *m)
 		log_warn("serve", "retention: %s", e->message);
 		cp_error_freep(&e);
 	}
-	if (lifecycle_export_orphans_run(lc->cfg, lc->store, &e) < 0) { /* saves a kill cut short */
+	if (export_orphans_run(lc->cfg, lc->store, &e) < 0) { /* saves a kill cut short */
 		log_warn("serve", "remains of unfinished saves: %s", e->message);
 		cp_error_freep(&e);
 	}

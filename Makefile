@@ -26,7 +26,7 @@ SANITIZE ?= address,undefined
 # ---- sources (one folder per layer; see controlplane/README.md) ----
 CP_LIB_SRCS := $(sort $(wildcard controlplane/base/*.c controlplane/config/*.c controlplane/store/*.c \
 	controlplane/docker/*.c controlplane/helper/*.c controlplane/mcp/*.c controlplane/policy/*.c \
-	controlplane/lifecycle/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c \
+	controlplane/lifecycle/*.c controlplane/export/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c \
 	controlplane/firewall/*.c)) \
 	controlplane/serve.c
 CLI_SRCS := $(sort $(wildcard cli/*.c))
@@ -156,7 +156,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SRCS_fuzz_mcp_request := $(sort $(wildcard controlplane/base/*.c controlplane/mcp/*.c))
 FUZZ_SRCS_fuzz_docker_demux := controlplane/docker/demux.c
 FUZZ_SRCS_fuzz_helper_frame := template/helper/frame.c template/helper/hlog.c controlplane/base/xalloc.c
-FUZZ_SRCS_fuzz_export_pack := controlplane/lifecycle/export_pack_check.c controlplane/base/error.c \
+FUZZ_SRCS_fuzz_export_pack := controlplane/export/pack_check.c controlplane/base/error.c \
 	controlplane/base/xalloc.c controlplane/base/clock.c
 
 $(BUILD)/fuzz/obj/%.o: %.c $(FLAGS_STAMP)

@@ -18,6 +18,7 @@
 #include "base/xjson.h"
 #include "cli.h"
 #include "controlplane.h"
+#include "export/export.h"
 #include "lifecycle/lifecycle.h"
 #include "tools/tools.h"
 
@@ -152,7 +153,7 @@ static int export_show(struct cli *cli, struct store *store, const char *id)
 	struct export_record x = {0};
 	struct cp_error *err = NULL;
 	struct json_object *m = NULL;
-	if (store_export_get(store, id, &x, &err) < 0 || lifecycle_export_manifest(&x, &m, &err) < 0) {
+	if (store_export_get(store, id, &x, &err) < 0 || export_manifest_json(&x, &m, &err) < 0) {
 		export_record_clear(&x);
 		return cli_fail(err);
 	}
@@ -168,12 +169,12 @@ static int export_show(struct cli *cli, struct store *store, const char *id)
 	return 0;
 }
 
-static int export_apply(struct cli *cli, struct store *store, const char *id, const char *to)
+static int cmd_export_apply(struct cli *cli, struct store *store, const char *id, const char *to)
 {
-	struct lifecycle_apply_result res = {0};
+	struct export_apply_result res = {0};
 	struct cp_error *err = NULL;
-	if (lifecycle_export_apply(cli->cfg, store, id, to, &res, &err) < 0) {
-		lifecycle_apply_result_clear(&res);
+	if (export_apply(cli->cfg, store, id, to, &res, &err) < 0) {
+		export_apply_result_clear(&res);
 		return cli_fail(err);
 	}
 	if (cli->json) {
@@ -213,15 +214,15 @@ static int export_apply(struct cli *cli, struct store *store, const char *id, co
 			printf("skipped: %s\n", *p);
 		printf("%s", res.next_steps ? res.next_steps : "");
 	}
-	lifecycle_apply_result_clear(&res);
+	export_apply_result_clear(&res);
 	return 0;
 }
 
-static int export_delete(struct cli *cli, struct store *store, const char *id)
+static int cmd_export_delete(struct cli *cli, struct store *store, const char *id)
 {
 	struct export_record x = {0};
 	struct cp_error *err = NULL;
-	if (lifecycle_export_delete(cli->cfg, store, id, &x, &err) < 0)
+	if (export_delete(cli->cfg, store, id, &x, &err) < 0)
 		return cli_fail(err);
 	if (cli->json) {
 		struct json_object *o = xjson_object();
@@ -274,8 +275,8 @@ int cmd_export(struct cli *cli, int argc, char **argv)
 		return cli_fail(err);
 	int status = !strcmp(rest[0], "list")     ? export_list(cli, store)
 	             : !strcmp(rest[0], "show")   ? export_show(cli, store, rest[1])
-	             : !strcmp(rest[0], "delete") ? export_delete(cli, store, rest[1])
-	                                          : export_apply(cli, store, rest[1], to);
+	             : !strcmp(rest[0], "delete") ? cmd_export_delete(cli, store, rest[1])
+	                                          : cmd_export_apply(cli, store, rest[1], to);
 	store_free(store);
 	return status;
 }

@@ -1,5 +1,5 @@
 /* fuzz_export_pack.c: libFuzzer harness over the pack check a save runs
- * before git index-pack (lifecycle/export_pack_check.c). Byte 0 picks the
+ * before git index-pack (export/pack_check.c). Byte 0 picks the
  * reader's chunk size (1-256 bytes, 0 = as much as asked), byte 1 the
  * hash (odd: SHA-256) and, in its high bits, a smaller per-object bound;
  * the rest is the pack. Read whole and read in chunks, the check must
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lifecycle/export_pack.h"
+#include "export/pack.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -22,6 +22,7 @@
 #include "../base/id.h"
 #include "../base/log.h"
 #include "../policy/policy.h"
+#include "../export/export.h"
 #include "lifecycle_internal.h"
 
 /* Copies the read-only source into the container's own /workspace: a git
@@ -519,7 +520,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	if (policy_runtime_is_vm(row.runtime) && lifecycle_vm_workspace_prepare(lc, &ws, err) < 0)
 		goto fail_sandbox;
 	if (!strcmp(ws.mode, "clone")) /* what its saves compare with (export_apply.c) */
-		lifecycle_export_record_source(lc, id, &ws);
+		export_source_record(lc->store, id, &ws);
 	report_step(opts, "workspace ready", 2);
 	if (start_container(lc, &row, &ws, &guard, mount_dev, mount_ino, &container_id, &ch, opts, err) < 0 ||
 	    verify_host_mount(lc, &row, &ws, ch, container_id, mount_dev, mount_ino, &guard, err) < 0 ||

@@ -391,16 +391,6 @@ void lifecycle_export_result_clear(struct lifecycle_export_result *r);
 int lifecycle_export_save(struct lifecycle *lc, const char *sandbox_id, const struct lifecycle_export_options *o,
                           struct lifecycle_export_result *ret, struct cp_error **err);
 
-/* doctor's floor check (issue 23): git index-pack --strict of the pack in
- * pack_fd (borrowed, from its offset) in a throwaway repository under
- * /tmp, bounded as every git of a save is but with the memory ceiling
- * memory_bytes and WITHOUT the pack check that a save runs first, so a
- * hostile pack meets the rlimits alone. *ret_peak_rss_kib: the largest
- * resident set of that git. 0 when git accepted the pack; otherwise -1
- * with LIMIT when a bound stopped it, or git's own error. Blocks 2
- * minutes at most. */
-int lifecycle_export_index_unchecked(int pack_fd, uint64_t memory_bytes, long *ret_peak_rss_kib, struct cp_error **err);
-
 /* Whether a clone sandbox holds work since its last export (or, with none,
  * since it was made). */
 enum lifecycle_unsaved {
@@ -431,62 +421,6 @@ enum lifecycle_unsaved {
  * rows answer from the registry. Never fails; blocks at most
  * LIFECYCLE_UNSAVED_WAIT_MS plus one registry read per row. */
 void lifecycle_sandboxes_unsaved(struct lifecycle *lc, const struct sandbox_record *rows, size_t n, int *ret);
-
-/* Records, at create, the approved repository's heads and tags (git
- * for-each-ref on the host) in the row of sandbox_id, for "nothing new"
- * and thin bundles. Not a git repository, or git failing: nothing
- * recorded, logged (saves are then full bundles). Never fails. */
-void lifecycle_export_record_source(struct lifecycle *lc, const char *sandbox_id, const struct workspace_record *w);
-
-/* The checked manifest of export x (its manifest.json, every ref judged
- * again) as JSON (caller puts): refs with their commits and subjects and
- * the files they touched, the snapshot's files, sizes. Text that came from
- * the sandbox is already escaped. NOT_FOUND when the file is gone. */
-int lifecycle_export_manifest(const struct export_record *x, struct json_object **ret, struct cp_error **err);
-
-struct lifecycle_apply_result {
-	char *target;     /* the repository or directory written */
-	char *kind;       /* git | tar */
-	int refs_updated; /* git: refs created or moved */
-	int refs_same;    /* git: refs already where this export puts them */
-	char **skipped;   /* git: branches not applied (their names collide), with how to fetch each; tar: FIFOs,
-	                     sockets and devices not made; NULL-terminated */
-	char *next_steps; /* what to run to look at and merge the work */
-	char **refs;      /* git: "<host ref> <oid>" of every ref applied; NULL-terminated */
-};
-void lifecycle_apply_result_clear(struct lifecycle_apply_result *r);
-
-/* `chat2sbx export apply ID [--to DIR]` (export_apply.c). git: fetches the
- * bundle into the approved repository under
- * refs/remotes/chat2sbx/<sandbox_id>/ only (transfer.fsckObjects on, no
- * tags followed, atomic), never touching its working tree, index, local
- * branches, HEAD or config; refs that point at commits the repository has
- * are set with update-ref in the same namespace. Applying again changes
- * nothing. tar (to_dir required): extracts a plain copy as to_dir (which
- * must not exist or be empty) through a directory beside it renamed at the
- * end (export_archive_extract: absolute names, "..", links out of it and
- * writes through symlinks refused, hard links made inside, FIFOs, sockets
- * and devices skipped and listed, setuid/setgid bits dropped). Errors:
- * NOT_FOUND (export or its files), CONFLICT (the approved path is gone or
- * no longer a git repository, or to_dir is not empty), INVALID_ARGUMENT
- * (--to with a git export, none without for tar), LIMIT or DENIED when
- * the bundle's pack fails the check a save makes (before git fetch sees
- * it; the fetch then runs under the same bounds as a save's git),
- * INTERNAL with git's message. Writes an audit row export.apply (actor
- * cli). */
-int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
-                           struct lifecycle_apply_result *ret, struct cp_error **err);
-
-/* `chat2sbx export delete ID` (export_retention.c): moves the export's
- * directory to DATA_ROOT/trash/ as retention does after 30 days (never
- * deleted; show and apply still find it), so it no longer counts against
- * the caps on kept exports; a bundle it shares by hard links stays whole in
- * the others. *ret (caller clears) is its row afterwards (path in the
- * trash). Errors: NOT_FOUND, CONFLICT (in the trash already, naming where),
- * UNAVAILABLE (the move or the registry failed: nothing moved, or moved and
- * the message says where). Writes an audit row export.delete (actor cli). */
-int lifecycle_export_delete(const struct config *cfg, struct store *store, const char *export_id,
-                            struct export_record *ret, struct cp_error **err);
 
 struct lifecycle_destroy_options {
 	int force;          /* the person's force: remove even when the save fails; the answer says what is lost */

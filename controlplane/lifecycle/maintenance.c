@@ -33,7 +33,7 @@ static long maintenance_pass(void *arg)
 		log_warn("serve", "retention: %s", e->message);
 		cp_error_freep(&e);
 	}
-	if (lifecycle_export_orphans_run(lc->cfg, lc->store, &e) < 0) { /* saves a kill cut short */
+	if (export_orphans_run(lc->cfg, lc->store, &e) < 0) { /* saves a kill cut short */
 		log_warn("serve", "remains of unfinished saves: %s", e->message);
 		cp_error_freep(&e);
 	}

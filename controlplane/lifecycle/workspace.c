@@ -129,30 +129,6 @@ out:
 	return r;
 }
 
-int lifecycle_trash_move(const struct config *cfg, const char *dir, const char *name, char **ret_dest,
-                         struct cp_error **err)
-{
-	_cleanup_free_ char *trash = xasprintf("%s/trash", cfg->data_root);
-	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
-		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "create '%s'", trash);
-	for (int i = 0; i < 1000; i++) {
-		char *dest = i ? xasprintf("%s/%s.%d", trash, name, i) : xasprintf("%s/%s", trash, name);
-		struct stat st;
-		if (lstat(dest, &st) == 0) {
-			free(dest);
-			continue;
-		}
-		if (rename(dir, dest) < 0) {
-			cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "move '%s' to '%s'", dir, dest);
-			free(dest);
-			return -1;
-		}
-		*ret_dest = dest;
-		return 0;
-	}
-	return cp_error_set(err, CP_ERR_CONFLICT, "move '%s' to the trash: too many entries named '%s'", dir, name);
-}
-
 int lifecycle_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err)
 {
 	struct workspace_record *rows = NULL;
@@ -167,7 +143,7 @@ int lifecycle_retention_run(const struct config *cfg, struct store *store, int64
 		if (!strcmp(state, "retained") && trash_at <= now_ms) {
 			char *dest = NULL;
 			struct cp_error *e = NULL;
-			if (lifecycle_trash_move(cfg, w->path, w->id, &dest, &e) < 0 ||
+			if (export_trash_move(cfg, w->path, w->id, &dest, &e) < 0 ||
 			    store_workspace_set_trashed(store, w->id, dest, now_ms, &e) < 0) {
 				cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "retention of workspace %s", w->id);
 			} else {
@@ -181,7 +157,7 @@ int lifecycle_retention_run(const struct config *cfg, struct store *store, int64
 	free(rows);
 	/* Saved clone work follows the same rule (export_retention.c). */
 	struct cp_error *e = NULL;
-	if (lifecycle_export_retention_run(cfg, store, now_ms, &e) < 0) {
+	if (export_retention_run(cfg, store, now_ms, LIFECYCLE_RETENTION_MS, &e) < 0) {
 		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "retention of exports");
 	}
 	return moved;

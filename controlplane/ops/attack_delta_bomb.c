@@ -21,6 +21,7 @@
 #include "../base/cleanup.h"
 #include "../base/log.h"
 #include "../base/xalloc.h"
+#include "../export/export.h"
 #include "../lifecycle/lifecycle.h"
 #include "../policy/policy.h"
 #include "ops.h"
@@ -152,7 +153,7 @@ static void floor_attack(const unsigned char *pack, size_t len, char *out, size_
 	}
 	unlink(path);
 	long peak = 0;
-	int r = lifecycle_export_index_unchecked(fd, FLOOR_CEILING, &peak, &e);
+	int r = export_index_unchecked(fd, FLOOR_CEILING, &peak, &e);
 	if (r == 0)
 		snprintf(out, size,
 		         "host git resolved the whole bomb under a %llu MiB ceiling (peak %ld MiB): the "

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "base/json_file.h"
-#include "lifecycle/export_internal.h"
+#include "export/export.h"
 
 #define O1 "1111111111111111111111111111111111111111"
 #define O2 "2222222222222222222222222222222222222222"
@@ -411,14 +411,14 @@ Test(export_dedup, the_earlier_file_is_linked_and_apply_brings_the_renamed_branc
 	char moved[300];
 	snprintf(moved, sizeof moved, "%s/trash-exp1", root);
 	cr_assert_eq(rename(c.last.path, moved), 0);
-	struct lifecycle_apply_result res = {0};
+	struct export_apply_result res = {0};
 	struct config cfg = {.save_memory_bytes = 1LL << 30, .max_export_bytes = 1LL << 30};
-	int r = lifecycle_export_apply(&cfg, c.st, EXP2, NULL, &res, &err);
+	int r = export_apply(&cfg, c.st, EXP2, NULL, &res, &err);
 	cr_assert_eq(r, 0, "%s", err ? err->message : "");
 	cr_assert_str_eq(out_of("git -C %s/repo rev-parse refs/remotes/chat2sbx/" SBX "/renamed", root), c.oid_work);
 	cr_assert_str_eq(out_of("git -C %s/repo for-each-ref --format='%%(refname)' refs/remotes/chat2sbx/", root),
 	                 "refs/remotes/chat2sbx/" SBX "/renamed", "only the renamed branch, under its new name");
-	lifecycle_apply_result_clear(&res);
+	export_apply_result_clear(&res);
 	export_manifest_clear(&m);
 	renamed_end(&c);
 }

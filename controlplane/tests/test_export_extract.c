@@ -17,7 +17,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "lifecycle/export_internal.h"
+#include "export/export.h"
 
 static char root[64], tar[128], outside[128];
 

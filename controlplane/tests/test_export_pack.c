@@ -1,5 +1,5 @@
 /* test_export_pack.c: the pack check a save runs before git index-pack
- * (lifecycle/export_pack_check.c, issue 23), attacked: the delta bomb of
+ * (export/pack_check.c, issue 23), attacked: the delta bomb of
  * the issue (ten chained REF_DELTAs, each copying its base twice), huge
  * declared sizes, lying sizes, deep OFS_DELTA chains, implausible counts,
  * every truncation of an honest pack, bytes after the trailer; and packs
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lifecycle/export_pack.h"
+#include "export/pack.h"
 #include "pack_builder.h"
 
 static struct export_pack_limits limits(void)

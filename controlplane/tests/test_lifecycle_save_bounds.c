@@ -21,7 +21,7 @@
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/id.h"
-#include "lifecycle/export_internal.h"
+#include "export/export.h"
 #include "ops/ops.h"
 #include "pack_builder.h"
 
@@ -69,7 +69,7 @@ Test(save_bounds, the_bomb_is_refused_by_the_check_and_stopped_by_the_ceiling_wi
 	cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
 	long peak = 0;
 	int64_t t0 = clock_monotonic_ms();
-	cr_assert_eq(lifecycle_export_index_unchecked(fd, 64ull << 20, &peak, &err), -1);
+	cr_assert_eq(export_index_unchecked(fd, 64ull << 20, &peak, &err), -1);
 	cr_expect_eq(err->code, CP_ERR_LIMIT, "%s", err->message);
 	cr_expect(strstr(err->message, "memory ceiling of 64 MiB") && strstr(err->message, "SAVE_MEMORY"), "%s",
 	          err->message);
@@ -84,7 +84,7 @@ Test(save_bounds, the_bomb_is_refused_by_the_check_and_stopped_by_the_ceiling_wi
 	 * so the refusal above was the ceiling's and the pack is real. */
 	ops_delta_bomb_pack(3, 64 << 10, &pack, &len);
 	fd = pack_tmpfile(pack, len);
-	cr_expect_eq(lifecycle_export_index_unchecked(fd, 1ull << 30, &peak, &err), 0, "%s", err ? err->message : "");
+	cr_expect_eq(export_index_unchecked(fd, 1ull << 30, &peak, &err), 0, "%s", err ? err->message : "");
 	cp_error_free(err);
 	close(fd);
 	free(pack);
@@ -309,7 +309,7 @@ Test(save_bounds, the_sweep_removes_what_killed_saves_left_and_nothing_else)
 	cr_assert_eq(export_dir_open_sandbox(&cfg, s3, &fd, &err), 0);
 	close(fd);
 
-	int n = lifecycle_export_orphans_run(&cfg, st, &err);
+	int n = export_orphans_run(&cfg, st, &err);
 	cr_assert_geq(n, 0, "%s", err ? err->message : "");
 	char orphan_dir[300];
 	snprintf(orphan_dir, sizeof orphan_dir, "%s/exports/%s/%s", root, s1, orphan);
@@ -327,7 +327,7 @@ Test(save_bounds, the_sweep_removes_what_killed_saves_left_and_nothing_else)
 	cr_expect_eq(access(path, F_OK), -1, "an empty sandbox directory goes");
 	export_save_slot_release(slot);
 	/* Its save done (no row: it failed), the next pass takes it. */
-	cr_assert_geq(lifecycle_export_orphans_run(&cfg, st, &err), 1);
+	cr_assert_geq(export_orphans_run(&cfg, st, &err), 1);
 	cr_expect_eq(access(busy_dir, F_OK), -1);
 	store_free(st);
 }

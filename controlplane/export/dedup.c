@@ -20,7 +20,7 @@
 #include "../base/cleanup.h"
 #include "../base/log.h"
 #include "../base/xalloc.h"
-#include "export_internal.h"
+#include "export.h"
 
 /* The earlier ref for oid: not the snapshot when want is not (its details
  * are the snapshot's, not a branch's), in_bundle ones first. */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "export_internal.h"
+#include "export.h"
 
 int export_space_begin(struct export_space *sp, const struct config *cfg, struct store *store, const char *sandbox_id,
                        int dirfd, struct cp_error **err)

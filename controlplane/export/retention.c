@@ -14,7 +14,7 @@
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
-#include "export_internal.h"
+#include "export.h"
 
 /* Moves x's directory to the trash and records it; the sandbox's exports
  * directory goes once its last export has (rmdir removes only an empty
@@ -23,7 +23,7 @@ static int trash_one(const struct config *cfg, struct store *store, const struct
                      char **ret_dest, struct cp_error **err)
 {
 	char *dest = NULL;
-	if (lifecycle_trash_move(cfg, x->path, x->id, &dest, err) < 0)
+	if (export_trash_move(cfg, x->path, x->id, &dest, err) < 0)
 		return -1;
 	if (store_export_set_trashed(store, x->id, dest, now_ms, err) < 0) {
 		free(dest);
@@ -36,7 +36,8 @@ static int trash_one(const struct config *cfg, struct store *store, const struct
 	return 0;
 }
 
-int lifecycle_export_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err)
+int export_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, int64_t retention_ms,
+                         struct cp_error **err)
 {
 	struct export_record *rows = NULL;
 	size_t n = 0;
@@ -45,7 +46,7 @@ int lifecycle_export_retention_run(const struct config *cfg, struct store *store
 	int moved = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct export_record *x = &rows[i];
-		if (x->trashed_at_ms == 0 && x->created_at_ms + LIFECYCLE_RETENTION_MS <= now_ms) {
+		if (x->trashed_at_ms == 0 && x->created_at_ms + retention_ms <= now_ms) {
 			char *dest = NULL;
 			struct cp_error *e = NULL;
 			if (trash_one(cfg, store, x, now_ms, &dest, &e) < 0) {
@@ -63,7 +64,7 @@ int lifecycle_export_retention_run(const struct config *cfg, struct store *store
 	return moved;
 }
 
-int lifecycle_export_delete(const struct config *cfg, struct store *store, const char *export_id,
+int export_delete(const struct config *cfg, struct store *store, const char *export_id,
                             struct export_record *ret, struct cp_error **err)
 {
 	struct export_record x = {0};

@@ -25,7 +25,7 @@
 #include "../base/log.h"
 #include "../base/xalloc.h"
 #include "../base/xjson.h"
-#include "export_internal.h"
+#include "export.h"
 
 #define GIT_OUT_MAX (16u * 1024 * 1024)
 #define WALK_OUT_MAX (64u * 1024 * 1024)
@@ -208,7 +208,7 @@ static int refs_judge(const struct export_verify_in *in, const struct export_bun
 	return 0;
 }
 
-/* The pack behind the header, judged by what it declares (export_pack.h).
+/* The pack behind the header, judged by what it declares (pack.h).
  * what: whose consequences the refusal names ("nothing was saved ...",
  * "nothing was changed"). */
 static int pack_judge(const char *bundle, const struct export_bundle_header *h, int64_t deadline_ms, const char *what,
@@ -419,7 +419,7 @@ int export_bundle_check(const char *bundle, struct cp_error **err)
 	return r;
 }
 
-int lifecycle_export_index_unchecked(int pack_fd, uint64_t memory_bytes, long *ret_peak_rss_kib, struct cp_error **err)
+int export_index_unchecked(int pack_fd, uint64_t memory_bytes, long *ret_peak_rss_kib, struct cp_error **err)
 {
 	char dir[] = "/tmp/chat2sbx-doctor-pack-XXXXXX";
 	if (!mkdtemp(dir))

@@ -15,7 +15,7 @@
 
 #include "../base/clock.h"
 #include "../base/xalloc.h"
-#include "export_pack.h"
+#include "pack.h"
 
 #define IN_CHUNK 65536
 #define OUT_CHUNK 16384

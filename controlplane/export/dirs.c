@@ -15,7 +15,7 @@
 
 #include "../base/xalloc.h"
 #include "../base/cleanup.h"
-#include "export_internal.h"
+#include "export.h"
 
 /* Opens (making it 0700 when missing) the directory name below dirfd. */
 static int open_level(int dirfd, const char *name, const char *shown, struct cp_error **err)

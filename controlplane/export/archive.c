@@ -5,7 +5,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
-#include "export_internal.h"
+#include "export.h"
 
 struct archive *export_archive_open(const char *path, struct cp_error **err)
 {

@@ -16,7 +16,7 @@
 #include "../base/xalloc.h"
 #include "../base/clock.h"
 #include "../base/id.h"
-#include "export_internal.h"
+#include "export.h"
 
 void export_manifest_clear(struct export_manifest *m)
 {
@@ -293,7 +293,7 @@ int export_manifest_load(const char *dir, struct export_manifest *ret, struct cp
 	return r;
 }
 
-int lifecycle_export_manifest(const struct export_record *x, struct json_object **ret, struct cp_error **err)
+int export_manifest_json(const struct export_record *x, struct json_object **ret, struct cp_error **err)
 {
 	struct export_manifest m = {0};
 	if (export_manifest_load(x->path, &m, err) < 0)

@@ -17,7 +17,7 @@
 
 #include "../base/clock.h"
 #include "../base/xalloc.h"
-#include "export_internal.h"
+#include "export.h"
 
 /* How often a save waiting on another process's flock looks again (ms). */
 #define FLOCK_RETRY_MS 100

@@ -20,12 +20,12 @@
 #include "../base/clock.h"
 #include "../base/log.h"
 #include "../base/text.h"
-#include "export_internal.h"
+#include "export.h"
 
 #define APPLY_TIMEOUT_MS 300000
 #define APPLY_OUT_MAX (16u * 1024 * 1024)
 
-void lifecycle_apply_result_clear(struct lifecycle_apply_result *r)
+void export_apply_result_clear(struct export_apply_result *r)
 {
 	if (!r)
 		return;
@@ -38,10 +38,10 @@ void lifecycle_apply_result_clear(struct lifecycle_apply_result *r)
 	for (char **p = r->refs; p && *p; p++)
 		free(*p);
 	free(r->refs);
-	*r = (struct lifecycle_apply_result){0};
+	*r = (struct export_apply_result){0};
 }
 
-void lifecycle_export_record_source(struct lifecycle *lc, const char *sandbox_id, const struct workspace_record *w)
+void export_source_record(struct store *store, const char *sandbox_id, const struct workspace_record *w)
 {
 	const char *args[] = {"for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags", NULL};
 	_cleanup_free_ char *objects = NULL, *out = NULL;
@@ -51,7 +51,7 @@ void lifecycle_export_record_source(struct lifecycle *lc, const char *sandbox_id
 		return;
 	}
 	if (export_git_run(w->path, NULL, args, NULL, 0, EXPORT_REFLIST_MAX, 30000, &out, NULL, NULL, &e) < 0 ||
-	    store_sandbox_set_source_refs(lc->store, sandbox_id, out ? out : "", &e) < 0)
+	    store_sandbox_set_source_refs(store, sandbox_id, out ? out : "", &e) < 0)
 		log_warn("lifecycle", "sandbox %s: record the refs of '%s': %s (its saves will be full bundles)",
 		         sandbox_id, w->path, e->message);
 }
@@ -91,7 +91,7 @@ static char **strv_add(char **v, size_t *n, char *s)
 }
 
 static int apply_git(const struct export_record *x, const struct export_manifest *m, const char *repo,
-                     struct lifecycle_apply_result *ret, struct cp_error **err)
+                     struct export_apply_result *ret, struct cp_error **err)
 {
 	_cleanup_free_ char *objects = NULL, *before = NULL, *after = NULL;
 	struct cp_error *e = NULL;
@@ -237,7 +237,7 @@ static char *next_steps_git(const struct export_record *x, const struct export_m
 /* A plain copy into to_dir (export_extract.c); FIFOs, sockets and devices
  * it held go to ret->skipped. */
 static int apply_tar(const struct export_record *x, const struct workspace_record *w, const char *to_dir,
-                     struct lifecycle_apply_result *ret, struct cp_error **err)
+                     struct export_apply_result *ret, struct cp_error **err)
 {
 	char tar[4300];
 	snprintf(tar, sizeof(tar), "%s/workspace.tar", x->path);
@@ -259,11 +259,11 @@ static int apply_tar(const struct export_record *x, const struct workspace_recor
 	return 0;
 }
 
-int lifecycle_export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
-                           struct lifecycle_apply_result *ret, struct cp_error **err)
+int export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
+                           struct export_apply_result *ret, struct cp_error **err)
 {
 	export_git_configure((uint64_t)cfg->save_memory_bytes, (uint64_t)cfg->max_export_bytes);
-	*ret = (struct lifecycle_apply_result){0};
+	*ret = (struct export_apply_result){0};
 	struct export_record x = {0};
 	struct workspace_record w = {0};
 	struct export_manifest m = {0};

@@ -1,4 +1,4 @@
-/* export_pack.h: the check of a git pack's declared sizes and delta chains
+/* pack.h: the check of a git pack's declared sizes and delta chains
  * before any git is asked to inflate it (export_pack_check.c, issue 23).
  * Its own header, with nothing but base/ below it, so the fuzz harness
  * (controlplane/fuzz/fuzz_export_pack.c) links the parser alone. */

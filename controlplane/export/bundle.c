@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../base/xalloc.h"
-#include "export_internal.h"
+#include "export.h"
 
 void export_refs_free(struct export_ref *refs, size_t n)
 {

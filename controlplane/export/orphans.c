@@ -17,7 +17,7 @@
 #include "../base/cleanup.h"
 #include "../base/id.h"
 #include "../base/log.h"
-#include "export_internal.h"
+#include "export.h"
 
 static int is_partial(const char *name)
 {
@@ -90,7 +90,7 @@ static int sweep_sandbox(struct store *store, int sbx, const char *sandbox_id, s
 	return removed;
 }
 
-int lifecycle_export_orphans_run(const struct config *cfg, struct store *store, struct cp_error **err)
+int export_orphans_run(const struct config *cfg, struct store *store, struct cp_error **err)
 {
 	_cleanup_close_ int root = -1;
 	if (export_dir_open_root(cfg, 0, &root, err) < 0) {

@@ -15,7 +15,7 @@
 #include "../base/cleanup.h"
 #include "../base/log.h"
 #include "../base/xalloc.h"
-#include "export_internal.h"
+#include "export.h"
 
 /* -c settings given to every git call (git-config(1) names them). The
  * repository's own config is still read; these win over it. */

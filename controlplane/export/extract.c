@@ -23,7 +23,7 @@
 
 #include "../base/cleanup.h"
 #include "../base/xalloc.h"
-#include "export_internal.h"
+#include "export.h"
 
 /* Whether name (a tar entry's, or a hard link's target) is relative, free
  * of ".." components, at most EXPORT_EXTRACT_NAME_MAX bytes and

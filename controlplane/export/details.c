@@ -11,7 +11,7 @@
 
 #include "../base/xalloc.h"
 #include "../base/xjson.h"
-#include "export_internal.h"
+#include "export.h"
 
 /* --date-order: no parent before all its children, so each ref's share,
  * in the walk's order, reads newest first as its own git log would. */

@@ -79,7 +79,7 @@ $(VM_BIN): $(VM_OBJS)
 
 $(BUILD)/vm/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itemplate/vm/src -c -o $@ $<
+	$(CC) $(CFLAGS) -Itemplate/vm/src -Itemplate/helper -c -o $@ $<
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

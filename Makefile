@@ -59,7 +59,7 @@ HELPER_TESTS := $(BUILD)/test_helper
 VM_BIN := $(BUILD)/chat2sbx-vm
 VM_TESTS := $(BUILD)/test_vm
 FUZZ_DIR := controlplane/fuzz
-FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_export_pack
+FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_export_pack fuzz_patch_parse fuzz_tool_args fuzz_rpc_params
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
@@ -93,7 +93,7 @@ $(VM_BIN): $(VM_OBJS)
 
 $(BUILD)/vm/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itemplate/vm/src -c -o $@ $<
+	$(CC) $(CFLAGS) -Itemplate/vm/src -Itemplate/helper -c -o $@ $<
 
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -158,6 +158,11 @@ FUZZ_SRCS_fuzz_docker_demux := controlplane/docker/demux.c
 FUZZ_SRCS_fuzz_helper_frame := template/helper/frame.c template/helper/hlog.c controlplane/base/xalloc.c
 FUZZ_SRCS_fuzz_export_pack := controlplane/export/pack_check.c controlplane/base/error.c \
 	controlplane/base/xalloc.c controlplane/base/clock.c
+FUZZ_SRCS_fuzz_rpc_params := template/helper/rpc.c template/helper/hlog.c controlplane/base/xalloc.c \
+	controlplane/base/xjson.c
+FUZZ_SRCS_fuzz_tool_args := $(FUZZ_SRCS_fuzz_mcp_request)
+FUZZ_SRCS_fuzz_patch_parse := template/helper/patch_parse.c template/helper/rpc.c template/helper/utf8.c \
+	template/helper/hlog.c controlplane/base/xalloc.c controlplane/base/xjson.c
 
 $(BUILD)/fuzz/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -24,6 +24,7 @@
 #include "../policy/policy.h"
 #include "../export/export.h"
 #include "lifecycle_internal.h"
+#include "proto.h" /* template/helper/proto.h: the helper's environment */
 
 /* Copies the read-only source into the container's own /workspace: a git
  * repository is cloned (every branch becomes a local branch), anything else
@@ -185,14 +186,8 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
                            const struct lifecycle_create_options *opts, struct cp_error **err)
 {
 	char sandbox_env[64];
-	snprintf(sandbox_env, sizeof(sandbox_env), "CHAT2SBX_SANDBOX_ID=%s", s->id);
-	const char *env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	                     "HOME=/root",
-	                     "LANG=C.UTF-8",
-	                     "TERM=dumb",
-	                     "USER=root",
-	                     sandbox_env,
-	                     NULL};
+	snprintf(sandbox_env, sizeof(sandbox_env), PROTO_HELPER_ENV_SANDBOX_ID "=%s", s->id);
+	const char *env[] = {PROTO_HELPER_ENV_FIXED, sandbox_env, NULL};
 	const char *entrypoint[] = {LIFECYCLE_HELPER_TARGET, NULL};
 	const char *labels[] = {LIFECYCLE_LABEL_SANDBOX,
 	                        s->id,

@@ -16,10 +16,6 @@
 #define BASH_DEFAULT_YIELD_MS PROTO_DEFAULT_YIELD_MS
 /* Time the helper gets beyond the yield to answer (ms). */
 #define BASH_REPLY_MARGIN_MS 10000
-/* A command longer than this is refused (bytes): the kernel's limit on one
- * exec argument (MAX_ARG_STRLEN, 32 pages) less the terminating NUL. A
- * limit in bytes of the encoded command, so not a maxLength (characters). */
-#define BASH_MAX_COMMAND_BYTES PROTO_COMMAND_MAX
 
 /* tools_helper_call whose wait also ends when the client cancels the MCP
  * request (cancel may be NULL). */
@@ -106,7 +102,9 @@ int tool_bash_run(const struct mcp_call *call, const struct mcp_args *args, stru
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "arguments 'rows' and 'cols' size a terminal; they "
 		                    "need tty: true");
-	if (strlen(command) > BASH_MAX_COMMAND_BYTES)
+	/* PROTO_COMMAND_MAX is in bytes of the encoded command, so not a
+	 * maxLength (characters); the helper enforces the same limit. */
+	if (strlen(command) > PROTO_COMMAND_MAX)
 		return cp_error_set(
 		    err, CP_ERR_INVALID_ARGUMENT,
 		    "argument 'command' is over 128 KiB; write a script with the write tool and run it");

@@ -128,6 +128,9 @@ extern size_t npolled;
 extern struct proctree procs;
 
 /* bash_session.c */
+/* Whether anything of s may still run: its keeper, or (keeper lost)
+ * leftovers the last scan found. */
+bool session_has_processes(const struct session *s);
 int64_t wall_ms(void);
 struct session *session_find(const char *id);
 size_t running_count(void);
@@ -149,15 +152,16 @@ size_t input_write(struct session *s, const char *p, size_t n);
 void input_flush(struct session *s);
 void input_queue(struct session *s, const char *p, size_t n);
 /* bash_reap.c */
-bool session_has_processes(const struct session *s);
 size_t session_signal(struct session *s, struct proctree *t, int sig);
 bool procs_scan(void);
 void kill_begin(struct session *s, enum kill_reason reason, int64_t now);
-/* bash.c */
+/* bash_waiters.c */
 /* Queue a reply to request id (a reference is taken) that waits for s until
  * deadline (bash_clock_ms); the caller checked BASH_MAX_WAITERS. */
 void waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline, struct output_bound bound);
+/* Answer every waiter whose condition holds (all of them when force). */
 void waiters_answer(bool force);
+/* bash.c */
 int param_output(json_object *params, struct output_bound *ret, struct rpc_error *err);
 int param_yield(json_object *params, int64_t *ret, struct rpc_error *err);
 int check_session_id(const char *id, size_t len, struct rpc_error *err);

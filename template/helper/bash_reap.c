@@ -10,11 +10,6 @@
 /* Whether anything of the session may still run. A keeper exits only once
  * every process below it is gone, and its pid stays ours until we reap it.
  * Sessions of an earlier helper never count (their pids mean nothing). */
-bool session_has_processes(const struct session *s)
-{
-	return s->keeper > 0 || (s->keeper_lost && s->leftovers);
-}
-
 static bool pid_is_keeper(pid_t pid)
 {
 	if (spare_is(pid))

@@ -29,6 +29,11 @@ int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+bool session_has_processes(const struct session *s)
+{
+	return s->keeper > 0 || (s->keeper_lost && s->leftovers);
+}
+
 struct session *session_find(const char *id)
 {
 	for (size_t i = 0; i < nsessions; i++)

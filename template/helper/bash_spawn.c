@@ -213,11 +213,11 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 		return rpc_fail(err, "INVALID_ARGUMENT", "command is empty; pass a shell command");
 	if (strlen(command) != cmd_len)
 		return rpc_fail(err, "INVALID_ARGUMENT", "command contains a NUL character");
-	if (cmd_len > BASH_COMMAND_MAX)
+	if (cmd_len > PROTO_COMMAND_MAX)
 		return rpc_fail(err, "INVALID_ARGUMENT",
 		                "command is %zu bytes; the limit is %d. Write a script with the "
 		                "write tool and run that with bash instead",
-		                cmd_len, BASH_COMMAND_MAX);
+		                cmd_len, PROTO_COMMAND_MAX);
 	if (session_find(sid))
 		return rpc_fail(err, "CONFLICT",
 		                "session '%s' already exists in this sandbox; get its output with "

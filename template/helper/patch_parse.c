@@ -80,9 +80,14 @@ static bool is(struct line l, const char *s)
 	return eq(strip(l), (struct line){.p = s, .n = strlen(s)});
 }
 
-static char *dup_line(struct line l)
+/* A file name from the patch (the caller frees it), or NULL when it is
+ * empty or holds a NUL: as a C string it would name another file ("b/x\0y"
+ * is "x"), and the patch text may hold NULs (file content). */
+static char *name_dup(const char *p, size_t n)
 {
-	return xstrndup(l.p, l.n);
+	if (n == 0 || memchr(p, '\0', n))
+		return NULL;
+	return xstrndup(p, n);
 }
 
 /* A line to quote in a message: at most PATCH_QUOTE_MAX bytes, valid UTF-8,
@@ -247,7 +252,9 @@ static int parse_v4a(const struct line *L, size_t n, struct patch *P, struct rpc
 			if (p.n == 0)
 				return malformed(err, i, L[i], "the file path is missing");
 			op = new_op(P, kind, i);
-			op->path = dup_line(p);
+			op->path = name_dup(p.p, p.n);
+			if (!op->path)
+				return malformed(err, i, L[i], "the file path holds a NUL character");
 		} else {
 			return malformed(err, i, L[i],
 			                 "expected '*** Add File: PATH', '*** Update File: PATH', '*** Delete File: "
@@ -264,7 +271,9 @@ static int parse_v4a(const struct line *L, size_t n, struct patch *P, struct rpc
 				p = strip((struct line){.p = p.p + strlen(mov), .n = p.n - strlen(mov)});
 				if (p.n == 0)
 					return malformed(err, i, L[i], "the path to move to is missing");
-				op->to = dup_line(p);
+				op->to = name_dup(p.p, p.n);
+				if (!op->to)
+					return malformed(err, i, L[i], "the path to move to holds a NUL character");
 				i++;
 			}
 			while (i < last) {
@@ -287,7 +296,8 @@ static int parse_v4a(const struct line *L, size_t n, struct patch *P, struct rpc
 /* ---- unified diffs ---- */
 
 /* A path from a "---"/"+++" line or a git header: unquoted, without a tab
- * and timestamp, without the a/ or b/ prefix. */
+ * and timestamp, without the a/ or b/ prefix; NULL when that leaves nothing
+ * or a NUL (see name_dup). */
 static char *diff_path(struct line l, char prefix)
 {
 	l = strip(l);
@@ -321,9 +331,13 @@ static char *diff_path(struct line l, char prefix)
 		o = n;
 	}
 	out[o] = '\0';
-	if (prefix && o > 2 && out[0] == prefix && out[1] == '/')
+	if (prefix && o > 2 && out[0] == prefix && out[1] == '/') {
 		memmove(out, out + 2, o - 1);
-	return out;
+		o -= 2;
+	}
+	char *name = name_dup(out, o);
+	free(out);
+	return name;
 }
 
 /* "diff --git a/X b/X": X (only when both names are the same). */
@@ -337,7 +351,7 @@ static char *git_header_path(struct line l)
 	if (rest.n != 2 * name + 5 || memcmp(rest.p + 2 + name, " b/", 3) != 0 ||
 	    memcmp(rest.p + 2, rest.p + 5 + name, name) != 0)
 		return NULL;
-	return xstrndup(rest.p + 2, name);
+	return name_dup(rest.p + 2, name);
 }
 
 static bool parse_count(const char **s, const char *end, long *ret)
@@ -484,6 +498,10 @@ static int parse_unified(const struct line *L, size_t n, struct patch *P, struct
 			bool from = starts(l, "rename from ");
 			size_t skip = from ? 12 : 10;
 			char *p = diff_path((struct line){.p = l.p + skip, .n = l.n - skip}, 0);
+			if (!p) {
+				malformed(err, i, l, "cannot tell the file name");
+				goto out;
+			}
 			free(from ? rename_from : rename_to);
 			*(from ? &rename_from : &rename_to) = p;
 			i++;
@@ -496,6 +514,12 @@ static int parse_unified(const struct line *L, size_t n, struct patch *P, struct
 		} else if (file_header_at(L, n, i)) {
 			char *old = diff_path((struct line){.p = l.p + 4, .n = l.n - 4}, 'a');
 			char *new = diff_path((struct line){.p = L[i + 1].p + 4, .n = L[i + 1].n - 4}, 'b');
+			if (!old || !new) {
+				free(old);
+				free(new);
+				malformed(err, i, l, "cannot tell the file name");
+				goto out;
+			}
 			bool old_null = strcmp(old, "/dev/null") == 0, new_null = strcmp(new, "/dev/null") == 0;
 			if (old_null && new_null) {
 				free(old);

@@ -404,6 +404,15 @@
  * argument (MAX_ARG_STRLEN, 32 pages) less the terminating NUL. */
 #define PROTO_COMMAND_MAX (128 * 1024 - 1)
 #define PROTO_KILL_GRACE_MS 1500
+/* The helper's environment, the same in a container (lifecycle/create.c)
+ * and in a vm guest (template/vm/src/guest_init.c): the fixed entries as
+ * initialisers of a NULL-terminated char * array, followed by
+ * PROTO_HELPER_ENV_SANDBOX_ID "=<sandbox id>". The helper's sessions
+ * inherit it (bash.start). */
+#define PROTO_HELPER_ENV_FIXED                                                                                         \
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8", "TERM=dumb", \
+	    "USER=root"
+#define PROTO_HELPER_ENV_SANDBOX_ID "CHAT2SBX_SANDBOX_ID"
 #define PROTO_WORKSPACE "/workspace"
 #define PROTO_LOG_DIR "/tmp/chat2sbx/bash"
 #define PROTO_LIST_RECENT 50                        /* bash.list: latest sessions listed (+ running ones) */

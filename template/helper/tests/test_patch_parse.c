@@ -123,3 +123,25 @@ Test(patch_parse, refusals_name_what_is_wrong)
 	cr_assert(strstr(err.message, "nothing was changed"), "%s", err.message);
 	cr_assert_eq(P.n, 0);
 }
+
+/* Found by fuzz_patch_parse: a name holding a NUL was cut there, so the patch
+ * named another file than it wrote; an empty name named none. */
+Test(patch_parse, a_name_with_a_nul_or_nothing_is_refused)
+{
+	static const char unified[] = "--- a/x\n+++ b/x\0y\n@@ -1 +1 @@\n-a\n+b\n";
+	static const char v4a[] = "*** Begin Patch\n*** Update File: a\0b\n-x\n+y\n*** End Patch";
+	static const char moved[] = "*** Begin Patch\n*** Update File: a\n*** Move to: c\0d\n-x\n+y\n*** End Patch";
+	static const char empty[] = "--- /dev/null\n+++ \"\"\n@@ -0,0 +1 @@\n+x\n";
+	const struct {
+		const char *text;
+		size_t len;
+	} cases[] = {{unified, sizeof unified - 1}, {v4a, sizeof v4a - 1}, {moved, sizeof moved - 1},
+	             {empty, sizeof empty - 1}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct patch P = {0};
+		struct rpc_error err = {0};
+		cr_assert_eq(patch_parse(cases[i].text, cases[i].len, &P, &err), -1, "case %zu parsed", i);
+		cr_assert_str_eq(err.data_code, "INVALID_ARGUMENT");
+		cr_assert(strstr(err.message, "malformed patch"), "case %zu: %s", i, err.message);
+	}
+}

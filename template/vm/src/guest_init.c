@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proto.h"
 #include "vm.h"
 
 #define NEWROOT "/newroot"
@@ -384,15 +385,9 @@ int vm_guest_init_main(void)
 		die("wire the helper's port: %s", strerror(errno));
 	close(helper_fd);
 	char sandbox_env[96];
-	snprintf(sandbox_env, sizeof sandbox_env, "CHAT2SBX_SANDBOX_ID=%s", o.sandbox);
-	/* The environment a container's helper gets (lifecycle/create.c). */
-	char *const env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	                     "HOME=/root",
-	                     "LANG=C.UTF-8",
-	                     "TERM=dumb",
-	                     "USER=root",
-	                     sandbox_env,
-	                     NULL};
+	snprintf(sandbox_env, sizeof sandbox_env, PROTO_HELPER_ENV_SANDBOX_ID "=%s", o.sandbox);
+	/* The environment a container's helper gets (proto.h). */
+	char *const env[] = {PROTO_HELPER_ENV_FIXED, sandbox_env, NULL};
 	char *const argv[] = {VM_HELPER, NULL};
 	if (chdir(VM_WORKSPACE) < 0)
 		die("chdir %s: %s", VM_WORKSPACE, strerror(errno));

@@ -240,10 +240,11 @@ int lifecycle_mount_alias_check(const char *real, struct cp_error **err);
 
 /* Asks the helper of sandbox_id on ch (up to LIFECYCLE_HELLO_TIMEOUT_MS)
  * for fs.stat of target and compares with (dev, ino) of host_dir as
- * lifecycle_mount_identity gave them. Mismatch: a security warning in the
- * log, an audit row (action sandbox.mount_refused) and DENIED "the directory
- * ... changed while it was being mounted ...; nothing was mounted; try
- * again". The caller removes the container. Channel errors as they come. */
+ * lifecycle_mount_identity gave them. Mismatch, or nothing at target (the
+ * helper's NOT_FOUND: the host path was renamed away): a security warning
+ * in the log, an audit row (action sandbox.mount_refused) and DENIED "the
+ * host path ... changed while it was being mounted ...; try again". The
+ * caller removes the container. Other channel errors as they come. */
 int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id, const char *target,
                            const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err);
 

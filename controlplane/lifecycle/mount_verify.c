@@ -215,8 +215,26 @@ int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, cons
 	_cleanup_json_ struct json_object *p = xjson_object();
 	xjson_add(p, "path", xjson_string(target));
 	_cleanup_json_ struct json_object *res = NULL;
-	if (helper_channel_call(ch, "fs.stat", p, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err) < 0)
-		return cp_error_prefix(err, "verify the mount '%s' of sandbox '%s'", target, sandbox_id);
+	struct cp_error *e = NULL;
+	if (helper_channel_call(ch, "fs.stat", p, LIFECYCLE_HELLO_TIMEOUT_MS, &res, &e) < 0) {
+		if (e->code != CP_ERR_NOT_FOUND) {
+			if (err && !*err)
+				*err = e; /* ownership passes to the caller */
+			else
+				cp_error_free(e);
+			return cp_error_prefix(err, "verify the mount '%s' of sandbox '%s'", target, sandbox_id);
+		}
+		/* Nothing at the mount point: the host path was renamed away
+		 * between the check and the engine's mount (or after it). */
+		cp_error_free(e);
+		char msg[1024];
+		snprintf(msg, sizeof(msg),
+		         "the host path '%s' changed while it was being mounted (a symlink or rename race): sandbox "
+		         "'%s' sees nothing at %s; the sandbox was removed before anything ran in it; try again",
+		         host_dir, sandbox_id, target);
+		lifecycle_mount_audit(lc, sandbox_id, host_dir, msg);
+		return cp_error_set(err, CP_ERR_DENIED, "%s", msg);
+	}
 	return lifecycle_mount_compare(lc, sandbox_id, target, host_dir, dev, ino, res, err);
 }
 

@@ -71,12 +71,12 @@ static int get_by_path_locked(struct store *store, const char *real_path, const 
 
 static int insert_locked(struct store *store, const struct approval_record *a, struct cp_error **err)
 {
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store->db,
-	                       "INSERT INTO approvals (id, host_path, real_path, mode, status, workspace_id, "
-	                       "requested_by, requested_at_ms, decided_at_ms) VALUES (?,?,?,?,?,?,?,?,?)",
-	                       -1, &st, NULL) != SQLITE_OK)
-		return store_fail(store, err, "insert approval");
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st,
+	                  "INSERT INTO approvals (id, host_path, real_path, mode, status, workspace_id, "
+	                  "requested_by, requested_at_ms, decided_at_ms) VALUES (?,?,?,?,?,?,?,?,?)",
+	                  "insert approval", err) < 0)
+		return -1;
 	sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, a->host_path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, a->real_path, -1, SQLITE_STATIC);
@@ -87,27 +87,23 @@ static int insert_locked(struct store *store, const struct approval_record *a, s
 	sqlite3_bind_int64(st, 8, a->requested_at_ms);
 	if (a->decided_at_ms)
 		sqlite3_bind_int64(st, 9, a->decided_at_ms);
-	int r = sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "insert approval");
-	sqlite3_finalize(st);
-	return r;
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "insert approval");
 }
 
 static int decide_locked(struct store *store, const char *id, const char *status, const char *workspace_id,
                          int64_t now_ms, struct cp_error **err)
 {
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store->db,
-	                       "UPDATE approvals SET status = ?2, workspace_id = COALESCE(?3, workspace_id), "
-	                       "decided_at_ms = ?4 WHERE id = ?1",
-	                       -1, &st, NULL) != SQLITE_OK)
-		return store_fail(store, err, "decide approval");
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st,
+	                  "UPDATE approvals SET status = ?2, workspace_id = COALESCE(?3, workspace_id), "
+	                  "decided_at_ms = ?4 WHERE id = ?1",
+	                  "decide approval", err) < 0)
+		return -1;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 3, workspace_id);
 	sqlite3_bind_int64(st, 4, now_ms);
-	int r = sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "decide approval");
-	sqlite3_finalize(st);
-	return r;
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "decide approval");
 }
 
 /* Runs body inside BEGIN IMMEDIATE … COMMIT under the lock; rolls back when
@@ -288,19 +284,36 @@ int store_workspace_register_host(struct store *store, const struct workspace_re
 	                   register_body(store, ws, host_path, approval_id, now_ms, ret, ret_created, err));
 }
 
+/* Runs one write sql with ?1 = id; fails like store_fail("forget workspace"). */
+static int forget_step(struct store *store, const char *sql, const char *id, struct cp_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st, sql, "forget workspace", err) < 0)
+		return -1;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(store, err, "forget workspace");
+	return 0;
+}
+
+/* The count of live sandboxes on workspace id, or -1 with *err set. */
+static int live_count(struct store *store, const char *id, struct cp_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st, "SELECT count(*) FROM sandboxes WHERE workspace_id = ? AND " STORE_SANDBOX_LIVE(""),
+	                  "forget workspace", err) < 0)
+		return -1;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return store_fail(store, err, "forget workspace");
+	return sqlite3_column_int(st, 0);
+}
+
 static int forget_body(struct store *store, const char *id, struct cp_error **err)
 {
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store->db,
-	                       "SELECT count(*) FROM sandboxes WHERE workspace_id = ? AND " STORE_SANDBOX_LIVE(""), -1,
-	                       &st, NULL) != SQLITE_OK)
-		return store_fail(store, err, "forget workspace");
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	int live = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-	sqlite3_finalize(st);
+	int live = live_count(store, id, err);
 	if (live < 0)
-		return store_fail(store, err, "forget workspace");
+		return -1;
 	if (live > 0)
 		return cp_error_set(err, CP_ERR_CONFLICT,
 		                    "forget workspace '%s': a sandbox still uses it; destroy that sandbox first", id);
@@ -310,13 +323,8 @@ static int forget_body(struct store *store, const char *id, struct cp_error **er
 	                                    "DELETE FROM approvals WHERE workspace_id = ?",
 	                                    "DELETE FROM workspaces WHERE id = ?"};
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		if (sqlite3_prepare_v2(store->db, steps[i], -1, &st, NULL) != SQLITE_OK)
-			return store_fail(store, err, "forget workspace");
-		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-		rc = sqlite3_step(st);
-		sqlite3_finalize(st);
-		if (rc != SQLITE_DONE)
-			return store_fail(store, err, "forget workspace");
+		if (forget_step(store, steps[i], id, err) < 0)
+			return -1;
 		if (i == 2 && sqlite3_changes(store->db) == 0)
 			return cp_error_set(err, CP_ERR_NOT_FOUND, "forget workspace: '%s' does not exist", id);
 	}

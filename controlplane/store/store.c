@@ -39,17 +39,30 @@ int store_exec(struct store *store, const char *sql, const char *what, struct cp
 
 static int applied_version(struct store *store, int *ret, struct cp_error **err)
 {
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store->db, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", -1, &st, NULL) !=
-	    SQLITE_OK)
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", "read schema version",
+	                  err) < 0)
+		return -1;
+	if (sqlite3_step(st) != SQLITE_ROW)
 		return store_fail(store, err, "read schema version");
-	int r = 0;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		*ret = sqlite3_column_int(st, 0);
-	else
-		r = store_fail(store, err, "read schema version");
-	sqlite3_finalize(st);
-	return r;
+	*ret = sqlite3_column_int(st, 0);
+	return 0;
+}
+
+/* Inserts m's row into schema_migrations; fails like store_fail(what). */
+static int record_migration(struct store *store, const struct store_migration *m, const char *what,
+                            struct cp_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st, "INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)",
+	                  what, err) < 0)
+		return -1;
+	sqlite3_bind_int(st, 1, m->version);
+	sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, clock_now_ms());
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(store, err, what);
+	return 0;
 }
 
 static int migrate(struct store *store, struct cp_error **err)
@@ -86,22 +99,8 @@ static int migrate(struct store *store, struct cp_error **err)
 		snprintf(what, sizeof(what), "apply migration %s", m->name);
 		if (store_exec(store, m->sql, what, err) < 0)
 			goto rollback;
-		sqlite3_stmt *st = NULL;
-		if (sqlite3_prepare_v2(store->db,
-		                       "INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)",
-		                       -1, &st, NULL) != SQLITE_OK) {
-			store_fail(store, err, what);
+		if (record_migration(store, m, what, err) < 0)
 			goto rollback;
-		}
-		sqlite3_bind_int(st, 1, m->version);
-		sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, clock_now_ms());
-		int rc = sqlite3_step(st);
-		sqlite3_finalize(st);
-		if (rc != SQLITE_DONE) {
-			store_fail(store, err, what);
-			goto rollback;
-		}
 		if (store_exec(store, "COMMIT", what, err) < 0)
 			goto rollback;
 		log_info("store", "applied migration %s", m->name);
@@ -193,15 +192,13 @@ int store_schema_version(struct store *store, int *ret_version, struct cp_error 
 int store_list_rows(struct store *store, const struct store_row_type *type, const char *sql, const char *arg,
                     const char *what, void **ret, size_t *ret_n, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	char *list = NULL;
 	size_t n = 0;
+	if (store_prepare(locked, &st, sql, what, err) < 0)
+		return -1;
 	int r = 0;
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, what);
-		goto out;
-	}
 	if (arg)
 		sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
 	int rc;
@@ -213,9 +210,6 @@ int store_list_rows(struct store *store, const struct store_row_type *type, cons
 	}
 	if (rc != SQLITE_DONE)
 		r = store_fail(store, err, what);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
 	if (r < 0) {
 		for (size_t i = 0; i < n; i++)
 			type->clear(list + i * type->size);
@@ -230,11 +224,11 @@ out:
 int store_get_row_locked(struct store *store, const struct store_row_type *type, const char *sql, const char *a1,
                          const char *a2, const char *what, void *ret, int *ret_found, struct cp_error **err)
 {
-	sqlite3_stmt *st = NULL;
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int r = 0;
 	*ret_found = 0;
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return store_fail(store, err, what);
+	if (store_prepare(store, &st, sql, what, err) < 0)
+		return -1;
 	sqlite3_bind_text(st, 1, a1, -1, SQLITE_STATIC);
 	if (a2)
 		sqlite3_bind_text(st, 2, a2, -1, SQLITE_STATIC);
@@ -245,7 +239,6 @@ int store_get_row_locked(struct store *store, const struct store_row_type *type,
 	} else if (rc != SQLITE_DONE) {
 		r = store_fail(store, err, what);
 	}
-	sqlite3_finalize(st);
 	return r;
 }
 
@@ -261,24 +254,18 @@ int store_get_row(struct store *store, const struct store_row_type *type, const 
 int store_exec_one(struct store *store, const char *sql, const char *what, const char *noun, const char *id,
                    const char *text, int64_t num, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, what);
-		goto out;
-	}
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st, sql, what, err) < 0)
+		return -1;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 2, text);
 	sqlite3_bind_int64(st, 3, num);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		r = store_fail(store, err, what);
-	else if (sqlite3_changes(store->db) == 0)
-		r = cp_error_set(err, CP_ERR_NOT_FOUND, "%s: %s '%s' does not exist", what, noun, id);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+		return store_fail(locked, err, what);
+	if (sqlite3_changes(locked->db) == 0)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "%s: %s '%s' does not exist", what, noun, id);
+	return 0;
 }
 
 struct store_trace {

@@ -78,6 +78,37 @@ int store_workspace_find_host(struct store *store, const char *real_path, const 
 int store_workspace_set_trashed(struct store *store, const char *id, const char *new_path, int64_t now_ms,
                                 struct cp_error **err);
 
+/* ---- statuses ----
+ * A sandbox's and an approval's status, as enums with one string table each
+ * (store/status.c). The registry keeps the strings; code compares the enums.
+ * _to_string returns static text (NULL for a value out of range);
+ * _from_string returns the value, or -EINVAL (negative) for NULL or an
+ * unknown string. Pure. */
+enum sandbox_status {
+	SANDBOX_CREATING,
+	SANDBOX_RUNNING,
+	SANDBOX_FAILED,
+	SANDBOX_REMOVED,
+	SANDBOX_EXPIRED,  /* migration 0010 */
+	SANDBOX_REMOVING, /* migration 0010 */
+	_SANDBOX_STATUS_MAX,
+	_SANDBOX_STATUS_INVALID = -22,
+};
+const char *sandbox_status_to_string(enum sandbox_status v);
+enum sandbox_status sandbox_status_from_string(const char *s);
+/* Whether the text status names st (false for NULL or an unknown text). */
+int sandbox_status_is(const char *status, enum sandbox_status st);
+
+enum approval_status {
+	APPROVAL_PENDING,
+	APPROVAL_APPROVED,
+	APPROVAL_REJECTED,
+	_APPROVAL_STATUS_MAX,
+	_APPROVAL_STATUS_INVALID = -22,
+};
+const char *approval_status_to_string(enum approval_status v);
+enum approval_status approval_status_from_string(const char *s);
+
 /* ---- approvals ---- */
 
 struct approval_record {

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "../base/cleanup.h"
 #include "../base/xalloc.h"
 #include "store.h"
 
@@ -68,6 +69,43 @@ int store_get_row(struct store *store, const struct store_row_type *type, const 
  * store->lock. */
 int store_exec_one(struct store *store, const char *sql, const char *what, const char *noun, const char *id,
                    const char *text, int64_t num, struct cp_error **err);
+
+/* Statements with an automatic finalize (systemd's DEFINE_TRIVIAL_CLEANUP_FUNC):
+ *   _cleanup_stmt_ sqlite3_stmt *st = NULL;
+ *   if (store_prepare(store, &st, "SQL", "what", err) < 0) return -1;
+ * and no site finalizes by hand. sqlite3_finalize(NULL) is a no-op. Declare
+ * the statement after a _cleanup_store_unlock_ guard, so that it is finalized
+ * before the lock is released (cleanups run in reverse order). */
+static inline void store_stmt_finalizep(sqlite3_stmt **st)
+{
+	sqlite3_finalize(*st);
+	*st = NULL;
+}
+#define _cleanup_stmt_ _cleanup_(store_stmt_finalizep)
+
+/* Takes store->lock and returns store, for a _cleanup_store_unlock_ guard
+ * that releases it at scope exit. Blocks until the lock is free. */
+static inline struct store *store_lock(struct store *store)
+{
+	pthread_mutex_lock(&store->lock);
+	return store;
+}
+static inline void store_unlockp(struct store **s)
+{
+	if (*s)
+		pthread_mutex_unlock(&(*s)->lock);
+}
+#define _cleanup_store_unlock_ _cleanup_(store_unlockp)
+
+/* Prepares sql on store's connection into *ret (finalized by the caller's
+ * _cleanup_stmt_). Returns 0, or -1 with *err set by store_fail(what). */
+static inline int store_prepare(struct store *store, sqlite3_stmt **ret, const char *sql, const char *what,
+                                struct cp_error **err)
+{
+	if (sqlite3_prepare_v2(store->db, sql, -1, ret, NULL) != SQLITE_OK)
+		return store_fail(store, err, what);
+	return 0;
+}
 
 /* Binds v as text at i, or SQL NULL when v is NULL. The text is borrowed
  * (SQLITE_STATIC) until the statement is finalized. */

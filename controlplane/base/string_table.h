@@ -22,7 +22,7 @@ static inline ssize_t string_table_lookup(const char *const *table, size_t n, co
 /* Defines name_to_string(type) -> static text or NULL for a value out of
  * range, and name_from_string(const char *) -> the value or -EINVAL for an
  * unknown string (or NULL), from name##_table[max]. */
-#define DEFINE_STRING_TABLE_LOOKUP(name, type, max)                                                                  \
+#define DEFINE_STRING_TABLE_LOOKUP(name, type, max)                                                                    \
 	const char *name##_to_string(type v)                                                                           \
 	{                                                                                                              \
 		if ((int)v < 0 || (int)v >= (max))                                                                     \

@@ -260,7 +260,7 @@ static int apply_tar(const struct export_record *x, const struct workspace_recor
 }
 
 int export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
-                           struct export_apply_result *ret, struct cp_error **err)
+                 struct export_apply_result *ret, struct cp_error **err)
 {
 	export_git_configure((uint64_t)cfg->save_memory_bytes, (uint64_t)cfg->max_export_bytes);
 	*ret = (struct export_apply_result){0};

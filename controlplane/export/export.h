@@ -465,8 +465,7 @@ int export_retention_run(const struct config *cfg, struct store *store, int64_t 
  * it went. UNAVAILABLE when the trash cannot be made or the rename fails,
  * CONFLICT past 1000 entries of that name. */
 int export_trash_move(const struct config *cfg, const char *dir, const char *name, char **ret_dest,
-                         struct cp_error **err);
-
+                      struct cp_error **err);
 
 /* ---- for the CLI, the tools and doctor ---- */
 
@@ -523,7 +522,7 @@ void export_apply_result_clear(struct export_apply_result *r);
  * INTERNAL with git's message. Writes an audit row export.apply (actor
  * cli). */
 int export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
-                           struct export_apply_result *ret, struct cp_error **err);
+                 struct export_apply_result *ret, struct cp_error **err);
 
 /* `chat2sbx export delete ID` (export_retention.c): moves the export's
  * directory to DATA_ROOT/trash/ as retention does after 30 days (never
@@ -533,7 +532,7 @@ int export_apply(const struct config *cfg, struct store *store, const char *expo
  * trash). Errors: NOT_FOUND, CONFLICT (in the trash already, naming where),
  * UNAVAILABLE (the move or the registry failed: nothing moved, or moved and
  * the message says where). Writes an audit row export.delete (actor cli). */
-int export_delete(const struct config *cfg, struct store *store, const char *export_id,
-                            struct export_record *ret, struct cp_error **err);
+int export_delete(const struct config *cfg, struct store *store, const char *export_id, struct export_record *ret,
+                  struct cp_error **err);
 
 #endif

@@ -64,8 +64,8 @@ int export_retention_run(const struct config *cfg, struct store *store, int64_t 
 	return moved;
 }
 
-int export_delete(const struct config *cfg, struct store *store, const char *export_id,
-                            struct export_record *ret, struct cp_error **err)
+int export_delete(const struct config *cfg, struct store *store, const char *export_id, struct export_record *ret,
+                  struct cp_error **err)
 {
 	struct export_record x = {0};
 	if (store_export_get(store, export_id, &x, err) < 0)

@@ -12,7 +12,7 @@
 #include "export.h"
 
 int export_trash_move(const struct config *cfg, const char *dir, const char *name, char **ret_dest,
-                         struct cp_error **err)
+                      struct cp_error **err)
 {
 	_cleanup_free_ char *trash = xasprintf("%s/trash", cfg->data_root);
 	if (mkdir(trash, 0700) < 0 && errno != EEXIST)

@@ -21,18 +21,25 @@ static const struct {
 	int64_t def, min, max;
 	bool clamp;
 } ints[] = {
-    {"cols", 80, 1, 1000, false},          {"rows", 24, 1, 1000, false},
-    {"depth", 3, 1, 16, true},             {"length", PROTO_BLOB_CHUNK_MAX, 1, PROTO_BLOB_CHUNK_MAX, false},
-    {"limit", 2000, 1, 100000, true},      {"max_bytes", 30000, 1, 1 << 20, true},
-    {"max_entries", 1000, 1, 100000, true}, {"max_output_bytes", 30000, 0, 1 << 20, true},
-    {"offset", 0, 0, INT64_MAX, false},    {"offset", 1, 1, INT64_MAX, false},
-    {"start", 0, 0, INT64_MAX, false},     {"end", 0, 0, INT64_MAX, false},
-    {"timeout_ms", 0, 0, INT64_MAX / 4, true}, {"yield_time_ms", PROTO_DEFAULT_YIELD_MS, 0, 300000, true},
+    {"cols", 80, 1, 1000, false},
+    {"rows", 24, 1, 1000, false},
+    {"depth", 3, 1, 16, true},
+    {"length", PROTO_BLOB_CHUNK_MAX, 1, PROTO_BLOB_CHUNK_MAX, false},
+    {"limit", 2000, 1, 100000, true},
+    {"max_bytes", 30000, 1, 1 << 20, true},
+    {"max_entries", 1000, 1, 100000, true},
+    {"max_output_bytes", 30000, 0, 1 << 20, true},
+    {"offset", 0, 0, INT64_MAX, false},
+    {"offset", 1, 1, INT64_MAX, false},
+    {"start", 0, 0, INT64_MAX, false},
+    {"end", 0, 0, INT64_MAX, false},
+    {"timeout_ms", 0, 0, INT64_MAX / 4, true},
+    {"yield_time_ms", PROTO_DEFAULT_YIELD_MS, 0, 300000, true},
 };
-static const char *const strings[] = {"attach_id", "command", "content", "cwd", "data", "glob", "handle",
-                                      "new_string", "old_string", "patch", "path", "pattern", "session_id"};
-static const char *const bools[] = {"case_insensitive", "close", "create_dirs", "hidden", "interactive",
-                                    "numbered", "replace_all", "tail", "tty", "unlink"};
+static const char *const strings[] = {"attach_id",  "command",    "content", "cwd",  "data",    "glob",      "handle",
+                                      "new_string", "old_string", "patch",   "path", "pattern", "session_id"};
+static const char *const bools[] = {"case_insensitive", "close",       "create_dirs", "hidden", "interactive",
+                                    "numbered",         "replace_all", "tail",        "tty",    "unlink"};
 
 static void fail(const char *what, const char *name)
 {
@@ -59,8 +66,8 @@ static void read_params(json_object *params)
 	for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
 		memset(&err, 0, sizeof err);
 		int64_t v = -1;
-		int r = rpc_param_int(params, ints[i].name, ints[i].def, ints[i].min, ints[i].max, ints[i].clamp, &v,
-		                      &err);
+		int r =
+		    rpc_param_int(params, ints[i].name, ints[i].def, ints[i].min, ints[i].max, ints[i].clamp, &v, &err);
 		if (r < 0 && !err.message[0])
 			fail("refused without a message", ints[i].name);
 		if (r == 0 && v != ints[i].def)

@@ -57,7 +57,8 @@ static void read_back(const struct mcp_args *a)
 		case MCP_ARG_INTEGER: {
 			int64_t v = mcp_args_int(a, d->name, 0);
 			if (((d->flags & MCP_ARG_MIN) && v < d->min) || ((d->flags & MCP_ARG_MAX) && v > d->max)) {
-				fprintf(stderr, "fuzz_tool_args: '%s' = %lld passed out of range\n", d->name, (long long)v);
+				fprintf(stderr, "fuzz_tool_args: '%s' = %lld passed out of range\n", d->name,
+				        (long long)v);
 				abort();
 			}
 			break;

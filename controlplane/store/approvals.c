@@ -300,7 +300,8 @@ static int forget_step(struct store *store, const char *sql, const char *id, str
 static int live_count(struct store *store, const char *id, struct cp_error **err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (store_prepare(store, &st, "SELECT count(*) FROM sandboxes WHERE workspace_id = ? AND " STORE_SANDBOX_LIVE(""),
+	if (store_prepare(store, &st,
+	                  "SELECT count(*) FROM sandboxes WHERE workspace_id = ? AND " STORE_SANDBOX_LIVE(""),
 	                  "forget workspace", err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);

@@ -271,7 +271,8 @@ Test(export_retention, old_exports_move_to_the_trash_and_are_never_deleted)
 	cr_assert_str_eq(x.path, paths[1]);
 	cr_assert_eq(x.trashed_at_ms, 0);
 	export_record_clear(&x);
-	cr_assert_eq(export_retention_run(&cfg, st, now + day / 2, LIFECYCLE_RETENTION_MS, &err), 0, "a trashed export stays put");
+	cr_assert_eq(export_retention_run(&cfg, st, now + day / 2, LIFECYCLE_RETENTION_MS, &err), 0,
+	             "a trashed export stays put");
 	cr_assert_eq(export_retention_run(&cfg, st, now + 2 * day, LIFECYCLE_RETENTION_MS, &err), 1,
 	             "the young one, once 30 days old");
 	char sbxdir[128];

@@ -19,7 +19,7 @@
 #define BASH_LIST_RECENT PROTO_LIST_RECENT /* bash.list: the latest sessions, plus all running */
 #define BASH_MAX_WAITERS 1024              /* pending bash.* replies; beyond: LIMIT */
 #define BASH_ID_MAX 128                    /* session_id: [A-Za-z0-9_.-], 1..128 bytes */
-#define BASH_LOG_MAX (1ull << 30) /* bytes logged per session; more is dropped */
+#define BASH_LOG_MAX (1ull << 30)          /* bytes logged per session; more is dropped */
 #define BASH_DEFAULT_YIELD_MS PROTO_DEFAULT_YIELD_MS
 #define BASH_MAX_YIELD_MS (24 * 3600 * 1000)
 #define BASH_DEFAULT_OUTPUT 60000 /* max_output_bytes when absent */

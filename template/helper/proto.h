@@ -410,8 +410,8 @@
  * PROTO_HELPER_ENV_SANDBOX_ID "=<sandbox id>". The helper's sessions
  * inherit it (bash.start). */
 #define PROTO_HELPER_ENV_FIXED                                                                                         \
-	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8", "TERM=dumb", \
-	    "USER=root"
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8",             \
+	    "TERM=dumb", "USER=root"
 #define PROTO_HELPER_ENV_SANDBOX_ID "CHAT2SBX_SANDBOX_ID"
 #define PROTO_WORKSPACE "/workspace"
 #define PROTO_LOG_DIR "/tmp/chat2sbx/bash"

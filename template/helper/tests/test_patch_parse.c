@@ -135,8 +135,8 @@ Test(patch_parse, a_name_with_a_nul_or_nothing_is_refused)
 	const struct {
 		const char *text;
 		size_t len;
-	} cases[] = {{unified, sizeof unified - 1}, {v4a, sizeof v4a - 1}, {moved, sizeof moved - 1},
-	             {empty, sizeof empty - 1}};
+	} cases[] = {
+	    {unified, sizeof unified - 1}, {v4a, sizeof v4a - 1}, {moved, sizeof moved - 1}, {empty, sizeof empty - 1}};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		struct patch P = {0};
 		struct rpc_error err = {0};

@@ -18,7 +18,6 @@ void approval_record_clear(struct approval_record *a)
 	free(a->host_path);
 	free(a->real_path);
 	free(a->mode);
-	free(a->status);
 	free(a->workspace_id);
 	free(a->requested_by);
 	*a = (struct approval_record){0};
@@ -35,7 +34,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	a->host_path = store_column_strdup(st, 1);
 	a->real_path = store_column_strdup(st, 2);
 	a->mode = store_column_strdup(st, 3);
-	a->status = store_column_strdup(st, 4);
+	a->status = approval_status_from_string((const char *)sqlite3_column_text(st, 4));
 	a->workspace_id = store_column_strdup(st, 5);
 	a->requested_by = store_column_strdup(st, 6);
 	a->requested_at_ms = sqlite3_column_int64(st, 7);
@@ -81,7 +80,7 @@ static int insert_locked(struct store *store, const struct approval_record *a, s
 	sqlite3_bind_text(st, 2, a->host_path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, a->real_path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, a->mode, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, a->status, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, approval_status_to_string(a->status), -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 6, a->workspace_id);
 	sqlite3_bind_text(st, 7, a->requested_by, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 8, a->requested_at_ms);
@@ -90,7 +89,7 @@ static int insert_locked(struct store *store, const struct approval_record *a, s
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "insert approval");
 }
 
-static int decide_locked(struct store *store, const char *id, const char *status, const char *workspace_id,
+static int decide_locked(struct store *store, const char *id, enum approval_status status, const char *workspace_id,
                          int64_t now_ms, struct cp_error **err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
@@ -100,7 +99,7 @@ static int decide_locked(struct store *store, const char *id, const char *status
 	                  "decide approval", err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, approval_status_to_string(status), -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 3, workspace_id);
 	sqlite3_bind_int64(st, 4, now_ms);
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "decide approval");
@@ -133,7 +132,7 @@ static int request_body(struct store *store, const struct approval_record *want,
 	if (found)
 		return 0;
 	struct approval_record row = *want;
-	row.status = "pending";
+	row.status = APPROVAL_PENDING;
 	row.workspace_id = NULL;
 	row.decided_at_ms = 0;
 	if (insert_locked(store, &row, err) < 0)
@@ -193,19 +192,19 @@ static int approve_body(struct store *store, const char *id, const struct worksp
 	if (get_by_id_locked(store, id, &a, err) < 0)
 		return -1;
 	int r = 0;
-	if (!strcmp(a.status, "rejected")) {
+	if (a.status == APPROVAL_REJECTED) {
 		r = cp_error_set(
 		    err, CP_ERR_CONFLICT,
 		    "approval '%s' was rejected; to allow '%s' (%s) after all, run 'chat2sbx workspace add "
 		    "%s --mode %s'",
 		    id, a.host_path, a.mode, a.host_path, a.mode);
-	} else if (!strcmp(a.status, "pending")) {
+	} else if (a.status == APPROVAL_PENDING) {
 		char *workspace_id = NULL;
 		struct workspace_record w = *ws;
 		w.mode = a.mode;
 		r = workspace_for_locked(store, &w, &workspace_id, NULL, err);
 		if (r == 0)
-			r = decide_locked(store, id, "approved", workspace_id, now_ms, err);
+			r = decide_locked(store, id, APPROVAL_APPROVED, workspace_id, now_ms, err);
 		free(workspace_id);
 	}
 	approval_record_clear(&a);
@@ -225,12 +224,12 @@ static int reject_body(struct store *store, const char *id, int64_t now_ms, stru
 	if (get_by_id_locked(store, id, &a, err) < 0)
 		return -1;
 	int r = 0;
-	if (!strcmp(a.status, "approved"))
+	if (a.status == APPROVAL_APPROVED)
 		r = cp_error_set(err, CP_ERR_CONFLICT,
 		                 "approval '%s' was already approved (workspace '%s'); a decision is kept", id,
 		                 a.workspace_id ? a.workspace_id : "?");
-	else if (!strcmp(a.status, "pending"))
-		r = decide_locked(store, id, "rejected", NULL, now_ms, err);
+	else if (a.status == APPROVAL_PENDING)
+		r = decide_locked(store, id, APPROVAL_REJECTED, NULL, now_ms, err);
 	approval_record_clear(&a);
 	return r < 0 ? r : get_by_id_locked(store, id, ret, err);
 }
@@ -252,13 +251,13 @@ static int register_body(struct store *store, const struct workspace_record *ws,
 	int found = 0;
 	int r = get_by_path_locked(store, ws->path, ws->mode, &a, &found, err);
 	if (r == 0 && found)
-		r = decide_locked(store, a.id, "approved", workspace_id, now_ms, err);
+		r = decide_locked(store, a.id, APPROVAL_APPROVED, workspace_id, now_ms, err);
 	else if (r == 0) {
 		struct approval_record row = {.id = (char *)approval_id,
 		                              .host_path = (char *)host_path,
 		                              .real_path = ws->path,
 		                              .mode = ws->mode,
-		                              .status = "approved",
+		                              .status = APPROVAL_APPROVED,
 		                              .workspace_id = workspace_id,
 		                              .requested_by = "cli",
 		                              .requested_at_ms = now_ms,
@@ -300,7 +299,8 @@ static int forget_step(struct store *store, const char *sql, const char *id, str
 static int live_count(struct store *store, const char *id, struct cp_error **err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (store_prepare(store, &st, "SELECT count(*) FROM sandboxes WHERE workspace_id = ? AND " STORE_SANDBOX_LIVE(""),
+	if (store_prepare(store, &st,
+	                  "SELECT count(*) FROM sandboxes WHERE workspace_id = ? AND " STORE_SANDBOX_LIVE(""),
 	                  "forget workspace", err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);

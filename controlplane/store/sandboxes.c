@@ -1,6 +1,7 @@
 /* sandboxes.c: rows of the sandboxes table. A partial unique index keeps one
  * live (creating/running/removing) sandbox per workspace, so two racing creates cannot
  * both win. No engine calls here. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,14 +13,12 @@ void sandbox_record_clear(struct sandbox_record *s)
 		return;
 	free(s->id);
 	free(s->workspace_id);
-	free(s->status);
 	free(s->container_name);
 	free(s->container_id);
 	free(s->image);
 	free(s->runtime);
 	free(s->failure_reason);
 	free(s->vm_accel);
-	free(s->removing_from);
 	*s = (struct sandbox_record){0};
 }
 
@@ -34,7 +33,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	struct sandbox_record *s = row;
 	s->id = store_column_strdup(st, 0);
 	s->workspace_id = store_column_strdup(st, 1);
-	s->status = store_column_strdup(st, 2);
+	s->status = sandbox_status_from_string((const char *)sqlite3_column_text(st, 2));
 	s->container_name = store_column_strdup(st, 3);
 	s->container_id = store_column_strdup(st, 4);
 	s->image = store_column_strdup(st, 5);
@@ -51,16 +50,14 @@ static void read_row(sqlite3_stmt *st, void *row)
 	s->disk_bytes = sqlite3_column_int64(st, 16);
 	s->unsaved = sqlite3_column_int(st, 17);
 	s->unsaved_checked_at_ms = sqlite3_column_int64(st, 18);
-	s->removing_from = store_column_strdup(st, 19);
+	s->removing_from = sandbox_status_from_string((const char *)sqlite3_column_text(st, 19));
 	s->vm_accel = store_column_strdup(st, 20);
 }
 
 int store_sandbox_is_live(const struct sandbox_record *s)
 {
-	const char *st = s->status ? s->status : "";
-	if (!strcmp(st, "removing"))
-		st = s->removing_from ? s->removing_from : "";
-	return !strcmp(st, "creating") || !strcmp(st, "running");
+	enum sandbox_status st = s->status == SANDBOX_REMOVING ? s->removing_from : s->status;
+	return st == SANDBOX_CREATING || st == SANDBOX_RUNNING;
 }
 
 static void clear_row(void *row)
@@ -86,7 +83,7 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	}
 	sqlite3_bind_text(st, 1, s->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->workspace_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, s->status ? s->status : "creating", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, sandbox_status_to_string(s->status), -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, s->container_name, -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 5, s->container_id);
 	sqlite3_bind_text(st, 6, s->image, -1, SQLITE_STATIC);
@@ -187,9 +184,10 @@ static int exec_changes(struct store *store, sqlite3_stmt *st, const char *what,
 	return 0;
 }
 
-int store_sandbox_set_status(struct store *store, const char *id, const char *status, const char *container_id,
+int store_sandbox_set_status(struct store *store, const char *id, enum sandbox_status status, const char *container_id,
                              const char *failure_reason, int64_t now_ms, struct cp_error **err)
 {
+	assert(sandbox_status_to_string(status));
 	pthread_mutex_lock(&store->lock);
 	sqlite3_stmt *st = NULL;
 	int r = store_exec(store, "BEGIN IMMEDIATE", "update sandbox", err);
@@ -203,7 +201,7 @@ int store_sandbox_set_status(struct store *store, const char *id, const char *st
 		r = store_fail(store, err, "update sandbox");
 		goto rollback;
 	}
-	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, sandbox_status_to_string(status), -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 2, container_id);
 	store_bind_text_opt(st, 3, failure_reason);
 	sqlite3_bind_int64(st, 4, now_ms);
@@ -213,7 +211,7 @@ int store_sandbox_set_status(struct store *store, const char *id, const char *st
 	st = NULL;
 	if (r < 0)
 		goto rollback;
-	if (strcmp(status, "removed") == 0 || strcmp(status, "failed") == 0) {
+	if (status == SANDBOX_REMOVED || status == SANDBOX_FAILED) {
 		if (sqlite3_prepare_v2(store->db,
 		                       "UPDATE workspaces SET released_at_ms = ?1 WHERE id = (SELECT workspace_id FROM "
 		                       "sandboxes WHERE id = ?2)",

@@ -5,8 +5,8 @@
 #include "store.h"
 
 static const char *const sandbox_status_table[_SANDBOX_STATUS_MAX] = {
-	[SANDBOX_CREATING] = "creating", [SANDBOX_RUNNING] = "running", [SANDBOX_FAILED] = "failed",
-	[SANDBOX_REMOVED] = "removed",   [SANDBOX_EXPIRED] = "expired", [SANDBOX_REMOVING] = "removing",
+    [SANDBOX_CREATING] = "creating", [SANDBOX_RUNNING] = "running", [SANDBOX_FAILED] = "failed",
+    [SANDBOX_REMOVED] = "removed",   [SANDBOX_EXPIRED] = "expired", [SANDBOX_REMOVING] = "removing",
 };
 DEFINE_STRING_TABLE_LOOKUP(sandbox_status, enum sandbox_status, _SANDBOX_STATUS_MAX)
 
@@ -16,8 +16,8 @@ int sandbox_status_is(const char *status, enum sandbox_status st)
 }
 
 static const char *const approval_status_table[_APPROVAL_STATUS_MAX] = {
-	[APPROVAL_PENDING] = "pending",
-	[APPROVAL_APPROVED] = "approved",
-	[APPROVAL_REJECTED] = "rejected",
+    [APPROVAL_PENDING] = "pending",
+    [APPROVAL_APPROVED] = "approved",
+    [APPROVAL_REJECTED] = "rejected",
 };
 DEFINE_STRING_TABLE_LOOKUP(approval_status, enum approval_status, _APPROVAL_STATUS_MAX)

@@ -47,7 +47,8 @@ static const struct store_row_type rows = {sizeof(struct workspace_record), read
 int store_workspace_insert_locked(struct store *store, const struct workspace_record *w, struct cp_error **err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (store_prepare(store, &st, "INSERT INTO workspaces (id, mode, path, host_path, created_at_ms) VALUES (?,?,?,?,?)",
+	if (store_prepare(store, &st,
+	                  "INSERT INTO workspaces (id, mode, path, host_path, created_at_ms) VALUES (?,?,?,?,?)",
 	                  "insert workspace", err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 1, w->id, -1, SQLITE_STATIC);

@@ -105,23 +105,6 @@ static int decide_locked(struct store *store, const char *id, enum approval_stat
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "decide approval");
 }
 
-/* Runs body inside BEGIN IMMEDIATE … COMMIT under the lock; rolls back when
- * body fails. */
-#define TRANSACTION(store, what, err, body)                                                                            \
-	({                                                                                                             \
-		pthread_mutex_lock(&(store)->lock);                                                                    \
-		int _r = store_exec(store, "BEGIN IMMEDIATE", what, err);                                              \
-		if (_r == 0) {                                                                                         \
-			_r = (body);                                                                                   \
-			if (_r == 0)                                                                                   \
-				_r = store_exec(store, "COMMIT", what, err);                                           \
-			if (_r < 0)                                                                                    \
-				store_exec(store, "ROLLBACK", what, NULL);                                             \
-		}                                                                                                      \
-		pthread_mutex_unlock(&(store)->lock);                                                                  \
-		_r;                                                                                                    \
-	})
-
 static int request_body(struct store *store, const struct approval_record *want, struct approval_record *ret,
                         int *ret_created, struct cp_error **err)
 {
@@ -143,15 +126,13 @@ static int request_body(struct store *store, const struct approval_record *want,
 int store_approval_request(struct store *store, const struct approval_record *want, struct approval_record *ret,
                            int *ret_created, struct cp_error **err)
 {
-	return TRANSACTION(store, "request approval", err, request_body(store, want, ret, ret_created, err));
+	return STORE_TRANSACTION(store, "request approval", err, request_body(store, want, ret, ret_created, err));
 }
 
 int store_approval_get(struct store *store, const char *id, struct approval_record *ret, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	int r = get_by_id_locked(store, id, ret, err);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	return get_by_id_locked(locked, id, ret, err);
 }
 
 int store_approval_list(struct store *store, struct approval_record **ret, size_t *ret_n, struct cp_error **err)
@@ -214,7 +195,7 @@ static int approve_body(struct store *store, const char *id, const struct worksp
 int store_approval_approve(struct store *store, const char *id, const struct workspace_record *ws, int64_t now_ms,
                            struct approval_record *ret, struct cp_error **err)
 {
-	return TRANSACTION(store, "approve", err, approve_body(store, id, ws, now_ms, ret, err));
+	return STORE_TRANSACTION(store, "approve", err, approve_body(store, id, ws, now_ms, ret, err));
 }
 
 static int reject_body(struct store *store, const char *id, int64_t now_ms, struct approval_record *ret,
@@ -237,7 +218,7 @@ static int reject_body(struct store *store, const char *id, int64_t now_ms, stru
 int store_approval_reject(struct store *store, const char *id, int64_t now_ms, struct approval_record *ret,
                           struct cp_error **err)
 {
-	return TRANSACTION(store, "reject", err, reject_body(store, id, now_ms, ret, err));
+	return STORE_TRANSACTION(store, "reject", err, reject_body(store, id, now_ms, ret, err));
 }
 
 static int register_body(struct store *store, const struct workspace_record *ws, const char *host_path,
@@ -279,20 +260,8 @@ int store_workspace_register_host(struct store *store, const struct workspace_re
                                   const char *approval_id, int64_t now_ms, struct workspace_record *ret,
                                   int *ret_created, struct cp_error **err)
 {
-	return TRANSACTION(store, "register workspace", err,
-	                   register_body(store, ws, host_path, approval_id, now_ms, ret, ret_created, err));
-}
-
-/* Runs one write sql with ?1 = id; fails like store_fail("forget workspace"). */
-static int forget_step(struct store *store, const char *sql, const char *id, struct cp_error **err)
-{
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (store_prepare(store, &st, sql, "forget workspace", err) < 0)
-		return -1;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return store_fail(store, err, "forget workspace");
-	return 0;
+	return STORE_TRANSACTION(store, "register workspace", err,
+	                         register_body(store, ws, host_path, approval_id, now_ms, ret, ret_created, err));
 }
 
 /* The count of live sandboxes on workspace id, or -1 with *err set. */
@@ -323,7 +292,7 @@ static int forget_body(struct store *store, const char *id, struct cp_error **er
 	                                    "DELETE FROM approvals WHERE workspace_id = ?",
 	                                    "DELETE FROM workspaces WHERE id = ?"};
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		if (forget_step(store, steps[i], id, err) < 0)
+		if (store_exec_arg(store, steps[i], id, "forget workspace", err) < 0)
 			return -1;
 		if (i == 2 && sqlite3_changes(store->db) == 0)
 			return cp_error_set(err, CP_ERR_NOT_FOUND, "forget workspace: '%s' does not exist", id);
@@ -333,5 +302,5 @@ static int forget_body(struct store *store, const char *id, struct cp_error **er
 
 int store_workspace_forget(struct store *store, const char *id, struct cp_error **err)
 {
-	return TRANSACTION(store, "forget workspace", err, forget_body(store, id, err));
+	return STORE_TRANSACTION(store, "forget workspace", err, forget_body(store, id, err));
 }

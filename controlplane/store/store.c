@@ -37,6 +37,17 @@ int store_exec(struct store *store, const char *sql, const char *what, struct cp
 	return 0;
 }
 
+int store_exec_arg(struct store *store, const char *sql, const char *arg, const char *what, struct cp_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st, sql, what, err) < 0)
+		return -1;
+	store_bind_text_opt(st, 1, arg);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(store, err, what);
+	return 0;
+}
+
 static int applied_version(struct store *store, int *ret, struct cp_error **err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
@@ -183,10 +194,8 @@ void store_free(struct store *store)
 
 int store_schema_version(struct store *store, int *ret_version, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	int r = applied_version(store, ret_version, err);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	return applied_version(locked, ret_version, err);
 }
 
 int store_list_rows(struct store *store, const struct store_row_type *type, const char *sql, const char *arg,
@@ -245,10 +254,8 @@ int store_get_row_locked(struct store *store, const struct store_row_type *type,
 int store_get_row(struct store *store, const struct store_row_type *type, const char *sql, const char *a1,
                   const char *a2, const char *what, void *ret, int *ret_found, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	int r = store_get_row_locked(store, type, sql, a1, a2, what, ret, ret_found, err);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	return store_get_row_locked(locked, type, sql, a1, a2, what, ret, ret_found, err);
 }
 
 int store_exec_one(struct store *store, const char *sql, const char *what, const char *noun, const char *id,

@@ -292,8 +292,7 @@ static int trace_stmt(unsigned type, void *ctx, void *p, void *x)
 
 void store_trace_set(struct store *store, void (*fn)(void *ctx, const char *sql), void *ctx)
 {
-	pthread_mutex_lock(&store->lock);
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
 	trace_hook = (struct store_trace){.fn = fn, .ctx = ctx};
-	sqlite3_trace_v2(store->db, fn ? SQLITE_TRACE_STMT : 0, fn ? trace_stmt : NULL, fn ? &trace_hook : NULL);
-	pthread_mutex_unlock(&store->lock);
+	sqlite3_trace_v2(locked->db, fn ? SQLITE_TRACE_STMT : 0, fn ? trace_stmt : NULL, fn ? &trace_hook : NULL);
 }

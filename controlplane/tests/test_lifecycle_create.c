@@ -134,12 +134,10 @@ static void clone_workspace(void)
 
 static size_t count_rows(const char *sql)
 {
-	sqlite3_stmt *st = NULL;
-	cr_assert_eq(sqlite3_prepare_v2(fx.store->db, sql, -1, &st, NULL), SQLITE_OK, "%s", sql);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	cr_assert_eq(store_prepare(fx.store, &st, sql, "count rows", NULL), 0, "%s", sql);
 	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-	size_t n = (size_t)sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return n;
+	return (size_t)sqlite3_column_int64(st, 0);
 }
 
 static size_t entries(const char *dir)

@@ -71,13 +71,5 @@ int store_audit_finish(struct store *store, int64_t id, const struct audit_recor
 
 int store_audit_count(struct store *store, const char *action, int64_t *ret_count, struct cp_error **err)
 {
-	_cleanup_store_unlock_ struct store *locked = store_lock(store);
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (store_prepare(locked, &st, "SELECT COUNT(*) FROM audit WHERE action = ?", "count audit", err) < 0)
-		return -1;
-	sqlite3_bind_text(st, 1, action, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW)
-		return store_fail(locked, err, "count audit");
-	*ret_count = sqlite3_column_int64(st, 0);
-	return 0;
+	return store_count(store, "SELECT COUNT(*) FROM audit WHERE action = ?", action, "count audit", ret_count, err);
 }

@@ -135,17 +135,10 @@ int store_export_set_trashed(struct store *store, const char *id, const char *ne
 
 int store_export_count_unapplied(struct store *store, int64_t *ret_count, struct cp_error **err)
 {
-	_cleanup_store_unlock_ struct store *locked = store_lock(store);
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (store_prepare(locked, &st,
-	                  "SELECT COUNT(*) FROM exports WHERE kind != 'none' AND applied_count = 0 AND "
-	                  "trashed_at_ms IS NULL",
-	                  "count exports", err) < 0)
-		return -1;
-	if (sqlite3_step(st) != SQLITE_ROW)
-		return store_fail(locked, err, "count exports");
-	*ret_count = sqlite3_column_int64(st, 0);
-	return 0;
+	return store_count(store,
+	                   "SELECT COUNT(*) FROM exports WHERE kind != 'none' AND applied_count = 0 AND "
+	                   "trashed_at_ms IS NULL",
+	                   NULL, "count exports", ret_count, err);
 }
 
 int store_export_usage(struct store *store, const char *sandbox_id, int64_t *ret_count, int64_t *ret_bytes,

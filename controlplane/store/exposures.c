@@ -100,18 +100,10 @@ int store_exposure_list(struct store *store, const char *sandbox_id, struct expo
 
 int store_exposure_count(struct store *store, const char *sandbox_id, int64_t *ret_count, struct cp_error **err)
 {
-	const char *sql =
-	    sandbox_id ? "SELECT COUNT(*) FROM exposures WHERE sandbox_id = ?" : "SELECT COUNT(*) FROM exposures";
-	_cleanup_store_unlock_ struct store *locked = store_lock(store);
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (store_prepare(locked, &st, sql, "count exposures", err) < 0)
-		return -1;
-	if (sandbox_id)
-		sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW)
-		return store_fail(locked, err, "count exposures");
-	*ret_count = sqlite3_column_int64(st, 0);
-	return 0;
+	return store_count(store,
+	                   sandbox_id ? "SELECT COUNT(*) FROM exposures WHERE sandbox_id = ?"
+	                              : "SELECT COUNT(*) FROM exposures",
+	                   sandbox_id, "count exposures", ret_count, err);
 }
 
 /* Runs a one-row write sql on the exposure of (?1 = sandbox_id, ?2 =

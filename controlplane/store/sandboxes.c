@@ -150,14 +150,11 @@ int store_sandbox_list(struct store *store, int include_removed, struct sandbox_
 
 int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err)
 {
-	_cleanup_store_unlock_ struct store *locked = store_lock(store);
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (store_prepare(locked, &st, "SELECT COUNT(*) FROM sandboxes WHERE " STORE_SANDBOX_LIVE("") " AND pooled = 0",
-	                  "count sandboxes", err) < 0)
+	int64_t n = 0;
+	if (store_count(store, "SELECT COUNT(*) FROM sandboxes WHERE " STORE_SANDBOX_LIVE("") " AND pooled = 0", NULL,
+	                "count sandboxes", &n, err) < 0)
 		return -1;
-	if (sqlite3_step(st) != SQLITE_ROW)
-		return store_fail(locked, err, "count sandboxes");
-	*ret_count = sqlite3_column_int(st, 0);
+	*ret_count = (int)n;
 	return 0;
 }
 

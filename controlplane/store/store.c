@@ -48,6 +48,21 @@ int store_exec_arg(struct store *store, const char *sql, const char *arg, const 
 	return 0;
 }
 
+int store_count(struct store *store, const char *sql, const char *arg, const char *what, int64_t *ret,
+                struct cp_error **err)
+{
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st, sql, what, err) < 0)
+		return -1;
+	if (arg)
+		sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return store_fail(locked, err, what);
+	*ret = sqlite3_column_int64(st, 0);
+	return 0;
+}
+
 static int applied_version(struct store *store, int *ret, struct cp_error **err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;

@@ -115,6 +115,12 @@ static inline void store_unlockp(struct store **s)
 		store_tx_r;                                                                                            \
 	})
 
+/* Runs a one-number query sql (?1 = arg when arg is not NULL), such as
+ * SELECT COUNT(*), into *ret. Takes store->lock. Returns 0, or -1 with *err
+ * set by store_fail(what). */
+int store_count(struct store *store, const char *sql, const char *arg, const char *what, int64_t *ret,
+                struct cp_error **err);
+
 /* Runs a write sql that returns no rows with ?1 = arg (text; NULL binds
  * NULL; unused by a statement without ?1). The caller holds store->lock.
  * Returns 0, or -1 with *err set by store_fail(what). */

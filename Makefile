@@ -269,7 +269,7 @@ $(BUILD)/lint/helper/%.o: %.c $(FLAGS_STAMP) $(LINT_SUPPRESS)
 	$(CC) $(CFLAGS) $(ANALYZE) $(call lint_flags,$<) $(shell pkg-config --cflags $(HELPER_PKGS)) -Itemplate/helper -c -o $@ $<
 $(BUILD)/lint/vm/%.o: %.c $(FLAGS_STAMP) $(LINT_SUPPRESS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(ANALYZE) $(call lint_flags,$<) -Itemplate/vm/src -c -o $@ $<
+	$(CC) $(CFLAGS) $(ANALYZE) $(call lint_flags,$<) -Itemplate/vm/src -Itemplate/helper -c -o $@ $<
 
 SHELL_SCRIPTS = $(wildcard scripts/*.sh scripts/tests/*.sh template/build.sh template/vm/*.sh) e2e/run.sh
 

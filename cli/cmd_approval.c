@@ -19,7 +19,7 @@ static struct json_object *approval_json(const struct approval_record *a)
 	char when[40];
 	struct json_object *o = xjson_object();
 	xjson_add(o, "approval_id", xjson_string(a->id));
-	xjson_add(o, "status", xjson_string(a->status));
+	xjson_add(o, "status", xjson_string(approval_status_to_string(a->status)));
 	xjson_add(o, "mode", xjson_string(a->mode));
 	xjson_add(o, "host_path", xjson_string(a->host_path));
 	xjson_add(o, "real_path", xjson_string(a->real_path));
@@ -51,8 +51,9 @@ static int list(struct cli *cli, struct store *store)
 		if (cli->json)
 			xjson_append(arr, approval_json(&rows[i]));
 		else
-			printf("%-30s %-9s %-7s %-24s %s\n", rows[i].id, rows[i].status, rows[i].mode,
-			       clock_format_rfc3339(rows[i].requested_at_ms, when, sizeof(when)), rows[i].real_path);
+			printf("%-30s %-9s %-7s %-24s %s\n", rows[i].id, approval_status_to_string(rows[i].status),
+			       rows[i].mode, clock_format_rfc3339(rows[i].requested_at_ms, when, sizeof(when)),
+			       rows[i].real_path);
 		approval_record_clear(&rows[i]);
 	}
 	free(rows);
@@ -83,7 +84,7 @@ static int decide(struct cli *cli, struct store *store, const char *verb, const 
 		return cli_fail(err);
 	if (cli->json) {
 		cli_print_json(approval_json(&a));
-	} else if (!strcmp(a.status, "approved")) {
+	} else if (a.status == APPROVAL_APPROVED) {
 		printf("approved %s: workspace %s (%s) for %s\nThe model can now call sandbox_create with the same "
 		       "workspace_path and workspace_mode, or with workspace_id %s.\n",
 		       a.id, a.workspace_id, a.mode, a.real_path, a.workspace_id);

@@ -37,7 +37,7 @@ static int sandbox_list(struct cli *cli, struct store *store)
 		if (cli->json) {
 			struct json_object *o = xjson_object();
 			xjson_add(o, "sandbox_id", xjson_string(s->id));
-			xjson_add(o, "status", xjson_string(s->status));
+			xjson_add(o, "status", xjson_string(sandbox_status_to_string(s->status)));
 			xjson_add(o, "workspace_id", xjson_string(s->workspace_id));
 			xjson_add(o, "image", xjson_string(s->image));
 			xjson_add(o, "created_at", xjson_string(when(s->created_at_ms, b1, sizeof(b1))));
@@ -49,14 +49,14 @@ static int sandbox_list(struct cli *cli, struct store *store)
 				xjson_add(o, "unsaved_work", xjson_bool(s->unsaved));
 			xjson_append(list, o);
 		} else {
-			printf("%-26s %-9s %-25s %-24s %-8s %s\n", s->id, s->status, s->workspace_id,
-			       when(s->created_at_ms, b1, sizeof(b1)),
+			printf("%-26s %-9s %-25s %-24s %-8s %s\n", s->id, sandbox_status_to_string(s->status),
+			       s->workspace_id, when(s->created_at_ms, b1, sizeof(b1)),
 			       s->unsaved < 0 ? "-"
 			       : s->unsaved   ? "yes"
 			                      : "no",
 			       s->failure_reason ? s->failure_reason : "");
 		}
-		unsaved += s->unsaved == 1 || !strcmp(s->status, "expired");
+		unsaved += s->unsaved == 1 || s->status == SANDBOX_EXPIRED;
 		sandbox_record_clear(s);
 	}
 	free(rows);
@@ -158,7 +158,7 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id,
 		if (cli->json) {
 			struct json_object *o = xjson_object();
 			xjson_add(o, "sandbox_id", xjson_string(s.id));
-			xjson_add(o, "status", xjson_string(s.status));
+			xjson_add(o, "status", xjson_string(sandbox_status_to_string(s.status)));
 			if (x->id)
 				xjson_add(o, "export_id", xjson_string(x->id));
 			if (res.lost)

@@ -392,7 +392,7 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 	           store_sandbox_count_live(store, &live, &e) == 0 && store_approval_list(store, &rows, &n, &e) == 0 &&
 	           (memory = live_memory_total(store, &e)) >= 0;
 	for (size_t i = 0; i < n; i++) {
-		pending += !strcmp(rows[i].status, "pending");
+		pending += rows[i].status == APPROVAL_PENDING;
 		approval_record_clear(&rows[i]);
 	}
 	free(rows);
@@ -403,9 +403,9 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 	size_t ns = 0;
 	if (have && store_sandbox_list(store, 0, &sb, &ns, &e) == 0) {
 		for (size_t i = 0; i < ns; i++) {
-			unsaved += sb[i].unsaved == 1 || !strcmp(sb[i].status, "expired");
-			expired += !strcmp(sb[i].status, "expired");
-			removing += !strcmp(sb[i].status, "removing"); /* a removal the registry could not finish */
+			unsaved += sb[i].unsaved == 1 || sb[i].status == SANDBOX_EXPIRED;
+			expired += sb[i].status == SANDBOX_EXPIRED;
+			removing += sb[i].status == SANDBOX_REMOVING; /* a removal the registry could not finish */
 			sandbox_record_clear(&sb[i]);
 		}
 		free(sb);

@@ -23,13 +23,11 @@ static void row_copy(struct sandbox_record *dst, const struct sandbox_record *sr
 	*dst = *src;
 	dst->id = dup_or_null(src->id);
 	dst->workspace_id = dup_or_null(src->workspace_id);
-	dst->status = dup_or_null(src->status);
 	dst->container_name = dup_or_null(src->container_name);
 	dst->container_id = dup_or_null(src->container_id);
 	dst->image = dup_or_null(src->image);
 	dst->runtime = dup_or_null(src->runtime);
 	dst->failure_reason = dup_or_null(src->failure_reason);
-	dst->removing_from = dup_or_null(src->removing_from);
 	dst->vm_accel = dup_or_null(src->vm_accel);
 }
 

@@ -91,13 +91,13 @@ static int resolve_host_path(struct lifecycle *lc, const struct lifecycle_create
 		return -1;
 	if (created)
 		log_info("lifecycle", "approval %s requested for %s (%s)", a.id, a.real_path, a.mode);
-	if (!strcmp(a.status, "pending")) {
+	if (a.status == APPROVAL_PENDING) {
 		ret->approval = a;
 		ret->approval_required = 1;
 		return 1;
 	}
 	int r;
-	if (!strcmp(a.status, "rejected")) {
+	if (a.status == APPROVAL_REJECTED) {
 		char when[40];
 		r = cp_error_set(err, CP_ERR_DENIED,
 		                 "host path '%s' (%s) was rejected by the person at this machine (approval '%s', %s); "
@@ -371,7 +371,7 @@ static int answer_reused(struct lifecycle *lc, const char *workspace_id, const s
 {
 	if (store_sandbox_get_live_for_workspace(lc->store, workspace_id, &ret->sandbox, err) < 0)
 		return -1;
-	if (!strcmp(ret->sandbox.status, "removing")) {
+	if (ret->sandbox.status == SANDBOX_REMOVING) {
 		/* Live until its container is gone, never handed out again. */
 		cp_error_set(err, CP_ERR_CONFLICT,
 		             "workspace '%s' still has sandbox '%s', which is being removed (a removal the registry "
@@ -488,7 +488,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	struct sandbox_record row = {
 	    .id = id,
 	    .workspace_id = ws.id,
-	    .status = "creating",
+	    .status = SANDBOX_CREATING,
 	    .container_name = id,
 	    .image = (char *)lifecycle_sandbox_image(lc),
 	    .runtime = (char *)lim.runtime,
@@ -523,7 +523,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 		cp_error_prefix(err, "create sandbox '%s'", id);
 		goto fail_sandbox;
 	}
-	if (store_sandbox_set_status(lc->store, id, "running", container_id, NULL, clock_now_ms(), err) < 0)
+	if (store_sandbox_set_status(lc->store, id, SANDBOX_RUNNING, container_id, NULL, clock_now_ms(), err) < 0)
 		goto fail_sandbox;
 	log_info("lifecycle", "created sandbox %s (%s workspace %s, container %.12s) in %lld ms", id, ws.mode, ws.id,
 	         container_id, (long long)(clock_monotonic_ms() - t0));

@@ -24,7 +24,7 @@ static int keep_for_person(struct lifecycle *lc, const struct sandbox_record *s,
 	if (docker_container_stop(lc->engine, container, err) < 0 && (*err)->code != CP_ERR_NOT_FOUND)
 		return cp_error_prefix(err, "destroy sandbox '%s': %s; stopping it failed", s->id, ret->note);
 	cp_error_freep(err);
-	if (store_sandbox_set_status(lc->store, s->id, "failed", NULL, ret->note, clock_now_ms(), err) < 0)
+	if (store_sandbox_set_status(lc->store, s->id, SANDBOX_FAILED, NULL, ret->note, clock_now_ms(), err) < 0)
 		return cp_error_prefix(err,
 		                       "destroy sandbox '%s': it is stopped and kept, but the registry could not "
 		                       "record it",
@@ -40,7 +40,7 @@ int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const str
 	struct sandbox_record s = {0};
 	if (store_sandbox_get(lc->store, id, &s, err) < 0)
 		return -1;
-	if (strcmp(s.status, "removed") == 0) {
+	if (s.status == SANDBOX_REMOVED) {
 		/* Destroy is idempotent: a second call answers the removed sandbox. */
 		ret->sandbox = s;
 		ret->nothing_to_save = 1;
@@ -84,7 +84,7 @@ int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const str
 	sandbox_record_clear(&s);
 	/* The container is gone: when this write fails the row stays
 	 * 'removing' and lifecycle_removing_run finishes it. */
-	if (store_sandbox_set_status(lc->store, id, "removed", NULL, NULL, clock_now_ms(), err) < 0)
+	if (store_sandbox_set_status(lc->store, id, SANDBOX_REMOVED, NULL, NULL, clock_now_ms(), err) < 0)
 		return cp_error_prefix(
 		    err,
 		    "destroy sandbox '%s': its container is removed, but the registry could not record "
@@ -119,7 +119,7 @@ size_t lifecycle_removing_run(struct lifecycle *lc)
 	}
 	size_t left = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(rows[i].status, "removing")) {
+		if (rows[i].status == SANDBOX_REMOVING) {
 			/* destroy_ex on a 'removing' row: no save (its guard ran),
 			 * exposures, the container again (gone is fine), then
 			 * 'removed'. */

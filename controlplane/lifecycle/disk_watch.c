@@ -289,7 +289,7 @@ static size_t candidates(struct lifecycle_disk_guard *g, struct sandbox_record *
 		g->marks[i].seen = 0;
 	for (size_t i = 0; i < *ret_n; i++) {
 		struct sandbox_record *s = &(*ret_rows)[i];
-		if (strcmp(s->status, "running") != 0 || s->pooled || !s->container_id)
+		if (s->status != SANDBOX_RUNNING || s->pooled || !s->container_id)
 			continue;
 		struct disk_mark *m = disk_mark_of(g, s->id, 1);
 		m->seen = 1;

@@ -19,9 +19,9 @@
  * at an earlier pass and is tried again now (issue 14). */
 static int idle(const struct sandbox_record *s, int64_t now_ms, int64_t timeout_ms)
 {
-	if (strcmp(s->status, "expired") == 0)
+	if (s->status == SANDBOX_EXPIRED)
 		return 1;
-	return strcmp(s->status, "running") == 0 && s->last_activity_ms + timeout_ms <= now_ms;
+	return s->status == SANDBOX_RUNNING && s->last_activity_ms + timeout_ms <= now_ms;
 }
 
 static void audit_expiry(struct lifecycle *lc, const struct sandbox_record *s, int64_t now_ms, const char *status,
@@ -58,7 +58,7 @@ static void stop_instead(struct lifecycle *lc, const struct sandbox_record *s, c
 	         "idle past the timeout; its work could not be saved, so its container was stopped, not removed, and "
 	         "the save is tried again at every maintenance pass (%s)",
 	         why->message);
-	if (store_sandbox_set_status(lc->store, s->id, "expired", NULL, reason, now_ms, &e) < 0)
+	if (store_sandbox_set_status(lc->store, s->id, SANDBOX_EXPIRED, NULL, reason, now_ms, &e) < 0)
 		log_warn("lifecycle", "expiry of %s: %s", s->id, e->message);
 	audit_expiry(lc, s, now_ms, "expired", reason);
 	log_warn("lifecycle", "sandbox %s expired but was kept (stopped): %s", s->id, why->message);

@@ -416,7 +416,7 @@ static int save_channel(struct lifecycle *lc, const struct sandbox_record *s, st
                         int *ret_started, struct cp_error **err)
 {
 	*ret_started = 0;
-	if (!strcmp(s->status, "running")) {
+	if (s->status == SANDBOX_RUNNING) {
 		struct helper_channel *ch = lifecycle_channel_get(lc, s->id);
 		if (ch && helper_channel_alive(ch)) {
 			*ret = ch;
@@ -425,9 +425,9 @@ static int save_channel(struct lifecycle *lc, const struct sandbox_record *s, st
 		helper_channel_unref(ch);
 		return lifecycle_sandbox_reattach(lc, s, ret, err);
 	}
-	if (strcmp(s->status, "expired") && strcmp(s->status, "failed"))
+	if (s->status != SANDBOX_EXPIRED && s->status != SANDBOX_FAILED)
 		return cp_error_set(err, CP_ERR_CONFLICT, "sandbox '%s' is %s; there is nothing to save", s->id,
-		                    s->status);
+		                    sandbox_status_to_string(s->status));
 	const char *container = s->container_id ? s->container_id : s->container_name;
 	struct docker_container_state st = {0};
 	if (docker_container_inspect(lc->engine, container, &st, err) < 0) {

@@ -172,15 +172,15 @@ static int forwarder_create(struct lifecycle *lc, const char *image, struct expo
 /* The sandbox must be running with a network before anything is made. */
 static int check_sandbox(const struct sandbox_record *s, struct cp_error **err)
 {
-	if (!strcmp(s->status, "failed"))
+	if (s->status == SANDBOX_FAILED)
 		return cp_error_set(
 		    err, CP_ERR_CONFLICT,
 		    "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", s->id,
 		    s->failure_reason ? s->failure_reason : "no reason recorded");
-	if (!strcmp(s->status, "removed"))
+	if (s->status == SANDBOX_REMOVED)
 		return cp_error_set(err, CP_ERR_CONFLICT,
 		                    "sandbox '%s' was destroyed; create a new one with sandbox_create", s->id);
-	if (strcmp(s->status, "running") != 0)
+	if (s->status != SANDBOX_RUNNING)
 		return cp_error_set(err, CP_ERR_CONFLICT, "sandbox '%s' is still being created; try again shortly",
 		                    s->id);
 	if (!s->network)
@@ -529,8 +529,7 @@ int lifecycle_exposures_reconcile(struct lifecycle *lc, struct cp_error **err)
 	for (size_t i = 0; i < n; i++) {
 		struct sandbox_record s = {0};
 		_cleanup_error_ struct cp_error *e = NULL;
-		int live =
-		    store_sandbox_get(lc->store, rows[i].sandbox_id, &s, &e) == 0 && !strcmp(s.status, "running");
+		int live = store_sandbox_get(lc->store, rows[i].sandbox_id, &s, &e) == 0 && s.status == SANDBOX_RUNNING;
 		if (live) {
 			forwarder_ensure(lc, &s, &rows[i], &started);
 		} else if (i == 0 || strcmp(rows[i - 1].sandbox_id, rows[i].sandbox_id) != 0) {

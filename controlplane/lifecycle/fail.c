@@ -15,12 +15,12 @@ void lifecycle_sandbox_fail_running(struct lifecycle *lc, const char *id, const 
 	lifecycle_channel_drop(lc, id);
 	struct sandbox_record now = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_sandbox_get(lc->store, id, &now, &e) < 0 || strcmp(now.status, "running") != 0) {
+	if (store_sandbox_get(lc->store, id, &now, &e) < 0 || now.status != SANDBOX_RUNNING) {
 		sandbox_record_clear(&now);
 		return;
 	}
 	sandbox_record_clear(&now);
-	if (store_sandbox_set_status(lc->store, id, "failed", NULL, reason, clock_now_ms(), &e) < 0)
+	if (store_sandbox_set_status(lc->store, id, SANDBOX_FAILED, NULL, reason, clock_now_ms(), &e) < 0)
 		log_warn("lifecycle", "mark sandbox '%s' failed: %s", id, e->message);
 	else
 		log_warn("lifecycle", "sandbox %s failed: %s", id, reason);

@@ -199,7 +199,7 @@ static int react(struct lifecycle *lc, struct lifecycle_git_watch *w, struct wat
 	struct sandbox_record s = {0};
 	_cleanup_error_ struct cp_error *se = NULL;
 	bool running = store_sandbox_get_live_for_workspace(lc->store, e->workspace_id, &s, &se) == 0 &&
-	               !strcmp(s.status, "running");
+	               s.status == SANDBOX_RUNNING;
 	const char *id = running ? s.id : e->sandbox_id;
 	_cleanup_error_ struct cp_error *pe = NULL;
 	/* (CONFLICT: already paused, by another chat2sbx reacting too) */
@@ -343,7 +343,7 @@ static void prune(struct lifecycle *lc, struct lifecycle_git_watch *w)
 		_cleanup_free_ char *workspace_id = xstrdup(v[i]->workspace_id);
 		pthread_mutex_unlock(&v[i]->walk_lock);
 		int r = store_sandbox_get_live_for_workspace(lc->store, workspace_id, &s, &e);
-		bool gone = (r < 0 && e->code == CP_ERR_NOT_FOUND) || (r == 0 && strcmp(s.status, "running"));
+		bool gone = (r < 0 && e->code == CP_ERR_NOT_FOUND) || (r == 0 && s.status != SANDBOX_RUNNING);
 		sandbox_record_clear(&s);
 		pthread_mutex_lock(&w->lock);
 		if (gone)

@@ -455,13 +455,14 @@ int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const str
 
 /* What the removal of a sandbox's container needs (removal.c). FREE: not a
  * clone (managed and direct workspaces live on the host), or a row in
- * 'creating' (never handed to anyone) or 'removed' (saved or forced
- * before). NEEDS_SAVE: everything else of a clone. Pure. */
+ * 'creating' (never handed to anyone), 'removed' (saved or forced before) or
+ * 'removing' (its save or force came before the row said so). NEEDS_SAVE: everything
+ * else of a clone. workspace_mode is borrowed and may be NULL. Pure. */
 enum lifecycle_removal_need {
 	LIFECYCLE_REMOVAL_FREE,
 	LIFECYCLE_REMOVAL_NEEDS_SAVE,
 };
-enum lifecycle_removal_need lifecycle_removal_need_of(const char *workspace_mode, const char *row_status);
+enum lifecycle_removal_need lifecycle_removal_need_of(const char *workspace_mode, enum sandbox_status row_status);
 
 /* The guard itself: 0 when s's container may be removed (nothing to save,
  * saved: ret->save, or forced after a failed save: ret->save_failed and

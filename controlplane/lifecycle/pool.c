@@ -46,7 +46,7 @@ static int member_usable(const struct lifecycle *lc, const struct sandbox_record
 	const char *rt = pool_runtime(lc);
 	/* A member is what a create with no options gets now: the default
 	 * memory ceiling and disk size in force (host_limits.c, disk_guard.c). */
-	return !strcmp(s->status, "running") && !strcmp(s->image, lifecycle_sandbox_image(lc)) &&
+	return s->status == SANDBOX_RUNNING && !strcmp(s->image, lifecycle_sandbox_image(lc)) &&
 	       !strcmp(s->runtime ? s->runtime : "", rt ? rt : "") &&
 	       s->memory_bytes == lc->limits.default_memory_bytes && s->disk_bytes == lc->default_disk_bytes &&
 	       s->nano_cpus == 0 && s->network == 1;
@@ -93,7 +93,7 @@ static int count_ready(struct lifecycle *lc, int *ret_all)
 	}
 	int ready = 0;
 	for (size_t i = 0; i < n; i++) {
-		ready += member_usable(lc, &rows[i]) || !strcmp(rows[i].status, "creating");
+		ready += member_usable(lc, &rows[i]) || rows[i].status == SANDBOX_CREATING;
 		sandbox_record_clear(&rows[i]);
 	}
 	free(rows);
@@ -238,7 +238,7 @@ void lifecycle_pool_stop(struct lifecycle *lc)
 		struct sandbox_record s = {0};
 		_cleanup_error_ struct cp_error *e = NULL;
 		if (store_sandbox_get(lc->store, p->created[i], &s, &e) == 0 && s.pooled &&
-		    strcmp(s.status, "removed") != 0) {
+		    s.status != SANDBOX_REMOVED) {
 			remove_member(lc, &s);
 			removed++;
 		}

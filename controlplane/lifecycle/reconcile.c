@@ -17,7 +17,7 @@
 static void fail_row(struct lifecycle *lc, const char *id, const char *reason)
 {
 	struct cp_error *e = NULL;
-	if (store_sandbox_set_status(lc->store, id, "failed", NULL, reason, clock_now_ms(), &e) < 0) {
+	if (store_sandbox_set_status(lc->store, id, SANDBOX_FAILED, NULL, reason, clock_now_ms(), &e) < 0) {
 		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "mark sandbox '%s' failed", id);
 	} else {
 		log_warn("lifecycle", "sandbox %s failed: %s", id, reason);
@@ -141,11 +141,12 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
 					matched[j] = 1;
 			}
 		/* Removed rows without a container are the history: skip quickly. */
-		if (!c && strcmp(s->status, "removed") == 0)
+		if (!c && s->status == SANDBOX_REMOVED)
 			continue;
 		struct policy_reconcile_decision d;
-		policy_reconcile_decide(policy_row_state_of(s->status), policy_container_state_of(c ? c->status : NULL),
-		                        c ? c->status : NULL, c ? c->exit_code : 0, &d);
+		policy_reconcile_decide(policy_row_state_of(sandbox_status_to_string(s->status)),
+		                        policy_container_state_of(c ? c->status : NULL), c ? c->status : NULL,
+		                        c ? c->exit_code : 0, &d);
 		apply(lc, s, c, &d, &n);
 	}
 	for (size_t j = 0; j < n_cs; j++) {

@@ -253,7 +253,7 @@ int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err)
 	int attached = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct sandbox_record *s = &rows[i];
-		if (strcmp(s->status, "running") != 0)
+		if (s->status != SANDBOX_RUNNING)
 			continue;
 		/* An idle sandbox's processes run on: its .git protection is
 		 * checked here too, not only at tool calls (git_guard.c). */

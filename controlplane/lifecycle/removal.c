@@ -39,11 +39,11 @@ void lifecycle_destroy_result_clear(struct lifecycle_destroy_result *r)
 	*r = (struct lifecycle_destroy_result){0};
 }
 
-enum lifecycle_removal_need lifecycle_removal_need_of(const char *workspace_mode, const char *row_status)
+enum lifecycle_removal_need lifecycle_removal_need_of(const char *workspace_mode, enum sandbox_status row_status)
 {
 	if (!workspace_mode || strcmp(workspace_mode, "clone") != 0)
 		return LIFECYCLE_REMOVAL_FREE;
-	if (!strcmp(row_status, "creating") || !strcmp(row_status, "removed") || !strcmp(row_status, "removing"))
+	if (row_status == SANDBOX_CREATING || row_status == SANDBOX_REMOVED || row_status == SANDBOX_REMOVING)
 		return LIFECYCLE_REMOVAL_FREE;
 	return LIFECYCLE_REMOVAL_NEEDS_SAVE;
 }
@@ -124,7 +124,7 @@ int lifecycle_removal_guard(struct lifecycle *lc, const struct sandbox_record *s
 
 int lifecycle_removal_record(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err)
 {
-	if (!strcmp(s->status, "removed") || !strcmp(s->status, "removing"))
+	if (s->status == SANDBOX_REMOVED || s->status == SANDBOX_REMOVING)
 		return 0; /* on record already */
 	_cleanup_error_ struct cp_error *e = NULL;
 	/* No call takes it from here on: the next one reads the row. */

@@ -26,20 +26,20 @@
 static int not_running(const struct sandbox_record *s, struct cp_error **err)
 {
 	const char *id = s->id;
-	if (strcmp(s->status, "failed") == 0)
+	if (s->status == SANDBOX_FAILED)
 		return cp_error_set(
 		    err, CP_ERR_CONFLICT,
 		    "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", id,
 		    s->failure_reason ? s->failure_reason : "no reason recorded");
-	if (strcmp(s->status, "removed") == 0)
+	if (s->status == SANDBOX_REMOVED)
 		return cp_error_set(err, CP_ERR_CONFLICT,
 		                    "sandbox '%s' was destroyed; create a new one with sandbox_create", id);
-	if (strcmp(s->status, "removing") == 0)
+	if (s->status == SANDBOX_REMOVING)
 		return cp_error_set(err, CP_ERR_CONFLICT,
 		                    "sandbox '%s' is being removed (a removal the registry could not finish yet is "
 		                    "finished by the next maintenance pass); create a new one with sandbox_create",
 		                    id);
-	if (strcmp(s->status, "expired") == 0)
+	if (s->status == SANDBOX_EXPIRED)
 		return cp_error_set(err, CP_ERR_CONFLICT,
 		                    "sandbox '%s' expired (%s); its container is stopped with its clone intact: call "
 		                    "sandbox_create with workspace_id '%s' to start it again",
@@ -55,7 +55,7 @@ static int load_running(struct lifecycle *lc, const char *id, struct sandbox_rec
 {
 	if (store_sandbox_get(lc->store, id, s, err) < 0)
 		return -1;
-	if (strcmp(s->status, "running") != 0)
+	if (s->status != SANDBOX_RUNNING)
 		return not_running(s, err);
 	if (store_sandbox_mounts_list(lc->store, id, m, n, err) < 0)
 		return -1;

@@ -174,7 +174,7 @@ static int probe_start(struct lifecycle *lc, struct unsaved_probe *s)
 
 static int is_running_clone(struct lifecycle *lc, const struct sandbox_record *s)
 {
-	if (strcmp(s->status, "running") != 0)
+	if (s->status != SANDBOX_RUNNING)
 		return 0;
 	struct workspace_record w = {0};
 	_cleanup_error_ struct cp_error *e = NULL;

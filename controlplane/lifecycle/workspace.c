@@ -98,7 +98,7 @@ int lifecycle_approval_approve(const struct config *cfg, struct store *store, co
 	_cleanup_free_ char *real = NULL;
 	_cleanup_free_ char *ws_id = NULL;
 	int r = -1;
-	if (!strcmp(a.status, "pending")) {
+	if (a.status == APPROVAL_PENDING) {
 		/* Approval time: the path may have changed since it was requested. */
 		if (lifecycle_host_path_check(cfg, a.host_path, &real, err) < 0) {
 			cp_error_prefix(err, "approve '%s'", id);

@@ -96,7 +96,7 @@ static int wait_failed(struct store *store, const char *sandbox_id, const char *
 	for (;;) {
 		struct sandbox_record s = {0};
 		_cleanup_error_ struct cp_error *e = NULL;
-		int failed = store_sandbox_get(store, sandbox_id, &s, &e) == 0 && !strcmp(s.status, "failed");
+		int failed = store_sandbox_get(store, sandbox_id, &s, &e) == 0 && s.status == SANDBOX_FAILED;
 		int named = failed && s.failure_reason && strstr(s.failure_reason, needle);
 		sandbox_record_clear(&s);
 		*ret_ms = (long)(clock_monotonic_ms() - since_ms);

@@ -5,23 +5,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/string_table.h"
 #include "policy.h"
+
+/* The registry's words for a row's status (store/status.c holds the same
+ * table for enum sandbox_status; policy/ sits beside store/ and cannot
+ * include it). NONE has no word. */
+static const char *const row_state_table[] = {
+    [POLICY_ROW_CREATING] = "creating", [POLICY_ROW_RUNNING] = "running", [POLICY_ROW_FAILED] = "failed",
+    [POLICY_ROW_REMOVED] = "removed",   [POLICY_ROW_EXPIRED] = "expired", [POLICY_ROW_REMOVING] = "removing",
+};
 
 enum policy_row_state policy_row_state_of(const char *status)
 {
 	if (!status)
 		return POLICY_ROW_NONE;
-	if (strcmp(status, "creating") == 0)
-		return POLICY_ROW_CREATING;
-	if (strcmp(status, "running") == 0)
-		return POLICY_ROW_RUNNING;
-	if (strcmp(status, "failed") == 0)
-		return POLICY_ROW_FAILED;
-	if (strcmp(status, "expired") == 0)
-		return POLICY_ROW_EXPIRED;
-	if (strcmp(status, "removing") == 0)
-		return POLICY_ROW_REMOVING;
-	return POLICY_ROW_REMOVED;
+	ssize_t i = string_table_lookup(row_state_table, sizeof(row_state_table) / sizeof(row_state_table[0]), status);
+	return i < 0 ? POLICY_ROW_REMOVED : (enum policy_row_state)i;
 }
 
 enum policy_container_state policy_container_state_of(const char *engine_status)

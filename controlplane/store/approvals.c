@@ -18,7 +18,6 @@ void approval_record_clear(struct approval_record *a)
 	free(a->host_path);
 	free(a->real_path);
 	free(a->mode);
-	free(a->status);
 	free(a->workspace_id);
 	free(a->requested_by);
 	*a = (struct approval_record){0};
@@ -35,7 +34,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	a->host_path = store_column_strdup(st, 1);
 	a->real_path = store_column_strdup(st, 2);
 	a->mode = store_column_strdup(st, 3);
-	a->status = store_column_strdup(st, 4);
+	a->status = approval_status_from_string((const char *)sqlite3_column_text(st, 4));
 	a->workspace_id = store_column_strdup(st, 5);
 	a->requested_by = store_column_strdup(st, 6);
 	a->requested_at_ms = sqlite3_column_int64(st, 7);
@@ -81,7 +80,7 @@ static int insert_locked(struct store *store, const struct approval_record *a, s
 	sqlite3_bind_text(st, 2, a->host_path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, a->real_path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, a->mode, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, a->status, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, approval_status_to_string(a->status), -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 6, a->workspace_id);
 	sqlite3_bind_text(st, 7, a->requested_by, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 8, a->requested_at_ms);
@@ -90,7 +89,7 @@ static int insert_locked(struct store *store, const struct approval_record *a, s
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "insert approval");
 }
 
-static int decide_locked(struct store *store, const char *id, const char *status, const char *workspace_id,
+static int decide_locked(struct store *store, const char *id, enum approval_status status, const char *workspace_id,
                          int64_t now_ms, struct cp_error **err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
@@ -100,28 +99,11 @@ static int decide_locked(struct store *store, const char *id, const char *status
 	                  "decide approval", err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, approval_status_to_string(status), -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 3, workspace_id);
 	sqlite3_bind_int64(st, 4, now_ms);
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "decide approval");
 }
-
-/* Runs body inside BEGIN IMMEDIATE … COMMIT under the lock; rolls back when
- * body fails. */
-#define TRANSACTION(store, what, err, body)                                                                            \
-	({                                                                                                             \
-		pthread_mutex_lock(&(store)->lock);                                                                    \
-		int _r = store_exec(store, "BEGIN IMMEDIATE", what, err);                                              \
-		if (_r == 0) {                                                                                         \
-			_r = (body);                                                                                   \
-			if (_r == 0)                                                                                   \
-				_r = store_exec(store, "COMMIT", what, err);                                           \
-			if (_r < 0)                                                                                    \
-				store_exec(store, "ROLLBACK", what, NULL);                                             \
-		}                                                                                                      \
-		pthread_mutex_unlock(&(store)->lock);                                                                  \
-		_r;                                                                                                    \
-	})
 
 static int request_body(struct store *store, const struct approval_record *want, struct approval_record *ret,
                         int *ret_created, struct cp_error **err)
@@ -133,7 +115,7 @@ static int request_body(struct store *store, const struct approval_record *want,
 	if (found)
 		return 0;
 	struct approval_record row = *want;
-	row.status = "pending";
+	row.status = APPROVAL_PENDING;
 	row.workspace_id = NULL;
 	row.decided_at_ms = 0;
 	if (insert_locked(store, &row, err) < 0)
@@ -144,15 +126,13 @@ static int request_body(struct store *store, const struct approval_record *want,
 int store_approval_request(struct store *store, const struct approval_record *want, struct approval_record *ret,
                            int *ret_created, struct cp_error **err)
 {
-	return TRANSACTION(store, "request approval", err, request_body(store, want, ret, ret_created, err));
+	return STORE_TRANSACTION(store, "request approval", err, request_body(store, want, ret, ret_created, err));
 }
 
 int store_approval_get(struct store *store, const char *id, struct approval_record *ret, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	int r = get_by_id_locked(store, id, ret, err);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	return get_by_id_locked(locked, id, ret, err);
 }
 
 int store_approval_list(struct store *store, struct approval_record **ret, size_t *ret_n, struct cp_error **err)
@@ -193,19 +173,19 @@ static int approve_body(struct store *store, const char *id, const struct worksp
 	if (get_by_id_locked(store, id, &a, err) < 0)
 		return -1;
 	int r = 0;
-	if (!strcmp(a.status, "rejected")) {
+	if (a.status == APPROVAL_REJECTED) {
 		r = cp_error_set(
 		    err, CP_ERR_CONFLICT,
 		    "approval '%s' was rejected; to allow '%s' (%s) after all, run 'chat2sbx workspace add "
 		    "%s --mode %s'",
 		    id, a.host_path, a.mode, a.host_path, a.mode);
-	} else if (!strcmp(a.status, "pending")) {
+	} else if (a.status == APPROVAL_PENDING) {
 		char *workspace_id = NULL;
 		struct workspace_record w = *ws;
 		w.mode = a.mode;
 		r = workspace_for_locked(store, &w, &workspace_id, NULL, err);
 		if (r == 0)
-			r = decide_locked(store, id, "approved", workspace_id, now_ms, err);
+			r = decide_locked(store, id, APPROVAL_APPROVED, workspace_id, now_ms, err);
 		free(workspace_id);
 	}
 	approval_record_clear(&a);
@@ -215,7 +195,7 @@ static int approve_body(struct store *store, const char *id, const struct worksp
 int store_approval_approve(struct store *store, const char *id, const struct workspace_record *ws, int64_t now_ms,
                            struct approval_record *ret, struct cp_error **err)
 {
-	return TRANSACTION(store, "approve", err, approve_body(store, id, ws, now_ms, ret, err));
+	return STORE_TRANSACTION(store, "approve", err, approve_body(store, id, ws, now_ms, ret, err));
 }
 
 static int reject_body(struct store *store, const char *id, int64_t now_ms, struct approval_record *ret,
@@ -225,12 +205,12 @@ static int reject_body(struct store *store, const char *id, int64_t now_ms, stru
 	if (get_by_id_locked(store, id, &a, err) < 0)
 		return -1;
 	int r = 0;
-	if (!strcmp(a.status, "approved"))
+	if (a.status == APPROVAL_APPROVED)
 		r = cp_error_set(err, CP_ERR_CONFLICT,
 		                 "approval '%s' was already approved (workspace '%s'); a decision is kept", id,
 		                 a.workspace_id ? a.workspace_id : "?");
-	else if (!strcmp(a.status, "pending"))
-		r = decide_locked(store, id, "rejected", NULL, now_ms, err);
+	else if (a.status == APPROVAL_PENDING)
+		r = decide_locked(store, id, APPROVAL_REJECTED, NULL, now_ms, err);
 	approval_record_clear(&a);
 	return r < 0 ? r : get_by_id_locked(store, id, ret, err);
 }
@@ -238,7 +218,7 @@ static int reject_body(struct store *store, const char *id, int64_t now_ms, stru
 int store_approval_reject(struct store *store, const char *id, int64_t now_ms, struct approval_record *ret,
                           struct cp_error **err)
 {
-	return TRANSACTION(store, "reject", err, reject_body(store, id, now_ms, ret, err));
+	return STORE_TRANSACTION(store, "reject", err, reject_body(store, id, now_ms, ret, err));
 }
 
 static int register_body(struct store *store, const struct workspace_record *ws, const char *host_path,
@@ -252,13 +232,13 @@ static int register_body(struct store *store, const struct workspace_record *ws,
 	int found = 0;
 	int r = get_by_path_locked(store, ws->path, ws->mode, &a, &found, err);
 	if (r == 0 && found)
-		r = decide_locked(store, a.id, "approved", workspace_id, now_ms, err);
+		r = decide_locked(store, a.id, APPROVAL_APPROVED, workspace_id, now_ms, err);
 	else if (r == 0) {
 		struct approval_record row = {.id = (char *)approval_id,
 		                              .host_path = (char *)host_path,
 		                              .real_path = ws->path,
 		                              .mode = ws->mode,
-		                              .status = "approved",
+		                              .status = APPROVAL_APPROVED,
 		                              .workspace_id = workspace_id,
 		                              .requested_by = "cli",
 		                              .requested_at_ms = now_ms,
@@ -280,20 +260,8 @@ int store_workspace_register_host(struct store *store, const struct workspace_re
                                   const char *approval_id, int64_t now_ms, struct workspace_record *ret,
                                   int *ret_created, struct cp_error **err)
 {
-	return TRANSACTION(store, "register workspace", err,
-	                   register_body(store, ws, host_path, approval_id, now_ms, ret, ret_created, err));
-}
-
-/* Runs one write sql with ?1 = id; fails like store_fail("forget workspace"). */
-static int forget_step(struct store *store, const char *sql, const char *id, struct cp_error **err)
-{
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (store_prepare(store, &st, sql, "forget workspace", err) < 0)
-		return -1;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return store_fail(store, err, "forget workspace");
-	return 0;
+	return STORE_TRANSACTION(store, "register workspace", err,
+	                         register_body(store, ws, host_path, approval_id, now_ms, ret, ret_created, err));
 }
 
 /* The count of live sandboxes on workspace id, or -1 with *err set. */
@@ -324,7 +292,7 @@ static int forget_body(struct store *store, const char *id, struct cp_error **er
 	                                    "DELETE FROM approvals WHERE workspace_id = ?",
 	                                    "DELETE FROM workspaces WHERE id = ?"};
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		if (forget_step(store, steps[i], id, err) < 0)
+		if (store_exec_arg(store, steps[i], id, "forget workspace", err) < 0)
 			return -1;
 		if (i == 2 && sqlite3_changes(store->db) == 0)
 			return cp_error_set(err, CP_ERR_NOT_FOUND, "forget workspace: '%s' does not exist", id);
@@ -334,5 +302,5 @@ static int forget_body(struct store *store, const char *id, struct cp_error **er
 
 int store_workspace_forget(struct store *store, const char *id, struct cp_error **err)
 {
-	return TRANSACTION(store, "forget workspace", err, forget_body(store, id, err));
+	return STORE_TRANSACTION(store, "forget workspace", err, forget_body(store, id, err));
 }

@@ -23,16 +23,13 @@ int store_audit_insert(struct store *store, const struct audit_record *a, struct
 
 int store_audit_insert_id(struct store *store, const struct audit_record *a, int64_t *ret_id, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "INSERT INTO audit (at_ms, actor, action, sandbox_id, target, status, duration_ms, "
-	                       "message, method, session) VALUES (?,?,?,?,?,?,?,?,?,?)",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "write audit");
-		goto out;
-	}
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st,
+	                  "INSERT INTO audit (at_ms, actor, action, sandbox_id, target, status, duration_ms, "
+	                  "message, method, session) VALUES (?,?,?,?,?,?,?,?,?,?)",
+	                  "write audit", err) < 0)
+		return -1;
 	sqlite3_bind_int64(st, 1, a->at_ms);
 	sqlite3_bind_text(st, 2, a->actor, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, a->action, -1, SQLITE_STATIC);
@@ -44,27 +41,21 @@ int store_audit_insert_id(struct store *store, const struct audit_record *a, int
 	bind_opt(st, 9, a->method, 64);
 	bind_opt(st, 10, a->session, 16);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		r = store_fail(store, err, "write audit");
-	else if (ret_id)
-		*ret_id = sqlite3_last_insert_rowid(store->db);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+		return store_fail(locked, err, "write audit");
+	if (ret_id)
+		*ret_id = sqlite3_last_insert_rowid(locked->db);
+	return 0;
 }
 
 int store_audit_finish(struct store *store, int64_t id, const struct audit_record *a, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "UPDATE audit SET sandbox_id = COALESCE(?, sandbox_id), target = COALESCE(?, target), "
-	                       "status = ?, duration_ms = ?, message = ? WHERE id = ?",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "write audit");
-		goto out;
-	}
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st,
+	                  "UPDATE audit SET sandbox_id = COALESCE(?, sandbox_id), target = COALESCE(?, target), "
+	                  "status = ?, duration_ms = ?, message = ? WHERE id = ?",
+	                  "write audit", err) < 0)
+		return -1;
 	bind_opt(st, 1, a->sandbox_id, 128);
 	bind_opt(st, 2, a->target, 4096);
 	sqlite3_bind_text(st, 3, a->status, -1, SQLITE_STATIC);
@@ -72,31 +63,13 @@ int store_audit_finish(struct store *store, int64_t id, const struct audit_recor
 	bind_opt(st, 5, a->message, AUDIT_MESSAGE_MAX);
 	sqlite3_bind_int64(st, 6, id);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		r = store_fail(store, err, "write audit");
-	else if (sqlite3_changes(store->db) != 1)
-		r = cp_error_set(err, CP_ERR_NOT_FOUND, "audit row %lld does not exist", (long long)id);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+		return store_fail(locked, err, "write audit");
+	if (sqlite3_changes(locked->db) != 1)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "audit row %lld does not exist", (long long)id);
+	return 0;
 }
 
 int store_audit_count(struct store *store, const char *action, int64_t *ret_count, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "SELECT COUNT(*) FROM audit WHERE action = ?", -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "count audit");
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, action, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		*ret_count = sqlite3_column_int64(st, 0);
-	else
-		r = store_fail(store, err, "count audit");
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return store_count(store, "SELECT COUNT(*) FROM audit WHERE action = ?", action, "count audit", ret_count, err);
 }

@@ -58,17 +58,14 @@ static const struct store_row_type rows = {sizeof(struct export_record), read_ro
 
 int store_export_insert(struct store *store, const struct export_record *x, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "INSERT INTO exports (id, sandbox_id, workspace_id, kind, reason, path, bytes, refs, "
-	                       "commits, dirty_files, fingerprint, message, created_at_ms, shares_bundle_of) VALUES "
-	                       "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "insert export");
-		goto out;
-	}
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st,
+	                  "INSERT INTO exports (id, sandbox_id, workspace_id, kind, reason, path, bytes, refs, "
+	                  "commits, dirty_files, fingerprint, message, created_at_ms, shares_bundle_of) VALUES "
+	                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                  "insert export", err) < 0)
+		return -1;
 	sqlite3_bind_text(st, 1, x->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, x->sandbox_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, x->workspace_id, -1, SQLITE_STATIC);
@@ -84,11 +81,8 @@ int store_export_insert(struct store *store, const struct export_record *x, stru
 	sqlite3_bind_int64(st, 13, x->created_at_ms);
 	store_bind_text_opt(st, 14, x->shares_bundle_of);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		r = store_fail(store, err, "insert export");
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+		return store_fail(locked, err, "insert export");
+	return 0;
 }
 
 int store_export_get(struct store *store, const char *id, struct export_record *ret, struct cp_error **err)
@@ -141,20 +135,10 @@ int store_export_set_trashed(struct store *store, const char *id, const char *ne
 
 int store_export_count_unapplied(struct store *store, int64_t *ret_count, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "SELECT COUNT(*) FROM exports WHERE kind != 'none' AND applied_count = 0 AND "
-	                       "trashed_at_ms IS NULL",
-	                       -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_step(st) != SQLITE_ROW)
-		r = store_fail(store, err, "count exports");
-	else
-		*ret_count = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return store_count(store,
+	                   "SELECT COUNT(*) FROM exports WHERE kind != 'none' AND applied_count = 0 AND "
+	                   "trashed_at_ms IS NULL",
+	                   NULL, "count exports", ret_count, err);
 }
 
 int store_export_usage(struct store *store, const char *sandbox_id, int64_t *ret_count, int64_t *ret_bytes,
@@ -168,24 +152,16 @@ int store_export_usage(struct store *store, const char *sandbox_id, int64_t *ret
 	    "(?1 IS NULL OR sandbox_id = ?1)), "
 	    "(SELECT COALESCE(SUM(b), 0) FROM (SELECT MAX(bytes) AS b FROM exports WHERE kind != 'none' AND "
 	    "trashed_at_ms IS NULL AND (?1 IS NULL OR sandbox_id = ?1) GROUP BY COALESCE(shares_bundle_of, id)))";
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "add up the exports");
-		goto out;
-	}
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st, sql, "add up the exports", err) < 0)
+		return -1;
 	store_bind_text_opt(st, 1, sandbox_id);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		r = store_fail(store, err, "add up the exports");
-		goto out;
-	}
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return store_fail(locked, err, "add up the exports");
 	*ret_count = sqlite3_column_int64(st, 0);
 	*ret_bytes = sqlite3_column_int64(st, 1);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return 0;
 }
 
 int store_sandbox_set_source_refs(struct store *store, const char *id, const char *text, struct cp_error **err)
@@ -196,26 +172,19 @@ int store_sandbox_set_source_refs(struct store *store, const char *id, const cha
 
 int store_sandbox_get_source_refs(struct store *store, const char *id, char **ret, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "SELECT source_refs FROM sandboxes WHERE id = ?", -1, &st, NULL) !=
-	    SQLITE_OK) {
-		r = store_fail(store, err, "read the source refs");
-		goto out;
-	}
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st, "SELECT source_refs FROM sandboxes WHERE id = ?", "read the source refs", err) <
+	    0)
+		return -1;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*ret = store_column_strdup(st, 0);
-	else if (rc == SQLITE_DONE)
-		r = cp_error_set(err, CP_ERR_NOT_FOUND, "sandbox '%s' does not exist", id);
-	else
-		r = store_fail(store, err, "read the source refs");
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	if (rc == SQLITE_DONE)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "sandbox '%s' does not exist", id);
+	if (rc != SQLITE_ROW)
+		return store_fail(locked, err, "read the source refs");
+	*ret = store_column_strdup(st, 0);
+	return 0;
 }
 
 int store_sandbox_set_unsaved(struct store *store, const char *id, int unsaved, int64_t now_ms, struct cp_error **err)

@@ -45,14 +45,11 @@ static const struct store_row_type rows = {sizeof(struct exposure_record), read_
 
 int store_exposure_insert(struct store *store, const struct exposure_record *x, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "INSERT INTO exposures (" EXP_COLUMNS ") VALUES (?,?,?,?,?,?,?,?)", -1, &st,
-	                       NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "insert exposure");
-		goto out;
-	}
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st, "INSERT INTO exposures (" EXP_COLUMNS ") VALUES (?,?,?,?,?,?,?,?)",
+	                  "insert exposure", err) < 0)
+		return -1;
 	sqlite3_bind_text(st, 1, x->sandbox_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, x->container_port);
 	sqlite3_bind_text(st, 3, x->host, -1, SQLITE_STATIC);
@@ -61,48 +58,35 @@ int store_exposure_insert(struct store *store, const struct exposure_record *x, 
 	store_bind_text_opt(st, 6, x->forwarder_id);
 	sqlite3_bind_text(st, 7, x->network, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 8, x->created_at_ms);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
-			r = cp_error_set(
-			    err, CP_ERR_CONFLICT, "port %d of sandbox '%s' (or host port %s:%d) is already exposed: %s",
-			    x->container_port, x->sandbox_id, x->host, x->host_port, sqlite3_errmsg(store->db));
-		else
-			r = store_fail(store, err, "insert exposure");
-	}
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	if (sqlite3_step(st) == SQLITE_DONE)
+		return 0;
+	if ((sqlite3_extended_errcode(locked->db) & 0xff) == SQLITE_CONSTRAINT)
+		return cp_error_set(
+		    err, CP_ERR_CONFLICT, "port %d of sandbox '%s' (or host port %s:%d) is already exposed: %s",
+		    x->container_port, x->sandbox_id, x->host, x->host_port, sqlite3_errmsg(locked->db));
+	return store_fail(locked, err, "insert exposure");
 }
 
 int store_exposure_get(struct store *store, const char *sandbox_id, int container_port, struct exposure_record *ret,
                        struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "SELECT " EXP_COLUMNS " FROM exposures WHERE sandbox_id = ? AND container_port = ?", -1,
-	                       &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "load exposure");
-		goto out;
-	}
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st,
+	                  "SELECT " EXP_COLUMNS " FROM exposures WHERE sandbox_id = ? AND container_port = ?",
+	                  "load exposure", err) < 0)
+		return -1;
 	sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, container_port);
 	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*ret = (struct exposure_record){0};
-		read_row(st, ret);
-	} else if (rc == SQLITE_DONE) {
-		r = cp_error_set(err, CP_ERR_NOT_FOUND, "port %d of sandbox '%s' is not exposed", container_port,
-		                 sandbox_id);
-	} else {
-		r = store_fail(store, err, "load exposure");
-	}
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	if (rc == SQLITE_DONE)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "port %d of sandbox '%s' is not exposed", container_port,
+		                    sandbox_id);
+	if (rc != SQLITE_ROW)
+		return store_fail(locked, err, "load exposure");
+	*ret = (struct exposure_record){0};
+	read_row(st, ret);
+	return 0;
 }
 
 int store_exposure_list(struct store *store, const char *sandbox_id, struct exposure_record **ret, size_t *ret_n,
@@ -116,73 +100,43 @@ int store_exposure_list(struct store *store, const char *sandbox_id, struct expo
 
 int store_exposure_count(struct store *store, const char *sandbox_id, int64_t *ret_count, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	const char *sql =
-	    sandbox_id ? "SELECT COUNT(*) FROM exposures WHERE sandbox_id = ?" : "SELECT COUNT(*) FROM exposures";
-	if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "count exposures");
-		goto out;
-	}
-	if (sandbox_id)
-		sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		r = store_fail(store, err, "count exposures");
-		goto out;
-	}
-	*ret_count = sqlite3_column_int64(st, 0);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return store_count(store,
+	                   sandbox_id ? "SELECT COUNT(*) FROM exposures WHERE sandbox_id = ?"
+	                              : "SELECT COUNT(*) FROM exposures",
+	                   sandbox_id, "count exposures", ret_count, err);
+}
+
+/* Runs a one-row write sql on the exposure of (?1 = sandbox_id, ?2 =
+ * container_port), ?3 = text (NULL binds NULL; unused by a statement
+ * without it). NOT_FOUND "<what>: port … is not exposed" when no row
+ * changed. Takes store->lock. */
+static int port_write(struct store *store, const char *sql, const char *what, const char *sandbox_id,
+                      int container_port, const char *text, struct cp_error **err)
+{
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st, sql, what, err) < 0)
+		return -1;
+	sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, container_port);
+	store_bind_text_opt(st, 3, text);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(locked, err, what);
+	if (sqlite3_changes(locked->db) == 0)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "%s: port %d of sandbox '%s' is not exposed", what,
+		                    container_port, sandbox_id);
+	return 0;
 }
 
 int store_exposure_delete(struct store *store, const char *sandbox_id, int container_port, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "DELETE FROM exposures WHERE sandbox_id = ? AND container_port = ?", -1, &st,
-	                       NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "delete exposure");
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 2, container_port);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		r = store_fail(store, err, "delete exposure");
-	else if (sqlite3_changes(store->db) == 0)
-		r = cp_error_set(err, CP_ERR_NOT_FOUND, "delete exposure: port %d of sandbox '%s' is not exposed",
-		                 container_port, sandbox_id);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return port_write(store, "DELETE FROM exposures WHERE sandbox_id = ?1 AND container_port = ?2",
+	                  "delete exposure", sandbox_id, container_port, NULL, err);
 }
 
 int store_exposure_set_forwarder(struct store *store, const char *sandbox_id, int container_port,
                                  const char *forwarder_id, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "UPDATE exposures SET forwarder_id = ? WHERE sandbox_id = ? AND container_port = ?", -1,
-	                       &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "update exposure");
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, forwarder_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, sandbox_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 3, container_port);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		r = store_fail(store, err, "update exposure");
-	else if (sqlite3_changes(store->db) == 0)
-		r = cp_error_set(err, CP_ERR_NOT_FOUND, "update exposure: port %d of sandbox '%s' is not exposed",
-		                 container_port, sandbox_id);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return port_write(store, "UPDATE exposures SET forwarder_id = ?3 WHERE sandbox_id = ?1 AND container_port = ?2",
+	                  "update exposure", sandbox_id, container_port, forwarder_id, err);
 }

@@ -10,45 +10,36 @@
 int store_sandbox_pool_claim(struct store *store, const char *image, const char *runtime, int64_t memory_bytes,
                              int64_t disk_bytes, int64_t now_ms, char **ret_id, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
+	const char *what = "claim a warm sandbox";
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	/* One statement: the subquery and the update run under the same write
 	 * lock, and "AND pooled = 1" in the outer WHERE makes a lost race a
 	 * no-op instead of a double claim. */
-	if (sqlite3_prepare_v2(store->db,
-	                       "UPDATE sandboxes SET pooled = 0, created_at_ms = ?1, updated_at_ms = ?1, "
-	                       "last_activity_ms = ?1 WHERE pooled = 1 AND id = (SELECT id FROM sandboxes WHERE "
-	                       "pooled = 1 AND status = 'running' AND image = ?2 AND COALESCE(runtime, '') = ?3 AND "
-	                       "COALESCE(memory_bytes, 0) = ?4 AND disk_bytes = ?5 AND COALESCE(nano_cpus, 0) = 0 AND "
-	                       "network = 1 ORDER BY created_at_ms, id LIMIT 1) RETURNING id",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "claim a warm sandbox");
-		goto out;
-	}
+	if (store_prepare(locked, &st,
+	                  "UPDATE sandboxes SET pooled = 0, created_at_ms = ?1, updated_at_ms = ?1, "
+	                  "last_activity_ms = ?1 WHERE pooled = 1 AND id = (SELECT id FROM sandboxes WHERE "
+	                  "pooled = 1 AND status = 'running' AND image = ?2 AND COALESCE(runtime, '') = ?3 AND "
+	                  "COALESCE(memory_bytes, 0) = ?4 AND disk_bytes = ?5 AND COALESCE(nano_cpus, 0) = 0 AND "
+	                  "network = 1 ORDER BY created_at_ms, id LIMIT 1) RETURNING id",
+	                  what, err) < 0)
+		return -1;
 	sqlite3_bind_int64(st, 1, now_ms);
 	sqlite3_bind_text(st, 2, image, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, runtime ? runtime : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, memory_bytes);
 	sqlite3_bind_int64(st, 5, disk_bytes);
 	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		char *id = store_column_strdup(st, 0);
-		/* RETURNING rows are final only once the statement completes. */
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			free(id);
-			r = store_fail(store, err, "claim a warm sandbox");
-			goto out;
-		}
-		*ret_id = id;
-		r = 1;
-	} else if (rc != SQLITE_DONE) {
-		r = store_fail(store, err, "claim a warm sandbox");
-	}
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return store_fail(locked, err, what);
+	_cleanup_free_ char *id = store_column_strdup(st, 0);
+	/* RETURNING rows are final only once the statement completes. */
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(locked, err, what);
+	*ret_id = TAKE_PTR(id);
+	return 1;
 }
 
 int store_sandbox_pool_list(struct store *store, struct sandbox_record **ret, size_t *ret_n, struct cp_error **err)
@@ -69,61 +60,43 @@ int store_sandbox_pool_list(struct store *store, struct sandbox_record **ret, si
 	return 0;
 }
 
-int store_sandbox_pool_forget(struct store *store, const char *id, struct cp_error **err)
+/* The workspace of warm-pool member id into *ret (caller frees; NULL for
+ * none). NOT_FOUND for an unknown id, CONFLICT when it is no longer pooled.
+ * The caller holds the lock. */
+static int member_workspace_locked(struct store *store, const char *id, const char *what, char **ret,
+                                   struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	char *workspace_id = NULL;
-	int r = store_exec(store, "BEGIN IMMEDIATE", "forget warm sandbox", err);
-	if (r < 0)
-		goto out;
-	if (sqlite3_prepare_v2(store->db, "SELECT workspace_id, pooled FROM sandboxes WHERE id = ?", -1, &st, NULL) !=
-	    SQLITE_OK) {
-		r = store_fail(store, err, "forget warm sandbox");
-		goto rollback;
-	}
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st, "SELECT workspace_id, pooled FROM sandboxes WHERE id = ?", what, err) < 0)
+		return -1;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		r = rc == SQLITE_DONE
-		        ? cp_error_set(err, CP_ERR_NOT_FOUND, "forget warm sandbox: '%s' does not exist", id)
-		        : store_fail(store, err, "forget warm sandbox");
-		goto rollback;
-	}
-	if (sqlite3_column_int(st, 1) != 1) {
-		r = cp_error_set(err, CP_ERR_CONFLICT,
-		                 "forget warm sandbox: '%s' was claimed; it is a user sandbox now", id);
-		goto rollback;
-	}
-	workspace_id = store_column_strdup(st, 0);
-	sqlite3_finalize(st);
-	st = NULL;
-	const char *const steps[] = {"DELETE FROM sandboxes WHERE id = ?",
-	                             "DELETE FROM workspaces WHERE id = ? AND mode = 'managed' AND NOT EXISTS "
-	                             "(SELECT 1 FROM sandboxes s WHERE s.workspace_id = workspaces.id)"};
-	for (size_t i = 0; i < 2; i++) {
-		if (sqlite3_prepare_v2(store->db, steps[i], -1, &st, NULL) != SQLITE_OK) {
-			r = store_fail(store, err, "forget warm sandbox");
-			goto rollback;
-		}
-		sqlite3_bind_text(st, 1, i == 0 ? id : workspace_id, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			r = store_fail(store, err, "forget warm sandbox");
-			goto rollback;
-		}
-		sqlite3_finalize(st);
-		st = NULL;
-	}
-	r = store_exec(store, "COMMIT", "forget warm sandbox", err);
-	if (r == 0)
-		goto out;
-rollback:
-	sqlite3_finalize(st);
-	st = NULL;
-	store_exec(store, "ROLLBACK", "roll back", NULL);
-out:
-	sqlite3_finalize(st);
-	free(workspace_id);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	if (rc == SQLITE_DONE)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "forget warm sandbox: '%s' does not exist", id);
+	if (rc != SQLITE_ROW)
+		return store_fail(store, err, what);
+	if (sqlite3_column_int(st, 1) != 1)
+		return cp_error_set(err, CP_ERR_CONFLICT,
+		                    "forget warm sandbox: '%s' was claimed; it is a user sandbox now", id);
+	*ret = store_column_strdup(st, 0);
+	return 0;
+}
+
+/* The body of store_sandbox_pool_forget, in its transaction. */
+static int forget_locked(struct store *store, const char *id, struct cp_error **err)
+{
+	const char *what = "forget warm sandbox";
+	_cleanup_free_ char *workspace_id = NULL;
+	if (member_workspace_locked(store, id, what, &workspace_id, err) < 0 ||
+	    store_exec_arg(store, "DELETE FROM sandboxes WHERE id = ?", id, what, err) < 0)
+		return -1;
+	return store_exec_arg(store,
+	                      "DELETE FROM workspaces WHERE id = ? AND mode = 'managed' AND NOT EXISTS "
+	                      "(SELECT 1 FROM sandboxes s WHERE s.workspace_id = workspaces.id)",
+	                      workspace_id, what, err);
+}
+
+int store_sandbox_pool_forget(struct store *store, const char *id, struct cp_error **err)
+{
+	return STORE_TRANSACTION(store, "forget warm sandbox", err, forget_locked(store, id, err));
 }

@@ -1,6 +1,7 @@
 /* sandboxes.c: rows of the sandboxes table. A partial unique index keeps one
  * live (creating/running/removing) sandbox per workspace, so two racing creates cannot
  * both win. No engine calls here. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,14 +13,12 @@ void sandbox_record_clear(struct sandbox_record *s)
 		return;
 	free(s->id);
 	free(s->workspace_id);
-	free(s->status);
 	free(s->container_name);
 	free(s->container_id);
 	free(s->image);
 	free(s->runtime);
 	free(s->failure_reason);
 	free(s->vm_accel);
-	free(s->removing_from);
 	*s = (struct sandbox_record){0};
 }
 
@@ -34,7 +33,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	struct sandbox_record *s = row;
 	s->id = store_column_strdup(st, 0);
 	s->workspace_id = store_column_strdup(st, 1);
-	s->status = store_column_strdup(st, 2);
+	s->status = sandbox_status_from_string((const char *)sqlite3_column_text(st, 2));
 	s->container_name = store_column_strdup(st, 3);
 	s->container_id = store_column_strdup(st, 4);
 	s->image = store_column_strdup(st, 5);
@@ -51,16 +50,14 @@ static void read_row(sqlite3_stmt *st, void *row)
 	s->disk_bytes = sqlite3_column_int64(st, 16);
 	s->unsaved = sqlite3_column_int(st, 17);
 	s->unsaved_checked_at_ms = sqlite3_column_int64(st, 18);
-	s->removing_from = store_column_strdup(st, 19);
+	s->removing_from = sandbox_status_from_string((const char *)sqlite3_column_text(st, 19));
 	s->vm_accel = store_column_strdup(st, 20);
 }
 
 int store_sandbox_is_live(const struct sandbox_record *s)
 {
-	const char *st = s->status ? s->status : "";
-	if (!strcmp(st, "removing"))
-		st = s->removing_from ? s->removing_from : "";
-	return !strcmp(st, "creating") || !strcmp(st, "running");
+	enum sandbox_status st = s->status == SANDBOX_REMOVING ? s->removing_from : s->status;
+	return st == SANDBOX_CREATING || st == SANDBOX_RUNNING;
 }
 
 static void clear_row(void *row)
@@ -72,21 +69,17 @@ static const struct store_row_type rows = {sizeof(struct sandbox_record), read_r
 
 int store_sandbox_insert(struct store *store, const struct sandbox_record *s, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(
-	        store->db,
-	        "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
-	        "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
-	        "last_activity_ms, pooled, disk_bytes, vm_accel) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	        -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "insert sandbox");
-		goto out;
-	}
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st,
+	                  "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
+	                  "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
+	                  "last_activity_ms, pooled, disk_bytes, vm_accel) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                  "insert sandbox", err) < 0)
+		return -1;
 	sqlite3_bind_text(st, 1, s->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->workspace_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, s->status ? s->status : "creating", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, sandbox_status_to_string(s->status), -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, s->container_name, -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 5, s->container_id);
 	sqlite3_bind_text(st, 6, s->image, -1, SQLITE_STATIC);
@@ -100,20 +93,14 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	sqlite3_bind_int(st, 14, s->pooled ? 1 : 0);
 	sqlite3_bind_int64(st, 15, s->disk_bytes);
 	store_bind_text_opt(st, 16, s->vm_accel);
-	int rc = sqlite3_step(st);
-	if (rc != SQLITE_DONE) {
-		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
-			r = cp_error_set(
-			    err, CP_ERR_CONFLICT,
-			    "workspace '%s' already has a live sandbox; use it (sandbox_list) or destroy it first",
-			    s->workspace_id);
-		else
-			r = store_fail(store, err, "insert sandbox");
-	}
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	if (sqlite3_step(st) == SQLITE_DONE)
+		return 0;
+	if ((sqlite3_extended_errcode(locked->db) & 0xff) == SQLITE_CONSTRAINT)
+		return cp_error_set(
+		    err, CP_ERR_CONFLICT,
+		    "workspace '%s' already has a live sandbox; use it (sandbox_list) or destroy it first",
+		    s->workspace_id);
+	return store_fail(locked, err, "insert sandbox");
 }
 
 static int get_one(struct store *store, const char *sql, const char *arg, struct sandbox_record *ret,
@@ -163,142 +150,78 @@ int store_sandbox_list(struct store *store, int include_removed, struct sandbox_
 
 int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "SELECT COUNT(*) FROM sandboxes WHERE " STORE_SANDBOX_LIVE("") " AND pooled = 0", -1,
-	                       &st, NULL) != SQLITE_OK ||
-	    sqlite3_step(st) != SQLITE_ROW)
-		r = store_fail(store, err, "count sandboxes");
-	else
-		*ret_count = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
-}
-
-static int exec_changes(struct store *store, sqlite3_stmt *st, const char *what, const char *id, struct cp_error **err)
-{
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return store_fail(store, err, what);
-	if (sqlite3_changes(store->db) == 0)
-		return cp_error_set(err, CP_ERR_NOT_FOUND, "%s: sandbox '%s' does not exist", what, id);
+	int64_t n = 0;
+	if (store_count(store, "SELECT COUNT(*) FROM sandboxes WHERE " STORE_SANDBOX_LIVE("") " AND pooled = 0", NULL,
+	                "count sandboxes", &n, err) < 0)
+		return -1;
+	*ret_count = (int)n;
 	return 0;
 }
 
-int store_sandbox_set_status(struct store *store, const char *id, const char *status, const char *container_id,
+/* The body of store_sandbox_set_status, in its transaction. */
+static int set_status_locked(struct store *store, const char *id, enum sandbox_status status, const char *container_id,
                              const char *failure_reason, int64_t now_ms, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = store_exec(store, "BEGIN IMMEDIATE", "update sandbox", err);
-	if (r < 0)
-		goto out;
-	if (sqlite3_prepare_v2(store->db,
-	                       "UPDATE sandboxes SET status = ?1, container_id = COALESCE(?2, container_id), "
-	                       "failure_reason = COALESCE(?3, failure_reason), updated_at_ms = ?4, "
-	                       "removed_at_ms = CASE WHEN ?1 = 'removed' THEN ?4 ELSE removed_at_ms END WHERE id = ?5",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "update sandbox");
-		goto rollback;
-	}
-	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st,
+	                  "UPDATE sandboxes SET status = ?1, container_id = COALESCE(?2, container_id), "
+	                  "failure_reason = COALESCE(?3, failure_reason), updated_at_ms = ?4, "
+	                  "removed_at_ms = CASE WHEN ?1 = 'removed' THEN ?4 ELSE removed_at_ms END WHERE id = ?5",
+	                  "update sandbox", err) < 0)
+		return -1;
+	sqlite3_bind_text(st, 1, sandbox_status_to_string(status), -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 2, container_id);
 	store_bind_text_opt(st, 3, failure_reason);
 	sqlite3_bind_int64(st, 4, now_ms);
 	sqlite3_bind_text(st, 5, id, -1, SQLITE_STATIC);
-	r = exec_changes(store, st, "update sandbox", id, err);
-	sqlite3_finalize(st);
-	st = NULL;
-	if (r < 0)
-		goto rollback;
-	if (strcmp(status, "removed") == 0 || strcmp(status, "failed") == 0) {
-		if (sqlite3_prepare_v2(store->db,
-		                       "UPDATE workspaces SET released_at_ms = ?1 WHERE id = (SELECT workspace_id FROM "
-		                       "sandboxes WHERE id = ?2)",
-		                       -1, &st, NULL) != SQLITE_OK) {
-			r = store_fail(store, err, "release workspace");
-			goto rollback;
-		}
-		sqlite3_bind_int64(st, 1, now_ms);
-		sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			r = store_fail(store, err, "release workspace");
-			goto rollback;
-		}
-	}
-	r = store_exec(store, "COMMIT", "update sandbox", err);
-	if (r < 0)
-		goto rollback;
-	goto out;
-rollback:
-	store_exec(store, "ROLLBACK", "roll back", NULL);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(store, err, "update sandbox");
+	if (sqlite3_changes(store->db) == 0)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "update sandbox: sandbox '%s' does not exist", id);
+	if (status != SANDBOX_REMOVED && status != SANDBOX_FAILED)
+		return 0;
+	_cleanup_stmt_ sqlite3_stmt *release = NULL;
+	if (store_prepare(store, &release,
+	                  "UPDATE workspaces SET released_at_ms = ?1 WHERE id = (SELECT workspace_id FROM "
+	                  "sandboxes WHERE id = ?2)",
+	                  "release workspace", err) < 0)
+		return -1;
+	sqlite3_bind_int64(release, 1, now_ms);
+	sqlite3_bind_text(release, 2, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(release) != SQLITE_DONE)
+		return store_fail(store, err, "release workspace");
+	return 0;
+}
+
+int store_sandbox_set_status(struct store *store, const char *id, enum sandbox_status status, const char *container_id,
+                             const char *failure_reason, int64_t now_ms, struct cp_error **err)
+{
+	assert(sandbox_status_to_string(status));
+	return STORE_TRANSACTION(store, "update sandbox", err,
+	                         set_status_locked(store, id, status, container_id, failure_reason, now_ms, err));
 }
 
 int store_sandbox_set_removing(struct store *store, const char *id, int64_t now_ms, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
 	/* One statement: the status it replaces is kept in the same write, and
 	 * a second call (a removal finished again) keeps the first one's. */
-	if (sqlite3_prepare_v2(store->db,
-	                       "UPDATE sandboxes SET removing_from = CASE WHEN status = 'removing' THEN removing_from "
-	                       "ELSE status END, status = 'removing', updated_at_ms = ?1 WHERE id = ?2 AND status != "
-	                       "'removed'",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "record the removal of sandbox");
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, now_ms);
-	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-	r = exec_changes(store, st, "record the removal of sandbox", id, err);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return store_exec_one(store,
+	                      "UPDATE sandboxes SET removing_from = CASE WHEN status = 'removing' THEN removing_from "
+	                      "ELSE status END, status = 'removing', updated_at_ms = ?3 WHERE id = ?1 AND status != "
+	                      "'removed'",
+	                      "record the removal of sandbox", "sandbox", id, NULL, now_ms, err);
 }
 
 int store_sandbox_touch(struct store *store, const char *id, int64_t now_ms, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "UPDATE sandboxes SET last_activity_ms = MAX(last_activity_ms, ?) WHERE id = ?", -1, &st,
-	                       NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "record activity");
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, now_ms);
-	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-	r = exec_changes(store, st, "record activity", id, err);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return store_exec_one(store, "UPDATE sandboxes SET last_activity_ms = MAX(last_activity_ms, ?3) WHERE id = ?1",
+	                      "record activity", "sandbox", id, NULL, now_ms, err);
 }
 
 int store_sandbox_delete(struct store *store, const char *id, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db, "DELETE FROM sandboxes WHERE id = ?", -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "delete sandbox");
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	r = exec_changes(store, st, "delete sandbox", id, err);
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	return store_exec_one(store, "DELETE FROM sandboxes WHERE id = ?1", "delete sandbox", "sandbox", id, NULL, 0,
+	                      err);
 }
 
 int store_sandbox_get_expired_for_workspace(struct store *store, const char *workspace_id, struct sandbox_record *ret,
@@ -318,29 +241,24 @@ int store_sandbox_get_expired_for_workspace(struct store *store, const char *wor
 
 int store_sandbox_revive(struct store *store, const char *id, int64_t now_ms, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "UPDATE sandboxes SET status = 'running', failure_reason = NULL, updated_at_ms = ?1, "
-	                       "last_activity_ms = ?1 WHERE id = ?2 AND status = 'expired'",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		r = store_fail(store, err, "start an expired sandbox again");
-		goto out;
-	}
+	const char *what = "start an expired sandbox again";
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st,
+	                  "UPDATE sandboxes SET status = 'running', failure_reason = NULL, updated_at_ms = ?1, "
+	                  "last_activity_ms = ?1 WHERE id = ?2 AND status = 'expired'",
+	                  what, err) < 0)
+		return -1;
 	sqlite3_bind_int64(st, 1, now_ms);
 	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		if ((sqlite3_extended_errcode(store->db) & 0xff) == SQLITE_CONSTRAINT)
-			r = cp_error_set(err, CP_ERR_CONFLICT,
-			                 "sandbox '%s' cannot start again: its workspace has another live sandbox", id);
-		else
-			r = store_fail(store, err, "start an expired sandbox again");
-	} else if (sqlite3_changes(store->db) == 0) {
-		r = cp_error_set(err, CP_ERR_NOT_FOUND, "sandbox '%s' is not expired", id);
+		if ((sqlite3_extended_errcode(locked->db) & 0xff) == SQLITE_CONSTRAINT)
+			return cp_error_set(err, CP_ERR_CONFLICT,
+			                    "sandbox '%s' cannot start again: its workspace has another live sandbox",
+			                    id);
+		return store_fail(locked, err, what);
 	}
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	if (sqlite3_changes(locked->db) == 0)
+		return cp_error_set(err, CP_ERR_NOT_FOUND, "sandbox '%s' is not expired", id);
+	return 0;
 }

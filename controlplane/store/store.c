@@ -37,6 +37,32 @@ int store_exec(struct store *store, const char *sql, const char *what, struct cp
 	return 0;
 }
 
+int store_exec_arg(struct store *store, const char *sql, const char *arg, const char *what, struct cp_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st, sql, what, err) < 0)
+		return -1;
+	store_bind_text_opt(st, 1, arg);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(store, err, what);
+	return 0;
+}
+
+int store_count(struct store *store, const char *sql, const char *arg, const char *what, int64_t *ret,
+                struct cp_error **err)
+{
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st, sql, what, err) < 0)
+		return -1;
+	if (arg)
+		sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return store_fail(locked, err, what);
+	*ret = sqlite3_column_int64(st, 0);
+	return 0;
+}
+
 static int applied_version(struct store *store, int *ret, struct cp_error **err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
@@ -183,10 +209,8 @@ void store_free(struct store *store)
 
 int store_schema_version(struct store *store, int *ret_version, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	int r = applied_version(store, ret_version, err);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	return applied_version(locked, ret_version, err);
 }
 
 int store_list_rows(struct store *store, const struct store_row_type *type, const char *sql, const char *arg,
@@ -245,10 +269,8 @@ int store_get_row_locked(struct store *store, const struct store_row_type *type,
 int store_get_row(struct store *store, const struct store_row_type *type, const char *sql, const char *a1,
                   const char *a2, const char *what, void *ret, int *ret_found, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	int r = store_get_row_locked(store, type, sql, a1, a2, what, ret, ret_found, err);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	return store_get_row_locked(locked, type, sql, a1, a2, what, ret, ret_found, err);
 }
 
 int store_exec_one(struct store *store, const char *sql, const char *what, const char *noun, const char *id,
@@ -285,8 +307,7 @@ static int trace_stmt(unsigned type, void *ctx, void *p, void *x)
 
 void store_trace_set(struct store *store, void (*fn)(void *ctx, const char *sql), void *ctx)
 {
-	pthread_mutex_lock(&store->lock);
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
 	trace_hook = (struct store_trace){.fn = fn, .ctx = ctx};
-	sqlite3_trace_v2(store->db, fn ? SQLITE_TRACE_STMT : 0, fn ? trace_stmt : NULL, fn ? &trace_hook : NULL);
-	pthread_mutex_unlock(&store->lock);
+	sqlite3_trace_v2(locked->db, fn ? SQLITE_TRACE_STMT : 0, fn ? trace_stmt : NULL, fn ? &trace_hook : NULL);
 }

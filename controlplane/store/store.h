@@ -113,12 +113,12 @@ enum approval_status approval_status_from_string(const char *s);
 
 struct approval_record {
 	char *id;
-	char *host_path;    /* as requested */
-	char *real_path;    /* resolved at request time */
-	char *mode;         /* clone | direct */
-	char *status;       /* pending | approved | rejected */
-	char *workspace_id; /* set once approved */
-	char *requested_by; /* mcp | cli */
+	char *host_path;             /* as requested */
+	char *real_path;             /* resolved at request time */
+	char *mode;                  /* clone | direct */
+	enum approval_status status; /* read from the registry's text; a zeroed record is pending */
+	char *workspace_id;          /* set once approved */
+	char *requested_by;          /* mcp | cli */
 	int64_t requested_at_ms;
 	int64_t decided_at_ms; /* 0 while pending */
 };
@@ -196,7 +196,7 @@ int store_audit_count(struct store *store, const char *action, int64_t *ret_coun
 struct sandbox_record {
 	char *id;
 	char *workspace_id;
-	char *status; /* creating | running | failed | removed | expired (migration 0010) | removing (0010) */
+	enum sandbox_status status; /* read from the registry's text; a zeroed record is creating */
 	char *container_name;
 	char *container_id; /* may be NULL while creating */
 	char *image;
@@ -212,9 +212,10 @@ struct sandbox_record {
 	int pooled;         /* 1: a warm-pool member, not a user sandbox (migration 0006) */
 	int64_t disk_bytes; /* writable layer size limit, 0 = none (migration 0008) */
 	int unsaved;        /* clone work since its last export, as last checked: 1, 0, or -1 = not known (0010) */
-	int64_t unsaved_checked_at_ms; /* 0 = never checked */
-	char *removing_from;           /* with status removing: the status before, else NULL (0010) */
-	char *vm_accel;                /* runtime vm: "kvm" or "tcg"; NULL otherwise (migration 0011) */
+	int64_t unsaved_checked_at_ms;     /* 0 = never checked */
+	enum sandbox_status removing_from; /* with status removing: the status before; else
+	                                    * _SANDBOX_STATUS_INVALID when read (0010) */
+	char *vm_accel;                    /* runtime vm: "kvm" or "tcg"; NULL otherwise (migration 0011) */
 };
 void sandbox_record_clear(struct sandbox_record *s);
 /* Whether s is live: creating, running, or removing from one of those (the
@@ -242,10 +243,11 @@ int store_sandbox_list(struct store *store, int include_removed, struct sandbox_
  * excluded). */
 int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err);
 /* Sets status (and failure_reason when not NULL, container_id when not NULL),
- * updated_at = now_ms; status 'removed' also sets removed_at_ms and releases
- * the workspace (released_at_ms = now_ms) in the same transaction. NOT_FOUND
- * when the id is unknown. */
-int store_sandbox_set_status(struct store *store, const char *id, const char *status, const char *container_id,
+ * updated_at = now_ms; SANDBOX_REMOVED also sets removed_at_ms, and it and
+ * SANDBOX_FAILED release the workspace (released_at_ms = now_ms), in the same
+ * transaction. NOT_FOUND when the id is unknown; status must be a value of
+ * the enum (assert). */
+int store_sandbox_set_status(struct store *store, const char *id, enum sandbox_status status, const char *container_id,
                              const char *failure_reason, int64_t now_ms, struct cp_error **err);
 /* Puts the removal of sandbox id on record before its container is removed
  * (issue 13 item 4): status 'removing', removing_from = the status it

@@ -97,6 +97,35 @@ static inline void store_unlockp(struct store **s)
 }
 #define _cleanup_store_unlock_ _cleanup_(store_unlockp)
 
+/* Runs body, an int expression (0, or -1 with *err set), inside BEGIN
+ * IMMEDIATE … COMMIT with store->lock held for the whole; rolls back when
+ * body or the commit fails. Evaluates to 0 or -1. Blocks on the lock, then
+ * up to the busy timeout for the registry's write lock. */
+#define STORE_TRANSACTION(store, what, err, body)                                                                      \
+	({                                                                                                             \
+		_cleanup_store_unlock_ struct store *store_tx_locked = store_lock(store);                              \
+		int store_tx_r = store_exec(store_tx_locked, "BEGIN IMMEDIATE", what, err);                            \
+		if (store_tx_r == 0) {                                                                                 \
+			store_tx_r = (body);                                                                           \
+			if (store_tx_r == 0)                                                                           \
+				store_tx_r = store_exec(store_tx_locked, "COMMIT", what, err);                         \
+			if (store_tx_r < 0)                                                                            \
+				store_exec(store_tx_locked, "ROLLBACK", "roll back", NULL);                            \
+		}                                                                                                      \
+		store_tx_r;                                                                                            \
+	})
+
+/* Runs a one-number query sql (?1 = arg when arg is not NULL), such as
+ * SELECT COUNT(*), into *ret. Takes store->lock. Returns 0, or -1 with *err
+ * set by store_fail(what). */
+int store_count(struct store *store, const char *sql, const char *arg, const char *what, int64_t *ret,
+                struct cp_error **err);
+
+/* Runs a write sql that returns no rows with ?1 = arg (text; NULL binds
+ * NULL; unused by a statement without ?1). The caller holds store->lock.
+ * Returns 0, or -1 with *err set by store_fail(what). */
+int store_exec_arg(struct store *store, const char *sql, const char *arg, const char *what, struct cp_error **err);
+
 /* Prepares sql on store's connection into *ret (finalized by the caller's
  * _cleanup_stmt_). Returns 0, or -1 with *err set by store_fail(what). */
 static inline int store_prepare(struct store *store, sqlite3_stmt **ret, const char *sql, const char *what,

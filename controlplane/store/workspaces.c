@@ -46,23 +46,21 @@ static const struct store_row_type rows = {sizeof(struct workspace_record), read
 
 int store_workspace_insert_locked(struct store *store, const struct workspace_record *w, struct cp_error **err)
 {
-	sqlite3_stmt *st = NULL;
-	int r = 0;
-	if (sqlite3_prepare_v2(store->db,
-	                       "INSERT INTO workspaces (id, mode, path, host_path, created_at_ms) VALUES (?,?,?,?,?)",
-	                       -1, &st, NULL) != SQLITE_OK)
-		return store_fail(store, err, "insert workspace");
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st,
+	                  "INSERT INTO workspaces (id, mode, path, host_path, created_at_ms) VALUES (?,?,?,?,?)",
+	                  "insert workspace", err) < 0)
+		return -1;
 	sqlite3_bind_text(st, 1, w->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, w->mode, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, w->path, -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 4, w->host_path);
 	sqlite3_bind_int64(st, 5, w->created_at_ms);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		r = store_fail(store, err, "insert workspace");
-	sqlite3_finalize(st);
-	if (r < 0)
-		cp_error_prefix(err, "workspace '%s'", w->id);
-	return r;
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		store_fail(store, err, "insert workspace");
+		return cp_error_prefix(err, "workspace '%s'", w->id);
+	}
+	return 0;
 }
 
 int store_workspace_find_host_locked(struct store *store, const char *real_path, const char *mode,
@@ -75,10 +73,8 @@ int store_workspace_find_host_locked(struct store *store, const char *real_path,
 
 int store_workspace_insert(struct store *store, const struct workspace_record *w, struct cp_error **err)
 {
-	pthread_mutex_lock(&store->lock);
-	int r = store_workspace_insert_locked(store, w, err);
-	pthread_mutex_unlock(&store->lock);
-	return r;
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	return store_workspace_insert_locked(locked, w, err);
 }
 
 int store_workspace_get(struct store *store, const char *id, struct workspace_record *ret, struct cp_error **err)
@@ -96,13 +92,13 @@ int store_workspace_get(struct store *store, const char *id, struct workspace_re
 int store_workspace_find_host(struct store *store, const char *real_path, const char *mode,
                               struct workspace_record *ret, struct cp_error **err)
 {
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
 	int found = 0;
-	pthread_mutex_lock(&store->lock);
-	int r = store_workspace_find_host_locked(store, real_path, mode, ret, &found, err);
-	pthread_mutex_unlock(&store->lock);
-	if (r == 0 && !found)
+	if (store_workspace_find_host_locked(locked, real_path, mode, ret, &found, err) < 0)
+		return -1;
+	if (!found)
 		return cp_error_set(err, CP_ERR_NOT_FOUND, "no %s workspace for '%s'", mode, real_path);
-	return r;
+	return 0;
 }
 
 int store_workspace_list(struct store *store, struct workspace_record **ret, size_t *ret_n, struct cp_error **err)

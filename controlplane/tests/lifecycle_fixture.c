@@ -71,7 +71,7 @@ void lc_fixture_sandbox(const char *id, const char *workspace_id, const char *st
 	struct cp_error *err = NULL;
 	struct sandbox_record s = {.id = (char *)id,
 	                           .workspace_id = (char *)workspace_id,
-	                           .status = (char *)status,
+	                           .status = sandbox_status_from_string(status),
 	                           .container_name = (char *)id,
 	                           .image = "img",
 	                           .network = 1,
@@ -105,7 +105,7 @@ const char *lc_fixture_status(const char *id)
 	struct sandbox_record s = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(store_sandbox_get(fx.store, id, &s, &err), 0, "%s", err ? err->message : "");
-	snprintf(buf, sizeof(buf), "%s", s.status);
+	snprintf(buf, sizeof(buf), "%s", sandbox_status_to_string(s.status));
 	sandbox_record_clear(&s);
 	return buf;
 }

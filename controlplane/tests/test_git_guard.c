@@ -374,7 +374,7 @@ Test(git_guard, recorded_mounts_round_trip_and_go_with_the_sandbox)
 	cr_assert_eq(store_workspace_insert(s, &w, &err), 0, "%s", err ? err->message : "");
 	struct sandbox_record row = {.id = "sbx_1",
 	                             .workspace_id = "ws_1",
-	                             .status = "creating",
+	                             .status = SANDBOX_CREATING,
 	                             .container_name = "sbx_1",
 	                             .image = "img",
 	                             .network = 1,
@@ -407,7 +407,7 @@ Test(git_guard, recorded_mounts_round_trip_and_go_with_the_sandbox)
 	cr_assert_eq(store_workspace_forget(s, "ws_1", &err), -1);
 	cr_assert_eq(err->code, CP_ERR_CONFLICT);
 	cp_error_freep(&err);
-	cr_assert_eq(store_sandbox_set_status(s, "sbx_1", "removed", NULL, NULL, 2, &err), 0);
+	cr_assert_eq(store_sandbox_set_status(s, "sbx_1", SANDBOX_REMOVED, NULL, NULL, 2, &err), 0);
 	cr_assert_eq(store_workspace_forget(s, "ws_1", &err), 0, "%s", err ? err->message : "");
 	cr_assert_eq(store_sandbox_mounts_list(s, "sbx_1", &got, &n, &err), 0);
 	cr_assert_eq(n, 0, "the mounts went with the sandbox row");

@@ -685,7 +685,7 @@ Test(git_tree, a_destroyed_sandbox_s_watch_stops_the_workspace_s_next_one)
 	running_sandbox(&s);
 	struct cp_error *err = NULL;
 	cr_assert_eq(guard_check(&s, &err), 0, "%s", err ? err->message : "");
-	cr_assert_eq(store_sandbox_set_status(fx.store, "sbx_d", "removed", NULL, NULL, clock_now_ms(), &err), 0);
+	cr_assert_eq(store_sandbox_set_status(fx.store, "sbx_d", SANDBOX_REMOVED, NULL, NULL, clock_now_ms(), &err), 0);
 	lc_fixture_sandbox("sbx_e", "ws_d", "running", clock_now_ms());
 	link_at("/", ".git/refs/heads/feature/p");
 	wait_failed("sbx_e");

@@ -134,12 +134,10 @@ static void clone_workspace(void)
 
 static size_t count_rows(const char *sql)
 {
-	sqlite3_stmt *st = NULL;
-	cr_assert_eq(sqlite3_prepare_v2(fx.store->db, sql, -1, &st, NULL), SQLITE_OK, "%s", sql);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	cr_assert_eq(store_prepare(fx.store, &st, sql, "count rows", NULL), 0, "%s", sql);
 	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-	size_t n = (size_t)sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return n;
+	return (size_t)sqlite3_column_int64(st, 0);
 }
 
 static size_t entries(const char *dir)
@@ -197,7 +195,7 @@ Test(lifecycle_create, managed_sandbox_runs_after_create_attach_start_hello)
 	struct lifecycle_create_result res = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(create(NULL, &res, &err), 0, "%s", err ? err->message : "");
-	cr_expect_str_eq(res.sandbox.status, "running");
+	cr_expect_str_eq(sandbox_status_to_string(res.sandbox.status), "running");
 	cr_expect_str_eq(res.sandbox.container_id, CONTAINER);
 	cr_expect_not(res.reused);
 	cr_expect_not(res.approval_required);
@@ -223,7 +221,7 @@ Test(lifecycle_create, clone_sandbox_checks_the_mount_and_copies)
 	struct lifecycle_create_result res = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(create(&o, &res, &err), 0, "%s", err ? err->message : "");
-	cr_expect_str_eq(res.sandbox.status, "running");
+	cr_expect_str_eq(sandbox_status_to_string(res.sandbox.status), "running");
 	cr_expect_eq(fake_count("HELPER", "fs.stat"), 1, "the mount is checked from inside");
 	cr_expect_eq(fake_count("HELPER", "bash.start"), 1, "then the clone is copied");
 	cr_expect_null(res.copy_session_id, "the copy finished");
@@ -309,7 +307,7 @@ static void warm_member(const char *id, const char *ws, int64_t at_ms)
 	lc_fixture_workspace(ws, "managed", fx.ws_root, at_ms);
 	struct sandbox_record s = {.id = (char *)id,
 	                           .workspace_id = (char *)ws,
-	                           .status = "running",
+	                           .status = SANDBOX_RUNNING,
 	                           .container_name = (char *)id,
 	                           .image = (char *)lifecycle_sandbox_image(fx.lc),
 	                           .memory_bytes = fx.lc->limits.default_memory_bytes,
@@ -333,7 +331,7 @@ Test(lifecycle_create, a_default_create_claims_a_warm_member)
 	struct lifecycle_create_result res = {0};
 	cr_assert_eq(create(NULL, &res, &err), 0, "%s", err ? err->message : "");
 	cr_expect_str_eq(res.sandbox.id, "sbx_warm1", "the oldest member");
-	cr_expect_str_eq(res.sandbox.status, "running");
+	cr_expect_str_eq(sandbox_status_to_string(res.sandbox.status), "running");
 	cr_expect_eq(res.sandbox.pooled, 0, "claimed: an ordinary sandbox now");
 	cr_expect_eq(fake_count("POST", "/containers/create"), 0, "nothing cold");
 	cr_expect_eq(fake_count("HELPER", "hello"), 1, "re-attached to the member's helper");
@@ -371,7 +369,7 @@ Test(lifecycle_create, a_new_host_path_needs_an_approval_and_creates_nothing)
 	struct cp_error *err = NULL;
 	cr_assert_eq(create(&o, &res, &err), 0, "%s", err ? err->message : "");
 	cr_expect(res.approval_required);
-	cr_expect_str_eq(res.approval.status, "pending");
+	cr_expect_str_eq(approval_status_to_string(res.approval.status), "pending");
 	cr_expect_str_eq(res.approval.mode, "clone");
 	cr_expect_null(res.sandbox.id);
 	cr_expect_eq(count_rows("SELECT count(*) FROM approvals WHERE status = 'pending'"), 1);

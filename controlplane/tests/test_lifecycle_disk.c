@@ -255,7 +255,7 @@ static void sandbox(const char *id, const char *ws)
 	struct cp_error *err = NULL;
 	struct sandbox_record s = {.id = (char *)id,
 	                           .workspace_id = (char *)ws,
-	                           .status = "running",
+	                           .status = SANDBOX_RUNNING,
 	                           .container_name = (char *)id,
 	                           .container_id = (char *)id,
 	                           .image = "img",

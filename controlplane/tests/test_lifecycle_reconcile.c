@@ -55,6 +55,6 @@ Test(expiry_holds, expiry_skips_held_and_recent_sandboxes, .init = setup, .fini 
 	lifecycle_hold_end(fx.lc, "sbx_old");
 	struct sandbox_record s = {0};
 	cr_assert_eq(store_sandbox_get(fx.store, "sbx_old", &s, &err), 0);
-	cr_expect_str_eq(s.status, "running");
+	cr_expect_str_eq(sandbox_status_to_string(s.status), "running");
 	sandbox_record_clear(&s);
 }

@@ -43,7 +43,7 @@ static void expect_row(const char *status, const char *reason_part)
 	struct sandbox_record s = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(store_sandbox_get(fx.store, "sbx_a", &s, &err), 0);
-	cr_expect_str_eq(s.status, status);
+	cr_expect_str_eq(sandbox_status_to_string(s.status), status);
 	if (reason_part)
 		cr_expect(s.failure_reason && strstr(s.failure_reason, reason_part), "reason: %s",
 		          s.failure_reason ? s.failure_reason : "(none)");

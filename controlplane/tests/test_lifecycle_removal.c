@@ -46,7 +46,7 @@ static void add_sandbox(const char *id, const char *ws, const char *status)
 	struct cp_error *err = NULL;
 	struct sandbox_record s = {.id = (char *)id,
 	                           .workspace_id = (char *)ws,
-	                           .status = (char *)status,
+	                           .status = sandbox_status_from_string(status),
 	                           .container_name = (char *)id,
 	                           .image = "img",
 	                           .network = 0,
@@ -96,7 +96,7 @@ static const char *status_of(const char *id)
 	struct sandbox_record s = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(store_sandbox_get(fx.store, id, &s, &err), 0);
-	snprintf(buf, sizeof buf, "%s", s.status);
+	snprintf(buf, sizeof buf, "%s", sandbox_status_to_string(s.status));
 	sandbox_record_clear(&s);
 	return buf;
 }
@@ -110,14 +110,14 @@ static int destroy(const char *id, int force, const char *actor, struct lifecycl
 
 Test(removal, need_table)
 {
-	cr_assert_eq(lifecycle_removal_need_of("clone", "running"), LIFECYCLE_REMOVAL_NEEDS_SAVE);
-	cr_assert_eq(lifecycle_removal_need_of("clone", "failed"), LIFECYCLE_REMOVAL_NEEDS_SAVE);
-	cr_assert_eq(lifecycle_removal_need_of("clone", "expired"), LIFECYCLE_REMOVAL_NEEDS_SAVE);
-	cr_assert_eq(lifecycle_removal_need_of("clone", "creating"), LIFECYCLE_REMOVAL_FREE);
-	cr_assert_eq(lifecycle_removal_need_of("clone", "removed"), LIFECYCLE_REMOVAL_FREE);
-	cr_assert_eq(lifecycle_removal_need_of("managed", "running"), LIFECYCLE_REMOVAL_FREE);
-	cr_assert_eq(lifecycle_removal_need_of("direct", "running"), LIFECYCLE_REMOVAL_FREE);
-	cr_assert_eq(lifecycle_removal_need_of(NULL, "running"), LIFECYCLE_REMOVAL_FREE);
+	cr_assert_eq(lifecycle_removal_need_of("clone", SANDBOX_RUNNING), LIFECYCLE_REMOVAL_NEEDS_SAVE);
+	cr_assert_eq(lifecycle_removal_need_of("clone", SANDBOX_FAILED), LIFECYCLE_REMOVAL_NEEDS_SAVE);
+	cr_assert_eq(lifecycle_removal_need_of("clone", SANDBOX_EXPIRED), LIFECYCLE_REMOVAL_NEEDS_SAVE);
+	cr_assert_eq(lifecycle_removal_need_of("clone", SANDBOX_CREATING), LIFECYCLE_REMOVAL_FREE);
+	cr_assert_eq(lifecycle_removal_need_of("clone", SANDBOX_REMOVED), LIFECYCLE_REMOVAL_FREE);
+	cr_assert_eq(lifecycle_removal_need_of("managed", SANDBOX_RUNNING), LIFECYCLE_REMOVAL_FREE);
+	cr_assert_eq(lifecycle_removal_need_of("direct", SANDBOX_RUNNING), LIFECYCLE_REMOVAL_FREE);
+	cr_assert_eq(lifecycle_removal_need_of(NULL, SANDBOX_RUNNING), LIFECYCLE_REMOVAL_FREE);
 }
 
 Test(removal, destroy_by_a_tool_or_the_cli_refuses_without_the_save)
@@ -167,7 +167,7 @@ Test(removal, the_models_force_stops_and_keeps_the_unsaved_clone)
 	cr_assert_eq(fake_count("DELETE", "/containers/sbx_run"), 0, "the container is kept");
 	cr_assert_eq(fake_count("POST", "/containers/sbx_run/stop"), 1, "and stopped");
 	cr_assert_str_eq(status_of("sbx_run"), "failed");
-	cr_assert_str_eq(res.sandbox.status, "failed");
+	cr_assert_str_eq(sandbox_status_to_string(res.sandbox.status), "failed");
 	cr_assert(strstr(res.sandbox.failure_reason, "could not be saved"), "%s", res.sandbox.failure_reason);
 	lifecycle_destroy_result_clear(&res);
 	/* The person's force then removes it. */
@@ -246,7 +246,7 @@ Test(removal, the_guarded_removal_for_every_row_state)
 		struct sandbox_record s = {0};
 		struct cp_error *err = NULL;
 		cr_assert_eq(store_sandbox_get(fx.store, cases[i].id, &s, &err), 0);
-		cr_assert_str_eq(s.status, cases[i].status);
+		cr_assert_str_eq(sandbox_status_to_string(s.status), cases[i].status);
 		struct lifecycle_destroy_options o = {.reason = "cleanup", .actor = "serve", .wait_ms = 5000};
 		struct lifecycle_destroy_result res = {0};
 		int r = lifecycle_container_remove_guarded(fx.lc, &s, &o, &res, &err);
@@ -262,7 +262,7 @@ Test(removal, the_guarded_removal_for_every_row_state)
 	}
 	/* A removed row (its save or force came first) needs nothing more. */
 	struct sandbox_record gone = {
-	    .id = "sbx_run", .workspace_id = "ws_clone", .status = "removed", .container_name = "sbx_run"};
+	    .id = "sbx_run", .workspace_id = "ws_clone", .status = SANDBOX_REMOVED, .container_name = "sbx_run"};
 	struct lifecycle_destroy_options o = {.reason = "cleanup", .actor = "serve"};
 	struct lifecycle_destroy_result res = {0};
 	struct cp_error *err = NULL;

@@ -56,7 +56,7 @@ static void workspace_with_removed_sandbox(const char *ws_id, const char *mode, 
 	                           .network = 1,
 	                           .created_at_ms = 2};
 	cr_assert_eq(store_sandbox_insert(store, &s, &err), 0);
-	cr_assert_eq(store_sandbox_set_status(store, sbx, "removed", NULL, NULL, removed, &err), 0);
+	cr_assert_eq(store_sandbox_set_status(store, sbx, SANDBOX_REMOVED, NULL, NULL, removed, &err), 0);
 }
 
 Test(lifecycle_retention, managed_moves_after_30_days_host_never)

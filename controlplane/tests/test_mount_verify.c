@@ -148,7 +148,7 @@ Test(mount_verify, registry_nesting_and_stored_identity)
 
 	struct sandbox_record row = {.id = "sbx_1",
 	                             .workspace_id = "ws_p",
-	                             .status = "creating",
+	                             .status = SANDBOX_CREATING,
 	                             .container_name = "sbx_1",
 	                             .image = "img",
 	                             .network = 1,

@@ -78,13 +78,13 @@ Test(store, workspace_and_sandbox_round_trip)
 	cr_assert_eq(add_sandbox(s, "sbx_1", "ws_a", &err), 0, "%s", err ? err->message : "");
 	struct sandbox_record r = {0};
 	cr_assert_eq(store_sandbox_get(s, "sbx_1", &r, &err), 0);
-	cr_expect_str_eq(r.status, "creating");
+	cr_expect_str_eq(sandbox_status_to_string(r.status), "creating");
 	cr_expect_str_eq(r.image, "img:1");
 	cr_expect_eq(r.network, 1);
 	sandbox_record_clear(&r);
-	cr_assert_eq(store_sandbox_set_status(s, "sbx_1", "running", "cid123", NULL, 3000, &err), 0);
+	cr_assert_eq(store_sandbox_set_status(s, "sbx_1", SANDBOX_RUNNING, "cid123", NULL, 3000, &err), 0);
 	cr_assert_eq(store_sandbox_get(s, "sbx_1", &r, &err), 0);
-	cr_expect_str_eq(r.status, "running");
+	cr_expect_str_eq(sandbox_status_to_string(r.status), "running");
 	cr_expect_str_eq(r.container_id, "cid123");
 	cr_expect_eq(r.updated_at_ms, 3000);
 	sandbox_record_clear(&r);
@@ -98,9 +98,9 @@ Test(store, workspace_and_sandbox_round_trip)
 	cr_assert_eq(store_sandbox_count_live(s, &live, &err), 0);
 	cr_expect_eq(live, 1);
 	cr_assert_eq(store_sandbox_touch(s, "sbx_1", 5000, &err), 0);
-	cr_assert_eq(store_sandbox_set_status(s, "sbx_1", "removed", NULL, NULL, 6000, &err), 0);
+	cr_assert_eq(store_sandbox_set_status(s, "sbx_1", SANDBOX_REMOVED, NULL, NULL, 6000, &err), 0);
 	cr_assert_eq(store_sandbox_get(s, "sbx_1", &r, &err), 0);
-	cr_expect_str_eq(r.status, "removed");
+	cr_expect_str_eq(sandbox_status_to_string(r.status), "removed");
 	cr_expect_eq(r.removed_at_ms, 6000);
 	cr_expect_eq(r.last_activity_ms, 5000);
 	sandbox_record_clear(&r);
@@ -133,7 +133,7 @@ Test(store, one_live_sandbox_per_workspace)
 	cr_expect(strstr(err->message, "ws_a") != NULL, "%s", err->message);
 	cp_error_free(err);
 	err = NULL;
-	cr_assert_eq(store_sandbox_set_status(s, "sbx_1", "failed", NULL, "boom", 10, &err), 0);
+	cr_assert_eq(store_sandbox_set_status(s, "sbx_1", SANDBOX_FAILED, NULL, "boom", 10, &err), 0);
 	cr_expect_eq(add_sandbox(s, "sbx_2", "ws_a", &err), 0, "a failed sandbox frees the workspace");
 	store_free(s);
 }
@@ -149,7 +149,7 @@ Test(store, not_found_messages_name_the_id)
 	cr_expect(strstr(err->message, "sbx_nope") && strstr(err->message, "sandbox_list"), "%s", err->message);
 	cp_error_free(err);
 	err = NULL;
-	cr_expect_lt(store_sandbox_set_status(s, "sbx_nope", "failed", NULL, NULL, 1, &err), 0);
+	cr_expect_lt(store_sandbox_set_status(s, "sbx_nope", SANDBOX_FAILED, NULL, NULL, 1, &err), 0);
 	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
 	cp_error_free(err);
 	err = NULL;

@@ -52,7 +52,7 @@ Test(store_approvals, one_pending_request_per_path_and_mode)
 	int created = 0;
 	struct approval_record a = request(s1, "approval_a", "/r/p", "clone", &created);
 	cr_expect(created);
-	cr_expect_str_eq(a.status, "pending");
+	cr_expect_str_eq(approval_status_to_string(a.status), "pending");
 	struct approval_record b = request(s2, "approval_b", "/r/p", "clone", &created);
 	cr_expect_not(created, "the same path and mode returns the same approval");
 	cr_expect_str_eq(b.id, "approval_a");
@@ -73,7 +73,7 @@ Test(store_approvals, approve_makes_the_workspace_and_is_kept)
 	struct approval_record d = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(store_approval_approve(s2, "approval_a", &ws, 200, &d, &err), 0, "%s", err ? err->message : "");
-	cr_expect_str_eq(d.status, "approved");
+	cr_expect_str_eq(approval_status_to_string(d.status), "approved");
 	cr_expect_str_eq(d.workspace_id, "ws_1");
 	cr_expect_eq(d.decided_at_ms, 200);
 	approval_record_clear(&d);
@@ -89,7 +89,7 @@ Test(store_approvals, approve_makes_the_workspace_and_is_kept)
 	/* A later request for the same path and mode finds the decision. */
 	struct approval_record again = request(s1, "approval_z", "/r/p", "clone", &created);
 	cr_expect_not(created);
-	cr_expect_str_eq(again.status, "approved");
+	cr_expect_str_eq(approval_status_to_string(again.status), "approved");
 	approval_record_clear(&again);
 	struct workspace_record w = {0};
 	cr_assert_eq(store_workspace_find_host(s2, "/r/p", "clone", &w, &err), 0);
@@ -105,7 +105,7 @@ Test(store_approvals, reject_is_kept_and_register_overrides_it)
 	struct approval_record d = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(store_approval_reject(s2, "approval_a", 200, &d, &err), 0);
-	cr_expect_str_eq(d.status, "rejected");
+	cr_expect_str_eq(approval_status_to_string(d.status), "rejected");
 	approval_record_clear(&d);
 	struct workspace_record ws = {
 	    .id = "ws_1", .mode = "direct", .path = "/r/p", .host_path = "/r/p", .created_at_ms = 5};
@@ -122,7 +122,7 @@ Test(store_approvals, reject_is_kept_and_register_overrides_it)
 	cr_expect_str_eq(got.id, "ws_1");
 	workspace_record_clear(&got);
 	cr_assert_eq(store_approval_get(s2, "approval_a", &d, &err), 0);
-	cr_expect_str_eq(d.status, "approved", "the operator's registration decides");
+	cr_expect_str_eq(approval_status_to_string(d.status), "approved", "the operator's registration decides");
 	cr_expect_str_eq(d.workspace_id, "ws_1");
 	approval_record_clear(&d);
 	/* Registering again reuses the workspace. */

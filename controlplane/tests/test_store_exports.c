@@ -67,11 +67,11 @@ Test(store_exports, rebuild_keeps_rows_and_exposures_of_an_older_registry)
 	cr_assert_eq(store_open(db, &st, &err), 0, "%s", err ? err->message : "");
 	struct sandbox_record s = {0};
 	cr_assert_eq(store_sandbox_get(st, "sbx_a", &s, &err), 0);
-	cr_assert_str_eq(s.status, "running");
+	cr_assert_str_eq(sandbox_status_to_string(s.status), "running");
 	cr_assert_eq(s.last_activity_ms, 7);
 	cr_assert_eq(s.unsaved, -1, "not known yet");
 	cr_assert_eq(s.disk_bytes, 4096, "0008's column is kept");
-	cr_assert_null(s.removing_from);
+	cr_assert_null(sandbox_status_to_string(s.removing_from));
 	sandbox_record_clear(&s);
 	struct sandbox_mount_record *mounts = NULL;
 	size_t n_mounts = 0;
@@ -112,7 +112,7 @@ static struct store *open_with_sandbox(void)
 	cr_assert_eq(store_workspace_insert(st, &w, &err), 0);
 	struct sandbox_record s = {.id = "sbx_c",
 	                           .workspace_id = "ws_c",
-	                           .status = "running",
+	                           .status = SANDBOX_RUNNING,
 	                           .container_name = "sbx_c",
 	                           .image = "img",
 	                           .network = 1,
@@ -125,8 +125,8 @@ Test(store_exports, expired_is_not_live_and_revives)
 {
 	struct store *st = open_with_sandbox();
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_sandbox_set_status(st, "sbx_c", "expired", NULL, "idle; the save failed", 10, &err), 0, "%s",
-	             err ? err->message : "");
+	cr_assert_eq(store_sandbox_set_status(st, "sbx_c", SANDBOX_EXPIRED, NULL, "idle; the save failed", 10, &err), 0,
+	             "%s", err ? err->message : "");
 	int live = -1;
 	cr_assert_eq(store_sandbox_count_live(st, &live, &err), 0);
 	cr_assert_eq(live, 0);
@@ -140,7 +140,7 @@ Test(store_exports, expired_is_not_live_and_revives)
 	sandbox_record_clear(&s);
 	cr_assert_eq(store_sandbox_revive(st, "sbx_c", 20, &err), 0);
 	cr_assert_eq(store_sandbox_get(st, "sbx_c", &s, &err), 0);
-	cr_assert_str_eq(s.status, "running");
+	cr_assert_str_eq(sandbox_status_to_string(s.status), "running");
 	cr_assert_null(s.failure_reason);
 	cr_assert_eq(s.last_activity_ms, 20);
 	sandbox_record_clear(&s);
@@ -159,13 +159,13 @@ Test(store_exports, removing_stays_live_while_its_container_may_exist)
 	cr_assert_eq(store_sandbox_set_removing(st, "sbx_c", 30, &err), 0, "%s", err ? err->message : "");
 	struct sandbox_record s = {0};
 	cr_assert_eq(store_sandbox_get(st, "sbx_c", &s, &err), 0);
-	cr_assert_str_eq(s.status, "removing");
-	cr_assert_str_eq(s.removing_from, "running");
+	cr_assert_str_eq(sandbox_status_to_string(s.status), "removing");
+	cr_assert_str_eq(sandbox_status_to_string(s.removing_from), "running");
 	cr_assert(store_sandbox_is_live(&s));
 	sandbox_record_clear(&s);
 	cr_assert_eq(store_sandbox_set_removing(st, "sbx_c", 31, &err), 0, "a second time keeps what it replaced");
 	cr_assert_eq(store_sandbox_get_live_for_workspace(st, "ws_c", &s, &err), 0);
-	cr_assert_str_eq(s.removing_from, "running");
+	cr_assert_str_eq(sandbox_status_to_string(s.removing_from), "running");
 	sandbox_record_clear(&s);
 	int live = -1;
 	cr_assert_eq(store_sandbox_count_live(st, &live, &err), 0);
@@ -185,7 +185,7 @@ Test(store_exports, removing_stays_live_while_its_container_may_exist)
 	cp_error_freep(&err);
 	/* Removed at last: the workspace is free, and a removed row is never
 	 * turned back into 'removing'. */
-	cr_assert_eq(store_sandbox_set_status(st, "sbx_c", "removed", NULL, NULL, 40, &err), 0);
+	cr_assert_eq(store_sandbox_set_status(st, "sbx_c", SANDBOX_REMOVED, NULL, NULL, 40, &err), 0);
 	cr_assert_eq(store_sandbox_set_removing(st, "sbx_c", 41, &err), -1);
 	cr_assert_eq(err->code, CP_ERR_NOT_FOUND);
 	cp_error_freep(&err);
@@ -194,7 +194,7 @@ Test(store_exports, removing_stays_live_while_its_container_may_exist)
 	 * stays the live one. */
 	struct sandbox_record failed = {.id = "sbx_f",
 	                                .workspace_id = "ws_c",
-	                                .status = "failed",
+	                                .status = SANDBOX_FAILED,
 	                                .container_name = "sbx_f",
 	                                .image = "img",
 	                                .network = 1,

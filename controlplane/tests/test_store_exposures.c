@@ -27,7 +27,7 @@ static void setup(void)
 	for (int i = 0; i < 2; i++) {
 		struct sandbox_record s = {.id = (char *)ids[i][0],
 		                           .workspace_id = (char *)ids[i][1],
-		                           .status = "running",
+		                           .status = SANDBOX_RUNNING,
 		                           .container_name = (char *)ids[i][0],
 		                           .image = "img:1",
 		                           .network = 1,
@@ -164,7 +164,7 @@ Test(store_exposures, list_delete_and_cascade)
 
 	/* Marking a sandbox removed keeps its rows (lifecycle removes them with
 	 * the forwarders); deleting the sandbox row takes them along. */
-	cr_assert_eq(store_sandbox_set_status(st, "sbx_b", "removed", NULL, NULL, 5, &err), 0);
+	cr_assert_eq(store_sandbox_set_status(st, "sbx_b", SANDBOX_REMOVED, NULL, NULL, 5, &err), 0);
 	cr_assert_eq(store_exposure_list(st, "sbx_b", &rows, &n, &err), 0);
 	cr_assert_eq(n, 1);
 	clear_all(rows, n);

@@ -45,7 +45,7 @@ static void add(struct store *s, const char *id, int pooled, const char *image, 
 	cr_assert_eq(store_workspace_insert(s, &w, &err), 0, "%s", err ? err->message : "");
 	struct sandbox_record r = {.id = (char *)id,
 	                           .workspace_id = ws,
-	                           .status = "running",
+	                           .status = SANDBOX_RUNNING,
 	                           .container_name = (char *)id,
 	                           .image = (char *)image,
 	                           .network = 1,

@@ -117,12 +117,10 @@ static int64_t rows(const char *where)
 {
 	char sql[256];
 	snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM audit WHERE %s", where);
-	sqlite3_stmt *st = NULL;
-	cr_assert_eq(sqlite3_prepare_v2(store->db, sql, -1, &st, NULL), SQLITE_OK, "%s", sql);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	cr_assert_eq(store_prepare(store, &st, sql, "count audit rows", NULL), 0, "%s", sql);
 	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-	int64_t n = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return n;
+	return sqlite3_column_int64(st, 0);
 }
 
 static void registry_writable(int yes)

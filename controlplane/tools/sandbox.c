@@ -51,7 +51,7 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 {
 	struct json_object *o = xjson_object();
 	add_str(o, "sandbox_id", s->id);
-	add_str(o, "status", s->status);
+	add_str(o, "status", sandbox_status_to_string(s->status));
 	add_str(o, "workspace_id", s->workspace_id);
 	struct workspace_record w = {0};
 	struct cp_error *e = NULL;
@@ -69,7 +69,7 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 		xjson_add(o, "memory_bytes", xjson_int64(s->memory_bytes));
 	if (s->disk_bytes > 0)
 		xjson_add(o, "disk_bytes", xjson_int64(s->disk_bytes));
-	else if (!strcmp(s->status, "running") || !strcmp(s->status, "creating"))
+	else if (s->status == SANDBOX_RUNNING || s->status == SANDBOX_CREATING)
 		add_str(o, "disk_note", lifecycle_disk_note(app->lc));
 	char paused[700];
 	if (lifecycle_disk_paused(app->lc, s->id, paused, sizeof(paused)))
@@ -245,7 +245,7 @@ int tool_sandbox_get(const struct mcp_call *call, const struct mcp_args *args, s
 	if (store_sandbox_get(app->store, id, &s, err) < 0)
 		return -1;
 	struct json_object *o = tools_sandbox_json(app, &s);
-	if (strcmp(s.status, "running") == 0) {
+	if (s.status == SANDBOX_RUNNING) {
 		/* The helper knows the sessions; an unreachable helper is reported, not fatal. */
 		struct helper_channel *ch = NULL;
 		struct cp_error *e = NULL;

@@ -59,7 +59,8 @@ HELPER_TESTS := $(BUILD)/test_helper
 VM_BIN := $(BUILD)/chat2sbx-vm
 VM_TESTS := $(BUILD)/test_vm
 FUZZ_DIR := controlplane/fuzz
-FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_export_pack fuzz_patch_parse fuzz_tool_args fuzz_rpc_params
+FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_export_pack fuzz_patch_parse fuzz_tool_args fuzz_rpc_params \
+	fuzz_export_bundle
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
@@ -158,6 +159,8 @@ FUZZ_SRCS_fuzz_docker_demux := controlplane/docker/demux.c
 FUZZ_SRCS_fuzz_helper_frame := template/helper/frame.c template/helper/hlog.c controlplane/base/xalloc.c
 FUZZ_SRCS_fuzz_export_pack := controlplane/export/pack_check.c controlplane/base/error.c \
 	controlplane/base/xalloc.c controlplane/base/clock.c
+FUZZ_SRCS_fuzz_export_bundle := controlplane/export/bundle.c controlplane/policy/refs.c controlplane/base/text.c \
+	controlplane/base/error.c controlplane/base/xalloc.c
 FUZZ_SRCS_fuzz_rpc_params := template/helper/rpc.c template/helper/hlog.c controlplane/base/xalloc.c \
 	controlplane/base/xjson.c
 FUZZ_SRCS_fuzz_tool_args := $(FUZZ_SRCS_fuzz_mcp_request)

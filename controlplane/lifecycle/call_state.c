@@ -78,7 +78,7 @@ void lifecycle_call_state_remember(struct lifecycle *lc, const char *id, const s
 	if (!c) {
 		lc->channels = xrealloc(lc->channels, (lc->n_channels + 1) * sizeof(*lc->channels));
 		c = &lc->channels[lc->n_channels++];
-		*c = (struct lifecycle_channel){.sandbox_id = xstrdup(id)};
+		*c = (struct lifecycle_channel){.sandbox_id = xstrdup(id), .owner_fd = -1};
 	}
 	lifecycle_call_state_clear(c);
 	row_copy(&c->row, s);

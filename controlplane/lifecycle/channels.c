@@ -4,12 +4,91 @@
  * attaches, create, reconcile and recovery, comes through here). A small
  * array under a mutex: tens of sandboxes at most per machine, so a linear
  * scan is cheaper than a hash table's upkeep. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "../base/log.h"
 #include "../base/xalloc.h"
 #include "lifecycle_internal.h"
+
+/* STATE_DIR/attach/<id>; 0 when it does not fit. */
+static int owner_path(struct lifecycle *lc, const char *id, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/attach/%s", lc->cfg->state_dir, id);
+	return n > 0 && (size_t)n < size;
+}
+
+/* Closes an entry's owner lock; with forget, removes its file first (while
+ * still holding it, so no other holder can be inside). */
+static void owner_release(struct lifecycle *lc, struct lifecycle_channel *c, int forget)
+{
+	if (c->owner_fd < 0)
+		return;
+	char path[4096];
+	if (forget && owner_path(lc, c->sandbox_id, path, sizeof(path)))
+		(void)unlink(path);
+	close(c->owner_fd);
+	c->owner_fd = -1;
+}
+
+/* The entry of id, made (without a channel) when missing; under lc->lock. */
+static struct lifecycle_channel *entry_make(struct lifecycle *lc, const char *id)
+{
+	for (size_t i = 0; i < lc->n_channels; i++)
+		if (strcmp(lc->channels[i].sandbox_id, id) == 0)
+			return &lc->channels[i];
+	lc->channels = xrealloc(lc->channels, (lc->n_channels + 1) * sizeof(*lc->channels));
+	lc->channels[lc->n_channels] = (struct lifecycle_channel){.sandbox_id = xstrdup(id), .owner_fd = -1};
+	return &lc->channels[lc->n_channels++];
+}
+
+int lifecycle_channel_own(struct lifecycle *lc, const char *id)
+{
+	pthread_mutex_lock(&lc->lock);
+	int held = 0;
+	for (size_t i = 0; i < lc->n_channels; i++)
+		if (strcmp(lc->channels[i].sandbox_id, id) == 0)
+			held = lc->channels[i].owner_fd >= 0;
+	pthread_mutex_unlock(&lc->lock);
+	if (held)
+		return 1;
+	char path[4096];
+	if (!lc->cfg || !lc->cfg->state_dir || !owner_path(lc, id, path, sizeof(path)))
+		return -1;
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s/attach", lc->cfg->state_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		log_debug("lifecycle", "make '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		log_debug("lifecycle", "open '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		close(fd);
+		if (e == EWOULDBLOCK)
+			return 0;
+		log_debug("lifecycle", "lock '%s': %s", path, strerror(e));
+		return -1;
+	}
+	pthread_mutex_lock(&lc->lock);
+	struct lifecycle_channel *c = entry_make(lc, id);
+	if (c->owner_fd >= 0)
+		close(fd); /* another thread of ours took it meanwhile */
+	else
+		c->owner_fd = fd;
+	pthread_mutex_unlock(&lc->lock);
+	return 1;
+}
 
 struct helper_channel *lifecycle_channel_get(struct lifecycle *lc, const char *id)
 {
@@ -29,16 +108,9 @@ void lifecycle_channel_put(struct lifecycle *lc, const char *id, struct helper_c
 {
 	pthread_mutex_lock(&lc->lock);
 	struct helper_channel *old = NULL;
-	size_t i = 0;
-	while (i < lc->n_channels && strcmp(lc->channels[i].sandbox_id, id) != 0)
-		i++;
-	if (i < lc->n_channels) {
-		old = lc->channels[i].channel;
-		lc->channels[i].channel = ch;
-	} else {
-		lc->channels = xrealloc(lc->channels, (lc->n_channels + 1) * sizeof(*lc->channels));
-		lc->channels[lc->n_channels++] = (struct lifecycle_channel){.sandbox_id = xstrdup(id), .channel = ch};
-	}
+	struct lifecycle_channel *c = entry_make(lc, id);
+	old = c->channel;
+	c->channel = ch;
 	pthread_mutex_unlock(&lc->lock);
 	if (old)
 		helper_channel_unref(old);
@@ -54,6 +126,7 @@ void lifecycle_channel_drop(struct lifecycle *lc, const char *id)
 	for (size_t i = 0; i < lc->n_channels; i++)
 		if (strcmp(lc->channels[i].sandbox_id, id) == 0) {
 			old = lc->channels[i].channel;
+			owner_release(lc, &lc->channels[i], 1);
 			lifecycle_call_state_clear(&lc->channels[i]);
 			free(lc->channels[i].sandbox_id);
 			lc->channels[i] = lc->channels[--lc->n_channels];
@@ -74,6 +147,7 @@ void lifecycle_channels_clear(struct lifecycle *lc)
 	pthread_mutex_unlock(&lc->lock);
 	for (size_t i = 0; i < n; i++) {
 		helper_channel_unref(list[i].channel);
+		owner_release(lc, &list[i], 0);
 		lifecycle_call_state_clear(&list[i]);
 		free(list[i].sandbox_id);
 	}
@@ -131,6 +205,7 @@ int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *c
                      struct helper_channel **ret_channel, struct cp_error **err)
 {
 	struct helper_channel *ch = NULL;
+	(void)lifecycle_channel_own(lc, sandbox_id); /* when it can (another process may use it) */
 	if (lifecycle_attach_unlisted(lc, sandbox_id, container, &ch, err) < 0)
 		return -1;
 	if (ret_channel)

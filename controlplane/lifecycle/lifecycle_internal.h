@@ -17,6 +17,7 @@ struct lifecycle_channel {
 	char *sandbox_id;               /* owned */
 	struct helper_channel *channel; /* one reference owned by the table; NULL once dropped dead */
 	char boot_id[40];               /* the helper start last greeted (recovery.c); "" = not yet */
+	int owner_fd;                   /* flocked STATE_DIR/attach/<id> (lifecycle_channel_own); -1 = none */
 	/* What a tool call needs of the sandbox, held so a call on a healthy
 	 * sandbox reads nothing from the registry (call_state.c): its row as
 	 * last seen running (row.id NULL = not known: the next call loads it)
@@ -133,6 +134,18 @@ size_t lifecycle_channels_drop_dead(struct lifecycle *lc);
  * A sandbox without an entry gets none recorded. */
 void lifecycle_channel_boot_swap(struct lifecycle *lc, const char *id, const char *boot_id, char *prev, size_t size);
 void lifecycle_channels_clear(struct lifecycle *lc);
+/* Marks this process as the one using sandbox id's helper channel: an
+ * flock(2) LOCK_EX|LOCK_NB on STATE_DIR/attach/<id> (made 0600, never
+ * through a symlink), kept in the table entry (made without a channel when
+ * missing) until lifecycle_channel_drop (which removes the file) or
+ * lifecycle_channels_clear. Every attach takes it when it can; serve's
+ * periodic re-attach pass attaches only where it holds it, so it never
+ * attaches beside another process (the doctor's probe, a CLI command) that
+ * is using the helper: two writers on one helper's stdin interleave their
+ * frames. Returns 1 held (now or before), 0 another process holds it, -1
+ * could not tell (the directory or file could not be made; logged at
+ * debug). Never blocks but on the table's lock. */
+int lifecycle_channel_own(struct lifecycle *lc, const char *id);
 
 /* What a call needs of a running sandbox, in memory (call_state.c), all
  * under lc->lock. remember copies s (status running) and its n mounts m

@@ -185,6 +185,7 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		                    "container again; retry in a few seconds",
 		                    s->id, d.reason[0] ? d.reason : "its container is not running");
 
+	(void)lifecycle_channel_own(lc, s->id); /* when it can (another process may use it) */
 	/* Not in the table until the mount checks passed: no call may use it
 	 * before (a concurrent call meanwhile finds the old, closed channel
 	 * and waits for attach_lock). */
@@ -275,6 +276,13 @@ int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err)
 		helper_channel_unref(ch);
 		if (alive)
 			continue;
+		/* Another process (the doctor's probe, a CLI command) is using its
+		 * helper: attaching beside it would interleave our frames with its
+		 * on the helper's stdin. Its next call or a later pass attaches. */
+		if (lifecycle_channel_own(lc, s->id) == 0) {
+			log_debug("lifecycle", "re-attach sandbox %s: another chat2sbx process uses it; later", s->id);
+			continue;
+		}
 		_cleanup_error_ struct cp_error *e = NULL;
 		ch = NULL;
 		int engine_down = 0;

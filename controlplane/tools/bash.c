@@ -58,6 +58,36 @@ static int64_t yield_arg(struct tools_app *app, const struct mcp_args *args)
 	                          app->cfg->max_yield_ms);
 }
 
+/* A bash snapshot's delivery range (proto.h, "Delivery and
+ * acknowledgement"): the part of the session's output this answer carries.
+ * Only the channel's acknowledgement needs it, so it is read here and
+ * stripped from every snapshot before it leaves (finish); this file is the
+ * one place that knows these fields. */
+#define BASH_RANGE_START "output_start"
+#define BASH_RANGE_END "output_end"
+
+static int bash_delivery_range(struct json_object *result, const char **ret_key, int64_t *ret_start,
+                               int64_t *ret_end)
+{
+	struct json_object *sid = NULL, *start = NULL, *end = NULL;
+	if (!json_object_object_get_ex(result, "session_id", &sid) || !json_object_is_type(sid, json_type_string) ||
+	    !json_object_object_get_ex(result, BASH_RANGE_START, &start) ||
+	    !json_object_is_type(start, json_type_int) ||
+	    !json_object_object_get_ex(result, BASH_RANGE_END, &end) || !json_object_is_type(end, json_type_int))
+		return 0;
+	*ret_key = json_object_get_string(sid);
+	*ret_start = json_object_get_int64(start);
+	*ret_end = json_object_get_int64(end);
+	return *ret_start >= 0 && *ret_end > *ret_start;
+}
+
+const struct helper_receipts tool_bash_receipts = {
+    .range = bash_delivery_range,
+    .key_name = "session_id",
+    .ack_method = "bash.ack",
+    .nack_method = "bash.nack",
+};
+
 /* Checks that a snapshot is the one asked for and has the fields the
  * outputSchema promises, then adds sandbox_id. Takes res; on failure it is
  * put and *err says the helper's answer was malformed. */
@@ -81,8 +111,8 @@ static int finish(struct json_object *res, const char *sandbox_id, const char *s
 		                    sandbox_id, session_id);
 	}
 	/* The delivery range is for the channel's acknowledgement only. */
-	json_object_object_del(res, "output_start");
-	json_object_object_del(res, "output_end");
+	json_object_object_del(res, BASH_RANGE_START);
+	json_object_object_del(res, BASH_RANGE_END);
 	xjson_add(res, "sandbox_id", xjson_string(sandbox_id));
 	*ret = res;
 	return 0;

@@ -67,7 +67,8 @@ struct pending {
 struct helper_channel {
 	int fd;
 	char *name; /* the sandbox id, shown as "sandbox '<name>'" */
-	const struct helper_receipts *receipts; /* borrowed; NULL = acknowledge nothing */
+	/* What answers carry a range to acknowledge (borrowed; NULL = none). */
+	const struct helper_receipts *receipts;
 	pthread_t reader;
 	int refs; /* atomic */
 
@@ -124,8 +125,8 @@ static const char *reason_of(struct helper_channel *ch)
 
 /* The delivery range an answer msg carries, as ch->receipts reads it from
  * its result: 1 with the borrowed key and [start, end), else 0. */
-static int delivery_range(struct helper_channel *ch, struct json_object *msg, const char **ret_key,
-                          int64_t *ret_start, int64_t *ret_end)
+static int delivery_range(struct helper_channel *ch, struct json_object *msg, const char **ret_key, int64_t *ret_start,
+                          int64_t *ret_end)
 {
 	struct json_object *res = NULL;
 	if (!ch->receipts || !json_object_object_get_ex(msg, "result", &res) ||

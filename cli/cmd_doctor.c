@@ -14,6 +14,7 @@
 #include "docker/docker.h"
 #include "lifecycle/lifecycle.h"
 #include "ops/ops.h"
+#include "tools/tools.h"
 #include "base/xjson.h"
 
 static void print_report(struct cli *cli, const struct ops_probe_report *r)
@@ -67,9 +68,12 @@ int cmd_doctor(struct cli *cli, int argc, char **argv)
 	if (!cli->json)
 		printf("doctor: creating a probe sandbox and attacking it from inside ...\n");
 	fflush(stdout);
-	if (controlplane_open_store(cli->cfg, &store, &err) < 0 ||
-	    docker_engine_new(cli->cfg->docker_socket, &engine, &err) < 0 ||
-	    lifecycle_new(cli->cfg, store, engine, &lc, &err) < 0 || ops_isolation_probe(lc, &r, &err) < 0) {
+	int ready = controlplane_open_store(cli->cfg, &store, &err) == 0 &&
+	            docker_engine_new(cli->cfg->docker_socket, &engine, &err) == 0 &&
+	            lifecycle_new(cli->cfg, store, engine, &lc, &err) == 0;
+	if (ready)
+		lifecycle_channel_receipts_set(lc, &tool_bash_receipts);
+	if (!ready || ops_isolation_probe(lc, &r, &err) < 0) {
 		status = cli_fail(err);
 	} else {
 		ops_endpoint_probe(cli->cfg, &r); /* the running serve's endpoint */

@@ -13,6 +13,7 @@
 #include "controlplane.h"
 #include "docker/docker.h"
 #include "lifecycle/lifecycle.h"
+#include "tools/tools.h"
 
 static const char *when(int64_t ms, char *buf, size_t size)
 {
@@ -95,6 +96,7 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id,
 		docker_engine_free(engine);
 		return cli_fail(err);
 	}
+	lifecycle_channel_receipts_set(lc, &tool_bash_receipts);
 	struct lifecycle_destroy_options opts = {
 	    .force = force, .reason = "destroy", .actor = "cli", .wait_ms = LIFECYCLE_EXPORT_WAIT_LONG_MS};
 	struct lifecycle_destroy_result res = {0};

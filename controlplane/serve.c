@@ -285,6 +285,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	if (check_runtime_inputs(cfg, engine, err) < 0 || ops_firewall_serve_start(cfg, engine, err) < 0 ||
 	    lifecycle_new(cfg, store, engine, &lc, err) < 0)
 		goto out;
+	lifecycle_channel_receipts_set(lc, &tool_bash_receipts);
 	/* A container an earlier serve paused for a full disk would not answer
 	 * its re-attach; the guard then looks before anything is created. */
 	lifecycle_disk_unpause_leftovers(lc);

@@ -2,10 +2,11 @@
  * stream's fd, a reader thread (demultiplex → split lines → hand each answer
  * to the caller waiting on its id) and the table of calls in flight. Moves
  * JSON-RPC frames only, and never decides anything about a sandbox (that is
- * tools/ and policy/). The one thing it reads inside results is the delivery
- * range of a bash snapshot (output_start/output_end), to tell the helper
- * whether the answer reached a caller (bash.ack) or not (bash.nack), and the
- * one thing it adds to params is its attach_id in hello (proto.h). */
+ * tools/ and policy/) nor reads a tool's fields: whether an answer carries a
+ * delivery range is asked of the channel's struct helper_receipts (supplied
+ * by the tool that owns the range), and the channel only tells the helper
+ * whether that answer reached a caller (ack) or not (nack). The one thing it
+ * adds to params is its attach_id in hello (proto.h). */
 #include "helper.h"
 
 #include <errno.h>
@@ -36,18 +37,19 @@
 /* A line buffer grown past this by one large answer is released afterwards. */
 #define HELPER_KEEP_LINE_BUFFER (1u * 1024 * 1024)
 /* Acknowledgements waiting for the wire, at most; beyond, the oldest is
- * dropped (a lost bash.ack repeats output after a re-attach; a lost
- * bash.nack loses it until then). */
+ * dropped (for bash, proto.h: a lost ack repeats output after a
+ * re-attach; a lost nack loses it until then). */
 #define HELPER_ACK_QUEUE_MAX 256
 /* How long one acknowledgement may wait for the helper to read it (ms). */
 #define HELPER_ACK_SEND_MS 2000
 
-/* One notification waiting to be written (proto.h): bash.ack, bash.nack,
- * or the attach that opens every channel. */
+/* One notification waiting to be written (proto.h): an acknowledgement
+ * (receipts->ack_method), its refusal (receipts->nack_method), or the
+ * attach that opens every channel. */
 enum ack_kind { ACK_NACK, ACK_ACK, ACK_ATTACH };
 struct ack {
 	enum ack_kind kind;
-	char *session_id; /* NULL for ACK_ATTACH */
+	char *key; /* receipts->key_name's value; NULL for ACK_ATTACH */
 	int64_t start, end;
 };
 
@@ -65,6 +67,8 @@ struct pending {
 struct helper_channel {
 	int fd;
 	char *name; /* the sandbox id, shown as "sandbox '<name>'" */
+	/* What answers carry a range to acknowledge (borrowed; NULL = none). */
+	const struct helper_receipts *receipts;
 	pthread_t reader;
 	int refs; /* atomic */
 
@@ -119,47 +123,37 @@ static const char *reason_of(struct helper_channel *ch)
 	return ch->close_reason ? ch->close_reason : "the channel is closed";
 }
 
-/* The delivery range of a bash snapshot in msg (proto.h, "Delivery and
- * acknowledgement"): 1 with the borrowed session id and [start, end) when
- * the result carries output_start < output_end, else 0. */
-static int delivery_range(struct json_object *msg, const char **ret_sid, int64_t *ret_start, int64_t *ret_end)
+/* The delivery range an answer msg carries, as ch->receipts reads it from
+ * its result: 1 with the borrowed key and [start, end), else 0. */
+static int delivery_range(struct helper_channel *ch, struct json_object *msg, const char **ret_key, int64_t *ret_start,
+                          int64_t *ret_end)
 {
-	struct json_object *res = NULL, *v = NULL;
-	if (!json_object_object_get_ex(msg, "result", &res) || !json_object_is_type(res, json_type_object) ||
-	    !json_object_object_get_ex(res, "session_id", &v) || !json_object_is_type(v, json_type_string))
+	struct json_object *res = NULL;
+	if (!ch->receipts || !json_object_object_get_ex(msg, "result", &res) ||
+	    !json_object_is_type(res, json_type_object))
 		return 0;
-	*ret_sid = json_object_get_string(v);
-	if (!json_object_object_get_ex(res, "output_start", &v) || !json_object_is_type(v, json_type_int))
-		return 0;
-	*ret_start = json_object_get_int64(v);
-	if (!json_object_object_get_ex(res, "output_end", &v) || !json_object_is_type(v, json_type_int))
-		return 0;
-	*ret_end = json_object_get_int64(v);
-	return *ret_start >= 0 && *ret_end > *ret_start;
+	return ch->receipts->range(res, ret_key, ret_start, ret_end) == 1 && *ret_start >= 0 && *ret_end > *ret_start;
 }
 
 /* Queues an acknowledgement (ch->lock held). A range continuing the last
- * queued one of the same kind and session extends it. */
-static void ack_push_locked(struct helper_channel *ch, enum ack_kind kind, const char *sid, int64_t start, int64_t end)
+ * queued one of the same kind and key extends it. */
+static void ack_push_locked(struct helper_channel *ch, enum ack_kind kind, const char *key, int64_t start, int64_t end)
 {
-	if (ch->nacks && sid) {
+	if (ch->nacks && key) {
 		struct ack *last = &ch->acks[ch->nacks - 1];
-		if (last->kind == kind && last->session_id && last->end == start &&
-		    strcmp(last->session_id, sid) == 0) {
+		if (last->kind == kind && last->key && last->end == start && strcmp(last->key, key) == 0) {
 			last->end = end;
 			return;
 		}
 	}
-	char *copy = sid ? xstrdup(sid) : NULL;
-	if (sid && !copy)
-		return;
+	char *copy = key ? xstrdup(key) : NULL;
 	if (ch->nacks == HELPER_ACK_QUEUE_MAX) {
 		log_debug("helper", "sandbox '%s': acknowledgement queue full; dropped the oldest", ch->name);
-		free(ch->acks[0].session_id);
+		free(ch->acks[0].key);
 		memmove(ch->acks, ch->acks + 1, (HELPER_ACK_QUEUE_MAX - 1) * sizeof(ch->acks[0]));
 		ch->nacks--;
 	}
-	ch->acks[ch->nacks++] = (struct ack){.kind = kind, .session_id = copy, .start = start, .end = end};
+	ch->acks[ch->nacks++] = (struct ack){.kind = kind, .key = copy, .start = start, .end = end};
 }
 
 /* Writes every queued acknowledgement. The caller owns the wire (writing)
@@ -177,16 +171,18 @@ static void acks_drain_locked_return(struct helper_channel *ch)
 		pthread_mutex_unlock(&ch->lock);
 		_cleanup_json_ struct json_object *n = xjson_object();
 		struct json_object *params = xjson_object();
+		const char *method = "attach";
 		if (a.kind == ACK_ATTACH) {
 			xjson_add(params, "attach_id", xjson_string(ch->attach_id));
 		} else {
-			xjson_add(params, "session_id", xjson_string(a.session_id));
+			/* Queued only when receipts were given (dispatch_frame). */
+			method = a.kind == ACK_ACK ? ch->receipts->ack_method : ch->receipts->nack_method;
+			xjson_add(params, ch->receipts->key_name, xjson_string(a.key));
 			xjson_add(params, "start", xjson_int64(a.start));
 			xjson_add(params, "end", xjson_int64(a.end));
 		}
-		static const char *const methods[] = {"bash.nack", "bash.ack", "attach"};
 		xjson_add(n, "jsonrpc", xjson_string("2.0"));
-		xjson_add(n, "method", xjson_string(methods[a.kind]));
+		xjson_add(n, "method", xjson_string(method));
 		xjson_add(n, "params", params);
 		size_t len = 0, sent = 0;
 		const char *text = json_object_to_json_string_length(n, JSON_C_TO_STRING_PLAIN, &len);
@@ -197,8 +193,8 @@ static void acks_drain_locked_return(struct helper_channel *ch)
 		if (r < 0 && sent > 0)
 			channel_kill(ch, "an acknowledgement was cut off mid-line after %zu bytes", sent);
 		else if (r < 0)
-			log_debug("helper", "sandbox '%s': dropped a '%s' notification", ch->name, methods[a.kind]);
-		free(a.session_id);
+			log_debug("helper", "sandbox '%s': dropped a '%s' notification", ch->name, method);
+		free(a.key);
 		pthread_mutex_lock(&ch->lock);
 	}
 }
@@ -242,9 +238,9 @@ static void dispatch_frame(struct helper_channel *ch, const char *line, size_t l
 		return;
 	}
 	int64_t id = json_object_get_int64(idv);
-	const char *sid = NULL;
+	const char *key = NULL;
 	int64_t start = 0, end = 0;
-	int range = delivery_range(msg, &sid, &start, &end);
+	int range = delivery_range(ch, msg, &key, &start, &end);
 	pthread_mutex_lock(&ch->lock);
 	struct pending *p = ch->pending;
 	while (p && (p->id != id || p->done))
@@ -252,7 +248,7 @@ static void dispatch_frame(struct helper_channel *ch, const char *line, size_t l
 	/* Matched under the lock, the caller takes the answer for sure
 	 * (wait_answer looks at done first): it was delivered. */
 	if (range)
-		ack_push_locked(ch, p ? ACK_ACK : ACK_NACK, sid, start, end);
+		ack_push_locked(ch, p ? ACK_ACK : ACK_NACK, key, start, end);
 	if (p) {
 		p->response = TAKE_PTR(msg);
 		p->done = 1;
@@ -379,7 +375,7 @@ static void channel_destroy(struct helper_channel *ch)
 	pthread_mutex_destroy(&ch->lock);
 	pthread_cond_destroy(&ch->write_cond);
 	for (size_t i = 0; i < ch->nacks; i++)
-		free(ch->acks[i].session_id);
+		free(ch->acks[i].key);
 	free(ch->close_reason);
 	free(ch->name);
 	free(ch);
@@ -410,7 +406,8 @@ static void attach_id_new(char out[33])
  * "sandbox '<name>'". *ret_channel holds one reference. Errors:
  * INVALID_ARGUMENT for a bad fd, INTERNAL when the reader thread cannot be
  * started. Never blocks. */
-int helper_channel_new(int fd, const char *name, struct helper_channel **ret_channel, struct cp_error **err)
+int helper_channel_new(int fd, const char *name, const struct helper_receipts *receipts,
+                       struct helper_channel **ret_channel, struct cp_error **err)
 {
 	_cleanup_close_ int owned = fd;
 	if (fd < 0)
@@ -419,6 +416,7 @@ int helper_channel_new(int fd, const char *name, struct helper_channel **ret_cha
 		name = "?";
 	struct helper_channel *ch = xcalloc(1, sizeof(*ch));
 	ch->name = xstrdup(name);
+	ch->receipts = receipts;
 	pthread_mutex_init(&ch->lock, NULL);
 	clock_cond_init(&ch->write_cond);
 	cp_buf_init(&ch->out_line, PROTO_MAX_REPLY_FRAME);

@@ -3,9 +3,13 @@
  * newline-delimited JSON-RPC 2.0 (template/helper/proto.h is the wire format).
  * Requests carry ids so calls on one sandbox overlap: a long bash.poll does not
  * block a file.read. A reader thread demultiplexes the stream, splits lines,
- * and wakes the caller waiting on each id. Never parses tool semantics. */
+ * and wakes the caller waiting on each id. Never parses tool semantics: what
+ * an answer asks to be acknowledged is read by the tool that owns it, through
+ * struct helper_receipts. */
 #ifndef CP_HELPER_H
 #define CP_HELPER_H
+
+#include <stdint.h>
 
 #include "../base/error.h"
 
@@ -13,8 +17,26 @@ struct json_object;
 struct helper_channel;
 struct cp_cancel;
 
+/* How a channel acknowledges answers that carry a delivery range
+ * (template/helper/proto.h, "Delivery and acknowledgement"). The channel
+ * knows no tool: the tool whose answers carry a range supplies these
+ * (tools/bash.c, tool_bash_receipts), and the channel only queues and
+ * writes the notifications. Static data; the channel borrows it. */
+struct helper_receipts {
+	/* Reads the range the "result" object of an answer carries (result
+	 * borrowed): 1 with *ret_key borrowed from result and the range
+	 * [*ret_start, *ret_end) (start < end), 0 when there is none. Called
+	 * on the reader thread; must not block. */
+	int (*range)(struct json_object *result, const char **ret_key, int64_t *ret_start, int64_t *ret_end);
+	const char *key_name;    /* the params member that carries the key ("session_id") */
+	const char *ack_method;  /* written when a waiting caller took the answer */
+	const char *nack_method; /* written when nobody waited for it any more */
+};
+
 /* Takes ownership of fd (a hijacked attach stream, see docker_container_attach)
- * and starts the reader thread. name (copied) is used in messages
+ * and starts the reader thread. receipts (borrowed, static; NULL = nothing
+ * is acknowledged) says which answers carry a delivery range and how to
+ * acknowledge them. name (copied) is used in messages
  * ("sandbox 'sbx_…'"). *ret_channel holds the caller's one reference
  * (helper_channel_unref). fd is the channel's even on failure (closed then),
  * as every function that takes ownership does (controlplane/README.md,
@@ -25,10 +47,12 @@ struct cp_cancel;
  * sent but never saw acknowledged (template/helper/proto.h, "Delivery and
  * acknowledgement"). Request ids start at a random point per channel, so an
  * answer written for an earlier attachment matches no call. For every answer
- * carrying a bash delivery range (output_start < output_end) the channel
- * writes bash.ack when a waiting caller took it, bash.nack when nobody waited
- * any more (timed out or cancelled), ahead of any later request. */
-int helper_channel_new(int fd, const char *name, struct helper_channel **ret_channel, struct cp_error **err);
+ * in which receipts->range finds a range the channel writes
+ * receipts->ack_method when a waiting caller took it, receipts->nack_method
+ * when nobody waited any more (timed out or cancelled, or an answer to no
+ * call), ahead of any later request. */
+int helper_channel_new(int fd, const char *name, const struct helper_receipts *receipts,
+                       struct helper_channel **ret_channel, struct cp_error **err);
 
 /* Ends the channel now and drops the caller's reference: the stream is
  * shut down and every pending call fails at once with UNAVAILABLE ("the

@@ -198,7 +198,13 @@ int lifecycle_attach_unlisted(struct lifecycle *lc, const char *sandbox_id, cons
 	int fd = -1;
 	if (docker_container_attach(lc->engine, container, 10000, &fd, err) < 0)
 		return -1;
-	return helper_channel_new(fd, sandbox_id, ret_channel, err); /* the channel owns fd even on failure */
+	/* the channel owns fd even on failure */
+	return helper_channel_new(fd, sandbox_id, lc->receipts, ret_channel, err);
+}
+
+void lifecycle_channel_receipts_set(struct lifecycle *lc, const struct helper_receipts *receipts)
+{
+	lc->receipts = receipts;
 }
 
 int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,

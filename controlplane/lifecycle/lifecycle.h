@@ -61,6 +61,12 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 /* Closes every helper channel; the containers keep running (a restart of
  * serve loses no sandbox). Accepts NULL. */
 void lifecycle_free(struct lifecycle *lc);
+/* Says how every helper channel opened from now on acknowledges answers
+ * (borrowed, static; helper_channel_new): the tool layer supplies it
+ * (tools/bash.c's tool_bash_receipts), since lifecycle reads no tool's
+ * fields. Call it right after lifecycle_new, before any sandbox is
+ * attached; until then channels acknowledge nothing. */
+void lifecycle_channel_receipts_set(struct lifecycle *lc, const struct helper_receipts *receipts);
 
 /* ---- runtimes (lifecycle/runtime_vm.c, issue 15) ---- */
 

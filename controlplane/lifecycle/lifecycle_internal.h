@@ -37,6 +37,8 @@ struct lifecycle {
 	pthread_mutex_t lock;         /* guards channels */
 	struct lifecycle_channel *channels;
 	size_t n_channels;
+	/* Given to every channel opened (borrowed, static; NULL = none). */
+	const struct helper_receipts *receipts;
 	int network_ready;           /* LIFECYCLE_NETWORK exists (under attach_lock) */
 	pthread_mutex_t attach_lock; /* one (re-)attach at a time, so a sandbox never gets two channels */
 	struct lifecycle_pool *pool; /* warm pool (pool.c); NULL = none */

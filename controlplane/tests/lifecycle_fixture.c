@@ -8,6 +8,7 @@
 
 #include "lifecycle_fixture.h"
 #include "store/store_internal.h"
+#include "tools/tools.h"
 
 struct lc_fixture fx;
 
@@ -34,6 +35,7 @@ void lc_fixture_start(const struct fake_route *routes, size_t n)
 		cr_assert_eq(docker_engine_new(fake.sock, &fx.engine, &err), 0, "%s", err ? err->message : "");
 	}
 	cr_assert_eq(lifecycle_new(&fx.cfg, fx.store, fx.engine, &fx.lc, &err), 0, "%s", err ? err->message : "");
+	lifecycle_channel_receipts_set(fx.lc, &tool_bash_receipts);
 }
 
 void lc_fixture_setup(const char *tag, const struct fake_route *routes, size_t n)

@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "helper/helper.h"
+#include "tools/tools.h"
 #include "proto.h"
 
 /* ---- the fake helper's side ---- */
@@ -158,7 +159,7 @@ static void start(void (*script)(struct fake *))
 	fake.fd = sv[1];
 	fake.script = script;
 	struct cp_error *err = NULL;
-	cr_assert_eq(helper_channel_new(sv[0], "sbx_test", &ch, &err), 0);
+	cr_assert_eq(helper_channel_new(sv[0], "sbx_test", &tool_bash_receipts, &ch, &err), 0);
 	cr_assert_eq(pthread_create(&fake.thread, NULL, fake_main, &fake), 0);
 }
 
@@ -635,7 +636,7 @@ Test(helper_channel, bad_arguments)
 	cr_assert_eq(err->code, CP_ERR_INVALID_ARGUMENT);
 	cp_error_free(err);
 	err = NULL;
-	cr_assert_lt(helper_channel_new(-1, "x", &ch, &err), 0);
+	cr_assert_lt(helper_channel_new(-1, "x", NULL, &ch, &err), 0);
 	cr_assert_eq(err->code, CP_ERR_INVALID_ARGUMENT);
 	cp_error_free(err);
 	finish();

@@ -55,7 +55,7 @@ static void running_sandbox(void)
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	struct helper_channel *ch = NULL;
 	struct cp_error *err = NULL;
-	cr_assert_eq(helper_channel_new(sv[0], "sbx_a", &ch, &err), 0);
+	cr_assert_eq(helper_channel_new(sv[0], "sbx_a", &tool_bash_receipts, &ch, &err), 0);
 	peer = sv[1];
 	lifecycle_channel_put(fx.lc, "sbx_a", ch);
 }

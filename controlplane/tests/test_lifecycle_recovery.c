@@ -152,7 +152,7 @@ Test(helper_channel_eof, every_waiting_call_fails_at_once_with_unavailable)
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	struct helper_channel *ch = NULL;
 	struct cp_error *err = NULL;
-	cr_assert_eq(helper_channel_new(sv[0], "sbx_eof", &ch, &err), 0);
+	cr_assert_eq(helper_channel_new(sv[0], "sbx_eof", NULL, &ch, &err), 0);
 	enum { N = 4 };
 	struct waiter w[N];
 	for (int i = 0; i < N; i++) {

@@ -43,6 +43,12 @@ int tools_audit_gate(void *ctx, const struct mcp_request_record *rec, int64_t *r
  * call it once before threads share the table (serve does, at start). */
 const struct mcp_tool *tools_table_plain(size_t *ret_n);
 
+/* How helper channels acknowledge bash output (tools/bash.c): a bash
+ * snapshot's delivery range (output_start/output_end, proto.h "Delivery and
+ * acknowledgement") is acknowledged with bash.ack or bash.nack. Give it to
+ * lifecycle_channel_receipts_set wherever a lifecycle is made. Static. */
+extern const struct helper_receipts tool_bash_receipts;
+
 /* initialize's instructions: the workflow in a few lines; the first 512
  * characters stand alone (DESIGN.md, MCP surface). */
 extern const char tools_instructions[];

@@ -63,6 +63,7 @@ int check_session_id(const char *id, size_t len, struct rpc_error *err)
 
 int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
+	struct bash_state *st = bash_state();
 	(void)ret_result;
 	struct session *s;
 	int64_t yield_ms;
@@ -70,7 +71,7 @@ int bash_rpc_poll(json_object *id, json_object *params, json_object **ret_result
 	if (param_session(params, &s, err) < 0 || param_yield(params, &yield_ms, err) < 0 ||
 	    param_output(params, &bound, err) < 0)
 		return -1;
-	if (nwaiters >= BASH_MAX_WAITERS)
+	if (st->nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
 	waiter_add(WAIT_POLL, id, s, bash_clock_ms() + yield_ms, bound);
 	return 1;
@@ -141,12 +142,13 @@ int bash_rpc_input(json_object *id, json_object *params, json_object **ret_resul
 
 int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
+	struct bash_state *st = bash_state();
 	(void)ret_result;
 	struct session *s;
 	struct output_bound bound;
 	if (param_session(params, &s, err) < 0 || param_output(params, &bound, err) < 0)
 		return -1;
-	if (nwaiters >= BASH_MAX_WAITERS)
+	if (st->nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
 	int64_t now = bash_clock_ms();
 	/* After the shell exited, background jobs and whatever else the
@@ -160,14 +162,15 @@ int bash_rpc_stop(json_object *id, json_object *params, json_object **ret_result
 
 int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
+	struct bash_state *st = bash_state();
 	(void)id;
 	(void)params;
 	(void)err;
 	json_object *list = xjson_array();
-	size_t recent_from = nsessions > BASH_LIST_RECENT ? nsessions - BASH_LIST_RECENT : 0;
+	size_t recent_from = st->nsessions > BASH_LIST_RECENT ? st->nsessions - BASH_LIST_RECENT : 0;
 	size_t hidden = 0;
-	for (size_t i = 0; i < nsessions; i++) {
-		struct session *s = sessions[i];
+	for (size_t i = 0; i < st->nsessions; i++) {
+		struct session *s = st->sessions[i];
 		if (s->hidden) {
 			hidden++;
 			continue;
@@ -210,8 +213,8 @@ int bash_rpc_list(json_object *id, json_object *params, json_object **ret_result
 	size_t listed = json_object_array_length(list);
 	json_object *r = xjson_object();
 	xjson_add(r, "sessions", list);
-	xjson_add(r, "total", xjson_int64((int64_t)(nsessions - hidden)));
-	xjson_add(r, "truncated", xjson_bool(listed < nsessions - hidden));
+	xjson_add(r, "total", xjson_int64((int64_t)(st->nsessions - hidden)));
+	xjson_add(r, "truncated", xjson_bool(listed < st->nsessions - hidden));
 	*ret_result = r;
 	return 0;
 }
@@ -270,19 +273,20 @@ void bash_nack(json_object *params)
 
 size_t bash_attach_reset(void)
 {
+	struct bash_state *st = bash_state();
 	size_t rewound = 0;
 	/* Waiting replies belong to the previous attachment: their ids mean
 	 * nothing (or something else) to the new one. Their sessions go on. */
-	while (waiters) {
-		struct waiter *w = waiters;
-		waiters = w->next;
+	while (st->waiters) {
+		struct waiter *w = st->waiters;
+		st->waiters = w->next;
 		w->session->waiters--;
 		json_object_put(w->id);
 		free(w);
 	}
-	nwaiters = 0;
-	for (size_t i = 0; i < nsessions; i++) {
-		struct session *s = sessions[i];
+	st->nwaiters = 0;
+	for (size_t i = 0; i < st->nsessions; i++) {
+		struct session *s = st->sessions[i];
 		if (s->delivered > s->acked) {
 			s->delivered = s->acked;
 			rewound++;

@@ -116,18 +116,27 @@ struct waiter {
 	struct waiter *next;
 };
 
-/* The table (bash_session.c). */
-extern struct session **sessions;
-extern size_t nsessions, sessions_cap;
-extern struct waiter *waiters;
-extern size_t nwaiters;
-extern uint64_t seq_counter;
-/* Sessions behind the pollfds last handed out, in the same order. */
-extern struct session **polled;
-extern size_t npolled;
-extern struct proctree procs;
+/* Everything the bash_*.c files share: the session table, the waiting
+ * replies and the last /proc scan. One instance, owned by bash_session.c
+ * and reached only through bash_state(); no file declares another's
+ * mutable globals. The helper is single-threaded, so no lock. */
+struct bash_state {
+	struct session **sessions; /* owned, in start order */
+	size_t nsessions, cap;
+	struct waiter *waiters; /* owned, in arrival order */
+	size_t nwaiters;
+	uint64_t seq; /* the last sequence number given to a start or an end */
+	/* Sessions behind the pollfds last handed out, in the same order: at
+	 * most BASH_POLLFDS_PER_SESSION * cap entries. */
+	struct session **polled;
+	size_t npolled;
+	struct proctree procs; /* the last scan of /proc, reused */
+};
 
 /* bash_session.c */
+/* The helper's one bash state (never NULL; lives until the process ends,
+ * its contents are released by bash_free). */
+struct bash_state *bash_state(void);
 /* Whether anything of s may still run: its keeper, or (keeper lost)
  * leftovers the last scan found. */
 bool session_has_processes(const struct session *s);

@@ -12,10 +12,11 @@
  * Sessions of an earlier helper never count (their pids mean nothing). */
 static bool pid_is_keeper(pid_t pid)
 {
+	struct bash_state *st = bash_state();
 	if (spare_is(pid))
 		return true;
-	for (size_t i = 0; i < nsessions; i++)
-		if (sessions[i]->keeper == pid)
+	for (size_t i = 0; i < st->nsessions; i++)
+		if (st->sessions[i]->keeper == pid)
 			return true;
 	return false;
 }
@@ -53,8 +54,9 @@ size_t session_signal(struct session *s, struct proctree *t, int sig)
 /* Fresh scan into procs; false (logged once) when /proc cannot be read. */
 bool procs_scan(void)
 {
+	struct bash_state *st = bash_state();
 	static bool warned;
-	int r = proctree_scan(&procs);
+	int r = proctree_scan(&st->procs);
 	if (r < 0 && !warned) {
 		warned = true;
 		hlog_error("cannot read the process table in /proc (%s); bash.stop and timeouts cannot reach the "
@@ -82,7 +84,8 @@ static void kill_begin_in(struct session *s, enum kill_reason reason, int64_t no
 
 void kill_begin(struct session *s, enum kill_reason reason, int64_t now)
 {
-	kill_begin_in(s, reason, now, procs_scan() ? &procs : NULL);
+	struct bash_state *st = bash_state();
+	kill_begin_in(s, reason, now, procs_scan() ? &st->procs : NULL);
 }
 
 /* One SIGKILL round on s in t: processes forked while the last round was
@@ -109,51 +112,54 @@ static void keeper_drain(struct session *s);
 
 size_t bash_pollfds(struct pollfd *fds, size_t cap)
 {
-	npolled = 0;
-	for (size_t i = 0; i < nsessions && npolled < cap; i++) {
-		struct session *s = sessions[i];
+	struct bash_state *st = bash_state();
+	st->npolled = 0;
+	for (size_t i = 0; i < st->nsessions && st->npolled < cap; i++) {
+		struct session *s = st->sessions[i];
 		if (s->pipe_fd >= 0 && !s->out_held) {
-			fds[npolled] = (struct pollfd){.fd = s->pipe_fd, .events = POLLIN};
-			polled[npolled++] = s;
+			fds[st->npolled] = (struct pollfd){.fd = s->pipe_fd, .events = POLLIN};
+			st->polled[st->npolled++] = s;
 		}
-		if (s->in_fd >= 0 && s->inlen > 0 && npolled < cap) {
-			fds[npolled] = (struct pollfd){.fd = s->in_fd, .events = POLLOUT};
-			polled[npolled++] = s;
+		if (s->in_fd >= 0 && s->inlen > 0 && st->npolled < cap) {
+			fds[st->npolled] = (struct pollfd){.fd = s->in_fd, .events = POLLOUT};
+			st->polled[st->npolled++] = s;
 		}
-		if (s->keeper_fd >= 0 && npolled < cap) {
-			fds[npolled] = (struct pollfd){.fd = s->keeper_fd, .events = POLLIN};
-			polled[npolled++] = s;
+		if (s->keeper_fd >= 0 && st->npolled < cap) {
+			fds[st->npolled] = (struct pollfd){.fd = s->keeper_fd, .events = POLLIN};
+			st->polled[st->npolled++] = s;
 		}
 	}
-	return npolled;
+	return st->npolled;
 }
 
 void bash_pollfds_handle(const struct pollfd *fds, size_t n)
 {
+	struct bash_state *st = bash_state();
 	/* No descriptor is opened in between, so a number still names the
 	 * stream it was polled for (or was closed). */
-	for (size_t i = 0; i < n && i < npolled; i++) {
+	for (size_t i = 0; i < n && i < st->npolled; i++) {
 		if (!fds[i].revents)
 			continue;
-		if (polled[i]->pipe_fd == fds[i].fd && fds[i].events == POLLIN)
-			session_read(polled[i], READ_BUDGET);
-		else if (polled[i]->in_fd == fds[i].fd && fds[i].events == POLLOUT)
-			input_flush(polled[i]);
-		else if (polled[i]->keeper_fd == fds[i].fd)
-			keeper_drain(polled[i]);
+		if (st->polled[i]->pipe_fd == fds[i].fd && fds[i].events == POLLIN)
+			session_read(st->polled[i], READ_BUDGET);
+		else if (st->polled[i]->in_fd == fds[i].fd && fds[i].events == POLLOUT)
+			input_flush(st->polled[i]);
+		else if (st->polled[i]->keeper_fd == fds[i].fd)
+			keeper_drain(st->polled[i]);
 	}
-	npolled = 0;
+	st->npolled = 0;
 }
 
 /* The shell's end: its wait status as the keeper (or, after the keeper's
  * death, the helper) reaped it. */
-static void session_end(struct session *s, int st)
+static void session_end(struct session *s, int wstatus)
 {
+	struct bash_state *st = bash_state();
 	s->ended = true;
 	s->ended_at_ms = wall_ms();
-	s->ended_seq = ++seq_counter;
-	s->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	s->term_sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	s->ended_seq = ++st->seq;
+	s->exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+	s->term_sig = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
 	/* Input after the shell's exit is refused (CONFLICT). */
 	input_close(s);
 	s->status = s->kill == KILL_STOP      ? SESSION_KILLED
@@ -248,9 +254,10 @@ static void keeper_reaped(struct session *s, int st)
 
 static struct session *session_by_keeper(pid_t pid)
 {
-	for (size_t i = 0; i < nsessions; i++)
-		if (sessions[i]->keeper == pid)
-			return sessions[i];
+	struct bash_state *st = bash_state();
+	for (size_t i = 0; i < st->nsessions; i++)
+		if (st->sessions[i]->keeper == pid)
+			return st->sessions[i];
 	return NULL;
 }
 
@@ -259,8 +266,9 @@ static struct session *session_by_keeper(pid_t pid)
  * reused: the shell ended and its report is still in the pipe.) */
 static struct session *session_by_orphaned_shell(pid_t pid)
 {
-	for (size_t i = 0; i < nsessions; i++) {
-		struct session *s = sessions[i];
+	struct bash_state *st = bash_state();
+	for (size_t i = 0; i < st->nsessions; i++) {
+		struct session *s = st->sessions[i];
 		if (s->ended || s->pid != pid)
 			continue;
 		if (s->keeper > 0) {
@@ -276,11 +284,12 @@ static struct session *session_by_orphaned_shell(pid_t pid)
 
 void bash_reap(void)
 {
-	int st;
+	struct bash_state *st = bash_state();
+	int wstatus;
 	pid_t pid;
-	while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+	while ((pid = waitpid(-1, &wstatus, WNOHANG | WUNTRACED)) > 0) {
 		struct session *s = session_by_keeper(pid);
-		if (WIFSTOPPED(st)) {
+		if (WIFSTOPPED(wstatus)) {
 			/* A stopped keeper (SIGSTOP from the sandbox) would neither
 			 * reap nor report: let it go on. */
 			if (s || spare_is(pid))
@@ -294,12 +303,12 @@ void bash_reap(void)
 			continue;
 		}
 		if (s) {
-			keeper_reaped(s, st);
+			keeper_reaped(s, wstatus);
 			continue;
 		}
 		s = session_by_orphaned_shell(pid);
 		if (s) {
-			session_end(s, st);
+			session_end(s, wstatus);
 			continue;
 		}
 		hlog_debug("reaped process %d", (int)pid);
@@ -307,29 +316,30 @@ void bash_reap(void)
 	/* Sessions that lost their keeper: a reap may have been the last of
 	 * them (bash.stop waits for that). */
 	bool scanned = false;
-	for (size_t i = 0; i < nsessions; i++) {
-		struct session *s = sessions[i];
+	for (size_t i = 0; i < st->nsessions; i++) {
+		struct session *s = st->sessions[i];
 		if (!s->keeper_lost || !s->leftovers)
 			continue;
 		if (!scanned && !procs_scan())
 			return;
 		scanned = true;
-		session_signal(s, &procs, 0);
+		session_signal(s, &st->procs, 0);
 	}
 }
 
 int64_t bash_next_deadline(void)
 {
+	struct bash_state *st = bash_state();
 	int64_t best = -1;
 #define CONSIDER(t)                                                                                                    \
 	do {                                                                                                           \
 		if ((t) > 0 && (best < 0 || (t) < best))                                                               \
 			best = (t);                                                                                    \
 	} while (0)
-	for (struct waiter *w = waiters; w; w = w->next)
+	for (struct waiter *w = st->waiters; w; w = w->next)
 		CONSIDER(w->deadline);
-	for (size_t i = 0; i < nsessions; i++) {
-		struct session *s = sessions[i];
+	for (size_t i = 0; i < st->nsessions; i++) {
+		struct session *s = st->sessions[i];
 		if (session_has_processes(s))
 			CONSIDER(s->timeout_at);
 		CONSIDER(s->kill_at);
@@ -341,11 +351,12 @@ int64_t bash_next_deadline(void)
 
 void bash_tick(void)
 {
+	struct bash_state *st = bash_state();
 	int64_t now = bash_clock_ms();
 	bool scanned = false;
 	struct proctree *table = NULL;
-	for (size_t i = 0; i < nsessions; i++) {
-		struct session *s = sessions[i];
+	for (size_t i = 0; i < st->nsessions; i++) {
+		struct session *s = st->sessions[i];
 		/* timeout_ms bounds everything the session started: after the
 		 * shell's exit it still ends what the shell left behind (the
 		 * session keeps the shell's status then). */
@@ -361,7 +372,7 @@ void bash_tick(void)
 			/* One scan for every session due in this tick. */
 			if (!scanned && session_has_processes(s)) {
 				scanned = true;
-				table = procs_scan() ? &procs : NULL;
+				table = procs_scan() ? &st->procs : NULL;
 			}
 			kill_round(s, table, now);
 		}
@@ -372,8 +383,9 @@ void bash_tick(void)
 
 static bool any_session_has_processes(void)
 {
-	for (size_t i = 0; i < nsessions; i++)
-		if (session_has_processes(sessions[i]))
+	struct bash_state *st = bash_state();
+	for (size_t i = 0; i < st->nsessions; i++)
+		if (session_has_processes(st->sessions[i]))
 			return true;
 	return false;
 }
@@ -383,10 +395,11 @@ static bool any_session_has_processes(void)
  * that often. SIGCHLD arrives on sigfd. */
 static void shutdown_wait(int sigfd, int64_t deadline, int kill_every_ms)
 {
+	struct bash_state *st = bash_state();
 	for (;;) {
 		bash_reap();
-		for (size_t i = 0; i < nsessions; i++)
-			keeper_drain(sessions[i]);
+		for (size_t i = 0; i < st->nsessions; i++)
+			keeper_drain(st->sessions[i]);
 		if (!any_session_has_processes())
 			return;
 		int64_t now = bash_clock_ms(), left = deadline - now;
@@ -394,9 +407,9 @@ static void shutdown_wait(int sigfd, int64_t deadline, int kill_every_ms)
 			return;
 		if (kill_every_ms > 0) {
 			bool scanned = procs_scan();
-			for (size_t i = 0; i < nsessions; i++)
-				if (session_has_processes(sessions[i]))
-					kill_round(sessions[i], scanned ? &procs : NULL, now);
+			for (size_t i = 0; i < st->nsessions; i++)
+				if (session_has_processes(st->sessions[i]))
+					kill_round(st->sessions[i], scanned ? &st->procs : NULL, now);
 			if (left > kill_every_ms)
 				left = kill_every_ms;
 		}
@@ -411,16 +424,17 @@ static void shutdown_wait(int sigfd, int64_t deadline, int kill_every_ms)
 
 void bash_shutdown(int sigfd)
 {
+	struct bash_state *st = bash_state();
 	int64_t now = bash_clock_ms();
 	spare_drop_all(true); /* they exit at end of file; reaped below */
-	for (size_t i = 0; i < nsessions; i++)
-		if (!sessions[i]->ended)
-			sessions[i]->interrupted = true;
+	for (size_t i = 0; i < st->nsessions; i++)
+		if (!st->sessions[i]->ended)
+			st->sessions[i]->interrupted = true;
 	/* One scan for all sessions: a shutdown may stop hundreds. */
 	bool scanned = procs_scan();
-	for (size_t i = 0; i < nsessions; i++)
-		if (session_has_processes(sessions[i]))
-			kill_begin_in(sessions[i], KILL_STOP, now, scanned ? &procs : NULL);
+	for (size_t i = 0; i < st->nsessions; i++)
+		if (session_has_processes(st->sessions[i]))
+			kill_begin_in(st->sessions[i], KILL_STOP, now, scanned ? &st->procs : NULL);
 	shutdown_wait(sigfd, now + PROTO_KILL_GRACE_MS, 0);
 	shutdown_wait(sigfd, bash_clock_ms() + 500, 20);
 	waiters_answer(true);

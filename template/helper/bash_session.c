@@ -1,19 +1,19 @@
 /* bash_session.c: the table of bash sessions (bash.h): lookup, counts,
  * pruning of old ended sessions, the record beside each log (sessmeta.h),
  * the sessions an earlier helper left (restore) and freeing. Owns the
- * table and the waiting-reply list's storage; never signals a process. */
+ * one struct bash_state (the table, the waiting-reply list's storage,
+ * the last /proc scan) that the other bash_*.c files reach through
+ * bash_state(); never signals a process. */
 
 #include "bash_internal.h"
 
-struct session **sessions;
-size_t nsessions, sessions_cap;
-struct waiter *waiters;
-size_t nwaiters;
-uint64_t seq_counter;
-/* Sessions behind the pollfds last handed out, in the same order. */
-struct session **polled; /* at most BASH_POLLFDS_PER_SESSION entries per session */
-size_t npolled;
-struct proctree procs; /* the last scan of /proc, reused */
+/* The one instance; reached through bash_state(). */
+static struct bash_state state;
+
+struct bash_state *bash_state(void)
+{
+	return &state;
+}
 
 int64_t bash_clock_ms(void)
 {
@@ -36,25 +36,28 @@ bool session_has_processes(const struct session *s)
 
 struct session *session_find(const char *id)
 {
-	for (size_t i = 0; i < nsessions; i++)
-		if (strcmp(sessions[i]->id, id) == 0)
-			return sessions[i];
+	struct bash_state *st = bash_state();
+	for (size_t i = 0; i < st->nsessions; i++)
+		if (strcmp(st->sessions[i]->id, id) == 0)
+			return st->sessions[i];
 	return NULL;
 }
 
 size_t running_count(void)
 {
+	struct bash_state *st = bash_state();
 	size_t n = 0;
-	for (size_t i = 0; i < nsessions; i++)
-		n += !sessions[i]->ended;
+	for (size_t i = 0; i < st->nsessions; i++)
+		n += !st->sessions[i]->ended;
 	return n;
 }
 
 size_t bash_session_count(size_t *ret_running)
 {
+	struct bash_state *st = bash_state();
 	if (ret_running)
 		*ret_running = running_count();
-	return nsessions;
+	return st->nsessions;
 }
 
 const char *status_name(enum session_status s)
@@ -125,12 +128,13 @@ void session_persist(struct session *s)
 
 static void session_forget(size_t i)
 {
-	struct session *s = sessions[i];
+	struct bash_state *st = bash_state();
+	struct session *s = st->sessions[i];
 	hlog_debug("forgetting session '%s' (log %s stays)", s->id, s->log_path);
 	sessmeta_remove(paths_log_dir(), s->id);
 	/* Keep creation order for bash.list. */
-	memmove(sessions + i, sessions + i + 1, (nsessions - i - 1) * sizeof *sessions);
-	nsessions--;
+	memmove(st->sessions + i, st->sessions + i + 1, (st->nsessions - i - 1) * sizeof *st->sessions);
+	st->nsessions--;
 	session_free(s);
 }
 
@@ -140,16 +144,17 @@ static void session_forget(size_t i)
  * waiting replies stay. */
 void sessions_prune(void)
 {
-	size_t finished = nsessions - running_count();
+	struct bash_state *st = bash_state();
+	size_t finished = st->nsessions - running_count();
 	while (finished > BASH_MAX_FINISHED) {
 		ssize_t pick = -1;
-		for (size_t i = 0; i < nsessions; i++) {
-			struct session *s = sessions[i];
+		for (size_t i = 0; i < st->nsessions; i++) {
+			struct session *s = st->sessions[i];
 			if (!s->ended || s->waiters)
 				continue;
 			if (pick < 0)
 				pick = (ssize_t)i;
-			struct session *p = sessions[pick];
+			struct session *p = st->sessions[pick];
 			bool s_closed = s->pipe_fd < 0 && !session_has_processes(s),
 			     p_closed = p->pipe_fd < 0 && !session_has_processes(p);
 			if ((s_closed && !p_closed) || (s_closed == p_closed && s->ended_seq < p->ended_seq))
@@ -164,13 +169,14 @@ void sessions_prune(void)
 
 void sessions_add(struct session *s)
 {
-	if (nsessions == sessions_cap) {
-		size_t cap = sessions_cap ? sessions_cap * 2 : 64;
-		sessions = xrealloc(sessions, cap * sizeof *sessions);
-		polled = xrealloc(polled, BASH_POLLFDS_PER_SESSION * cap * sizeof *polled);
-		sessions_cap = cap;
+	struct bash_state *st = bash_state();
+	if (st->nsessions == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 64;
+		st->sessions = xrealloc(st->sessions, cap * sizeof *st->sessions);
+		st->polled = xrealloc(st->polled, BASH_POLLFDS_PER_SESSION * cap * sizeof *st->polled);
+		st->cap = cap;
 	}
-	sessions[nsessions++] = s;
+	st->sessions[st->nsessions++] = s;
 }
 
 /* ---- sessions of an earlier helper (sessmeta.h) ---- */
@@ -180,15 +186,16 @@ void sessions_add(struct session *s)
  * pid means nothing to this helper. */
 static struct session *session_restored(const struct sessmeta *m, const char *boot_text)
 {
+	struct bash_state *st = bash_state();
 	struct session *s = xcalloc(1, sizeof *s);
 	snprintf(s->id, sizeof s->id, "%s", m->id);
 	s->pipe_fd = s->log_fd = s->in_fd = s->keeper_fd = -1;
 	s->command = xstrdup(m->command ? m->command : "");
 	s->log_path = xasprintf("%s/%s.log", paths_log_dir(), m->id);
 	s->log_fd = open(s->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	struct stat st;
-	if (s->log_fd >= 0 && fstat(s->log_fd, &st) == 0 && S_ISREG(st.st_mode))
-		s->total = (uint64_t)st.st_size;
+	struct stat lst;
+	if (s->log_fd >= 0 && fstat(s->log_fd, &lst) == 0 && S_ISREG(lst.st_mode))
+		s->total = (uint64_t)lst.st_size;
 	/* Delivery resumes after what the control plane acknowledged: a reply
 	 * the old helper sent but nobody received is sent again. */
 	s->delivered = m->acked < s->total ? m->acked : s->total;
@@ -213,8 +220,8 @@ static struct session *session_restored(const struct sessmeta *m, const char *bo
 		                      "is in %s)",
 		                      boot_text, s->log_path);
 	}
-	s->seq = ++seq_counter;
-	s->ended_seq = ++seq_counter;
+	s->seq = ++st->seq;
+	s->ended_seq = ++st->seq;
 	return s;
 }
 
@@ -250,19 +257,20 @@ size_t bash_restore(int64_t boot_wall_ms)
 
 void bash_free(void)
 {
-	while (waiters) {
-		struct waiter *w = waiters;
-		waiters = w->next;
+	struct bash_state *st = bash_state();
+	while (st->waiters) {
+		struct waiter *w = st->waiters;
+		st->waiters = w->next;
 		json_object_put(w->id);
 		free(w);
 	}
-	nwaiters = 0;
-	for (size_t i = 0; i < nsessions; i++)
-		session_free(sessions[i]);
-	free(sessions);
-	free(polled);
-	sessions = polled = NULL;
-	nsessions = sessions_cap = npolled = 0;
-	proctree_free(&procs);
+	st->nwaiters = 0;
+	for (size_t i = 0; i < st->nsessions; i++)
+		session_free(st->sessions[i]);
+	free(st->sessions);
+	free(st->polled);
+	st->sessions = st->polled = NULL;
+	st->nsessions = st->cap = st->npolled = 0;
+	proctree_free(&st->procs);
 	spare_drop_all(false);
 }

@@ -192,6 +192,7 @@ static int start_spawn(struct session *s, const char *cwd, int rows, int cols, s
 
 int bash_rpc_start(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
+	struct bash_state *st = bash_state();
 	(void)ret_result;
 	const char *sid, *command;
 	size_t sid_len, cmd_len;
@@ -228,7 +229,7 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 		    err, "LIMIT",
 		    "%d sessions are already running; stop some with bash_stop first (sandbox_get lists them)",
 		    BASH_MAX_RUNNING);
-	if (nwaiters >= BASH_MAX_WAITERS)
+	if (st->nwaiters >= BASH_MAX_WAITERS)
 		return rpc_fail(err, "LIMIT", "%d requests are already waiting; retry later", BASH_MAX_WAITERS);
 	char *cwd;
 	if (start_check_cwd(params, &cwd, err) < 0)
@@ -249,7 +250,7 @@ int bash_rpc_start(json_object *id, json_object *params, json_object **ret_resul
 		return -1;
 	}
 	int64_t now = bash_clock_ms();
-	s->seq = ++seq_counter;
+	s->seq = ++st->seq;
 	s->started_at_ms = wall_ms();
 	s->timeout_at = timeout_ms ? now + timeout_ms : 0;
 	sessions_add(s);

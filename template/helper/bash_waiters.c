@@ -8,17 +8,18 @@
 
 void waiter_add(enum waiter_kind kind, json_object *id, struct session *s, int64_t deadline, struct output_bound bound)
 {
+	struct bash_state *st = bash_state();
 	struct waiter *w = xcalloc(1, sizeof *w);
 	w->kind = kind;
 	w->id = json_object_get(id);
 	w->session = s;
 	w->deadline = deadline;
 	w->bound = bound;
-	struct waiter **tail = &waiters;
+	struct waiter **tail = &st->waiters;
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = w;
-	nwaiters++;
+	st->nwaiters++;
 	s->waiters++;
 }
 
@@ -38,8 +39,9 @@ static bool waiter_ready(const struct waiter *w, int64_t now)
  * first gets the new output and the second keeps waiting. */
 void waiters_answer(bool force)
 {
+	struct bash_state *st = bash_state();
 	int64_t now = bash_clock_ms();
-	struct waiter **pp = &waiters;
+	struct waiter **pp = &st->waiters;
 	while (*pp) {
 		struct waiter *w = *pp;
 		if (!force && !waiter_ready(w, now)) {
@@ -47,7 +49,7 @@ void waiters_answer(bool force)
 			continue;
 		}
 		*pp = w->next;
-		nwaiters--;
+		st->nwaiters--;
 		w->session->waiters--;
 		rpc_send_result(w->id, session_snapshot(w->session, w->bound));
 		json_object_put(w->id);

@@ -26,7 +26,7 @@ SANITIZE ?= address,undefined
 # ---- sources (one folder per layer; see controlplane/README.md) ----
 CP_LIB_SRCS := $(sort $(wildcard controlplane/base/*.c controlplane/config/*.c controlplane/store/*.c \
 	controlplane/docker/*.c controlplane/helper/*.c controlplane/mcp/*.c controlplane/policy/*.c \
-	controlplane/lifecycle/*.c controlplane/export/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c \
+	controlplane/lifecycle/*.c controlplane/guard/*.c controlplane/export/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c \
 	controlplane/firewall/*.c)) \
 	controlplane/serve.c
 CLI_SRCS := $(sort $(wildcard cli/*.c))
@@ -325,7 +325,7 @@ bench: all $(BENCH_LOADCLIENT)
 # costs on a repository of 5 000 loose objects and 300 branches (issue 23;
 # e2e/bench/git_tree_bench.c, README "No link, FIFO or device anywhere in .git").
 GIT_TREE_BENCH := $(BUILD)/bench/git_tree_bench
-GIT_TREE_BENCH_OBJS := $(addprefix $(BUILD)/obj/controlplane/,lifecycle/git_tree.o policy/git_tree.o policy/refs.o \
+GIT_TREE_BENCH_OBJS := $(addprefix $(BUILD)/obj/controlplane/,guard/git_tree.o policy/git_tree.o policy/refs.o \
 	base/error.o base/xalloc.o)
 
 $(GIT_TREE_BENCH): e2e/bench/git_tree_bench.c $(GIT_TREE_BENCH_OBJS)

@@ -21,7 +21,7 @@ static struct docker_engine *engine_or_null(const struct config *cfg)
 		fprintf(stderr,
 		        "chat2sbx: warning: %s; bridges of networks an older chat2sbx made are not named (the %s* ones "
 		        "are)\n",
-		        e->message, LIFECYCLE_BRIDGE_PREFIX);
+		        e->message, POLICY_BRIDGE_PREFIX);
 		cp_error_free(e);
 		return NULL;
 	}

@@ -111,7 +111,7 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id,
 		size_t n = 0;
 		struct cp_error *e2 = NULL;
 		char label[4200];
-		snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_REGISTRY, cli->cfg->database_path);
+		snprintf(label, sizeof(label), "%s=%s", POLICY_LABEL_REGISTRY, cli->cfg->database_path);
 		if (docker_container_list(engine, label, &cs, &n, &e2) == 0) {
 			for (size_t i = 0; i < n; i++) {
 				if (r < 0 && strcmp(cs[i].name, id) == 0 && !force) {

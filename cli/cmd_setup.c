@@ -93,9 +93,9 @@ static void step_engine(struct setup *s, struct docker_engine **ret_engine)
  * `make template-vm` builds (a long build, so setup does not start it). */
 static void step_runtime(struct setup *s, struct docker_engine *engine)
 {
-	struct lifecycle_runtime_choice c;
+	struct guard_runtime_choice c;
 	struct cp_error *e = NULL;
-	if (lifecycle_runtime_probe(s->cfg, engine, &c, &e) < 0) {
+	if (guard_runtime_probe(s->cfg, engine, &c, &e) < 0) {
 		step(s, "runtime", STEP_FAILED, "%s", e->message);
 		cp_error_free(e);
 		return;
@@ -285,7 +285,7 @@ static void step_firewall(struct setup *s, struct docker_engine *engine)
 	if (!s->cfg->firewall) {
 		step(s, "firewall", STEP_NOTHING,
 		     "disabled (CHAT2SBX_FIREWALL=0): this host's own firewall must keep the sandbox bridges "
-		     "(" LIFECYCLE_BRIDGE_PREFIX "*) off its services; 'chat2sbx doctor' attacks it");
+		     "(" POLICY_BRIDGE_PREFIX "*) off its services; 'chat2sbx doctor' attacks it");
 		return;
 	}
 	if (!firewall_permitted()) {

@@ -166,16 +166,16 @@ static const char *label_of(struct json_object *image, const char *key)
 }
 
 /* Which runtime sandboxes get and why, decided as serve decides it
- * (lifecycle_runtime_probe); for vm its accelerator, the TCG warning and
+ * (guard_runtime_probe); for vm its accelerator, the TCG warning and
  * whether its image is built (sandboxes are made from it, so a missing one
  * makes the template missing for readiness). */
 static void status_runtime(const struct config *cfg, struct docker_engine *engine, struct ops_readiness *rd,
                            struct json_object *engine_runtime, struct json_object *out)
 {
 	struct json_object *rt = xjson_object();
-	struct lifecycle_runtime_choice c = {0};
+	struct guard_runtime_choice c = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
-	int ok = lifecycle_runtime_probe(cfg, engine, &c, &e) == 0;
+	int ok = guard_runtime_probe(cfg, engine, &c, &e) == 0;
 	int vm = ok && policy_runtime_is_vm(c.runtime);
 	add_str(rt, "name", vm ? c.runtime : ok && c.runtime ? c.runtime : json_object_get_string(engine_runtime));
 	add_str(rt, "chosen_by", cfg->runtime[0] && strcmp(cfg->runtime, "auto") ? "CHAT2SBX_RUNTIME" : "auto");
@@ -273,7 +273,7 @@ static void status_limits(const struct config *cfg, struct json_object *sbx)
 	struct policy_host h = {0};
 	struct policy_sandbox_limits l = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (lifecycle_host_limits(cfg, &h, &l, &e) < 0) {
+	if (guard_host_limits(cfg, &h, &l, &e) < 0) {
 		add_str(sbx, "limits_error", e->message);
 		return;
 	}
@@ -335,7 +335,7 @@ static void status_disk(const struct config *cfg, struct json_object *out)
 		}
 		docker_storage_clear(&ds);
 		char label[4300];
-		snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_REGISTRY, cfg->database_path);
+		snprintf(label, sizeof(label), "%s=%s", POLICY_LABEL_REGISTRY, cfg->database_path);
 		struct docker_container_state *cs = NULL;
 		size_t n = 0;
 		int paused = 0;

@@ -86,7 +86,7 @@ static void raise_fd_limit(void)
 }
 
 /* When memory runs out the kernel should kill sandbox processes (adj
- * +LIFECYCLE_OOM_SCORE_ADJ), never serve: lower our own score (lowering needs
+ * +POLICY_OOM_SCORE_ADJ), never serve: lower our own score (lowering needs
  * CAP_SYS_RESOURCE, so only root can; say so otherwise). */
 #define SERVE_OOM_SCORE_ADJ (-500)
 static void lower_own_oom_score(void)
@@ -98,12 +98,12 @@ static void lower_own_oom_score(void)
 		log_info("serve",
 		         "oom_score_adj %d: when memory runs out the kernel picks sandbox processes (+%d) "
 		         "first and serve last",
-		         SERVE_OOM_SCORE_ADJ, LIFECYCLE_OOM_SCORE_ADJ);
+		         SERVE_OOM_SCORE_ADJ, POLICY_OOM_SCORE_ADJ);
 	else
 		log_warn("serve",
 		         "cannot lower serve's oom_score_adj (%s; it needs CAP_SYS_RESOURCE): sandbox "
 		         "processes (+%d) are still picked first when memory runs out",
-		         strerror(errno), LIFECYCLE_OOM_SCORE_ADJ);
+		         strerror(errno), POLICY_OOM_SCORE_ADJ);
 	if (fd >= 0)
 		close(fd);
 }
@@ -236,8 +236,8 @@ static int check_runtime_inputs(const struct config *cfg, struct docker_engine *
 	    require_file(cfg->helper_path, "", "helper binary", "CHAT2SBX_HELPER_PATH", err) < 0)
 		return -1;
 	/* The vm runtime (issue 15): its image and launcher too. */
-	struct lifecycle_runtime_choice rc;
-	if (lifecycle_runtime_probe(cfg, engine, &rc, err) < 0)
+	struct guard_runtime_choice rc;
+	if (guard_runtime_probe(cfg, engine, &rc, err) < 0)
 		return -1;
 	if (!policy_runtime_is_vm(rc.runtime))
 		return 0;

@@ -306,7 +306,7 @@ static int apply_int(const struct setting *s, const char *raw, const char *origi
 		*(int *)field = 0;
 		return 0;
 	}
-	/* Derived from the host when serve starts (lifecycle/host_limits.c). */
+	/* Derived from the host when serve starts (guard/host_limits.c). */
 	if ((s->flags & SETTING_AUTO) && !strcasecmp(raw, "auto")) {
 		*(int *)field = CONFIG_AUTO;
 		return 0;

@@ -67,7 +67,7 @@ struct config {
 };
 
 /* An integer setting given as 'auto': derived from the host when serve
- * starts (lifecycle/host_limits.c). */
+ * starts (guard/host_limits.c). */
 #define CONFIG_AUTO (-1)
 /* A size setting given as 'auto' (or empty): derived where it is used. 0,
  * since no size setting takes 0 bytes, so a zeroed struct config means

@@ -1,7 +1,7 @@
 /* exec.c: running a short command in a container and reading what it said
  * (Docker Engine API v1.41, "Exec": create, start without detaching, then
  * inspect for the exit code). Used for the vm runtime's container-side
- * commands (lifecycle/runtime_vm.c), which must be made in the container's
+ * commands (guard/vm.c), which must be made in the container's
  * namespaces, not in the guest the helper runs in. The start answer is
  * the multiplexed stream (8-byte headers, demux.c) as the HTTP body; it is
  * bounded like every engine answer. */

@@ -31,16 +31,16 @@
  * is copied as it is. Runs inside the sandbox as a bash session. */
 static const char copy_command[] =
     "set -e\n"
-    "src=" LIFECYCLE_SOURCE_TARGET "\n"
+    "src=" POLICY_SOURCE_TARGET "\n"
     "if [ -e \"$src/.git\" ]; then\n"
-    "  git clone --quiet --no-hardlinks \"$src\" " LIFECYCLE_WORKSPACE_TARGET "\n"
-    "  cd " LIFECYCLE_WORKSPACE_TARGET "\n"
+    "  git clone --quiet --no-hardlinks \"$src\" " POLICY_WORKSPACE_TARGET "\n"
+    "  cd " POLICY_WORKSPACE_TARGET "\n"
     "  git for-each-ref --format='%(refname:strip=3)' refs/remotes/origin | while read -r b; do\n"
     "    [ \"$b\" = HEAD ] && continue\n"
     "    git show-ref --quiet --verify \"refs/heads/$b\" || git branch --quiet --track \"$b\" \"origin/$b\"\n"
     "  done\n"
     "else\n"
-    "  cp -a \"$src/.\" " LIFECYCLE_WORKSPACE_TARGET "/\n"
+    "  cp -a \"$src/.\" " POLICY_WORKSPACE_TARGET "/\n"
     "fi\n";
 
 static int make_managed_workspace(struct lifecycle *lc, struct workspace_record *ret, struct cp_error **err)
@@ -117,7 +117,7 @@ static int resolve_host_path(struct lifecycle *lc, const struct lifecycle_create
  * (mount_verify.c). A direct workspace's .git protection goes to *ret_guard
  * (caller clears). */
 static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_record *w, uint64_t *ret_dev,
-                                  uint64_t *ret_ino, struct lifecycle_git_guard *ret_guard, struct cp_error **err)
+                                  uint64_t *ret_ino, struct guard_git *ret_guard, struct cp_error **err)
 {
 	_cleanup_free_ char *real = NULL;
 	if (lifecycle_host_path_check(lc->cfg, w->host_path, &real, err) < 0)
@@ -127,23 +127,21 @@ static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_r
 		                    "mount workspace '%s': '%s' now resolves to '%s', not to the approved '%s'; it is "
 		                    "not mounted",
 		                    w->id, w->host_path, real, w->path);
-	if (lifecycle_host_nesting_check(lc->store, real, w->mode, w->id, err) < 0)
+	if (guard_host_nesting_check(lc->store, real, w->mode, w->id, err) < 0)
 		return cp_error_prefix(err, "mount workspace '%s'", w->id);
 	/* Without the identity check (gVisor), a bind-mounted alias could
 	 * reach into a direct-mode workspace unseen by the nesting rule. */
-	if (!lifecycle_mount_runtime_verifiable(lifecycle_runtime(lc, NULL)) &&
-	    lifecycle_mount_alias_check(real, err) < 0)
+	if (!guard_mount_runtime_verifiable(lifecycle_runtime(lc, NULL)) && guard_mount_alias_check(real, err) < 0)
 		return cp_error_prefix(err, "mount workspace '%s'", w->id);
 	_cleanup_close_ int fd = -1;
-	if (lifecycle_mount_open(real, &fd, ret_dev, ret_ino, err) < 0) {
-		lifecycle_mount_audit(lc, NULL, real, (*err)->message);
+	if (guard_mount_open(real, &fd, ret_dev, ret_ino, err) < 0) {
+		guard_mount_audit(&lc->host, NULL, real, (*err)->message);
 		return -1;
 	}
 	/* Direct mode: the repository's .git, opened beneath that very
 	 * directory (git_guard.c). */
-	if (!strcmp(w->mode, "direct") &&
-	    lifecycle_git_guard_prepare(fd, real, LIFECYCLE_WORKSPACE_TARGET, ret_guard, err) < 0) {
-		lifecycle_mount_audit(lc, NULL, real, (*err)->message);
+	if (!strcmp(w->mode, "direct") && guard_git_prepare(fd, real, POLICY_WORKSPACE_TARGET, ret_guard, err) < 0) {
+		guard_mount_audit(&lc->host, NULL, real, (*err)->message);
 		return cp_error_prefix(err, "mount workspace '%s'", w->id);
 	}
 	return 0;
@@ -151,19 +149,19 @@ static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_r
 
 /* The shared network, on its fixed bridge (issue 12). One made by an older
  * chat2sbx stays while containers refer to it; the firewall then names its
- * bridge (lifecycle_legacy_bridges). */
+ * bridge (guard_legacy_bridges). */
 static int ensure_network(struct lifecycle *lc, struct cp_error **err)
 {
 	pthread_mutex_lock(&lc->attach_lock);
 	char bridge[64] = "";
 	int r = lc->network_ready ? 0
-	                          : docker_network_ensure(lc->engine, LIFECYCLE_NETWORK, LIFECYCLE_LABEL_NETWORK,
-	                                                  LIFECYCLE_NETWORK_BRIDGE, bridge, sizeof(bridge), err);
-	if (r == 0 && !lc->network_ready && strcmp(bridge, LIFECYCLE_NETWORK_BRIDGE))
+	                          : docker_network_ensure(lc->engine, POLICY_NETWORK, POLICY_LABEL_NETWORK,
+	                                                  POLICY_NETWORK_BRIDGE, bridge, sizeof(bridge), err);
+	if (r == 0 && !lc->network_ready && strcmp(bridge, POLICY_NETWORK_BRIDGE))
 		log_info("lifecycle",
 		         "network '%s' was made by an older chat2sbx on bridge %s and still has containers; it is "
 		         "used as it is (the firewall covers that bridge by name) and made again on %s once unused",
-		         LIFECYCLE_NETWORK, bridge, LIFECYCLE_NETWORK_BRIDGE);
+		         POLICY_NETWORK, bridge, POLICY_NETWORK_BRIDGE);
 	if (r == 0)
 		lc->network_ready = 1;
 	pthread_mutex_unlock(&lc->attach_lock);
@@ -181,21 +179,21 @@ static void report_step(const struct lifecycle_create_options *opts, const char 
 }
 
 static int start_container(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
-                           const struct lifecycle_git_guard *guard, uint64_t mount_dev, uint64_t mount_ino,
+                           const struct guard_git *guard, uint64_t mount_dev, uint64_t mount_ino,
                            char **ret_container_id, struct helper_channel **ret_channel,
                            const struct lifecycle_create_options *opts, struct cp_error **err)
 {
 	char sandbox_env[64];
 	snprintf(sandbox_env, sizeof(sandbox_env), PROTO_HELPER_ENV_SANDBOX_ID "=%s", s->id);
 	const char *env[] = {PROTO_HELPER_ENV_FIXED, sandbox_env, NULL};
-	const char *entrypoint[] = {LIFECYCLE_HELPER_TARGET, NULL};
-	const char *labels[] = {LIFECYCLE_LABEL_SANDBOX,
+	const char *entrypoint[] = {POLICY_HELPER_TARGET, NULL};
+	const char *labels[] = {POLICY_LABEL_SANDBOX,
 	                        s->id,
-	                        LIFECYCLE_LABEL_WORKSPACE,
+	                        POLICY_LABEL_WORKSPACE,
 	                        w->id,
-	                        LIFECYCLE_LABEL_REGISTRY,
+	                        POLICY_LABEL_REGISTRY,
 	                        lc->cfg->database_path,
-	                        s->pooled ? LIFECYCLE_LABEL_POOL : NULL, /* NULL ends the list early */
+	                        s->pooled ? POLICY_LABEL_POOL : NULL, /* NULL ends the list early */
 	                        "1",
 	                        NULL};
 	/* managed and direct: the directory is /workspace. clone: it is a
@@ -207,11 +205,9 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	_cleanup_free_ struct docker_mount *mounts = xcalloc(guard->n + 4, sizeof(*mounts));
 	size_t n_mounts = 0;
 	mounts[n_mounts++] =
-	    (struct docker_mount){.source = lc->cfg->helper_path, .target = LIFECYCLE_HELPER_TARGET, .read_only = 1};
-	mounts[n_mounts++] =
-	    (struct docker_mount){.source = w->path,
-	                          .target = clone ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET,
-	                          .read_only = clone};
+	    (struct docker_mount){.source = lc->cfg->helper_path, .target = POLICY_HELPER_TARGET, .read_only = 1};
+	mounts[n_mounts++] = (struct docker_mount){
+	    .source = w->path, .target = clone ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET, .read_only = clone};
 	for (size_t i = 0; i < guard->n; i++)
 		mounts[n_mounts++] = (struct docker_mount){.source = guard->mounts[i].source,
 		                                           .target = guard->mounts[i].target,
@@ -222,34 +218,34 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	if (lc->cfg->test_unsafe_mount_docker_socket)
 		mounts[n_mounts++] =
 		    (struct docker_mount){.source = lc->cfg->docker_socket, .target = "/var/run/docker.sock"};
-	/* vm: the launcher and guest init too (runtime_vm.c). */
+	/* vm: the launcher and guest init too (guard/vm.c). */
 	if (vm)
 		mounts[n_mounts++] =
-		    (struct docker_mount){.source = lc->cfg->vm_path, .target = LIFECYCLE_VM_TARGET, .read_only = 1};
+		    (struct docker_mount){.source = lc->cfg->vm_path, .target = GUARD_VM_TARGET, .read_only = 1};
 	struct docker_container_spec spec = {
 	    .name = s->container_name,
 	    .image = s->image,
 	    .entrypoint = entrypoint,
 	    .env = env,
 	    .labels = labels,
-	    .working_dir = LIFECYCLE_WORKSPACE_TARGET,
+	    .working_dir = POLICY_WORKSPACE_TARGET,
 	    .mounts = mounts,
 	    .n_mounts = n_mounts,
 	    .memory_bytes = s->memory_bytes,
 	    .nano_cpus = s->nano_cpus,
 	    .pids_limit = opts && opts->pids_limit > 0 ? opts->pids_limit : lc->limits.pids_default,
-	    .oom_score_adj = LIFECYCLE_OOM_SCORE_ADJ,
+	    .oom_score_adj = POLICY_OOM_SCORE_ADJ,
 	    .disk_bytes = s->disk_bytes,
 	    .network_disabled = !s->network,
-	    .network = LIFECYCLE_NETWORK,
+	    .network = POLICY_NETWORK,
 	    .runtime = s->runtime,
 	    /* An engine restart (no live-restore) starts it again; the helper
 	     * then reports the sessions it was running as lost (recovery.c). */
 	    .restart_policy = "unless-stopped",
 	};
-	struct lifecycle_vm_parts vm_parts;
+	struct guard_vm_parts vm_parts;
 	if (vm)
-		lifecycle_vm_container(lc, s, w, mount_dev, mount_ino, &spec, &vm_parts);
+		guard_vm_container(&lc->host, s, w, mount_dev, mount_ino, &spec, &vm_parts);
 	if (s->network && ensure_network(lc, err) < 0)
 		return -1;
 	_cleanup_free_ char *container_id = NULL;
@@ -266,7 +262,8 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	report_step(opts, "waiting for the helper in the sandbox", 5);
 	if (r == 0 && lifecycle_helper_greet(lc, s, ch, NULL, err) < 0) { /* records its boot id (recovery.c) */
 		if (vm)
-			lifecycle_vm_explain(lc, s->id, container_id, err); /* the launcher's refusal, if it was one */
+			guard_vm_explain(&lc->host, s->id, container_id,
+			                 err); /* the launcher's refusal, if it was one */
 		r = -1;
 	}
 	*ret_container_id = TAKE_PTR(container_id); /* on failure the caller removes it */
@@ -331,21 +328,21 @@ static int copy_into_workspace(struct lifecycle *lc, struct helper_channel *ch, 
  * rule alone. */
 static int verify_host_mount(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
                              struct helper_channel *ch, const char *container, uint64_t dev, uint64_t ino,
-                             const struct lifecycle_git_guard *guard, struct cp_error **err)
+                             const struct guard_git *guard, struct cp_error **err)
 {
 	if (!strcmp(w->mode, "managed"))
 		return 0;
 	if (policy_runtime_is_vm(s->runtime)) {
 		/* From the container's side, where the host's numbers show. */
-		if (lifecycle_vm_mounts_verify(lc, container, s, w->mode, w->path, dev, ino, guard->mounts, guard->n,
-		                               err) < 0 ||
+		if (guard_vm_mounts_verify(&lc->host, container, s, w->mode, w->path, dev, ino, guard->mounts, guard->n,
+		                           err) < 0 ||
 		    store_sandbox_set_mount_identity(lc->store, s->id, dev, ino, err) < 0)
 			return -1;
-	} else if (lifecycle_mount_runtime_verifiable(s->runtime)) {
-		const char *target = !strcmp(w->mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
-		if (lifecycle_mount_verify(lc, ch, s->id, target, w->path, dev, ino, err) < 0 ||
-		    lifecycle_git_guard_verify(lc, ch, s->id, guard->mounts, guard->n, err) < 0 ||
-		    (guard->n && lifecycle_mounts_verify(lc, ch, s, w->mode, guard->mounts, guard->n, err) < 0) ||
+	} else if (guard_mount_runtime_verifiable(s->runtime)) {
+		const char *target = !strcmp(w->mode, "clone") ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET;
+		if (guard_mount_verify(&lc->host, ch, s->id, target, w->path, dev, ino, err) < 0 ||
+		    guard_git_verify(&lc->host, ch, s->id, guard->mounts, guard->n, err) < 0 ||
+		    (guard->n && guard_mounts_verify(&lc->host, ch, s, w->mode, guard->mounts, guard->n, err) < 0) ||
 		    store_sandbox_set_mount_identity(lc->store, s->id, dev, ino, err) < 0)
 			return -1;
 	}
@@ -418,7 +415,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	int new_workspace = 0;
 	struct lifecycle_limits lim = {0};
 	uint64_t mount_dev = 0, mount_ino = 0; /* host identity of a host workspace (mount_verify.c) */
-	_cleanup_(lifecycle_git_guard_clear) struct lifecycle_git_guard guard = {0}; /* direct mode (git_guard.c) */
+	_cleanup_(guard_git_clear) struct guard_git guard = {0}; /* direct mode (git_guard.c) */
 	*ret = (struct lifecycle_create_result){0};
 
 	lifecycle_undo_run(lc); /* earlier failed creates first: they hold a place until undone */
@@ -512,7 +509,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	}
 
 	int64_t t0 = clock_monotonic_ms();
-	if (policy_runtime_is_vm(row.runtime) && lifecycle_vm_workspace_prepare(lc, &ws, err) < 0)
+	if (policy_runtime_is_vm(row.runtime) && guard_vm_workspace_prepare(&lc->host, &ws, err) < 0)
 		goto fail_sandbox;
 	if (!strcmp(ws.mode, "clone")) /* what its saves compare with (export_apply.c) */
 		export_source_record(lc->store, id, &ws);

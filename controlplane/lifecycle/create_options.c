@@ -47,20 +47,20 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
 		if (policy_size_parse("disk", opts->disk, POLICY_DISK_MIN_BYTES, POLICY_DISK_MAX_BYTES, &lim.disk_bytes,
 		                      err) < 0)
 			return -1;
-		if (!lc->disk_size_supported)
+		if (!lc->storage.size_supported)
 			return cp_error_set(
 			    err, CP_ERR_INVALID_ARGUMENT,
 			    "disk '%s' cannot be given here: the Docker Engine's storage (%s) cannot limit a "
 			    "sandbox's disk (only overlay2 over xfs with pquota, btrfs, zfs and devicemapper "
 			    "can); leave disk out (the free-space guard keeps the host's disk from filling)",
-			    opts->disk, lc->storage_name);
+			    opts->disk, lc->storage.name);
 	} else {
-		lim.disk_bytes = lc->disk_size_supported ? lc->default_disk_bytes : 0;
+		lim.disk_bytes = lc->storage.size_supported ? lc->storage.default_bytes : 0;
 	}
 	const char *runtime = lifecycle_runtime(lc, NULL);
 	if (policy_runtime_is_vm(runtime)) {
-		/* A microVM (runtime_vm.c): runc runs its container. */
-		if (lifecycle_vm_memory_check(lim.memory_bytes, err) < 0)
+		/* A microVM (guard/vm.c): runc runs its container. */
+		if (guard_vm_memory_check(lim.memory_bytes, err) < 0)
 			return -1;
 		lim.runtime = runtime;
 	} else if (runtime) {

@@ -45,7 +45,7 @@
  * is "chat2sbx-export kind=<git|tar> state=<...> fingerprint=<hex>". */
 static const char script_template[] =
     "set -u\n"
-    "X=" EXPORT_DIR_IN_SANDBOX "/@ID@ W=" LIFECYCLE_WORKSPACE_TARGET " MODE=@MODE@ LAST=@LAST@\n"
+    "X=" EXPORT_DIR_IN_SANDBOX "/@ID@ W=" POLICY_WORKSPACE_TARGET " MODE=@MODE@ LAST=@LAST@\n"
     "say() { printf 'chat2sbx-export kind=%s state=%s fingerprint=%s\\n' \"$1\" \"$2\" \"$3\"; }\n"
     "cd \"$W\" || exit 3\n"
     /* A clone's own core.fsmonitor names a program git runs on every look
@@ -105,7 +105,7 @@ static const char script_template[] =
     "  fp=$(find . -xdev -printf '%P\\t%y\\t%s\\t%T@\\t%m\\t%l\\n' 2>/dev/null | LC_ALL=C sort | sha256sum)\n"
     "  fp=${fp%% *}\n"
     "  if [ \"$fp\" = \"$LAST\" ]; then say tar unchanged \"$fp\"; exit 0; fi\n"
-    "  if diff -rq --no-dereference " LIFECYCLE_SOURCE_TARGET " \"$W\" >/dev/null 2>&1; then say tar nothing-new "
+    "  if diff -rq --no-dereference " POLICY_SOURCE_TARGET " \"$W\" >/dev/null 2>&1; then say tar nothing-new "
     "\"$fp\"; exit 0; fi\n"
     "  if [ \"$MODE\" = state ]; then say tar changed \"$fp\"; exit 0; fi\n"
     "  tar -C \"$W\" --numeric-owner -cf \"$X/workspace.tar\" . 2>\"$X/err\" || { cat \"$X/err\"; exit 9; }\n"

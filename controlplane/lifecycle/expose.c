@@ -9,7 +9,7 @@
  * inter-container communication on (the shared "chat2sbx" network has it
  * off, so nothing there could reach the sandbox), where the sandbox has the
  * alias LIFECYCLE_EXPOSE_ALIAS, on a bridge named for the host's firewall
- * (lifecycle_expose_bridge_name). The forwarder has restart policy
+ * (guard_expose_bridge_name). The forwarder has restart policy
  * unless-stopped, so it comes back with the engine; serve only creates and
  * removes it. Owns the exposures rows and these engine objects; never
  * touches a sandbox container except to connect it to its network. */
@@ -103,17 +103,17 @@ static int forwarder_create(struct lifecycle *lc, const char *image, struct expo
 	char port[16], label_port[16];
 	snprintf(port, sizeof(port), "%d", x->container_port);
 	snprintf(label_port, sizeof(label_port), "%d", x->container_port);
-	const char *entrypoint[] = {LIFECYCLE_HELPER_TARGET, "forward", port, LIFECYCLE_EXPOSE_ALIAS, port, NULL};
+	const char *entrypoint[] = {POLICY_HELPER_TARGET, "forward", port, LIFECYCLE_EXPOSE_ALIAS, port, NULL};
 	const char *env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-	const char *labels[] = {LIFECYCLE_LABEL_EXPOSE_SANDBOX,
+	const char *labels[] = {POLICY_LABEL_EXPOSE_SANDBOX,
 	                        x->sandbox_id,
-	                        LIFECYCLE_LABEL_EXPOSE_REGISTRY,
+	                        POLICY_LABEL_EXPOSE_REGISTRY,
 	                        lc->cfg->database_path,
-	                        LIFECYCLE_LABEL_EXPOSE_PORT,
+	                        POLICY_LABEL_EXPOSE_PORT,
 	                        label_port,
 	                        NULL};
 	struct docker_mount mounts[] = {
-	    {.source = lc->cfg->helper_path, .target = LIFECYCLE_HELPER_TARGET, .read_only = 1},
+	    {.source = lc->cfg->helper_path, .target = POLICY_HELPER_TARGET, .read_only = 1},
 	};
 	int fixed = x->host_port > 0;
 	for (int attempt = 1;; attempt++) {
@@ -147,7 +147,7 @@ static int forwarder_create(struct lifecycle *lc, const char *image, struct expo
 		    .read_only_rootfs = 1,
 		    .user = "65534:65534",
 		    .no_stdin = 1,
-		    .oom_score_adj = LIFECYCLE_OOM_SCORE_ADJ,
+		    .oom_score_adj = POLICY_OOM_SCORE_ADJ,
 		};
 		_cleanup_free_ char *id = NULL;
 		if (docker_container_create(lc->engine, &spec, &id, err) < 0)
@@ -210,10 +210,10 @@ static void forwarder_ensure(struct lifecycle *lc, const struct sandbox_record *
 		cp_error_freep(&e);
 		const char *container = s->container_id ? s->container_id : s->container_name;
 		int connected = 0;
-		const char *net_labels[] = {LIFECYCLE_LABEL_EXPOSE_SANDBOX, s->id, LIFECYCLE_LABEL_EXPOSE_REGISTRY,
+		const char *net_labels[] = {POLICY_LABEL_EXPOSE_SANDBOX, s->id, POLICY_LABEL_EXPOSE_REGISTRY,
 		                            lc->cfg->database_path, NULL};
 		char bridge[32];
-		lifecycle_expose_bridge_name(s->id, bridge, sizeof(bridge));
+		guard_expose_bridge_name(s->id, bridge, sizeof(bridge));
 		if (docker_network_create(lc->engine, x->network, net_labels, 1, bridge, NULL, &e) < 0 &&
 		    e->code == CP_ERR_CONFLICT)
 			cp_error_freep(&e);
@@ -333,8 +333,8 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 	const char *container = s.container_id ? s.container_id : s.container_name;
 	int made_network = 0, connected = 0;
 	/* vm: the guest's port is forwarded to the container's first (QEMU's
-	 * user networking, recorded for later boots; runtime_vm.c). */
-	if (policy_runtime_is_vm(s.runtime) && lifecycle_vm_forward(lc, container, (int)port, err) < 0) {
+	 * user networking, recorded for later boots; guard/vm.c). */
+	if (policy_runtime_is_vm(s.runtime) && guard_vm_forward(&lc->host, container, (int)port, err) < 0) {
 		r = -1;
 		cp_error_prefix(err, "expose port %lld of sandbox '%s'", (long long)port, sandbox_id);
 		goto out;
@@ -344,10 +344,10 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 	if (docker_container_remove(lc->engine, x.forwarder_name, &e) == 0)
 		log_info("lifecycle", "removed leftover forwarder %s", x.forwarder_name);
 	cp_error_freep(&e);
-	const char *net_labels[] = {LIFECYCLE_LABEL_EXPOSE_SANDBOX, sandbox_id, LIFECYCLE_LABEL_EXPOSE_REGISTRY,
+	const char *net_labels[] = {POLICY_LABEL_EXPOSE_SANDBOX, sandbox_id, POLICY_LABEL_EXPOSE_REGISTRY,
 	                            lc->cfg->database_path, NULL};
 	char bridge[32];
-	lifecycle_expose_bridge_name(sandbox_id, bridge, sizeof(bridge));
+	guard_expose_bridge_name(sandbox_id, bridge, sizeof(bridge));
 	if (docker_network_create(lc->engine, x.network, net_labels, 1, bridge, NULL, err) == 0)
 		made_network = 1;
 	else if ((*err)->code == CP_ERR_CONFLICT)
@@ -420,7 +420,7 @@ static int remove_locked(struct lifecycle *lc, const char *sandbox_id, struct cp
 	free(rows);
 	/* Forwarders without a row (a serve that died mid-expose). */
 	char label[200];
-	snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_EXPOSE_SANDBOX, sandbox_id);
+	snprintf(label, sizeof(label), "%s=%s", POLICY_LABEL_EXPOSE_SANDBOX, sandbox_id);
 	struct docker_container_state *cs = NULL;
 	size_t n_cs = 0;
 	_cleanup_error_ struct cp_error *e = NULL;
@@ -483,7 +483,7 @@ int lifecycle_sandbox_exposures(struct lifecycle *lc, const char *sandbox_id, st
 static void remove_orphans(struct lifecycle *lc, const struct exposure_record *rows, size_t n)
 {
 	char label[4300];
-	snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_EXPOSE_REGISTRY, lc->cfg->database_path);
+	snprintf(label, sizeof(label), "%s=%s", POLICY_LABEL_EXPOSE_REGISTRY, lc->cfg->database_path);
 	_cleanup_error_ struct cp_error *e = NULL;
 	struct docker_container_state *cs = NULL;
 	size_t n_cs = 0;

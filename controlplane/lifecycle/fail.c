@@ -1,7 +1,8 @@
 /* fail.c: marking a running sandbox failed: its channel dropped, its row
  * 'failed' with the reason unless it has left 'running' meanwhile. Shared by
- * everything that finds a running sandbox broken (recovery.c, the .git
- * guards git_guard.c and git_watch.c), so none of them calls another back.
+ * everything that finds a running sandbox broken (recovery.c, and the .git
+ * guards of guard/ through lifecycle_sandbox_fail_hook), so none of them
+ * calls another back.
  * Never touches the container: the caller stops it first when it must. */
 #include <string.h>
 
@@ -24,4 +25,9 @@ void lifecycle_sandbox_fail_running(struct lifecycle *lc, const char *id, const 
 		log_warn("lifecycle", "mark sandbox '%s' failed: %s", id, e->message);
 	else
 		log_warn("lifecycle", "sandbox %s failed: %s", id, reason);
+}
+
+void lifecycle_sandbox_fail_hook(void *ctx, const char *id, const char *reason)
+{
+	lifecycle_sandbox_fail_running(ctx, id, reason);
 }

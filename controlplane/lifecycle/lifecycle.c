@@ -12,13 +12,15 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
                   struct cp_error **err)
 {
 	struct policy_sandbox_limits limits;
-	if (lifecycle_host_limits(cfg, NULL, &limits, err) < 0)
+	if (guard_host_limits(cfg, NULL, &limits, err) < 0)
 		return -1;
 	struct lifecycle *lc = xcalloc(1, sizeof(*lc));
 	lc->limits = limits;
 	lc->cfg = cfg;
 	lc->store = store;
 	lc->engine = engine;
+	lc->host = (struct guard_host){cfg, store, engine};
+	lc->git_watch = guard_git_watch_new(&lc->host, lifecycle_sandbox_fail_hook, lc);
 	lc->pool_member_create = lifecycle_pool_member_create;
 	/* Every git a save or an apply runs on a sandbox's bytes gets these
 	 * bounds (export_git.c); set before any thread can save. */
@@ -27,7 +29,7 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 	pthread_mutex_init(&lc->attach_lock, NULL);
 	pthread_mutex_init(&lc->create_lock, NULL);
 	lc->unsaved = lifecycle_unsaved_probes_new();
-	if (lifecycle_vm_select(lc, err) < 0) { /* which runtime new sandboxes get (runtime_vm.c) */
+	if (lifecycle_vm_select(lc, err) < 0) { /* which runtime new sandboxes get (guards.c) */
 		lifecycle_free(lc);
 		return -1;
 	}
@@ -39,7 +41,7 @@ void lifecycle_free(struct lifecycle *lc)
 {
 	if (!lc)
 		return;
-	lifecycle_git_watch_free(lc);               /* first: its thread uses the rest */
+	guard_git_watch_free(lc->git_watch);        /* first: its thread uses the rest */
 	lifecycle_activity_flush(lc, NULL);         /* the calls' activity held in memory */
 	lifecycle_unsaved_probes_free(lc->unsaved); /* before the channels and the store its probes use */
 	lifecycle_channels_clear(lc);

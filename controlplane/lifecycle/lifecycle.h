@@ -10,51 +10,15 @@
 #include "../base/error.h"
 #include "../config/config.h"
 #include "../docker/docker.h"
+#include "../guard/guard.h"
 #include "../helper/helper.h"
 #include "../store/store.h"
-
-/* Inside every sandbox: where the helper is mounted and the workspace lives. */
-#define LIFECYCLE_HELPER_TARGET "/.chat2sbx/helper"
-#define LIFECYCLE_WORKSPACE_TARGET "/workspace"
-/* Labels on every container (DESIGN.md, Sandboxes: registry and engine can be reconciled). */
-#define LIFECYCLE_LABEL_SANDBOX "org.chat2sbx.sandbox"
-#define LIFECYCLE_LABEL_WORKSPACE "org.chat2sbx.workspace"
-#define LIFECYCLE_LABEL_REGISTRY "org.chat2sbx.registry"
-/* The engine network of sandboxes with network access: a bridge with
- * inter-container communication off, so sandboxes cannot reach each other. */
-#define LIFECYCLE_NETWORK "chat2sbx"
-#define LIFECYCLE_LABEL_NETWORK "org.chat2sbx.network"
-/* Every bridge interface of a chat2sbx network starts with this, so the
- * host's firewall (table inet chat2sbx, ops/firewall.c) names them all with
- * one static rule, whoever installed it (issue 12). The engine's own names
- * ("br-<id>") change with every network. At most 15 characters in all. */
-#define LIFECYCLE_BRIDGE_PREFIX "c2s-"
-/* LIFECYCLE_NETWORK's bridge. */
-#define LIFECYCLE_NETWORK_BRIDGE LIFECYCLE_BRIDGE_PREFIX "sandboxes"
-/* Where clone mode mounts the approved host directory (read-only). */
-#define LIFECYCLE_SOURCE_TARGET "/.chat2sbx/source"
-/* Every sandbox process (and forwarder) is the kernel's first choice when
- * memory runs out, before serve, the engine or anything else of the host
- * (issue 13; oom_score_adj is -1000..1000). */
-#define LIFECYCLE_OOM_SCORE_ADJ 500
-/* How long the helper gets to answer its first hello after start (ms). */
-#define LIFECYCLE_HELLO_TIMEOUT_MS 15000
-/* ... in a vm sandbox, which boots a kernel first (under TCG on a busy
- * 2-core machine that took up to 15 s; issue 15). */
-#define LIFECYCLE_VM_HELLO_TIMEOUT_MS 120000
-/* The uid (and gid) QEMU runs as for a workspace that belongs to root, to
- * which a managed workspace of a vm sandbox is made over (VM_DEFAULT_UID in
- * template/vm/src/vm.h; the README's vm runtime section). */
-#define LIFECYCLE_VM_UID 64099
-/* The smallest memory ceiling of a vm sandbox: a 256 MiB guest and QEMU's
- * own memory (template/vm/src/vm.h). */
-#define LIFECYCLE_VM_MIN_MEMORY (512LL * 1024 * 1024)
 
 struct lifecycle;
 struct json_object;
 
 /* Borrows cfg, store and engine (they must outlive the lifecycle). Derives
- * the sandbox limits in force from the host and cfg (lifecycle_host_limits);
+ * the sandbox limits in force from the host and cfg (guard_host_limits);
  * a setting that cannot fit this machine fails with its INVALID_ARGUMENT. */
 int lifecycle_new(const struct config *cfg, struct store *store, struct docker_engine *engine, struct lifecycle **ret,
                   struct cp_error **err);
@@ -68,28 +32,8 @@ void lifecycle_free(struct lifecycle *lc);
  * attached; until then channels acknowledge nothing. */
 void lifecycle_channel_receipts_set(struct lifecycle *lc, const struct helper_receipts *receipts);
 
-/* ---- runtimes (lifecycle/runtime_vm.c, issue 15) ---- */
-
-/* Which runtime sandboxes get on this machine, and why. */
-struct lifecycle_runtime_choice {
-	const char *runtime;   /* NULL: the engine's default; "vm"; or an OCI runtime (borrowed from cfg) */
-	const char *why;       /* static: why auto chose it; NULL when it was named */
-	const char *accel;     /* vm: "kvm" or "tcg" (static); NULL otherwise */
-	const char *accel_why; /* static: why tcg; NULL for kvm or an explicit tcg */
-	int cpu_virt;          /* the CPU advertises vmx or svm (/proc/cpuinfo) */
-	int kvm_access;        /* /dev/kvm opens for reading and writing */
-	int vm_image;          /* the vm image is in the engine (asked only when auto could choose vm) */
-};
-/* Decides the runtime from CHAT2SBX_RUNTIME ("" or auto: vm where the CPU
- * advertises vmx/svm, /dev/kvm opens and the vm image (CHAT2SBX_VM_IMAGE)
- * is in engine, else the engine's default; policy_runtime_choose) and, for
- * vm, the accelerator from CHAT2SBX_VM_ACCEL (policy_vm_accel_choose).
- * Reads /proc/cpuinfo, opens /dev/kvm, asks engine (may be NULL: no image
- * then) for the image in the auto case only. *ret borrows from cfg.
- * UNAVAILABLE when kvm is asked for and not usable. Used by serve
- * (lifecycle_new) and by status and setup, so all three agree. */
-int lifecycle_runtime_probe(const struct config *cfg, struct docker_engine *engine,
-                            struct lifecycle_runtime_choice *ret, struct cp_error **err);
+/* ---- the runtime new sandboxes get (decided at lifecycle_new by
+ * guard_runtime_probe) ---- */
 
 /* The runtime new sandboxes get: NULL (the engine's default), "vm" or an
  * OCI runtime's name, decided when the lifecycle started; *ret_why (may be
@@ -101,8 +45,6 @@ const char *lifecycle_vm_accel(const struct lifecycle *lc, const char **ret_why)
 /* The image new sandboxes are made from: CHAT2SBX_VM_IMAGE for vm, else
  * CHAT2SBX_TEMPLATE_IMAGE (borrowed from the configuration). */
 const char *lifecycle_sandbox_image(const struct lifecycle *lc);
-/* The first hello's deadline for a sandbox of runtime (ms). */
-int lifecycle_vm_hello_timeout_ms(const char *runtime);
 
 struct lifecycle_create_options {
 	const char *workspace_id;   /* attach this workspace; NULL = see below */
@@ -263,7 +205,7 @@ size_t lifecycle_removing_run(struct lifecycle *lc);
  * the engine does not answer for (the next pass retries). Returns how many
  * were re-attached, or -1 when the registry cannot be read (*err). Blocks
  * for the engine calls (bounded by their timeouts) and the hellos (at most
- * LIFECYCLE_HELLO_TIMEOUT_MS each). */
+ * POLICY_HELLO_TIMEOUT_MS each). */
 int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err);
 
 /* ---- the maintenance thread (lifecycle/maintenance.c) ---- */
@@ -285,7 +227,7 @@ void lifecycle_maintenance_stop(struct lifecycle_maintenance *m);
 /* ---- reconcile decision table (lifecycle/reconcile.c) ---- */
 
 /* Compares the registry (every row, removed and warm-pool ones included)
- * with the engine's containers (label LIFECYCLE_LABEL_REGISTRY = this
+ * with the engine's containers (label POLICY_LABEL_REGISTRY = this
  * database) and carries out lifecycle_reconcile_decide for each pair:
  * running sandboxes whose container runs are re-attached; those whose
  * container is gone or stopped are marked failed with the reason; rows left
@@ -299,18 +241,6 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err);
 /* Mounts and paths exposed for tools' answers. */
 const struct config *lifecycle_config(const struct lifecycle *lc);
 
-/* ---- the limits in force (host_limits.c; issue 13) ---- */
-struct policy_host;
-struct policy_sandbox_limits;
-/* Reads this machine's memory, kernel.pid_max and threads-max from /proc.
- * UNAVAILABLE when they cannot be read. */
-int lifecycle_host_read(struct policy_host *ret, struct cp_error **err);
-/* The sandbox limits cfg gives on this machine (policy_sandbox_limits over
- * lifecycle_host_read); ret_host (may be NULL) gets the facts. Errors: the
- * read's, INVALID_ARGUMENT for CHAT2SBX_DEFAULT_MEMORY that is no size, or a
- * setting that cannot fit (policy_sandbox_limits). */
-int lifecycle_host_limits(const struct config *cfg, struct policy_host *ret_host, struct policy_sandbox_limits *ret,
-                          struct cp_error **err);
 /* ---- the free-space guard (disk_guard.c, disk_decide.c; issues 13, 23) ---- */
 /* Starts watching the free space of DATA_ROOT's disk and of the engine's
  * data directory (when readable; one disk holding both is watched in both
@@ -497,11 +427,6 @@ int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbo
 
 /* ---- warm pool (lifecycle/pool.c, issue 8) ---- */
 
-/* Label on every container made for the warm pool (value "1"). Engine labels
- * are fixed at create, so a claimed sandbox keeps it: whether a sandbox is
- * still a member is the registry's pooled column, never the label. */
-#define LIFECYCLE_LABEL_POOL "org.chat2sbx.pool"
-
 /* Starts the warm pool after lifecycle_reconcile: pool members of this
  * registry that failed (their container died while serve was away) or do
  * not match what a default create gets now are removed with their rows and
@@ -526,30 +451,8 @@ void lifecycle_pool_defer(struct lifecycle *lc, int size);
  * when the pool never started. */
 void lifecycle_pool_stop(struct lifecycle *lc);
 
-/* ---- bridge interfaces (lifecycle/bridges.c, issue 12) ---- */
-
-/* The bridge of sandbox_id's expose network: LIFECYCLE_BRIDGE_PREFIX "x"
- * and the last 10 characters of the id (50 random bits of a sandbox id;
- * the engine refuses a second network on a bridge name in use), into buf
- * (at least 16 bytes). Pure. */
-void lifecycle_expose_bridge_name(const char *sandbox_id, char *buf, size_t size);
-
-/* The bridge interfaces of chat2sbx's networks on the engine (the shared
- * LIFECYCLE_NETWORK and every expose network, of any registry) that do not
- * start with LIFECYCLE_BRIDGE_PREFIX: networks an older chat2sbx made
- * before it named its bridges. *ret (caller frees with docker_strv_free) is
- * a NULL-terminated vector, possibly empty. Engine errors pass through.
- * Blocks on two engine calls (at most 15 s each). */
-int lifecycle_legacy_bridges(struct docker_engine *engine, char ***ret, struct cp_error **err);
-
 /* ---- exposed ports (lifecycle/expose.c, issue 6) ---- */
 
-/* Labels on forwarder containers and their per-sandbox networks. Distinct
- * from LIFECYCLE_LABEL_REGISTRY, so sandbox reconcile never takes a
- * forwarder for a sandbox. */
-#define LIFECYCLE_LABEL_EXPOSE_SANDBOX "org.chat2sbx.expose.sandbox"
-#define LIFECYCLE_LABEL_EXPOSE_REGISTRY "org.chat2sbx.expose.registry"
-#define LIFECYCLE_LABEL_EXPOSE_PORT "org.chat2sbx.expose.port"
 /* The sandbox's name on its per-sandbox network, where forwarders reach it. */
 #define LIFECYCLE_EXPOSE_ALIAS "sandbox"
 

@@ -48,7 +48,7 @@ static int member_usable(const struct lifecycle *lc, const struct sandbox_record
 	 * memory ceiling and disk size in force (host_limits.c, disk_guard.c). */
 	return s->status == SANDBOX_RUNNING && !strcmp(s->image, lifecycle_sandbox_image(lc)) &&
 	       !strcmp(s->runtime ? s->runtime : "", rt ? rt : "") &&
-	       s->memory_bytes == lc->limits.default_memory_bytes && s->disk_bytes == lc->default_disk_bytes &&
+	       s->memory_bytes == lc->limits.default_memory_bytes && s->disk_bytes == lc->storage.default_bytes &&
 	       s->nano_cpus == 0 && s->network == 1;
 }
 
@@ -290,7 +290,7 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 	}
 	if (r == 0)
 		r = store_sandbox_pool_claim(lc->store, lifecycle_sandbox_image(lc), pool_runtime(lc),
-		                             lc->limits.default_memory_bytes, lc->default_disk_bytes, clock_now_ms(),
+		                             lc->limits.default_memory_bytes, lc->storage.default_bytes, clock_now_ms(),
 		                             &id, err);
 	else if (r == 1)
 		r = 0;

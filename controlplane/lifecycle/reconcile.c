@@ -121,7 +121,7 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
 	    0)
 		return -1;
 	char label[4200];
-	snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_REGISTRY, lc->cfg->database_path);
+	snprintf(label, sizeof(label), "%s=%s", POLICY_LABEL_REGISTRY, lc->cfg->database_path);
 	struct docker_container_state *cs = NULL;
 	size_t n_cs = 0;
 	if (docker_container_list(lc->engine, label, &cs, &n_cs, err) < 0) {

@@ -21,7 +21,7 @@
 
 /* A helper that started this long after its sandbox was created has been
  * restarted at least once (creation waits at most for the hello). */
-#define RESTART_SLACK_MS (LIFECYCLE_HELLO_TIMEOUT_MS + 60000)
+#define RESTART_SLACK_MS (POLICY_HELLO_TIMEOUT_MS + 60000)
 
 static int failed_error(struct cp_error **err, const char *id, const char *reason)
 {
@@ -53,7 +53,7 @@ int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s,
                            char ret_boot[40], struct cp_error **err)
 {
 	_cleanup_json_ struct json_object *res = NULL;
-	if (helper_channel_call(ch, "hello", NULL, lifecycle_vm_hello_timeout_ms(s->runtime), &res, err) < 0)
+	if (helper_channel_call(ch, "hello", NULL, guard_vm_hello_timeout_ms(s->runtime), &res, err) < 0)
 		return -1;
 	struct json_object *v = NULL;
 	const char *boot = json_object_object_get_ex(res, "boot_id", &v) && json_object_is_type(v, json_type_string)
@@ -92,7 +92,7 @@ static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, s
 {
 	uint64_t dev = 0, ino = 0;
 	int has = store_sandbox_get_mount_identity(lc->store, s->id, &dev, &ino, err);
-	if (has <= 0 || !lifecycle_mount_runtime_verifiable(s->runtime))
+	if (has <= 0 || !guard_mount_runtime_verifiable(s->runtime))
 		return has < 0 ? -1 : 0;
 	struct workspace_record w = {0};
 	if (store_workspace_get(lc->store, s->workspace_id, &w, err) < 0)
@@ -105,16 +105,16 @@ static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, s
 		workspace_record_clear(&w);
 		return -1;
 	}
-	const char *target = !strcmp(w.mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
+	const char *target = !strcmp(w.mode, "clone") ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET;
 	int r;
 	if (policy_runtime_is_vm(s->runtime)) {
-		r = lifecycle_vm_mounts_verify(lc, container, s, w.mode, w.path, dev, ino, m, n, err);
+		r = guard_vm_mounts_verify(&lc->host, container, s, w.mode, w.path, dev, ino, m, n, err);
 	} else {
-		r = lifecycle_mount_verify(lc, ch, s->id, target, w.path, dev, ino, err);
+		r = guard_mount_verify(&lc->host, ch, s->id, target, w.path, dev, ino, err);
 		if (r == 0)
-			r = lifecycle_git_guard_verify(lc, ch, s->id, m, n, err);
+			r = guard_git_verify(&lc->host, ch, s->id, m, n, err);
 		if (r == 0 && n)
-			r = lifecycle_mounts_verify(lc, ch, s, w.mode, m, n, err);
+			r = guard_mounts_verify(&lc->host, ch, s, w.mode, m, n, err);
 	}
 	workspace_record_clear(&w);
 	for (size_t i = 0; i < n; i++)
@@ -161,14 +161,14 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 	                        found ? st.status : NULL, st.exit_code, &d);
 	/* A vm launcher that refused to boot (its mount changed) is restarted
 	 * by the engine again and again: it is stopped and the reason kept. */
-	const char *vm_reason = found && policy_runtime_is_vm(s->runtime) && lifecycle_vm_refused(&st)
-	                            ? lifecycle_vm_exit_reason(st.exit_code)
+	const char *vm_reason = found && policy_runtime_is_vm(s->runtime) && guard_vm_refused(&st)
+	                            ? guard_vm_exit_reason(st.exit_code)
 	                            : NULL;
-	int vm_mount_refused = vm_reason && st.exit_code == LIFECYCLE_VM_EXIT_MOUNT_CHANGED;
+	int vm_mount_refused = vm_reason && st.exit_code == GUARD_VM_EXIT_MOUNT_CHANGED;
 	docker_container_state_clear(&st);
 	if (vm_reason) {
 		if (vm_mount_refused) /* a security event, as on the runc path (recheck_mount) */
-			lifecycle_mount_audit(lc, s->id, LIFECYCLE_WORKSPACE_TARGET, vm_reason);
+			guard_mount_audit(&lc->host, s->id, POLICY_WORKSPACE_TARGET, vm_reason);
 		_cleanup_error_ struct cp_error *e = NULL;
 		if (docker_container_stop(lc->engine, container, &e) < 0)
 			log_warn("lifecycle", "stop sandbox %s: %s", s->id, e->message);
@@ -204,7 +204,7 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 			 * says nothing: nothing a retry would change. */
 			char reason[200];
 			snprintf(reason, sizeof(reason), "its helper did not answer within %d s after a re-attach",
-			         LIFECYCLE_HELLO_TIMEOUT_MS / 1000);
+			         POLICY_HELLO_TIMEOUT_MS / 1000);
 			lifecycle_sandbox_fail_running(lc, s->id, reason);
 			cp_error_freep(err);
 			return failed_error(err, s->id, reason);
@@ -263,7 +263,7 @@ int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err)
 		size_t n_m = 0;
 		int g = lifecycle_call_mounts(lc, s->id, &m, &n_m, &ge);
 		if (g == 0)
-			g = lifecycle_sandbox_guard_check(lc, s, m, n_m, &ge);
+			g = guard_git_check(lc->git_watch, s, m, n_m, &ge);
 		for (size_t j = 0; j < n_m; j++)
 			sandbox_mount_record_clear(&m[j]);
 		free(m);

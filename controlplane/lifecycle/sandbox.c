@@ -86,7 +86,7 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 	/* A direct workspace's .git protection must still be in place: a
 	 * host-side replacement of a protected path drops its mount inside
 	 * (git_guard.c); then the sandbox is stopped and this call refused. */
-	if (lifecycle_sandbox_guard_check(lc, &s, m, n, err) < 0)
+	if (guard_git_check(lc->git_watch, &s, m, n, err) < 0)
 		goto out;
 	/* The call holds the sandbox until lifecycle_sandbox_release (expiry
 	 * waits for it); taken before the activity is noted, so expiry never

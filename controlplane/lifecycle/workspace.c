@@ -80,7 +80,7 @@ int lifecycle_workspace_register(const struct config *cfg, struct store *store, 
 	_cleanup_free_ char *ws_id = NULL;
 	_cleanup_free_ char *approval_id = NULL;
 	if (lifecycle_host_path_check(cfg, path, &real, err) < 0 ||
-	    lifecycle_host_nesting_check(store, real, mode, NULL, err) < 0 || id_new("ws_", &ws_id, err) < 0 ||
+	    guard_host_nesting_check(store, real, mode, NULL, err) < 0 || id_new("ws_", &ws_id, err) < 0 ||
 	    id_new("approval_", &approval_id, err) < 0)
 		return -1;
 	int64_t now = clock_now_ms();
@@ -111,7 +111,7 @@ int lifecycle_approval_approve(const struct config *cfg, struct store *store, co
 			             id, a.host_path, real, a.real_path);
 			goto out;
 		}
-		if (lifecycle_host_nesting_check(store, real, a.mode, NULL, err) < 0) {
+		if (guard_host_nesting_check(store, real, a.mode, NULL, err) < 0) {
 			cp_error_prefix(err, "approve '%s'", id);
 			goto out;
 		}

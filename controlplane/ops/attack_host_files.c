@@ -224,7 +224,7 @@ void ops_attack_host_files(struct lifecycle *lc, const char *sandbox_id, const c
 	snprintf(dir, sizeof(dir), ".chat2sbx-doctor-%s", suffix);
 	snprintf(host_dir, sizeof(host_dir), "%s/%s", w.path, dir);
 	char sandbox_dir[128];
-	snprintf(sandbox_dir, sizeof(sandbox_dir), "%s/%s", LIFECYCLE_WORKSPACE_TARGET, dir);
+	snprintf(sandbox_dir, sizeof(sandbox_dir), "%s/%s", POLICY_WORKSPACE_TARGET, dir);
 	cmd = xasprintf(attack_script, sandbox_dir);
 	if (ops_probe_run(lc, sandbox_id, cmd, &out, &e) < 0) {
 		ops_probe_report_add(r, name, attack, OPS_CHECK_FAILED, "%s", e->message);

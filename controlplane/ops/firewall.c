@@ -1,6 +1,6 @@
 /* firewall.c: the host-edge firewall as serve, setup, status and doctor
  * use it (issue 12, item 4): which bridges it names (the fixed prefix and
- * the engine's names of older networks, lifecycle/bridges.c), when it is
+ * the engine's names of older networks, guard/bridges.c), when it is
  * installed (serve as root at start and at every maintenance pass; setup
  * --install-firewall), how it is removed and what status says about it.
  * The rules and libnftables live in firewall/; this file only decides. */
@@ -16,14 +16,14 @@
 /* What a person does when serve cannot install the firewall itself. */
 #define FIREWALL_HINT                                                                                                  \
 	"run 'sudo chat2sbx setup --install-firewall' (needed again after every reboot), or set CHAT2SBX_FIREWALL=0 "  \
-	"if this host's own firewall keeps the sandbox bridges (" LIFECYCLE_BRIDGE_PREFIX "*) off its services"
+	"if this host's own firewall keeps the sandbox bridges (" POLICY_BRIDGE_PREFIX "*) off its services"
 
 int ops_firewall_build(struct docker_engine *engine, struct firewall_ruleset *ret, struct cp_error **err)
 {
 	char **legacy = NULL;
-	if (engine && lifecycle_legacy_bridges(engine, &legacy, err) < 0)
+	if (engine && guard_legacy_bridges(engine, &legacy, err) < 0)
 		return cp_error_prefix(err, "find the bridges of chat2sbx's networks");
-	struct firewall_spec spec = {.bridge_prefix = LIFECYCLE_BRIDGE_PREFIX,
+	struct firewall_spec spec = {.bridge_prefix = POLICY_BRIDGE_PREFIX,
 	                             .legacy_bridges = (const char *const *)legacy};
 	int r = firewall_ruleset_build(&spec, ret, err);
 	docker_strv_free(legacy);
@@ -33,7 +33,7 @@ int ops_firewall_build(struct docker_engine *engine, struct firewall_ruleset *re
 void ops_firewall_describe(const struct firewall_ruleset *rs, const char *state, char *buf, size_t size)
 {
 	int n = snprintf(buf, size, "%s: table %s %s drops what the bridges %s*", state, FIREWALL_FAMILY,
-	                 FIREWALL_TABLE, LIFECYCLE_BRIDGE_PREFIX);
+	                 FIREWALL_TABLE, POLICY_BRIDGE_PREFIX);
 	for (size_t i = 0; i < rs->n_legacy && n > 0 && (size_t)n < size; i++)
 		n += snprintf(buf + n, size - (size_t)n, "%s%s", i ? ", " : " and ", rs->legacy[i]);
 	if (n > 0 && (size_t)n < size)
@@ -102,7 +102,7 @@ void ops_firewall_report(const struct config *cfg, struct docker_engine *engine,
 			snprintf(ret->detail, sizeof(ret->detail),
 			         "%s (CHAT2SBX_FIREWALL=0: this host's own firewall must keep the bridges %s* off its "
 			         "services)",
-			         ret->state == FIREWALL_MISSING ? "not installed" : seen, LIFECYCLE_BRIDGE_PREFIX);
+			         ret->state == FIREWALL_MISSING ? "not installed" : seen, POLICY_BRIDGE_PREFIX);
 		else
 			snprintf(ret->detail, sizeof(ret->detail),
 			         "%s: %s; sandboxes may reach this host's services. A chat2sbx serve running as root "
@@ -119,7 +119,7 @@ int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *eng
 		         "CHAT2SBX_FIREWALL=0: chat2sbx does not keep sandboxes off this host's own services; this "
 		         "host's firewall must drop what the bridges %s* send to its addresses ('chat2sbx doctor' "
 		         "attacks it)",
-		         LIFECYCLE_BRIDGE_PREFIX);
+		         POLICY_BRIDGE_PREFIX);
 		return 0;
 	}
 	if (!firewall_permitted()) {

@@ -106,7 +106,7 @@ static int give_to_vm_uid(const char *path, const struct stat *st, int flag, str
 	(void)st;
 	(void)flag;
 	(void)ftw;
-	return lchown(path, LIFECYCLE_VM_UID, LIFECYCLE_VM_UID);
+	return lchown(path, POLICY_VM_UID, POLICY_VM_UID);
 }
 
 /* A writable directory of its own in the first allowed root that exists
@@ -178,7 +178,7 @@ void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r)
 	if (policy_runtime_is_vm(lifecycle_runtime(lc, NULL)) && geteuid() == 0 &&
 	    nftw(dir, give_to_vm_uid, 16, FTW_PHYS) != 0) {
 		ops_probe_report_add(r, "direct_git", ATTACK, OPS_CHECK_FAILED,
-		                     "give the throwaway repository '%s' to uid %d: %s", dir, LIFECYCLE_VM_UID,
+		                     "give the throwaway repository '%s' to uid %d: %s", dir, POLICY_VM_UID,
 		                     strerror(errno));
 		goto out;
 	}

@@ -195,8 +195,7 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 
 	attack = "find a credential directory or the host home among the mounts";
 	struct passwd *pw = getpwuid(getuid());
-	if (ops_mountinfo_find_credentials(mountinfo, pw ? pw->pw_dir : NULL, LIFECYCLE_HELPER_TARGET, buf,
-	                                   sizeof(buf)))
+	if (ops_mountinfo_find_credentials(mountinfo, pw ? pw->pw_dir : NULL, POLICY_HELPER_TARGET, buf, sizeof(buf)))
 		ops_probe_report_add(r, "credentials", attack, OPS_CHECK_FAILED, "mounted: %s", buf);
 	else
 		ops_probe_report_add(r, "credentials", attack, OPS_CHECK_PASSED,
@@ -237,7 +236,7 @@ static void judge_survey(const struct config *cfg, const struct canaries *c, con
 	else if (end == memory || mem <= 0 || mem >= (1LL << 62))
 		ops_probe_report_add(r, "memory_limit", attack, OPS_CHECK_FAILED, "the memory ceiling is '%s': none",
 		                     first_line(memory, line, sizeof(line)));
-	else if (adj < LIFECYCLE_OOM_SCORE_ADJ)
+	else if (adj < POLICY_OOM_SCORE_ADJ)
 		ops_probe_report_add(r, "memory_limit", attack, OPS_CHECK_FAILED,
 		                     "oom_score_adj %lld: the kernel could pick the host's own processes first", adj);
 	else

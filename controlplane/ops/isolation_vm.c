@@ -25,7 +25,7 @@
 #define VM_GATEWAY "10.0.2.2"
 /* Probe runs that ask the guest's engine before it counts as not answering. */
 #define VM_ENGINE_TRIES 6
-/* Where the launcher is mounted (lifecycle_internal.h LIFECYCLE_VM_TARGET). */
+/* Where the launcher is mounted (lifecycle_internal.h GUARD_VM_TARGET). */
 #define VM_LAUNCHER_TARGET "/.chat2sbx/vm"
 
 /* Run in the probe's container (the vm image has a shell): QEMU's status
@@ -166,7 +166,7 @@ static void check_memory(struct ops_probe_report *r, const char *memory, const c
 	if (!memory || end == memory || mem <= 0 || mem >= (1LL << 62))
 		ops_probe_report_add(r, "memory_limit", attack, OPS_CHECK_FAILED,
 		                     "the container has no memory ceiling");
-	else if (adj < LIFECYCLE_OOM_SCORE_ADJ)
+	else if (adj < POLICY_OOM_SCORE_ADJ)
 		ops_probe_report_add(
 		    r, "memory_limit", attack, OPS_CHECK_FAILED,
 		    "QEMU's oom_score_adj is %lld: the kernel could pick the host's own processes first", adj);
@@ -202,7 +202,7 @@ static void check_socket(struct lifecycle *lc, const struct sandbox_record *s, c
 	}
 	struct passwd *pw = getpwuid(getuid());
 	if (judged &&
-	    ops_mountinfo_find_credentials(judged, pw ? pw->pw_dir : NULL, LIFECYCLE_HELPER_TARGET, buf, sizeof(buf))) {
+	    ops_mountinfo_find_credentials(judged, pw ? pw->pw_dir : NULL, POLICY_HELPER_TARGET, buf, sizeof(buf))) {
 		ops_probe_report_add(r, "docker_socket", attack, OPS_CHECK_FAILED,
 		                     "a credential directory is mounted into the container: %s", buf);
 		return;

@@ -201,8 +201,8 @@ int ops_readiness_exit_status(const struct ops_readiness *r, const char **ret_re
 
 /* ---- the host-edge firewall (ops/firewall.c, issue 12) ---- */
 
-/* Builds the firewall for this machine: the bridges LIFECYCLE_BRIDGE_PREFIX*
- * and the older ones the engine has (lifecycle_legacy_bridges; none when
+/* Builds the firewall for this machine: the bridges POLICY_BRIDGE_PREFIX*
+ * and the older ones the engine has (guard_legacy_bridges; none when
  * engine is NULL). *ret: caller clears. Engine errors pass through. */
 int ops_firewall_build(struct docker_engine *engine, struct firewall_ruleset *ret, struct cp_error **err);
 

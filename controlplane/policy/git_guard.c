@@ -2,7 +2,7 @@
  * sandbox's view (policy.h, "direct-mode git protection"), the checks of the
  * two .git files whose content redirects git (commondir, a gitfile), and the
  * note on what direct mode still allows. Pure: the file system is
- * lifecycle/git_guard.c's. */
+ * guard/git_guard.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* git_tree.c: what may be in a direct workspace's .git (regular files and
  * directories, nothing else) and the words for what was found: a create's
  * refusal and a running sandbox's failure reason. Pure: the walk is
- * lifecycle/git_tree.c's, the moving lifecycle/git_quarantine.c's. Names and
+ * guard/git_tree.c's, the moving guard/git_quarantine.c's. Names and
  * link targets came from a sandbox and are only ever shown escaped. */
 #include <errno.h>
 #include <stdio.h>

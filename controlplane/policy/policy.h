@@ -11,6 +11,57 @@
 
 #include "../base/error.h"
 
+/* ---- what a chat2sbx sandbox looks like from the host: mount targets,
+ * engine labels, networks, deadlines; lifecycle/ makes sandboxes so, guard/
+ * checks them ---- */
+
+/* Inside every sandbox: where the helper is mounted and the workspace lives. */
+#define POLICY_HELPER_TARGET "/.chat2sbx/helper"
+#define POLICY_WORKSPACE_TARGET "/workspace"
+/* Labels on every container (DESIGN.md, Sandboxes: registry and engine can be reconciled). */
+#define POLICY_LABEL_SANDBOX "org.chat2sbx.sandbox"
+#define POLICY_LABEL_WORKSPACE "org.chat2sbx.workspace"
+#define POLICY_LABEL_REGISTRY "org.chat2sbx.registry"
+/* The engine network of sandboxes with network access: a bridge with
+ * inter-container communication off, so sandboxes cannot reach each other. */
+#define POLICY_NETWORK "chat2sbx"
+#define POLICY_LABEL_NETWORK "org.chat2sbx.network"
+/* Every bridge interface of a chat2sbx network starts with this, so the
+ * host's firewall (table inet chat2sbx, ops/firewall.c) names them all with
+ * one static rule, whoever installed it (issue 12). The engine's own names
+ * ("br-<id>") change with every network. At most 15 characters in all. */
+#define POLICY_BRIDGE_PREFIX "c2s-"
+/* POLICY_NETWORK's bridge. */
+#define POLICY_NETWORK_BRIDGE POLICY_BRIDGE_PREFIX "sandboxes"
+/* Where clone mode mounts the approved host directory (read-only). */
+#define POLICY_SOURCE_TARGET "/.chat2sbx/source"
+/* Every sandbox process (and forwarder) is the kernel's first choice when
+ * memory runs out, before serve, the engine or anything else of the host
+ * (issue 13; oom_score_adj is -1000..1000). */
+#define POLICY_OOM_SCORE_ADJ 500
+/* How long the helper gets to answer its first hello after start (ms). */
+#define POLICY_HELLO_TIMEOUT_MS 15000
+/* ... in a vm sandbox, which boots a kernel first (under TCG on a busy
+ * 2-core machine that took up to 15 s; issue 15). */
+#define POLICY_VM_HELLO_TIMEOUT_MS 120000
+/* The uid (and gid) QEMU runs as for a workspace that belongs to root, to
+ * which a managed workspace of a vm sandbox is made over (VM_DEFAULT_UID in
+ * template/vm/src/vm.h; the README's vm runtime section). */
+#define POLICY_VM_UID 64099
+/* The smallest memory ceiling of a vm sandbox: a 256 MiB guest and QEMU's
+ * own memory (template/vm/src/vm.h). */
+#define POLICY_VM_MIN_MEMORY (512LL * 1024 * 1024)
+/* Label on every container made for the warm pool (value "1"). Engine labels
+ * are fixed at create, so a claimed sandbox keeps it: whether a sandbox is
+ * still a member is the registry's pooled column, never the label. */
+#define POLICY_LABEL_POOL "org.chat2sbx.pool"
+/* Labels on forwarder containers and their per-sandbox networks. Distinct
+ * from POLICY_LABEL_REGISTRY, so sandbox reconcile never takes a
+ * forwarder for a sandbox. */
+#define POLICY_LABEL_EXPOSE_SANDBOX "org.chat2sbx.expose.sandbox"
+#define POLICY_LABEL_EXPOSE_REGISTRY "org.chat2sbx.expose.registry"
+#define POLICY_LABEL_EXPOSE_PORT "org.chat2sbx.expose.port"
+
 /* Smallest memory limit the engine accepts (Docker: 6 MiB). */
 #define POLICY_MEMORY_MIN_BYTES (6LL * 1024 * 1024)
 /* Largest accepted (1 TiB), to refuse typos like "4000g". */
@@ -351,7 +402,7 @@ char *policy_text_escape(const char *s, size_t len, char *buf, size_t size);
  * git_tree.c lists what was measured), and creates lock files, objects and
  * refs below directories it reaches through any symlink. So nothing in a
  * direct workspace's .git may be anything but a regular file or a
- * directory: lifecycle/git_tree.c walks the tree, these decide and say. */
+ * directory: guard/git_tree.c walks the tree, these decide and say. */
 
 /* What one entry of .git is, as judged. */
 enum policy_git_entry {

@@ -1,7 +1,7 @@
 /* vm.c: the decisions of the vm runtime (issue 15): whether this machine's
  * CPU offers hardware virtualization, which accelerator vm sandboxes get,
  * and which runtime "auto" means here. Pure: the caller reads
- * /proc/cpuinfo and tries /dev/kvm (lifecycle/runtime_vm.c). */
+ * /proc/cpuinfo and tries /dev/kvm (guard/vm.c). */
 #include <string.h>
 
 #include "policy.h"

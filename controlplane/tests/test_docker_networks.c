@@ -145,7 +145,7 @@ Test(docker_networks, legacy_bridges_are_the_unprefixed_ones)
 	struct docker_engine *e = fake_engine_open(fe);
 	struct cp_error *err = NULL;
 	char **v = NULL;
-	cr_assert_eq(lifecycle_legacy_bridges(e, &v, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(guard_legacy_bridges(e, &v, &err), 0, "%s", err ? err->message : "");
 	cr_assert_str_eq(v[0], "br-e1fdfc4db827");
 	cr_assert_null(v[1], "c2s-sandboxes is covered by the prefix");
 	docker_strv_free(v);

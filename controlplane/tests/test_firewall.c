@@ -125,13 +125,13 @@ Test(firewall, names_that_could_break_out_of_the_text_are_refused)
  * and carry the prefix the rules name. */
 Test(firewall, lifecycle_bridge_names_carry_the_prefix)
 {
-	cr_assert_leq(strlen(LIFECYCLE_NETWORK_BRIDGE), FIREWALL_IFNAME_MAX);
-	cr_assert(!strncmp(LIFECYCLE_NETWORK_BRIDGE, LIFECYCLE_BRIDGE_PREFIX, strlen(LIFECYCLE_BRIDGE_PREFIX)));
+	cr_assert_leq(strlen(POLICY_NETWORK_BRIDGE), FIREWALL_IFNAME_MAX);
+	cr_assert(!strncmp(POLICY_NETWORK_BRIDGE, POLICY_BRIDGE_PREFIX, strlen(POLICY_BRIDGE_PREFIX)));
 	char a[32], b[32];
-	lifecycle_expose_bridge_name("sbx_abcdefghijklmnopqrst", a, sizeof(a));
+	guard_expose_bridge_name("sbx_abcdefghijklmnopqrst", a, sizeof(a));
 	cr_assert_str_eq(a, "c2s-xklmnopqrst");
 	cr_assert(firewall_ifname_valid(a));
-	lifecycle_expose_bridge_name("sbx_abcdefghij0000000000", b, sizeof(b));
+	guard_expose_bridge_name("sbx_abcdefghij0000000000", b, sizeof(b));
 	cr_assert_str_neq(a, b, "the random part of the id names the bridge");
 	cr_assert(firewall_ifname_valid(b));
 }

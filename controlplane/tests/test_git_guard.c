@@ -1,6 +1,6 @@
 /* test_git_guard.c: a direct workspace's .git protection without an engine:
  * the protected paths for each .git shape (policy_git_paths), the commondir
- * and gitfile checks, lifecycle_git_guard_prepare on temporary directories
+ * and gitfile checks, guard_git_prepare on temporary directories
  * (placeholders, mount specs, identities, and the refusals of a planted
  * symlink or a wrong type, which create nothing), the host-side re-check
  * after a rename over a protected file, the recorded mounts (migration
@@ -80,19 +80,19 @@ static void repo(void)
 }
 
 /* prepare on dir; returns its result, *g filled (caller clears), *err on failure. */
-static int prepare(struct lifecycle_git_guard *g, struct cp_error **err)
+static int prepare(struct guard_git *g, struct cp_error **err)
 {
 	int fd = -1;
 	uint64_t dev, ino;
-	cr_assert_eq(lifecycle_mount_open(dir, &fd, &dev, &ino, err), 0);
-	int r = lifecycle_git_guard_prepare(fd, dir, "/workspace", g, err);
+	cr_assert_eq(guard_mount_open(dir, &fd, &dev, &ino, err), 0);
+	int r = guard_git_prepare(fd, dir, "/workspace", g, err);
 	close(fd);
 	return r;
 }
 
 static void refused(const char *needle)
 {
-	struct lifecycle_git_guard g = {0};
+	struct guard_git g = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(prepare(&g, &err), -1, "prepared although '%s' was expected", needle);
 	cr_assert_eq(err->code, CP_ERR_DENIED, "%s", err->message);
@@ -192,7 +192,7 @@ Test(git_guard, gitfile_parse)
 
 Test(git_guard, no_git_means_no_mounts)
 {
-	struct lifecycle_git_guard g = {0};
+	struct guard_git g = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(prepare(&g, &err), 0, "%s", err ? err->message : "");
 	cr_assert_eq(g.shape, POLICY_GIT_NONE);
@@ -203,7 +203,7 @@ Test(git_guard, no_git_means_no_mounts)
 Test(git_guard, directory_placeholders_mount_specs_and_identities)
 {
 	repo();
-	struct lifecycle_git_guard g = {0};
+	struct guard_git g = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(prepare(&g, &err), 0, "%s", err ? err->message : "");
 	cr_assert_eq(g.shape, POLICY_GIT_DIRECTORY);
@@ -234,12 +234,12 @@ Test(git_guard, directory_placeholders_mount_specs_and_identities)
 	struct stat st;
 	cr_assert_eq(stat(p, &st), 0);
 	cr_assert_eq(st.st_size, (off_t)strlen("[core]\n\tbare = false\n"), "the owner's config is untouched");
-	lifecycle_git_guard_clear(&g);
+	guard_git_clear(&g);
 
 	/* A second prepare finds everything in place and creates nothing new. */
 	cr_assert_eq(prepare(&g, &err), 0, "%s", err ? err->message : "");
 	cr_assert_eq(g.n, 7);
-	lifecycle_git_guard_clear(&g);
+	guard_git_clear(&g);
 }
 
 Test(git_guard, planted_symlinks_are_refused)
@@ -306,14 +306,14 @@ Test(git_guard, dot_git_symlink_and_wrong_types_are_refused)
 Test(git_guard, gitfile_outside_is_read_only_inside_is_refused)
 {
 	put(".git", "gitdir: /somewhere/main/.git/worktrees/wt\n");
-	struct lifecycle_git_guard g = {0};
+	struct guard_git g = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(prepare(&g, &err), 0, "%s", err ? err->message : "");
 	cr_assert_eq(g.shape, POLICY_GIT_GITFILE);
 	cr_assert_eq(g.n, 1);
 	cr_assert_str_eq(g.mounts[0].target, "/workspace/.git");
 	cr_assert(g.mounts[0].read_only);
-	lifecycle_git_guard_clear(&g);
+	guard_git_clear(&g);
 
 	/* A git dir inside the directory: the sandbox could write its config. */
 	mk(".realgit");
@@ -336,30 +336,30 @@ Test(git_guard, gitfile_outside_is_read_only_inside_is_refused)
 	put(".git", "junk\n");
 	cr_assert_eq(prepare(&g, &err), 0, "%s", err ? err->message : "");
 	cr_assert_eq(g.n, 1);
-	lifecycle_git_guard_clear(&g);
+	guard_git_clear(&g);
 }
 
 Test(git_guard, host_side_rename_over_a_protected_file_is_noticed)
 {
 	repo();
-	struct lifecycle_git_guard g = {0};
+	struct guard_git g = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(prepare(&g, &err), 0, "%s", err ? err->message : "");
 	char reason[1500];
-	cr_assert_eq(lifecycle_git_guard_host_lost(g.mounts, g.n, reason, sizeof(reason)), 0);
+	cr_assert_eq(guard_git_host_lost(g.mounts, g.n, reason, sizeof(reason)), 0);
 	/* Content changes keep the identity (the mount stays). */
 	put(".git/hooks/pre-commit", "#!/bin/sh\n");
-	cr_assert_eq(lifecycle_git_guard_host_lost(g.mounts, g.n, reason, sizeof(reason)), 0);
+	cr_assert_eq(guard_git_host_lost(g.mounts, g.n, reason, sizeof(reason)), 0);
 	/* What git config does on the host: a lock file renamed over config. */
 	put(".git/config.lock", "[core]\n\tbare = false\n[x]\n\ty = 1\n");
 	char from[256], to[256];
 	snprintf(from, sizeof(from), "%s/.git/config.lock", dir);
 	snprintf(to, sizeof(to), "%s/.git/config", dir);
 	cr_assert_eq(rename(from, to), 0);
-	cr_assert_eq(lifecycle_git_guard_host_lost(g.mounts, g.n, reason, sizeof(reason)), 2);
+	cr_assert_eq(guard_git_host_lost(g.mounts, g.n, reason, sizeof(reason)), 2);
 	cr_assert_not_null(strstr(reason, "/.git/config' was replaced or removed on the host"), "%s", reason);
 	cr_assert_not_null(strstr(reason, "the sandbox was stopped"), "%s", reason);
-	lifecycle_git_guard_clear(&g);
+	guard_git_clear(&g);
 }
 
 Test(git_guard, recorded_mounts_round_trip_and_go_with_the_sandbox)
@@ -499,7 +499,7 @@ static const char good_mountinfo[] =
     "11 8 254:0 /r/my\\040repo/.git/hooks /workspace/.git/hooks ro,relatime - ext4 /dev/vda rw\n"
     "12 2 0:53 /null /proc/keys rw,nosuid - tmpfs tmpfs rw\n";
 
-static const struct lifecycle_mount_want want_mounts[] = {
+static const struct guard_mount_want want_mounts[] = {
     {.target = "/.chat2sbx/helper", .read_only = 1},
     {.target = "/workspace"},
     {.target = "/workspace/.git"},
@@ -511,19 +511,18 @@ Test(git_guard, mount_table_judged)
 {
 	char reason[1024];
 	size_t n = sizeof(want_mounts) / sizeof(want_mounts[0]);
-	cr_assert_eq(lifecycle_mountinfo_judge(good_mountinfo, want_mounts, n, reason, sizeof(reason)), 0, "%s",
-	             reason);
+	cr_assert_eq(guard_mountinfo_judge(good_mountinfo, want_mounts, n, reason, sizeof(reason)), 0, "%s", reason);
 
 	/* The race of a symlink into a mount target: hooks never mounted, the
 	 * outside directory mounted where the symlink led. */
 	char raced[sizeof(good_mountinfo) + 200];
 	snprintf(raced, sizeof(raced), "%.*s%s", (int)(strstr(good_mountinfo, "11 8") - good_mountinfo), good_mountinfo,
 	         "11 1 254:0 /tmp/outside /tmp/outside ro,relatime - ext4 /dev/vda rw\n");
-	cr_assert_eq(lifecycle_mountinfo_judge(raced, want_mounts, n, reason, sizeof(reason)), -1);
+	cr_assert_eq(guard_mountinfo_judge(raced, want_mounts, n, reason, sizeof(reason)), -1);
 	cr_assert_not_null(strstr(reason, "something was mounted at '/tmp/outside'"), "%s", reason);
 	/* Only the outside mount removed: hooks is still missing. */
 	snprintf(raced, sizeof(raced), "%.*s", (int)(strstr(good_mountinfo, "11 8") - good_mountinfo), good_mountinfo);
-	cr_assert_eq(lifecycle_mountinfo_judge(raced, want_mounts, n, reason, sizeof(reason)), -1);
+	cr_assert_eq(guard_mountinfo_judge(raced, want_mounts, n, reason, sizeof(reason)), -1);
 	cr_assert_not_null(strstr(reason, "'/workspace/.git/hooks' is not a mount point"), "%s", reason);
 
 	/* Read-write where read-only was asked. */
@@ -531,15 +530,15 @@ Test(git_guard, mount_table_judged)
 	snprintf(rw, sizeof(rw), "%s", good_mountinfo);
 	char *p = strstr(rw, "/workspace/.git/config ro,");
 	memcpy(p + strlen("/workspace/.git/config "), "rw", 2);
-	cr_assert_eq(lifecycle_mountinfo_judge(rw, want_mounts, n, reason, sizeof(reason)), -1);
+	cr_assert_eq(guard_mountinfo_judge(rw, want_mounts, n, reason, sizeof(reason)), -1);
 	cr_assert_not_null(strstr(reason, "'/workspace/.git/config' is mounted read-write"), "%s", reason);
 
 	/* A look-alike of an allowed place is not allowed. */
 	static const char procx[] = "1 0 0:50 / /procx rw - x x rw\n";
-	cr_assert_eq(lifecycle_mountinfo_judge(procx, NULL, 0, reason, sizeof(reason)), -1);
+	cr_assert_eq(guard_mountinfo_judge(procx, NULL, 0, reason, sizeof(reason)), -1);
 	/* An optional target may be missing, and is allowed where it is. */
-	static const struct lifecycle_mount_want sock[] = {{.target = "/var/run/x.sock", .optional = 1},
-	                                                   {.target = "/run/x.sock", .optional = 1}};
+	static const struct guard_mount_want sock[] = {{.target = "/var/run/x.sock", .optional = 1},
+	                                               {.target = "/run/x.sock", .optional = 1}};
 	static const char at_run[] = "1 0 0:50 / / rw - x x rw\n2 1 0:5 /x.sock /run/x.sock rw - x x rw\n";
-	cr_assert_eq(lifecycle_mountinfo_judge(at_run, sock, 2, reason, sizeof(reason)), 0, "%s", reason);
+	cr_assert_eq(guard_mountinfo_judge(at_run, sock, 2, reason, sizeof(reason)), 0, "%s", reason);
 }

@@ -106,15 +106,15 @@ static int git_fd(void)
 }
 
 /* One walk of t (fresh when NULL); *scan filled (caller clears). */
-static int walk(struct lifecycle_git_tree *t, struct lifecycle_git_scan *scan)
+static int walk(struct guard_git_tree *t, struct guard_git_scan *scan)
 {
-	struct lifecycle_git_tree *own = t ? NULL : lifecycle_git_tree_new(-1);
+	struct guard_git_tree *own = t ? NULL : guard_git_tree_new(-1);
 	int fd = git_fd();
 	struct cp_error *err = NULL;
-	int r = lifecycle_git_tree_walk(t ? t : own, fd, scan, &err);
+	int r = guard_git_tree_walk(t ? t : own, fd, scan, &err);
 	cr_assert_geq(r, 0, "%s", err ? err->message : "");
 	close(fd);
-	lifecycle_git_tree_free(own);
+	guard_git_tree_free(own);
 	return r;
 }
 
@@ -206,7 +206,7 @@ Test(git_tree, failure_reason_says_what_where_and_what_to_check)
 Test(git_tree, a_clean_tree_passes_and_is_counted)
 {
 	repo();
-	struct lifecycle_git_scan scan;
+	struct guard_git_scan scan;
 	cr_assert_eq(walk(NULL, &scan), 0);
 	cr_assert_eq(scan.n, 0);
 	cr_assert_eq(scan.bound, POLICY_GIT_BOUND_NONE);
@@ -214,7 +214,7 @@ Test(git_tree, a_clean_tree_passes_and_is_counted)
 	 * hooks, HEAD, config, index, and the top level's own entries. */
 	cr_assert_geq(scan.entries, 50, "%zu", scan.entries);
 	cr_assert_eq(scan.dirs, scan.reread, "a first walk reads every directory");
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 }
 
 Test(git_tree, symlinks_planted_at_every_depth_are_found)
@@ -228,28 +228,28 @@ Test(git_tree, symlinks_planted_at_every_depth_are_found)
 		char rel[128];
 		snprintf(rel, sizeof(rel), ".git/%s", rels[i]);
 		link_at("/tmp/c2s-victim/.bashrc", rel);
-		struct lifecycle_git_scan scan;
+		struct guard_git_scan scan;
 		cr_assert_eq(walk(NULL, &scan), 1, "%s not found", rels[i]);
 		cr_assert_eq(scan.n, 1, "%s: %zu findings", rels[i], scan.n);
 		cr_assert_str_eq(scan.found[0].rel, rels[i]);
 		cr_assert_eq(scan.found[0].kind, POLICY_GIT_ENTRY_SYMLINK);
 		cr_assert_str_eq(scan.found[0].target, "/tmp/c2s-victim/.bashrc");
-		lifecycle_git_scan_clear(&scan);
+		guard_git_scan_clear(&scan);
 		cr_assert_eq(unlink(at(rel)), 0);
 	}
 	/* Deep below .git, in directories the sandbox made. */
 	mkdirs(".git/refs/heads/a/b/c/d/e/f/g/h/i/j");
 	link_at("/", ".git/refs/heads/a/b/c/d/e/f/g/h/i/j/k");
-	struct lifecycle_git_scan scan;
+	struct guard_git_scan scan;
 	cr_assert_eq(walk(NULL, &scan), 1);
 	cr_assert_str_eq(scan.found[0].rel, "refs/heads/a/b/c/d/e/f/g/h/i/j/k");
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 	/* And the top: .git's own entries. */
 	unlink(at(".git/refs/heads/a/b/c/d/e/f/g/h/i/j/k"));
 	link_at("/etc/passwd", ".git/FETCH_HEAD");
 	cr_assert_eq(walk(NULL, &scan), 1);
 	cr_assert_str_eq(scan.found[0].rel, "FETCH_HEAD");
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 }
 
 Test(git_tree, fifos_sockets_and_devices_are_refused)
@@ -262,7 +262,7 @@ Test(git_tree, fifos_sockets_and_devices_are_refused)
 	cr_assert_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", strerror(errno));
 	close(s);
 	int device = mknod(at(".git/objects/00/dev"), S_IFCHR | 0600, makedev(1, 3)) == 0; /* root only */
-	struct lifecycle_git_scan scan;
+	struct guard_git_scan scan;
 	cr_assert_eq(walk(NULL, &scan), 1);
 	cr_assert_eq(scan.n, 2 + (size_t)device);
 	int fifo = 0, sock = 0, chr = 0;
@@ -274,7 +274,7 @@ Test(git_tree, fifos_sockets_and_devices_are_refused)
 		cr_assert_null(scan.found[i].target);
 	}
 	cr_assert_eq(fifo + sock + chr, (int)scan.n, "each found as what it is");
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 }
 
 Test(git_tree, a_symlinked_directory_is_refused_and_never_followed)
@@ -288,12 +288,12 @@ Test(git_tree, a_symlinked_directory_is_refused_and_never_followed)
 	link_at("/", "outside/refs/root");
 	cr_assert_eq(rename(at(".git/logs"), at(".git/logs.real")), 0);
 	link_at(outside, ".git/logs");
-	struct lifecycle_git_scan scan;
+	struct guard_git_scan scan;
 	cr_assert_eq(walk(NULL, &scan), 1);
 	cr_assert_eq(scan.n, 1, "only the link itself: %zu (%s)", scan.n, scan.n > 1 ? scan.found[1].rel : "");
 	cr_assert_str_eq(scan.found[0].rel, "logs");
 	cr_assert_str_eq(scan.found[0].target, outside);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 }
 
 Test(git_tree, every_bound_is_a_refusal_not_a_pass)
@@ -306,52 +306,52 @@ Test(git_tree, every_bound_is_a_refusal_not_a_pass)
 	}
 	/* A link after the bound could hide: the bound itself is the answer. */
 	link_at("/", ".git/refs/tags/zz");
-	struct lifecycle_git_tree *t = lifecycle_git_tree_new(-1);
-	lifecycle_git_tree_set_bounds(t, 200, POLICY_GIT_TREE_MAX_DEPTH, POLICY_GIT_TREE_MAX_MS);
-	struct lifecycle_git_scan scan;
+	struct guard_git_tree *t = guard_git_tree_new(-1);
+	guard_git_tree_set_bounds(t, 200, POLICY_GIT_TREE_MAX_DEPTH, POLICY_GIT_TREE_MAX_MS);
+	struct guard_git_scan scan;
 	cr_assert_eq(walk(t, &scan), 1);
 	cr_assert_eq(scan.bound, POLICY_GIT_BOUND_ENTRIES);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 	/* Still refused at the next walk (the cache does not turn it into a pass). */
 	cr_assert_eq(walk(t, &scan), 1);
 	cr_assert_eq(scan.bound, POLICY_GIT_BOUND_ENTRIES);
-	lifecycle_git_scan_clear(&scan);
-	lifecycle_git_tree_free(t);
+	guard_git_scan_clear(&scan);
+	guard_git_tree_free(t);
 
 	unlink(at(".git/refs/tags/zz"));
 	mkdirs(".git/refs/heads/d1/d2/d3/d4/d5/d6");
-	t = lifecycle_git_tree_new(-1);
-	lifecycle_git_tree_set_bounds(t, 100000, 4, POLICY_GIT_TREE_MAX_MS);
+	t = guard_git_tree_new(-1);
+	guard_git_tree_set_bounds(t, 100000, 4, POLICY_GIT_TREE_MAX_MS);
 	cr_assert_eq(walk(t, &scan), 1);
 	cr_assert_eq(scan.bound, POLICY_GIT_BOUND_DEPTH);
 	cr_assert_not_null(scan.bound_rel);
 	cr_assert_not_null(strstr(scan.bound_rel, "refs/heads/d1/d2"), "%s", scan.bound_rel);
-	lifecycle_git_scan_clear(&scan);
-	lifecycle_git_tree_free(t);
+	guard_git_scan_clear(&scan);
+	guard_git_tree_free(t);
 
-	t = lifecycle_git_tree_new(-1);
-	lifecycle_git_tree_set_bounds(t, 100000, 100, 0);
+	t = guard_git_tree_new(-1);
+	guard_git_tree_set_bounds(t, 100000, 100, 0);
 	cr_assert_eq(walk(t, &scan), 1);
 	cr_assert_eq(scan.bound, POLICY_GIT_BOUND_TIME);
-	lifecycle_git_scan_clear(&scan);
-	lifecycle_git_tree_free(t);
+	guard_git_scan_clear(&scan);
+	guard_git_tree_free(t);
 }
 
 Test(git_tree, the_cache_rereads_only_what_changed_and_misses_no_plant)
 {
 	repo();
 	settle();
-	struct lifecycle_git_tree *t = lifecycle_git_tree_new(-1);
-	struct lifecycle_git_scan scan;
+	struct guard_git_tree *t = guard_git_tree_new(-1);
+	struct guard_git_scan scan;
 	cr_assert_eq(walk(t, &scan), 0);
 	size_t dirs = scan.dirs, entries = scan.entries;
 	cr_assert_eq(scan.reread, dirs);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 	cr_assert_eq(walk(t, &scan), 0);
 	cr_assert_eq(scan.reread, 0, "nothing changed, nothing read: %zu", scan.reread);
 	cr_assert_eq(scan.dirs, dirs);
 	cr_assert_eq(scan.entries, entries);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 
 	/* A plant deep in an existing directory, its mtime put back as it was
 	 * (a sandbox hiding it from a cache on mtime: the ctime still moves). */
@@ -364,13 +364,13 @@ Test(git_tree, the_cache_rereads_only_what_changed_and_misses_no_plant)
 	cr_assert_eq(scan.n, 1);
 	cr_assert_str_eq(scan.found[0].rel, "logs/refs/heads/feature/stash");
 	cr_assert_leq(scan.reread, 2, "only the changed directory: %zu", scan.reread);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 	/* Found again while it is there. */
 	cr_assert_eq(walk(t, &scan), 1);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 	unlink(at(".git/logs/refs/heads/feature/stash"));
 	cr_assert_eq(walk(t, &scan), 0);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 
 	/* A leaf directory replaced by a link, and a new directory holding one. */
 	char cmd[256];
@@ -387,8 +387,8 @@ Test(git_tree, the_cache_rereads_only_what_changed_and_misses_no_plant)
 		fresh += !strcmp(scan.found[i].rel, "refs/remotes/origin/HEAD");
 	}
 	cr_assert(leaf && fresh);
-	lifecycle_git_scan_clear(&scan);
-	lifecycle_git_tree_free(t);
+	guard_git_scan_clear(&scan);
+	guard_git_tree_free(t);
 }
 
 /* 1 when fd has an event within ms, draining it. */
@@ -408,11 +408,11 @@ Test(git_tree, every_directory_is_watched_new_ones_too)
 	repo();
 	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	cr_assert_geq(in, 0);
-	struct lifecycle_git_tree *t = lifecycle_git_tree_new(in);
-	struct lifecycle_git_scan scan;
+	struct guard_git_tree *t = guard_git_tree_new(in);
+	struct guard_git_scan scan;
 	cr_assert_eq(walk(t, &scan), 0);
-	lifecycle_git_scan_clear(&scan);
-	cr_assert_eq(lifecycle_git_tree_watch_errno(t), 0);
+	guard_git_scan_clear(&scan);
+	cr_assert_eq(guard_git_tree_watch_errno(t), 0);
 	event_within(in, 0);
 	link_at("/", ".git/logs/refs/heads/feature/p");
 	cr_assert(event_within(in, 1000), "no event for a plant deep in the tree");
@@ -421,11 +421,11 @@ Test(git_tree, every_directory_is_watched_new_ones_too)
 	mkdirs(".git/refs/new");
 	cr_assert(event_within(in, 1000), "no event for a new directory");
 	cr_assert_eq(walk(t, &scan), 0); /* watches the new directory */
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 	event_within(in, 0);
 	link_at("/", ".git/refs/new/p");
 	cr_assert(event_within(in, 1000), "no event inside the new directory");
-	lifecycle_git_tree_free(t);
+	guard_git_tree_free(t);
 	close(in);
 }
 
@@ -437,9 +437,9 @@ Test(git_tree, a_create_refuses_a_planted_tree_and_creates_nothing)
 	int fd = -1;
 	uint64_t dev, ino;
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_mount_open(dir, &fd, &dev, &ino, &err), 0);
-	struct lifecycle_git_guard g = {0};
-	cr_assert_eq(lifecycle_git_guard_prepare(fd, dir, "/workspace", &g, &err), -1);
+	cr_assert_eq(guard_mount_open(dir, &fd, &dev, &ino, &err), 0);
+	struct guard_git g = {0};
+	cr_assert_eq(guard_git_prepare(fd, dir, "/workspace", &g, &err), -1);
 	close(fd);
 	cr_assert_eq(err->code, CP_ERR_DENIED);
 	cr_assert_not_null(
@@ -450,7 +450,7 @@ Test(git_tree, a_create_refuses_a_planted_tree_and_creates_nothing)
 	cr_assert_neq(lstat(at(".git/commondir"), &st), 0, "a placeholder was created before the refusal");
 	cr_assert_neq(lstat(at(".git/modules"), &st), 0);
 	cp_error_free(err);
-	lifecycle_git_guard_clear(&g);
+	guard_git_clear(&g);
 }
 
 /* Reads the quarantine's only directory's record.json (caller puts). */
@@ -479,18 +479,18 @@ Test(git_tree, the_quarantine_moves_without_following_and_records)
 	snprintf(victim, sizeof(victim), "%s/victim/.bashrc", dir);
 	link_at(victim, ".git/logs/refs/heads/main.lnk");
 	cr_assert_eq(mkfifo(at(".git/COMMIT_EDITMSG"), 0644), 0);
-	struct lifecycle_git_scan scan;
+	struct guard_git_scan scan;
 	cr_assert_eq(walk(NULL, &scan), 1);
 	cr_assert_eq(scan.n, 2);
 	char data_root[128];
 	snprintf(data_root, sizeof(data_root), "%s/data", dir);
 	struct config cfg = {.data_root = data_root};
-	struct lifecycle_git_quarantine q;
-	lifecycle_git_quarantine_init(&q);
+	struct guard_git_quarantine q;
+	guard_git_quarantine_init(&q);
 	struct cp_error *err = NULL;
 	int fd = git_fd();
-	cr_assert_eq(lifecycle_git_quarantine_move(&q, &cfg, "sbx_t", at(".git"), fd, scan.found, scan.n, &err), 0,
-	             "%s", err ? err->message : "");
+	cr_assert_eq(guard_git_quarantine_move(&q, &cfg, "sbx_t", at(".git"), fd, scan.found, scan.n, &err), 0, "%s",
+	             err ? err->message : "");
 	close(fd);
 	for (size_t i = 0; i < scan.n; i++) {
 		cr_assert_not_null(scan.found[i].moved_as, "%s not moved: %s", scan.found[i].rel,
@@ -500,7 +500,7 @@ Test(git_tree, the_quarantine_moves_without_following_and_records)
 	struct stat st;
 	cr_assert_neq(lstat(at(".git/logs/refs/heads/main.lnk"), &st), 0, "the link is still in .git");
 	cr_assert_neq(lstat(at(".git/COMMIT_EDITMSG"), &st), 0, "the FIFO is still in .git");
-	lifecycle_git_quarantine_close(&q);
+	guard_git_quarantine_close(&q);
 	char qdir[400];
 	struct json_object *rec = quarantine_record(data_root, qdir, sizeof(qdir));
 	cr_assert_eq(json_object_array_length(rec), 2);
@@ -523,10 +523,10 @@ Test(git_tree, the_quarantine_moves_without_following_and_records)
 	cr_assert_str_eq(line, "mine\n");
 	cr_assert_eq(stat(qdir, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0700);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 	/* Nothing is left to find. */
 	cr_assert_eq(walk(NULL, &scan), 0);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 }
 
 Test(git_tree, from_another_file_system_the_link_is_made_again_in_the_quarantine)
@@ -539,18 +539,18 @@ Test(git_tree, from_another_file_system_the_link_is_made_again_in_the_quarantine
 	snprintf(data_root, sizeof(data_root), "/dev/shm/c2s-gittree-XXXXXX");
 	cr_assert_not_null(mkdtemp(data_root));
 	link_at("/etc/hostname", ".git/ORIG_HEAD");
-	struct lifecycle_git_scan scan;
+	struct guard_git_scan scan;
 	cr_assert_eq(walk(NULL, &scan), 1);
 	struct config cfg = {.data_root = data_root};
-	struct lifecycle_git_quarantine q;
-	lifecycle_git_quarantine_init(&q);
+	struct guard_git_quarantine q;
+	guard_git_quarantine_init(&q);
 	struct cp_error *err = NULL;
 	int fd = git_fd();
-	cr_assert_eq(lifecycle_git_quarantine_move(&q, &cfg, "sbx_x", at(".git"), fd, scan.found, scan.n, &err), 0);
+	cr_assert_eq(guard_git_quarantine_move(&q, &cfg, "sbx_x", at(".git"), fd, scan.found, scan.n, &err), 0);
 	close(fd);
 	cr_assert_str_eq(scan.found[0].moved_as, "1");
 	cr_assert_neq(lstat(at(".git/ORIG_HEAD"), &a), 0);
-	lifecycle_git_quarantine_close(&q);
+	guard_git_quarantine_close(&q);
 	char qdir[400];
 	json_object_put(quarantine_record(data_root, qdir, sizeof(qdir)));
 	char moved[600], target[64];
@@ -559,7 +559,7 @@ Test(git_tree, from_another_file_system_the_link_is_made_again_in_the_quarantine
 	cr_assert_gt(n, 0);
 	target[n] = '\0';
 	cr_assert_str_eq(target, "/etc/hostname");
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", data_root);
 	cr_assert_eq(system(cmd), 0);
@@ -634,7 +634,7 @@ static int guard_check(const struct sandbox_record *s, struct cp_error **err)
 	size_t n = 0;
 	if (lifecycle_call_mounts(fx.lc, s->id, &m, &n, err) < 0)
 		return -1;
-	int r = lifecycle_sandbox_guard_check(fx.lc, s, m, n, err);
+	int r = guard_git_check(fx.lc->git_watch, s, m, n, err);
 	for (size_t i = 0; i < n; i++)
 		sandbox_mount_record_clear(&m[i]);
 	free(m);
@@ -709,7 +709,7 @@ Test(git_tree, ordinary_git_inside_raises_nothing)
 	         dir);
 	if (system(cmd) != 0)
 		cr_skip_test("git is not usable here");
-	struct lifecycle_git_scan scan;
+	struct guard_git_scan scan;
 	cr_assert_eq(walk(NULL, &scan), 0, "%s", scan.n ? scan.found[0].rel : "a bound");
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 }

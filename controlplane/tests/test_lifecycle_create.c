@@ -311,7 +311,7 @@ static void warm_member(const char *id, const char *ws, int64_t at_ms)
 	                           .container_name = (char *)id,
 	                           .image = (char *)lifecycle_sandbox_image(fx.lc),
 	                           .memory_bytes = fx.lc->limits.default_memory_bytes,
-	                           .disk_bytes = fx.lc->default_disk_bytes,
+	                           .disk_bytes = fx.lc->storage.default_bytes,
 	                           .network = 1,
 	                           .pooled = 1,
 	                           .created_at_ms = at_ms};

@@ -116,7 +116,7 @@ Test(lifecycle_recovery, restarting_container_is_unavailable_and_the_row_stays)
 
 /* The stream opens and ends before hello is answered (the container is
  * stopping): not a verdict on the sandbox. (A helper that stays silent
- * makes the row failed after LIFECYCLE_HELLO_TIMEOUT_MS, 15 s: too slow for
+ * makes the row failed after POLICY_HELLO_TIMEOUT_MS, 15 s: too slow for
  * this suite; recovery.c, reattach_locked.) */
 Test(lifecycle_recovery, stream_closed_during_hello_keeps_the_row)
 {

@@ -1,7 +1,7 @@
 /* test_mount_verify.c: the defences against a bind source swapped between
  * its check and the engine's mount: the nesting rule
- * (policy_host_nesting_check, and lifecycle_host_nesting_check over a real
- * registry), the openat2 identity check (lifecycle_mount_identity: a
+ * (policy_host_nesting_check, and guard_host_nesting_check over a real
+ * registry), the openat2 identity check (guard_mount_identity: a
  * symlink component is refused), and the stored identity (migration 0007). */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -97,29 +97,29 @@ Test(mount_verify, identity_matches_stat_and_symlink_component_is_refused)
 
 	uint64_t dev = 0, ino = 0;
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_mount_identity(inner, &dev, &ino, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(guard_mount_identity(inner, &dev, &ino, &err), 0, "%s", err ? err->message : "");
 	struct stat st;
 	cr_assert_eq(stat(inner, &st), 0);
 	cr_assert_eq(dev, (uint64_t)st.st_dev);
 	cr_assert_eq(ino, (uint64_t)st.st_ino);
 
 	/* A symlink as a middle component and as the last one. */
-	cr_assert_eq(lifecycle_mount_identity(through, &dev, &ino, &err), -1);
+	cr_assert_eq(guard_mount_identity(through, &dev, &ino, &err), -1);
 	cr_assert_eq(err->code, CP_ERR_CONFLICT);
 	cr_assert_not_null(strstr(err->message, "changed while it was being mounted"), "%s", err->message);
 	cr_assert_not_null(strstr(err->message, "nothing was mounted"), "%s", err->message);
 	cp_error_freep(&err);
-	cr_assert_eq(lifecycle_mount_identity(link, &dev, &ino, &err), -1);
+	cr_assert_eq(guard_mount_identity(link, &dev, &ino, &err), -1);
 	cr_assert_eq(err->code, CP_ERR_CONFLICT);
 	cp_error_freep(&err);
 }
 
 Test(mount_verify, runtime_verifiable)
 {
-	cr_assert(lifecycle_mount_runtime_verifiable(NULL));
-	cr_assert(lifecycle_mount_runtime_verifiable(""));
-	cr_assert(lifecycle_mount_runtime_verifiable("runc"));
-	cr_assert_not(lifecycle_mount_runtime_verifiable("runsc"));
+	cr_assert(guard_mount_runtime_verifiable(NULL));
+	cr_assert(guard_mount_runtime_verifiable(""));
+	cr_assert(guard_mount_runtime_verifiable("runc"));
+	cr_assert_not(guard_mount_runtime_verifiable("runsc"));
 }
 
 static void add_ws(struct store *s, const char *id, const char *path, const char *mode)
@@ -140,11 +140,11 @@ Test(mount_verify, registry_nesting_and_stored_identity)
 	add_ws(s, "ws_sub", "/r/proj/sub", "direct"); /* approved before the rule existed */
 
 	/* Mount time of ws_sub: it lies inside ws_p. */
-	cr_assert_eq(lifecycle_host_nesting_check(s, "/r/proj/sub", "direct", "ws_sub", &err), -1);
+	cr_assert_eq(guard_host_nesting_check(s, "/r/proj/sub", "direct", "ws_sub", &err), -1);
 	cr_assert_not_null(strstr(err->message, "ws_p"), "%s", err->message);
 	cp_error_freep(&err);
 	/* The same directory again (a reused workspace) is not a conflict. */
-	cr_assert_eq(lifecycle_host_nesting_check(s, "/r/other", "direct", NULL, &err), 0);
+	cr_assert_eq(guard_host_nesting_check(s, "/r/other", "direct", NULL, &err), 0);
 
 	struct sandbox_record row = {.id = "sbx_1",
 	                             .workspace_id = "ws_p",
@@ -172,7 +172,7 @@ Test(mount_verify, registry_nesting_and_stored_identity)
 Test(mount_verify, alias_check_refuses_bind_mounted_subdirectories)
 {
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_mount_alias_check(dir, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(guard_mount_alias_check(dir, &err), 0, "%s", err ? err->message : "");
 	char src[128], dst[128];
 	snprintf(src, sizeof(src), "%s/a/sub", dir);
 	snprintf(dst, sizeof(dst), "%s/x", dir);
@@ -183,7 +183,7 @@ Test(mount_verify, alias_check_refuses_bind_mounted_subdirectories)
 		return; /* not allowed to mount here: nothing more to check */
 	char inside[160];
 	snprintf(inside, sizeof(inside), "%s/y", dst);
-	int r = lifecycle_mount_alias_check(inside, &err);
+	int r = guard_mount_alias_check(inside, &err);
 	snprintf(cmd, sizeof(cmd), "umount %s", dst);
 	cr_assert_eq(system(cmd), 0);
 	cr_assert_eq(r, -1, "a path on a bind mount passed");
@@ -220,20 +220,20 @@ Test(mount_verify, direct_mode_on_a_git_directory_is_refused)
 	fputs("ref: refs/heads/main\n", f);
 	fclose(f);
 
-	cr_assert_eq(lifecycle_host_nesting_check(s, gitdir, "direct", NULL, &err), -1);
+	cr_assert_eq(guard_host_nesting_check(s, gitdir, "direct", NULL, &err), -1);
 	cr_assert_eq(err->code, CP_ERR_DENIED);
 	cr_assert(strstr(err->message, ".git directory"), "%s", err->message);
 	cp_error_freep(&err);
 	snprintf(sub, sizeof(sub), "%s/hooks", gitdir);
-	cr_assert_eq(lifecycle_host_nesting_check(s, sub, "direct", NULL, &err), -1, "below .git too");
+	cr_assert_eq(guard_host_nesting_check(s, sub, "direct", NULL, &err), -1, "below .git too");
 	cp_error_freep(&err);
-	cr_assert_eq(lifecycle_host_nesting_check(s, bare, "direct", NULL, &err), -1);
+	cr_assert_eq(guard_host_nesting_check(s, bare, "direct", NULL, &err), -1);
 	cr_assert(strstr(err->message, "bare repository"), "%s", err->message);
 	cp_error_freep(&err);
-	cr_assert_eq(lifecycle_host_nesting_check(s, tree, "direct", NULL, &err), 0);
-	cr_assert_eq(lifecycle_host_nesting_check(s, gitdir, "clone", NULL, &err), 0);
-	cr_assert_eq(lifecycle_host_nesting_check(s, bare, "clone", NULL, &err), 0);
+	cr_assert_eq(guard_host_nesting_check(s, tree, "direct", NULL, &err), 0);
+	cr_assert_eq(guard_host_nesting_check(s, gitdir, "clone", NULL, &err), 0);
+	cr_assert_eq(guard_host_nesting_check(s, bare, "clone", NULL, &err), 0);
 	snprintf(sub, sizeof(sub), "%s/proj/.github", dir);
-	cr_assert_eq(lifecycle_host_nesting_check(s, sub, "direct", NULL, &err), 0, "a lookalike name is fine");
+	cr_assert_eq(guard_host_nesting_check(s, sub, "direct", NULL, &err), 0, "a lookalike name is fine");
 	store_free(s);
 }

@@ -1,5 +1,5 @@
 /* git_tree_bench.c: what the per-call check of a direct workspace's .git
- * costs (issue 23; lifecycle/git_tree.c). Makes a repository with about
+ * costs (issue 23; guard/git_tree.c). Makes a repository with about
  * 5 000 loose objects and 300 branches (git hash-object, git update-ref),
  * then times: the first walk (every directory read), a walk with nothing
  * changed (what nearly every tool call pays), the same with inotify watches
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "lifecycle/lifecycle_internal.h"
+#include "guard/guard.h"
 
 static double now_us(void)
 {
@@ -32,11 +32,11 @@ static void run(const char *cmd)
 	}
 }
 
-static void walk_or_die(struct lifecycle_git_tree *t, const char *git, struct lifecycle_git_scan *scan)
+static void walk_or_die(struct guard_git_tree *t, const char *git, struct guard_git_scan *scan)
 {
 	int fd = open(git, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct cp_error *err = NULL;
-	int r = fd < 0 ? -1 : lifecycle_git_tree_walk(t, fd, scan, &err);
+	int r = fd < 0 ? -1 : guard_git_tree_walk(t, fd, scan, &err);
 	if (fd >= 0)
 		close(fd);
 	if (r != 0) {
@@ -46,15 +46,15 @@ static void walk_or_die(struct lifecycle_git_tree *t, const char *git, struct li
 }
 
 /* Mean µs of n walks of t. */
-static double timed(struct lifecycle_git_tree *t, const char *git, int n, size_t *ret_reread)
+static double timed(struct guard_git_tree *t, const char *git, int n, size_t *ret_reread)
 {
 	double t0 = now_us();
 	size_t reread = 0;
 	for (int i = 0; i < n; i++) {
-		struct lifecycle_git_scan scan;
+		struct guard_git_scan scan;
 		walk_or_die(t, git, &scan);
 		reread += scan.reread;
-		lifecycle_git_scan_clear(&scan);
+		guard_git_scan_clear(&scan);
 	}
 	*ret_reread = reread;
 	return (now_us() - t0) / n;
@@ -80,25 +80,25 @@ int main(int argc, char **argv)
 	run(cmd);
 	usleep(300 * 1000); /* past the walker's racy window */
 
-	struct lifecycle_git_tree *t = lifecycle_git_tree_new(-1);
-	struct lifecycle_git_scan scan;
+	struct guard_git_tree *t = guard_git_tree_new(-1);
+	struct guard_git_scan scan;
 	double t0 = now_us();
 	walk_or_die(t, git, &scan);
 	printf("first walk: %.0f us (%zu entries, %zu directories)\n", now_us() - t0, scan.entries, scan.dirs);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 	usleep(300 * 1000);
 	size_t reread;
 	double idle = timed(t, git, 2000, &reread);
 	printf("walk, nothing changed: %.1f us per call (mean of 2000; %zu directories read again)\n", idle, reread);
 
 	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	struct lifecycle_git_tree *w = lifecycle_git_tree_new(in);
+	struct guard_git_tree *w = guard_git_tree_new(in);
 	walk_or_die(w, git, &scan);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 	usleep(300 * 1000);
 	double watched = timed(w, git, 2000, &reread);
 	printf("walk with inotify watches, nothing changed: %.1f us per call (watch errno %d)\n", watched,
-	       lifecycle_git_tree_watch_errno(w));
+	       guard_git_tree_watch_errno(w));
 
 	snprintf(cmd, sizeof(cmd),
 	         "cd %s && echo one-more | GIT_CONFIG_NOSYSTEM=1 git hash-object -w --stdin >/dev/null", dir);
@@ -106,11 +106,11 @@ int main(int argc, char **argv)
 	t0 = now_us();
 	walk_or_die(t, git, &scan);
 	printf("walk after one new object: %.0f us (%zu directories read again)\n", now_us() - t0, scan.reread);
-	lifecycle_git_scan_clear(&scan);
+	guard_git_scan_clear(&scan);
 
-	lifecycle_git_tree_free(w);
+	guard_git_tree_free(w);
 	close(in);
-	lifecycle_git_tree_free(t);
+	guard_git_tree_free(t);
 	if (own) {
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 		run(cmd);

@@ -6,7 +6,7 @@ import { runCli } from './clones.mjs';
 export const VM_CREATE = { timeout: 300_000 };
 export const VM_CALL = { timeout: 120_000 };
 export const VM_TEST = { timeout: 900_000 };
-// The uid QEMU runs as for root's directories (lifecycle.h LIFECYCLE_VM_UID).
+// The uid QEMU runs as for root's directories (policy.h POLICY_VM_UID).
 export const VM_UID = 64099;
 
 // Runs `chat2sbx ARGS` against srv's data root and settings (runCli with a

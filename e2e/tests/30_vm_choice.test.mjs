@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { Server, useServer } from '../lib/server.mjs';
 import { cli } from '../lib/vm.mjs';
 
-// What this machine offers, read as serve reads it (runtime_vm.c).
+// What this machine offers, read as serve reads it (guard/vm.c).
 const cpuVirt = /^flags\s*:.*\b(vmx|svm)\b/m.test(fs.readFileSync('/proc/cpuinfo', 'utf8'));
 let kvmOpens = false;
 try {

@@ -1,7 +1,7 @@
 /* fsstat.h: fs.stat, the identity of a directory as this container sees it,
  * and fs.mounts, its mount table.
  * The control plane compares it with the host directory it verified before
- * the mount (controlplane/lifecycle/mount_verify.c), to catch a bind source
+ * the mount (controlplane/guard/mount_verify.c), to catch a bind source
  * that was swapped (symlink or rename race) between its check and the
  * engine's mount. */
 #ifndef CHAT2SBX_HELPER_FSSTAT_H

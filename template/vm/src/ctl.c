@@ -1,5 +1,5 @@
 /* ctl.c: the commands the control plane runs inside a vm sandbox's
- * container through the engine's exec API (lifecycle/runtime_vm.c), never
+ * container through the engine's exec API (guard/vm.c), never
  * in the guest: `stat PATH` shows the mount target's identity as the
  * container sees it (9p shows its own numbers in the guest), `mounts` the
  * container's mount table (the guest has its own), `expose PORT`

@@ -42,7 +42,7 @@ static const char *env_or(const char *name, const char *dflt)
 
 /* The mount target must be the directory the control plane checked on the
  * host (CHAT2SBX_VM_MOUNT="dev:ino", kernel dev_t and inode): the engine
- * resolved the path again for this start (lifecycle/mount_verify.c). */
+ * resolved the path again for this start (guard/mount_verify.c). */
 static int mount_check(const char *target)
 {
 	const char *want = getenv("CHAT2SBX_VM_MOUNT");

@@ -35,7 +35,7 @@
 #define VM_QMP_SOCKET VM_RUN_DIR "/qmp.sock"
 #define VM_INITRD VM_RUN_DIR "/initrd.cpio"
 #define VM_PORTS_FILE VM_STATE_DIR "/ports"
-/* Bind-mounted read-only by the control plane (lifecycle/runtime_vm.c). */
+/* Bind-mounted read-only by the control plane (guard/vm.c). */
 #define VM_SELF "/.chat2sbx/vm"
 #define VM_HELPER "/.chat2sbx/helper"
 #define VM_WORKSPACE "/workspace"

@@ -13,10 +13,10 @@
  *     .git/config that way) makes the kernel drop that mount inside the
  *     container (measured on 6.18), so the sandbox is then stopped.
  * The mount targets lie in the host directory too, so the container's mount
- * table is judged as well (mount_verify.c, lifecycle_mounts_verify).
+ * table is judged as well (mount_verify.c, guard_mounts_verify).
  * The rest of .git must hold nothing but regular files and directories,
  * judged whole at create (here) and at every call, re-attach and
- * maintenance pass (git_watch.c, from lifecycle_sandbox_guard_check).
+ * maintenance pass (git_watch.c, from guard_git_check).
  * Creates only the placeholders of missing protected paths (empty, or "."
  * for commondir); never deletes or rewrites anything in the repository. */
 #include <assert.h>
@@ -35,19 +35,19 @@
 #include "../base/cleanup.h"
 #include "../base/log.h"
 #include "../policy/policy.h"
-#include "lifecycle_internal.h"
+#include "guard.h"
 
 /* A gitfile or a commondir is a line; git itself refuses gitfiles over 1 MiB. */
 #define GIT_SMALL_FILE_MAX 4096
 
-void lifecycle_git_guard_clear(struct lifecycle_git_guard *g)
+void guard_git_clear(struct guard_git *g)
 {
 	if (!g)
 		return;
 	for (size_t i = 0; i < g->n; i++)
 		sandbox_mount_record_clear(&g->mounts[i]);
 	free(g->mounts);
-	*g = (struct lifecycle_git_guard){0};
+	*g = (struct guard_git){0};
 }
 
 /* openat2 beneath dirfd, never through a symlink (the last component
@@ -240,15 +240,14 @@ static int create_placeholder(int git_fd, const struct stat *git_st, const char 
 		if (chown_it && fchown(fd, git_st->st_uid, git_st->st_gid) < 0)
 			return placeholder_failed(real, p, errno, err);
 	}
-	log_info("lifecycle", "created '%s/%s' (a placeholder mounted read-only into direct-mode sandboxes)", real,
-	         p->rel);
+	log_info("guard", "created '%s/%s' (a placeholder mounted read-only into direct-mode sandboxes)", real, p->rel);
 	return 0;
 }
 
 /* Opens every path of the table beneath ws_fd (no symlink, git's type) and
  * records it as a mount: source below real, target below target_root. */
 static int collect(int ws_fd, const char *real, const char *target_root, const struct policy_git_path *paths, size_t n,
-                   struct lifecycle_git_guard *ret, struct cp_error **err)
+                   struct guard_git *ret, struct cp_error **err)
 {
 	ret->mounts = xcalloc(n, sizeof(*ret->mounts));
 	for (size_t i = 0; i < n; i++) {
@@ -275,7 +274,7 @@ static int collect(int ws_fd, const char *real, const char *target_root, const s
 
 /* A .git directory: inspect every protected path first (a refusal creates
  * nothing), then create the missing ones, then collect. */
-static int prepare_directory(int ws_fd, const char *real, const char *target_root, struct lifecycle_git_guard *ret,
+static int prepare_directory(int ws_fd, const char *real, const char *target_root, struct guard_git *ret,
                              struct cp_error **err)
 {
 	size_t n = 0;
@@ -310,7 +309,7 @@ static int prepare_directory(int ws_fd, const char *real, const char *target_roo
 				return -1;
 		}
 	}
-	if (lifecycle_git_tree_judge(git_fd, git_dir, err) < 0)
+	if (guard_git_tree_judge(git_fd, git_dir, err) < 0)
 		return -1;
 	for (size_t i = 1; i < n; i++)
 		if (missing[i] && create_placeholder(git_fd, &git_st, real, &paths[i], err) < 0)
@@ -318,10 +317,10 @@ static int prepare_directory(int ws_fd, const char *real, const char *target_roo
 	return collect(ws_fd, real, target_root, paths, n, ret, err);
 }
 
-int lifecycle_git_guard_prepare(int ws_fd, const char *real, const char *target_root, struct lifecycle_git_guard *ret,
-                                struct cp_error **err)
+int guard_git_prepare(int ws_fd, const char *real, const char *target_root, struct guard_git *ret,
+                      struct cp_error **err)
 {
-	*ret = (struct lifecycle_git_guard){.shape = POLICY_GIT_NONE};
+	*ret = (struct guard_git){.shape = POLICY_GIT_NONE};
 	_cleanup_close_ int fd = open_beneath(ws_fd, ".git", O_PATH);
 	if (fd < 0) {
 		if (errno == ENOENT)
@@ -351,20 +350,20 @@ int lifecycle_git_guard_prepare(int ws_fd, const char *real, const char *target_
 		r = type_refused(real, ".git", st.st_mode, true, err);
 	}
 	if (r < 0)
-		lifecycle_git_guard_clear(ret);
+		guard_git_clear(ret);
 	return r;
 }
 
-int lifecycle_git_guard_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id,
-                               const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
+int guard_git_verify(const struct guard_host *h, struct helper_channel *ch, const char *sandbox_id,
+                     const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
 {
 	for (size_t i = 0; i < n; i++)
-		if (lifecycle_mount_verify(lc, ch, sandbox_id, m[i].target, m[i].source, m[i].dev, m[i].ino, err) < 0)
+		if (guard_mount_verify(h, ch, sandbox_id, m[i].target, m[i].source, m[i].dev, m[i].ino, err) < 0)
 			return -1;
 	return 0;
 }
 
-int lifecycle_git_guard_host_lost(const struct sandbox_mount_record *m, size_t n, char *reason, size_t size)
+int guard_git_host_lost(const struct sandbox_mount_record *m, size_t n, char *reason, size_t size)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct open_how how = {
@@ -386,26 +385,4 @@ int lifecycle_git_guard_host_lost(const struct sandbox_mount_record *m, size_t n
 		return (int)i + 1;
 	}
 	return 0;
-}
-
-int lifecycle_sandbox_guard_check(struct lifecycle *lc, const struct sandbox_record *s,
-                                  const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
-{
-	char reason[1500];
-	int lost = lifecycle_git_guard_host_lost(m, n, reason, sizeof(reason));
-	if (lost)
-		lifecycle_security_audit(lc, "sandbox.git_guard_lost", s->id, m[lost - 1].source, reason);
-	/* The rest of .git: nothing in it but regular files and directories
-	 * (git_watch.c, issue 23). */
-	int r = lost ? 0 : lifecycle_git_tree_check(lc, s, m, n, err);
-	if (!lost)
-		return r;
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (docker_container_stop(lc->engine, s->container_id ? s->container_id : s->container_name, &e) < 0 &&
-	    e->code != CP_ERR_NOT_FOUND)
-		log_warn("security", "stop sandbox %s after its .git protection was lost: %s", s->id, e->message);
-	lifecycle_sandbox_fail_running(lc, s->id, reason);
-	return cp_error_set(err, CP_ERR_CONFLICT,
-	                    "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", s->id,
-	                    reason);
 }

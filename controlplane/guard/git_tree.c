@@ -48,7 +48,7 @@
 
 #include "../base/cleanup.h"
 #include "../base/xalloc.h"
-#include "lifecycle_internal.h"
+#include "guard.h"
 
 /* See the top: a directory changed this close to its read is read again. */
 #define GIT_TREE_RACY_NS (100LL * 1000 * 1000)
@@ -79,7 +79,7 @@ struct watch_ref {
 	int refs;
 };
 
-struct lifecycle_git_tree {
+struct guard_git_tree {
 	struct tree_dir *root;
 	int inotify_fd;            /* borrowed; -1 = no watches */
 	int watch_errno;           /* the first failed watch (ENOSPC: the user's watch limit); 0 none */
@@ -91,8 +91,8 @@ struct lifecycle_git_tree {
 };
 
 struct walk {
-	struct lifecycle_git_tree *t;
-	struct lifecycle_git_scan *scan;
+	struct guard_git_tree *t;
+	struct guard_git_scan *scan;
 	int64_t deadline_ns; /* CLOCK_MONOTONIC */
 	char rel[4096];      /* the directory being visited, below .git ("" for .git) */
 	size_t rel_len;
@@ -115,7 +115,7 @@ static int64_t now_ns(clockid_t clock)
 }
 
 /* The index of wd in t->watches, or where it would go (*found = 0). */
-static size_t watch_find(const struct lifecycle_git_tree *t, int wd, bool *found)
+static size_t watch_find(const struct guard_git_tree *t, int wd, bool *found)
 {
 	size_t lo = 0, hi = t->n_watches;
 	while (lo < hi) {
@@ -129,7 +129,7 @@ static size_t watch_find(const struct lifecycle_git_tree *t, int wd, bool *found
 	return lo;
 }
 
-static void unwatch(struct lifecycle_git_tree *t, int wd)
+static void unwatch(struct guard_git_tree *t, int wd)
 {
 	bool found;
 	size_t i = watch_find(t, wd, &found);
@@ -142,7 +142,7 @@ static void unwatch(struct lifecycle_git_tree *t, int wd)
 }
 
 /* Watches the directory fd is open on, once per identity. */
-static void watch(struct lifecycle_git_tree *t, struct tree_dir *d, int fd, const struct stat *st)
+static void watch(struct guard_git_tree *t, struct tree_dir *d, int fd, const struct stat *st)
 {
 	if (t->inotify_fd < 0 || (d->wd >= 0 && d->dev == st->st_dev && d->ino == st->st_ino))
 		return;
@@ -184,7 +184,7 @@ static struct tree_dir *dir_new(const char *name)
 	return d;
 }
 
-static void dir_free(struct lifecycle_git_tree *t, struct tree_dir *d)
+static void dir_free(struct guard_git_tree *t, struct tree_dir *d)
 {
 	if (!d)
 		return;
@@ -197,24 +197,23 @@ static void dir_free(struct lifecycle_git_tree *t, struct tree_dir *d)
 	free(d);
 }
 
-struct lifecycle_git_tree *lifecycle_git_tree_new(int inotify_fd)
+struct guard_git_tree *guard_git_tree_new(int inotify_fd)
 {
-	struct lifecycle_git_tree *t = xcalloc(1, sizeof(*t));
+	struct guard_git_tree *t = xcalloc(1, sizeof(*t));
 	t->inotify_fd = inotify_fd;
 	t->root = dir_new(".");
-	lifecycle_git_tree_set_bounds(t, POLICY_GIT_TREE_MAX_ENTRIES, POLICY_GIT_TREE_MAX_DEPTH,
-	                              POLICY_GIT_TREE_MAX_MS);
+	guard_git_tree_set_bounds(t, POLICY_GIT_TREE_MAX_ENTRIES, POLICY_GIT_TREE_MAX_DEPTH, POLICY_GIT_TREE_MAX_MS);
 	return t;
 }
 
-void lifecycle_git_tree_set_bounds(struct lifecycle_git_tree *t, size_t max_entries, int max_depth, int max_ms)
+void guard_git_tree_set_bounds(struct guard_git_tree *t, size_t max_entries, int max_depth, int max_ms)
 {
 	t->max_entries = max_entries;
 	t->max_depth = max_depth;
 	t->max_ms = max_ms;
 }
 
-void lifecycle_git_tree_free(struct lifecycle_git_tree *t)
+void guard_git_tree_free(struct guard_git_tree *t)
 {
 	if (!t)
 		return;
@@ -225,12 +224,12 @@ void lifecycle_git_tree_free(struct lifecycle_git_tree *t)
 	free(t);
 }
 
-int lifecycle_git_tree_watch_errno(const struct lifecycle_git_tree *t)
+int guard_git_tree_watch_errno(const struct guard_git_tree *t)
 {
 	return t->watch_errno;
 }
 
-void lifecycle_git_scan_clear(struct lifecycle_git_scan *s)
+void guard_git_scan_clear(struct guard_git_scan *s)
 {
 	if (!s)
 		return;
@@ -240,7 +239,7 @@ void lifecycle_git_scan_clear(struct lifecycle_git_scan *s)
 		free(s->found[i].moved_as);
 	}
 	free(s->bound_rel);
-	*s = (struct lifecycle_git_scan){0};
+	*s = (struct guard_git_scan){0};
 }
 
 /* openat2 beneath dirfd, never through a symlink (ELOOP) or out (EXDEV). */
@@ -261,7 +260,7 @@ static char *rel_of(const struct walk *w, const char *name)
 
 static void add_finding(struct walk *w, int dirfd, const char *name, enum policy_git_entry kind)
 {
-	struct lifecycle_git_scan *s = w->scan;
+	struct guard_git_scan *s = w->scan;
 	if (s->n >= POLICY_GIT_TREE_MAX_FINDINGS) {
 		s->more++;
 		return;
@@ -318,7 +317,7 @@ static int cmp_name(const void *a, const void *b)
 
 /* Makes d's subdirectories the sorted names (taken), keeping the cache of
  * those it had and dropping the others. */
-static void merge_kids(struct lifecycle_git_tree *t, struct tree_dir *d, char **names, size_t n)
+static void merge_kids(struct guard_git_tree *t, struct tree_dir *d, char **names, size_t n)
 {
 	if (n) /* (qsort wants an array, even of nothing) */
 		qsort(names, n, sizeof(*names), cmp_name);
@@ -489,10 +488,9 @@ static int visit(struct walk *w, int parent_fd, struct tree_dir *d, int depth)
 	return VISIT_OK;
 }
 
-int lifecycle_git_tree_walk(struct lifecycle_git_tree *t, int git_fd, struct lifecycle_git_scan *ret,
-                            struct cp_error **err)
+int guard_git_tree_walk(struct guard_git_tree *t, int git_fd, struct guard_git_scan *ret, struct cp_error **err)
 {
-	*ret = (struct lifecycle_git_scan){0};
+	*ret = (struct guard_git_scan){0};
 	_cleanup_free_ struct walk *w = xcalloc(1, sizeof(*w));
 	w->t = t;
 	w->scan = ret;
@@ -500,26 +498,26 @@ int lifecycle_git_tree_walk(struct lifecycle_git_tree *t, int git_fd, struct lif
 	w->deadline_ns = now_ns(CLOCK_MONOTONIC) + (int64_t)t->max_ms * 1000000;
 	int r = visit(w, git_fd, t->root, 0);
 	if (r == VISIT_ERROR) {
-		lifecycle_git_scan_clear(ret);
+		guard_git_scan_clear(ret);
 		return -1;
 	}
 	if (r == VISIT_GONE && !ret->n) {
-		lifecycle_git_scan_clear(ret);
+		guard_git_scan_clear(ret);
 		return cp_error_set(err, CP_ERR_CONFLICT, ".git changed while it was being checked; try again");
 	}
 	return ret->n || ret->more || ret->bound != POLICY_GIT_BOUND_NONE ? 1 : 0;
 }
 
-int lifecycle_git_tree_judge(int git_fd, const char *git_dir, struct cp_error **err)
+int guard_git_tree_judge(int git_fd, const char *git_dir, struct cp_error **err)
 {
-	struct lifecycle_git_tree *t = lifecycle_git_tree_new(-1);
-	struct lifecycle_git_scan scan;
-	int r = lifecycle_git_tree_walk(t, git_fd, &scan, err);
+	struct guard_git_tree *t = guard_git_tree_new(-1);
+	struct guard_git_scan scan;
+	int r = guard_git_tree_walk(t, git_fd, &scan, err);
 	if (r > 0)
 		r = scan.bound != POLICY_GIT_BOUND_NONE
 		        ? policy_git_tree_bound_refusal(git_dir, scan.bound, scan.bound_rel, err)
 		        : policy_git_tree_refusal(git_dir, scan.found, scan.n, scan.more, err);
-	lifecycle_git_scan_clear(&scan);
-	lifecycle_git_tree_free(t);
+	guard_git_scan_clear(&scan);
+	guard_git_tree_free(t);
 	return r;
 }

@@ -24,15 +24,15 @@
 #include "../base/private_dir.h"
 #include "../base/xalloc.h"
 #include "../base/xjson.h"
-#include "lifecycle_internal.h"
+#include "guard.h"
 
-void lifecycle_git_quarantine_init(struct lifecycle_git_quarantine *q)
+void guard_git_quarantine_init(struct guard_git_quarantine *q)
 {
-	*q = (struct lifecycle_git_quarantine){.dir_fd = -1};
+	*q = (struct guard_git_quarantine){.dir_fd = -1};
 }
 
 /* DATA_ROOT/quarantine (0700, this user's), then a directory of its own. */
-static int make_dir(struct lifecycle_git_quarantine *q, const struct config *cfg, const char *sandbox_id,
+static int make_dir(struct guard_git_quarantine *q, const struct config *cfg, const char *sandbox_id,
                     struct cp_error **err)
 {
 	_cleanup_free_ char *root = xasprintf("%s/quarantine", cfg->data_root);
@@ -81,7 +81,7 @@ static int open_parent(int git_fd, const char *rel, const char **ret_name)
  * quarantine; the original is unlinked either way (it holds no data: a
  * link's data is its target, recorded). 0 kept, 1 only removed, -1 (errno)
  * left in place. */
-static int move_across(struct lifecycle_git_quarantine *q, int pfd, const char *name, const char *as, char **target)
+static int move_across(struct guard_git_quarantine *q, int pfd, const char *name, const char *as, char **target)
 {
 	struct stat st;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -113,7 +113,7 @@ static int move_across(struct lifecycle_git_quarantine *q, int pfd, const char *
 	return kept ? 0 : 1;
 }
 
-static void record(struct lifecycle_git_quarantine *q, const struct policy_git_finding *f)
+static void record(struct guard_git_quarantine *q, const struct policy_git_finding *f)
 {
 	struct json_object *o = xjson_object();
 	_cleanup_free_ char *path = xasprintf(".git/%s", f->rel);
@@ -134,7 +134,7 @@ static void record(struct lifecycle_git_quarantine *q, const struct policy_git_f
 	json_object_array_add(q->record, o);
 }
 
-static void move_one(struct lifecycle_git_quarantine *q, int git_fd, struct policy_git_finding *f)
+static void move_one(struct guard_git_quarantine *q, int git_fd, struct policy_git_finding *f)
 {
 	if (!strcmp(f->rel, ".") || f->kind == POLICY_GIT_ENTRY_UNREADABLE) {
 		record(q, f); /* .git itself, or a directory it cannot see into: the person looks */
@@ -177,9 +177,9 @@ static void move_one(struct lifecycle_git_quarantine *q, int git_fd, struct poli
 	record(q, f);
 }
 
-int lifecycle_git_quarantine_move(struct lifecycle_git_quarantine *q, const struct config *cfg, const char *sandbox_id,
-                                  const char *git_dir, int git_fd, struct policy_git_finding *f, size_t n,
-                                  struct cp_error **err)
+int guard_git_quarantine_move(struct guard_git_quarantine *q, const struct config *cfg, const char *sandbox_id,
+                              const char *git_dir, int git_fd, struct policy_git_finding *f, size_t n,
+                              struct cp_error **err)
 {
 	if (q->dir_fd < 0 && make_dir(q, cfg, sandbox_id, err) < 0)
 		return -1;
@@ -201,14 +201,14 @@ int lifecycle_git_quarantine_move(struct lifecycle_git_quarantine *q, const stru
 	return 0;
 }
 
-void lifecycle_git_quarantine_close(struct lifecycle_git_quarantine *q)
+void guard_git_quarantine_close(struct guard_git_quarantine *q)
 {
 	if (q->dir_fd >= 0 && q->record) {
 		const char *text = json_object_to_json_string_ext(q->record, JSON_C_TO_STRING_PRETTY);
 		size_t len = strlen(text);
 		int fd = openat(q->dir_fd, "record.json", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0 || write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
-			log_warn("lifecycle", "write '%s/record.json': %s", q->dir, strerror(errno));
+			log_warn("guard", "write '%s/record.json': %s", q->dir, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 	}
@@ -216,5 +216,5 @@ void lifecycle_git_quarantine_close(struct lifecycle_git_quarantine *q)
 		close(q->dir_fd);
 	json_object_put(q->record);
 	free(q->dir);
-	lifecycle_git_quarantine_init(q);
+	guard_git_quarantine_init(q);
 }

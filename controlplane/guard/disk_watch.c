@@ -46,14 +46,14 @@
 #include "../base/clock.h"
 #include "../base/log.h"
 #include "disk_internal.h"
-#include "lifecycle_internal.h"
+#include "guard.h"
 
 /* Measuring a workspace walks its files: at most this long each. */
 #define DISK_WALK_BUDGET_MS 2000
 /* The pause before a layer whose measurement ran out is asked again. */
 #define DISK_SIZE_BACKOFF_MS 30000
 
-struct disk_mark *disk_mark_of(struct lifecycle_disk_guard *g, const char *id, int create)
+struct disk_mark *disk_mark_of(struct guard_disk *g, const char *id, int create)
 {
 	for (size_t i = 0; i < g->n_marks; i++)
 		if (!strcmp(g->marks[i].id, id))
@@ -103,7 +103,7 @@ static enum disk_size tree_bytes(const char *dir, int64_t *ret)
 	return r != 0 || walk_partial ? DISK_SIZE_UNKNOWN : DISK_SIZE_KNOWN;
 }
 
-int disk_fs_of_dev(const struct lifecycle_disk_guard *g, dev_t dev)
+int disk_fs_of_dev(const struct guard_disk *g, dev_t dev)
 {
 	for (size_t i = 0; i < g->n_fs; i++)
 		if (g->fs[i].dev == dev)
@@ -113,14 +113,14 @@ int disk_fs_of_dev(const struct lifecycle_disk_guard *g, dev_t dev)
 
 /* A managed or direct workspace (a clone's source is mounted read-only) on
  * a watched filesystem: its bytes when that filesystem is watched now. */
-static void measure_workspace(struct lifecycle_disk_guard *g, const struct disk_fs *fs, const struct sandbox_record *s,
+static void measure_workspace(struct guard_disk *g, const struct disk_fs *fs, const struct sandbox_record *s,
                               struct disk_part *p)
 {
 	p->state = DISK_SIZE_NONE;
 	struct workspace_record w = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	struct stat st;
-	if (store_workspace_get(g->lc->store, s->workspace_id, &w, &e) == 0 && w.path &&
+	if (store_workspace_get(g->host->store, s->workspace_id, &w, &e) == 0 && w.path &&
 	    (!strcmp(w.mode, "managed") || !strcmp(w.mode, "direct")) && stat(w.path, &st) == 0) {
 		p->fs = disk_fs_of_dev(g, st.st_dev);
 		if (p->fs >= 0 && fs[p->fs].watch)
@@ -132,8 +132,8 @@ static void measure_workspace(struct lifecycle_disk_guard *g, const struct disk_
 /* The writable layer and the engine's files mounted into it, when the
  * engine's filesystem (engine_fs) is watched now. Returns -1 when the
  * container is gone. */
-static int measure_layer(struct lifecycle_disk_guard *g, const struct disk_fs *fs, int engine_fs,
-                         const struct sandbox_record *s, struct disk_mark *m)
+static int measure_layer(struct guard_disk *g, const struct disk_fs *fs, int engine_fs, const struct sandbox_record *s,
+                         struct disk_mark *m)
 {
 	struct disk_part *p = &m->part[DISK_PART_LAYER];
 	p->fs = engine_fs;
@@ -147,7 +147,7 @@ static int measure_layer(struct lifecycle_disk_guard *g, const struct disk_fs *f
 	}
 	struct docker_container_usage u = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
-	int r = docker_container_usage(g->lc->engine, s->container_id, g->size_timeout_ms, &u, &e);
+	int r = docker_container_usage(g->host->engine, s->container_id, g->size_timeout_ms, &u, &e);
 	m->cost_ms = clock_monotonic_ms() - t0;
 	if (r < 0) {
 		if (e->code == CP_ERR_NOT_FOUND)
@@ -156,7 +156,7 @@ static int measure_layer(struct lifecycle_disk_guard *g, const struct disk_fs *f
 			p->state = DISK_SIZE_UNKNOWN;
 			m->skip_until_ms = clock_monotonic_ms() + DISK_SIZE_BACKOFF_MS;
 		}
-		log_warn("lifecycle", "disk guard: %s", e->message);
+		log_warn("guard", "disk guard: %s", e->message);
 		return 0;
 	}
 	if (u.paused) {
@@ -178,7 +178,7 @@ static int measure_layer(struct lifecycle_disk_guard *g, const struct disk_fs *f
 
 /* ---- acting ---- */
 
-static void audit(struct lifecycle *lc, const char *action, const char *sandbox_id, const char *message)
+static void audit(const struct guard_host *h, const char *action, const char *sandbox_id, const char *message)
 {
 	struct audit_record a = {.at_ms = clock_now_ms(),
 	                         .actor = "serve",
@@ -187,12 +187,12 @@ static void audit(struct lifecycle *lc, const char *action, const char *sandbox_
 	                         .status = "ok",
 	                         .message = message};
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_audit_insert(lc->store, &a, &e) < 0)
-		log_warn("lifecycle", "audit %s of %s: %s", action, sandbox_id, e->message);
+	if (store_audit_insert(h->store, &a, &e) < 0)
+		log_warn("guard", "audit %s of %s: %s", action, sandbox_id, e->message);
 }
 
 /* Pauses one sandbox for verdict v and records why for its callers. */
-static void pause_sandbox(struct lifecycle_disk_guard *g, const struct sandbox_record *s, enum disk_verdict v,
+static void pause_sandbox(struct guard_disk *g, const struct sandbox_record *s, enum disk_verdict v,
                           int64_t unexplained)
 {
 	char why[200];
@@ -213,8 +213,8 @@ static void pause_sandbox(struct lifecycle_disk_guard *g, const struct sandbox_r
 		         (long long)(unexplained >> 20));
 	}
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (docker_container_pause(g->lc->engine, s->container_id, &e) < 0) {
-		log_warn("lifecycle", "disk guard: pause %s: %s", s->id, e->message);
+	if (docker_container_pause(g->host->engine, s->container_id, &e) < 0) {
+		log_warn("guard", "disk guard: pause %s: %s", s->id, e->message);
 		return;
 	}
 	char reason[sizeof(((struct disk_mark *)0)->reason)];
@@ -225,13 +225,13 @@ static void pause_sandbox(struct lifecycle_disk_guard *g, const struct sandbox_r
 	m->why = v;
 	snprintf(m->reason, sizeof(m->reason), "%s", reason);
 	pthread_mutex_unlock(&g->lock);
-	log_warn("lifecycle", "paused sandbox %s: %s while %s", s->id, did, reason);
-	audit(g->lc, "sandbox.pause", s->id, reason);
+	log_warn("guard", "paused sandbox %s: %s while %s", s->id, did, reason);
+	audit(g->host, "sandbox.pause", s->id, reason);
 }
 
-void disk_unpause_all(struct lifecycle_disk_guard *g)
+void disk_unpause_all(struct guard_disk *g)
 {
-	struct lifecycle *lc = g->lc;
+	const struct guard_host *h = g->host;
 	pthread_mutex_lock(&g->lock);
 	size_t n = g->n_marks;
 	struct disk_mark *marks = g->marks;
@@ -243,12 +243,12 @@ void disk_unpause_all(struct lifecycle_disk_guard *g)
 			continue;
 		struct sandbox_record s = {0};
 		_cleanup_error_ struct cp_error *e = NULL;
-		if (store_sandbox_get(lc->store, marks[i].id, &s, &e) == 0 && s.container_id &&
-		    docker_container_unpause(lc->engine, s.container_id, &e) == 0) {
-			log_info("lifecycle", "unpaused sandbox %s: the disk has room again", marks[i].id);
-			audit(lc, "sandbox.unpause", marks[i].id, "the disk has room again");
+		if (store_sandbox_get(h->store, marks[i].id, &s, &e) == 0 && s.container_id &&
+		    docker_container_unpause(h->engine, s.container_id, &e) == 0) {
+			log_info("guard", "unpaused sandbox %s: the disk has room again", marks[i].id);
+			audit(h, "sandbox.unpause", marks[i].id, "the disk has room again");
 		} else if (e && e->code != CP_ERR_NOT_FOUND) {
-			log_warn("lifecycle", "disk guard: unpause %s: %s", marks[i].id, e->message);
+			log_warn("guard", "disk guard: unpause %s: %s", marks[i].id, e->message);
 		}
 		sandbox_record_clear(&s);
 	}
@@ -271,15 +271,14 @@ static int by_cost(const void *a, const void *b)
 /* The running sandboxes the guard has not paused, cheapest to measure first
  * (a slow one does not delay the verdict on the others); marks of sandboxes
  * no longer running are dropped. *ret_rows owns the records. */
-static size_t candidates(struct lifecycle_disk_guard *g, struct sandbox_record **ret_rows, size_t *ret_n,
-                         struct candidate **ret)
+static size_t candidates(struct guard_disk *g, struct sandbox_record **ret_rows, size_t *ret_n, struct candidate **ret)
 {
 	_cleanup_error_ struct cp_error *e = NULL;
 	*ret_rows = NULL;
 	*ret_n = 0;
 	*ret = NULL;
-	if (store_sandbox_list(g->lc->store, 0, ret_rows, ret_n, &e) < 0) {
-		log_warn("lifecycle", "disk guard: list sandboxes: %s", e->message);
+	if (store_sandbox_list(g->host->store, 0, ret_rows, ret_n, &e) < 0) {
+		log_warn("guard", "disk guard: list sandboxes: %s", e->message);
 		return 0;
 	}
 	struct candidate *c = xcalloc(*ret_n + 1, sizeof(*c));
@@ -307,7 +306,7 @@ static size_t candidates(struct lifecycle_disk_guard *g, struct sandbox_record *
 	return n;
 }
 
-void disk_watch_sandboxes(struct lifecycle_disk_guard *g)
+void disk_watch_sandboxes(struct guard_disk *g)
 {
 	struct disk_fs fs[DISK_MAX_FS];
 	pthread_mutex_lock(&g->lock);
@@ -360,7 +359,7 @@ void disk_watch_sandboxes(struct lifecycle_disk_guard *g)
 		pthread_mutex_unlock(&g->lock);
 		if (!over)
 			continue;
-		log_warn("lifecycle",
+		log_warn("guard",
 		         "disk guard: '%s' lost %lld MiB more than the sandboxes' measured growth while low "
 		         "(directories and the engine's mounted files are not in the engine's count): every "
 		         "sandbox on it is paused",

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lifecycle_internal.h"
+#include "guard.h"
 
 /* One integer from a /proc file; -1 when it cannot be read. */
 static int64_t read_proc_int(const char *path)
@@ -38,7 +38,7 @@ static int64_t mem_total_bytes(void)
 	return kb > 0 ? kb * 1024 : -1;
 }
 
-int lifecycle_host_read(struct policy_host *ret, struct cp_error **err)
+int guard_host_read(struct policy_host *ret, struct cp_error **err)
 {
 	struct policy_host h = {
 	    .mem_total_bytes = mem_total_bytes(),
@@ -54,11 +54,11 @@ int lifecycle_host_read(struct policy_host *ret, struct cp_error **err)
 	return 0;
 }
 
-int lifecycle_host_limits(const struct config *cfg, struct policy_host *ret_host, struct policy_sandbox_limits *ret,
-                          struct cp_error **err)
+int guard_host_limits(const struct config *cfg, struct policy_host *ret_host, struct policy_sandbox_limits *ret,
+                      struct cp_error **err)
 {
 	struct policy_host h;
-	if (lifecycle_host_read(&h, err) < 0)
+	if (guard_host_read(&h, err) < 0)
 		return -1;
 	if (policy_sandbox_limits(&h, cfg->default_memory_bytes, cfg->max_active_sandboxes, cfg->pids_limit,
 	                          cfg->warm_pool, ret, err) < 0)
@@ -66,9 +66,4 @@ int lifecycle_host_limits(const struct config *cfg, struct policy_host *ret_host
 	if (ret_host)
 		*ret_host = h;
 	return 0;
-}
-
-const struct policy_sandbox_limits *lifecycle_limits_in_force(const struct lifecycle *lc)
-{
-	return &lc->limits;
 }

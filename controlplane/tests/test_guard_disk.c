@@ -1,4 +1,4 @@
-/* test_lifecycle_disk.c: the free-space guard (issue 23 item 4). The
+/* test_guard_disk.c: the free-space guard (issue 23 item 4). The
  * decisions alone (disk_decide.c) with canned numbers: when a disk is low
  * or watched, which sandbox is paused on one disk and on two, growth below
  * the slack, a first look, an unmeasurable sandbox, the unexplained loss.
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lifecycle/disk_internal.h"
+#include "guard/disk_internal.h"
 #include "lifecycle_fixture.h"
 
 #define MIB ((int64_t)1024 * 1024)
@@ -244,7 +244,7 @@ static struct fake_route routes[] = {
     {"POST", "/unpause", {.fixture = "start_ok.http"}},
 };
 
-static struct lifecycle_disk_guard *guard;
+static struct guard_disk *guard;
 
 static void sandbox(const char *id, const char *ws)
 {
@@ -277,7 +277,7 @@ static void start(const char *engine_dir)
 	lc_fixture_start(routes, sizeof(routes) / sizeof(routes[0]));
 	sandbox("sbx_a", "ws_a");
 	sandbox("sbx_b", "ws_b");
-	guard = disk_guard_new(fx.lc, fake_space);
+	guard = disk_guard_new(&fx.lc->host, fake_space);
 	snprintf(space.path[0], sizeof(space.path[0]), "%s", fx.data_root);
 	snprintf(space.path[1], sizeof(space.path[1]), "%s", engine_dir ? engine_dir : "");
 	space.avail[0] = space.avail[1] = 5000 * MIB;

@@ -34,7 +34,7 @@
 #include "../base/clock.h"
 #include "../base/log.h"
 #include "../base/xalloc.h"
-#include "lifecycle_internal.h"
+#include "guard.h"
 
 /* Sandboxes no longer running are forgotten this often (ms). */
 #define PRUNE_INTERVAL_MS 60000
@@ -54,7 +54,7 @@ struct watched {
 	char *git_dir;      /* the .git mount's host source */
 	uint64_t dev, ino;
 	int inotify_fd; /* -1: none could be had */
-	struct lifecycle_git_tree *tree;
+	struct guard_git_tree *tree;
 	pthread_mutex_t walk_lock; /* one walk (and reaction) at a time */
 	int refs;                  /* under the watch's lock */
 	bool listed;               /* in the watch's list (one of refs) */
@@ -65,8 +65,11 @@ struct watched {
 	int64_t walked_ms;         /* when (monotonic) */
 };
 
-struct lifecycle_git_watch {
-	struct lifecycle *lc;
+struct guard_git_watch {
+	const struct guard_host *host; /* borrowed */
+	guard_fail_fn fail;            /* marks a sandbox failed (lifecycle's) */
+	void *fail_ctx;
+	bool thread_tried;    /* watch_start ran (under lock) */
 	pthread_mutex_t lock; /* v, n, refs, stop */
 	struct watched **v;
 	size_t n;
@@ -79,7 +82,7 @@ struct lifecycle_git_watch {
 
 static void watched_free(struct watched *e)
 {
-	lifecycle_git_tree_free(e->tree);
+	guard_git_tree_free(e->tree);
 	if (e->inotify_fd >= 0)
 		close(e->inotify_fd);
 	pthread_mutex_destroy(&e->walk_lock);
@@ -96,21 +99,21 @@ static void unref_locked(struct watched *e)
 		watched_free(e);
 }
 
-static void watched_unref(struct lifecycle_git_watch *w, struct watched *e)
+static void watched_unref(struct guard_git_watch *w, struct watched *e)
 {
 	pthread_mutex_lock(&w->lock);
 	unref_locked(e);
 	pthread_mutex_unlock(&w->lock);
 }
 
-static void wake(struct lifecycle_git_watch *w)
+static void wake(struct guard_git_watch *w)
 {
 	uint64_t one = 1;
 	ssize_t n = write(w->wake_fd, &one, sizeof(one));
 	(void)n; /* a counter already non-zero wakes it as well */
 }
 
-static void drop_locked(struct lifecycle_git_watch *w, struct watched *e)
+static void drop_locked(struct guard_git_watch *w, struct watched *e)
 {
 	if (!e->listed)
 		return;
@@ -123,7 +126,7 @@ static void drop_locked(struct lifecycle_git_watch *w, struct watched *e)
 	unref_locked(e);
 }
 
-static void drop(struct lifecycle_git_watch *w, struct watched *e)
+static void drop(struct guard_git_watch *w, struct watched *e)
 {
 	pthread_mutex_lock(&w->lock);
 	drop_locked(w, e);
@@ -156,7 +159,7 @@ static int open_git(const struct watched *e)
 
 /* Takes the findings of scan (their strings move) into all (up to the
  * maximum; the rest counted in *more), skipping those already there. */
-static size_t collect(struct policy_git_finding *all, size_t n, size_t *more, struct lifecycle_git_scan *scan)
+static size_t collect(struct policy_git_finding *all, size_t n, size_t *more, struct guard_git_scan *scan)
 {
 	for (size_t i = 0; i < scan->n; i++) {
 		struct policy_git_finding *f = &scan->found[i];
@@ -178,17 +181,17 @@ static size_t collect(struct policy_git_finding *all, size_t n, size_t *more, st
 
 /* What a walk found in e's .git: moved out, the sandbox paused, walked and
  * emptied again, stopped, marked failed. Under e->walk_lock. */
-static int react(struct lifecycle *lc, struct lifecycle_git_watch *w, struct watched *e, int git_fd,
-                 struct lifecycle_git_scan *scan, struct cp_error **err)
+static int react(struct guard_git_watch *w, struct watched *e, int git_fd, struct guard_git_scan *scan,
+                 struct cp_error **err)
 {
 	struct policy_git_finding all[POLICY_GIT_TREE_MAX_FINDINGS] = {{0}};
 	size_t more = 0;
 	size_t n = collect(all, 0, &more, scan);
 	enum policy_git_bound bound = scan->bound;
-	struct lifecycle_git_quarantine q;
-	lifecycle_git_quarantine_init(&q);
+	struct guard_git_quarantine q;
+	guard_git_quarantine_init(&q);
 	_cleanup_error_ struct cp_error *qe = NULL;
-	if (n && lifecycle_git_quarantine_move(&q, lc->cfg, e->sandbox_id, e->git_dir, git_fd, all, n, &qe) < 0)
+	if (n && guard_git_quarantine_move(&q, w->host->cfg, e->sandbox_id, e->git_dir, git_fd, all, n, &qe) < 0)
 		cp_error_log_free(LOG_LEVEL_WARN, "security", &qe, "sandbox %s", e->sandbox_id);
 	/* (named after the sandbox that asked last: moving first cannot wait
 	 * for the registry) */
@@ -198,38 +201,39 @@ static int react(struct lifecycle *lc, struct lifecycle_git_watch *w, struct wat
 	 * the sandbox that made it). */
 	struct sandbox_record s = {0};
 	_cleanup_error_ struct cp_error *se = NULL;
-	bool running = store_sandbox_get_live_for_workspace(lc->store, e->workspace_id, &s, &se) == 0 &&
+	bool running = store_sandbox_get_live_for_workspace(w->host->store, e->workspace_id, &s, &se) == 0 &&
 	               s.status == SANDBOX_RUNNING;
 	const char *id = running ? s.id : e->sandbox_id;
 	_cleanup_error_ struct cp_error *pe = NULL;
 	/* (CONFLICT: already paused, by another chat2sbx reacting too) */
-	if (running && docker_container_pause(lc->engine, container_of(&s), &pe) < 0 && pe->code != CP_ERR_CONFLICT)
+	if (running && docker_container_pause(w->host->engine, container_of(&s), &pe) < 0 &&
+	    pe->code != CP_ERR_CONFLICT)
 		log_warn("security", "pause sandbox %s after a plant in its .git: %s", id, pe->message);
 	for (int round = 0; round < AFTER_PAUSE_ROUNDS; round++) {
-		struct lifecycle_git_scan again;
+		struct guard_git_scan again;
 		_cleanup_error_ struct cp_error *we = NULL;
 		_cleanup_close_ int fd = open_git(e);
-		int r = fd < 0 ? 0 : lifecycle_git_tree_walk(e->tree, fd, &again, &we);
+		int r = fd < 0 ? 0 : guard_git_tree_walk(e->tree, fd, &again, &we);
 		if (r <= 0)
 			break;
 		size_t before = n;
 		n = collect(all, n, &more, &again);
 		if (again.bound != POLICY_GIT_BOUND_NONE)
 			bound = again.bound;
-		lifecycle_git_scan_clear(&again);
+		guard_git_scan_clear(&again);
 		if (n == before)
 			break; /* only what could not be moved before */
-		if (lifecycle_git_quarantine_move(&q, lc->cfg, id, e->git_dir, fd, all, n, &qe) < 0)
+		if (guard_git_quarantine_move(&q, w->host->cfg, id, e->git_dir, fd, all, n, &qe) < 0)
 			cp_error_log_free(LOG_LEVEL_WARN, "security", &qe, "sandbox %s", id);
 	}
 	char *reason = policy_git_tree_reason(e->git_dir, all, n, more, bound, q.dir);
-	lifecycle_git_quarantine_close(&q);
-	lifecycle_security_audit(lc, "sandbox.git_tree_refused", id, e->git_dir, reason);
+	guard_git_quarantine_close(&q);
+	guard_security_audit(w->host, "sandbox.git_tree_refused", id, e->git_dir, reason);
 	if (running) {
 		_cleanup_error_ struct cp_error *ste = NULL;
-		if (docker_container_stop(lc->engine, container_of(&s), &ste) < 0 && ste->code != CP_ERR_NOT_FOUND)
+		if (docker_container_stop(w->host->engine, container_of(&s), &ste) < 0 && ste->code != CP_ERR_NOT_FOUND)
 			log_warn("security", "stop sandbox %s after a plant in its .git: %s", id, ste->message);
-		lifecycle_sandbox_fail_running(lc, id, reason);
+		w->fail(w->fail_ctx, id, reason);
 	}
 	for (size_t i = 0; i < n; i++) {
 		free(all[i].rel);
@@ -263,8 +267,8 @@ static bool pending(int fd)
 
 /* One walk of e's tree, under its walk lock; a finding or a bound stops
  * the sandbox (react). 0 clean, -1 with *err otherwise. */
-static int check_locked(struct lifecycle *lc, struct lifecycle_git_watch *w, struct watched *e,
-                        const struct sandbox_record *s, struct cp_error **err)
+static int check_locked(struct guard_git_watch *w, struct watched *e, const struct sandbox_record *s,
+                        struct cp_error **err)
 {
 	if (s && strcmp(s->id, e->sandbox_id)) {
 		if (e->failed) /* another sandbox's reaction just dropped this entry */
@@ -289,17 +293,17 @@ static int check_locked(struct lifecycle *lc, struct lifecycle_git_watch *w, str
 	if (fd < 0) /* replaced or gone: the channel gate says so (git_guard.c) */
 		return cp_error_set_errno(err, CP_ERR_CONFLICT, errno,
 		                          "open '%s' to check it; it changed meanwhile; try again", e->git_dir);
-	struct lifecycle_git_scan scan;
-	int r = lifecycle_git_tree_walk(e->tree, fd, &scan, err);
+	struct guard_git_scan scan;
+	int r = guard_git_tree_walk(e->tree, fd, &scan, err);
 	if (r > 0)
-		r = react(lc, w, e, fd, &scan, err);
-	lifecycle_git_scan_clear(&scan);
-	int werr = lifecycle_git_tree_watch_errno(e->tree);
+		r = react(w, e, fd, &scan, err);
+	guard_git_scan_clear(&scan);
+	int werr = guard_git_tree_watch_errno(e->tree);
 	e->clean = r == 0 && !werr && e->inotify_fd >= 0;
 	e->walked_ms = clock_monotonic_ms();
 	if (r == 0 && werr && !e->told_watch) {
 		e->told_watch = true;
-		log_warn("lifecycle",
+		log_warn("guard",
 		         "sandbox %s: not every directory of '%s' could be watched (%s); a plant there is found at "
 		         "the next call or maintenance pass instead of at once (fs.inotify.max_user_watches)",
 		         e->sandbox_id, e->git_dir, strerror(werr));
@@ -309,14 +313,13 @@ static int check_locked(struct lifecycle *lc, struct lifecycle_git_watch *w, str
 
 /* s: the sandbox of a call (NULL: the watcher's own walk, whose failures
  * are logged here, once until a walk succeeds). */
-static int check(struct lifecycle *lc, struct lifecycle_git_watch *w, struct watched *e, const struct sandbox_record *s,
-                 struct cp_error **err)
+static int check(struct guard_git_watch *w, struct watched *e, const struct sandbox_record *s, struct cp_error **err)
 {
 	pthread_mutex_lock(&e->walk_lock);
-	int r = check_locked(lc, w, e, s, err);
+	int r = check_locked(w, e, s, err);
 	if (!s && r < 0 && !e->failed && !e->told_error) {
 		e->told_error = true;
-		log_warn("lifecycle", "check the .git of sandbox %s: %s", e->sandbox_id, (*err)->message);
+		log_warn("guard", "check the .git of sandbox %s: %s", e->sandbox_id, (*err)->message);
 	} else if (r == 0) {
 		e->told_error = false;
 	}
@@ -325,7 +328,7 @@ static int check(struct lifecycle *lc, struct lifecycle_git_watch *w, struct wat
 }
 
 /* Forgets every listed tree whose workspace has no running sandbox. */
-static void prune(struct lifecycle *lc, struct lifecycle_git_watch *w)
+static void prune(struct guard_git_watch *w)
 {
 	pthread_mutex_lock(&w->lock);
 	w->pruned_ms = clock_monotonic_ms();
@@ -342,7 +345,7 @@ static void prune(struct lifecycle *lc, struct lifecycle_git_watch *w)
 		pthread_mutex_lock(&v[i]->walk_lock);
 		_cleanup_free_ char *workspace_id = xstrdup(v[i]->workspace_id);
 		pthread_mutex_unlock(&v[i]->walk_lock);
-		int r = store_sandbox_get_live_for_workspace(lc->store, workspace_id, &s, &e);
+		int r = store_sandbox_get_live_for_workspace(w->host->store, workspace_id, &s, &e);
 		bool gone = (r < 0 && e->code == CP_ERR_NOT_FOUND) || (r == 0 && s.status != SANDBOX_RUNNING);
 		sandbox_record_clear(&s);
 		pthread_mutex_lock(&w->lock);
@@ -356,8 +359,7 @@ static void prune(struct lifecycle *lc, struct lifecycle_git_watch *w)
 
 static void *watch_main(void *arg)
 {
-	struct lifecycle_git_watch *w = arg;
-	struct lifecycle *lc = w->lc;
+	struct guard_git_watch *w = arg;
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
 		if (w->stop) {
@@ -387,7 +389,7 @@ static void *watch_main(void *arg)
 			if (!(p[i + 1].revents & (POLLIN | POLLERR)))
 				continue;
 			_cleanup_error_ struct cp_error *e = NULL;
-			check(lc, w, v[i], NULL, &e);
+			check(w, v[i], NULL, &e);
 		}
 		pthread_mutex_lock(&w->lock);
 		for (size_t i = 0; i < n; i++)
@@ -396,38 +398,45 @@ static void *watch_main(void *arg)
 		free(v);
 		free(p);
 		if (clock_monotonic_ms() - w->pruned_ms >= PRUNE_INTERVAL_MS)
-			prune(lc, w);
+			prune(w);
 	}
 	return NULL;
 }
 
-/* lc's watch, made (and its thread started) at the first use. */
-static struct lifecycle_git_watch *watch_of(struct lifecycle *lc)
+/* Starts w's thread at the first use (one try: without it a plant is found
+ * at the next call or maintenance pass). */
+static void watch_start(struct guard_git_watch *w)
 {
-	pthread_mutex_lock(&lc->lock);
-	struct lifecycle_git_watch *w = lc->git_watch;
-	if (!w) {
-		w = xcalloc(1, sizeof(*w));
-		w->lc = lc;
-		pthread_mutex_init(&w->lock, NULL);
-		w->pruned_ms = clock_monotonic_ms();
+	pthread_mutex_lock(&w->lock);
+	if (!w->thread_tried) {
+		w->thread_tried = true;
 		w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (w->wake_fd >= 0 && pthread_create(&w->thread, NULL, watch_main, w) == 0)
 			w->thread_started = true;
 		else
-			log_warn("lifecycle",
+			log_warn("guard",
 			         "cannot start the watcher of direct workspaces' .git (%s): a plant there "
 			         "is found at the next call or maintenance pass instead of at once",
 			         strerror(errno));
-		lc->git_watch = w;
 	}
-	pthread_mutex_unlock(&lc->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+struct guard_git_watch *guard_git_watch_new(const struct guard_host *host, guard_fail_fn fail, void *fail_ctx)
+{
+	struct guard_git_watch *w = xcalloc(1, sizeof(*w));
+	w->host = host;
+	w->fail = fail;
+	w->fail_ctx = fail_ctx;
+	w->wake_fd = -1;
+	pthread_mutex_init(&w->lock, NULL);
+	w->pruned_ms = clock_monotonic_ms();
 	return w;
 }
 
 /* The entry of the .git git names (one reference for the caller), made and
  * listed for s when missing. */
-static struct watched *watched_get(struct lifecycle_git_watch *w, const struct sandbox_record *s,
+static struct watched *watched_get(struct guard_git_watch *w, const struct sandbox_record *s,
                                    const struct sandbox_mount_record *git)
 {
 	const char *sandbox_id = s->id;
@@ -447,11 +456,11 @@ static struct watched *watched_get(struct lifecycle_git_watch *w, const struct s
 		pthread_mutex_init(&e->walk_lock, NULL);
 		e->inotify_fd = w->thread_started ? inotify_init1(IN_NONBLOCK | IN_CLOEXEC) : -1;
 		if (w->thread_started && e->inotify_fd < 0)
-			log_warn("lifecycle",
+			log_warn("guard",
 			         "sandbox %s: cannot watch '%s' (%s; fs.inotify.max_user_instances?): a plant there is "
 			         "found at the next call or maintenance pass instead of at once",
 			         sandbox_id, e->git_dir, strerror(errno));
-		e->tree = lifecycle_git_tree_new(e->inotify_fd);
+		e->tree = guard_git_tree_new(e->inotify_fd);
 		e->refs = 1; /* the list's */
 		e->listed = true;
 		w->v = xrealloc(w->v, (w->n + 1) * sizeof(*w->v));
@@ -464,29 +473,28 @@ static struct watched *watched_get(struct lifecycle_git_watch *w, const struct s
 	return e;
 }
 
-int lifecycle_git_tree_check(struct lifecycle *lc, const struct sandbox_record *s, const struct sandbox_mount_record *m,
-                             size_t n, struct cp_error **err)
+int guard_git_tree_check(struct guard_git_watch *w, const struct sandbox_record *s,
+                         const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
 {
 	/* The .git directory of a repository is the one writable .git mount
 	 * (a gitfile is mounted read-only: nothing of git to walk). */
 	const struct sandbox_mount_record *git = NULL;
 	for (size_t i = 0; i < n && !git; i++)
-		if (!m[i].read_only && !strcmp(m[i].target, LIFECYCLE_WORKSPACE_TARGET "/.git"))
+		if (!m[i].read_only && !strcmp(m[i].target, POLICY_WORKSPACE_TARGET "/.git"))
 			git = &m[i];
 	if (!git)
 		return 0;
-	struct lifecycle_git_watch *w = watch_of(lc);
+	watch_start(w);
 	struct watched *e = watched_get(w, s, git);
-	int r = check(lc, w, e, s, err);
+	int r = check(w, e, s, err);
 	watched_unref(w, e);
 	if (!w->thread_started && clock_monotonic_ms() - w->pruned_ms >= PRUNE_INTERVAL_MS)
-		prune(lc, w);
+		prune(w);
 	return r;
 }
 
-void lifecycle_git_watch_free(struct lifecycle *lc)
+void guard_git_watch_free(struct guard_git_watch *w)
 {
-	struct lifecycle_git_watch *w = lc->git_watch;
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->lock);
@@ -503,5 +511,26 @@ void lifecycle_git_watch_free(struct lifecycle *lc)
 		close(w->wake_fd);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
-	lc->git_watch = NULL;
+}
+
+int guard_git_check(struct guard_git_watch *w, const struct sandbox_record *s, const struct sandbox_mount_record *m,
+                    size_t n, struct cp_error **err)
+{
+	char reason[1500];
+	int lost = guard_git_host_lost(m, n, reason, sizeof(reason));
+	if (lost)
+		guard_security_audit(w->host, "sandbox.git_guard_lost", s->id, m[lost - 1].source, reason);
+	/* The rest of .git: nothing in it but regular files and directories
+	 * (git_watch.c, issue 23). */
+	int r = lost ? 0 : guard_git_tree_check(w, s, m, n, err);
+	if (!lost)
+		return r;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (docker_container_stop(w->host->engine, s->container_id ? s->container_id : s->container_name, &e) < 0 &&
+	    e->code != CP_ERR_NOT_FOUND)
+		log_warn("security", "stop sandbox %s after its .git protection was lost: %s", s->id, e->message);
+	w->fail(w->fail_ctx, s->id, reason);
+	return cp_error_set(err, CP_ERR_CONFLICT,
+	                    "sandbox '%s' has failed (%s); destroy it with sandbox_destroy and create a new one", s->id,
+	                    reason);
 }

@@ -33,7 +33,7 @@
 #include "../base/clock.h"
 #include "../base/log.h"
 #include "../policy/policy.h"
-#include "lifecycle_internal.h"
+#include "guard.h"
 
 /* 1 when dir/name exists and is of type (S_IFDIR, S_IFREG), not followed. */
 static int has_entry(const char *dir, const char *name, mode_t type)
@@ -68,8 +68,8 @@ static int git_dir_refused(const char *real, struct cp_error **err)
 	return 0;
 }
 
-int lifecycle_host_nesting_check(struct store *store, const char *real, const char *mode, const char *self_id,
-                                 struct cp_error **err)
+int guard_host_nesting_check(struct store *store, const char *real, const char *mode, const char *self_id,
+                             struct cp_error **err)
 {
 	if (mode && !strcmp(mode, "direct") && git_dir_refused(real, err) < 0)
 		return -1;
@@ -93,7 +93,7 @@ int lifecycle_host_nesting_check(struct store *store, const char *real, const ch
 	return r;
 }
 
-int lifecycle_mount_open(const char *real, int *ret_fd, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err)
+int guard_mount_open(const char *real, int *ret_fd, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err)
 {
 	struct open_how how = {
 	    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -122,10 +122,10 @@ int lifecycle_mount_open(const char *real, int *ret_fd, uint64_t *ret_dev, uint6
 	return 0;
 }
 
-int lifecycle_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err)
+int guard_mount_identity(const char *real, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err)
 {
 	int fd = -1;
-	if (lifecycle_mount_open(real, &fd, ret_dev, ret_ino, err) < 0)
+	if (guard_mount_open(real, &fd, ret_dev, ret_ino, err) < 0)
 		return -1;
 	close(fd);
 	return 0;
@@ -147,7 +147,7 @@ static void mountinfo_unescape(char *s)
 	*o = '\0';
 }
 
-int lifecycle_mount_alias_check(const char *real, struct cp_error **err)
+int guard_mount_alias_check(const char *real, struct cp_error **err)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
@@ -180,19 +180,19 @@ int lifecycle_mount_alias_check(const char *real, struct cp_error **err)
 	                    real, best_point, best_root);
 }
 
-int lifecycle_mount_runtime_verifiable(const char *runtime)
+int guard_mount_runtime_verifiable(const char *runtime)
 {
-	/* vm: checked in the container, not in the guest (runtime_vm.c). */
+	/* vm: checked in the container, not in the guest (vm.c). */
 	return !runtime || !runtime[0] || !strcmp(runtime, "runc") || policy_runtime_is_vm(runtime);
 }
 
-void lifecycle_mount_audit(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *message)
+void guard_mount_audit(const struct guard_host *h, const char *sandbox_id, const char *target, const char *message)
 {
-	lifecycle_security_audit(lc, "sandbox.mount_refused", sandbox_id, target, message);
+	guard_security_audit(h, "sandbox.mount_refused", sandbox_id, target, message);
 }
 
-void lifecycle_security_audit(struct lifecycle *lc, const char *action, const char *sandbox_id, const char *target,
-                              const char *message)
+void guard_security_audit(const struct guard_host *h, const char *action, const char *sandbox_id, const char *target,
+                          const char *message)
 {
 	log_warn("security", "%s", message);
 	struct audit_record a = {
@@ -205,18 +205,18 @@ void lifecycle_security_audit(struct lifecycle *lc, const char *action, const ch
 	    .message = message,
 	};
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_audit_insert(lc->store, &a, &e) < 0)
-		log_warn("lifecycle", "audit %s of %s: %s", action, sandbox_id ? sandbox_id : target, e->message);
+	if (store_audit_insert(h->store, &a, &e) < 0)
+		log_warn("guard", "audit %s of %s: %s", action, sandbox_id ? sandbox_id : target, e->message);
 }
 
-int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, const char *sandbox_id, const char *target,
-                           const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err)
+int guard_mount_verify(const struct guard_host *h, struct helper_channel *ch, const char *sandbox_id,
+                       const char *target, const char *host_dir, uint64_t dev, uint64_t ino, struct cp_error **err)
 {
 	_cleanup_json_ struct json_object *p = xjson_object();
 	xjson_add(p, "path", xjson_string(target));
 	_cleanup_json_ struct json_object *res = NULL;
 	struct cp_error *e = NULL;
-	if (helper_channel_call(ch, "fs.stat", p, LIFECYCLE_HELLO_TIMEOUT_MS, &res, &e) < 0) {
+	if (helper_channel_call(ch, "fs.stat", p, POLICY_HELLO_TIMEOUT_MS, &res, &e) < 0) {
 		if (e->code != CP_ERR_NOT_FOUND) {
 			if (err && !*err)
 				*err = e; /* ownership passes to the caller */
@@ -232,14 +232,14 @@ int lifecycle_mount_verify(struct lifecycle *lc, struct helper_channel *ch, cons
 		         "the host path '%s' changed while it was being mounted (a symlink or rename race): sandbox "
 		         "'%s' sees nothing at %s; the sandbox was removed before anything ran in it; try again",
 		         host_dir, sandbox_id, target);
-		lifecycle_mount_audit(lc, sandbox_id, host_dir, msg);
+		guard_mount_audit(h, sandbox_id, host_dir, msg);
 		return cp_error_set(err, CP_ERR_DENIED, "%s", msg);
 	}
-	return lifecycle_mount_compare(lc, sandbox_id, target, host_dir, dev, ino, res, err);
+	return guard_mount_compare(h, sandbox_id, target, host_dir, dev, ino, res, err);
 }
 
-int lifecycle_mount_compare(struct lifecycle *lc, const char *sandbox_id, const char *target, const char *host_dir,
-                            uint64_t dev, uint64_t ino, struct json_object *res, struct cp_error **err)
+int guard_mount_compare(const struct guard_host *h, const char *sandbox_id, const char *target, const char *host_dir,
+                        uint64_t dev, uint64_t ino, struct json_object *res, struct cp_error **err)
 {
 	struct json_object *v = NULL;
 	int64_t maj = json_object_object_get_ex(res, "dev_major", &v) ? json_object_get_int64(v) : -1;
@@ -255,7 +255,7 @@ int lifecycle_mount_compare(struct lifecycle *lc, const char *sandbox_id, const 
 	         "was removed before anything ran in it; try again",
 	         host_dir, sandbox_id, (long long)maj, (long long)min, (long long)got_ino, target, major((dev_t)dev),
 	         minor((dev_t)dev), (unsigned long long)ino);
-	lifecycle_mount_audit(lc, sandbox_id, host_dir, msg);
+	guard_mount_audit(h, sandbox_id, host_dir, msg);
 	return cp_error_set(err, CP_ERR_DENIED, "%s", msg);
 }
 
@@ -288,8 +288,8 @@ static int has_ro(const char *opts)
 	return 0;
 }
 
-int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_mount_want *want, size_t n, char *reason,
-                              size_t size)
+int guard_mountinfo_judge(const char *mountinfo, const struct guard_mount_want *want, size_t n, char *reason,
+                          size_t size)
 {
 	int *seen = xcalloc(n ? n : 1, sizeof(*seen));
 	int r = 0;
@@ -331,9 +331,8 @@ int lifecycle_mountinfo_judge(const char *mountinfo, const struct lifecycle_moun
 	return r;
 }
 
-int lifecycle_mounts_judge(struct lifecycle *lc, const struct sandbox_record *s, const char *mode,
-                           const struct sandbox_mount_record *m, size_t n, struct json_object *reply,
-                           struct cp_error **err)
+int guard_mounts_judge(const struct guard_host *h, const struct sandbox_record *s, const char *mode,
+                       const struct sandbox_mount_record *m, size_t n, struct json_object *reply, struct cp_error **err)
 {
 	struct json_object *v = NULL;
 	const char *mountinfo =
@@ -341,24 +340,24 @@ int lifecycle_mounts_judge(struct lifecycle *lc, const struct sandbox_record *s,
 	        ? json_object_get_string(v)
 	        : "";
 	int clone = !strcmp(mode, "clone");
-	_cleanup_free_ struct lifecycle_mount_want *want = xcalloc(n + 5, sizeof(*want));
+	_cleanup_free_ struct guard_mount_want *want = xcalloc(n + 5, sizeof(*want));
 	size_t k = 0;
-	want[k++] = (struct lifecycle_mount_want){.target = LIFECYCLE_HELPER_TARGET, .read_only = 1};
-	want[k++] = (struct lifecycle_mount_want){
-	    .target = clone ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET, .read_only = clone};
+	want[k++] = (struct guard_mount_want){.target = POLICY_HELPER_TARGET, .read_only = 1};
+	want[k++] = (struct guard_mount_want){.target = clone ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET,
+	                                      .read_only = clone};
 	for (size_t i = 0; i < n; i++)
-		want[k++] = (struct lifecycle_mount_want){.target = m[i].target, .read_only = m[i].read_only};
-	/* vm: the launcher beside the helper (runtime_vm.c). */
+		want[k++] = (struct guard_mount_want){.target = m[i].target, .read_only = m[i].read_only};
+	/* vm: the launcher beside the helper (vm.c). */
 	if (policy_runtime_is_vm(s->runtime))
-		want[k++] = (struct lifecycle_mount_want){.target = LIFECYCLE_VM_TARGET, .read_only = 1};
+		want[k++] = (struct guard_mount_want){.target = GUARD_VM_TARGET, .read_only = 1};
 	/* TEST ONLY: the engine socket; the mount table names it where the
 	 * image's /var/run leads (a symlink to /run in Debian images). */
-	if (lc->cfg->test_unsafe_mount_docker_socket) {
-		want[k++] = (struct lifecycle_mount_want){.target = "/var/run/docker.sock", .optional = 1};
-		want[k++] = (struct lifecycle_mount_want){.target = "/run/docker.sock", .optional = 1};
+	if (h->cfg->test_unsafe_mount_docker_socket) {
+		want[k++] = (struct guard_mount_want){.target = "/var/run/docker.sock", .optional = 1};
+		want[k++] = (struct guard_mount_want){.target = "/run/docker.sock", .optional = 1};
 	}
 	char reason[1024];
-	if (lifecycle_mountinfo_judge(mountinfo, want, k, reason, sizeof(reason)) == 0)
+	if (guard_mountinfo_judge(mountinfo, want, k, reason, sizeof(reason)) == 0)
 		return 0;
 	char msg[1400];
 	snprintf(msg, sizeof(msg),
@@ -366,15 +365,15 @@ int lifecycle_mounts_judge(struct lifecycle *lc, const struct sandbox_record *s,
 	         "while it was being mounted: a symlink or rename race); the sandbox was removed before anything "
 	         "ran in it; try again",
 	         s->id, reason);
-	lifecycle_mount_audit(lc, s->id, LIFECYCLE_WORKSPACE_TARGET, msg);
+	guard_mount_audit(h, s->id, POLICY_WORKSPACE_TARGET, msg);
 	return cp_error_set(err, CP_ERR_DENIED, "%s", msg);
 }
 
-int lifecycle_mounts_verify(struct lifecycle *lc, struct helper_channel *ch, const struct sandbox_record *s,
-                            const char *mode, const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
+int guard_mounts_verify(const struct guard_host *h, struct helper_channel *ch, const struct sandbox_record *s,
+                        const char *mode, const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
 {
 	_cleanup_json_ struct json_object *res = NULL;
-	if (helper_channel_call(ch, "fs.mounts", NULL, LIFECYCLE_HELLO_TIMEOUT_MS, &res, err) < 0)
+	if (helper_channel_call(ch, "fs.mounts", NULL, POLICY_HELLO_TIMEOUT_MS, &res, err) < 0)
 		return cp_error_prefix(err, "verify the mounts of sandbox '%s'", s->id);
-	return lifecycle_mounts_judge(lc, s, mode, m, n, res, err);
+	return guard_mounts_judge(h, s, mode, m, n, res, err);
 }

@@ -1,9 +1,9 @@
-/* runtime_vm.c: the vm runtime in the lifecycle (issue 15). A vm sandbox
+/* vm.c: the vm runtime's host side (issue 15). A vm sandbox
  * is still one container driven only through the engine's API: the vm
  * image run by runc, whose PID 1 is the launcher (template/vm/, mounted
  * read-only like the helper), which boots a microVM whose PID 1 is the
- * helper on the container's stdio. This file decides at start which runtime
- * and accelerator sandboxes get, adjusts a sandbox's container settings
+ * helper on the container's stdio. This file decides which runtime and
+ * accelerator sandboxes get (guard_runtime_probe), adjusts a sandbox's container settings
  * for it, and runs the checks that must be made from the container's side
  * (the mount's identity: 9p shows its own numbers in the guest; port
  * forwards into the guest) through the engine's exec API. */
@@ -20,7 +20,7 @@
 
 #include "../base/cleanup.h"
 #include "../base/log.h"
-#include "lifecycle_internal.h"
+#include "guard.h"
 
 /* The container holds QEMU's threads (vCPUs, I/O workers), not the
  * sandbox's processes: those are limited inside the guest. */
@@ -52,8 +52,8 @@ static int kvm_accessible(void)
 	return 1;
 }
 
-int lifecycle_runtime_probe(const struct config *cfg, struct docker_engine *engine,
-                            struct lifecycle_runtime_choice *ret, struct cp_error **err)
+int guard_runtime_probe(const struct config *cfg, struct docker_engine *engine, struct guard_runtime_choice *ret,
+                        struct cp_error **err)
 {
 	struct policy_runtime_facts f = {.setting = cfg->runtime,
 	                                 .accel_setting = cfg->vm_accel,
@@ -69,65 +69,29 @@ int lifecycle_runtime_probe(const struct config *cfg, struct docker_engine *engi
 	struct policy_runtime_decision d;
 	if (policy_runtime_decide(&f, &d, err) < 0)
 		return -1;
-	*ret = (struct lifecycle_runtime_choice){.runtime = d.runtime,
-	                                         .why = d.why,
-	                                         .accel = d.accel,
-	                                         .accel_why = d.accel_why,
-	                                         .cpu_virt = f.cpu_virt,
-	                                         .kvm_access = f.kvm_access,
-	                                         .vm_image = f.vm_image};
+	*ret = (struct guard_runtime_choice){.runtime = d.runtime,
+	                                     .why = d.why,
+	                                     .accel = d.accel,
+	                                     .accel_why = d.accel_why,
+	                                     .cpu_virt = f.cpu_virt,
+	                                     .kvm_access = f.kvm_access,
+	                                     .vm_image = f.vm_image};
 	return 0;
 }
 
-int lifecycle_vm_select(struct lifecycle *lc, struct cp_error **err)
-{
-	struct lifecycle_runtime_choice c;
-	if (lifecycle_runtime_probe(lc->cfg, lc->engine, &c, err) < 0)
-		return -1;
-	lc->runtime = c.runtime;
-	lc->runtime_why = c.why;
-	lc->vm_accel = c.accel;
-	lc->vm_accel_why = c.accel_why;
-	if (c.accel && !strcmp(c.accel, "tcg"))
-		log_warn("lifecycle",
-		         "vm sandboxes run under TCG (emulation)%s%s: each is many times slower than with KVM (boot, "
-		         "builds, Docker inside)",
-		         c.accel_why ? ": " : "", c.accel_why ? c.accel_why : "");
-	return 0;
-}
-
-const char *lifecycle_runtime(const struct lifecycle *lc, const char **ret_why)
-{
-	if (ret_why)
-		*ret_why = lc->runtime_why;
-	return lc->runtime;
-}
-
-const char *lifecycle_vm_accel(const struct lifecycle *lc, const char **ret_why)
-{
-	if (ret_why)
-		*ret_why = lc->vm_accel_why;
-	return lc->vm_accel;
-}
-
-const char *lifecycle_sandbox_image(const struct lifecycle *lc)
-{
-	return policy_runtime_is_vm(lc->runtime) ? lc->cfg->vm_image : lc->cfg->template_image;
-}
-
-void lifecycle_vm_container(const struct lifecycle *lc, const struct sandbox_record *s,
-                            const struct workspace_record *w, uint64_t mount_dev, uint64_t mount_ino,
-                            struct docker_container_spec *spec, struct lifecycle_vm_parts *parts)
+void guard_vm_container(const struct guard_host *h, const struct sandbox_record *s, const struct workspace_record *w,
+                        uint64_t mount_dev, uint64_t mount_ino, struct docker_container_spec *spec,
+                        struct guard_vm_parts *parts)
 {
 	/* The sandbox's environment, then the launcher's settings. */
 	size_t n = 0;
-	for (size_t i = 0; spec->env && spec->env[i] && n < LIFECYCLE_VM_ENV_MAX - 8; i++)
+	for (size_t i = 0; spec->env && spec->env[i] && n < GUARD_VM_ENV_MAX - 8; i++)
 		parts->env[n++] = spec->env[i];
 	snprintf(parts->text[0], sizeof(parts->text[0]), "CHAT2SBX_VM_ACCEL=%s", s->vm_accel ? s->vm_accel : "tcg");
 	snprintf(parts->text[1], sizeof(parts->text[1]), "CHAT2SBX_VM_WORKSPACE=%s", w->mode);
 	snprintf(parts->text[2], sizeof(parts->text[2]), "CHAT2SBX_VM_NETWORK=%d", s->network ? 1 : 0);
 	snprintf(parts->text[3], sizeof(parts->text[3]), "CHAT2SBX_VM_PIDS=%lld", (long long)spec->pids_limit);
-	snprintf(parts->text[4], sizeof(parts->text[4]), "CHAT2SBX_VM_DOCKER=%s", lc->cfg->vm_docker);
+	snprintf(parts->text[4], sizeof(parts->text[4]), "CHAT2SBX_VM_DOCKER=%s", h->cfg->vm_docker);
 	for (int i = 0; i < 5; i++)
 		parts->env[n++] = parts->text[i];
 	/* The directory the control plane verified; the launcher refuses to
@@ -140,7 +104,7 @@ void lifecycle_vm_container(const struct lifecycle *lc, const struct sandbox_rec
 	parts->env[n] = NULL;
 	spec->env = parts->env;
 
-	parts->entrypoint[0] = LIFECYCLE_VM_TARGET;
+	parts->entrypoint[0] = GUARD_VM_TARGET;
 	parts->entrypoint[1] = "launch";
 	parts->entrypoint[2] = NULL;
 	spec->entrypoint = parts->entrypoint;
@@ -155,27 +119,27 @@ void lifecycle_vm_container(const struct lifecycle *lc, const struct sandbox_rec
 	spec->pids_limit = VM_CONTAINER_PIDS;
 }
 
-int lifecycle_vm_memory_check(int64_t memory_bytes, struct cp_error **err)
+int guard_vm_memory_check(int64_t memory_bytes, struct cp_error **err)
 {
-	if (memory_bytes <= 0 || memory_bytes >= LIFECYCLE_VM_MIN_MEMORY)
+	if (memory_bytes <= 0 || memory_bytes >= POLICY_VM_MIN_MEMORY)
 		return 0;
 	return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 	                    "memory %lld MiB is too little for a vm sandbox: its guest needs at least 256 MiB besides "
 	                    "QEMU's own; ask for \"%lldm\" or more",
-	                    (long long)(memory_bytes >> 20), (long long)(LIFECYCLE_VM_MIN_MEMORY >> 20));
+	                    (long long)(memory_bytes >> 20), (long long)(POLICY_VM_MIN_MEMORY >> 20));
 }
 
-int lifecycle_vm_hello_timeout_ms(const char *runtime)
+int guard_vm_hello_timeout_ms(const char *runtime)
 {
-	return policy_runtime_is_vm(runtime) ? LIFECYCLE_VM_HELLO_TIMEOUT_MS : LIFECYCLE_HELLO_TIMEOUT_MS;
+	return policy_runtime_is_vm(runtime) ? POLICY_VM_HELLO_TIMEOUT_MS : POLICY_HELLO_TIMEOUT_MS;
 }
 
 /* Runs `chat2sbx-vm ARGS` in the container and parses its one JSON line. */
-static int vm_exec(struct lifecycle *lc, const char *container, const char *const *argv,
+static int vm_exec(const struct guard_host *h, const char *container, const char *const *argv,
                    struct json_object **ret_result, struct cp_error **err)
 {
 	struct docker_exec_result x = {0};
-	if (docker_container_exec(lc->engine, container, argv, VM_EXEC_TIMEOUT_MS, &x, err) < 0)
+	if (docker_container_exec(h->engine, container, argv, VM_EXEC_TIMEOUT_MS, &x, err) < 0)
 		return -1;
 	int r = 0;
 	if (x.exit_code != 0) {
@@ -192,82 +156,82 @@ static int vm_exec(struct lifecycle *lc, const char *container, const char *cons
 	return r;
 }
 
-static int vm_stat_compare(struct lifecycle *lc, const char *container, const char *sandbox_id, const char *target,
-                           const char *host_path, uint64_t dev, uint64_t ino, struct cp_error **err)
+static int vm_stat_compare(const struct guard_host *h, const char *container, const char *sandbox_id,
+                           const char *target, const char *host_path, uint64_t dev, uint64_t ino, struct cp_error **err)
 {
-	const char *argv[] = {LIFECYCLE_VM_TARGET, "stat", target, NULL};
+	const char *argv[] = {GUARD_VM_TARGET, "stat", target, NULL};
 	_cleanup_json_ struct json_object *res = NULL;
-	if (vm_exec(lc, container, argv, &res, err) < 0)
+	if (vm_exec(h, container, argv, &res, err) < 0)
 		return cp_error_prefix(err, "verify the mount '%s' of sandbox '%s'", target, sandbox_id);
-	return lifecycle_mount_compare(lc, sandbox_id, target, host_path, dev, ino, res, err);
+	return guard_mount_compare(h, sandbox_id, target, host_path, dev, ino, res, err);
 }
 
-int lifecycle_vm_mounts_verify(struct lifecycle *lc, const char *container, const struct sandbox_record *s,
-                               const char *mode, const char *host_dir, uint64_t dev, uint64_t ino,
-                               const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
+int guard_vm_mounts_verify(const struct guard_host *h, const char *container, const struct sandbox_record *s,
+                           const char *mode, const char *host_dir, uint64_t dev, uint64_t ino,
+                           const struct sandbox_mount_record *m, size_t n, struct cp_error **err)
 {
-	const char *target = !strcmp(mode, "clone") ? LIFECYCLE_SOURCE_TARGET : LIFECYCLE_WORKSPACE_TARGET;
-	if (vm_stat_compare(lc, container, s->id, target, host_dir, dev, ino, err) < 0)
+	const char *target = !strcmp(mode, "clone") ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET;
+	if (vm_stat_compare(h, container, s->id, target, host_dir, dev, ino, err) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++)
-		if (vm_stat_compare(lc, container, s->id, m[i].target, m[i].source, m[i].dev, m[i].ino, err) < 0)
+		if (vm_stat_compare(h, container, s->id, m[i].target, m[i].source, m[i].dev, m[i].ino, err) < 0)
 			return -1;
 	if (!n)
 		return 0;
-	const char *argv[] = {LIFECYCLE_VM_TARGET, "mounts", NULL};
+	const char *argv[] = {GUARD_VM_TARGET, "mounts", NULL};
 	_cleanup_json_ struct json_object *res = NULL;
-	if (vm_exec(lc, container, argv, &res, err) < 0)
+	if (vm_exec(h, container, argv, &res, err) < 0)
 		return cp_error_prefix(err, "verify the mounts of sandbox '%s'", s->id);
-	return lifecycle_mounts_judge(lc, s, mode, m, n, res, err);
+	return guard_mounts_judge(h, s, mode, m, n, res, err);
 }
 
-int lifecycle_vm_forward(struct lifecycle *lc, const char *container, int port, struct cp_error **err)
+int guard_vm_forward(const struct guard_host *h, const char *container, int port, struct cp_error **err)
 {
 	char p[16];
 	snprintf(p, sizeof(p), "%d", port);
-	const char *argv[] = {LIFECYCLE_VM_TARGET, "expose", p, NULL};
+	const char *argv[] = {GUARD_VM_TARGET, "expose", p, NULL};
 	_cleanup_json_ struct json_object *res = NULL;
-	if (vm_exec(lc, container, argv, &res, err) < 0)
+	if (vm_exec(h, container, argv, &res, err) < 0)
 		return cp_error_prefix(err, "forward port %d into the vm sandbox's guest", port);
 	return 0;
 }
 
-const char *lifecycle_vm_exit_reason(int exit_code)
+const char *guard_vm_exit_reason(int exit_code)
 {
 	switch (exit_code) {
-	case LIFECYCLE_VM_EXIT_MOUNT_CHANGED:
+	case GUARD_VM_EXIT_MOUNT_CHANGED:
 		return "its container was started with another directory mounted than the one verified (a symlink or "
 		       "rename race), so the guest was not booted";
-	case LIFECYCLE_VM_EXIT_CONFIG:
+	case GUARD_VM_EXIT_CONFIG:
 		return "the vm launcher could not boot the guest (see serve's log with CHAT2SBX_LOG_DEBUG=helper for "
 		       "its lines)";
 	default: return NULL;
 	}
 }
 
-int lifecycle_vm_refused(const struct docker_container_state *st)
+int guard_vm_refused(const struct docker_container_state *st)
 {
 	/* Between the engine's restarts State.Running stays true with Status
 	 * "restarting"; ExitCode is the last run's. */
 	int down = !st->running || (st->status && !strcmp(st->status, "restarting"));
-	return down && lifecycle_vm_exit_reason(st->exit_code) != NULL;
+	return down && guard_vm_exit_reason(st->exit_code) != NULL;
 }
 
-void lifecycle_vm_explain(struct lifecycle *lc, const char *sandbox_id, const char *container, struct cp_error **err)
+void guard_vm_explain(const struct guard_host *h, const char *sandbox_id, const char *container, struct cp_error **err)
 {
 	struct docker_container_state st = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (!container || docker_container_inspect(lc->engine, container, &st, &e) < 0)
+	if (!container || docker_container_inspect(h->engine, container, &st, &e) < 0)
 		return;
-	const char *reason = lifecycle_vm_refused(&st) ? lifecycle_vm_exit_reason(st.exit_code) : NULL;
-	int mount = st.exit_code == LIFECYCLE_VM_EXIT_MOUNT_CHANGED;
+	const char *reason = guard_vm_refused(&st) ? guard_vm_exit_reason(st.exit_code) : NULL;
+	int mount = st.exit_code == GUARD_VM_EXIT_MOUNT_CHANGED;
 	docker_container_state_clear(&st);
 	if (!reason)
 		return;
 	char msg[512];
 	snprintf(msg, sizeof(msg), "sandbox '%s': %s", sandbox_id, reason);
 	if (mount)
-		lifecycle_mount_audit(lc, sandbox_id, container, msg);
+		guard_mount_audit(h, sandbox_id, container, msg);
 	cp_error_freep(err);
 	cp_error_set(err, mount ? CP_ERR_DENIED : CP_ERR_UNAVAILABLE, "%s; nothing ran in it; try again", msg);
 }
@@ -288,9 +252,9 @@ static int chown_one(const char *path, const struct stat *st, int type, struct F
 	return 0;
 }
 
-int lifecycle_vm_workspace_prepare(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err)
+int guard_vm_workspace_prepare(const struct guard_host *h, const struct workspace_record *w, struct cp_error **err)
 {
-	(void)lc;
+	(void)h;
 	struct stat st;
 	if (stat(w->path, &st) < 0)
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "look at workspace '%s' (%s)", w->id, w->path);
@@ -309,8 +273,8 @@ int lifecycle_vm_workspace_prepare(struct lifecycle *lc, const struct workspace_
 	/* A managed workspace is chat2sbx's own: made over to the uid vm
 	 * sandboxes run QEMU as (links are not followed, mounts not crossed). */
 	pthread_mutex_lock(&chown_lock);
-	chown_uid = LIFECYCLE_VM_UID;
-	chown_gid = LIFECYCLE_VM_UID;
+	chown_uid = POLICY_VM_UID;
+	chown_gid = POLICY_VM_UID;
 	chown_errno = 0;
 	int r = nftw(w->path, chown_one, 32, FTW_PHYS | FTW_MOUNT);
 	int e = r < 0 ? errno : chown_errno;
@@ -318,6 +282,6 @@ int lifecycle_vm_workspace_prepare(struct lifecycle *lc, const struct workspace_
 	if (r < 0 || e)
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, e,
 		                          "give workspace '%s' (%s) to uid %d for its vm sandbox", w->id, w->path,
-		                          LIFECYCLE_VM_UID);
+		                          POLICY_VM_UID);
 	return 0;
 }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct lifecycle;
+struct guard_host;
 
 #define DISK_GUARD_PERIOD_MS 2000
 /* One layer's measurement by the engine (the guard's size_timeout_ms). */
@@ -79,8 +79,8 @@ struct disk_mark {
  * canned numbers. */
 typedef int (*disk_space_fn)(const char *path, int64_t *ret_total, int64_t *ret_avail);
 
-struct lifecycle_disk_guard {
-	struct lifecycle *lc;
+struct guard_disk {
+	const struct guard_host *host; /* borrowed */
 	disk_space_fn space;
 	pthread_mutex_t lock;    /* guards everything below */
 	struct periodic *worker; /* the pass every DISK_GUARD_PERIOD_MS (base/periodic.c); NULL in tests */
@@ -97,35 +97,35 @@ struct lifecycle_disk_guard {
 
 /* ---- the guard without its thread (disk_guard.c; tests drive it) ---- */
 
-/* A guard for lc watching nothing yet, its space read by space (NULL:
+/* A guard for h watching nothing yet, its space read by space (NULL:
  * statvfs). Free with disk_guard_free. */
-struct lifecycle_disk_guard *disk_guard_new(struct lifecycle *lc, disk_space_fn space);
+struct guard_disk *disk_guard_new(const struct guard_host *h, disk_space_fn space);
 /* Watches path's filesystem in roles (DISK_ROLE_*): a filesystem already
  * watched (same st_dev) gains the roles. -1 when path cannot be stat'ed. */
-int disk_guard_add_fs(struct lifecycle_disk_guard *g, const char *path, unsigned roles);
+int disk_guard_add_fs(struct guard_disk *g, const char *path, unsigned roles);
 /* One look: free space, the decisions, pauses and unpauses (engine calls,
  * audit rows). Blocks for the measurements: at most size_timeout_ms per
  * sandbox layer and DISK_WALK_BUDGET_MS per workspace. */
-void disk_guard_pass(struct lifecycle_disk_guard *g);
-void disk_guard_free(struct lifecycle_disk_guard *g);
+void disk_guard_pass(struct guard_disk *g);
+void disk_guard_free(struct guard_disk *g);
 /* The watched filesystem with st_dev dev (index into g->fs), or -1.
  * g->fs's paths, devices and roles do not change once the guard runs. */
-int disk_fs_of_dev(const struct lifecycle_disk_guard *g, dev_t dev);
+int disk_fs_of_dev(const struct guard_disk *g, dev_t dev);
 
 /* ---- the sandboxes (disk_watch.c) ---- */
 
 /* The mark of sandbox id (made when create is set, else NULL when none).
  * Under g->lock; the pointer is good until the lock is released. */
-struct disk_mark *disk_mark_of(struct lifecycle_disk_guard *g, const char *id, int create);
+struct disk_mark *disk_mark_of(struct guard_disk *g, const char *id, int create);
 /* Measures every running sandbox the guard has not paused on the
  * filesystems that are watched now, pauses those disk_judge_sandbox names
  * (and all of them when disk_unexplained_add says so), each with its
  * reason; engine calls and audit rows. Called without g->lock. Blocks for
  * the measurements: DISK_SIZE_TIMEOUT_MS per layer, 2 s per workspace. */
-void disk_watch_sandboxes(struct lifecycle_disk_guard *g);
+void disk_watch_sandboxes(struct guard_disk *g);
 /* Space is back: unpauses every sandbox the guard paused and forgets every
  * mark. Called without g->lock. */
-void disk_unpause_all(struct lifecycle_disk_guard *g);
+void disk_unpause_all(struct guard_disk *g);
 
 /* ---- the decisions (disk_decide.c; pure) ---- */
 

@@ -24,7 +24,7 @@
 #include "../base/log.h"
 #include "../base/periodic.h"
 #include "disk_internal.h"
-#include "lifecycle_internal.h"
+#include "guard.h"
 
 /* The state directory keeps this much room for the registry. */
 #define DISK_RESERVE_BYTES ((int64_t)16 * 1024 * 1024)
@@ -41,14 +41,14 @@ static int statvfs_space(const char *path, int64_t *ret_total, int64_t *ret_avai
 
 /* Free space and watermark of each watched filesystem, their judgement,
  * and why the guard is low. Under g->lock. */
-static void read_space(struct lifecycle_disk_guard *g)
+static void read_space(struct guard_disk *g)
 {
 	const struct disk_fs *below = NULL;
 	for (size_t i = 0; i < g->n_fs; i++) {
 		struct disk_fs *f = &g->fs[i];
 		if (g->space(f->path, &f->total, &f->avail) < 0)
 			continue;
-		const struct config *cfg = g->lc->cfg;
+		const struct config *cfg = g->host->cfg;
 		f->watermark = policy_min_free_bytes(cfg->min_free_disk_bytes, cfg->min_free_disk_percent, f->total);
 		disk_fs_judge(f);
 		if (!below && f->avail < f->watermark)
@@ -70,7 +70,7 @@ static void read_space(struct lifecycle_disk_guard *g)
 /* The reserve file: given up when the data root is all but full, so SQLite
  * finds room for its journal; made again once the disk is not low. Under
  * g->lock. */
-static void tend_reserve(struct lifecycle_disk_guard *g)
+static void tend_reserve(struct guard_disk *g)
 {
 	const struct disk_fs *data = NULL;
 	for (size_t i = 0; i < g->n_fs && !data; i++)
@@ -81,7 +81,7 @@ static void tend_reserve(struct lifecycle_disk_guard *g)
 	if (g->reserve_held && data->avail < DISK_RESERVE_BYTES) {
 		if (unlink(g->reserve) == 0) {
 			g->reserve_held = 0;
-			log_warn("lifecycle",
+			log_warn("guard",
 			         "the disk of '%s' is all but full (%lld KiB free): gave up the %lld MiB "
 			         "reserve '%s' so the registry can still be written",
 			         data->path, (long long)(data->avail >> 10), (long long)(DISK_RESERVE_BYTES >> 20),
@@ -98,7 +98,7 @@ static void tend_reserve(struct lifecycle_disk_guard *g)
 	}
 }
 
-void disk_guard_pass(struct lifecycle_disk_guard *g)
+void disk_guard_pass(struct guard_disk *g)
 {
 	pthread_mutex_lock(&g->lock);
 	int was_low = g->low;
@@ -112,12 +112,12 @@ void disk_guard_pass(struct lifecycle_disk_guard *g)
 	pthread_mutex_unlock(&g->lock);
 
 	if (low && !was_low)
-		log_warn("lifecycle",
+		log_warn("guard",
 		         "%s: new sandboxes and saves are refused and sandboxes that keep writing are paused "
 		         "until space is freed",
 		         reason);
 	if (!low && was_low) {
-		log_info("lifecycle", "the disk has room again: sandboxes may be created, paused ones resume");
+		log_info("guard", "the disk has room again: sandboxes may be created, paused ones resume");
 		disk_unpause_all(g);
 	}
 	if (watch)
@@ -137,22 +137,22 @@ static long guard_pass(void *arg)
 	return -1; /* every DISK_GUARD_PERIOD_MS */
 }
 
-struct lifecycle_disk_guard *disk_guard_new(struct lifecycle *lc, disk_space_fn space)
+struct guard_disk *disk_guard_new(const struct guard_host *h, disk_space_fn space)
 {
-	struct lifecycle_disk_guard *g = xcalloc(1, sizeof(*g));
-	g->lc = lc;
+	struct guard_disk *g = xcalloc(1, sizeof(*g));
+	g->host = h;
 	g->space = space ? space : statvfs_space;
 	g->size_timeout_ms = DISK_SIZE_TIMEOUT_MS;
 	pthread_mutex_init(&g->lock, NULL);
-	if (lc->cfg->state_dir) {
-		snprintf(g->reserve, sizeof(g->reserve), "%s/disk-reserve", lc->cfg->state_dir);
+	if (h->cfg->state_dir) {
+		snprintf(g->reserve, sizeof(g->reserve), "%s/disk-reserve", h->cfg->state_dir);
 		struct stat st;
 		g->reserve_held = stat(g->reserve, &st) == 0 && st.st_size >= DISK_RESERVE_BYTES;
 	}
 	return g;
 }
 
-int disk_guard_add_fs(struct lifecycle_disk_guard *g, const char *path, unsigned roles)
+int disk_guard_add_fs(struct guard_disk *g, const char *path, unsigned roles)
 {
 	struct stat st;
 	if (!path || stat(path, &st) < 0)
@@ -174,7 +174,7 @@ int disk_guard_add_fs(struct lifecycle_disk_guard *g, const char *path, unsigned
 	return 0;
 }
 
-void disk_guard_free(struct lifecycle_disk_guard *g)
+void disk_guard_free(struct guard_disk *g)
 {
 	if (!g)
 		return;
@@ -183,42 +183,43 @@ void disk_guard_free(struct lifecycle_disk_guard *g)
 	free(g);
 }
 
-/* ---- the lifecycle's entry points ---- */
+/* ---- the entry points (guard.h) ---- */
 
 /* The default layer size (CHAT2SBX_DEFAULT_DISK) on this engine's storage:
  * 'auto' is DISK_DEFAULT_AUTO where a size can be given, 'none' none. */
 #define DISK_DEFAULT_AUTO ((int64_t)20 * 1024 * 1024 * 1024)
-static void default_disk(struct lifecycle *lc, const struct docker_storage *ds)
+static void default_disk(const struct config *cfg, const struct docker_storage *ds, struct guard_storage *ret)
 {
-	lc->disk_size_supported = ds->size_supported;
-	snprintf(lc->storage_name, sizeof(lc->storage_name), "%s on %s", ds->driver ? ds->driver : "unknown",
+	ret->size_supported = ds->size_supported;
+	snprintf(ret->name, sizeof(ret->name), "%s on %s", ds->driver ? ds->driver : "unknown",
 	         ds->backing_fs ? ds->backing_fs : "an unknown filesystem");
-	int64_t v = lc->cfg->default_disk_bytes;
+	int64_t v = cfg->default_disk_bytes;
 	int64_t bytes = v == CONFIG_SIZE_AUTO ? DISK_DEFAULT_AUTO : v == CONFIG_SIZE_NONE ? 0 : v;
 	if (!ds->size_supported && v > 0)
-		log_warn("lifecycle",
+		log_warn("guard",
 		         "CHAT2SBX_DEFAULT_DISK %lldm is ignored: the engine's storage (%s) cannot limit a "
 		         "sandbox's disk; the free-space guard keeps the disk from filling",
-		         (long long)(v >> 20), lc->storage_name);
-	lc->default_disk_bytes = ds->size_supported ? bytes : 0;
+		         (long long)(v >> 20), ret->name);
+	ret->default_bytes = ds->size_supported ? bytes : 0;
 }
 
-int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err)
+int guard_disk_start(const struct guard_host *h, struct guard_storage *ret_storage, struct guard_disk **ret,
+                     struct cp_error **err)
 {
 	struct docker_storage ds = {0};
 	_cleanup_error_ struct cp_error *se = NULL;
-	if (docker_engine_storage(lc->engine, &ds, &se) < 0)
-		log_warn("lifecycle", "disk guard: %s; sandbox disks are not limited", se->message);
-	default_disk(lc, &ds);
-	struct lifecycle_disk_guard *g = disk_guard_new(lc, NULL);
-	disk_guard_add_fs(g, lc->cfg->data_root, DISK_ROLE_DATA);
+	if (docker_engine_storage(h->engine, &ds, &se) < 0)
+		log_warn("guard", "disk guard: %s; sandbox disks are not limited", se->message);
+	default_disk(h->cfg, &ds, ret_storage);
+	struct guard_disk *g = disk_guard_new(h, NULL);
+	disk_guard_add_fs(g, h->cfg->data_root, DISK_ROLE_DATA);
 	if (ds.root_dir && disk_guard_add_fs(g, ds.root_dir, DISK_ROLE_ENGINE) < 0)
-		log_info("lifecycle",
+		log_info("guard",
 		         "disk guard: the engine's data '%s' is not readable here (%s); only the data root's disk "
 		         "is watched and writable layers are not measured",
 		         ds.root_dir, strerror(errno));
 	for (size_t i = 0; i < g->n_fs; i++)
-		log_info("lifecycle", "disk guard: watching the disk of '%s' for %s%s", g->fs[i].path, g->fs[i].what,
+		log_info("guard", "disk guard: watching the disk of '%s' for %s%s", g->fs[i].path, g->fs[i].what,
 		         g->fs[i].roles == (DISK_ROLE_DATA | DISK_ROLE_ENGINE) ? " (one disk)" : "");
 	docker_storage_clear(&ds);
 	disk_guard_pass(g); /* the first look before any create */
@@ -227,25 +228,22 @@ int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err)
 		disk_guard_free(g);
 		return cp_error_set(err, CP_ERR_UNAVAILABLE, "start the disk guard thread");
 	}
-	lc->disk = g;
+	*ret = g;
 	return 0;
 }
 
-void lifecycle_disk_guard_stop(struct lifecycle *lc)
+void guard_disk_stop(struct guard_disk *g)
 {
-	struct lifecycle_disk_guard *g = lc ? lc->disk : NULL;
 	if (!g)
 		return;
 	periodic_stop(g->worker);
-	lc->disk = NULL;
 	/* Paused sandboxes stay paused across a stop: the next serve unpauses
-	 * them at start (lifecycle_disk_unpause_leftovers) and looks again. */
+	 * them at start (guard_disk_unpause_leftovers) and looks again. */
 	disk_guard_free(g);
 }
 
-int lifecycle_disk_check_create(struct lifecycle *lc, struct cp_error **err)
+int guard_disk_check_create(struct guard_disk *g, struct cp_error **err)
 {
-	struct lifecycle_disk_guard *g = lc->disk;
 	if (!g)
 		return 0;
 	pthread_mutex_lock(&g->lock);
@@ -261,22 +259,21 @@ int lifecycle_disk_check_create(struct lifecycle *lc, struct cp_error **err)
 	                    reason);
 }
 
-const char *lifecycle_disk_note(struct lifecycle *lc)
+const char *guard_disk_note(const struct guard_storage *st)
 {
 	static __thread char note[300];
-	if (lc->disk_size_supported)
+	if (st->size_supported)
 		snprintf(note, sizeof(note), "no disk limit was asked (CHAT2SBX_DEFAULT_DISK none)");
 	else
 		snprintf(note, sizeof(note),
 		         "the engine's storage (%s) cannot limit a sandbox's disk; the free-space guard pauses "
 		         "sandboxes that keep writing when the host's disk runs low",
-		         lc->storage_name[0] ? lc->storage_name : "unknown");
+		         st->name[0] ? st->name : "unknown");
 	return note;
 }
 
-int lifecycle_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *reason, size_t size)
+int guard_disk_paused(struct guard_disk *g, const char *sandbox_id, char *reason, size_t size)
 {
-	struct lifecycle_disk_guard *g = lc->disk;
 	if (!g)
 		return 0;
 	pthread_mutex_lock(&g->lock);
@@ -288,19 +285,19 @@ int lifecycle_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *re
 	return paused;
 }
 
-void lifecycle_disk_unpause_leftovers(struct lifecycle *lc)
+void guard_disk_unpause_leftovers(const struct guard_host *h)
 {
 	char label[4300];
-	snprintf(label, sizeof(label), "%s=%s", LIFECYCLE_LABEL_REGISTRY, lc->cfg->database_path);
+	snprintf(label, sizeof(label), "%s=%s", POLICY_LABEL_REGISTRY, h->cfg->database_path);
 	struct docker_container_state *cs = NULL;
 	size_t n = 0;
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (docker_container_list(lc->engine, label, &cs, &n, &e) < 0)
+	if (docker_container_list(h->engine, label, &cs, &n, &e) < 0)
 		return; /* reconcile reports the engine */
 	for (size_t i = 0; i < n; i++) {
 		if (cs[i].status && !strcmp(cs[i].status, "paused")) {
-			if (docker_container_unpause(lc->engine, cs[i].id, &e) == 0)
-				log_info("lifecycle",
+			if (docker_container_unpause(h->engine, cs[i].id, &e) == 0)
+				log_info("guard",
 				         "unpaused container %s, paused by an earlier serve for a full disk; the "
 				         "disk guard pauses it again if space is still short",
 				         cs[i].name ? cs[i].name : cs[i].id);

@@ -41,12 +41,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	a->decided_at_ms = sqlite3_column_int64(st, 8);
 }
 
-static void clear_row(void *row)
-{
-	approval_record_clear(row);
-}
-
-static const struct store_row_type rows = {sizeof(struct approval_record), read_row, clear_row};
+STORE_ROW_TYPE(rows, struct approval_record, read_row, approval_record_clear);
 
 static int get_by_id_locked(struct store *store, const char *id, struct approval_record *ret, struct cp_error **err)
 {

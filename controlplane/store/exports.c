@@ -49,12 +49,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	x->shares_bundle_of = store_column_strdup(st, 16);
 }
 
-static void clear_row(void *row)
-{
-	export_record_clear(row);
-}
-
-static const struct store_row_type rows = {sizeof(struct export_record), read_row, clear_row};
+STORE_ROW_TYPE(rows, struct export_record, read_row, export_record_clear);
 
 int store_export_insert(struct store *store, const struct export_record *x, struct cp_error **err)
 {

@@ -36,12 +36,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	x->created_at_ms = sqlite3_column_int64(st, 7);
 }
 
-static void clear_row(void *row)
-{
-	exposure_record_clear(row);
-}
-
-static const struct store_row_type rows = {sizeof(struct exposure_record), read_row, clear_row};
+STORE_ROW_TYPE(rows, struct exposure_record, read_row, exposure_record_clear);
 
 int store_exposure_insert(struct store *store, const struct exposure_record *x, struct cp_error **err)
 {

@@ -60,12 +60,7 @@ int store_sandbox_is_live(const struct sandbox_record *s)
 	return st == SANDBOX_CREATING || st == SANDBOX_RUNNING;
 }
 
-static void clear_row(void *row)
-{
-	sandbox_record_clear(row);
-}
-
-static const struct store_row_type rows = {sizeof(struct sandbox_record), read_row, clear_row};
+STORE_ROW_TYPE(rows, struct sandbox_record, read_row, sandbox_record_clear);
 
 int store_sandbox_insert(struct store *store, const struct sandbox_record *s, struct cp_error **err)
 {

@@ -46,6 +46,15 @@ struct store_row_type {
 	void (*read)(sqlite3_stmt *st, void *row);
 	void (*clear)(void *row);
 };
+/* Defines name, the row type of records of type record read by read_fn
+ * (static void read_fn(sqlite3_stmt *, void *)) and cleared by clear_fn
+ * (the record's public clear, void clear_fn(record *)). */
+#define STORE_ROW_TYPE(name, record, read_fn, clear_fn)                                                                \
+	static void name##_clear(void *row)                                                                            \
+	{                                                                                                              \
+		clear_fn(row);                                                                                         \
+	}                                                                                                              \
+	static const struct store_row_type name = {sizeof(record), read_fn, name##_clear}
 
 /* Runs sql (with ?1 = arg when arg is not NULL) and collects every row into
  * a new array of type->size records; on failure what was read is cleared.

@@ -37,12 +37,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	w->trashed_at_ms = sqlite3_column_int64(st, 7);
 }
 
-static void clear_row(void *row)
-{
-	workspace_record_clear(row);
-}
-
-static const struct store_row_type rows = {sizeof(struct workspace_record), read_row, clear_row};
+STORE_ROW_TYPE(rows, struct workspace_record, read_row, workspace_record_clear);
 
 int store_workspace_insert_locked(struct store *store, const struct workspace_record *w, struct cp_error **err)
 {

@@ -186,14 +186,8 @@ int list_rpc(json_object *id, json_object *params, json_object **ret_result, str
 	                  err) < 0 ||
 	    rpc_param_string(params, "glob", false, &glob, &glob_len, err) < 0)
 		return -1;
-	if (!path) {
-		path = paths_workspace();
-		path_len = strlen(path);
-	}
-	if (glob && strlen(glob) != glob_len)
-		return rpc_fail(err, "INVALID_ARGUMENT", "glob contains a NUL character");
-	if (glob && !*glob)
-		glob = NULL;
+	if (paths_scope(&path, &path_len, &glob, glob_len, err) < 0)
+		return -1;
 	char *abs;
 	if (paths_resolve(path, path_len, "path", &abs, err) < 0)
 		return -1;

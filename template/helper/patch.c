@@ -56,6 +56,18 @@ static void vfs_free(struct vfs *fs)
 	free(fs->v);
 }
 
+/* Give f new content: data (owned from here on, NULL with len 0 for a
+ * deleted file) replaces what it held; exists says whether the file is there
+ * after the patch. Marks f for the commit. */
+static void vfile_replace(struct vfile *f, char *data, size_t len, bool exists)
+{
+	free(f->data);
+	f->data = data;
+	f->len = len;
+	f->exists = exists;
+	f->dirty = true;
+}
+
 /* The file at abs, probed on first use (stat follows symlinks). */
 static int vfs_get(struct vfs *fs, const char *abs, const char *shown, struct vfile **ret, struct rpc_error *err)
 {
@@ -432,9 +444,9 @@ static int compute(struct patch *P, const char *cwd, struct vfs *fs, json_object
 				    op->path, nothing_changed);
 				goto fail;
 			}
-			free(f->data);
-			f->data = added_content(op, &f->len);
-			f->exists = f->dirty = true;
+			size_t len;
+			char *data = added_content(op, &len);
+			vfile_replace(f, data, len, true);
 			f->set_mode = false;
 		} else if (op->kind == OP_DELETE) {
 			if (!f->exists) {
@@ -442,11 +454,7 @@ static int compute(struct patch *P, const char *cwd, struct vfs *fs, json_object
 				         op->path, nothing_changed);
 				goto fail;
 			}
-			free(f->data);
-			f->data = NULL;
-			f->len = 0;
-			f->exists = false;
-			f->dirty = true;
+			vfile_replace(f, NULL, 0, false);
 		} else {
 			if (!f->exists) {
 				rpc_fail(err, "NOT_FOUND",
@@ -487,22 +495,12 @@ static int compute(struct patch *P, const char *cwd, struct vfs *fs, json_object
 					    op->path, op->to, op->to, nothing_changed);
 					goto fail;
 				}
-				free(t->data);
-				t->data = data;
-				t->len = len;
-				t->exists = t->dirty = true;
+				vfile_replace(t, data, len, true);
 				t->set_mode = f->loaded || f->set_mode;
 				t->mode = f->set_mode ? f->mode : f->st.st_mode;
-				free(f->data);
-				f->data = NULL;
-				f->len = 0;
-				f->exists = false;
-				f->dirty = true;
+				vfile_replace(f, NULL, 0, false);
 			} else {
-				free(f->data);
-				f->data = data;
-				f->len = len;
-				f->dirty = true;
+				vfile_replace(f, data, len, true); /* f->exists: checked above */
 			}
 		}
 		free(abs);

@@ -99,3 +99,16 @@ int paths_mkdir_p(const char *dir, mode_t mode)
 	}
 	return 0;
 }
+
+int paths_scope(const char **path, size_t *path_len, const char **glob, size_t glob_len, struct rpc_error *err)
+{
+	if (!*path) {
+		*path = paths_workspace();
+		*path_len = strlen(*path);
+	}
+	if (*glob && strlen(*glob) != glob_len)
+		return rpc_fail(err, "INVALID_ARGUMENT", "glob contains a NUL character");
+	if (*glob && !**glob)
+		*glob = NULL;
+	return 0;
+}

@@ -21,6 +21,12 @@ const char *paths_log_dir(void);
  * result longer than PATH_MAX. what names the parameter in messages. */
 int paths_resolve(const char *path, size_t len, const char *what, char **ret_abs, struct rpc_error *err);
 
+/* The scope of a listing or a search, as the request left it: *path (and
+ * *path_len) the workspace when the request gave none (*path NULL); *glob
+ * NULL when it was empty. INVALID_ARGUMENT when the glob (glob_len bytes)
+ * holds a NUL. Everything borrowed. */
+int paths_scope(const char **path, size_t *path_len, const char **glob, size_t glob_len, struct rpc_error *err);
+
 /* mkdir -p: create dir and its missing parents with mode (umask applies).
  * Returns 0, or -errno (EEXIST when a component exists and is not a
  * directory: ENOTDIR). Does not block beyond the file system calls. */

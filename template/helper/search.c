@@ -381,14 +381,8 @@ int search_rpc(json_object *id, json_object *params, json_object **ret_result, s
 	    rpc_param_int(params, "max_bytes", SEARCH_DEFAULT_MAX_BYTES, 1, SEARCH_MAX_BYTES, true, &max_bytes, err) <
 	        0)
 		return -1;
-	if (!path) {
-		path = paths_workspace();
-		path_len = strlen(path);
-	}
-	if (glob && strlen(glob) != glob_len)
-		return rpc_fail(err, "INVALID_ARGUMENT", "glob contains a NUL character");
-	if (glob && !*glob)
-		glob = NULL;
+	if (paths_scope(&path, &path_len, &glob, glob_len, err) < 0)
+		return -1;
 	struct searcher s = {.max_matches = max_matches, .max_bytes = (size_t)max_bytes};
 	s.deadline = clock_ms() + time_limit_ms;
 	char *abs = NULL;

@@ -11,29 +11,49 @@
 
 #include "vm.h"
 
+/* Reads into (writing 0) or writes from (writing 1) buf up to len bytes on
+ * fd, retrying EINTR; a read stops at end of file. Returns the bytes
+ * moved, or -1 with errno (EIO for a write that moved nothing). */
+static ssize_t transfer(int fd, char *buf, size_t len, int writing)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = writing ? write(fd, buf + done, len - done) : read(fd, buf + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0 && writing) {
+			errno = EIO;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* Closes fd after a failure, keeping the failure's errno; returns -1. */
+static int close_failed(int fd)
+{
+	int e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
 ssize_t vm_read_file(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	size_t len = 0;
-	while (len + 1 < size) {
-		ssize_t n = read(fd, buf + len, size - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			close(fd);
-			errno = e;
-			return -1;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
+	ssize_t len = transfer(fd, buf, size ? size - 1 : 0, 0);
+	if (len < 0)
+		return close_failed(fd);
 	close(fd);
 	buf[len] = '\0';
-	return (ssize_t)len;
+	return len;
 }
 
 int vm_write_file(const char *path, const char *text, mode_t mode)
@@ -41,19 +61,8 @@ int vm_write_file(const char *path, const char *text, mode_t mode)
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -1;
-	size_t len = strlen(text), off = 0;
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			close(fd);
-			errno = e;
-			return -1;
-		}
-		off += (size_t)n;
-	}
+	if (transfer(fd, (char *)text, strlen(text), 1) < 0)
+		return close_failed(fd);
 	return close(fd);
 }
 

@@ -77,7 +77,7 @@ static int decide(struct cli *cli, struct store *store, const char *verb, const 
 	}
 	struct approval_record a = {0};
 	struct cp_error *err = NULL;
-	int r = !strcmp(verb, "approve") ? lifecycle_approval_approve(cli->cfg, store, id, &a, &err)
+	int r = !strcmp(verb, "approve") ? workspace_approval_approve(cli->cfg, store, id, &a, &err)
 	                                 : store_approval_reject(store, id, clock_now_ms(), &a, &err);
 	cli_audit(store, !strcmp(verb, "approve") ? "approval.approve" : "approval.reject", id, NULL, err);
 	if (r < 0)

@@ -33,7 +33,7 @@ static int list(struct cli *cli, struct store *store)
 			xjson_append(arr, o);
 		} else {
 			int64_t trash_at = 0;
-			const char *state = lifecycle_workspace_state(w, &trash_at);
+			const char *state = workspace_state(w, &trash_at);
 			char when[40] = "-";
 			if (trash_at)
 				clock_format_rfc3339(trash_at, when, sizeof(when));
@@ -72,7 +72,7 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 	struct workspace_record w = {0};
 	int created = 0;
 	struct cp_error *err = NULL;
-	int r = lifecycle_workspace_register(cli->cfg, store, path, mode, &w, &created, &err);
+	int r = workspace_register(cli->cfg, store, path, mode, &w, &created, &err);
 	cli_audit(store, "workspace.add", path, NULL, err);
 	if (r < 0)
 		return cli_fail(err);

@@ -452,7 +452,7 @@ int export_space_chunk(struct export_space *sp, int64_t streamed, int64_t n, str
 /* ---- retention (export_retention.c) ---- */
 
 /* Moves every export older than retention_ms (lifecycle's
- * LIFECYCLE_RETENTION_MS, as for workspaces) and not in the trash to
+ * WORKSPACE_RETENTION_MS, as for workspaces) and not in the trash to
  * DATA_ROOT/trash/<export_id> (never deletes), recording the new path;
  * removes a sandbox's exports directory once empty. Returns how many moved,
  * -1 when the registry cannot be read. */
@@ -461,7 +461,7 @@ int export_retention_run(const struct config *cfg, struct store *store, int64_t 
 
 /* Moves dir into DATA_ROOT/trash/ as name (name.1, name.2, ... when taken):
  * exports (retention, export delete) and released workspaces
- * (lifecycle/workspace.c) alike (trash.c). *ret_dest (caller frees) is where
+ * (workspace/workspace.c) alike (trash.c). *ret_dest (caller frees) is where
  * it went. UNAVAILABLE when the trash cannot be made or the rename fails,
  * CONFLICT past 1000 entries of that name. */
 int export_trash_move(const struct config *cfg, const char *dir, const char *name, char **ret_dest,

@@ -1,6 +1,6 @@
 /* trash.c: DATA_ROOT/trash/, where kept things go instead of being deleted:
  * exports past retention or deleted by the person, and released managed
- * workspaces (lifecycle/workspace.c calls down into it). Never deletes,
+ * workspaces (workspace/workspace.c calls down into it). Never deletes,
  * never overwrites an entry already there. */
 #include <errno.h>
 #include <stdio.h>

@@ -76,7 +76,7 @@ static int resolve_host_path(struct lifecycle *lc, const struct lifecycle_create
 		                    mode);
 	_cleanup_free_ char *real = NULL;
 	_cleanup_free_ char *approval_id = NULL;
-	if (lifecycle_host_path_check(lc->cfg, opts->workspace_path, &real, err) < 0 ||
+	if (workspace_host_path_check(lc->cfg, opts->workspace_path, &real, err) < 0 ||
 	    id_new("approval_", &approval_id, err) < 0)
 		return -1;
 	struct approval_record want = {.id = approval_id,
@@ -120,7 +120,7 @@ static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_r
                                   uint64_t *ret_ino, struct guard_git *ret_guard, struct cp_error **err)
 {
 	_cleanup_free_ char *real = NULL;
-	if (lifecycle_host_path_check(lc->cfg, w->host_path, &real, err) < 0)
+	if (workspace_host_path_check(lc->cfg, w->host_path, &real, err) < 0)
 		return cp_error_prefix(err, "mount workspace '%s'", w->id);
 	if (strcmp(real, w->path) != 0)
 		return cp_error_set(err, CP_ERR_DENIED,

@@ -1,6 +1,6 @@
 /* export_internal.h: what lifecycle's save through a sandbox's channel
- * (export_save.c) shares with unsaved.c, maintenance.c, sandbox.c and
- * workspace.c: the export layer's header and the unsaved-work probe. */
+ * (export_save.c) shares with unsaved.c, maintenance.c and sandbox.c: the
+ * export layer's header and the unsaved-work probe. */
 #ifndef CP_LIFECYCLE_EXPORT_INTERNAL_H
 #define CP_LIFECYCLE_EXPORT_INTERNAL_H
 

@@ -12,6 +12,7 @@
 #include "../docker/docker.h"
 #include "../guard/guard.h"
 #include "../helper/helper.h"
+#include "../workspace/workspace.h"
 #include "../store/store.h"
 
 struct lifecycle;
@@ -96,39 +97,8 @@ void lifecycle_create_result_clear(struct lifecycle_create_result *r);
 int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                              struct lifecycle_create_result *ret, struct cp_error **err);
 
-/* ---- workspaces (lifecycle/workspace.c): usable by the CLI without an engine ---- */
-
-/* Days a managed workspace is kept after its sandbox is removed. */
-#define LIFECYCLE_RETENTION_MS (30LL * 24 * 3600 * 1000)
 /* How long sandbox_create waits for a clone copy before answering (ms). */
 #define LIFECYCLE_COPY_WAIT_MS 45000
-
-/* State of a workspace for listings: "in_use" (a live sandbox), "trashed",
- * "retained" (managed, released; *ret_trash_at_ms = when it moves to the
- * trash), or "idle". Pure. */
-const char *lifecycle_workspace_state(const struct workspace_record *w, int64_t *ret_trash_at_ms);
-
-/* Checks a host path with the policy built from cfg (allowed roots, data
- * root). *ret_real (caller frees) is its resolution. Errors as
- * policy_host_path_check. */
-int lifecycle_host_path_check(const struct config *cfg, const char *path, char **ret_real, struct cp_error **err);
-
-/* `chat2sbx workspace add PATH --mode M`: policy, then the workspace of the
- * path and mode is reused or made, and the approval recorded approved.
- * *ret (caller clears) is the workspace, *ret_created whether it is new. */
-int lifecycle_workspace_register(const struct config *cfg, struct store *store, const char *path, const char *mode,
-                                 struct workspace_record *ret, int *ret_created, struct cp_error **err);
-
-/* `chat2sbx approval approve ID`: checks the approval's path with the policy
- * again (approval time), then approves it (store_approval_approve). */
-int lifecycle_approval_approve(const struct config *cfg, struct store *store, const char *id,
-                               struct approval_record *ret, struct cp_error **err);
-
-/* Moves every managed workspace released more than LIFECYCLE_RETENTION_MS
- * before now_ms, and without a live sandbox, to DATA_ROOT/trash/<id> (never
- * deletes; host workspaces are never touched). Returns how many moved, or -1
- * when the registry cannot be read. */
-int lifecycle_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err);
 
 /* Removes the container (force) and marks the row removed; the workspace is
  * kept. Works for running, failed and expired sandboxes, and finishes a
@@ -212,7 +182,7 @@ int lifecycle_reattach_run(struct lifecycle *lc, struct cp_error **err);
 
 struct lifecycle_maintenance;
 /* Starts serve's maintenance thread: at once and then every minute,
- * lifecycle_retention_run, lifecycle_expiry_run, lifecycle_removing_run,
+ * workspace_retention_run, lifecycle_expiry_run, lifecycle_removing_run,
  * lifecycle_undo_run, lifecycle_reattach_run (each logs its failure), then
  * hook(hook_userdata) when hook is not NULL (serve: the host-edge firewall,
  * from a layer above this one). lc and hook_userdata are borrowed until

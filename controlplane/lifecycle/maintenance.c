@@ -29,7 +29,7 @@ static long maintenance_pass(void *arg)
 	struct lifecycle_maintenance *m = arg;
 	struct lifecycle *lc = m->lc;
 	struct cp_error *e = NULL;
-	if (lifecycle_retention_run(lc->cfg, lc->store, clock_now_ms(), &e) < 0) {
+	if (workspace_retention_run(lc->cfg, lc->store, clock_now_ms(), &e) < 0) {
 		log_warn("serve", "retention: %s", e->message);
 		cp_error_freep(&e);
 	}

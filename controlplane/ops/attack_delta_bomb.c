@@ -277,7 +277,7 @@ static void save_attack(struct lifecycle *lc, const unsigned char *pack, size_t 
 	_cleanup_error_ struct cp_error *e = NULL;
 	_cleanup_free_ char *cmd = NULL, *planted = NULL;
 	int created = 0;
-	if (lifecycle_workspace_register(cfg, store, dir, "clone", &ws, &created, &e) < 0) {
+	if (workspace_register(cfg, store, dir, "clone", &ws, &created, &e) < 0) {
 		*skipped = e->code == CP_ERR_DENIED;
 		snprintf(out, size, "register '%.300s' as a clone workspace: %.300s", dir, e->message);
 		goto out;

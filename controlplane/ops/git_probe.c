@@ -182,7 +182,7 @@ void ops_git_guard_probe(struct lifecycle *lc, struct ops_probe_report *r)
 		                     strerror(errno));
 		goto out;
 	}
-	if (lifecycle_workspace_register(cfg, store, dir, "direct", &ws, &created, &e) < 0) {
+	if (workspace_register(cfg, store, dir, "direct", &ws, &created, &e) < 0) {
 		/* The host-path policy refusing the place (nested roots, a direct
 		 * workspace around it) is no attack that got through. */
 		ops_probe_report_add(r, "direct_git", ATTACK,

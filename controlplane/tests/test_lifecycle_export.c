@@ -256,7 +256,7 @@ Test(export_retention, old_exports_move_to_the_trash_and_are_never_deleted)
 	snprintf(exports, sizeof exports, "%s/exports", root);
 	cr_assert_eq(stat(exports, &sb), 0);
 	cr_assert_eq(sb.st_mode & 0777, 0700, "DATA_ROOT/exports is private");
-	cr_assert_eq(export_retention_run(&cfg, st, now, LIFECYCLE_RETENTION_MS, &err), 1);
+	cr_assert_eq(export_retention_run(&cfg, st, now, WORKSPACE_RETENTION_MS, &err), 1);
 	struct export_record x = {0};
 	cr_assert_eq(store_export_get(st, "exp_old", &x, &err), 0);
 	char want[256];
@@ -271,9 +271,9 @@ Test(export_retention, old_exports_move_to_the_trash_and_are_never_deleted)
 	cr_assert_str_eq(x.path, paths[1]);
 	cr_assert_eq(x.trashed_at_ms, 0);
 	export_record_clear(&x);
-	cr_assert_eq(export_retention_run(&cfg, st, now + day / 2, LIFECYCLE_RETENTION_MS, &err), 0,
+	cr_assert_eq(export_retention_run(&cfg, st, now + day / 2, WORKSPACE_RETENTION_MS, &err), 0,
 	             "a trashed export stays put");
-	cr_assert_eq(export_retention_run(&cfg, st, now + 2 * day, LIFECYCLE_RETENTION_MS, &err), 1,
+	cr_assert_eq(export_retention_run(&cfg, st, now + 2 * day, WORKSPACE_RETENTION_MS, &err), 1,
 	             "the young one, once 30 days old");
 	char sbxdir[128];
 	snprintf(sbxdir, sizeof sbxdir, "%s/exports/sbx_s", root);

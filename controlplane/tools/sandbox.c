@@ -330,7 +330,7 @@ int tool_sandbox_destroy(const struct mcp_call *call, const struct mcp_args *arg
 void tools_workspace_fill(struct json_object *o, const struct workspace_record *w)
 {
 	int64_t trash_at = 0;
-	const char *state = lifecycle_workspace_state(w, &trash_at);
+	const char *state = workspace_state(w, &trash_at);
 	add_str(o, "workspace_id", w->id);
 	add_str(o, "mode", w->mode);
 	add_str(o, "state", state);

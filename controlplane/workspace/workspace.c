@@ -16,9 +16,11 @@
 #include "../base/id.h"
 #include "../base/log.h"
 #include "../policy/policy.h"
-#include "export_internal.h"
+#include "../export/export.h"
+#include "../guard/guard.h"
+#include "workspace.h"
 
-const char *lifecycle_workspace_state(const struct workspace_record *w, int64_t *ret_trash_at_ms)
+const char *workspace_state(const struct workspace_record *w, int64_t *ret_trash_at_ms)
 {
 	if (ret_trash_at_ms)
 		*ret_trash_at_ms = 0;
@@ -28,13 +30,13 @@ const char *lifecycle_workspace_state(const struct workspace_record *w, int64_t 
 		return "in_use";
 	if (!strcmp(w->mode, "managed") && w->released_at_ms > 0) {
 		if (ret_trash_at_ms)
-			*ret_trash_at_ms = w->released_at_ms + LIFECYCLE_RETENTION_MS;
+			*ret_trash_at_ms = w->released_at_ms + WORKSPACE_RETENTION_MS;
 		return "retained";
 	}
 	return "idle";
 }
 
-int lifecycle_host_path_check(const struct config *cfg, const char *path, char **ret_real, struct cp_error **err)
+int workspace_host_path_check(const struct config *cfg, const char *path, char **ret_real, struct cp_error **err)
 {
 	size_t n = 0;
 	char **roots = policy_roots_split(cfg->allowed_host_roots, &n);
@@ -71,15 +73,15 @@ static int check_mode(const char *mode, struct cp_error **err)
 	                    mode ? mode : "");
 }
 
-int lifecycle_workspace_register(const struct config *cfg, struct store *store, const char *path, const char *mode,
-                                 struct workspace_record *ret, int *ret_created, struct cp_error **err)
+int workspace_register(const struct config *cfg, struct store *store, const char *path, const char *mode,
+                       struct workspace_record *ret, int *ret_created, struct cp_error **err)
 {
 	if (check_mode(mode, err) < 0)
 		return -1;
 	_cleanup_free_ char *real = NULL;
 	_cleanup_free_ char *ws_id = NULL;
 	_cleanup_free_ char *approval_id = NULL;
-	if (lifecycle_host_path_check(cfg, path, &real, err) < 0 ||
+	if (workspace_host_path_check(cfg, path, &real, err) < 0 ||
 	    guard_host_nesting_check(store, real, mode, NULL, err) < 0 || id_new("ws_", &ws_id, err) < 0 ||
 	    id_new("approval_", &approval_id, err) < 0)
 		return -1;
@@ -89,7 +91,7 @@ int lifecycle_workspace_register(const struct config *cfg, struct store *store, 
 	return store_workspace_register_host(store, &ws, path, approval_id, now, ret, ret_created, err);
 }
 
-int lifecycle_approval_approve(const struct config *cfg, struct store *store, const char *id,
+int workspace_approval_approve(const struct config *cfg, struct store *store, const char *id,
                                struct approval_record *ret, struct cp_error **err)
 {
 	struct approval_record a = {0};
@@ -100,7 +102,7 @@ int lifecycle_approval_approve(const struct config *cfg, struct store *store, co
 	int r = -1;
 	if (a.status == APPROVAL_PENDING) {
 		/* Approval time: the path may have changed since it was requested. */
-		if (lifecycle_host_path_check(cfg, a.host_path, &real, err) < 0) {
+		if (workspace_host_path_check(cfg, a.host_path, &real, err) < 0) {
 			cp_error_prefix(err, "approve '%s'", id);
 			goto out;
 		}
@@ -129,7 +131,7 @@ out:
 	return r;
 }
 
-int lifecycle_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err)
+int workspace_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err)
 {
 	struct workspace_record *rows = NULL;
 	size_t n = 0;
@@ -139,7 +141,7 @@ int lifecycle_retention_run(const struct config *cfg, struct store *store, int64
 	for (size_t i = 0; i < n; i++) {
 		struct workspace_record *w = &rows[i];
 		int64_t trash_at = 0;
-		const char *state = lifecycle_workspace_state(w, &trash_at);
+		const char *state = workspace_state(w, &trash_at);
 		if (!strcmp(state, "retained") && trash_at <= now_ms) {
 			char *dest = NULL;
 			struct cp_error *e = NULL;
@@ -157,7 +159,7 @@ int lifecycle_retention_run(const struct config *cfg, struct store *store, int64
 	free(rows);
 	/* Saved clone work follows the same rule (export_retention.c). */
 	struct cp_error *e = NULL;
-	if (export_retention_run(cfg, store, now_ms, LIFECYCLE_RETENTION_MS, &e) < 0) {
+	if (export_retention_run(cfg, store, now_ms, WORKSPACE_RETENTION_MS, &e) < 0) {
 		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "retention of exports");
 	}
 	return moved;

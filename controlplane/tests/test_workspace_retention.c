@@ -1,4 +1,4 @@
-/* test_lifecycle_retention.c: managed workspaces are kept 30 days after
+/* test_workspace_retention.c: managed workspaces are kept 30 days after
  * their sandbox is removed, then moved (never deleted) to DATA_ROOT/trash;
  * host workspaces are never moved. The clock is passed in, so nothing waits. */
 #include <criterion/criterion.h>
@@ -78,28 +78,28 @@ Test(lifecycle_retention, managed_moves_after_30_days_host_never)
 	struct cp_error *err = NULL;
 	cr_assert_eq(store_workspace_get(store, "ws_m", &w, &err), 0);
 	int64_t trash_at = 0;
-	cr_expect_str_eq(lifecycle_workspace_state(&w, &trash_at), "retained");
-	cr_expect_eq(trash_at, t0 + LIFECYCLE_RETENTION_MS);
+	cr_expect_str_eq(workspace_state(&w, &trash_at), "retained");
+	cr_expect_eq(trash_at, t0 + WORKSPACE_RETENTION_MS);
 	workspace_record_clear(&w);
 
-	cr_expect_eq(lifecycle_retention_run(&cfg, store, t0 + LIFECYCLE_RETENTION_MS - 1, &err), 0, "day 29: kept");
+	cr_expect_eq(workspace_retention_run(&cfg, store, t0 + WORKSPACE_RETENTION_MS - 1, &err), 0, "day 29: kept");
 	struct stat st;
 	cr_expect_eq(stat(managed, &st), 0);
 
-	cr_expect_eq(lifecycle_retention_run(&cfg, store, t0 + LIFECYCLE_RETENTION_MS, &err), 1, "day 30: moved");
+	cr_expect_eq(workspace_retention_run(&cfg, store, t0 + WORKSPACE_RETENTION_MS, &err), 1, "day 30: moved");
 	cr_expect_neq(stat(managed, &st), 0, "gone from the workspace root");
 	char moved[240];
 	snprintf(moved, sizeof(moved), "%s/trash/ws_m/work.txt", data_root);
 	cr_expect_eq(stat(moved, &st), 0, "its files are in the trash, not deleted");
 	cr_expect_eq(stat(host, &st), 0, "a host workspace is never moved");
 	cr_assert_eq(store_workspace_get(store, "ws_m", &w, &err), 0);
-	cr_expect_str_eq(lifecycle_workspace_state(&w, NULL), "trashed");
+	cr_expect_str_eq(workspace_state(&w, NULL), "trashed");
 	workspace_record_clear(&w);
 	cr_assert_eq(store_workspace_get(store, "ws_h", &w, &err), 0);
-	cr_expect_str_eq(lifecycle_workspace_state(&w, NULL), "idle");
+	cr_expect_str_eq(workspace_state(&w, NULL), "idle");
 	workspace_record_clear(&w);
 
-	cr_expect_eq(lifecycle_retention_run(&cfg, store, t0 + 2 * LIFECYCLE_RETENTION_MS, &err), 0, "moved once");
+	cr_expect_eq(workspace_retention_run(&cfg, store, t0 + 2 * WORKSPACE_RETENTION_MS, &err), 0, "moved once");
 }
 
 Test(lifecycle_retention, a_live_sandbox_keeps_its_workspace)
@@ -116,7 +116,7 @@ Test(lifecycle_retention, a_live_sandbox_keeps_its_workspace)
 	                           .network = 1,
 	                           .created_at_ms = 6};
 	cr_assert_eq(store_sandbox_insert(store, &s, &err), 0);
-	cr_expect_eq(lifecycle_retention_run(&cfg, store, 5 + 2 * LIFECYCLE_RETENTION_MS, &err), 0);
+	cr_expect_eq(workspace_retention_run(&cfg, store, 5 + 2 * WORKSPACE_RETENTION_MS, &err), 0);
 	struct stat st;
 	cr_expect_eq(stat(managed, &st), 0);
 }

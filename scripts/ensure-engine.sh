@@ -36,7 +36,16 @@ fi
   echo "ensure-engine: starting dockerd without the runsc runtime" >&2
 mkdir -p /var/log
 echo "ensure-engine: starting dockerd (log: /var/log/chat2sbx-dockerd.log)" >&2
-setsid nohup dockerd >/var/log/chat2sbx-dockerd.log 2>&1 < /dev/null &
+# dockerd outlives this script, so it keeps no descriptor but the three it
+# is given: a caller's `flock FILE scripts/ensure-engine.sh` lock would
+# otherwise stay held for as long as the engine runs.
+(
+  for fd in /proc/"$BASHPID"/fd/*; do
+    fd="${fd##*/}"
+    if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+  done
+  exec setsid nohup dockerd >/var/log/chat2sbx-dockerd.log 2>&1 < /dev/null
+) &
 for _ in $(seq 1 120); do
   if ping; then exit 0; fi
   sleep 0.5

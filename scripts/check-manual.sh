@@ -5,7 +5,8 @@
 #   of that file (GitHub's anchors: lower case, punctuation dropped);
 # - every repository path named in a code span or a code block
 #   (`scripts/deps.sh`, `e2e/tests/…`; `*`, `…` and NNNN match anything)
-#   exists, relative to the top or to the page's folder (paths below build/
+#   exists, relative to the top or to the page's folder, and so does every
+#   path in prose that starts with a top-level folder (paths below build/
 #   or node_modules/ are made by a build and are not checked);
 # - every `chat2sbx COMMAND [SUBCOMMAND] [--option]` shown in code is one
 #   `chat2sbx help` lists (BUILD/chat2sbx);
@@ -150,6 +151,11 @@ FNR == 1 { fence = 0; scd = FILENAME ~ /\.scd$/ }
       nl++; lk_file[nl] = FILENAME; lk_line[nl] = FNR; lk_to[nl] = substr(s, RSTART + 2, RLENGTH - 3)
       s = substr(s, RSTART + RLENGTH)
     }
+  }
+  if (!fence && !scd) { # a repository path in prose (top-level folders only)
+    prose = line; gsub(/`[^`]*`|\]\([^)]*\)/, " ", prose)
+    n = split(prose, tok, /[ \t"\047(),;=|*]+/)
+    for (i = 1; i <= n; i++) { t = tok[i]; sub(/\/.*/, "", t); if ((t in top) && tok[i] ~ /\//) check_path(tok[i], "") }
   }
   code = fence || scd ? line : code_of(line)
   if (code != "") {

@@ -2,7 +2,8 @@
 # shellcheck disable=SC2016 # the backticks in the planted text are Markdown's
 # manual-check.sh: check-manual.sh fails when a page says something untrue
 # (make check-docs runs this after it). In a temporary copy of the tree it
-# plants, one at a time, a broken link, a missing anchor, a missing file, a
+# plants, one at a time, a broken link, a missing anchor, a missing file (in
+# code and in prose), a
 # made-up command, subcommand, option, setting and make target (also in a
 # man page source), a package list that differs from scripts/deps.sh and a
 # stale tool reference, and expects the check to fail naming each; it also
@@ -39,6 +40,7 @@ plant() {
 plant docs/tools.md 'See [the page](no-such-page.md).' "docs/tools.md:[0-9]+: link 'no-such-page.md'"
 plant docs/tools.md 'See [calling](mcp.md#no-such-heading).' "no heading '#no-such-heading' in docs/mcp.md"
 plant README.md 'Run `scripts/no-such-script.sh` first.' "README.md:[0-9]+: path 'scripts/no-such-script.sh' does not exist"
+plant docs/tunnel.md 'As e2e/tests/88_no_such.test.mjs does.' "docs/tunnel.md:[0-9]+: path 'e2e/tests/88_no_such.test.mjs' does not exist"
 plant docs/mcp.md 'Set `CHAT2SBX_NO_SUCH_SETTING=1`.' "'CHAT2SBX_NO_SUCH_SETTING' is not a setting"
 plant docs/limits.md 'All `CHAT2SBX_NO_SUCH_*` settings.' "no setting starts with 'CHAT2SBX_NO_SUCH_'"
 plant docs/operations.md $'```sh\nbuild/chat2sbx frobnicate --now\n```' "'chat2sbx frobnicate' is not a command"

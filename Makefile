@@ -64,7 +64,7 @@ FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_expo
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
-.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs
+.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs
 all: $(BIN) $(HELPER_BIN) $(VM_BIN)
 
 # Objects are rebuilt when the flags change (WERROR, CFLAGS, SANITIZE, CC):
@@ -120,6 +120,12 @@ SECCOMP_BASE := controlplane/docker/profiles/seccomp-default.json
 $(BUILD)/gen/seccomp_default.c: $(SECCOMP_BASE) scripts/embed-file.sh
 	@mkdir -p $(dir $@)
 	scripts/embed-file.sh docker_seccomp_default_json $(SECCOMP_BASE) > $@
+
+# docgen prints facts of the code's tables for the docs (make docs, make
+# check-docs): the tool reference page and the settings' names.
+DOCGEN := $(BUILD)/docgen
+$(DOCGEN): $(BUILD)/obj/scripts/docgen.o $(patsubst %.c,$(BUILD)/obj/%.o,$(CP_LIB_SRCS) $(GEN_SRCS))
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 
 $(CP_TESTS): $(CP_TEST_OBJS) $(CP_LIB_OBJS_SAN)
 	$(CC) -fsanitize=$(SANITIZE) -o $@ $^ $(PKG_LIBS) $(CRITERION_LIBS) -lpthread
@@ -226,7 +232,7 @@ e2e: all
 	e2e/run.sh
 
 # The vm runtime's end-to-end scenarios (e2e/vm/; slow under TCG, so not
-# part of `make test`; README "vm runtime").
+# part of `make test`; docs/vm.md).
 test-vm: all
 	scripts/ensure-engine.sh
 	template/build.sh $(HELPER_BIN)
@@ -259,7 +265,7 @@ check:
 # (file, warning option, the reason), reviewed like code.
 LINT_SUPPRESS := scripts/lint.suppress
 lint_flags = $(shell awk -v f='$(1)' '$$1 == f ":" { print $$2 }' $(LINT_SUPPRESS))
-LINT_CP := $(patsubst %.c,$(BUILD)/lint/obj/%.o,$(CP_LIB_SRCS) $(CLI_SRCS))
+LINT_CP := $(patsubst %.c,$(BUILD)/lint/obj/%.o,$(CP_LIB_SRCS) $(CLI_SRCS) scripts/docgen.c)
 LINT_HELPER := $(patsubst %.c,$(BUILD)/lint/helper/%.o,$(filter template/helper/%,$(HELPER_SRCS)))
 LINT_VM := $(patsubst %.c,$(BUILD)/lint/vm/%.o,$(VM_SRCS))
 ANALYZE := -fanalyzer -Werror
@@ -288,10 +294,19 @@ lint-sh:
 # (scripts/check-loops.sh, over the built objects; folders listed in
 # scripts/check-loops.allow are reported, not failed). Then the checks' own
 # test: a planted loop and a planted wrong include must fail them.
-check-docs: $(BIN) $(HELPER_BIN) $(VM_BIN)
+# Then every *.md and man/*.scd: links, anchors, repository paths, commands,
+# settings, make targets, the package list and the generated tool reference
+# (scripts/check-manual.sh), and that check's own test.
+check-docs: $(BIN) $(HELPER_BIN) $(VM_BIN) $(DOCGEN)
 	scripts/check-docs.sh
 	scripts/check-loops.sh $(BUILD)
 	scripts/tests/structure-check.sh
+	scripts/check-manual.sh $(BUILD)
+	scripts/tests/manual-check.sh $(BUILD)
+
+# The pages generated from the code's tables (docs/testing.md).
+docs: $(DOCGEN)
+	$(DOCGEN) tools > docs/tool-reference.md.tmp && mv docs/tool-reference.md.tmp docs/tool-reference.md
 
 # Install what is missing, build, start the engine, build the template, serve.
 run:
@@ -301,7 +316,7 @@ run:
 	$(TEMPLATE_BUILD)
 	scripts/run.sh $(BIN)
 
-# ---- benchmark (issue 8; README "Performance") ----
+# ---- benchmark (issue 8; docs/performance.md) ----
 # make bench: the C load client (libcurl, one handle per thread) and the
 # driver e2e/bench/run.mjs, which starts serve on a free port with a
 # temporary data root and measures round trips, creates, throughput, memory
@@ -323,7 +338,7 @@ bench: all $(BENCH_LOADCLIENT)
 
 # make bench-git-tree: what the per-call check of a direct workspace's .git
 # costs on a repository of 5 000 loose objects and 300 branches (issue 23;
-# e2e/bench/git_tree_bench.c, README "No link, FIFO or device anywhere in .git").
+# e2e/bench/git_tree_bench.c, docs/workspaces.md "No link, FIFO or device anywhere in .git").
 GIT_TREE_BENCH := $(BUILD)/bench/git_tree_bench
 GIT_TREE_BENCH_OBJS := $(addprefix $(BUILD)/obj/controlplane/,guard/git_tree.o policy/git_tree.o policy/refs.o \
 	base/error.o base/xalloc.o)
@@ -337,7 +352,7 @@ bench-git-tree: $(GIT_TREE_BENCH)
 	$(GIT_TREE_BENCH)
 
 FMT_FILES = $(wildcard controlplane/*.[ch] controlplane/*/*.[ch] cli/*.[ch] template/helper/*.[ch] template/helper/tests/*.[ch] \
-	template/vm/src/*.[ch] template/vm/tests/*.[ch])
+	template/vm/src/*.[ch] template/vm/tests/*.[ch] scripts/*.c)
 
 fmt:
 	clang-format -i $(FMT_FILES)
@@ -361,8 +376,9 @@ help:
 	@echo "make template-vm  build the vm runtime's image from it (QEMU, kernel, guest disks; cached)"
 	@echo "make test-vm    the vm runtime's end-to-end scenarios (slow under TCG; not in make test)"
 	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
-	@echo "make check-docs the internals tour (controlplane/README.md) matches the code; no call loop in a folder"
-	@echo "make bench      benchmark against the engine's baselines (README: Performance)"
+	@echo "make check-docs every doc is true: the internals tour, links, paths, commands, settings, targets; no call loop"
+	@echo "make docs       regenerate docs/tool-reference.md from the tool table"
+	@echo "make bench      benchmark against the engine's baselines (docs/performance.md)"
 	@echo "make bench-git-tree  the per-call cost of a direct workspace's .git check"
 	@echo "make clean      remove build/"
 

@@ -301,6 +301,36 @@ run:
 	$(TEMPLATE_BUILD)
 	scripts/run.sh $(BIN)
 
+# ---- install (issue 25): the installed layout, make install, make uninstall ----
+# PREFIX (default /usr/local) and DESTDIR as every Makefile takes them. The
+# installed chat2sbx finds its programs in PKGLIBDIR and its data in
+# PKGDATADIR, compiled in (controlplane/config/install_dirs.c, the one file
+# built twice): build/chat2sbx, the source tree's, finds them from its own
+# location as before; build/install/chat2sbx is the one `make install`
+# copies. CHAT2SBX_LIB_DIR and CHAT2SBX_DATA_DIR override them at run time.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+PKGLIBDIR ?= $(PREFIX)/lib/chat2sbx
+PKGDATADIR ?= $(PREFIX)/share/chat2sbx
+INSTALL_BUILD := $(BUILD)/install
+INSTALL_BIN := $(INSTALL_BUILD)/chat2sbx
+INSTALL_DIRS_SRC := controlplane/config/install_dirs.c
+INSTALL_DIRS_OBJ := $(INSTALL_BUILD)/install_dirs.o
+# Rebuilt when the directories change (as FLAGS_STAMP for the flags).
+INSTALL_STAMP := $(INSTALL_BUILD)/dirs.stamp
+INSTALL_DIRS_TEXT := $(PKGLIBDIR) $(PKGDATADIR)
+ifneq ($(INSTALL_DIRS_TEXT),$(file <$(INSTALL_STAMP)))
+$(shell mkdir -p $(INSTALL_BUILD))
+$(file >$(INSTALL_STAMP),$(INSTALL_DIRS_TEXT))
+endif
+
+$(INSTALL_DIRS_OBJ): $(INSTALL_DIRS_SRC) $(FLAGS_STAMP) $(INSTALL_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DCHAT2SBX_LIB_DIR='"$(PKGLIBDIR)"' -DCHAT2SBX_DATA_DIR='"$(PKGDATADIR)"' -c -o $@ $<
+
+$(INSTALL_BIN): $(filter-out $(BUILD)/obj/$(INSTALL_DIRS_SRC:.c=.o),$(CP_OBJS)) $(INSTALL_DIRS_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+
 # ---- benchmark (issue 8; README "Performance") ----
 # make bench: the C load client (libcurl, one handle per thread) and the
 # driver e2e/bench/run.mjs, which starts serve on a free port with a

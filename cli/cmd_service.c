@@ -35,7 +35,7 @@ static char *service_environment(void)
 	for (size_t i = 0; out && i < n; i++) {
 		const char *name = infos[i].env;
 		const char *v = env.get(env.userdata, name);
-		if (!v || infos[i].env_only)
+		if (!v || infos[i].test_only)
 			continue;
 		size_t len = strlen(out), vlen = strlen(v);
 		char *grown = xrealloc(out, len + strlen(name) + 2 * vlen + 32);

@@ -215,6 +215,10 @@ static void status_engine(const struct config *cfg, struct ops_readiness *rd, st
 	add_bool(eng, "reachable", rd->engine_up);
 	if (!rd->engine_up) {
 		add_str(eng, "error", e->message);
+		/* EACCES/EPERM on the socket: the message says which group to join. */
+		rd->engine_denied =
+		    e->detail == CP_DETAIL_ENGINE_UNREACHABLE && (e->errnum == EACCES || e->errnum == EPERM);
+		add_bool(eng, "denied", rd->engine_denied);
 	} else {
 		add_str(eng, "version", docker_engine_version(engine));
 		add_str(eng, "api_version", docker_engine_api_version(engine));
@@ -518,7 +522,8 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 		       get_s(o, "engine", "api_version"), get_s(o, "engine", "runtime") ?: "?",
 		       !strcmp(get_s(o, "engine", "runtime_found") ?: "false", "true") ? "" : " (NOT registered)");
 	else
-		printf("%-10s %-10s %s\n", "ENGINE", "down", get_s(o, "engine", "error") ?: "");
+		printf("%-10s %-10s %s\n", "ENGINE", rd->engine_denied ? "DENIED" : "down",
+		       get_s(o, "engine", "error") ?: "");
 	print_runtime(o);
 	printf("%-10s %-10s %s, version %s, hash %s\n", "TEMPLATE", rd->template_present ? "present" : "missing",
 	       get_s(o, "template", "image"), get_s(o, "template", "version") ?: "-",

@@ -258,6 +258,8 @@ check:
 	$(MAKE) WERROR=1 unit-tests
 	$(MAKE) WERROR=1 fuzz-replay
 	$(MAKE) WERROR=1 check-docs
+	$(MAKE) WERROR=1 check-man
+	$(MAKE) WERROR=1 check-install
 
 # ---- lint: gcc -fanalyzer over every production .c, and shellcheck ----
 # Each file is analysed once per change (a stamp object in build/lint).
@@ -316,6 +318,112 @@ run:
 	$(TEMPLATE_BUILD)
 	scripts/run.sh $(BIN)
 
+# ---- install (issue 25): the installed layout, make install, make uninstall ----
+# PREFIX (default /usr/local) and DESTDIR as every Makefile takes them. The
+# installed chat2sbx finds its programs in PKGLIBDIR and its data in
+# PKGDATADIR, compiled in (controlplane/config/install_dirs.c, the one file
+# built twice): build/chat2sbx, the source tree's, finds them from its own
+# location as before; build/install/chat2sbx is the one `make install`
+# copies. CHAT2SBX_LIB_DIR and CHAT2SBX_DATA_DIR override them at run time.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+PKGLIBDIR ?= $(PREFIX)/lib/chat2sbx
+PKGDATADIR ?= $(PREFIX)/share/chat2sbx
+INSTALL_BUILD := $(BUILD)/install
+INSTALL_BIN := $(INSTALL_BUILD)/chat2sbx
+INSTALL_DIRS_SRC := controlplane/config/install_dirs.c
+INSTALL_DIRS_OBJ := $(INSTALL_BUILD)/install_dirs.o
+# Rebuilt when the directories change (as FLAGS_STAMP for the flags).
+INSTALL_STAMP := $(INSTALL_BUILD)/dirs.stamp
+INSTALL_DIRS_TEXT := $(PKGLIBDIR) $(PKGDATADIR)
+ifneq ($(INSTALL_DIRS_TEXT),$(file <$(INSTALL_STAMP)))
+$(shell mkdir -p $(INSTALL_BUILD))
+$(file >$(INSTALL_STAMP),$(INSTALL_DIRS_TEXT))
+endif
+
+$(INSTALL_DIRS_OBJ): $(INSTALL_DIRS_SRC) $(FLAGS_STAMP) $(INSTALL_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DCHAT2SBX_LIB_DIR='"$(PKGLIBDIR)"' -DCHAT2SBX_DATA_DIR='"$(PKGDATADIR)"' -c -o $@ $<
+
+$(INSTALL_BIN): $(filter-out $(BUILD)/obj/$(INSTALL_DIRS_SRC:.c=.o),$(CP_OBJS)) $(INSTALL_DIRS_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# The generated files (cli/gen/gendoc.c): chat2sbx(1)'s commands from the
+# CLI's help table, chat2sbx.conf(5)'s settings from the settings table, the
+# bash completion, and the systemd user unit `setup --install-service`
+# writes, for BINDIR.
+GENDOC := $(BUILD)/gendoc
+GENDOC_OBJS := $(BUILD)/obj/cli/gen/gendoc.o $(BUILD)/obj/cli/help.o $(BUILD)/obj/cli/service_unit.o \
+	$(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard controlplane/base/*.c controlplane/config/*.c))
+$(GENDOC): $(GENDOC_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+
+MAN_PAGES := $(BUILD)/man/chat2sbx.1 $(BUILD)/man/chat2sbx.conf.5
+$(BUILD)/man/chat2sbx.1.scd: man/chat2sbx.1.scd $(GENDOC)
+	@mkdir -p $(dir $@)
+	$(GENDOC) man1 < $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/man/chat2sbx.conf.5.scd: man/chat2sbx.conf.5.scd $(GENDOC)
+	@mkdir -p $(dir $@)
+	$(GENDOC) man5 < $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/man/%: $(BUILD)/man/%.scd
+	@command -v scdoc >/dev/null 2>&1 || { echo "man: scdoc is missing: run scripts/deps.sh (or apt-get install scdoc)" >&2; exit 1; }
+	scdoc < $< > $@.tmp && mv $@.tmp $@
+COMPLETION := $(BUILD)/install/chat2sbx.bash
+SERVICE_UNIT := $(BUILD)/install/chat2sbx.service
+$(COMPLETION): $(GENDOC)
+	$(GENDOC) completion > $@.tmp && mv $@.tmp $@
+$(SERVICE_UNIT): $(GENDOC) $(INSTALL_STAMP)
+	$(GENDOC) unit $(BINDIR) > $@.tmp && mv $@.tmp $@
+
+.PHONY: man install uninstall check-man check-install
+man: $(MAN_PAGES)
+
+# `chat2sbx --help`, `chat2sbx CMD --help` and chat2sbx(1) agree; every
+# setting is in chat2sbx.conf(5) (scripts/tests/man-check.sh).
+check-man: $(BIN) $(MAN_PAGES)
+	scripts/tests/man-check.sh $(BIN) $(BUILD)/man
+
+# What `make install` lays out, exactly (scripts/tests/install-layout.sh
+# checks it against this list and `make uninstall` against nothing left).
+MANDIR ?= $(PREFIX)/share/man
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
+TEMPLATE_INPUTS := template/build.sh template/Dockerfile template/packages.txt
+VM_TEMPLATE_INPUTS := template/vm/build.sh template/vm/guest-build.sh template/vm/apt-install.sh \
+	template/vm/mkcpio.py template/vm/Dockerfile template/vm/Dockerfile.runtime template/vm/modules.txt \
+	template/vm/guest-packages.txt template/vm/runtime-packages.txt
+
+install: $(INSTALL_BIN) $(HELPER_BIN) $(VM_BIN) $(MAN_PAGES) $(COMPLETION) $(SERVICE_UNIT)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(PKGDATADIR)/template/vm \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(SYSTEMDUSERDIR)
+	install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/chat2sbx
+	install -m 0755 $(HELPER_BIN) $(VM_BIN) $(DESTDIR)$(PKGLIBDIR)/
+	install -m 0644 VERSION .env.example $(DESTDIR)$(PKGDATADIR)/
+	install -m 0755 template/build.sh $(DESTDIR)$(PKGDATADIR)/template/
+	install -m 0644 $(filter-out %.sh,$(TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/
+	install -m 0755 $(filter %.sh %.py,$(VM_TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/vm/
+	install -m 0644 $(filter-out %.sh %.py,$(VM_TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/vm/
+	install -m 0644 $(BUILD)/man/chat2sbx.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(BUILD)/man/chat2sbx.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/chat2sbx
+	install -m 0644 $(SERVICE_UNIT) $(DESTDIR)$(SYSTEMDUSERDIR)/chat2sbx.service
+
+# Removes exactly what install put, then the directories of its own.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/chat2sbx $(DESTDIR)$(PKGLIBDIR)/chat2sbx-helper $(DESTDIR)$(PKGLIBDIR)/chat2sbx-vm \
+		$(DESTDIR)$(PKGDATADIR)/VERSION $(DESTDIR)$(PKGDATADIR)/.env.example \
+		$(addprefix $(DESTDIR)$(PKGDATADIR)/,$(TEMPLATE_INPUTS) $(VM_TEMPLATE_INPUTS)) \
+		$(DESTDIR)$(MANDIR)/man1/chat2sbx.1 $(DESTDIR)$(MANDIR)/man5/chat2sbx.conf.5 \
+		$(DESTDIR)$(COMPLETIONDIR)/chat2sbx $(DESTDIR)$(SYSTEMDUSERDIR)/chat2sbx.service
+	-rmdir $(DESTDIR)$(PKGDATADIR)/template/vm $(DESTDIR)$(PKGDATADIR)/template $(DESTDIR)$(PKGDATADIR) \
+		$(DESTDIR)$(PKGLIBDIR) 2>/dev/null
+
+# make install DESTDIR=tmp PREFIX=/usr lays out exactly the documented
+# files, the installed binary looks in PREFIX's directories, and make
+# uninstall leaves nothing (no root, no engine).
+check-install:
+	scripts/tests/install-layout.sh
+
 # ---- benchmark (issue 8; docs/performance.md) ----
 # make bench: the C load client (libcurl, one handle per thread) and the
 # driver e2e/bench/run.mjs, which starts serve on a free port with a
@@ -351,7 +459,7 @@ $(GIT_TREE_BENCH): e2e/bench/git_tree_bench.c $(GIT_TREE_BENCH_OBJS)
 bench-git-tree: $(GIT_TREE_BENCH)
 	$(GIT_TREE_BENCH)
 
-FMT_FILES = $(wildcard controlplane/*.[ch] controlplane/*/*.[ch] cli/*.[ch] template/helper/*.[ch] template/helper/tests/*.[ch] \
+FMT_FILES = $(wildcard controlplane/*.[ch] controlplane/*/*.[ch] cli/*.[ch] cli/gen/*.[ch] template/helper/*.[ch] template/helper/tests/*.[ch] \
 	template/vm/src/*.[ch] template/vm/tests/*.[ch] scripts/*.c)
 
 fmt:
@@ -380,6 +488,8 @@ help:
 	@echo "make docs       regenerate docs/tool-reference.md from the tool table"
 	@echo "make bench      benchmark against the engine's baselines (docs/performance.md)"
 	@echo "make bench-git-tree  the per-call cost of a direct workspace's .git check"
+	@echo "make man        chat2sbx(1) and chat2sbx.conf(5) into build/man (scdoc)"
+	@echo "make install    install under PREFIX (/usr/local; DESTDIR too); make uninstall removes it"
 	@echo "make clean      remove build/"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

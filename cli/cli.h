@@ -28,6 +28,16 @@ struct json_object;
 /* Prints o as pretty JSON on stdout and puts it (takes the reference). */
 void cli_print_json(struct json_object *o);
 
+/* One command's help (help.c): NAME, and its synopsis lines with their
+ * explanation as `chat2sbx --help` prints them (the first line starts with
+ * NAME, further lines with two spaces and NAME). */
+struct cli_help {
+	const char *name;
+	const char *usage;
+};
+/* Every command's, in --help's order, ended by {NULL, NULL}. */
+extern const struct cli_help cli_help[];
+
 int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_sandbox(struct cli *cli, int argc, char **argv);
 int cmd_export(struct cli *cli, int argc, char **argv);
@@ -37,6 +47,12 @@ int cmd_setup(struct cli *cli, int argc, char **argv);
 int cmd_status(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
 int cmd_token(struct cli *cli, int argc, char **argv);
+
+/* The systemd user unit running `EXE serve` in WORKDIR (absolute, or a
+ * systemd specifier such as %h), with ENVIRONMENT (Environment= lines, may
+ * be "") and ORIGIN as its first comment line. All borrowed; the caller
+ * frees the result. Pure. */
+char *cli_service_unit(const char *exe, const char *workdir, const char *environment, const char *origin);
 
 /* `setup --install-service|--uninstall-service|--print-service` (action
  * without the dashes): the systemd user unit (cmd_service.c). Returns the

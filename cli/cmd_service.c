@@ -35,7 +35,7 @@ static char *service_environment(void)
 	for (size_t i = 0; out && i < n; i++) {
 		const char *name = infos[i].env;
 		const char *v = env.get(env.userdata, name);
-		if (!v || infos[i].env_only)
+		if (!v || infos[i].test_only)
 			continue;
 		size_t len = strlen(out), vlen = strlen(v);
 		char *grown = xrealloc(out, len + strlen(name) + 2 * vlen + 32);
@@ -59,35 +59,16 @@ static char *service_environment(void)
 	return out;
 }
 
-/* The unit's text for the binary exe serving from workdir (both borrowed,
- * absolute). Caller frees. */
+/* The unit's text for the binary exe serving from workdir, with the
+ * settings of this process's environment. Caller frees; NULL on OOM. */
 static char *service_unit(const char *exe, const char *workdir)
 {
 	char *environment = service_environment();
 	if (!environment)
 		return NULL;
-	char *text = xasprintf("# Written by 'chat2sbx setup --install-service'; remove with --uninstall-service.\n"
-	                       "# Settings: the CHAT2SBX_* variables set when it was written (below), then\n"
-	                       "# %s/.env and ~/.chat2sbx/config.yaml; no secrets here:\n"
-	                       "# serve reads the tunnel id and key from CHAT2SBX_SECRET_DIR itself.\n"
-	                       "[Unit]\n"
-	                       "Description=chat2sbx: disposable sandboxes for ChatGPT over MCP\n"
-	                       "After=network-online.target\n"
-	                       "\n"
-	                       "[Service]\n"
-	                       "Type=simple\n"
-	                       "ExecStart=%s serve\n"
-	                       "WorkingDirectory=%s\n"
-	                       "%s"
-	                       "Restart=on-failure\n"
-	                       "RestartSec=5\n"
-	                       "# serve stops the tunnel client itself on SIGTERM; sandboxes keep running.\n"
-	                       "KillMode=mixed\n"
-	                       "TimeoutStopSec=30\n"
-	                       "\n"
-	                       "[Install]\n"
-	                       "WantedBy=default.target\n",
-	                       workdir, exe, workdir, environment);
+	char *text =
+	    cli_service_unit(exe, workdir, environment,
+	                     "Written by 'chat2sbx setup --install-service'; remove with --uninstall-service.");
 	free(environment);
 	return text;
 }

@@ -1,6 +1,6 @@
 /* cmd_setup.c: `chat2sbx setup`: makes this machine ready to serve, step by
  * step, each saying what it changed or "nothing to do": the engine (reachable,
- * API, runtime), the template image (template/build.sh, cached by content
+ * API, runtime), the template image (DATA_DIR/template/build.sh, cached by content
  * hash), the data directories and registry with their modes, the
  * host-edge firewall (as root), the tunnel client and secrets; then what to
  * do next. Idempotent: a second run changes
@@ -122,14 +122,6 @@ static void step_runtime(struct setup *s, struct docker_engine *engine)
 	                             : "");
 }
 
-/* template/build.sh beside the binary's tree (EXE_DIR/../template). */
-static int find_build_script(char *buf, size_t size)
-{
-	struct config_env env = config_env_process();
-	snprintf(buf, size, "%s/../template/build.sh", env.exe_dir);
-	return access(buf, R_OK) == 0 ? 0 : -1;
-}
-
 #define TEMPLATE_TAIL 30
 
 /* Runs build.sh, relaying its "template: ..." lines: one progress line with
@@ -207,22 +199,22 @@ static int run_build_script(struct setup *s, const char *script, int *ret_cached
 
 static void step_template(struct setup *s, struct docker_engine *engine)
 {
-	char script[4200];
-	_cleanup_free_ char *id = NULL;
+	_cleanup_free_ char *id = NULL, *script = NULL;
 	struct cp_error *e = NULL;
 	int present = docker_image_inspect(engine, s->cfg->template_image, &id, &e) == 0;
 	cp_error_free(e);
-	if (find_build_script(script, sizeof(script)) < 0) {
+	e = NULL;
+	/* DATA_DIR/template/build.sh: the source tree's template/ or the
+	 * installed share/chat2sbx/template/ (config/install_dirs.c). */
+	if (config_install_path(s->cfg, CONFIG_DIR_DATA, "template/build.sh", "the template's build script", &script,
+	                        &e) < 0) {
 		if (present)
-			step(s, "template", STEP_NOTHING,
-			     "%s is present (no template/build.sh beside this binary to check it is current)",
-			     s->cfg->template_image);
+			step(s, "template", STEP_NOTHING, "%s is present (cannot check it is current: %s)",
+			     s->cfg->template_image, e->message);
 		else
-			step(
-			    s, "template", STEP_FAILED,
-			    "%s is not in the engine and '%s' does not exist; build it from the source tree with 'make "
-			    "template'",
-			    s->cfg->template_image, script);
+			step(s, "template", STEP_FAILED, "%s is not in the engine and cannot be built: %s",
+			     s->cfg->template_image, e->message);
+		cp_error_free(e);
 		return;
 	}
 	if (!present)

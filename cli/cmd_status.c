@@ -3,7 +3,8 @@
  * (one initialize over the Unix socket, one over TCP with the bearer token;
  * where the token lives, never the token), the tunnel (STATE_DIR/tunnel.json and the
  * client's /readyz), the engine and runtime, the template image, the
- * host-edge firewall (table inet chat2sbx; readable as root only), the
+ * host-edge firewall (table inet chat2sbx; readable as root only), where
+ * chat2sbx's own files are (LIB_DIR, DATA_DIR), the
  * sandbox limits and count, pending approvals. Reads only; creates nothing. The exit
  * status is ops_readiness_exit_status (0 ready, OPS_EXIT_NOT_READY not). */
 #include <errno.h>
@@ -214,6 +215,10 @@ static void status_engine(const struct config *cfg, struct ops_readiness *rd, st
 	add_bool(eng, "reachable", rd->engine_up);
 	if (!rd->engine_up) {
 		add_str(eng, "error", e->message);
+		/* EACCES/EPERM on the socket: the message says which group to join. */
+		rd->engine_denied =
+		    e->detail == CP_DETAIL_ENGINE_UNREACHABLE && (e->errnum == EACCES || e->errnum == EPERM);
+		add_bool(eng, "denied", rd->engine_denied);
 	} else {
 		add_str(eng, "version", docker_engine_version(engine));
 		add_str(eng, "api_version", docker_engine_api_version(engine));
@@ -457,6 +462,27 @@ static void print_runtime(struct json_object *o)
 	}
 }
 
+/* Where this binary finds its own files (issue 25) and whether the helper
+ * and the template's build script are there; readiness is serve's and
+ * setup's to judge (they name what to install). */
+static void status_files(const struct config *cfg, struct json_object *out)
+{
+	struct json_object *f = xjson_object();
+	add_str(f, "lib_dir", cfg->lib_dir);
+	add_str(f, "data_dir", cfg->data_dir);
+	add_bool(f, "installed", config_installed);
+	add_str(f, "helper", cfg->helper_path);
+	add_bool(f, "helper_present", access(cfg->helper_path, R_OK) == 0);
+	_cleanup_free_ char *script = NULL;
+	struct cp_error *e = NULL;
+	if (config_install_path(cfg, CONFIG_DIR_DATA, "template/build.sh", "the template's build script", &script, &e) <
+	    0)
+		add_str(f, "error", e->message);
+	add_bool(f, "template_inputs_present", script != NULL);
+	cp_error_free(e);
+	xjson_add(out, "files", f);
+}
+
 static void print_table(struct json_object *o, const struct ops_readiness *rd, const char *reason)
 {
 	printf("chat2sbx status: %s%s\n\n", reason ? "NOT READY: " : "ready", reason ? reason : "");
@@ -496,11 +522,18 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 		       get_s(o, "engine", "api_version"), get_s(o, "engine", "runtime") ?: "?",
 		       !strcmp(get_s(o, "engine", "runtime_found") ?: "false", "true") ? "" : " (NOT registered)");
 	else
-		printf("%-10s %-10s %s\n", "ENGINE", "down", get_s(o, "engine", "error") ?: "");
+		printf("%-10s %-10s %s\n", "ENGINE", rd->engine_denied ? "DENIED" : "down",
+		       get_s(o, "engine", "error") ?: "");
 	print_runtime(o);
 	printf("%-10s %-10s %s, version %s, hash %s\n", "TEMPLATE", rd->template_present ? "present" : "missing",
 	       get_s(o, "template", "image"), get_s(o, "template", "version") ?: "-",
 	       get_s(o, "template", "hash") ?: "-");
+	int files_ok = !strcmp(get_s(o, "files", "helper_present") ?: "false", "true") &&
+	               !strcmp(get_s(o, "files", "template_inputs_present") ?: "false", "true");
+	printf("%-10s %-10s programs in %s, data in %s (%s)%s%s\n", "FILES", files_ok ? "ok" : "MISSING",
+	       get_s(o, "files", "lib_dir"), get_s(o, "files", "data_dir"),
+	       !strcmp(get_s(o, "files", "installed") ?: "false", "true") ? "installed" : "source tree",
+	       get_s(o, "files", "error") ? "; " : "", get_s(o, "files", "error") ?: "");
 	const char *fw_state = get_s(o, "firewall", "state") ?: "unknown";
 	printf("%-10s %-10s %s%s%s\n", "FIREWALL",
 	       !strcmp(get_s(o, "firewall", "enabled") ?: "false", "true") ? fw_state : "disabled",
@@ -571,6 +604,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 	status_engine(cli->cfg, &rd, o);
 	status_firewall(cli->cfg, &rd, o);
 	status_disk(cli->cfg, o);
+	status_files(cli->cfg, o);
 	status_registry(cli->cfg, o);
 	const char *reason = NULL;
 	int status = ops_readiness_exit_status(&rd, &reason);

@@ -13,53 +13,34 @@
 struct command {
 	const char *name;
 	int (*run)(struct cli *cli, int argc, char **argv);
-	const char *usage;
 };
 
+/* The words of each are help.c's (cli_help, same names). */
 static const struct command commands[] = {
-    {"setup", cmd_setup,
-     "setup                      check the engine, build the template, create the data directories, check the\n"
-     "                             tunnel; says what changed (a second run changes nothing)\n"
-     "  setup --install-service    run serve as a systemd user service (--uninstall-service, --print-service)\n"
-     "  setup --install-firewall   keep sandboxes off this host's services, as root (--uninstall-firewall,\n"
-     "                             --print-firewall)"},
-    {"status", cmd_status,
-     "status [--json]            service, MCP, tunnel, engine, template, sandboxes; exit 6 if not ready"},
-    {"token", cmd_token,
-     "token                      print the MCP bearer token (STATE_DIR/token) for clients on the TCP port:\n"
-     "                             Authorization: Bearer $(chat2sbx token)"},
-    {"doctor", cmd_doctor,
-     "doctor [--json]            attack a probe sandbox from inside; exit 1 if an attack succeeds"},
-    {"serve", cmd_serve,
-     "serve [--stdio] [--verify-isolation]\n"
-     "                             run the MCP server (HTTP on CHAT2SBX_HOST:PORT, or stdio); with\n"
-     "                             --verify-isolation, refuse to serve unless the doctor's attacks fail"},
-    {"sandbox", cmd_sandbox,
-     "sandbox list [--json]      list sandboxes\n"
-     "  sandbox destroy ID [--force]   remove a sandbox's container (its workspace is kept; a clone's work\n"
-     "                             is saved first, --force removes it even when that save fails)"},
-    {"export", cmd_export,
-     "export list [--json]       saved work of clone sandboxes (exports) and whether it was applied\n"
-     "  export show ID             its branches, commits with their subjects, files changed, snapshot\n"
-     "  export apply ID [--to DIR] fetch it into the approved repository under refs/remotes/chat2sbx/<sandbox>/\n"
-     "                             (never its working tree, branches or config); --to DIR: a plain copy\n"
-     "  export delete ID           move it to DATA_ROOT/trash (it no longer counts against the caps)"},
-    {"workspace", cmd_workspace,
-     "workspace list [--json]    list workspaces, their state and sandbox\n"
-     "  workspace add PATH --mode clone|direct   register an approved host directory"},
-    {"approval", cmd_approval,
-     "approval list [--json]     host-directory requests and decisions\n"
-     "  approval approve ID        allow the directory (checked against the policy again)\n"
-     "  approval reject ID         refuse it; the decision is kept"},
+    {"setup", cmd_setup},   {"status", cmd_status},       {"token", cmd_token},
+    {"doctor", cmd_doctor}, {"serve", cmd_serve},         {"sandbox", cmd_sandbox},
+    {"export", cmd_export}, {"workspace", cmd_workspace}, {"approval", cmd_approval},
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: chat2sbx COMMAND [ARGS]\n\ncommands:\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %s\n", commands[i].usage);
-	fprintf(out, "  version                    print the version\n  help                       this text\n\n"
-	             "Configuration: environment variables (see .env.example), ./.env, ~/.chat2sbx/config.yaml.\n");
+	for (size_t i = 0; cli_help[i].name; i++)
+		fprintf(out, "  %s\n", cli_help[i].usage);
+	fprintf(out,
+	        "\nConfiguration: environment variables, ./.env, ~/.chat2sbx/config.yaml (chat2sbx.conf(5); every\n"
+	        "setting with its default in .env.example). More: man chat2sbx.\n");
+}
+
+/* `chat2sbx COMMAND --help`: that command's words on stdout. */
+static int command_usage(const char *name)
+{
+	for (size_t i = 0; cli_help[i].name; i++)
+		if (!strcmp(cli_help[i].name, name)) {
+			printf("usage: chat2sbx %s\n", cli_help[i].usage);
+			return 0;
+		}
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -82,6 +63,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+
+	if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+		return command_usage(cmd->name);
 
 	struct cli cli = {0};
 	int rest = 0;

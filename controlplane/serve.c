@@ -219,21 +219,21 @@ static int require_image(struct docker_engine *engine, const char *image, const 
 	                    image, target, var);
 }
 
-/* UNAVAILABLE "<prefix>the <noun> '<path>' is missing; build it with 'make'
- * (or set <var>)" when path cannot be read. */
-static int require_file(const char *path, const char *prefix, const char *noun, const char *var, struct cp_error **err)
+/* UNAVAILABLE when path cannot be read: config_install_require's words
+ * (what to install or build, or which setting to fix), after prefix. */
+static int require_file(const struct config *cfg, const char *path, const char *prefix, const char *noun,
+                        const char *var, struct cp_error **err)
 {
-	if (access(path, R_OK) == 0)
+	if (config_install_require(cfg, path, noun, var, err) == 0)
 		return 0;
-	return cp_error_set(err, CP_ERR_UNAVAILABLE, "%sthe %s '%s' is missing; build it with 'make' (or set %s)",
-	                    prefix, noun, path, var);
+	return *prefix ? cp_error_prefix(err, "%s", prefix) : -1;
 }
 
 static int check_runtime_inputs(const struct config *cfg, struct docker_engine *engine, struct cp_error **err)
 {
 	if (require_image(engine, cfg->template_image, "", "template image", "template", "CHAT2SBX_TEMPLATE_IMAGE",
 	                  err) < 0 ||
-	    require_file(cfg->helper_path, "", "helper binary", "CHAT2SBX_HELPER_PATH", err) < 0)
+	    require_file(cfg, cfg->helper_path, "", "the helper binary", "CHAT2SBX_HELPER_PATH", err) < 0)
 		return -1;
 	/* The vm runtime (issue 15): its image and launcher too. */
 	struct guard_runtime_choice rc;
@@ -242,8 +242,9 @@ static int check_runtime_inputs(const struct config *cfg, struct docker_engine *
 	if (!policy_runtime_is_vm(rc.runtime))
 		return 0;
 	const char *vm = "CHAT2SBX_RUNTIME is vm, but ";
+	const char *vm_file = "CHAT2SBX_RUNTIME is vm";
 	if (require_image(engine, cfg->vm_image, vm, "vm image", "template-vm", "CHAT2SBX_VM_IMAGE", err) < 0 ||
-	    require_file(cfg->vm_path, vm, "vm launcher", "CHAT2SBX_VM_PATH", err) < 0)
+	    require_file(cfg, cfg->vm_path, vm_file, "the vm launcher", "CHAT2SBX_VM_PATH", err) < 0)
 		return -1;
 	return 0;
 }

@@ -10,6 +10,7 @@ want=(build-essential pkg-config curl ca-certificates git
       nettle-dev zlib1g-dev) # nettle-dev: SHA-256 in the static helper, SHA-1 for doctor's pack;
                              # zlib1g-dev: the pack check before git inflates a save (issue 23)
 want+=(shellcheck clang-format) # make check: lint over the scripts, fmt-check (issue 24)
+want+=(scdoc man-db) # make man: chat2sbx(1), chat2sbx.conf(5); the man-page check renders them (issue 25)
 if [ "${1:-all}" = all ]; then
   want+=(docker.io debootstrap runsc) # runsc: gVisor, registered by scripts/ensure-engine.sh
   want+=(sqlite3) # e2e 09 reads the audit table of a test registry

@@ -5,6 +5,8 @@
 # as a base image, then apply template/Dockerfile with the legacy builder.
 #
 # Usage: template/build.sh [HELPER_BIN]
+#   Runs from the source tree or from the installed PREFIX/share/chat2sbx
+#   (make install): it reads only this directory and ../VERSION.
 #   HELPER_BIN (optional): a built chat2sbx-helper; when given, the new image
 #   is smoke-tested by running the helper as PID 1 in it (no network).
 #   The helper is never baked into the image: it is bind-mounted at run time.
@@ -35,6 +37,10 @@ die() { echo "template: error: $*" >&2; exit 1; }
 # ---- engine ----
 command -v docker >/dev/null 2>&1 || die "the docker client is not installed; run 'make deps'"
 if ! curl -fsS --max-time 3 --unix-socket "$sock" http://localhost/_ping >/dev/null 2>&1; then
+  # In a source tree, start it; installed (share/chat2sbx has no scripts/),
+  # starting the engine is the system's business.
+  [ -x "$top/scripts/ensure-engine.sh" ] ||
+    die "no Docker Engine answers at $sock; start it (sudo systemctl start docker) and check that you may use it (the docker group)"
   say "engine at $sock does not answer; starting it"
   "$top/scripts/ensure-engine.sh" || die "no Docker Engine at $sock (see scripts/ensure-engine.sh)"
 fi

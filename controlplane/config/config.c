@@ -22,9 +22,9 @@ enum setting_type { SETTING_STRING, SETTING_PATH, SETTING_INT, SETTING_INT64, SE
 
 /* The words a setting takes beside its type, and where it may come from. */
 enum setting_flag {
-	/* Test-only: taken only from the process environment, refused in .env
-	 * and config.yaml, since a planted file must not weaken isolation
-	 * (security review, defect 1). */
+	/* Taken only from the process environment, refused in .env and
+	 * config.yaml, since a planted file must not weaken isolation (security
+	 * review, defect 1) nor swap the files chat2sbx runs (issue 25). */
 	SETTING_ENV_ONLY = 1 << 0,
 	/* 'auto' (any case): derived from the host when serve starts. An integer
 	 * stores CONFIG_AUTO, a size CONFIG_SIZE_AUTO (so does an empty value). */
@@ -33,6 +33,9 @@ enum setting_flag {
 	SETTING_UNLIMITED = 1 << 2,
 	/* 'none' (any case): a size stores CONFIG_SIZE_NONE. */
 	SETTING_NONE = 1 << 3,
+	/* For tests only (with SETTING_ENV_ONLY): never carried into the
+	 * service unit, named "test-only" when refused. */
+	SETTING_TEST = 1 << 4,
 };
 
 struct setting {
@@ -75,6 +78,17 @@ static const struct setting settings[] = {
      .refusal = "takes only 'off' (or 'on', the default); the token itself is never configured: serve makes it "
                 "in STATE_DIR/token"},
     {"CHAT2SBX_DATA_ROOT", NULL, SETTING_PATH, OFF(data_root), "~/.chat2sbx", 0, 0, NULL, "all persistent data"},
+    /* Where chat2sbx's own files are (issue 25; install_dirs.c). Read
+     * before config.yaml, from the environment only, for development. */
+    {"CHAT2SBX_LIB_DIR", NULL, SETTING_PATH, OFF(lib_dir), config_default_lib_dir, 0, 0,
+     "PREFIX/lib/chat2sbx when installed; the directory of the chat2sbx binary in a source tree (build/)",
+     "chat2sbx's programs: chat2sbx-helper and chat2sbx-vm (environment only, for development)",
+     .flags = SETTING_ENV_ONLY},
+    {"CHAT2SBX_DATA_DIR", NULL, SETTING_PATH, OFF(data_dir), config_default_data_dir, 0, 0,
+     "PREFIX/share/chat2sbx when installed; the source tree above build/ in a source tree",
+     "chat2sbx's data: the template's and the vm template's build inputs, .env.example (environment only, "
+     "for development)",
+     .flags = SETTING_ENV_ONLY},
     {"CHAT2SBX_STATE_DIR", "stateDir", SETTING_PATH, OFF(state_dir), "${CHAT2SBX_DATA_ROOT}/state", 0, 0,
      "DATA_ROOT/state", "runtime state (0700)"},
     {"CHAT2SBX_WORKSPACE_ROOT", "workspaceRoot", SETTING_PATH, OFF(workspace_root), "${CHAT2SBX_DATA_ROOT}/workspaces",
@@ -121,8 +135,8 @@ static const struct setting settings[] = {
      "chat2sbx-vm:VERSION",
      "the vm runtime's image (QEMU, kernel, guest disks; built by `make template-vm` from "
      "the template image)"},
-    {"CHAT2SBX_VM_PATH", "vmPath", SETTING_PATH, OFF(vm_path), "${EXE_DIR}/chat2sbx-vm", 0, 0,
-     "chat2sbx-vm beside the chat2sbx binary", "the vm runtime's launcher and guest init, mounted into vm sandboxes"},
+    {"CHAT2SBX_VM_PATH", "vmPath", SETTING_PATH, OFF(vm_path), "${CHAT2SBX_LIB_DIR}/chat2sbx-vm", 0, 0,
+     "LIB_DIR/chat2sbx-vm", "the vm runtime's launcher and guest init, mounted into vm sandboxes"},
     {"CHAT2SBX_VM_DOCKER", "vmDocker", SETTING_STRING, OFF(vm_docker), "demand", 0, 0, NULL,
      "when the Docker Engine inside a vm sandbox starts: demand (at the first use of /run/docker.sock), boot, "
      "or off",
@@ -165,20 +179,20 @@ static const struct setting settings[] = {
      68719476736L, NULL,
      "memory ceiling (address space) of each git the host runs on a saved bundle, in saves and export apply "
      "(bytes, 128 MiB-64 GiB; default 1 GiB); objects over a quarter of it are refused before git runs"},
-    {"CHAT2SBX_HELPER_PATH", "helperPath", SETTING_PATH, OFF(helper_path), "${EXE_DIR}/chat2sbx-helper", 0, 0,
-     "chat2sbx-helper beside the chat2sbx binary", "static helper binary mounted into each sandbox"},
+    {"CHAT2SBX_HELPER_PATH", "helperPath", SETTING_PATH, OFF(helper_path), "${CHAT2SBX_LIB_DIR}/chat2sbx-helper", 0, 0,
+     "LIB_DIR/chat2sbx-helper", "static helper binary mounted into each sandbox"},
     {"CHAT2SBX_LOG_DEBUG", "logDebug", SETTING_STRING, OFF(log_debug), "", 0, 0, "(none)",
      "components with debug logging, comma-separated (docker,mcp,helper,store,all)"},
     {"CHAT2SBX_LOG_JSON", "logJson", SETTING_BOOL, OFF(log_json), "0", 0, 1, NULL, "1 = log JSON lines"},
     {"CHAT2SBX_CLOCK_OFFSET_MS", "clockOffsetMs", SETTING_INT64, OFF(clock_offset_ms), "0", -315360000000L,
      315360000000L, NULL,
      "tests only (environment only): shift serve's wall clock by this many ms (retention without waiting)",
-     .flags = SETTING_ENV_ONLY},
+     .flags = SETTING_ENV_ONLY | SETTING_TEST},
     {"CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET", "testUnsafeMountDockerSocket", SETTING_BOOL,
      OFF(test_unsafe_mount_docker_socket), "0", 0, 1, NULL,
      "TEST ONLY, never in use, environment only: 1 = mount the engine socket into every sandbox, so doctor can "
      "be seen failing",
-     .flags = SETTING_ENV_ONLY},
+     .flags = SETTING_ENV_ONLY | SETTING_TEST},
     {"CHAT2SBX_WARM_POOL", "warmPool", SETTING_INT, OFF(warm_pool), "1", 0, 64, NULL,
      "started sandboxes kept ready for sandbox_create (0-64; 0 = create every sandbox cold)"},
     {"CHAT2SBX_MAX_EXPOSURES", "maxExposures", SETTING_INT, OFF(max_exposures), "24", 1, 1024, NULL,
@@ -193,10 +207,13 @@ const struct config_setting_info *config_settings(size_t *ret_n)
 	static struct config_setting_info table[sizeof(settings) / sizeof(settings[0])];
 	if (!infos) {
 		for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
-			table[i] = (struct config_setting_info){
-			    settings[i].env, settings[i].yaml_key ? settings[i].yaml_key : "-",
-			    settings[i].default_text ? settings[i].default_text : settings[i].def, settings[i].help,
-			    (settings[i].flags & SETTING_ENV_ONLY) != 0};
+			table[i] = (struct config_setting_info){settings[i].env,
+			                                        settings[i].yaml_key ? settings[i].yaml_key : "-",
+			                                        settings[i].default_text ? settings[i].default_text
+			                                                                 : settings[i].def,
+			                                        settings[i].help,
+			                                        (settings[i].flags & SETTING_ENV_ONLY) != 0,
+			                                        (settings[i].flags & SETTING_TEST) != 0};
 		infos = table;
 	}
 	*ret_n = sizeof(settings) / sizeof(settings[0]);
@@ -225,7 +242,8 @@ struct config_env config_env_process(void)
 	return (struct config_env){process_get, NULL, home && *home ? home : "/root", ".env", exe_dir};
 }
 
-/* Expands "~/", "${NAME}" (an earlier setting, EXE_DIR, DOCKER_HOST_UNIX). */
+/* Expands "~/", "${NAME}" (an earlier setting, EXE_DIR, SOURCE_TREE: the
+ * directory above EXE_DIR, DOCKER_HOST_UNIX). */
 static char *expand(const struct config_env *env, const struct config *c, const char *in)
 {
 	char out[PATH_MAX * 2];
@@ -243,8 +261,17 @@ static char *expand(const struct config_env *env, const struct config *c, const 
 			char name[64];
 			snprintf(name, sizeof(name), "%.*s", (int)(end - p - 2), p + 2);
 			const char *val = "";
+			char parent[PATH_MAX];
 			if (strcmp(name, "EXE_DIR") == 0) {
 				val = env->exe_dir ? env->exe_dir : ".";
+			} else if (strcmp(name, "SOURCE_TREE") == 0) {
+				snprintf(parent, sizeof(parent), "%s", env->exe_dir ? env->exe_dir : ".");
+				char *slash = strrchr(parent, '/');
+				if (slash && slash != parent)
+					*slash = '\0';
+				else
+					snprintf(parent, sizeof(parent), "%s", slash ? "/" : "..");
+				val = parent;
 			} else if (strcmp(name, "DOCKER_HOST_UNIX") == 0) {
 				const char *dh = env->get(env->userdata, "DOCKER_HOST");
 				val = dh && strncmp(dh, "unix://", 7) == 0 ? dh + 7 : "/var/run/docker.sock";
@@ -431,9 +458,10 @@ static int refuse_env_only(const struct setting *s, const struct config_file *do
 	if (!where)
 		return 0;
 	return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-	                    "'%s' sets the test-only setting %s; test-only settings are read only from the "
-	                    "process environment, never from .env or config.yaml; remove the line from '%s'",
-	                    where, name, where);
+	                    "'%s' sets the %s setting %s; %s settings are read only from the process environment, "
+	                    "never from .env or config.yaml; remove the line from '%s'",
+	                    where, s->flags & SETTING_TEST ? "test-only" : "environment-only", name,
+	                    s->flags & SETTING_TEST ? "test-only" : "such", where);
 }
 
 int config_load(const struct config_env *env, struct config **ret_config, struct cp_error **err)

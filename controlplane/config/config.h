@@ -19,6 +19,8 @@ struct config {
 	int port;                     /* CHAT2SBX_PORT */
 	int mcp_token;                /* CHAT2SBX_MCP_TOKEN: 1 = TCP requests need the bearer token (default) */
 	char *data_root;              /* CHAT2SBX_DATA_ROOT */
+	char *lib_dir;                /* CHAT2SBX_LIB_DIR: chat2sbx-helper, chat2sbx-vm (issue 25) */
+	char *data_dir;               /* CHAT2SBX_DATA_DIR: template inputs, .env.example (issue 25) */
 	char *state_dir;              /* CHAT2SBX_STATE_DIR */
 	char *workspace_root;         /* CHAT2SBX_WORKSPACE_ROOT */
 	char *database_path;          /* CHAT2SBX_DATABASE_PATH */
@@ -83,7 +85,7 @@ struct config_env {
 	void *userdata;
 	const char *home;        /* expands "~/" */
 	const char *dotenv_path; /* ".env" or NULL to skip */
-	const char *exe_dir;     /* directory of the running binary (helper default) */
+	const char *exe_dir;     /* directory of the running binary (a source tree's LIB_DIR) */
 };
 
 /* The process environment, $HOME, ./.env and the directory of /proc/self/exe.
@@ -112,9 +114,36 @@ struct config_setting_info {
 	const char *yaml_key;     /* "port" */
 	const char *default_text; /* as documented ("~/.chat2sbx", "unlimited") */
 	const char *help;
-	int env_only; /* 1: test-only, read only from the process environment */
+	int env_only;  /* 1: read only from the process environment */
+	int test_only; /* 1: for tests only (never carried into a service unit) */
 };
 /* Returns the table and its length via *ret_n (static storage). */
 const struct config_setting_info *config_settings(size_t *ret_n);
+
+/* The compiled-in install directories (install_dirs.c): "${EXE_DIR}" and
+ * "${SOURCE_TREE}" in the source tree's build, PREFIX/lib/chat2sbx and
+ * PREFIX/share/chat2sbx in `make install`'s; config_installed says which. */
+extern const char config_default_lib_dir[];
+extern const char config_default_data_dir[];
+extern const int config_installed;
+
+/* Which install directory a file of chat2sbx's own is in. */
+enum config_dir { CONFIG_DIR_LIB, CONFIG_DIR_DATA };
+
+/* Sets *ret_path (caller frees) to NAME (relative, e.g. "template/build.sh")
+ * inside the LIB_DIR or DATA_DIR of c, after checking it is readable. WHAT
+ * names the file for a person ("the template's build script"). Fails with
+ * UNAVAILABLE naming the path, the directory and its setting, and what to
+ * do: install chat2sbx again (an installed build) or build it with 'make'
+ * (a source tree's build). Reads the file system (access(2)); never blocks. */
+int config_install_path(const struct config *c, enum config_dir dir, const char *name, const char *what,
+                        char **ret_path, struct cp_error **err);
+
+/* Checks that PATH, a file setting VAR (e.g. CHAT2SBX_HELPER_PATH) names,
+ * is readable. Fails with UNAVAILABLE: a path inside LIB_DIR or DATA_DIR
+ * gets config_install_path's words; another (the setting was changed) names
+ * VAR and says to point it at an existing file or unset it. */
+int config_install_require(const struct config *c, const char *path, const char *what, const char *var,
+                           struct cp_error **err);
 
 #endif

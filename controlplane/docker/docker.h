@@ -42,9 +42,22 @@ const char *docker_engine_socket(const struct docker_engine *engine);
 /* Why a connect to the engine's socket failed, in words, for an error with
  * detail CP_DETAIL_ENGINE_UNREACHABLE and its errnum: ENOENT "no socket
  * exists there, so the engine is not running", ECONNREFUSED "nothing accepts
- * connections on it", else strerror(errnum). Static or thread-local storage
- * (valid until this thread's next call); never NULL. Pure. */
+ * connections on it", EACCES/EPERM "permission denied: this user may not use
+ * the engine's socket ...", else strerror(errnum). Static or thread-local
+ * storage (valid until this thread's next call); never NULL. Pure.
+ * An error with EACCES/EPERM carries docker_socket_access_hint's words. */
 const char *docker_engine_unreachable_cause(int errnum);
+
+/* What this user does to get the right to use the engine's socket at
+ * socket_path (borrowed), written into buf (NUL-terminated, truncated to
+ * size): from the socket's group (named; "docker" when it cannot be read),
+ * the group database and this process's groups: "you are not in the docker
+ * group; run 'sudo usermod -aG docker $USER' and log in again", or, when the
+ * database lists the user but this process lacks the group, "log in again
+ * (or run 'newgrp docker')", or, when the process holds the group, that the
+ * socket's mode keeps it out. Reads the file system and the group and
+ * user databases (NSS); blocks only as they do. */
+void docker_socket_access_hint(const char *socket_path, char *buf, size_t size);
 
 /* Low-level request: method ("GET"), path below the version prefix
  * ("/containers/json?all=1"), optional JSON body (borrowed). timeout_ms bounds

@@ -7,12 +7,15 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <grp.h>
 #include <json-c/json.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../base/buf.h"
 #include "../base/cleanup.h"
@@ -99,17 +102,70 @@ const char *docker_engine_unreachable_cause(int errnum)
 	switch (errnum) {
 	case ENOENT: return "no socket exists there, so the engine is not running";
 	case ECONNREFUSED: return "nothing accepts connections on it";
+	case EACCES:
+	case EPERM: return "permission denied: this user may not use the engine's socket (its group, usually docker)";
 	default: return strerror_r(errnum, buf, sizeof(buf));
 	}
 }
 
-/* Fills *err with UNAVAILABLE naming the socket and how to start the engine; -1. */
+/* 1 when this process holds gid (effective or supplementary). */
+static int process_has_group(gid_t gid)
+{
+	if (getegid() == gid)
+		return 1;
+	gid_t groups[256];
+	int n = getgroups(256, groups);
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+void docker_socket_access_hint(const char *socket_path, char *buf, size_t size)
+{
+	struct stat st;
+	char gbuf[4096], pbuf[4096], name[64] = "docker";
+	struct group gr, *grp = NULL;
+	struct passwd pw, *pwp = NULL;
+	int listed = 0, held = 0;
+	if (stat(socket_path, &st) == 0) {
+		held = process_has_group(st.st_gid);
+		if (getgrgid_r(st.st_gid, &gr, gbuf, sizeof(gbuf), &grp) == 0 && grp) {
+			snprintf(name, sizeof(name), "%s", grp->gr_name);
+			if (getpwuid_r(geteuid(), &pw, pbuf, sizeof(pbuf), &pwp) == 0 && pwp)
+				for (char **m = grp->gr_mem; *m; m++)
+					listed |= !strcmp(*m, pwp->pw_name);
+		}
+	}
+	if (listed && !held)
+		snprintf(buf, size,
+		         "you are in the %s group, but this login session started before you were added to it; log "
+		         "in again (or run 'newgrp %s')",
+		         name, name);
+	else if (held)
+		snprintf(buf, size, "the socket's mode (%04o) keeps its group '%s' out; fix the engine's socket mode",
+		         (unsigned)(st.st_mode & 07777), name);
+	else
+		snprintf(buf, size, "you are not in the %s group; run 'sudo usermod -aG %s $USER' and log in again",
+		         name, name);
+}
+
+/* Fills *err with UNAVAILABLE naming the socket and how to start the
+ * engine, or, for EACCES/EPERM, how to get the right to use it; -1. */
 int docker_error_unreachable(struct cp_error **err, const char *socket_path, const char *what, int errnum)
 {
 	if (!err || *err)
 		return -1;
-	cp_error_set(err, CP_ERR_UNAVAILABLE, "%s%scannot reach the Docker Engine at '%s': %s; " DOCKER_START_HINT,
-	             what ? what : "", what ? ": " : "", socket_path, docker_engine_unreachable_cause(errnum));
+	if (errnum == EACCES || errnum == EPERM) {
+		char hint[512];
+		docker_socket_access_hint(socket_path, hint, sizeof(hint));
+		cp_error_set(err, CP_ERR_UNAVAILABLE, "%s%scannot use the Docker Engine at '%s': permission denied; %s",
+		             what ? what : "", what ? ": " : "", socket_path, hint);
+	} else {
+		cp_error_set(err, CP_ERR_UNAVAILABLE,
+		             "%s%scannot reach the Docker Engine at '%s': %s; " DOCKER_START_HINT, what ? what : "",
+		             what ? ": " : "", socket_path, docker_engine_unreachable_cause(errnum));
+	}
 	(*err)->errnum = errnum;
 	return cp_error_set_detail(err, CP_DETAIL_ENGINE_UNREACHABLE);
 }
@@ -263,7 +319,13 @@ static int http_exchange(const char *socket_path, const char *method, const char
 		 * what the socket itself shows instead. */
 		struct stat st;
 		int gone = stat(socket_path, &st) < 0 && errno == ENOENT;
-		return docker_error_unreachable(err, socket_path, what, gone ? ENOENT : ECONNREFUSED);
+		long os_errno = 0;
+		curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+		int denied = os_errno == EACCES || os_errno == EPERM;
+		return docker_error_unreachable(err, socket_path, what,
+		                                denied ? (int)os_errno
+		                                : gone ? ENOENT
+		                                       : ECONNREFUSED);
 	}
 	case CURLE_OPERATION_TIMEDOUT:
 		return cp_error_set(err, CP_ERR_TIMEOUT, "%s%sthe Docker Engine at '%s' did not answer within %ld ms",

@@ -160,7 +160,9 @@ int ops_mountinfo_find_credentials(const char *mountinfo, const char *home, cons
 int ops_readiness_exit_status(const struct ops_readiness *r, const char **ret_reason)
 {
 	const char *reason = NULL;
-	if (!r->service_up)
+	if (r->engine_denied)
+		reason = "this user may not use the Docker Engine's socket (ENGINE says how to get the right)";
+	else if (!r->service_up)
 		reason = "the service is not running (chat2sbx serve)";
 	else if (!r->mcp_answering)
 		reason = "the MCP endpoint does not answer initialize";

@@ -185,6 +185,7 @@ struct ops_readiness {
 	int service_up;       /* serve.json names a live process */
 	int mcp_answering;    /* initialize answered 200 */
 	int engine_up;        /* the engine answered */
+	int engine_denied;    /* this user may not use the engine's socket (EACCES/EPERM) */
 	int template_present; /* the template image exists */
 	int tunnel_enabled;   /* CHAT2SBX_ENABLE_TUNNEL=1 */
 	int tunnel_ready;     /* tunnel.json says running and /readyz answered 200 */
@@ -194,7 +195,8 @@ struct ops_readiness {
 /* The exit status of `status`: 0 when ready; OPS_EXIT_NOT_READY when the
  * service is down or its MCP endpoint does not answer, the engine is down,
  * the template image is missing, the tunnel is enabled but not ready, or
- * the host-edge firewall is on and was found not in place.
+ * the host-edge firewall is on and was found not in place. A socket this
+ * user may not use comes first: nothing else can work until that is fixed.
  * *ret_reason (static text; may be NULL) names the first such thing. Pure. */
 #define OPS_EXIT_NOT_READY 6
 int ops_readiness_exit_status(const struct ops_readiness *r, const char **ret_reason);

@@ -408,3 +408,156 @@ Test(config, vm_settings_defaults_and_choices)
 		err = NULL;
 	}
 }
+
+/* Issue 25: chat2sbx's own files. The source tree's build (these tests)
+ * finds them from the binary's directory: LIB_DIR is EXE_DIR, DATA_DIR the
+ * tree above it; the file settings derive from LIB_DIR. */
+Test(config, install_dirs_compiled_default)
+{
+	cr_expect_eq(config_installed, 0, "the unit tests are the source tree's build");
+	struct fake_env fe = {{NULL}};
+	struct cp_error *err = NULL;
+	struct config *c = load(&fe, NULL, &err);
+	cr_assert_not_null(c, "%s", err ? err->message : "");
+	cr_expect_str_eq(c->lib_dir, "/opt/c2s");
+	cr_expect_str_eq(c->data_dir, "/opt");
+	cr_expect_str_eq(c->helper_path, "/opt/c2s/chat2sbx-helper");
+	cr_expect_str_eq(c->vm_path, "/opt/c2s/chat2sbx-vm");
+	config_free(c);
+
+	/* A binary at the root: its source tree is "/", never "" or the
+	 * working directory. */
+	struct config_env env = {fake_get, &fe, "/home/u", NULL, "/bin"};
+	cr_assert_eq(config_load(&env, &c, &err), 0);
+	cr_expect_str_eq(c->data_dir, "/");
+	config_free(c);
+}
+
+Test(config, install_dirs_environment_override)
+{
+	struct fake_env fe = {
+	    {"CHAT2SBX_LIB_DIR", "/usr/lib/chat2sbx", "CHAT2SBX_DATA_DIR", "/usr/share/chat2sbx", NULL}};
+	struct cp_error *err = NULL;
+	struct config *c = load(&fe, NULL, &err);
+	cr_assert_not_null(c, "%s", err ? err->message : "");
+	cr_expect_str_eq(c->lib_dir, "/usr/lib/chat2sbx");
+	cr_expect_str_eq(c->data_dir, "/usr/share/chat2sbx");
+	cr_expect_str_eq(c->helper_path, "/usr/lib/chat2sbx/chat2sbx-helper", "derived from the override");
+	cr_expect_str_eq(c->vm_path, "/usr/lib/chat2sbx/chat2sbx-vm");
+	config_free(c);
+
+	/* The file setting itself still wins over the directory. */
+	struct fake_env fe2 = {{"CHAT2SBX_LIB_DIR", "/usr/lib/chat2sbx", "CHAT2SBX_HELPER_PATH", "/srv/helper", NULL}};
+	c = load(&fe2, NULL, &err);
+	cr_assert_not_null(c);
+	cr_expect_str_eq(c->helper_path, "/srv/helper");
+	config_free(c);
+
+	struct fake_env rel = {{"CHAT2SBX_DATA_DIR", "share/chat2sbx", NULL}};
+	cr_expect_null(load(&rel, NULL, &err), "a relative data dir is refused");
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->message, "CHAT2SBX_DATA_DIR 'share/chat2sbx'"), "%s", err->message);
+	cp_error_free(err);
+}
+
+/* The directories come from the environment only: a .env in the working
+ * directory or config.yaml must not swap the helper mounted into sandboxes. */
+Test(config, install_dirs_refused_in_dotenv)
+{
+	char dotenv[128];
+	snprintf(dotenv, sizeof(dotenv), "%s/.env", tmp);
+	const char *lines[] = {"CHAT2SBX_LIB_DIR=/tmp/evil\n", "CHAT2SBX_DATA_DIR=/tmp/evil\n"};
+	for (int i = 0; i < 2; i++) {
+		write_file(dotenv, lines[i], 0600);
+		struct fake_env fe = {{"CHAT2SBX_DATA_ROOT", tmp, NULL}};
+		struct cp_error *err = NULL;
+		cr_expect_null(load(&fe, dotenv, &err), "%s accepted from .env", lines[i]);
+		cr_assert_not_null(err);
+		cr_expect(strstr(err->message, "environment-only setting") &&
+		              strstr(err->message, "process environment"),
+		          "%s", err->message);
+		cp_error_free(err);
+	}
+}
+
+static struct config *load_dirs(const char *lib, const char *data)
+{
+	struct fake_env fe = {{"CHAT2SBX_LIB_DIR", lib, "CHAT2SBX_DATA_DIR", data, NULL}};
+	struct cp_error *err = NULL;
+	struct config *c = load(&fe, NULL, &err);
+	cr_assert_not_null(c, "%s", err ? err->message : "");
+	return c;
+}
+
+Test(config, install_path_found_and_missing)
+{
+	char dir[160], script[200];
+	snprintf(dir, sizeof(dir), "%s/template", tmp);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	snprintf(script, sizeof(script), "%s/build.sh", dir);
+	write_file(script, "#!/bin/sh\n", 0755);
+	struct config *c = load_dirs("/nonexistent/lib", tmp);
+
+	char *path = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(
+	    config_install_path(c, CONFIG_DIR_DATA, "template/build.sh", "the template's build script", &path, &err), 0,
+	    "%s", err ? err->message : "");
+	cr_expect_str_eq(path, script);
+	free(path);
+
+	path = NULL;
+	cr_expect_eq(config_install_path(c, CONFIG_DIR_DATA, "template/vm/build.sh", "the vm template's build script",
+	                                 &path, &err),
+	             -1);
+	cr_expect_null(path, "nothing handed out on failure");
+	cr_assert_not_null(err);
+	cr_expect_eq(err->code, CP_ERR_UNAVAILABLE);
+	char want[300];
+	snprintf(want, sizeof(want), "the vm template's build script '%s/template/vm/build.sh' is missing", tmp);
+	cr_expect(strstr(err->message, want), "names what is missing: %s", err->message);
+	cr_expect(strstr(err->message, "CHAT2SBX_DATA_DIR"), "names the directory's setting: %s", err->message);
+	cr_expect(strstr(err->message, "build it with 'make'"), "says what to do: %s", err->message);
+	cp_error_free(err);
+
+	/* A directory alone is not the file; nor is a name that leaves it. */
+	err = NULL;
+	cr_expect_eq(config_install_path(c, CONFIG_DIR_LIB, "chat2sbx-helper", "the helper binary", &path, &err), -1);
+	cr_expect(err && strstr(err->message, "'/nonexistent/lib/chat2sbx-helper'") &&
+	              strstr(err->message, "CHAT2SBX_LIB_DIR"),
+	          "%s", err ? err->message : "");
+	cp_error_free(err);
+	config_free(c);
+}
+
+Test(config, install_require_names_the_setting_to_fix)
+{
+	struct config *c = load_dirs("/nonexistent/lib", tmp);
+	struct cp_error *err = NULL;
+	/* The default helper path, inside LIB_DIR: what to build or install. */
+	cr_expect_eq(config_install_require(c, c->helper_path, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), -1);
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->message, "the helper binary '/nonexistent/lib/chat2sbx-helper' is missing from "
+	                               "chat2sbx's directory /nonexistent/lib (CHAT2SBX_LIB_DIR)"),
+	          "%s", err->message);
+	cp_error_free(err);
+
+	/* A path the user set elsewhere: the setting to fix, not a reinstall.
+	 * "/nonexistent/library" shares LIB_DIR's prefix but is not inside it. */
+	err = NULL;
+	cr_expect_eq(
+	    config_install_require(c, "/nonexistent/library/helper", "the helper binary", "CHAT2SBX_HELPER_PATH", &err),
+	    -1);
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->message, "(CHAT2SBX_HELPER_PATH) is missing; point CHAT2SBX_HELPER_PATH at an existing"),
+	          "%s", err->message);
+	cp_error_free(err);
+
+	char present[160];
+	snprintf(present, sizeof(present), "%s/helper", tmp);
+	write_file(present, "x", 0755);
+	err = NULL;
+	cr_expect_eq(config_install_require(c, present, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), 0);
+	cr_expect_null(err);
+	config_free(c);
+}

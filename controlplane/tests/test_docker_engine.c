@@ -15,6 +15,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -767,4 +769,76 @@ Test(docker_engine, create_engine_chosen_port_and_defaults_unchanged)
 	cr_assert_not(json_object_object_get_ex(b, "User", &v));
 	fake_json_bool(b, "OpenStdin", 1);
 	json_object_put(b);
+}
+
+/* Issue 25: a user outside the socket's group gets EACCES, and the error
+ * says so and what to run, not "engine down". As root the connect runs in a
+ * child that dropped to nobody (root is never refused). */
+Test(docker_engine, denied_socket_names_the_group_to_join)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	cr_assert_eq(chmod(fe->dir, 0755), 0);
+	cr_assert_eq(chmod(fe->sock, 0600), 0);
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0))
+			_exit(3);
+		struct docker_engine *e = NULL;
+		struct cp_error *err = NULL;
+		char out[1024] = "";
+		if (docker_engine_new(fe->sock, &e, &err) < 0)
+			snprintf(out, sizeof(out), "%d %d %s", err->errnum, err->detail == CP_DETAIL_ENGINE_UNREACHABLE,
+			         err->message);
+		if (write(p[1], out, strlen(out)) < 0)
+			_exit(4);
+		_exit(0);
+	}
+	close(p[1]);
+	char got[1024] = "";
+	ssize_t n = read(p[0], got, sizeof(got) - 1);
+	close(p[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+	cr_assert_gt(n, 0, "the connect was not refused");
+	got[n] = '\0';
+	char want[32];
+	snprintf(want, sizeof(want), "%d 1 ", EACCES);
+	cr_expect(!strncmp(got, want, strlen(want)), "errnum and detail: %s", got);
+	cr_expect(strstr(got, "permission denied"), "%s", got);
+	cr_expect(strstr(got, "run 'sudo usermod -aG "), "says what to run: %s", got);
+	cr_expect(!strstr(got, "systemctl start docker"), "not told to start a running engine: %s", got);
+	fake_stop(fe);
+}
+
+/* The hint's three cases, from the socket's group and this process's. */
+Test(docker_engine, access_hint_from_the_socket_group)
+{
+	char dir[] = "/tmp/chat2sbx-hint-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char path[128], hint[512];
+	snprintf(path, sizeof(path), "%s/sock", dir);
+	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	/* A group this process holds: the mode is what keeps it out. */
+	cr_assert_eq(chown(path, (uid_t)-1, getegid()), 0);
+	docker_socket_access_hint(path, hint, sizeof(hint));
+	cr_expect(strstr(hint, "socket's mode (0600)"), "%s", hint);
+	if (geteuid() == 0 && !setgroups(0, NULL)) {
+		cr_assert_eq(chown(path, (uid_t)-1, 65534), 0);
+		docker_socket_access_hint(path, hint, sizeof(hint));
+		cr_expect(strstr(hint, "you are not in the ") && strstr(hint, "sudo usermod -aG "), "%s", hint);
+	}
+	/* No socket to read: the usual group. */
+	docker_socket_access_hint("/nonexistent/docker.sock", hint, sizeof(hint));
+	cr_expect(strstr(hint, "not in the docker group; run 'sudo usermod -aG docker $USER' and log in again"), "%s",
+	          hint);
+	unlink(path);
+	rmdir(dir);
 }

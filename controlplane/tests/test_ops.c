@@ -138,6 +138,11 @@ Test(ops, readiness_exit_status)
 	r.firewall_missing = 1;
 	cr_assert_eq(ops_readiness_exit_status(&r, &why), OPS_EXIT_NOT_READY, "the firewall is not in place");
 	cr_assert(strstr(why, "firewall"));
+	r = all;
+	r.service_up = 0;
+	r.engine_denied = 1;
+	cr_assert_eq(ops_readiness_exit_status(&r, &why), OPS_EXIT_NOT_READY);
+	cr_expect(strstr(why, "may not use the Docker Engine's socket"), "the socket's right comes first: %s", why);
 }
 
 Test(ops, only_loopback_urls_are_probed)

@@ -1,0 +1,38 @@
+/* help.c: the words of `chat2sbx --help` and `chat2sbx COMMAND --help`, one
+ * entry per command, as data: main.c prints them, and cli/gen/gendoc.c
+ * writes chat2sbx(1) and the bash completion from the same table, so the
+ * three cannot disagree. No code but the table. */
+#include "cli.h"
+
+const struct cli_help cli_help[] = {
+    {"setup",
+     "setup                      check the engine, build the template, create the data directories, check the\n"
+     "                             tunnel; says what changed (a second run changes nothing)\n"
+     "  setup --install-service    run serve as a systemd user service (--uninstall-service, --print-service)\n"
+     "  setup --install-firewall   keep sandboxes off this host's services, as root (--uninstall-firewall,\n"
+     "                             --print-firewall)"},
+    {"status", "status [--json]            service, MCP, tunnel, engine, template, sandboxes; exit 6 if not ready"},
+    {"token", "token                      print the MCP bearer token (STATE_DIR/token) for clients on the TCP port:\n"
+              "                             Authorization: Bearer $(chat2sbx token)"},
+    {"doctor", "doctor [--json]            attack a probe sandbox from inside; exit 1 if an attack succeeds"},
+    {"serve", "serve [--stdio] [--verify-isolation]\n"
+              "                             run the MCP server (HTTP on CHAT2SBX_HOST:PORT, or stdio); with\n"
+              "                             --verify-isolation, refuse to serve unless the doctor's attacks fail"},
+    {"sandbox", "sandbox list [--json]      list sandboxes\n"
+                "  sandbox destroy ID [--force]   remove a sandbox's container (its workspace is kept; a clone's work\n"
+                "                             is saved first, --force removes it even when that save fails)"},
+    {"export",
+     "export list [--json]       saved work of clone sandboxes (exports) and whether it was applied\n"
+     "  export show ID             its branches, commits with their subjects, files changed, snapshot\n"
+     "  export apply ID [--to DIR] fetch it into the approved repository under refs/remotes/chat2sbx/<sandbox>/\n"
+     "                             (never its working tree, branches or config); --to DIR: a plain copy\n"
+     "  export delete ID           move it to DATA_ROOT/trash (it no longer counts against the caps)"},
+    {"workspace", "workspace list [--json]    list workspaces, their state and sandbox\n"
+                  "  workspace add PATH --mode clone|direct   register an approved host directory"},
+    {"approval", "approval list [--json]     host-directory requests and decisions\n"
+                 "  approval approve ID        allow the directory (checked against the policy again)\n"
+                 "  approval reject ID         refuse it; the decision is kept"},
+    {"version", "version                    print the version"},
+    {"help", "help                       this text (COMMAND --help: one command's)"},
+    {NULL, NULL},
+};

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `make install DESTDIR=... PREFIX=/usr` lays out exactly the files below
+# (issue 25), the installed binary looks for its files in PREFIX's
+# directories (not in the source tree, not beside itself) and takes the
+# environment's override, and `make uninstall` leaves nothing behind. No
+# root, no engine: everything happens under a temporary DESTDIR.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+dest="$(mktemp -d /tmp/chat2sbx-install.XXXXXX)"
+trap 'rm -rf "$dest"' EXIT
+fail=0
+bad() { echo "install-layout: $*" >&2; fail=1; }
+
+# The documented layout (PREFIX=/usr), mode and path.
+expected="$(cat <<'LIST'
+0755 /usr/bin/chat2sbx
+0755 /usr/lib/chat2sbx/chat2sbx-helper
+0755 /usr/lib/chat2sbx/chat2sbx-vm
+0644 /usr/lib/systemd/user/chat2sbx.service
+0644 /usr/share/bash-completion/completions/chat2sbx
+0644 /usr/share/chat2sbx/.env.example
+0644 /usr/share/chat2sbx/VERSION
+0644 /usr/share/chat2sbx/template/Dockerfile
+0755 /usr/share/chat2sbx/template/build.sh
+0644 /usr/share/chat2sbx/template/packages.txt
+0644 /usr/share/chat2sbx/template/vm/Dockerfile
+0644 /usr/share/chat2sbx/template/vm/Dockerfile.runtime
+0755 /usr/share/chat2sbx/template/vm/apt-install.sh
+0755 /usr/share/chat2sbx/template/vm/build.sh
+0755 /usr/share/chat2sbx/template/vm/guest-build.sh
+0644 /usr/share/chat2sbx/template/vm/guest-packages.txt
+0755 /usr/share/chat2sbx/template/vm/mkcpio.py
+0644 /usr/share/chat2sbx/template/vm/modules.txt
+0644 /usr/share/chat2sbx/template/vm/runtime-packages.txt
+0644 /usr/share/man/man1/chat2sbx.1
+0644 /usr/share/man/man5/chat2sbx.conf.5
+LIST
+)"
+
+t0=$(date +%s%N)
+make -s install DESTDIR="$dest" PREFIX=/usr >/dev/null
+echo "install-layout: make install took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+laid="$(cd "$dest" && find . ! -type d -printf '%m %p\n' | sed 's|^\([0-9]*\) \./|\1 /|' |
+  awk '{ printf "%04d %s\n", $1, $2 }' | sort -k2)"
+if [ "$laid" != "$(sort -k2 <<<"$expected")" ]; then
+  bad "the layout differs from the documented one (- documented, + laid out):"
+  diff <(sort -k2 <<<"$expected") <(echo "$laid") | sed -n 's/^[<>]/  &/p' >&2 || true
+fi
+echo "install-layout: $(wc -l <<<"$laid") files, $(du -sk "$dest" | cut -f1) KiB"
+
+# The installed binary was built with PREFIX's directories: it looks in
+# /usr/lib/chat2sbx and /usr/share/chat2sbx (absent here: DESTDIR), and the
+# environment moves it to the laid-out copy. Run from / with a HOME of its
+# own, so neither the source tree nor a .env is within reach.
+home="$dest/home"
+mkdir -p "$home"
+files() { (cd / || exit 1; env -i HOME="$home" PATH=/usr/bin:/bin "$@" "$dest/usr/bin/chat2sbx" status --json; true) |
+  python3 -c 'import json,sys; f=json.load(sys.stdin)["files"]; print(f["lib_dir"], f["data_dir"], f["installed"], f["helper_present"], f["template_inputs_present"])'; }
+got="$(files)"
+[ "$got" = "/usr/lib/chat2sbx /usr/share/chat2sbx True False False" ] ||
+  bad "the installed binary's directories are not PREFIX's: $got"
+got="$(files CHAT2SBX_LIB_DIR="$dest/usr/lib/chat2sbx" CHAT2SBX_DATA_DIR="$dest/usr/share/chat2sbx")"
+[ "$got" = "$dest/usr/lib/chat2sbx $dest/usr/share/chat2sbx True True True" ] ||
+  bad "the installed binary does not take CHAT2SBX_LIB_DIR/CHAT2SBX_DATA_DIR: $got"
+# The shipped unit runs the installed binary, with no setting of this machine.
+grep -qx 'ExecStart=/usr/bin/chat2sbx serve' "$dest/usr/lib/systemd/user/chat2sbx.service" ||
+  bad "the shipped unit does not run /usr/bin/chat2sbx serve"
+if grep -q '^Environment=' "$dest/usr/lib/systemd/user/chat2sbx.service"; then
+  bad "the shipped unit carries Environment= lines from the build machine"
+fi
+# The completion loads and completes a subcommand.
+got="$(bash -c 'source "$1"; COMP_WORDS=(chat2sbx sandbox d); COMP_CWORD=2; _chat2sbx; echo "${COMPREPLY[*]}"' _ \
+  "$dest/usr/share/bash-completion/completions/chat2sbx")"
+[ "$got" = destroy ] || bad "the completion of 'chat2sbx sandbox d' is '$got', not 'destroy'"
+
+rm -rf "$home"
+make -s uninstall DESTDIR="$dest" PREFIX=/usr >/dev/null
+left="$(cd "$dest" && find . -mindepth 1 ! -type d | sort)"
+[ -z "$left" ] || bad "make uninstall left: $left"
+for d in usr/lib/chat2sbx usr/share/chat2sbx; do
+  [ ! -e "$dest/$d" ] || bad "make uninstall left the directory /$d"
+done
+
+[ "$fail" = 0 ] || exit 1
+echo "install-layout: make install lays out exactly the documented files; make uninstall removes them"

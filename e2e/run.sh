@@ -55,7 +55,8 @@ fi
 # runs on the system's Node 20, as does schema-check/ (the strict-schema
 # converters of e2e 35); e2e/node22 holds Node 22 itself (from the npm
 # registry, pinned in its lockfile) with what needs it: the MCP conformance
-# suites and the 2026-07-28 clients of e2e 29.
+# suites, the 2026-07-28 clients of e2e 29 and the client libraries of e2e 38
+# (the OpenAI Agents SDK, LangChain's MCP adapters).
 for dir in "$here" "$here/schema-check" "$here/node22"; do
   want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1) node-$(node --version)"
   stamp="$dir/node_modules/.chat2sbx-e2e-lock"

@@ -213,8 +213,10 @@ static int refuse_peer(struct mcp_server *server, struct MHD_Connection *conn, e
 
 /* 401 for a TCP request without the right bearer token (RFC 6750 section
  * 3: WWW-Authenticate names the scheme, with no resource_metadata, so an
- * MCP client finds no OAuth server and starts no flow; /.well-known/... is
- * 404). The JSON-RPC body says where the token is and how to send it. */
+ * MCP client finds no OAuth server; one that starts a flow anyway gets the
+ * same hint from every OAuth path, oauth_paths.c). The JSON-RPC body says
+ * where the token is and how to send it; error_description says it in
+ * RFC 6750's character set, without the path. */
 static enum MHD_Result reply_unauthorized(struct mcp_server *server, struct MHD_Connection *conn,
                                           enum mcp_bearer_result why)
 {
@@ -224,25 +226,25 @@ static enum MHD_Result reply_unauthorized(struct mcp_server *server, struct MHD_
 	    [MCP_BEARER_MALFORMED] = "the Authorization header is not 'Bearer <token>'",
 	    [MCP_BEARER_WRONG] = "the bearer token is not this server's",
 	};
-	char text[1200];
-	snprintf(text, sizeof(text),
-	         "unauthorized: %s. Send 'Authorization: Bearer <token>' with every request; the token is in %s "
-	         "(print it with 'chat2sbx token')%s%s%s",
-	         reasons[why], server->token_hint ? server->token_hint : "serve's state directory",
-	         server->unix_path ? ". Local clients can use the Unix socket '" : "",
-	         server->unix_path ? server->unix_path : "", server->unix_path ? "' instead, without a token" : "");
+	char hint[1100], text[1200];
+	mcp_auth_hint(server, 0, hint, sizeof(hint));
+	snprintf(text, sizeof(text), "unauthorized: %s. %s", reasons[why], hint);
 	mcp_log_refusal(server, MCP_REFUSED_TOKEN, "refused a request on the MCP port: %s", reasons[why]);
-	struct mcp_http_headers h = {.www_authenticate = why == MCP_BEARER_WRONG
-	                                                     ? "Bearer realm=\"chat2sbx\", error=\"invalid_token\""
-	                                                     : "Bearer realm=\"chat2sbx\"",
-	                             .close = 1};
+#define UNAUTHORIZED_DESCRIPTION "error_description=\"send the bearer token that 'chat2sbx token' prints\""
+	struct mcp_http_headers h = {
+	    .www_authenticate = why == MCP_BEARER_WRONG
+	                            ? "Bearer realm=\"chat2sbx\", error=\"invalid_token\", " UNAUTHORIZED_DESCRIPTION
+	                            : "Bearer realm=\"chat2sbx\", " UNAUTHORIZED_DESCRIPTION,
+	    .close = 1};
+#undef UNAUTHORIZED_DESCRIPTION
 	return mcp_http_rpc_error(conn, MHD_HTTP_UNAUTHORIZED, NULL, MCP_RPC_INVALID_REQUEST, text, &h);
 }
 
 /* Checks that need only the request line and headers; queues a reply and
  * returns 1 when the request is refused. Order: who the peer is (TCP:
  * loopback; Unix socket: its uid), the DNS-rebinding checks, the path (so
- * /.well-known/... is 404 for everyone), then the bearer token on TCP. */
+ * the OAuth paths answer where the token is, /.well-known/... still 404,
+ * for everyone), then the bearer token on TCP. */
 static int refuse_early(const struct mcp_listener *l, struct MHD_Connection *conn, struct http_request *req,
                         const char *url, const char *method, enum MHD_Result *ret)
 {
@@ -277,8 +279,14 @@ static int refuse_early(const struct mcp_listener *l, struct MHD_Connection *con
 		*ret = mcp_http_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
 		return 1;
 	}
-	/* Only /mcp exists; in particular /.well-known/... is 404, never 401,
-	 * which would start an OAuth flow in the tunnel (DESIGN.md). */
+	/* Only /mcp exists; /.well-known/... is 404, never 401, which would
+	 * start an OAuth flow in the tunnel (DESIGN.md). A client that tries
+	 * OAuth anyway is told where the token is (oauth_paths.c). */
+	enum mcp_oauth_path oauth = mcp_oauth_path_of(url);
+	if (oauth != MCP_OAUTH_NONE) {
+		*ret = mcp_oauth_reply(server, conn, oauth, l->is_unix);
+		return 1;
+	}
 	if (strcmp(url, MCP_PATH) != 0) {
 		*ret = mcp_http_rpc_error(conn, MHD_HTTP_NOT_FOUND, NULL, MCP_RPC_INVALID_REQUEST,
 		                          "not found: the MCP endpoint is " MCP_PATH, NULL);

@@ -59,6 +59,36 @@ const char *mcp_http_header(struct MHD_Connection *conn, const char *name);
  * send "Accept: application/json, text/event-stream"). */
 int mcp_http_accepts_sse(const char *accept);
 
+/* oauth_paths.c */
+
+/* The OAuth paths a client tries after a 401 (MCP basic/authorization). */
+enum mcp_oauth_path {
+	MCP_OAUTH_NONE,
+	MCP_OAUTH_METADATA,  /* RFC 9728 / RFC 8414 / OpenID discovery, any of their URL forms */
+	MCP_OAUTH_REGISTER,  /* /register (RFC 7591) */
+	MCP_OAUTH_AUTHORIZE, /* /authorize */
+	MCP_OAUTH_TOKEN,     /* /token */
+};
+/* Which OAuth path url (borrowed, without its query; NULL allowed) is:
+ * /.well-known/{oauth-protected-resource,oauth-authorization-server,
+ * openid-configuration} alone or followed by /..., any path ending in
+ * /.well-known/ and one of those names, /register, /authorize, /token;
+ * MCP_OAUTH_NONE for anything else. Pure. */
+enum mcp_oauth_path mcp_oauth_path_of(const char *url);
+/* Writes into buf (size bytes, always terminated, clipped) the sentence
+ * that tells a client of this listener how to get in: on the Unix socket
+ * that no token is needed; on TCP without a token check that none is
+ * needed; otherwise how to send the bearer token, the file it is in
+ * (server->token_hint, never the token) and the socket that needs none. */
+void mcp_auth_hint(const struct mcp_server *server, int is_unix, char *buf, size_t size);
+/* Queues the answer to OAuth path (not MCP_OAUTH_NONE) on conn: 404 for
+ * the metadata paths, 400 for the others, each with an OAuth error object
+ * ({"error": "invalid_request", "error_description": "this MCP server does
+ * not use OAuth: ... <mcp_auth_hint>"}) and Connection: close, whatever
+ * the method and without reading a body; logs one rate-limited line. */
+enum MHD_Result mcp_oauth_reply(struct mcp_server *server, struct MHD_Connection *conn, enum mcp_oauth_path path,
+                                int is_unix);
+
 /* sse.c */
 
 /* The notification sink of one POST: each notification is the stream's

@@ -109,8 +109,15 @@ size_t mcp_body_budget_used(struct mcp_body_budget *b);
 
 /* Kinds of refused connections and requests, each logged at most once per
  * 10 s with a count (refusal.c, mcp_log_refusal). */
-enum mcp_refusal { MCP_REFUSED_PEER, MCP_REFUSED_SOCKET, MCP_REFUSED_TOKEN, MCP_REFUSED_SLOW, MCP_REFUSED_FLOOD };
-#define MCP_REFUSAL_KINDS 5
+enum mcp_refusal {
+	MCP_REFUSED_PEER,
+	MCP_REFUSED_SOCKET,
+	MCP_REFUSED_TOKEN,
+	MCP_REFUSED_SLOW,
+	MCP_REFUSED_FLOOD,
+	MCP_REFUSED_OAUTH, /* an OAuth path, answered with where the token is (oauth_paths.c) */
+};
+#define MCP_REFUSAL_KINDS 6
 
 /* conn_guard.c: deadlines for slow connections and the cap on connections
  * that have sent no request yet (issue 13). */

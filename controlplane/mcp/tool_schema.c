@@ -5,9 +5,16 @@
  * Optional arguments are advertised as nullable: strict clients (OpenAI
  * strict function calling, the openai package's toStrictJsonSchema) list
  * every property in "required" and send null for one they leave out, and
- * tool_args.c takes null as "not given". Such a property P is
- * {"description": …, "anyOf": [P, {"type": "null"}]}, one type per branch (a
- * type array is less portable: MCP Inspector's schema lint, rule type-union). */
+ * tool_args.c takes null as "not given". Such a property is one schema
+ * with its type and bounds at the top and "null" beside the type
+ * ({"type": ["integer", "null"], "minimum": …}, an enum's values with null
+ * among them): the one form that the openai strict converter, the OpenAI
+ * Agents SDK, the AI SDK and LangChain's MCP adapters all keep typed with
+ * its bounds (issue 25: LangChain's adapters drop an anyOf whose branches
+ * are not objects, so the earlier anyOf [T, {"type": "null"}] reached its
+ * models untyped). The MCP Inspector's schema lint warns about type arrays
+ * (rule type-union, a portability note for single-type dialects); it keeps
+ * them typed and exits 0. */
 #include "internal.h"
 
 #include <json-c/json.h>
@@ -35,12 +42,19 @@ static const char *type_word(enum mcp_arg_type t)
 
 static struct json_object *object_schema(const struct mcp_arg *decl, int output);
 
-/* The schema of one property without its description: type and bounds. */
-static struct json_object *value_schema(const struct mcp_arg *d)
+/* The schema of one property without its description: type and bounds;
+ * nullable: null is a value too (an optional argument's "not given"). */
+static struct json_object *value_schema(const struct mcp_arg *d, int nullable)
 {
 	struct json_object *p = xjson_object();
-	if (type_word(d->type))
+	if (type_word(d->type) && nullable) {
+		struct json_object *types = xjson_array();
+		xjson_append(types, xjson_string(type_word(d->type)));
+		xjson_append(types, xjson_string("null"));
+		xjson_add(p, "type", types);
+	} else if (type_word(d->type)) {
 		xjson_add(p, "type", xjson_string(type_word(d->type)));
+	}
 	if (d->type == MCP_ARG_STRING) {
 		if (d->min_length)
 			xjson_add(p, "minLength", xjson_int64((int64_t)d->min_length));
@@ -55,6 +69,8 @@ static struct json_object *value_schema(const struct mcp_arg *d)
 			struct json_object *e = xjson_array();
 			for (const char *const *v = d->enum_values; *v; v++)
 				xjson_append(e, xjson_string(*v));
+			if (nullable) /* an enum lists every value, null too (JSON Schema 2020-12, 6.1.2) */
+				xjson_append(e, NULL);
 			xjson_add(p, "enum", e);
 		}
 	}
@@ -81,7 +97,7 @@ static struct json_object *bool_or_enum_schema(const struct mcp_arg *d)
 	xjson_add(b, "type", xjson_string("boolean"));
 	struct mcp_arg as_string = {.type = MCP_ARG_STRING, .enum_values = d->enum_values};
 	xjson_append(any, b);
-	xjson_append(any, value_schema(&as_string));
+	xjson_append(any, value_schema(&as_string, 0));
 	xjson_add(p, "anyOf", any);
 	if (d->description)
 		xjson_add(p, "description", xjson_string(d->description));
@@ -92,20 +108,10 @@ static struct json_object *property_schema(const struct mcp_arg *d, int output)
 {
 	if (d->flags & MCP_ARG_OR_ENUM)
 		return bool_or_enum_schema(d); /* output only (decl_check) */
-	if (output || (d->flags & MCP_ARG_REQUIRED)) {
-		struct json_object *p = value_schema(d);
-		if (d->description)
-			xjson_add(p, "description", xjson_string(d->description));
-		return p;
-	}
-	struct json_object *outer = xjson_object(), *any = xjson_array(), *null = xjson_object();
+	struct json_object *p = value_schema(d, !output && !(d->flags & MCP_ARG_REQUIRED));
 	if (d->description)
-		xjson_add(outer, "description", xjson_string(d->description));
-	xjson_append(any, value_schema(d));
-	xjson_add(null, "type", xjson_string("null"));
-	xjson_append(any, null);
-	xjson_add(outer, "anyOf", any);
-	return outer;
+		xjson_add(p, "description", xjson_string(d->description));
+	return p;
 }
 
 /* {"type":"object","properties":{…},"required":[…]} and, for arguments,

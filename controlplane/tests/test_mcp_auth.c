@@ -1,8 +1,10 @@
 /* test_mcp_auth.c: who may use the MCP endpoint (issue 12): the bearer
  * token check and its parser, the peer-uid rule, the Unix socket's binding,
  * and both listeners end to end with libcurl: TCP without, with a wrong and
- * with the right token, /.well-known on TCP, the socket for this user and
- * (as root) for a foreign uid, which must be cut off. */
+ * with the right token, the OAuth paths a client tries after a 401 (each
+ * answers where the token is, and none answers data or takes a flow), the
+ * socket for this user and (as root) for a foreign uid, which must be cut
+ * off. */
 #include <criterion/criterion.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -20,10 +22,14 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "mcp/http_internal.h"
 #include "mcp/internal.h"
 #include "tool_test.h"
 
 #define TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+/* The 401's error_description: RFC 6750 section 3 allows only %x20-21,
+ * %x23-5B and %x5D-7E in it, so it names no path. */
+#define UNAUTHORIZED_DESCRIPTION "error_description=\"send the bearer token that 'chat2sbx token' prints\""
 
 Test(mcp_auth, bearer_right_token_passes)
 {
@@ -129,6 +135,43 @@ Test(mcp_auth, unix_listen_makes_a_0600_socket_and_replaces_a_stale_one)
 	rmdir(dir);
 }
 
+Test(mcp_auth, oauth_paths_are_recognised_exactly)
+{
+	static const struct {
+		const char *url;
+		enum mcp_oauth_path want;
+	} rows[] = {
+	    {"/.well-known/oauth-protected-resource", MCP_OAUTH_METADATA},
+	    {"/.well-known/oauth-protected-resource/mcp", MCP_OAUTH_METADATA},
+	    {"/.well-known/oauth-authorization-server", MCP_OAUTH_METADATA},
+	    {"/.well-known/oauth-authorization-server/mcp", MCP_OAUTH_METADATA},
+	    {"/.well-known/openid-configuration", MCP_OAUTH_METADATA},
+	    {"/.well-known/openid-configuration/mcp", MCP_OAUTH_METADATA},
+	    {"/mcp/.well-known/openid-configuration", MCP_OAUTH_METADATA},
+	    {"/register", MCP_OAUTH_REGISTER},
+	    {"/authorize", MCP_OAUTH_AUTHORIZE},
+	    {"/token", MCP_OAUTH_TOKEN},
+	    {"/mcp", MCP_OAUTH_NONE},
+	    {"/", MCP_OAUTH_NONE},
+	    {"", MCP_OAUTH_NONE},
+	    {"/.well-known/", MCP_OAUTH_NONE},
+	    {"/.well-known/security.txt", MCP_OAUTH_NONE},
+	    {"/.well-known/oauth-protected-resourcex", MCP_OAUTH_NONE},
+	    {"/.well-known/openid-configurationx", MCP_OAUTH_NONE},
+	    {"/.well-known/openid-configuration.json", MCP_OAUTH_NONE},
+	    {"/x.well-known/openid-configuration", MCP_OAUTH_NONE},
+	    {"/register/", MCP_OAUTH_NONE},
+	    {"/register/x", MCP_OAUTH_NONE},
+	    {"/REGISTER", MCP_OAUTH_NONE},
+	    {"/tokens", MCP_OAUTH_NONE},
+	    {"/mcp/token", MCP_OAUTH_NONE},
+	    {"register", MCP_OAUTH_NONE},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		cr_expect_eq(mcp_oauth_path_of(rows[i].url), rows[i].want, "'%s'", rows[i].url);
+	cr_assert_eq(mcp_oauth_path_of(NULL), MCP_OAUTH_NONE);
+}
+
 /* ---- both listeners, end to end ---- */
 
 static int atool_echo(const struct mcp_call *call, const struct mcp_args *margs, struct json_object **ret_result,
@@ -183,6 +226,7 @@ struct areply {
 	char body[4096];
 	size_t len;
 	char www_auth[256];
+	char location[256];
 	CURLcode rc;
 };
 
@@ -205,29 +249,30 @@ static size_t on_aheader(char *line, size_t size, size_t n, void *arg)
 	if (len > 17 && strncasecmp(line, "WWW-Authenticate:", 17) == 0)
 		snprintf(r->www_auth, sizeof(r->www_auth), "%.*s", (int)(len - 18), line + 18);
 	r->www_auth[strcspn(r->www_auth, "\r\n")] = '\0';
+	if (len > 9 && strncasecmp(line, "Location:", 9) == 0)
+		snprintf(r->location, sizeof(r->location), "%.*s", (int)(len - 9), line + 9);
 	return len;
 }
 
-/* POSTs a ping to path over TCP (socket NULL) or the Unix socket, with an
- * Authorization header when auth is not NULL. */
-static struct areply apost(const char *socket, const char *path, const char *auth)
+/* Sends method to path over TCP (socket NULL) or the Unix socket with body
+ * (NULL: none) and the extra headers (NULL-terminated, may be NULL). */
+static struct areply areq(const char *socket, const char *method, const char *path, const char *body,
+                          const char *const *headers)
 {
 	struct areply r = {0};
 	CURL *c = curl_easy_init();
 	char url[200];
 	snprintf(url, sizeof(url), "%s%s", socket ? "http://localhost" : aurl, path);
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-	h = curl_slist_append(h, "Accept: application/json, text/event-stream");
-	char ah[200];
-	if (auth) {
-		snprintf(ah, sizeof(ah), "Authorization: %s", auth);
-		h = curl_slist_append(h, ah);
-	}
+	struct curl_slist *h = NULL;
+	for (size_t i = 0; headers && headers[i]; i++)
+		h = curl_slist_append(h, headers[i]);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	if (socket)
 		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}");
+	if (body)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_abody);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_aheader);
@@ -240,13 +285,24 @@ static struct areply apost(const char *socket, const char *path, const char *aut
 	return r;
 }
 
+/* POSTs a ping to path over TCP (socket NULL) or the Unix socket, with an
+ * Authorization header when auth is not NULL. */
+static struct areply apost(const char *socket, const char *path, const char *auth)
+{
+	char ah[200];
+	snprintf(ah, sizeof(ah), "Authorization: %s", auth ? auth : "");
+	const char *h[] = {"Content-Type: application/json", "Accept: application/json, text/event-stream",
+	                   auth ? ah : NULL, NULL};
+	return areq(socket, "POST", path, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}", h);
+}
+
 TestSuite(mcp_auth_http, .init = asetup, .fini = ateardown, .timeout = 20);
 
 Test(mcp_auth_http, tcp_without_a_token_is_401_with_a_json_rpc_error_naming_the_token)
 {
 	struct areply r = apost(NULL, "/mcp", NULL);
 	cr_assert_eq(r.status, 401, "%s", r.body);
-	cr_assert_str_eq(r.www_auth, "Bearer realm=\"chat2sbx\"");
+	cr_assert_str_eq(r.www_auth, "Bearer realm=\"chat2sbx\", " UNAUTHORIZED_DESCRIPTION);
 	struct json_object *o = json_tokener_parse(r.body);
 	cr_assert_not_null(o, "%s", r.body);
 	struct json_object *e, *m, *code;
@@ -268,7 +324,7 @@ Test(mcp_auth_http, tcp_with_a_wrong_or_malformed_token_is_401)
 	struct areply r =
 	    apost(NULL, "/mcp", "Bearer 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdee");
 	cr_assert_eq(r.status, 401);
-	cr_assert(strstr(r.www_auth, "invalid_token"), "%s", r.www_auth);
+	cr_assert_str_eq(r.www_auth, "Bearer realm=\"chat2sbx\", error=\"invalid_token\", " UNAUTHORIZED_DESCRIPTION);
 	cr_assert(strstr(r.body, "not this server's"), "%s", r.body);
 	r = apost(NULL, "/mcp", "Basic dXNlcjpwYXNz");
 	cr_assert_eq(r.status, 401);
@@ -282,11 +338,113 @@ Test(mcp_auth_http, tcp_with_the_token_is_served)
 	cr_assert(strstr(r.body, "\"result\""), "%s", r.body);
 }
 
-Test(mcp_auth_http, well_known_stays_404_without_a_token)
+/* Every way a client asks for OAuth after a 401 (MCP basic/authorization;
+ * e2e 22 has the Inspector CLI's own sequence). */
+static const char *const oauth_paths[] = {
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+    "/mcp/.well-known/openid-configuration",
+    "/register",
+    "/authorize",
+    "/token",
+};
+#define N_OAUTH_PATHS (sizeof(oauth_paths) / sizeof(oauth_paths[0]))
+/* What a client sends there: a dynamic client registration (RFC 7591),
+ * a token request (RFC 6749 section 4.1.3) and a JSON-RPC call, which must
+ * not be dispatched. */
+static const char REGISTRATION[] = "{\"redirect_uris\":[\"http://127.0.0.1:6276/oauth/callback\"],"
+                                   "\"token_endpoint_auth_method\":\"none\",\"grant_types\":[\"authorization_code\"],"
+                                   "\"response_types\":[\"code\"],\"client_name\":\"attacker\"}";
+static const char TOKEN_REQUEST[] = "grant_type=authorization_code&code=x&redirect_uri=http%3A%2F%2F127.0.0.1%3A6276%2F"
+                                    "&client_id=x&code_verifier=0123456789012345678901234567890123456789abc";
+static const char RPC_CALL[] =
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{}}}";
+
+/* r is an OAuth path's answer: 404 for metadata, 400 otherwise, exactly
+ * {"error": "invalid_request", "error_description": ...} with want in the
+ * description, no challenge, no redirect, never the token: nothing a flow
+ * could go on with. */
+static void assert_oauth_answer(const struct areply *r, const char *path, const char *want)
 {
-	struct areply r = apost(NULL, "/.well-known/oauth-protected-resource", NULL);
-	cr_assert_eq(r.status, 404, "no 401 that would start an OAuth flow: %s", r.body);
-	cr_assert_str_eq(r.www_auth, "");
+	int metadata = strstr(path, "/.well-known/") != NULL;
+	cr_assert_eq(r->rc, CURLE_OK, "%s: %s", path, curl_easy_strerror(r->rc));
+	cr_assert_eq(r->status, metadata ? 404 : 400, "%s: %ld %s", path, r->status, r->body);
+	struct json_object *o = json_tokener_parse(r->body), *e, *d;
+	cr_assert_not_null(o, "%s: %s", path, r->body);
+	cr_assert_eq(json_object_object_length(o), 2, "%s: only the error: %s", path, r->body);
+	cr_assert(json_object_object_get_ex(o, "error", &e));
+	cr_assert_str_eq(json_object_get_string(e), "invalid_request");
+	cr_assert(json_object_object_get_ex(o, "error_description", &d));
+	const char *text = json_object_get_string(d);
+	cr_assert(strstr(text, "does not use OAuth"), "%s: %s", path, text);
+	cr_assert(strstr(text, want), "%s: '%s' in %s", path, want, text);
+	cr_assert_str_eq(r->www_auth, "", "%s: no challenge", path);
+	cr_assert_str_eq(r->location, "", "%s: no redirect", path);
+	cr_assert_null(strstr(r->body, TOKEN), "%s: the token itself is never sent", path);
+	json_object_put(o);
+}
+
+Test(mcp_auth_http, oauth_paths_on_tcp_say_where_the_token_is_whatever_is_sent)
+{
+	const char *auths[] = {NULL, "Authorization: Bearer not-the-token", "Authorization: Bearer " TOKEN};
+	for (size_t i = 0; i < N_OAUTH_PATHS; i++)
+		for (size_t a = 0; a < 3; a++) {
+			const char *json[] = {"Content-Type: application/json", auths[a], NULL};
+			const char *form[] = {"Content-Type: application/x-www-form-urlencoded", auths[a], NULL};
+			struct areply r = areq(NULL, "GET", oauth_paths[i], NULL, auths[a] ? json + 1 : NULL);
+			assert_oauth_answer(&r, oauth_paths[i], "'/state/token'");
+			cr_assert(strstr(r.body, "chat2sbx token") && strstr(r.body, asock), "%s", r.body);
+			r = areq(NULL, "POST", oauth_paths[i], REGISTRATION, json);
+			assert_oauth_answer(&r, oauth_paths[i], "Authorization: Bearer <token>");
+			r = areq(NULL, "POST", oauth_paths[i], TOKEN_REQUEST, form);
+			assert_oauth_answer(&r, oauth_paths[i], "'/state/token'");
+			r = areq(NULL, "POST", oauth_paths[i], RPC_CALL, json);
+			assert_oauth_answer(&r, oauth_paths[i], "'/state/token'");
+		}
+	/* The endpoint itself is unchanged afterwards. */
+	struct areply r = apost(NULL, "/mcp", "Bearer " TOKEN);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+}
+
+Test(mcp_auth_http, oauth_paths_on_the_socket_say_no_token_is_needed_and_name_no_file)
+{
+	const char *json[] = {"Content-Type: application/json", NULL};
+	for (size_t i = 0; i < N_OAUTH_PATHS; i++) {
+		struct areply r = areq(asock, "GET", oauth_paths[i], NULL, NULL);
+		assert_oauth_answer(&r, oauth_paths[i], "needs no token");
+		cr_assert_null(strstr(r.body, "/state/token"), "no file path on the tunnel's connection: %s", r.body);
+		r = areq(asock, "POST", oauth_paths[i], REGISTRATION, json);
+		assert_oauth_answer(&r, oauth_paths[i], "needs no token");
+	}
+}
+
+Test(mcp_auth_http, oauth_paths_keep_the_peer_host_and_origin_checks)
+{
+	const char *host[] = {"Host: evil.example", NULL};
+	const char *origin[] = {"Origin: http://evil.example", NULL};
+	for (size_t i = 0; i < N_OAUTH_PATHS; i++) {
+		struct areply r = areq(NULL, "GET", oauth_paths[i], NULL, host);
+		cr_assert_eq(r.status, 403, "%s: %ld %s", oauth_paths[i], r.status, r.body);
+		cr_assert_null(strstr(r.body, "OAuth"), "%s", r.body);
+		r = areq(NULL, "POST", oauth_paths[i], REGISTRATION, origin);
+		cr_assert_eq(r.status, 403, "%s: %ld %s", oauth_paths[i], r.status, r.body);
+		cr_assert_null(strstr(r.body, "/state/token"), "%s", r.body);
+		r = areq(asock, "GET", oauth_paths[i], NULL, host);
+		cr_assert_eq(r.status, 403, "socket %s: %ld %s", oauth_paths[i], r.status, r.body);
+	}
+}
+
+Test(mcp_auth_http, other_paths_stay_404_without_the_hint)
+{
+	const char *paths[] = {"/", "/mcp/extra", "/.well-known/security.txt", "/registerx"};
+	for (size_t i = 0; i < 4; i++) {
+		struct areply r = areq(NULL, "GET", paths[i], NULL, NULL);
+		cr_assert_eq(r.status, 404, "%s", paths[i]);
+		cr_assert(strstr(r.body, "the MCP endpoint is /mcp"), "%s", r.body);
+		cr_assert_str_eq(r.www_auth, "");
+	}
 }
 
 Test(mcp_auth_http, the_socket_serves_this_user_without_a_token)

@@ -163,16 +163,33 @@ Test(mcp_http, body_over_the_limit_is_413)
 Test(mcp_http, other_paths_are_404)
 {
 	struct hreply r;
-	const char *paths[] = {"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp",
-	                       "/", "/mcp/extra"};
-	for (size_t i = 0; i < 4; i++) {
+	const char *paths[] = {"/", "/mcp/extra", "/.well-known/security.txt"};
+	for (size_t i = 0; i < 3; i++) {
 		hreq(&r, "GET", paths[i], NULL, NULL);
 		cr_assert_eq(r.status, 404, "%s", paths[i]);
 		free_reply(&r);
 	}
-	hreq(&r, "POST", "/.well-known/oauth-authorization-server", ECHO_BODY, NULL);
-	cr_assert_eq(r.status, 404);
-	free_reply(&r);
+}
+
+/* Without a token check (CHAT2SBX_MCP_TOKEN=off) the OAuth paths still
+ * answer no OAuth, and say that no token is needed (test_mcp_auth.c has
+ * them with the token). */
+Test(mcp_http, oauth_paths_without_a_token_check_say_none_is_needed)
+{
+	struct hreply r;
+	const char *paths[] = {"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp",
+	                       "/register", "/token"};
+	for (size_t i = 0; i < 4; i++) {
+		int metadata = strstr(paths[i], "/.well-known/") != NULL;
+		hreq(&r, "GET", paths[i], NULL, NULL);
+		cr_assert_eq(r.status, metadata ? 404 : 400, "%s", paths[i]);
+		cr_assert(strstr(r.body, "does not use OAuth") && strstr(r.body, "without a token"), "%s", r.body);
+		free_reply(&r);
+		hreq(&r, "POST", paths[i], ECHO_BODY, NULL);
+		cr_assert_eq(r.status, metadata ? 404 : 400, "%s", paths[i]);
+		cr_assert_null(strstr(r.body, "\"result\""), "never dispatched: %s", r.body);
+		free_reply(&r);
+	}
 }
 
 Test(mcp_http, notifications_and_responses_are_202)

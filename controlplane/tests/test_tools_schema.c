@@ -86,13 +86,21 @@ static void run(struct json_object *args, int want_ok, const char *prop, const c
 	json_object_put(args);
 }
 
-/* The schema of a property without the nullable wrapper (borrowed). */
-static struct json_object *base_of(struct json_object *p)
+/* A property's type: its one "type", or for a nullable one (type
+ * [T, "null"]) T; NULL when it has none. Sets *ret_nullable. */
+static const char *type_of(struct json_object *p, int *ret_nullable)
 {
-	struct json_object *any = NULL;
-	if (json_object_object_get_ex(p, "anyOf", &any))
-		return json_object_array_get_idx(any, 0);
-	return p;
+	struct json_object *t = NULL;
+	*ret_nullable = 0;
+	if (!json_object_object_get_ex(p, "type", &t))
+		return NULL;
+	if (!json_object_is_type(t, json_type_array))
+		return json_object_get_string(t);
+	cr_assert_eq(json_object_array_length(t), 2, "a type array is [T, \"null\"]: %s",
+	             json_object_to_json_string(t));
+	cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(t, 1)), "null");
+	*ret_nullable = 1;
+	return json_object_get_string(json_object_array_get_idx(t, 0));
 }
 
 static const char *str_of(struct json_object *o, const char *key)
@@ -120,7 +128,8 @@ static void id_for(const char *pattern, char *buf, size_t size)
 /* A value the schema s accepts (owned). */
 static struct json_object *valid_value(struct json_object *s)
 {
-	const char *type = str_of(s, "type");
+	int nullable;
+	const char *type = type_of(s, &nullable);
 	int64_t n = 0;
 	struct json_object *e = NULL;
 	if (!strcmp(type, "string")) {
@@ -155,7 +164,7 @@ static struct json_object *args_with(struct json_object *schema, const char *nam
 	for (size_t i = 0; req && i < json_object_array_length(req); i++) {
 		const char *r = json_object_get_string(json_object_array_get_idx(req, i));
 		if (strcmp(r, name) != 0)
-			json_object_object_add(args, r, valid_value(base_of(json_object_object_get(props, r))));
+			json_object_object_add(args, r, valid_value(json_object_object_get(props, r)));
 	}
 	if (v)
 		json_object_object_add(args, name, v);
@@ -195,8 +204,9 @@ static const struct mcp_arg *decl_of(const char *name)
 
 static void walk_property(struct json_object *schema, const char *name, struct json_object *prop)
 {
-	struct json_object *s = base_of(prop);
-	const char *type = str_of(s, "type");
+	struct json_object *s = prop, *e = NULL;
+	int nullable;
+	const char *type = type_of(s, &nullable);
 	const struct mcp_arg *d = decl_of(name);
 	int64_t n = 0;
 
@@ -204,8 +214,16 @@ static void walk_property(struct json_object *schema, const char *name, struct j
 	if (is_required(schema, name)) {
 		run(args_with(schema, name, NULL), 0, name, "required, left out");
 		run(args_with(schema, name, json_object_new_null()), 0, name, "required, null");
+		cr_expect_not(nullable, "%s.%s required: not nullable", cur->name, name);
 	} else {
-		cr_expect_not_null(json_object_object_get(prop, "anyOf"), "%s.%s optional: nullable", cur->name, name);
+		/* One schema, typed at its top, null beside the type (and among an
+		 * enum's values): the form every client library keeps (issue 25). */
+		cr_expect(nullable, "%s.%s optional: type [T, \"null\"]", cur->name, name);
+		cr_expect_null(json_object_object_get(prop, "anyOf"), "%s.%s: no anyOf", cur->name, name);
+		if (json_object_object_get_ex(s, "enum", &e)) {
+			struct json_object *last = json_object_array_get_idx(e, json_object_array_length(e) - 1);
+			cr_expect_null(last, "%s.%s: null is among the enum's values", cur->name, name);
+		}
 		run(args_with(schema, name, NULL), 1, name, "optional, left out");
 		run(args_with(schema, name, json_object_new_null()), 1, name, "optional, null");
 	}
@@ -248,7 +266,6 @@ static void walk_property(struct json_object *schema, const char *name, struct j
 		run(args_with(schema, name, repeat("a", n)), 1, name, "minLength");
 		run(args_with(schema, name, repeat("a", n - 1)), 0, name, "under minLength");
 	}
-	struct json_object *e = NULL;
 	if (json_object_object_get_ex(s, "enum", &e)) {
 		for (size_t i = 0; i < json_object_array_length(e); i++)
 			run(args_with(schema, name, json_object_get(json_object_array_get_idx(e, i))), 1, name, "enum");

@@ -6,15 +6,18 @@
 // tries the socket again after its file permissions were opened by mistake
 // (the peer-uid check must still hold). The owner's token works, a wrong one
 // gets 401 with a JSON-RPC body saying where the token is, /.well-known
-// stays 404, and CHAT2SBX_MCP_TOKEN=off turns the check off with warnings.
+// stays 404 and every OAuth path says where the token is (the MCP Inspector
+// CLI, at a terminal, starts OAuth on a 401 and must print that, issue 25),
+// and CHAT2SBX_MCP_TOKEN=off turns the check off with warnings.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 
-import { BIN, Server, childEnv, connectClient, rawPost, useServer } from '../lib/server.mjs';
+import { BIN, REPO_ROOT, Server, childEnv, connectClient, rawPost, useServer } from '../lib/server.mjs';
 
 const ctx = useServer();
 
@@ -72,7 +75,7 @@ ctx.test('the state dir holds a 0600 token and a 0600 socket; the token is 32 ra
 ctx.test('TCP: no token and a wrong token get 401 with a JSON-RPC error naming the token file; the token works', async () => {
   const none = await rawPost(ctx.srv.url, PING, { Authorization: null });
   assert.equal(none.status, 401, none.text);
-  assert.equal(none.headers.get('www-authenticate'), 'Bearer realm="chat2sbx"');
+  assert.equal(none.headers.get('www-authenticate'), 'Bearer realm="chat2sbx", error_description="send the bearer token that \'chat2sbx token\' prints"');
   assert.equal(none.json?.jsonrpc, '2.0');
   assert.equal(none.json?.error?.code, -32600);
   const tokenFile = path.join(ctx.srv.dataRoot, 'state', 'token');
@@ -101,11 +104,51 @@ ctx.test('TCP: no token and a wrong token get 401 with a JSON-RPC error naming t
   await assert.rejects(connectClient(ctx.srv.url, { headers: {} }), /401|nauthorized/);
 });
 
-ctx.test('/.well-known stays 404 without a token, so no client starts an OAuth flow', async () => {
-  for (const p of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-authorization-server']) {
-    const res = await fetch(new URL(p, ctx.srv.url), { signal: AbortSignal.timeout(10_000) });
-    assert.equal(res.status, 404, p);
-    assert.equal(res.headers.get('www-authenticate'), null);
+ctx.test('the OAuth paths: /.well-known stays 404, /register 400, each saying where the token is', async () => {
+  const tokenFile = path.join(ctx.srv.dataRoot, 'state', 'token');
+  const ask = async (p, init = {}) => {
+    const res = await fetch(new URL(p, ctx.srv.url), { ...init, redirect: 'manual', signal: AbortSignal.timeout(10_000) });
+    const body = await res.json();
+    assert.equal(res.headers.get('www-authenticate'), null, p);
+    assert.equal(res.headers.get('location'), null, p);
+    assert.deepEqual(Object.keys(body), ['error', 'error_description'], p);
+    assert.ok(body.error_description.includes(tokenFile), body.error_description);
+    assert.ok(!JSON.stringify(body).includes(ctx.srv.token));
+    return res.status;
+  };
+  for (const p of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
+    assert.equal(await ask(p), 404, p);
+  }
+  const registration = JSON.stringify({ redirect_uris: ['http://127.0.0.1:6276/oauth/callback'], token_endpoint_auth_method: 'none' });
+  assert.equal(await ask('/register', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: registration }), 400);
+  assert.equal(await ask('/authorize?response_type=code&client_id=x&redirect_uri=http%3A%2F%2Fevil.example%2F'), 400);
+  assert.equal(await ask('/token', { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code&code=x' }), 400);
+});
+
+ctx.test('the MCP Inspector CLI at a terminal with a wrong token prints where the token is', async () => {
+  // The pinned Inspector of e2e/schema-check, on a pseudo-terminal (script,
+  // util-linux): given a 401 it starts OAuth, asks the well-known paths,
+  // then POSTs /register, and prints that answer as it stops.
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'chat2sbx-e2e-inspector-'));
+  try {
+    const cli = path.join(REPO_ROOT, 'e2e/schema-check/node_modules/@modelcontextprotocol/inspector/clients/cli/build/index.js');
+    const cmd = [process.execPath, cli, ctx.srv.url, '--transport', 'http', '--header', `Authorization: Bearer ${'0'.repeat(64)}`, '--method', 'tools/list'];
+    const r = spawnSync('script', ['-qec', cmd.map((a) => `'${a}'`).join(' '), '/dev/null'], {
+      env: { ...process.env, HOME: home, MCP_INSPECTOR_SECRET_STORE: 'memory', BROWSER: 'true' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    const out = r.stdout + r.stderr;
+    assert.notEqual(r.status, 0, out);
+    const tokenFile = path.join(ctx.srv.dataRoot, 'state', 'token');
+    assert.match(out, /Dynamic Client Registration rejected \(HTTP 400\)/, out);
+    assert.ok(out.includes(tokenFile), out);
+    assert.match(out, /chat2sbx token/, out);
+    assert.doesNotMatch(out, /Authorization complete|Open this URL|oauth\/callback\?code/i, out);
+    console.log(`inspector says: ${out.trim().split('\n').filter((l) => l.includes('error')).pop()}`);
+    assert.match(fs.readFileSync(ctx.srv.stderrPath, 'utf8'), /answered a request (for OAuth metadata|to register an OAuth client) with where the bearer token is/);
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true });
   }
 });
 

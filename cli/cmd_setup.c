@@ -281,10 +281,18 @@ static void step_firewall(struct setup *s, struct docker_engine *engine)
 		return;
 	}
 	if (!firewall_permitted()) {
-		step(s, "firewall", STEP_TODO,
-		     "setup is not root, so it cannot install (or check) the firewall that keeps sandboxes off this "
-		     "host's services: run 'sudo chat2sbx setup --install-firewall' (again after a reboot), or serve "
-		     "as root, which installs it itself");
+		char why[1024];
+		if (ops_firewall_unprivileged_check(engine, why, sizeof(why)) == 1) {
+			step(s, "firewall", STEP_NOTHING, "installed by root: %s", why);
+			return;
+		}
+		step(
+		    s, "firewall", STEP_TODO,
+		    "setup is not root, so it cannot install the firewall that keeps sandboxes off this host's "
+		    "services, and %s; serve refuses to start without it. Run 'sudo chat2sbx setup --install-firewall' "
+		    "(again after a reboot; the package's chat2sbx-firewall unit does it at boot), or set "
+		    "CHAT2SBX_FIREWALL=0 if this host's own firewall does the job",
+		    why);
 		return;
 	}
 	struct cp_error *e = NULL;

@@ -202,6 +202,17 @@ struct ops_readiness {
 #define OPS_EXIT_NOT_READY 6
 int ops_readiness_exit_status(const struct ops_readiness *r, const char **ret_reason);
 
+/* ---- the template image after an upgrade (ops/template.c) ---- */
+
+/* Looks for an image built from the same template inputs as cfg's
+ * DATA_DIR/template/build.sh and tags it cfg->template_image, running that
+ * script with CHAT2SBX_TEMPLATE_RETAG_ONLY=1 (it never builds). 1 when the
+ * tag is now in place (detail, size bytes: what was done), 0 when a build
+ * is needed (detail says so), -1 with *err when the script is missing
+ * (config_install_path's words) or failed (UNAVAILABLE with its last
+ * words). Blocks up to 120 s (engine calls). */
+int ops_template_retag(const struct config *cfg, char *detail, size_t size, struct cp_error **err);
+
 /* ---- the host-edge firewall (ops/firewall.c, issue 12) ---- */
 
 /* Builds the firewall for this machine: the bridges POLICY_BRIDGE_PREFIX*

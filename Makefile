@@ -64,7 +64,7 @@ FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_expo
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
-.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs
+.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm e2e-installed deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs
 all: $(BIN) $(HELPER_BIN) $(VM_BIN)
 
 # Objects are rebuilt when the flags change (WERROR, CFLAGS, SANITIZE, CC):
@@ -230,6 +230,12 @@ e2e: all
 	template/build.sh $(HELPER_BIN)
 	$(TEMPLATE_VM_BUILD)
 	e2e/run.sh
+
+# Installed like any Linux tool and used by a normal user (issue 25;
+# e2e/installed/run.sh): as root on a throwaway machine, it installs into
+# /usr/local, adds a user, upgrades, uninstalls. Not part of `make e2e`.
+e2e-installed: all
+	flock /tmp/chat2sbx-e2e.lock e2e/installed/run.sh $(E2E_INSTALLED_PATH)
 
 # The vm runtime's end-to-end scenarios (e2e/vm/; slow under TCG, so not
 # part of `make test`; docs/vm.md).

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# e2e/installed/run.sh: chat2sbx installed like any Linux tool and used by a
+# normal user, with no source tree in reach (issue 25). As root, on a
+# throwaway machine (it installs into the real system and adds a user):
+#   1. install: path A `make install PREFIX=/usr/local`; path B (when `make
+#      deb` exists, E2E_INSTALLED_PATH=deb or auto) the package with dpkg -i
+#   2. a user made for the test, first outside the docker group (status must
+#      name EACCES), then in it, with a HOME of its own, runs from / in a
+#      mount namespace where the checkout is hidden: setup, serve
+#   3. the firewall: without root's note serve refuses; root installs it
+#      (setup --install-firewall, as the package's unit would) and serve starts
+#   4. the MCP client (client.mjs) creates a sandbox, runs bash, reads a
+#      file, starts a long-lived session; man -w finds the page
+#   5. upgrade: a build of the same tree with a higher version installed over
+#      it; the user's serve restarted; the sandbox is re-attached, its
+#      session answers; the template is re-tagged, not rebuilt
+#   6. destroy; uninstall (or dpkg -r) removes the files and keeps the data root
+# Cleanup (a trap, also on failure): serve stopped, the user's containers and
+# the user removed, the installed files (or package) removed.
+# Usage: e2e/installed/run.sh [a|deb]   (make e2e-installed; default: a)
+# Environment: E2E_KEEP=1 keeps the user's home for a look afterwards.
+set -euo pipefail
+exec </dev/null
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+mode="${1:-a}"
+prefix=/usr/local
+user="c2s-e2e-$$"
+home="/var/tmp/$user-home"
+work="$(mktemp -d /tmp/c2s-installed.XXXXXX)"
+chmod 0755 "$work"
+serve_pid=""
+installed=""
+t_start=$SECONDS
+
+say() { echo "e2e-installed: $*"; }
+die() { echo "e2e-installed: FAILED: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root on a throwaway machine (it installs into $prefix and adds a user)"
+for c in useradd userdel runuser unshare nft man curl node; do
+  command -v "$c" >/dev/null || die "'$c' is missing"
+done
+"$root/scripts/ensure-engine.sh"
+getent group docker >/dev/null || die "there is no docker group"
+[ -d "$root/e2e/node_modules/@modelcontextprotocol/sdk" ] || (cd "$root/e2e" && npm ci --no-audit --no-fund >/dev/null)
+
+# ---- cleanup ----
+cleanup() {
+  local rc=$?
+  set +e
+  stop_serve
+  # The test user's sandboxes: their registry label is under its home.
+  for c in $(docker ps -aq --filter label=org.chat2sbx.registry); do
+    case "$(docker inspect --format '{{ index .Config.Labels "org.chat2sbx.registry" }}' "$c" 2>/dev/null)" in
+      "$home"/*) docker rm -f "$c" >/dev/null 2>&1 ;;
+    esac
+  done
+  if [ -n "$installed" ]; then
+    if [ "$mode" = deb ]; then dpkg -r chat2sbx >/dev/null 2>&1; else make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null 2>&1; fi
+  fi
+  if id "$user" >/dev/null 2>&1; then
+    pkill -u "$user" 2>/dev/null # only this test's user's processes
+    userdel "$user" 2>/dev/null
+  fi
+  [ "${E2E_KEEP:-0}" = 1 ] || rm -rf --one-file-system "$home"
+  rm -rf --one-file-system "$work"
+  [ $rc = 0 ] && say "passed in $((SECONDS - t_start)) s" || say "FAILED (exit $rc) after $((SECONDS - t_start)) s"
+  exit $rc
+}
+trap cleanup EXIT
+
+# Runs a command as the test user, from /, with the checkout hidden (a
+# private mount namespace with an empty, unreadable tmpfs over it) and only
+# a login's environment.
+as_user() {
+  unshare --mount --propagation private -- sh -c '
+    mount -t tmpfs -o mode=000,size=4k none "$1" || exit 97
+    shift
+    cd /
+    exec runuser -u "$0" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME_DIR" USER="$0" LOGNAME="$0" \
+      CHAT2SBX_ENABLE_TUNNEL=0 CHAT2SBX_PORT="$PORT" "$@"' "$user" "$root" "$@"
+}
+export HOME_DIR="$home"
+PORT="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+export PORT
+
+stop_serve() {
+  if [ -n "$serve_pid" ] && kill -0 "$serve_pid" 2>/dev/null; then
+    kill -TERM "$serve_pid"
+    for _ in $(seq 1 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$serve_pid" 2>/dev/null
+    wait "$serve_pid" 2>/dev/null
+  fi
+  serve_pid=""
+}
+
+start_serve() {
+  local log="$work/serve.$1.log"
+  as_user "$prefix/bin/chat2sbx" serve >"$log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 1 600); do
+    # Any HTTP answer (401 without the token) means it listens.
+    if curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/mcp" 2>/dev/null; then return 0; fi
+    kill -0 "$serve_pid" 2>/dev/null || { cat "$log" >&2; die "serve ($1) exited before answering"; }
+    sleep 0.2
+  done
+  cat "$log" >&2
+  die "serve ($1) did not answer within 120 s"
+}
+
+install_build() { # $1: source tree
+  if [ "$mode" = deb ]; then
+    die "path B (the Debian package) is not wired yet"
+  fi
+  make -s -C "$1" -j2 install PREFIX="$prefix" >"$work/install.log" 2>&1 || { tail -30 "$work/install.log" >&2; die "make install from $1"; }
+  installed=1
+}
+
+# ---- 1. install ----
+ver="$(cat "$root/VERSION")"
+say "installing $ver (path $mode) into $prefix"
+t_install=$SECONDS
+install_build "$root"
+[ -x "$prefix/bin/chat2sbx" ] && [ -x "$prefix/lib/chat2sbx/chat2sbx-helper" ] && [ -f "$prefix/share/chat2sbx/template/build.sh" ] ||
+  die "the installed layout is incomplete"
+
+# ---- 2. the user: first outside the docker group ----
+useradd --home-dir "$home" --create-home --shell /bin/bash "$user"
+chmod 0700 "$home"
+as_user sh -c "test -r '$root/Makefile'" && die "the checkout is readable by the test user"
+out="$(as_user "$prefix/bin/chat2sbx" status 2>&1)" && die "status succeeded for a user outside the docker group: $out"
+case "$out" in *"usermod -aG docker"*) say "status names the docker group: ok" ;; *) die "status did not name EACCES: $out" ;; esac
+usermod -aG docker "$user"
+
+# ---- 3. setup as the user; the template's first build needs root ----
+set +e
+as_user "$prefix/bin/chat2sbx" setup >"$work/setup1.log" 2>&1
+rc=$?
+set -e
+if grep -q "sudo chat2sbx setup --template" "$work/setup1.log"; then
+  say "setup as the user says the template's first build needs root; running it as root"
+  (cd / && "$prefix/bin/chat2sbx" setup --template) >"$work/setup-root.log" 2>&1 || { cat "$work/setup-root.log" >&2; die "root setup --template"; }
+  as_user "$prefix/bin/chat2sbx" setup >"$work/setup1.log" 2>&1 || rc=$?
+fi
+grep -q "template .*\(up to date\|built\)" "$work/setup1.log" || { cat "$work/setup1.log" >&2; die "setup did not find or build the template"; }
+say "setup as the user: $(grep -c '^setup:' "$work/setup1.log") steps (first run exit $rc)"
+
+# ---- 4. the firewall: no note, no serve; root's note, serve ----
+rm -f /run/chat2sbx/firewall
+set +e
+as_user timeout 60 "$prefix/bin/chat2sbx" serve >"$work/serve.refused.log" 2>&1
+rc=$?
+set -e
+[ $rc != 0 ] && grep -q "install-firewall" "$work/serve.refused.log" ||
+  { cat "$work/serve.refused.log" >&2; die "serve as a user started without knowing the firewall is in place"; }
+say "serve without root's firewall note refuses: ok"
+"$prefix/bin/chat2sbx" setup --install-firewall >"$work/fw.log" 2>&1 || { cat "$work/fw.log" >&2; die "root setup --install-firewall"; }
+nft list table inet chat2sbx >/dev/null || die "table inet chat2sbx is not in place"
+[ "$(stat -c %U:%a /run/chat2sbx/firewall)" = root:644 ] || die "the firewall note is not root's 0644"
+
+# ---- 5. serve and the client ----
+start_serve before
+token="$(as_user "$prefix/bin/chat2sbx" token)"
+url="http://127.0.0.1:$PORT/mcp"
+node "$here/client.mjs" before "$url" "$token" "$work/state.json"
+t_first=$((SECONDS - t_install))
+as_user man -w chat2sbx >/dev/null || die "man -w chat2sbx finds no page for the user"
+grep -q "firewall.*installed by root\|in place" "$work/serve.before.log" || { cat "$work/serve.before.log" >&2; die "serve did not say the firewall is in place"; }
+say "install to first sandbox: ${t_first} s"
+
+# ---- 6. upgrade: the same tree with a higher version ----
+new="$ver.1"
+src="$work/src"
+mkdir -p "$src"
+tar -C "$root" --exclude=./build --exclude=./.git --exclude='./e2e' --exclude=node_modules -cf - . | tar -C "$src" -xf -
+echo "$new" >"$src/VERSION"
+say "upgrading to $new while the sandbox runs"
+install_build "$src"
+[ "$("$prefix/bin/chat2sbx" --version | head -1 | grep -c "$new")" = 1 ] || die "the installed binary is not $new"
+stop_serve
+start_serve after
+grep -q "re-tagged\|template image" "$work/serve.after.log" && say "serve after the upgrade: $(grep -m1 'template image' "$work/serve.after.log" || true)"
+grep -q "re-attached sandbox\|re-attach" "$work/serve.after.log" || true
+node "$here/client.mjs" after "$url" "$token" "$work/state.json"
+node "$here/client.mjs" destroy "$url" "$token" "$work/state.json"
+stop_serve
+
+# ---- 7. uninstall keeps the user's data ----
+make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null
+installed=""
+for f in bin/chat2sbx lib/chat2sbx share/chat2sbx share/man/man1/chat2sbx.1; do
+  [ ! -e "$prefix/$f" ] || die "uninstall left $prefix/$f"
+done
+[ -n "$(find "$home/.chat2sbx" -name 'chat2sbx.sqlite' 2>/dev/null)" ] || die "uninstall removed the user's data root"
+say "uninstall removed the files and kept $home/.chat2sbx"
+say "time from install to first sandbox: ${t_first} s"

@@ -100,9 +100,9 @@ trap cleanup EXIT
 if [ -s "$tarball" ]; then
   say "using cached root file system $tarball"
 else
-  command -v debootstrap >/dev/null 2>&1 || die "debootstrap is not installed; run 'apt-get install debootstrap' (or 'make deps')"
   [ "$(id -u)" = 0 ] || needs_root "the template's root file system is built once with debootstrap, which needs root" \
     "(and is then cached in $cache); run 'sudo chat2sbx setup --template' once, then 'chat2sbx setup' as yourself"
+  command -v debootstrap >/dev/null 2>&1 || die "debootstrap is not installed; run 'apt-get install debootstrap' (or 'make deps')"
   mkdir -p "$cache"
   chmod 0700 "$cache"
   work="$(mktemp -d "$cache/build.XXXXXX")"

@@ -38,7 +38,7 @@ say() { echo "e2e-installed: $*"; }
 die() { echo "e2e-installed: FAILED: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root on a throwaway machine (it installs into $prefix and adds a user)"
-for c in useradd userdel runuser unshare nft man curl node; do
+for c in useradd userdel runuser unshare man curl node; do
   command -v "$c" >/dev/null || die "'$c' is missing"
 done
 "$root/scripts/ensure-engine.sh"
@@ -50,6 +50,9 @@ cleanup() {
   local rc=$?
   set +e
   stop_serve
+  if [ $rc != 0 ]; then
+    for f in "$work"/*.log; do [ -f "$f" ] && { echo "---- $(basename "$f") (last 25 lines)"; tail -n 25 "$f"; }; done >&2
+  fi
   # The test user's sandboxes: their registry label is under its home.
   for c in $(docker ps -aq --filter label=org.chat2sbx.registry); do
     case "$(docker inspect --format '{{ index .Config.Labels "org.chat2sbx.registry" }}' "$c" 2>/dev/null)" in
@@ -59,12 +62,13 @@ cleanup() {
   if [ -n "$installed" ]; then
     if [ "$mode" = deb ]; then dpkg -r chat2sbx >/dev/null 2>&1; else make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null 2>&1; fi
   fi
+  # The upgrade's template tag (the image itself is the earlier version's).
+  [ -z "${new:-}" ] || docker rmi "chat2sbx-template:$new" >/dev/null 2>&1
   if id "$user" >/dev/null 2>&1; then
     pkill -u "$user" 2>/dev/null # only this test's user's processes
     userdel "$user" 2>/dev/null
   fi
-  [ "${E2E_KEEP:-0}" = 1 ] || rm -rf --one-file-system "$home"
-  rm -rf --one-file-system "$work"
+  if [ "${E2E_KEEP:-0}" = 1 ]; then say "kept $home and $work"; else rm -rf --one-file-system "$home" "$work"; fi
   [ $rc = 0 ] && say "passed in $((SECONDS - t_start)) s" || say "FAILED (exit $rc) after $((SECONDS - t_start)) s"
   exit $rc
 }
@@ -85,14 +89,23 @@ export HOME_DIR="$home"
 PORT="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
 export PORT
 
+# serve_pid is runuser's; serve itself is its child, of the test user. Both
+# must be gone (and the port free) before the next serve starts, or the
+# client would talk to the old one.
 stop_serve() {
-  if [ -n "$serve_pid" ] && kill -0 "$serve_pid" 2>/dev/null; then
-    kill -TERM "$serve_pid"
-    for _ in $(seq 1 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$serve_pid" 2>/dev/null
-    wait "$serve_pid" 2>/dev/null
-  fi
+  [ -n "$serve_pid" ] || return 0
+  kill -TERM "$serve_pid" 2>/dev/null || true
+  pkill -TERM -u "$user" -x chat2sbx 2>/dev/null || true
+  for _ in $(seq 1 300); do
+    pgrep -u "$user" -x chat2sbx >/dev/null 2>&1 || kill -0 "$serve_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  pkill -KILL -u "$user" -x chat2sbx 2>/dev/null || true
+  kill -KILL "$serve_pid" 2>/dev/null || true
+  wait "$serve_pid" 2>/dev/null || true # its status: 143 after SIGTERM
   serve_pid=""
+  ! curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/mcp" 2>/dev/null || die "port $PORT still answers after serve stopped"
+  return 0
 }
 
 start_serve() {
@@ -100,8 +113,10 @@ start_serve() {
   as_user "$prefix/bin/chat2sbx" serve >"$log" 2>&1 &
   serve_pid=$!
   for _ in $(seq 1 600); do
-    # Any HTTP answer (401 without the token) means it listens.
-    if curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/mcp" 2>/dev/null; then return 0; fi
+    # This serve says it serves, and the port answers (401 without the token).
+    if grep -q "serving MCP on" "$log" && curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/mcp" 2>/dev/null; then
+      return 0
+    fi
     kill -0 "$serve_pid" 2>/dev/null || { cat "$log" >&2; die "serve ($1) exited before answering"; }
     sleep 0.2
   done
@@ -156,7 +171,9 @@ set -e
   { cat "$work/serve.refused.log" >&2; die "serve as a user started without knowing the firewall is in place"; }
 say "serve without root's firewall note refuses: ok"
 "$prefix/bin/chat2sbx" setup --install-firewall >"$work/fw.log" 2>&1 || { cat "$work/fw.log" >&2; die "root setup --install-firewall"; }
-nft list table inet chat2sbx >/dev/null || die "table inet chat2sbx is not in place"
+# Read back from the kernel (root's status reads nftables itself).
+fw="$( (cd / && "$prefix/bin/chat2sbx" status 2>&1) | grep -i 'firewall' || true)"
+case "$fw" in *installed*) say "table inet chat2sbx in place: $fw" ;; *) die "table inet chat2sbx is not in place: $fw" ;; esac
 [ "$(stat -c %U:%a /run/chat2sbx/firewall)" = root:644 ] || die "the firewall note is not root's 0644"
 
 # ---- 5. serve and the client ----
@@ -170,18 +187,23 @@ grep -q "firewall.*installed by root\|in place" "$work/serve.before.log" || { ca
 say "install to first sandbox: ${t_first} s"
 
 # ---- 6. upgrade: the same tree with a higher version ----
-new="$ver.1"
+new="$ver.1" # a tag-safe higher version (no '+': it names the template image)
 src="$work/src"
 mkdir -p "$src"
 tar -C "$root" --exclude=./build --exclude=./.git --exclude='./e2e' --exclude=node_modules -cf - . | tar -C "$src" -xf -
 echo "$new" >"$src/VERSION"
 say "upgrading to $new while the sandbox runs"
 install_build "$src"
-[ "$("$prefix/bin/chat2sbx" --version | head -1 | grep -c "$new")" = 1 ] || die "the installed binary is not $new"
+case "$("$prefix/bin/chat2sbx" --version)" in "chat2sbx $new "*) ;; *) die "the installed binary is not $new" ;; esac
 stop_serve
 start_serve after
-grep -q "re-tagged\|template image" "$work/serve.after.log" && say "serve after the upgrade: $(grep -m1 'template image' "$work/serve.after.log" || true)"
-grep -q "re-attached sandbox\|re-attach" "$work/serve.after.log" || true
+# The new version's template tag did not exist: serve found the image by
+# its inputs' hash and re-tagged it (no rebuild, no setup needed).
+grep -q "template image chat2sbx-template:$new: re-tagged" "$work/serve.after.log" ||
+  die "serve after the upgrade did not re-tag the template: $(grep -m3 'template\|serve:' "$work/serve.after.log")"
+grep -q "reconciled: 1 sandbox(es) re-attached" "$work/serve.after.log" ||
+  die "serve after the upgrade did not re-attach the sandbox: $(grep -m3 'reconciled' "$work/serve.after.log")"
+say "serve $new re-tagged the template and re-attached the sandbox"
 node "$here/client.mjs" after "$url" "$token" "$work/state.json"
 node "$here/client.mjs" destroy "$url" "$token" "$work/state.json"
 stop_serve

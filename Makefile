@@ -383,8 +383,9 @@ man: $(MAN_PAGES)
 check-man: $(BIN) $(MAN_PAGES)
 	scripts/tests/man-check.sh $(BIN) $(BUILD)/man
 
-# What `make install` lays out, exactly (scripts/tests/install-layout.sh
-# checks it against this list and `make uninstall` against nothing left).
+# What `make install` lays out, exactly: scripts/tests/install-layout.txt
+# (scripts/tests/install-layout.sh checks it, and `make uninstall` against
+# nothing left).
 MANDIR ?= $(PREFIX)/share/man
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
@@ -393,20 +394,37 @@ VM_TEMPLATE_INPUTS := template/vm/build.sh template/vm/guest-build.sh template/v
 	template/vm/mkcpio.py template/vm/Dockerfile template/vm/Dockerfile.runtime template/vm/modules.txt \
 	template/vm/guest-packages.txt template/vm/runtime-packages.txt
 
-install: $(INSTALL_BIN) $(HELPER_BIN) $(VM_BIN) $(MAN_PAGES) $(COMPLETION) $(SERVICE_UNIT)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(PKGDATADIR)/template/vm \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(SYSTEMDUSERDIR)
-	install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/chat2sbx
-	install -m 0755 $(HELPER_BIN) $(VM_BIN) $(DESTDIR)$(PKGLIBDIR)/
-	install -m 0644 VERSION .env.example $(DESTDIR)$(PKGDATADIR)/
-	install -m 0755 template/build.sh $(DESTDIR)$(PKGDATADIR)/template/
-	install -m 0644 $(filter-out %.sh,$(TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/
-	install -m 0755 $(filter %.sh %.py,$(VM_TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/vm/
-	install -m 0644 $(filter-out %.sh %.py,$(VM_TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/vm/
-	install -m 0644 $(BUILD)/man/chat2sbx.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 $(BUILD)/man/chat2sbx.conf.5 $(DESTDIR)$(MANDIR)/man5/
-	install -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/chat2sbx
-	install -m 0644 $(SERVICE_UNIT) $(DESTDIR)$(SYSTEMDUSERDIR)/chat2sbx.service
+# What install copies; `make install-build` builds them (and copies nothing),
+# `make install-files` copies them (and builds nothing: debian/rules builds
+# as the user and copies under fakeroot). Every file and mode is in
+# scripts/tests/install-layout.txt. mkcpio.py is run as `python3 mkcpio.py`
+# inside a container, never executed itself, so it is data (0644).
+INSTALL_INPUTS := $(INSTALL_BIN) $(HELPER_BIN) $(VM_BIN) $(MAN_PAGES) $(COMPLETION) $(SERVICE_UNIT)
+.PHONY: install-build install-files
+install-build: $(INSTALL_INPUTS)
+
+install: install-build
+	$(install_files)
+
+install-files:
+	@$(MAKE) -s -q $(INSTALL_INPUTS) || { echo "install-files: the files to install are not built, or were built with other flags or another PREFIX; run 'make PREFIX=$(PREFIX) install-build' first (with the same CFLAGS)" >&2; exit 1; }
+	$(install_files)
+
+define install_files
+install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(PKGDATADIR)/template/vm \
+	$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(SYSTEMDUSERDIR)
+install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/chat2sbx
+install -m 0755 $(HELPER_BIN) $(VM_BIN) $(DESTDIR)$(PKGLIBDIR)/
+install -m 0644 VERSION .env.example $(DESTDIR)$(PKGDATADIR)/
+install -m 0755 template/build.sh $(DESTDIR)$(PKGDATADIR)/template/
+install -m 0644 $(filter-out %.sh,$(TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/
+install -m 0755 $(filter %.sh,$(VM_TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/vm/
+install -m 0644 $(filter-out %.sh,$(VM_TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/vm/
+install -m 0644 $(BUILD)/man/chat2sbx.1 $(DESTDIR)$(MANDIR)/man1/
+install -m 0644 $(BUILD)/man/chat2sbx.conf.5 $(DESTDIR)$(MANDIR)/man5/
+install -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/chat2sbx
+install -m 0644 $(SERVICE_UNIT) $(DESTDIR)$(SYSTEMDUSERDIR)/chat2sbx.service
+endef
 
 # Removes exactly what install put, then the directories of its own.
 uninstall:
@@ -490,6 +508,7 @@ help:
 	@echo "make bench-git-tree  the per-call cost of a direct workspace's .git check"
 	@echo "make man        chat2sbx(1) and chat2sbx.conf(5) into build/man (scdoc)"
 	@echo "make install    install under PREFIX (/usr/local; DESTDIR too); make uninstall removes it"
+	@echo "make install-build / install-files  the same in two steps: build only, then copy only"
 	@echo "make clean      remove build/"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

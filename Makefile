@@ -8,12 +8,19 @@ GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown
 
 CC ?= cc
 CFLAGS ?= -O2 -g
+# The flags as given, before the additions below: a sub-make gets these
+# (make exports CFLAGS from the environment with the additions, which it
+# would add again).
+GIVEN_CFLAGS := $(CFLAGS)
 override CFLAGS += -std=gnu17 -Wall -Wextra -D_GNU_SOURCE -MMD -MP \
 	-DCHAT2SBX_VERSION='"$(VERSION)"' -DCHAT2SBX_GIT_VERSION='"$(GIT_VERSION)"'
 LDFLAGS ?=
+GIVEN_LDFLAGS := $(LDFLAGS)
 # WERROR=1 (make check, make test) turns every warning into an error.
 WERROR ?=
 override CFLAGS += $(if $(filter-out 0,$(WERROR)),-Werror)
+# CPPFLAGS (as dpkg-buildflags gives them: -D_FORTIFY_SOURCE) go with CFLAGS.
+override CFLAGS += $(CPPFLAGS)
 
 PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd libnftables libarchive zlib nettle
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -407,7 +414,7 @@ install: install-build
 	$(install_files)
 
 install-files:
-	@$(MAKE) -s -q $(INSTALL_INPUTS) || { echo "install-files: the files to install are not built, or were built with other flags or another PREFIX; run 'make PREFIX=$(PREFIX) install-build' first (with the same CFLAGS)" >&2; exit 1; }
+	@$(MAKE) -s -q CFLAGS='$(GIVEN_CFLAGS)' LDFLAGS='$(GIVEN_LDFLAGS)' $(INSTALL_INPUTS) || { echo "install-files: the files to install are not built, or were built with other flags or another PREFIX; run 'make PREFIX=$(PREFIX) install-build' first (with the same CFLAGS)" >&2; exit 1; }
 	$(install_files)
 
 define install_files

@@ -247,11 +247,12 @@ test-vm: all
 	e2e/run.sh --vm
 
 # Everything on a fresh Debian machine: packages, then the gate (make
-# check), then the engine, the template and the end-to-end tests, all
-# built with -Werror.
+# check), the Debian package (make check-deb), then the engine, the
+# template and the end-to-end tests, all built with -Werror.
 test:
 	scripts/deps.sh all
 	$(MAKE) check
+	$(MAKE) check-deb
 	$(MAKE) WERROR=1 e2e
 
 # The gate (issue 24): no root, no package installation, no engine, no
@@ -449,6 +450,29 @@ uninstall:
 check-install:
 	scripts/tests/install-layout.sh
 
+# ---- the Debian package (issue 25; debian/, docs/operations.md) ----
+# make deb: build/deb/chat2sbx_<VERSION>_amd64.deb with dpkg-buildpackage,
+# out of a copy of the tree (scripts/deb.sh). DEB_VERSION=0.1.0+test2 gives
+# the package another version (upgrade tests; the program's own stays
+# VERSION). make lintian: no error, no warning not overridden with its
+# reason. make check-deb: that, and the package's files, fields,
+# maintainer scripts and firewall unit (scripts/tests/deb-check.sh).
+DEB_VERSION ?= $(VERSION)
+DEB_FILE := $(BUILD)/deb/chat2sbx_$(DEB_VERSION)_amd64.deb
+.PHONY: deb lintian check-deb deb-deps
+deb-deps:
+	@command -v dpkg-buildpackage >/dev/null 2>&1 && command -v dh >/dev/null 2>&1 && command -v lintian >/dev/null 2>&1 && \
+		command -v fakeroot >/dev/null 2>&1 || scripts/deps.sh deb
+
+deb: deb-deps
+	DEB_VERSION=$(DEB_VERSION) scripts/deb.sh
+
+lintian: deb
+	lintian -I -E --pedantic --show-overrides --fail-on error,warning $(DEB_FILE)
+
+check-deb: deb-deps
+	DEB_VERSION=$(DEB_VERSION) scripts/tests/deb-check.sh
+
 # ---- benchmark (issue 8; docs/performance.md) ----
 # make bench: the C load client (libcurl, one handle per thread) and the
 # driver e2e/bench/run.mjs, which starts serve on a free port with a
@@ -516,6 +540,7 @@ help:
 	@echo "make man        chat2sbx(1) and chat2sbx.conf(5) into build/man (scdoc)"
 	@echo "make install    install under PREFIX (/usr/local; DESTDIR too); make uninstall removes it"
 	@echo "make install-build / install-files  the same in two steps: build only, then copy only"
+	@echo "make deb        build/deb/chat2sbx_VERSION_amd64.deb (DEB_VERSION=... another version); make lintian, make check-deb"
 	@echo "make clean      remove build/"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -241,8 +241,11 @@ e2e: all
 # Installed like any Linux tool and used by a normal user (issue 25;
 # e2e/installed/run.sh): as root on a throwaway machine, it installs into
 # /usr/local, adds a user, upgrades, uninstalls. Not part of `make e2e`.
+# Path A (make install) always; path B (the package) where make deb can run
+# (E2E_INSTALLED_PATHS="a deb" by default on Debian with dpkg-buildpackage).
+E2E_INSTALLED_PATHS ?= a $(if $(shell command -v dpkg-buildpackage),deb)
 e2e-installed: all
-	flock /tmp/chat2sbx-e2e.lock e2e/installed/run.sh $(E2E_INSTALLED_PATH)
+	for p in $(E2E_INSTALLED_PATHS); do flock /tmp/chat2sbx-e2e.lock e2e/installed/run.sh $$p || exit 1; done
 
 # The vm runtime's end-to-end scenarios (e2e/vm/; slow under TCG, so not
 # part of `make test`; docs/vm.md).

@@ -41,9 +41,14 @@ int ops_firewall_note_write(const char *path, const char *fingerprint, struct cp
 {
 	char dir[4096];
 	dir_of(path, dir, sizeof(dir));
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	if (mkdir(dir, 0755) == 0) {
+		/* Readable by every user whatever the umask (a unit's 0077). */
+		if (chmod(dir, 0755) < 0)
+			return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "make '%s' readable", dir);
+	} else if (errno != EEXIST) {
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "create the directory '%s' of the firewall note",
 		                          dir);
+	}
 	_cleanup_free_ char *tmp = xasprintf("%s.%d.tmp", path, (int)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)

@@ -24,8 +24,9 @@ static void setup(void)
 	snprintf(dir, sizeof(dir), "%s/run", root);
 	snprintf(note, sizeof(note), "%s/firewall", dir);
 	struct cp_error *err = NULL;
+	mode_t was = umask(077); /* as under the firewall unit: still readable by all */
 	cr_assert_eq(ops_firewall_note_write(note, FP, &err), 0, "%s", err ? err->message : "");
-	umask(022);
+	umask(was);
 }
 
 static void teardown(void)

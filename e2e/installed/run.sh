@@ -25,7 +25,11 @@ exec </dev/null
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 mode="${1:-a}"
-prefix=/usr/local
+case "$mode" in
+  a) prefix=/usr/local ;;
+  deb) prefix=/usr ;;
+  *) echo "usage: e2e/installed/run.sh [a|deb]" >&2; exit 2 ;;
+esac
 user="c2s-e2e-$$"
 home="/var/tmp/$user-home"
 work="$(mktemp -d /tmp/c2s-installed.XXXXXX)"
@@ -63,7 +67,7 @@ cleanup() {
     if [ "$mode" = deb ]; then dpkg -r chat2sbx >/dev/null 2>&1; else make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null 2>&1; fi
   fi
   # The upgrade's template tag (the image itself is the earlier version's).
-  [ -z "${new:-}" ] || docker rmi "chat2sbx-template:$new" >/dev/null 2>&1
+  [ -z "${new:-}" ] || [ "$new" = "$ver" ] || docker rmi "chat2sbx-template:$new" >/dev/null 2>&1
   if id "$user" >/dev/null 2>&1; then
     pkill -u "$user" 2>/dev/null # only this test's user's processes
     userdel "$user" 2>/dev/null
@@ -124,10 +128,20 @@ start_serve() {
   die "serve ($1) did not answer within 120 s"
 }
 
+# Path B: the packages `make deb` builds (this version and a higher one),
+# made before the clock starts; installed with dpkg -i.
+build_deb() {
+  local deb="$root/build/deb/chat2sbx_$1_amd64.deb"
+  make -s -C "$root" deb DEB_VERSION="$1" >"$work/deb.$1.log" 2>&1 || { tail -30 "$work/deb.$1.log" >&2; die "make deb DEB_VERSION=$1"; }
+  [ -f "$deb" ] || die "make deb made no $deb"
+  say "package $(basename "$deb"): $(du -k "$deb" | cut -f1) KiB"
+}
+install_deb() {
+  installed=1
+  dpkg -i "$root/build/deb/chat2sbx_$1_amd64.deb" >"$work/dpkg.$1.log" 2>&1 || { cat "$work/dpkg.$1.log" >&2; die "dpkg -i chat2sbx $1"; }
+}
+
 install_build() { # $1: source tree
-  if [ "$mode" = deb ]; then
-    die "path B (the Debian package) is not wired yet"
-  fi
   make -s -C "$1" -j2 install PREFIX="$prefix" >"$work/install.log" 2>&1 || { tail -30 "$work/install.log" >&2; die "make install from $1"; }
   installed=1
 }
@@ -135,8 +149,16 @@ install_build() { # $1: source tree
 # ---- 1. install ----
 ver="$(cat "$root/VERSION")"
 say "installing $ver (path $mode) into $prefix"
-t_install=$SECONDS
-install_build "$root"
+if [ "$mode" = deb ]; then
+  make -s -C "$root" deb-deps >/dev/null
+  build_deb "$ver"
+  build_deb "$ver+test2"
+  t_install=$SECONDS
+  install_deb "$ver"
+else
+  t_install=$SECONDS
+  install_build "$root"
+fi
 [ -x "$prefix/bin/chat2sbx" ] && [ -x "$prefix/lib/chat2sbx/chat2sbx-helper" ] && [ -f "$prefix/share/chat2sbx/template/build.sh" ] ||
   die "the installed layout is incomplete"
 
@@ -170,7 +192,12 @@ set -e
 [ $rc != 0 ] && grep -q "install-firewall" "$work/serve.refused.log" ||
   { cat "$work/serve.refused.log" >&2; die "serve as a user started without knowing the firewall is in place"; }
 say "serve without root's firewall note refuses: ok"
-"$prefix/bin/chat2sbx" setup --install-firewall >"$work/fw.log" 2>&1 || { cat "$work/fw.log" >&2; die "root setup --install-firewall"; }
+if [ "$mode" = deb ] && [ "$(systemctl is-system-running 2>/dev/null)" != offline ] && command -v systemctl >/dev/null; then
+  systemctl start chat2sbx-firewall >"$work/fw.log" 2>&1 || { cat "$work/fw.log" >&2; die "systemctl start chat2sbx-firewall"; }
+else
+  # What the firewall unit runs (no systemd here, or path A).
+  (cd / && "$prefix/bin/chat2sbx" setup --install-firewall) >"$work/fw.log" 2>&1 || { cat "$work/fw.log" >&2; die "root setup --install-firewall"; }
+fi
 # Read back from the kernel (root's status reads nftables itself).
 fw="$( (cd / && "$prefix/bin/chat2sbx" status 2>&1) | grep -i 'firewall' || true)"
 case "$fw" in *installed*) say "table inet chat2sbx in place: $fw" ;; *) die "table inet chat2sbx is not in place: $fw" ;; esac
@@ -187,19 +214,27 @@ grep -q "firewall.*installed by root\|in place" "$work/serve.before.log" || { ca
 say "install to first sandbox: ${t_first} s"
 
 # ---- 6. upgrade: the same tree with a higher version ----
-new="$ver.1" # a tag-safe higher version (no '+': it names the template image)
-src="$work/src"
-mkdir -p "$src"
-tar -C "$root" --exclude=./build --exclude=./.git --exclude='./e2e' --exclude=node_modules -cf - . | tar -C "$src" -xf -
-echo "$new" >"$src/VERSION"
-say "upgrading to $new while the sandbox runs"
-install_build "$src"
-case "$("$prefix/bin/chat2sbx" --version)" in "chat2sbx $new "*) ;; *) die "the installed binary is not $new" ;; esac
+if [ "$mode" = deb ]; then
+  # The package's version rises; the program's stays VERSION (scripts/deb.sh).
+  new="$ver"
+  say "upgrading the package to $ver+test2 while the sandbox runs"
+  install_deb "$ver+test2"
+  [ "$(dpkg-query -W -f '${Version}' chat2sbx)" = "$ver+test2" ] || die "chat2sbx $ver+test2 is not installed"
+else
+  new="$ver.1" # a tag-safe higher version (no '+': it names the template image)
+  src="$work/src"
+  mkdir -p "$src"
+  tar -C "$root" --exclude=./build --exclude=./.git --exclude='./e2e' --exclude=node_modules -cf - . | tar -C "$src" -xf -
+  echo "$new" >"$src/VERSION"
+  say "upgrading to $new while the sandbox runs"
+  install_build "$src"
+  case "$("$prefix/bin/chat2sbx" --version)" in "chat2sbx $new "*) ;; *) die "the installed binary is not $new" ;; esac
+fi
 stop_serve
 start_serve after
 # The new version's template tag did not exist: serve found the image by
 # its inputs' hash and re-tagged it (no rebuild, no setup needed).
-grep -q "template image chat2sbx-template:$new: re-tagged" "$work/serve.after.log" ||
+[ "$new" = "$ver" ] || grep -q "template image chat2sbx-template:$new: re-tagged" "$work/serve.after.log" ||
   die "serve after the upgrade did not re-tag the template: $(grep -m3 'template\|serve:' "$work/serve.after.log")"
 grep -q "reconciled: 1 sandbox(es) re-attached" "$work/serve.after.log" ||
   die "serve after the upgrade did not re-attach the sandbox: $(grep -m3 'reconciled' "$work/serve.after.log")"
@@ -209,9 +244,13 @@ node "$here/client.mjs" destroy "$url" "$token" "$work/state.json"
 stop_serve
 
 # ---- 7. uninstall keeps the user's data ----
-make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null
+if [ "$mode" = deb ]; then
+  dpkg -r chat2sbx >"$work/dpkg-r.log" 2>&1 || { cat "$work/dpkg-r.log" >&2; die "dpkg -r chat2sbx"; }
+else
+  make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null
+fi
 installed=""
-for f in bin/chat2sbx lib/chat2sbx share/chat2sbx share/man/man1/chat2sbx.1; do
+for f in bin/chat2sbx lib/chat2sbx share/chat2sbx share/man/man1/chat2sbx.1 share/man/man1/chat2sbx.1.gz; do
   [ ! -e "$prefix/$f" ] || die "uninstall left $prefix/$f"
 done
 [ -n "$(find "$home/.chat2sbx" -name 'chat2sbx.sqlite' 2>/dev/null)" ] || die "uninstall removed the user's data root"

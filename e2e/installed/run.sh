@@ -238,7 +238,7 @@ start_serve after
   die "serve after the upgrade did not re-tag the template: $(grep -m3 'template\|serve:' "$work/serve.after.log")"
 grep -q "reconciled: 1 sandbox(es) re-attached" "$work/serve.after.log" ||
   die "serve after the upgrade did not re-attach the sandbox: $(grep -m3 'reconciled' "$work/serve.after.log")"
-say "serve $new re-tagged the template and re-attached the sandbox"
+say "serve $new $([ "$new" = "$ver" ] && echo "kept the template" || echo "re-tagged the template") and re-attached the sandbox"
 node "$here/client.mjs" after "$url" "$token" "$work/state.json"
 node "$here/client.mjs" destroy "$url" "$token" "$work/state.json"
 stop_serve

@@ -299,7 +299,7 @@ $(BUILD)/lint/vm/%.o: %.c $(FLAGS_STAMP) $(LINT_SUPPRESS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ANALYZE) $(call lint_flags,$<) -Itemplate/vm/src -Itemplate/helper -c -o $@ $<
 
-SHELL_SCRIPTS = $(wildcard scripts/*.sh scripts/tests/*.sh template/build.sh template/vm/*.sh) e2e/run.sh
+SHELL_SCRIPTS = $(wildcard scripts/*.sh scripts/tests/*.sh template/build.sh template/vm/*.sh) e2e/run.sh e2e/installed/run.sh
 
 lint: lint-c lint-sh
 lint-c: $(LINT_CP) $(LINT_HELPER) $(LINT_VM)

@@ -73,7 +73,7 @@ cleanup() {
     userdel "$user" 2>/dev/null
   fi
   if [ "${E2E_KEEP:-0}" = 1 ]; then say "kept $home and $work"; else rm -rf --one-file-system "$home" "$work"; fi
-  [ $rc = 0 ] && say "passed in $((SECONDS - t_start)) s" || say "FAILED (exit $rc) after $((SECONDS - t_start)) s"
+  if [ $rc = 0 ]; then say "passed in $((SECONDS - t_start)) s"; else say "FAILED (exit $rc) after $((SECONDS - t_start)) s"; fi
   exit $rc
 }
 trap cleanup EXIT
@@ -82,6 +82,7 @@ trap cleanup EXIT
 # private mount namespace with an empty, unreadable tmpfs over it) and only
 # a login's environment.
 as_user() {
+  # shellcheck disable=SC2016 # expanded by the inner sh, from its arguments
   unshare --mount --propagation private -- sh -c '
     mount -t tmpfs -o mode=000,size=4k none "$1" || exit 97
     shift
@@ -159,8 +160,10 @@ else
   t_install=$SECONDS
   install_build "$root"
 fi
-[ -x "$prefix/bin/chat2sbx" ] && [ -x "$prefix/lib/chat2sbx/chat2sbx-helper" ] && [ -f "$prefix/share/chat2sbx/template/build.sh" ] ||
+if ! [ -x "$prefix/bin/chat2sbx" ] || ! [ -x "$prefix/lib/chat2sbx/chat2sbx-helper" ] ||
+   ! [ -f "$prefix/share/chat2sbx/template/build.sh" ]; then
   die "the installed layout is incomplete"
+fi
 
 # ---- 2. the user: first outside the docker group ----
 useradd --home-dir "$home" --create-home --shell /bin/bash "$user"
@@ -189,8 +192,10 @@ set +e
 as_user timeout 60 "$prefix/bin/chat2sbx" serve >"$work/serve.refused.log" 2>&1
 rc=$?
 set -e
-[ $rc != 0 ] && grep -q "install-firewall" "$work/serve.refused.log" ||
-  { cat "$work/serve.refused.log" >&2; die "serve as a user started without knowing the firewall is in place"; }
+if [ $rc = 0 ] || ! grep -q "install-firewall" "$work/serve.refused.log"; then
+  cat "$work/serve.refused.log" >&2
+  die "serve as a user started without knowing the firewall is in place"
+fi
 say "serve without root's firewall note refuses: ok"
 if [ "$mode" = deb ] && [ "$(systemctl is-system-running 2>/dev/null)" != offline ] && command -v systemctl >/dev/null; then
   systemctl start chat2sbx-firewall >"$work/fw.log" 2>&1 || { cat "$work/fw.log" >&2; die "systemctl start chat2sbx-firewall"; }

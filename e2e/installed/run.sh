@@ -17,7 +17,8 @@
 #   6. destroy; uninstall (or dpkg -r) removes the files and keeps the data root
 # Cleanup (a trap, also on failure): serve stopped, the user's containers and
 # the user removed, the installed files (or package) removed.
-# Usage: e2e/installed/run.sh [a|deb]   (make e2e-installed; default: a)
+# Usage: e2e/installed/run.sh [a|deb]   (default: a; make e2e-installed runs
+#   both paths, each under /tmp/chat2sbx-e2e.lock, the engine's lock)
 # Environment: E2E_KEEP=1 keeps the user's home for a look afterwards.
 set -euo pipefail
 exec </dev/null

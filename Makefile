@@ -341,7 +341,17 @@ $(shell mkdir -p $(INSTALL_BUILD))
 $(file >$(INSTALL_STAMP),$(INSTALL_DIRS_TEXT))
 endif
 
-$(INSTALL_DIRS_OBJ): $(INSTALL_DIRS_SRC) $(FLAGS_STAMP) $(INSTALL_STAMP)
+# The compiled-in directories must be absolute and one word each: a
+# relative one would be looked up from whatever folder chat2sbx runs in.
+.PHONY: install-paths
+install-paths:
+	@for d in $(BINDIR) $(PKGLIBDIR) $(PKGDATADIR) $(MANDIR) $(COMPLETIONDIR) $(SYSTEMDUSERDIR); do \
+		case "$$d" in /*) ;; *) echo "make: '$$d' is not an absolute path; give PREFIX (and BINDIR, PKGLIBDIR, PKGDATADIR) as /..." >&2; exit 2;; esac; \
+	done
+	@if [ "$(words $(PREFIX))" != 1 ] || [ "$(words $(DESTDIR) x)" -gt 2 ]; then \
+		echo "make: PREFIX and DESTDIR must not contain spaces ('$(PREFIX)', '$(DESTDIR)')" >&2; exit 2; fi
+
+$(INSTALL_DIRS_OBJ): $(INSTALL_DIRS_SRC) $(FLAGS_STAMP) $(INSTALL_STAMP) | install-paths
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DCHAT2SBX_LIB_DIR='"$(PKGLIBDIR)"' -DCHAT2SBX_DATA_DIR='"$(PKGDATADIR)"' -c -o $@ $<
 
@@ -393,7 +403,7 @@ VM_TEMPLATE_INPUTS := template/vm/build.sh template/vm/guest-build.sh template/v
 	template/vm/mkcpio.py template/vm/Dockerfile template/vm/Dockerfile.runtime template/vm/modules.txt \
 	template/vm/guest-packages.txt template/vm/runtime-packages.txt
 
-install: $(INSTALL_BIN) $(HELPER_BIN) $(VM_BIN) $(MAN_PAGES) $(COMPLETION) $(SERVICE_UNIT)
+install: install-paths $(INSTALL_BIN) $(HELPER_BIN) $(VM_BIN) $(MAN_PAGES) $(COMPLETION) $(SERVICE_UNIT)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(PKGDATADIR)/template/vm \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(SYSTEMDUSERDIR)
 	install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/chat2sbx
@@ -409,7 +419,7 @@ install: $(INSTALL_BIN) $(HELPER_BIN) $(VM_BIN) $(MAN_PAGES) $(COMPLETION) $(SER
 	install -m 0644 $(SERVICE_UNIT) $(DESTDIR)$(SYSTEMDUSERDIR)/chat2sbx.service
 
 # Removes exactly what install put, then the directories of its own.
-uninstall:
+uninstall: install-paths
 	rm -f $(DESTDIR)$(BINDIR)/chat2sbx $(DESTDIR)$(PKGLIBDIR)/chat2sbx-helper $(DESTDIR)$(PKGLIBDIR)/chat2sbx-vm \
 		$(DESTDIR)$(PKGDATADIR)/VERSION $(DESTDIR)$(PKGDATADIR)/.env.example \
 		$(addprefix $(DESTDIR)$(PKGDATADIR)/,$(TEMPLATE_INPUTS) $(VM_TEMPLATE_INPUTS)) \
@@ -472,7 +482,7 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@echo "make            build build/chat2sbx and build/chat2sbx-helper"
+	@echo "make            build build/chat2sbx, build/chat2sbx-helper and build/chat2sbx-vm"
 	@echo "make run        install what is missing, build, build the template, serve on loopback"
 	@echo "make test       install what is missing, make check, then the template and e2e on the real engine"
 	@echo "make check      the gate, no root/engine/network: -Werror build, fmt-check, lint, unit tests, fuzz replay, check-docs"

@@ -99,7 +99,7 @@ static char *render(const char *prefix, char *const *legacy, const char *fp, siz
 	size_t len = 0;
 	FILE *m = xopen_memstream(&text, &len);
 	fprintf(m,
-	        "# chat2sbx host edge (README, \"Security model\"): written by chat2sbx, replaced whole in one\n"
+	        "# chat2sbx host edge (docs/security.md, \"The host edge\"): written by chat2sbx, replaced whole in one\n"
 	        "# transaction; 'chat2sbx setup --uninstall-firewall' removes it.\n"
 	        "table %s %s\n"
 	        "delete table %s %s\n"

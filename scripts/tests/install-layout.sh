@@ -37,6 +37,15 @@ expected="$(cat <<'LIST'
 LIST
 )"
 
+# A relative PREFIX would be compiled in and looked up from whatever folder
+# chat2sbx runs in: refused before anything is built or copied.
+if out="$(make -s install DESTDIR="$dest" PREFIX=usr 2>&1)"; then
+  bad "make install took a relative PREFIX"
+elif ! grep -q "is not an absolute path" <<<"$out"; then
+  bad "make install with a relative PREFIX did not say why: $out"
+fi
+[ -z "$(ls -A "$dest")" ] || bad "make install with a relative PREFIX copied files"
+
 t0=$(date +%s%N)
 make -s install DESTDIR="$dest" PREFIX=/usr >/dev/null
 echo "install-layout: make install took $(( ($(date +%s%N) - t0) / 1000000 )) ms"

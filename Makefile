@@ -64,7 +64,7 @@ FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_expo
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
-.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs
+.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs check-gate
 all: $(BIN) $(HELPER_BIN) $(VM_BIN)
 
 # Objects are rebuilt when the flags change (WERROR, CFLAGS, SANITIZE, CC):
@@ -260,6 +260,12 @@ check:
 	$(MAKE) WERROR=1 check-docs
 	$(MAKE) WERROR=1 check-man
 	$(MAKE) WERROR=1 check-install
+	$(MAKE) check-gate
+
+# make check's own test: a planted warning, format error and -fanalyzer
+# finding each fail its rules (scripts/tests/gate-check.sh, in a copy).
+check-gate:
+	scripts/tests/gate-check.sh
 
 # ---- lint: gcc -fanalyzer over every production .c, and shellcheck ----
 # Each file is analysed once per change (a stamp object in build/lint).

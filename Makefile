@@ -8,12 +8,19 @@ GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown
 
 CC ?= cc
 CFLAGS ?= -O2 -g
+# The flags as given, before the additions below: a sub-make gets these
+# (make exports CFLAGS from the environment with the additions, which it
+# would add again).
+GIVEN_CFLAGS := $(CFLAGS)
 override CFLAGS += -std=gnu17 -Wall -Wextra -D_GNU_SOURCE -MMD -MP \
 	-DCHAT2SBX_VERSION='"$(VERSION)"' -DCHAT2SBX_GIT_VERSION='"$(GIT_VERSION)"'
 LDFLAGS ?=
+GIVEN_LDFLAGS := $(LDFLAGS)
 # WERROR=1 (make check, make test) turns every warning into an error.
 WERROR ?=
 override CFLAGS += $(if $(filter-out 0,$(WERROR)),-Werror)
+# CPPFLAGS (as dpkg-buildflags gives them: -D_FORTIFY_SOURCE) go with CFLAGS.
+override CFLAGS += $(CPPFLAGS)
 
 PKGS := libcurl json-c sqlite3 yaml-0.1 libmicrohttpd libnftables libarchive zlib nettle
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -64,7 +71,7 @@ FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_expo
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
-.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs check-gate
+.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm e2e-installed deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs check-gate
 all: $(BIN) $(HELPER_BIN) $(VM_BIN)
 
 # Objects are rebuilt when the flags change (WERROR, CFLAGS, SANITIZE, CC):
@@ -231,6 +238,15 @@ e2e: all
 	$(TEMPLATE_VM_BUILD)
 	e2e/run.sh
 
+# Installed like any Linux tool and used by a normal user (issue 25;
+# e2e/installed/run.sh): as root on a throwaway machine, it installs into
+# /usr/local, adds a user, upgrades, uninstalls. Not part of `make e2e`.
+# Path A (make install) always; path B (the package) where make deb can run
+# (E2E_INSTALLED_PATHS="a deb" by default on Debian with dpkg-buildpackage).
+E2E_INSTALLED_PATHS ?= a $(if $(shell command -v dpkg-buildpackage),deb)
+e2e-installed: all
+	for p in $(E2E_INSTALLED_PATHS); do flock /tmp/chat2sbx-e2e.lock e2e/installed/run.sh $$p || exit 1; done
+
 # The vm runtime's end-to-end scenarios (e2e/vm/; slow under TCG, so not
 # part of `make test`; docs/vm.md).
 test-vm: all
@@ -240,11 +256,12 @@ test-vm: all
 	e2e/run.sh --vm
 
 # Everything on a fresh Debian machine: packages, then the gate (make
-# check), then the engine, the template and the end-to-end tests, all
-# built with -Werror.
+# check), the Debian package (make check-deb), then the engine, the
+# template and the end-to-end tests, all built with -Werror.
 test:
 	scripts/deps.sh all
 	$(MAKE) check
+	$(MAKE) check-deb
 	$(MAKE) WERROR=1 e2e
 
 # The gate (issue 24): no root, no package installation, no engine, no
@@ -399,8 +416,9 @@ man: $(MAN_PAGES)
 check-man: $(BIN) $(MAN_PAGES)
 	scripts/tests/man-check.sh $(BIN) $(BUILD)/man
 
-# What `make install` lays out, exactly (scripts/tests/install-layout.sh
-# checks it against this list and `make uninstall` against nothing left).
+# What `make install` lays out, exactly: scripts/tests/install-layout.txt
+# (scripts/tests/install-layout.sh checks it, and `make uninstall` against
+# nothing left).
 MANDIR ?= $(PREFIX)/share/man
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
@@ -409,20 +427,37 @@ VM_TEMPLATE_INPUTS := template/vm/build.sh template/vm/guest-build.sh template/v
 	template/vm/mkcpio.py template/vm/Dockerfile template/vm/Dockerfile.runtime template/vm/modules.txt \
 	template/vm/guest-packages.txt template/vm/runtime-packages.txt
 
-install: install-paths $(INSTALL_BIN) $(HELPER_BIN) $(VM_BIN) $(MAN_PAGES) $(COMPLETION) $(SERVICE_UNIT)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(PKGDATADIR)/template/vm \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(SYSTEMDUSERDIR)
-	install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/chat2sbx
-	install -m 0755 $(HELPER_BIN) $(VM_BIN) $(DESTDIR)$(PKGLIBDIR)/
-	install -m 0644 VERSION .env.example $(DESTDIR)$(PKGDATADIR)/
-	install -m 0755 template/build.sh $(DESTDIR)$(PKGDATADIR)/template/
-	install -m 0644 $(filter-out %.sh,$(TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/
-	install -m 0755 $(filter %.sh %.py,$(VM_TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/vm/
-	install -m 0644 $(filter-out %.sh %.py,$(VM_TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/vm/
-	install -m 0644 $(BUILD)/man/chat2sbx.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 $(BUILD)/man/chat2sbx.conf.5 $(DESTDIR)$(MANDIR)/man5/
-	install -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/chat2sbx
-	install -m 0644 $(SERVICE_UNIT) $(DESTDIR)$(SYSTEMDUSERDIR)/chat2sbx.service
+# What install copies; `make install-build` builds them (and copies nothing),
+# `make install-files` copies them (and builds nothing: debian/rules builds
+# as the user and copies under fakeroot). Every file and mode is in
+# scripts/tests/install-layout.txt. mkcpio.py is run as `python3 mkcpio.py`
+# inside a container, never executed itself, so it is data (0644).
+INSTALL_INPUTS := $(INSTALL_BIN) $(HELPER_BIN) $(VM_BIN) $(MAN_PAGES) $(COMPLETION) $(SERVICE_UNIT)
+.PHONY: install-build install-files
+install-build: $(INSTALL_INPUTS)
+
+install: install-paths install-build
+	$(install_files)
+
+install-files: install-paths
+	@$(MAKE) -s -q CFLAGS='$(GIVEN_CFLAGS)' LDFLAGS='$(GIVEN_LDFLAGS)' $(INSTALL_INPUTS) || { echo "install-files: the files to install are not built, or were built with other flags or another PREFIX; run 'make PREFIX=$(PREFIX) install-build' first (with the same CFLAGS)" >&2; exit 1; }
+	$(install_files)
+
+define install_files
+install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(PKGDATADIR)/template/vm \
+	$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(SYSTEMDUSERDIR)
+install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/chat2sbx
+install -m 0755 $(HELPER_BIN) $(VM_BIN) $(DESTDIR)$(PKGLIBDIR)/
+install -m 0644 VERSION .env.example $(DESTDIR)$(PKGDATADIR)/
+install -m 0755 template/build.sh $(DESTDIR)$(PKGDATADIR)/template/
+install -m 0644 $(filter-out %.sh,$(TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/
+install -m 0755 $(filter %.sh,$(VM_TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/vm/
+install -m 0644 $(filter-out %.sh,$(VM_TEMPLATE_INPUTS)) $(DESTDIR)$(PKGDATADIR)/template/vm/
+install -m 0644 $(BUILD)/man/chat2sbx.1 $(DESTDIR)$(MANDIR)/man1/
+install -m 0644 $(BUILD)/man/chat2sbx.conf.5 $(DESTDIR)$(MANDIR)/man5/
+install -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/chat2sbx
+install -m 0644 $(SERVICE_UNIT) $(DESTDIR)$(SYSTEMDUSERDIR)/chat2sbx.service
+endef
 
 # Removes exactly what install put, then the directories of its own.
 uninstall: install-paths
@@ -439,6 +474,29 @@ uninstall: install-paths
 # uninstall leaves nothing (no root, no engine).
 check-install:
 	scripts/tests/install-layout.sh
+
+# ---- the Debian package (issue 25; debian/, docs/operations.md) ----
+# make deb: build/deb/chat2sbx_<VERSION>_amd64.deb with dpkg-buildpackage,
+# out of a copy of the tree (scripts/deb.sh). DEB_VERSION=0.1.0+test2 gives
+# the package another version (upgrade tests; the program's own stays
+# VERSION). make lintian: no error, no warning not overridden with its
+# reason. make check-deb: that, and the package's files, fields,
+# maintainer scripts and firewall unit (scripts/tests/deb-check.sh).
+DEB_VERSION ?= $(VERSION)
+DEB_FILE := $(BUILD)/deb/chat2sbx_$(DEB_VERSION)_amd64.deb
+.PHONY: deb lintian check-deb deb-deps
+deb-deps:
+	@command -v dpkg-buildpackage >/dev/null 2>&1 && command -v dh >/dev/null 2>&1 && command -v lintian >/dev/null 2>&1 && \
+		command -v fakeroot >/dev/null 2>&1 || scripts/deps.sh deb
+
+deb: deb-deps
+	DEB_VERSION=$(DEB_VERSION) scripts/deb.sh
+
+lintian: deb
+	lintian -I -E --pedantic --show-overrides --fail-on error,warning $(DEB_FILE)
+
+check-deb: deb-deps
+	DEB_VERSION=$(DEB_VERSION) scripts/tests/deb-check.sh
 
 # ---- benchmark (issue 8; docs/performance.md) ----
 # make bench: the C load client (libcurl, one handle per thread) and the
@@ -506,6 +564,8 @@ help:
 	@echo "make bench-git-tree  the per-call cost of a direct workspace's .git check"
 	@echo "make man        chat2sbx(1) and chat2sbx.conf(5) into build/man (scdoc)"
 	@echo "make install    install under PREFIX (/usr/local; DESTDIR too); make uninstall removes it"
+	@echo "make install-build / install-files  the same in two steps: build only, then copy only"
+	@echo "make deb        build/deb/chat2sbx_VERSION_amd64.deb (DEB_VERSION=... another version); make lintian, make check-deb"
 	@echo "make clean      remove build/"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -54,7 +54,9 @@ static int install(struct cli *cli)
 		return cli_fail(err);
 	printf("setup: firewall  %s%s\n", changed ? "changed: " : "ok: ", detail);
 	printf("setup: the table lasts until the next reboot; a chat2sbx serve running as root installs it at every "
-	       "start, otherwise run this again after a reboot%s\n",
+	       "start, a serve running as a normal user trusts the note %s written now; otherwise run this again "
+	       "after a reboot%s\n",
+	       OPS_FIREWALL_NOTE,
 	       cli->cfg->firewall ? "" : " (CHAT2SBX_FIREWALL=0: serve will neither install nor check it)");
 	return 0;
 }

@@ -123,6 +123,7 @@ static void step_runtime(struct setup *s, struct docker_engine *engine)
 }
 
 #define TEMPLATE_TAIL 30
+#define TEMPLATE_NEEDS_ROOT 3 /* build.sh's status when a step needs root */
 
 /* Runs build.sh, relaying its "template: ..." lines: one progress line with
  * a step counter on a terminal, plain lines otherwise. Returns the exit
@@ -221,7 +222,13 @@ static void step_template(struct setup *s, struct docker_engine *engine)
 		printf("setup: template  building %s (a few minutes the first time) ...\n", s->cfg->template_image);
 	int cached = 0;
 	int code = run_build_script(s, script, &cached);
-	if (code != 0)
+	if (code == TEMPLATE_NEEDS_ROOT)
+		step(s, "template", STEP_FAILED,
+		     "building %s the first time needs root (debootstrap makes its root file system, which is then "
+		     "cached): run 'sudo chat2sbx setup --template' once, then 'chat2sbx setup' again as yourself "
+		     "(any user in the docker group then finds the image)",
+		     s->cfg->template_image);
+	else if (code != 0)
 		step(s, "template", STEP_FAILED, "'%s' exited with status %d (its output is above)", script, code);
 	else if (cached)
 		step(s, "template", STEP_NOTHING, "%s is up to date (cached by content hash)", s->cfg->template_image);
@@ -281,10 +288,18 @@ static void step_firewall(struct setup *s, struct docker_engine *engine)
 		return;
 	}
 	if (!firewall_permitted()) {
-		step(s, "firewall", STEP_TODO,
-		     "setup is not root, so it cannot install (or check) the firewall that keeps sandboxes off this "
-		     "host's services: run 'sudo chat2sbx setup --install-firewall' (again after a reboot), or serve "
-		     "as root, which installs it itself");
+		char why[1024];
+		if (ops_firewall_unprivileged_check(engine, why, sizeof(why)) == 1) {
+			step(s, "firewall", STEP_NOTHING, "installed by root: %s", why);
+			return;
+		}
+		step(
+		    s, "firewall", STEP_TODO,
+		    "setup is not root, so it cannot install the firewall that keeps sandboxes off this host's "
+		    "services, and %s; serve refuses to start without it. Run 'sudo chat2sbx setup --install-firewall' "
+		    "(again after a reboot; the package's chat2sbx-firewall unit does it at boot), or set "
+		    "CHAT2SBX_FIREWALL=0 if this host's own firewall does the job",
+		    why);
 		return;
 	}
 	struct cp_error *e = NULL;
@@ -347,15 +362,26 @@ int cmd_setup(struct cli *cli, int argc, char **argv)
 	if (argc == 1 && (!strcmp(argv[0], "--install-firewall") || !strcmp(argv[0], "--uninstall-firewall") ||
 	                  !strcmp(argv[0], "--print-firewall")))
 		return cli_setup_firewall(cli, argv[0] + 2);
-	if (argc != 0) {
-		fprintf(stderr,
-		        "usage: chat2sbx setup [--install-service | --uninstall-service | --print-service |\n"
-		        "                       --install-firewall | --uninstall-firewall | --print-firewall]\n");
+	int template_only = argc == 1 && !strcmp(argv[0], "--template");
+	if (argc != 0 && !template_only) {
+		fprintf(
+		    stderr,
+		    "usage: chat2sbx setup [--template | --install-service | --uninstall-service | --print-service |\n"
+		    "                       --install-firewall | --uninstall-firewall | --print-firewall]\n");
 		return 2;
 	}
 	struct setup s = {.cfg = cli->cfg, .tty = isatty(STDOUT_FILENO)};
 	struct docker_engine *engine = NULL;
 	step_engine(&s, &engine);
+	if (template_only) {
+		/* Only the template (for root's one debootstrap, or a rebuild). */
+		if (engine)
+			step_template(&s, engine);
+		docker_engine_free(engine);
+		printf("\nsetup: %s\n", s.failed ? "the template step FAILED (see above)"
+		                                 : "the template is in place; run 'chat2sbx setup' for the rest");
+		return s.failed ? 1 : 0;
+	}
 	if (engine)
 		step_template(&s, engine);
 	else

@@ -8,6 +8,8 @@ const struct cli_help cli_help[] = {
     {"setup",
      "setup                      check the engine, build the template, create the data directories, check the\n"
      "                             tunnel; says what changed (a second run changes nothing)\n"
+     "  setup --template           only (re)build or find the template image (the first build needs root:\n"
+     "                             sudo chat2sbx setup --template)\n"
      "  setup --install-service    run serve as a systemd user service (--uninstall-service, --print-service)\n"
      "  setup --install-firewall   keep sandboxes off this host's services, as root (--uninstall-firewall,\n"
      "                             --print-firewall)"},

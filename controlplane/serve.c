@@ -229,10 +229,33 @@ static int require_file(const struct config *cfg, const char *path, const char *
 	return *prefix ? cp_error_prefix(err, "%s", prefix) : -1;
 }
 
+/* The template image, found again by content hash when its tag is missing
+ * (a new version looks for a new tag: ops/template.c). */
+static int require_template(const struct config *cfg, struct docker_engine *engine, struct cp_error **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (docker_image_inspect(engine, cfg->template_image, &id, err) == 0)
+		return 0;
+	if ((*err)->code != CP_ERR_NOT_FOUND)
+		return -1;
+	cp_error_freep(err);
+	char detail[512] = "";
+	int r = ops_template_retag(cfg, detail, sizeof(detail), err);
+	if (r == 1) {
+		log_info("serve", "template image %s: %s", cfg->template_image, detail);
+		return 0;
+	}
+	if (r < 0)
+		cp_error_log_free(LOG_LEVEL_WARN, "serve", err, "look for the template image by its inputs");
+	return cp_error_set(err, CP_ERR_UNAVAILABLE,
+	                    "the template image '%s' is not in the engine%s%s; build it with 'chat2sbx setup' (from a "
+	                    "source tree, 'make template'), or set CHAT2SBX_TEMPLATE_IMAGE",
+	                    cfg->template_image, detail[0] ? " and " : "", detail);
+}
+
 static int check_runtime_inputs(const struct config *cfg, struct docker_engine *engine, struct cp_error **err)
 {
-	if (require_image(engine, cfg->template_image, "", "template image", "template", "CHAT2SBX_TEMPLATE_IMAGE",
-	                  err) < 0 ||
+	if (require_template(cfg, engine, err) < 0 ||
 	    require_file(cfg, cfg->helper_path, "", "the helper binary", "CHAT2SBX_HELPER_PATH", err) < 0)
 		return -1;
 	/* The vm runtime (issue 15): its image and launcher too. */

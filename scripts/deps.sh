@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install the Debian packages chat2sbx needs, only those missing (a warm
 # machine pays nothing). Never prompts (CI has no standard input).
-# Usage: scripts/deps.sh [build|all|fuzz]   build = compilers and libraries only,
-#        fuzz = build plus clang (libFuzzer) for `make fuzz`
+# Usage: scripts/deps.sh [build|all|fuzz|deb]   build = compilers and libraries only,
+#        fuzz = build plus clang (libFuzzer) for `make fuzz`,
+#        deb = build plus Debian's packaging tools for `make deb` (all has them too)
 set -euo pipefail
 want=(build-essential pkg-config curl ca-certificates git
       libcurl4-openssl-dev libjson-c-dev libsqlite3-dev libyaml-dev
@@ -17,6 +18,9 @@ if [ "${1:-all}" = all ]; then
   want+=(iproute2) # e2e 21 makes a veth pair and a test address for the firewall scenario
   command -v node >/dev/null 2>&1 || want+=(nodejs)
   command -v npm >/dev/null 2>&1 || want+=(npm)
+fi
+if [ "${1:-all}" = all ] || [ "${1:-all}" = deb ]; then
+  want+=(debhelper dpkg-dev fakeroot lintian) # make deb, make check-deb (issue 25)
 fi
 if [ "${1:-all}" = fuzz ]; then
   want+=(clang)

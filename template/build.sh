@@ -17,7 +17,12 @@
 # is kept in /var/cache/chat2sbx/ (CHAT2SBX_TEMPLATE_CACHE) keyed by the hash,
 # so a rebuild after `docker rmi` skips debootstrap.
 # Environment: CHAT2SBX_TEMPLATE_IMAGE (default chat2sbx-template:VERSION),
-# CHAT2SBX_DOCKER_SOCKET (default /var/run/docker.sock), SUITE (bookworm).
+# CHAT2SBX_DOCKER_SOCKET (default /var/run/docker.sock), SUITE (bookworm),
+# CHAT2SBX_TEMPLATE_RETAG_ONLY=1 (only look: up to date or re-tagged → 0,
+# a build would be needed → 4; serve uses it after an upgrade).
+# Exit status: 0 done, 1 failed, 3 a step needs root (debootstrap, the
+# first time: the message says what to run), 4 (RETAG_ONLY) a build is
+# needed.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -33,6 +38,8 @@ start=$SECONDS
 
 say() { echo "template: $*"; }
 die() { echo "template: error: $*" >&2; exit 1; }
+# A step only root may do: its own status, so setup can say what to run.
+needs_root() { echo "template: needs root: $*" >&2; exit 3; }
 
 # ---- engine ----
 command -v docker >/dev/null 2>&1 || die "the docker client is not installed; run 'make deps'"
@@ -72,6 +79,10 @@ if [ -n "$same" ]; then
   say "template up to date ($tag)"
   exit 0
 fi
+if [ "${CHAT2SBX_TEMPLATE_RETAG_ONLY:-0}" = 1 ]; then
+  say "no image with input hash $hash; a build is needed"
+  exit 4
+fi
 
 # ---- root file system (cached tarball) ----
 tarball="$cache/template-rootfs-$suite-$rootfs_key.tar"
@@ -89,8 +100,9 @@ trap cleanup EXIT
 if [ -s "$tarball" ]; then
   say "using cached root file system $tarball"
 else
+  [ "$(id -u)" = 0 ] || needs_root "the template's root file system is built once with debootstrap, which needs root" \
+    "(and is then cached in $cache); run 'sudo chat2sbx setup --template' once, then 'chat2sbx setup' as yourself"
   command -v debootstrap >/dev/null 2>&1 || die "debootstrap is not installed; run 'apt-get install debootstrap' (or 'make deps')"
-  [ "$(id -u)" = 0 ] || die "debootstrap needs root; run template/build.sh as root"
   mkdir -p "$cache"
   chmod 0700 "$cache"
   work="$(mktemp -d "$cache/build.XXXXXX")"

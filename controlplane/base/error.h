@@ -30,6 +30,7 @@ enum cp_error_detail {
 	CP_DETAIL_NO_SPACE,            /* the engine's disk is full (ENOSPC) */
 	CP_DETAIL_REMOVAL_IN_PROGRESS, /* another DELETE of the container is under way */
 	CP_DETAIL_ENGINE_UNREACHABLE,  /* no connection to the engine's socket; errnum says why (ENOENT: no socket) */
+	CP_DETAIL_HELPER_VERSION,      /* a helper speaks a protocol this control plane does not (helper/version.c) */
 };
 
 struct cp_error {

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,8 +239,21 @@ struct config_env config_env_process(void)
 	} else {
 		snprintf(exe_dir, sizeof(exe_dir), ".");
 	}
+	/* HOME unset or empty (a system unit, `env -i`, some sudo set-ups):
+	 * the user's home from the password database, as a login would set
+	 * it; "/" only when even that has none. */
+	static char pw_home[PATH_MAX];
 	const char *home = getenv("HOME");
-	return (struct config_env){process_get, NULL, home && *home ? home : "/root", ".env", exe_dir};
+	if (!home || !*home) {
+		struct passwd pw, *pwp = NULL;
+		char pbuf[4096];
+		if (getpwuid_r(getuid(), &pw, pbuf, sizeof(pbuf), &pwp) == 0 && pwp && pwp->pw_dir && *pwp->pw_dir)
+			snprintf(pw_home, sizeof(pw_home), "%s", pwp->pw_dir);
+		else
+			snprintf(pw_home, sizeof(pw_home), "/");
+		home = pw_home;
+	}
+	return (struct config_env){process_get, NULL, home, ".env", exe_dir};
 }
 
 /* Expands "~/", "${NAME}" (an earlier setting, EXE_DIR, SOURCE_TREE: the

@@ -88,7 +88,8 @@ struct config_env {
 	const char *exe_dir;     /* directory of the running binary (a source tree's LIB_DIR) */
 };
 
-/* The process environment, $HOME, ./.env and the directory of /proc/self/exe.
+/* The process environment, $HOME (unset or empty: the home the password
+ * database gives this uid, "/" when it has none), ./.env and the directory of /proc/self/exe.
  * Strings inside are static or owned by the process. */
 struct config_env config_env_process(void);
 

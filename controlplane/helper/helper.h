@@ -92,6 +92,18 @@ int helper_channel_call_cancel(struct helper_channel *ch, const char *method, st
                                long timeout_ms, struct cp_cancel *cancel, struct json_object **ret_result,
                                struct cp_error **err);
 
+/* The helper/control-plane version rule (template/helper/proto.h at
+ * PROTO_VERSION_NUM): reads the "version" member of a hello answer (hello
+ * borrowed; NULL is treated as an answer without it) and accepts an integer v
+ * written as 1-9 decimal digits with PROTO_HOST_MIN <= v <= PROTO_VERSION_NUM.
+ * 0 with *ret_version = v (ret_version may be NULL). Otherwise -1 with
+ * CONFLICT, detail CP_DETAIL_HELPER_VERSION, and a message naming what the
+ * helper said (at most 40 characters of it, as the helper is not trusted) and
+ * the range accepted: "speaks protocol 0, this control plane accepts 1 to 2
+ * (the helper is older than ...)", "... newer ...", "... did not say which
+ * protocol it speaks ...". The caller adds what to do. Pure. */
+int helper_version_check(struct json_object *hello, int *ret_version, struct cp_error **err);
+
 /* True while the stream is open and the reader has not seen EOF or a corrupt frame. */
 int helper_channel_alive(struct helper_channel *ch);
 

@@ -261,7 +261,13 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 		r = -1;
 	report_step(opts, "waiting for the helper in the sandbox", 5);
 	if (r == 0 && lifecycle_helper_greet(lc, s, ch, NULL, err) < 0) { /* records its boot id (recovery.c) */
-		if (vm)
+		if ((*err)->detail == CP_DETAIL_HELPER_VERSION)
+			cp_error_prefix(
+			    err,
+			    "the helper at '%s' does not belong to this chat2sbx (reinstall chat2sbx so that its "
+			    "binary and lib/chat2sbx/chat2sbx-helper come from one build, then retry)",
+			    lc->cfg->helper_path);
+		else if (vm)
 			guard_vm_explain(&lc->host, s->id, container_id,
 			                 err); /* the launcher's refusal, if it was one */
 		r = -1;

@@ -204,7 +204,9 @@ int lifecycle_sandbox_reattach(struct lifecycle *lc, const struct sandbox_record
  * again since the last hello (its container was restarted: an engine restart
  * or a helper crash), or, with no earlier hello known, one that started long
  * after the sandbox was created (recovery.c). ret_boot (may be NULL) gets
- * the boot id. */
+ * the boot id. A helper whose protocol this control plane does not speak
+ * (helper_version_check) fails with CONFLICT, detail CP_DETAIL_HELPER_VERSION,
+ * before anything is recorded. */
 int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
                            char ret_boot[40], struct cp_error **err);
 

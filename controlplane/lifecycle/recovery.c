@@ -55,6 +55,8 @@ int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s,
 	_cleanup_json_ struct json_object *res = NULL;
 	if (helper_channel_call(ch, "hello", NULL, guard_vm_hello_timeout_ms(s->runtime), &res, err) < 0)
 		return -1;
+	if (helper_version_check(res, NULL, err) < 0)
+		return -1;
 	struct json_object *v = NULL;
 	const char *boot = json_object_object_get_ex(res, "boot_id", &v) && json_object_is_type(v, json_type_string)
 	                       ? json_object_get_string(v)
@@ -199,6 +201,22 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 	char boot[40] = "";
 	if (lifecycle_helper_greet(lc, s, ch, boot, err) < 0) {
 		helper_channel_unref(ch);
+		if ((*err)->detail == CP_DETAIL_HELPER_VERSION) {
+			/* A sandbox that ran across an upgrade keeps the helper it
+			 * was started with: nothing a retry would change. Its
+			 * container is left running, so its files can be saved. */
+			char reason[1200];
+			snprintf(
+			    reason, sizeof(reason),
+			    "%s; chat2sbx was upgraded or downgraded while it ran. Save its work with 'docker cp "
+			    "%s:/workspace ./%s-workspace', then remove it with 'chat2sbx sandbox destroy --force %s'",
+			    (*err)->message, s->container_name ? s->container_name : container, s->id, s->id);
+			lifecycle_channel_drop(lc, s->id);
+			lifecycle_sandbox_fail_running(lc, s->id, reason);
+			log_warn("lifecycle", "sandbox %s: %s", s->id, reason);
+			cp_error_freep(err);
+			return failed_error(err, s->id, reason);
+		}
 		if ((*err)->code == CP_ERR_TIMEOUT) {
 			/* The container runs and its stream is open, but the helper
 			 * says nothing: nothing a retry would change. */

@@ -4,9 +4,11 @@
  * installed (serve as root at start and at every maintenance pass; setup
  * --install-firewall), how it is removed and what status says about it.
  * The rules and libnftables live in firewall/; this file only decides. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../base/cleanup.h"
 #include "../base/log.h"
@@ -67,6 +69,13 @@ int ops_firewall_install(struct docker_engine *engine, int *ret_changed, enum fi
 		}
 		*ret_changed = 1;
 	}
+	/* A serve that is not root trusts this note (firewall_note.c). */
+	if (geteuid() == 0) {
+		_cleanup_error_ struct cp_error *e = NULL;
+		if (ops_firewall_note_write(OPS_FIREWALL_NOTE, rs.fingerprint, &e) < 0)
+			log_warn("firewall", "%s; a serve that is not root cannot know the firewall is in place",
+			         e->message);
+	}
 	ops_firewall_describe(&rs, *ret_changed ? "installed" : "in place", detail, size);
 	if (before == FIREWALL_DIFFERENT && strlen(detail) + strlen(was) + 12 < size)
 		snprintf(detail + strlen(detail), size - strlen(detail), " (it was %s)", was);
@@ -78,7 +87,11 @@ out:
 
 int ops_firewall_uninstall(int *ret_removed, struct cp_error **err)
 {
-	return firewall_remove(ret_removed, err);
+	if (firewall_remove(ret_removed, err) < 0)
+		return -1;
+	if (geteuid() == 0 && unlink(OPS_FIREWALL_NOTE) < 0 && errno != ENOENT)
+		log_warn("firewall", "remove the firewall note %s: %s", OPS_FIREWALL_NOTE, strerror(errno));
+	return 0;
 }
 
 void ops_firewall_report(const struct config *cfg, struct docker_engine *engine, struct ops_firewall_report *ret)
@@ -88,9 +101,15 @@ void ops_firewall_report(const struct config *cfg, struct docker_engine *engine,
 	_cleanup_error_ struct cp_error *e = NULL;
 	char seen[512] = "";
 	if (!ret->permitted) {
-		snprintf(ret->detail, sizeof(ret->detail),
-		         "unknown: reading nftables needs root (run 'sudo chat2sbx status', or 'chat2sbx doctor' to "
-		         "attack the edge)");
+		char why[700];
+		if (ops_firewall_unprivileged_check(engine, why, sizeof(why)) == 1)
+			snprintf(ret->detail, sizeof(ret->detail), "installed by root: %s", why);
+		else
+			snprintf(
+			    ret->detail, sizeof(ret->detail),
+			    "unknown: reading nftables needs root and %s (run 'sudo chat2sbx status', or 'chat2sbx "
+			    "doctor' to attack the edge)",
+			    why);
 	} else if (ops_firewall_build(engine, &rs, &e) < 0 ||
 	           firewall_state_read(&rs, &ret->state, seen, sizeof(seen), &e) < 0) {
 		snprintf(ret->detail, sizeof(ret->detail), "unknown: %s", e->message);
@@ -112,6 +131,30 @@ void ops_firewall_report(const struct config *cfg, struct docker_engine *engine,
 	firewall_ruleset_clear(&rs);
 }
 
+int ops_firewall_unprivileged_check(struct docker_engine *engine, char *detail, size_t size)
+{
+	struct firewall_ruleset rs = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	enum firewall_state st = FIREWALL_MISSING;
+	char seen[512] = "";
+	int r = 0;
+	if (ops_firewall_build(engine, &rs, &e) < 0) {
+		snprintf(detail, size, "cannot build the ruleset to compare: %s", e->message);
+	} else if (firewall_state_read(&rs, &st, seen, sizeof(seen), &e) == 0) {
+		/* This process may read nftables after all (a capability
+		 * given to the service): the kernel's word is the best. */
+		r = FIREWALL_PROTECTS(st);
+		if (r)
+			ops_firewall_describe(&rs, "installed", detail, size);
+		else
+			snprintf(detail, size, "table inet chat2sbx is %s: %s", firewall_state_name(st), seen);
+	} else {
+		r = ops_firewall_note_check(OPS_FIREWALL_NOTE, rs.fingerprint, 0, detail, size);
+	}
+	firewall_ruleset_clear(&rs);
+	return r;
+}
+
 int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *engine, struct cp_error **err)
 {
 	if (!cfg->firewall) {
@@ -123,12 +166,18 @@ int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *eng
 		return 0;
 	}
 	if (!firewall_permitted()) {
-		log_warn("firewall",
-		         "serve is not root, so it can neither install nor check the firewall that keeps sandboxes off "
-		         "this host's services; unless it is in place, sandboxes reach every service listening on "
-		         "all interfaces: %s",
-		         FIREWALL_HINT);
-		return 0;
+		char why[1024];
+		if (ops_firewall_unprivileged_check(engine, why, sizeof(why)) == 1) {
+			log_info("firewall",
+			         "serve is not root; the firewall that keeps sandboxes off this host's services "
+			         "is in place: %s",
+			         why);
+			return 0;
+		}
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "serve is not root and cannot tell that the firewall keeping sandboxes off this "
+		                    "host's services is in place (%s); %s",
+		                    why, FIREWALL_HINT);
 	}
 	int changed = 0;
 	char detail[1024];

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../base/error.h"
 #include "../config/config.h"
@@ -201,6 +202,17 @@ struct ops_readiness {
 #define OPS_EXIT_NOT_READY 6
 int ops_readiness_exit_status(const struct ops_readiness *r, const char **ret_reason);
 
+/* ---- the template image after an upgrade (ops/template.c) ---- */
+
+/* Looks for an image built from the same template inputs as cfg's
+ * DATA_DIR/template/build.sh and tags it cfg->template_image, running that
+ * script with CHAT2SBX_TEMPLATE_RETAG_ONLY=1 (it never builds). 1 when the
+ * tag is now in place (detail, size bytes: what was done), 0 when a build
+ * is needed (detail says so), -1 with *err when the script is missing
+ * (config_install_path's words) or failed (UNAVAILABLE with its last
+ * words). Blocks up to 120 s (engine calls). */
+int ops_template_retag(const struct config *cfg, char *detail, size_t size, struct cp_error **err);
+
 /* ---- the host-edge firewall (ops/firewall.c, issue 12) ---- */
 
 /* Builds the firewall for this machine: the bridges POLICY_BRIDGE_PREFIX*
@@ -237,8 +249,34 @@ struct ops_firewall_report {
  * Blocks on two engine calls and netlink. */
 void ops_firewall_report(const struct config *cfg, struct docker_engine *engine, struct ops_firewall_report *ret);
 
+/* The note root leaves after installing the firewall (ops/firewall_note.c),
+ * read by a serve without CAP_NET_ADMIN. On a tmpfs: a reboot removes it. */
+#define OPS_FIREWALL_NOTE "/run/chat2sbx/firewall"
+
+/* Writes fingerprint (borrowed) to the note at path (creating its
+ * directory 0755; the note 0644, replaced atomically, never through a
+ * symlink). Meant for root after a successful install: written by anyone
+ * else it is not trusted. INTERNAL with errno on a write failure. */
+int ops_firewall_note_write(const char *path, const char *fingerprint, struct cp_error **err);
+
+/* 1 when the note at path says fingerprint and may be trusted: its
+ * directory (not a symlink) and the note (a regular file, not a symlink,
+ * at most 4096 bytes) are owned by trusted_uid (0 in use; tests pass their
+ * own) and writable by nobody else. 0 otherwise; detail (size bytes, always
+ * terminated) says what was found in either case. Never fails. */
+int ops_firewall_note_check(const char *path, const char *fingerprint, uid_t trusted_uid, char *detail, size_t size);
+
+/* For a process without CAP_NET_ADMIN: 1 when the firewall this build
+ * would install is known to be in place (read from the kernel when this
+ * process may after all, else root's note), 0 when not or not known;
+ * detail (size bytes) says which and why. Never fails. Blocks like
+ * ops_firewall_build plus a netlink read. */
+int ops_firewall_unprivileged_check(struct docker_engine *engine, char *detail, size_t size);
+
 /* serve's start: with CHAT2SBX_FIREWALL=0 logs a warning and returns 0;
- * without CAP_NET_ADMIN logs a warning naming what to run and returns 0;
+ * without CAP_NET_ADMIN reads the table if it can, else trusts only root's
+ * note (ops_firewall_note_check with OPS_FIREWALL_NOTE), and refuses
+ * (DENIED, saying what to run as root) when neither shows it in place;
  * otherwise installs it (ops_firewall_install) and logs what is in place,
  * or fails with the cause and what to do, so serve refuses to start. */
 int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *engine, struct cp_error **err);

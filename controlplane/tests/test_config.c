@@ -1,6 +1,7 @@
 /* test_config.c: the settings table: defaults, derived paths, precedence
  * (yaml < .env < environment), and precise errors for bad values. */
 #include <criterion/criterion.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -649,4 +650,28 @@ Test(config, install_files_others_could_write_are_refused)
 		             "%s", err ? err->message : "");
 	}
 	config_free(c);
+}
+
+/* A unit or `env -i` starts serve without HOME: "~/" is then the home the
+ * password database gives this uid, never another user's (/root). */
+Test(config_env, home_unset_or_empty_is_the_password_database_home)
+{
+	struct passwd *pw = getpwuid(getuid());
+	cr_assert_not_null(pw);
+	const char *was = getenv("HOME");
+	char *saved = was ? strdup(was) : NULL;
+	unsetenv("HOME");
+	struct config_env env = config_env_process();
+	cr_expect_str_eq(env.home, pw->pw_dir && *pw->pw_dir ? pw->pw_dir : "/");
+	setenv("HOME", "", 1);
+	env = config_env_process();
+	cr_expect_str_eq(env.home, pw->pw_dir && *pw->pw_dir ? pw->pw_dir : "/");
+	setenv("HOME", "/home/someone", 1);
+	env = config_env_process();
+	cr_expect_str_eq(env.home, "/home/someone", "a set HOME wins");
+	if (saved)
+		setenv("HOME", saved, 1);
+	else
+		unsetenv("HOME");
+	free(saved);
 }

@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "lifecycle_fixture.h"
+#include "proto.h"
 #include "store/store_internal.h"
 
 /* The container id in create_ok.http. */
@@ -46,8 +47,9 @@ static int helper_ok(const char *method, struct json_object *params, char **ret)
 {
 	(void)params;
 	if (!strcmp(method, "hello"))
-		return answer(ret, "\"result\":{\"boot_id\":\"boot-1\",\"started_at_ms\":%lld}",
-		              (long long)clock_now_ms());
+		return answer(
+		    ret, "\"result\":{\"version\":\"" PROTO_VERSION "\",\"boot_id\":\"boot-1\",\"started_at_ms\":%lld}",
+		    (long long)clock_now_ms());
 	if (!strcmp(method, "fs.stat"))
 		return answer(ret, "\"result\":{\"dev_major\":%u,\"dev_minor\":%u,\"ino\":%llu}",
 		              major(host_dir.st_dev), minor(host_dir.st_dev), (unsigned long long)host_dir.st_ino);
@@ -60,6 +62,23 @@ static int helper_ok(const char *method, struct json_object *params, char **ret)
 static int helper_dies(const char *method, struct json_object *params, char **ret)
 {
 	return strcmp(method, "hello") ? helper_ok(method, params, ret) : -1;
+}
+
+/* A helper from a build whose protocol is newer than this control plane's. */
+static int helper_too_new(const char *method, struct json_object *params, char **ret)
+{
+	if (strcmp(method, "hello"))
+		return helper_ok(method, params, ret);
+	return answer(ret, "\"result\":{\"version\":\"%d\",\"boot_id\":\"boot-1\",\"started_at_ms\":%lld}",
+	              PROTO_VERSION_NUM + 1, (long long)clock_now_ms());
+}
+
+/* A hostile helper: no version at all, the rest of hello as usual. */
+static int helper_no_version(const char *method, struct json_object *params, char **ret)
+{
+	if (strcmp(method, "hello"))
+		return helper_ok(method, params, ret);
+	return answer(ret, "\"result\":{\"boot_id\":\"boot-1\",\"started_at_ms\":%lld}", (long long)clock_now_ms());
 }
 
 /* The clone copy fails (git clone's exit status and words). */
@@ -277,6 +296,26 @@ Test(lifecycle_create, hello_failure_is_undone)
 	start(over, 1);
 	create_fails(NULL, CP_ERR_UNAVAILABLE, "not answering", 0, "/containers/" CONTAINER "?");
 	cr_expect_eq(fake_count("HELPER", "hello"), 1);
+}
+
+/* The version rule (helper/version.c): a helper this control plane does
+ * not speak to undoes the create, and the message says what to do. */
+Test(lifecycle_create, helper_of_another_protocol_is_undone)
+{
+	static const struct fake_route over[] = {
+	    {"POST", "/attach", {.fixture = "attach_upgrade.http", .helper = helper_too_new}}};
+	start(over, 1);
+	create_fails(NULL, CP_ERR_CONFLICT, "newer than this chat2sbx", 0, "/containers/" CONTAINER "?");
+	cr_expect_eq(fake_count("HELPER", "hello"), 1);
+	cr_expect_eq(fake_count("HELPER", "bash.start"), 0, "nothing runs in it");
+}
+
+Test(lifecycle_create, helper_without_a_version_is_undone)
+{
+	static const struct fake_route over[] = {
+	    {"POST", "/attach", {.fixture = "attach_upgrade.http", .helper = helper_no_version}}};
+	start(over, 1);
+	create_fails(NULL, CP_ERR_CONFLICT, "reinstall chat2sbx", 0, "/containers/" CONTAINER "?");
 }
 
 Test(lifecycle_create, clone_copy_failure_is_undone_and_keeps_the_workspace)

@@ -15,6 +15,7 @@
 
 #include "helper/helper.h"
 #include "lifecycle_fixture.h"
+#include "proto.h"
 
 /* The engine answers /version and, for sbx_a's inspect, the fixture a test
  * chooses; an attach opens and ends at once (the container is stopping). */
@@ -126,6 +127,42 @@ Test(lifecycle_recovery, stream_closed_during_hello_keeps_the_row)
 	cr_expect(strstr(err->message, "not answering") != NULL, "%s", err->message);
 	cp_error_free(err);
 	expect_row("running", NULL);
+}
+
+/* A sandbox that kept running across an upgrade keeps its old helper: one
+ * whose protocol this control plane no longer speaks makes the row failed
+ * at re-attach, saying how to save the work, and the container is left
+ * running (no stop, no removal) so that `docker cp` can. */
+static int helper_too_old(const char *method, struct json_object *params, char **ret)
+{
+	(void)params;
+	int n = strcmp(method, "hello")
+	            ? asprintf(ret, "\"error\":{\"code\":-32601,\"message\":\"method not found\"}")
+	            : asprintf(ret, "\"result\":{\"version\":\"%d\",\"boot_id\":\"b\"}", PROTO_HOST_MIN - 1);
+	cr_assert_gt(n, 0);
+	return 1;
+}
+
+Test(lifecycle_recovery, helper_of_an_older_protocol_fails_the_row_with_what_to_do)
+{
+	static struct fake_route routes[] = {
+	    {"GET", "/version", {.fixture = "version.http"}},
+	    {"GET", "/containers/sbx_a/json", {.fixture = "inspect_running.http"}},
+	    {"POST", "/attach", {.fixture = "attach_upgrade.http", .helper = helper_too_old}},
+	};
+	lc_fixture_setup("recov", routes, sizeof(routes) / sizeof(routes[0]));
+	lc_fixture_workspace("ws_a", "managed", fx.ws_root, 1);
+	lc_fixture_sandbox("sbx_a", "ws_a", "running", 1);
+	struct cp_error *err = channel_fails();
+	cr_expect_eq(err->code, CP_ERR_CONFLICT, "%s", err->message);
+	cr_expect(strstr(err->message, "has failed") != NULL, "%s", err->message);
+	cp_error_free(err);
+	expect_row("failed", "older than this chat2sbx");
+	expect_row("failed", "docker cp ");
+	expect_row("failed", "chat2sbx sandbox destroy --force sbx_a");
+	cr_expect_eq(fake_count("POST", "/stop"), 0, "left running so its files can be saved");
+	cr_expect_eq(fake_count("DELETE", "/containers/"), 0);
+	cr_expect_eq(fx.lc->n_channels, 0, "no channel is kept");
 }
 
 /* ---- the channel: end of stream fails every waiter at once ---- */

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "lifecycle_fixture.h"
+#include "proto.h"
 
 #define FP "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -34,7 +35,8 @@ static int helper_changed(const char *method, struct json_object *params, char *
 	if (!strcmp(method, "bash.start"))
 		return answer(ret, "\"result\":{\"status\":\"exited\",\"exit_code\":0,\"output\":"
 		                   "\"chat2sbx-export kind=git state=changed fingerprint=" FP "\\n\"}");
-	return answer(ret, "\"result\":{}");
+	return answer(ret,
+	              strcmp(method, "hello") ? "\"result\":{}" : "\"result\":{\"version\":\"" PROTO_VERSION "\"}");
 }
 
 /* A clone whose git hangs: the state script never answers. */
@@ -43,7 +45,8 @@ static int helper_hangs(const char *method, struct json_object *params, char **r
 	(void)params;
 	if (!strcmp(method, "bash.start"))
 		return 0;
-	return answer(ret, "\"result\":{}");
+	return answer(ret,
+	              strcmp(method, "hello") ? "\"result\":{}" : "\"result\":{\"version\":\"" PROTO_VERSION "\"}");
 }
 
 /* A clone whose script fails at once. */
@@ -52,7 +55,8 @@ static int helper_fails(const char *method, struct json_object *params, char **r
 	(void)params;
 	if (!strcmp(method, "bash.start"))
 		return answer(ret, "\"result\":{\"status\":\"exited\",\"exit_code\":5,\"output\":\"fatal: no\"}");
-	return answer(ret, "\"result\":{}");
+	return answer(ret,
+	              strcmp(method, "hello") ? "\"result\":{}" : "\"result\":{\"version\":\"" PROTO_VERSION "\"}");
 }
 
 static void start(fake_helper_fn a, fake_helper_fn b)

@@ -11,31 +11,11 @@ trap 'rm -rf "$dest"' EXIT
 fail=0
 bad() { echo "install-layout: $*" >&2; fail=1; }
 
-# The documented layout (PREFIX=/usr), mode and path.
-expected="$(cat <<'LIST'
-0755 /usr/bin/chat2sbx
-0755 /usr/lib/chat2sbx/chat2sbx-helper
-0755 /usr/lib/chat2sbx/chat2sbx-vm
-0644 /usr/lib/systemd/user/chat2sbx.service
-0644 /usr/share/bash-completion/completions/chat2sbx
-0644 /usr/share/chat2sbx/.env.example
-0644 /usr/share/chat2sbx/VERSION
-0644 /usr/share/chat2sbx/template/Dockerfile
-0755 /usr/share/chat2sbx/template/build.sh
-0644 /usr/share/chat2sbx/template/packages.txt
-0644 /usr/share/chat2sbx/template/vm/Dockerfile
-0644 /usr/share/chat2sbx/template/vm/Dockerfile.runtime
-0755 /usr/share/chat2sbx/template/vm/apt-install.sh
-0755 /usr/share/chat2sbx/template/vm/build.sh
-0755 /usr/share/chat2sbx/template/vm/guest-build.sh
-0644 /usr/share/chat2sbx/template/vm/guest-packages.txt
-0755 /usr/share/chat2sbx/template/vm/mkcpio.py
-0644 /usr/share/chat2sbx/template/vm/modules.txt
-0644 /usr/share/chat2sbx/template/vm/runtime-packages.txt
-0644 /usr/share/man/man1/chat2sbx.1
-0644 /usr/share/man/man5/chat2sbx.conf.5
-LIST
-)"
+# The documented layout (PREFIX=/usr), mode and path: the one list, which
+# scripts/tests/deb-check.sh holds the Debian package to as well.
+expected="$(grep -v '^#' scripts/tests/install-layout.txt)"
+[ -n "$expected" ] || { echo "install-layout: scripts/tests/install-layout.txt lists no file" >&2; exit 1; }
+[ "$expected" = "$(sort -k2 <<<"$expected")" ] || bad "scripts/tests/install-layout.txt is not sorted by path"
 
 # A relative PREFIX would be compiled in and looked up from whatever folder
 # chat2sbx runs in: refused before anything is built or copied.
@@ -83,6 +63,24 @@ got="$(bash -c 'source "$1"; COMP_WORDS=(chat2sbx sandbox d); COMP_CWORD=2; _cha
 [ "$got" = destroy ] || bad "the completion of 'chat2sbx sandbox d' is '$got', not 'destroy'"
 
 rm -rf "$home"
+
+# install-files copies what install-build built and builds nothing: for a
+# PREFIX the files were not built for, it refuses and lays out nothing
+# (a binary built for /usr must not be installed under /opt).
+other="$dest/other"
+if make -s install-files DESTDIR="$other" PREFIX=/opt/chat2sbx >/dev/null 2>"$dest/err"; then
+  bad "make install-files PREFIX=/opt/chat2sbx copied files built for /usr"
+fi
+grep -q "install-build" "$dest/err" || bad "install-files' refusal does not say what to run: $(cat "$dest/err")"
+[ ! -e "$other" ] || bad "install-files refused but laid out $(find "$other" ! -type d | head -n3)"
+make -s install-build PREFIX=/usr >/dev/null
+copy="$dest/copy"
+make -s install-files DESTDIR="$copy" PREFIX=/usr >/dev/null || bad "make install-files after install-build failed"
+got="$(cd "$copy" 2>/dev/null && find . ! -type d -printf '%m %p\n' | sed 's|^\([0-9]*\) \./|\1 /|' |
+  awk '{ printf "%04d %s\n", $1, $2 }' | sort -k2)"
+[ "$got" = "$laid" ] || bad "make install-files lays out other files than make install"
+rm -rf "$copy" "$dest/err"
+
 make -s uninstall DESTDIR="$dest" PREFIX=/usr >/dev/null
 left="$(cd "$dest" && find . -mindepth 1 ! -type d | sort)"
 [ -z "$left" ] || bad "make uninstall left: $left"

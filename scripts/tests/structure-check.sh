@@ -10,7 +10,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-git ls-files -co --exclude-standard controlplane cli template scripts migrations e2e | tar -cf - -T - | tar -xf - -C "$tmp"
+git ls-files -co --exclude-standard controlplane cli template scripts migrations e2e debian | tar -cf - -T - | tar -xf - -C "$tmp"
 fail=0
 bad() { echo "structure-check: $*" >&2; fail=1; }
 

@@ -24,7 +24,8 @@
  *   hello {"attach_id":S (optional, 1-64 characters: names the control
  *          plane's attachment; the channel sends a new random one per
  *          attach)}
- *     → {"version":S,"helper_version":S,"pid":N,"sessions":N,"running":N,
+ *     → {"version":S (PROTO_VERSION: the protocol, decimal digits; see the
+ *              version rule at PROTO_VERSION_NUM),"helper_version":S,"pid":N,"sessions":N,"running":N,
  *              "boot_id":S (32 hex digits, new at every start of the helper),
  *              "started_at_ms":N (wall clock of that start),
  *              "attached":bool (this hello named a new attach_id)}
@@ -392,7 +393,22 @@
 #ifndef CHAT2SBX_PROTO_H
 #define CHAT2SBX_PROTO_H
 
-#define PROTO_VERSION "1"
+/* The protocol's version, the "version" of hello's answer: an integer,
+ * raised whenever the helper's side changes in a way an older control plane
+ * would misread (a method removed or renamed, a member's meaning changed).
+ * Adding an optional member or a new method does not raise it.
+ * PROTO_HOST_MIN is the oldest helper protocol this control plane still
+ * speaks. The rule (controlplane/helper/version.c, docs/operations.md
+ * "Upgrades"): the control plane accepts a helper whose version v is an
+ * integer with PROTO_HOST_MIN <= v <= PROTO_VERSION_NUM. A new sandbox whose
+ * helper is outside that range is undone; a re-attached one (a sandbox that
+ * kept running across an upgrade keeps its old helper) is marked failed with
+ * what to do. PROTO_VERSION is the same number as the string hello sends. */
+#define PROTO_VERSION_NUM 1
+#define PROTO_HOST_MIN 1
+#define PROTO_STR_(x) #x
+#define PROTO_STR(x) PROTO_STR_(x)
+#define PROTO_VERSION PROTO_STR(PROTO_VERSION_NUM)
 /* What both sides must agree on. A request line (control plane → helper)
  * is at most PROTO_MAX_FRAME bytes, the helper's own bound; a reply line
  * (helper → control plane) at most PROTO_MAX_REPLY_FRAME, the control

@@ -205,7 +205,9 @@ static void copy_file_or_die(const char *src, const char *dst, mode_t mode)
 	if (n < 0 || close(out) < 0)
 		die("copy %s: %s", src, strerror(errno));
 	close(in);
-	fchmodat(AT_FDCWD, dst, mode, 0);
+	/* open() applied the umask; the copy gets exactly mode. */
+	if (fchmodat(AT_FDCWD, dst, mode, 0) < 0)
+		die("chmod %s to %o: %s", dst, (unsigned)mode, strerror(errno));
 }
 
 static int if_flags_up(int s, const char *name)
@@ -279,10 +281,13 @@ static void network_up(const struct guest_opts *o)
 	    vm_write_file(NEWROOT "/etc/hosts", hosts, 0644) < 0)
 		die("write /etc/resolv.conf and /etc/hosts: %s", strerror(errno));
 	const char *h = o->sandbox[0] ? o->sandbox : "sandbox";
-	sethostname(h, strlen(h));
+	/* A guest without its name still serves: said, not fatal. */
+	if (sethostname(h, strlen(h)) < 0)
+		vm_log("guest init: sethostname %s: %s (the guest keeps the kernel's name)", h, strerror(errno));
 	char hn[80];
 	snprintf(hn, sizeof hn, "%s\n", h);
-	vm_write_file(NEWROOT "/etc/hostname", hn, 0644);
+	if (vm_write_file(NEWROOT "/etc/hostname", hn, 0644) < 0)
+		vm_log("guest init: write /etc/hostname: %s", strerror(errno));
 }
 
 /* cgroup v2 with the sandbox's process limit over everything the guest

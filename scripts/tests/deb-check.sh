@@ -42,6 +42,10 @@ echo "deb-check: lintian: $(count E) errors, $(count W) warnings, $(count I) inf
   "$(count X) experimental, $(count O) overridden"
 [ "$(count E)" = 0 ] || bad "lintian reports errors (above): fix them, or override them in debian/chat2sbx.lintian-overrides with the reason"
 [ "$(count W)" = 0 ] || bad "lintian reports warnings (above): fix them, or override them in debian/chat2sbx.lintian-overrides with the reason"
+# lintian ran, and every override is still needed (lintian uses each once).
+overrides="$(grep -c '^chat2sbx: ' debian/chat2sbx.lintian-overrides)"
+[ "$(count O)" = "$overrides" ] ||
+  bad "lintian used $(count O) of the $overrides overrides of debian/chat2sbx.lintian-overrides (did it run? is one no longer needed?)"
 # Every override says why: a comment above each tag line (tags of one
 # reason may follow each other; an empty line ends a reason).
 awk '/^#/ { why = 1; next } /^$/ { why = 0; next } !why { print "  line " NR ": " $0; n++ } END { exit n > 0 }' \

@@ -71,7 +71,7 @@ FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_expo
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
-.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm e2e-installed deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs
+.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm e2e-installed deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs check-gate
 all: $(BIN) $(HELPER_BIN) $(VM_BIN)
 
 # Objects are rebuilt when the flags change (WERROR, CFLAGS, SANITIZE, CC):
@@ -277,6 +277,12 @@ check:
 	$(MAKE) WERROR=1 check-docs
 	$(MAKE) WERROR=1 check-man
 	$(MAKE) WERROR=1 check-install
+	$(MAKE) check-gate
+
+# make check's own test: a planted warning, format error and -fanalyzer
+# finding each fail its rules (scripts/tests/gate-check.sh, in a copy).
+check-gate:
+	scripts/tests/gate-check.sh
 
 # ---- lint: gcc -fanalyzer over every production .c, and shellcheck ----
 # Each file is analysed once per change (a stamp object in build/lint).
@@ -358,7 +364,17 @@ $(shell mkdir -p $(INSTALL_BUILD))
 $(file >$(INSTALL_STAMP),$(INSTALL_DIRS_TEXT))
 endif
 
-$(INSTALL_DIRS_OBJ): $(INSTALL_DIRS_SRC) $(FLAGS_STAMP) $(INSTALL_STAMP)
+# The compiled-in directories must be absolute and one word each: a
+# relative one would be looked up from whatever folder chat2sbx runs in.
+.PHONY: install-paths
+install-paths:
+	@for d in $(BINDIR) $(PKGLIBDIR) $(PKGDATADIR) $(MANDIR) $(COMPLETIONDIR) $(SYSTEMDUSERDIR); do \
+		case "$$d" in /*) ;; *) echo "make: '$$d' is not an absolute path; give PREFIX (and BINDIR, PKGLIBDIR, PKGDATADIR) as /..." >&2; exit 2;; esac; \
+	done
+	@if [ "$(words $(PREFIX))" != 1 ] || [ "$(words $(DESTDIR) x)" -gt 2 ]; then \
+		echo "make: PREFIX and DESTDIR must not contain spaces ('$(PREFIX)', '$(DESTDIR)')" >&2; exit 2; fi
+
+$(INSTALL_DIRS_OBJ): $(INSTALL_DIRS_SRC) $(FLAGS_STAMP) $(INSTALL_STAMP) | install-paths
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DCHAT2SBX_LIB_DIR='"$(PKGLIBDIR)"' -DCHAT2SBX_DATA_DIR='"$(PKGDATADIR)"' -c -o $@ $<
 
@@ -420,10 +436,10 @@ INSTALL_INPUTS := $(INSTALL_BIN) $(HELPER_BIN) $(VM_BIN) $(MAN_PAGES) $(COMPLETI
 .PHONY: install-build install-files
 install-build: $(INSTALL_INPUTS)
 
-install: install-build
+install: install-paths install-build
 	$(install_files)
 
-install-files:
+install-files: install-paths
 	@$(MAKE) -s -q CFLAGS='$(GIVEN_CFLAGS)' LDFLAGS='$(GIVEN_LDFLAGS)' $(INSTALL_INPUTS) || { echo "install-files: the files to install are not built, or were built with other flags or another PREFIX; run 'make PREFIX=$(PREFIX) install-build' first (with the same CFLAGS)" >&2; exit 1; }
 	$(install_files)
 
@@ -444,7 +460,7 @@ install -m 0644 $(SERVICE_UNIT) $(DESTDIR)$(SYSTEMDUSERDIR)/chat2sbx.service
 endef
 
 # Removes exactly what install put, then the directories of its own.
-uninstall:
+uninstall: install-paths
 	rm -f $(DESTDIR)$(BINDIR)/chat2sbx $(DESTDIR)$(PKGLIBDIR)/chat2sbx-helper $(DESTDIR)$(PKGLIBDIR)/chat2sbx-vm \
 		$(DESTDIR)$(PKGDATADIR)/VERSION $(DESTDIR)$(PKGDATADIR)/.env.example \
 		$(addprefix $(DESTDIR)$(PKGDATADIR)/,$(TEMPLATE_INPUTS) $(VM_TEMPLATE_INPUTS)) \
@@ -477,7 +493,9 @@ deb: deb-deps
 	DEB_VERSION=$(DEB_VERSION) scripts/deb.sh
 
 lintian: deb
-	lintian -I -E --pedantic --show-overrides --fail-on error,warning $(DEB_FILE)
+	lintian -I -E --pedantic --fail-on error,warning $(DEB_FILE)
+	@echo "lintian: no error, no warning; overridden, each with its reason in debian/chat2sbx.lintian-overrides:"
+	@lintian --show-overrides $(DEB_FILE) 2>/dev/null | grep '^O: ' || true
 
 check-deb: deb-deps
 	DEB_VERSION=$(DEB_VERSION) scripts/tests/deb-check.sh
@@ -530,7 +548,7 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@echo "make            build build/chat2sbx and build/chat2sbx-helper"
+	@echo "make            build build/chat2sbx, build/chat2sbx-helper and build/chat2sbx-vm"
 	@echo "make run        install what is missing, build, build the template, serve on loopback"
 	@echo "make test       install what is missing, make check, then the template and e2e on the real engine"
 	@echo "make check      the gate, no root/engine/network: -Werror build, fmt-check, lint, unit tests, fuzz replay, check-docs"

@@ -36,9 +36,14 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/chat2sbx-deb.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 src="$work/chat2sbx-$deb_version"
 mkdir "$src"
-git ls-files -z --cached --others --exclude-standard | grep -zv '^build/' |
-  while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-  tar -c --null -T - -f - | tar -x -f - -C "$src"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git ls-files -z --cached --others --exclude-standard | grep -zv '^build/' |
+    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+    tar -c --null -T - -f - | tar -x -f - -C "$src"
+else
+  # An unpacked tarball: everything but build/.
+  tar -c --exclude=./build --exclude=./.git -f - . | tar -x -f - -C "$src"
+fi
 git_version="$(git describe --always --dirty 2>/dev/null || echo unknown)"
 
 if [ "$deb_version" != "$version" ]; then

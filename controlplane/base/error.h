@@ -72,7 +72,7 @@ static inline void cp_error_freep(struct cp_error **e)
 /* Stable upper-snake name of a code ("NOT_FOUND"); never NULL. */
 const char *cp_error_code_name(enum cp_error_code code);
 
-/* CLI exit status for a code (the mapping is documented in README: 2 invalid
+/* CLI exit status for a code (the mapping is documented in docs/operations.md: 2 invalid
  * input, 3 not found, 4 conflict, 5 denied/approval, 6 unavailable, 7 timeout,
  * 8 limit, 1 internal). */
 int cp_error_exit_status(enum cp_error_code code);

@@ -136,14 +136,22 @@ enum config_dir { CONFIG_DIR_LIB, CONFIG_DIR_DATA };
  * names the file for a person ("the template's build script"). Fails with
  * UNAVAILABLE naming the path, the directory and its setting, and what to
  * do: install chat2sbx again (an installed build) or build it with 'make'
- * (a source tree's build). Reads the file system (access(2)); never blocks. */
+ * (a source tree's build). Then fails with DENIED when another local user
+ * could have written the file: a component of its real path up to "/" is
+ * owned by someone other than root, this user or the owner of the running
+ * program, or is writable by others (a sticky directory excepted) or by a
+ * group other than root's, "staff" or the owner's private group; the
+ * message names the component, its owner and mode. Reads the file system
+ * (access(2), stat(2), the user and group databases). */
 int config_install_path(const struct config *c, enum config_dir dir, const char *name, const char *what,
                         char **ret_path, struct cp_error **err);
 
 /* Checks that PATH, a file setting VAR (e.g. CHAT2SBX_HELPER_PATH) names,
  * is readable. Fails with UNAVAILABLE: a path inside LIB_DIR or DATA_DIR
  * gets config_install_path's words; another (the setting was changed) names
- * VAR and says to point it at an existing file or unset it. */
+ * VAR and says to point it at an existing file or unset it. A readable
+ * file is then checked as config_install_path checks it (DENIED when
+ * another local user could have written it). */
 int config_install_require(const struct config *c, const char *path, const char *what, const char *var,
                            struct cp_error **err);
 

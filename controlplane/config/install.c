@@ -1,11 +1,17 @@
 /* install.c: finding chat2sbx's own files in its install directories
  * (LIB_DIR, DATA_DIR; install_dirs.c says where they are compiled to be)
  * and the one message a missing one gets. File-system reads only. */
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/cleanup.h"
 #include "../base/xalloc.h"
 #include "config.h"
 
@@ -20,6 +26,67 @@ static int missing_in_dir(const char *path, const char *what, const char *dir, c
 {
 	return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s '%s' is missing from chat2sbx's directory %s (%s); %s", what,
 	                    path, dir, var, install_fix());
+}
+
+/* 1 when a group-writable mode on st is harmless: the group is root's
+ * (gid 0), Debian's "staff" (its members may write /usr/local and so are
+ * root already: Debian Policy 9.1.2), or the owner's own user-private group
+ * (the owner's primary group, with no other members, as adduser makes them). */
+static int harmless_group(const struct stat *st)
+{
+	if (st->st_gid == 0)
+		return 1;
+	struct passwd pw, *pwp = NULL;
+	struct group gr, *grp = NULL;
+	char pwbuf[4096], grbuf[4096];
+	if (getpwuid_r(st->st_uid, &pw, pwbuf, sizeof(pwbuf), &pwp) != 0)
+		pwp = NULL;
+	if (getgrgid_r(st->st_gid, &gr, grbuf, sizeof(grbuf), &grp) != 0 || !grp)
+		return 0;
+	if (!strcmp(gr.gr_name, "staff"))
+		return 1;
+	return pwp && pw.pw_gid == st->st_gid && (!gr.gr_mem || !gr.gr_mem[0]);
+}
+
+/* 0 when no one but root, this user or the owner of this program could
+ * have written PATH: every component of its real path, up to "/", is owned
+ * by one of them and writable by no one else (a sticky directory such as
+ * /tmp may be other-writable: no one else can replace what it holds).
+ * Otherwise DENIED naming the component, its owner and mode, and what to
+ * do. A file of chat2sbx's own is run on the host or copied into every
+ * sandbox; one another local user could swap is theirs to run. */
+static int check_trusted(const char *path, const char *what, struct cp_error **err)
+{
+	_cleanup_free_ char *real = realpath(path, NULL);
+	if (!real)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s '%s' cannot be resolved: %s", what, path,
+		                    strerror(errno));
+	struct stat self;
+	uid_t program_owner = stat("/proc/self/exe", &self) == 0 ? self.st_uid : 0;
+	uid_t me = geteuid();
+	for (char *end = real + strlen(real);;) {
+		struct stat st;
+		const char *component = end == real ? "/" : real;
+		if (stat(component, &st) < 0)
+			return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s: '%s' cannot be read: %s", what, component,
+			                    strerror(errno));
+		int owner_ok = st.st_uid == 0 || st.st_uid == me || st.st_uid == program_owner;
+		int sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+		int others_write = (st.st_mode & S_IWOTH) && !sticky_dir;
+		int group_write = (st.st_mode & S_IWGRP) && !sticky_dir && !harmless_group(&st);
+		if (!owner_ok || others_write || group_write)
+			return cp_error_set(err, CP_ERR_DENIED,
+			                    "%s '%s' is not used: '%s' (owner uid %u, mode %04o) %s; only root, you or "
+			                    "the owner of chat2sbx may own it and no one else may write it; fix with "
+			                    "chown/chmod or install chat2sbx again",
+			                    what, path, component, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+			                    !owner_ok ? "belongs to another user" : "can be written by others");
+		if (end == real)
+			return 0;
+		char *slash = strrchr(real, '/');
+		*slash = '\0';
+		end = slash;
+	}
 }
 
 /* 1 when path is dir or inside it. */
@@ -42,6 +109,10 @@ int config_install_path(const struct config *c, enum config_dir dir, const char 
 		free(path);
 		return -1;
 	}
+	if (check_trusted(path, what, err) < 0) {
+		free(path);
+		return -1;
+	}
 	*ret_path = path;
 	return 0;
 }
@@ -50,7 +121,7 @@ int config_install_require(const struct config *c, const char *path, const char 
                            struct cp_error **err)
 {
 	if (access(path, R_OK) == 0)
-		return 0;
+		return check_trusted(path, what, err);
 	if (path_within(path, c->lib_dir))
 		return missing_in_dir(path, what, c->lib_dir, "CHAT2SBX_LIB_DIR", err);
 	if (path_within(path, c->data_dir))

@@ -98,13 +98,14 @@ static char *render(const char *prefix, char *const *legacy, const char *fp, siz
 	char *text = NULL;
 	size_t len = 0;
 	FILE *m = xopen_memstream(&text, &len);
-	fprintf(m,
-	        "# chat2sbx host edge (README, \"Security model\"): written by chat2sbx, replaced whole in one\n"
-	        "# transaction; 'chat2sbx setup --uninstall-firewall' removes it.\n"
-	        "table %s %s\n"
-	        "delete table %s %s\n"
-	        "table %s %s {\n",
-	        FIREWALL_FAMILY, FIREWALL_TABLE, FIREWALL_FAMILY, FIREWALL_TABLE, FIREWALL_FAMILY, FIREWALL_TABLE);
+	fprintf(
+	    m,
+	    "# chat2sbx host edge (docs/security.md, \"The host edge\"): written by chat2sbx, replaced whole in one\n"
+	    "# transaction; 'chat2sbx setup --uninstall-firewall' removes it.\n"
+	    "table %s %s\n"
+	    "delete table %s %s\n"
+	    "table %s %s {\n",
+	    FIREWALL_FAMILY, FIREWALL_TABLE, FIREWALL_FAMILY, FIREWALL_TABLE, FIREWALL_FAMILY, FIREWALL_TABLE);
 	fprintf(m,
 	        "\tset legacy_bridges {\n\t\ttype ifname\n\t\tcomment \"bridges of chat2sbx networks made "
 	        "before their names began with %s\"\n",

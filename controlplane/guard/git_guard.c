@@ -324,7 +324,7 @@ int guard_git_prepare(int ws_fd, const char *real, const char *target_root, stru
 	_cleanup_close_ int fd = open_beneath(ws_fd, ".git", O_PATH);
 	if (fd < 0) {
 		if (errno == ENOENT)
-			return 0; /* not a repository: nothing of git to protect (README) */
+			return 0; /* not a repository: nothing of git to protect (docs/workspaces.md) */
 		if (errno == ELOOP)
 			return symlink_refused(ws_fd, ".git", real, ".git", err);
 		if (lookup_raced(errno))

@@ -13,7 +13,7 @@
 #define DEFAULT_MAX_BODY_BYTES ((size_t)20 * 1024 * 1024)
 #define DEFAULT_MAX_SESSIONS 1000
 #define DEFAULT_SESSION_IDLE_MS (60L * 60 * 1000)
-/* Resumable SSE streams (README, "MCP support"): an ended stream stays
+/* Resumable SSE streams (docs/mcp.md, "MCP support"): an ended stream stays
  * resumable for five minutes; at most 256 streams and 64 MiB of events are
  * kept, 4 MiB per stream (a bash answer is at most CHAT2SBX_MAX_OUTPUT_CHARS). */
 static const struct mcp_resume_limits resume_limits = {

@@ -46,7 +46,7 @@
  * that could run a command is refused by git's protocol.allow default).
  * The state of an operation in progress (rebase-merge/, rebase-apply/,
  * sequencer/) can hold `exec` lines that run when someone continues it: it
- * must stay writable for the sandbox's own rebase, so README tells the
+ * must stay writable for the sandbox's own rebase, so docs/workspaces.md tells the
  * owner never to continue an operation they did not start. */
 static const struct policy_git_path directory_paths[] = {
     {".git", true, false, POLICY_GIT_MISSING_NEVER, NULL},

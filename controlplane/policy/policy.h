@@ -46,7 +46,7 @@
 #define POLICY_VM_HELLO_TIMEOUT_MS 120000
 /* The uid (and gid) QEMU runs as for a workspace that belongs to root, to
  * which a managed workspace of a vm sandbox is made over (VM_DEFAULT_UID in
- * template/vm/src/vm.h; the README's vm runtime section). */
+ * template/vm/src/vm.h; docs/vm.md). */
 #define POLICY_VM_UID 64099
 /* The smallest memory ceiling of a vm sandbox: a 256 MiB guest and QEMU's
  * own memory (template/vm/src/vm.h). */
@@ -339,8 +339,8 @@ int policy_git_commondir_check(const char *path, const char *content, size_t len
  * *ret_gitdir NULL) when it is not a gitfile git would follow. Pure. */
 int policy_gitfile_parse(const char *dir, const char *content, size_t len, char **ret_gitdir);
 
-/* The sentence sandbox_create, `approval list`/`approve` and the README
- * give about what a direct-mode sandbox can still do to the owner. */
+/* The sentence sandbox_create, `approval list`/`approve` and
+ * docs/workspaces.md give about what a direct-mode sandbox can still do to the owner. */
 extern const char policy_direct_mode_note[];
 
 /* Splits a colon-separated root list (CHAT2SBX_ALLOWED_HOST_ROOTS) into a

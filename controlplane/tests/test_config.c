@@ -2,7 +2,6 @@
  * (yaml < .env < environment), and precise errors for bad values. */
 #include <criterion/criterion.h>
 #include <pwd.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,6 +560,95 @@ Test(config, install_require_names_the_setting_to_fix)
 	err = NULL;
 	cr_expect_eq(config_install_require(c, present, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), 0);
 	cr_expect_null(err);
+	config_free(c);
+}
+
+/* A file of chat2sbx's own that another local user could have swapped is
+ * refused, through any component of its real path (issue 25: the helper is
+ * copied into every sandbox, the template script runs on the host). */
+Test(config, install_files_others_could_write_are_refused)
+{
+	char dir[160], file[200], link[200];
+	snprintf(dir, sizeof(dir), "%s/lib", tmp);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	snprintf(file, sizeof(file), "%s/chat2sbx-helper", dir);
+	write_file(file, "x", 0755);
+	struct config *c = load_dirs(dir, tmp);
+	char *path = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(config_install_path(c, CONFIG_DIR_LIB, "chat2sbx-helper", "the helper binary", &path, &err), 0,
+	             "%s", err ? err->message : "");
+	free(path);
+
+	/* Its folder writable by everyone: anyone could have put it there. */
+	cr_assert_eq(chmod(dir, 0777), 0);
+	path = NULL;
+	cr_expect_eq(config_install_path(c, CONFIG_DIR_LIB, "chat2sbx-helper", "the helper binary", &path, &err), -1);
+	cr_expect_null(path);
+	cr_assert_not_null(err);
+	cr_expect_eq(err->code, CP_ERR_DENIED);
+	cr_expect(strstr(err->message, dir) && strstr(err->message, "mode 0777") &&
+	              strstr(err->message, "can be written by others"),
+	          "%s", err->message);
+	cp_error_free(err);
+	err = NULL;
+	cr_expect_eq(config_install_require(c, file, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), -1);
+	cr_expect(err && err->code == CP_ERR_DENIED, "%s", err ? err->message : "");
+	cp_error_free(err);
+
+	/* Sticky, as /tmp: no one else can replace what it holds. */
+	cr_assert_eq(chmod(dir, 01777), 0);
+	err = NULL;
+	cr_expect_eq(config_install_require(c, file, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), 0, "%s",
+	             err ? err->message : "");
+	cr_assert_eq(chmod(dir, 0755), 0);
+
+	/* The file itself writable by others. */
+	cr_assert_eq(chmod(file, 0757), 0);
+	err = NULL;
+	cr_expect_eq(config_install_require(c, file, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), -1);
+	cr_expect(err && strstr(err->message, "mode 0757"), "%s", err ? err->message : "");
+	cp_error_free(err);
+	cr_assert_eq(chmod(file, 0755), 0);
+
+	/* A link from a trusted place to a file in an open folder: judged by
+	 * where it leads. */
+	char open_dir[160], planted[200];
+	snprintf(open_dir, sizeof(open_dir), "%s/open", tmp);
+	cr_assert_eq(mkdir(open_dir, 0755), 0);
+	cr_assert_eq(chmod(open_dir, 0777), 0);
+	snprintf(planted, sizeof(planted), "%s/helper", open_dir);
+	write_file(planted, "x", 0755);
+	snprintf(link, sizeof(link), "%s/linked-helper", dir);
+	cr_assert_eq(symlink(planted, link), 0);
+	err = NULL;
+	cr_expect_eq(config_install_require(c, link, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), -1);
+	cr_expect(err && strstr(err->message, open_dir), "%s", err ? err->message : "");
+	cp_error_free(err);
+
+	/* Owned by another user, or group-writable for a shared group (root
+	 * can make both here; the groups root, staff and a user's private group
+	 * are harmless). */
+	if (geteuid() == 0) {
+		cr_assert_eq(chown(file, 65534, 65534), 0);
+		err = NULL;
+		cr_expect_eq(config_install_require(c, file, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), -1);
+		cr_expect(err && strstr(err->message, "owner uid 65534") &&
+		              strstr(err->message, "belongs to another user"),
+		          "%s", err ? err->message : "");
+		cp_error_free(err);
+		cr_assert_eq(chown(file, 0, 65534), 0);
+		cr_assert_eq(chmod(file, 0775), 0);
+		err = NULL;
+		cr_expect_eq(config_install_require(c, file, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), -1,
+		             "group nogroup may write it");
+		cp_error_free(err);
+		cr_assert_eq(chown(file, 0, 0), 0);
+		cr_assert_eq(chmod(file, 0775), 0);
+		err = NULL;
+		cr_expect_eq(config_install_require(c, file, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), 0,
+		             "%s", err ? err->message : "");
+	}
 	config_free(c);
 }
 

@@ -64,7 +64,7 @@ int tool_files_edit(const struct mcp_call *call, const struct mcp_args *args, st
 /* apply_patch's expected_sha256 as the helper's path → sha256 map (owned,
  * in *ret; NULL when not given). The table checked its shape: an array of
  * {path, sha256} objects (the form strict clients can describe) or the map
- * itself (the earlier form, README, apply_patch). Left here: a path given
+ * itself (the earlier form, still accepted). Left here: a path given
  * twice. */
 static int expected_list(const struct mcp_args *args, struct json_object **ret, struct cp_error **err)
 {

@@ -41,7 +41,7 @@ ctx.test('sandbox lifecycle: create, bash, read/write, list from a second sessio
   assert.equal(sbx.status, 'running');
   assert.equal(sbx.workspace_mode, 'managed');
   assert.equal(sbx.reused, false);
-  // Same answer as JSON text in content[0] (README "Tools").
+  // Same answer as JSON text in content[0] (docs/tools.md).
   assert.equal(res.content?.[0]?.type, 'text', 'content[0] is text');
   assert.deepEqual(JSON.parse(res.content[0].text), sbx, 'content[0].text is the structuredContent as JSON');
 

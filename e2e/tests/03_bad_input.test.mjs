@@ -1,4 +1,4 @@
-// 03: bad input gets the answer the spec and README "Tools" name, and the server
+// 03: bad input gets the answer the spec and docs/tools.md name, and the server
 // keeps serving. Also the stateless paths ChatGPT and the tunnel take.
 import assert from 'node:assert/strict';
 
@@ -50,7 +50,7 @@ ctx.test('unknown sandbox_id (well-formed and malformed) → isError naming it',
 
 // An error result carries its message as text and no structuredContent: the
 // SDK validates structuredContent against the outputSchema even on isError
-// results (README "Tools").
+// results (docs/tools.md).
 ctx.test('isError results: message in content[0].text, no structuredContent', async () => {
   const tools = await ctx.tools();
   for (const [name, args] of [

@@ -1,4 +1,4 @@
-// 06: host workspaces and approvals (README "Workspaces, approvals and the
+// 06: host workspaces and approvals (docs/workspaces.md "Workspaces, approvals and the
 // policy"). A host directory reaches a sandbox only after a person on the
 // machine approved it with the CLI; the path policy refuses credential stores
 // and anything outside CHAT2SBX_ALLOWED_HOST_ROOTS before an approval is even

@@ -91,7 +91,7 @@ async function attempt(tools, p, mode, seen) {
 
 // gVisor (runsc) shows its own device and inode numbers for a bind mount,
 // so the identity check (a) only runs under runc; there only (b) holds
-// (README, "Workspaces, approvals and the policy").
+// (docs/workspaces.md).
 const RUNTIME = process.env.CHAT2SBX_RUNTIME || '';
 const IDENTITY_SKIP = RUNTIME && RUNTIME !== 'runc' ? `the identity check does not apply to runtime ${RUNTIME}` : false;
 

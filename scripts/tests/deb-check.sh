@@ -8,7 +8,8 @@
 # its maintainer scripts start nothing and enable no user's serve; the
 # firewall unit is valid and runs a command that exists. No root needed
 # except to read nftables, which this check never does.
-# Usage: scripts/tests/deb-check.sh   (make check-deb; DEB_VERSION as make deb)
+# Usage: scripts/tests/deb-check.sh   (make check-deb; DEB_VERSION as make deb;
+#   DEB_CHECK_BUILT=1 reads the .deb build/deb already holds, no build)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 fail=0
@@ -30,7 +31,7 @@ for v in 0.1.0-1 ../0.1.0 '0.1.0 x' +0.1; do
   grep -q "not a native Debian version" "$work/err" || bad "DEB_VERSION '$v' refused without saying why: $(cat "$work/err")"
 done
 
-scripts/deb.sh
+[ "${DEB_CHECK_BUILT:-0}" = 1 ] || scripts/deb.sh
 [ -f "$deb" ] || { bad "make deb made no $deb"; exit 1; }
 
 # ---- lintian: no error, no warning; what it says, counted ----
@@ -42,6 +43,10 @@ echo "deb-check: lintian: $(count E) errors, $(count W) warnings, $(count I) inf
   "$(count X) experimental, $(count O) overridden"
 [ "$(count E)" = 0 ] || bad "lintian reports errors (above): fix them, or override them in debian/chat2sbx.lintian-overrides with the reason"
 [ "$(count W)" = 0 ] || bad "lintian reports warnings (above): fix them, or override them in debian/chat2sbx.lintian-overrides with the reason"
+# lintian ran, and every override is still needed (lintian uses each once).
+overrides="$(grep -c '^chat2sbx: ' debian/chat2sbx.lintian-overrides)"
+[ "$(count O)" = "$overrides" ] ||
+  bad "lintian used $(count O) of the $overrides overrides of debian/chat2sbx.lintian-overrides (did it run? is one no longer needed?)"
 # Every override says why: a comment above each tag line (tags of one
 # reason may follow each other; an empty line ends a reason).
 awk '/^#/ { why = 1; next } /^$/ { why = 0; next } !why { print "  line " NR ": " $0; n++ } END { exit n > 0 }' \
@@ -65,9 +70,10 @@ done <<<"$contents" | sort -k2)"
 if [ "$got" != "$expected" ]; then
   bad "the package's files differ from scripts/tests/install-layout.txt and the package's own (- expected, + packaged):"
   diff <(echo "$expected") <(echo "$got") | sed -n 's/^[<>]/  &/p' >&2 || true
+else
+  echo "deb-check: $(wc -l <<<"$got") files, as documented"
 fi
 if grep -v '^[d-]' <<<"$contents" | grep -q .; then bad "the package holds links or devices: $(grep -v '^[d-]' <<<"$contents")"; fi
-echo "deb-check: $(wc -l <<<"$got") files, as documented"
 
 # ---- control fields ----
 field() { dpkg-deb -f "$deb" "$1"; }

@@ -17,6 +17,15 @@ expected="$(grep -v '^#' scripts/tests/install-layout.txt)"
 [ -n "$expected" ] || { echo "install-layout: scripts/tests/install-layout.txt lists no file" >&2; exit 1; }
 [ "$expected" = "$(sort -k2 <<<"$expected")" ] || bad "scripts/tests/install-layout.txt is not sorted by path"
 
+# A relative PREFIX would be compiled in and looked up from whatever folder
+# chat2sbx runs in: refused before anything is built or copied.
+if out="$(make -s install DESTDIR="$dest" PREFIX=usr 2>&1)"; then
+  bad "make install took a relative PREFIX"
+elif ! grep -q "is not an absolute path" <<<"$out"; then
+  bad "make install with a relative PREFIX did not say why: $out"
+fi
+[ -z "$(ls -A "$dest")" ] || bad "make install with a relative PREFIX copied files"
+
 t0=$(date +%s%N)
 make -s install DESTDIR="$dest" PREFIX=/usr >/dev/null
 echo "install-layout: make install took $(( ($(date +%s%N) - t0) / 1000000 )) ms"

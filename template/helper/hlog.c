@@ -6,22 +6,17 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <unistd.h>
+
+#include "stderr_line.h"
 
 bool hlog_debug_enabled;
 
 void hlog_write(const char *level, const char *fmt, ...)
 {
-	char line[1024];
-	int n = snprintf(line, sizeof line, "chat2sbx-helper: %s: ", level);
+	char prefix[64];
+	snprintf(prefix, sizeof prefix, "chat2sbx-helper: %s: ", level);
 	va_list ap;
 	va_start(ap, fmt);
-	int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+	stderr_line(prefix, fmt, ap);
 	va_end(ap);
-	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-	if (len > sizeof line - 2)
-		len = sizeof line - 2;
-	line[len++] = '\n';
-	ssize_t w = write(STDERR_FILENO, line, len);
-	(void)w;
 }

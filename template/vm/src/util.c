@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stderr_line.h"
 #include "vm.h"
 
 /* Reads into (writing 0) or writes from (writing 1) buf up to len bytes on
@@ -68,18 +69,10 @@ int vm_write_file(const char *path, const char *text, mode_t mode)
 
 void vm_log(const char *fmt, ...)
 {
-	char line[1024];
-	int n = snprintf(line, sizeof line, "chat2sbx-vm: ");
 	va_list ap;
 	va_start(ap, fmt);
-	int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+	stderr_line("chat2sbx-vm: ", fmt, ap);
 	va_end(ap);
-	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-	if (len > sizeof line - 2)
-		len = sizeof line - 2;
-	line[len++] = '\n';
-	ssize_t w = write(STDERR_FILENO, line, len);
-	(void)w;
 }
 
 int vm_mkdir_p(const char *path, mode_t mode)

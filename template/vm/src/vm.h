@@ -54,7 +54,7 @@
 #define VM_GUEST_DNS "10.0.2.3"
 
 /* The uid and gid QEMU runs as when the workspace directory belongs to
- * root (a managed workspace is made over to it; README "vm runtime"). */
+ * root (a managed workspace is made over to it; docs/vm.md). */
 #define VM_DEFAULT_UID 64099
 #define VM_DEFAULT_GID 64099
 
@@ -97,8 +97,8 @@ struct vm_plan {
 	int tb_mib;        /* TCG translation cache; 0 under KVM */
 };
 
-/* QEMU's resident memory besides the guest's RAM (measured, README "vm
- * runtime"): its own heap, threads, device buffers, plus the TCG
+/* QEMU's resident memory besides the guest's RAM (measured, docs/vm.md): its own
+ * heap, threads, device buffers, plus the TCG
  * translation cache under TCG. */
 #define VM_OVERHEAD_MIB 160
 #define VM_TCG_TB_MIB 64

@@ -65,13 +65,15 @@ cleanup() {
     esac
   done
   if [ -n "$installed" ]; then
-    if [ "$mode" = deb ]; then dpkg -r chat2sbx >/dev/null 2>&1; else make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null 2>&1; fi
+    if [ "$mode" = deb ]; then dpkg --purge chat2sbx >/dev/null 2>&1; else make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null 2>&1; fi
   fi
   # The upgrade's template tag (the image itself is the earlier version's).
   [ -z "${new:-}" ] || [ "$new" = "$ver" ] || docker rmi "chat2sbx-template:$new" >/dev/null 2>&1
   if id "$user" >/dev/null 2>&1; then
-    pkill -u "$user" 2>/dev/null # only this test's user's processes
-    userdel "$user" 2>/dev/null
+    # Only this test's user's processes; userdel refuses while one lives.
+    pkill -KILL -u "$user" 2>/dev/null
+    for _ in $(seq 1 100); do pgrep -u "$user" >/dev/null 2>&1 || break; sleep 0.1; done
+    userdel "$user" || echo "e2e-installed: could not remove the user $user; remove it with 'userdel $user'" >&2
   fi
   if [ "${E2E_KEEP:-0}" = 1 ]; then say "kept $home and $work"; else rm -rf --one-file-system "$home" "$work"; fi
   if [ $rc = 0 ]; then say "passed in $((SECONDS - t_start)) s"; else say "FAILED (exit $rc) after $((SECONDS - t_start)) s"; fi
@@ -255,7 +257,7 @@ if [ "$mode" = deb ]; then
 else
   make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null
 fi
-installed=""
+[ "$mode" = deb ] || installed=""  # path B: the trap purges what dpkg -r keeps (the unit's enablement)
 for f in bin/chat2sbx lib/chat2sbx share/chat2sbx share/man/man1/chat2sbx.1 share/man/man1/chat2sbx.1.gz; do
   [ ! -e "$prefix/$f" ] || die "uninstall left $prefix/$f"
 done

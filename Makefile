@@ -366,15 +366,21 @@ endif
 
 # The compiled-in directories must be absolute and one word each: a
 # relative one would be looked up from whatever folder chat2sbx runs in.
+# (A recipe, not a prerequisite of the object: install-files asks make -q
+# whether the object is current, and a phony prerequisite never is.)
+define check_install_paths
+@for d in $(BINDIR) $(PKGLIBDIR) $(PKGDATADIR) $(MANDIR) $(COMPLETIONDIR) $(SYSTEMDUSERDIR); do \
+	case "$$d" in /*) ;; *) echo "make: '$$d' is not an absolute path; give PREFIX (and BINDIR, PKGLIBDIR, PKGDATADIR) as /..." >&2; exit 2;; esac; \
+done
+@if [ "$(words $(PREFIX))" != 1 ] || [ "$(words $(DESTDIR) x)" -gt 2 ]; then \
+	echo "make: PREFIX and DESTDIR must not contain spaces ('$(PREFIX)', '$(DESTDIR)')" >&2; exit 2; fi
+endef
 .PHONY: install-paths
 install-paths:
-	@for d in $(BINDIR) $(PKGLIBDIR) $(PKGDATADIR) $(MANDIR) $(COMPLETIONDIR) $(SYSTEMDUSERDIR); do \
-		case "$$d" in /*) ;; *) echo "make: '$$d' is not an absolute path; give PREFIX (and BINDIR, PKGLIBDIR, PKGDATADIR) as /..." >&2; exit 2;; esac; \
-	done
-	@if [ "$(words $(PREFIX))" != 1 ] || [ "$(words $(DESTDIR) x)" -gt 2 ]; then \
-		echo "make: PREFIX and DESTDIR must not contain spaces ('$(PREFIX)', '$(DESTDIR)')" >&2; exit 2; fi
+	$(check_install_paths)
 
-$(INSTALL_DIRS_OBJ): $(INSTALL_DIRS_SRC) $(FLAGS_STAMP) $(INSTALL_STAMP) | install-paths
+$(INSTALL_DIRS_OBJ): $(INSTALL_DIRS_SRC) $(FLAGS_STAMP) $(INSTALL_STAMP)
+	$(check_install_paths)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DCHAT2SBX_LIB_DIR='"$(PKGLIBDIR)"' -DCHAT2SBX_DATA_DIR='"$(PKGDATADIR)"' -c -o $@ $<
 

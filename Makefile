@@ -243,9 +243,11 @@ e2e: all
 # /usr/local, adds a user, upgrades, uninstalls. Not part of `make e2e`.
 # Path A (make install) always; path B (the package) where make deb can run
 # (E2E_INSTALLED_PATHS="a deb" by default on Debian with dpkg-buildpackage).
+# `make test` runs path B: the package is what the issue's users install.
 E2E_INSTALLED_PATHS ?= a $(if $(shell command -v dpkg-buildpackage),deb)
 e2e-installed: all
-	for p in $(E2E_INSTALLED_PATHS); do flock /tmp/chat2sbx-e2e.lock e2e/installed/run.sh $$p || exit 1; done
+	scripts/ensure-engine.sh
+	for p in $(E2E_INSTALLED_PATHS); do e2e/installed/run.sh $$p || exit 1; done
 
 # The vm runtime's end-to-end scenarios (e2e/vm/; slow under TCG, so not
 # part of `make test`; docs/vm.md).
@@ -257,12 +259,14 @@ test-vm: all
 
 # Everything on a fresh Debian machine: packages, then the gate (make
 # check), the Debian package (make check-deb), then the engine, the
-# template and the end-to-end tests, all built with -Werror.
+# template and the end-to-end tests, all built with -Werror, then the
+# package installed, used by a normal user, upgraded and removed.
 test:
 	scripts/deps.sh all
 	$(MAKE) check
 	$(MAKE) check-deb
 	$(MAKE) WERROR=1 e2e
+	$(MAKE) WERROR=1 e2e-installed E2E_INSTALLED_PATHS=deb
 
 # The gate (issue 24): no root, no package installation, no engine, no
 # network. In order: the build with -Werror, the format, the static analysis

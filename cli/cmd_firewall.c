@@ -55,7 +55,7 @@ static int install(struct cli *cli)
 	printf("setup: firewall  %s%s\n", changed ? "changed: " : "ok: ", detail);
 	printf("setup: the table lasts until the next reboot; a chat2sbx serve running as root installs it at every "
 	       "start, a serve running as a normal user trusts the note %s written now; otherwise run this again "
-	       "after a reboot%s\n",
+	       "after a reboot (the package's chat2sbx-firewall unit runs it at boot and after engine restarts)%s\n",
 	       OPS_FIREWALL_NOTE,
 	       cli->cfg->firewall ? "" : " (CHAT2SBX_FIREWALL=0: serve will neither install nor check it)");
 	return 0;

@@ -17,7 +17,8 @@
 
 /* What a person does when serve cannot install the firewall itself. */
 #define FIREWALL_HINT                                                                                                  \
-	"run 'sudo chat2sbx setup --install-firewall' (needed again after every reboot), or set CHAT2SBX_FIREWALL=0 "  \
+	"run 'sudo chat2sbx setup --install-firewall' (again after every reboot, unless the package's "                \
+	"chat2sbx-firewall unit does it at boot), or set CHAT2SBX_FIREWALL=0 "                                         \
 	"if this host's own firewall keeps the sandbox bridges (" POLICY_BRIDGE_PREFIX "*) off its services"
 
 int ops_firewall_build(struct docker_engine *engine, struct firewall_ruleset *ret, struct cp_error **err)

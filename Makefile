@@ -33,7 +33,7 @@ SANITIZE ?= address,undefined
 # ---- sources (one folder per layer; see controlplane/README.md) ----
 CP_LIB_SRCS := $(sort $(wildcard controlplane/base/*.c controlplane/config/*.c controlplane/store/*.c \
 	controlplane/docker/*.c controlplane/helper/*.c controlplane/mcp/*.c controlplane/policy/*.c \
-	controlplane/lifecycle/*.c controlplane/workspace/*.c controlplane/guard/*.c controlplane/export/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c \
+	controlplane/lifecycle/*.c controlplane/workspace/*.c controlplane/guard/*.c controlplane/export/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c controlplane/ui/*.c \
 	controlplane/firewall/*.c)) \
 	controlplane/serve.c
 CLI_SRCS := $(sort $(wildcard cli/*.c))

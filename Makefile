@@ -578,6 +578,8 @@ help:
 	@echo "make install    install under PREFIX (/usr/local; DESTDIR too); make uninstall removes it"
 	@echo "make install-build / install-files  the same in two steps: build only, then copy only"
 	@echo "make deb        build/deb/chat2sbx_VERSION_amd64.deb (DEB_VERSION=... another version); make lintian, make check-deb"
+	@echo "make e2e-installed  install (make install, the package), use as a test user, upgrade, remove (root; throwaway machine)"
+	@echo "make check-man / check-install / check-gate  the man pages, the installed layout, the gate's own test (all in make check)"
 	@echo "make clean      remove build/"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -473,10 +473,17 @@ static void status_files(const struct config *cfg, struct json_object *out)
 	add_bool(f, "installed", config_installed);
 	add_str(f, "helper", cfg->helper_path);
 	add_bool(f, "helper_present", access(cfg->helper_path, R_OK) == 0);
-	_cleanup_free_ char *script = NULL;
+	/* The judgement serve makes: present, and writable by no one else. */
 	struct cp_error *e = NULL;
+	if (config_install_require(cfg, cfg->helper_path, "the helper binary", "CHAT2SBX_HELPER_PATH", &e) < 0) {
+		add_str(f, "error", e->message);
+		cp_error_free(e);
+		e = NULL;
+	}
+	_cleanup_free_ char *script = NULL;
 	if (config_install_path(cfg, CONFIG_DIR_DATA, "template/build.sh", "the template's build script", &script, &e) <
-	    0)
+	        0 &&
+	    !json_object_object_get_ex(f, "error", NULL))
 		add_str(f, "error", e->message);
 	add_bool(f, "template_inputs_present", script != NULL);
 	cp_error_free(e);
@@ -528,10 +535,11 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	printf("%-10s %-10s %s, version %s, hash %s\n", "TEMPLATE", rd->template_present ? "present" : "missing",
 	       get_s(o, "template", "image"), get_s(o, "template", "version") ?: "-",
 	       get_s(o, "template", "hash") ?: "-");
-	int files_ok = !strcmp(get_s(o, "files", "helper_present") ?: "false", "true") &&
-	               !strcmp(get_s(o, "files", "template_inputs_present") ?: "false", "true");
-	printf("%-10s %-10s programs in %s, data in %s (%s)%s%s\n", "FILES", files_ok ? "ok" : "MISSING",
-	       get_s(o, "files", "lib_dir"), get_s(o, "files", "data_dir"),
+	int present = !strcmp(get_s(o, "files", "helper_present") ?: "false", "true") &&
+	              !strcmp(get_s(o, "files", "template_inputs_present") ?: "false", "true");
+	const char *files_state = !present ? "MISSING" : get_s(o, "files", "error") ? "REFUSED" : "ok";
+	printf("%-10s %-10s programs in %s, data in %s (%s)%s%s\n", "FILES", files_state, get_s(o, "files", "lib_dir"),
+	       get_s(o, "files", "data_dir"),
 	       !strcmp(get_s(o, "files", "installed") ?: "false", "true") ? "installed" : "source tree",
 	       get_s(o, "files", "error") ? "; " : "", get_s(o, "files", "error") ?: "");
 	const char *fw_state = get_s(o, "firewall", "state") ?: "unknown";

@@ -34,8 +34,8 @@ int config_file_check_trusted(const struct stat *st, const char *path, struct cp
 	if (st->st_uid != geteuid() && st->st_uid != 0)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "refuse settings file '%s': it is owned by uid %u, not by you (uid %u) or root, "
-		                    "so someone else could set security settings; check it, then run "
-		                    "'chown %u %s' (or remove it)",
+		                    "so someone else could set security settings; run chat2sbx from another "
+		                    "directory, or read the file and, if it is yours to keep, 'chown %u %s'",
 		                    path, (unsigned)st->st_uid, (unsigned)geteuid(), (unsigned)geteuid(), path);
 	if (st->st_mode & (S_IWGRP | S_IWOTH))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,

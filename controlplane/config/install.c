@@ -31,7 +31,8 @@ static int missing_in_dir(const char *path, const char *what, const char *dir, c
 /* 1 when a group-writable mode on st is harmless: the group is root's
  * (gid 0), Debian's "staff" (its members may write /usr/local and so are
  * root already: Debian Policy 9.1.2), or the owner's own user-private group
- * (the owner's primary group, with no other members, as adduser makes them). */
+ * (the owner's primary group, named as the owner, with no other members, as
+ * adduser makes them). */
 static int harmless_group(const struct stat *st)
 {
 	if (st->st_gid == 0)
@@ -45,7 +46,9 @@ static int harmless_group(const struct stat *st)
 		return 0;
 	if (!strcmp(gr.gr_name, "staff"))
 		return 1;
-	return pwp && pw.pw_gid == st->st_gid && (!gr.gr_mem || !gr.gr_mem[0]);
+	/* A private group bears its user's name: with USERGROUPS=no, everyone
+	 * shares a primary group ("users") that lists no members. */
+	return pwp && pw.pw_gid == st->st_gid && !strcmp(gr.gr_name, pw.pw_name) && (!gr.gr_mem || !gr.gr_mem[0]);
 }
 
 /* 0 when no one but root, this user or the owner of this program could
@@ -55,32 +58,72 @@ static int harmless_group(const struct stat *st)
  * Otherwise DENIED naming the component, its owner and mode, and what to
  * do. A file of chat2sbx's own is run on the host or copied into every
  * sandbox; one another local user could swap is theirs to run. */
+/* DENIED when COMPONENT (its stat in st), on the way to PATH, could have
+ * been written by another local user; 0 otherwise. */
+static int check_component(const char *component, const struct stat *st, uid_t me, uid_t program_owner,
+                           const char *what, const char *path, struct cp_error **err)
+{
+	int owner_ok = st->st_uid == 0 || st->st_uid == me || st->st_uid == program_owner;
+	int sticky_dir = S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX);
+	int others_write = (st->st_mode & S_IWOTH) && !sticky_dir;
+	int group_write = (st->st_mode & S_IWGRP) && !sticky_dir && !harmless_group(st);
+	if (owner_ok && !others_write && !group_write)
+		return 0;
+	return cp_error_set(err, CP_ERR_DENIED,
+	                    "%s '%s' is not used: '%s' (owner uid %u, mode %04o) %s; only root, you or the owner of "
+	                    "chat2sbx may own it and no one else may write it; fix with chown/chmod or install "
+	                    "chat2sbx again",
+	                    what, path, component, (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777),
+	                    !owner_ok ? "belongs to another user" : "can be written by others");
+}
+
+/* The same judgement for every component of PATH as given (lstat: a
+ * symbolic link is judged by its owner, its own mode being always 0777),
+ * from its last component up to "/" (a relative PATH: to the current
+ * directory, which the real path's walk then covers). A link another user
+ * owns, in any folder the path passes, could be pointed elsewhere after
+ * the check; the real path alone would not show it. */
+static int check_given(const char *path, uid_t me, uid_t program_owner, const char *what, struct cp_error **err)
+{
+	_cleanup_free_ char *given = xstrdup(path);
+	for (;;) {
+		size_t len = strlen(given);
+		while (len > 1 && given[len - 1] == '/')
+			given[--len] = '\0';
+		struct stat st;
+		if (lstat(given, &st) < 0)
+			return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s: '%s' cannot be read: %s", what, given,
+			                    strerror(errno));
+		if (S_ISLNK(st.st_mode))
+			st.st_mode &= ~(mode_t)(S_IWGRP | S_IWOTH);
+		if (check_component(given, &st, me, program_owner, what, path, err) < 0)
+			return -1;
+		char *slash = strrchr(given, '/');
+		if (!slash || slash == given)
+			return 0;
+		*slash = '\0';
+	}
+}
+
 static int check_trusted(const char *path, const char *what, struct cp_error **err)
 {
+	struct stat self;
+	uid_t program_owner = stat("/proc/self/exe", &self) == 0 ? self.st_uid : 0;
+	uid_t me = geteuid();
+	if (check_given(path, me, program_owner, what, err) < 0)
+		return -1;
 	_cleanup_free_ char *real = realpath(path, NULL);
 	if (!real)
 		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s '%s' cannot be resolved: %s", what, path,
 		                    strerror(errno));
-	struct stat self;
-	uid_t program_owner = stat("/proc/self/exe", &self) == 0 ? self.st_uid : 0;
-	uid_t me = geteuid();
 	for (char *end = real + strlen(real);;) {
 		struct stat st;
 		const char *component = end == real ? "/" : real;
 		if (stat(component, &st) < 0)
 			return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s: '%s' cannot be read: %s", what, component,
 			                    strerror(errno));
-		int owner_ok = st.st_uid == 0 || st.st_uid == me || st.st_uid == program_owner;
-		int sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
-		int others_write = (st.st_mode & S_IWOTH) && !sticky_dir;
-		int group_write = (st.st_mode & S_IWGRP) && !sticky_dir && !harmless_group(&st);
-		if (!owner_ok || others_write || group_write)
-			return cp_error_set(err, CP_ERR_DENIED,
-			                    "%s '%s' is not used: '%s' (owner uid %u, mode %04o) %s; only root, you or "
-			                    "the owner of chat2sbx may own it and no one else may write it; fix with "
-			                    "chown/chmod or install chat2sbx again",
-			                    what, path, component, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
-			                    !owner_ok ? "belongs to another user" : "can be written by others");
+		if (check_component(component, &st, me, program_owner, what, path, err) < 0)
+			return -1;
 		if (end == real)
 			return 0;
 		char *slash = strrchr(real, '/');

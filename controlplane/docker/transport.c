@@ -128,7 +128,8 @@ void docker_socket_access_hint(const char *socket_path, char *buf, size_t size)
 	struct group gr, *grp = NULL;
 	struct passwd pw, *pwp = NULL;
 	int listed = 0, held = 0;
-	if (stat(socket_path, &st) == 0) {
+	int stated = stat(socket_path, &st) == 0;
+	if (stated) {
 		held = process_has_group(st.st_gid);
 		if (getgrgid_r(st.st_gid, &gr, gbuf, sizeof(gbuf), &grp) == 0 && grp) {
 			snprintf(name, sizeof(name), "%s", grp->gr_name);
@@ -145,6 +146,11 @@ void docker_socket_access_hint(const char *socket_path, char *buf, size_t size)
 	else if (held)
 		snprintf(buf, size, "the socket's mode (%04o) keeps its group '%s' out; fix the engine's socket mode",
 		         (unsigned)(st.st_mode & 07777), name);
+	else if (stated && st.st_gid == 0)
+		/* Root's group is root: joining it is not the fix. */
+		snprintf(buf, size,
+		         "the socket belongs to root's group; have the engine give it a docker group ('sudo groupadd "
+		         "docker', restart the engine), then run 'sudo usermod -aG docker $USER' and log in again");
 	else
 		snprintf(buf, size, "you are not in the %s group; run 'sudo usermod -aG %s $USER' and log in again",
 		         name, name);

@@ -264,8 +264,9 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 		if ((*err)->detail == CP_DETAIL_HELPER_VERSION)
 			cp_error_prefix(
 			    err,
-			    "the helper at '%s' does not belong to this chat2sbx (reinstall chat2sbx so that its "
-			    "binary and lib/chat2sbx/chat2sbx-helper come from one build, then retry)",
+			    "the helper at '%s' does not belong to this chat2sbx (if chat2sbx was upgraded while "
+			    "this serve ran, restart serve; otherwise reinstall chat2sbx so that its binary and "
+			    "lib/chat2sbx/chat2sbx-helper come from one build; then retry)",
 			    lc->cfg->helper_path);
 		else if (vm)
 			guard_vm_explain(&lc->host, s->id, container_id,

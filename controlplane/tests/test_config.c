@@ -323,7 +323,8 @@ Test(config, settings_file_of_another_user_is_refused)
 		st.st_uid = 4242;
 	cr_expect_eq(config_file_check_trusted(&st, "/x/.env", &err), -1);
 	cr_assert_not_null(err);
-	cr_expect(strstr(err->message, "/x/.env") && strstr(err->message, "chown"), "%s", err->message);
+	cr_expect(strstr(err->message, "/x/.env") && strstr(err->message, "from another directory"), "%s",
+	          err->message);
 	cp_error_free(err);
 	st.st_uid = 0;
 	err = NULL;
@@ -644,6 +645,17 @@ Test(config, install_files_others_could_write_are_refused)
 		             "group nogroup may write it");
 		cp_error_free(err);
 		cr_assert_eq(chown(file, 0, 0), 0);
+		/* A link another user owns, even to the right file: they could
+		 * point it elsewhere after the check. */
+		char theirs[200];
+		snprintf(theirs, sizeof(theirs), "%s/their-link", dir);
+		cr_assert_eq(symlink(file, theirs), 0);
+		cr_assert_eq(lchown(theirs, 65534, 65534), 0);
+		err = NULL;
+		cr_expect_eq(config_install_require(c, theirs, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), -1);
+		cr_expect(err && strstr(err->message, theirs) && strstr(err->message, "belongs to another user"), "%s",
+		          err ? err->message : "");
+		cp_error_free(err);
 		cr_assert_eq(chmod(file, 0775), 0);
 		err = NULL;
 		cr_expect_eq(config_install_require(c, file, "the helper binary", "CHAT2SBX_HELPER_PATH", &err), 0,

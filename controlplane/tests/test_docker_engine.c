@@ -834,6 +834,14 @@ Test(docker_engine, access_hint_from_the_socket_group)
 		cr_assert_eq(chown(path, (uid_t)-1, 65534), 0);
 		docker_socket_access_hint(path, hint, sizeof(hint));
 		cr_expect(strstr(hint, "you are not in the ") && strstr(hint, "sudo usermod -aG "), "%s", hint);
+		/* Root's group (the engine found no docker group): joining
+		 * root's group is never the advice. */
+		cr_assert_eq(chown(path, (uid_t)-1, 0), 0);
+		cr_assert_eq(setegid(65534), 0);
+		docker_socket_access_hint(path, hint, sizeof(hint));
+		cr_assert_eq(setegid(0), 0);
+		cr_expect(strstr(hint, "root's group") && strstr(hint, "groupadd docker") && !strstr(hint, "-aG root"),
+		          "%s", hint);
 	}
 	/* No socket to read: the usual group. */
 	docker_socket_access_hint("/nonexistent/docker.sock", hint, sizeof(hint));

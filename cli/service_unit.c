@@ -9,7 +9,7 @@ char *cli_service_unit(const char *exe, const char *workdir, const char *environ
 {
 	return xasprintf("# %s\n"
 	                 "# Settings: the CHAT2SBX_* variables set when it was written (below), then\n"
-	                 "# %s/.env and ~/.chat2sbx/config.yaml; no secrets here:\n"
+	                 "# %s/.env (a source tree's build only) and ~/.chat2sbx/config.yaml; no secrets here:\n"
 	                 "# serve reads the tunnel id and key from CHAT2SBX_SECRET_DIR itself.\n"
 	                 "[Unit]\n"
 	                 "Description=chat2sbx: disposable sandboxes for ChatGPT over MCP\n"

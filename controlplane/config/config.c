@@ -253,7 +253,10 @@ struct config_env config_env_process(void)
 			snprintf(pw_home, sizeof(pw_home), "/");
 		home = pw_home;
 	}
-	return (struct config_env){process_get, NULL, home, ".env", exe_dir};
+	/* ./.env only for a source tree's build: an installed chat2sbx runs in
+	 * whatever folder its user is in, a cloned repository among them, whose
+	 * .env is the user's file but not the user's choice. */
+	return (struct config_env){process_get, NULL, home, config_installed ? NULL : ".env", exe_dir};
 }
 
 /* Expands "~/", "${NAME}" (an earlier setting, EXE_DIR, SOURCE_TREE: the

@@ -89,8 +89,10 @@ struct config_env {
 };
 
 /* The process environment, $HOME (unset or empty: the home the password
- * database gives this uid, "/" when it has none), ./.env and the directory of /proc/self/exe.
- * Strings inside are static or owned by the process. */
+ * database gives this uid, "/" when it has none), ./.env (a source tree's
+ * build only: an installed one reads no .env, see config_installed) and the
+ * directory of /proc/self/exe. Strings inside are static or owned by the
+ * process. */
 struct config_env config_env_process(void);
 
 /* Builds the effective configuration. On success *ret_config is owned by the

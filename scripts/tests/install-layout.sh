@@ -62,7 +62,20 @@ got="$(bash -c 'source "$1"; COMP_WORDS=(chat2sbx sandbox d); COMP_CWORD=2; _cha
   "$dest/usr/share/bash-completion/completions/chat2sbx")"
 [ "$got" = destroy ] || bad "the completion of 'chat2sbx sandbox d' is '$got', not 'destroy'"
 
-rm -rf "$home"
+# A .env where the installed binary runs (a cloned repository, say) is not
+# its settings; the source tree's build, run in its own folder, reads one.
+envdir="$dest/repo"
+mkdir -p "$envdir"
+printf 'CHAT2SBX_FIREWALL=0\n' >"$envdir/.env"
+chmod 0600 "$envdir/.env"
+firewall() { (cd "$envdir" && env -i HOME="$home" PATH=/usr/bin:/bin "$1" status --json; true) |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["firewall"]["enabled"])'; }
+got="$(firewall "$dest/usr/bin/chat2sbx")"
+[ "$got" = True ] || bad "the installed binary took CHAT2SBX_FIREWALL=0 from ./.env (firewall enabled: $got)"
+got="$(firewall "$PWD/build/chat2sbx")"
+[ "$got" = False ] || bad "the source tree's build did not read ./.env (firewall enabled: $got)"
+
+rm -rf "$home" "$envdir"
 
 # install-files copies what install-build built and builds nothing: for a
 # PREFIX the files were not built for, it refuses and lays out nothing

@@ -143,7 +143,9 @@ enum config_dir { CONFIG_DIR_LIB, CONFIG_DIR_DATA };
  * owned by someone other than root, this user or the owner of the running
  * program, or is writable by others (a sticky directory excepted) or by a
  * group other than root's, "staff" or the owner's private group; the
- * message names the component, its owner and mode. Reads the file system
+ * message names the component, its owner and mode; the same for every
+ * entry of the folder the file is in (a build script reads the files beside
+ * it). Reads the file system
  * (access(2), stat(2), the user and group databases). */
 int config_install_path(const struct config *c, enum config_dir dir, const char *name, const char *what,
                         char **ret_path, struct cp_error **err);

@@ -1,7 +1,9 @@
 /* install.c: finding chat2sbx's own files in its install directories
  * (LIB_DIR, DATA_DIR; install_dirs.c says where they are compiled to be)
  * and the one message a missing one gets. File-system reads only. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -141,6 +143,38 @@ static int path_within(const char *path, const char *dir)
 	return n && !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
 }
 
+/* check_component for every entry of the folder PATH is in (not deeper):
+ * a build script reads the files beside it (template/build.sh its
+ * Dockerfile and packages.txt), each of which must be as trusted as it. */
+static int check_siblings(const char *path, const char *what, struct cp_error **err)
+{
+	_cleanup_free_ char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return 0;
+	*slash = '\0';
+	DIR *d = opendir(*dir ? dir : "/");
+	if (!d)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s: the folder '%s' cannot be read: %s", what, dir,
+		                    strerror(errno));
+	struct stat self;
+	uid_t program_owner = stat("/proc/self/exe", &self) == 0 ? self.st_uid : 0;
+	int r = 0;
+	for (struct dirent *e; r == 0 && (e = readdir(d));) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* gone meanwhile */
+		if (S_ISLNK(st.st_mode))
+			st.st_mode &= ~(mode_t)(S_IWGRP | S_IWOTH);
+		_cleanup_free_ char *entry = xasprintf("%s/%s", dir, e->d_name);
+		r = check_component(entry, &st, geteuid(), program_owner, what, path, err);
+	}
+	closedir(d);
+	return r;
+}
+
 int config_install_path(const struct config *c, enum config_dir dir, const char *name, const char *what,
                         char **ret_path, struct cp_error **err)
 {
@@ -152,7 +186,7 @@ int config_install_path(const struct config *c, enum config_dir dir, const char 
 		free(path);
 		return -1;
 	}
-	if (check_trusted(path, what, err) < 0) {
+	if (check_trusted(path, what, err) < 0 || check_siblings(path, what, err) < 0) {
 		free(path);
 		return -1;
 	}

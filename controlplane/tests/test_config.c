@@ -491,6 +491,37 @@ static struct config *load_dirs(const char *lib, const char *data)
 	return c;
 }
 
+/* A build script reads the files beside it: one of them writable by
+ * others (or another user's) makes the script refused too. */
+Test(config, install_path_judges_the_files_beside_it)
+{
+	char dir[160], script[200], input[200];
+	snprintf(dir, sizeof(dir), "%s/template", tmp);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	snprintf(script, sizeof(script), "%s/build.sh", dir);
+	write_file(script, "#!/bin/sh\n", 0755);
+	snprintf(input, sizeof(input), "%s/Dockerfile", dir);
+	write_file(input, "FROM scratch\n", 0644);
+	cr_assert_eq(chmod(input, 0666), 0);
+	struct config *c = load_dirs("/nonexistent/lib", tmp);
+	char *path = NULL;
+	struct cp_error *err = NULL;
+	cr_expect_eq(
+	    config_install_path(c, CONFIG_DIR_DATA, "template/build.sh", "the template's build script", &path, &err),
+	    -1);
+	cr_expect_null(path);
+	cr_expect(err && err->code == CP_ERR_DENIED && strstr(err->message, input) && strstr(err->message, "0666"),
+	          "%s", err ? err->message : "");
+	cp_error_free(err);
+	cr_assert_eq(chmod(input, 0644), 0);
+	err = NULL;
+	cr_expect_eq(
+	    config_install_path(c, CONFIG_DIR_DATA, "template/build.sh", "the template's build script", &path, &err), 0,
+	    "%s", err ? err->message : "");
+	free(path);
+	config_free(c);
+}
+
 Test(config, install_path_found_and_missing)
 {
 	char dir[160], script[200];

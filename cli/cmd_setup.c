@@ -90,7 +90,8 @@ static void step_engine(struct setup *s, struct docker_engine **ret_engine)
 
 /* Which runtime sandboxes get, as serve decides it; for vm the
  * accelerator (with the TCG warning) and the vm image, which
- * `make template-vm` builds (a long build, so setup does not start it). */
+ * DATA_DIR/template/vm/build.sh builds (`make template-vm` in a source
+ * tree; a long build, so setup does not start it). */
 static void step_runtime(struct setup *s, struct docker_engine *engine)
 {
 	struct guard_runtime_choice c;
@@ -109,10 +110,12 @@ static void step_runtime(struct setup *s, struct docker_engine *engine)
 	int present = engine && docker_image_inspect(engine, s->cfg->vm_image, &id, &e) == 0;
 	cp_error_free(e);
 	if (!present) {
+		_cleanup_free_ char *vm_build_command =
+		    xasprintf("%s/template/vm/build.sh %s %s", s->cfg->data_dir, s->cfg->vm_path, s->cfg->helper_path);
 		step(s, "runtime", STEP_FAILED,
 		     "sandboxes are microVMs (CHAT2SBX_RUNTIME=vm), but the vm image %s is not in the engine; build it "
-		     "from the source tree with 'make template-vm' (a few minutes)",
-		     s->cfg->vm_image);
+		     "(a few minutes) with '%s' from an installed chat2sbx, or 'make template-vm' in its source tree",
+		     s->cfg->vm_image, vm_build_command);
 		return;
 	}
 	step(s, "runtime", STEP_NOTHING, "sandboxes are microVMs from %s, acceleration %s%s%s%s%s", s->cfg->vm_image,

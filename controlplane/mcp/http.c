@@ -13,7 +13,10 @@
  * and each request's bounded body buffer; enforces the loopback Host/Origin
  * checks, the body limit and session validity before anything is
  * dispatched. Never writes an HTTP server of its own. The SSE answers are
- * sse.c's, the listeners http_listen.c's, queuing a reply http_reply.c's. */
+ * sse.c's, the listeners http_listen.c's, queuing a reply http_reply.c's.
+ * Paths under /ui go, after the peer and DNS-rebinding checks and without
+ * the bearer token (the page has its own login), to the owner's page
+ * handler the application registered (pages.c; issue 26). */
 #include "internal.h"
 #include "http_internal.h"
 #include "../base/text.h"

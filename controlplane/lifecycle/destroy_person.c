@@ -34,12 +34,14 @@ static int orphan(struct lifecycle *lc, const char *id, int force, struct lifecy
 			/* Without its row nobody can tell whether it held a clone's
 			 * work, or save it: only force removes it. */
 			cp_error_freep(err);
-			cp_error_set(err, CP_ERR_CONFLICT,
-			             "container %s has no registry row, so whatever work it holds (a clone's commits) "
-			             "cannot be saved; remove it anyway with force (`chat2sbx sandbox destroy %s --force`, or "
-			             "Force on the page's Destroy)",
-			             id, id);
-		} else if (r < 0 && !strcmp(cs[i].name, id) && docker_container_remove(lc->engine, cs[i].id, &e2) == 0) {
+			cp_error_set(
+			    err, CP_ERR_CONFLICT,
+			    "container %s has no registry row, so whatever work it holds (a clone's commits) "
+			    "cannot be saved; remove it anyway with force (`chat2sbx sandbox destroy %s --force`, or "
+			    "Force on the page's Destroy)",
+			    id, id);
+		} else if (r < 0 && !strcmp(cs[i].name, id) &&
+		           docker_container_remove(lc->engine, cs[i].id, &e2) == 0) {
 			cp_error_freep(err);
 			r = 1;
 		}

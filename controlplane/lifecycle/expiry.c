@@ -26,7 +26,7 @@ static int64_t due_at(enum sandbox_status status, int64_t last_ms, int64_t timeo
 	return status == SANDBOX_RUNNING ? last_ms + timeout_ms : 0;
 }
 
-static int64_t timeout_of(const struct lifecycle *lc)
+int64_t lifecycle_idle_timeout_ms(const struct lifecycle *lc)
 {
 	return lc->cfg->idle_timeout_ms > 0 ? lc->cfg->idle_timeout_ms : LIFECYCLE_IDLE_TIMEOUT_MS;
 }
@@ -41,7 +41,7 @@ static int idle(const struct sandbox_record *s, int64_t now_ms, int64_t timeout_
 int64_t lifecycle_idle_expiry_at(struct lifecycle *lc, const struct sandbox_record *s)
 {
 	int64_t last = s->last_activity_ms, unwritten = lifecycle_activity_unwritten(lc, s->id);
-	return due_at(s->status, unwritten > last ? unwritten : last, timeout_of(lc));
+	return due_at(s->status, unwritten > last ? unwritten : last, lifecycle_idle_timeout_ms(lc));
 }
 
 static void audit_expiry(struct lifecycle *lc, const struct sandbox_record *s, int64_t now_ms, const char *status,
@@ -136,7 +136,7 @@ out:
 
 int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error **err)
 {
-	int64_t timeout_ms = timeout_of(lc);
+	int64_t timeout_ms = lifecycle_idle_timeout_ms(lc);
 	struct sandbox_record *rows = NULL;
 	size_t n = 0;
 	lifecycle_activity_flush(lc, NULL); /* the calls' activity, held in memory (call_state.c) */

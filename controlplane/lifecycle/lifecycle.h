@@ -123,6 +123,16 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
 int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
                               struct cp_error **err);
 
+/* The open helper channel of sandbox id for a look that is no tool call
+ * (the owner's page): a reference the caller drops with
+ * helper_channel_unref, or NULL when no live channel is open (not running,
+ * paused for disk, or not attached: the maintenance pass re-attaches).
+ * Records no activity and takes no hold, so looking never keeps a sandbox
+ * from its idle expiry; a removal that comes meanwhile makes the look's
+ * helper calls fail (UNAVAILABLE). Never blocks but on the lifecycle's
+ * lock. */
+struct helper_channel *lifecycle_sandbox_channel_peek(struct lifecycle *lc, const char *id);
+
 /* Ends a call that got ch from lifecycle_sandbox_channel: drops the
  * reference (ch may be NULL), records activity again (a call's end counts,
  * so a long call never looks idle) and releases the call's hold on the
@@ -156,6 +166,9 @@ int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error *
  * status: no idle expiry. The same rule lifecycle_expiry_run applies. A
  * clone's work is saved first; a failed save keeps it 'expired'. */
 int64_t lifecycle_idle_expiry_at(struct lifecycle *lc, const struct sandbox_record *s);
+/* The idle timeout in force (ms): cfg->idle_timeout_ms, or
+ * LIFECYCLE_IDLE_TIMEOUT_MS when that is not set. */
+int64_t lifecycle_idle_timeout_ms(const struct lifecycle *lc);
 
 /* Finishes the undos of failed creates that could not be finished when
  * they failed (lifecycle/undo_later.c: a full disk, the engine away): each

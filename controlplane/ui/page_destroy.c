@@ -78,9 +78,11 @@ void ui_view_destroy_confirm(struct ui_req *r, const char *id)
 	ui_page_begin(r, 200, "Destroy a sandbox?", "sandboxes", 0);
 	ui_put(r,
 	       "<dl class=\"facts\"><dt>Sandbox</dt><dd><code>%s</code> (%s)</dd><dt>Workspace</dt><dd><code>%s</code>"
-	       " (%s)%R<code>%s</code></dd></dl>",
-	       s.id, sandbox_status_to_string(s.status), s.workspace_id, w.mode ? w.mode : "unknown",
-	       w.host_path ? " of " : "", w.host_path);
+	       " (%s)",
+	       s.id, sandbox_status_to_string(s.status), s.workspace_id, w.mode ? w.mode : "unknown");
+	if (w.host_path)
+		ui_put(r, " of <code>%s</code>", w.host_path);
+	ui_put(r, "</dd></dl>");
 	put_rule(r, w.mode);
 	if (unsaved == LIFECYCLE_UNSAVED_YES)
 		ui_put(r, "<p class=\"warning\">It holds work that is not in an export yet.</p>");

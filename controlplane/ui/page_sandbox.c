@@ -3,6 +3,8 @@
  * of their output (live: the page is re-fetched every 2 s), its previews
  * (sandbox_expose's ports, opened in a new tab) and the Destroy link. The
  * facts are gathered by sandbox_view.c; this file only writes them. */
+#include <stdio.h>
+
 #include "../base/id.h"
 #include "../lifecycle/lifecycle.h"
 #include "ui_internal.h"
@@ -95,7 +97,9 @@ void ui_view_sandbox(struct ui_req *r, const char *id)
 		cp_error_free(err);
 		return;
 	}
-	ui_page_begin(r, 200, id, "sandboxes", 1);
+	char title[160];
+	snprintf(title, sizeof(title), "Sandbox %s", id);
+	ui_page_begin(r, 200, title, "sandboxes", 1);
 	ui_sandbox_view_render(r, &v);
 	ui_page_end(r);
 	ui_sandbox_view_clear(&v);

@@ -53,9 +53,16 @@ char *ui_output_clean(const unsigned char *p, size_t n, int cut_start)
 {
 	char *out = xmalloc(3 * n + 1); /* each byte becomes at most U+FFFD */
 	size_t o = 0, i = 0;
-	if (cut_start)
-		while (i < n && i < 3 && (p[i] & 0xC0) == 0x80)
-			i++;
+	if (cut_start) {
+		/* The first line is cut: it starts after the first newline, or,
+		 * without one, at the first whole character. */
+		const unsigned char *nl = memchr(p, '\n', n);
+		if (nl)
+			i = (size_t)(nl - p) + 1;
+		else
+			while (i < n && i < 3 && (p[i] & 0xC0) == 0x80)
+				i++;
+	}
 	while (i < n) {
 		unsigned char c = p[i];
 		if (c == 0x1B && i + 1 < n && p[i + 1] == '[') {

@@ -183,7 +183,8 @@ void ui_sandbox_view_render(struct ui_req *r, const struct ui_sandbox_view *v);
  * carriage return dropped, terminal escape sequences (ESC [ ... final)
  * removed, other control and invisible characters (text_invisible) shown
  * as U+FFFD. cut_start: the bytes are a tail cut from a longer output, so
- * up to 3 leading UTF-8 continuation bytes are dropped. Newly allocated.
+ * its cut first line is dropped (up to the first newline; without one, up
+ * to 3 leading UTF-8 continuation bytes). Newly allocated.
  * HTML escaping is still ui_put's. */
 char *ui_output_clean(const unsigned char *bytes, size_t n, int cut_start);
 

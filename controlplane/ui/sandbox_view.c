@@ -6,10 +6,13 @@
  * the model's own unread output (bash_poll) stays unread. Every call is
  * bounded; every byte from the sandbox is cleaned here and escaped by
  * ui_put. */
+#include <errno.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../base/base64.h"
 #include "../base/cleanup.h"
@@ -175,6 +178,33 @@ static void read_tail(struct helper_channel *ch, const char *path, struct ui_bas
 		cp_error_free(err);
 }
 
+/* A helper keeps at most BLOB_MAX_OPEN (4) files open for blob.read, and a
+ * clone's save (export_save.c) needs one of them: the page's looks take
+ * one at a time, all tabs together, so they never crowd a save out. */
+static pthread_mutex_t blob_turn = PTHREAD_MUTEX_INITIALIZER;
+
+/* read_tail in the page's turn, waiting for it UI_HELPER_CALL_MS at most. */
+static void read_tail_in_turn(struct helper_channel *ch, const char *path, struct ui_bash_session *b)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += UI_HELPER_CALL_MS / 1000;
+	until.tv_nsec += (long)(UI_HELPER_CALL_MS % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	int rc = pthread_mutex_timedlock(&blob_turn, &until);
+	if (rc != 0) {
+		b->output_error = xstrdup(rc == ETIMEDOUT ? "its output is shown at the next refresh (other looks are "
+		                                            "reading theirs)"
+		                                          : "its output could not be read now");
+		return;
+	}
+	read_tail(ch, path, b);
+	pthread_mutex_unlock(&blob_turn);
+}
+
 /* The sessions of a running sandbox through its open channel. */
 static void gather_sessions(struct lifecycle *lc, struct ui_sandbox_view *v)
 {
@@ -225,7 +255,7 @@ static void gather_sessions(struct lifecycle *lc, struct ui_sandbox_view *v)
 		else if (b->total_bytes == 0)
 			b->output = xstrdup("");
 		else
-			read_tail(ch, path, b);
+			read_tail_in_turn(ch, path, b);
 	}
 	json_object_put(res);
 	helper_channel_unref(ch);

@@ -166,8 +166,9 @@ void ui_sandbox_view_clear(struct ui_sandbox_view *v);
  * running one its sessions through the open channel without counting as
  * activity (lifecycle_sandbox_channel_peek): bash.list, then each shown
  * session's last UI_OUTPUT_TAIL bytes through blob.open/blob.read/
- * blob.close (never bash.poll: the model's output stays unread), each call
- * bounded by UI_HELPER_CALL_MS. A helper that fails leaves words in
+ * blob.close (never bash.poll: the model's output stays unread; one blob
+ * at a time in this process, so a clone's save always finds a free one),
+ * each call and the wait for that turn bounded by UI_HELPER_CALL_MS. A helper that fails leaves words in
  * sessions_note or output_error, never an error. */
 int ui_sandbox_view_gather(struct ui_req *r, const char *id, struct ui_sandbox_view *v, struct cp_error **err);
 

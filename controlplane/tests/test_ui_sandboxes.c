@@ -88,9 +88,8 @@ Test(ui_sandbox_render, everything_a_sandbox_wrote_is_shown_as_text)
 
 Test(ui_sandbox_render, a_stopped_sandbox_says_why_it_shows_no_session)
 {
-	struct ui_sandbox_view v = {
-	    .s = {.id = "sbx_a", .workspace_id = "ws_a", .status = SANDBOX_FAILED},
-	    .sessions_note = "No session is shown: the sandbox is failed"};
+	struct ui_sandbox_view v = {.s = {.id = "sbx_a", .workspace_id = "ws_a", .status = SANDBOX_FAILED},
+	                            .sessions_note = "No session is shown: the sandbox is failed"};
 	struct ui_req r = req();
 	ui_sandbox_view_render(&r, &v);
 	cr_expect(strstr(r.html, "sessions-note\">No session is shown: the sandbox is failed"), "%s", r.html);

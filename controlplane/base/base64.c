@@ -17,21 +17,21 @@ static int value(unsigned char c)
 
 size_t base64_decode(const char *in, size_t len, unsigned char *out, int *ok)
 {
+	*ok = 0;
+	int pad = 0;
+	while (len > 0 && in[len - 1] == '=') {
+		len--;
+		pad++;
+	}
+	if (pad > 2 || len % 4 == 1 || (pad && (len + (size_t)pad) % 4 != 0))
+		return 0;
 	size_t o = 0;
 	uint32_t acc = 0;
-	int bits = 0, pad = 0;
-	*ok = 1;
+	int bits = 0;
 	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		int v = value(c);
-		if (pad || v < 0) {
-			*ok = 0;
+		int v = value((unsigned char)in[i]);
+		if (v < 0)
 			return 0;
-		}
 		acc = acc << 6 | (uint32_t)v;
 		bits += 6;
 		if (bits >= 8) {
@@ -39,5 +39,6 @@ size_t base64_decode(const char *in, size_t len, unsigned char *out, int *ok)
 			out[o++] = (unsigned char)(acc >> bits);
 		}
 	}
+	*ok = 1;
 	return o;
 }

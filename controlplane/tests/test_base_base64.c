@@ -8,8 +8,9 @@
 
 Test(base64, the_rfc_vectors_decode)
 {
-	const char *enc[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
-	const char *dec[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+	/* The padding may be left out, as MCP's header values do. */
+	const char *enc[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy", "Zg", "Zm9vYmE"};
+	const char *dec[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar", "f", "fooba"};
 	for (size_t i = 0; i < sizeof(enc) / sizeof(enc[0]); i++) {
 		unsigned char out[16];
 		int ok = 0;
@@ -27,7 +28,7 @@ Test(base64, the_rfc_vectors_decode)
 
 Test(base64, anything_else_is_refused)
 {
-	const char *bad[] = {"Zm9v!", "Zg==Zg==", "Zm 9v", "Zm9v\n", "-_-_"};
+	const char *bad[] = {"Zm9v!", "Zg==Zg==", "Zm 9v", "Zm9v\n", "-_-_", "Zm9vY", "Zg===", "Z==="};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		unsigned char out[16];
 		int ok = 1;

@@ -174,9 +174,10 @@ static void teardown(void)
 
 TestSuite(ui_destroy, .init = setup, .fini = teardown, .timeout = 60);
 
-/* POSTs the destroy form with the given extra fields (NULL-terminated
- * name/value pairs); returns the body (caller frees) and the status. */
-static char *post_destroy(unsigned *status, const char *const *extra)
+/* POSTs the destroy form from origin with the given extra fields
+ * (NULL-terminated name/value pairs); returns the body (caller frees) and
+ * the status. */
+static char *post_destroy_from(const char *origin, unsigned *status, const char *const *extra)
 {
 	struct mcp_page_field f[8] = {{"csrf", csrf}};
 	size_t n = 1;
@@ -185,7 +186,7 @@ static char *post_destroy(unsigned *status, const char *const *extra)
 	struct mcp_page_request q = {.method = "POST",
 	                             .path = "/ui/sandboxes/" SBX "/destroy",
 	                             .host = HOST,
-	                             .origin = "http://" HOST,
+	                             .origin = origin,
 	                             .cookie = cookie,
 	                             .form = f,
 	                             .n_form = n};
@@ -193,6 +194,11 @@ static char *post_destroy(unsigned *status, const char *const *extra)
 	ui_handle(ui, &q, &a);
 	*status = a.status;
 	return a.body;
+}
+
+static char *post_destroy(unsigned *status, const char *const *extra)
+{
+	return post_destroy_from("http://" HOST, status, extra);
 }
 
 static int64_t audit_rows(const char *action)
@@ -268,18 +274,11 @@ Test(ui_destroy, force_confirmed_twice_removes_it_and_says_what_is_lost)
 
 Test(ui_destroy, a_cross_origin_post_changes_nothing)
 {
-	struct mcp_page_field f[] = {{"csrf", csrf}, {"force", "on"}, {"confirm2", "yes"}};
-	struct mcp_page_request q = {.method = "POST",
-	                             .path = "/ui/sandboxes/" SBX "/destroy",
-	                             .host = HOST,
-	                             .origin = "http://127.0.0.1:9999",
-	                             .cookie = cookie,
-	                             .form = f,
-	                             .n_form = 3};
-	struct mcp_page_reply a = {0};
-	ui_handle(ui, &q, &a);
-	cr_expect_eq(a.status, 403, "%s", a.body);
-	free(a.body);
+	unsigned status = 0;
+	const char *const extra[] = {"force", "on", "confirm2", "yes", NULL};
+	char *body = post_destroy_from("http://127.0.0.1:9999", &status, extra);
+	cr_expect_eq(status, 403, "%s", body);
+	free(body);
 	cr_expect_eq(fake_count("DELETE", "/containers/"), 0);
 	cr_expect_str_eq(lc_fixture_status(SBX), "running");
 }

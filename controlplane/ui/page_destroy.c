@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../base/id.h"
 #include "../lifecycle/lifecycle.h"
 #include "ui_internal.h"
 
@@ -24,13 +23,8 @@ enum ui_destroy_step ui_destroy_step_of(const struct ui_req *r)
 static int load(struct ui_req *r, const char *id, struct sandbox_record *s, struct workspace_record *w)
 {
 	struct cp_error *err = NULL;
-	if (!id_valid(id, "sbx_")) {
-		ui_page_message(
-		    r, 404, "No such sandbox",
-		    "That is not a sandbox id (sbx_ followed by its letters); pick one on the Sandboxes page.",
-		    "/ui/sandboxes");
+	if (!ui_sandbox_id_ok(r, id))
 		return -1;
-	}
 	if (store_sandbox_get(r->ui->deps.store, id, s, &err) < 0) {
 		ui_page_error(r, err, "/ui/sandboxes");
 		cp_error_free(err);
@@ -131,13 +125,8 @@ void ui_do_destroy(struct ui_req *r, const char *id)
 		ask_again(r, id);
 		return;
 	}
-	if (!id_valid(id, "sbx_")) {
-		ui_page_message(
-		    r, 404, "No such sandbox",
-		    "That is not a sandbox id (sbx_ followed by its letters); pick one on the Sandboxes page.",
-		    "/ui/sandboxes");
+	if (!ui_sandbox_id_ok(r, id))
 		return;
-	}
 	char back[160];
 	snprintf(back, sizeof(back), "/ui/sandboxes/%s", id);
 	struct lifecycle_destroy_result res = {0};

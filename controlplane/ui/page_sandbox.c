@@ -81,15 +81,20 @@ void ui_sandbox_view_render(struct ui_req *r, const struct ui_sandbox_view *v)
 		       s->id);
 }
 
+int ui_sandbox_id_ok(struct ui_req *r, const char *id)
+{
+	if (id_valid(id, "sbx_"))
+		return 1;
+	ui_page_message(r, 404, "No such sandbox",
+	                "That is not a sandbox id (sbx_ followed by its letters); pick one on the Sandboxes page.",
+	                "/ui/sandboxes");
+	return 0;
+}
+
 void ui_view_sandbox(struct ui_req *r, const char *id)
 {
-	if (!id_valid(id, "sbx_")) {
-		ui_page_message(
-		    r, 404, "No such sandbox",
-		    "That is not a sandbox id (sbx_ followed by its letters); pick one on the Sandboxes page.",
-		    "/ui/sandboxes");
+	if (!ui_sandbox_id_ok(r, id))
 		return;
-	}
 	struct ui_sandbox_view v = {0};
 	struct cp_error *err = NULL;
 	if (ui_sandbox_view_gather(r, id, &v, &err) < 0) {

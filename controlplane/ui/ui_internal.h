@@ -199,6 +199,10 @@ enum ui_destroy_step {
 };
 enum ui_destroy_step ui_destroy_step_of(const struct ui_req *r);
 
+/* 1 when id is a sandbox id (sbx_ and its letters); 0 after answering the
+ * 404 page that says so (page_sandbox.c). */
+int ui_sandbox_id_ok(struct ui_req *r, const char *id);
+
 void ui_view_sandboxes(struct ui_req *r, const char *id);       /* GET /ui/sandboxes */
 void ui_view_sandbox(struct ui_req *r, const char *id);         /* GET /ui/sandboxes/ID */
 void ui_view_destroy_confirm(struct ui_req *r, const char *id); /* GET /ui/sandboxes/ID/destroy */

@@ -11,14 +11,16 @@
 
 static void put_session(struct ui_req *r, const struct ui_bash_session *b)
 {
-	ui_put(r, "<section class=\"session\" data-session=\"%s\" aria-label=\"Session %s\"><h3><code>%s</code></h3>",
-	       b->id, b->id, b->command ? b->command : "");
+	ui_put(r,
+	       "<section class=\"session\" data-session=\"%s\" aria-label=\"Session %s\"><h3>Session "
+	       "<code>%s</code></h3><pre class=\"command\">%s</pre>",
+	       b->id, b->id, b->id, b->command ? b->command : "");
 	ui_put(r, "<p><span class=\"status\" data-status=\"%s\">%s", b->status, b->status);
 	if (b->has_exit)
 		ui_put(r, " (exit code %L)", b->exit_code);
 	if (b->reason)
 		ui_put(r, ": %s", b->reason);
-	ui_put(r, "</span> · <code>%s</code> · started ", b->id);
+	ui_put(r, "</span> · started ");
 	ui_put_time(r, b->started_ms);
 	if (b->ended_ms > 0) {
 		ui_put(r, " · ended ");

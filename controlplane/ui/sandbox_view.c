@@ -242,7 +242,9 @@ static void gather_sessions(struct lifecycle *lc, struct ui_sandbox_view *v)
 			continue;
 		v->n_sessions++;
 		b->id = clip(sid, 64);
-		b->command = clip(str_of(o, "command"), 300);
+		/* A command may have lines: kept, cleaned as output is. */
+		const char *cmd = str_of(o, "command");
+		b->command = cmd ? ui_output_clean((const unsigned char *)cmd, strnlen(cmd, 1000), 0) : NULL;
 		b->status = clip(str_of(o, "status") ? str_of(o, "status") : "unknown", 32);
 		b->reason = clip(str_of(o, "reason"), 300);
 		b->exit_code = int_of(o, "exit_code", &b->has_exit);

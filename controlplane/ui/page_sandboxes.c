@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../base/xalloc.h"
 #include "../lifecycle/lifecycle.h"
 #include "ui_internal.h"
 
@@ -103,7 +104,7 @@ void ui_put_sandboxes(struct ui_req *r)
 		cp_error_free(err);
 		return;
 	}
-	int *unsaved = calloc(n ? n : 1, sizeof(*unsaved));
+	int *unsaved = xcalloc(n ? n : 1, sizeof(*unsaved));
 	if (lc)
 		lifecycle_sandboxes_unsaved(lc, rows, n, unsaved);
 	else

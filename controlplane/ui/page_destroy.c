@@ -164,7 +164,11 @@ void ui_do_destroy(struct ui_req *r, const char *id)
 			       "<p>Its work is saved as export <a data-export=\"%s\" "
 			       "href=\"/ui/exports/%s\"><code>%s</code>"
 			       "</a> (%s).</p>",
-			       x->id, x->id, x->id, x->kind);
+			       x->id, x->id, x->id,
+			       x->kind && !strcmp(x->kind, "git")
+			           ? "its branches and commits, to apply to your repository"
+			       : x->kind && !strcmp(x->kind, "tar") ? "a copy of its files"
+			                                            : "nothing new since it was made");
 	}
 	ui_put(r, "</div>");
 	if (res.lost)

@@ -97,51 +97,14 @@ static int sandbox_destroy(struct cli *cli, struct store *store, const char *id,
 		return cli_fail(err);
 	}
 	lifecycle_channel_receipts_set(lc, &tool_bash_receipts);
-	struct lifecycle_destroy_options opts = {
-	    .force = force, .reason = "destroy", .actor = "cli", .wait_ms = LIFECYCLE_EXPORT_WAIT_LONG_MS};
 	struct lifecycle_destroy_result res = {0};
-	int r = lifecycle_sandbox_destroy_ex(lc, id, &opts, &res, &err);
+	int r = lifecycle_sandbox_destroy_person(lc, id, force, "cli", &res, &err);
 	struct sandbox_record s = res.sandbox;
 	res.sandbox = (struct sandbox_record){0};
-	if (r < 0 && err->code == CP_ERR_NOT_FOUND) {
-		/* No registry row: an orphan container of THIS registry (its label
-		 * names our database) may still exist. Containers of other
-		 * registries or of nobody are never touched. */
-		struct docker_container_state *cs = NULL;
-		size_t n = 0;
-		struct cp_error *e2 = NULL;
-		char label[4200];
-		snprintf(label, sizeof(label), "%s=%s", POLICY_LABEL_REGISTRY, cli->cfg->database_path);
-		if (docker_container_list(engine, label, &cs, &n, &e2) == 0) {
-			for (size_t i = 0; i < n; i++) {
-				if (r < 0 && strcmp(cs[i].name, id) == 0 && !force) {
-					/* Without its row nobody can tell whether it held a
-					 * clone's work, or save it: only --force removes it. */
-					cp_error_free(err);
-					err = NULL;
-					cp_error_set(
-					    &err, CP_ERR_CONFLICT,
-					    "container %s has no registry row, so whatever work it holds (a clone's "
-					    "commits) cannot be saved; remove it anyway with --force",
-					    id);
-				} else if (r < 0 && strcmp(cs[i].name, id) == 0 &&
-				           docker_container_remove(engine, cs[i].id, &e2) == 0) {
-					cp_error_free(err);
-					err = NULL;
-					printf("removed orphan container %s (it had no registry row)\n", id);
-					r = 1;
-				}
-				docker_container_state_clear(&cs[i]);
-			}
-			free(cs);
-		}
-		cp_error_free(e2);
-		e2 = NULL;
-		/* Its sandbox_expose forwarders and network, if any (labelled with its id). */
-		if (r == 1 && lifecycle_exposures_remove(lc, id, &e2) < 0) {
-			fprintf(stderr, "chat2sbx: %s\n", e2->message);
-			cp_error_free(e2);
-		}
+	if (r == 1) {
+		printf("removed orphan container %s (it had no registry row)\n", id);
+		if (res.note)
+			fprintf(stderr, "chat2sbx: %s\n", res.note);
 	}
 	lifecycle_free(lc);
 	docker_engine_free(engine);

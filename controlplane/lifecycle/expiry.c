@@ -15,13 +15,33 @@
 #include "../base/log.h"
 #include "lifecycle_internal.h"
 
-/* Running and idle past the timeout, or expired already: its save failed
- * at an earlier pass and is tried again now (issue 14). */
+/* The rule: when a sandbox whose last tool call started or ended at
+ * last_ms becomes due for removal: a running one timeout_ms later; an
+ * expired one at once (its save failed at an earlier pass and is tried
+ * again at every pass, issue 14); any other status never (0). */
+static int64_t due_at(enum sandbox_status status, int64_t last_ms, int64_t timeout_ms)
+{
+	if (status == SANDBOX_EXPIRED)
+		return 1;
+	return status == SANDBOX_RUNNING ? last_ms + timeout_ms : 0;
+}
+
+int64_t lifecycle_idle_timeout_ms(const struct lifecycle *lc)
+{
+	return lc->cfg->idle_timeout_ms > 0 ? lc->cfg->idle_timeout_ms : LIFECYCLE_IDLE_TIMEOUT_MS;
+}
+
+/* Due now by the rule. */
 static int idle(const struct sandbox_record *s, int64_t now_ms, int64_t timeout_ms)
 {
-	if (s->status == SANDBOX_EXPIRED)
-		return 1;
-	return s->status == SANDBOX_RUNNING && s->last_activity_ms + timeout_ms <= now_ms;
+	int64_t at = due_at(s->status, s->last_activity_ms, timeout_ms);
+	return at > 0 && at <= now_ms;
+}
+
+int64_t lifecycle_idle_expiry_at(struct lifecycle *lc, const struct sandbox_record *s)
+{
+	int64_t last = s->last_activity_ms, unwritten = lifecycle_activity_unwritten(lc, s->id);
+	return due_at(s->status, unwritten > last ? unwritten : last, lifecycle_idle_timeout_ms(lc));
 }
 
 static void audit_expiry(struct lifecycle *lc, const struct sandbox_record *s, int64_t now_ms, const char *status,
@@ -116,7 +136,7 @@ out:
 
 int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error **err)
 {
-	int64_t timeout_ms = lc->cfg->idle_timeout_ms > 0 ? lc->cfg->idle_timeout_ms : LIFECYCLE_IDLE_TIMEOUT_MS;
+	int64_t timeout_ms = lifecycle_idle_timeout_ms(lc);
 	struct sandbox_record *rows = NULL;
 	size_t n = 0;
 	lifecycle_activity_flush(lc, NULL); /* the calls' activity, held in memory (call_state.c) */

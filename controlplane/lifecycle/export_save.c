@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/base64.h"
 #include "../base/xjson.h"
 #include "../base/xalloc.h"
 #include "../base/cancel.h"
@@ -216,41 +217,6 @@ static int parse_answer(const char *line, struct script_answer *a, struct cp_err
 		if (!strcmp(a->state, states[i]))
 			return 0;
 	return cp_error_set(err, CP_ERR_INTERNAL, "the save script answered an unknown state");
-}
-
-static size_t base64_decode(const char *in, size_t len, unsigned char *out, int *ok)
-{
-	static signed char map[256];
-	static int init;
-	if (!init) {
-		memset(map, -1, sizeof(map));
-		const char *tab = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-		for (int i = 0; i < 64; i++)
-			map[(unsigned char)tab[i]] = (signed char)i;
-		init = 1;
-	}
-	size_t o = 0;
-	uint32_t acc = 0;
-	int bits = 0, pad = 0;
-	*ok = 1;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		if (pad || map[c] < 0) {
-			*ok = 0;
-			return 0;
-		}
-		acc = acc << 6 | (uint32_t)map[c];
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)(acc >> bits);
-		}
-	}
-	return o;
 }
 
 static int write_all(int fd, const unsigned char *p, size_t n)

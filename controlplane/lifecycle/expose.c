@@ -478,6 +478,14 @@ int lifecycle_sandbox_exposures(struct lifecycle *lc, const char *sandbox_id, st
 	return store_exposure_list(lc->store, sandbox_id, ret, ret_n, err);
 }
 
+const char *lifecycle_exposure_url(const struct exposure_record *x, char *buf, size_t size)
+{
+	int v6 = x->host && strchr(x->host, ':') != NULL;
+	snprintf(buf, size, "http://%s%s%s:%d/", v6 ? "[" : "", x->host ? x->host : "127.0.0.1", v6 ? "]" : "",
+	         x->host_port);
+	return buf;
+}
+
 /* Forwarders and networks labelled with this registry that no row explains
  * (a serve that died mid-expose): removed. They are never a user's. */
 static void remove_orphans(struct lifecycle *lc, const struct exposure_record *rows, size_t n)

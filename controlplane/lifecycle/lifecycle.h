@@ -123,6 +123,16 @@ int lifecycle_sandbox_destroy(struct lifecycle *lc, const char *id, struct sandb
 int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
                               struct cp_error **err);
 
+/* The open helper channel of sandbox id for a look that is no tool call
+ * (the owner's page): a reference the caller drops with
+ * helper_channel_unref, or NULL when no live channel is open (not running,
+ * paused for disk, or not attached: the maintenance pass re-attaches).
+ * Records no activity and takes no hold, so looking never keeps a sandbox
+ * from its idle expiry; a removal that comes meanwhile makes the look's
+ * helper calls fail (UNAVAILABLE). Never blocks but on the lifecycle's
+ * lock. */
+struct helper_channel *lifecycle_sandbox_channel_peek(struct lifecycle *lc, const char *id);
+
 /* Ends a call that got ch from lifecycle_sandbox_channel: drops the
  * reference (ch may be NULL), records activity again (a call's end counts,
  * so a long call never looks idle) and releases the call's hold on the
@@ -147,6 +157,18 @@ void lifecycle_sandbox_release(struct lifecycle *lc, const char *id, struct help
  * cannot be read (*err). Blocks for the engine removals (30 s each at most).
  * Run once at start after reconcile and once a minute. */
 int lifecycle_expiry_run(struct lifecycle *lc, int64_t now_ms, struct cp_error **err);
+
+/* When the expiry pass will remove sandbox s (its idle expiry, ms since
+ * the epoch; s borrowed): a running one at its last activity (the
+ * registry's, or a newer one calls noted in memory) plus
+ * cfg->idle_timeout_ms, at the first pass (once a minute) from then on; an
+ * expired one (a failed save kept it) is due now: 1. 0 for any other
+ * status: no idle expiry. The same rule lifecycle_expiry_run applies. A
+ * clone's work is saved first; a failed save keeps it 'expired'. */
+int64_t lifecycle_idle_expiry_at(struct lifecycle *lc, const struct sandbox_record *s);
+/* The idle timeout in force (ms): cfg->idle_timeout_ms, or
+ * LIFECYCLE_IDLE_TIMEOUT_MS when that is not set. */
+int64_t lifecycle_idle_timeout_ms(const struct lifecycle *lc);
 
 /* Finishes the undos of failed creates that could not be finished when
  * they failed (lifecycle/undo_later.c: a full disk, the engine away): each
@@ -359,6 +381,21 @@ void lifecycle_destroy_result_clear(struct lifecycle_destroy_result *r);
 int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const struct lifecycle_destroy_options *o,
                                  struct lifecycle_destroy_result *ret, struct cp_error **err);
 
+/* The person's destroy (destroy_person.c): what `chat2sbx sandbox destroy
+ * ID [--force]` and the page's Destroy do, alike. lifecycle_sandbox_destroy_ex
+ * with force as given (only the person may discard unsaved work), reason
+ * destroy, actor (cli, ui) and the save wait LIFECYCLE_EXPORT_WAIT_LONG_MS
+ * (blocks that long at most for a clone's save). 0: destroyed, *ret (caller
+ * clears) as lifecycle_sandbox_destroy_ex. An id with no registry row whose
+ * container of this registry (POLICY_LABEL_REGISTRY) still exists: with
+ * force it is removed with its exposures and 1 is returned (ret->note says
+ * what of the exposures could not be removed, if anything); without force
+ * CONFLICT saying its work cannot be saved. Otherwise the errors of
+ * lifecycle_sandbox_destroy_ex (NOT_FOUND when there is no container
+ * either). */
+int lifecycle_sandbox_destroy_person(struct lifecycle *lc, const char *id, int force, const char *actor,
+                                     struct lifecycle_destroy_result *ret, struct cp_error **err);
+
 /* What the removal of a sandbox's container needs (removal.c). FREE: not a
  * clone (managed and direct workspaces live on the host), or a row in
  * 'creating' (never handed to anyone), 'removed' (saved or forced before) or
@@ -451,6 +488,11 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
  * forwarders not removed stay (the next reconcile retries) and *err says
  * which. */
 int lifecycle_exposures_remove(struct lifecycle *lc, const char *sandbox_id, struct cp_error **err);
+
+/* The address a browser on this machine opens exposure x at, as the tools
+ * and the page word it: http://HOST:HOST_PORT/ (an IPv6 host in brackets,
+ * RFC 3986 section 3.2.2). Written to buf (size bytes); returns buf. */
+const char *lifecycle_exposure_url(const struct exposure_record *x, char *buf, size_t size);
 
 /* The exposures of one sandbox (store_exposure_list), for answers. */
 int lifecycle_sandbox_exposures(struct lifecycle *lc, const char *sandbox_id, struct exposure_record **ret,

@@ -62,6 +62,18 @@ static int load_running(struct lifecycle *lc, const char *id, struct sandbox_rec
 	return 0;
 }
 
+struct helper_channel *lifecycle_sandbox_channel_peek(struct lifecycle *lc, const char *id)
+{
+	if (lifecycle_disk_paused(lc, id, NULL, 0))
+		return NULL; /* a frozen helper would only time out */
+	struct helper_channel *ch = lifecycle_channel_get(lc, id);
+	if (ch && !helper_channel_alive(ch)) {
+		helper_channel_unref(ch);
+		ch = NULL;
+	}
+	return ch;
+}
+
 int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helper_channel **ret_channel,
                               struct cp_error **err)
 {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/base64.h"
 #include "../base/text.h"
 #include "../base/xalloc.h"
 
@@ -33,51 +34,6 @@ static void trim_ows(const char *raw, const char **ret_start, size_t *ret_len)
 		n--;
 	*ret_start = s;
 	*ret_len = n;
-}
-
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Decodes standard Base64 (RFC 4648 section 4; the '=' padding may be left
- * out) of in[0..len) into out (at least len * 3 / 4 + 1 bytes). Returns the
- * decoded length, -1 for any byte outside the alphabet, padding that is not
- * at the end, or a length no encoding has. */
-static long b64_decode(const char *in, size_t len, unsigned char *out)
-{
-	int pad = 0;
-	while (len > 0 && in[len - 1] == '=') {
-		len--;
-		pad++;
-	}
-	if (pad > 2 || len % 4 == 1 || (pad && (len + (size_t)pad) % 4 != 0))
-		return -1;
-	size_t o = 0;
-	unsigned acc = 0;
-	int bits = 0;
-	for (size_t i = 0; i < len; i++) {
-		int v = b64_value((unsigned char)in[i]);
-		if (v < 0)
-			return -1;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)(acc >> bits);
-		}
-	}
-	return (long)o;
 }
 
 /* A plain header value may hold visible ASCII, space and tab only
@@ -108,8 +64,9 @@ int mcp_route_header_decode(const char *raw, char **ret_value, char *why, size_t
 	size_t pl = strlen(SENTINEL_PREFIX), sl = strlen(SENTINEL_SUFFIX);
 	if (n >= pl + sl && memcmp(s, SENTINEL_PREFIX, pl) == 0 && memcmp(s + n - sl, SENTINEL_SUFFIX, sl) == 0) {
 		unsigned char *out = xmalloc((n - pl - sl) * 3 / 4 + 2);
-		long k = b64_decode(s + pl, n - pl - sl, out);
-		if (k < 0 || memchr(out, '\0', (size_t)k)) {
+		int ok = 0;
+		size_t k = base64_decode(s + pl, n - pl - sl, out, &ok);
+		if (!ok || memchr(out, '\0', k)) {
 			free(out);
 			snprintf(why, why_size, "its =?base64?...?= value is not valid Base64 of text");
 			return -1;

@@ -15,9 +15,7 @@ static struct json_object *exposure_json(const struct exposure_record *x)
 {
 	struct json_object *o = xjson_object();
 	char url[300], when[40];
-	/* An IPv6 address goes in brackets in a URL (RFC 3986, section 3.2.2). */
-	int v6 = strchr(x->host, ':') != NULL;
-	snprintf(url, sizeof(url), "http://%s%s%s:%d/", v6 ? "[" : "", x->host, v6 ? "]" : "", x->host_port);
+	lifecycle_exposure_url(x, url, sizeof(url));
 	xjson_add(o, "sandbox_id", xjson_string(x->sandbox_id));
 	xjson_add(o, "port", xjson_int64(x->container_port));
 	xjson_add(o, "host", xjson_string(x->host));

@@ -14,5 +14,10 @@ const struct ui_route ui_routes[] = {
     {"GET", "/ui/approvals/*/reject", ui_view_approval_confirm},
     {"POST", "/ui/approvals/*/approve", ui_do_approval},
     {"POST", "/ui/approvals/*/reject", ui_do_approval},
+    /* sandboxes (page_sandboxes.c, page_sandbox.c, page_destroy.c) */
+    {"GET", "/ui/sandboxes", ui_view_sandboxes},
+    {"GET", "/ui/sandboxes/*", ui_view_sandbox},
+    {"GET", "/ui/sandboxes/*/destroy", ui_view_destroy_confirm},
+    {"POST", "/ui/sandboxes/*/destroy", ui_do_destroy},
     {NULL, NULL, NULL},
 };

@@ -105,6 +105,109 @@ void ui_put_approvals(struct ui_req *r, int pending_only);
 /* The sandboxes' table (overview and /ui/sandboxes). */
 void ui_put_sandboxes(struct ui_req *r);
 
+/* ---- sandboxes: the detail page and Destroy (page_sandbox.c,
+ * sandbox_view.c, page_destroy.c) ---- */
+
+#include "../store/store.h"
+
+/* Bounds of one look at a sandbox (sandbox_view.c): the newest sessions
+ * shown, the tail of each one's output (bytes), the deadline of each
+ * helper call (ms). */
+#define UI_SESSIONS_SHOWN 8
+#define UI_OUTPUT_TAIL 4096
+#define UI_HELPER_CALL_MS 2000
+
+/* One bash session as the page shows it (strings owned; from the helper's
+ * bash.list, hostile: every one is written through ui_put's %s). */
+struct ui_bash_session {
+	char *id, *command, *status, *reason; /* reason may be NULL */
+	int has_exit;                         /* exit_code is known */
+	int64_t exit_code;
+	int64_t started_ms, ended_ms; /* ended 0: still running */
+	int64_t total_bytes;          /* all the output it wrote */
+	char *output;                 /* the tail, cleaned (ui_output_clean); NULL when it could not be read */
+	char *output_error;           /* why not (NULL when read) */
+};
+
+/* An exposed port: the sandbox's port and the address a browser opens. */
+struct ui_preview {
+	int container_port;
+	char url[300];
+};
+
+/* Everything the detail page shows of one sandbox, gathered first
+ * (ui_sandbox_view_gather) and written after (ui_sandbox_view_render), so
+ * that the writing can be tested on plain data. */
+struct ui_sandbox_view {
+	struct sandbox_record s;  /* the registry's row */
+	char *ws_mode;            /* managed | clone | direct; NULL when unknown */
+	char *ws_host_path;       /* the host folder behind it; NULL for a managed one */
+	int64_t last_activity_ms; /* the row's, or newer in memory */
+	int64_t expiry_at_ms;     /* lifecycle_idle_expiry_at: 0 none, 1 due now */
+	int64_t idle_timeout_ms;
+	int paused; /* paused for disk */
+	char paused_reason[700];
+	int unsaved;                      /* enum lifecycle_unsaved */
+	int64_t default_memory_bytes;     /* what a sandbox without memory gets */
+	int64_t pids_default;             /* the process limit of one that asked for none */
+	struct ui_bash_session *sessions; /* newest first, at most UI_SESSIONS_SHOWN */
+	size_t n_sessions;
+	size_t sessions_listed; /* how many the helper listed */
+	char *sessions_note;    /* why no session is shown, in words; NULL when listed */
+	struct ui_preview *previews;
+	size_t n_previews;
+	char *previews_error; /* the registry's error; NULL when listed */
+};
+void ui_sandbox_view_clear(struct ui_sandbox_view *v);
+
+/* Gathers v (caller clears) for sandbox id through r->ui->deps: the row
+ * (NOT_FOUND: -1 and *err), its workspace, lifecycle's idle expiry,
+ * paused-for-disk and unsaved-work answers, its exposures, and for a
+ * running one its sessions through the open channel without counting as
+ * activity (lifecycle_sandbox_channel_peek): bash.list, then each shown
+ * session's last UI_OUTPUT_TAIL bytes through blob.open/blob.read/
+ * blob.close (never bash.poll: the model's output stays unread; one blob
+ * at a time in this process, so a clone's save always finds a free one),
+ * each call and the wait for that turn bounded by UI_HELPER_CALL_MS. A helper that fails leaves words in
+ * sessions_note or output_error, never an error. */
+int ui_sandbox_view_gather(struct ui_req *r, const char *id, struct ui_sandbox_view *v, struct cp_error **err);
+
+/* Writes v's facts as a <dl class="facts"> (page_sandboxes.c: the same
+ * words as the table's). */
+void ui_put_sandbox_facts(struct ui_req *r, const struct ui_sandbox_view *v);
+
+/* Writes v's page body (facts, sessions, previews, Destroy link). */
+void ui_sandbox_view_render(struct ui_req *r, const struct ui_sandbox_view *v);
+
+/* n bytes of a program's output (any bytes) as text fit to show: valid
+ * UTF-8 (an invalid byte becomes U+FFFD), newlines and tabs kept, a
+ * carriage return dropped, terminal escape sequences (ESC [ ... final)
+ * removed, other control and invisible characters (text_invisible) shown
+ * as U+FFFD. cut_start: the bytes are a tail cut from a longer output, so
+ * its cut first line is dropped (up to the first newline; without one, up
+ * to 3 leading UTF-8 continuation bytes). Newly allocated.
+ * HTML escaping is still ui_put's. */
+char *ui_output_clean(const unsigned char *bytes, size_t n, int cut_start);
+
+/* What a Destroy POST does (page_destroy.c), from its form: PLAIN without
+ * force=on; ASK_AGAIN with force=on but not confirm2=yes (the second
+ * confirmation: nothing changes); FORCE with both. */
+enum ui_destroy_step {
+	UI_DESTROY_PLAIN,
+	UI_DESTROY_ASK_AGAIN,
+	UI_DESTROY_FORCE,
+};
+enum ui_destroy_step ui_destroy_step_of(const struct ui_req *r);
+
+/* 1 when id is a sandbox id (sbx_ and its letters); 0 after answering the
+ * 404 page that says so (page_sandbox.c). */
+int ui_sandbox_id_ok(struct ui_req *r, const char *id);
+
+void ui_view_sandboxes(struct ui_req *r, const char *id);       /* GET /ui/sandboxes */
+void ui_view_sandbox(struct ui_req *r, const char *id);         /* GET /ui/sandboxes/ID */
+void ui_view_destroy_confirm(struct ui_req *r, const char *id); /* GET /ui/sandboxes/ID/destroy */
+void ui_do_destroy(struct ui_req *r, const char *id);           /* POST the same */
+
 /* The static assets (assets.c, embedded from ui/assets/ at build time). */
 void ui_asset(struct ui_req *r, const char *id);
 

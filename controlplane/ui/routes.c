@@ -14,5 +14,13 @@ const struct ui_route ui_routes[] = {
     {"GET", "/ui/approvals/*/reject", ui_view_approval_confirm},
     {"POST", "/ui/approvals/*/approve", ui_do_approval},
     {"POST", "/ui/approvals/*/reject", ui_do_approval},
+    /* saved work, health, activity */
+    {"GET", "/ui/exports", ui_view_exports},
+    {"GET", "/ui/exports/*", ui_view_export},
+    {"GET", "/ui/exports/*/apply", ui_view_export_confirm},
+    {"POST", "/ui/exports/*/apply", ui_do_export_apply},
+    {"GET", "/ui/health", ui_view_health},
+    {"POST", "/ui/health/doctor", ui_do_doctor},
+    {"GET", "/ui/activity", ui_view_activity},
     {NULL, NULL, NULL},
 };

@@ -73,8 +73,11 @@ static void put_row(struct ui_req *r, const struct audit_row *a)
 		ui_put(r, "<a href=\"/ui/activity?sandbox=%s\"><code>%s</code></a>", a->sandbox_id, a->sandbox_id);
 	else if (a->sandbox_id)
 		ui_put(r, "<code>%s</code>", a->sandbox_id);
-	ui_put(r, "</td><td><code>%s</code></td><td class=\"status\">%s</td><td>%L ms</td><td>%s</td></tr>", a->target,
-	       a->status, a->duration_ms, a->message);
+	ui_put(r, "</td><td>");
+	if (a->target && *a->target)
+		ui_put(r, "<code>%s</code>", a->target);
+	ui_put(r, "</td><td class=\"status\">%s</td><td>%L ms</td><td>%s</td></tr>", a->status, a->duration_ms,
+	       a->message);
 }
 
 void ui_view_activity(struct ui_req *r, const char *id)

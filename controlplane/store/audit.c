@@ -100,11 +100,12 @@ int store_audit_list(struct store *store, const struct audit_filter *filter, int
 	const char *sandbox_id = filter ? filter->sandbox_id : NULL, *action = filter ? filter->action : NULL;
 	_cleanup_store_unlock_ struct store *locked = store_lock(store);
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (store_prepare(locked, &st,
-	                  "SELECT id, at_ms, actor, action, sandbox_id, target, status, duration_ms, message FROM audit "
-	                  "WHERE (?1 IS NULL OR sandbox_id = ?1) AND (?2 IS NULL OR action = ?2) "
-	                  "ORDER BY at_ms DESC, id DESC LIMIT ?3 OFFSET ?4",
-	                  "list audit rows", err) < 0)
+	if (store_prepare(
+	        locked, &st,
+	        "SELECT id, at_ms, actor, action, sandbox_id, target, status, duration_ms, message FROM audit "
+	        "WHERE (?1 IS NULL OR sandbox_id = ?1) AND (?2 IS NULL OR action = ?2) "
+	        "ORDER BY at_ms DESC, id DESC LIMIT ?3 OFFSET ?4",
+	        "list audit rows", err) < 0)
 		return -1;
 	store_bind_text_opt(st, 1, sandbox_id);
 	store_bind_text_opt(st, 2, action);

@@ -70,7 +70,8 @@ Test(store_audit, newest_first_and_pages_cover_every_row_once)
 		size_t n = 0;
 		struct cp_error *err = NULL;
 		cr_assert_eq(store_audit_list(s, NULL, off, 7, &rows, &n, &err), 0, "%s", err ? err->message : "");
-		cr_expect_eq(n, off + 7 <= 30 ? 7 : (off < 30 ? (size_t)(30 - off) : 0), "page at %lld", (long long)off);
+		cr_expect_eq(n, off + 7 <= 30 ? 7 : (off < 30 ? (size_t)(30 - off) : 0), "page at %lld",
+		             (long long)off);
 		for (size_t i = 0; i < n; i++) {
 			int k = -1;
 			cr_assert_eq(sscanf(rows[i].message, "row %d", &k), 1);

@@ -46,8 +46,7 @@ static struct json_object *hostile_manifest(void)
 	json_object_object_add(ref, "name", json_object_new_string("refs/heads/feat" HOSTILE));
 	json_object_object_add(ref, "kind", json_object_new_string("branch"));
 	json_object_object_add(ref, "oid", json_object_new_string("0123456789abcdef0123" HOSTILE));
-	json_object_object_add(ref, "host_ref",
-	                       json_object_new_string("refs/remotes/chat2sbx/sbx_a/feat" HOSTILE));
+	json_object_object_add(ref, "host_ref", json_object_new_string("refs/remotes/chat2sbx/sbx_a/feat" HOSTILE));
 	json_object_object_add(ref, "new_commits", json_object_new_int64(3));
 	struct json_object *commits = json_object_new_array(), *c = json_object_new_object();
 	json_object_object_add(c, "oid", json_object_new_string(HOSTILE));
@@ -64,7 +63,8 @@ static struct json_object *hostile_manifest(void)
 	json_object_object_add(ref2, "kind", json_object_new_string("tag" HOSTILE));
 	json_object_array_add(refs, ref2);
 	json_object_object_add(m, "refs", refs);
-	struct json_object *snap = json_object_new_object(), *sf = json_object_new_array(), *f = json_object_new_object();
+	struct json_object *snap = json_object_new_object(), *sf = json_object_new_array(),
+	                   *f = json_object_new_object();
 	json_object_object_add(snap, "oid", json_object_new_string("abc"));
 	json_object_object_add(snap, "file_count", json_object_new_int64(1));
 	json_object_object_add(f, "status", json_object_new_string("M" HOSTILE));
@@ -142,7 +142,8 @@ Test(ui_ops, the_apply_result_shows_the_clis_words_as_text)
 	ui_put_apply_result(&r, "exp_abcdefghijklmnopqrst", &res);
 	expect_inert(r.html);
 	cr_expect(strstr(r.html, "<div class=\"result ok\""), "%s", r.html);
-	cr_expect(strstr(r.html, "<pre class=\"commands\">  git merge &#39;chat2sbx/sbx_a/&lt;script&gt;"), "%s", r.html);
+	cr_expect(strstr(r.html, "<pre class=\"commands\">  git merge &#39;chat2sbx/sbx_a/&lt;script&gt;"), "%s",
+	          r.html);
 	cr_expect(strstr(r.html, "applied export exp_abcdefghijklmnopqrst to /repo/&lt;script&gt;"), "%s", r.html);
 	cr_expect(strstr(r.html, "were not touched"), "%s", r.html);
 	free(r.html);
@@ -150,7 +151,8 @@ Test(ui_ops, the_apply_result_shows_the_clis_words_as_text)
 
 Test(ui_ops, status_json_is_text)
 {
-	struct json_object *o = json_object_new_object(), *in = json_object_new_object(), *list = json_object_new_array();
+	struct json_object *o = json_object_new_object(), *in = json_object_new_object(),
+	                   *list = json_object_new_array();
 	json_object_object_add(in, "k<b>", json_object_new_string(HOSTILE));
 	json_object_array_add(list, json_object_new_int(1));
 	json_object_array_add(list, json_object_new_boolean(1));
@@ -227,8 +229,13 @@ Test(ui_ops, activity_filters_are_checked)
 	cr_expect_null(ui_activity_query_parse(NULL, "notifications/initialized", "7", &q));
 	cr_expect_eq(q.page, 7);
 
-	const char *bad_sandbox[] = {"sbx_", "sbx_abc", "ws_abcdefghijklmnopqrst", "sbx_abcdefghijklmnopqrs<",
-	                             "sbx_abcdefghijklmnopqrst ", "sbx_ABCDEFGHIJKLMNOPQRST", "' OR 1=1 --"};
+	const char *bad_sandbox[] = {"sbx_",
+	                             "sbx_abc",
+	                             "ws_abcdefghijklmnopqrst",
+	                             "sbx_abcdefghijklmnopqrs<",
+	                             "sbx_abcdefghijklmnopqrst ",
+	                             "sbx_ABCDEFGHIJKLMNOPQRST",
+	                             "' OR 1=1 --"};
 	for (size_t i = 0; i < sizeof(bad_sandbox) / sizeof(bad_sandbox[0]); i++) {
 		const char *why = ui_activity_query_parse(bad_sandbox[i], NULL, NULL, &q);
 		cr_expect(why && strstr(why, "sandbox filter"), "sandbox '%s'", bad_sandbox[i]);

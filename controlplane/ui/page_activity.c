@@ -21,7 +21,8 @@ const char *ui_activity_query_parse(const char *sandbox, const char *tool, const
 	*q = (struct ui_activity_query){.page = 1};
 	if (sandbox && *sandbox) {
 		if (!id_valid(sandbox, "sbx_"))
-			return "The sandbox filter must be a sandbox id: sbx_ followed by 20 letters and digits, as on the "
+			return "The sandbox filter must be a sandbox id: sbx_ followed by 20 letters and digits, as on "
+			       "the "
 			       "Sandboxes page. Leave it empty for every sandbox.";
 		q->sandbox = sandbox;
 	}
@@ -102,17 +103,19 @@ void ui_view_activity(struct ui_req *r, const char *id)
 	}
 	const int more = n > UI_ACTIVITY_PAGE_ROWS;
 	ui_page_begin(r, 200, "Activity", "activity", 1);
-	ui_put(r, "<p class=\"note\">Everything done through MCP, the command line, serve and this page, newest "
-	          "first.</p><form method=\"get\" action=\"/ui/activity\" class=\"filters\"><label>Sandbox "
-	          "<input name=\"sandbox\" value=\"%s\" placeholder=\"sbx_…\" size=\"28\"></label> <label>Tool "
-	          "<input name=\"tool\" value=\"%s\" placeholder=\"bash\" size=\"18\"></label> <button "
-	          "type=\"submit\">Filter</button> <a href=\"/ui/activity\">All</a></form>",
-	          q.sandbox, q.tool);
+	ui_put(r,
+	       "<p class=\"note\">Everything done through MCP, the command line, serve and this page, newest "
+	       "first.</p><form method=\"get\" action=\"/ui/activity\" class=\"filters\"><label>Sandbox "
+	       "<input name=\"sandbox\" value=\"%s\" placeholder=\"sbx_…\" size=\"28\"></label> <label>Tool "
+	       "<input name=\"tool\" value=\"%s\" placeholder=\"bash\" size=\"18\"></label> <button "
+	       "type=\"submit\">Filter</button> <a href=\"/ui/activity\">All</a></form>",
+	       q.sandbox, q.tool);
 	if (!n) {
 		ui_put(r, "<p class=\"note\">%R</p>", q.page > 1 ? "No rows on this page." : "No activity matches.");
 	} else {
-		ui_put(r, "<table class=\"activity\"><thead><tr><th>When</th><th>Who</th><th>Action</th><th>Sandbox</th>"
-		          "<th>Target</th><th>Status</th><th>Took</th><th>Message</th></tr></thead><tbody>");
+		ui_put(r,
+		       "<table class=\"activity\"><thead><tr><th>When</th><th>Who</th><th>Action</th><th>Sandbox</th>"
+		       "<th>Target</th><th>Status</th><th>Took</th><th>Message</th></tr></thead><tbody>");
 		for (size_t i = 0; i < n && i < UI_ACTIVITY_PAGE_ROWS; i++)
 			put_row(r, &rows[i]);
 		ui_put(r, "</tbody></table>");

@@ -56,7 +56,7 @@ static const char *state_of(const struct export_record *x)
 /* "refs/heads/x" → "x" (other names unchanged). */
 static const char *short_name(const char *name)
 {
-	return name && !strncmp(name, "refs/heads/", 11) ? name + 11
+	return name && !strncmp(name, "refs/heads/", 11)  ? name + 11
 	       : name && !strncmp(name, "refs/tags/", 10) ? name + 10
 	                                                  : name;
 }
@@ -176,10 +176,11 @@ void ui_put_export_detail(struct ui_req *r, const struct export_record *x, struc
 		ui_put(r, " (it can still be applied)</dd>");
 	}
 	if (str(m, "shares_bundle_of"))
-		ui_put(r,
-		       "<dt>Shared</dt><dd>its bundle is <a href=\"/ui/exports/%s\"><code>%s</code></a>'s (a hard link: "
-		       "nothing new was copied; deleting either keeps the other whole)</dd>",
-		       str(m, "shares_bundle_of"), str(m, "shares_bundle_of"));
+		ui_put(
+		    r,
+		    "<dt>Shared</dt><dd>its bundle is <a href=\"/ui/exports/%s\"><code>%s</code></a>'s (a hard link: "
+		    "nothing new was copied; deleting either keeps the other whole)</dd>",
+		    str(m, "shares_bundle_of"), str(m, "shares_bundle_of"));
 	ui_put(r, "</dl>");
 	if (!strcmp(x->kind, "none"))
 		ui_put(r, "<p class=\"note\">Nothing new since the sandbox was made: no commit, branch or change.</p>");
@@ -212,13 +213,14 @@ void ui_put_export_detail(struct ui_req *r, const struct export_record *x, struc
 			ui_put(r, "</ul>");
 		}
 		if (new_commits > (int64_t)nc)
-			ui_put(r, "<p class=\"note\">… %R%L commits in all</p>", num(m, "commits_partial") ? "at least " : "",
-			       new_commits);
+			ui_put(r, "<p class=\"note\">… %R%L commits in all</p>",
+			       num(m, "commits_partial") ? "at least " : "", new_commits);
 		size_t nf = files ? json_object_array_length(files) : 0;
 		if (nf) {
 			ui_put(r, "<h3>Files changed</h3><ul class=\"files\">");
 			for (size_t j = 0; j < nf; j++)
-				ui_put(r, "<li><code>%s</code></li>", json_object_get_string(json_object_array_get_idx(files, j)));
+				ui_put(r, "<li><code>%s</code></li>",
+				       json_object_get_string(json_object_array_get_idx(files, j)));
 			ui_put(r, "</ul>");
 		}
 		ui_put(r, "</section>");
@@ -234,8 +236,8 @@ void ui_put_export_detail(struct ui_req *r, const struct export_record *x, struc
 			ui_put(r, "<ul class=\"files\">");
 			for (size_t j = 0; j < json_object_array_length(files); j++) {
 				struct json_object *f = json_object_array_get_idx(files, j);
-				ui_put(r, "<li><code>%s</code> <code>%s</code></li>", str(f, "status") ? str(f, "status") : "?",
-				       str(f, "path"));
+				ui_put(r, "<li><code>%s</code> <code>%s</code></li>",
+				       str(f, "status") ? str(f, "status") : "?", str(f, "path"));
 			}
 			ui_put(r, "</ul>");
 		}
@@ -313,13 +315,14 @@ void ui_view_export_confirm(struct ui_req *r, const char *id)
 	}
 	ui_page_begin(r, 200, "Apply saved work?", "exports", 0);
 	if (strcmp(x.kind, "git") != 0) {
-		ui_put(r,
-		       "<div class=\"result error\" role=\"status\"><p>%s</p></div><p><a href=\"/ui/exports/%s\">Back</a>"
-		       "</p>",
-		       !strcmp(x.kind, "tar") ? "This saved work is a plain copy, not git history: the page does not "
-		                                "write it. In a terminal: chat2sbx export apply ID --to DIR."
-		                              : "This saved work holds nothing to apply.",
-		       x.id);
+		ui_put(
+		    r,
+		    "<div class=\"result error\" role=\"status\"><p>%s</p></div><p><a href=\"/ui/exports/%s\">Back</a>"
+		    "</p>",
+		    !strcmp(x.kind, "tar") ? "This saved work is a plain copy, not git history: the page does not "
+		                             "write it. In a terminal: chat2sbx export apply ID --to DIR."
+		                           : "This saved work holds nothing to apply.",
+		    x.id);
 		goto out;
 	}
 	ui_put(r,

@@ -120,7 +120,8 @@ static void run_self(const char *exe, const char *sub, long wall_ms, const struc
 	if (res.cancelled)
 		*ret_failure = xasprintf("chat2sbx %s was stopped: serve is shutting down", sub);
 	else if (res.timed_out)
-		*ret_failure = xasprintf("chat2sbx %s did not finish within %ld s and was stopped", sub, wall_ms / 1000);
+		*ret_failure =
+		    xasprintf("chat2sbx %s did not finish within %ld s and was stopped", sub, wall_ms / 1000);
 	else if (res.out_over)
 		*ret_failure = xasprintf("chat2sbx %s printed more than %d bytes", sub, CHILD_OUT_MAX);
 	else if (res.out[0] == '{')
@@ -282,12 +283,14 @@ void ui_put_doctor(struct ui_req *r, const char *state, const char *out, const c
 		struct json_object *checks = NULL, *passed = NULL;
 		if (!parsed || !json_object_object_get_ex(o, "checks", &checks) ||
 		    !json_object_is_type(checks, json_type_array)) {
-			ui_put(r, "<div class=\"result error\"><p>Doctor's answer was not the JSON it prints.</p></div>");
+			ui_put(r,
+			       "<div class=\"result error\"><p>Doctor's answer was not the JSON it prints.</p></div>");
 		} else {
 			int ok = json_object_object_get_ex(o, "passed", &passed) && json_object_get_boolean(passed);
 			ui_put(r, "<div class=\"result %R\"><p>%R</p></div><p>Finished ", ok ? "ok" : "error",
 			       ok ? "Every attack was blocked: the sandboxes are isolated as designed."
-			          : "An attack succeeded: this machine's sandboxes are NOT isolated. Fix the configuration "
+			          : "An attack succeeded: this machine's sandboxes are NOT isolated. Fix the "
+			            "configuration "
 			            "before serving.");
 			ui_put_time(r, finished_ms);
 			ui_put(r, "</p><ul class=\"attacks\">");
@@ -297,7 +300,8 @@ void ui_put_doctor(struct ui_req *r, const char *state, const char *out, const c
 				ui_put(r,
 				       "<li class=\"attack\" data-outcome=\"%s\" data-name=\"%s\"><strong>%s</strong> "
 				       "<code>%s</code>: %s<br><span class=\"note\">%s</span></li>",
-				       oc, field(c, "name"), oc, field(c, "name"), field(c, "attack"), field(c, "detail"));
+				       oc, field(c, "name"), oc, field(c, "name"), field(c, "attack"),
+				       field(c, "detail"));
 			}
 			ui_put(r, "</ul>");
 		}

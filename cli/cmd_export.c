@@ -192,27 +192,9 @@ static int cmd_export_apply(struct cli *cli, struct store *store, const char *id
 		xjson_add(o, "refs", refs);
 		xjson_add(o, "skipped", skipped);
 		cli_print_json(o);
-	} else if (!strcmp(res.kind, "git")) {
-		if (res.refs_updated == 0)
-			printf("nothing changed: %s already holds export %s (%d ref(s))\n", res.target, id,
-			       res.refs_same);
-		else
-			printf("applied export %s to %s: %d ref(s) created or moved, %d already there\n", id,
-			       res.target, res.refs_updated, res.refs_same);
-		for (char **p = res.refs; p && *p; p++) { /* "<host ref> <oid>" */
-			const char *sp = strrchr(*p, ' ');
-			size_t n = sp ? (size_t)(sp - *p) : strlen(*p);
-			_cleanup_free_ char *q = text_shell_quote(*p, n);
-			printf("  %s%s\n", q, sp ? sp : "");
-		}
-		for (char **p = res.skipped; p && *p; p++)
-			printf("  skipped: %s\n", *p);
-		printf("Your working tree, index, branches, HEAD and config were not touched.\n\n%s",
-		       res.next_steps ? res.next_steps : "");
 	} else {
-		for (char **p = res.skipped; p && *p; p++)
-			printf("skipped: %s\n", *p);
-		printf("%s", res.next_steps ? res.next_steps : "");
+		_cleanup_free_ char *summary = export_apply_summary(id, &res);
+		printf("%s%s%s", summary, !strcmp(res.kind, "git") ? "\n" : "", res.next_steps ? res.next_steps : "");
 	}
 	export_apply_result_clear(&res);
 	return 0;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "cancel.h"
 #include "clock.h"
 #include "xalloc.h"
 
@@ -175,6 +176,11 @@ static void pump(const struct child_spec *s, pid_t pid, struct pipes *p, struct 
 		int64_t left = deadline - clock_monotonic_ms();
 		if (left <= 0) {
 			r->timed_out = !reaped;
+			kill(-pid, SIGKILL);
+			break;
+		}
+		if (cp_cancel_fired(s->cancel)) {
+			r->cancelled = !reaped;
 			kill(-pid, SIGKILL);
 			break;
 		}

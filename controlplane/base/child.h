@@ -9,6 +9,8 @@
 
 #include "error.h"
 
+struct cp_cancel;
+
 /* The bounds of one child. 0 leaves a bound as serve's own. */
 struct child_limits {
 	uint64_t memory_bytes; /* RLIMIT_AS: address space, mappings included */
@@ -28,6 +30,11 @@ struct child_spec {
 	int in_fd;      /* >= 0: stdin is this descriptor (borrowed, from its offset) */
 	size_t out_max; /* stdout kept up to this many bytes; more sets out_over */
 	struct child_limits limits;
+	/* NULL = none. Once fired (from another thread), the child's whole
+	 * process group is killed as at the deadline, within 200 ms; the
+	 * result then says cancelled. For a long child its owner must be able
+	 * to stop (the page's doctor run at serve's shutdown). */
+	const struct cp_cancel *cancel;
 };
 
 /* How a child ended. Every field is set by child_run. */
@@ -36,6 +43,7 @@ struct child_result {
 	int code;      /* exit status when exited */
 	int signal;    /* the signal that ended it, else 0 */
 	int timed_out; /* 1: killed at limits.wall_ms */
+	int cancelled; /* 1: killed because spec->cancel fired */
 	int out_over;  /* 1: stdout passed out_max (it was read on and dropped) */
 	char *out;     /* stdout, NUL-terminated (owned; never NULL) */
 	size_t out_len;
@@ -55,8 +63,9 @@ void child_result_clear(struct child_result *r);
  * everywhere: cgroup v1 is all some hosts have, and serve may run without
  * systemd to give it a scope. stdout is collected (bounded), stderr's tail
  * kept, stdin written from spec->in or spec->in_fd. At limits.wall_ms the
- * whole process group is killed; once the child has exited its group is
- * killed too, so nothing it left behind runs on. Blocks until then.
+ * whole process group is killed (and when spec->cancel fires); once the
+ * child has exited its group is killed too, so nothing it left behind runs
+ * on. Blocks until then.
  * Returns 0 with *ret filled (caller clears) whatever the exit status;
  * -1 only when it could not start: UNAVAILABLE (exec failed: missing,
  * not executable, errno kept) or INTERNAL (pipe or fork failed). */

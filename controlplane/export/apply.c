@@ -7,7 +7,9 @@
  * fsmonitor and no setting of the person's runs a program. The working
  * tree, the index, local branches, HEAD and the config are never touched.
  * A plain-copy export is extracted into a new directory (export_extract.c).
- * Also here: recording the approved repository's refs at create. */
+ * Also here: what a person reads afterwards (export_apply_summary, for the
+ * CLI and the page alike), and recording the approved repository's refs at
+ * create. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +58,11 @@ void export_source_record(struct store *store, const char *sandbox_id, const str
 		         sandbox_id, w->path, e->message);
 }
 
-static void audit_apply(struct store *store, const struct export_record *x, const char *target,
+static void audit_apply(struct store *store, const char *actor, const struct export_record *x, const char *target,
                         const struct cp_error *e, const char *message)
 {
 	struct audit_record a = {.at_ms = clock_now_ms(),
-	                         .actor = "cli",
+	                         .actor = actor,
 	                         .action = "export.apply",
 	                         .sandbox_id = x->sandbox_id,
 	                         .target = target ? target : x->id,
@@ -262,6 +264,41 @@ static int apply_tar(const struct export_record *x, const struct workspace_recor
 int export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
                  struct export_apply_result *ret, struct cp_error **err)
 {
+	return export_apply_as(cfg, store, "cli", export_id, to_dir, ret, err);
+}
+
+char *export_apply_summary(const char *export_id, const struct export_apply_result *res)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = xopen_memstream(&out, &len);
+	if (res->kind && !strcmp(res->kind, "git")) {
+		if (res->refs_updated == 0)
+			fprintf(f, "nothing changed: %s already holds export %s (%d ref(s))\n", res->target, export_id,
+			        res->refs_same);
+		else
+			fprintf(f, "applied export %s to %s: %d ref(s) created or moved, %d already there\n", export_id,
+			        res->target, res->refs_updated, res->refs_same);
+		for (char **p = res->refs; p && *p; p++) { /* "<host ref> <oid>" */
+			const char *sp = strrchr(*p, ' ');
+			size_t n = sp ? (size_t)(sp - *p) : strlen(*p);
+			_cleanup_free_ char *q = text_shell_quote(*p, n);
+			fprintf(f, "  %s%s\n", q, sp ? sp : "");
+		}
+		for (char **p = res->skipped; p && *p; p++)
+			fprintf(f, "  skipped: %s\n", *p);
+		fprintf(f, "Your working tree, index, branches, HEAD and config were not touched.\n");
+	} else {
+		for (char **p = res->skipped; p && *p; p++)
+			fprintf(f, "skipped: %s\n", *p);
+	}
+	fclose(f);
+	return out;
+}
+
+int export_apply_as(const struct config *cfg, struct store *store, const char *actor, const char *export_id,
+                    const char *to_dir, struct export_apply_result *ret, struct cp_error **err)
+{
 	export_git_configure((uint64_t)cfg->save_memory_bytes, (uint64_t)cfg->max_export_bytes);
 	*ret = (struct export_apply_result){0};
 	struct export_record x = {0};
@@ -313,7 +350,7 @@ out:;
 	char msg[200];
 	snprintf(msg, sizeof(msg), "%s: %d ref(s) updated, %d already there", ret->kind ? ret->kind : "?",
 	         ret->refs_updated, ret->refs_same);
-	audit_apply(store, &x, to_dir ? to_dir : w.path, r < 0 ? *err : NULL, msg);
+	audit_apply(store, actor, &x, to_dir ? to_dir : w.path, r < 0 ? *err : NULL, msg);
 	if (r == 0) {
 		_cleanup_error_ struct cp_error *e = NULL;
 		if (store_export_set_applied(store, x.id, clock_now_ms(), &e) < 0)

@@ -523,6 +523,20 @@ void export_apply_result_clear(struct export_apply_result *r);
  * cli). */
 int export_apply(const struct config *cfg, struct store *store, const char *export_id, const char *to_dir,
                  struct export_apply_result *ret, struct cp_error **err);
+/* export_apply deciding for actor ("cli", "ui": whoever the audit row
+ * export.apply names; static text). export_apply is this with "cli". */
+int export_apply_as(const struct config *cfg, struct store *store, const char *actor, const char *export_id,
+                    const char *to_dir, struct export_apply_result *ret, struct cp_error **err);
+
+/* What a person reads after a successful export_apply of export_id (res
+ * borrowed), the lines before res->next_steps that `chat2sbx export apply`
+ * prints and the page shows: git: how many refs were created or moved and
+ * already there, each "<host ref> <oid>" (the ref one shell word), the
+ * branches skipped, and that the working tree, index, branches, HEAD and
+ * config were not touched; tar: the entries skipped. Newly allocated
+ * (caller frees), "" when there is nothing to say; ends with a newline
+ * otherwise. */
+char *export_apply_summary(const char *export_id, const struct export_apply_result *res);
 
 /* `chat2sbx export delete ID` (export_retention.c): moves the export's
  * directory to DATA_ROOT/trash/ as retention does after 30 days (never

@@ -191,6 +191,38 @@ int store_audit_finish(struct store *store, int64_t id, const struct audit_recor
 /* Count of audit rows with the given action (tests and status). */
 int store_audit_count(struct store *store, const char *action, int64_t *ret_count, struct cp_error **err);
 
+/* Which audit rows store_audit_list returns (strings borrowed; NULL = any):
+ * those of one sandbox, and those of one action (a tool name such as
+ * "bash", or "approval.approve"), both compared exactly. */
+struct audit_filter {
+	const char *sandbox_id;
+	const char *action;
+};
+/* store_audit_list returns at most this many rows a call. */
+#define STORE_AUDIT_LIST_MAX 500
+/* One audit row as read back (every string owned; NULL where the row has
+ * none). */
+struct audit_row {
+	int64_t id;
+	int64_t at_ms;
+	char *actor; /* mcp | cli | serve | ui */
+	char *action;
+	char *sandbox_id;
+	char *target;
+	char *status;
+	int64_t duration_ms;
+	char *message;
+};
+void audit_row_clear(struct audit_row *a);
+/* The audit rows that match filter (NULL = all), newest first (at_ms, then
+ * the row id, descending), skipping the first offset (>= 0) of them and
+ * returning at most limit (1..STORE_AUDIT_LIST_MAX). *ret (caller clears
+ * each row and frees the array; NULL when none) and *ret_n are set on
+ * success. INVALID_ARGUMENT for an offset or limit out of range; fails like
+ * any read otherwise. */
+int store_audit_list(struct store *store, const struct audit_filter *filter, int64_t offset, size_t limit,
+                     struct audit_row **ret, size_t *ret_n, struct cp_error **err);
+
 /* ---- sandboxes ---- */
 
 struct sandbox_record {

@@ -7,6 +7,7 @@
  * test_lifecycle_save_bounds.c. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cancel.h"
 #include "base/child.h"
 
 static const char *const env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
@@ -135,4 +137,54 @@ Test(base_child, a_missing_program_is_unavailable)
 	cr_expect_eq(err->code, CP_ERR_UNAVAILABLE);
 	cr_expect_eq(err->errnum, ENOENT);
 	cp_error_free(err);
+}
+
+struct fire_later {
+	struct cp_cancel *c;
+	unsigned ms;
+};
+
+static void *fire_after(void *arg)
+{
+	struct fire_later *f = arg;
+	usleep(f->ms * 1000u);
+	cp_cancel_fire(f->c);
+	return NULL;
+}
+
+/* The owner of a long child (the page's doctor run) stops it: a cancel from
+ * another thread kills the whole group at once, long before the deadline. */
+Test(base_child, a_cancel_kills_the_group_before_the_deadline)
+{
+	struct cp_cancel c;
+	cp_cancel_init(&c);
+	struct fire_later f = {&c, 200};
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, fire_after, &f), 0);
+	const char *argv[] = {"/bin/sh", "-c", "sleep 60 & sleep 60; echo never", NULL};
+	struct child_spec s = {.path = "/bin/sh",
+	                       .argv = argv,
+	                       .envp = env,
+	                       .in_fd = -1,
+	                       .out_max = 4096,
+	                       .limits = {.wall_ms = 60000},
+	                       .cancel = &c};
+	struct child_result r;
+	struct cp_error *err = NULL;
+	cr_assert_eq(child_run(&s, &r, &err), 0, "%s", err ? err->message : "");
+	pthread_join(t, NULL);
+	cr_expect_eq(r.cancelled, 1);
+	cr_expect_eq(r.timed_out, 0);
+	cr_expect_eq(r.exited, 0, "killed, not exited");
+	cr_expect_lt(r.wall_ms, 5000, "stopped within %ld ms", r.wall_ms);
+	cr_expect_str_eq(r.out, "");
+	child_result_clear(&r);
+	/* Fired before the start: the child does not outlive the call either. */
+	const char *argv2[] = {"/bin/sh", "-c", "sleep 60", NULL};
+	s.argv = argv2;
+	cr_assert_eq(child_run(&s, &r, &err), 0);
+	cr_expect_eq(r.cancelled, 1);
+	cr_expect_lt(r.wall_ms, 5000);
+	child_result_clear(&r);
+	cp_cancel_destroy(&c);
 }

@@ -19,5 +19,13 @@ const struct ui_route ui_routes[] = {
     {"GET", "/ui/sandboxes/*", ui_view_sandbox},
     {"GET", "/ui/sandboxes/*/destroy", ui_view_destroy_confirm},
     {"POST", "/ui/sandboxes/*/destroy", ui_do_destroy},
+    /* saved work, health, activity */
+    {"GET", "/ui/exports", ui_view_exports},
+    {"GET", "/ui/exports/*", ui_view_export},
+    {"GET", "/ui/exports/*/apply", ui_view_export_confirm},
+    {"POST", "/ui/exports/*/apply", ui_do_export_apply},
+    {"GET", "/ui/health", ui_view_health},
+    {"POST", "/ui/health/doctor", ui_do_doctor},
+    {"GET", "/ui/activity", ui_view_activity},
     {NULL, NULL, NULL},
 };

@@ -20,6 +20,7 @@ struct ui *ui_new(const struct ui_deps *deps)
 	ui->deps = *deps;
 	int64_t ttl = deps->cfg && deps->cfg->ui_code_ttl_ms > 0 ? deps->cfg->ui_code_ttl_ms : UI_CODE_TTL_MS;
 	ui->sessions = ui_sessions_new(ttl, UI_SESSION_IDLE_MS);
+	ui->health = ui_health_new();
 	return ui;
 }
 
@@ -27,6 +28,7 @@ void ui_free(struct ui *ui)
 {
 	if (!ui)
 		return;
+	ui_health_free(ui->health); /* stops a doctor run first */
 	ui_sessions_free(ui->sessions);
 	free(ui);
 }

@@ -10,10 +10,13 @@
 #include "../mcp/mcp.h"
 #include "ui.h"
 
+struct ui_health;
+
 /* The page: its dependencies and its sessions. */
 struct ui {
 	struct ui_deps deps;
 	struct ui_sessions *sessions;
+	struct ui_health *health; /* page_health.c: the status cache and the one doctor run */
 };
 
 /* One request being answered. The handler writes the body with ui_put and
@@ -207,6 +210,58 @@ void ui_view_sandboxes(struct ui_req *r, const char *id);       /* GET /ui/sandb
 void ui_view_sandbox(struct ui_req *r, const char *id);         /* GET /ui/sandboxes/ID */
 void ui_view_destroy_confirm(struct ui_req *r, const char *id); /* GET /ui/sandboxes/ID/destroy */
 void ui_do_destroy(struct ui_req *r, const char *id);           /* POST the same */
+/* ---- saved work, health and activity (page_exports.c, page_health.c,
+ * page_activity.c) ---- */
+struct export_record;
+struct export_apply_result;
+struct json_object;
+
+void ui_view_exports(struct ui_req *r, const char *id);        /* GET /ui/exports */
+void ui_view_export(struct ui_req *r, const char *id);         /* GET /ui/exports/ID */
+void ui_view_export_confirm(struct ui_req *r, const char *id); /* GET /ui/exports/ID/apply */
+void ui_do_export_apply(struct ui_req *r, const char *id);     /* POST the same */
+/* The render steps over plain data (tests feed them hostile text): one
+ * `tr[data-export]` row of x, its approved repository repo (NULL when
+ * unknown) and its manifest m (export_manifest_json; NULL when unreadable);
+ * the body of /ui/exports/ID for x and m (m may be NULL); the `.result.ok`
+ * block of a successful apply of export id (`pre.commands` holds
+ * res->next_steps). Every value is written escaped. */
+void ui_put_export_row(struct ui_req *r, const struct export_record *x, const char *repo, struct json_object *m);
+void ui_put_export_detail(struct ui_req *r, const struct export_record *x, struct json_object *m);
+void ui_put_apply_result(struct ui_req *r, const char *id, const struct export_apply_result *res);
+
+/* The health part of struct ui: made by ui_new, freed by ui_free, which
+ * stops a doctor run still going (its child killed) and joins its thread. */
+struct ui_health *ui_health_new(void);
+void ui_health_free(struct ui_health *h);
+void ui_view_health(struct ui_req *r, const char *id); /* GET /ui/health */
+void ui_do_doctor(struct ui_req *r, const char *id);   /* POST /ui/health/doctor */
+/* status: `chat2sbx status --json`'s object (NULL: none) as nested lists,
+ * every key and value escaped. */
+void ui_put_status(struct ui_req *r, struct json_object *status);
+/* The `#doctor` block: state "idle", "running", "done" or "failed"; out
+ * (done: doctor --json's stdout, parsed here; one `li.attack` per check,
+ * data-outcome blocked / succeeded / skipped for doctor's passed / failed /
+ * skipped) or why it failed (failed); times in ms (0: none). */
+void ui_put_doctor(struct ui_req *r, const char *state, const char *out, const char *failure, int64_t started_ms,
+                   int64_t finished_ms);
+
+/* Rows per page of /ui/activity, and the last page one may ask for. */
+#define UI_ACTIVITY_PAGE_ROWS 50
+#define UI_ACTIVITY_PAGE_MAX 10000
+/* /ui/activity's filters, checked. */
+struct ui_activity_query {
+	const char *sandbox; /* borrowed from the request; NULL = any */
+	const char *tool;    /* borrowed; NULL = any */
+	int64_t page;        /* 1 … UI_ACTIVITY_PAGE_MAX */
+};
+/* Checks the query arguments sandbox, tool and page (each NULL or "" when
+ * absent; borrowed, and q borrows them): sandbox a sandbox id, tool 1 to 64
+ * of [a-z_./], page a decimal 1 … UI_ACTIVITY_PAGE_MAX. NULL when good,
+ * else a sentence (static) saying which is wrong and what it must be. */
+const char *ui_activity_query_parse(const char *sandbox, const char *tool, const char *page,
+                                    struct ui_activity_query *q);
+void ui_view_activity(struct ui_req *r, const char *id); /* GET /ui/activity */
 
 /* The static assets (assets.c, embedded from ui/assets/ at build time). */
 void ui_asset(struct ui_req *r, const char *id);

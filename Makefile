@@ -37,7 +37,7 @@ CP_LIB_SRCS := $(sort $(wildcard controlplane/base/*.c controlplane/config/*.c c
 	controlplane/firewall/*.c)) \
 	controlplane/serve.c
 CLI_SRCS := $(sort $(wildcard cli/*.c))
-GEN_SRCS := $(BUILD)/gen/migrations.c $(BUILD)/gen/seccomp_default.c
+GEN_SRCS := $(BUILD)/gen/migrations.c $(BUILD)/gen/seccomp_default.c $(BUILD)/gen/ui_app_js.c $(BUILD)/gen/ui_style_css.c
 HELPER_SRCS := $(sort $(filter-out template/helper/tests/%,$(wildcard template/helper/*.c)))
 # The helper shares the control plane's abort-on-failure allocators (libc
 # only) and json-c constructors (json-c, which the helper links anyway).
@@ -127,6 +127,15 @@ SECCOMP_BASE := controlplane/docker/profiles/seccomp-default.json
 $(BUILD)/gen/seccomp_default.c: $(SECCOMP_BASE) scripts/embed-file.sh
 	@mkdir -p $(dir $@)
 	scripts/embed-file.sh docker_seccomp_default_json $(SECCOMP_BASE) > $@
+
+# The owner page's script and style (issue 26), compiled in: serve needs no
+# file beside it and no network to show the page.
+$(BUILD)/gen/ui_app_js.c: controlplane/ui/assets/app.js scripts/embed-file.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-file.sh ui_app_js $< > $@
+$(BUILD)/gen/ui_style_css.c: controlplane/ui/assets/style.css scripts/embed-file.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-file.sh ui_style_css $< > $@
 
 # docgen prints facts of the code's tables for the docs (make docs, make
 # check-docs): the tool reference page and the settings' names.

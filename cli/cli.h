@@ -47,6 +47,7 @@ int cmd_setup(struct cli *cli, int argc, char **argv);
 int cmd_status(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
 int cmd_token(struct cli *cli, int argc, char **argv);
+int cmd_ui(struct cli *cli, int argc, char **argv);
 
 /* The systemd user unit running `EXE serve` in WORKDIR (absolute, or a
  * systemd specifier such as %h), with ENVIRONMENT (Environment= lines, may

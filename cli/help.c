@@ -16,6 +16,9 @@ const struct cli_help cli_help[] = {
     {"status", "status [--json]            service, MCP, tunnel, engine, template, sandboxes; exit 6 if not ready"},
     {"token", "token                      print the MCP bearer token (STATE_DIR/token) for clients on the TCP port:\n"
               "                             Authorization: Bearer $(chat2sbx token)"},
+    {"ui", "ui [--no-open] [--json]    a one-time login link to the owner's page (approvals, sandboxes, saved\n"
+           "                             work, health, activity) served by serve; opened in a browser when a\n"
+           "                             desktop is there"},
     {"doctor", "doctor [--json]            attack a probe sandbox from inside; exit 1 if an attack succeeds"},
     {"serve", "serve [--stdio] [--verify-isolation]\n"
               "                             run the MCP server (HTTP on CHAT2SBX_HOST:PORT, or stdio); with\n"

@@ -17,9 +17,9 @@ struct command {
 
 /* The words of each are help.c's (cli_help, same names). */
 static const struct command commands[] = {
-    {"setup", cmd_setup},   {"status", cmd_status},       {"token", cmd_token},
-    {"doctor", cmd_doctor}, {"serve", cmd_serve},         {"sandbox", cmd_sandbox},
-    {"export", cmd_export}, {"workspace", cmd_workspace}, {"approval", cmd_approval},
+    {"setup", cmd_setup},       {"status", cmd_status},   {"token", cmd_token},   {"doctor", cmd_doctor},
+    {"serve", cmd_serve},       {"sandbox", cmd_sandbox}, {"export", cmd_export}, {"workspace", cmd_workspace},
+    {"approval", cmd_approval}, {"ui", cmd_ui},
 };
 
 static void usage(FILE *out)

@@ -30,6 +30,7 @@
 #include "policy/policy.h"
 #include "tools/tools.h"
 #include "tunnel/tunnel.h"
+#include "ui/ui.h"
 
 #define MCP_MAX_SESSIONS 1024
 #define MCP_SESSION_IDLE_MS (60L * 60 * 1000)
@@ -286,6 +287,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	struct docker_engine *engine = NULL;
 	struct lifecycle *lc = NULL;
 	struct mcp_server *server = NULL;
+	struct ui *ui = NULL;
 	struct tunnel_supervisor *tunnel_sup = NULL;
 	struct lifecycle_maintenance *maint = NULL;
 	struct firewall_hook fw_hook = {.cfg = cfg};
@@ -383,6 +385,12 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	explicit_bzero(token, sizeof(token)); /* the server keeps its own copy */
 	if (created_server < 0)
 		goto out;
+	/* The owner's page (issue 26) on the same listeners. */
+	char self_exe[PATH_MAX] = "";
+	ssize_t self_len = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	self_exe[self_len > 0 ? self_len : 0] = '\0';
+	ui = ui_new(&(struct ui_deps){.cfg = cfg, .store = store, .lc = lc, .self_exe = self_exe});
+	mcp_server_set_pages(server, ui_handle, ui);
 
 	if (opts->stdio) {
 		stdio_server = server;
@@ -420,6 +428,9 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	log_info("serve", "serving MCP on http://%s:%u/mcp (%s) and unix:%s (%s)", cfg->host, mcp_server_port(server),
 	         cfg->mcp_token ? "bearer token required" : "no token: CHAT2SBX_MCP_TOKEN=off", socket_path,
 	         cfg->enable_tunnel ? "tunnel configured" : "local-only: CHAT2SBX_ENABLE_TUNNEL=0");
+	char page[300];
+	log_info("serve", "the owner's page is %s ('chat2sbx ui' prints a login link)",
+	         mcp_page_url(cfg->host, mcp_server_port(server), NULL, page, sizeof(page)));
 	char url[4300];
 	endpoint_url(cfg, mcp_server_port(server), url, sizeof(url));
 	struct ops_serve_state state = {.started_at_ms = clock_now_ms(),
@@ -476,6 +487,7 @@ out:
 	tunnel_stop(tunnel_sup);
 	lifecycle_maintenance_stop(maint);
 	mcp_server_free(server);
+	ui_free(ui);             /* after the listeners: no request uses it any more */
 	lifecycle_pool_stop(lc); /* after the last tool call: removes the unclaimed members it made */
 	lifecycle_disk_guard_stop(lc);
 	lifecycle_free(lc);

@@ -78,6 +78,8 @@ static const struct setting settings[] = {
      "status); the Unix socket STATE_DIR/mcp.sock is for this user only either way",
      .refusal = "takes only 'off' (or 'on', the default); the token itself is never configured: serve makes it "
                 "in STATE_DIR/token"},
+    {"CHAT2SBX_UI_CODE_TTL_MS", "uiCodeTtlMs", SETTING_INT, OFF(ui_code_ttl_ms), "300000", 1000, 3600000, NULL,
+     "how long a login link that 'chat2sbx ui' prints stays good, in ms; each link works once"},
     {"CHAT2SBX_DATA_ROOT", NULL, SETTING_PATH, OFF(data_root), "~/.chat2sbx", 0, 0, NULL, "all persistent data"},
     /* Where chat2sbx's own files are (issue 25; install_dirs.c). Read
      * before config.yaml, from the environment only, for development. */
@@ -225,6 +227,12 @@ static const char *process_get(void *userdata, const char *name)
 {
 	(void)userdata;
 	return getenv(name);
+}
+
+int config_has_desktop(void)
+{
+	const char *w = getenv("WAYLAND_DISPLAY"), *x = getenv("DISPLAY");
+	return (w && *w) || (x && *x);
 }
 
 struct config_env config_env_process(void)

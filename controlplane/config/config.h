@@ -18,6 +18,7 @@ struct config {
 	char *host;                   /* CHAT2SBX_HOST */
 	int port;                     /* CHAT2SBX_PORT */
 	int mcp_token;                /* CHAT2SBX_MCP_TOKEN: 1 = TCP requests need the bearer token (default) */
+	int ui_code_ttl_ms;           /* CHAT2SBX_UI_CODE_TTL_MS: a `chat2sbx ui` login link's life (issue 26) */
 	char *data_root;              /* CHAT2SBX_DATA_ROOT */
 	char *lib_dir;                /* CHAT2SBX_LIB_DIR: chat2sbx-helper, chat2sbx-vm (issue 25) */
 	char *data_dir;               /* CHAT2SBX_DATA_DIR: template inputs, .env.example (issue 25) */
@@ -110,6 +111,10 @@ void config_free(struct config *config);
 /* 1 when host (a CHAT2SBX_HOST value) is loopback: an IPv4 address in
  * 127.0.0.0/8, "::1" ("[::1]") or "localhost"; 0 otherwise. Pure. */
 int config_host_is_loopback(const char *host);
+
+/* 1 when this process runs in a graphical session (WAYLAND_DISPLAY or
+ * DISPLAY set and not empty), where `chat2sbx ui` opens a browser. */
+int config_has_desktop(void);
 
 /* The setting table, for .env.example checks and `status`. */
 struct config_setting_info {

@@ -54,6 +54,7 @@ struct http_request {
 	int replied;        /* a reply was queued from the headers alone */
 	size_t reserved;    /* bytes of server->body_budget this request holds */
 	int over_budget;    /* the body did not fit the budget; the rest is discarded, 503 at the end */
+	int page;           /* a POST to the owner's page: its form body is kept up to MCP_PAGE_BODY_MAX */
 	size_t reply_bytes; /* the JSON answer's size, so a large one gives its memory back */
 };
 
@@ -264,20 +265,42 @@ static int refuse_early(const struct mcp_listener *l, struct MHD_Connection *con
 	const char *host = mcp_http_header(conn, MHD_HTTP_HEADER_HOST);
 	const char *origin = mcp_http_header(conn, "Origin");
 	char text[512], clipped[320];
+	/* The owner's page answers its own refusals, so that each carries its
+	 * security headers (issue 26). */
+	int page = server->page_fn && mcp_page_path(url);
 	/* basic/transports, "Security Warning": DNS-rebinding protection. */
 	if (!mcp_host_allowed(host, server->host)) {
 		snprintf(text, sizeof(text), "forbidden: Host '%s' is not a loopback name",
 		         text_clip(host, 100, clipped, sizeof(clipped)));
 		log_warn("mcp", "refused a request for Host '%s' (DNS-rebinding protection)", clipped);
-		*ret = mcp_http_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
+		*ret = page ? mcp_page_answer(server, conn, l->is_unix, url, method, NULL, 0, MHD_HTTP_FORBIDDEN, text)
+		            : mcp_http_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
 		return 1;
 	}
 	if (!mcp_origin_allowed(origin)) {
 		snprintf(text, sizeof(text), "forbidden: Origin '%s' is not a loopback origin",
 		         text_clip(origin, 100, clipped, sizeof(clipped)));
 		log_warn("mcp", "refused a request from Origin '%s' (DNS-rebinding protection)", clipped);
-		*ret = mcp_http_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
+		*ret = page ? mcp_page_answer(server, conn, l->is_unix, url, method, NULL, 0, MHD_HTTP_FORBIDDEN, text)
+		            : mcp_http_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST, text, NULL);
 		return 1;
+	}
+	if (page) {
+		/* A GET (or anything but POST) is answered from its headers; a
+		 * POST's form body is read first, up to MCP_PAGE_BODY_MAX. */
+		if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
+			*ret = mcp_page_answer(server, conn, l->is_unix, url, method, NULL, 0, 0, NULL);
+			return 1;
+		}
+		const char *cl = mcp_http_header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > MCP_PAGE_BODY_MAX) {
+			*ret =
+			    mcp_page_answer(server, conn, l->is_unix, url, method, NULL, 0, MHD_HTTP_CONTENT_TOO_LARGE,
+			                    "the form is larger than the page's forms ever are; reload the page");
+			return 1;
+		}
+		req->page = 1;
+		return 0;
 	}
 	/* Only /mcp exists; /.well-known/... is 404, never 401, which would
 	 * start an OAuth flow in the tunnel (DESIGN.md). A client that tries
@@ -607,6 +630,29 @@ enum MHD_Result mcp_http_on_request(void *cls, struct MHD_Connection *conn, cons
 		return MHD_YES;
 	}
 
+	if (req->page) {
+		/* A page form: kept whole up to MCP_PAGE_BODY_MAX, then dropped. */
+		size_t n = *upload_data_size;
+		*upload_data_size = 0;
+		if (n > 0) {
+			mcp_conn_body(server, conn_record(conn), n);
+			if (req->too_large || n > MCP_PAGE_BODY_MAX - req->body.len ||
+			    cp_buf_append(&req->body, upload_data, n) < 0) {
+				req->too_large = 1;
+				cp_buf_free(&req->body);
+				req->discarded += n;
+				return req->discarded > discard_max(server) ? MHD_NO : MHD_YES;
+			}
+			return MHD_YES;
+		}
+		mcp_conn_handling(server, conn_record(conn));
+		if (req->too_large)
+			return mcp_page_answer(server, conn, listener->is_unix, url, method, NULL, 0,
+			                       MHD_HTTP_CONTENT_TOO_LARGE,
+			                       "the form is larger than the page's forms ever are; reload the page");
+		return mcp_page_answer(server, conn, listener->is_unix, url, method, req->body.data, req->body.len, 0,
+		                       NULL);
+	}
 	if (*upload_data_size > 0) {
 		/* Body bytes: keep them while under the limit; past it, drop the
 		 * buffer and discard the rest, then answer 413 at the end. */

@@ -59,6 +59,17 @@ const char *mcp_http_header(struct MHD_Connection *conn, const char *name);
  * send "Accept: application/json, text/event-stream"). */
 int mcp_http_accepts_sse(const char *accept);
 
+/* pages.c: the owner's page paths (mcp.h, MCP_PAGE_PREFIX). */
+
+/* Hands conn's request for url (a page path; borrowed) to the server's page
+ * handler and queues its reply. body (borrowed, may be NULL) is a POST's
+ * body, len bytes. refusal_status, when not 0, is mcp/'s refusal with
+ * refusal (its words); the handler only words it. MHD_NO when nothing
+ * could be queued. */
+enum MHD_Result mcp_page_answer(struct mcp_server *server, struct MHD_Connection *conn, int is_unix, const char *url,
+                                const char *method, const char *body, size_t len, unsigned refusal_status,
+                                const char *refusal);
+
 /* oauth_paths.c */
 
 /* The OAuth paths a client tries after a 401 (MCP basic/authorization). */

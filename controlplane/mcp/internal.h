@@ -184,6 +184,8 @@ struct mcp_server {
 		struct mcp_server *server;
 		int is_unix;
 	} tcp_listener, unix_listener;
+	mcp_page_fn page_fn; /* the owner's page (mcp_server_set_pages); NULL = none */
+	void *page_ctx;
 	/* Refusals are logged at most once per MCP_AUTH_LOG_INTERVAL_MS and
 	 * kind (enum mcp_refusal) with a count, so a flood of bad requests
 	 * cannot flood the log. */

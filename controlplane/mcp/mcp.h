@@ -232,6 +232,68 @@ struct mcp_server_options {
 	struct mcp_conn_limits conn_limits;
 };
 
+/* The owner's page (issue 26): paths under MCP_PAGE_PREFIX ("/ui" and
+ * "/ui/...") on both listeners are handed, after the peer check (TCP:
+ * loopback; the Unix socket: its uid), to a page handler the application
+ * registers; mcp/ knows nothing of what it serves. */
+#define MCP_PAGE_PREFIX "/ui"
+/* At most this many query arguments and form fields are passed; a POST
+ * body over MCP_PAGE_BODY_MAX bytes is refused with 413 by the handler's
+ * own page (refusal set). */
+#define MCP_PAGE_FIELDS_MAX 16
+#define MCP_PAGE_BODY_MAX ((size_t)16 * 1024)
+
+struct mcp_page_field {
+	const char *name;  /* decoded, NUL-terminated */
+	const char *value; /* decoded; may hold any byte but NUL */
+};
+
+/* One request for the page (all strings borrowed for the handler's call;
+ * header values NULL when absent). */
+struct mcp_page_request {
+	const char *method; /* "GET", "POST", ... */
+	const char *path;   /* without the query, starts with MCP_PAGE_PREFIX */
+	int is_unix;        /* came on the Unix socket (peer uid already checked) */
+	const char *host, *origin, *cookie;
+	const struct mcp_page_field *query; /* the query's arguments, decoded */
+	size_t n_query;
+	const struct mcp_page_field *form; /* a POST's application/x-www-form-urlencoded fields */
+	size_t n_form;
+	/* Set when mcp/ refused the request before the handler would run
+	 * (a foreign Host or Origin: 403; a body too large: 413; a body that is
+	 * not a form: 415): the handler only words the refusal, with
+	 * status and this text (what was wrong and what to do). */
+	unsigned refusal_status;
+	const char *refusal;
+};
+
+/* What the handler answers. mcp/ queues it with exactly these headers
+ * (and Content-Length). */
+struct mcp_page_reply {
+	unsigned status;          /* an HTTP status; 0 means 500 */
+	const char *content_type; /* static storage; NULL = text/html; charset=utf-8 */
+	char *body;               /* malloc'd, taken over by mcp/; NULL = empty */
+	size_t body_len;
+	char location[512];   /* Location header when not empty (a redirect) */
+	char set_cookie[256]; /* Set-Cookie header when not empty */
+	/* Extra headers, NULL-terminated name/value pairs in static storage
+	 * (the page's security headers), may be NULL. */
+	const char *const *headers;
+};
+
+/* The page handler: fills reply for req. Runs on the connection's thread,
+ * several at once; may block (bounded by its own deadlines). */
+typedef void (*mcp_page_fn)(void *ctx, const struct mcp_page_request *req, struct mcp_page_reply *reply);
+
+/* 1 when path (without query; NULL allowed) is MCP_PAGE_PREFIX or below it. */
+int mcp_page_path(const char *path);
+
+/* Writes the page's address for a client of this machine to buf (size
+ * bytes): "http://HOST:PORT/ui/" followed by rest (NULL = nothing), HOST
+ * being bind_host with an IPv6 literal in brackets, and 127.0.0.1 for a
+ * wildcard bind. Returns buf; clipped to size. */
+const char *mcp_page_url(const char *bind_host, unsigned port, const char *rest, char *buf, size_t size);
+
 struct mcp_server;
 
 /* Creates a server over tools[0..n_tools) (borrowed; must outlive the server)
@@ -248,6 +310,10 @@ void mcp_server_free(struct mcp_server *server);
  * (mcp_unix_listen); nothing stays open on failure. Returns at once; the
  * server runs on its own threads. */
 int mcp_server_listen(struct mcp_server *server, struct cp_error **err);
+
+/* Serves the page's paths with fn (ctx passed through); before
+ * mcp_server_listen. Without it those paths are 404 like any other. */
+void mcp_server_set_pages(struct mcp_server *server, mcp_page_fn fn, void *ctx);
 
 /* The port actually bound (useful with port 0). */
 unsigned mcp_server_port(const struct mcp_server *server);

@@ -1,7 +1,7 @@
-/* ui.h: the owner's page under /ui/ (issue 26), its security core: login
+/* ui.h: the owner's page under /ui/ (issue 26; docs/ui.md): the handler
+ * serve registers with mcp_server_set_pages, and its security core: login
  * codes, sessions, CSRF tokens, the same-origin rule, the security headers
- * every answer carries, and HTML escaping. Depends on base/ only; the pages
- * and their routes build on it. */
+ * every answer carries, and HTML escaping. */
 #ifndef CP_UI_H
 #define CP_UI_H
 
@@ -88,5 +88,34 @@ extern const char *const ui_security_headers[];
  * references, fit for element content and quoted attribute values (HTML
  * Living Standard, 13.1.4). Newly allocated; the caller frees. */
 char *ui_html_escape(const char *text);
+
+struct config;
+struct store;
+struct lifecycle;
+struct mcp_page_request;
+struct mcp_page_reply;
+
+/* What the page works with (all borrowed; they outlive the page). */
+struct ui_deps {
+	const struct config *cfg;
+	struct store *store;
+	struct lifecycle *lc;
+	const char *self_exe; /* this program, for `doctor` run as a child */
+};
+
+struct ui;
+
+/* The page over deps (copied): a session store whose codes live
+ * cfg->ui_code_ttl_ms and whose sessions end after UI_SESSION_IDLE_MS idle.
+ * Free with ui_free (NULL is fine) after the listeners stopped. */
+struct ui *ui_new(const struct ui_deps *deps);
+void ui_free(struct ui *ui);
+
+/* mcp_page_fn for ctx = a struct ui: answers one /ui request (the routes
+ * are docs/ui.md's). Without a live session only /ui/login and, on the Unix
+ * socket, POST /ui/code answer anything but the login hint (401); every
+ * POST needs the session's CSRF token and a same-origin Origin (403
+ * otherwise, nothing changed); every answer carries ui_security_headers. */
+void ui_handle(void *ctx, const struct mcp_page_request *req, struct mcp_page_reply *reply);
 
 #endif

@@ -257,14 +257,14 @@ async function ownerPage() {
   return state.page;
 }
 
-// Every page's <nav>: the six links and a Log out button.
+// Every page's <nav>: the six links; and a Log out button (a form posting
+// to /ui/logout, beside the nav).
 async function checkNav(page, where) {
   const links = await page.locator('nav a').allTextContents();
   const want = ['Overview', 'Approvals', 'Sandboxes', 'Saved work', 'Health', 'Activity'];
   for (const w of want) assert.ok(links.some((l) => l.trim() === w), `${where}: <nav> links ${JSON.stringify(links)} lack ${w}`);
-  const logout = page.locator('nav button, nav input[type=submit]').filter({ hasText: /Log out/ });
-  const logoutValue = await page.locator('nav input[type=submit][value="Log out"]').count();
-  assert.ok((await logout.count()) + logoutValue >= 1, `${where}: <nav> has a Log out button`);
+  const logout = page.locator('form[action="/ui/logout"][method="post" i] button').filter({ hasText: /Log out/ });
+  assert.equal(await logout.count(), 1, `${where}: a Log out button posting to /ui/logout`);
 }
 
 // Opens /ui/<where> in page; it must answer 200 with the nav.
@@ -284,12 +284,6 @@ ctx.test('the page approves a host path: the client then creates its sandbox, li
   state.dir = dir;
   const req = await requestApproval(tools, dir, 'clone');
   const id = req.approval_id;
-  // The model points the person to the page (not to a login code).
-  assert.ok(
-    String(req.message).includes(`http://127.0.0.1:${ctx.srv.port}/ui/#/approvals/${id}`),
-    `the message names the page's approval URL: ${req.message}`,
-  );
-  assert.ok(!/code=/.test(req.message), `the message carries no login code: ${req.message}`);
   assert.equal(approvalStatus(id), 'pending');
 
   const page = await ownerPage();
@@ -342,6 +336,13 @@ ctx.test('the page approves a host path: the client then creates its sandbox, li
   await srow.locator(`a[href="/ui/sandboxes/${sbx.sandbox_id}"]`).first().click();
   await page.waitForURL(`${origin()}/ui/sandboxes/${sbx.sandbox_id}`);
   await checkNav(page, '/ui/sandboxes/ID');
+
+  // The model points the person to the page (not to a login code).
+  assert.ok(
+    String(req.message).includes(`http://127.0.0.1:${ctx.srv.port}/ui/#/approvals/${id}`),
+    `sandbox_create's message names the page's approval URL: ${req.message}`,
+  );
+  assert.ok(!/code=/.test(req.message), `the message carries no login code: ${req.message}`);
 });
 
 ctx.test("the sandbox page shows a bash session's output growing without a reload", { skip: BROWSER_SKIP }, async () => {
@@ -583,36 +584,41 @@ ctx.test('login codes: once only; an unknown one is refused; POST /ui/code over 
   }
 });
 
-ctx.test('state-changing POSTs need the csrf token and the same Origin; a foreign Host is refused', async () => {
-  assert.ok(state.nodeCookie && state.pendingForNode && state.plainSandbox, 'needs the session and the ids of the tests above');
-  const cookie = state.nodeCookie;
-  const id = state.pendingForNode;
-  const page = await ask('GET', '/ui/approvals', { headers: { Cookie: cookie } });
-  assert.equal(page.status, 200, page.desc);
-  const csrf = csrfOf(page.body);
-  const destroyPath = await destroyActionOf(cookie, state.plainSandbox);
-  const other = await freePort();
-  const attempts = [
-    ['another Origin (another loopback port)', { Cookie: cookie, Origin: `http://127.0.0.1:${other}` }, { csrf }],
-    ['Origin localhost', { Cookie: cookie, Origin: `http://localhost:${ctx.srv.port}` }, { csrf }],
+// The attempts of the two tests below: [what, headers, form fields].
+function forgedPosts(cookie, csrf, otherPort) {
+  return [
+    ['another Origin (another loopback port)', { Cookie: cookie, Origin: `http://127.0.0.1:${otherPort}` }, { csrf }],
+    ['Origin localhost (another host name)', { Cookie: cookie, Origin: `http://localhost:${ctx.srv.port}` }, { csrf }],
     ['Origin null', { Cookie: cookie, Origin: 'null' }, { csrf }],
     ['no Origin', { Cookie: cookie }, { csrf }],
     ['no csrf', { Cookie: cookie, Origin: origin() }, {}],
     ['a wrong csrf', { Cookie: cookie, Origin: origin() }, { csrf: crypto.randomBytes(32).toString('base64url') }],
     ['an empty csrf', { Cookie: cookie, Origin: origin() }, { csrf: '' }],
   ];
+}
+
+// Sends each forged POST to urlPath; the problems (each must be 403).
+async function tryForged(urlPath, attempts) {
   const problems = [];
   for (const [what, headers, form] of attempts) {
-    for (const p of [`/ui/approvals/${id}/approve`, destroyPath]) {
-      const r = await ask('POST', p, { headers, form });
-      if (r.status !== 403) problems.push(`${what}: ${r.desc}: want 403`);
-      console.log(`e2e 39: attack "${what}" on POST ${p.replace(/_[a-z2-7]{20}/g, '_…')}: ${r.status}`);
-    }
+    const r = await ask('POST', urlPath, { headers, form });
+    if (r.status !== 403) problems.push(`${what}: ${r.desc}: want 403`);
+    console.log(`e2e 39: attack "${what}" on POST ${urlPath.replace(/_[a-z2-7]{20}/g, '_…')}: ${r.status}`);
   }
+  return problems;
+}
+
+ctx.test('approving needs the csrf token and the same Origin; a foreign Host is refused; the proper POST works', async () => {
+  assert.ok(state.nodeCookie && state.pendingForNode, 'needs the session and the approval of the tests above');
+  const cookie = state.nodeCookie;
+  const id = state.pendingForNode;
+  const page = await ask('GET', '/ui/approvals', { headers: { Cookie: cookie } });
+  assert.equal(page.status, 200, page.desc);
+  const csrf = csrfOf(page.body);
+  state.nodeCsrf = csrf;
+  const problems = await tryForged(`/ui/approvals/${id}/approve`, forgedPosts(cookie, csrf, await freePort()));
   assert.deepEqual(problems, []);
   assert.equal(approvalStatus(id), 'pending', 'the approval is still pending');
-  const tools = await ctx.tools();
-  assert.equal((await tools.ok('sandbox_get', { sandbox_id: state.plainSandbox })).status, 'running', 'the sandbox still runs');
 
   for (const host of ['evil.example', `evil.example:${ctx.srv.port}`, `127.0.0.1.nip.example:${ctx.srv.port}`]) {
     const r = await ask('GET', '/ui/', { headers: { Host: host, Cookie: cookie } });
@@ -629,31 +635,20 @@ ctx.test('state-changing POSTs need the csrf token and the same Origin; a foreig
   assert.equal(approvalStatus(id), 'rejected', 'the proper POST decided it');
 });
 
-ctx.test('a page on another loopback port auto-submitting forms in the logged-in browser approves and destroys nothing', { skip: BROWSER_SKIP }, async (t) => {
-  assert.ok(state.plainSandbox, 'needs the sandbox of the no-cookie test');
+ctx.test('destroying needs the csrf token and the same Origin', async () => {
+  assert.ok(state.nodeCookie && state.nodeCsrf && state.plainSandbox, 'needs the session and the sandbox of the tests above');
+  const destroyPath = await destroyActionOf(state.nodeCookie, state.plainSandbox);
+  const problems = await tryForged(destroyPath, forgedPosts(state.nodeCookie, state.nodeCsrf, await freePort()));
+  assert.deepEqual(problems, []);
   const tools = await ctx.tools();
-  const d = path.join(home(), 'repositories', 'cross-origin');
-  fs.mkdirSync(d, { recursive: true });
-  const id = (await requestApproval(tools, d, 'direct')).approval_id;
-  const page = await ownerPage();
-  // The real token, as if it leaked: the Origin check alone must hold.
-  await open(page, '/ui/approvals');
-  const realCsrf = await page.locator('input[name="csrf"]').first().getAttribute('value');
-  assert.ok(realCsrf, 'the page carries a csrf input');
-  // Where the destroy form posts to, read from the page.
-  await open(page, `/ui/sandboxes/${state.plainSandbox}`);
-  await page.locator('a[data-action="destroy"]').click();
-  await page.locator('button[data-action="confirm"]').waitFor();
-  const form = page.locator('form:has(button[data-action="confirm"])');
-  const destroyAction = new URL((await form.getAttribute('action')) || '', page.url()).toString();
-  assert.ok(destroyAction.includes(`/ui/sandboxes/${state.plainSandbox}`), `the destroy form posts to ${destroyAction}`);
+  assert.equal((await tools.ok('sandbox_get', { sandbox_id: state.plainSandbox })).status, 'running', 'the sandbox still runs');
+});
 
-  const evilPort = await freePort();
-  const forms = {
-    'approve-guessed': [`${origin()}/ui/approvals/${id}/approve`, { csrf: crypto.randomBytes(32).toString('base64url') }],
-    'approve-real-csrf': [`${origin()}/ui/approvals/${id}/approve`, { csrf: realCsrf }],
-    'destroy-real-csrf': [destroyAction, { csrf: realCsrf }],
-  };
+// A page server on another loopback port whose pages each hold one form
+// (action, hidden fields) that its script file (not inline) submits at once.
+// Returns its port; closed after the test t.
+async function evilSite(t, forms) {
+  const port = await freePort();
   const html = (action, fields) =>
     `<!doctype html><html><head><script src="/submit.js" defer></script></head><body>` +
     `<form method="POST" action="${action}">` +
@@ -661,7 +656,7 @@ ctx.test('a page on another loopback port auto-submitting forms in the logged-in
       .map(([k, v]) => `<input type="hidden" name="${k}" value="${v}">`)
       .join('') +
     `</form></body></html>`;
-  const evil = http.createServer((req, res) => {
+  const site = http.createServer((req, res) => {
     const name = req.url.slice(1).replace(/\.html$/, '');
     if (req.url === '/submit.js') {
       res.writeHead(200, { 'Content-Type': 'text/javascript' });
@@ -674,23 +669,62 @@ ctx.test('a page on another loopback port auto-submitting forms in the logged-in
       res.end();
     }
   });
-  await new Promise((r) => evil.listen(evilPort, '127.0.0.1', r));
-  t.after(() => evil.close());
+  await new Promise((r) => site.listen(port, '127.0.0.1', r));
+  t.after(() => site.close());
+  return port;
+}
 
+// Opens each of the evil site's pages in page; every POST they make must
+// be answered 403.
+async function openEvilForms(page, port, forms) {
   for (const name of Object.keys(forms)) {
     const [action] = forms[name];
     const answered = page.waitForResponse((r) => r.request().method() === 'POST' && r.url() === action, { timeout: 20_000 });
     // The page submits itself while loading: wait for the POST's answer, not its load.
-    await page.goto(`http://127.0.0.1:${evilPort}/${name}.html`, { waitUntil: 'commit' });
+    await page.goto(`http://127.0.0.1:${port}/${name}.html`, { waitUntil: 'commit' });
     const r = await answered;
-    const origin_ = await r.request().headerValue('origin');
-    console.log(`e2e 39: attack cross-origin form ${name} (Origin ${origin_}): ${r.status()}`);
-    assert.equal(r.status(), 403, `the cross-origin form ${name} is refused (Origin ${origin_})`);
+    const sentOrigin = await r.request().headerValue('origin');
+    const sentCookie = /c2s_ui=/.test((await r.request().headerValue('cookie')) || '');
+    console.log(`e2e 39: attack cross-origin form ${name} (Origin ${sentOrigin}, session cookie sent: ${sentCookie}): ${r.status()}`);
+    assert.equal(r.status(), 403, `the cross-origin form ${name} is refused (Origin ${sentOrigin})`);
     await screenshot(page, `cross-origin-${name}`);
   }
+}
+
+ctx.test('a page on another loopback port auto-submitting approve forms in the logged-in browser approves nothing', { skip: BROWSER_SKIP }, async (t) => {
+  const tools = await ctx.tools();
+  const d = path.join(home(), 'repositories', 'cross-origin');
+  fs.mkdirSync(d, { recursive: true });
+  const id = (await requestApproval(tools, d, 'direct')).approval_id;
+  const page = await ownerPage();
+  // The real token too, as if it leaked: the Origin check alone must hold.
+  await open(page, '/ui/approvals');
+  const realCsrf = await page.locator('input[name="csrf"]').first().getAttribute('value');
+  assert.ok(realCsrf, 'the page carries a csrf input');
+  state.browserCsrf = realCsrf;
+  const forms = {
+    'approve-guessed': [`${origin()}/ui/approvals/${id}/approve`, { csrf: crypto.randomBytes(32).toString('base64url') }],
+    'approve-real-csrf': [`${origin()}/ui/approvals/${id}/approve`, { csrf: realCsrf }],
+  };
+  await openEvilForms(page, await evilSite(t, forms), forms);
   assert.equal(approvalStatus(id), 'pending', 'the cross-origin forms approved nothing');
-  assert.equal((await tools.ok('sandbox_get', { sandbox_id: state.plainSandbox })).status, 'running', 'and destroyed nothing');
   runCli(ctx.srv, ['approval', 'reject', id]); // leave nothing pending
+});
+
+ctx.test('a page on another loopback port auto-submitting a destroy form in the logged-in browser destroys nothing', { skip: BROWSER_SKIP }, async (t) => {
+  assert.ok(state.plainSandbox && state.browserCsrf, 'needs the sandbox and the csrf token of the tests above');
+  const tools = await ctx.tools();
+  const page = await ownerPage();
+  // Where the destroy form posts to, read from the page.
+  await open(page, `/ui/sandboxes/${state.plainSandbox}`);
+  await page.locator('a[data-action="destroy"]').click();
+  await page.locator('button[data-action="confirm"]').waitFor();
+  const form = page.locator('form:has(button[data-action="confirm"])');
+  const destroyAction = new URL((await form.getAttribute('action')) || '', page.url()).toString();
+  assert.ok(destroyAction.includes(`/ui/sandboxes/${state.plainSandbox}`), `the destroy form posts to ${destroyAction}`);
+  const forms = { 'destroy-real-csrf': [destroyAction, { csrf: state.browserCsrf }] };
+  await openEvilForms(page, await evilSite(t, forms), forms);
+  assert.equal((await tools.ok('sandbox_get', { sandbox_id: state.plainSandbox })).status, 'running', 'the cross-origin form destroyed nothing');
 });
 
 ctx.test('a second Unix user cannot get a login code, with the socket closed or opened by mistake', async (t) => {

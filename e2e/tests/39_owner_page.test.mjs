@@ -763,6 +763,9 @@ ctx.test('a second Unix user cannot get a login code, with the socket closed or 
     for (const d of dirs) fs.chmodSync(d, 0o711);
     fs.chmodSync(srv.socketPath, 0o666);
     tryAll('the socket opened by mistake');
+    // It was serve's peer-uid check that cut the connection, not the file mode.
+    const log = fs.readFileSync(srv.stderrPath, 'utf8');
+    assert.match(log, new RegExp(`refused a connection on the MCP socket from uid ${uid} \\(pid \\d+\\)`), 'serve logged the refusal');
   } finally {
     dirs.forEach((d, i) => fs.chmodSync(d, modes[i]));
     fs.chmodSync(srv.socketPath, 0o600);

@@ -13,7 +13,10 @@
  * and each request's bounded body buffer; enforces the loopback Host/Origin
  * checks, the body limit and session validity before anything is
  * dispatched. Never writes an HTTP server of its own. The SSE answers are
- * sse.c's, the listeners http_listen.c's, queuing a reply http_reply.c's. */
+ * sse.c's, the listeners http_listen.c's, queuing a reply http_reply.c's.
+ * Paths under /ui go, after the peer and DNS-rebinding checks and without
+ * the bearer token (the page has its own login), to the owner's page
+ * handler the application registered (pages.c; issue 26). */
 #include "internal.h"
 #include "http_internal.h"
 #include "../base/text.h"
@@ -189,8 +192,11 @@ static struct mcp_conn *conn_record(struct MHD_Connection *conn)
 /* Only loopback TCP peers (this host's clients) may use the port: a sandbox
  * reaching it through its bridge gateway, Host header forged or not, is
  * refused before anything else (security review, defect 2). Returns 1 and
- * queues 403 when the peer is not loopback. */
-static int refuse_peer(struct mcp_server *server, struct MHD_Connection *conn, enum MHD_Result *ret)
+ * queues 403 when the peer is not loopback: worded by the page's handler
+ * for a page path (page set; url and method borrowed), a JSON-RPC error
+ * otherwise. */
+static int refuse_peer(struct mcp_server *server, struct MHD_Connection *conn, int page, const char *url,
+                       const char *method, enum MHD_Result *ret)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	const struct sockaddr *peer = ci ? ci->client_addr : NULL;
@@ -205,8 +211,10 @@ static int refuse_peer(struct mcp_server *server, struct MHD_Connection *conn, e
 		mcp_log_refusal(server, MCP_REFUSED_PEER,
 		                "refused a connection from %s: only loopback clients may use the endpoint", addr);
 		struct mcp_http_headers h = {.close = 1};
-		*ret = mcp_http_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST,
-		                          "forbidden: only loopback clients may use this MCP endpoint", &h);
+		*ret = page ? mcp_page_answer(server, conn, 0, url, method, NULL, 0, MHD_HTTP_FORBIDDEN,
+		                              "forbidden: only this machine's own clients may use this page")
+		            : mcp_http_rpc_error(conn, MHD_HTTP_FORBIDDEN, NULL, MCP_RPC_INVALID_REQUEST,
+		                                 "forbidden: only loopback clients may use this MCP endpoint", &h);
 		return 1;
 	}
 	return 0;
@@ -250,6 +258,9 @@ static int refuse_early(const struct mcp_listener *l, struct MHD_Connection *con
                         const char *url, const char *method, enum MHD_Result *ret)
 {
 	struct mcp_server *server = l->server;
+	/* The owner's page answers its own refusals, so that each carries its
+	 * security headers (issue 26). */
+	int page = server->page_fn && mcp_page_path(url);
 	if (l->is_unix) {
 		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (!fi || unix_peer_refused(server, fi->connect_fd)) {
@@ -259,15 +270,12 @@ static int refuse_early(const struct mcp_listener *l, struct MHD_Connection *con
 			    "forbidden: only the user serve runs as (and root) may use this socket", &h);
 			return 1;
 		}
-	} else if (refuse_peer(server, conn, ret)) {
+	} else if (refuse_peer(server, conn, page, url, method, ret)) {
 		return 1;
 	}
 	const char *host = mcp_http_header(conn, MHD_HTTP_HEADER_HOST);
 	const char *origin = mcp_http_header(conn, "Origin");
 	char text[512], clipped[320];
-	/* The owner's page answers its own refusals, so that each carries its
-	 * security headers (issue 26). */
-	int page = server->page_fn && mcp_page_path(url);
 	/* basic/transports, "Security Warning": DNS-rebinding protection. */
 	if (!mcp_host_allowed(host, server->host)) {
 		snprintf(text, sizeof(text), "forbidden: Host '%s' is not a loopback name",

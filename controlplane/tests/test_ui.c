@@ -190,7 +190,7 @@ Test(ui_rules, every_answer_carries_the_security_headers)
 			      !strstr(value, "unsafe-inline") && !strstr(value, "unsafe-eval");
 		}
 		nosniff |= !strcmp(name, "X-Content-Type-Options") && !strcmp(value, "nosniff");
-		referrer |= !strcmp(name, "Referrer-Policy") && !strcmp(value, "no-referrer");
+		referrer |= !strcmp(name, "Referrer-Policy") && !strcmp(value, "same-origin");
 	}
 	cr_expect(csp && nosniff && referrer);
 }

@@ -59,15 +59,17 @@ int tool_sandbox_expose(const struct mcp_call *call, const struct mcp_args *args
 	xjson_add(o, "created", xjson_bool(created));
 	/* Who can reach it, said plainly (issue 23): a published port has no
 	 * owner check, and loopback is shared by every account here. */
-	char msg[900];
+	char msg[1200], page[300], rest[100];
+	snprintf(rest, sizeof(rest), "sandboxes/%s", id);
+	mcp_page_url(app->cfg->host, (unsigned)app->cfg->port, rest, page, sizeof(page));
 	snprintf(msg, sizeof(msg),
 	         "Port %d of the sandbox is reachable from this machine at %s%s. Anyone who can open a connection "
 	         "to %s can use it: every account on this machine (loopback is shared), and other machines too when "
 	         "that is not a loopback address; it has no password, so serve nothing secret on it. The server "
 	         "inside must listen on 0.0.0.0 (all interfaces), not only 127.0.0.1. The mapping stays until the "
-	         "sandbox is destroyed.",
+	         "sandbox is destroyed. The person finds the link on the sandbox's page: %s",
 	         x.container_port, json_object_get_string(json_object_object_get(o, "url")),
-	         created ? "" : " (it was exposed already)", x.host);
+	         created ? "" : " (it was exposed already)", x.host, page);
 	xjson_add(o, "message", xjson_string(msg));
 	exposure_record_clear(&x);
 	*ret = o;

@@ -176,11 +176,16 @@ int tool_sandbox_create(const struct mcp_call *call, const struct mcp_args *args
 		add_str(o, "workspace_path", res.approval.host_path);
 		add_str(o, "workspace_mode", res.approval.mode);
 		int direct = !strcmp(res.approval.mode, "direct");
+		/* The page's link to this approval (issue 26), never a login code. */
+		char page[300], rest[100];
+		snprintf(rest, sizeof(rest), "#/approvals/%s", res.approval.id);
+		mcp_page_url(app->cfg->host, (unsigned)app->cfg->port, rest, page, sizeof(page));
 		_cleanup_free_ char *msg =
 		    xasprintf("The host directory '%s' (%s mode) needs the approval of the person at this machine. Ask "
-		              "them to run: chat2sbx approval approve %s ; then call sandbox_create again with the "
+		              "them to approve it on their chat2sbx page, %s (after 'chat2sbx ui' logs them in), or to "
+		              "run: chat2sbx approval approve %s ; then call sandbox_create again with the "
 		              "same workspace_path and workspace_mode. Nothing was mounted.%s%s",
-		              res.approval.host_path, res.approval.mode, res.approval.id,
+		              res.approval.host_path, res.approval.mode, page, res.approval.id,
 		              direct ? " Tell them before they decide: " : "", direct ? policy_direct_mode_note : "");
 		add_str(o, "message", msg);
 	} else {

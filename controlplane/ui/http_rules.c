@@ -15,7 +15,7 @@ const char *const ui_security_headers[] = {
     "X-Content-Type-Options",
     "nosniff",
     "Referrer-Policy",
-    "no-referrer",
+    "same-origin",
     "Cache-Control",
     "no-store",
     NULL,

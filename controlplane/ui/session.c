@@ -143,9 +143,9 @@ int ui_code_redeem(struct ui_sessions *s, const char *code, int64_t now_ms, char
 	if (!found) {
 		pthread_mutex_unlock(&s->lock);
 		return cp_error_set(err, CP_ERR_DENIED,
-		                    "this login link is not valid: it was used already, has expired (after %lld "
-		                    "minutes) or was never made here; run 'chat2sbx ui' for a new one",
-		                    (long long)(s->code_ttl_ms / 60000));
+		                    "this login link is not valid: it was used already, has expired (after %lld s) "
+		                    "or was never made here; run 'chat2sbx ui' for a new one",
+		                    (long long)(s->code_ttl_ms / 1000));
 	}
 	if (secret_new(&fresh.id, err) < 0 || secret_new(&fresh.csrf, err) < 0) {
 		pthread_mutex_unlock(&s->lock);

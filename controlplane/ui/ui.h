@@ -81,7 +81,10 @@ int ui_origin_same(const char *origin, const char *host);
 /* The headers every /ui/ answer carries, NULL-terminated pairs of name and
  * value: a strict Content-Security-Policy (default-src 'self', no inline
  * script, frame-ancestors 'none'), X-Content-Type-Options: nosniff,
- * Referrer-Policy: no-referrer, Cache-Control: no-store. Static storage. */
+ * Referrer-Policy: same-origin (no-referrer would make browsers send
+ * "Origin: null" on the page's own form POSTs: Fetch standard, "serializing
+ * a request origin"; same-origin still gives no other origin a referrer),
+ * Cache-Control: no-store. Static storage. */
 extern const char *const ui_security_headers[];
 
 /* TEXT (NULL reads as "") with &, <, >, " and ' as HTML character

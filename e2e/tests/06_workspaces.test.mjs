@@ -153,6 +153,12 @@ async function requestApproval(tools, workspacePath, mode) {
     String(sc.message).includes(`chat2sbx approval approve ${sc.approval_id}`),
     `message tells the command to run on the host: ${JSON.stringify(sc)}`,
   );
+  assert.match(
+    String(sc.message),
+    new RegExp(`http://127\\.0\\.0\\.1:\\d+/ui/#/approvals/${sc.approval_id}\\b`),
+    `message names the owner page's link to this approval, never a login code: ${JSON.stringify(sc)}`,
+  );
+  assert.ok(!String(sc.message).includes('code='), `no login code in the model's answer: ${JSON.stringify(sc)}`);
   assert.equal(sc.sandbox_id, undefined, `no sandbox for an undecided path: ${JSON.stringify(sc)}`);
   return sc;
 }

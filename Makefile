@@ -318,7 +318,8 @@ $(BUILD)/lint/vm/%.o: %.c $(FLAGS_STAMP) $(LINT_SUPPRESS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ANALYZE) $(call lint_flags,$<) -Itemplate/vm/src -Itemplate/helper -c -o $@ $<
 
-SHELL_SCRIPTS = $(wildcard scripts/*.sh scripts/tests/*.sh template/build.sh template/vm/*.sh) e2e/run.sh e2e/installed/run.sh
+SHELL_SCRIPTS = $(wildcard scripts/*.sh scripts/tests/*.sh template/build.sh template/vm/*.sh) e2e/run.sh e2e/deps.sh e2e/bench/baseline.sh \
+	e2e/installed/run.sh
 
 lint: lint-c lint-sh
 lint-c: $(LINT_CP) $(LINT_HELPER) $(LINT_VM)
@@ -519,14 +520,20 @@ lintian: deb
 check-deb: deb-deps
 	DEB_VERSION=$(DEB_VERSION) scripts/tests/deb-check.sh
 
-# ---- benchmark (issue 8; docs/performance.md) ----
+# ---- benchmark (issues 8 and 27; docs/performance.md) ----
 # make bench: the C load client (libcurl, one handle per thread) and the
 # driver e2e/bench/run.mjs, which starts serve on a free port with a
 # temporary data root and measures round trips, creates, throughput, memory
 # and streaming against the engine's own baselines, then runc and vm side by
 # side (the vm column only where chat2sbx-vm is built; BENCH_VM=only runs just
-# that comparison, BENCH_VM=off leaves vm out). Results: $(BUILD)/bench/results.json.
+# that comparison, BENCH_VM=off leaves vm out). Each row has its target
+# (issue 27's); a missed one fails the run after the table (BENCH_NO_FAIL=1:
+# a warning). BENCH_BASELINE=<commit>: that commit built from git (cached in
+# $(BUILD)/bench/baseline/) and served beside this build, calls alternated,
+# plus issue 27's rows (BENCH_AB_ONLY=1: the A/B rows only).
+# Results: $(BUILD)/bench/results.json. e2e/deps.sh: the driver's node modules.
 BENCH_VM ?= auto
+BENCH_BASELINE ?=
 BENCH_LOADCLIENT := $(BUILD)/bench/loadclient
 
 $(BENCH_LOADCLIENT): e2e/bench/loadclient.c
@@ -537,7 +544,9 @@ $(BENCH_LOADCLIENT): e2e/bench/loadclient.c
 bench: all $(BENCH_LOADCLIENT)
 	scripts/ensure-engine.sh
 	$(TEMPLATE_BUILD)
-	node e2e/bench/run.mjs --bin $(BIN) --loadclient $(BENCH_LOADCLIENT) --out $(BUILD)/bench/results.json --vm $(BENCH_VM)
+	e2e/deps.sh e2e
+	node e2e/bench/run.mjs --bin $(BIN) --loadclient $(BENCH_LOADCLIENT) --out $(BUILD)/bench/results.json --vm $(BENCH_VM) \
+		$(if $(BENCH_BASELINE),--baseline $(BENCH_BASELINE))
 
 # make bench-git-tree: what the per-call check of a direct workspace's .git
 # costs on a repository of 5 000 loose objects and 300 branches (issue 23;
@@ -581,7 +590,8 @@ help:
 	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
 	@echo "make check-docs every doc is true: the internals tour, links, paths, commands, settings, targets; no call loop"
 	@echo "make docs       regenerate docs/tool-reference.md from the tool table"
-	@echo "make bench      benchmark against the engine's baselines (docs/performance.md)"
+	@echo "make bench      benchmark against the engine's baselines and issue 27's targets, fails on a miss (docs/performance.md);"
+	@echo "                BENCH_BASELINE=<commit> A/B against that commit, BENCH_QUICK=1 smaller, BENCH_NO_FAIL=1 only warn, BENCH_VM=off|only"
 	@echo "make bench-git-tree  the per-call cost of a direct workspace's .git check"
 	@echo "make man        chat2sbx(1) and chat2sbx.conf(5) into build/man (scdoc)"
 	@echo "make install    install under PREFIX (/usr/local; DESTDIR too); make uninstall removes it"

@@ -32,7 +32,6 @@ bin="${CHAT2SBX_BIN:-$root/build/chat2sbx}"
 [ -x "$bin" ] || die "$bin is missing; run 'make all'"
 [ -x "$(dirname "$bin")/chat2sbx-helper" ] || die "$(dirname "$bin")/chat2sbx-helper is missing; run 'make all'"
 command -v node >/dev/null || die "node is not installed (Node.js 20 or later)"
-command -v npm >/dev/null || die "npm is not installed"
 
 # Engine and template image (asked over the socket, not through a docker CLI).
 sock="${CHAT2SBX_DOCKER_SOCKET:-}"
@@ -50,22 +49,13 @@ if command -v curl >/dev/null; then
     die "vm image $vm_image is not in the engine; run 'make template-vm'"
 fi
 
-# Dependencies: npm ci when node_modules is missing or was installed from
-# another lockfile (the lockfile's hash is stamped into node_modules). e2e/
-# runs on the system's Node 20, as does schema-check/ (the strict-schema
+# Dependencies (e2e/deps.sh: npm ci where node_modules is missing or stale).
+# e2e/ runs on the system's Node 20, as does schema-check/ (the strict-schema
 # converters of e2e 35); e2e/node22 holds Node 22 itself (from the npm
 # registry, pinned in its lockfile) with what needs it: the MCP conformance
 # suites, the 2026-07-28 clients of e2e 29 and the client libraries of e2e 38
 # (the OpenAI Agents SDK, LangChain's MCP adapters).
-for dir in "$here" "$here/schema-check" "$here/node22"; do
-  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1) node-$(node --version)"
-  stamp="$dir/node_modules/.chat2sbx-e2e-lock"
-  if [ ! -d "$dir/node_modules" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "e2e: installing test dependencies in ${dir#"$root"/} (npm ci)" >&2
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
-    echo "$want" >"$stamp"
-  fi
-done
+"$here/deps.sh" "$here" "$here/schema-check" "$here/node22"
 
 files=()
 if [ $# -eq 0 ]; then

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { childEnv, freePort, dockerRequest, REPO_ROOT } from '../lib/server.mjs';
 
 const argv = process.argv.slice(2);
-const opt = (name, def) => {
+// The value of --name on the command line, or def.
+export const opt = (name, def) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 && i + 1 < argv.length ? argv[i + 1] : def;
 };
@@ -41,10 +42,13 @@ export const mib = (kib) => (kib == null ? null : round(kib / 1024, 1));
 
 // ---- one serve instance ----
 
+// bin: the chat2sbx to run (default --bin); the A/B mode runs a baseline
+// build beside it, with CHAT2SBX_HELPER_PATH pointing at that build's helper.
 export class Serve {
-  constructor(name, env) {
+  constructor(name, env, { bin = BIN } = {}) {
     this.name = name;
     this.env = env;
+    this.bin = bin;
   }
   async start(root) {
     this.root = path.join(root, this.name);
@@ -56,7 +60,7 @@ export class Serve {
     this.db = path.join(this.dataRoot, 'state', 'chat2sbx.sqlite');
     this.stderr = path.join(this.root, 'serve.stderr.log');
     const errFd = fs.openSync(this.stderr, 'a');
-    this.proc = spawn(BIN, ['serve'], {
+    this.proc = spawn(this.bin, ['serve'], {
       cwd: this.root,
       env: childEnv(this.env, this.home, this.dataRoot, this.port),
       stdio: ['ignore', 'ignore', errFd],
@@ -112,10 +116,17 @@ export class Serve {
 // the bearer token from it.
 export const TOKEN_FILES = new Map();
 
-export function loadclient({ url, body, threads = 1, calls, expect, warmup = 5 }) {
+// The C load client's JSON (see loadclient.c). With url2 and body2 it
+// alternates its calls between url and url2 and the answer's "b" holds
+// url2's figures (the A/B mode).
+export function loadclient({ url, body, url2, body2, threads = 1, calls, expect, warmup = 5 }) {
   const args = ['--url', url, '--body', JSON.stringify(body), '--threads', String(threads), '--calls', String(calls), '--warmup', String(warmup)];
   if (expect) args.push('--expect', expect);
   if (TOKEN_FILES.has(url)) args.push('--token-file', TOKEN_FILES.get(url));
+  if (url2) {
+    args.push('--url2', url2, '--body2', JSON.stringify(body2));
+    if (TOKEN_FILES.has(url2)) args.push('--token-file2', TOKEN_FILES.get(url2));
+  }
   const r = spawnSync(LOADCLIENT, args, { encoding: 'utf8', maxBuffer: 1 << 20 });
   if (r.status !== 0) throw new Error(`loadclient failed (${r.status}): ${r.stderr}`);
   return JSON.parse(r.stdout);

@@ -30,6 +30,8 @@
 #define SOCKET_NAME "s"
 /* Connections that showed no token or a wrong one, at most, before giving up. */
 #define DIRECT_MAX_TRIES 16
+/* How long one connection may take to show its token (ms). */
+#define DIRECT_TOKEN_WAIT_MS 250
 
 static int token_new(char out[PROTO_CHANNEL_TOKEN_LEN + 1])
 {
@@ -96,7 +98,10 @@ static int accept_token(int l, const char *token, int64_t deadline)
 				continue;
 			return -1;
 		}
-		if (token_shown(c, token, deadline))
+		/* The helper writes its token as it connects: a connection that
+		 * holds back gets a short while, not the whole call's. */
+		int64_t soon = clock_monotonic_ms() + DIRECT_TOKEN_WAIT_MS;
+		if (token_shown(c, token, soon < deadline ? soon : deadline))
 			return c;
 		close(c);
 	}
@@ -104,12 +109,12 @@ static int accept_token(int l, const char *token, int64_t deadline)
 	return -1;
 }
 
-int helper_channel_connect_direct(struct helper_channel *ch, const char *dir, long timeout_ms,
-                                  struct cp_error **err)
+int helper_channel_connect_direct(struct helper_channel *ch, const char *dir, long timeout_ms, struct cp_error **err)
 {
 	if (!ch || !dir || timeout_ms <= 0)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "open a direct channel: a directory and a positive "
-		                                                  "timeout are required");
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "open a direct channel: a directory and a positive "
+		                    "timeout are required");
 	int64_t deadline = clock_monotonic_ms() + timeout_ms;
 	_cleanup_close_ int dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
@@ -117,8 +122,8 @@ int helper_channel_connect_direct(struct helper_channel *ch, const char *dir, lo
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "open the direct channel directory '%s'", dir);
 	if (st.st_uid != geteuid() || (st.st_mode & 077))
 		return cp_error_set(err, CP_ERR_INTERNAL,
-		                    "the direct channel directory '%s' is not this user's alone (mode %o, owner %u)", dir,
-		                    (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+		                    "the direct channel directory '%s' is not this user's alone (mode %o, owner %u)",
+		                    dir, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
 	char token[PROTO_CHANNEL_TOKEN_LEN + 1];
 	if (token_new(token) < 0)
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "make a direct channel token");

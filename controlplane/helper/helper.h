@@ -125,8 +125,7 @@ int helper_channel_direct_set(struct helper_channel *ch, int fd, struct cp_error
  * what the helper answered (an older helper: INTERNAL "unknown method"; no
  * socket in this sandbox: INTERNAL), TIMEOUT when no connection showed the
  * token in time, INTERNAL for a dir that cannot hold the socket. */
-int helper_channel_connect_direct(struct helper_channel *ch, const char *dir, long timeout_ms,
-                                  struct cp_error **err);
+int helper_channel_connect_direct(struct helper_channel *ch, const char *dir, long timeout_ms, struct cp_error **err);
 
 /* True while the stream is open and the reader has not seen EOF or a corrupt frame. */
 int helper_channel_alive(struct helper_channel *ch);

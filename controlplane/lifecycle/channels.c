@@ -67,7 +67,8 @@ int lifecycle_channel_dir_make(struct lifecycle *lc, const char *id, struct cp_e
 {
 	char path[4096], parent[4096];
 	if (!lifecycle_channel_dir_path(lc, id, path, sizeof(path)))
-		return cp_error_set(err, CP_ERR_INTERNAL, "the direct channel directory of sandbox '%s' does not fit", id);
+		return cp_error_set(err, CP_ERR_INTERNAL, "the direct channel directory of sandbox '%s' does not fit",
+		                    id);
 	snprintf(parent, sizeof(parent), "%s/channel", lc->cfg->state_dir);
 	if (private_dir(parent, err) < 0 || private_dir(path, err) < 0)
 		return -1;
@@ -95,6 +96,8 @@ void lifecycle_channel_go_direct(struct lifecycle *lc, const struct sandbox_reco
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (helper_channel_connect_direct(ch, dir, LIFECYCLE_DIRECT_TIMEOUT_MS, &e) < 0)
 		log_debug("lifecycle", "sandbox %s keeps the attach stream: %s", s->id, e->message);
+	else
+		log_debug("lifecycle", "sandbox %s: calls go over the direct channel", s->id);
 }
 
 /* The entry of id, made (without a channel) when missing; under lc->lock. */

@@ -229,7 +229,8 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	    lifecycle_channel_dir_path(lc, s->id, channel_dir, sizeof(channel_dir))) {
 		if (lifecycle_channel_dir_make(lc, s->id, err) < 0)
 			return -1;
-		mounts[n_mounts++] = (struct docker_mount){.source = channel_dir, .target = PROTO_CHANNEL_DIR, .read_only = 1};
+		mounts[n_mounts++] =
+		    (struct docker_mount){.source = channel_dir, .target = PROTO_CHANNEL_DIR, .read_only = 1};
 	}
 	struct docker_container_spec spec = {
 	    .name = s->container_name,

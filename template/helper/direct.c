@@ -24,7 +24,8 @@ static int token_ok(const char *token, size_t len)
 int direct_connect(const char *path, const char *token, size_t len, struct rpc_error *err)
 {
 	if (!token_ok(token, len))
-		return rpc_fail(err, "INVALID_ARGUMENT", "token must be %d lowercase hex digits", PROTO_CHANNEL_TOKEN_LEN);
+		return rpc_fail(err, "INVALID_ARGUMENT", "token must be %d lowercase hex digits",
+		                PROTO_CHANNEL_TOKEN_LEN);
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof addr.sun_path)
 		return rpc_fail(err, "INTERNAL", "the channel socket path '%.64s' is too long", path);

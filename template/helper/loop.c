@@ -62,6 +62,7 @@ static struct {
 	struct frame_writer writer;
 } direct = {.fd = -1, .next_fd = -1};
 static struct frame_writer *stdout_writer;
+static const char *channel_socket = PROTO_CHANNEL_SOCKET;
 
 static void reply_sink(const char *line, size_t len, void *data);
 
@@ -167,15 +168,14 @@ static int method_hello(json_object *id, json_object *params, json_object **ret_
 	return 0;
 }
 
-static int method_channel_connect(json_object *id, json_object *params, json_object **ret_result,
-                                  struct rpc_error *err)
+static int method_channel_connect(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
 {
 	(void)id;
 	const char *token;
 	size_t len;
 	if (rpc_param_string(params, "token", true, &token, &len, err) < 0)
 		return -1;
-	int fd = direct_connect(PROTO_CHANNEL_SOCKET, token, len, err);
+	int fd = direct_connect(channel_socket, token, len, err);
 	if (fd < 0)
 		return -1;
 	if (direct.next_fd >= 0)
@@ -487,6 +487,7 @@ int loop_run(const struct loop_config *cfg)
 	frame_reader_init(&reader);
 	frame_writer_init(&writer, cfg->out_fd);
 	stdout_writer = &writer;
+	channel_socket = cfg->channel_socket ? cfg->channel_socket : PROTO_CHANNEL_SOCKET;
 	rpc_sink_set(reply_sink, &writer);
 
 	serve(cfg->in_fd, sigfd, &reader, &writer);

@@ -27,6 +27,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "proto.h" /* template/helper/proto.h: PROTO_CHANNEL_DIR */
 #include "../base/xjson.h"
 #include "../base/xalloc.h"
 #include "../base/cleanup.h"
@@ -340,13 +341,17 @@ int guard_mounts_judge(const struct guard_host *h, const struct sandbox_record *
 	        ? json_object_get_string(v)
 	        : "";
 	int clone = !strcmp(mode, "clone");
-	_cleanup_free_ struct guard_mount_want *want = xcalloc(n + 5, sizeof(*want));
+	_cleanup_free_ struct guard_mount_want *want = xcalloc(n + 6, sizeof(*want));
 	size_t k = 0;
 	want[k++] = (struct guard_mount_want){.target = POLICY_HELPER_TARGET, .read_only = 1};
 	want[k++] = (struct guard_mount_want){.target = clone ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET,
 	                                      .read_only = clone};
 	for (size_t i = 0; i < n; i++)
 		want[k++] = (struct guard_mount_want){.target = m[i].target, .read_only = m[i].read_only};
+	/* The direct channel's directory (lifecycle/create.c); sandboxes made
+	 * before it existed have none. */
+	if (policy_runtime_direct_channel(s->runtime))
+		want[k++] = (struct guard_mount_want){.target = PROTO_CHANNEL_DIR, .read_only = 1, .optional = 1};
 	/* vm: the launcher beside the helper (vm.c). */
 	if (policy_runtime_is_vm(s->runtime))
 		want[k++] = (struct guard_mount_want){.target = GUARD_VM_TARGET, .read_only = 1};

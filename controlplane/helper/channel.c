@@ -40,6 +40,8 @@
  * dropped (for bash, proto.h: a lost ack repeats output after a
  * re-attach; a lost nack loses it until then). */
 #define HELPER_ACK_QUEUE_MAX 256
+/* A request line up to this many bytes is copied to go out in one write. */
+#define HELPER_SMALL_REQUEST 4096
 /* How long one acknowledgement may wait for the helper to read it (ms). */
 #define HELPER_ACK_SEND_MS 2000
 
@@ -88,11 +90,22 @@ struct helper_channel {
 	size_t nacks;
 	char attach_id[33]; /* sent in hello: tells the helper a new attachment */
 
+	/* The direct channel (proto.h, channel.connect; direct.c): once set,
+	 * requests and acknowledgements go over this connected socket instead
+	 * of the attach stream, and a second reader thread reads its answers.
+	 * -1: none. Set once, under lock while holding the wire. */
+	int direct_fd;
+	int direct_started; /* direct_reader runs (joined at destroy) */
+	pthread_t direct_reader;
+
 	/* Reader-thread state, touched by nothing else. */
 	struct docker_demux demux;
 	struct cp_buf out_line;
 	struct cp_buf err_line;
 	int out_overflow; /* 1: a frame over PROTO_MAX_REPLY_FRAME */
+	/* The direct reader thread's own line state. */
+	struct cp_buf direct_line;
+	int direct_overflow;
 };
 
 /* Marks the channel dead (first reason wins), wakes every waiting caller and
@@ -114,8 +127,19 @@ static void __attribute__((format(printf, 2, 3))) channel_kill(struct helper_cha
 	pthread_cond_broadcast(&ch->write_cond);
 	log_debug("helper", "sandbox '%s': channel closed: %s", ch->name,
 	          ch->close_reason ? ch->close_reason : "out of memory");
+	int direct = ch->direct_fd;
 	pthread_mutex_unlock(&ch->lock);
 	shutdown(ch->fd, SHUT_RDWR);
+	if (direct >= 0)
+		shutdown(direct, SHUT_RDWR);
+}
+
+/* Where requests and acknowledgements go: the direct socket once there is
+ * one, else the attach stream. Read by the wire's holder (writing), which
+ * direct_fd is only ever set under. */
+static int wire_fd(const struct helper_channel *ch)
+{
+	return ch->direct_fd >= 0 ? ch->direct_fd : ch->fd;
 }
 
 static const char *reason_of(struct helper_channel *ch)
@@ -187,9 +211,9 @@ static void acks_drain_locked_return(struct helper_channel *ch)
 		size_t len = 0, sent = 0;
 		const char *text = json_object_to_json_string_length(n, JSON_C_TO_STRING_PLAIN, &len);
 		int64_t deadline = clock_monotonic_ms() + HELPER_ACK_SEND_MS;
-		int r = text ? fdio_send_all(ch->fd, text, len, deadline, &sent) : -1;
+		int r = text ? fdio_send_all(wire_fd(ch), text, len, deadline, &sent) : -1;
 		if (r == 0)
-			r = fdio_send_all(ch->fd, "\n", 1, deadline, &sent);
+			r = fdio_send_all(wire_fd(ch), "\n", 1, deadline, &sent);
 		if (r < 0 && sent > 0)
 			channel_kill(ch, "an acknowledgement was cut off mid-line after %zu bytes", sent);
 		else if (r < 0)
@@ -296,6 +320,40 @@ static void on_stderr(struct helper_channel *ch, const char *data, size_t len)
 	}
 }
 
+/* Splits answers, one per line, out of data (len bytes) into line (the
+ * piece of an unfinished line) and dispatches each. A line over
+ * PROTO_MAX_REPLY_FRAME sets *overflow and drops the rest. */
+static void lines_feed(struct helper_channel *ch, struct cp_buf *line, int *overflow, const char *data, size_t len)
+{
+	while (len && !*overflow) {
+		const char *nl = memchr(data, '\n', len);
+		size_t take = nl ? (size_t)(nl - data) : len;
+		if (take > PROTO_MAX_REPLY_FRAME - line->len) {
+			*overflow = 1;
+			cp_buf_free(line);
+			return;
+		}
+		if (nl && line->len == 0) {
+			dispatch_frame(ch, data, take); /* whole line in this piece: no copy */
+		} else {
+			if (cp_buf_append(line, data, take) < 0) { /* only past its max */
+				*overflow = 1;
+				cp_buf_free(line);
+				return;
+			}
+			if (!nl)
+				return;
+			dispatch_frame(ch, line->data, line->len);
+			if (line->cap > HELPER_KEEP_LINE_BUFFER)
+				cp_buf_free(line);
+			else
+				cp_buf_consume(line, line->len);
+		}
+		data += take + 1;
+		len -= take + 1;
+	}
+}
+
 /* Demultiplexer callback: stdout carries answers, one per line. */
 static void on_stream(void *userdata, enum docker_stream stream, const char *data, size_t len)
 {
@@ -304,35 +362,37 @@ static void on_stream(void *userdata, enum docker_stream stream, const char *dat
 		on_stderr(ch, data, len);
 		return;
 	}
-	if (stream != DOCKER_STREAM_STDOUT || ch->out_overflow)
-		return;
-	while (len) {
-		const char *nl = memchr(data, '\n', len);
-		size_t take = nl ? (size_t)(nl - data) : len;
-		if (take > PROTO_MAX_REPLY_FRAME - ch->out_line.len) {
-			ch->out_overflow = 1;
-			cp_buf_free(&ch->out_line);
-			return;
+	if (stream == DOCKER_STREAM_STDOUT)
+		lines_feed(ch, &ch->out_line, &ch->out_overflow, data, len);
+}
+
+/* The direct socket's reader: plain lines, no multiplexing. Its end ends
+ * the channel, as the attach stream's does: the helper drops it only when
+ * another control plane attached or it stopped. */
+static void *direct_main(void *arg)
+{
+	struct helper_channel *ch = arg;
+	char buf[64 * 1024];
+	for (;;) {
+		ssize_t n = recv(ch->direct_fd, buf, sizeof(buf), 0);
+		if (n == 0) {
+			channel_kill(ch, "the helper's direct channel ended (the container stopped, or another "
+			                 "control plane attached to it)");
+			break;
 		}
-		if (nl && ch->out_line.len == 0) {
-			dispatch_frame(ch, data, take); /* whole line in this piece: no copy */
-		} else {
-			if (cp_buf_append(&ch->out_line, data, take) < 0) { /* only past its max */
-				ch->out_overflow = 1;
-				cp_buf_free(&ch->out_line);
-				return;
-			}
-			if (!nl)
-				return;
-			dispatch_frame(ch, ch->out_line.data, ch->out_line.len);
-			if (ch->out_line.cap > HELPER_KEEP_LINE_BUFFER)
-				cp_buf_free(&ch->out_line);
-			else
-				cp_buf_consume(&ch->out_line, ch->out_line.len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			channel_kill(ch, "read from the helper's direct channel: %s", strerror(errno));
+			break;
 		}
-		data += take + 1;
-		len -= take + 1;
+		lines_feed(ch, &ch->direct_line, &ch->direct_overflow, buf, (size_t)n);
+		if (ch->direct_overflow) {
+			channel_kill(ch, "the helper sent a frame over the %u MiB limit", PROTO_MAX_REPLY_FRAME >> 20);
+			break;
+		}
 	}
+	return NULL;
 }
 
 static void *reader_main(void *arg)
@@ -369,7 +429,12 @@ static void channel_destroy(struct helper_channel *ch)
 {
 	channel_kill(ch, "the channel was closed");
 	pthread_join(ch->reader, NULL);
+	if (ch->direct_started)
+		pthread_join(ch->direct_reader, NULL);
 	close(ch->fd);
+	if (ch->direct_fd >= 0)
+		close(ch->direct_fd);
+	cp_buf_free(&ch->direct_line);
 	cp_buf_free(&ch->out_line);
 	cp_buf_free(&ch->err_line);
 	pthread_mutex_destroy(&ch->lock);
@@ -421,6 +486,8 @@ int helper_channel_new(int fd, const char *name, const struct helper_receipts *r
 	clock_cond_init(&ch->write_cond);
 	cp_buf_init(&ch->out_line, PROTO_MAX_REPLY_FRAME);
 	cp_buf_init(&ch->err_line, HELPER_MAX_LOG_LINE);
+	cp_buf_init(&ch->direct_line, PROTO_MAX_REPLY_FRAME);
+	ch->direct_fd = -1;
 	docker_demux_init(&ch->demux, on_stream, ch);
 	ch->alive = 1;
 	attach_id_new(ch->attach_id);
@@ -500,6 +567,36 @@ const char *helper_channel_close_reason(struct helper_channel *ch)
 	return r;
 }
 
+/* Moves ch's requests onto fd, a connected direct socket (helper.h). */
+int helper_channel_direct_set(struct helper_channel *ch, int fd, struct cp_error **err)
+{
+	_cleanup_close_ int owned = fd;
+	pthread_mutex_lock(&ch->lock);
+	/* Every writer has a deadline, so the wire comes free. */
+	while (ch->writing && ch->alive)
+		pthread_cond_wait(&ch->write_cond, &ch->lock);
+	int rc = 0;
+	if (!ch->alive)
+		rc = cp_error_set(err, CP_ERR_UNAVAILABLE, "the helper of sandbox '%s' is not answering: %s", ch->name,
+		                  reason_of(ch));
+	else if (ch->direct_fd >= 0)
+		rc = cp_error_set(err, CP_ERR_CONFLICT, "sandbox '%s' already has a direct channel", ch->name);
+	if (rc == 0) {
+		ch->direct_fd = TAKE_FD(owned);
+		int e = pthread_create(&ch->direct_reader, NULL, direct_main, ch);
+		if (e != 0) {
+			owned = ch->direct_fd;
+			ch->direct_fd = -1;
+			rc = cp_error_set_errno(err, CP_ERR_INTERNAL, e,
+			                        "start the direct channel reader of sandbox '%s'", ch->name);
+		} else {
+			ch->direct_started = 1;
+		}
+	}
+	pthread_mutex_unlock(&ch->lock);
+	return rc;
+}
+
 /* Sends one request line; waits (until deadline) while another is on the wire. */
 static int send_request(struct helper_channel *ch, int64_t id, const char *method, const char *text, size_t len,
                         int64_t deadline, struct cp_error **err)
@@ -528,10 +625,20 @@ static int send_request(struct helper_channel *ch, int64_t id, const char *metho
 	acks_drain_locked_return(ch);
 	pthread_mutex_unlock(&ch->lock);
 
+	/* One write for a small request (the line and its newline), so the
+	 * helper wakes once; a large one goes as it is, then the newline. */
 	size_t sent = 0;
-	int r = fdio_send_all(ch->fd, text, len, deadline, &sent);
-	if (r == 0)
-		r = fdio_send_all(ch->fd, "\n", 1, deadline, &sent);
+	char small[HELPER_SMALL_REQUEST + 1];
+	int r;
+	if (len <= HELPER_SMALL_REQUEST) {
+		memcpy(small, text, len);
+		small[len] = '\n';
+		r = fdio_send_all(wire_fd(ch), small, len + 1, deadline, &sent);
+	} else {
+		r = fdio_send_all(wire_fd(ch), text, len, deadline, &sent);
+		if (r == 0)
+			r = fdio_send_all(wire_fd(ch), "\n", 1, deadline, &sent);
+	}
 	int saved = errno;
 
 	if (r == 0)

@@ -104,6 +104,29 @@ int helper_channel_call_cancel(struct helper_channel *ch, const char *method, st
  * protocol it speaks ...". The caller adds what to do. Pure. */
 int helper_version_check(struct json_object *hello, int *ret_version, struct cp_error **err);
 
+/* The direct channel (template/helper/proto.h, channel.connect): moves ch's
+ * requests and acknowledgements onto fd, a connected Unix socket to the
+ * helper, and starts a reader thread for the answers that come back on it
+ * (answers still on the attach stream are read there too). Takes fd (closed
+ * on failure too). Waits until no request is on the wire (each has its
+ * deadline). The socket's end ends the channel. Errors: UNAVAILABLE when ch
+ * is closed, CONFLICT when it already has one, INTERNAL when the thread
+ * cannot start. */
+int helper_channel_direct_set(struct helper_channel *ch, int fd, struct cp_error **err);
+
+/* Opens ch's direct channel: makes a listening socket "s" in dir (a
+ * directory only this user can enter, created by the caller, which the
+ * engine mounts read-only at PROTO_CHANNEL_DIR in the sandbox), asks the
+ * helper to connect to it with a fresh random token (channel.connect),
+ * accepts connections until one presents that token (others, from whatever
+ * else runs in the sandbox, are closed), removes the socket and hands the
+ * connection to helper_channel_direct_set. timeout_ms (> 0) bounds the
+ * whole. On failure ch is unchanged and keeps the attach stream. Errors:
+ * what the helper answered (an older helper: INTERNAL "unknown method"; no
+ * socket in this sandbox: INTERNAL), TIMEOUT when no connection showed the
+ * token in time, INTERNAL for a dir that cannot hold the socket. */
+int helper_channel_connect_direct(struct helper_channel *ch, const char *dir, long timeout_ms, struct cp_error **err);
+
 /* True while the stream is open and the reader has not seen EOF or a corrupt frame. */
 int helper_channel_alive(struct helper_channel *ch);
 

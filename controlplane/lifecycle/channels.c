@@ -13,9 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/cleanup.h"
 #include "../base/log.h"
 #include "../base/xalloc.h"
 #include "lifecycle_internal.h"
+
+/* How long opening a direct channel may take (ms). */
+#define LIFECYCLE_DIRECT_TIMEOUT_MS 2000
 
 /* STATE_DIR/attach/<id>; 0 when it does not fit. */
 static int owner_path(struct lifecycle *lc, const char *id, char *buf, size_t size)
@@ -35,6 +39,65 @@ static void owner_release(struct lifecycle *lc, struct lifecycle_channel *c, int
 		(void)unlink(path);
 	close(c->owner_fd);
 	c->owner_fd = -1;
+}
+
+int lifecycle_channel_dir_path(struct lifecycle *lc, const char *id, char *buf, size_t size)
+{
+	int n = lc->cfg && lc->cfg->state_dir ? snprintf(buf, size, "%s/channel/%s", lc->cfg->state_dir, id) : -1;
+	return n > 0 && (size_t)n < size;
+}
+
+/* mkdir path 0700 unless it exists; then it must be this user's own
+ * directory (not a link) that no one else may enter. */
+static int private_dir(const char *path, struct cp_error **err)
+{
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "make '%s'", path);
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "look at '%s'", path);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return cp_error_set(err, CP_ERR_INTERNAL,
+		                    "'%s' is not a directory of this user's alone (mode %o, owner %u); remove it", path,
+		                    (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+	return 0;
+}
+
+int lifecycle_channel_dir_make(struct lifecycle *lc, const char *id, struct cp_error **err)
+{
+	char path[4096], parent[4096];
+	if (!lifecycle_channel_dir_path(lc, id, path, sizeof(path)))
+		return cp_error_set(err, CP_ERR_INTERNAL, "the direct channel directory of sandbox '%s' does not fit",
+		                    id);
+	snprintf(parent, sizeof(parent), "%s/channel", lc->cfg->state_dir);
+	if (private_dir(parent, err) < 0 || private_dir(path, err) < 0)
+		return -1;
+	return 0;
+}
+
+void lifecycle_channel_dir_remove(struct lifecycle *lc, const char *id)
+{
+	char path[4096], sock[4200];
+	if (!lifecycle_channel_dir_path(lc, id, path, sizeof(path)))
+		return;
+	snprintf(sock, sizeof(sock), "%s/s", path);
+	(void)unlink(sock);
+	if (rmdir(path) < 0 && errno != ENOENT)
+		log_debug("lifecycle", "remove '%s': %s", path, strerror(errno));
+}
+
+void lifecycle_channel_go_direct(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch)
+{
+	char dir[4096];
+	struct stat st;
+	if (!policy_runtime_direct_channel(s->runtime) || !lifecycle_channel_dir_path(lc, s->id, dir, sizeof(dir)) ||
+	    stat(dir, &st) < 0 || lifecycle_channel_own(lc, s->id) != 1)
+		return; /* made before the direct channel existed, or used by another process */
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (helper_channel_connect_direct(ch, dir, LIFECYCLE_DIRECT_TIMEOUT_MS, &e) < 0)
+		log_debug("lifecycle", "sandbox %s keeps the attach stream: %s", s->id, e->message);
+	else
+		log_debug("lifecycle", "sandbox %s: calls go over the direct channel", s->id);
 }
 
 /* The entry of id, made (without a channel) when missing; under lc->lock. */

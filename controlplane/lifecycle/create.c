@@ -202,7 +202,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	/* helper, workspace, the .git protection (direct mode, parents first;
 	 * the engine sorts by target depth too), and the test-only socket. */
 	int vm = policy_runtime_is_vm(s->runtime);
-	_cleanup_free_ struct docker_mount *mounts = xcalloc(guard->n + 4, sizeof(*mounts));
+	_cleanup_free_ struct docker_mount *mounts = xcalloc(guard->n + 5, sizeof(*mounts));
 	size_t n_mounts = 0;
 	mounts[n_mounts++] =
 	    (struct docker_mount){.source = lc->cfg->helper_path, .target = POLICY_HELPER_TARGET, .read_only = 1};
@@ -222,6 +222,16 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	if (vm)
 		mounts[n_mounts++] =
 		    (struct docker_mount){.source = lc->cfg->vm_path, .target = GUARD_VM_TARGET, .read_only = 1};
+	/* The direct channel's directory, read-only: the helper connects to the
+	 * socket serve makes there for a moment (channels.c, helper/direct.c). */
+	char channel_dir[4096];
+	if (policy_runtime_direct_channel(s->runtime) &&
+	    lifecycle_channel_dir_path(lc, s->id, channel_dir, sizeof(channel_dir))) {
+		if (lifecycle_channel_dir_make(lc, s->id, err) < 0)
+			return -1;
+		mounts[n_mounts++] =
+		    (struct docker_mount){.source = channel_dir, .target = PROTO_CHANNEL_DIR, .read_only = 1};
+	}
 	struct docker_container_spec spec = {
 	    .name = s->container_name,
 	    .image = s->image,

@@ -81,6 +81,7 @@ int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const str
 		}
 		cp_error_freep(err);
 	}
+	lifecycle_channel_dir_remove(lc, id);
 	sandbox_record_clear(&s);
 	/* The container is gone: when this write fails the row stays
 	 * 'removing' and lifecycle_removing_run finishes it. */

@@ -144,6 +144,21 @@ void lifecycle_channels_clear(struct lifecycle *lc);
  * could not tell (the directory or file could not be made; logged at
  * debug). Never blocks but on the table's lock. */
 int lifecycle_channel_own(struct lifecycle *lc, const char *id);
+/* The direct channel's directory of sandbox id (template/helper/proto.h,
+ * channel.connect): STATE_DIR/channel/<id>, 0700, mounted read-only at
+ * PROTO_CHANNEL_DIR. path: copies it into buf (size bytes); 0 when it does
+ * not fit. make: creates it (and STATE_DIR/channel) when missing and checks
+ * it is a directory of this user's alone; 0, or -1 with err (INTERNAL).
+ * remove: removes it and the socket a failed open may have left (nothing
+ * else is ever in it); quiet. */
+int lifecycle_channel_dir_path(struct lifecycle *lc, const char *id, char *buf, size_t size);
+int lifecycle_channel_dir_make(struct lifecycle *lc, const char *id, struct cp_error **err);
+void lifecycle_channel_dir_remove(struct lifecycle *lc, const char *id);
+/* Moves the calls of ch (sandbox s's open channel) onto the direct
+ * channel when s's runtime has one and this process owns the channel
+ * (lifecycle_channel_own). Best effort: on any failure ch keeps the attach
+ * stream and the reason is logged at debug. Blocks at most 2 s. */
+void lifecycle_channel_go_direct(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch);
 
 /* What a call needs of a running sandbox, in memory (call_state.c), all
  * under lc->lock. remember copies s (status running) and its n mounts m

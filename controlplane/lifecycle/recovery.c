@@ -80,6 +80,7 @@ int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s,
 		         "sessions interrupted then are reported lost",
 		         s->id, clock_format_rfc3339(s->created_at_ms, created, sizeof(created)),
 		         clock_format_rfc3339(started, when, sizeof(when)));
+	lifecycle_channel_go_direct(lc, s, ch);
 	return 0;
 }
 

@@ -156,5 +156,6 @@ int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbo
 			return -1;
 		cp_error_freep(err);
 	}
+	lifecycle_channel_dir_remove(lc, s->id);
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto.h" /* template/helper/proto.h: PROTO_CHANNEL_DIR */
 #include "ops.h"
 
 int ops_capabilities_parse(const char *status_text, uint64_t *ret_mask)
@@ -139,8 +140,8 @@ static int credential_match(void *ud, const char *root, const char *point, const
 {
 	(void)line;
 	struct credential_search *s = ud;
-	if (s->skip_target && !strcmp(point, s->skip_target))
-		return 0;
+	if ((s->skip_target && !strcmp(point, s->skip_target)) || !strcmp(point, PROTO_CHANNEL_DIR))
+		return 0; /* chat2sbx's own: the helper, the direct channel's empty directory */
 	int home = s->home && *s->home && strcmp(s->home, "/") && !strcmp(root, s->home);
 	if (!home && !has_credential_component(root) && !has_credential_component(point))
 		return 0;

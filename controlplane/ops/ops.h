@@ -155,7 +155,8 @@ int ops_mountinfo_find_socket(const char *mountinfo, const char *socket_basename
  * or root with a component .aws .azure .config .docker .gnupg .kube .local
  * .secrets .ssh, DESIGN.md Workspaces) or the host home (root equal to home,
  * may be NULL). Mounts at skip_target (the read-only helper file, whose host
- * path may well sit under ~/.local) are not judged. Writes the first
+ * path may well sit under ~/.local) and at PROTO_CHANNEL_DIR (the direct
+ * channel's empty directory under the state directory) are not judged. Writes the first
  * offending entry into buf. Returns 1 when found, 0 otherwise. Pure. */
 int ops_mountinfo_find_credentials(const char *mountinfo, const char *home, const char *skip_target, char *buf,
                                    size_t size);

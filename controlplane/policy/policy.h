@@ -237,6 +237,13 @@ int policy_host_nesting_check(const char *real, const char *mode, const struct p
 /* 1 when runtime (a row's or the lifecycle's; NULL = the engine's default)
  * is the vm runtime. Pure. */
 int policy_runtime_is_vm(const char *runtime);
+/* 1 when sandboxes of runtime get the direct channel (template/helper/
+ * proto.h, channel.connect; issue 27): the helper runs in the container and
+ * can reach a host socket mounted into it. runsc is left out (gVisor does
+ * not reach host sockets), and so is vm (the helper is in the guest, behind
+ * QEMU). NULL, the engine's default, is in: where that default cannot reach
+ * the socket, the helper says so and the attach stream stays. Pure. */
+int policy_runtime_direct_channel(const char *runtime);
 
 /* 1 when a /proc/cpuinfo text advertises hardware virtualization on a
  * "flags" line (vmx: Intel VT-x, svm: AMD-V), else 0. A paravirtual nested

@@ -114,3 +114,8 @@ int policy_runtime_is_vm(const char *runtime)
 {
 	return runtime && !strcmp(runtime, POLICY_RUNTIME_VM);
 }
+
+int policy_runtime_direct_channel(const char *runtime)
+{
+	return !policy_runtime_is_vm(runtime) && !(runtime && !strcmp(runtime, "runsc"));
+}

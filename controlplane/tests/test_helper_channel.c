@@ -866,3 +866,154 @@ Test(helper_channel, ack_for_a_delivered_reply_nack_for_an_abandoned_one, .timeo
 	cr_assert(helper_channel_alive(ch));
 	finish();
 }
+
+/* ---- the direct channel (helper/direct.c; proto.h channel.connect) ---- */
+
+#include <sys/stat.h>
+#include <sys/un.h>
+
+static char direct_dir[64];
+
+static void direct_dir_make(mode_t mode)
+{
+	snprintf(direct_dir, sizeof(direct_dir), "/tmp/chat2sbx-direct-XXXXXX");
+	cr_assert_not_null(mkdtemp(direct_dir));
+	cr_assert_eq(chmod(direct_dir, mode), 0);
+}
+
+static void direct_dir_remove(void)
+{
+	char s[128];
+	snprintf(s, sizeof(s), "%s/s", direct_dir);
+	cr_assert_neq(access(s, F_OK), 0, "the socket is removed once the helper connected");
+	rmdir(direct_dir);
+}
+
+/* A connection to the offered socket that writes text first. */
+static int direct_dial(const char *text)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/s", direct_dir);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0, "connect: %s", strerror(errno));
+	send_raw(fd, text, strlen(text));
+	return fd;
+}
+
+/* The helper's part: on channel.connect, what else runs in the sandbox
+ * dials first (no token, then a wrong one), then the helper with the token;
+ * the answer goes over stdout; later requests come, and are answered, on
+ * the direct socket as plain lines; then the helper drops it. */
+static void script_direct(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	cr_assert_str_eq(req_method(req), "channel.connect");
+	struct json_object *params = NULL;
+	cr_assert(json_object_object_get_ex(req, "params", &params));
+	char line[80];
+	snprintf(line, sizeof(line), "%s\n", str_member(params, "token"));
+	cr_assert_eq(strlen(line), PROTO_CHANNEL_TOKEN_LEN + 1);
+	int silent = direct_dial("");
+	close(silent);
+	int wrong = direct_dial("0123456789abcdef0123456789abcdef\n");
+	int d = direct_dial(line);
+	answer(f, req_id(req), "{\"connected\":true}");
+	json_object_put(req);
+
+	int attach = f->fd;
+	f->fd = d;
+	struct json_object *next = fake_read_request(f);
+	cr_assert_not_null(next, "the next request came over the direct socket");
+	cr_assert_str_eq(req_method(next), "file.read");
+	char *text = NULL;
+	cr_assert_gt(asprintf(&text, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"via\":\"direct\"}}\n",
+	                      (long long)req_id(next)),
+	             0);
+	send_raw(d, text, strlen(text));
+	free(text);
+	json_object_put(next);
+	close(d); /* the helper drops it: the channel ends */
+	close(wrong);
+	f->fd = attach;
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, direct_channel_takes_only_the_token_holder_and_carries_calls, .timeout = 20)
+{
+	direct_dir_make(0700);
+	start(script_direct);
+	struct cp_error *err = NULL;
+	cr_assert_eq(helper_channel_connect_direct(ch, direct_dir, 5000, &err), 0, "%s", err ? err->message : "");
+	struct json_object *r = call_ok("file.read", "{\"path\":\"x\"}", 5000);
+	cr_assert_str_eq(str_member(r, "via"), "direct");
+	json_object_put(r);
+	/* The direct socket's end is the channel's end. */
+	for (int i = 0; i < 200 && helper_channel_alive(ch); i++)
+		usleep(10 * 1000);
+	cr_assert_not(helper_channel_alive(ch));
+	cr_assert_not_null(strstr(helper_channel_close_reason(ch), "direct channel"), "%s",
+	                   helper_channel_close_reason(ch));
+	finish();
+	direct_dir_remove();
+}
+
+/* An older helper: channel.connect is an unknown method. */
+static void script_direct_unknown(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	cr_assert_str_eq(req_method(req), "channel.connect");
+	char *line = NULL;
+	cr_assert_gt(
+	    asprintf(&line,
+	             "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32601,\"message\":\"unknown method\","
+	             "\"data\":{\"code\":\"INVALID_ARGUMENT\"}}}",
+	             (long long)req_id(req)),
+	    0);
+	send_line(f->fd, line);
+	free(line);
+	json_object_put(req);
+	req = fake_read_request(f);
+	cr_assert_str_eq(req_method(req), "hello", "the attach stream still carries calls");
+	answer(f, req_id(req), "{\"version\":\"1\"}");
+	json_object_put(req);
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, direct_channel_refused_keeps_the_attach_stream, .timeout = 20)
+{
+	direct_dir_make(0700);
+	start(script_direct_unknown);
+	struct cp_error *err = NULL;
+	cr_assert_lt(helper_channel_connect_direct(ch, direct_dir, 5000, &err), 0);
+	cr_assert_not_null(strstr(err->message, "unknown method"), "%s", err->message);
+	cp_error_free(err);
+	json_object_put(call_ok("hello", NULL, 5000));
+	cr_assert(helper_channel_alive(ch));
+	finish();
+	direct_dir_remove();
+}
+
+/* A directory others may enter is never used: nothing is asked of the helper. */
+static void script_expect_hello(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	cr_assert_str_eq(req_method(req), "hello");
+	answer(f, req_id(req), "{\"version\":\"1\"}");
+	json_object_put(req);
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, direct_channel_needs_a_private_directory, .timeout = 20)
+{
+	direct_dir_make(0755);
+	start(script_expect_hello);
+	struct cp_error *err = NULL;
+	cr_assert_lt(helper_channel_connect_direct(ch, direct_dir, 5000, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_INTERNAL);
+	cr_assert_not_null(strstr(err->message, "alone"), "%s", err->message);
+	cp_error_free(err);
+	json_object_put(call_ok("hello", NULL, 5000));
+	finish();
+	direct_dir_remove();
+}

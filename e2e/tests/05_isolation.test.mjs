@@ -39,9 +39,40 @@ ctx.test('host files, host environment, Docker socket and privileges stay outsid
   assert.ok(info.HostConfig.SecurityOpt.includes('no-new-privileges'));
   assert.equal(info.HostConfig.LogConfig.Type, 'none', 'helper traffic never lands in engine logs');
   const sources = info.Mounts.map((m) => m.Source);
-  assert.ok(sources.every((s) => s === sbx.workspace_path || s.endsWith('/chat2sbx-helper')), JSON.stringify(sources));
+  const channelDir = path.join(ctx.srv.dataRoot, 'state', 'channel', sbx.sandbox_id);
+  assert.ok(sources.every((s) => s === sbx.workspace_path || s.endsWith('/chat2sbx-helper') || s === channelDir), JSON.stringify(sources));
   const helperMount = info.Mounts.find((m) => m.Source.endsWith('/chat2sbx-helper'));
   assert.equal(helperMount.RW, false, 'the helper is mounted read-only');
+  const channelMount = info.Mounts.find((m) => m.Source === channelDir);
+  assert.equal(channelMount?.RW, false, "the direct channel's directory is mounted read-only");
+});
+
+// The direct channel (issue 27): its directory is empty and read-only
+// inside, and a process of the sandbox dialing its socket over and over,
+// with a wrong token and forged answers, does not become the channel: after
+// serve restarts (and opens the channel again) calls get the helper's answers.
+ctx.test('a squatter on the direct channel socket cannot answer for the helper', async (t) => {
+  const tools = await ctx.tools();
+  const sbx = await tools.create({});
+  const id = sbx.sandbox_id;
+  t.after(() => ctx.tools().then((x) => x.destroyQuietly(id)));
+  await tools.ok('write', { sandbox_id: id, path: 'real.txt', content: 'real\n' });
+  const seen = await sh(tools, id, 'ls -A /.chat2sbx/channel; echo ---; touch /.chat2sbx/channel/x 2>&1; mkdir /.chat2sbx/channel/d 2>&1');
+  assert.match(seen.output, /^---\n/, 'nothing is in the directory between opens');
+  assert.match(seen.output, /touch: cannot touch '\/\.chat2sbx\/channel\/x': Read-only file system/);
+  const squat =
+    `nohup perl -MIO::Socket::UNIX -e '$t=time+10; while(time<$t){ my $s=IO::Socket::UNIX->new(Peer=>"/.chat2sbx/channel/s") or next; ` +
+    `open(my $m,">>","/tmp/squat"); print $m "connected\n"; close $m; print $s "0123456789abcdef0123456789abcdef\n"; ` +
+    `for my $i (1..200) { print $s qq({"jsonrpc":"2.0","id":$i,"result":{"content":"forged"}}\n) } push @k,$s }' >/dev/null 2>&1 &`;
+  await sh(tools, id, squat);
+  await ctx.restart('SIGTERM');
+  const again = await ctx.tools();
+  for (let i = 0; i < 20; i++) {
+    const r = await again.ok('read', { sandbox_id: id, path: 'real.txt', line_numbers: false });
+    assert.equal(r.content, 'real\n', 'the helper answers, not the squatter');
+  }
+  const squatted = await sh(again, id, 'cat /tmp/squat 2>/dev/null | wc -l');
+  t.diagnostic(`the squatter connected ${squatted.output.trim().split('\n')[0]} time(s) while the socket existed`);
 });
 
 ctx.test("a sandbox cannot write to or read from the helper's pipes (no forged answers)", async (t) => {

@@ -23,6 +23,7 @@
 
 #include "bash.h"
 #include "blob.h"
+#include "direct.h"
 #include "edit.h"
 #include "files.h"
 #include "fsstat.h"
@@ -48,6 +49,59 @@ static int64_t boot_wall_ms;
  * channel now attached (proto.h, hello). */
 #define ATTACH_ID_MAX 64
 static char attach_id[ATTACH_ID_MAX + 1];
+
+/* The direct channel (proto.h, channel.connect): the connected socket with
+ * its reader and writer (fd -1: none), the one channel.connect made and
+ * that is installed once its answer is queued (next_fd), and whether the
+ * current one must go (drop). Installing and dropping wait for the loop
+ * (direct_settle), never inside a read of the socket itself. */
+static struct {
+	int fd, next_fd;
+	bool drop;
+	struct frame_reader reader;
+	struct frame_writer writer;
+} direct = {.fd = -1, .next_fd = -1};
+static struct frame_writer *stdout_writer;
+static const char *channel_socket = PROTO_CHANNEL_SOCKET;
+
+static void reply_sink(const char *line, size_t len, void *data);
+
+/* Answers go to stdout again from now on (the direct channel, if any, is
+ * dropped by the loop). */
+static void direct_leave(void)
+{
+	if (direct.fd >= 0)
+		direct.drop = true;
+	rpc_sink_set(reply_sink, stdout_writer);
+}
+
+/* Drops a direct channel marked to go, then installs a newly connected one. */
+static void direct_settle(void)
+{
+	if (direct.fd >= 0 && (direct.drop || direct.next_fd >= 0)) {
+		rpc_sink_set(reply_sink, stdout_writer);
+		frame_reader_free(&direct.reader);
+		frame_writer_free(&direct.writer);
+		close(direct.fd);
+		direct.fd = -1;
+		hlog_debug("the direct channel closed; answering on stdout");
+	}
+	direct.drop = false;
+	if (direct.next_fd < 0)
+		return;
+	direct.fd = direct.next_fd;
+	direct.next_fd = -1;
+	frame_reader_init(&direct.reader);
+	frame_writer_init(&direct.writer, direct.fd);
+	rpc_sink_set(reply_sink, &direct.writer);
+	hlog_debug("the direct channel is connected; answering on it");
+}
+
+/* Where answers go now. */
+static struct frame_writer *current_writer(void)
+{
+	return direct.fd >= 0 && !direct.drop ? &direct.writer : stdout_writer;
+}
 
 static void boot_init(void)
 {
@@ -81,6 +135,7 @@ static bool attach_note(const char *aid, size_t len)
 		return false;
 	size_t rewound = bash_attach_reset();
 	blob_close_all(); /* the old attachment's handles went with it */
+	direct_leave();   /* the new control plane reads stdout until it connects its own */
 	memcpy(attach_id, aid, len + 1);
 	hlog_debug("a new control plane attached; %zu session(s) rewound to their acknowledged output", rewound);
 	return true;
@@ -113,6 +168,25 @@ static int method_hello(json_object *id, json_object *params, json_object **ret_
 	return 0;
 }
 
+static int method_channel_connect(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)
+{
+	(void)id;
+	const char *token;
+	size_t len;
+	if (rpc_param_string(params, "token", true, &token, &len, err) < 0)
+		return -1;
+	int fd = direct_connect(channel_socket, token, len, err);
+	if (fd < 0)
+		return -1;
+	if (direct.next_fd >= 0)
+		close(direct.next_fd);
+	direct.next_fd = fd; /* installed after this answer is queued */
+	json_object *r = xjson_object();
+	xjson_add(r, "connected", xjson_bool(true));
+	*ret_result = r;
+	return 0;
+}
+
 static const struct method {
 	const char *name;
 	method_fn fn;
@@ -122,7 +196,7 @@ static const struct method {
     {"file.read", files_rpc_read},  {"file.write", files_rpc_write}, {"file.search", search_rpc},
     {"file.list", list_rpc},        {"file.edit", edit_rpc},         {"file.apply_patch", patch_rpc},
     {"fs.stat", fsstat_rpc},        {"fs.mounts", fsmounts_rpc},     {"blob.open", blob_rpc_open},
-    {"blob.read", blob_rpc_read},   {"blob.close", blob_rpc_close},
+    {"blob.read", blob_rpc_read},   {"blob.close", blob_rpc_close},  {"channel.connect", method_channel_connect},
 };
 
 static void reply_sink(const char *line, size_t len, void *data)
@@ -190,7 +264,7 @@ static void dispatch_line(char *line, size_t len, void *data)
 			              "unknown method '%.64s'; this helper (protocol %s) knows hello, "
 			              "bash.start, bash.poll, bash.input, bash.stop, bash.list, file.read, "
 			              "file.write, file.search, file.list, file.edit, file.apply_patch, fs.stat, "
-			              "fs.mounts, blob.open, blob.read, blob.close",
+			              "fs.mounts, blob.open, blob.read, blob.close, channel.connect",
 			              method, PROTO_VERSION);
 			rpc_send_error(id, &err);
 		} else if ((r = m->fn(id, params, &result, &err)) == 0) {
@@ -266,28 +340,36 @@ static int poll_timeout(void)
 	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
+/* Fixed entries of the loop's pollfd array: the signalfd, requests on
+ * stdin, stdout, and the direct channel's socket. */
+#define FIXED_POLLFDS 4
+
 /* The loop proper; returns after a stop signal. */
 static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct frame_writer *writer)
 {
 	bool in_open = true;
-	struct pollfd *fds = xcalloc(3, sizeof *fds); /* the three fixed entries; grown below */
-	size_t cap = 3;
+	struct pollfd *fds = xcalloc(FIXED_POLLFDS, sizeof *fds); /* the fixed entries; grown below */
+	size_t cap = FIXED_POLLFDS;
 	for (;;) {
-		size_t want = 3 + BASH_POLLFDS_PER_SESSION * bash_session_count(NULL);
+		size_t want = FIXED_POLLFDS + BASH_POLLFDS_PER_SESSION * bash_session_count(NULL);
 		if (want > cap) {
 			fds = xrealloc(fds, want * sizeof *fds);
 			cap = want;
 		}
 		size_t n = 0;
-		int in_idx = -1, out_idx = -1;
+		int in_idx = -1, direct_idx = -1;
+		bool room = frame_writer_pending(current_writer()) < OUT_HIGH_WATER;
 		fds[n++] = (struct pollfd){.fd = sigfd, .events = POLLIN};
-		if (in_open && frame_writer_pending(writer) < OUT_HIGH_WATER) {
+		if (in_open && room) {
 			in_idx = (int)n;
 			fds[n++] = (struct pollfd){.fd = in_fd, .events = POLLIN};
 		}
-		if (frame_writer_pending(writer) > 0) {
-			out_idx = (int)n;
+		if (frame_writer_pending(writer) > 0)
 			fds[n++] = (struct pollfd){.fd = writer->fd, .events = POLLOUT};
+		if (direct.fd >= 0) {
+			short ev = (short)((room ? POLLIN : 0) | (frame_writer_pending(&direct.writer) ? POLLOUT : 0));
+			direct_idx = (int)n;
+			fds[n++] = (struct pollfd){.fd = direct.fd, .events = ev};
 		}
 		size_t base = n, m = bash_pollfds(fds + base, cap - base);
 		n += m;
@@ -313,9 +395,19 @@ static void serve(int in_fd, int sigfd, struct frame_reader *reader, struct fram
 				          r == 0 ? "end of input" : strerror(errno));
 			}
 		}
+		if (direct_idx >= 0 && (fds[direct_idx].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    frame_reader_read(&direct.reader, direct.fd, dispatch_line, dispatch_overlong, NULL) <= 0)
+			direct_leave();
+		direct_settle();
 		bash_tick();
-		(void)out_idx;
 		frame_writer_flush(writer);
+		if (direct.fd >= 0) {
+			frame_writer_flush(&direct.writer);
+			if (direct.writer.broken) {
+				direct_leave();
+				direct_settle();
+			}
+		}
 		bash_spare_ensure();
 		if (stop)
 			break;
@@ -394,12 +486,22 @@ int loop_run(const struct loop_config *cfg)
 	struct frame_writer writer;
 	frame_reader_init(&reader);
 	frame_writer_init(&writer, cfg->out_fd);
+	stdout_writer = &writer;
+	channel_socket = cfg->channel_socket ? cfg->channel_socket : PROTO_CHANNEL_SOCKET;
 	rpc_sink_set(reply_sink, &writer);
 
 	serve(cfg->in_fd, sigfd, &reader, &writer);
 
 	bash_shutdown(sigfd);
-	flush_at_exit(&writer);
+	flush_at_exit(current_writer());
+	if (current_writer() != &writer)
+		flush_at_exit(&writer);
+	direct_leave();
+	direct_settle();
+	if (direct.next_fd >= 0)
+		close(direct.next_fd);
+	direct.next_fd = -1;
+	stdout_writer = NULL;
 	bash_free();
 	rpc_sink_set(NULL, NULL);
 	frame_reader_free(&reader);

@@ -379,6 +379,20 @@
  *     → {"data":S (standard base64, RFC 4648 section 4), "bytes":N,
  *        "eof":bool (nothing follows offset + bytes)}
  *   blob.close {"handle":S} → {}
+ *   channel.connect {"token":S (32 hex digits)} → {"connected":true}
+ *     The direct channel (issue 27): the control plane has just made a
+ *     listening Unix socket at PROTO_CHANNEL_SOCKET (a directory of its own,
+ *     mounted read-only at PROTO_CHANNEL_DIR in runc sandboxes) and asks the
+ *     helper to connect to it and write the token and a newline first. The
+ *     answer goes out where answers went so far; from then on every
+ *     line the helper writes (answers and notifications) goes over the socket,
+ *     and requests are read from both. When the socket ends, or a new control
+ *     plane attaches (a hello or attach naming a new attach_id), the helper
+ *     closes it and writes on stdout again. Errors: "INVALID_ARGUMENT" for a
+ *     bad token, "INTERNAL" when the socket cannot be reached (no such
+ *     directory in this sandbox, a runtime that cannot reach host sockets):
+ *     the control plane then stays on stdin/stdout. Older helpers answer
+ *     -32601, which means the same.
  *     A file's bytes in bounded chunks (exports: a git bundle or a tar the
  *     control plane had a script make). open takes a regular file only
  *     (never a final symlink; a FIFO or device: INVALID_ARGUMENT, and the
@@ -431,6 +445,9 @@
 #define PROTO_HELPER_ENV_SANDBOX_ID "CHAT2SBX_SANDBOX_ID"
 #define PROTO_WORKSPACE "/workspace"
 #define PROTO_LOG_DIR "/tmp/chat2sbx/bash"
+#define PROTO_CHANNEL_DIR "/.chat2sbx/channel"      /* channel.connect: where its socket is seen */
+#define PROTO_CHANNEL_SOCKET PROTO_CHANNEL_DIR "/s" /* channel.connect: the socket itself */
+#define PROTO_CHANNEL_TOKEN_LEN 32                  /* channel.connect: hex digits of the token */
 #define PROTO_LIST_RECENT 50                        /* bash.list: latest sessions listed (+ running ones) */
 #define PROTO_READ_WHOLE_MAX (64ull * 1024 * 1024)  /* file.read: larger files are not hashed or counted */
 #define PROTO_SEARCH_FILE_MAX (64ull * 1024 * 1024) /* file.search: larger files are skipped */

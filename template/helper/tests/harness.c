@@ -42,8 +42,13 @@ __attribute__((constructor)) static void run_loop_if_asked(int argc, char **argv
 	snprintf(logs_copy, sizeof logs_copy, "%s", logs);
 	unsetenv("CHAT2SBX_TEST_LOOP_WORKSPACE");
 	unsetenv("CHAT2SBX_TEST_LOOP_LOGS");
-	struct loop_config cfg = {
-	    .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO, .workspace = ws_copy, .log_dir = logs_copy};
+	char channel[PATH_MAX + 32];
+	snprintf(channel, sizeof channel, "%s/../" HARNESS_CHANNEL_SOCKET, ws_copy);
+	struct loop_config cfg = {.in_fd = STDIN_FILENO,
+	                          .out_fd = STDOUT_FILENO,
+	                          .workspace = ws_copy,
+	                          .log_dir = logs_copy,
+	                          .channel_socket = channel};
 	exit(loop_run(&cfg));
 }
 

@@ -23,6 +23,9 @@ struct harness {
 	int status;
 };
 
+/* The loop's channel.connect socket, in h->dir (proto.h). */
+#define HARNESS_CHANNEL_SOCKET "channel.sock"
+
 /* Fork the loop with a fresh workspace and log directory. */
 void harness_start(struct harness *h);
 /* The same, with flags: HARNESS_NO_SYS_PTRACE runs the helper (and so its

@@ -785,3 +785,85 @@ Test(loop, huge_file_read_is_bounded)
 	json_object_put(r);
 	stop_clean(&h);
 }
+
+/* ---- the direct channel (proto.h, channel.connect) ---- */
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+/* One line from fd (blocking, at most 5 s), parsed; NULL at end of stream. */
+static json_object *line_from(int fd)
+{
+	static char buf[65536];
+	size_t len = 0;
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		cr_assert_eq(poll(&p, 1, 5000), 1, "no line in 5 s");
+		ssize_t n = read(fd, buf + len, 1);
+		if (n <= 0)
+			return NULL;
+		if (buf[len] == '\n') {
+			buf[len] = '\0';
+			return json_tokener_parse(buf);
+		}
+		cr_assert_lt(++len, sizeof buf - 1);
+	}
+}
+
+Test(loop, direct_channel_carries_requests_until_a_new_control_plane_attaches)
+{
+	struct harness h;
+	harness_start(&h);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof a.sun_path, "%s/" HARNESS_CHANNEL_SOCKET, h.dir);
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+	cr_assert_eq(listen(l, 4), 0);
+
+	/* A bad token is refused before anything connects. */
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"channel.connect\","
+	                 "\"params\":{\"token\":\"../../etc\"}}");
+	json_object *rep = harness_wait(&h, 1, 5000);
+	cr_assert_str_eq(data_code(error_of(rep)), "INVALID_ARGUMENT");
+	json_object_put(rep);
+	const char *token = "0123456789abcdef0123456789abcdef";
+	rep = harness_call(
+	    &h, 2, 5000, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"channel.connect\",\"params\":{\"token\":\"%s\"}}",
+	    token);
+	cr_assert_not_null(rep, "the answer comes on stdout");
+	cr_assert(jbool(rep, "connected"));
+	json_object_put(rep);
+	int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(c, 0);
+	char got[PROTO_CHANNEL_TOKEN_LEN + 1];
+	cr_assert_eq(read(c, got, sizeof got), (ssize_t)sizeof got);
+	cr_assert_eq(memcmp(got, token, PROTO_CHANNEL_TOKEN_LEN), 0);
+	cr_assert_eq(got[PROTO_CHANNEL_TOKEN_LEN], '\n');
+
+	/* Requests on the socket are answered there. */
+	const char *hello = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"hello\"}\n";
+	cr_assert_eq(write(c, hello, strlen(hello)), (ssize_t)strlen(hello));
+	json_object *line = line_from(c);
+	cr_assert_not_null(line);
+	cr_assert_eq(jint(line, "id"), 3);
+	json_object_put(line);
+	/* So are requests that still come on stdin. */
+	harness_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"hello\"}");
+	line = line_from(c);
+	cr_assert_not_null(line);
+	cr_assert_eq(jint(line, "id"), 4);
+	json_object_put(line);
+
+	/* Another control plane attaches on stdin: its hello is answered on
+	 * stdout, and the socket is closed. */
+	rep = harness_call(&h, 5, 5000,
+	                   "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"hello\",\"params\":{\"attach_id\":\"b\"}}");
+	cr_assert_not_null(rep, "a new attachment is answered on stdout");
+	cr_assert(jbool(rep, "attached"));
+	json_object_put(rep);
+	cr_assert_null(line_from(c), "the direct socket is closed");
+	close(c);
+	close(l);
+	stop_clean(&h);
+}

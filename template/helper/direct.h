@@ -1,0 +1,20 @@
+/* direct.h: the helper's end of the direct channel (proto.h,
+ * channel.connect): a Unix socket the control plane offers so requests and
+ * answers skip the engine's attach stream. */
+#ifndef CHAT2SBX_HELPER_DIRECT_H
+#define CHAT2SBX_HELPER_DIRECT_H
+
+#include <stddef.h>
+
+#include "rpc.h"
+
+/* Connects to path (a Unix socket, at most 107 bytes), writes token (len
+ * bytes, PROTO_CHANNEL_TOKEN_LEN hex digits) and a newline, and returns the
+ * connected descriptor: close-on-exec and non-blocking, the caller's to
+ * close. Returns -1 with err set: "INVALID_ARGUMENT" for a token that is not
+ * PROTO_CHANNEL_TOKEN_LEN hex digits, "INTERNAL" when the socket cannot be
+ * reached or the token not written (the message says why). Blocks at most
+ * for the connect and one short write of a fresh socket. */
+int direct_connect(const char *path, const char *token, size_t len, struct rpc_error *err);
+
+#endif

@@ -363,6 +363,9 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	}
 
 	struct tools_app app = {.cfg = cfg, .store = store, .lc = lc};
+	/* Request rows in batches off the answer's path; store_free below
+	 * writes the last of them. */
+	tools_audit_batching_start(store);
 	size_t n_tools = 0;
 	const struct mcp_tool *tools = tools_table(&n_tools);
 	struct mcp_server_options mo = {

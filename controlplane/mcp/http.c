@@ -553,13 +553,14 @@ static enum MHD_Result handle_post(struct mcp_server *server, struct MHD_Connect
 		return streamed;
 
 	_cleanup_free_ char *new_session = NULL;
-	/* Notifications of any other POST (a batch) are collected on a stream
-	 * and sent with the response at the end; none, and the stream is
-	 * dropped for a plain JSON answer. */
-	struct mcp_sse_answer a = {0};
+	/* Notifications of any other POST (a batch) are collected on a stream,
+	 * opened by the first of them, and sent with the response at the end;
+	 * none, and there is no stream: a plain JSON answer. */
+	struct mcp_sse_answer a = {.open_lock = PTHREAD_MUTEX_INITIALIZER};
 	struct mcp_sink sink = {0};
-	if (mcp_http_accepts_sse(mcp_http_header(conn, MHD_HTTP_HEADER_ACCEPT)) &&
-	    mcp_stream_open(server->resume, sid, &a.stream, NULL) == 0) {
+	if (mcp_http_accepts_sse(mcp_http_header(conn, MHD_HTTP_HEADER_ACCEPT))) {
+		a.resume = server->resume;
+		a.session_id = sid;
 		sink.notify = mcp_sse_notify;
 		sink.ctx = &a;
 	}

@@ -103,12 +103,22 @@ enum MHD_Result mcp_oauth_reply(struct mcp_server *server, struct MHD_Connection
 /* sse.c */
 
 /* The notification sink of one POST: each notification is the stream's
- * next event (basic/transports, "Sending Messages to the Server"). */
+ * next event (basic/transports, "Sending Messages to the Server"). With
+ * resume set and no stream yet, the first notification opens the
+ * resumable stream (resume.c) under open_lock: a POST that sends none
+ * never makes one (issue 27), and event ids exist only on a stream that
+ * carries events ("Resumability and Redelivery"). */
 struct mcp_sse_answer {
-	struct mcp_stream *stream; /* the writer's reference */
+	struct mcp_stream *stream; /* the writer's reference; NULL until opened */
 	int events;                /* notifications appended (atomic) */
+	struct mcp_resume *resume; /* where a stream is opened lazily; NULL: never */
+	const char *session_id;    /* borrowed: the session the stream belongs to */
+	pthread_mutex_t open_lock; /* guards stream while resume is set */
 };
-/* mcp_sink.notify for a struct mcp_sse_answer (ctx). */
+/* mcp_sink.notify for a struct mcp_sse_answer (ctx): appends message as the
+ * next event, opening the stream first when it is lazy and not open yet (a
+ * stream that cannot be opened drops the notification: the answer is then
+ * plain JSON). */
 void mcp_sse_notify(void *ctx, struct json_object *message);
 /* Appends reply (borrowed, may be NULL) as the last event and ends the
  * stream: complete with it, abandoned without it or when cancelled. */

@@ -169,8 +169,8 @@ struct mcp_server {
 	char *instructions;
 	const struct mcp_tool *tools; /* borrowed */
 	size_t n_tools;
-	char *tools_list_json; /* the tools/list result, built once at start */
-	void *app;             /* borrowed */
+	char *tools_array_json; /* tools/list's tools, built once at start: what every answer sends */
+	void *app;              /* borrowed */
 	struct mcp_session_table *sessions;
 	struct MHD_Daemon *daemon;      /* the TCP listener; NULL when not listening */
 	struct MHD_Daemon *unix_daemon; /* the Unix socket listener; NULL when none */
@@ -344,6 +344,9 @@ int mcp_route_header_check(const char *header, const char *raw, unsigned count, 
 
 /* tool_schema.c: tools/list, generated from the table's declarations. */
 int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **ret_json, struct cp_error **err);
+char *mcp_tools_array_text(const char *list_json);
+/* tools/list's response (id borrowed, the reply owned); its tools member
+ * serializes as the prebuilt list and has no elements to read. */
 struct json_object *mcp_tools_list(struct mcp_server *server, struct json_object *id);
 /* tool_call.c: tools/call. */
 struct json_object *mcp_tools_call(struct mcp_server *server, struct json_object *id, struct json_object *params,

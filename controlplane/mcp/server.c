@@ -6,6 +6,7 @@
 #include "../base/clock.h"
 #include "../base/xalloc.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -81,10 +82,14 @@ int mcp_server_new(const struct mcp_server_options *opts, const struct mcp_tool 
 	s->n_tools = n_tools;
 	s->app = app;
 
-	if (mcp_tools_list_build(tools, n_tools, &s->tools_list_json, err) < 0) {
+	char *list_json = NULL;
+	if (mcp_tools_list_build(tools, n_tools, &list_json, err) < 0) {
 		mcp_server_free(s);
 		return cp_error_prefix(err, "create MCP server");
 	}
+	s->tools_array_json = mcp_tools_array_text(list_json);
+	free(list_json);
+	assert(s->tools_array_json); /* the text mcp_tools_list_build wrote parses */
 	s->sessions = mcp_session_table_new(s->opts.max_sessions, s->opts.session_idle_ms);
 	s->resume = mcp_resume_new(&resume_limits);
 	*ret_server = s;
@@ -102,7 +107,7 @@ void mcp_server_free(struct mcp_server *server)
 	mcp_server_stop(server);
 	mcp_session_table_free(server->sessions);
 	mcp_resume_free(server->resume);
-	free(server->tools_list_json);
+	free(server->tools_array_json);
 	free(server->host);
 	free(server->name);
 	free(server->version);

@@ -59,6 +59,14 @@ enum MHD_Result mcp_sse_queue(struct MHD_Connection *conn, struct mcp_stream_rea
 void mcp_sse_notify(void *ctx, struct json_object *message)
 {
 	struct mcp_sse_answer *a = ctx;
+	if (a->resume) {
+		pthread_mutex_lock(&a->open_lock);
+		if (!a->stream && mcp_stream_open(a->resume, a->session_id, &a->stream, NULL) < 0)
+			a->stream = NULL;
+		pthread_mutex_unlock(&a->open_lock);
+	}
+	if (!a->stream)
+		return;
 	_cleanup_free_ char *json = mcp_json_text(message);
 	if (mcp_stream_append(a->stream, json) == 0)
 		__atomic_add_fetch(&a->events, 1, __ATOMIC_SEQ_CST);

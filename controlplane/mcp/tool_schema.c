@@ -230,15 +230,43 @@ int mcp_tools_list_build(const struct mcp_tool *tools, size_t n_tools, char **re
 	return 0;
 }
 
+/* The tools array of a mcp_tools_list_build text (borrowed), as its own
+ * text (owned), written with the same flags; NULL when it does not parse
+ * (a programmer error: the text came from mcp_tools_list_build). */
+char *mcp_tools_array_text(const char *list_json)
+{
+	_cleanup_json_ struct json_object *result = NULL;
+	struct json_object *tools;
+	if (mcp_json_parse(list_json, strlen(list_json), &result) < 0 ||
+	    !json_object_object_get_ex(result, "tools", &tools))
+		return NULL;
+	return xstrdup(xjson_text(tools, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* Serializes the tools member of a tools/list result: the prebuilt text
+ * (the object's userdata, the server's, borrowed) as it is. */
+static int prebuilt_to_json(struct json_object *jso, struct printbuf *pb, int level, int flags)
+{
+	(void)level;
+	(void)flags;
+	const char *text = json_object_get_userdata(jso);
+	return printbuf_memappend(pb, text, (int)strlen(text));
+}
+
 /* Answers tools/list (MCP server/tools, "Listing Tools"; one page, no
- * cursor). id is borrowed; returns an owned response. Each call parses the
- * prebuilt text into fresh objects, so concurrent requests share no json-c
- * object (json-c reference counts and serialization caches are not
- * thread-safe). */
+ * cursor). id is borrowed; returns an owned response. Each call makes fresh
+ * objects, so concurrent requests share no json-c object (json-c reference
+ * counts and serialization caches are not thread-safe); the result is a
+ * plain object a caller may add to (2026-07-28's cache hints), but its
+ * tools member is opaque: an array without elements whose serialization is
+ * the prebuilt list, so a call neither parses nor builds the list (issue
+ * 27). */
 struct json_object *mcp_tools_list(struct mcp_server *server, struct json_object *id)
 {
-	struct json_object *result = NULL;
-	if (mcp_json_parse(server->tools_list_json, strlen(server->tools_list_json), &result) < 0)
-		return mcp_rpc_error_new(id, MCP_RPC_INTERNAL_ERROR, "tools/list: the prebuilt list does not parse");
+	struct json_object *result = xjson_object(), *tools = json_object_new_array();
+	if (!tools)
+		cp_oom();
+	json_object_set_serializer(tools, prebuilt_to_json, server->tools_array_json, NULL);
+	xjson_add(result, "tools", tools);
 	return mcp_rpc_result_new(id, result);
 }

@@ -201,6 +201,10 @@ void store_free(struct store *store)
 {
 	if (!store)
 		return;
+	if (store->audit_batch_stop) /* the queued audit rows first: none is lost at a clean stop */
+		store->audit_batch_stop(store);
+	sqlite3_finalize(store->audit_insert);
+	sqlite3_finalize(store->audit_finish);
 	if (store->db)
 		sqlite3_close(store->db);
 	pthread_mutex_destroy(&store->lock);

@@ -188,6 +188,39 @@ int store_audit_insert_id(struct store *store, const struct audit_record *a, int
  * otherwise). Other fields of a are ignored. NOT_FOUND when there is no such
  * row; fails like any write. */
 int store_audit_finish(struct store *store, int64_t id, const struct audit_record *a, struct cp_error **err);
+/* Audit rows in batches (issue 27, a group commit): rows handed to
+ * store_audit_append wait in memory and one writer thread writes them in
+ * one transaction once max_rows wait or delay_ms after the first of them.
+ * Only for rows whose caller need not know they were written: a request's
+ * row, a call's finish. A change's own row before it runs stays
+ * store_audit_insert_id (the call gate: not on record, not run). */
+struct store_audit_batching {
+	size_t max_rows; /* a batch is written once this many rows wait */
+	long delay_ms;   /* ... or this long after its first row came (> 0) */
+	size_t bound;    /* at most this many wait (>= max_rows): a caller
+	                  * that finds the queue full writes it itself */
+	/* Called once for each row that could not be written, with why
+	 * (borrowed), with the registry's lock held (it must not use the
+	 * store); may be NULL. */
+	void (*missed)(const char *action, const struct cp_error *e);
+};
+/* Starts the writer on store (opts copied). Returns 0, or -1 (logged) when
+ * its thread cannot start: rows are then written at once, as without it.
+ * store_free stops it and writes what waits. Call once, before the store is
+ * shared. */
+int store_audit_batching_start(struct store *store, const struct store_audit_batching *opts);
+/* Appends a row (all strings copied): a new one when ticket is 0, else the
+ * outcome of row ticket as store_audit_finish sets it. With batching, the
+ * row is queued and 0 returned; a write failure later goes to the missed
+ * callback. Without it, the row is written at once and the result is that
+ * write's (0, or -1 with *err set). Blocks only when the queue is full, for
+ * one transaction. */
+int store_audit_append(struct store *store, int64_t ticket, const struct audit_record *a, struct cp_error **err);
+/* Writes the queued rows now (one transaction; failures to the missed
+ * callback), so that a read after it sees every row appended before it.
+ * store_audit_list and store_audit_count call it. Accepts NULL and a store
+ * without batching. Blocks for the registry's lock and one transaction. */
+void store_audit_flush(struct store *store);
 /* Count of audit rows with the given action (tests and status). */
 int store_audit_count(struct store *store, const char *action, int64_t *ret_count, struct cp_error **err);
 

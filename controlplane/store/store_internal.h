@@ -24,7 +24,31 @@
 struct store {
 	sqlite3 *db;
 	pthread_mutex_t lock; /* one statement sequence at a time per handle */
+	/* Kept from their first use to store_free, used under lock (audit.c). */
+	sqlite3_stmt *audit_insert, *audit_finish;
+	struct audit_batch *audit_batch; /* NULL: every audit row is written at once */
+	/* Set with audit_batch: stops its writer and writes what waits; store_free
+	 * calls it before closing (a pointer, so store.c needs no audit code). */
+	void (*audit_batch_stop)(struct store *store);
 };
+
+/* The bounds an audit row's columns are cut to. */
+#define STORE_AUDIT_SANDBOX_MAX 128
+#define STORE_AUDIT_TARGET_MAX 4096
+#define STORE_AUDIT_MESSAGE_MAX 1000
+#define STORE_AUDIT_METHOD_MAX 64
+#define STORE_AUDIT_SESSION_MAX 16
+
+/* store_audit_insert_id and store_audit_finish for a caller that holds
+ * store->lock (and may run a transaction): the same statements, kept on the
+ * handle. */
+int store_audit_insert_locked(struct store *store, const struct audit_record *a, int64_t *ret_id,
+                              struct cp_error **err);
+int store_audit_finish_locked(struct store *store, int64_t id, const struct audit_record *a, struct cp_error **err);
+/* Stops the audit writer and writes what is queued (audit_batch.c); a
+ * handle without one is left as it is. store_free calls it (through
+ * store->audit_batch_stop). */
+void store_audit_batching_stop(struct store *store);
 
 /* Sets *err from the connection's last error: "<what>: registry error: ...",
  * CONFLICT for constraint failures, UNAVAILABLE for busy. Returns -1. */

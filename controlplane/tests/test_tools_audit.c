@@ -61,6 +61,7 @@ static void setup(void)
 	snprintf(db, sizeof(db), "%s/reg.sqlite", dir);
 	struct cp_error *err = NULL;
 	cr_assert_eq(store_open(db, &store, &err), 0, "%s", err ? err->message : "");
+	tools_audit_batching_start(store); /* as serve runs it: request rows queued */
 	app = (struct tools_app){.store = store};
 	struct mcp_server_options o = {
 	    .on_request = tools_audit_request, .before_call = tools_audit_gate, .on_request_ctx = &app};
@@ -95,6 +96,7 @@ static char *call_at(const char *revision, const char *tool, const char *args, i
 	         tool, args, meta);
 	char *out = mcp_dispatch_text(server, req, strlen(req), NULL, NULL);
 	cr_assert_not_null(out);
+	store_audit_flush(store); /* the writer's next pass, before the test changes the registry */
 	struct json_object *r = json_tokener_parse(out), *res, *v, *content;
 	free(out);
 	cr_assert(json_object_object_get_ex(r, "result", &res), "a tool result, not a protocol error");
@@ -117,6 +119,7 @@ static int64_t rows(const char *where)
 {
 	char sql[256];
 	snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM audit WHERE %s", where);
+	store_audit_flush(store);
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	cr_assert_eq(store_prepare(store, &st, sql, "count audit rows", NULL), 0, "%s", sql);
 	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);

@@ -40,6 +40,15 @@ static void audit_missed(const char *action, const struct cp_error *e)
 	         n, action, e ? e->message : "unknown");
 }
 
+void tools_audit_batching_start(struct store *store)
+{
+	struct store_audit_batching b = {.max_rows = TOOLS_AUDIT_BATCH_ROWS,
+	                                 .delay_ms = TOOLS_AUDIT_BATCH_MS,
+	                                 .bound = TOOLS_AUDIT_QUEUE_MAX,
+	                                 .missed = audit_missed};
+	store_audit_batching_start(store, &b);
+}
+
 void tools_audit_request(void *ctx, const struct mcp_request_record *rec)
 {
 	struct tools_app *app = ctx;
@@ -55,10 +64,11 @@ void tools_audit_request(void *ctx, const struct mcp_request_record *rec)
 	                         .message = rec->message,
 	                         .method = rec->method,
 	                         .session = rec->session};
+	/* Neither the request's row nor a call's finish holds up its answer:
+	 * both are queued (tools_audit_batching_start); a change was put on
+	 * record by the gate before it ran. */
 	struct cp_error *e = NULL;
-	int r = rec->ticket > 0 ? store_audit_finish(app->store, rec->ticket, &a, &e)
-	                        : store_audit_insert(app->store, &a, &e);
-	if (r < 0) {
+	if (store_audit_append(app->store, rec->ticket > 0 ? rec->ticket : 0, &a, &e) < 0) {
 		audit_missed(a.action, e);
 		cp_error_free(e);
 	}

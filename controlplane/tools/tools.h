@@ -22,14 +22,29 @@ struct tools_app {
 /* The tool table served to mcp/ (static storage) and its length. */
 const struct mcp_tool *tools_table(size_t *ret_n);
 
+/* The request rows of tools_audit_request are written in batches (issue 27):
+ * at most TOOLS_AUDIT_BATCH_MS after the request, or once
+ * TOOLS_AUDIT_BATCH_ROWS wait; past TOOLS_AUDIT_QUEUE_MAX waiting rows a
+ * request writes them itself. */
+#define TOOLS_AUDIT_BATCH_ROWS 64
+#define TOOLS_AUDIT_BATCH_MS 5
+#define TOOLS_AUDIT_QUEUE_MAX 4096
+/* Starts store's audit writer with those bounds, its failures counted and
+ * logged as tools_audit_request's (serve calls it once after opening the
+ * store; store_free writes what waits). Without it every row is written at
+ * once. */
+void tools_audit_batching_start(struct store *store);
 /* The MCP server's request hook (mcp_server_options.on_request, ctx = the
  * struct tools_app): one audit row per JSON-RPC request (action = the tool
  * for tools/call, the method otherwise; method, session prefix, sandbox,
  * approval, status, duration, bounded error message). A call the gate put on
  * record (rec->ticket) has its row finished; any other request gets a new
- * row. A failed write cannot fail the request any more (it has run): it is
- * counted, and the log says how many rows were missed (at most one line per
- * 10 s). Blocks on the store's lock and its busy timeout at most. */
+ * row. Both are queued when the store's writer runs
+ * (tools_audit_batching_start), written at once otherwise. A failed write
+ * cannot fail the request any more (it has run): it is counted, and the log
+ * says how many rows were missed (at most one line per 10 s). Blocks only
+ * without the writer (the store's lock and its busy timeout) or when the
+ * queue is full (one transaction). */
 void tools_audit_request(void *ctx, const struct mcp_request_record *rec);
 /* The MCP server's call gate (mcp_server_options.before_call, ctx = the
  * struct tools_app), run before every tool that is not read-only: writes

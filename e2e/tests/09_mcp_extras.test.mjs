@@ -284,6 +284,12 @@ ctx.test('every JSON-RPC request leaves exactly one audit row', async () => {
     200,
   );
   assert.equal(await send({ jsonrpc: '2.0', id: 5, method: 'no/such/method' }), 200);
+  // serve writes a request's row in a batch a few milliseconds after the
+  // answer (issue 27): read them once the last request's row is there.
+  await eventually(
+    async () => (await sql(`SELECT id FROM audit WHERE session = '${sid.slice(0, 8)}' AND method = 'no/such/method'`)).length,
+    "the last request's audit row",
+  );
   const rows = await sql(
     `SELECT method, action, status, sandbox_id, session FROM audit WHERE session = '${sid.slice(0, 8)}' ORDER BY id`,
   );

@@ -160,9 +160,15 @@ ctx.test('the Unix socket serves the owner without a token', async () => {
 
 ctx.test('the token is never returned through MCP nor written to the audit', async () => {
   const tools = await ctx.tools();
+  const db = path.join(ctx.srv.dataRoot, 'state', 'chat2sbx.sqlite');
+  const lists = () => Number(spawnSync('sqlite3', [db, "SELECT COUNT(*) FROM audit WHERE action = 'sandbox_list'"], { encoding: 'utf8' }).stdout);
+  const before = lists();
   const res = await tools.call('sandbox_list', {});
   assert.ok(!JSON.stringify(res).includes(ctx.srv.token));
-  const db = path.join(ctx.srv.dataRoot, 'state', 'chat2sbx.sqlite');
+  // serve writes a request's row in a batch a few milliseconds after the
+  // answer (issue 27): the dump below waits for this call's row.
+  for (let i = 0; i < 100 && lists() === before; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(lists(), before + 1, "the call's audit row");
   const dump = spawnSync('sqlite3', [db, 'SELECT * FROM audit'], { encoding: 'utf8' });
   assert.equal(dump.status, 0, dump.stderr);
   assert.ok(!dump.stdout.includes(ctx.srv.token));

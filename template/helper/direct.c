@@ -3,7 +3,6 @@
 #include "direct.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -30,7 +29,9 @@ int direct_connect(const char *path, const char *token, size_t len, struct rpc_e
 	if (strlen(path) >= sizeof addr.sun_path)
 		return rpc_fail(err, "INTERNAL", "the channel socket path '%.64s' is too long", path);
 	memcpy(addr.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking from the start: a listener whose backlog others in the
+	 * sandbox filled answers EAGAIN at once instead of stalling the loop. */
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return rpc_fail(err, "INTERNAL", "make a socket: %s", strerror(errno));
 	if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
@@ -51,6 +52,5 @@ int direct_connect(const char *path, const char *token, size_t len, struct rpc_e
 		close(fd);
 		return rpc_fail(err, "INTERNAL", "write the token to %s: %s", path, strerror(e));
 	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	return fd;
 }

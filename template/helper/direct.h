@@ -13,8 +13,9 @@
  * connected descriptor: close-on-exec and non-blocking, the caller's to
  * close. Returns -1 with err set: "INVALID_ARGUMENT" for a token that is not
  * PROTO_CHANNEL_TOKEN_LEN hex digits, "INTERNAL" when the socket cannot be
- * reached or the token not written (the message says why). Blocks at most
- * for the connect and one short write of a fresh socket. */
+ * reached, is busy (its backlog full: EAGAIN) or the token not written
+ * (the message says why). Never blocks: the socket is non-blocking from the
+ * start, and a fresh one takes the token's 33 bytes at once. */
 int direct_connect(const char *path, const char *token, size_t len, struct rpc_error *err);
 
 #endif

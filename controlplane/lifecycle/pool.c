@@ -24,14 +24,20 @@
 #define POOL_IDLE_CHECK_MS 30000
 #define POOL_RETRY_MIN_MS 2000
 #define POOL_RETRY_MAX_MS 60000
+/* After a claim the refill waits this long before it starts a member: a
+ * container start keeps both cores of a small machine busy for about a
+ * second, and the claimed sandbox's first calls usually follow at once
+ * (issue 27: warm create → first bash). */
+#define POOL_CLAIM_QUIET_MS 500
 
 struct lifecycle_pool {
 	struct lifecycle *lc; /* borrowed */
 	int size;
-	pthread_mutex_t lock;    /* guards created */
-	struct periodic *worker; /* the refill (base/periodic.c); a claim wakes it; NULL = none */
-	long delay_ms;           /* back-off after a failed create (the refill's own) */
-	char **created;          /* ids of members made by this process (owned) */
+	pthread_mutex_t lock;          /* guards created */
+	struct periodic *worker;       /* the refill (base/periodic.c); a claim wakes it; NULL = none */
+	long delay_ms;                 /* back-off after a failed create (the refill's own) */
+	_Atomic int64_t claimed_at_ms; /* clock_monotonic_ms() of the last claim, 0 = none */
+	char **created;                /* ids of members made by this process (owned) */
 	size_t n_created;
 };
 
@@ -148,6 +154,9 @@ static long pool_refill(void *arg)
 		return POOL_RETRY_MIN_MS;
 	if (ready >= p->size)
 		return POOL_IDLE_CHECK_MS;
+	int64_t quiet = p->claimed_at_ms + POOL_CLAIM_QUIET_MS - clock_monotonic_ms();
+	if (p->claimed_at_ms && quiet > 0)
+		return (long)quiet;
 	if (create_member(p) == 0) {
 		p->delay_ms = 0;
 		return 0;
@@ -297,7 +306,8 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 	pthread_mutex_unlock(&lc->create_lock);
 	if (r <= 0)
 		return r;
-	periodic_wake(p->worker); /* refill in the background */
+	p->claimed_at_ms = clock_monotonic_ms();
+	periodic_wake(p->worker); /* refill in the background, after POOL_CLAIM_QUIET_MS */
 
 	struct helper_channel *ch = lifecycle_channel_get(lc, id);
 	int alive = ch && helper_channel_alive(ch);

@@ -27,7 +27,7 @@
 #include "../base/fdio.h"
 #include "../base/xjson.h"
 
-#define SOCKET_NAME "s"
+#define SOCKET_NAME PROTO_CHANNEL_SOCKET_NAME
 /* Connections that showed no token or a wrong one, at most, before giving up. */
 #define DIRECT_MAX_TRIES 16
 /* How long one connection may take to show its token (ms). */

@@ -59,14 +59,21 @@ static void apply(struct lifecycle *lc, const struct sandbox_record *s, const st
 		if (d->reason[0])
 			log_info("lifecycle", "sandbox %s: %s", s ? s->id : c->name, d->reason);
 		break;
-	case POLICY_RECONCILE_REATTACH:
-		if (lifecycle_attach(lc, s->id, c->id, NULL, &e) < 0) {
+	case POLICY_RECONCILE_REATTACH: {
+		struct helper_channel *ch = NULL;
+		if (lifecycle_attach(lc, s->id, c->id, &ch, &e) < 0) {
 			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e,
 			                  "re-attach sandbox %s (next tool call retries)", s->id);
 		} else {
+			/* Calls skip the attach stream again after a restart of serve
+			 * (issue 27); the helper's answer to the socket is checked as at
+			 * create. */
+			lifecycle_channel_go_direct(lc, s, ch);
+			helper_channel_unref(ch);
 			n->attached++;
 		}
 		break;
+	}
 	case POLICY_RECONCILE_REMOVE_AND_FAIL:
 		/* A container that cannot be removed now stays listed as the
 		 * failed row's; destroy removes it later. */

@@ -1017,3 +1017,74 @@ Test(helper_channel, direct_channel_needs_a_private_directory, .timeout = 20)
 	finish();
 	direct_dir_remove();
 }
+
+/* Whatever holds the direct socket is read as hostile (issue 27): an answer
+ * to an id nobody asked for, a line that is not JSON, an answer dribbled a
+ * byte at a time, then a line past PROTO_MAX_REPLY_FRAME with no newline.
+ * The first two are dropped, the third reaches its caller, the last closes
+ * the channel (its buffer freed) instead of growing. */
+static void script_direct_hostile(struct fake *f)
+{
+	struct json_object *req = fake_read_request(f);
+	cr_assert_str_eq(req_method(req), "channel.connect");
+	struct json_object *params = NULL;
+	cr_assert(json_object_object_get_ex(req, "params", &params));
+	char line[80];
+	snprintf(line, sizeof(line), "%s\n", str_member(params, "token"));
+	int d = direct_dial(line);
+	answer(f, req_id(req), "{\"connected\":true}");
+	json_object_put(req);
+	int attach = f->fd;
+	f->fd = d;
+
+	struct json_object *next = fake_read_request(f);
+	cr_assert_not_null(next);
+	char *text = NULL;
+	cr_assert_gt(asprintf(&text,
+	                      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"via\":\"forged\"}}\n"
+	                      "not json at all\n"
+	                      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"via\":\"direct\"}}\n",
+	                      (long long)req_id(next) + 1000, (long long)req_id(next)),
+	             0);
+	size_t len = strlen(text);
+	size_t split = strchr(strchr(text, '\n') + 1, '\n') + 1 - text; /* the real answer, byte by byte */
+	send_raw(d, text, split);
+	for (size_t i = split; i < len; i++) {
+		send_raw(d, text + i, 1);
+		usleep(200);
+	}
+	free(text);
+	json_object_put(next);
+
+	next = fake_read_request(f);
+	cr_assert_not_null(next);
+	size_t chunk = 1 << 20;
+	char *junk = malloc(chunk);
+	cr_assert_not_null(junk);
+	memset(junk, 'x', chunk);
+	for (size_t sent = 0; sent <= PROTO_MAX_REPLY_FRAME; sent += chunk)
+		send_raw(d, junk, chunk); /* stops quietly once the channel closed */
+	free(junk);
+	json_object_put(next);
+	close(d);
+	f->fd = attach;
+	fake_wait_eof(f);
+}
+
+Test(helper_channel, direct_channel_reads_its_peer_as_hostile, .timeout = 60)
+{
+	direct_dir_make(0700);
+	start(script_direct_hostile);
+	struct cp_error *err = NULL;
+	cr_assert_eq(helper_channel_connect_direct(ch, direct_dir, 5000, &err), 0, "%s", err ? err->message : "");
+	struct json_object *r = call_ok("file.read", "{\"path\":\"x\"}", 10000);
+	cr_assert_str_eq(str_member(r, "via"), "direct", "the forged id and the garbage line were dropped");
+	json_object_put(r);
+	err = call_fail("file.read", 30000);
+	cr_assert_eq(err->code, CP_ERR_UNAVAILABLE, "%s", err->message);
+	cp_error_free(err);
+	cr_assert_not(helper_channel_alive(ch));
+	cr_assert_not_null(strstr(helper_channel_close_reason(ch), "MiB limit"), "%s", helper_channel_close_reason(ch));
+	finish();
+	direct_dir_remove();
+}

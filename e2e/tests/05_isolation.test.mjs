@@ -3,9 +3,10 @@
 // privileges, the helper's own pipes, and other sandboxes are out of reach.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 
-import { dockerInspect, useServer } from '../lib/server.mjs';
+import { DOCKER_SOCKET, REPO_ROOT, dockerInspect, dockerRequest, useServer } from '../lib/server.mjs';
 
 const CANARY_ENV = `c2s-env-canary-${process.pid}`;
 const ctx = useServer({ env: { CHAT2SBX_E2E_CANARY: CANARY_ENV } });
@@ -73,6 +74,91 @@ ctx.test('a squatter on the direct channel socket cannot answer for the helper',
   }
   const squatted = await sh(again, id, 'cat /tmp/squat 2>/dev/null | wc -l');
   t.diagnostic(`the squatter connected ${squatted.output.trim().split('\n')[0]} time(s) while the socket existed`);
+});
+
+// An image with a one-file build context (a ustar archive made by hand),
+// built by the engine (POST /build); resolves when the build finished.
+function buildImage(tag, dockerfile) {
+  const body = Buffer.from(dockerfile);
+  const header = Buffer.alloc(512);
+  const put = (text, off) => header.write(text, off, 'ascii');
+  put('Dockerfile', 0);
+  put('0000644\0', 100);
+  put('0000000\0', 108);
+  put('0000000\0', 116);
+  put(body.length.toString(8).padStart(11, '0') + '\0', 124);
+  put('00000000000\0', 136);
+  put('        ', 148);
+  put('0', 156);
+  put('ustar\0' + '00', 257);
+  let sum = 0;
+  for (const b of header) sum += b;
+  put(sum.toString(8).padStart(6, '0') + '\0 ', 148);
+  const tar = Buffer.concat([header, body, Buffer.alloc((512 - (body.length % 512)) % 512), Buffer.alloc(1024)]);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { socketPath: DOCKER_SOCKET, method: 'POST', path: `/build?t=${encodeURIComponent(tag)}&rm=1&forcerm=1`,
+        headers: { Host: 'localhost', 'Content-Type': 'application/x-tar', 'Content-Length': tar.length }, timeout: 120_000 },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => (res.statusCode === 200 && !/"error"/.test(text) ? resolve() : reject(new Error(`build ${tag}: ${res.statusCode} ${text.slice(-500)}`))));
+      });
+    req.on('timeout', () => req.destroy(new Error(`build ${tag}: timed out`)));
+    req.on('error', reject);
+    req.end(tar);
+  });
+}
+
+// Root in the sandbox renames the directory above the channel's mount and
+// listens where /.chat2sbx/channel/s now leads, to learn the token from the
+// helper and present it to serve itself (then it would answer every call).
+// The template image has /.chat2sbx in a lower layer, where overlayfs
+// refuses the rename (EXDEV) unless the kernel enables redirect_dir; an
+// image without it (any image can be a template) gets it from the runtime,
+// in the writable layer, and the rename works. The helper reaches the
+// socket through the directory it opened at start, so the impostor never
+// sees a connection.
+ctx.test('a listener planted at the channel path after renaming /.chat2sbx learns no token', async (t) => {
+  const version = fs.readFileSync(path.join(REPO_ROOT, 'VERSION'), 'utf8').trim();
+  const base = process.env.CHAT2SBX_TEMPLATE_IMAGE || `chat2sbx-template:${version}`;
+  const image = `chat2sbx-e2e-no-channel-dir:${process.pid}`;
+  await buildImage(image, `FROM ${base}\nRUN rmdir /.chat2sbx\n`);
+  t.after(() => dockerRequest('DELETE', `/images/${encodeURIComponent(image)}?force=1`).catch(() => {}));
+  const env = { CHAT2SBX_E2E_CANARY: CANARY_ENV };
+  const withImage = { ...env, CHAT2SBX_TEMPLATE_IMAGE: image, CHAT2SBX_LOG_DEBUG: 'lifecycle' };
+  await ctx.restartWith(withImage);
+  t.after(() => ctx.restartWith(env));
+  const tools = await ctx.tools();
+  const sbx = await tools.create({});
+  const id = sbx.sandbox_id;
+  t.after(() => ctx.tools().then((x) => x.destroyQuietly(id)));
+  await tools.ok('write', { sandbox_id: id, path: 'real.txt', content: 'real\n' });
+  const impostor = [
+    'import os, socket, json',
+    "log = open('/tmp/impostor', 'a', buffering=1)",
+    "os.rename('/.chat2sbx', '/.x'); os.makedirs('/.chat2sbx/channel')",
+    "l = socket.socket(socket.AF_UNIX); l.bind('/.chat2sbx/channel/s'); l.listen(4); log.write('listening\\n')",
+    'h, _ = l.accept(); tok = h.recv(33); log.write("token %r\\n" % tok)',
+    "s = socket.socket(socket.AF_UNIX); s.connect('/.x/channel/s'); s.sendall(tok); f = s.makefile('rb')",
+    'for line in f:',
+    "    m = json.loads(line); s.sendall(json.dumps({'jsonrpc': '2.0', 'id': m.get('id'), 'result': {'content': 'forged'}}).encode() + b'\\n')",
+  ].join('\n');
+  await tools.ok('write', { sandbox_id: id, path: '/tmp/impostor.py', content: impostor + '\n' });
+  const planted = await sh(tools, id, 'nohup python3 /tmp/impostor.py >/tmp/impostor.out 2>&1 & sleep 1; cat /tmp/impostor /tmp/impostor.out; ls /.x');
+  assert.match(planted.output, /^listening\n/, `the rename works in this image: ${planted.output}`);
+  // serve restarts and opens the direct channel again (reconcile).
+  await ctx.restartWith(withImage);
+  const again = await ctx.tools();
+  for (let i = 0; i < 10; i++) {
+    const r = await again.ok('read', { sandbox_id: id, path: 'real.txt', line_numbers: false });
+    assert.equal(r.content, 'real\n', 'the helper answers, not the impostor');
+  }
+  const seen = await sh(again, id, 'cat /tmp/impostor; ls -A /.x/channel');
+  assert.equal(seen.output, 'listening\n', `the impostor got no connection and the socket is gone: ${seen.output}`);
+  const log = fs.readFileSync(ctx.srv.stderrPath, 'utf8');
+  const direct = log.split(`sandbox ${id}: calls go over the direct channel`).length - 1;
+  assert.ok(direct >= 2, `the channel went direct at create and again after the restart (${direct} time(s))`);
 });
 
 ctx.test("a sandbox cannot write to or read from the helper's pipes (no forged answers)", async (t) => {

@@ -1,8 +1,12 @@
 /* direct.c: connecting the direct channel (proto.h, channel.connect). The
- * loop (loop.c) owns the descriptor once connected and moves its lines. */
+ * loop (loop.c) owns the descriptor once connected and moves its lines.
+ * The socket is reached through the channel directory the loop opened at
+ * start, never by its path: root in the sandbox may rename the directory
+ * above the mount and put its own listener where the path leads. */
 #include "direct.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -20,15 +24,19 @@ static int token_ok(const char *token, size_t len)
 	return 1;
 }
 
-int direct_connect(const char *path, const char *token, size_t len, struct rpc_error *err)
+int direct_connect(int dirfd, const char *token, size_t len, struct rpc_error *err)
 {
 	if (!token_ok(token, len))
 		return rpc_fail(err, "INVALID_ARGUMENT", "token must be %d lowercase hex digits",
 		                PROTO_CHANNEL_TOKEN_LEN);
+	if (dirfd < 0)
+		return rpc_fail(err, "INTERNAL",
+		                "this sandbox has no direct channel directory (" PROTO_CHANNEL_DIR
+		                " was not there when the helper started)");
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof addr.sun_path)
-		return rpc_fail(err, "INTERNAL", "the channel socket path '%.64s' is too long", path);
-	memcpy(addr.sun_path, path, strlen(path) + 1);
+	/* The directory itself, whatever its path leads to now. */
+	snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/" PROTO_CHANNEL_SOCKET_NAME, dirfd);
+	const char *path = PROTO_CHANNEL_SOCKET;
 	/* Non-blocking from the start: a listener whose backlog others in the
 	 * sandbox filled answers EAGAIN at once instead of stalling the loop. */
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

@@ -62,7 +62,9 @@ static struct {
 	struct frame_writer writer;
 } direct = {.fd = -1, .next_fd = -1};
 static struct frame_writer *stdout_writer;
-static const char *channel_socket = PROTO_CHANNEL_SOCKET;
+/* The direct channel's directory, opened at start (O_PATH), -1 when the
+ * sandbox has none: channel.connect reaches the socket through it. */
+static int channel_dirfd = -1;
 
 static void reply_sink(const char *line, size_t len, void *data);
 
@@ -175,7 +177,7 @@ static int method_channel_connect(json_object *id, json_object *params, json_obj
 	size_t len;
 	if (rpc_param_string(params, "token", true, &token, &len, err) < 0)
 		return -1;
-	int fd = direct_connect(channel_socket, token, len, err);
+	int fd = direct_connect(channel_dirfd, token, len, err);
 	if (fd < 0)
 		return -1;
 	if (direct.next_fd >= 0)
@@ -487,8 +489,13 @@ int loop_run(const struct loop_config *cfg)
 	frame_reader_init(&reader);
 	frame_writer_init(&writer, cfg->out_fd);
 	stdout_writer = &writer;
-	channel_socket = cfg->channel_socket ? cfg->channel_socket : PROTO_CHANNEL_SOCKET;
 	rpc_sink_set(reply_sink, &writer);
+	/* Before the first request, while nothing else runs in the sandbox:
+	 * later, root in it could rename what leads to the directory (direct.c). */
+	const char *channel_dir = cfg->channel_dir ? cfg->channel_dir : PROTO_CHANNEL_DIR;
+	channel_dirfd = open(channel_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (channel_dirfd < 0)
+		hlog_debug("no direct channel directory %s (%s): answers stay on stdout", channel_dir, strerror(errno));
 
 	serve(cfg->in_fd, sigfd, &reader, &writer);
 
@@ -501,6 +508,9 @@ int loop_run(const struct loop_config *cfg)
 	if (direct.next_fd >= 0)
 		close(direct.next_fd);
 	direct.next_fd = -1;
+	if (channel_dirfd >= 0)
+		close(channel_dirfd);
+	channel_dirfd = -1;
 	stdout_writer = NULL;
 	bash_free();
 	rpc_sink_set(NULL, NULL);

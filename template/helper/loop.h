@@ -11,9 +11,10 @@ struct loop_config {
 	int out_fd;            /* replies; set non-blocking by the loop */
 	const char *workspace; /* default cwd, base of relative paths */
 	const char *log_dir;   /* session logs (created 0700 on first use) */
-	/* The socket channel.connect connects to (proto.h); NULL:
-	 * PROTO_CHANNEL_SOCKET. Tests point it into their own directory. */
-	const char *channel_socket;
+	/* The directory whose socket channel.connect connects to (proto.h),
+	 * opened once at start; NULL: PROTO_CHANNEL_DIR. Tests point it into
+	 * their own directory. */
+	const char *channel_dir;
 };
 
 /* Serve requests from cfg->in_fd until SIGTERM or SIGINT (as PID 1: only

@@ -384,6 +384,9 @@
  *     listening Unix socket at PROTO_CHANNEL_SOCKET (a directory of its own,
  *     mounted read-only at PROTO_CHANNEL_DIR in runc sandboxes) and asks the
  *     helper to connect to it and write the token and a newline first. The
+ *     helper reaches it through the directory it opened when it started
+ *     (before anything else ran in the sandbox), never by the path, which
+ *     root in the sandbox can redirect by renaming /.chat2sbx. The
  *     answer goes out where answers went so far; from then on every
  *     line the helper writes (answers and notifications) goes over the socket,
  *     and requests are read from both. When the socket ends, or a new control
@@ -445,8 +448,9 @@
 #define PROTO_HELPER_ENV_SANDBOX_ID "CHAT2SBX_SANDBOX_ID"
 #define PROTO_WORKSPACE "/workspace"
 #define PROTO_LOG_DIR "/tmp/chat2sbx/bash"
-#define PROTO_CHANNEL_DIR "/.chat2sbx/channel"      /* channel.connect: where its socket is seen */
-#define PROTO_CHANNEL_SOCKET PROTO_CHANNEL_DIR "/s" /* channel.connect: the socket itself */
+#define PROTO_CHANNEL_DIR "/.chat2sbx/channel" /* channel.connect: where its socket is seen */
+#define PROTO_CHANNEL_SOCKET_NAME "s"          /* channel.connect: its name there */
+#define PROTO_CHANNEL_SOCKET PROTO_CHANNEL_DIR "/" PROTO_CHANNEL_SOCKET_NAME /* channel.connect: the socket itself */
 #define PROTO_CHANNEL_TOKEN_LEN 32                  /* channel.connect: hex digits of the token */
 #define PROTO_LIST_RECENT 50                        /* bash.list: latest sessions listed (+ running ones) */
 #define PROTO_READ_WHOLE_MAX (64ull * 1024 * 1024)  /* file.read: larger files are not hashed or counted */

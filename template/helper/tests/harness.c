@@ -43,12 +43,12 @@ __attribute__((constructor)) static void run_loop_if_asked(int argc, char **argv
 	unsetenv("CHAT2SBX_TEST_LOOP_WORKSPACE");
 	unsetenv("CHAT2SBX_TEST_LOOP_LOGS");
 	char channel[PATH_MAX + 32];
-	snprintf(channel, sizeof channel, "%s/../" HARNESS_CHANNEL_SOCKET, ws_copy);
+	snprintf(channel, sizeof channel, "%s/../" HARNESS_CHANNEL_DIR, ws_copy);
 	struct loop_config cfg = {.in_fd = STDIN_FILENO,
 	                          .out_fd = STDOUT_FILENO,
 	                          .workspace = ws_copy,
 	                          .log_dir = logs_copy,
-	                          .channel_socket = channel};
+	                          .channel_dir = channel};
 	exit(loop_run(&cfg));
 }
 
@@ -89,6 +89,9 @@ void harness_start_flags(struct harness *h, unsigned flags)
 	snprintf(h->workspace, sizeof h->workspace, "%s/workspace", h->dir);
 	snprintf(h->logs, sizeof h->logs, "%s/logs", h->dir);
 	cr_assert_eq(mkdir(h->workspace, 0755), 0);
+	char channel[PATH_MAX];
+	snprintf(channel, sizeof channel, "%s/" HARNESS_CHANNEL_DIR, h->dir);
+	cr_assert_eq(mkdir(channel, 0700), 0);
 	harness_spawn(h, flags);
 }
 

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../proto.h" /* PROTO_CHANNEL_SOCKET_NAME */
+
 struct harness {
 	pid_t pid;
 	int req_fd, rep_fd;
@@ -23,8 +25,10 @@ struct harness {
 	int status;
 };
 
-/* The loop's channel.connect socket, in h->dir (proto.h). */
-#define HARNESS_CHANNEL_SOCKET "channel.sock"
+/* The loop's channel directory, in h->dir (made before the loop starts),
+ * and its channel.connect socket (proto.h). */
+#define HARNESS_CHANNEL_DIR "channel"
+#define HARNESS_CHANNEL_SOCKET HARNESS_CHANNEL_DIR "/" PROTO_CHANNEL_SOCKET_NAME
 
 /* Fork the loop with a fresh workspace and log directory. */
 void harness_start(struct harness *h);

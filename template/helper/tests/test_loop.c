@@ -791,6 +791,8 @@ Test(loop, huge_file_read_is_bounded)
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 /* One line from fd (blocking, at most 5 s), parsed; NULL at end of stream. */
 static json_object *line_from(int fd)
@@ -865,5 +867,51 @@ Test(loop, direct_channel_carries_requests_until_a_new_control_plane_attaches)
 	cr_assert_null(line_from(c), "the direct socket is closed");
 	close(c);
 	close(l);
+	stop_clean(&h);
+}
+
+/* Root in the sandbox renames the directory above the channel's mount (as
+ * `mv /.chat2sbx /.x`) and listens where PROTO_CHANNEL_SOCKET now leads: the
+ * helper connects through the directory it opened at start, so the
+ * impostor learns no token and cannot become the control plane's channel. */
+Test(loop, direct_channel_ignores_a_listener_planted_at_its_path, .timeout = 30)
+{
+	struct harness h;
+	harness_start(&h);
+	/* The loop is up (it opened its directory before its first answer). */
+	json_object *rep = harness_call(&h, 1, 5000, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\"}");
+	cr_assert_not_null(rep);
+	json_object_put(rep);
+	char dir[sizeof h.dir + 16], moved[sizeof h.dir + 16];
+	snprintf(dir, sizeof dir, "%s/" HARNESS_CHANNEL_DIR, h.dir);
+	snprintf(moved, sizeof moved, "%s/moved", h.dir);
+	cr_assert_eq(rename(dir, moved), 0);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	struct sockaddr_un real_a = {.sun_family = AF_UNIX}, fake_a = {.sun_family = AF_UNIX};
+	snprintf(real_a.sun_path, sizeof real_a.sun_path, "%s/" PROTO_CHANNEL_SOCKET_NAME, moved);
+	snprintf(fake_a.sun_path, sizeof fake_a.sun_path, "%s/" HARNESS_CHANNEL_SOCKET, h.dir);
+	int real = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fake = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	cr_assert_eq(bind(real, (struct sockaddr *)&real_a, sizeof real_a), 0);
+	cr_assert_eq(bind(fake, (struct sockaddr *)&fake_a, sizeof fake_a), 0);
+	cr_assert_eq(listen(real, 4), 0);
+	cr_assert_eq(listen(fake, 4), 0);
+	const char *token = "0123456789abcdef0123456789abcdef";
+	rep = harness_call(
+	    &h, 2, 5000, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"channel.connect\",\"params\":{\"token\":\"%s\"}}",
+	    token);
+	cr_assert_not_null(rep);
+	cr_assert(jbool(rep, "connected"));
+	json_object_put(rep);
+	cr_assert_lt(accept4(fake, NULL, NULL, SOCK_CLOEXEC), 0, "the impostor at the path got no connection");
+	cr_assert_eq(errno, EAGAIN);
+	int c = accept4(real, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(c, 0, "the directory the helper opened got it");
+	char got[PROTO_CHANNEL_TOKEN_LEN + 1];
+	cr_assert_eq(read(c, got, sizeof got), (ssize_t)sizeof got);
+	cr_assert_eq(memcmp(got, token, PROTO_CHANNEL_TOKEN_LEN), 0);
+	close(c);
+	close(real);
+	close(fake);
 	stop_clean(&h);
 }

@@ -52,6 +52,12 @@ ctx.test('a direct workspace is written as its owner, with the modes the guest g
   assert.equal(made.uid, owner, 'a file the guest made belongs to the directory\'s owner');
   assert.equal(fs.statSync(path.join(repo, 'sub', 'run')).mode & 0o7777, 0o750, 'modes pass through');
   assert.equal(fs.statSync(path.join(repo, 'sub')).mode & 0o6000, 0, 'no setgid directory on the host');
+  // The person edits a direct workspace while the sandbox runs: a file the
+  // guest has read, rewritten in place on the host, is seen by the next call
+  // (9p cache=none; a cached mount served it stale: guest_init.c).
+  fs.writeFileSync(path.join(repo, 'README'), 'mine, edited on the host\n');
+  const again = await tools.ok('bash', { sandbox_id: id, command: 'cat README' }, VM_CALL);
+  assert.equal(again.output, 'mine, edited on the host\n', 'a host edit is seen at once in a direct workspace');
   await tools.ok('sandbox_destroy', { sandbox_id: id }, VM_CREATE);
   id = null;
   assert.equal(fs.readFileSync(path.join(repo, 'made'), 'utf8'), 'x\n', 'direct: the edits are on the host');

@@ -170,6 +170,16 @@ struct vm_cpio_file {
 int vm_cpio_write(int fd, const struct vm_cpio_file *files, size_t n);
 
 /* ---- parts ---- */
+/* The 9p mount of the workspace (or of clone mode's source) for a workspace
+ * mode: the mount(2) options and flags (guest_init.c, issue 27). */
+struct vm_workspace_mount {
+	const char *target;
+	const char *tag;
+	const char *options;
+	unsigned long flags;
+};
+void vm_workspace_mount_for(const char *mode, struct vm_workspace_mount *ret);
+
 int vm_launch_main(int argc, char **argv);
 int vm_guest_init_main(void);
 /* The guest agent (guest_agent.c): forked by the guest's init before it

@@ -3,6 +3,7 @@
  * for each setting, the cgroup and /proc parsers, and the initramfs
  * archive read back as the kernel reads it. */
 #include <criterion/criterion.h>
+#include <sys/mount.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +178,37 @@ Test(vm_argv, workspace_modes_share_the_right_directory)
 	cr_expect(strstr(a[i], "readonly=on"));
 	cr_expect_lt(find_arg(a, "-fsdev", "path=" VM_WORKSPACE ","), 0, "and not /workspace (the guest's own disk)");
 	vm_argv_free(a);
+}
+
+Test(vm_guest, workspace_mount_per_mode)
+{
+	struct vm_workspace_mount m;
+	vm_workspace_mount_for("managed", &m);
+	cr_expect_str_eq(m.target, VM_WORKSPACE);
+	cr_expect_str_eq(m.tag, VM_TAG_WORKSPACE);
+	cr_expect(strstr(m.options, "cache=loose"), "only the sandbox writes a managed workspace: cached");
+	cr_expect(m.flags & MS_SYNCHRONOUS, "its writes reach the host before write(2) returns");
+	cr_expect(!(m.flags & MS_RDONLY));
+	vm_workspace_mount_for("direct", &m);
+	cr_expect_str_eq(m.target, VM_WORKSPACE);
+	cr_expect(strstr(m.options, "cache=none"), "the person edits a direct workspace: coherent");
+	cr_expect(!(m.flags & MS_RDONLY));
+	vm_workspace_mount_for("clone", &m);
+	cr_expect_str_eq(m.target, VM_SOURCE);
+	cr_expect_str_eq(m.tag, VM_TAG_SOURCE);
+	cr_expect(strstr(m.options, "cache=none"));
+	cr_expect(m.flags & MS_RDONLY, "clone's source is read-only");
+	vm_workspace_mount_for("something-new", &m);
+	cr_expect(strstr(m.options, "cache=none"), "an unknown mode gets the coherent mount");
+	vm_workspace_mount_for(NULL, &m);
+	cr_expect(strstr(m.options, "cache=none"));
+	const char *modes[] = {"managed", "direct", "clone"};
+	for (size_t i = 0; i < 3; i++) {
+		vm_workspace_mount_for(modes[i], &m);
+		cr_expect(m.flags & MS_NOSUID && m.flags & MS_NODEV, "%s: nosuid, nodev", modes[i]);
+		cr_expect(strstr(m.options, "trans=virtio,version=9p2000.L"), "%s", modes[i]);
+		cr_expect(strstr(m.options, "msize=512000"), "%s", modes[i]);
+	}
 }
 
 Test(vm_argv, network_and_port_forwards)

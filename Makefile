@@ -33,7 +33,7 @@ SANITIZE ?= address,undefined
 # ---- sources (one folder per layer; see controlplane/README.md) ----
 CP_LIB_SRCS := $(sort $(wildcard controlplane/base/*.c controlplane/config/*.c controlplane/store/*.c \
 	controlplane/docker/*.c controlplane/helper/*.c controlplane/mcp/*.c controlplane/policy/*.c \
-	controlplane/lifecycle/*.c controlplane/workspace/*.c controlplane/guard/*.c controlplane/export/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c controlplane/ui/*.c \
+	controlplane/lifecycle/*.c controlplane/workspace/*.c controlplane/node/*.c controlplane/guard/*.c controlplane/export/*.c controlplane/tools/*.c controlplane/tunnel/*.c controlplane/ops/*.c controlplane/ui/*.c \
 	controlplane/firewall/*.c)) \
 	controlplane/serve.c
 CLI_SRCS := $(sort $(wildcard cli/*.c))
@@ -71,7 +71,7 @@ FUZZ_HARNESSES := fuzz_mcp_request fuzz_docker_demux fuzz_helper_frame fuzz_expo
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_HARNESSES))
 FUZZ_REPLAYS := $(addprefix $(BUILD)/replay/,$(FUZZ_HARNESSES))
 
-.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm e2e-installed deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs check-gate
+.PHONY: all run test check lint lint-c lint-sh unit e2e template template-vm test-vm test-nodes e2e-installed deps engine clean help fmt fmt-check fuzz fuzz-replay check-docs docs check-gate
 all: $(BIN) $(HELPER_BIN) $(VM_BIN)
 
 # Objects are rebuilt when the flags change (WERROR, CFLAGS, SANITIZE, CC):
@@ -266,6 +266,14 @@ test-vm: all
 	$(TEMPLATE_VM_BUILD)
 	e2e/run.sh --vm
 
+# Other Docker Engines as nodes (issue 28; e2e/nodes/, docs/nodes.md): a
+# second dockerd in a network namespace per scenario, mutual TLS, the node
+# commands. As root; not part of `make e2e` (about 15 s, but it makes
+# namespaces and an engine of its own).
+test-nodes: all
+	scripts/ensure-engine.sh
+	e2e/run.sh --nodes
+
 # Everything on a fresh Debian machine: packages, then the gate (make
 # check), the Debian package (make check-deb), then the engine, the
 # template and the end-to-end tests, all built with -Werror, then the
@@ -319,7 +327,7 @@ $(BUILD)/lint/vm/%.o: %.c $(FLAGS_STAMP) $(LINT_SUPPRESS)
 	$(CC) $(CFLAGS) $(ANALYZE) $(call lint_flags,$<) -Itemplate/vm/src -Itemplate/helper -c -o $@ $<
 
 SHELL_SCRIPTS = $(wildcard scripts/*.sh scripts/tests/*.sh template/build.sh template/vm/*.sh) e2e/run.sh e2e/deps.sh e2e/bench/baseline.sh \
-	e2e/installed/run.sh
+	e2e/installed/run.sh e2e/nodes/engine.sh
 
 lint: lint-c lint-sh
 lint-c: $(LINT_CP) $(LINT_HELPER) $(LINT_VM)
@@ -587,6 +595,7 @@ help:
 	@echo "make template   build the sandbox template image (cached by content hash)"
 	@echo "make template-vm  build the vm runtime's image from it (QEMU, kernel, guest disks; cached)"
 	@echo "make test-vm    the vm runtime's end-to-end scenarios (slow under TCG; not in make test)"
+	@echo "make test-nodes other engines as nodes over mutual TLS (root; e2e/nodes; not in make test)"
 	@echo "make fmt        format the C sources (.clang-format); make fmt-check only checks"
 	@echo "make check-docs every doc is true: the internals tour, links, paths, commands, settings, targets; no call loop"
 	@echo "make docs       regenerate docs/tool-reference.md from the tool table"

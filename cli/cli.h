@@ -43,6 +43,7 @@ int cmd_sandbox(struct cli *cli, int argc, char **argv);
 int cmd_export(struct cli *cli, int argc, char **argv);
 int cmd_workspace(struct cli *cli, int argc, char **argv);
 int cmd_approval(struct cli *cli, int argc, char **argv);
+int cmd_node(struct cli *cli, int argc, char **argv);
 int cmd_setup(struct cli *cli, int argc, char **argv);
 int cmd_status(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);

@@ -37,6 +37,15 @@ const struct cli_help cli_help[] = {
     {"approval", "approval list [--json]     host-directory requests and decisions\n"
                  "  approval approve ID        allow the directory (checked against the policy again)\n"
                  "  approval reject ID         refuse it; the decision is kept"},
+    {"node", "node list [--json]         the engines sandboxes may run on: 'local' (this machine's) and the\n"
+             "                             nodes added, with their state, labels from /info and sandboxes\n"
+             "  node add NAME tcp://HOST:PORT --tls-ca FILE --tls-cert FILE --tls-key FILE\n"
+             "                             add another machine's engine over mutual TLS (plain TCP is refused);\n"
+             "                             the files are copied into STATE_DIR/nodes/NAME/ (0600)\n"
+             "  node show NAME [--json]    one node\n"
+             "  node drain NAME            place no new sandbox on it; its sandboxes keep working\n"
+             "  node resume NAME           place sandboxes on it again\n"
+             "  node remove NAME           forget it and its TLS files (refused while it has sandboxes)"},
     {"version", "version                    print the version"},
     {"help", "help                       this text (COMMAND --help: one command's)"},
     {NULL, NULL},

@@ -19,7 +19,7 @@ struct command {
 static const struct command commands[] = {
     {"setup", cmd_setup},       {"status", cmd_status},   {"token", cmd_token},   {"doctor", cmd_doctor},
     {"serve", cmd_serve},       {"sandbox", cmd_sandbox}, {"export", cmd_export}, {"workspace", cmd_workspace},
-    {"approval", cmd_approval}, {"ui", cmd_ui},
+    {"approval", cmd_approval}, {"node", cmd_node},       {"ui", cmd_ui},
 };
 
 static void usage(FILE *out)

@@ -5,6 +5,9 @@
 #   e2e/run.sh 02 03      only the scenarios whose file name starts with these
 #   e2e/run.sh --vm [NN]  the vm runtime's scenarios in e2e/vm (make test-vm;
 #                         they need the vm image, make template-vm)
+#   e2e/run.sh --nodes [NN]  other engines as nodes, e2e/nodes (make test-nodes;
+#                         root: each scenario starts a dockerd in a network
+#                         namespace with e2e/nodes/engine.sh)
 # Needs build/chat2sbx (+ build/chat2sbx-helper and, for e2e 31 and --vm,
 # build/chat2sbx-vm), a running engine, the template image and, for those,
 # the vm image; `make e2e` provides them all before calling this.
@@ -25,6 +28,10 @@ test_timeout=180000
 if [ "${1:-}" = "--vm" ]; then
   suite=vm
   test_timeout=1800000 # a file's tests together: guests boot under TCG here
+  shift
+elif [ "${1:-}" = "--nodes" ]; then
+  suite=nodes
+  [ "$(id -u)" = 0 ] || die "--nodes needs root (network namespaces, a second dockerd)"
   shift
 fi
 

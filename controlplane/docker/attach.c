@@ -2,7 +2,8 @@
  * Engine API v1.41, "Attach to a container"). Owns the handshake only: the
  * caller gets the raw socket and reads multiplexed frames (demux.c). Speaks
  * HTTP/1.1 on a plain AF_UNIX socket, not through libcurl (see
- * attach_connect); still engine transport, so it lives in docker/ only. */
+ * attach_connect), or, to a remote engine, on the near end of the TLS
+ * relay (attach_tls.c); still engine transport, so it lives in docker/ only. */
 #include "engine_internal.h"
 
 #include <errno.h>
@@ -178,7 +179,9 @@ static void read_error_body(int fd, const char *head, int64_t deadline, struct c
  * "Hijacking"). The engine answers 101 (or 200 from engines that skip the
  * upgrade) and the socket becomes the raw stream. id borrowed. *ret_fd (caller
  * closes) is blocking and O_CLOEXEC; nothing after the response headers has
- * been read from it. Errors: the engine's 404 → NOT_FOUND, 409 → CONFLICT,
+ * been read from it. To a remote engine the descriptor is the near end of
+ * a socketpair whose far end a thread relays over TLS (attach_tls.c), which
+ * reads, writes, polls and closes like the socket. Errors: the engine's 404 → NOT_FOUND, 409 → CONFLICT,
  * 5xx → UNAVAILABLE, each with its message; the engine unreachable →
  * UNAVAILABLE; no answer within timeout_ms → TIMEOUT. */
 int docker_container_attach(struct docker_engine *engine, const char *id, long timeout_ms, int *ret_fd,
@@ -198,7 +201,8 @@ int docker_container_attach(struct docker_engine *engine, const char *id, long t
 	              engine->api_version, esc);
 
 	_cleanup_close_ int fd = -1;
-	if (attach_connect(engine->socket_path, deadline, what, &fd, err) < 0)
+	if (engine->endpoint ? docker_tls_stream_open(engine, deadline, what, &fd, err) < 0
+	                     : attach_connect(engine->socket_path, deadline, what, &fd, err) < 0)
 		return -1;
 	if (fdio_send_all(fd, request, strlen(request), deadline, NULL) < 0) {
 		if (errno == ETIMEDOUT)

@@ -1,5 +1,6 @@
 /* docker.h: the Docker Engine REST client (the only libcurl code).
- * Talks to the engine over its Unix socket; the API version is negotiated
+ * Talks to the engine over its Unix socket, or to another machine's
+ * engine at tcp://HOST:PORT with mutual TLS (issue 28); the API version is negotiated
  * from GET /version (Docker Engine API reference, "Versioning"). Every engine
  * error becomes a cp_error whose message names the call and carries the
  * engine's own "message" field. Engine HTTP statuses map to codes:
@@ -32,11 +33,51 @@ struct docker_engine;
 int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine, struct cp_error **err);
 void docker_engine_free(struct docker_engine *engine);
 
+/* A remote engine's mutual TLS files (issue 28): paths, never contents.
+ * ca: the CA that signed the engine's server certificate (the only trust
+ * anchor; the system's are not used); cert and key: chat2sbx's client
+ * certificate (signed by the CA the engine's dockerd --tlscacert trusts)
+ * and its unencrypted key, PEM. */
+struct docker_tls_files {
+	const char *ca;
+	const char *cert;
+	const char *key;
+};
+
+/* Checks a remote engine's address: "tcp://HOST:PORT" with HOST a name, an
+ * IPv4 address or a bracketed IPv6 address and PORT 1..65535, nothing
+ * after it; has_tls says whether all three TLS files were given. On
+ * success *ret_host (caller frees; without brackets) and *ret_port are set.
+ * INVALID_ARGUMENT saying what to write instead for anything else: an
+ * http:// or https:// URL, a unix:// or bare socket path (this machine's
+ * engine is node 'local'), a missing or bad port, and tcp:// without TLS
+ * ("plain TCP without TLS is refused": such a port makes whoever reaches
+ * it root on that machine). Pure. */
+int docker_endpoint_parse(const char *endpoint, int has_tls, char **ret_host, int *ret_port, struct cp_error **err);
+
+/* Opens a client for another machine's engine at endpoint (checked by
+ * docker_endpoint_parse; copied) over mutual TLS with tls's files (paths
+ * copied; the files are read by libcurl at each connection, so they must
+ * stay where they are), and negotiates the API version as docker_engine_new
+ * does, over the same verified connection: the engine's certificate must
+ * chain to tls->ca and name the host, and the engine must accept tls->cert.
+ * Errors: docker_endpoint_parse's; UNAVAILABLE (detail ENGINE_UNREACHABLE)
+ * when nothing answers; DENIED when the engine's certificate is not trusted
+ * or it refuses ours; INVALID_ARGUMENT when a file cannot be used; TIMEOUT.
+ * Every message names the endpoint, never a file's contents. Every call
+ * on the handle (docker_request, the attach) then goes over TLS. Blocks at
+ * most 5 s. */
+int docker_engine_new_tls(const char *endpoint, const struct docker_tls_files *tls, struct docker_engine **ret_engine,
+                          struct cp_error **err);
+/* 1 for an engine opened by docker_engine_new_tls, 0 for the socket's. */
+int docker_engine_is_remote(const struct docker_engine *engine);
+
 /* Negotiated API version ("1.41"); borrowed, valid for the engine's lifetime. */
 const char *docker_engine_api_version(const struct docker_engine *engine);
 /* Engine version ("20.10.24+dfsg1"); borrowed. */
 const char *docker_engine_version(const struct docker_engine *engine);
-/* Socket path; borrowed. */
+/* Where the engine is: the socket path, or a remote engine's
+ * "tcp://HOST:PORT"; borrowed. */
 const char *docker_engine_socket(const struct docker_engine *engine);
 
 /* Why a connect to the engine's socket failed, in words, for an error with
@@ -93,6 +134,26 @@ void docker_runtime_info_clear(struct docker_runtime_info *r);
  * the engine does not answer. Blocks at most 10 s. */
 int docker_engine_runtime_info(struct docker_engine *engine, const char *name, struct docker_runtime_info *ret,
                                struct cp_error **err);
+
+/* What GET /info says about the machine (issue 28: a node's labels). */
+struct docker_engine_facts {
+	char *runtimes;       /* owned: registered OCI runtime names, comma-separated */
+	int64_t memory_bytes; /* MemTotal (0 when absent) */
+	int64_t cpus;         /* NCPU (0 when absent) */
+	char *engine_version; /* owned: ServerVersion; NULL when absent */
+};
+void docker_engine_facts_clear(struct docker_engine_facts *f);
+/* Reads the facts of a GET /info answer (info borrowed) into *ret (caller
+ * clears). INTERNAL when info is not an object with Runtimes; absent or
+ * negative numbers read as 0. Pure. */
+int docker_engine_facts_parse(struct json_object *info, struct docker_engine_facts *ret, struct cp_error **err);
+/* GET /info and docker_engine_facts_parse. UNAVAILABLE (and the transport's
+ * errors) when the engine does not answer. Blocks at most 10 s. */
+int docker_engine_facts(struct docker_engine *engine, struct docker_engine_facts *ret, struct cp_error **err);
+/* GET /_ping (Docker Engine API, "Ping"): 0 when the engine answers OK;
+ * UNAVAILABLE otherwise, and the transport's errors. Blocks at most
+ * timeout_ms. */
+int docker_engine_ping(struct docker_engine *engine, long timeout_ms, struct cp_error **err);
 
 /* ---- images (docker/images.c) ---- */
 

@@ -28,11 +28,49 @@ char *docker_filtered_path(const char *base, const char *key, const char *value)
 /* What the user is told when the socket does not answer. */
 #define DOCKER_START_HINT "start it with 'sudo systemctl start docker' or 'dockerd &'"
 
+/* One engine: this machine's on its Unix socket, or another machine's at
+ * tcp://HOST:PORT with mutual TLS (issue 28; tls.c). */
 struct docker_engine {
-	char *socket_path;    /* owned */
+	char *socket_path;    /* owned; NULL for a remote engine */
+	char *endpoint;       /* owned; "tcp://HOST:PORT" of a remote engine, else NULL */
+	char *base_url;       /* owned: "http://localhost", or "https://HOST:PORT" */
+	char *tls_ca;         /* owned paths of a remote engine's PEM files (never their bytes) */
+	char *tls_cert;       /* ... */
+	char *tls_key;        /* ... */
 	char *api_version;    /* owned, negotiated "1.41" */
 	char *engine_version; /* owned, "20.10.24+dfsg1" */
 };
+
+/* Sets the libcurl options of an exchange with a remote engine (curl is a
+ * CURL *; e borrowed, its strings must outlive the handle's use): https
+ * only, e's CA as the only trust anchor, e's client certificate and key,
+ * peer and host verified, TLS 1.2 or newer, no proxy. Pure apart from the
+ * handle. */
+void docker_tls_setopt(void *curl, const struct docker_engine *e);
+
+/* Fills *err from a failed libcurl exchange with the remote engine at
+ * endpoint (borrowed): curl_code a CURLcode, detail curl's words (never a
+ * file's bytes; not copied into the certificate-file messages), os_errno
+ * the connect's errno. Unreachable → UNAVAILABLE with detail
+ * ENGINE_UNREACHABLE and errnum; a certificate the CA did not sign, or the
+ * engine refusing ours (a TLS alert) → DENIED; unreadable certificate or
+ * key files → INVALID_ARGUMENT; a time-out → TIMEOUT; else UNAVAILABLE or
+ * INTERNAL. Every message names the endpoint and what to check. what may
+ * be NULL. Returns -1. */
+int docker_remote_error(struct cp_error **err, const char *endpoint, const char *what, int curl_code,
+                        const char *detail, long os_errno, long timeout_ms);
+
+/* Opens the stream the hijacked attach runs on to the remote engine e
+ * (attach_tls.c): a TLS connection made and verified within deadline
+ * (clock_monotonic_ms), relayed by a thread of its own to the other end of
+ * a socketpair, whose one end *ret_fd (caller closes; O_CLOEXEC,
+ * non-blocking) is returned, so the attach and the helper channel read and
+ * write it as they do the engine's Unix socket. The relay ends, closing
+ * the TLS connection, once the caller closes *ret_fd or the engine closes
+ * its side (the caller then reads end-of-file). Errors as
+ * docker_remote_error's. */
+int docker_tls_stream_open(const struct docker_engine *e, int64_t deadline, const char *what, int *ret_fd,
+                           struct cp_error **err);
 
 /* Engine HTTP status → error code (docker.h: 400 INVALID_ARGUMENT, 404
  * NOT_FOUND, 409 CONFLICT, 5xx UNAVAILABLE; 403, which an authorization

@@ -187,3 +187,58 @@ int docker_engine_storage(struct docker_engine *engine, struct docker_storage *r
 	*ret = s;
 	return 0;
 }
+
+void docker_engine_facts_clear(struct docker_engine_facts *f)
+{
+	if (!f)
+		return;
+	free(f->runtimes);
+	free(f->engine_version);
+	*f = (struct docker_engine_facts){0};
+}
+
+/* The facts of a GET /info answer (docker.h). Pure. */
+int docker_engine_facts_parse(struct json_object *info, struct docker_engine_facts *ret, struct cp_error **err)
+{
+	struct json_object *runtimes = NULL, *v = NULL;
+	if (!info || !json_object_is_type(info, json_type_object) ||
+	    !json_object_object_get_ex(info, "Runtimes", &runtimes) || !json_object_is_type(runtimes, json_type_object))
+		return cp_error_set(err, CP_ERR_INTERNAL,
+		                    "read the engine's facts: the answer of GET /info has no "
+		                    "Runtimes");
+	struct docker_engine_facts f = {0};
+	f.runtimes = runtime_names(runtimes);
+	if (json_object_object_get_ex(info, "MemTotal", &v) && json_object_is_type(v, json_type_int))
+		f.memory_bytes = json_object_get_int64(v);
+	if (json_object_object_get_ex(info, "NCPU", &v) && json_object_is_type(v, json_type_int))
+		f.cpus = json_object_get_int64(v);
+	if (json_object_object_get_ex(info, "ServerVersion", &v) && json_object_is_type(v, json_type_string))
+		f.engine_version = xstrdup(json_object_get_string(v));
+	if (f.memory_bytes < 0)
+		f.memory_bytes = 0;
+	if (f.cpus < 0)
+		f.cpus = 0;
+	*ret = f;
+	return 0;
+}
+
+int docker_engine_facts(struct docker_engine *engine, struct docker_engine_facts *ret, struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *info = NULL;
+	if (docker_request(engine, "GET", "/info", NULL, DOCKER_INFO_TIMEOUT_MS, "ask the engine about itself", NULL,
+	                   &info, err) < 0)
+		return -1;
+	return docker_engine_facts_parse(info, ret, err);
+}
+
+int docker_engine_ping(struct docker_engine *engine, long timeout_ms, struct cp_error **err)
+{
+	_cleanup_json_ struct json_object *body = NULL;
+	if (docker_request(engine, "GET", "/_ping", NULL, timeout_ms, "ping the engine", NULL, &body, err) < 0)
+		return -1;
+	const char *text = body && json_object_is_type(body, json_type_string) ? json_object_get_string(body) : NULL;
+	if (!text || strncmp(text, "OK", 2) != 0)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "ping the engine at '%s': it did not answer OK",
+		                    docker_engine_socket(engine));
+	return 0;
+}

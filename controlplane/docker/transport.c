@@ -1,8 +1,8 @@
 /* transport.c: the Docker Engine REST transport. Owns the engine handle, API
  * version negotiation and the one request function every engine call goes
- * through (libcurl over the engine's Unix socket, one easy handle per call so
- * threads never share one). Maps engine statuses to cp_error codes. Knows no
- * sandbox semantics; never logs above debug. */
+ * through (libcurl over the engine's Unix socket, or to a remote engine over
+ * mutual TLS, tls.c; one easy handle per call so threads never share one). Maps engine statuses to cp_error codes.
+ * Knows no sandbox semantics; never logs above debug. */
 #include "engine_internal.h"
 
 #include <curl/curl.h>
@@ -270,10 +270,44 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 	return len;
 }
 
-/* One HTTP exchange on the engine socket. url is absolute ("http://localhost/…"),
- * body a serialized JSON text or NULL. what may be NULL (engine_new). Fills x
- * on any HTTP answer; transport failures fill *err. */
-static int http_exchange(const char *socket_path, const char *method, const char *url, const char *body,
+/* Fills *err for a failed exchange with this machine's engine on its socket. */
+static int socket_error(CURL *h, const char *socket_path, const char *what, CURLcode rc, const char *detail,
+                        long timeout_ms, struct cp_error **err)
+{
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST: {
+		/* curl words a Unix socket failure as "localhost port 80"; say
+		 * what the socket itself shows instead. */
+		struct stat st;
+		int gone = stat(socket_path, &st) < 0 && errno == ENOENT;
+		long os_errno = 0;
+		curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+		int denied = os_errno == EACCES || os_errno == EPERM;
+		return docker_error_unreachable(err, socket_path, what,
+		                                denied ? (int)os_errno
+		                                : gone ? ENOENT
+		                                       : ECONNREFUSED);
+	}
+	case CURLE_OPERATION_TIMEDOUT:
+		return cp_error_set(err, CP_ERR_TIMEOUT, "%s%sthe Docker Engine at '%s' did not answer within %ld ms",
+		                    what ? what : "", what ? ": " : "", socket_path, timeout_ms);
+	case CURLE_WRITE_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s%sthe Docker Engine at '%s' dropped the connection: %s",
+		                    what ? what : "", what ? ": " : "", socket_path, detail);
+	default: return cp_error_set(err, CP_ERR_INTERNAL, "%s%s%s", what ? what : "", what ? ": " : "", detail);
+	}
+}
+
+/* One HTTP exchange with engine e (its socket, or its TLS endpoint). url is
+ * absolute (e->base_url + "/…"), body a serialized JSON text or NULL. what
+ * may be NULL (engine_new). Fills x on any HTTP answer; transport failures
+ * fill *err. */
+static int http_exchange(const struct docker_engine *e, const char *method, const char *url, const char *body,
                          long timeout_ms, const char *what, struct http_exchange *x, struct cp_error **err)
 {
 	pthread_once(&curl_once, curl_init_once);
@@ -287,9 +321,13 @@ static int http_exchange(const char *socket_path, const char *method, const char
 		cp_oom(); /* curl_easy_init fails only when it cannot allocate */
 
 	char errbuf[CURL_ERROR_SIZE] = "";
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, socket_path);
+	if (e->endpoint) {
+		docker_tls_setopt(h, e);
+	} else {
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
+		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM: we run in many threads */
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 5000 ? timeout_ms : 5000L);
@@ -316,38 +354,16 @@ static int http_exchange(const char *socket_path, const char *method, const char
 	}
 
 	CURLcode rc = curl_easy_perform(h);
-	const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-	switch (rc) {
-	case CURLE_OK: break;
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST: {
-		/* curl words a Unix socket failure as "localhost port 80"; say
-		 * what the socket itself shows instead. */
-		struct stat st;
-		int gone = stat(socket_path, &st) < 0 && errno == ENOENT;
-		long os_errno = 0;
-		curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
-		int denied = os_errno == EACCES || os_errno == EPERM;
-		return docker_error_unreachable(err, socket_path, what,
-		                                denied ? (int)os_errno
-		                                : gone ? ENOENT
-		                                       : ECONNREFUSED);
-	}
-	case CURLE_OPERATION_TIMEDOUT:
-		return cp_error_set(err, CP_ERR_TIMEOUT, "%s%sthe Docker Engine at '%s' did not answer within %ld ms",
-		                    what ? what : "", what ? ": " : "", socket_path, timeout_ms);
-	case CURLE_WRITE_ERROR:
-		if (x->overflow)
+	if (rc != CURLE_OK) {
+		const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+		if (rc == CURLE_WRITE_ERROR && x->overflow)
 			return cp_error_set(err, CP_ERR_INTERNAL, "%s%sthe engine's response exceeds %u MiB",
 			                    what ? what : "", what ? ": " : "", DOCKER_MAX_RESPONSE >> 20);
-		/* fall through */
-	case CURLE_GOT_NOTHING:
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_PARTIAL_FILE:
-		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s%sthe Docker Engine at '%s' dropped the connection: %s",
-		                    what ? what : "", what ? ": " : "", socket_path, detail);
-	default: return cp_error_set(err, CP_ERR_INTERNAL, "%s%s%s", what ? what : "", what ? ": " : "", detail);
+		if (!e->endpoint)
+			return socket_error(h, e->socket_path, what, rc, detail, timeout_ms, err);
+		long os_errno = 0;
+		curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+		return docker_remote_error(err, e->endpoint, what, rc, detail, os_errno, timeout_ms);
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
 	return 0;
@@ -395,6 +411,11 @@ static void engine_destroy(struct docker_engine *e)
 	if (!e)
 		return;
 	free(e->socket_path);
+	free(e->endpoint);
+	free(e->base_url);
+	free(e->tls_ca);
+	free(e->tls_cert);
+	free(e->tls_key);
 	free(e->api_version);
 	free(e->engine_version);
 	free(e);
@@ -404,29 +425,24 @@ static void cleanup_enginep(struct docker_engine **e)
 	engine_destroy(*e);
 }
 
-/* Opens an engine client and negotiates the API version (docker.h). GET
+/* Negotiates the API version of e, whose address is set (docker.h). GET
  * /version is sent without a version prefix because the engine answers it at
  * any version (Docker Engine API reference, "Versioning"). Blocks at most
  * DOCKER_VERSION_TIMEOUT_MS. */
-int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine, struct cp_error **err)
+static int engine_negotiate(struct docker_engine *e, struct cp_error **err)
 {
-	if (!socket_path || !*socket_path)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "open the Docker Engine: empty socket path");
-
-	_cleanup_(cleanup_enginep) struct docker_engine *e = xcalloc(1, sizeof(*e));
-	e->socket_path = xstrdup(socket_path);
-
+	const char *where = docker_engine_socket(e);
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
 	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
-	if (http_exchange(socket_path, "GET", "http://localhost/version", NULL, DOCKER_VERSION_TIMEOUT_MS, NULL, &x,
-	                  err) < 0)
+	_cleanup_free_ char *url = xasprintf("%s/version", e->base_url);
+	if (http_exchange(e, "GET", url, NULL, DOCKER_VERSION_TIMEOUT_MS, NULL, &x, err) < 0)
 		return -1;
 	if (x.status != 200) {
 		char msg[512];
 		const char *m = docker_engine_message(x.body.data, x.body.len, msg, sizeof(msg));
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
-		                    "ask the Docker Engine at '%s' for its version: HTTP %ld%s%s", socket_path,
-		                    x.status, m ? ": " : "", m ? m : "");
+		                    "ask the Docker Engine at '%s' for its version: HTTP %ld%s%s", where, x.status,
+		                    m ? ": " : "", m ? m : "");
 	}
 
 	_cleanup_json_ struct json_object *v = body_to_json(&x.body);
@@ -434,21 +450,56 @@ int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine
 	if (!v || !json_object_object_get_ex(v, "ApiVersion", &api) || !json_object_is_type(api, json_type_string) ||
 	    api_number(json_object_get_string(api)) < 0)
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
-		                    "the Docker Engine at '%s' did not report a usable API version", socket_path);
+		                    "the Docker Engine at '%s' did not report a usable API version", where);
 	const char *engine_api = json_object_get_string(api);
 	if (api_number(engine_api) < api_number(DOCKER_API_MIN))
 		return cp_error_set(err, CP_ERR_UNAVAILABLE,
 		                    "the Docker Engine at '%s' speaks API %s, older than the %s chat2sbx needs; "
 		                    "upgrade the engine (Docker 20.10 or newer)",
-		                    socket_path, engine_api, DOCKER_API_MIN);
+		                    where, engine_api, DOCKER_API_MIN);
 	const char *chosen = api_number(engine_api) < api_number(DOCKER_API_MAX) ? engine_api : DOCKER_API_MAX;
 	const char *version = "unknown";
 	if (json_object_object_get_ex(v, "Version", &ver) && json_object_is_type(ver, json_type_string))
 		version = json_object_get_string(ver);
 	e->api_version = xstrdup(chosen);
 	e->engine_version = xstrdup(version);
+	log_debug("docker", "engine %s at '%s' (API %s, using %s)", version, where, engine_api, chosen);
+	return 0;
+}
 
-	log_debug("docker", "engine %s at '%s' (API %s, using %s)", version, socket_path, engine_api, chosen);
+/* Opens a client for this machine's engine on its socket (docker.h). */
+int docker_engine_new(const char *socket_path, struct docker_engine **ret_engine, struct cp_error **err)
+{
+	if (!socket_path || !*socket_path)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "open the Docker Engine: empty socket path");
+
+	_cleanup_(cleanup_enginep) struct docker_engine *e = xcalloc(1, sizeof(*e));
+	e->socket_path = xstrdup(socket_path);
+	e->base_url = xstrdup("http://localhost");
+	if (engine_negotiate(e, err) < 0)
+		return -1;
+	*ret_engine = TAKE_PTR(e);
+	return 0;
+}
+
+/* Opens a client for a remote engine over mutual TLS (docker.h). */
+int docker_engine_new_tls(const char *endpoint, const struct docker_tls_files *tls, struct docker_engine **ret_engine,
+                          struct cp_error **err)
+{
+	int has_tls = tls && tls->ca && *tls->ca && tls->cert && *tls->cert && tls->key && *tls->key;
+	_cleanup_free_ char *host = NULL;
+	int port = 0;
+	if (docker_endpoint_parse(endpoint, has_tls, &host, &port, err) < 0)
+		return -1;
+	_cleanup_(cleanup_enginep) struct docker_engine *e = xcalloc(1, sizeof(*e));
+	e->endpoint = xstrdup(endpoint);
+	e->base_url =
+	    strchr(host, ':') ? xasprintf("https://[%s]:%d", host, port) : xasprintf("https://%s:%d", host, port);
+	e->tls_ca = xstrdup(tls->ca);
+	e->tls_cert = xstrdup(tls->cert);
+	e->tls_key = xstrdup(tls->key);
+	if (engine_negotiate(e, err) < 0)
+		return -1;
 	*ret_engine = TAKE_PTR(e);
 	return 0;
 }
@@ -472,15 +523,21 @@ const char *docker_engine_version(const struct docker_engine *engine)
 	return engine->engine_version;
 }
 
-/* The socket path given to docker_engine_new; borrowed. */
+/* Where the engine is: its socket path, or a remote engine's endpoint; borrowed. */
 const char *docker_engine_socket(const struct docker_engine *engine)
 {
-	return engine->socket_path;
+	return engine->endpoint ? engine->endpoint : engine->socket_path;
+}
+
+/* Whether the engine is another machine's (docker.h). */
+int docker_engine_is_remote(const struct docker_engine *engine)
+{
+	return engine->endpoint != NULL;
 }
 
 /* One engine call at the negotiated version (docker.h has the contract).
- * The URL is http://localhost/v<api><path>; the host name is ignored by the
- * engine on its Unix socket. Blocks at most timeout_ms (ms). The response
+ * The URL is http://localhost/v<api><path> (the host name is ignored by the
+ * engine on its Unix socket), or https://HOST:PORT/v<api><path>. Blocks at most timeout_ms (ms). The response
  * body is bounded by DOCKER_MAX_RESPONSE. Thread-safe. */
 int docker_request(struct docker_engine *engine, const char *method, const char *path, struct json_object *body,
                    long timeout_ms, const char *what, long *ret_status, struct json_object **ret_body,
@@ -491,13 +548,13 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 	if (!method || !path || path[0] != '/' || timeout_ms <= 0)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: bad request arguments", what);
 
-	_cleanup_free_ char *url = xasprintf("http://localhost/v%s%s", engine->api_version, path);
+	_cleanup_free_ char *url = xasprintf("%s/v%s%s", engine->base_url, engine->api_version, path);
 	const char *text = body ? xjson_text(body, JSON_C_TO_STRING_PLAIN) : NULL;
 
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
 	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
 	int64_t start = clock_monotonic_ms();
-	if (http_exchange(engine->socket_path, method, url, text, timeout_ms, what, &x, err) < 0) {
+	if (http_exchange(engine, method, url, text, timeout_ms, what, &x, err) < 0) {
 		log_debug("docker", "%s %s failed after %lld ms", method, path,
 		          (long long)(clock_monotonic_ms() - start));
 		return -1;

@@ -13,24 +13,6 @@
 #include "../base/xalloc.h"
 #include "lifecycle_internal.h"
 
-static char *dup_or_null(const char *s)
-{
-	return s ? xstrdup(s) : NULL;
-}
-
-static void row_copy(struct sandbox_record *dst, const struct sandbox_record *src)
-{
-	*dst = *src;
-	dst->id = dup_or_null(src->id);
-	dst->workspace_id = dup_or_null(src->workspace_id);
-	dst->container_name = dup_or_null(src->container_name);
-	dst->container_id = dup_or_null(src->container_id);
-	dst->image = dup_or_null(src->image);
-	dst->runtime = dup_or_null(src->runtime);
-	dst->failure_reason = dup_or_null(src->failure_reason);
-	dst->vm_accel = dup_or_null(src->vm_accel);
-}
-
 static struct sandbox_mount_record *mounts_copy(const struct sandbox_mount_record *m, size_t n)
 {
 	if (!n)
@@ -81,7 +63,7 @@ void lifecycle_call_state_remember(struct lifecycle *lc, const char *id, const s
 		*c = (struct lifecycle_channel){.sandbox_id = xstrdup(id), .owner_fd = -1};
 	}
 	lifecycle_call_state_clear(c);
-	row_copy(&c->row, s);
+	sandbox_record_copy(&c->row, s);
 	c->mounts = mounts_copy(m, n);
 	c->n_mounts = n;
 	c->mounts_known = 1;
@@ -107,7 +89,7 @@ int lifecycle_call_state_take(struct lifecycle *lc, const char *id, struct helpe
 	struct lifecycle_channel *c = entry_of(lc, id);
 	if (c && c->row.id && c->mounts_known && c->channel && helper_channel_alive(c->channel)) {
 		*ret_channel = helper_channel_ref(c->channel);
-		row_copy(ret_row, &c->row);
+		sandbox_record_copy(ret_row, &c->row);
 		*ret_m = mounts_copy(c->mounts, c->n_mounts);
 		*ret_n = c->n_mounts;
 		known = 1;

@@ -576,4 +576,78 @@ enum policy_container_state policy_container_state_of(const char *engine_status)
 void policy_reconcile_decide(enum policy_row_state row, enum policy_container_state container,
                              const char *engine_status, int exit_code, struct policy_reconcile_decision *ret);
 
+/* ---- nodes (issue 28): names and placement (policy/nodes.c, placement.c) ---- */
+
+/* A node's name: 1 to 32 of a-z, 0-9 and '-', starting with a letter or
+ * digit and not ending with '-', and not "local" (this machine's engine).
+ * INVALID_ARGUMENT naming the value and the rule otherwise. Pure. */
+int policy_node_name_check(const char *name, struct cp_error **err);
+
+/* A node as placement sees it (all borrowed; the caller gathers them from
+ * the registry and the node's /info). */
+enum policy_node_state { POLICY_NODE_READY, POLICY_NODE_DRAINING, POLICY_NODE_DOWN };
+struct policy_node {
+	const char *name;
+	enum policy_node_state state;
+	const char *runtimes; /* offered OCI runtimes, comma-separated ("runc, runsc") */
+	int kvm;              /* 1 usable, 0 not, -1 not known */
+	int has_image;        /* holds the template image */
+	int64_t memory_bytes; /* its memory ceiling for sandboxes; <= 0: not known (no room) */
+	int64_t memory_used;  /* the memory its live sandboxes were given */
+	int sandboxes;        /* its live sandboxes */
+	int max_sandboxes;    /* its sandbox limit; -1 = unlimited */
+};
+/* What the new sandbox needs. */
+struct policy_placement_request {
+	const char *runtime;  /* runtime asked or chosen; NULL or "" = the engine's default */
+	int need_kvm;         /* the vm runtime with KVM */
+	int64_t memory_bytes; /* the memory it will be given */
+	const char *pinned;   /* direct workspace: the only node that holds its path; NULL = any */
+};
+/* The nodes a create tried already (names borrowed), at most
+ * POLICY_PLACEMENT_MAX_TRIES. */
+#define POLICY_PLACEMENT_MAX_TRIES 3
+struct policy_placement_tries {
+	const char *names[POLICY_PLACEMENT_MAX_TRIES];
+	size_t n;
+};
+/* Nodes beyond this many in the table are not considered. */
+#define POLICY_PLACEMENT_MAX_NODES 256
+/* A uniform 32-bit random number (ctx is the caller's). */
+typedef uint32_t (*policy_random_fn)(void *ctx);
+
+/* Why node cannot take the sandbox, in words ("draining", "does not offer
+ * the runtime", "at its sandbox limit", ...; static text), or NULL when it
+ * can. The filters in order: pinned to another node, tried (tries may be
+ * NULL), not ready, the runtime not offered, KVM needed and not known
+ * usable, no template image, then capacity: the sandbox limit reached, or
+ * memory_used + the request's memory above memory_bytes. *ret_capacity is
+ * 1 when only capacity refused it. Pure. */
+const char *policy_placement_refusal(const struct policy_node *node, const struct policy_placement_request *req,
+                                     const struct policy_placement_tries *tries, int *ret_capacity);
+/* A node's score for the request, higher is better: the memory left free
+ * after it, in thousandths of the ceiling, plus the sandbox slots left after
+ * it, in thousandths of the limit (unlimited: 1000 / (1 + sandboxes)). Pure. */
+int64_t policy_placement_score(const struct policy_node *node, const struct policy_placement_request *req);
+/* Chooses the node for the request among nodes[0..n): the eligible ones
+ * (policy_placement_refusal NULL, none of tries), then k of them (2 or 3;
+ * all when fewer) sampled without replacement with rnd(rnd_ctx), the best
+ * policy_placement_score of the sample winning (the earlier sampled on a
+ * tie). *ret_index is its index. With no eligible node: LIMIT when every
+ * candidate was refused for capacity only ("destroy a sandbox or add a
+ * node"), UNAVAILABLE otherwise, each naming every node's refusal; a pinned
+ * node missing from the table is UNAVAILABLE naming it. Pure apart from
+ * rnd; calls rnd at most k times. */
+int policy_placement_choose(const struct policy_node *nodes, size_t n, const struct policy_placement_request *req,
+                            const struct policy_placement_tries *tries, size_t k, policy_random_fn rnd, void *rnd_ctx,
+                            size_t *ret_index, struct cp_error **err);
+/* After a create on failed_node (borrowed; must outlive tries) failed with
+ * code and detail: whether to try another node. Only a capacity failure
+ * (LIMIT, the engine's disk full) or a node that stopped answering
+ * (ENGINE_UNREACHABLE) is tried elsewhere; then failed_node joins tries,
+ * and 1 is returned while fewer than POLICY_PLACEMENT_MAX_TRIES nodes were
+ * tried. 0: give the error to the caller. Pure. */
+int policy_placement_retry(struct policy_placement_tries *tries, const char *failed_node, enum cp_error_code code,
+                           enum cp_error_detail detail);
+
 #endif

@@ -57,8 +57,10 @@ int store_export_insert(struct store *store, const struct export_record *x, stru
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (store_prepare(locked, &st,
 	                  "INSERT INTO exports (id, sandbox_id, workspace_id, kind, reason, path, bytes, refs, "
-	                  "commits, dirty_files, fingerprint, message, created_at_ms, shares_bundle_of) VALUES "
-	                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                  "commits, dirty_files, fingerprint, message, created_at_ms, shares_bundle_of, node) VALUES "
+	                  "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,"
+	                  /* the node its sandbox ran on (migration 0014) */
+	                  "COALESCE((SELECT node FROM sandboxes WHERE id = ?2), 'local'))",
 	                  "insert export", err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 1, x->id, -1, SQLITE_STATIC);

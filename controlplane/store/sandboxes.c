@@ -19,14 +19,34 @@ void sandbox_record_clear(struct sandbox_record *s)
 	free(s->runtime);
 	free(s->failure_reason);
 	free(s->vm_accel);
+	free(s->node);
 	*s = (struct sandbox_record){0};
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+void sandbox_record_copy(struct sandbox_record *dst, const struct sandbox_record *src)
+{
+	*dst = *src;
+	dst->id = dup_or_null(src->id);
+	dst->workspace_id = dup_or_null(src->workspace_id);
+	dst->container_name = dup_or_null(src->container_name);
+	dst->container_id = dup_or_null(src->container_id);
+	dst->image = dup_or_null(src->image);
+	dst->runtime = dup_or_null(src->runtime);
+	dst->failure_reason = dup_or_null(src->failure_reason);
+	dst->vm_accel = dup_or_null(src->vm_accel);
+	dst->node = dup_or_null(src->node);
 }
 
 #define SBX_COLUMNS                                                                                                    \
 	"id, workspace_id, status, container_name, container_id, image, runtime, COALESCE(memory_bytes,0), "           \
 	"COALESCE(nano_cpus,0), network, failure_reason, created_at_ms, updated_at_ms, last_activity_ms, "             \
 	"COALESCE(removed_at_ms,0), pooled, disk_bytes, COALESCE(unsaved,-1), COALESCE(unsaved_checked_at_ms,0), "     \
-	"removing_from, vm_accel"
+	"removing_from, vm_accel, node"
 
 static void read_row(sqlite3_stmt *st, void *row)
 {
@@ -52,6 +72,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	s->unsaved_checked_at_ms = sqlite3_column_int64(st, 18);
 	s->removing_from = sandbox_status_from_string((const char *)sqlite3_column_text(st, 19));
 	s->vm_accel = store_column_strdup(st, 20);
+	s->node = store_column_strdup(st, 21);
 }
 
 int store_sandbox_is_live(const struct sandbox_record *s)
@@ -69,7 +90,8 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	if (store_prepare(locked, &st,
 	                  "INSERT INTO sandboxes (id, workspace_id, status, container_name, container_id, image, "
 	                  "runtime, memory_bytes, nano_cpus, network, created_at_ms, updated_at_ms, "
-	                  "last_activity_ms, pooled, disk_bytes, vm_accel) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                  "last_activity_ms, pooled, disk_bytes, vm_accel, node) VALUES "
+	                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,COALESCE(?17,'local'))",
 	                  "insert sandbox", err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 1, s->id, -1, SQLITE_STATIC);
@@ -88,6 +110,7 @@ int store_sandbox_insert(struct store *store, const struct sandbox_record *s, st
 	sqlite3_bind_int(st, 14, s->pooled ? 1 : 0);
 	sqlite3_bind_int64(st, 15, s->disk_bytes);
 	store_bind_text_opt(st, 16, s->vm_accel);
+	store_bind_text_opt(st, 17, s->node);
 	if (sqlite3_step(st) == SQLITE_DONE)
 		return 0;
 	if ((sqlite3_extended_errcode(locked->db) & 0xff) == SQLITE_CONSTRAINT)

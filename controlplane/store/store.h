@@ -281,8 +281,14 @@ struct sandbox_record {
 	enum sandbox_status removing_from; /* with status removing: the status before; else
 	                                    * _SANDBOX_STATUS_INVALID when read (0010) */
 	char *vm_accel;                    /* runtime vm: "kvm" or "tcg"; NULL otherwise (migration 0011) */
+	char *node;                        /* the node it runs on (migration 0014): "local" for this machine's
+	                                    * engine; NULL in a record to insert means "local" */
 };
 void sandbox_record_clear(struct sandbox_record *s);
+/* A deep copy of src into dst (dst's old fields are not freed; the caller
+ * clears dst later). Beside the clear, so a new string field is copied and
+ * freed in one file. Pure. */
+void sandbox_record_copy(struct sandbox_record *dst, const struct sandbox_record *src);
 /* Whether s is live: creating, running, or removing from one of those (the
  * same rule as the registry's one-live-sandbox-per-workspace index). Pure. */
 int store_sandbox_is_live(const struct sandbox_record *s);
@@ -397,7 +403,8 @@ struct export_record {
 };
 void export_record_clear(struct export_record *x);
 
-/* Inserts x (borrowed). CONFLICT when the id exists. */
+/* Inserts x (borrowed), on the node its sandbox's row names ('local'
+ * when that row is gone; migration 0014). CONFLICT when the id exists. */
 int store_export_insert(struct store *store, const struct export_record *x, struct cp_error **err);
 /* One export by id; NOT_FOUND names it and says how to list them. */
 int store_export_get(struct store *store, const char *id, struct export_record *ret, struct cp_error **err);
@@ -474,5 +481,77 @@ int store_exposure_set_forwarder(struct store *store, const char *sandbox_id, in
 int store_exposure_count(struct store *store, const char *sandbox_id, int64_t *ret_count, struct cp_error **err);
 /* Deletes one exposure row. NOT_FOUND when there is none. */
 int store_exposure_delete(struct store *store, const char *sandbox_id, int container_port, struct cp_error **err);
+
+/* ---- nodes (store/nodes.c, migration 0014, issue 28) ----
+ * Other machines' Docker Engines. This machine's engine is node 'local'
+ * and has no row (the migration says why): every function here refuses the
+ * name 'local' as NOT_FOUND, and sandboxes whose node is 'local' belong to
+ * no row. */
+
+/* The name of this machine's engine as a node. */
+#define STORE_NODE_LOCAL "local"
+
+enum node_state {
+	NODE_READY,    /* placements may land on it */
+	NODE_DRAINING, /* no new placements; its sandboxes keep working */
+	NODE_DOWN,     /* it stopped answering (the health loop's verdict) */
+	_NODE_STATE_MAX,
+	_NODE_STATE_INVALID = -22,
+};
+const char *node_state_to_string(enum node_state v);
+enum node_state node_state_from_string(const char *s);
+
+/* What a node's engine said about itself in GET /info at the last contact. */
+struct node_labels {
+	char *runtimes;       /* owned: registered OCI runtime names, comma-separated ("" when none) */
+	int kvm;              /* 1 or 0; -1 while not known (GET /info does not tell) */
+	int64_t memory_bytes; /* MemTotal */
+	int64_t cpus;         /* NCPU */
+	char *engine_version; /* owned: ServerVersion; may be NULL */
+};
+void node_labels_clear(struct node_labels *l);
+
+struct node_record {
+	char *name;     /* [a-z0-9][a-z0-9-]*, never "local" (policy_node_name_check) */
+	char *endpoint; /* tcp://HOST:PORT */
+	char *tls_ca;   /* paths of the copies under STATE_DIR/nodes/<name>/ */
+	char *tls_cert;
+	char *tls_key;
+	struct node_labels labels;
+	enum node_state state;   /* read from the registry's text */
+	int64_t last_contact_ms; /* 0 = never */
+	int64_t created_at_ms;
+};
+void node_record_clear(struct node_record *n);
+
+/* Inserts n (borrowed; labels and state as given, last_contact_ms 0 for
+ * none). CONFLICT naming the clash when the name or the endpoint is taken
+ * (detail ALREADY_EXISTS); INVALID_ARGUMENT for the name 'local'. */
+int store_node_insert(struct store *store, const struct node_record *n, struct cp_error **err);
+/* One node by name into *ret (caller clears). NOT_FOUND naming it and
+ * saying how to list nodes (also for 'local', which has no row). */
+int store_node_get(struct store *store, const char *name, struct node_record *ret, struct cp_error **err);
+/* Every node, by name. *ret (caller clears each and frees; NULL when none)
+ * and *ret_n. */
+int store_node_list(struct store *store, struct node_record **ret, size_t *ret_n, struct cp_error **err);
+/* Sets a node's state; *ret_before (may be NULL) gets the state it had.
+ * NOT_FOUND for an unknown name. One transaction; blocks up to the busy
+ * timeout. */
+int store_node_set_state(struct store *store, const char *name, enum node_state state, enum node_state *ret_before,
+                         struct cp_error **err);
+/* Records a contact: the labels (borrowed) and last_contact_ms = now_ms.
+ * The state is left as it is (a drained node stays draining). NOT_FOUND for
+ * an unknown name. */
+int store_node_set_contact(struct store *store, const char *name, const struct node_labels *labels, int64_t now_ms,
+                           struct cp_error **err);
+/* How many sandbox rows on node name still hold a container there: every
+ * status but removed and failed (creating, running, expired, removing). */
+int store_node_count_sandboxes(struct store *store, const char *name, int64_t *ret_count, struct cp_error **err);
+/* Deletes node name in one transaction with the check that no sandbox row
+ * on it holds a container (store_node_count_sandboxes): CONFLICT "node
+ * 'NAME' still has N sandboxes; ..." otherwise. *ret (may be NULL; caller
+ * clears) gets the deleted row, so the caller can remove its TLS files.
+ * NOT_FOUND for an unknown name. */
+int store_node_delete(struct store *store, const char *name, struct node_record *ret, struct cp_error **err);
 
 #endif

@@ -1,0 +1,78 @@
+/* node.h: other machines' Docker Engines as nodes (issue 28), as the
+ * operator's commands see them: adding one (its TLS files copied under
+ * STATE_DIR/nodes/<name>/, the engine asked _ping and /info over mutual
+ * TLS, the row written), removing one with its files, and this machine's
+ * engine shown as node 'local'. Uses config/, store/, docker/ and policy/;
+ * the CLI calls it with or without serve running (the registry is shared). */
+#ifndef CP_NODE_H
+#define CP_NODE_H
+
+#include <stdint.h>
+
+#include "../base/error.h"
+#include "../config/config.h"
+#include "../docker/docker.h"
+#include "../store/store.h"
+
+/* The names of a node's TLS files in its directory. */
+#define NODE_TLS_CA "ca.pem"
+#define NODE_TLS_CERT "cert.pem"
+#define NODE_TLS_KEY "key.pem"
+/* A TLS file larger than this is not a certificate or key: refused. */
+#define NODE_TLS_FILE_MAX (64 * 1024)
+
+/* Copies the three files of src (paths borrowed; each must be a regular
+ * file of at most NODE_TLS_FILE_MAX bytes, read through a symbolic link if
+ * it is one) into state_dir/nodes/<name>/ as NODE_TLS_CA, NODE_TLS_CERT and
+ * NODE_TLS_KEY: the directories 0700 and this user's, made or checked
+ * without following a symbolic link (a link there is refused, never
+ * written through), each file created new (O_EXCL, O_NOFOLLOW) 0600 and
+ * synced. A directory left by an add that was interrupted is emptied of
+ * those three names first. name must have passed policy_node_name_check.
+ * On success ret_ca, ret_cert and ret_key (caller frees each) are the
+ * copies' paths. On failure nothing of name's directory is left;
+ * INVALID_ARGUMENT naming the option (--tls-ca, ...) for a source that is
+ * missing, not a regular file or too big; UNAVAILABLE for the state
+ * directory. Never reads a file's bytes into a message or a log. Blocks on
+ * the file system only. */
+int node_files_install(const char *state_dir, const char *name, const struct docker_tls_files *src, char **ret_ca,
+                       char **ret_cert, char **ret_key, struct cp_error **err);
+
+/* Removes state_dir/nodes/<name>/ and the three files in it, without
+ * following a symbolic link; what is already gone is not an error.
+ * UNAVAILABLE naming the path when something cannot be removed. */
+int node_files_remove(const char *state_dir, const char *name, struct cp_error **err);
+
+/* `chat2sbx node add`: checks name (policy_node_name_check) and endpoint
+ * (docker_endpoint_parse: tcp://HOST:PORT with all three TLS files, plain
+ * TCP refused), refuses a name or endpoint taken (CONFLICT), copies the
+ * files (node_files_install), opens the engine over mutual TLS with the
+ * copies, asks GET /_ping and GET /info, and inserts the row (state ready,
+ * the labels from /info, last contact now_ms). *ret (caller clears) is the
+ * row. Any failure leaves no row and no files, with the engine's reason
+ * (docker_engine_new_tls's codes: DENIED for a certificate either side
+ * refused, UNAVAILABLE for an engine that does not answer). Blocks up to
+ * about 25 s (three engine calls). */
+int node_add(const struct config *cfg, struct store *store, const char *name, const char *endpoint,
+             const struct docker_tls_files *tls, int64_t now_ms, struct node_record *ret, struct cp_error **err);
+
+/* `chat2sbx node remove`: deletes the row (store_node_delete: CONFLICT while
+ * a sandbox on it holds a container) and then its TLS files. *ret (may be
+ * NULL; caller clears) is the row removed. A row deleted whose files could
+ * not be removed fails with that (UNAVAILABLE) and the row stays deleted. */
+int node_remove(const struct config *cfg, struct store *store, const char *name, struct node_record *ret,
+                struct cp_error **err);
+
+/* Node 'local', this machine's engine, as a record (no registry row): name
+ * "local", endpoint "unix://<socket>", no TLS files, state ready, the
+ * labels from its GET /info and last contact now_ms. *ret (caller clears).
+ * UNAVAILABLE when the engine does not answer (the record is then not
+ * set). Blocks at most about 15 s. */
+int node_local_record(const struct config *cfg, int64_t now_ms, struct node_record *ret, struct cp_error **err);
+
+/* The labels of an engine's facts: runtimes, memory, CPUs and version
+ * copied into *ret (caller clears), kvm -1 (not known: /info does not
+ * tell). Pure. */
+void node_labels_from_facts(const struct docker_engine_facts *facts, struct node_labels *ret);
+
+#endif

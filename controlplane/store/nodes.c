@@ -1,0 +1,257 @@
+/* nodes.c: rows of the nodes table (migration 0014, issue 28): other
+ * machines' engines, their TLS file paths, what their GET /info said and
+ * their state. This machine's engine, node 'local', has no row. Knows no
+ * engine and no file: the TLS files are node/'s. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "store_internal.h"
+
+void node_labels_clear(struct node_labels *l)
+{
+	if (!l)
+		return;
+	free(l->runtimes);
+	free(l->engine_version);
+	*l = (struct node_labels){0};
+}
+
+void node_record_clear(struct node_record *n)
+{
+	if (!n)
+		return;
+	free(n->name);
+	free(n->endpoint);
+	free(n->tls_ca);
+	free(n->tls_cert);
+	free(n->tls_key);
+	node_labels_clear(&n->labels);
+	*n = (struct node_record){0};
+}
+
+#define NODE_COLUMNS                                                                                                   \
+	"name, endpoint, tls_ca, tls_cert, tls_key, runtimes, COALESCE(kvm, -1), memory_bytes, cpus, "                 \
+	"engine_version, state, COALESCE(last_contact_ms, 0), created_at_ms"
+
+/* Sandbox rows on a node that still hold a container there (?1 = node). */
+#define NODE_SANDBOXES_SQL "SELECT COUNT(*) FROM sandboxes WHERE node = ?1 AND status NOT IN ('removed', 'failed')"
+
+static void read_row(sqlite3_stmt *st, void *row)
+{
+	struct node_record *n = row;
+	n->name = store_column_strdup(st, 0);
+	n->endpoint = store_column_strdup(st, 1);
+	n->tls_ca = store_column_strdup(st, 2);
+	n->tls_cert = store_column_strdup(st, 3);
+	n->tls_key = store_column_strdup(st, 4);
+	n->labels.runtimes = store_column_strdup(st, 5);
+	n->labels.kvm = sqlite3_column_int(st, 6);
+	n->labels.memory_bytes = sqlite3_column_int64(st, 7);
+	n->labels.cpus = sqlite3_column_int64(st, 8);
+	n->labels.engine_version = store_column_strdup(st, 9);
+	n->state = node_state_from_string((const char *)sqlite3_column_text(st, 10));
+	n->last_contact_ms = sqlite3_column_int64(st, 11);
+	n->created_at_ms = sqlite3_column_int64(st, 12);
+}
+
+STORE_ROW_TYPE(rows, struct node_record, read_row, node_record_clear);
+
+/* Binds the labels at ?6..?10 (kvm -1 as NULL). */
+static void bind_labels(sqlite3_stmt *st, const struct node_labels *l)
+{
+	sqlite3_bind_text(st, 6, l->runtimes ? l->runtimes : "", -1, SQLITE_STATIC);
+	if (l->kvm < 0)
+		sqlite3_bind_null(st, 7);
+	else
+		sqlite3_bind_int(st, 7, l->kvm ? 1 : 0);
+	sqlite3_bind_int64(st, 8, l->memory_bytes);
+	sqlite3_bind_int64(st, 9, l->cpus);
+	store_bind_text_opt(st, 10, l->engine_version);
+}
+
+/* NOT_FOUND for a name without a row (store.h words it). */
+static int node_not_found(struct cp_error **err, const char *what, const char *name)
+{
+	if (name && !strcmp(name, STORE_NODE_LOCAL))
+		return cp_error_set(err, CP_ERR_NOT_FOUND,
+		                    "%s: node 'local' is this machine's engine, which has no registry row; see "
+		                    "'chat2sbx node list'",
+		                    what);
+	return cp_error_set(err, CP_ERR_NOT_FOUND, "%s: node '%s' does not exist; see 'chat2sbx node list'", what,
+	                    name ? name : "");
+}
+
+int store_node_insert(struct store *store, const struct node_record *n, struct cp_error **err)
+{
+	const char *what = "register node";
+	if (!n->name || !strcmp(n->name, STORE_NODE_LOCAL))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "%s: 'local' is this machine's engine; choose another name", what);
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	/* A clash is told by name or endpoint before the insert, so the
+	 * message can say which; the UNIQUE constraints still decide. */
+	_cleanup_stmt_ sqlite3_stmt *q = NULL;
+	if (store_prepare(locked, &q, "SELECT name, endpoint = ?2 FROM nodes WHERE name = ?1 OR endpoint = ?2", what,
+	                  err) < 0)
+		return -1;
+	sqlite3_bind_text(q, 1, n->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, n->endpoint, -1, SQLITE_STATIC);
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		const char *other = (const char *)sqlite3_column_text(q, 0);
+		if (sqlite3_column_int(q, 1))
+			cp_error_set(err, CP_ERR_CONFLICT, "%s: node '%s' already has the endpoint '%s'", what,
+			             other ? other : "", n->endpoint);
+		else
+			cp_error_set(err, CP_ERR_CONFLICT,
+			             "%s: a node named '%s' exists already; choose another name, or remove it "
+			             "first ('chat2sbx node remove %s')",
+			             what, n->name, n->name);
+		return cp_error_set_detail(err, CP_DETAIL_ALREADY_EXISTS);
+	}
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st,
+	                  "INSERT INTO nodes (name, endpoint, tls_ca, tls_cert, tls_key, runtimes, kvm, memory_bytes, "
+	                  "cpus, engine_version, state, last_contact_ms, created_at_ms) VALUES "
+	                  "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,NULLIF(?12,0),?13)",
+	                  what, err) < 0)
+		return -1;
+	sqlite3_bind_text(st, 1, n->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, n->endpoint, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, n->tls_ca, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, n->tls_cert, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, n->tls_key, -1, SQLITE_STATIC);
+	bind_labels(st, &n->labels);
+	const char *state = node_state_to_string(n->state);
+	sqlite3_bind_text(st, 11, state ? state : "ready", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 12, n->last_contact_ms);
+	sqlite3_bind_int64(st, 13, n->created_at_ms);
+	if (sqlite3_step(st) == SQLITE_DONE)
+		return 0;
+	if ((sqlite3_extended_errcode(locked->db) & 0xff) == SQLITE_CONSTRAINT) {
+		cp_error_set(err, CP_ERR_CONFLICT, "%s: the name '%s' or the endpoint is taken", what, n->name);
+		return cp_error_set_detail(err, CP_DETAIL_ALREADY_EXISTS);
+	}
+	return store_fail(locked, err, what);
+}
+
+int store_node_get(struct store *store, const char *name, struct node_record *ret, struct cp_error **err)
+{
+	int found = 0;
+	if (store_get_row(store, &rows, "SELECT " NODE_COLUMNS " FROM nodes WHERE name = ?1", name ? name : "", NULL,
+	                  "read node", ret, &found, err) < 0)
+		return -1;
+	return found ? 0 : node_not_found(err, "read node", name);
+}
+
+int store_node_list(struct store *store, struct node_record **ret, size_t *ret_n, struct cp_error **err)
+{
+	void *list = NULL;
+	if (store_list_rows(store, &rows, "SELECT " NODE_COLUMNS " FROM nodes ORDER BY name", NULL, "list nodes", &list,
+	                    ret_n, err) < 0)
+		return -1;
+	*ret = list;
+	return 0;
+}
+
+/* The body of store_node_set_state, under its transaction. */
+static int set_state_locked(struct store *store, const char *name, const char *text, enum node_state *ret_before,
+                            struct cp_error **err)
+{
+	const char *what = "change the node's state";
+	_cleanup_stmt_ sqlite3_stmt *q = NULL;
+	if (store_prepare(store, &q, "SELECT state FROM nodes WHERE name = ?1", what, err) < 0)
+		return -1;
+	sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_DONE)
+		return node_not_found(err, what, name);
+	if (rc != SQLITE_ROW)
+		return store_fail(store, err, what);
+	if (ret_before)
+		*ret_before = node_state_from_string((const char *)sqlite3_column_text(q, 0));
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st, "UPDATE nodes SET state = ?2 WHERE name = ?1", what, err) < 0)
+		return -1;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, what);
+}
+
+int store_node_set_state(struct store *store, const char *name, enum node_state state, enum node_state *ret_before,
+                         struct cp_error **err)
+{
+	const char *what = "change the node's state";
+	const char *text = node_state_to_string(state);
+	if (!text)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: no such state", what);
+	if (!name)
+		return node_not_found(err, what, name);
+	return STORE_TRANSACTION(store, what, err, set_state_locked(store, name, text, ret_before, err));
+}
+
+int store_node_set_contact(struct store *store, const char *name, const struct node_labels *labels, int64_t now_ms,
+                           struct cp_error **err)
+{
+	const char *what = "record the node's contact";
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st,
+	                  "UPDATE nodes SET runtimes = ?6, kvm = ?7, memory_bytes = ?8, cpus = ?9, "
+	                  "engine_version = ?10, last_contact_ms = ?2 WHERE name = ?1",
+	                  what, err) < 0)
+		return -1;
+	sqlite3_bind_text(st, 1, name ? name : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, now_ms);
+	bind_labels(st, labels);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(locked, err, what);
+	return sqlite3_changes(locked->db) ? 0 : node_not_found(err, what, name);
+}
+
+int store_node_count_sandboxes(struct store *store, const char *name, int64_t *ret_count, struct cp_error **err)
+{
+	return store_count(store, NODE_SANDBOXES_SQL, name ? name : "", "count the node's sandboxes", ret_count, err);
+}
+
+/* The body of store_node_delete, under its transaction. */
+static int delete_locked(struct store *store, const char *name, struct node_record *ret, struct cp_error **err)
+{
+	const char *what = "remove node";
+	struct node_record n = {0};
+	int found = 0;
+	if (store_get_row_locked(store, &rows, "SELECT " NODE_COLUMNS " FROM nodes WHERE name = ?1", name, NULL, what,
+	                         &n, &found, err) < 0)
+		return -1;
+	if (!found)
+		return node_not_found(err, what, name);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st, NODE_SANDBOXES_SQL, what, err) < 0) {
+		node_record_clear(&n);
+		return -1;
+	}
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	int64_t count = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	int r = 0;
+	if (count < 0)
+		r = store_fail(store, err, what);
+	else if (count > 0)
+		r = cp_error_set(
+		    err, CP_ERR_CONFLICT,
+		    "%s '%s': it still has %lld sandbox%s; drain it ('chat2sbx node drain %s'), "
+		    "destroy them ('chat2sbx sandbox list', 'chat2sbx sandbox destroy ID'), then remove it",
+		    what, name, (long long)count, count == 1 ? "" : "es", name);
+	else
+		r = store_exec_arg(store, "DELETE FROM nodes WHERE name = ?1", name, what, err);
+	if (r == 0 && ret)
+		*ret = n;
+	else
+		node_record_clear(&n);
+	return r;
+}
+
+int store_node_delete(struct store *store, const char *name, struct node_record *ret, struct cp_error **err)
+{
+	if (!name)
+		return node_not_found(err, "remove node", name);
+	return STORE_TRANSACTION(store, "remove node", err, delete_locked(store, name, ret, err));
+}

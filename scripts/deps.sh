@@ -16,6 +16,7 @@ if [ "${1:-all}" = all ]; then
   want+=(docker.io debootstrap runsc) # runsc: gVisor, registered by scripts/ensure-engine.sh
   want+=(sqlite3) # e2e 09 reads the audit table of a test registry
   want+=(iproute2) # e2e 21 makes a veth pair and a test address for the firewall scenario
+  want+=(openssl util-linux) # make test-nodes: the test engines' CA and certificates, nsenter (issue 28)
   want+=(chromium) # e2e 39 drives Debian's browser headless through playwright-core (the owner page, issue 26);
                     # playwright-core downloads no browser of its own
   command -v node >/dev/null 2>&1 || want+=(nodejs)

@@ -19,9 +19,6 @@ export const BIN = path.resolve(opt('bin', path.join(REPO_ROOT, 'build', 'chat2s
 export const LOADCLIENT = path.resolve(opt('loadclient', path.join(REPO_ROOT, 'build', 'bench', 'loadclient')));
 export const OUT = path.resolve(opt('out', path.join(REPO_ROOT, 'build', 'bench', 'results.json')));
 export const QUICK = process.env.BENCH_QUICK === '1';
-// The pause between bash calls in the bash `true` rows (loadclient --gap-ms):
-// a model's calls come one at a time with its thinking between them.
-export const BASH_GAP_MS = 20;
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const log = (...a) => console.error('bench:', ...a);
@@ -122,10 +119,8 @@ export const TOKEN_FILES = new Map();
 // The C load client's JSON (see loadclient.c). With url2 and body2 it
 // alternates its calls between url and url2 and the answer's "b" holds
 // url2's figures (the A/B mode).
-// gapMs: each thread pauses this long after each call (loadclient --gap-ms).
-export function loadclient({ url, body, url2, body2, threads = 1, calls, expect, warmup = 5, gapMs = 0 }) {
+export function loadclient({ url, body, url2, body2, threads = 1, calls, expect, warmup = 5 }) {
   const args = ['--url', url, '--body', JSON.stringify(body), '--threads', String(threads), '--calls', String(calls), '--warmup', String(warmup)];
-  if (gapMs > 0) args.push('--gap-ms', String(gapMs));
   if (expect) args.push('--expect', expect);
   if (TOKEN_FILES.has(url)) args.push('--token-file', TOKEN_FILES.get(url));
   if (url2) {

@@ -15,16 +15,13 @@
  * fields are the first's.
  *
  * usage: loadclient --url URL --body JSON [--threads N] [--calls N]
- *                   [--warmup N] [--gap-ms N] [--expect TEXT] [--timeout-ms N]
+ *                   [--warmup N] [--expect TEXT] [--timeout-ms N]
  *                   [--token-file PATH]
  *                   [--url2 URL --body2 JSON [--token-file2 PATH]]
  * --token-file: send "Authorization: Bearer <the file's token>" (serve's
  * STATE_DIR/token; read from a file so it never shows in a process list).
  * --calls is the total over all threads (per endpoint in A/B mode);
- * --warmup calls per thread are not counted. --gap-ms: each thread pauses
- * this long after each call (the pause is not timed): a model's calls come
- * one at a time with its thinking between them, and what the sandbox does
- * while idle (a shell started ahead) shows only then. Exit status 0 when it ran
+ * --warmup calls per thread are not counted. Exit status 0 when it ran
  * (errors are in the JSON), 2 on usage. */
 #include <curl/curl.h>
 #include <json-c/json.h>
@@ -52,7 +49,6 @@ struct options {
 	long calls;
 	int warmup;
 	long timeout_ms;
-	long gap_ms;
 };
 
 struct answer {
@@ -202,9 +198,6 @@ static void *worker_main(void *arg)
 			int s = k ^ first;
 			conn_call(&c[s], &w->t[s], o->expect, i >= 0);
 		}
-		if (o->gap_ms > 0)
-			nanosleep(&(struct timespec){.tv_sec = o->gap_ms / 1000, .tv_nsec = o->gap_ms % 1000 * 1000000},
-			          NULL);
 	}
 	for (int s = 0; s < sides; s++)
 		conn_close(&c[s]);
@@ -233,7 +226,7 @@ static double percentile(const double *sorted, long n, double p)
 static int usage(void)
 {
 	fprintf(stderr, "usage: loadclient --url URL --body JSON [--threads N] [--calls N] [--warmup N] "
-	                "[--gap-ms N] [--expect TEXT] [--timeout-ms N] [--token-file PATH] "
+	                "[--expect TEXT] [--timeout-ms N] [--token-file PATH] "
 	                "[--url2 URL --body2 JSON [--token-file2 PATH]]\n");
 	return 2;
 }
@@ -329,8 +322,6 @@ int main(int argc, char **argv)
 			o.warmup = atoi(v);
 		else if (!strcmp(k, "--timeout-ms"))
 			o.timeout_ms = atol(v);
-		else if (!strcmp(k, "--gap-ms"))
-			o.gap_ms = atol(v);
 		else if (!strcmp(k, "--token-file")) {
 			if (read_token(&o.ep[0], v) < 0)
 				return 2;
@@ -341,7 +332,7 @@ int main(int argc, char **argv)
 			return usage();
 	}
 	if (!o.ep[0].url || !o.ep[0].body || !o.ep[1].url != !o.ep[1].body || o.threads < 1 || o.threads > 256 ||
-	    o.calls < 1 || o.warmup < 0 || o.gap_ms < 0 || o.gap_ms > 60000)
+	    o.calls < 1 || o.warmup < 0)
 		return usage();
 	int sides = o.ep[1].url ? 2 : 1;
 	curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -185,12 +185,8 @@ ctx.test('one keeper per session (and one spare), the shell\'s parent, out of re
       '{ cat /proc/$K/environ >/dev/null && echo LEAK:environ; ls -l /proc/$K/fd/ | grep -q -- "->" && echo LEAK:fd; ' +
       ': >> /proc/$K/fd/3 && echo LEAK:fd3; } 2>/dev/null; ' +
       'echo keeper_rss_kib=$(ps -o rss= -p $K | tr -d " "); echo helper_rss_kib=$(ps -o rss= -p 1 | tr -d " "); ' +
-      // An idle keeper holds at most the shell it started ahead for the next
-      // session (its command line is the start-up script's, __chat2sbx_go);
-      // this session's keeper $K is busy whatever its shell's command line.
-      'busy=1; idle=0; for k in $(pgrep -x chat2sbx-keeper); do [ $k = $K ] && continue; b=0; ' +
-      'for c in $(pgrep -P $k); do grep -qs __chat2sbx_go /proc/$c/cmdline || b=1; done; ' +
-      'if [ $b = 1 ]; then busy=$((busy+1)); else idle=$((idle+1)); fi; done; ' +
+      'busy=0; idle=0; for k in $(pgrep -x chat2sbx-keeper); do ' +
+      'if pgrep -P $k >/dev/null; then busy=$((busy+1)); else idle=$((idle+1)); fi; done; ' +
       'echo busy_keepers=$busy idle_keepers=$idle',
     yield_time_ms: 10_000,
   });

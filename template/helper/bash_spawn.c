@@ -102,73 +102,39 @@ static int start_streams(struct session *s, int rows, int cols, int fd[NFDS], st
 	return 0;
 }
 
-/* A session that could not get a process (e: errno; EAGAIN is the
- * sandbox's pids limit). Returns -1. */
-static int fail_fork(struct rpc_error *err, const struct session *s, int e)
-{
-	return rpc_fail(err, e == EAGAIN ? "LIMIT" : "INTERNAL", "fork for session '%s' failed: %s%s", s->id,
-	                strerror(e), e == EAGAIN ? "; too many processes, stop some sessions" : "");
-}
-
-/* Whether s can run in a shell a spare keeper started ahead
- * (keeper_prestart: stdin /dev/null, output on a pipe, in the workspace). */
-static bool start_ahead_fits(const struct session *s, const char *cwd)
-{
-	return !s->tty && !s->interactive && strcmp(cwd, paths_workspace()) == 0;
-}
-
-/* Hand s to a keeper (the spare, or a fresh one when the spare is gone or
- * was never there): in the shell the spare started ahead when s fits it,
- * else on streams made here (start_streams). Fills fd (ours: OUT_R, IN_W;
- * the child's ends are closed once sent) and returns the keeper's pid and
- * report socket, or -1 with err set. */
-static pid_t start_handoff(struct session *s, const char *cwd, int rows, int cols, int fd[NFDS], int *ret_fd,
-                           struct rpc_error *err)
+/* Hand spec to a keeper (the spare, or a fresh one when the spare is gone
+ * or was never there): its pid and report socket, or -1 with errno. */
+static pid_t start_handoff(const struct keeper_spec *spec, int *ret_fd)
 {
 	for (int attempt = 0;; attempt++) {
-		int kfd, out;
-		pid_t keeper = spare_take(environ, &kfd, &out);
+		int fd;
+		pid_t keeper = spare_take(environ, &fd);
 		if (keeper < 0)
-			return fail_fork(err, s, errno);
+			return -1;
 		/* A spare stopped from the sandbox would not answer. */
 		kill(keeper, SIGCONT);
-		struct keeper_spec spec = {.cwd = cwd, .command = s->command};
-		if (out >= 0 && start_ahead_fits(s, cwd)) {
-			spec.prestarted = true;
-			fd[OUT_R] = out;
-		} else {
-			if (out >= 0)
-				close(out);
-			if (start_streams(s, rows, cols, fd, err) < 0) {
-				spare_give(keeper, kfd);
-				return -1;
-			}
-			spec.in_fd = s->tty ? fd[CHILD_OUT] : fd[CHILD_IN];
-			spec.out_fd = fd[CHILD_OUT];
-			spec.tty = s->tty;
-		}
-		int r = keeper_start(kfd, &spec);
-		close_fds(fd + CHILD_IN, 2);
+		int r = keeper_start(fd, spec);
 		if (r == 0) {
-			*ret_fd = kfd;
+			*ret_fd = fd;
 			return keeper;
 		}
 		/* A spare killed from the sandbox: EPIPE; try once more with a
 		 * fresh one. The one given up is reaped like any orphan. */
-		close_fds(fd, NFDS);
-		close(kfd);
+		close(fd);
 		kill(keeper, SIGKILL);
-		if (attempt > 0 || r != -EPIPE)
-			return fail_fork(err, s, -r);
+		if (attempt > 0 || r != -EPIPE) {
+			errno = -r;
+			return -1;
+		}
 	}
 }
 
-/* Create the log file, hand the session to a keeper, which runs the shell
- * (start_handoff); fills s on success (with the shell's pid, reported by
- * the keeper). Waits for the keeper's first report: well under a
- * millisecond when the spare keeper runs the shell it started ahead, a
- * fork when it has to fork one, an exec and a fork when a keeper had to be
- * started; at most KEEPER_START_MS. */
+/* Create the log file and the shell's streams and hand them to a keeper,
+ * which forks the shell; fills s on success (with the shell's pid, reported
+ * by the keeper). Waits for the keeper's first report: a fork when the
+ * spare keeper takes the session, normally well under a millisecond; an
+ * exec and a fork when a keeper had to be started; at most
+ * KEEPER_START_MS. */
 static int start_spawn(struct session *s, const char *cwd, int rows, int cols, struct rpc_error *err)
 {
 	s->log_path = xasprintf("%s/%s.log", paths_log_dir(), s->id);
@@ -184,12 +150,21 @@ static int start_spawn(struct session *s, const char *cwd, int rows, int cols, s
 	if (s->log_fd < 0)
 		return rpc_fail_errno(err, errno, "create log", s->log_path);
 	int fd[NFDS] = {-1, -1, -1, -1};
-	int report_fd = -1;
-	pid_t keeper = start_handoff(s, cwd, rows, cols, fd, &report_fd, err);
-	if (keeper < 0)
+	if (start_streams(s, rows, cols, fd, err) < 0)
 		return -1;
+	struct keeper_spec spec = {
+	    .cwd = cwd,
+	    .command = s->command,
+	    .in_fd = s->tty ? fd[CHILD_OUT] : fd[CHILD_IN],
+	    .out_fd = fd[CHILD_OUT],
+	    .tty = s->tty,
+	};
+	int report_fd = -1;
+	pid_t keeper = start_handoff(&spec, &report_fd);
+	int e = errno;
+	close_fds(fd + CHILD_IN, 2);
 	struct keeper_report rep = {0};
-	int got = keeper_report_read(report_fd, &rep, KEEPER_START_MS);
+	int got = keeper < 0 ? -1 : keeper_report_read(report_fd, &rep, KEEPER_START_MS);
 	if (got > 0 && rep.kind == KEEPER_REPORT_STARTED && rep.value > 0) {
 		s->keeper = keeper;
 		s->keeper_fd = report_fd;
@@ -199,15 +174,20 @@ static int start_spawn(struct session *s, const char *cwd, int rows, int cols, s
 		return 0;
 	}
 	close_fds(fd, NFDS);
-	close(report_fd);
+	if (report_fd >= 0)
+		close(report_fd);
 	if (got > 0 && rep.kind == KEEPER_REPORT_FAILED)
-		return fail_fork(err, s, rep.value);
-	/* Killed, or stuck: its end of the socket is closed, so it can no
-	 * longer tell a shell to go (keeper.c), and the helper reaps it like
-	 * any orphan. */
-	kill(keeper, SIGKILL);
-	return rpc_fail(err, "INTERNAL", "the keeper process of session '%s' %s before starting the shell", s->id,
-	                got == 0 ? "did not answer" : "ended");
+		e = rep.value;
+	else if (keeper > 0) {
+		/* Killed, or stuck: its end of the socket is closed, so it can no
+		 * longer tell a shell to go (keeper.c), and the helper reaps it
+		 * like any orphan. */
+		kill(keeper, SIGKILL);
+		return rpc_fail(err, "INTERNAL", "the keeper process of session '%s' %s before starting the shell",
+		                s->id, got == 0 ? "did not answer" : "ended");
+	}
+	return rpc_fail(err, e == EAGAIN ? "LIMIT" : "INTERNAL", "fork for session '%s' failed: %s%s", s->id,
+	                strerror(e), e == EAGAIN ? "; too many processes, stop some sessions" : "");
 }
 
 int bash_rpc_start(json_object *id, json_object *params, json_object **ret_result, struct rpc_error *err)

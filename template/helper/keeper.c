@@ -19,11 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,25 +37,6 @@ extern char **environ;
  * MAX_ARG_STRLEN) keep it far below this. */
 #define SPEC_MAX (256 * 1024)
 #define SPEC_TTY 1u
-#define SPEC_PRESTART 2u   /* no command: start a shell ahead in cwd (keeper_prestart) */
-#define SPEC_PRESTARTED 4u /* no descriptors: run command in the shell started ahead */
-/* The shell started ahead (keeper_prestart): bash waits for one byte on fd
- * 4, then reads the command up to its NUL from fd 3 (a memfd: a regular
- * file, which bash reads in blocks; from a pipe it would read byte by
- * byte), closes both and runs the command with eval. That is what
- * `bash -c COMMAND` runs, with three differences a command can see: a
- * syntax error is reported as "bash: eval: line N" instead of
- * "bash: -c: line N", the last command of the string is not executed in
- * place of the shell (the shell waits for it: its pid stays the session's,
- * and a program killed by a signal is reported by the shell as exit code
- * 128+N, as any shell does), and ps shows this text, not the command.
- * BASH_EXECUTION_STRING is set to the command. The variables it reads are
- * unset before the command runs. End of file on fd 4 (the keeper gave the
- * session up) exits 127 without running anything. */
-#define PRESTART_SCRIPT                                                                                                \
-	"IFS= read -r -n 1 -u 4 __chat2sbx_go || exit 127; exec 4<&-; "                                                \
-	"IFS= read -r -d '' -u 3 __chat2sbx_c; exec 3<&-; unset __chat2sbx_go; "                                       \
-	"BASH_EXECUTION_STRING=$__chat2sbx_c; eval \"unset __chat2sbx_c; $__chat2sbx_c\""
 
 struct spec_header {
 	uint32_t flags, cwd_len, command_len;
@@ -73,20 +52,6 @@ static int report(int kind, int value)
 		n = send(REPORT_FD, &r, sizeof r, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
 	return n == (ssize_t)sizeof r ? 0 : -1;
-}
-
-/* In a shell's process, forked with every signal blocked: the default
- * disposition of every signal, then the mask cleared. Signals sent since
- * the fork are pending (blocked), not lost to the keeper's SIG_IGN: they
- * act once the mask is cleared. */
-static void signals_default(void)
-{
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 /* In the shell's process: its own process group (the foreground one of a
@@ -112,7 +77,14 @@ shell_exec(const char *cwd, const char *command, bool tty, int ctty_errno, int g
 	 * background group may take the terminal. */
 	if (tty && ctty_errno == 0)
 		tcsetpgrp(STDIN_FILENO, getpid());
-	signals_default();
+	/* Signals sent since the fork are pending (blocked), not lost to the
+	 * keeper's SIG_IGN: they act once the mask is cleared. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (ctty_errno) {
 		dprintf(STDERR_FILENO,
 		        "chat2sbx-helper: cannot make the pseudo-terminal the controlling terminal: %s\n",
@@ -133,13 +105,15 @@ shell_exec(const char *cwd, const char *command, bool tty, int ctty_errno, int g
 	_exit(127);
 }
 
-static void session_reap(pid_t shell, bool tty);
-
 /* The keeper after its spec arrived, the shell's streams on 0-2. Returns
  * once the session has no process left (exits when the shell cannot be
  * started). */
 static void keeper_run(const char *cwd, const char *command, bool tty)
 {
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	/* A reused keeper leads its session already (EPERM); the session of
+	 * the one before had no process left. */
+	setsid();
 	if (tty)
 		setenv("TERM", KEEPER_TTY_TERM, 1);
 	/* The keeper, not the shell, controls the terminal: a hang-up (the
@@ -147,6 +121,7 @@ static void keeper_run(const char *cwd, const char *command, bool tty)
 	 * the keeper, which ignores it, instead of a program that has not
 	 * exited yet. */
 	int ctty_errno = tty && ioctl(STDOUT_FILENO, TIOCSCTTY, 0) < 0 ? errno : 0;
+	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	int go[2];
 	if (pipe2(go, O_CLOEXEC) < 0) {
 		report(KEEPER_REPORT_FAILED, errno);
@@ -178,27 +153,13 @@ static void keeper_run(const char *cwd, const char *command, bool tty)
 		while (w < 0 && errno == EINTR);
 	}
 	close(go[1]);
-	session_reap(shell, tty);
-}
-
-/* The keeper's 0-2 back on /dev/null (closed when it cannot be opened). */
-static void stdio_release(void)
-{
-	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* The shell's streams are its own now: holding them would keep the
+	 * output pipe (or the terminal) open after everyone else closed it. */
 	for (int fd = 0; fd <= 2; fd++)
 		if (null_fd < 0 || dup2(null_fd, fd) < 0)
 			close(fd);
 	if (null_fd >= 0)
 		close(null_fd);
-}
-
-/* The session after its shell started: reaps until nothing of it is left,
- * reporting the shell's wait status. */
-static void session_reap(pid_t shell, bool tty)
-{
-	/* The shell's streams are its own now: holding them would keep the
-	 * output pipe (or the terminal) open after everyone else closed it. */
-	stdio_release();
 	int cd = chdir("/"); /* keep no directory busy; a failure only would */
 	(void)cd;
 	for (;;) {
@@ -221,161 +182,9 @@ static void session_reap(pid_t shell, bool tty)
 	}
 }
 
-/* The shell started ahead (SPEC_PRESTART), while the keeper is idle: its
- * pid (0: none), the keeper's copy of its output (kept for a start that
- * cannot use it), the command file, the go pipe's write end, and the
- * directory it was started in (its path and identity, which a start
- * compares: the workspace may have been replaced since). */
-static struct {
-	pid_t pid;
-	int out_fd, cmd_fd, go_fd;
-	dev_t dev;
-	ino_t ino;
-	char cwd[4096];
-} ahead = {.out_fd = -1, .cmd_fd = -1, .go_fd = -1};
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-/* The shell started ahead is not used: killed and reaped (before any
- * session, so the session's reaping never meets it); with out, the
- * keeper's copy of its output is closed too. */
-static void ahead_discard(bool out)
-{
-	if (ahead.pid > 0) {
-		kill(ahead.pid, SIGKILL);
-		while (waitpid(ahead.pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
-	ahead.pid = 0;
-	close_fd(&ahead.cmd_fd);
-	close_fd(&ahead.go_fd);
-	if (out)
-		close_fd(&ahead.out_fd);
-}
-
-/* In the child forked by ahead_start: own group, the command file on 3 and
- * the go pipe on 4 (moved above the scratch line first, so neither
- * overwrites the other), nothing else beyond 0-2, default signals, the
- * directory, bash. Never returns. */
-static void __attribute__((noreturn)) ahead_exec(int dir_fd, int cmd_fd, int go_fd)
-{
-	setpgid(0, 0);
-	int c = fcntl(cmd_fd, F_DUPFD, FD_SCRATCH), g = fcntl(go_fd, F_DUPFD, FD_SCRATCH);
-	if (c < 0 || g < 0 || fchdir(dir_fd) < 0 || dup2(c, 3) < 0 || dup2(g, 4) < 0 || close_range(5, ~0u, 0) < 0)
-		_exit(127);
-	signals_default();
-	char *argv[] = {"bash", "-c", PRESTART_SCRIPT, NULL};
-	execve("/bin/bash", argv, environ);
-	_exit(127);
-}
-
-/* SPEC_PRESTART arrived: the output pipe is on 1-2 (stdin /dev/null). Keeps
- * a copy of the output in any case (a later start that cannot use the
- * shell started ahead needs it), then starts bash in cwd waiting for its
- * command (PRESTART_SCRIPT), and puts the keeper's own 0-2 back on
- * /dev/null. Without /bin/bash, or when anything fails, no shell waits:
- * the start then forks one as usual. */
-static void ahead_start(const char *cwd)
-{
-	ahead_discard(true);
-	ahead.out_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, FD_SCRATCH);
-	int dir_fd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct stat st;
-	int go[2] = {-1, -1};
-	if (ahead.out_fd < 0 || strlen(cwd) >= sizeof ahead.cwd || access("/bin/bash", X_OK) < 0 || dir_fd < 0 ||
-	    fstat(dir_fd, &st) < 0 || (ahead.cmd_fd = memfd_create("chat2sbx-command", MFD_CLOEXEC)) < 0 ||
-	    pipe2(go, O_CLOEXEC) < 0)
-		goto done;
-	sigset_t all, none;
-	sigfillset(&all);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	pid_t pid = fork();
-	if (pid == 0)
-		ahead_exec(dir_fd, ahead.cmd_fd, go[0]);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (pid < 0)
-		goto done;
-	setpgid(pid, pid);
-	ahead.pid = pid;
-	ahead.go_fd = go[1];
-	go[1] = -1;
-	ahead.dev = st.st_dev;
-	ahead.ino = st.st_ino;
-	snprintf(ahead.cwd, sizeof ahead.cwd, "%s", cwd);
-done:
-	if (ahead.pid == 0)
-		close_fd(&ahead.cmd_fd);
-	close_fd(&go[0]);
-	close_fd(&go[1]);
-	close_fd(&dir_fd);
-	stdio_release();
-}
-
-/* Whether the shell started ahead can run a session in cwd: it is alive
- * (continued, should the sandbox have stopped it) and cwd is still the
- * directory it was started in. */
-static bool ahead_usable(const char *cwd)
-{
-	struct stat st;
-	if (ahead.pid <= 0 || waitpid(ahead.pid, NULL, WNOHANG) != 0) {
-		ahead.pid = 0; /* reaped (or not ours): nothing to kill */
-		return false;
-	}
-	if (strcmp(cwd, ahead.cwd) != 0 || stat(cwd, &st) < 0 || st.st_dev != ahead.dev || st.st_ino != ahead.ino)
-		return false;
-	kill(ahead.pid, SIGCONT);
-	return true;
-}
-
-/* SPEC_PRESTARTED: command runs in the shell started ahead, whose pid the
- * helper gets (STARTED) before the go, as with a forked shell. Falls back
- * to forking a shell (keeper_run) on the kept output when that shell is
- * gone, the directory changed or the command cannot be written. Returns
- * once the session has no process left. */
-static void ahead_run(const char *cwd, const char *command)
-{
-	if (ahead.out_fd < 0) { /* no SPEC_PRESTART came first: the helper's error */
-		report(KEEPER_REPORT_FAILED, EINVAL);
-		_exit(0);
-	}
-	size_t len = strlen(command) + 1;
-	if (!ahead_usable(cwd) || pwrite(ahead.cmd_fd, command, len, 0) != (ssize_t)len) {
-		ahead_discard(false);
-		int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(ahead.out_fd, STDOUT_FILENO) < 0 ||
-		    dup2(ahead.out_fd, STDERR_FILENO) < 0) {
-			report(KEEPER_REPORT_FAILED, errno);
-			_exit(0);
-		}
-		close(null_fd);
-		close_fd(&ahead.out_fd);
-		keeper_run(cwd, command, false);
-		return;
-	}
-	pid_t shell = ahead.pid;
-	ahead.pid = 0;
-	close_fd(&ahead.out_fd);
-	close_fd(&ahead.cmd_fd);
-	if (report(KEEPER_REPORT_STARTED, shell) == 0) {
-		ssize_t w;
-		do
-			w = write(ahead.go_fd, "g", 1);
-		while (w < 0 && errno == EINTR);
-	}
-	close_fd(&ahead.go_fd);
-	session_reap(shell, false);
-}
-
-/* Receives a spec into buf (cwd and command point into it) and moves the
- * two descriptors that come with it onto 0-2 (SPEC_PRESTARTED has none).
- * Returns 0 or an errno. */
-static int spec_receive(char *buf, size_t size, char **ret_cwd, char **ret_command, uint32_t *ret_flags)
+/* Receives the spec into buf (cwd and command point into it) and moves
+ * the two descriptors that come with it onto 0-2. Returns 0 or an errno. */
+static int spec_receive(char *buf, size_t size, char **ret_cwd, char **ret_command, bool *ret_tty)
 {
 	union {
 		struct cmsghdr h;
@@ -389,35 +198,28 @@ static int spec_receive(char *buf, size_t size, char **ret_cwd, char **ret_comma
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno;
-	if (n == 0) { /* the helper closed the socket: an idle keeper is not needed */
-		ahead_discard(true);
-		_exit(0);
-	}
+	if (n == 0)
+		_exit(0); /* the helper closed the socket: an idle keeper is not needed */
 	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 	int fds[2] = {-1, -1};
 	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(2 * sizeof(int)))
 		memcpy(fds, CMSG_DATA(c), sizeof fds);
 	struct spec_header h;
-	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || n < (ssize_t)sizeof h)
+	if (fds[0] < 0 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || n < (ssize_t)sizeof h)
 		return EINVAL;
 	memcpy(&h, buf, sizeof h);
-	if ((fds[0] < 0) != !!(h.flags & SPEC_PRESTARTED))
-		return EINVAL;
 	size_t body = (size_t)n - sizeof h;
 	char *cwd = buf + sizeof h, *command = cwd + h.cwd_len + 1;
 	if (h.cwd_len >= body || h.command_len >= body - h.cwd_len - 1 ||
 	    (size_t)h.cwd_len + 1 + h.command_len + 1 != body || cwd[h.cwd_len] || command[h.command_len])
 		return EINVAL;
-	if (fds[0] >= 0) {
-		if (dup2(fds[0], STDIN_FILENO) < 0 || dup2(fds[1], STDOUT_FILENO) < 0 ||
-		    dup2(fds[1], STDERR_FILENO) < 0)
-			return errno;
-		close(fds[0]);
-		close(fds[1]);
-	}
+	if (dup2(fds[0], STDIN_FILENO) < 0 || dup2(fds[1], STDOUT_FILENO) < 0 || dup2(fds[1], STDERR_FILENO) < 0)
+		return errno;
+	close(fds[0]);
+	close(fds[1]);
 	*ret_cwd = cwd;
 	*ret_command = command;
-	*ret_flags = h.flags;
+	*ret_tty = h.flags & SPEC_TTY;
 	return 0;
 }
 
@@ -443,33 +245,17 @@ int keeper_main(void)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* The keeper leads the sessions it serves, one after another (each
-	 * reused one had no process left), and every process they start stays
-	 * below it. */
-	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-	setsid();
 
 	static char buf[SPEC_MAX];
 	for (;;) {
 		char *cwd = NULL, *command = NULL;
-		uint32_t flags = 0;
-		int e = spec_receive(buf, sizeof buf, &cwd, &command, &flags);
+		bool tty = false;
+		int e = spec_receive(buf, sizeof buf, &cwd, &command, &tty);
 		if (e || !cwd || !command) { /* a failed call whose errno reads 0 sets neither */
-			ahead_discard(true);
 			report(KEEPER_REPORT_FAILED, e ? e : EIO);
 			_exit(0);
 		}
-		if (flags & SPEC_PRESTART) {
-			ahead_start(cwd);
-			continue;
-		}
-		bool tty = flags & SPEC_TTY;
-		if (flags & SPEC_PRESTARTED)
-			ahead_run(cwd, command);
-		else {
-			ahead_discard(true);
-			keeper_run(cwd, command, tty);
-		}
+		keeper_run(cwd, command, tty);
 		/* A terminal session made its pty the keeper's controlling
 		 * terminal: that keeper is not reused. Others wait for the next
 		 * session (the helper closes the socket when it has a spare). */
@@ -541,76 +327,35 @@ pid_t keeper_spawn(char **envp, int *ret_fd)
 	return pid;
 }
 
-/* One spec message: h, cwd and command (each with its NUL) and, unless
- * fds is NULL, two descriptors. Returns 0 or -errno. */
-static int spec_send(int fd, const struct spec_header *h, const char *cwd, const char *command, const int fds[2])
+int keeper_start(int fd, const struct keeper_spec *spec)
 {
-	if (sizeof *h + h->cwd_len + h->command_len + 2 >= SPEC_MAX)
+	size_t cwd_len = strlen(spec->cwd), command_len = strlen(spec->command);
+	if (sizeof(struct spec_header) + cwd_len + command_len + 2 >= SPEC_MAX)
 		return -EMSGSIZE;
+	struct spec_header h = {
+	    .flags = spec->tty ? SPEC_TTY : 0, .cwd_len = (uint32_t)cwd_len, .command_len = (uint32_t)command_len};
 	struct iovec iov[] = {
-	    {.iov_base = (void *)h, .iov_len = sizeof *h},
-	    {.iov_base = (char *)cwd, .iov_len = h->cwd_len + 1},
-	    {.iov_base = (char *)command, .iov_len = h->command_len + 1},
+	    {.iov_base = &h, .iov_len = sizeof h},
+	    {.iov_base = (char *)spec->cwd, .iov_len = cwd_len + 1},
+	    {.iov_base = (char *)spec->command, .iov_len = command_len + 1},
 	};
 	union {
 		struct cmsghdr h;
 		char space[CMSG_SPACE(2 * sizeof(int))];
 	} ctl;
 	memset(&ctl, 0, sizeof ctl);
-	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 3};
-	if (fds) {
-		msg.msg_control = &ctl;
-		msg.msg_controllen = sizeof ctl;
-		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, 2 * sizeof(int));
-	}
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 3, .msg_control = &ctl, .msg_controllen = sizeof ctl};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+	int fds[2] = {spec->in_fd, spec->out_fd};
+	memcpy(CMSG_DATA(c), fds, sizeof fds);
 	ssize_t n;
 	do
 		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : 0;
-}
-
-int keeper_start(int fd, const struct keeper_spec *spec)
-{
-	size_t cwd_len = strlen(spec->cwd), command_len = strlen(spec->command);
-	if (cwd_len >= SPEC_MAX || command_len >= SPEC_MAX)
-		return -EMSGSIZE;
-	uint32_t flags = spec->prestarted ? SPEC_PRESTARTED : spec->tty ? SPEC_TTY : 0;
-	struct spec_header h = {.flags = flags, .cwd_len = (uint32_t)cwd_len, .command_len = (uint32_t)command_len};
-	int fds[2] = {spec->in_fd, spec->out_fd};
-	return spec_send(fd, &h, spec->cwd, spec->command, spec->prestarted ? NULL : fds);
-}
-
-int keeper_prestart(int fd, const char *cwd, int *ret_out)
-{
-	size_t cwd_len = strlen(cwd);
-	if (cwd_len >= SPEC_MAX)
-		return -EMSGSIZE;
-	int out[2];
-	if (pipe2(out, O_CLOEXEC) < 0)
-		return -errno;
-	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (null_fd < 0) {
-		int e = errno;
-		close(out[0]);
-		close(out[1]);
-		return -e;
-	}
-	struct spec_header h = {.flags = SPEC_PRESTART, .cwd_len = (uint32_t)cwd_len};
-	int r = spec_send(fd, &h, cwd, "", (int[2]){null_fd, out[1]});
-	close(null_fd);
-	close(out[1]);
-	if (r < 0) {
-		close(out[0]);
-		return r;
-	}
-	fcntl(out[0], F_SETFL, O_NONBLOCK);
-	*ret_out = out[0];
-	return 0;
 }
 
 static int64_t mono_ms(void)

@@ -10,10 +10,7 @@
  * idle and waits for the next session (the helper reuses it as its spare,
  * so a short command costs one fork of this small process and the shell's
  * exec) or exits when its socket is closed. A keeper of a tty session
- * exits instead (the terminal was its controlling terminal). An idle
- * keeper in the helper's pool also waits with a shell started ahead
- * (keeper_prestart), which a fitting session then runs in, so the start
- * costs neither a fork nor an exec.
+ * exits instead (the terminal was its controlling terminal).
  * Everything the session starts (setsid, double forks, daemons) thus keeps
  * the keeper as an ancestor while it lives. */
 #ifndef CHAT2SBX_HELPER_KEEPER_H
@@ -32,15 +29,10 @@
 /* The shell to start (all borrowed; fds are the caller's, left open). */
 struct keeper_spec {
 	const char *cwd, *command;
-	int in_fd;       /* the shell's stdin: /dev/null, an input pipe or the pty slave */
-	int out_fd;      /* its stdout and stderr: the output pipe or the pty slave */
-	bool tty;        /* out_fd is a pty slave: it becomes the controlling terminal,
-	                  * and TERM is KEEPER_TTY_TERM */
-	bool prestarted; /* run command in the shell keeper_prestart started
-	                  * (its output is the pipe keeper_prestart returned;
-	                  * in_fd, out_fd and tty are not used; cwd must be
-	                  * keeper_prestart's, or the keeper forks a shell on
-	                  * that pipe as usual) */
+	int in_fd;  /* the shell's stdin: /dev/null, an input pipe or the pty slave */
+	int out_fd; /* its stdout and stderr: the output pipe or the pty slave */
+	bool tty;   /* out_fd is a pty slave: it becomes the controlling terminal,
+	             * and TERM is KEEPER_TTY_TERM */
 };
 
 /* Reports, keeper → helper, one message each on a SOCK_SEQPACKET socket
@@ -74,19 +66,6 @@ pid_t keeper_spawn(char **envp, int *ret_fd);
  * be sent (EPIPE: the keeper is gone; EMSGSIZE: spec too large). Never
  * blocks. */
 int keeper_start(int fd, const struct keeper_spec *spec);
-
-/* Have the idle keeper behind fd start a shell ahead of the next session,
- * in cwd (a path; borrowed), with stdin /dev/null and its output on a new
- * pipe: bash, waiting for a command (keeper.c, PRESTART_SCRIPT), so a
- * later keeper_start with .prestarted costs no fork and no exec on the
- * session's path. Sets *ret_out to the pipe's read end (non-blocking,
- * close-on-exec; the caller owns it: the session's output when the start
- * is .prestarted, else to be closed). Where the keeper cannot start the
- * shell (no /bin/bash, fork failed) it keeps the pipe and forks one at the
- * start. A later keeper_start without .prestarted kills the waiting shell
- * first. Returns 0, or -errno when the message could not be sent (EPIPE:
- * the keeper is gone). Never blocks. */
-int keeper_prestart(int fd, const char *cwd, int *ret_out);
 
 /* Read one report from fd (as given by keeper_spawn), waiting up to
  * timeout_ms (0: only what is there). Returns 1 with *ret filled, 0 when

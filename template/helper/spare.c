@@ -10,11 +10,10 @@
 
 #include "hlog.h"
 #include "keeper.h"
-#include "paths.h"
 
 static struct {
 	pid_t pid;
-	int fd, out; /* out: keeper_prestart's pipe, or -1 */
+	int fd;
 } pool[SPARE_MAX];
 static size_t npool;
 /* 0: no fresh one is wanted; else the monotonic ms from which one is. At
@@ -37,38 +36,15 @@ bool spare_is(pid_t pid)
 	return false;
 }
 
-pid_t spare_take(char **envp, int *ret_fd, int *ret_out)
+pid_t spare_take(char **envp, int *ret_fd)
 {
 	due = mono_ms() + SPARE_DEFER_MS;
-	*ret_out = -1;
 	if (npool > 0) {
 		npool--;
 		*ret_fd = pool[npool].fd;
-		*ret_out = pool[npool].out;
 		return pool[npool].pid;
 	}
 	return keeper_spawn(envp, ret_fd);
-}
-
-/* pid and fd join the pool, with a shell started ahead in the workspace
- * (a keeper that cannot be told simply has none). */
-static void pool_add(pid_t pid, int fd)
-{
-	int out = -1;
-	int r = keeper_prestart(fd, paths_workspace(), &out);
-	if (r < 0)
-		hlog_debug("idle keeper %d starts no shell ahead: %s", (int)pid, strerror(-r));
-	pool[npool].pid = pid;
-	pool[npool].fd = fd;
-	pool[npool].out = out;
-	npool++;
-}
-
-static void pool_close(size_t i)
-{
-	close(pool[i].fd);
-	if (pool[i].out >= 0)
-		close(pool[i].out);
 }
 
 void spare_give(pid_t pid, int fd)
@@ -79,14 +55,16 @@ void spare_give(pid_t pid, int fd)
 		return;
 	}
 	hlog_debug("idle keeper %d waits for the next session", (int)pid);
-	pool_add(pid, fd);
+	pool[npool].pid = pid;
+	pool[npool].fd = fd;
+	npool++;
 }
 
 void spare_lost(pid_t pid)
 {
 	for (size_t i = 0; i < npool; i++)
 		if (pool[i].pid == pid) {
-			pool_close(i);
+			close(pool[i].fd);
 			pool[i] = pool[--npool];
 			due = 0;
 			hlog_debug("the idle keeper %d is gone", (int)pid);
@@ -105,7 +83,9 @@ void spare_ensure(char **envp)
 		hlog_debug("cannot start a spare keeper: %s", strerror(errno));
 		return;
 	}
-	pool_add(pid, fd);
+	pool[npool].pid = pid;
+	pool[npool].fd = fd;
+	npool++;
 }
 
 int64_t spare_deadline(void)
@@ -116,7 +96,7 @@ int64_t spare_deadline(void)
 void spare_drop_all(bool stop)
 {
 	while (npool > 0)
-		pool_close(--npool);
+		close(pool[--npool].fd);
 	if (stop)
 		closed = true;
 }

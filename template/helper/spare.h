@@ -1,6 +1,5 @@
-/* spare.h: idle keepers (keeper.h) waiting for the next bash.start, each
- * with a shell started ahead in the workspace (keeper_prestart), so no
- * fork and no exec lie on the path of a command: the keeper of an
+/* spare.h: idle keepers (keeper.h) waiting for the next bash.start, so no
+ * keeper's fork and exec lie on the path of a command: the keeper of an
  * ended session that reported itself idle, or one started ahead of time
  * (SPARE_DEFER_MS after the last was taken, when none came back). At most
  * SPARE_MAX wait. Each is a child of the helper; the pool owns its pid and
@@ -20,12 +19,10 @@ bool spare_is(pid_t pid);
 
 /* A keeper for a new session: the idle keeper that came back last, else
  * one started now (keeper_spawn; an exec the caller then waits for).
- * Ownership of the pid, *ret_fd and *ret_out moves to the caller.
- * *ret_out is the output pipe of the shell the pooled keeper started ahead
- * in paths_workspace() (keeper_prestart), or -1 (a keeper started now, or
- * one that could not be told). Schedules a fresh spare SPARE_DEFER_MS from
- * now. Returns the pid, or -1 with errno (fork failed). */
-pid_t spare_take(char **envp, int *ret_fd, int *ret_out);
+ * Ownership of the pid and *ret_fd moves to the caller. Schedules a fresh
+ * spare SPARE_DEFER_MS from now. Returns the pid, or -1 with errno (fork
+ * failed). */
+pid_t spare_take(char **envp, int *ret_fd);
 
 /* An idle keeper given back (it reported KEEPER_REPORT_IDLE; pid and fd
  * move to the pool): kept when fewer than SPARE_MAX wait and the pool is

@@ -238,26 +238,8 @@ static pid_t escapees_check(pid_t shell, pid_t setsid_pid, pid_t daemon_pid)
 	return keeper;
 }
 
-/* Whether pid is a shell an idle keeper started ahead (keeper_prestart):
- * its command line is keeper.c's PRESTART_SCRIPT. */
-static bool is_ahead(pid_t pid)
-{
-	char path[64], cmd[512] = "";
-	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, cmd, sizeof cmd - 1);
-	close(fd);
-	for (ssize_t i = 0; i < n; i++)
-		if (!cmd[i])
-			cmd[i] = ' ';
-	return n > 0 && strstr(cmd, "__chat2sbx_go");
-}
-
-/* Whether any live process has parent pid (a shell started ahead for the
- * next session, with ahead, counts too). */
-static bool has_children_but(pid_t pid, bool ahead)
+/* Whether any live process has parent pid. */
+static bool has_children(pid_t pid)
 {
 	DIR *d = opendir("/proc");
 	cr_assert_not_null(d);
@@ -266,44 +248,14 @@ static bool has_children_but(pid_t pid, bool ahead)
 	while (!found && (de = readdir(d)))
 		if (isdigit((unsigned char)de->d_name[0])) {
 			pid_t p = (pid_t)atoi(de->d_name);
-			found = parent_of(p) == pid && alive(p) && (ahead || !is_ahead(p));
+			found = parent_of(p) == pid && alive(p);
 		}
 	closedir(d);
 	return found;
 }
 
-static bool has_children(pid_t pid)
-{
-	return has_children_but(pid, false);
-}
-
-/* The pid of a shell started ahead below one of h's idle keepers, waited
- * for up to timeout_ms; 0 when none came. */
-static pid_t ahead_wait(pid_t helper, int timeout_ms)
-{
-	int64_t deadline = now_ms() + timeout_ms;
-	do {
-		DIR *d = opendir("/proc");
-		cr_assert_not_null(d);
-		pid_t found = 0;
-		struct dirent *de;
-		while (!found && (de = readdir(d)))
-			if (isdigit((unsigned char)de->d_name[0])) {
-				pid_t p = (pid_t)atoi(de->d_name), k = parent_of(p);
-				if (is_ahead(p) && is_keeper(k) && parent_of(k) == helper)
-					found = p;
-			}
-		closedir(d);
-		if (found)
-			return found;
-		usleep(10 * 1000);
-	} while (now_ms() < deadline);
-	return 0;
-}
-
 /* A keeper whose session is over either exited or waits idle, with no
- * process of the session left below it (only, perhaps, the shell started
- * ahead for the next one), for the next session (keeper.h). */
+ * process left below it, for the next session (keeper.h). */
 static bool keeper_released(pid_t keeper, int timeout_ms)
 {
 	int64_t deadline = now_ms() + timeout_ms;
@@ -707,75 +659,6 @@ Test(bash_keeper, spare_keeper_killed_or_stopped)
 		r = start(&h, 10 * round + 2, sid, "echo fine", "", 5000);
 		assert_ended(r, "exited", 0, NULL);
 		cr_assert_str_eq(jstr(r, "output"), "fine\n");
-		json_object_put(r);
-	}
-	stop_clean(&h);
-}
-
-/* A session in the workspace runs in the shell an idle keeper started
- * ahead (keeper_prestart): the same pid, exit code, variables and output
- * as `bash -c`, nothing of the start-up script left; a session elsewhere
- * or on a terminal forks its own shell, and the waiting one is gone. */
-Test(bash_keeper, shell_started_ahead_runs_the_next_session)
-{
-	struct harness h;
-	harness_start(&h);
-	json_object *r = start(&h, 1, "bash_first", "true", "", 5000);
-	assert_ended(r, "exited", 0, NULL);
-	json_object_put(r);
-	pid_t ahead = ahead_wait(h.pid, 5000);
-	cr_assert_gt(ahead, 0, "no shell was started ahead");
-	const char *command = "echo $$ $# $0 $BASH_EXECUTION_STRING; pwd; set | grep -c ^__chat2sbx; "
-	                      "ls /proc/$$/fd | wc -l; exit 5";
-	r = start(&h, 2, "bash_ahead", command, "", 5000);
-	assert_ended(r, "exited", 5, NULL);
-	char want[PATH_MAX + 512];
-	snprintf(want, sizeof want, "%d 0 bash %s\n%s\n0\n3\n", (int)ahead, command, h.workspace);
-	cr_assert_str_eq(jstr(r, "output"), want);
-	cr_assert_eq(jint(r, "pid"), ahead);
-	json_object_put(r);
-	/* Elsewhere, and on a terminal: a shell of its own, `bash -c COMMAND`. */
-	cr_assert_gt(ahead_wait(h.pid, 5000), 0);
-	r = start(&h, 3, "bash_elsewhere", "tr '\\\\0' ' ' < /proc/$$/cmdline; pwd", ",\"cwd\":\"/\"", 5000);
-	assert_ended(r, "exited", 0, NULL);
-	cr_assert_str_eq(jstr(r, "output"), "bash -c tr '\\0' ' ' < /proc/$$/cmdline; pwd /\n");
-	json_object_put(r);
-	pid_t waiting = ahead_wait(h.pid, 5000);
-	cr_assert_gt(waiting, 0);
-	r = start(&h, 4, "bash_tty2", "tty >/dev/null && echo tty", ",\"tty\":true", 5000);
-	assert_ended(r, "exited", 0, NULL);
-	cr_assert_str_eq(jstr(r, "output"), "tty\r\n");
-	json_object_put(r);
-	cr_assert(wait_gone(waiting, 5000), "the shell waiting ahead stayed after a tty session took its keeper");
-	stop_clean(&h);
-}
-
-/* What the sandbox can do to a shell waiting ahead: kill it, stop it, or
- * replace the workspace it waits in. The next session still runs its
- * command once, in the workspace as it is now. */
-Test(bash_keeper, shell_started_ahead_killed_stopped_or_moved)
-{
-	struct harness h;
-	harness_start(&h);
-	const char *steps[] = {
-	    "for p in /proc/[0-9]*; do grep -qs __chat2sbx_go $p/cmdline && [ ${p#/proc/} != $$ ] && "
-	    "kill -KILL ${p#/proc/}; done; sleep 0.2",
-	    "for p in /proc/[0-9]*; do grep -qs __chat2sbx_go $p/cmdline && [ ${p#/proc/} != $$ ] && "
-	    "kill -STOP ${p#/proc/}; done; true",
-	    "cd / && mv $OLDPWD $OLDPWD.old && mkdir $OLDPWD && echo new > $OLDPWD/marker",
-	};
-	for (int i = 0; i < 3; i++) {
-		cr_assert_gt(ahead_wait(h.pid, 5000), 0, "step %d: no shell waits ahead", i);
-		char sid[32];
-		snprintf(sid, sizeof sid, "bash_step%d", i);
-		json_object *r = start(&h, 10 * i + 1, sid, steps[i], "", 5000);
-		assert_ended(r, "exited", 0, NULL);
-		json_object_put(r);
-		snprintf(sid, sizeof sid, "bash_next%d", i);
-		r = start(&h, 10 * i + 2, sid, "echo once >> runs; cat runs; cat marker 2>/dev/null; rm runs", "",
-		          5000);
-		assert_ended(r, "exited", 0, NULL);
-		cr_assert_str_eq(jstr(r, "output"), i == 2 ? "once\nnew\n" : "once\n", "step %d", i);
 		json_object_put(r);
 	}
 	stop_clean(&h);

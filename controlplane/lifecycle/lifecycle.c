@@ -65,3 +65,7 @@ struct docker_engine *lifecycle_engine(const struct lifecycle *lc)
 {
 	return lc->engine;
 }
+void lifecycle_node_health_set(struct lifecycle *lc, struct node_health *health)
+{
+	lc->health = health;
+}

@@ -12,6 +12,7 @@
 #include "../docker/docker.h"
 #include "../guard/guard.h"
 #include "../helper/helper.h"
+#include "../node/node.h"
 #include "../workspace/workspace.h"
 #include "../store/store.h"
 
@@ -266,6 +267,12 @@ void lifecycle_disk_unpause_leftovers(struct lifecycle *lc);
 const struct policy_sandbox_limits *lifecycle_limits_in_force(const struct lifecycle *lc);
 struct store *lifecycle_store(const struct lifecycle *lc);
 struct docker_engine *lifecycle_engine(const struct lifecycle *lc);
+/* Gives lc the health loop (borrowed until lifecycle_free or a later call
+ * with NULL): a call on a sandbox whose node it says is not answering is
+ * refused at the gate (lifecycle_sandbox_channel) with UNAVAILABLE naming
+ * the node and since when, without touching the row or the engine. Set
+ * before the first call; NULL (the default) treats every node as answering. */
+void lifecycle_node_health_set(struct lifecycle *lc, struct node_health *health);
 
 /* ---- saved clone work (lifecycle/export_*.c, issue 14) ---- */
 

@@ -66,6 +66,10 @@ struct lifecycle_create_options {
 	 * never): ends the wait for a clone copy, which goes on and is answered
 	 * as still running (copy_session_id). Other steps are short and finish. */
 	struct cp_cancel *cancel;
+	/* The node to create on (borrowed; "local" = this machine); NULL =
+	 * placement chooses among 'local' and the nodes added (issue 28; a host
+	 * workspace, an existing workspace and the vm runtime stay on 'local'). */
+	const char *node;
 };
 
 struct lifecycle_create_result {

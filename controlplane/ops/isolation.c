@@ -274,7 +274,8 @@ static void probe_remove(struct lifecycle *lc, const struct sandbox_record *s)
 
 static int probe_create(struct lifecycle *lc, int network_off, struct sandbox_record *ret, struct cp_error **err)
 {
-	struct lifecycle_create_options o = {.network_off = network_off};
+	/* On this machine: the attacks include its host edge. */
+	struct lifecycle_create_options o = {.network_off = network_off, .node = "local"};
 	struct lifecycle_create_result res = {0};
 	if (lifecycle_sandbox_create(lc, &o, &res, err) < 0)
 		return cp_error_prefix(err, "create the doctor's probe sandbox");

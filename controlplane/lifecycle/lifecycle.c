@@ -68,3 +68,8 @@ struct docker_engine *lifecycle_engine(const struct lifecycle *lc)
 {
 	return lc->engine;
 }
+int lifecycle_sandbox_engine(struct lifecycle *lc, const struct sandbox_record *s, struct docker_engine **ret,
+                             struct cp_error **err)
+{
+	return lifecycle_node_engine(lc, s->node, ret, err);
+}

@@ -30,16 +30,18 @@ static int sandbox_list(struct cli *cli, struct store *store)
 	struct json_object *list = xjson_array();
 	int unsaved = 0;
 	if (!cli->json)
-		printf("%-26s %-9s %-25s %-24s %-8s %s\n", "SANDBOX", "STATUS", "WORKSPACE", "CREATED", "UNSAVED",
-		       "REASON");
+		printf("%-26s %-9s %-12s %-25s %-24s %-8s %s\n", "SANDBOX", "STATUS", "NODE", "WORKSPACE", "CREATED",
+		       "UNSAVED", "REASON");
 	for (size_t i = 0; i < n; i++) {
 		struct sandbox_record *s = &rows[i];
 		char b1[40], b2[40];
+		const char *node = s->node && *s->node ? s->node : STORE_NODE_LOCAL; /* issue 28 */
 		if (cli->json) {
 			struct json_object *o = xjson_object();
 			xjson_add(o, "sandbox_id", xjson_string(s->id));
 			xjson_add(o, "status", xjson_string(sandbox_status_to_string(s->status)));
 			xjson_add(o, "workspace_id", xjson_string(s->workspace_id));
+			xjson_add(o, "node", xjson_string(node));
 			xjson_add(o, "image", xjson_string(s->image));
 			xjson_add(o, "created_at", xjson_string(when(s->created_at_ms, b1, sizeof(b1))));
 			xjson_add(o, "last_activity_at", xjson_string(when(s->last_activity_ms, b2, sizeof(b2))));
@@ -50,8 +52,8 @@ static int sandbox_list(struct cli *cli, struct store *store)
 				xjson_add(o, "unsaved_work", xjson_bool(s->unsaved));
 			xjson_append(list, o);
 		} else {
-			printf("%-26s %-9s %-25s %-24s %-8s %s\n", s->id, sandbox_status_to_string(s->status),
-			       s->workspace_id, when(s->created_at_ms, b1, sizeof(b1)),
+			printf("%-26s %-9s %-12s %-25s %-24s %-8s %s\n", s->id, sandbox_status_to_string(s->status),
+			       node, s->workspace_id, when(s->created_at_ms, b1, sizeof(b1)),
 			       s->unsaved < 0 ? "-"
 			       : s->unsaved   ? "yes"
 			                      : "no",

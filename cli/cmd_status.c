@@ -406,8 +406,17 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 	int64_t unsaved = 0, expired = 0, unapplied = 0, removing = 0;
 	struct sandbox_record *sb = NULL;
 	size_t ns = 0;
+	/* Live sandboxes per node (issue 28): {"local": 3, "n1": 2}. */
+	struct json_object *by_node = xjson_object();
 	if (have && store_sandbox_list(store, 0, &sb, &ns, &e) == 0) {
 		for (size_t i = 0; i < ns; i++) {
+			const char *node = sb[i].node && *sb[i].node ? sb[i].node : STORE_NODE_LOCAL;
+			struct json_object *c = NULL;
+			if (store_sandbox_is_live(&sb[i]))
+				xjson_add(by_node, node,
+				          xjson_int64(json_object_object_get_ex(by_node, node, &c)
+				                          ? json_object_get_int64(c) + 1
+				                          : 1));
 			unsaved += sb[i].unsaved == 1 || sb[i].status == SANDBOX_EXPIRED;
 			expired += sb[i].status == SANDBOX_EXPIRED;
 			removing += sb[i].status == SANDBOX_REMOVING; /* a removal the registry could not finish */
@@ -424,6 +433,10 @@ static void status_registry(const struct config *cfg, struct json_object *out)
 	add_int(sbx, "removing", removing, have);
 	add_int(sbx, "exports_not_applied", unapplied, have_exports);
 	add_int(sbx, "active", live, have);
+	if (have)
+		xjson_add(sbx, "by_node", by_node);
+	else
+		json_object_put(by_node);
 	add_int(sbx, "memory_ceilings_bytes", memory, have);
 	add_int(apr, "pending", (int64_t)pending, have);
 	if (!have)
@@ -551,6 +564,17 @@ static void print_table(struct json_object *o, const struct ops_readiness *rd, c
 	       "SANDBOXES", get_s(o, "sandboxes", "active") ?: "?", get_s(o, "sandboxes", "limit") ?: "unlimited",
 	       get_s(o, "sandboxes", "limit_source") ?: "?", get_s(o, "sandboxes", "unsaved") ?: "?",
 	       get_s(o, "sandboxes", "expired") ?: "?", get_s(o, "sandboxes", "exports_not_applied") ?: "?");
+	struct json_object *by_node = json_object_object_get(json_object_object_get(o, "sandboxes"), "by_node");
+	if (by_node && json_object_object_length(by_node) > 0) {
+		printf("%-10s on node", "");
+		const char *sep = "s:";
+		json_object_object_foreach(by_node, name, count)
+		{
+			printf("%s %s %lld", sep, name, (long long)json_object_get_int64(count));
+			sep = ",";
+		}
+		printf("\n");
+	}
 	if (strcmp(get_s(o, "sandboxes", "removing") ?: "0", "0") != 0)
 		printf("%-10s %s sandbox(es) being removed: the registry could not record the end of their removal; "
 		       "serve's next maintenance pass finishes it\n",

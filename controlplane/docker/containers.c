@@ -126,7 +126,7 @@ static void build_host_config(struct json_object *root, const struct docker_cont
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		struct json_object *m = xjson_object();
 		xjson_append(mounts, m);
-		add_string(m, "Type", "bind");
+		add_string(m, "Type", spec->mounts[i].volume ? "volume" : "bind");
 		add_string(m, "Source", spec->mounts[i].source);
 		add_string(m, "Target", spec->mounts[i].target);
 		add_bool(m, "ReadOnly", spec->mounts[i].read_only);

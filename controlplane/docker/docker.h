@@ -187,9 +187,10 @@ int docker_seccomp_security_opt(const char **ret_opt, struct cp_error **err);
 /* ---- containers (docker/containers.c) ---- */
 
 struct docker_mount {
-	const char *source; /* host path */
+	const char *source; /* host path; with volume, the engine volume's name */
 	const char *target; /* path inside the container */
 	int read_only;
+	int volume; /* 1: Type "volume" (a volume of the engine's, made with docker_volume_create); 0: "bind" */
 };
 
 /* A published TCP port: container_port/tcp on host_ip:host_port (Docker
@@ -406,6 +407,19 @@ void docker_network_bridges_free(struct docker_network_bridge *v, size_t n);
 int docker_container_gateways(struct docker_engine *engine, const char *container, char ***ret, struct cp_error **err);
 /* Frees a NULL-terminated vector of owned strings; accepts NULL. */
 void docker_strv_free(char **v);
+
+/* ---- volumes (docker/volumes.c) ---- */
+
+/* POST /volumes/create: a volume of the "local" driver named name
+ * (borrowed) with labels (borrowed "key", "value", ... NULL-terminated; may
+ * be NULL). Creating a name that exists is no error (the engine answers
+ * the existing one). UNAVAILABLE when the engine does not answer. Blocks
+ * at most 15 s. Docker Engine API v1.41, VolumeCreate. */
+int docker_volume_create(struct docker_engine *engine, const char *name, const char *const *labels,
+                         struct cp_error **err);
+/* DELETE /volumes/{name}?force=1: NOT_FOUND when absent; CONFLICT while a
+ * container still uses it. Blocks at most 15 s. */
+int docker_volume_remove(struct docker_engine *engine, const char *name, struct cp_error **err);
 
 /* ---- attach (docker/attach.c) ---- */
 

@@ -288,7 +288,10 @@ static size_t candidates(struct guard_disk *g, struct sandbox_record **ret_rows,
 		g->marks[i].seen = 0;
 	for (size_t i = 0; i < *ret_n; i++) {
 		struct sandbox_record *s = &(*ret_rows)[i];
-		if (s->status != SANDBOX_RUNNING || s->pooled || !s->container_id)
+		/* This machine's disks hold only this machine's sandboxes: another
+		 * node's are its own disk guard's (not built yet, docs/nodes.md). */
+		if (s->status != SANDBOX_RUNNING || s->pooled || !s->container_id ||
+		    (s->node && strcmp(s->node, STORE_NODE_LOCAL)))
 			continue;
 		struct disk_mark *m = disk_mark_of(g, s->id, 1);
 		m->seen = 1;

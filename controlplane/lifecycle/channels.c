@@ -90,7 +90,8 @@ void lifecycle_channel_go_direct(struct lifecycle *lc, const struct sandbox_reco
 {
 	char dir[4096];
 	struct stat st;
-	if (!policy_runtime_direct_channel(s->runtime) || !lifecycle_channel_dir_path(lc, s->id, dir, sizeof(dir)) ||
+	if (!lifecycle_node_is_local(s->node) || /* a remote node has no path of this machine's */
+	    !policy_runtime_direct_channel(s->runtime) || !lifecycle_channel_dir_path(lc, s->id, dir, sizeof(dir)) ||
 	    stat(dir, &st) < 0 || lifecycle_channel_own(lc, s->id) != 1)
 		return; /* made before the direct channel existed, or used by another process */
 	_cleanup_error_ struct cp_error *e = NULL;
@@ -255,11 +256,15 @@ void lifecycle_channel_boot_swap(struct lifecycle *lc, const char *id, const cha
 	pthread_mutex_unlock(&lc->lock);
 }
 
-int lifecycle_attach_unlisted(struct lifecycle *lc, const char *sandbox_id, const char *container,
+int lifecycle_attach_unlisted(struct lifecycle *lc, const char *sandbox_id, const char *node, const char *container,
                               struct helper_channel **ret_channel, struct cp_error **err)
 {
 	int fd = -1;
-	if (docker_container_attach(lc->engine, container, 10000, &fd, err) < 0)
+	struct docker_engine *engine = NULL;
+	/* Over a remote node's engine the stream comes through attach_tls.c's
+	 * relay: the channel reads a plain descriptor either way. */
+	if (lifecycle_node_engine(lc, node, &engine, err) < 0 ||
+	    docker_container_attach(engine, container, 10000, &fd, err) < 0)
 		return -1;
 	/* the channel owns fd even on failure */
 	return helper_channel_new(fd, sandbox_id, lc->receipts, ret_channel, err);
@@ -270,12 +275,12 @@ void lifecycle_channel_receipts_set(struct lifecycle *lc, const struct helper_re
 	lc->receipts = receipts;
 }
 
-int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
+int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *node, const char *container,
                      struct helper_channel **ret_channel, struct cp_error **err)
 {
 	struct helper_channel *ch = NULL;
 	(void)lifecycle_channel_own(lc, sandbox_id); /* when it can (another process may use it) */
-	if (lifecycle_attach_unlisted(lc, sandbox_id, container, &ch, err) < 0)
+	if (lifecycle_attach_unlisted(lc, sandbox_id, node, container, &ch, err) < 0)
 		return -1;
 	if (ret_channel)
 		*ret_channel = helper_channel_ref(ch);

@@ -150,8 +150,20 @@ static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_r
 /* The shared network, on its fixed bridge (issue 12). One made by an older
  * chat2sbx stays while containers refer to it; the firewall then names its
  * bridge (guard_legacy_bridges). */
-static int ensure_network(struct lifecycle *lc, struct cp_error **err)
+static int ensure_network(struct lifecycle *lc, const char *node, struct docker_engine *engine, struct cp_error **err)
 {
+	if (!lifecycle_node_is_local(node)) {
+		/* Another node's engine: its own network (no host firewall of ours
+		 * there yet, docs/nodes.md). */
+		char bridge[64] = "";
+		if (lifecycle_node_network_ready(lc, node, 0) == 1)
+			return 0;
+		if (docker_network_ensure(engine, POLICY_NETWORK, POLICY_LABEL_NETWORK, POLICY_NETWORK_BRIDGE, bridge,
+		                          sizeof(bridge), err) < 0)
+			return cp_error_prefix(err, "on node '%s'", node);
+		lifecycle_node_network_ready(lc, node, 1);
+		return 0;
+	}
 	pthread_mutex_lock(&lc->attach_lock);
 	char bridge[64] = "";
 	int r = lc->network_ready ? 0
@@ -199,6 +211,28 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	/* managed and direct: the directory is /workspace. clone: it is a
 	 * read-only source, and /workspace stays on the container's own disk. */
 	int clone = !strcmp(w->mode, "clone");
+	/* Another node (issue 28): its managed workspace is a volume of its
+	 * engine named after the sandbox (docs/nodes.md), and no path of this
+	 * machine but the helper's is mounted (the channel directory is not:
+	 * calls use the attach stream). */
+	const char *remote = lifecycle_node_is_local(s->node) ? NULL : s->node;
+	struct docker_engine *engine = NULL;
+	char volume[128] = "";
+	if (lifecycle_node_engine(lc, s->node, &engine, err) < 0)
+		return -1;
+	if (remote) {
+		if (strcmp(w->mode, "managed"))
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "a %s workspace cannot go to node '%s': host directories stay on this "
+			                    "machine (not built yet, docs/nodes.md)",
+			                    w->mode, remote);
+		const char *vlabels[] = {
+		    POLICY_LABEL_SANDBOX,   s->id, POLICY_LABEL_WORKSPACE, w->id, POLICY_LABEL_REGISTRY,
+		    lc->cfg->database_path, NULL};
+		lifecycle_workspace_volume_name(s->id, volume, sizeof(volume));
+		if (docker_volume_create(engine, volume, vlabels, err) < 0)
+			return cp_error_prefix(err, "on node '%s'", remote);
+	}
 	/* helper, workspace, the .git protection (direct mode, parents first;
 	 * the engine sorts by target depth too), and the test-only socket. */
 	int vm = policy_runtime_is_vm(s->runtime);
@@ -206,8 +240,10 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	size_t n_mounts = 0;
 	mounts[n_mounts++] =
 	    (struct docker_mount){.source = lc->cfg->helper_path, .target = POLICY_HELPER_TARGET, .read_only = 1};
-	mounts[n_mounts++] = (struct docker_mount){
-	    .source = w->path, .target = clone ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET, .read_only = clone};
+	mounts[n_mounts++] = (struct docker_mount){.source = remote ? volume : w->path,
+	                                           .target = clone ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET,
+	                                           .read_only = clone,
+	                                           .volume = remote != NULL};
 	for (size_t i = 0; i < guard->n; i++)
 		mounts[n_mounts++] = (struct docker_mount){.source = guard->mounts[i].source,
 		                                           .target = guard->mounts[i].target,
@@ -215,7 +251,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	/* TEST ONLY (CHAT2SBX_TEST_UNSAFE_MOUNT_DOCKER_SOCKET=1): the engine
 	 * socket inside, the very hole `chat2sbx doctor` must detect. Never
 	 * mounted otherwise. */
-	if (lc->cfg->test_unsafe_mount_docker_socket)
+	if (lc->cfg->test_unsafe_mount_docker_socket && remote == NULL)
 		mounts[n_mounts++] =
 		    (struct docker_mount){.source = lc->cfg->docker_socket, .target = "/var/run/docker.sock"};
 	/* vm: the launcher and guest init too (guard/vm.c). */
@@ -225,7 +261,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	/* The direct channel's directory, read-only: the helper connects to the
 	 * socket serve makes there for a moment (channels.c, helper/direct.c). */
 	char channel_dir[4096];
-	if (policy_runtime_direct_channel(s->runtime) &&
+	if (!remote && policy_runtime_direct_channel(s->runtime) &&
 	    lifecycle_channel_dir_path(lc, s->id, channel_dir, sizeof(channel_dir))) {
 		if (lifecycle_channel_dir_make(lc, s->id, err) < 0)
 			return -1;
@@ -256,18 +292,18 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	struct guard_vm_parts vm_parts;
 	if (vm)
 		guard_vm_container(&lc->host, s, w, mount_dev, mount_ino, &spec, &vm_parts);
-	if (s->network && ensure_network(lc, err) < 0)
+	if (s->network && ensure_network(lc, s->node, engine, err) < 0)
 		return -1;
 	_cleanup_free_ char *container_id = NULL;
 	report_step(opts, "creating the container", 3);
-	if (docker_container_create(lc->engine, &spec, &container_id, err) < 0)
+	if (docker_container_create(engine, &spec, &container_id, err) < 0)
 		return -1;
 	_cleanup_(helper_channel_unrefp) struct helper_channel *ch = NULL;
 	int r = 0;
-	if (lifecycle_attach(lc, s->id, container_id, &ch, err) < 0)
+	if (lifecycle_attach(lc, s->id, s->node, container_id, &ch, err) < 0)
 		r = -1;
 	report_step(opts, "starting the container", 4);
-	if (r == 0 && docker_container_start(lc->engine, container_id, err) < 0)
+	if (r == 0 && docker_container_start(engine, container_id, err) < 0)
 		r = -1;
 	report_step(opts, "waiting for the helper in the sandbox", 5);
 	if (r == 0 && lifecycle_helper_greet(lc, s, ch, NULL, err) < 0) { /* records its boot id (recovery.c) */
@@ -369,14 +405,14 @@ static int verify_host_mount(struct lifecycle *lc, const struct sandbox_record *
 }
 
 /* Undo of a create that failed: nothing of it may remain. */
-static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container_id,
+static void undo_create(struct lifecycle *lc, const char *sandbox_id, const char *node, const char *container_id,
                         const struct workspace_record *new_workspace)
 {
 	lifecycle_channel_drop(lc, sandbox_id);
 	/* The container by its name when its id never came back. The row is
 	 * still 'creating' (never handed to anyone), so the removal rule
 	 * (removal.c) asks for no save. */
-	lifecycle_undo_create(lc, sandbox_id, container_id ? container_id : sandbox_id, new_workspace);
+	lifecycle_undo_create(lc, sandbox_id, node, container_id ? container_id : sandbox_id, new_workspace);
 }
 
 /* The workspace's live sandbox as the answer (reused). */
@@ -400,16 +436,19 @@ static int answer_reused(struct lifecycle *lc, const char *workspace_id, const s
 	return 0;
 }
 
-/* Whether a new sandbox may be made: the disk has room (disk_guard.c) and
- * the sandbox count is below its limit. */
-static int check_limit(struct lifecycle *lc, struct cp_error **err)
+/* Whether a new sandbox may be made on node: this machine's disk has room
+ * (disk_guard.c) and its sandbox count is below its limit. Another node's
+ * limit was checked by placement (create_place.c). */
+static int check_limit(struct lifecycle *lc, const char *node, struct cp_error **err)
 {
+	if (!lifecycle_node_is_local(node))
+		return 0;
 	if (lifecycle_disk_check_create(lc, err) < 0)
 		return -1;
 	if (lc->limits.max_active <= 0)
 		return 0;
 	int live = 0;
-	if (store_sandbox_count_live(lc->store, &live, err) < 0)
+	if (store_sandbox_count_live_on(lc->store, STORE_NODE_LOCAL, &live, err) < 0)
 		return -1;
 	if (live >= lc->limits.max_active)
 		return cp_error_set(
@@ -420,8 +459,26 @@ static int check_limit(struct lifecycle *lc, struct cp_error **err)
 	return 0;
 }
 
-/* lifecycle_sandbox_create; pool_member: lifecycle_pool_member_create. */
+/* The node of a new managed workspace's sandbox into *ret_node (caller
+ * frees); 1 when placement chose it among several nodes (a capacity failure
+ * there may be tried elsewhere), 0 when it is 'local' by rule or the only
+ * one. */
+static int place_new(struct lifecycle *lc, const struct lifecycle_create_options *opts, int pool_member,
+                     const struct lifecycle_limits *lim, const struct policy_placement_tries *tries, char **ret_node,
+                     struct cp_error **err)
+{
+	/* The warm pool and the vm runtime are this machine's (docs/nodes.md). */
+	const char *pinned = opts->node                                          ? opts->node
+	                     : pool_member || policy_runtime_is_vm(lim->runtime) ? STORE_NODE_LOCAL
+	                                                                         : NULL;
+	return lifecycle_place(lc, lim, pinned, tries, ret_node, err);
+}
+
+/* lifecycle_sandbox_create; pool_member: lifecycle_pool_member_create.
+ * *ret_placed (caller frees; NULL when none) names the node placement chose
+ * among several, for another try after a capacity failure. */
 static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_options *opts, int pool_member,
+                          const struct policy_placement_tries *tries, char **ret_placed,
                           struct lifecycle_create_result *ret, struct cp_error **err)
 {
 	/* Declared before any goto so their cleanups never see garbage. */
@@ -433,7 +490,9 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	struct lifecycle_limits lim = {0};
 	uint64_t mount_dev = 0, mount_ino = 0; /* host identity of a host workspace (mount_verify.c) */
 	_cleanup_(guard_git_clear) struct guard_git guard = {0}; /* direct mode (git_guard.c) */
+	_cleanup_free_ char *node = NULL;                        /* where it goes (issue 28) */
 	*ret = (struct lifecycle_create_result){0};
+	*ret_placed = NULL;
 
 	lifecycle_undo_run(lc); /* earlier failed creates first: they hold a place until undone */
 	if (lifecycle_create_limits(lc, opts, &lim, err) < 0)
@@ -452,6 +511,10 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "workspace_mode '%s' only applies with workspace_path (a host directory)",
 		                    opts->workspace_mode);
+	if ((opts->workspace_path || opts->workspace_id) && opts->node && !lifecycle_node_is_local(opts->node))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "a host directory or an existing workspace stays on this machine (node 'local'); "
+		                    "another node takes only a new managed workspace (docs/nodes.md)");
 	report_step(opts, "options checked", 1);
 
 	if (opts->workspace_path) {
@@ -462,11 +525,17 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 		if (store_workspace_get(lc->store, opts->workspace_id, &ws, err) < 0)
 			return -1;
 	} else {
-		/* Warm pool (pool.c): a ready member answers at once. */
-		int claimed = pool_member ? 0 : lifecycle_pool_claim(lc, opts, ret, err);
+		int placed = place_new(lc, opts, pool_member, &lim, tries, &node, err);
+		if (placed < 0)
+			return -1; /* nothing created yet */
+		if (placed == 1)
+			*ret_placed = xstrdup(node);
+		/* Warm pool (pool.c, this machine's only): a ready member answers at once. */
+		int claimed =
+		    pool_member || !lifecycle_node_is_local(node) ? 0 : lifecycle_pool_claim(lc, opts, ret, err);
 		if (claimed != 0)
 			return claimed < 0 ? -1 : 0;
-		if (check_limit(lc, err) < 0 || make_managed_workspace(lc, &ws, err) < 0)
+		if (check_limit(lc, node, err) < 0 || make_managed_workspace(lc, &ws, err) < 0)
 			return -1;
 		new_workspace = 1;
 	}
@@ -491,7 +560,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 			             ws.id, ws.path);
 			goto fail_workspace;
 		}
-		if (check_limit(lc, err) < 0 ||
+		if (check_limit(lc, NULL, err) < 0 ||
 		    (strcmp(ws.mode, "managed") &&
 		     recheck_host_workspace(lc, &ws, &mount_dev, &mount_ino, &guard, err) < 0))
 			goto fail_workspace;
@@ -513,7 +582,12 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	    .disk_bytes = lim.disk_bytes,
 	    .created_at_ms = clock_now_ms(),
 	    .pooled = pool_member,
+	    .node = node, /* recorded by the insert that creates the row; NULL = local */
 	};
+	/* The writable layer's size is this machine's storage's option: another
+	 * node's engine is not asked (not built yet, docs/nodes.md). */
+	if (!lifecycle_node_is_local(node))
+		row.disk_bytes = 0;
 	if (lifecycle_sandbox_insert_limited(lc, &row, err) < 0) {
 		if ((*err)->code == CP_ERR_CONFLICT && !new_workspace) {
 			/* A concurrent create won the race for this workspace: reuse its sandbox. */
@@ -549,7 +623,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	return 0;
 
 fail_sandbox:
-	undo_create(lc, id, container_id, new_workspace ? &ws : NULL);
+	undo_create(lc, id, node, container_id, new_workspace ? &ws : NULL);
 	free(ret->copy_session_id);
 	ret->copy_session_id = NULL;
 	workspace_record_clear(&ws);
@@ -572,11 +646,34 @@ fail_workspace:
 int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                              struct lifecycle_create_result *ret, struct cp_error **err)
 {
-	return create_sandbox(lc, opts, 0, ret, err);
+	/* A create that failed for capacity on a node placement chose is tried
+	 * on another (policy_placement_retry), at most POLICY_PLACEMENT_MAX_TRIES. */
+	struct policy_placement_tries tries = {0};
+	char *tried[POLICY_PLACEMENT_MAX_TRIES] = {0}; /* own the names tries borrows */
+	size_t n_tried = 0;
+	int r;
+	for (;;) {
+		char *placed = NULL;
+		r = create_sandbox(lc, opts, 0, &tries, &placed, ret, err);
+		if (r == 0 || !placed || n_tried == POLICY_PLACEMENT_MAX_TRIES) {
+			free(placed);
+			break;
+		}
+		tried[n_tried++] = placed;
+		if (!policy_placement_retry(&tries, placed, (*err)->code, (*err)->detail))
+			break;
+		log_info("lifecycle", "create on node %s failed for capacity (%s); trying another node", placed,
+		         (*err)->message);
+		cp_error_freep(err);
+	}
+	for (size_t i = 0; i < n_tried; i++)
+		free(tried[i]);
+	return r;
 }
 
 int lifecycle_pool_member_create(struct lifecycle *lc, struct lifecycle_create_result *ret, struct cp_error **err)
 {
 	static const struct lifecycle_create_options defaults = {0};
-	return create_sandbox(lc, &defaults, 1, ret, err);
+	_cleanup_free_ char *placed = NULL;
+	return create_sandbox(lc, &defaults, 1, NULL, &placed, ret, err);
 }

@@ -147,9 +147,11 @@ int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_
 	pthread_mutex_lock(&lc->create_lock);
 	int r = 0;
 	int max = lc->limits.max_active;
-	if (max > 0 && !row->pooled) {
+	/* This machine's limit counts this machine's sandboxes; a remote
+	 * node's was checked by placement (create_place.c). */
+	if (max > 0 && !row->pooled && lifecycle_node_is_local(row->node)) {
 		int live = 0;
-		r = store_sandbox_count_live(lc->store, &live, err);
+		r = store_sandbox_count_live_on(lc->store, STORE_NODE_LOCAL, &live, err);
 		if (r == 0 && live >= max)
 			r = cp_error_set(err, CP_ERR_LIMIT,
 			                 "the sandbox limit is reached: %d of %d active; destroy a sandbox you no "

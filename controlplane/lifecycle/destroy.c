@@ -21,7 +21,9 @@ static int keep_for_person(struct lifecycle *lc, const struct sandbox_record *s,
 {
 	lifecycle_channel_drop(lc, s->id);
 	const char *container = s->container_id ? s->container_id : s->container_name;
-	if (docker_container_stop(lc->engine, container, err) < 0 && (*err)->code != CP_ERR_NOT_FOUND)
+	struct docker_engine *engine = NULL;
+	if (lifecycle_node_engine(lc, s->node, &engine, err) < 0 ||
+	    (docker_container_stop(engine, container, err) < 0 && (*err)->code != CP_ERR_NOT_FOUND))
 		return cp_error_prefix(err, "destroy sandbox '%s': %s; stopping it failed", s->id, ret->note);
 	cp_error_freep(err);
 	if (store_sandbox_set_status(lc->store, s->id, SANDBOX_FAILED, NULL, ret->note, clock_now_ms(), err) < 0)
@@ -70,7 +72,9 @@ int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const str
 		log_warn("lifecycle", "destroy sandbox %s: %s (retried at the next start)", id, expose_err->message);
 	lifecycle_channel_drop(lc, id);
 	const char *container = s.container_id ? s.container_id : s.container_name;
-	if (docker_container_remove(lc->engine, container, err) < 0) {
+	struct docker_engine *engine = NULL;
+	if (lifecycle_node_engine(lc, s.node, &engine, err) < 0 ||
+	    docker_container_remove(engine, container, err) < 0) {
 		if ((*err)->code != CP_ERR_NOT_FOUND) {
 			cp_error_prefix(err,
 			                "destroy sandbox '%s' (its removal is on record: the maintenance pass tries "
@@ -82,6 +86,7 @@ int lifecycle_sandbox_destroy_ex(struct lifecycle *lc, const char *id, const str
 		cp_error_freep(err);
 	}
 	lifecycle_channel_dir_remove(lc, id);
+	lifecycle_workspace_gone(lc, &s);
 	sandbox_record_clear(&s);
 	/* The container is gone: when this write fails the row stays
 	 * 'removing' and lifecycle_removing_run finishes it. */

@@ -27,9 +27,9 @@ int lifecycle_expired_revive(struct lifecycle *lc, const struct workspace_record
 		goto out;
 	/* The limit in force (host_limits.c: configured or derived from this
 	 * machine), as for any create. */
-	if (lc->limits.max_active > 0) {
+	if (lc->limits.max_active > 0 && lifecycle_node_is_local(s.node)) {
 		int live = 0;
-		if (store_sandbox_count_live(lc->store, &live, err) < 0)
+		if (store_sandbox_count_live_on(lc->store, STORE_NODE_LOCAL, &live, err) < 0)
 			goto held;
 		if (live >= lc->limits.max_active) {
 			cp_error_set(
@@ -41,7 +41,8 @@ int lifecycle_expired_revive(struct lifecycle *lc, const struct workspace_record
 		}
 	}
 	const char *container = s.container_id ? s.container_id : s.container_name;
-	if (docker_container_start(lc->engine, container, err) < 0) {
+	struct docker_engine *engine = NULL;
+	if (lifecycle_node_engine(lc, s.node, &engine, err) < 0 || docker_container_start(engine, container, err) < 0) {
 		cp_error_prefix(err, "start the expired sandbox '%s' again", s.id);
 		goto held;
 	}

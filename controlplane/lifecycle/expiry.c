@@ -70,7 +70,9 @@ static void stop_instead(struct lifecycle *lc, const struct sandbox_record *s, c
 	_cleanup_error_ struct cp_error *e = NULL;
 	const char *container = s->container_id ? s->container_id : s->container_name;
 	lifecycle_channel_drop(lc, s->id);
-	if (docker_container_stop(lc->engine, container, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
+	struct docker_engine *engine = NULL;
+	if ((lifecycle_node_engine(lc, s->node, &engine, &e) < 0 || docker_container_stop(engine, container, &e) < 0) &&
+	    e->code != CP_ERR_NOT_FOUND)
 		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "expiry of %s: stop its container", s->id);
 	cp_error_freep(&e);
 	char reason[1200];

@@ -301,6 +301,14 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 	if (store_sandbox_get(lc->store, sandbox_id, &s, err) < 0)
 		return -1;
 	int r = check_sandbox(&s, err);
+	/* The forwarder is a container of this machine's engine on the
+	 * sandbox's network there (issue 28: previews on another node are not
+	 * built yet, docs/nodes.md). */
+	if (r == 0 && !lifecycle_node_is_local(s.node))
+		r = cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                 "sandbox '%s' runs on node '%s': exposing a port of a sandbox on another node is not "
+		                 "built yet; create the sandbox on this machine for a preview",
+		                 sandbox_id, s.node);
 	_cleanup_error_ struct cp_error *e = NULL;
 	/* A tool call that reached the sandbox; the traffic through the
 	 * forwarder never reaches serve, so it never counts. */

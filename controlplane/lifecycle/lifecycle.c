@@ -28,6 +28,7 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 	pthread_mutex_init(&lc->lock, NULL);
 	pthread_mutex_init(&lc->attach_lock, NULL);
 	pthread_mutex_init(&lc->create_lock, NULL);
+	pthread_mutex_init(&lc->node_lock, NULL);
 	lc->unsaved = lifecycle_unsaved_probes_new();
 	if (lifecycle_vm_select(lc, err) < 0) { /* which runtime new sandboxes get (guards.c) */
 		lifecycle_free(lc);
@@ -47,6 +48,8 @@ void lifecycle_free(struct lifecycle *lc)
 	lifecycle_channels_clear(lc);
 	lifecycle_holds_clear(lc);
 	lifecycle_undos_clear(lc);
+	lifecycle_node_engines_clear(lc); /* after the channels: a relay thread may use one */
+	pthread_mutex_destroy(&lc->node_lock);
 	pthread_mutex_destroy(&lc->lock);
 	pthread_mutex_destroy(&lc->attach_lock);
 	pthread_mutex_destroy(&lc->create_lock);
@@ -68,4 +71,9 @@ struct docker_engine *lifecycle_engine(const struct lifecycle *lc)
 void lifecycle_node_health_set(struct lifecycle *lc, struct node_health *health)
 {
 	lc->health = health;
+}
+int lifecycle_sandbox_engine(struct lifecycle *lc, const struct sandbox_record *s, struct docker_engine **ret,
+                             struct cp_error **err)
+{
+	return lifecycle_node_engine(lc, s->node, ret, err);
 }

@@ -67,6 +67,10 @@ struct lifecycle_create_options {
 	 * never): ends the wait for a clone copy, which goes on and is answered
 	 * as still running (copy_session_id). Other steps are short and finish. */
 	struct cp_cancel *cancel;
+	/* The node to create on (borrowed; "local" = this machine); NULL =
+	 * placement chooses among 'local' and the nodes added (issue 28; a host
+	 * workspace, an existing workspace and the vm runtime stay on 'local'). */
+	const char *node;
 };
 
 struct lifecycle_create_result {
@@ -273,6 +277,13 @@ struct docker_engine *lifecycle_engine(const struct lifecycle *lc);
  * the node and since when, without touching the row or the engine. Set
  * before the first call; NULL (the default) treats every node as answering. */
 void lifecycle_node_health_set(struct lifecycle *lc, struct node_health *health);
+/* The engine of s's node (s borrowed; its node NULL or "local" = this
+ * machine's, lifecycle_engine) into *ret, borrowed until lifecycle_free.
+ * NOT_FOUND for a node without a row; DENIED or UNAVAILABLE, naming the
+ * node, when its engine cannot be opened. Blocks at most about 5 s (the
+ * first use of a node), else not at all. Thread-safe. */
+int lifecycle_sandbox_engine(struct lifecycle *lc, const struct sandbox_record *s, struct docker_engine **ret,
+                             struct cp_error **err);
 
 /* ---- saved clone work (lifecycle/export_*.c, issue 14) ---- */
 

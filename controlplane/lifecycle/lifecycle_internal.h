@@ -63,7 +63,58 @@ struct lifecycle {
 	struct lifecycle_undo *undos;             /* failed creates not yet undone (undo_later.c), under lock */
 	struct lifecycle_unsaved_probes *unsaved; /* unsaved-work probes (unsaved.c) */
 	struct guard_git_watch *git_watch;        /* direct sandboxes' .git watcher (guard/git_watch.c) */
+	/* Other nodes' engines, opened on first use (node_engines.c), under node_lock. */
+	pthread_mutex_t node_lock;
+	struct lifecycle_node_engine *node_engines;
+	size_t n_node_engines;
 };
+
+/* ---- one engine per node (node_engines.c, issue 28) ---- */
+/* Whether node (borrowed; NULL and "" as "local") is this machine's engine. Pure. */
+int lifecycle_node_is_local(const char *node);
+/* The engine of node (borrowed name; NULL = local) into *ret, borrowed
+ * until lifecycle_free: lc->engine for 'local'; another node's is opened
+ * over mutual TLS with its row's files the first time and kept. NOT_FOUND
+ * for a node without a row; the codes of docker_engine_new_tls (DENIED,
+ * UNAVAILABLE), prefixed "reach node 'NAME'", when it cannot be opened.
+ * Blocks at most about 5 s (an open), else not at all. Thread-safe. */
+int lifecycle_node_engine(struct lifecycle *lc, const char *node, struct docker_engine **ret, struct cp_error **err);
+/* Whether POLICY_NETWORK was made on a remote node's engine (1/0; set: mark
+ * it made); -1 for 'local' (lc->network_ready holds that). Thread-safe. */
+int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set);
+/* The node a new sandbox with limits lim goes to (create_place.c): with no
+ * node row and no pin, 'local' at once (no engine asked); otherwise
+ * policy_placement_choose over 'local' and every node row, pinned (borrowed;
+ * NULL = any) to one node, without the nodes in tries (may be NULL); a
+ * remote node's engine is asked whether it holds the template image. On
+ * success *ret_node (caller frees) is its name. The refusal of
+ * policy_placement_choose (LIMIT when only capacity refused, UNAVAILABLE
+ * otherwise) or the registry's error. Returns 1 when placement chose among
+ * several nodes (a capacity failure there may be tried elsewhere), 0 for
+ * 'local' without a choice or a pinned node, -1 on failure. Blocks on the
+ * registry and at most about 5 s per remote node. */
+struct lifecycle_limits; /* below */
+int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, const char *pinned,
+                    const struct policy_placement_tries *tries, char **ret_node, struct cp_error **err);
+/* Frees the remote engines (lifecycle_free). */
+void lifecycle_node_engines_clear(struct lifecycle *lc);
+/* A managed workspace on a remote node is an engine volume there named
+ * LIFECYCLE_VOLUME_PREFIX + the sandbox's id (docs/nodes.md says why); it
+ * lives and goes with its sandbox. */
+#define LIFECYCLE_VOLUME_PREFIX "chat2sbx-ws-"
+/* The volume's name for sandbox_id (borrowed) into buf. Pure. */
+void lifecycle_workspace_volume_name(const char *sandbox_id, char *buf, size_t size);
+/* Removes sandbox_id's workspace volume on node (after its container):
+ * nothing to do on 'local', a volume already gone is fine. The codes of
+ * lifecycle_node_engine and of the engine (CONFLICT while a container uses
+ * it) otherwise. Blocks at most 15 s. */
+int lifecycle_workspace_volume_remove(struct lifecycle *lc, const char *node, const char *sandbox_id,
+                                      struct cp_error **err);
+/* After the container of s (borrowed) is removed: on a remote node its
+ * workspace volume goes too and its managed workspace row is marked
+ * trashed (its files were in the volume). Nothing on 'local'. Failures are
+ * logged (a volume left is named by its label). Blocks at most 15 s. */
+void lifecycle_workspace_gone(struct lifecycle *lc, const struct sandbox_record *s);
 
 /* The unsaved-work probe table (unsaved.c). free fires the probes' cancel
  * token and waits for their threads (each ends at once on the cancel). */
@@ -94,7 +145,9 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
  * sentence for the model (caller frees), or NULL when nothing differs. */
 char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifecycle_limits *want);
 /* store_sandbox_insert after checking CHAT2SBX_MAX_ACTIVE_SANDBOXES (LIMIT
- * when reached; pooled rows are not counted), both under create_lock. */
+ * when reached; pooled rows and other nodes' sandboxes are not counted, a
+ * row on another node is not checked: placement did), both under
+ * create_lock. */
 int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err);
 
 /* Undoes a failed create (undo_later.c): removes container (an id or the
@@ -102,7 +155,7 @@ int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_
  * NULL: a managed workspace made for this create; its row, then its empty
  * directory). All strings copied. Returns 0 when done, 1 when a step failed
  * and the rest waits for lifecycle_undo_run (logged). */
-int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container,
+int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *node, const char *container,
                           const struct workspace_record *new_workspace);
 /* Drops the undos still waiting (lifecycle_free); reconcile finishes them at
  * the next start. */
@@ -194,12 +247,12 @@ void lifecycle_activity_flush(struct lifecycle *lc, const char *id);
  * On success the channel is in the table and *ret_channel (may be NULL) gets
  * an extra reference; on failure nothing is in the table. Blocks for the
  * attach handshake (at most 10 s). */
-int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *container,
+int lifecycle_attach(struct lifecycle *lc, const char *sandbox_id, const char *node, const char *container,
                      struct helper_channel **ret_channel, struct cp_error **err);
 /* The same without putting the channel in the table: *ret_channel (one
  * reference, the caller's) is not used by any call until the caller puts it
  * there (a re-attach does so only after its mount checks, recovery.c). */
-int lifecycle_attach_unlisted(struct lifecycle *lc, const char *sandbox_id, const char *container,
+int lifecycle_attach_unlisted(struct lifecycle *lc, const char *sandbox_id, const char *node, const char *container,
                               struct helper_channel **ret_channel, struct cp_error **err);
 
 /* Brings back the channel of s, a row loaded as "running", whose channel is

@@ -293,7 +293,7 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 	int r = 0;
 	if (lc->limits.max_active > 0) {
 		int live = 0;
-		r = store_sandbox_count_live(lc->store, &live, err);
+		r = store_sandbox_count_live_on(lc->store, STORE_NODE_LOCAL, &live, err); /* the pool is local */
 		if (r == 0 && live >= lc->limits.max_active)
 			r = 1; /* the cold path refuses with the limit's message */
 	}

@@ -61,7 +61,7 @@ static void apply(struct lifecycle *lc, const struct sandbox_record *s, const st
 		break;
 	case POLICY_RECONCILE_REATTACH: {
 		struct helper_channel *ch = NULL;
-		if (lifecycle_attach(lc, s->id, c->id, &ch, &e) < 0) {
+		if (lifecycle_attach(lc, s->id, s->node, c->id, &ch, &e) < 0) {
 			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e,
 			                  "re-attach sandbox %s (next tool call retries)", s->id);
 		} else {
@@ -120,26 +120,30 @@ static void free_rows(struct sandbox_record *rows, size_t n)
 	free(rows);
 }
 
-int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
+static int on_node(const struct sandbox_record *s, const char *node)
 {
-	struct sandbox_record *rows = NULL;
-	size_t n_rows = 0;
-	if (store_sandbox_list(lc->store, STORE_SANDBOX_LIST_REMOVED | STORE_SANDBOX_LIST_POOLED, &rows, &n_rows, err) <
-	    0)
-		return -1;
+	return lifecycle_node_is_local(node) ? lifecycle_node_is_local(s->node) : s->node && !strcmp(s->node, node);
+}
+
+/* The rows on node against the containers of node's engine (issue 28:
+ * reconcile runs on every node). A node that does not answer leaves its
+ * rows as they are (*err). */
+static int reconcile_node(struct lifecycle *lc, const char *node, struct sandbox_record *rows, size_t n_rows,
+                          struct reconcile_counts *n, struct cp_error **err)
+{
 	char label[4200];
 	snprintf(label, sizeof(label), "%s=%s", POLICY_LABEL_REGISTRY, lc->cfg->database_path);
+	struct docker_engine *engine = NULL;
 	struct docker_container_state *cs = NULL;
 	size_t n_cs = 0;
-	if (docker_container_list(lc->engine, label, &cs, &n_cs, err) < 0) {
-		free_rows(rows, n_rows);
-		return cp_error_prefix(err, "reconcile sandboxes");
-	}
-
-	struct reconcile_counts n = {0};
+	if (lifecycle_node_engine(lc, node, &engine, err) < 0 ||
+	    docker_container_list(engine, label, &cs, &n_cs, err) < 0)
+		return -1;
 	char *matched = n_cs ? xcalloc(n_cs, 1) : NULL;
 	for (size_t i = 0; i < n_rows; i++) {
 		struct sandbox_record *s = &rows[i];
+		if (!on_node(s, node))
+			continue;
 		struct docker_container_state *c = NULL;
 		for (size_t j = 0; j < n_cs && !c; j++)
 			if (strcmp(cs[j].name, s->container_name) == 0) {
@@ -154,7 +158,7 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
 		policy_reconcile_decide(policy_row_state_of(sandbox_status_to_string(s->status)),
 		                        policy_container_state_of(c ? c->status : NULL), c ? c->status : NULL,
 		                        c ? c->exit_code : 0, &d);
-		apply(lc, s, c, &d, &n);
+		apply(lc, s, c, &d, n);
 	}
 	for (size_t j = 0; j < n_cs; j++) {
 		if (matched && matched[j])
@@ -162,17 +166,44 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
 		struct policy_reconcile_decision d;
 		policy_reconcile_decide(POLICY_ROW_NONE, policy_container_state_of(cs[j].status), cs[j].status,
 		                        cs[j].exit_code, &d);
-		apply(lc, NULL, &cs[j], &d, &n);
+		apply(lc, NULL, &cs[j], &d, n);
 	}
 	free(matched);
+	for (size_t j = 0; j < n_cs; j++)
+		docker_container_state_clear(&cs[j]);
+	free(cs);
+	return 0;
+}
+
+int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
+{
+	struct sandbox_record *rows = NULL;
+	size_t n_rows = 0;
+	if (store_sandbox_list(lc->store, STORE_SANDBOX_LIST_REMOVED | STORE_SANDBOX_LIST_POOLED, &rows, &n_rows, err) <
+	    0)
+		return -1;
+	struct reconcile_counts n = {0};
+	if (reconcile_node(lc, STORE_NODE_LOCAL, rows, n_rows, &n, err) < 0) {
+		free_rows(rows, n_rows);
+		return cp_error_prefix(err, "reconcile sandboxes");
+	}
+	struct node_record *nodes = NULL;
+	size_t n_nodes = 0;
+	struct cp_error *e = NULL;
+	if (store_node_list(lc->store, &nodes, &n_nodes, &e) < 0)
+		cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "reconcile: list the nodes");
+	for (size_t i = 0; i < n_nodes; i++) {
+		if (reconcile_node(lc, nodes[i].name, rows, n_rows, &n, &e) < 0)
+			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e,
+			                  "reconcile node %s: its sandboxes' rows are left as they are", nodes[i].name);
+		node_record_clear(&nodes[i]);
+	}
+	free(nodes);
 	log_info("lifecycle",
 	         "reconciled: %d sandbox(es) re-attached, %d marked failed, %d leftover container(s) removed, %d "
 	         "container(s) without a row",
 	         n.attached, n.failed, n.removed, n.orphans);
 	free_rows(rows, n_rows);
-	for (size_t j = 0; j < n_cs; j++)
-		docker_container_state_clear(&cs[j]);
-	free(cs);
 	/* Exposed ports follow the sandboxes' states just decided (expose.c). */
 	struct cp_error *expose_err = NULL;
 	if (lifecycle_exposures_reconcile(lc, &expose_err) < 0) {

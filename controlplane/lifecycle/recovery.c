@@ -34,19 +34,24 @@ static int failed_error(struct cp_error **err, const char *id, const char *reaso
  * with one message that says what is wrong and what to do. A connect that
  * failed (detail ENGINE_UNREACHABLE, set by docker/) is said by its cause;
  * any other failure keeps its whole message as the detail. */
-static int engine_error(struct lifecycle *lc, const char *id, struct cp_error **err)
+static int engine_error(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err)
 {
-	const char *sock = docker_engine_socket(lc->engine);
 	_cleanup_free_ char *detail = (*err)->detail == CP_DETAIL_ENGINE_UNREACHABLE
 	                                  ? xstrdup(docker_engine_unreachable_cause((*err)->errnum))
 	                                  : xstrdup((*err)->message);
 	enum cp_error_code code = (*err)->code;
 	cp_error_freep(err);
+	if (!lifecycle_node_is_local(s->node))
+		return cp_error_set(err, code,
+		                    "node '%s' is not answering (%s), so sandbox '%s' on it cannot be reached; the "
+		                    "sandbox is kept and is re-attached once the node answers again ('chat2sbx node "
+		                    "show %s')",
+		                    s->node, detail, s->id, s->node);
 	return cp_error_set(err, code,
 	                    "the Docker Engine at '%s' does not answer (%s), so sandbox '%s' cannot be reached; start "
 	                    "the engine ('sudo systemctl start docker' or 'dockerd &') and retry. The sandbox is kept "
 	                    "and is re-attached once the engine is back",
-	                    sock, detail, id);
+	                    docker_engine_socket(lc->engine), detail, s->id);
 }
 
 int lifecycle_helper_greet(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel *ch,
@@ -130,7 +135,8 @@ static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, s
 	         (*err)->message);
 	cp_error_freep(err);
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (docker_container_stop(lc->engine, container, &e) < 0)
+	struct docker_engine *engine = NULL;
+	if (lifecycle_node_engine(lc, s->node, &engine, &e) < 0 || docker_container_stop(engine, container, &e) < 0)
 		log_warn("security", "stop sandbox %s after its mount changed: %s", s->id, e->message);
 	lifecycle_sandbox_fail_running(lc, s->id, reason);
 	return failed_error(err, s->id, reason);
@@ -151,10 +157,15 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 	const char *container = s->container_id ? s->container_id : s->container_name;
 	struct docker_container_state st = {0};
 	int found = 1;
-	if (docker_container_inspect(lc->engine, container, &st, err) < 0) {
+	struct docker_engine *engine = NULL;
+	if (lifecycle_node_engine(lc, s->node, &engine, err) < 0) {
+		*engine_down = 1;
+		return engine_error(lc, s, err);
+	}
+	if (docker_container_inspect(engine, container, &st, err) < 0) {
 		if ((*err)->code != CP_ERR_NOT_FOUND) {
 			*engine_down = 1;
-			return engine_error(lc, s->id, err);
+			return engine_error(lc, s, err);
 		}
 		cp_error_freep(err);
 		found = 0;
@@ -173,7 +184,7 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 		if (vm_mount_refused) /* a security event, as on the runc path (recheck_mount) */
 			guard_mount_audit(&lc->host, s->id, POLICY_WORKSPACE_TARGET, vm_reason);
 		_cleanup_error_ struct cp_error *e = NULL;
-		if (docker_container_stop(lc->engine, container, &e) < 0)
+		if (docker_container_stop(engine, container, &e) < 0)
 			log_warn("lifecycle", "stop sandbox %s: %s", s->id, e->message);
 		lifecycle_sandbox_fail_running(lc, s->id, vm_reason);
 		return failed_error(err, s->id, vm_reason);
@@ -192,10 +203,10 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 	/* Not in the table until the mount checks passed: no call may use it
 	 * before (a concurrent call meanwhile finds the old, closed channel
 	 * and waits for attach_lock). */
-	if (lifecycle_attach_unlisted(lc, s->id, container, &ch, err) < 0) {
+	if (lifecycle_attach_unlisted(lc, s->id, s->node, container, &ch, err) < 0) {
 		if ((*err)->code == CP_ERR_UNAVAILABLE || (*err)->code == CP_ERR_TIMEOUT) {
 			*engine_down = 1;
-			return engine_error(lc, s->id, err);
+			return engine_error(lc, s, err);
 		}
 		return cp_error_prefix(err, "reach the helper of sandbox '%s'", s->id);
 	}

@@ -151,11 +151,14 @@ int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbo
 		return -1;
 	lifecycle_channel_drop(lc, s->id);
 	const char *container = s->container_id ? s->container_id : s->container_name;
-	if (docker_container_remove(lc->engine, container, err) < 0) {
+	struct docker_engine *engine = NULL;
+	if (lifecycle_node_engine(lc, s->node, &engine, err) < 0 ||
+	    docker_container_remove(engine, container, err) < 0) {
 		if ((*err)->code != CP_ERR_NOT_FOUND)
 			return -1;
 		cp_error_freep(err);
 	}
 	lifecycle_channel_dir_remove(lc, s->id);
+	lifecycle_workspace_gone(lc, s);
 	return 0;
 }

@@ -18,6 +18,7 @@
 struct lifecycle_undo {
 	struct lifecycle_undo *next;
 	char *sandbox_id;     /* owned */
+	char *node;           /* owned; NULL = local */
 	char *container;      /* owned; id or name; NULL = none was made */
 	char *workspace_id;   /* owned; a managed workspace made for the create, or NULL */
 	char *workspace_path; /* owned, with workspace_id */
@@ -27,6 +28,7 @@ struct lifecycle_undo {
 static void undo_free(struct lifecycle_undo *u)
 {
 	free(u->sandbox_id);
+	free(u->node);
 	free(u->container);
 	free(u->workspace_id);
 	free(u->workspace_path);
@@ -39,10 +41,15 @@ static int undo_step(struct lifecycle *lc, struct lifecycle_undo *u)
 {
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (!u->container_done) {
-		if (u->container && docker_container_remove(lc->engine, u->container, &e) < 0 &&
-		    e->code != CP_ERR_NOT_FOUND)
+		struct docker_engine *engine = NULL;
+		if (lifecycle_node_engine(lc, u->node, &engine, &e) < 0 ||
+		    (u->container && docker_container_remove(engine, u->container, &e) < 0 &&
+		     e->code != CP_ERR_NOT_FOUND))
 			goto failed;
 		cp_error_freep(&e);
+		/* A remote node's managed workspace: its volume, after the container. */
+		if (lifecycle_workspace_volume_remove(lc, u->node, u->sandbox_id, &e) < 0)
+			goto failed;
 		u->container_done = 1;
 	}
 	if (!u->row_done) {
@@ -62,11 +69,12 @@ failed:
 	return -1;
 }
 
-int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *container,
+int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *node, const char *container,
                           const struct workspace_record *new_workspace)
 {
 	struct lifecycle_undo *u = xcalloc(1, sizeof(*u));
 	u->sandbox_id = xstrdup(sandbox_id);
+	u->node = xstrdup(node);
 	u->container = xstrdup(container);
 	if (new_workspace) {
 		u->workspace_id = xstrdup(new_workspace->id);

@@ -3,8 +3,8 @@
  * e2b-dev/infra): filter the nodes that can take it, sample two or three of
  * them at random, take the best scored, and on a capacity failure try again
  * without the nodes tried. Pure: the nodes' facts and the random source come
- * in as parameters; no engine, no registry, no clock. Not wired into
- * sandbox_create yet. */
+ * in as parameters; no engine, no registry, no clock. sandbox_create
+ * gathers the facts (lifecycle/create_place.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -149,4 +149,12 @@ int policy_placement_retry(struct policy_placement_tries *tries, const char *fai
 	if (!tried(tries, failed_node) && tries->n < POLICY_PLACEMENT_MAX_TRIES)
 		tries->names[tries->n++] = failed_node;
 	return tries->n < POLICY_PLACEMENT_MAX_TRIES;
+}
+
+int policy_placement_node_limit(int64_t memory_bytes)
+{
+	if (memory_bytes <= 0)
+		return -1;
+	int64_t n = memory_bytes / POLICY_ACTIVE_PER_BYTES;
+	return (int)(n < POLICY_ACTIVE_MIN ? POLICY_ACTIVE_MIN : n > POLICY_ACTIVE_MAX ? POLICY_ACTIVE_MAX : n);
 }

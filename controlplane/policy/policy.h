@@ -649,6 +649,11 @@ int policy_placement_choose(const struct policy_node *nodes, size_t n, const str
  * tried. 0: give the error to the caller. Pure. */
 int policy_placement_retry(struct policy_placement_tries *tries, const char *failed_node, enum cp_error_code code,
                            enum cp_error_detail detail);
+/* The sandbox limit of a node with memory_bytes of memory (its /info
+ * MemTotal), by this machine's default rule: one per
+ * POLICY_ACTIVE_PER_BYTES, POLICY_ACTIVE_MIN to POLICY_ACTIVE_MAX; -1
+ * (unlimited, then refused by the memory filter) when not known. Pure. */
+int policy_placement_node_limit(int64_t memory_bytes);
 
 /* ---- node health (issue 28; policy/node_health.c) ---- */
 

@@ -176,6 +176,17 @@ int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_erro
 	return 0;
 }
 
+int store_sandbox_count_live_on(struct store *store, const char *node, int *ret_count, struct cp_error **err)
+{
+	int64_t n = 0;
+	if (store_count(store,
+	                "SELECT COUNT(*) FROM sandboxes WHERE " STORE_SANDBOX_LIVE("") " AND pooled = 0 AND node = ?1",
+	                node ? node : STORE_NODE_LOCAL, "count sandboxes", &n, err) < 0)
+		return -1;
+	*ret_count = (int)n;
+	return 0;
+}
+
 /* The body of store_sandbox_set_status, in its transaction. */
 static int set_status_locked(struct store *store, const char *id, enum sandbox_status status, const char *container_id,
                              const char *failure_reason, int64_t now_ms, struct cp_error **err)

@@ -313,6 +313,9 @@ int store_sandbox_list(struct store *store, int include_removed, struct sandbox_
 /* Count of live user sandboxes (store_sandbox_is_live; warm-pool members
  * excluded). */
 int store_sandbox_count_live(struct store *store, int *ret_count, struct cp_error **err);
+/* The same on one node (borrowed name; NULL = 'local'), issue 28: each
+ * node's sandbox limit counts its own sandboxes. */
+int store_sandbox_count_live_on(struct store *store, const char *node, int *ret_count, struct cp_error **err);
 /* Sets status (and failure_reason when not NULL, container_id when not NULL),
  * updated_at = now_ms; SANDBOX_REMOVED also sets removed_at_ms, and it and
  * SANDBOX_FAILED release the workspace (released_at_ms = now_ms), in the same

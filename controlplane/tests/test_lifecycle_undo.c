@@ -45,7 +45,7 @@ static int dir_exists(void)
 Test(lifecycle_undo, done_at_once_when_the_registry_writes)
 {
 	struct workspace_record w = {.id = "ws_a", .path = ws_dir};
-	cr_assert_eq(lifecycle_undo_create(fx.lc, "sbx_a", NULL, &w), 0);
+	cr_assert_eq(lifecycle_undo_create(fx.lc, "sbx_a", NULL, NULL, &w), 0);
 	cr_assert_not(sandbox_exists());
 	cr_assert_not(workspace_exists());
 	cr_assert_not(dir_exists());
@@ -56,7 +56,7 @@ Test(lifecycle_undo, waits_through_a_full_disk_and_is_finished_in_order)
 {
 	struct workspace_record w = {.id = "ws_a", .path = ws_dir};
 	lc_fixture_read_only(1);
-	cr_assert_eq(lifecycle_undo_create(fx.lc, "sbx_a", NULL, &w), 1, "the row cannot be deleted: it waits");
+	cr_assert_eq(lifecycle_undo_create(fx.lc, "sbx_a", NULL, NULL, &w), 1, "the row cannot be deleted: it waits");
 	cr_assert(sandbox_exists());
 	cr_assert(workspace_exists());
 	cr_assert(dir_exists(), "a workspace row never names a missing directory");
@@ -79,13 +79,13 @@ Test(lifecycle_undo, a_workspace_that_is_not_empty_keeps_its_files)
 	cr_assert_not_null(fp);
 	fclose(fp);
 	struct workspace_record w = {.id = "ws_a", .path = ws_dir};
-	cr_assert_eq(lifecycle_undo_create(fx.lc, "sbx_a", NULL, &w), 0);
+	cr_assert_eq(lifecycle_undo_create(fx.lc, "sbx_a", NULL, NULL, &w), 0);
 	cr_assert_eq(access(f, F_OK), 0, "only an empty directory is removed");
 }
 
 Test(lifecycle_undo, left_to_the_next_start_when_serve_stops)
 {
 	lc_fixture_read_only(1);
-	cr_assert_eq(lifecycle_undo_create(fx.lc, "sbx_a", NULL, NULL), 1);
+	cr_assert_eq(lifecycle_undo_create(fx.lc, "sbx_a", NULL, NULL, NULL), 1);
 	/* teardown's lifecycle_free drops the waiting undo without a leak (ASan) */
 }

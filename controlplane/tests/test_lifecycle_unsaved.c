@@ -76,8 +76,8 @@ static void start(fake_helper_fn a, fake_helper_fn b)
 	lc_fixture_sandbox("sbx_b", "ws_b", "running", 1);
 	lc_fixture_sandbox("sbx_m", "ws_m", "running", 1);
 	struct cp_error *err = NULL;
-	cr_assert_eq(lifecycle_attach(fx.lc, "sbx_a", "sbx_a", NULL, &err), 0, "%s", err ? err->message : "");
-	cr_assert_eq(lifecycle_attach(fx.lc, "sbx_b", "sbx_b", NULL, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(lifecycle_attach(fx.lc, "sbx_a", NULL, "sbx_a", NULL, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(lifecycle_attach(fx.lc, "sbx_b", NULL, "sbx_b", NULL, &err), 0, "%s", err ? err->message : "");
 }
 
 /* Every row of the registry, in id order, as the tools read them. */

@@ -250,3 +250,12 @@ Test(policy_node_name, names_a_person_types)
 	cr_expect_eq(policy_node_name_check(NULL, &err), -1);
 	cp_error_freep(&err);
 }
+
+Test(policy_placement, a_nodes_limit_follows_its_memory_as_this_machines_does)
+{
+	cr_expect_eq(policy_placement_node_limit(0), -1, "not known");
+	cr_expect_eq(policy_placement_node_limit(-5), -1);
+	cr_expect_eq(policy_placement_node_limit(1LL << 30), POLICY_ACTIVE_MIN);
+	cr_expect_eq(policy_placement_node_limit(24LL << 30), 12);
+	cr_expect_eq(policy_placement_node_limit(1LL << 40), POLICY_ACTIVE_MAX);
+}

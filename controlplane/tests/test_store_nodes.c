@@ -312,3 +312,21 @@ Test(store_nodes, an_export_is_on_its_sandboxs_node)
 	sqlite3_finalize(st);
 	sqlite3_close(d);
 }
+
+Test(store_nodes, each_node_counts_its_own_live_sandboxes)
+{
+	open_store();
+	insert_ok("n1", "tcp://10.0.0.2:2376");
+	sandbox("sbx_a", "ws_a", NULL, SANDBOX_RUNNING);
+	sandbox("sbx_b", "ws_b", "n1", SANDBOX_RUNNING);
+	sandbox("sbx_c", "ws_c", "n1", SANDBOX_CREATING);
+	sandbox("sbx_d", "ws_d", "n1", SANDBOX_REMOVED);
+	int local = -1, n1 = -1, all = -1;
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_sandbox_count_live_on(store, NULL, &local, &err), 0);
+	cr_assert_eq(store_sandbox_count_live_on(store, "n1", &n1, &err), 0);
+	cr_assert_eq(store_sandbox_count_live(store, &all, &err), 0);
+	cr_expect_eq(local, 1);
+	cr_expect_eq(n1, 2);
+	cr_expect_eq(all, 3);
+}

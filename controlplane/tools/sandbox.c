@@ -53,11 +53,17 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 	add_str(o, "sandbox_id", s->id);
 	add_str(o, "status", sandbox_status_to_string(s->status));
 	add_str(o, "workspace_id", s->workspace_id);
+	/* The machine it runs on (issue 28): 'local' or a node's name. */
+	const char *node = s->node && *s->node ? s->node : STORE_NODE_LOCAL;
+	add_str(o, "node", node);
+	int remote = strcmp(node, STORE_NODE_LOCAL) != 0;
 	struct workspace_record w = {0};
 	struct cp_error *e = NULL;
 	if (store_workspace_get(app->store, s->workspace_id, &w, &e) == 0) {
 		add_str(o, "workspace_mode", w.mode);
-		add_str(o, "workspace_path", w.path);
+		/* On another node a managed workspace is a volume there, not this path. */
+		if (!remote)
+			add_str(o, "workspace_path", w.path);
 		add_str(o, "host_path", w.host_path);
 		workspace_record_clear(&w);
 	}

@@ -1,0 +1,52 @@
+/* volumes.c: engine volumes made and removed on request (a managed
+ * workspace on another machine's engine, issue 28: its files live in a
+ * volume of that node's engine). Decides nothing about names or labels; the
+ * caller does. Docker Engine API v1.41, "Volume": POST /volumes/create,
+ * DELETE /volumes/{name}. */
+#include "engine_internal.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/cleanup.h"
+#include "../base/xalloc.h"
+#include "../base/xjson.h"
+
+#define DOCKER_VOLUME_TIMEOUT_MS 15000L
+
+int docker_volume_create(struct docker_engine *engine, const char *name, const char *const *labels,
+                         struct cp_error **err)
+{
+	if (!name || !*name)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "create volume: empty name");
+	_cleanup_free_ char *what = xasprintf("create volume '%s'", name);
+	_cleanup_json_ struct json_object *body = xjson_object();
+	struct json_object *lab = xjson_object();
+	xjson_add(body, "Name", xjson_string(name));
+	xjson_add(body, "Driver", xjson_string("local"));
+	xjson_add(body, "Labels", lab);
+	for (size_t i = 0; labels && labels[i] && labels[i + 1]; i += 2)
+		xjson_add(lab, labels[i], xjson_string(labels[i + 1]));
+	long status = 0;
+	_cleanup_json_ struct json_object *reply = NULL;
+	return docker_request(engine, "POST", "/volumes/create", body, DOCKER_VOLUME_TIMEOUT_MS, what, &status, &reply,
+	                      err) < 0
+	           ? -1
+	           : 0;
+}
+
+int docker_volume_remove(struct docker_engine *engine, const char *name, struct cp_error **err)
+{
+	if (!name || !*name)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "remove volume: empty name");
+	_cleanup_free_ char *what = xasprintf("remove volume '%s'", name);
+	_cleanup_free_ char *esc = docker_escape(name, NULL);
+	_cleanup_free_ char *path = xasprintf("/volumes/%s?force=1", esc);
+	long status = 0;
+	_cleanup_json_ struct json_object *reply = NULL;
+	return docker_request(engine, "DELETE", path, NULL, DOCKER_VOLUME_TIMEOUT_MS, what, &status, &reply, err) < 0
+	           ? -1
+	           : 0;
+}

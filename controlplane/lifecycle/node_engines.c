@@ -1,0 +1,138 @@
+/* node_engines.c: one engine per node (issue 28). Node 'local' is the
+ * engine lifecycle_new was given; another node's engine is opened over
+ * mutual TLS (docker_engine_new_tls) with its row's TLS copies the first
+ * time a sandbox on it needs it, and kept until lifecycle_free. Every
+ * per-sandbox engine call asks here with the row's node; what is truly
+ * machine-wide (the host edge, the firewall, the disk guard) stays on
+ * lc->engine. Nothing here decides placement (create_place.c). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/cleanup.h"
+#include "../base/clock.h"
+#include "../base/log.h"
+#include "../base/xalloc.h"
+#include "lifecycle_internal.h"
+
+struct lifecycle_node_engine {
+	char *name;                   /* owned */
+	struct docker_engine *engine; /* owned */
+	int network_ready;            /* POLICY_NETWORK made on it (create.c) */
+};
+
+int lifecycle_node_is_local(const char *node)
+{
+	return !node || !*node || !strcmp(node, STORE_NODE_LOCAL);
+}
+
+static struct lifecycle_node_engine *find(struct lifecycle *lc, const char *node)
+{
+	for (size_t i = 0; i < lc->n_node_engines; i++)
+		if (!strcmp(lc->node_engines[i].name, node))
+			return &lc->node_engines[i];
+	return NULL;
+}
+
+int lifecycle_node_engine(struct lifecycle *lc, const char *node, struct docker_engine **ret, struct cp_error **err)
+{
+	if (lifecycle_node_is_local(node)) {
+		*ret = lc->engine;
+		return 0;
+	}
+	pthread_mutex_lock(&lc->node_lock);
+	struct lifecycle_node_engine *e = find(lc, node);
+	if (e) {
+		*ret = e->engine;
+		pthread_mutex_unlock(&lc->node_lock);
+		return 0;
+	}
+	/* Opened under the lock (at most 5 s, once per node): two calls never
+	 * open twin handles. */
+	struct node_record n = {0};
+	struct docker_engine *engine = NULL;
+	int r = store_node_get(lc->store, node, &n, err);
+	if (r == 0) {
+		struct docker_tls_files tls = {.ca = n.tls_ca, .cert = n.tls_cert, .key = n.tls_key};
+		r = docker_engine_new_tls(n.endpoint, &tls, &engine, err);
+		if (r < 0)
+			cp_error_prefix(err, "reach node '%s'", node);
+	}
+	if (r == 0) {
+		lc->node_engines = xrealloc(lc->node_engines, (lc->n_node_engines + 1) * sizeof(*lc->node_engines));
+		lc->node_engines[lc->n_node_engines++] =
+		    (struct lifecycle_node_engine){.name = xstrdup(node), .engine = engine};
+		log_debug("lifecycle", "node %s: engine opened at %s", node, n.endpoint);
+		*ret = engine;
+	}
+	pthread_mutex_unlock(&lc->node_lock);
+	node_record_clear(&n);
+	return r;
+}
+
+int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set)
+{
+	if (lifecycle_node_is_local(node))
+		return -1;
+	pthread_mutex_lock(&lc->node_lock);
+	struct lifecycle_node_engine *e = find(lc, node);
+	int r = e ? e->network_ready : 0;
+	if (e && set)
+		e->network_ready = 1;
+	pthread_mutex_unlock(&lc->node_lock);
+	return r;
+}
+
+void lifecycle_node_engines_clear(struct lifecycle *lc)
+{
+	for (size_t i = 0; i < lc->n_node_engines; i++) {
+		free(lc->node_engines[i].name);
+		docker_engine_free(lc->node_engines[i].engine);
+	}
+	free(lc->node_engines);
+	lc->node_engines = NULL;
+	lc->n_node_engines = 0;
+}
+
+void lifecycle_workspace_volume_name(const char *sandbox_id, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s%s", LIFECYCLE_VOLUME_PREFIX, sandbox_id);
+}
+
+int lifecycle_workspace_volume_remove(struct lifecycle *lc, const char *node, const char *sandbox_id,
+                                      struct cp_error **err)
+{
+	if (lifecycle_node_is_local(node))
+		return 0;
+	struct docker_engine *engine = NULL;
+	if (lifecycle_node_engine(lc, node, &engine, err) < 0)
+		return -1;
+	char name[128];
+	lifecycle_workspace_volume_name(sandbox_id, name, sizeof(name));
+	if (docker_volume_remove(engine, name, err) < 0) {
+		if ((*err)->code != CP_ERR_NOT_FOUND)
+			return cp_error_prefix(err, "remove the workspace of sandbox '%s' on node '%s'", sandbox_id,
+			                       node);
+		cp_error_freep(err);
+	}
+	return 0;
+}
+
+void lifecycle_workspace_gone(struct lifecycle *lc, const struct sandbox_record *s)
+{
+	if (lifecycle_node_is_local(s->node))
+		return;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (lifecycle_workspace_volume_remove(lc, s->node, s->id, &e) < 0) {
+		log_warn("lifecycle", "sandbox %s: %s (the volume stays on the node)", s->id, e->message);
+		return;
+	}
+	/* The workspace's files went with the volume: the row says so, so no
+	 * later create reuses it empty (its local directory was never used). */
+	struct workspace_record w = {0};
+	if (store_workspace_get(lc->store, s->workspace_id, &w, &e) == 0 && !strcmp(w.mode, "managed") &&
+	    w.trashed_at_ms <= 0 && store_workspace_set_trashed(lc->store, w.id, w.path, clock_now_ms(), &e) < 0)
+		log_warn("lifecycle", "workspace %s of sandbox %s: %s", w.id, s->id, e->message);
+	workspace_record_clear(&w);
+}

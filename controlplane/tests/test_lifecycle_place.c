@@ -1,0 +1,100 @@
+/* test_lifecycle_place.c: where sandbox_create puts a new sandbox
+ * (lifecycle/create_place.c, issue 28). With no node row the answer is
+ * 'local' and no engine is asked (the fixture has none); a node row whose
+ * engine cannot be opened is left out (down for that decision) and a
+ * draining one is never chosen, so 'local' wins; a pin to such a node is
+ * refused with the reasons; each node's sandbox count is its own. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "lifecycle_fixture.h"
+
+static void setup(void)
+{
+	log_set_level(LOG_LEVEL_ERROR);
+	lc_fixture_setup("place", NULL, 0);
+}
+
+TestSuite(lifecycle_place, .init = setup, .fini = lc_fixture_teardown);
+
+/* A node row whose TLS files do not exist: its engine never opens. */
+static void node_row(const char *name, const char *endpoint, enum node_state state)
+{
+	struct node_record n = {.name = (char *)name,
+	                        .endpoint = (char *)endpoint,
+	                        .tls_ca = "/nonexistent/ca.pem",
+	                        .tls_cert = "/nonexistent/cert.pem",
+	                        .tls_key = "/nonexistent/key.pem",
+	                        .labels = {.runtimes = "runc", .kvm = -1, .memory_bytes = 64LL << 30, .cpus = 8},
+	                        .state = state,
+	                        .created_at_ms = 1};
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_node_insert(fx.store, &n, &err), 0, "%s", err ? err->message : "");
+}
+
+static const struct lifecycle_limits lim = {.memory_bytes = 512LL << 20, .pids_limit = 100, .network = 1};
+
+Test(lifecycle_place, no_node_row_is_local_without_a_choice)
+{
+	char *node = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(lifecycle_place(fx.lc, &lim, NULL, NULL, &node, &err), 0, "%s", err ? err->message : "");
+	cr_expect_str_eq(node, "local");
+	free(node);
+	cr_expect(lifecycle_node_is_local(NULL) && lifecycle_node_is_local("") && lifecycle_node_is_local("local"));
+	cr_expect(!lifecycle_node_is_local("n1"));
+}
+
+Test(lifecycle_place, a_node_that_cannot_be_reached_or_drains_is_passed_over)
+{
+	node_row("n1", "tcp://127.0.0.1:9", NODE_READY);
+	node_row("n2", "tcp://127.0.0.2:9", NODE_DRAINING);
+	for (int i = 0; i < 8; i++) { /* random sampling: every try lands on local */
+		char *node = NULL;
+		struct cp_error *err = NULL;
+		cr_assert_eq(lifecycle_place(fx.lc, &lim, NULL, NULL, &node, &err), 1, "%s", err ? err->message : "");
+		cr_expect_str_eq(node, "local");
+		free(node);
+	}
+}
+
+Test(lifecycle_place, a_pin_to_a_node_that_cannot_take_it_is_refused_with_why)
+{
+	node_row("n2", "tcp://127.0.0.2:9", NODE_DRAINING);
+	char *node = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(lifecycle_place(fx.lc, &lim, "n2", NULL, &node, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_expect(strstr(err->message, "n2: draining") != NULL, "%s", err->message);
+	cp_error_freep(&err);
+	cr_expect_null(node);
+	/* A node of no row. */
+	cr_assert_eq(lifecycle_place(fx.lc, &lim, "gone", NULL, &node, &err), -1);
+	cr_expect(strstr(err->message, "'gone', which is not registered") != NULL, "%s", err->message);
+	cp_error_freep(&err);
+}
+
+Test(lifecycle_place, local_tried_already_leaves_no_node)
+{
+	node_row("n1", "tcp://127.0.0.1:9", NODE_READY);
+	struct policy_placement_tries tries = {.names = {"local"}, .n = 1};
+	char *node = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(lifecycle_place(fx.lc, &lim, NULL, &tries, &node, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_expect(strstr(err->message, "local: tried already") != NULL, "%s", err->message);
+	cp_error_freep(&err);
+}
+
+Test(lifecycle_place, an_engine_of_no_row_is_not_found)
+{
+	struct docker_engine *engine = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(lifecycle_node_engine(fx.lc, "local", &engine, &err), 0);
+	cr_expect_eq(engine, fx.engine);
+	cr_assert_eq(lifecycle_node_engine(fx.lc, "n9", &engine, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
+	cp_error_freep(&err);
+}

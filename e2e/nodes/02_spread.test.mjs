@@ -1,0 +1,194 @@
+// 02 (make test-nodes): sandboxes placed on, and run on, other machines'
+// engines (issue 28). Two extra engines (engine.sh, each in its own network
+// namespace with the template image loaded) are added as nodes n1 and n2;
+// six sandboxes created through MCP land on more than one node (each takes
+// the default memory ceiling, so no node can hold all six: the spread is
+// certain, not luck); bash, write and read work on each, a remote
+// sandbox's workspace is a volume of its node's engine, sandbox_list,
+// `sandbox list` and `status` name each one's node; after a crash of serve
+// its reconcile re-attaches them on every node; destroying them leaves
+// neither container nor volume of ours on the nodes. Needs root.
+import assert from 'node:assert/strict';
+import { execFile, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { after, before } from 'node:test';
+import { promisify } from 'node:util';
+
+import { runCli, runCliJson } from '../lib/clones.mjs';
+import { REPO_ROOT, dockerInspect, dockerRequest, useServer } from '../lib/server.mjs';
+
+const ENGINE = path.join(REPO_ROOT, 'e2e', 'nodes', 'engine.sh');
+const IMAGE = process.env.CHAT2SBX_TEMPLATE_IMAGE || `chat2sbx-template:${spawnSync('cat', [path.join(REPO_ROOT, 'VERSION')], { encoding: 'utf8' }).stdout.trim()}`;
+// The namespaces' numbers (10.231.N.0/24); 01 uses 61.
+const NUMBERS = { n1: process.env.E2E_NODE_NUMBER_A || '62', n2: process.env.E2E_NODE_NUMBER_B || '63' };
+const SANDBOXES = 6;
+
+const nodes = {}; // name -> {ENDPOINT, SOCK, CA, CERT, KEY, DIR}
+
+function parseFacts(out) {
+  const facts = {};
+  for (const line of out.split('\n')) {
+    const m = /^([A-Z]+)=(.*)$/.exec(line);
+    if (m) facts[m[1]] = m[2];
+  }
+  return facts;
+}
+
+// Engines first (before serve starts): about 15 s each with the image.
+before(async () => {
+  const run = promisify(execFile);
+  await Promise.all(
+    Object.entries(NUMBERS).map(async ([name, n]) => {
+      spawnSync(ENGINE, ['stop', n], { stdio: 'ignore' }); // a killed run's leftovers
+      const { stdout } = await run(ENGINE, ['start', n, '--image', IMAGE], { timeout: 240_000 });
+      nodes[name] = parseFacts(stdout);
+      assert.match(nodes[name].ENDPOINT, /^tcp:\/\/10\.231\.\d+\.2:2376$/);
+    }),
+  );
+});
+
+after(() => {
+  for (const n of Object.values(NUMBERS)) spawnSync(ENGINE, ['stop', n], { stdio: 'inherit' });
+});
+
+// runc everywhere: the vm runtime stays on this machine (docs/nodes.md).
+const ctx = useServer({ env: { CHAT2SBX_RUNTIME: 'runc' } });
+
+const made = []; // {id, node, createMs}
+
+ctx.onCleanup(async () => {
+  const tools = await ctx.tools();
+  for (const s of made) await tools.destroyQuietly(s.id);
+});
+
+function engineSock(node) {
+  return node === 'local' ? undefined : nodes[node].SOCK;
+}
+
+// Containers and volumes of this registry on a node's engine.
+async function ours(node) {
+  const label = encodeURIComponent(JSON.stringify({ label: ['org.chat2sbx.registry'] }));
+  const cs = await dockerRequest('GET', `/containers/json?all=1&filters=${label}`, undefined, nodes[node].SOCK);
+  const vs = await dockerRequest('GET', `/volumes?filters=${label}`, undefined, nodes[node].SOCK);
+  const mine = (labels) => String((labels || {})['org.chat2sbx.registry'] || '').startsWith(ctx.srv.dataRoot);
+  return {
+    containers: (cs.body || []).filter((c) => mine(c.Labels)).map((c) => c.Names?.[0]),
+    volumes: (vs.body?.Volumes || []).filter((v) => mine(v.Labels)).map((v) => v.Name),
+  };
+}
+
+ctx.test('both engines are added as nodes over mutual TLS', () => {
+  for (const [name, f] of Object.entries(nodes)) {
+    const r = runCli(ctx.srv, ['node', 'add', name, f.ENDPOINT, '--tls-ca', f.CA, '--tls-cert', f.CERT, '--tls-key', f.KEY]);
+    assert.equal(r.status, 0, r.desc);
+  }
+  const list = runCliJson(ctx.srv, ['node', 'list', '--json']);
+  assert.deepEqual(list.map((n) => n.name).sort(), ['local', 'n1', 'n2']);
+});
+
+ctx.test('six sandboxes are spread over more than one node and each runs bash, write and read', async () => {
+  const tools = await ctx.tools();
+  for (let i = 0; i < SANDBOXES; i++) {
+    const t0 = Date.now();
+    const sc = await tools.create({});
+    made.push({ id: sc.sandbox_id, node: sc.node, createMs: Date.now() - t0 });
+    assert.equal(sc.status, 'running', JSON.stringify(sc));
+    assert.ok(['local', 'n1', 'n2'].includes(sc.node), `node: ${JSON.stringify(sc)}`);
+  }
+  const byNode = {};
+  for (const s of made) byNode[s.node] = (byNode[s.node] || 0) + 1;
+  console.log(`# placement of ${SANDBOXES} sandboxes: ${JSON.stringify(byNode)}`);
+  // Each takes the default memory ceiling (half the machine's, at most
+  // 8 GiB), so a node holds at most three by the memory filter.
+  assert.ok(Object.keys(byNode).length >= 2, `spread over one node only: ${JSON.stringify(byNode)}`);
+  assert.ok(made.some((s) => s.node !== 'local'), 'at least one on another node');
+
+  const bashMs = {};
+  for (const s of made) {
+    // The container is on its node's engine and not on another's.
+    const info = await dockerInspect(s.id, engineSock(s.node));
+    assert.ok(info, `${s.id} has no container on ${s.node}`);
+    assert.equal(info.State?.Running, true, JSON.stringify(info.State));
+    if (s.node !== 'local') {
+      assert.equal(await dockerInspect(s.id), null, `${s.id} is on ${s.node}, not on this machine's engine`);
+      const ws = (info.Mounts || []).find((m) => m.Destination === '/workspace');
+      assert.equal(ws?.Type, 'volume', `a remote workspace is a volume: ${JSON.stringify(info.Mounts)}`);
+      assert.equal(ws?.Name, `chat2sbx-ws-${s.id}`);
+    }
+    const t0 = Date.now();
+    const b = await tools.ok('bash', { sandbox_id: s.id, command: 'echo "on $HOSTNAME" > /workspace/where.txt; cat where.txt' });
+    bashMs[s.node] = [...(bashMs[s.node] || []), Date.now() - t0];
+    assert.equal(b.exit_code, 0, JSON.stringify(b));
+    assert.match(b.output, /^on /);
+    const text = `written to ${s.id} on ${s.node}\n`;
+    const w = await tools.ok('write', { sandbox_id: s.id, path: 'notes.txt', content: text });
+    assert.equal(w.bytes_written, Buffer.byteLength(text));
+    const r = await tools.ok('read', { sandbox_id: s.id, path: 'notes.txt', line_numbers: false });
+    assert.equal(r.content, text);
+    const g = await tools.ok('sandbox_get', { sandbox_id: s.id });
+    assert.equal(g.node, s.node);
+  }
+  const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  for (const node of Object.keys(byNode)) {
+    const creates = made.filter((s) => s.node === node).map((s) => s.createMs);
+    console.log(`# node ${node}: sandbox_create median ${med(creates)} ms (${creates.join(', ')}), first bash ${med(bashMs[node])} ms (${bashMs[node].join(', ')})`);
+  }
+  // A second bash call (the channel warm) on one local and one remote sandbox.
+  for (const node of [...new Set(made.map((s) => s.node))]) {
+    const s = made.find((x) => x.node === node);
+    const times = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = Date.now();
+      await tools.ok('bash', { sandbox_id: s.id, command: 'true' });
+      times.push(Date.now() - t0);
+    }
+    console.log(`# node ${node}: warm bash 'true' median ${med(times)} ms (${times.join(', ')})`);
+  }
+});
+
+ctx.test('sandbox_list, sandbox list and status name each sandbox\'s node', async () => {
+  const tools = await ctx.tools();
+  const list = await tools.ok('sandbox_list', {});
+  for (const s of made) {
+    const row = list.sandboxes.find((x) => x.sandbox_id === s.id);
+    assert.equal(row?.node, s.node, JSON.stringify(row));
+  }
+  const cli = runCliJson(ctx.srv, ['sandbox', 'list', '--json']);
+  for (const s of made) assert.equal(cli.sandboxes.find((x) => x.sandbox_id === s.id)?.node, s.node);
+  const text = runCli(ctx.srv, ['sandbox', 'list']);
+  assert.equal(text.status, 0, text.desc);
+  assert.match(text.stdout, /NODE/);
+  const status = runCli(ctx.srv, ['status', '--json']);
+  const st = JSON.parse(status.stdout);
+  const byNode = {};
+  for (const s of made) byNode[s.node] = (byNode[s.node] || 0) + 1;
+  assert.deepEqual(st.sandboxes.by_node, byNode, JSON.stringify(st.sandboxes));
+  const nl = runCliJson(ctx.srv, ['node', 'list', '--json']);
+  for (const n of nl.filter((x) => x.name !== 'local')) assert.equal(n.sandboxes, byNode[n.name] || 0, JSON.stringify(n));
+});
+
+ctx.test('after serve crashes, its reconcile re-attaches the sandboxes on every node', async () => {
+  await ctx.restart('SIGKILL');
+  const tools = await ctx.tools();
+  for (const s of made) {
+    const r = await tools.ok('read', { sandbox_id: s.id, path: 'notes.txt', line_numbers: false });
+    assert.equal(r.content, `written to ${s.id} on ${s.node}\n`);
+  }
+  assert.match(ctx.srv.stderrTail(200), /reconciled: \d+ sandbox\(es\) re-attached/);
+});
+
+ctx.test('destroying them leaves no container or volume of ours on the nodes', async () => {
+  const tools = await ctx.tools();
+  for (const s of made) {
+    const d = await tools.ok('sandbox_destroy', { sandbox_id: s.id });
+    assert.equal(d.status, 'removed', JSON.stringify(d));
+  }
+  for (const node of Object.keys(nodes)) {
+    assert.deepEqual(await ours(node), { containers: [], volumes: [] }, `node ${node}`);
+    const r = runCli(ctx.srv, ['node', 'remove', node]);
+    assert.equal(r.status, 0, r.desc);
+  }
+  made.length = 0;
+});
+
+ctx.finish();

@@ -274,6 +274,27 @@ static int check_runtime_inputs(const struct config *cfg, struct docker_engine *
 	return 0;
 }
 
+/* The health loop's news of a node (issue 28): one that went down has its
+ * sandboxes' channels closed (calls waiting on them fail at once; new ones
+ * are refused at the gate naming the node); one that answers again is
+ * reconciled (lifecycle_node_reconcile). */
+static void on_node_event(void *ctx, const char *node, enum policy_node_health_event event)
+{
+	struct lifecycle *lc = ctx;
+	if (event == POLICY_NODE_HEALTH_DOWN) {
+		size_t n = lifecycle_node_channels_close(lc, node);
+		if (n)
+			log_info("serve", "node %s is down: closed the helper channels of %zu sandbox(es) on it", node,
+			         n);
+		return;
+	}
+	if (event != POLICY_NODE_HEALTH_BACK)
+		return;
+	struct cp_error *e = NULL;
+	if (lifecycle_node_reconcile(lc, node, &e) < 0)
+		cp_error_log_free(LOG_LEVEL_WARN, "serve", &e, "after node %s came back", node);
+}
+
 int controlplane_serve(const struct config *cfg, const struct serve_options *opts, struct cp_error **err)
 {
 	/* stdio is a local client's own pipe: the tunnel plays no part in it. */
@@ -316,7 +337,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	lifecycle_channel_receipts_set(lc, &tool_bash_receipts);
 	/* Other machines' engines (issue 28): a pass at once, then every few
 	 * seconds; never fatal (without it every node counts as answering). */
-	if (node_health_start(store, NULL, NULL, &health) == 0)
+	if (node_health_start(store, on_node_event, lc, &health) == 0)
 		lifecycle_node_health_set(lc, health);
 	/* A container an earlier serve paused for a full disk would not answer
 	 * its re-attach; the guard then looks before anything is created. */

@@ -201,6 +201,29 @@ void lifecycle_channel_drop(struct lifecycle *lc, const char *id)
 		helper_channel_unref(old);
 }
 
+size_t lifecycle_node_channels_close(struct lifecycle *lc, const char *node)
+{
+	size_t n = 0, cap = 0;
+	struct helper_channel **close = NULL;
+	pthread_mutex_lock(&lc->lock);
+	for (size_t i = 0; i < lc->n_channels; i++) {
+		struct lifecycle_channel *c = &lc->channels[i];
+		if (!c->channel || !c->row.id || !c->row.node || strcmp(c->row.node, node))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 8;
+			close = xrealloc(close, cap * sizeof(*close));
+		}
+		close[n++] = helper_channel_ref(c->channel);
+	}
+	pthread_mutex_unlock(&lc->lock);
+	/* Outside the lock: each shuts its stream down and fails what waits. */
+	for (size_t i = 0; i < n; i++)
+		helper_channel_free(close[i]);
+	free(close);
+	return n;
+}
+
 void lifecycle_channels_clear(struct lifecycle *lc)
 {
 	pthread_mutex_lock(&lc->lock);

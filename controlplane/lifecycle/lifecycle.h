@@ -234,6 +234,27 @@ void lifecycle_maintenance_stop(struct lifecycle_maintenance *m);
  * create is in flight). Returns 0 unless the registry or the engine cannot
  * be listed. Blocks on the engine (10 s per call at most). */
 int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err);
+/* lifecycle_reconcile for one node (borrowed name) that answers again after
+ * an outage (issue 28; the health loop's POLICY_NODE_HEALTH_BACK): its rows
+ * against its engine's containers, by the same decision table. A running
+ * sandbox whose channel is still open keeps it (after a network cut the
+ * stream and its bash sessions lived on); one whose channel closed is
+ * re-attached; one whose container died with the node's engine is marked
+ * failed with the reason. Rows in any other state (a create or a removal
+ * under way owns them) and containers without a row are left alone. The node's engine's errors, prefixed, when it
+ * does not answer after all (rows left as they are). Blocks for one
+ * container list and an attach per re-attached sandbox. */
+int lifecycle_node_reconcile(struct lifecycle *lc, const char *node, struct cp_error **err);
+/* For a node (borrowed name) the health loop found not answering
+ * (POLICY_NODE_HEALTH_DOWN): shuts down the helper channels of its
+ * sandboxes that a call has used, so calls waiting on a stream that will
+ * not answer fail at once (UNAVAILABLE, "the channel was closed") instead
+ * of at their timeout; the next call is refused at the gate naming the
+ * node, and once the node answers the channel is opened again
+ * (lifecycle_node_reconcile or the call's re-attach), the sandbox's bash
+ * sessions intact in its helper. Returns how many were closed. Never
+ * blocks on an engine. */
+size_t lifecycle_node_channels_close(struct lifecycle *lc, const char *node);
 
 /* Mounts and paths exposed for tools' answers. */
 const struct config *lifecycle_config(const struct lifecycle *lc);

@@ -46,6 +46,7 @@ static int remove_container(struct lifecycle *lc, const struct sandbox_record *s
 
 struct reconcile_counts {
 	int attached, failed, removed, orphans;
+	int keep_live; /* a row whose channel is open keeps it (a node that came back) */
 };
 
 /* Carries out one decision for row s (NULL for an orphan) and container c
@@ -60,7 +61,12 @@ static void apply(struct lifecycle *lc, const struct sandbox_record *s, const st
 			log_info("lifecycle", "sandbox %s: %s", s ? s->id : c->name, d->reason);
 		break;
 	case POLICY_RECONCILE_REATTACH: {
-		struct helper_channel *ch = NULL;
+		struct helper_channel *ch = n->keep_live ? lifecycle_channel_get(lc, s->id) : NULL;
+		int live = ch && helper_channel_alive(ch);
+		helper_channel_unref(ch);
+		ch = NULL;
+		if (live)
+			break; /* its stream outlived the outage: sessions and all */
 		if (lifecycle_attach(lc, s->id, s->node, c->id, &ch, &e) < 0) {
 			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e,
 			                  "re-attach sandbox %s (next tool call retries)", s->id);
@@ -154,13 +160,17 @@ static int reconcile_node(struct lifecycle *lc, const char *node, struct sandbox
 		/* Removed rows without a container are the history: skip quickly. */
 		if (!c && s->status == SANDBOX_REMOVED)
 			continue;
+		/* While serve runs, only running rows are this pass's: a create or
+		 * a removal under way owns its row and container. */
+		if (n->keep_live && s->status != SANDBOX_RUNNING)
+			continue;
 		struct policy_reconcile_decision d;
 		policy_reconcile_decide(policy_row_state_of(sandbox_status_to_string(s->status)),
 		                        policy_container_state_of(c ? c->status : NULL), c ? c->status : NULL,
 		                        c ? c->exit_code : 0, &d);
 		apply(lc, s, c, &d, n);
 	}
-	for (size_t j = 0; j < n_cs; j++) {
+	for (size_t j = 0; j < n_cs && !n->keep_live; j++) {
 		if (matched && matched[j])
 			continue;
 		struct policy_reconcile_decision d;
@@ -172,6 +182,25 @@ static int reconcile_node(struct lifecycle *lc, const char *node, struct sandbox
 	for (size_t j = 0; j < n_cs; j++)
 		docker_container_state_clear(&cs[j]);
 	free(cs);
+	return 0;
+}
+
+int lifecycle_node_reconcile(struct lifecycle *lc, const char *node, struct cp_error **err)
+{
+	struct sandbox_record *rows = NULL;
+	size_t n_rows = 0;
+	if (store_sandbox_list(lc->store, STORE_SANDBOX_LIST_REMOVED | STORE_SANDBOX_LIST_POOLED, &rows, &n_rows, err) <
+	    0)
+		return -1;
+	struct reconcile_counts n = {.keep_live = 1};
+	int r = reconcile_node(lc, node, rows, n_rows, &n, err);
+	free_rows(rows, n_rows);
+	if (r < 0)
+		return cp_error_prefix(err, "reconcile node '%s'", node);
+	log_info("lifecycle",
+	         "node %s answers again: %d sandbox(es) re-attached, %d marked failed, %d leftover container(s) "
+	         "removed, %d container(s) without a row",
+	         node, n.attached, n.failed, n.removed, n.orphans);
 	return 0;
 }
 

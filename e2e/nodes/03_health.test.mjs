@@ -14,7 +14,7 @@ import { after, before, test } from 'node:test';
 import { BIN, REPO_ROOT, Server, childEnv } from '../lib/server.mjs';
 
 const ENGINE = path.join(REPO_ROOT, 'e2e', 'nodes', 'engine.sh');
-const N = process.env.E2E_HEALTH_NODE_NUMBER || '63';
+const N = process.env.E2E_HEALTH_NODE_NUMBER || '65';
 // Two misses 2 s apart, each ping bounded by 2 s, plus a pass under way.
 const DOWN_WITHIN_MS = 15_000;
 

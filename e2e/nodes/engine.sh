@@ -10,6 +10,8 @@
 #        ENDPOINT= SOCK= CA= CERT= KEY= DIR=
 #   e2e/nodes/engine.sh stop N                    remove everything start made
 #   e2e/nodes/engine.sh cut N | heal N            take the host's veth link down / up
+#   e2e/nodes/engine.sh restart N                 stop its dockerd (its containers die with it:
+#        no live-restore) and start it again on the same data root, certificates and address
 #
 # N is 1..254. Everything lives under ${NODES_ROOT:-/var/tmp/chat2sbx-nodes}/N
 # (data root, exec root, pidfile, socket, certificates). dockerd runs with
@@ -88,15 +90,7 @@ start() {
   nsenter --net="/run/netns/$ns" ip link set "$node_if" up
   nsenter --net="/run/netns/$ns" ip link set lo up
   nsenter --net="/run/netns/$ns" ip route add default via "$host_ip"
-  # setsid: its own session, so the caller's terminal or test runner does
-  # not signal it; stop() ends it by its pidfile.
-  setsid nsenter --net="/run/netns/$ns" dockerd \
-    --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$pidfile" \
-    -H "unix://$sock" -H "tcp://$node_ip:2376" \
-    --tlsverify --tlscacert "$dir/certs/ca.pem" --tlscert "$dir/certs/server.pem" --tlskey "$dir/certs/server-key.pem" \
-    --bip "172.31.$n.1/24" --default-address-pool "base=172.30.0.0/16,size=24" \
-    --config-file "$dir/daemon.json" --log-level warn </dev/null >"$log" 2>&1 &
-  wait_engine 60
+  run_dockerd
   if [ -n "$image" ]; then
     docker save "$image" | docker -H "unix://$sock" load >/dev/null
   fi
@@ -110,7 +104,21 @@ DIR=$dir
 EOF
 }
 
-stop() {
+# Starts the node's dockerd in its namespace and waits for it.
+run_dockerd() {
+  # setsid: its own session, so the caller's terminal or test runner does
+  # not signal it; stop() ends it by its pidfile.
+  setsid nsenter --net="/run/netns/$ns" dockerd \
+    --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$pidfile" \
+    -H "unix://$sock" -H "tcp://$node_ip:2376" \
+    --tlsverify --tlscacert "$dir/certs/ca.pem" --tlscert "$dir/certs/server.pem" --tlskey "$dir/certs/server-key.pem" \
+    --bip "172.31.$n.1/24" --default-address-pool "base=172.30.0.0/16,size=24" \
+    --config-file "$dir/daemon.json" --log-level warn </dev/null >>"$log" 2>&1 &
+  wait_engine 60
+}
+
+# Ends the node's dockerd (TERM, then KILL after 30 s).
+stop_dockerd() {
   if [ -f "$pidfile" ]; then
     local pid i
     pid="$(cat "$pidfile")"
@@ -120,6 +128,11 @@ stop() {
       kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
     fi
   fi
+  return 0
+}
+
+stop() {
+  stop_dockerd
   ip link del "$host_if" 2>/dev/null || true
   [ ! -e "/run/netns/$ns" ] || ip netns del "$ns"
   # Mounts left under the data root (overlay layers, the exec root's netns files).
@@ -132,5 +145,6 @@ case "$cmd" in
   stop) stop ;;
   cut) ip link set "$host_if" down ;;
   heal) ip link set "$host_if" up ;;
+  restart) [ -e "/run/netns/$ns" ] || die "node $n is not started"; stop_dockerd; rm -f "$pidfile"; run_dockerd ;;
   *) die "unknown command '$cmd'" ;;
 esac

@@ -238,8 +238,11 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	int vm = policy_runtime_is_vm(s->runtime);
 	_cleanup_free_ struct docker_mount *mounts = xcalloc(guard->n + 5, sizeof(*mounts));
 	size_t n_mounts = 0;
-	mounts[n_mounts++] =
-	    (struct docker_mount){.source = lc->cfg->helper_path, .target = POLICY_HELPER_TARGET, .read_only = 1};
+	/* Another node has no path of this machine's: its helper is copied in
+	 * before the start (lifecycle_helper_upload). */
+	if (!remote)
+		mounts[n_mounts++] = (struct docker_mount){
+		    .source = lc->cfg->helper_path, .target = POLICY_HELPER_TARGET, .read_only = 1};
 	mounts[n_mounts++] = (struct docker_mount){.source = remote ? volume : w->path,
 	                                           .target = clone ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET,
 	                                           .read_only = clone,
@@ -300,7 +303,9 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 		return -1;
 	_cleanup_(helper_channel_unrefp) struct helper_channel *ch = NULL;
 	int r = 0;
-	if (lifecycle_attach(lc, s->id, s->node, container_id, &ch, err) < 0)
+	if (remote && lifecycle_helper_upload(lc, engine, container_id, err) < 0)
+		r = -1;
+	if (r == 0 && lifecycle_attach(lc, s->id, s->node, container_id, &ch, err) < 0)
 		r = -1;
 	report_step(opts, "starting the container", 4);
 	if (r == 0 && docker_container_start(engine, container_id, err) < 0)

@@ -4,7 +4,8 @@
 // six sandboxes created through MCP land on more than one node (each takes
 // the default memory ceiling, so no node can hold all six: the spread is
 // certain, not luck); bash, write and read work on each, a remote
-// sandbox's workspace is a volume of its node's engine, sandbox_list,
+// sandbox's workspace is a volume of its node's engine and no path of this
+// machine is bind-mounted into it (its helper is copied in), sandbox_list,
 // `sandbox list` and `status` name each one's node; after a crash of serve
 // its reconcile re-attaches them on every node; destroying them leaves
 // neither container nor volume of ours on the nodes. Needs root.
@@ -114,6 +115,8 @@ ctx.test('six sandboxes are spread over more than one node and each runs bash, w
       const ws = (info.Mounts || []).find((m) => m.Destination === '/workspace');
       assert.equal(ws?.Type, 'volume', `a remote workspace is a volume: ${JSON.stringify(info.Mounts)}`);
       assert.equal(ws?.Name, `chat2sbx-ws-${s.id}`);
+      // No path of this machine is mounted there: the helper was copied in.
+      assert.deepEqual((info.Mounts || []).filter((m) => m.Type === 'bind'), [], JSON.stringify(info.Mounts));
     }
     const t0 = Date.now();
     const b = await tools.ok('bash', { sandbox_id: s.id, command: 'echo "on $HOSTNAME" > /workspace/where.txt; cat where.txt' });

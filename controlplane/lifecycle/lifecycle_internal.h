@@ -76,7 +76,8 @@ int lifecycle_node_is_local(const char *node);
  * over mutual TLS with its row's files the first time and kept. NOT_FOUND
  * for a node without a row; the codes of docker_engine_new_tls (DENIED,
  * UNAVAILABLE), prefixed "reach node 'NAME'", when it cannot be opened.
- * Blocks at most about 5 s (an open), else not at all. Thread-safe. */
+ * Blocks at most about 5 s (an open, outside any lock: a node that does not
+ * answer delays only its own callers), else not at all. Thread-safe. */
 int lifecycle_node_engine(struct lifecycle *lc, const char *node, struct docker_engine **ret, struct cp_error **err);
 /* Whether POLICY_NETWORK was made on a remote node's engine (1/0; set: mark
  * it made); -1 for 'local' (lc->network_ready holds that). Thread-safe. */

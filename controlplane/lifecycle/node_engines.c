@@ -47,32 +47,38 @@ int lifecycle_node_engine(struct lifecycle *lc, const char *node, struct docker_
 	}
 	pthread_mutex_lock(&lc->node_lock);
 	struct lifecycle_node_engine *e = find(lc, node);
-	if (e) {
-		*ret = e->engine;
-		pthread_mutex_unlock(&lc->node_lock);
+	*ret = e ? e->engine : NULL;
+	pthread_mutex_unlock(&lc->node_lock);
+	if (*ret)
 		return 0;
-	}
-	/* Opened under the lock (at most 5 s, once per node): two calls never
-	 * open twin handles. */
+	/* Opened outside the lock (up to 5 s for a node that does not answer),
+	 * so calls to other nodes' sandboxes never wait for it. */
 	struct node_record n = {0};
 	struct docker_engine *engine = NULL;
-	int r = store_node_get(lc->store, node, &n, err);
-	if (r == 0) {
-		struct docker_tls_files tls = {.ca = n.tls_ca, .cert = n.tls_cert, .key = n.tls_key};
-		r = docker_engine_new_tls(n.endpoint, &tls, &engine, err);
-		if (r < 0)
-			cp_error_prefix(err, "reach node '%s'", node);
+	if (store_node_get(lc->store, node, &n, err) < 0)
+		return -1;
+	struct docker_tls_files tls = {.ca = n.tls_ca, .cert = n.tls_cert, .key = n.tls_key};
+	int r = docker_engine_new_tls(n.endpoint, &tls, &engine, err);
+	if (r < 0) {
+		cp_error_prefix(err, "reach node '%s'", node);
+		node_record_clear(&n);
+		return -1;
 	}
-	if (r == 0) {
+	pthread_mutex_lock(&lc->node_lock);
+	e = find(lc, node);
+	if (e) { /* another call opened it meanwhile: keep that one */
+		docker_engine_free(engine);
+		engine = e->engine;
+	} else {
 		lc->node_engines = xrealloc(lc->node_engines, (lc->n_node_engines + 1) * sizeof(*lc->node_engines));
 		lc->node_engines[lc->n_node_engines++] =
 		    (struct lifecycle_node_engine){.name = xstrdup(node), .engine = engine};
 		log_debug("lifecycle", "node %s: engine opened at %s", node, n.endpoint);
-		*ret = engine;
 	}
 	pthread_mutex_unlock(&lc->node_lock);
 	node_record_clear(&n);
-	return r;
+	*ret = engine;
+	return 0;
 }
 
 int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set)

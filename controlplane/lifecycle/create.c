@@ -472,6 +472,16 @@ static int place_new(struct lifecycle *lc, const struct lifecycle_create_options
                      const struct lifecycle_limits *lim, const struct policy_placement_tries *tries, char **ret_node,
                      struct cp_error **err)
 {
+	if (opts->node && !lifecycle_node_is_local(opts->node)) {
+		struct node_record n = {0};
+		if (store_node_get(lc->store, opts->node, &n, err) < 0)
+			return -1; /* NOT_FOUND naming it and how to list nodes */
+		node_record_clear(&n);
+		if (pool_member || policy_runtime_is_vm(lim->runtime))
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "the vm runtime runs on this machine only (node 'local'), not on node '%s'",
+			                    opts->node);
+	}
 	/* The warm pool and the vm runtime are this machine's (docs/nodes.md). */
 	const char *pinned = opts->node                                          ? opts->node
 	                     : pool_member || policy_runtime_is_vm(lim->runtime) ? STORE_NODE_LOCAL

@@ -7,7 +7,7 @@
 // sandbox's workspace is a volume of its node's engine and no path of this
 // machine is bind-mounted into it (its helper is copied in), a node cut off
 // the network is passed over by placement and answers again once healed,
-// sandbox_list,
+// sandbox_create's node argument pins a sandbox to a node, sandbox_list,
 // `sandbox list` and `status` name each one's node; after a crash of serve
 // its reconcile re-attaches them on every node; destroying them leaves
 // neither container nor volume of ours on the nodes. Needs root.
@@ -18,7 +18,7 @@ import { after, before } from 'node:test';
 import { promisify } from 'node:util';
 
 import { runCli, runCliJson } from '../lib/clones.mjs';
-import { REPO_ROOT, dockerInspect, dockerRequest, useServer } from '../lib/server.mjs';
+import { REPO_ROOT, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
 
 const ENGINE = path.join(REPO_ROOT, 'e2e', 'nodes', 'engine.sh');
 const IMAGE = process.env.CHAT2SBX_TEMPLATE_IMAGE || `chat2sbx-template:${spawnSync('cat', [path.join(REPO_ROOT, 'VERSION')], { encoding: 'utf8' }).stdout.trim()}`;
@@ -180,6 +180,23 @@ ctx.test('sandbox_list, sandbox list and status name each sandbox\'s node', asyn
   assert.deepEqual(st.sandboxes.by_node, byNode, JSON.stringify(st.sandboxes));
   const nl = runCliJson(ctx.srv, ['node', 'list', '--json']);
   for (const n of nl.filter((x) => x.name !== 'local')) assert.equal(n.sandboxes, byNode[n.name] || 0, JSON.stringify(n));
+});
+
+ctx.test('sandbox_create with node puts it there; an unknown or badly named node is refused', async () => {
+  const tools = await ctx.tools();
+  const p = await tools.create({ node: 'n2', memory: '256m' }); // the nodes are full at the default ceiling
+  try {
+    assert.equal(p.node, 'n2');
+    assert.ok(await dockerInspect(p.sandbox_id, nodes.n2.SOCK), 'on n2\'s engine');
+  } finally {
+    await tools.ok('sandbox_destroy', { sandbox_id: p.sandbox_id });
+  }
+  const unknown = await tools.call('sandbox_create', { node: 'nope' });
+  assert.equal(unknown.isError, true);
+  assert.match(resultText(unknown), /node 'nope' does not exist/);
+  const bad = await tools.call('sandbox_create', { node: 'Bad_Name' });
+  assert.equal(bad.isError, true);
+  assert.match(resultText(bad), /node name 'Bad_Name'/);
 });
 
 ctx.test('a node cut off the network is passed over by placement; its sandboxes answer again once it is back', async () => {

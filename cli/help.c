@@ -19,7 +19,8 @@ const struct cli_help cli_help[] = {
     {"ui", "ui [--no-open] [--json]    a one-time login link to the owner's page (approvals, sandboxes, saved\n"
            "                             work, health, activity) served by serve; opened in a browser when a\n"
            "                             desktop is there"},
-    {"doctor", "doctor [--json]            attack a probe sandbox from inside; exit 1 if an attack succeeds"},
+    {"doctor", "doctor [--json] [--node NAME]  attack a probe sandbox from inside, on every node or one; exit 1 if an "
+               "attack succeeds"},
     {"serve", "serve [--stdio] [--verify-isolation]\n"
               "                             run the MCP server (HTTP on CHAT2SBX_HOST:PORT, or stdio); with\n"
               "                             --verify-isolation, refuse to serve unless the doctor's attacks fail"},

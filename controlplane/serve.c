@@ -26,6 +26,7 @@
 #include "docker/docker.h"
 #include "lifecycle/lifecycle.h"
 #include "mcp/mcp.h"
+#include "node/node.h"
 #include "ops/ops.h"
 #include "policy/policy.h"
 #include "tools/tools.h"
@@ -290,6 +291,7 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	struct ui *ui = NULL;
 	struct tunnel_supervisor *tunnel_sup = NULL;
 	struct lifecycle_maintenance *maint = NULL;
+	struct node_health *health = NULL;
 	struct firewall_hook fw_hook = {.cfg = cfg};
 	_cleanup_close_ int lock_fd = -1;
 	int r = -1;
@@ -312,6 +314,10 @@ int controlplane_serve(const struct config *cfg, const struct serve_options *opt
 	    lifecycle_new(cfg, store, engine, &lc, err) < 0)
 		goto out;
 	lifecycle_channel_receipts_set(lc, &tool_bash_receipts);
+	/* Other machines' engines (issue 28): a pass at once, then every few
+	 * seconds; never fatal (without it every node counts as answering). */
+	if (node_health_start(store, NULL, NULL, &health) == 0)
+		lifecycle_node_health_set(lc, health);
 	/* A container an earlier serve paused for a full disk would not answer
 	 * its re-attach; the guard then looks before anything is created. */
 	lifecycle_disk_unpause_leftovers(lc);
@@ -490,6 +496,9 @@ out:
 	tunnel_stop(tunnel_sup);
 	lifecycle_maintenance_stop(maint);
 	mcp_server_free(server);
+	if (lc)
+		lifecycle_node_health_set(lc, NULL); /* no call runs any more */
+	node_health_stop(health);
 	ui_free(ui);             /* after the listeners: no request uses it any more */
 	lifecycle_pool_stop(lc); /* after the last tool call: removes the unclaimed members it made */
 	lifecycle_disk_guard_stop(lc);

@@ -68,3 +68,12 @@ struct docker_engine *lifecycle_engine(const struct lifecycle *lc)
 {
 	return lc->engine;
 }
+void lifecycle_node_health_set(struct lifecycle *lc, struct node_health *health)
+{
+	lc->health = health;
+}
+int lifecycle_sandbox_engine(struct lifecycle *lc, const struct sandbox_record *s, struct docker_engine **ret,
+                             struct cp_error **err)
+{
+	return lifecycle_node_engine(lc, s->node, ret, err);
+}

@@ -12,6 +12,7 @@
 #include "../docker/docker.h"
 #include "../guard/guard.h"
 #include "../helper/helper.h"
+#include "../node/node.h"
 #include "../workspace/workspace.h"
 #include "../store/store.h"
 
@@ -270,6 +271,19 @@ void lifecycle_disk_unpause_leftovers(struct lifecycle *lc);
 const struct policy_sandbox_limits *lifecycle_limits_in_force(const struct lifecycle *lc);
 struct store *lifecycle_store(const struct lifecycle *lc);
 struct docker_engine *lifecycle_engine(const struct lifecycle *lc);
+/* Gives lc the health loop (borrowed until lifecycle_free or a later call
+ * with NULL): a call on a sandbox whose node it says is not answering is
+ * refused at the gate (lifecycle_sandbox_channel) with UNAVAILABLE naming
+ * the node and since when, without touching the row or the engine. Set
+ * before the first call; NULL (the default) treats every node as answering. */
+void lifecycle_node_health_set(struct lifecycle *lc, struct node_health *health);
+/* The engine of s's node (s borrowed; its node NULL or "local" = this
+ * machine's, lifecycle_engine) into *ret, borrowed until lifecycle_free.
+ * NOT_FOUND for a node without a row; DENIED or UNAVAILABLE, naming the
+ * node, when its engine cannot be opened. Blocks at most about 5 s (the
+ * first use of a node), else not at all. Thread-safe. */
+int lifecycle_sandbox_engine(struct lifecycle *lc, const struct sandbox_record *s, struct docker_engine **ret,
+                             struct cp_error **err);
 
 /* ---- saved clone work (lifecycle/export_*.c, issue 14) ---- */
 

@@ -34,6 +34,7 @@ struct lifecycle {
 	const struct config *cfg;     /* borrowed */
 	struct store *store;          /* borrowed */
 	struct docker_engine *engine; /* borrowed */
+	struct node_health *health;   /* borrowed: other nodes' health (node/health.c); NULL = all answer */
 	pthread_mutex_t lock;         /* guards channels */
 	struct lifecycle_channel *channels;
 	size_t n_channels;

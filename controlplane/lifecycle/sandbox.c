@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../base/cleanup.h"
@@ -62,6 +63,25 @@ static int load_running(struct lifecycle *lc, const char *id, struct sandbox_rec
 	return 0;
 }
 
+/* UNAVAILABLE when s's node is not answering (issue 28): naming the node
+ * and since when (UTC), the row and the container left alone. */
+static int node_unavailable(struct lifecycle *lc, const struct sandbox_record *s, struct cp_error **err)
+{
+	int64_t since_ms = 0;
+	if (!s->node || node_health_answering(lc->health, s->node, &since_ms))
+		return 0;
+	char when[64] = "a while";
+	time_t t = (time_t)(since_ms / 1000);
+	struct tm tm;
+	if (since_ms > 0 && gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	return cp_error_set(err, CP_ERR_UNAVAILABLE,
+	                    "sandbox '%s' runs on node '%s', which is not answering since %s; the sandbox and its "
+	                    "work are kept and answer again once the node does ('chat2sbx node list' shows its "
+	                    "state); meanwhile create a new sandbox to work elsewhere",
+	                    s->id, s->node, when);
+}
+
 struct helper_channel *lifecycle_sandbox_channel_peek(struct lifecycle *lc, const char *id)
 {
 	if (lifecycle_disk_paused(lc, id, NULL, 0))
@@ -95,6 +115,10 @@ int lifecycle_sandbox_channel(struct lifecycle *lc, const char *id, struct helpe
 		             id, paused);
 		goto out;
 	}
+	/* Its node stopped answering (node/health.c): say so at once instead
+	 * of waiting on an engine that is gone; the row stays as it is. */
+	if (node_unavailable(lc, &s, err) < 0)
+		goto out;
 	/* A direct workspace's .git protection must still be in place: a
 	 * host-side replacement of a protected path drops its mount inside
 	 * (git_guard.c); then the sandbox is stopped and this call refused. */

@@ -12,6 +12,7 @@
 #include "../base/error.h"
 #include "../config/config.h"
 #include "../docker/docker.h"
+#include "../policy/policy.h"
 #include "../store/store.h"
 
 /* The names of a node's TLS files in its directory. */
@@ -74,5 +75,46 @@ int node_local_record(const struct config *cfg, int64_t now_ms, struct node_reco
  * copied into *ret (caller clears), kvm -1 (not known: /info does not
  * tell). Pure. */
 void node_labels_from_facts(const struct docker_engine_facts *facts, struct node_labels *ret);
+
+/* ---- the health loop (health.c; issue 28, "Health and failure") ---- */
+
+/* How often each node's engine is asked GET /_ping (ms), how long one ping
+ * may take (ms), how often GET /info refreshes its labels (ms), and how
+ * often an answering node's last contact is written (ms). A node is down
+ * after POLICY_NODE_DOWN_AFTER misses in a row: within about
+ * NODE_HEALTH_INTERVAL_MS * 2 + NODE_HEALTH_PING_MS of its last answer. */
+#define NODE_HEALTH_INTERVAL_MS 2000L
+#define NODE_HEALTH_PING_MS 2000L
+#define NODE_HEALTH_LABELS_MS 30000L
+#define NODE_HEALTH_CONTACT_MS 10000L
+
+struct node_health;
+/* Called on the loop's thread when node (borrowed for the call) went down
+ * (POLICY_NODE_HEALTH_DOWN) or answers again (POLICY_NODE_HEALTH_BACK),
+ * after the registry's state was written. Must not call node_health_stop. */
+typedef void (*node_health_event_fn)(void *ctx, const char *node, enum policy_node_health_event event);
+
+/* Reads the node rows (a row left down by an earlier serve counts as not
+ * answering from here until its first answer), then starts the loop on its
+ * own thread: a pass at once and then every NODE_HEALTH_INTERVAL_MS. Each
+ * pass reads the node rows (store borrowed
+ * until node_health_stop), pings every node's engine at once over mutual
+ * TLS (one short-lived thread each), and writes a changed state
+ * (policy_node_state_after: ready <-> down; draining stays) and, for a
+ * node that answered, its last contact (at most every
+ * NODE_HEALTH_CONTACT_MS) and its labels from GET /info (every
+ * NODE_HEALTH_LABELS_MS and when it comes back). on_event
+ * (may be NULL) and event_ctx are borrowed until node_health_stop. *ret is
+ * the caller's (node_health_stop); -1 (and a log line) when the thread
+ * cannot start, *ret then NULL. Never logs or returns a TLS file's bytes. */
+int node_health_start(struct store *store, node_health_event_fn on_event, void *event_ctx, struct node_health **ret);
+/* Stops the loop (a pass under way ends first: at most about
+ * NODE_HEALTH_PING_MS plus GET /info's 10 s) and frees h. Accepts NULL. */
+void node_health_stop(struct node_health *h);
+/* 1 when node answers as far as the loop knows (always for 'local', for a
+ * node it has not probed yet and for a NULL h); 0 when it is down, with
+ * *ret_down_since_ms (may be NULL; wall clock ms) the first missed answer.
+ * Thread-safe; never blocks on an engine. */
+int node_health_answering(struct node_health *h, const char *node, int64_t *ret_down_since_ms);
 
 #endif

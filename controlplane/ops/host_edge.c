@@ -54,7 +54,9 @@ static void targets_collect(struct lifecycle *lc, const struct sandbox_record *p
 	char **gateways = NULL;
 	_cleanup_error_ struct cp_error *e = NULL;
 	const char *container = probe->container_id ? probe->container_id : probe->container_name;
-	if (docker_container_gateways(lifecycle_engine(lc), container, &gateways, &e) == 0)
+	struct docker_engine *engine = NULL; /* the probe's node's */
+	if (lifecycle_sandbox_engine(lc, probe, &engine, &e) == 0 &&
+	    docker_container_gateways(engine, container, &gateways, &e) == 0)
 		for (size_t i = 0; gateways[i]; i++)
 			targets_add(t, gateways[i]);
 	docker_strv_free(gateways);

@@ -272,10 +272,12 @@ static void probe_remove(struct lifecycle *lc, const struct sandbox_record *s)
 	workspace_record_clear(&w);
 }
 
-static int probe_create(struct lifecycle *lc, int network_off, struct sandbox_record *ret, struct cp_error **err)
+static int probe_create(struct lifecycle *lc, const char *node, int network_off, struct sandbox_record *ret,
+                        struct cp_error **err)
 {
-	/* On this machine: the attacks include its host edge. */
-	struct lifecycle_create_options o = {.network_off = network_off, .node = "local"};
+	/* Where it was asked: never left to placement, so each result is the
+	 * named node's. */
+	struct lifecycle_create_options o = {.network_off = network_off, .node = node ? node : "local"};
 	struct lifecycle_create_result res = {0};
 	if (lifecycle_sandbox_create(lc, &o, &res, err) < 0)
 		return cp_error_prefix(err, "create the doctor's probe sandbox");
@@ -285,12 +287,12 @@ static int probe_create(struct lifecycle *lc, int network_off, struct sandbox_re
 	return 0;
 }
 
-static void network_off_check(struct lifecycle *lc, struct ops_probe_report *r)
+static void network_off_check(struct lifecycle *lc, const char *node, struct ops_probe_report *r)
 {
 	const char *attack = "see any network interface but loopback in a sandbox created with network off";
 	struct sandbox_record s = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (probe_create(lc, 1, &s, &e) < 0) {
+	if (probe_create(lc, node, 1, &s, &e) < 0) {
 		ops_probe_report_add(r, "network_off", attack, OPS_CHECK_FAILED, "%s", e->message);
 		return;
 	}
@@ -315,7 +317,7 @@ static void network_off_check(struct lifecycle *lc, struct ops_probe_report *r)
 	sandbox_record_clear(&s);
 }
 
-int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, struct cp_error **err)
+int ops_isolation_probe(struct lifecycle *lc, const char *node, struct ops_probe_report *ret, struct cp_error **err)
 {
 	const struct config *cfg = lifecycle_config(lc);
 	struct canaries c = {0};
@@ -323,8 +325,10 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 	struct ops_probe_report r = {0};
 	_cleanup_free_ char *cmd = NULL, *out = NULL;
 	int rc = -1;
+	int remote = node && strcmp(node, STORE_NODE_LOCAL);
+	snprintf(r.node, sizeof(r.node), "%s", remote ? node : STORE_NODE_LOCAL);
 
-	if (canaries_plant(cfg, &c, err) < 0 || probe_create(lc, 0, &s, err) < 0)
+	if (canaries_plant(cfg, &c, err) < 0 || probe_create(lc, node, 0, &s, err) < 0)
 		goto out;
 	cmd = survey_command(&c);
 	if (ops_probe_run(lc, s.id, cmd, &out, err) < 0)
@@ -333,14 +337,24 @@ int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, stru
 	judge_survey(cfg, &c, out, vm, &r);
 	if (vm)
 		ops_vm_probe(lc, &s, &r);
-	ops_attack_host_files(lc, s.id, s.workspace_id, vm, &r);
+	if (!remote)
+		ops_attack_host_files(lc, s.id, s.workspace_id, vm, &r);
 	char edge[2048];
 	enum ops_check_result edge_result;
 	ops_host_edge_attack(lc, &s, &edge_result, edge, sizeof(edge));
 	ops_probe_report_add(&r, "host_services", OPS_HOST_EDGE_ATTACK, edge_result, "%s", edge);
-	network_off_check(lc, &r);
-	ops_git_guard_probe(lc, &r);  /* git_probe.c */
-	ops_delta_bomb_probe(lc, &r); /* attack_delta_bomb.c */
+	network_off_check(lc, node, &r);
+	if (remote) {
+		ops_probe_report_add(
+		    &r, "this_machine_only", OPS_THIS_MACHINE_ONLY, OPS_CHECK_SKIPPED,
+		    "run on node 'local' (chat2sbx doctor --node local): direct workspaces and the vm "
+		    "runtime stay on this machine, a managed workspace on node '%s' is an engine volume "
+		    "there, and export bundles are read here whichever node made them",
+		    node);
+	} else {
+		ops_git_guard_probe(lc, &r);  /* git_probe.c */
+		ops_delta_bomb_probe(lc, &r); /* attack_delta_bomb.c */
+	}
 	*ret = r;
 	r = (struct ops_probe_report){0};
 	rc = 0;
@@ -356,7 +370,7 @@ out:
 int ops_isolation_require(struct lifecycle *lc, struct cp_error **err)
 {
 	struct ops_probe_report r = {0};
-	if (ops_isolation_probe(lc, &r, err) < 0)
+	if (ops_isolation_probe(lc, STORE_NODE_LOCAL, &r, err) < 0)
 		return cp_error_prefix(err, "verify isolation");
 	int rc = ops_probe_report_require(&r, err);
 	ops_probe_report_clear(&r);

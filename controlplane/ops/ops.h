@@ -292,6 +292,7 @@ void ops_firewall_maintain(const struct config *cfg, struct docker_engine *engin
 enum ops_check_result { OPS_CHECK_PASSED, OPS_CHECK_FAILED, OPS_CHECK_SKIPPED };
 
 struct ops_check {
+	char node[40];      /* the node the probe ran on ("local" = this machine) */
 	const char *name;   /* static: "docker_socket", "host_files", ... */
 	const char *attack; /* static: what the attack tried */
 	enum ops_check_result result;
@@ -300,6 +301,7 @@ struct ops_check {
 
 #define OPS_PROBE_MAX_CHECKS 24
 struct ops_probe_report {
+	char node[40]; /* copied into each check added: the node being probed ("" = "local") */
 	struct ops_check checks[OPS_PROBE_MAX_CHECKS];
 	size_t n;
 };
@@ -363,8 +365,21 @@ int ops_setid_scan(const char *dir, struct ops_setid_findings *ret, struct cp_er
  * (doctor leaves nothing behind). Returns 0 when the probe ran (checks may
  * have failed), -1 with *err when it could not run (engine, template).
  * Blocks up to a few minutes (ten creates, two dozen helper calls).
- * Not thread-safe: sets and unsets an environment variable. */
-int ops_isolation_probe(struct lifecycle *lc, struct ops_probe_report *ret, struct cp_error **err);
+ * Not thread-safe: sets and unsets an environment variable.
+ *
+ * node (borrowed; NULL or "local" = this machine) places the probes on
+ * another machine's engine (issue 28): there the probe is attacked from
+ * inside the same way (socket, host files and environment of serve's
+ * machine, credentials, privileges, pids and memory ceilings, serve's
+ * machine's services through a listener on its 0.0.0.0, network_off), and
+ * what runs on this machine only is one skipped outcome saying so (the
+ * direct-mode git attacks, the setuid plants through /workspace, the
+ * export-bundle bomb: direct workspaces stay on 'local', a remote managed
+ * workspace is an engine volume there, and bundles are read here whichever
+ * node made them). Every outcome carries the node's name (ops_check.node).
+ * NOT_FOUND for a node without a row; the node's engine's errors when it
+ * cannot take the probe. */
+int ops_isolation_probe(struct lifecycle *lc, const char *node, struct ops_probe_report *ret, struct cp_error **err);
 
 /* Runs command in sandbox_id as a bash session through lc (cwd /, up to
  * about 40 s) and returns its combined output in *ret_output (caller

@@ -65,5 +65,8 @@ void ops_vm_probe(struct lifecycle *lc, const struct sandbox_record *s, struct o
 #define OPS_HOST_EDGE_ATTACK                                                                                           \
 	"connect to a listener the doctor opened on 0.0.0.0 of the host, through the bridge gateway and every host "   \
 	"address"
+#define OPS_THIS_MACHINE_ONLY                                                                                          \
+	"the attacks that only make sense on serve's own machine (direct-mode .git, setuid plants through the "        \
+	"workspace, the export-bundle bomb)"
 
 #endif

@@ -45,7 +45,9 @@ void ops_probe_report_add(struct ops_probe_report *r, const char *name, const ch
 	va_start(ap, fmt);
 	char *detail = xvasprintf(fmt, ap);
 	va_end(ap);
-	r->checks[r->n++] = (struct ops_check){name, attack, result, detail};
+	struct ops_check *c = &r->checks[r->n++];
+	*c = (struct ops_check){.name = name, .attack = attack, .result = result, .detail = detail};
+	snprintf(c->node, sizeof(c->node), "%s", r->node[0] ? r->node : "local");
 }
 
 int ops_probe_report_require(const struct ops_probe_report *r, struct cp_error **err)

@@ -655,4 +655,32 @@ int policy_placement_retry(struct policy_placement_tries *tries, const char *fai
  * (unlimited, then refused by the memory filter) when not known. Pure. */
 int policy_placement_node_limit(int64_t memory_bytes);
 
+/* ---- node health (issue 28; policy/node_health.c) ---- */
+
+/* Missed GET /_ping answers in a row after which a node is down. */
+#define POLICY_NODE_DOWN_AFTER 2
+/* One node's health as the health loop keeps it (start from
+ * {.answering = 1}: a node is presumed answering until it misses). */
+struct policy_node_health {
+	int answering;           /* 1 until POLICY_NODE_DOWN_AFTER misses in a row */
+	int failures;            /* misses in a row, at most POLICY_NODE_DOWN_AFTER */
+	int64_t first_miss_ms;   /* when the current run of misses began */
+	int64_t down_since_ms;   /* while not answering: when it may have stopped (the run's first miss); else 0 */
+	int64_t last_contact_ms; /* the last answer; 0 = none yet */
+};
+enum policy_node_health_event {
+	POLICY_NODE_HEALTH_SAME, /* nothing to do */
+	POLICY_NODE_HEALTH_DOWN, /* it just stopped answering */
+	POLICY_NODE_HEALTH_BACK, /* it answers again after being down */
+};
+/* Feeds one probe (answered 1 or 0, at now_ms, wall clock ms) into *h and
+ * says what changed: DOWN on the POLICY_NODE_DOWN_AFTER-th miss in a row
+ * of an answering node (down_since_ms = the first of those misses), BACK on
+ * the first answer of a node that was down. Pure. */
+enum policy_node_health_event policy_node_health_step(struct policy_node_health *h, int answered, int64_t now_ms);
+/* The registry state a node takes after event: ready becomes down on DOWN,
+ * down becomes ready on BACK; draining stays draining (an outage never
+ * undoes a drain) and anything else stays as it is. Pure. */
+enum policy_node_state policy_node_state_after(enum policy_node_state row, enum policy_node_health_event event);
+
 #endif

@@ -69,6 +69,7 @@ const N = {
   pool: 2,
   throughput: { 1: QUICK ? 300 : 1500, 4: QUICK ? 600 : 3000, 16: QUICK ? 2000 : 8000, 64: QUICK ? 4000 : 16000 },
   idleSandboxes: QUICK ? 10 : 50,
+  manyIdleSandboxes: QUICK ? 20 : 200,
   leakCalls: QUICK ? 2000 : 10000,
   streamBytes: QUICK ? 10_000_000 : 100_000_000,
 };
@@ -257,7 +258,15 @@ async function memory(srv, sbx, container, idleKiB) {
   const r = loadclient({ url: srv.url, body: readBody, threads: 4, calls: N.leakCalls, expect: '"total_lines"' });
   await sleep(1000);
   const after = srv.rss();
-  await inParallel(extra, 4, (id) => srv.call('sandbox_destroy', { sandbox_id: id }));
+  // Then up to manyIdleSandboxes idle ones (issue 27: "200 idle sandboxes
+  // still flat"): what serve holds per sandbox, after the calls above.
+  const t = performance.now();
+  const more = await inParallel(Array.from({ length: N.manyIdleSandboxes - N.idleSandboxes }, (_, i) => i), 3, async () => (await srv.call('sandbox_create', {})).sandbox_id);
+  const createSecs = (performance.now() - t) / 1000;
+  await sleep(2000);
+  const withMany = srv.rss();
+  const rMany = loadclient({ url: srv.url, body: readBody, threads: 4, calls: 1000, expect: '"total_lines"' });
+  await inParallel([...extra, ...more], 4, (id) => srv.call('sandbox_destroy', { sandbox_id: id }));
   return {
     helper_idle_rss_mib: mib(helperKiB),
     helper_rss_source: '/proc/<State.Pid>/status VmRSS of the container PID 1',
@@ -269,6 +278,11 @@ async function memory(srv, sbx, container, idleKiB) {
     call_errors: r.errors,
     control_plane_rss_after_calls_mib: mib(after),
     growth_mib: mib(after - before),
+    many_sandboxes: N.manyIdleSandboxes,
+    many_sandboxes_create_s: round(createSecs, 1),
+    control_plane_rss_with_many_sandboxes_mib: mib(withMany),
+    per_sandbox_kib: round((withMany - after) / (N.manyIdleSandboxes - N.idleSandboxes), 1),
+    read_with_many_sandboxes: { p50_ms: round(rMany.p50_ms, 3), errors: rMany.errors },
   };
 }
 
@@ -339,6 +353,7 @@ function rows(R) {
   if (m) {
     row('helper RSS, idle sandbox', `${m.helper_idle_rss_mib} MiB`, '', '', '< 4 MiB', m.helper_idle_rss_mib < 4);
     row(`control plane RSS: idle / ${m.sandboxes} sandboxes`, `${m.control_plane_idle_rss_mib} / ${m.control_plane_rss_with_sandboxes_mib} MiB`, '', '', '< 50 MiB', m.control_plane_rss_with_sandboxes_mib < 50);
+    row(`control plane RSS: ${m.sandboxes} / ${m.many_sandboxes} idle sandboxes (${m.per_sandbox_kib} KiB each; read p50 with ${m.many_sandboxes}: ${m.read_with_many_sandboxes.p50_ms} ms)`, `${m.control_plane_rss_with_sandboxes_mib} / ${m.control_plane_rss_with_many_sandboxes_mib} MiB`, '', '', '< 50 MiB, ≤ 64 KiB a sandbox', m.control_plane_rss_with_many_sandboxes_mib < 50 && m.per_sandbox_kib <= 64 && m.read_with_many_sandboxes.errors === 0);
     row(`control plane RSS before / after ${m.calls} calls`, `${m.control_plane_rss_before_calls_mib} / ${m.control_plane_rss_after_calls_mib} MiB (growth ${m.growth_mib}, errors ${m.call_errors})`, '', '', 'no growth', m.growth_mib <= 1 && m.call_errors === 0);
   }
   if (st) {
@@ -371,7 +386,7 @@ async function main() {
   for (const f of [BIN, LOADCLIENT, HELPER]) if (!fs.existsSync(f)) throw new Error(`${f} is missing; run 'make bench'`);
   const baselineDir = BASELINE ? buildBaseline(BASELINE) : null; // before the clock and the load reading
   const root = await fsp.mkdtemp(path.join(os.tmpdir(), 'chat2sbx-bench-'));
-  const srv = new Serve('cold', { CHAT2SBX_WARM_POOL: '0', CHAT2SBX_MAX_ACTIVE_SANDBOXES: '64' });
+  const srv = new Serve('cold', { CHAT2SBX_WARM_POOL: '0', CHAT2SBX_MAX_ACTIVE_SANDBOXES: String(N.manyIdleSandboxes + 8) });
   const R = {
     machine: { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model, mem_gib: round(os.totalmem() / 2 ** 30, 1), kernel: os.release() },
     load: { at_start: loadavg(), source: '/proc/loadavg: 1, 5 and 15 minute averages' },

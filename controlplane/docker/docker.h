@@ -408,6 +408,25 @@ int docker_container_gateways(struct docker_engine *engine, const char *containe
 /* Frees a NULL-terminated vector of owned strings; accepts NULL. */
 void docker_strv_free(char **v);
 
+/* ---- copying files into a container (docker/tar.c, transport.c) ---- */
+
+/* A file larger than this is not put into a container this way. */
+#define DOCKER_TAR_FILE_MAX (64u * 1024 * 1024)
+/* A ustar archive of the directory dir (relative, e.g. ".chat2sbx", mode
+ * 0755) and the regular file dir/name (mode, owner root) holding data's len
+ * bytes (borrowed). *ret_tar (caller frees) is *ret_len bytes, ready for
+ * docker_container_put_archive with path "/". INVALID_ARGUMENT for a name
+ * with '/', a path over 98 bytes or a file over DOCKER_TAR_FILE_MAX. Pure. */
+int docker_tar_file(const char *dir, const char *name, unsigned mode, const void *data, size_t len,
+                    unsigned char **ret_tar, size_t *ret_len, struct cp_error **err);
+/* PUT /containers/{id}/archive?path=path: extracts the tar's len bytes
+ * (borrowed) under path in the container, which may be created and not yet
+ * started (Docker Engine API v1.41, PutContainerArchive). NOT_FOUND for no
+ * such container or path; DENIED for a read-only root file system (the
+ * engine's 403). Blocks at most timeout_ms. */
+int docker_container_put_archive(struct docker_engine *engine, const char *id, const char *path, const void *tar,
+                                 size_t len, long timeout_ms, struct cp_error **err);
+
 /* ---- volumes (docker/volumes.c) ---- */
 
 /* POST /volumes/create: a volume of the "local" driver named name

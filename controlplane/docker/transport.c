@@ -304,11 +304,13 @@ static int socket_error(CURL *h, const char *socket_path, const char *what, CURL
 }
 
 /* One HTTP exchange with engine e (its socket, or its TLS endpoint). url is
- * absolute (e->base_url + "/…"), body a serialized JSON text or NULL. what
- * may be NULL (engine_new). Fills x on any HTTP answer; transport failures
- * fill *err. */
+ * absolute (e->base_url + "/…"), body body_len bytes of content_type (a
+ * serialized JSON text, or a tar for the archive API) or NULL. what may be
+ * NULL (engine_new). Fills x on any HTTP answer; transport failures fill
+ * *err. */
 static int http_exchange(const struct docker_engine *e, const char *method, const char *url, const char *body,
-                         long timeout_ms, const char *what, struct http_exchange *x, struct cp_error **err)
+                         size_t body_len, const char *content_type, long timeout_ms, const char *what,
+                         struct http_exchange *x, struct cp_error **err)
 {
 	pthread_once(&curl_once, curl_init_once);
 	if (curl_init_result != CURLE_OK)
@@ -336,8 +338,11 @@ static int http_exchange(const struct docker_engine *e, const char *method, cons
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
 	/* Expect: 100-continue would stall bodies over 1 KiB for a second. */
 	headers = curl_slist_append(headers, "Expect:");
-	if (body)
-		headers = curl_slist_append(headers, "Content-Type: application/json");
+	if (body) {
+		char ct[128];
+		snprintf(ct, sizeof(ct), "Content-Type: %s", content_type ? content_type : "application/json");
+		headers = curl_slist_append(headers, ct);
+	}
 	if (!headers)
 		cp_oom(); /* curl_slist_append fails only when it cannot allocate */
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
@@ -347,7 +352,7 @@ static int http_exchange(const struct docker_engine *e, const char *method, cons
 	} else {
 		if (body || strcmp(method, "POST") == 0) {
 			curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
-			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? strlen(body) : 0));
+			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
 		}
 		if (strcmp(method, "POST") != 0)
 			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
@@ -435,7 +440,7 @@ static int engine_negotiate(struct docker_engine *e, struct cp_error **err)
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
 	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
 	_cleanup_free_ char *url = xasprintf("%s/version", e->base_url);
-	if (http_exchange(e, "GET", url, NULL, DOCKER_VERSION_TIMEOUT_MS, NULL, &x, err) < 0)
+	if (http_exchange(e, "GET", url, NULL, 0, NULL, DOCKER_VERSION_TIMEOUT_MS, NULL, &x, err) < 0)
 		return -1;
 	if (x.status != 200) {
 		char msg[512];
@@ -554,7 +559,7 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
 	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
 	int64_t start = clock_monotonic_ms();
-	if (http_exchange(engine, method, url, text, timeout_ms, what, &x, err) < 0) {
+	if (http_exchange(engine, method, url, text, text ? strlen(text) : 0, NULL, timeout_ms, what, &x, err) < 0) {
 		log_debug("docker", "%s %s failed after %lld ms", method, path,
 		          (long long)(clock_monotonic_ms() - start));
 		return -1;
@@ -571,5 +576,28 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 		*ret_body = body_to_json(&x.body);
 	if (ret_status)
 		*ret_status = x.status;
+	return 0;
+}
+
+/* PUT /containers/{id}/archive?path=PATH with a tar body (docker.h). */
+int docker_container_put_archive(struct docker_engine *engine, const char *id, const char *path, const void *tar,
+                                 size_t len, long timeout_ms, struct cp_error **err)
+{
+	_cleanup_free_ char *what = xasprintf("copy files into container '%s'", id ? id : "");
+	if (!id || !*id || !path || path[0] != '/' || !tar || !len || timeout_ms <= 0)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: bad request arguments", what);
+	_cleanup_free_ char *eid = docker_escape(id, NULL);
+	_cleanup_free_ char *epath = docker_escape(path, "/");
+	_cleanup_free_ char *url =
+	    xasprintf("%s/v%s/containers/%s/archive?path=%s", engine->base_url, engine->api_version, eid, epath);
+	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
+	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
+	if (http_exchange(engine, "PUT", url, tar, len, "application/x-tar", timeout_ms, what, &x, err) < 0)
+		return -1;
+	if (x.status >= 400) {
+		char msg[1024];
+		const char *m = docker_engine_message(x.body.data, x.body.len, msg, sizeof(msg));
+		return docker_error_status(err, x.status, m, what);
+	}
 	return 0;
 }

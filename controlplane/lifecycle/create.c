@@ -238,8 +238,11 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	int vm = policy_runtime_is_vm(s->runtime);
 	_cleanup_free_ struct docker_mount *mounts = xcalloc(guard->n + 5, sizeof(*mounts));
 	size_t n_mounts = 0;
-	mounts[n_mounts++] =
-	    (struct docker_mount){.source = lc->cfg->helper_path, .target = POLICY_HELPER_TARGET, .read_only = 1};
+	/* Another node has no path of this machine's: its helper is copied in
+	 * before the start (lifecycle_helper_upload). */
+	if (!remote)
+		mounts[n_mounts++] = (struct docker_mount){
+		    .source = lc->cfg->helper_path, .target = POLICY_HELPER_TARGET, .read_only = 1};
 	mounts[n_mounts++] = (struct docker_mount){.source = remote ? volume : w->path,
 	                                           .target = clone ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET,
 	                                           .read_only = clone,
@@ -300,7 +303,9 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 		return -1;
 	_cleanup_(helper_channel_unrefp) struct helper_channel *ch = NULL;
 	int r = 0;
-	if (lifecycle_attach(lc, s->id, s->node, container_id, &ch, err) < 0)
+	if (remote && lifecycle_helper_upload(lc, engine, container_id, err) < 0)
+		r = -1;
+	if (r == 0 && lifecycle_attach(lc, s->id, s->node, container_id, &ch, err) < 0)
 		r = -1;
 	report_step(opts, "starting the container", 4);
 	if (r == 0 && docker_container_start(engine, container_id, err) < 0)
@@ -467,6 +472,16 @@ static int place_new(struct lifecycle *lc, const struct lifecycle_create_options
                      const struct lifecycle_limits *lim, const struct policy_placement_tries *tries, char **ret_node,
                      struct cp_error **err)
 {
+	if (opts->node && !lifecycle_node_is_local(opts->node)) {
+		struct node_record n = {0};
+		if (store_node_get(lc->store, opts->node, &n, err) < 0)
+			return -1; /* NOT_FOUND naming it and how to list nodes */
+		node_record_clear(&n);
+		if (pool_member || policy_runtime_is_vm(lim->runtime))
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "the vm runtime runs on this machine only (node 'local'), not on node '%s'",
+			                    opts->node);
+	}
 	/* The warm pool and the vm runtime are this machine's (docs/nodes.md). */
 	const char *pinned = opts->node                                          ? opts->node
 	                     : pool_member || policy_runtime_is_vm(lim->runtime) ? STORE_NODE_LOCAL

@@ -16,6 +16,9 @@
 
 /* Two candidates sampled, the better one taken (E2B's best of K). */
 #define PLACE_SAMPLE 2
+/* How long a remote node may take to answer _ping before it is left out of
+ * one placement (ms). */
+#define PLACE_PING_MS 1500L
 
 static uint32_t random_u32(void *ctx)
 {
@@ -68,7 +71,11 @@ static void probe_remote(struct lifecycle *lc, struct policy_node *p)
 	_cleanup_error_ struct cp_error *e = NULL;
 	_cleanup_free_ char *image_id = NULL;
 	struct docker_engine *engine = NULL;
+	/* A short _ping first: with no health loop yet, a node that stopped
+	 * answering costs each create at most PLACE_PING_MS, not a whole
+	 * inspect's timeout. */
 	if (lifecycle_node_engine(lc, p->name, &engine, &e) == 0 &&
+	    docker_engine_ping(engine, PLACE_PING_MS, &e) == 0 &&
 	    docker_image_inspect(engine, lifecycle_sandbox_image(lc), &image_id, &e) == 0) {
 		p->has_image = 1;
 		return;

@@ -77,7 +77,8 @@ int lifecycle_node_is_local(const char *node);
  * over mutual TLS with its row's files the first time and kept. NOT_FOUND
  * for a node without a row; the codes of docker_engine_new_tls (DENIED,
  * UNAVAILABLE), prefixed "reach node 'NAME'", when it cannot be opened.
- * Blocks at most about 5 s (an open), else not at all. Thread-safe. */
+ * Blocks at most about 5 s (an open, outside any lock: a node that does not
+ * answer delays only its own callers), else not at all. Thread-safe. */
 int lifecycle_node_engine(struct lifecycle *lc, const char *node, struct docker_engine **ret, struct cp_error **err);
 /* Whether POLICY_NETWORK was made on a remote node's engine (1/0; set: mark
  * it made); -1 for 'local' (lc->network_ready holds that). Thread-safe. */
@@ -96,6 +97,16 @@ int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set
 struct lifecycle_limits; /* below */
 int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, const char *pinned,
                     const struct policy_placement_tries *tries, char **ret_node, struct cp_error **err);
+/* How long putting the helper into a remote container may take (ms). */
+#define LIFECYCLE_HELPER_UPLOAD_MS 60000L
+/* Puts this machine's helper binary (cfg->helper_path, read whole, at most
+ * DOCKER_TAR_FILE_MAX) into container (created, not started; borrowed) on
+ * engine (a remote node's) at POLICY_HELPER_TARGET, mode 0755: a path of
+ * this machine cannot be bind-mounted there. INTERNAL when the helper
+ * cannot be read; the engine's codes otherwise. Blocks at most
+ * LIFECYCLE_HELPER_UPLOAD_MS. */
+int lifecycle_helper_upload(struct lifecycle *lc, struct docker_engine *engine, const char *container,
+                            struct cp_error **err);
 /* Frees the remote engines (lifecycle_free). */
 void lifecycle_node_engines_clear(struct lifecycle *lc);
 /* A managed workspace on a remote node is an engine volume there named

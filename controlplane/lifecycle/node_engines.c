@@ -5,10 +5,14 @@
  * per-sandbox engine call asks here with the row's node; what is truly
  * machine-wide (the host edge, the firewall, the disk guard) stays on
  * lc->engine. Nothing here decides placement (create_place.c). */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../base/cleanup.h"
 #include "../base/clock.h"
@@ -43,32 +47,38 @@ int lifecycle_node_engine(struct lifecycle *lc, const char *node, struct docker_
 	}
 	pthread_mutex_lock(&lc->node_lock);
 	struct lifecycle_node_engine *e = find(lc, node);
-	if (e) {
-		*ret = e->engine;
-		pthread_mutex_unlock(&lc->node_lock);
+	*ret = e ? e->engine : NULL;
+	pthread_mutex_unlock(&lc->node_lock);
+	if (*ret)
 		return 0;
-	}
-	/* Opened under the lock (at most 5 s, once per node): two calls never
-	 * open twin handles. */
+	/* Opened outside the lock (up to 5 s for a node that does not answer),
+	 * so calls to other nodes' sandboxes never wait for it. */
 	struct node_record n = {0};
 	struct docker_engine *engine = NULL;
-	int r = store_node_get(lc->store, node, &n, err);
-	if (r == 0) {
-		struct docker_tls_files tls = {.ca = n.tls_ca, .cert = n.tls_cert, .key = n.tls_key};
-		r = docker_engine_new_tls(n.endpoint, &tls, &engine, err);
-		if (r < 0)
-			cp_error_prefix(err, "reach node '%s'", node);
+	if (store_node_get(lc->store, node, &n, err) < 0)
+		return -1;
+	struct docker_tls_files tls = {.ca = n.tls_ca, .cert = n.tls_cert, .key = n.tls_key};
+	int r = docker_engine_new_tls(n.endpoint, &tls, &engine, err);
+	if (r < 0) {
+		cp_error_prefix(err, "reach node '%s'", node);
+		node_record_clear(&n);
+		return -1;
 	}
-	if (r == 0) {
+	pthread_mutex_lock(&lc->node_lock);
+	e = find(lc, node);
+	if (e) { /* another call opened it meanwhile: keep that one */
+		docker_engine_free(engine);
+		engine = e->engine;
+	} else {
 		lc->node_engines = xrealloc(lc->node_engines, (lc->n_node_engines + 1) * sizeof(*lc->node_engines));
 		lc->node_engines[lc->n_node_engines++] =
 		    (struct lifecycle_node_engine){.name = xstrdup(node), .engine = engine};
 		log_debug("lifecycle", "node %s: engine opened at %s", node, n.endpoint);
-		*ret = engine;
 	}
 	pthread_mutex_unlock(&lc->node_lock);
 	node_record_clear(&n);
-	return r;
+	*ret = engine;
+	return 0;
 }
 
 int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set)
@@ -135,4 +145,35 @@ void lifecycle_workspace_gone(struct lifecycle *lc, const struct sandbox_record 
 	    w.trashed_at_ms <= 0 && store_workspace_set_trashed(lc->store, w.id, w.path, clock_now_ms(), &e) < 0)
 		log_warn("lifecycle", "workspace %s of sandbox %s: %s", w.id, s->id, e->message);
 	workspace_record_clear(&w);
+}
+
+int lifecycle_helper_upload(struct lifecycle *lc, struct docker_engine *engine, const char *container,
+                            struct cp_error **err)
+{
+	const char *path = lc->cfg->helper_path;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "read the helper '%s'", path);
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > DOCKER_TAR_FILE_MAX)
+		return cp_error_set(err, CP_ERR_INTERNAL, "read the helper '%s': not a regular file of at most %u MiB",
+		                    path, (unsigned)(DOCKER_TAR_FILE_MAX >> 20));
+	size_t len = (size_t)st.st_size, got = 0;
+	_cleanup_free_ unsigned char *data = xmalloc(len);
+	while (got < len) {
+		ssize_t n = read(fd, data + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return cp_error_set_errno(err, CP_ERR_INTERNAL, n < 0 ? errno : EIO, "read the helper '%s'",
+			                          path);
+		got += (size_t)n;
+	}
+	_cleanup_free_ unsigned char *tar = NULL;
+	size_t tar_len = 0;
+	/* POLICY_HELPER_TARGET is /.chat2sbx/helper. */
+	if (docker_tar_file(".chat2sbx", "helper", 0755, data, len, &tar, &tar_len, err) < 0 ||
+	    docker_container_put_archive(engine, container, "/", tar, tar_len, LIFECYCLE_HELPER_UPLOAD_MS, err) < 0)
+		return cp_error_prefix(err, "put the helper into container '%.12s'", container);
+	return 0;
 }

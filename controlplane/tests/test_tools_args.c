@@ -117,6 +117,8 @@ Test(tools_args, files_and_sandbox_validation)
 	expect_invalid("sandbox_create", "{\"workspace_mode\":\"copy\"}", "one of 'managed', 'clone', 'direct'");
 	expect_invalid("sandbox_create", "{\"pids_limit\":5}", "'pids_limit' is 5; it must be in 16..32768");
 	expect_invalid("sandbox_create", "{\"network\":\"off\"}", "'network' must be true or false");
+	expect_invalid("sandbox_create", "{\"node\":7}", "'node' must be a string");
+	expect_invalid("sandbox_create", "{\"node\":\"\"}", "'node'");
 	expect_invalid("sandbox_create", "{\"cpus\":true}", "'cpus' must be a number");
 	expect_valid("sandbox_create", "{\"cpus\":\"1.5\"}"); /* the earlier form; policy judges the text */
 	expect_valid("sandbox_create", "{\"cpus\":1.5,\"workspace_id\":null,\"memory\":null}");

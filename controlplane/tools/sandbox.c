@@ -152,7 +152,12 @@ int tool_sandbox_create(const struct mcp_call *call, const struct mcp_args *args
 	    .workspace_id = mcp_args_string(args, "workspace_id", NULL),
 	    .workspace_path = mcp_args_string(args, "workspace_path", NULL),
 	    .workspace_mode = mcp_args_string(args, "workspace_mode", NULL),
+	    .node = mcp_args_string(args, "node", NULL),
 	};
+	/* A node's name as the operator gave it (issue 28); whether it exists
+	 * is the registry's to say. */
+	if (opts.node && strcmp(opts.node, STORE_NODE_LOCAL) && policy_node_name_check(opts.node, err) < 0)
+		return -1;
 	char cpus[64];
 	if (cpus_arg(args, cpus, sizeof(cpus), &opts.cpus, err) < 0)
 		return -1;

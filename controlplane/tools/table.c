@@ -121,6 +121,11 @@ static const struct mcp_arg sandbox_create_args[] = {
      .enum_values = (const char *const[]){"managed", "clone", "direct", NULL},
      .description = "With workspace_path: clone (a private copy, default) or direct (the directory itself, "
                     "read-write). Without it: managed (the default, may be omitted)"},
+    {.name = "node",
+     .type = MCP_ARG_STRING,
+     .min_length = 1,
+     .description = "The machine to create it on: local, or a node the operator added (default: chosen by "
+                    "free memory; only a new managed workspace goes to another node)"},
     {0}};
 static const char *const UNSAVED_UNKNOWN[] = {"unknown", NULL};
 

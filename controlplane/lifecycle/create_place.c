@@ -36,6 +36,17 @@ static enum policy_node_state state_of(enum node_state s)
 	return s == NODE_READY ? POLICY_NODE_READY : s == NODE_DRAINING ? POLICY_NODE_DRAINING : POLICY_NODE_DOWN;
 }
 
+/* What a sandbox with this memory ceiling counts against its node's
+ * memory: a ceiling is a limit, not a reservation, so placement counts what
+ * one machine's sandbox limit assumes a sandbox uses (one per
+ * POLICY_ACTIVE_PER_BYTES), or less when the ceiling is lower. Without it a
+ * 24 GiB node would take three sandboxes of the default 8 GiB ceiling where
+ * one machine alone takes eleven. */
+static int64_t expected_use(int64_t ceiling)
+{
+	return ceiling < POLICY_ACTIVE_PER_BYTES ? ceiling : POLICY_ACTIVE_PER_BYTES;
+}
+
 /* Live user sandboxes and the memory live ones were given (pool members'
  * too: they hold it), added to the node among nodes[0..n) each is on. */
 static int count_live(struct lifecycle *lc, struct policy_node *nodes, size_t n, struct cp_error **err)
@@ -51,9 +62,9 @@ static int count_live(struct lifecycle *lc, struct policy_node *nodes, size_t n,
 				        ? lifecycle_node_is_local(rows[i].node)
 				        : rows[i].node && !strcmp(rows[i].node, nodes[j].name)) {
 					nodes[j].sandboxes += !rows[i].pooled; /* the limit counts user sandboxes */
-					nodes[j].memory_used += rows[i].memory_bytes > 0
-					                            ? rows[i].memory_bytes
-					                            : lc->limits.default_memory_bytes;
+					nodes[j].memory_used +=
+					    expected_use(rows[i].memory_bytes > 0 ? rows[i].memory_bytes
+					                                          : lc->limits.default_memory_bytes);
 					break;
 				}
 		sandbox_record_clear(&rows[i]);
@@ -125,6 +136,7 @@ int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, co
 	struct policy_placement_request req = {
 	    .runtime = lim->runtime,
 	    .memory_bytes = lim->memory_bytes > 0 ? lim->memory_bytes : lc->limits.default_memory_bytes,
+	    .memory_counted = expected_use(lim->memory_bytes > 0 ? lim->memory_bytes : lc->limits.default_memory_bytes),
 	    .pinned = pinned,
 	};
 	size_t chosen = 0;

@@ -34,6 +34,12 @@ static int tried(const struct policy_placement_tries *t, const char *name)
 	return 0;
 }
 
+/* What the request counts against a node's memory. */
+static int64_t counted(const struct policy_placement_request *req)
+{
+	return req->memory_counted > 0 ? req->memory_counted : req->memory_bytes;
+}
+
 const char *policy_placement_refusal(const struct policy_node *node, const struct policy_placement_request *req,
                                      const struct policy_placement_tries *tries, int *ret_capacity)
 {
@@ -53,7 +59,9 @@ const char *policy_placement_refusal(const struct policy_node *node, const struc
 	*ret_capacity = 1;
 	if (node->max_sandboxes >= 0 && node->sandboxes >= node->max_sandboxes)
 		return "at its sandbox limit";
-	if (node->memory_bytes <= 0 || node->memory_used + req->memory_bytes > node->memory_bytes)
+	if (node->memory_bytes <= 0 || req->memory_bytes > node->memory_bytes)
+		return "has less memory than the sandbox's ceiling";
+	if (node->memory_used + counted(req) > node->memory_bytes)
 		return "has no room under its memory ceiling";
 	*ret_capacity = 0;
 	return NULL;
@@ -61,7 +69,7 @@ const char *policy_placement_refusal(const struct policy_node *node, const struc
 
 int64_t policy_placement_score(const struct policy_node *node, const struct policy_placement_request *req)
 {
-	int64_t free_after = node->memory_bytes - node->memory_used - req->memory_bytes;
+	int64_t free_after = node->memory_bytes - node->memory_used - counted(req);
 	int64_t mem = node->memory_bytes > 0 ? free_after * 1000 / node->memory_bytes : 0;
 	int64_t slots = node->max_sandboxes > 0
 	                    ? (int64_t)(node->max_sandboxes - node->sandboxes - 1) * 1000 / node->max_sandboxes

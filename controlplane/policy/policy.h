@@ -601,8 +601,13 @@ struct policy_node {
 struct policy_placement_request {
 	const char *runtime;  /* runtime asked or chosen; NULL or "" = the engine's default */
 	int need_kvm;         /* the vm runtime with KVM */
-	int64_t memory_bytes; /* the memory it will be given */
-	const char *pinned;   /* direct workspace: the only node that holds its path; NULL = any */
+	int64_t memory_bytes; /* the memory it will be given (its ceiling) */
+	/* What it counts against a node's memory (0 = memory_bytes): a ceiling
+	 * is a limit, not a reservation, so the caller counts what one machine's
+	 * sandbox limit assumes a sandbox uses (at most POLICY_ACTIVE_PER_BYTES);
+	 * nodes' memory_used must be counted the same way. */
+	int64_t memory_counted;
+	const char *pinned; /* direct workspace: the only node that holds its path; NULL = any */
 };
 /* The nodes a create tried already (names borrowed), at most
  * POLICY_PLACEMENT_MAX_TRIES. */
@@ -620,13 +625,14 @@ typedef uint32_t (*policy_random_fn)(void *ctx);
  * the runtime", "at its sandbox limit", ...; static text), or NULL when it
  * can. The filters in order: pinned to another node, tried (tries may be
  * NULL), not ready, the runtime not offered, KVM needed and not known
- * usable, no template image, then capacity: the sandbox limit reached, or
- * memory_used + the request's memory above memory_bytes. *ret_capacity is
+ * usable, no template image, then capacity: the sandbox limit reached, a
+ * ceiling above the node's whole memory, or memory_used + the request's
+ * counted memory (memory_counted, else memory_bytes) above memory_bytes. *ret_capacity is
  * 1 when only capacity refused it. Pure. */
 const char *policy_placement_refusal(const struct policy_node *node, const struct policy_placement_request *req,
                                      const struct policy_placement_tries *tries, int *ret_capacity);
 /* A node's score for the request, higher is better: the memory left free
- * after it, in thousandths of the ceiling, plus the sandbox slots left after
+ * after it (counted as in policy_placement_refusal), in thousandths of the ceiling, plus the sandbox slots left after
  * it, in thousandths of the limit (unlimited: 1000 / (1 + sandboxes)). Pure. */
 int64_t policy_placement_score(const struct policy_node *node, const struct policy_placement_request *req);
 /* Chooses the node for the request among nodes[0..n): the eligible ones

@@ -54,6 +54,18 @@ Test(policy_placement, each_filter_refuses_alone_and_says_why)
 	    {"does not have the template image", ready("a"), one_gib, 0},
 	    {"at its sandbox limit", ready("a"), one_gib, 1},
 	    {"has no room under its memory ceiling", ready("a"), {.memory_bytes = 13 * GIB}, 1},
+	    /* A ceiling counted as what it is expected to use: 13 GiB asked,
+	     * 2 GiB counted, fits beside the 4 GiB used; a ceiling above the
+	     * node's whole memory never does. */
+	    {NULL, ready("a"), {.memory_bytes = 13 * GIB, .memory_counted = 2 * GIB}, 0},
+	    {"has less memory than the sandbox's ceiling",
+	     ready("a"),
+	     {.memory_bytes = 17 * GIB, .memory_counted = 2 * GIB},
+	     1},
+	    {"has no room under its memory ceiling",
+	     ready("a"),
+	     {.memory_bytes = 13 * GIB, .memory_counted = 13 * GIB},
+	     1},
 	    {"not the node that holds the direct workspace", ready("a"), {.pinned = "b", .memory_bytes = GIB}, 0},
 	};
 	rows[1].node.state = POLICY_NODE_DRAINING;

@@ -1,10 +1,9 @@
 // 02 (make test-nodes): sandboxes placed on, and run on, other machines'
 // engines (issue 28). Two extra engines (engine.sh, each in its own network
 // namespace with the template image loaded) are added as nodes n1 and n2;
-// six sandboxes created through MCP land on more than one node (each takes
-// the default memory ceiling, so no node can hold all six: the spread is
-// certain, not luck); bash, write and read work on each, a remote
-// sandbox's workspace is a volume of its node's engine and no path of this
+// six sandboxes created through MCP land on more than one node, at most
+// three on one (placement's best of two: the spread is certain, not luck);
+// bash, write and read work on each, a remote sandbox's workspace is a volume of its node's engine and no path of this
 // machine is bind-mounted into it (its helper is copied in), a node cut off
 // the network is passed over by placement and answers again once healed,
 // sandbox_create's node argument pins a sandbox to a node, sandbox_list,
@@ -101,19 +100,13 @@ ctx.test('six sandboxes are spread over more than one node and each runs bash, w
   const byNode = {};
   for (const s of made) byNode[s.node] = (byNode[s.node] || 0) + 1;
   console.log(`# placement of ${SANDBOXES} sandboxes: ${JSON.stringify(byNode)}`);
-  // Each takes the default memory ceiling (half the machine's, at most
-  // 8 GiB), and placement counts ceilings as taken: a node holds at most
-  // floor(its memory / the ceiling) of them (all three nodes have this
-  // machine's memory). Two per node (a 24 GiB machine): all three are used.
-  const nl = runCliJson(ctx.srv, ['node', 'list', '--json']);
-  const memory = Math.min(...nl.map((n) => n.memory_bytes));
-  const ceiling = (await tools.ok('sandbox_get', { sandbox_id: made[0].id })).memory_bytes;
-  const perNode = Math.floor(memory / ceiling);
-  console.log(`# each node holds at most ${perNode} sandbox(es) of ${ceiling} bytes`);
-  assert.ok(perNode >= 1 && perNode < SANDBOXES, `per node ${perNode}`);
-  const needed = Math.ceil(SANDBOXES / perNode);
-  assert.ok(Object.keys(byNode).length >= Math.min(needed, 3), `spread: ${JSON.stringify(byNode)}, ${needed} node(s) needed`);
-  for (const n of Object.values(byNode)) assert.ok(n <= perNode, JSON.stringify(byNode));
+  // Placement takes the better of two nodes sampled, by memory counted as
+  // expected use and free sandbox slots (docs/nodes.md, "Placement"): a
+  // node gets one more only when the other sampled has at least as many, so
+  // among three nodes of this machine's size no node holds more than half
+  // of six, and at least two are used.
+  assert.ok(Object.keys(byNode).length >= 2, `spread: ${JSON.stringify(byNode)}`);
+  for (const n of Object.values(byNode)) assert.ok(n <= SANDBOXES / 2, JSON.stringify(byNode));
   assert.ok(made.some((s) => s.node !== 'local'), 'at least one on another node');
 
   const bashMs = {};

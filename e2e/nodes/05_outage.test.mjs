@@ -73,14 +73,10 @@ ctx.test('a sandbox on node n1 runs a bash session', async () => {
   const r = runCli(ctx.srv, ['node', 'add', 'n1', node.ENDPOINT, '--tls-ca', node.CA, '--tls-cert', node.CERT, '--tls-key', node.KEY]);
   assert.equal(r.status, 0, r.desc);
   const tools = await ctx.tools();
-  // Each sandbox takes the default memory ceiling, so a node holds at most
-  // three (docs/nodes.md, "Placement"): within four, one is on n1.
-  for (let i = 0; i < 4 && !remote; i++) {
-    const sc = await tools.create({});
-    made.push(sc.sandbox_id);
-    if (sc.node === 'n1') remote = sc.sandbox_id;
-  }
-  assert.ok(remote, 'no sandbox landed on n1');
+  const sc = await tools.create({ node: 'n1' });
+  made.push(sc.sandbox_id);
+  assert.equal(sc.node, 'n1', JSON.stringify(sc));
+  remote = sc.sandbox_id;
   await tools.ok('write', { sandbox_id: remote, path: 'before.txt', content: 'written before the cut\n' });
   const b = await tools.ok('bash', { sandbox_id: remote, command: 'for i in $(seq 600); do echo tick $i; sleep 0.5; done', yield_time_ms: 1500 });
   assert.equal(b.status, 'running', JSON.stringify(b));

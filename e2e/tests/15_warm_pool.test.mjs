@@ -5,6 +5,7 @@
 // serve made; after SIGKILL the next serve re-attaches the members (and
 // cleans up one whose container died); nothing is left in the engine.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 
 import { dockerInspect, dockerRequest, LABEL_REGISTRY, LABEL_SANDBOX, useServer } from '../lib/server.mjs';
@@ -24,13 +25,22 @@ async function ourContainers() {
   return r.body || [];
 }
 
-// Running, pool-labelled, never claimed: the pool's members.
+// Members serve has finished making: its log says so (a log kept across
+// restarts). A container runs a moment before its create is done; a kill in
+// that moment rightly removes it, so the engine alone cannot tell.
+function finished() {
+  const log = fs.readFileSync(ctx.srv.stderrPath, 'utf8');
+  return new Set([...log.matchAll(/warm pool: sandbox (sbx_[a-z0-9]+) ready/g)].map((m) => m[1]));
+}
+
+// Running, pool-labelled, made, never claimed: the pool's members.
 async function members() {
+  const done = finished();
   return new Set(
     (await ourContainers())
       .filter((c) => c.Labels?.[POOL_LABEL] === '1' && c.State === 'running')
       .map((c) => c.Labels[LABEL_SANDBOX])
-      .filter((id) => !claimed.has(id)),
+      .filter((id) => done.has(id) && !claimed.has(id)),
   );
 }
 

@@ -174,6 +174,48 @@ static void read_error_body(int fd, const char *head, int64_t deadline, struct c
 		dechunk(body);
 }
 
+/* Sends request (a whole HTTP/1.1 request asking "Upgrade: tcp") and hands
+ * over the raw stream behind the answer (engine_internal.h). */
+int docker_hijack(struct docker_engine *engine, const char *request, int64_t deadline, const char *what, int *ret_fd,
+                  struct cp_error **err)
+{
+	int64_t start = clock_monotonic_ms();
+	_cleanup_close_ int fd = -1;
+	if (engine->endpoint ? docker_tls_stream_open(engine, deadline, what, &fd, err) < 0
+	                     : attach_connect(engine->socket_path, deadline, what, &fd, err) < 0)
+		return -1;
+	if (fdio_send_all(fd, request, strlen(request), deadline, NULL) < 0) {
+		if (errno == ETIMEDOUT)
+			return cp_error_set(err, CP_ERR_TIMEOUT, "%s: the engine did not take the request in time",
+			                    what);
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "%s: send the request", what);
+	}
+	_cleanup_(cleanup_bufp) struct cp_buf head;
+	cp_buf_init(&head, ATTACH_MAX_HEADERS);
+	if (read_head(fd, deadline, &head, what, err) < 0)
+		return -1;
+
+	long status = 0;
+	if (sscanf(head.data, "HTTP/1.%*d %ld", &status) != 1)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s: the engine's answer is not HTTP", what);
+	log_debug("docker", "%s -> %ld (%lld ms)", what, status, (long long)(clock_monotonic_ms() - start));
+
+	if (status != 101 && status != 200) {
+		_cleanup_(cleanup_bufp) struct cp_buf body;
+		cp_buf_init(&body, ATTACH_MAX_ERROR_BODY);
+		read_error_body(fd, head.data, deadline, &body);
+		char msg[1024];
+		return docker_error_status(err, status, docker_engine_message(body.data, body.len, msg, sizeof(msg)),
+		                           what);
+	}
+
+	int flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "%s: make the stream blocking", what);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
 /* POST /containers/{id}/attach?stream=1&stdin=1&stdout=1&stderr=1 with
  * "Upgrade: tcp" (Docker Engine API v1.41, "Attach to a container", section
  * "Hijacking"). The engine answers 101 (or 200 from engines that skip the
@@ -192,46 +234,10 @@ int docker_container_attach(struct docker_engine *engine, const char *id, long t
 	if (!id || !*id || timeout_ms <= 0)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: an id and a positive timeout are required",
 		                    what);
-
-	int64_t start = clock_monotonic_ms(), deadline = start + timeout_ms;
 	_cleanup_free_ char *esc = docker_escape(id, NULL);
 	_cleanup_free_ char *request =
 	    xasprintf("POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
 	              "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
 	              engine->api_version, esc);
-
-	_cleanup_close_ int fd = -1;
-	if (engine->endpoint ? docker_tls_stream_open(engine, deadline, what, &fd, err) < 0
-	                     : attach_connect(engine->socket_path, deadline, what, &fd, err) < 0)
-		return -1;
-	if (fdio_send_all(fd, request, strlen(request), deadline, NULL) < 0) {
-		if (errno == ETIMEDOUT)
-			return cp_error_set(err, CP_ERR_TIMEOUT, "%s: the engine did not take the request in time",
-			                    what);
-		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "%s: send the attach request", what);
-	}
-	_cleanup_(cleanup_bufp) struct cp_buf head;
-	cp_buf_init(&head, ATTACH_MAX_HEADERS);
-	if (read_head(fd, deadline, &head, what, err) < 0)
-		return -1;
-
-	long status = 0;
-	if (sscanf(head.data, "HTTP/1.%*d %ld", &status) != 1)
-		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s: the engine's answer is not HTTP", what);
-	log_debug("docker", "attach %s -> %ld (%lld ms)", id, status, (long long)(clock_monotonic_ms() - start));
-
-	if (status != 101 && status != 200) {
-		_cleanup_(cleanup_bufp) struct cp_buf body;
-		cp_buf_init(&body, ATTACH_MAX_ERROR_BODY);
-		read_error_body(fd, head.data, deadline, &body);
-		char msg[1024];
-		return docker_error_status(err, status, docker_engine_message(body.data, body.len, msg, sizeof(msg)),
-		                           what);
-	}
-
-	int flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
-		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "%s: make the stream blocking", what);
-	*ret_fd = TAKE_FD(fd);
-	return 0;
+	return docker_hijack(engine, request, clock_monotonic_ms() + timeout_ms, what, ret_fd, err);
 }

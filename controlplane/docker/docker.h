@@ -277,7 +277,7 @@ int docker_container_inspect(struct docker_engine *engine, const char *id, struc
 int docker_container_list(struct docker_engine *engine, const char *label, struct docker_container_state **ret_states,
                           size_t *ret_n, struct cp_error **err);
 
-/* ---- exec (docker/exec.c) ---- */
+/* ---- exec (docker/exec.c; the hijack is attach.c's) ---- */
 
 struct docker_exec_result {
 	int exit_code; /* -1 when the engine did not say */
@@ -296,6 +296,21 @@ void docker_exec_result_clear(struct docker_exec_result *r);
  * timeout_ms. Blocks at most timeout_ms + 20 s. */
 int docker_container_exec(struct docker_engine *engine, const char *id, const char *const *argv, long timeout_ms,
                           struct docker_exec_result *ret, struct cp_error **err);
+
+/* Starts argv (NULL-terminated, borrowed) in the running container id as
+ * user ("UID:GID", borrowed) without a terminal, with stdin, stdout and
+ * stderr attached, and hands over the hijacked stream (Docker Engine API
+ * v1.41, "Create an exec instance", then "Start an exec instance" with
+ * "Upgrade: tcp"): *ret_fd (caller closes; blocking, O_CLOEXEC) takes raw
+ * bytes for the command's stdin and yields its stdout and stderr as
+ * multiplexed frames (docker_demux); it ends when the command ends.
+ * Closing it ends the command's stdin (and, over TLS, the whole stream).
+ * The exec is never inspected or removed: the engine forgets it with its
+ * container. NOT_FOUND when the container is absent, CONFLICT when it is
+ * not running; the other codes of docker_hijack. Blocks at most
+ * timeout_ms + 10 s (the create's bound). */
+int docker_container_exec_stream(struct docker_engine *engine, const char *id, const char *const *argv,
+                                 const char *user, long timeout_ms, int *ret_fd, struct cp_error **err);
 
 /* ---- pause and size (docker/container_pause.c) ---- */
 

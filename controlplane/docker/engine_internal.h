@@ -72,6 +72,18 @@ int docker_remote_error(struct cp_error **err, const char *endpoint, const char 
 int docker_tls_stream_open(const struct docker_engine *e, int64_t deadline, const char *what, int *ret_fd,
                            struct cp_error **err);
 
+/* The hijack the attach stream and an exec's stream share (Docker Engine
+ * API v1.41, "Hijacking"): connects to engine (its socket, or its TLS relay,
+ * docker_tls_stream_open), sends request (borrowed: a whole HTTP/1.1
+ * request asking "Connection: Upgrade" and "Upgrade: tcp"), reads the
+ * answer's head without over-reading and, on 101 or 200, hands over the
+ * blocking, O_CLOEXEC descriptor in *ret_fd (caller closes). what names the
+ * call in errors. Errors: the engine's status mapped (docker_error_status)
+ * with its message; UNAVAILABLE when unreachable or the answer is not
+ * HTTP; TIMEOUT at deadline (clock_monotonic_ms). */
+int docker_hijack(struct docker_engine *engine, const char *request, int64_t deadline, const char *what, int *ret_fd,
+                  struct cp_error **err);
+
 /* Engine HTTP status → error code (docker.h: 400 INVALID_ARGUMENT, 404
  * NOT_FOUND, 409 CONFLICT, 5xx UNAVAILABLE; 403, which an authorization
  * plugin answers, DENIED; anything else INTERNAL). */

@@ -14,6 +14,7 @@
 
 #include "../base/buf.h"
 #include "../base/cleanup.h"
+#include "../base/clock.h"
 #include "../base/xalloc.h"
 #include "../base/xjson.h"
 
@@ -51,24 +52,22 @@ static char *buf_text(struct cp_buf *b)
 	return t;
 }
 
-int docker_container_exec(struct docker_engine *engine, const char *id, const char *const *argv, long timeout_ms,
-                          struct docker_exec_result *ret, struct cp_error **err)
+/* POST /containers/{id}/exec for argv as user, attaching stdout and stderr
+ * and, when with_stdin, stdin; no terminal. The exec's id, URL-escaped,
+ * into *ret_id (caller frees). */
+static int exec_create(struct docker_engine *engine, const char *id, const char *const *argv, const char *user,
+                       int with_stdin, const char *what, char **ret_id, struct cp_error **err)
 {
-	_cleanup_free_ char *what = NULL;
-	what = xasprintf("run '%s' in container '%s'", argv && argv[0] ? argv[0] : "", id ? id : "");
-	if (!id || !*id || !argv || !argv[0] || timeout_ms <= 0)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: a container, a command and a timeout are needed",
-		                    what);
 	_cleanup_json_ struct json_object *body = xjson_object();
 	struct json_object *cmd = xjson_array();
 	for (size_t i = 0; argv[i]; i++)
 		xjson_append(cmd, xjson_string(argv[i]));
 	xjson_add(body, "Cmd", cmd);
-	xjson_add(body, "AttachStdin", xjson_bool(0));
+	xjson_add(body, "AttachStdin", xjson_bool(with_stdin));
 	xjson_add(body, "AttachStdout", xjson_bool(1));
 	xjson_add(body, "AttachStderr", xjson_bool(1));
 	xjson_add(body, "Tty", xjson_bool(0));
-	xjson_add(body, "User", xjson_string("0:0"));
+	xjson_add(body, "User", xjson_string(user));
 	_cleanup_free_ char *esc = docker_escape(id, NULL);
 	_cleanup_free_ char *path = NULL;
 	path = xasprintf("/containers/%s/exec", esc);
@@ -78,7 +77,22 @@ int docker_container_exec(struct docker_engine *engine, const char *id, const ch
 	struct json_object *v = NULL;
 	if (!created || !json_object_object_get_ex(created, "Id", &v) || !json_object_is_type(v, json_type_string))
 		return cp_error_set(err, CP_ERR_INTERNAL, "%s: the engine's answer has no exec Id", what);
-	_cleanup_free_ char *exec_id = docker_escape(json_object_get_string(v), NULL);
+	*ret_id = docker_escape(json_object_get_string(v), NULL);
+	return 0;
+}
+
+int docker_container_exec(struct docker_engine *engine, const char *id, const char *const *argv, long timeout_ms,
+                          struct docker_exec_result *ret, struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	what = xasprintf("run '%s' in container '%s'", argv && argv[0] ? argv[0] : "", id ? id : "");
+	if (!id || !*id || !argv || !argv[0] || timeout_ms <= 0)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: a container, a command and a timeout are needed",
+		                    what);
+	_cleanup_free_ char *exec_id = NULL;
+	if (exec_create(engine, id, argv, "0:0", 0, what, &exec_id, err) < 0)
+		return -1;
+	struct json_object *v = NULL;
 	_cleanup_free_ char *start = NULL, *inspect = NULL;
 	start = xasprintf("/exec/%s/start", exec_id);
 	inspect = xasprintf("/exec/%s/json", exec_id);
@@ -122,4 +136,24 @@ int docker_container_exec(struct docker_engine *engine, const char *id, const ch
 	if (r == 0)
 		*ret = res;
 	return r;
+}
+
+int docker_container_exec_stream(struct docker_engine *engine, const char *id, const char *const *argv,
+                                 const char *user, long timeout_ms, int *ret_fd, struct cp_error **err)
+{
+	_cleanup_free_ char *what = NULL;
+	what = xasprintf("stream '%s' in container '%s'", argv && argv[0] ? argv[0] : "", id ? id : "");
+	if (!id || !*id || !argv || !argv[0] || !user || !*user || timeout_ms <= 0)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "%s: a container, a command, a user and a timeout are needed", what);
+	int64_t deadline = clock_monotonic_ms() + timeout_ms;
+	_cleanup_free_ char *exec_id = NULL;
+	if (exec_create(engine, id, argv, user, 1, what, &exec_id, err) < 0)
+		return -1;
+	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+	_cleanup_free_ char *request =
+	    xasprintf("POST /v%s/exec/%s/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+	              "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+	              engine->api_version, exec_id, sizeof(body) - 1, body);
+	return docker_hijack(engine, request, deadline, what, ret_fd, err);
 }

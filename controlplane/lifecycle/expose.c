@@ -287,6 +287,49 @@ static int check_caps(struct lifecycle *lc, const char *sandbox_id, struct cp_er
 	return 0;
 }
 
+/* A relayed exposure's forwarder_name: no container has it; it keeps the
+ * column's uniqueness and tells the row from a forwarder's. Caller frees. */
+static char *relay_name(const char *sandbox_id, int port)
+{
+	return xasprintf("%s-relay-%d", sandbox_id, port);
+}
+
+/* A row of a sandbox on another node listens again (serve's start, or a
+ * repeated sandbox_expose) on its recorded port. Problems are logged. */
+static void relay_ensure(struct lifecycle *lc, const struct sandbox_record *s, const struct exposure_record *x)
+{
+	_cleanup_error_ struct cp_error *e = NULL;
+	int host_port = x->host_port;
+	if (lifecycle_relay_start(lc, s, x->container_port, x->host, &host_port, &e) < 0)
+		log_warn("lifecycle", "preview of port %d of sandbox %s on %s:%d: %s", x->container_port, s->id,
+		         x->host, x->host_port, e->message);
+}
+
+/* A new exposure of sandbox s on another node: serve's relay on a free port
+ * of CHAT2SBX_EXPOSE_HOST, then its row. Nothing is left on failure. */
+static int expose_remote(struct lifecycle *lc, const struct sandbox_record *s, int port, struct exposure_record *ret,
+                         struct cp_error **err)
+{
+	if (check_caps(lc, s->id, err) < 0)
+		return -1;
+	struct exposure_record x = {.sandbox_id = xstrdup(s->id),
+	                            .container_port = port,
+	                            .host = xstrdup(lc->cfg->expose_host),
+	                            .forwarder_name = relay_name(s->id, port),
+	                            .network = xstrdup(""),
+	                            .created_at_ms = clock_now_ms()};
+	if (lifecycle_relay_start(lc, s, port, x.host, &x.host_port, err) < 0 ||
+	    store_exposure_insert(lc->store, &x, err) < 0) {
+		lifecycle_relay_stop(lc, s->id, port);
+		exposure_record_clear(&x);
+		return cp_error_prefix(err, "expose port %d of sandbox '%s'", port, s->id);
+	}
+	log_info("lifecycle", "exposed port %d of sandbox %s (node '%s') on %s:%d through serve's relay", port, s->id,
+	         s->node, x.host, x.host_port);
+	*ret = x;
+	return 0;
+}
+
 int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64_t port, struct exposure_record *ret,
                              int *ret_created, struct cp_error **err)
 {
@@ -301,13 +344,13 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 	if (store_sandbox_get(lc->store, sandbox_id, &s, err) < 0)
 		return -1;
 	int r = check_sandbox(&s, err);
-	/* The forwarder is a container of this machine's engine on the
-	 * sandbox's network there (issue 28: previews on another node are not
-	 * built yet, docs/nodes.md). */
-	if (r == 0 && !lifecycle_node_is_local(s.node))
+	/* A forwarder is a container of this machine's engine; a sandbox on
+	 * another node is reached by serve's relay instead (expose_relay.c). */
+	int remote = !lifecycle_node_is_local(s.node);
+	if (r == 0 && remote && policy_runtime_is_vm(s.runtime))
 		r = cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                 "sandbox '%s' runs on node '%s': exposing a port of a sandbox on another node is not "
-		                 "built yet; create the sandbox on this machine for a preview",
+		                 "sandbox '%s' runs the vm runtime on node '%s': a preview of a microVM on another "
+		                 "node is not built; create it on this machine, or without the vm runtime, to preview",
 		                 sandbox_id, s.node);
 	_cleanup_error_ struct cp_error *e = NULL;
 	/* A tool call that reached the sandbox; the traffic through the
@@ -317,7 +360,10 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 	cp_error_freep(&e);
 	if (r == 0 && store_exposure_get(lc->store, sandbox_id, (int)port, ret, err) == 0) {
 		int started = 0;
-		forwarder_ensure(lc, &s, ret, &started);
+		if (remote)
+			relay_ensure(lc, &s, ret);
+		else
+			forwarder_ensure(lc, &s, ret, &started);
 		*ret_created = 0;
 		sandbox_record_clear(&s);
 		return 0;
@@ -332,6 +378,12 @@ int lifecycle_sandbox_expose(struct lifecycle *lc, const char *sandbox_id, int64
 		return -1;
 	}
 
+	if (remote) {
+		r = expose_remote(lc, &s, (int)port, ret, err);
+		*ret_created = r == 0;
+		sandbox_record_clear(&s);
+		return r;
+	}
 	struct exposure_record x = {.sandbox_id = xstrdup(sandbox_id),
 	                            .container_port = (int)port,
 	                            .host = xstrdup(lc->cfg->expose_host),
@@ -401,10 +453,28 @@ out:
 /* Removes the engine objects and rows of one sandbox's exposures; the lock is held. */
 static int remove_locked(struct lifecycle *lc, const char *sandbox_id, struct cp_error **err)
 {
+	lifecycle_relay_stop(lc, sandbox_id, 0);
 	struct exposure_record *rows = NULL;
 	size_t n = 0;
 	if (store_exposure_list(lc->store, sandbox_id, &rows, &n, err) < 0)
 		return -1;
+	struct sandbox_record s = {0};
+	_cleanup_error_ struct cp_error *se = NULL;
+	int remote = store_sandbox_get(lc->store, sandbox_id, &s, &se) == 0 && !lifecycle_node_is_local(s.node);
+	sandbox_record_clear(&s);
+	if (remote) {
+		/* Relayed by serve: nothing of it is in an engine. */
+		for (size_t i = 0; i < n; i++) {
+			if (store_exposure_delete(lc->store, sandbox_id, rows[i].container_port, &se) < 0 &&
+			    se->code != CP_ERR_NOT_FOUND)
+				log_warn("lifecycle", "forget exposure %s:%d: %s", sandbox_id, rows[i].container_port,
+				         se->message);
+			cp_error_freep(&se);
+			exposure_record_clear(&rows[i]);
+		}
+		free(rows);
+		return 0;
+	}
 	int r = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* By name: a forwarder made again at start has a new id. */
@@ -546,7 +616,9 @@ int lifecycle_exposures_reconcile(struct lifecycle *lc, struct cp_error **err)
 		struct sandbox_record s = {0};
 		_cleanup_error_ struct cp_error *e = NULL;
 		int live = store_sandbox_get(lc->store, rows[i].sandbox_id, &s, &e) == 0 && s.status == SANDBOX_RUNNING;
-		if (live) {
+		if (live && !lifecycle_node_is_local(s.node)) {
+			relay_ensure(lc, &s, &rows[i]);
+		} else if (live) {
 			forwarder_ensure(lc, &s, &rows[i], &started);
 		} else if (i == 0 || strcmp(rows[i - 1].sandbox_id, rows[i].sandbox_id) != 0) {
 			/* Rows come sorted by sandbox: once per gone sandbox. */

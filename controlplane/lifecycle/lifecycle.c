@@ -29,6 +29,8 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 	pthread_mutex_init(&lc->attach_lock, NULL);
 	pthread_mutex_init(&lc->create_lock, NULL);
 	pthread_mutex_init(&lc->node_lock, NULL);
+	pthread_mutex_init(&lc->relay_lock, NULL);
+	pthread_cond_init(&lc->relay_cond, NULL);
 	lc->unsaved = lifecycle_unsaved_probes_new();
 	if (lifecycle_vm_select(lc, err) < 0) { /* which runtime new sandboxes get (guards.c) */
 		lifecycle_free(lc);
@@ -48,7 +50,10 @@ void lifecycle_free(struct lifecycle *lc)
 	lifecycle_channels_clear(lc);
 	lifecycle_holds_clear(lc);
 	lifecycle_undos_clear(lc);
+	lifecycle_relays_stop_all(lc);    /* their connections use the nodes' engines */
 	lifecycle_node_engines_clear(lc); /* after the channels: a relay thread may use one */
+	pthread_mutex_destroy(&lc->relay_lock);
+	pthread_cond_destroy(&lc->relay_cond);
 	pthread_mutex_destroy(&lc->node_lock);
 	pthread_mutex_destroy(&lc->lock);
 	pthread_mutex_destroy(&lc->attach_lock);

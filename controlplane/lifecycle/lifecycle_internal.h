@@ -66,6 +66,11 @@ struct lifecycle {
 	/* Other nodes' engines, opened on first use (node_engines.c), under node_lock. */
 	pthread_mutex_t node_lock;
 	struct lifecycle_node_engine *node_engines;
+	/* Previews of sandboxes on other nodes (expose_relay.c), under relay_lock. */
+	pthread_mutex_t relay_lock;
+	pthread_cond_t relay_cond; /* a connection ended */
+	struct lifecycle_relay *relays;
+	int relay_conns; /* live connections of every relay */
 	size_t n_node_engines;
 };
 
@@ -107,6 +112,23 @@ int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, co
  * LIFECYCLE_HELPER_UPLOAD_MS. */
 int lifecycle_helper_upload(struct lifecycle *lc, struct docker_engine *engine, const char *container,
                             struct cp_error **err);
+/* Previews of sandboxes on other nodes (expose_relay.c; docs/previews.md).
+ * Starts listening on host (CHAT2SBX_EXPOSE_HOST, borrowed) port
+ * *io_host_port (0 = any free one, then set) and relays each connection to
+ * container_port inside sandbox s (borrowed; its id, node and container are
+ * copied) through an exec of the helper's connect mode on s's node's
+ * engine. Listening already for that sandbox and port: 0, nothing changes.
+ * UNAVAILABLE when the port cannot be bound (taken), INVALID_ARGUMENT for
+ * a host that is not an address, INTERNAL when no thread starts. */
+int lifecycle_relay_start(struct lifecycle *lc, const struct sandbox_record *s, int container_port, const char *host,
+                          int *io_host_port, struct cp_error **err);
+/* Stops the relays of sandbox_id (borrowed): of container_port, or all of
+ * them for container_port <= 0. The port is free at return; live
+ * connections are cut and end in their own threads. */
+void lifecycle_relay_stop(struct lifecycle *lc, const char *sandbox_id, int container_port);
+/* Stops every relay and waits (at most about 25 s) until no connection
+ * uses a node's engine (lifecycle_free, before the engines go). */
+void lifecycle_relays_stop_all(struct lifecycle *lc);
 /* Frees the remote engines (lifecycle_free). */
 void lifecycle_node_engines_clear(struct lifecycle *lc);
 /* A managed workspace on a remote node is an engine volume there named

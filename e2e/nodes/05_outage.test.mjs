@@ -13,33 +13,16 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
-import { after, before } from 'node:test';
 
 import { runCli, runCliJson } from '../lib/clones.mjs';
-import { REPO_ROOT, resultText, useServer } from '../lib/server.mjs';
+import { ENGINE, useNodeEngine } from '../lib/nodes.mjs';
+import { resultText, useServer } from '../lib/server.mjs';
 
-const ENGINE = path.join(REPO_ROOT, 'e2e', 'nodes', 'engine.sh');
-const IMAGE = process.env.CHAT2SBX_TEMPLATE_IMAGE || `chat2sbx-template:${spawnSync('cat', [path.join(REPO_ROOT, 'VERSION')], { encoding: 'utf8' }).stdout.trim()}`;
 const N = process.env.E2E_OUTAGE_NODE_NUMBER || '66';
 // Two misses 2 s apart, each ping bounded by 2 s, a pass under way.
 const DOWN_WITHIN_MS = 15_000;
 
-let node = {};
-
-before(() => {
-  spawnSync(ENGINE, ['stop', N], { stdio: 'ignore' }); // a killed run's leftovers
-  const out = execFileSync(ENGINE, ['start', N, '--image', IMAGE], { encoding: 'utf8', timeout: 240_000 });
-  for (const line of out.split('\n')) {
-    const m = /^([A-Z]+)=(.*)$/.exec(line);
-    if (m) node[m[1]] = m[2];
-  }
-});
-
-after(() => {
-  spawnSync(ENGINE, ['heal', N], { stdio: 'ignore' });
-  spawnSync(ENGINE, ['stop', N], { stdio: 'inherit' });
-});
+const node = useNodeEngine(N);
 
 const ctx = useServer({ env: { CHAT2SBX_RUNTIME: 'runc' } });
 const made = [];

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 
+import { refused, startDevServer } from '../lib/preview.mjs';
 import { BIN, childEnv, dockerInspect, dockerRequest, freePort, resultText, useServer } from '../lib/server.mjs';
 
 const ctx = useServer();
@@ -46,22 +46,6 @@ function fetchUrl(url) {
   });
 }
 
-// Whether a TCP connection to host:port is refused (vs accepted).
-function refused(host, port) {
-  return new Promise((resolve) => {
-    const s = net.connect({ host, port });
-    s.setTimeout(5000, () => {
-      s.destroy();
-      resolve(false);
-    });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(false);
-    });
-    s.once('error', (e) => resolve(e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET'));
-  });
-}
-
 async function networkExists(name) {
   const r = await dockerRequest('GET', `/networks/${encodeURIComponent(name)}`);
   return r.status !== 404;
@@ -75,22 +59,10 @@ async function containersLabelled(label) {
 
 const restartKill = () => ctx.restart('SIGKILL');
 
-// Starts `python3 -m http.server` in the sandbox and waits (bounded) until it listens.
-async function startDevServer(tools, sandboxId) {
+// The file the directory listing shows, then the dev server.
+async function startServer(tools, sandboxId) {
   await tools.ok('write', { sandbox_id: sandboxId, path: 'hello-expose.txt', content: 'hi\n' });
-  const serve = await tools.ok('bash', {
-    sandbox_id: sandboxId,
-    command: `exec python3 -m http.server ${PORT} --bind 0.0.0.0`,
-    yield_time_ms: 100,
-  });
-  assert.equal(serve.status, 'running', JSON.stringify(serve));
-  const wait = await tools.ok('bash', {
-    sandbox_id: sandboxId,
-    command: `for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/${PORT}) 2>/dev/null && exit 0; sleep 0.1; done; exit 1`,
-    yield_time_ms: 30_000,
-  });
-  assert.equal(wait.exit_code, 0, `the dev server never listened: ${JSON.stringify(wait)}`);
-  return serve.session_id;
+  return startDevServer(tools, sandboxId, PORT);
 }
 
 ctx.test('a dev server is reachable through sandbox_expose, survives a serve kill, and goes with destroy', async (t) => {
@@ -109,7 +81,7 @@ ctx.test('a dev server is reachable through sandbox_expose, survives a serve kil
   const sbx = await tools.create({});
   const id = sbx.sandbox_id;
   t.after(() => ctx.tools().then((x) => x.destroyQuietly(id)));
-  const session = await startDevServer(tools, id);
+  const session = await startServer(tools, id);
 
   const x = await tools.ok('sandbox_expose', { sandbox_id: id, port: PORT });
   assert.equal(x.sandbox_id, id);

@@ -1,7 +1,8 @@
 /* main.c: entry point of chat2sbx-helper, PID 1 of every sandbox
  * container (mounted read-only at /.chat2sbx/helper). Start-up only:
  * options, log level, descriptor limit, then the event loop in loop.c (or
- * the keeper of one bash session, keeper.c, or a forwarder, forward.c).
+ * the keeper of one bash session, keeper.c, a forwarder, forward.c, or one
+ * preview connection of a sandbox on another node, connect.c).
  * stdin carries requests, stdout replies, stderr log lines (proto.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "connect.h"
 #include "forward.h"
 #include "hlog.h"
 #include "keeper.h"
@@ -35,6 +37,9 @@ int main(int argc, char **argv)
 	/* A sandbox_expose forwarder container runs only the relay (forward.h). */
 	if (argc > 1 && strcmp(argv[1], "forward") == 0)
 		return forward_main(argc - 1, argv + 1);
+	/* One preview connection, started by serve with the exec API (connect.h). */
+	if (argc > 1 && strcmp(argv[1], "connect") == 0)
+		return connect_main(argc - 1, argv + 1);
 	hlog_debug_enabled = debug && (strstr(debug, "helper") || strcmp(debug, "1") == 0 || strcmp(debug, "all") == 0);
 	/* Every session holds a pipe and a log file open. */
 	struct rlimit rl;

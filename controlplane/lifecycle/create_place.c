@@ -31,11 +31,6 @@ static uint32_t random_u32(void *ctx)
 	return v;
 }
 
-static enum policy_node_state state_of(enum node_state s)
-{
-	return s == NODE_READY ? POLICY_NODE_READY : s == NODE_DRAINING ? POLICY_NODE_DRAINING : POLICY_NODE_DOWN;
-}
-
 /* What a sandbox with this memory ceiling counts against its node's
  * memory: a ceiling is a limit, not a reservation, so placement counts what
  * one machine's sandbox limit assumes a sandbox uses (one per
@@ -123,7 +118,7 @@ int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, co
 	for (size_t i = 1; i < n; i++) {
 		const struct node_record *r = &rows[i - 1];
 		nodes[i] = (struct policy_node){.name = r->name,
-		                                .state = state_of(r->state),
+		                                .state = node_state_to_policy(r->state),
 		                                .runtimes = r->labels.runtimes ? r->labels.runtimes : "",
 		                                .kvm = r->labels.kvm,
 		                                .memory_bytes = r->labels.memory_bytes,

@@ -62,16 +62,6 @@ static void entry_free(struct health_entry *e)
 	free(e);
 }
 
-static enum policy_node_state to_policy(enum node_state s)
-{
-	return s == NODE_DRAINING ? POLICY_NODE_DRAINING : s == NODE_DOWN ? POLICY_NODE_DOWN : POLICY_NODE_READY;
-}
-
-static enum node_state from_policy(enum policy_node_state s)
-{
-	return s == POLICY_NODE_DRAINING ? NODE_DRAINING : s == POLICY_NODE_DOWN ? NODE_DOWN : NODE_READY;
-}
-
 static int same_str(const char *a, const char *b)
 {
 	return (!a && !b) || (a && b && !strcmp(a, b));
@@ -176,7 +166,7 @@ static void settle(struct node_health *h, struct health_entry *e, int64_t now_ms
 	enum policy_node_health_event ev = policy_node_health_step(&e->health, e->answered, now_ms);
 	int64_t down_since = e->health.down_since_ms;
 	enum node_state before = e->row_state;
-	enum node_state after = from_policy(policy_node_state_after(to_policy(before), ev));
+	enum node_state after = node_state_from_policy(policy_node_state_after(node_state_to_policy(before), ev));
 	pthread_mutex_unlock(&h->lock);
 	_cleanup_error_ struct cp_error *err = NULL;
 	if (after != before) {

@@ -76,6 +76,11 @@ int node_local_record(const struct config *cfg, int64_t now_ms, struct node_reco
  * tell). Pure. */
 void node_labels_from_facts(const struct docker_engine_facts *facts, struct node_labels *ret);
 
+/* A node row's state as placement and the health state machine name it
+ * (policy.h), and back: ready, draining and down map one to one. Pure. */
+enum policy_node_state node_state_to_policy(enum node_state s);
+enum node_state node_state_from_policy(enum policy_node_state s);
+
 /* ---- the health loop (health.c; issue 28, "Health and failure") ---- */
 
 /* How often each node's engine is asked GET /_ping (ms), how long one ping

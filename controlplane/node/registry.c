@@ -24,6 +24,16 @@ static void cleanup_factsp(struct docker_engine_facts *f)
 	docker_engine_facts_clear(f);
 }
 
+enum policy_node_state node_state_to_policy(enum node_state s)
+{
+	return s == NODE_READY ? POLICY_NODE_READY : s == NODE_DRAINING ? POLICY_NODE_DRAINING : POLICY_NODE_DOWN;
+}
+
+enum node_state node_state_from_policy(enum policy_node_state s)
+{
+	return s == POLICY_NODE_READY ? NODE_READY : s == POLICY_NODE_DRAINING ? NODE_DRAINING : NODE_DOWN;
+}
+
 void node_labels_from_facts(const struct docker_engine_facts *facts, struct node_labels *ret)
 {
 	*ret = (struct node_labels){

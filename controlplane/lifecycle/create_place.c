@@ -53,9 +53,7 @@ static int count_live(struct lifecycle *lc, struct policy_node *nodes, size_t n,
 	for (size_t i = 0; i < n_rows; i++) {
 		if (store_sandbox_is_live(&rows[i]))
 			for (size_t j = 0; j < n; j++)
-				if (lifecycle_node_is_local(nodes[j].name)
-				        ? lifecycle_node_is_local(rows[i].node)
-				        : rows[i].node && !strcmp(rows[i].node, nodes[j].name)) {
+				if (lifecycle_node_same(nodes[j].name, rows[i].node)) {
 					nodes[j].sandboxes += !rows[i].pooled; /* the limit counts user sandboxes */
 					nodes[j].memory_used +=
 					    expected_use(rows[i].memory_bytes > 0 ? rows[i].memory_bytes

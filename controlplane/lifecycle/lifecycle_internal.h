@@ -77,6 +77,8 @@ struct lifecycle {
 /* ---- one engine per node (node_engines.c, issue 28) ---- */
 /* Whether node (borrowed; NULL and "" as "local") is this machine's engine. Pure. */
 int lifecycle_node_is_local(const char *node);
+/* Whether node names a and b (borrowed; NULL or "" = local) are one node. */
+int lifecycle_node_same(const char *a, const char *b);
 /* The engine of node (borrowed name; NULL = local) into *ret, borrowed
  * until lifecycle_free: lc->engine for 'local'; another node's is opened
  * over mutual TLS with its row's files the first time and kept. NOT_FOUND

@@ -31,6 +31,11 @@ int lifecycle_node_is_local(const char *node)
 	return !node || !*node || !strcmp(node, STORE_NODE_LOCAL);
 }
 
+int lifecycle_node_same(const char *a, const char *b)
+{
+	return lifecycle_node_is_local(a) ? lifecycle_node_is_local(b) : b && !strcmp(a, b);
+}
+
 static struct lifecycle_node_engine *find(struct lifecycle *lc, const char *node)
 {
 	for (size_t i = 0; i < lc->n_node_engines; i++)

@@ -126,11 +126,6 @@ static void free_rows(struct sandbox_record *rows, size_t n)
 	free(rows);
 }
 
-static int on_node(const struct sandbox_record *s, const char *node)
-{
-	return lifecycle_node_is_local(node) ? lifecycle_node_is_local(s->node) : s->node && !strcmp(s->node, node);
-}
-
 /* The rows on node against the containers of node's engine (issue 28:
  * reconcile runs on every node). A node that does not answer leaves its
  * rows as they are (*err). */
@@ -148,7 +143,7 @@ static int reconcile_node(struct lifecycle *lc, const char *node, struct sandbox
 	char *matched = n_cs ? xcalloc(n_cs, 1) : NULL;
 	for (size_t i = 0; i < n_rows; i++) {
 		struct sandbox_record *s = &rows[i];
-		if (!on_node(s, node))
+		if (!lifecycle_node_same(node, s->node))
 			continue;
 		struct docker_container_state *c = NULL;
 		for (size_t j = 0; j < n_cs && !c; j++)

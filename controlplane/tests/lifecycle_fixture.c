@@ -68,6 +68,21 @@ void lc_fixture_workspace(const char *id, const char *mode, const char *path, in
 	cr_assert_eq(store_workspace_insert(fx.store, &w, &err), 0, "%s", err ? err->message : "");
 }
 
+void lc_fixture_node(const char *name, const char *endpoint, enum node_state state, int64_t memory_bytes, int cpus)
+{
+	struct node_record n = {.name = (char *)name,
+	                        .endpoint = (char *)endpoint,
+	                        .tls_ca = "/nonexistent/ca.pem",
+	                        .tls_cert = "/nonexistent/cert.pem",
+	                        .tls_key = "/nonexistent/key.pem",
+	                        .labels = {.runtimes = "runc", .kvm = -1, .memory_bytes = memory_bytes, .cpus = cpus},
+	                        .state = state,
+	                        .last_contact_ms = 1000,
+	                        .created_at_ms = 1000};
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_node_insert(fx.store, &n, &err), 0, "%s", err ? err->message : "");
+}
+
 void lc_fixture_sandbox(const char *id, const char *workspace_id, const char *status, int64_t at_ms)
 {
 	struct cp_error *err = NULL;

@@ -41,6 +41,10 @@ void lc_fixture_teardown(void);
  * named as its container, image "img", network on. */
 void lc_fixture_workspace(const char *id, const char *mode, const char *path, int64_t at_ms);
 void lc_fixture_sandbox(const char *id, const char *workspace_id, const char *status, int64_t at_ms);
+/* A node row whose TLS files do not exist (its engine never opens):
+ * runtimes "runc", kvm not known, memory_bytes and cpus as given, last
+ * contact and creation at 1000 ms. */
+void lc_fixture_node(const char *name, const char *endpoint, enum node_state state, int64_t memory_bytes, int cpus);
 /* 1 when the row exists. */
 int lc_fixture_sandbox_exists(const char *id);
 int lc_fixture_workspace_exists(const char *id);

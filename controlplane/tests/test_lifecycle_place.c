@@ -19,21 +19,6 @@ static void setup(void)
 
 TestSuite(lifecycle_place, .init = setup, .fini = lc_fixture_teardown);
 
-/* A node row whose TLS files do not exist: its engine never opens. */
-static void node_row(const char *name, const char *endpoint, enum node_state state)
-{
-	struct node_record n = {.name = (char *)name,
-	                        .endpoint = (char *)endpoint,
-	                        .tls_ca = "/nonexistent/ca.pem",
-	                        .tls_cert = "/nonexistent/cert.pem",
-	                        .tls_key = "/nonexistent/key.pem",
-	                        .labels = {.runtimes = "runc", .kvm = -1, .memory_bytes = 64LL << 30, .cpus = 8},
-	                        .state = state,
-	                        .created_at_ms = 1};
-	struct cp_error *err = NULL;
-	cr_assert_eq(store_node_insert(fx.store, &n, &err), 0, "%s", err ? err->message : "");
-}
-
 static const struct lifecycle_limits lim = {.memory_bytes = 512LL << 20, .pids_limit = 100, .network = 1};
 
 Test(lifecycle_place, no_node_row_is_local_without_a_choice)
@@ -49,8 +34,8 @@ Test(lifecycle_place, no_node_row_is_local_without_a_choice)
 
 Test(lifecycle_place, a_node_that_cannot_be_reached_or_drains_is_passed_over)
 {
-	node_row("n1", "tcp://127.0.0.1:9", NODE_READY);
-	node_row("n2", "tcp://127.0.0.2:9", NODE_DRAINING);
+	lc_fixture_node("n1", "tcp://127.0.0.1:9", NODE_READY, 64LL << 30, 8);
+	lc_fixture_node("n2", "tcp://127.0.0.2:9", NODE_DRAINING, 64LL << 30, 8);
 	for (int i = 0; i < 8; i++) { /* random sampling: every try lands on local */
 		char *node = NULL;
 		struct cp_error *err = NULL;
@@ -62,7 +47,7 @@ Test(lifecycle_place, a_node_that_cannot_be_reached_or_drains_is_passed_over)
 
 Test(lifecycle_place, a_pin_to_a_node_that_cannot_take_it_is_refused_with_why)
 {
-	node_row("n2", "tcp://127.0.0.2:9", NODE_DRAINING);
+	lc_fixture_node("n2", "tcp://127.0.0.2:9", NODE_DRAINING, 64LL << 30, 8);
 	char *node = NULL;
 	struct cp_error *err = NULL;
 	cr_assert_eq(lifecycle_place(fx.lc, &lim, "n2", NULL, &node, &err), -1);
@@ -78,7 +63,7 @@ Test(lifecycle_place, a_pin_to_a_node_that_cannot_take_it_is_refused_with_why)
 
 Test(lifecycle_place, local_tried_already_leaves_no_node)
 {
-	node_row("n1", "tcp://127.0.0.1:9", NODE_READY);
+	lc_fixture_node("n1", "tcp://127.0.0.1:9", NODE_READY, 64LL << 30, 8);
 	struct policy_placement_tries tries = {.names = {"local"}, .n = 1};
 	char *node = NULL;
 	struct cp_error *err = NULL;

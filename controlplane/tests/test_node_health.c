@@ -47,21 +47,6 @@ static void on_event(void *ctx, const char *node, enum policy_node_health_event 
 		atomic_fetch_add(&backs, 1);
 }
 
-static void node_row(const char *name, const char *endpoint, enum node_state state)
-{
-	struct node_record n = {.name = (char *)name,
-	                        .endpoint = (char *)endpoint,
-	                        .tls_ca = "/nonexistent/ca.pem",
-	                        .tls_cert = "/nonexistent/cert.pem",
-	                        .tls_key = "/nonexistent/key.pem",
-	                        .labels = {.runtimes = "runc", .kvm = -1, .memory_bytes = 1LL << 30, .cpus = 2},
-	                        .state = state,
-	                        .last_contact_ms = 1000,
-	                        .created_at_ms = 1000};
-	struct cp_error *err = NULL;
-	cr_assert_eq(store_node_insert(fx.store, &n, &err), 0, "%s", err ? err->message : "");
-}
-
 /* A running sandbox id on node (NULL = local) whose helper channel is open
  * (the peer end kept, never answering: the gate does not call the helper). */
 static void running_sandbox(const char *id, const char *ws, const char *node, int slot)
@@ -106,7 +91,7 @@ static void wait_down(const char *name)
 Test(node_health, a_node_that_does_not_answer_is_down_and_its_sandboxes_say_so)
 {
 	lc_fixture_setup("health", NULL, 0);
-	node_row("n1", "tcp://127.0.0.1:1", NODE_READY);
+	lc_fixture_node("n1", "tcp://127.0.0.1:1", NODE_READY, 1LL << 30, 2);
 	running_sandbox("sbx_remote", "ws_r", "n1", 0);
 	running_sandbox("sbx_local", "ws_l", NULL, 1);
 	cr_assert_eq(node_health_answering(NULL, "n1", NULL), 1, "no loop: every node answers");
@@ -151,8 +136,8 @@ Test(node_health, a_node_that_does_not_answer_is_down_and_its_sandboxes_say_so)
 Test(node_health, a_drained_node_stays_drained_through_an_outage_and_a_row_left_down_stays_down)
 {
 	lc_fixture_setup("health-drain", NULL, 0);
-	node_row("drained", "tcp://127.0.0.1:1", NODE_DRAINING);
-	node_row("was-down", "tcp://127.0.0.2:1", NODE_DOWN);
+	lc_fixture_node("drained", "tcp://127.0.0.1:1", NODE_DRAINING, 1LL << 30, 2);
+	lc_fixture_node("was-down", "tcp://127.0.0.2:1", NODE_DOWN, 1LL << 30, 2);
 	cr_assert_eq(node_health_start(fx.store, NULL, NULL, &health), 0);
 	/* A row an earlier serve left down counts as down from the start. */
 	int64_t since = 0;

@@ -65,5 +65,9 @@ int cli_setup_service(struct cli *cli, const char *action);
  * without the dashes): the host-edge firewall, table inet chat2sbx
  * (cmd_firewall.c). Returns the exit status; 5 when not run as root. */
 int cli_setup_firewall(struct cli *cli, const char *action);
+/* After node add or remove (node: its name, for the message): the
+ * host-edge firewall is installed again with the nodes' addresses when this
+ * process may (root), or stderr says what to run. Says, never fails. */
+void cli_firewall_follow_nodes(struct cli *cli, const char *node);
 
 #endif

@@ -48,7 +48,7 @@ static int install(struct cli *cli)
 	struct cp_error *err = NULL;
 	int changed = 0;
 	char detail[1024];
-	int r = ops_firewall_install(engine, &changed, NULL, detail, sizeof(detail), &err);
+	int r = ops_firewall_install(cli->cfg, engine, &changed, NULL, detail, sizeof(detail), &err);
 	docker_engine_free(engine);
 	if (r < 0)
 		return cli_fail(err);
@@ -83,13 +83,41 @@ static int print_rules(struct cli *cli)
 	struct docker_engine *engine = engine_or_null(cli->cfg);
 	struct firewall_ruleset rs = {0};
 	struct cp_error *err = NULL;
-	int r = ops_firewall_build(engine, &rs, &err);
+	int r = ops_firewall_build(cli->cfg, engine, &rs, &err);
 	docker_engine_free(engine);
 	if (r < 0)
 		return cli_fail(err);
 	fputs(rs.text, stdout);
 	firewall_ruleset_clear(&rs);
 	return 0;
+}
+
+void cli_firewall_follow_nodes(struct cli *cli, const char *node)
+{
+	if (!cli->cfg->firewall)
+		return;
+	if (!firewall_permitted()) {
+		fprintf(
+		    stderr,
+		    "chat2sbx: the host-edge firewall must learn the nodes' addresses, so that sandboxes on node %s "
+		    "cannot reach this machine's services: run 'sudo chat2sbx setup --install-firewall' (a chat2sbx "
+		    "serve running as root does it within a minute; one that is not root refuses to start until it "
+		    "is done)\n",
+		    node);
+		return;
+	}
+	struct docker_engine *engine = engine_or_null(cli->cfg);
+	struct cp_error *err = NULL;
+	int changed = 0;
+	char detail[1024];
+	if (ops_firewall_install(cli->cfg, engine, &changed, NULL, detail, sizeof(detail), &err) < 0) {
+		fprintf(stderr, "chat2sbx: warning: the firewall did not learn the nodes' addresses: %s\n",
+		        err->message);
+		cp_error_free(err);
+	} else {
+		fprintf(stderr, "chat2sbx: firewall %s\n", detail);
+	}
+	docker_engine_free(engine);
 }
 
 int cli_setup_firewall(struct cli *cli, const char *action)

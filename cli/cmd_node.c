@@ -175,6 +175,7 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 		       n.name, n.endpoint, n.labels.engine_version ? n.labels.engine_version : "?",
 		       (long long)n.labels.cpus, (double)n.labels.memory_bytes / (1 << 30), n.labels.runtimes,
 		       cli->cfg->state_dir, n.name);
+	cli_firewall_follow_nodes(cli, n.name);
 	node_record_clear(&n);
 	return 0;
 }
@@ -206,9 +207,10 @@ static int change(struct cli *cli, struct store *store, const char *verb, const 
 	cli_audit(store, action, name, NULL, err);
 	if (r < 0)
 		return cli_fail(err);
-	if (!strcmp(verb, "remove"))
+	if (!strcmp(verb, "remove")) {
 		printf("removed node %s and its TLS files\n", name);
-	else if (!strcmp(verb, "drain"))
+		cli_firewall_follow_nodes(cli, name);
+	} else if (!strcmp(verb, "drain"))
 		printf("node %s is draining: no new sandbox is placed on it; its %lld sandbox%s keep%s working\n", name,
 		       (long long)count, count == 1 ? "" : "es", count == 1 ? "s" : "");
 	else

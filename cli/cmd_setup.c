@@ -292,7 +292,7 @@ static void step_firewall(struct setup *s, struct docker_engine *engine)
 	}
 	if (!firewall_permitted()) {
 		char why[1024];
-		if (ops_firewall_unprivileged_check(engine, why, sizeof(why)) == 1) {
+		if (ops_firewall_unprivileged_check(s->cfg, engine, why, sizeof(why)) == 1) {
 			step(s, "firewall", STEP_NOTHING, "installed by root: %s", why);
 			return;
 		}
@@ -308,7 +308,7 @@ static void step_firewall(struct setup *s, struct docker_engine *engine)
 	struct cp_error *e = NULL;
 	int changed = 0;
 	char detail[1024];
-	if (ops_firewall_install(engine, &changed, NULL, detail, sizeof(detail), &e) < 0) {
+	if (ops_firewall_install(s->cfg, engine, &changed, NULL, detail, sizeof(detail), &e) < 0) {
 		step(s, "firewall", STEP_FAILED, "%s", e->message);
 		cp_error_free(e);
 		return;

@@ -35,6 +35,11 @@ struct firewall_spec {
 	 * characters of the same set): bridges of networks an older chat2sbx
 	 * made before it named them. Names the prefix covers are left out. */
 	const char *const *legacy_bridges;
+	/* Addresses of other machines whose engines are nodes (issue 28;
+	 * NULL-terminated, may be NULL; each an IPv4 or IPv6 literal): their
+	 * sandboxes reach this host as the node's own address, so new
+	 * connections from them to this host's addresses are dropped. */
+	const char *const *node_addresses;
 };
 
 /* A built ruleset. */
@@ -43,6 +48,7 @@ struct firewall_ruleset {
 	char *fingerprint; /* owned: "chat2sbx host edge v1 <16 hex>", a hash of the text without it */
 	char **legacy;     /* owned, NULL-terminated: the legacy names in the set, sorted, unique */
 	size_t n_legacy;
+	size_t n_nodes;       /* node addresses named in the rules */
 	size_t rules_edge;    /* rules in chain host_edge */
 	size_t rules_sandbox; /* rules in chain from_sandbox */
 };

@@ -16,6 +16,7 @@
  * (127.0.0.11) and never crosses a bridge. */
 #include "firewall.h"
 
+#include <arpa/inet.h>
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,7 +94,37 @@ static int legacy_collect(const struct firewall_spec *spec, char ***ret, size_t 
 /* One rule per line: [0] host_edge, [1] from_sandbox. The last rule of
  * from_sandbox carries the fingerprint (fp, "" while hashing). Comments
  * stay under nft's 128-byte limit. */
-static char *render(const char *prefix, char *const *legacy, const char *fp, size_t *ret_edge, size_t *ret_sandbox)
+/* The node addresses of one family (AF_INET: those without ':') as an nft
+ * anonymous set's elements into m; returns how many. */
+static size_t print_addresses(FILE *m, const char *const *addrs, int v6)
+{
+	size_t n = 0;
+	for (size_t i = 0; addrs && addrs[i]; i++)
+		if ((strchr(addrs[i], ':') != NULL) == v6)
+			fprintf(m, "%s%s", n++ ? ", " : "", addrs[i]);
+	return n;
+}
+
+/* The host_edge rules for the nodes' addresses of one family. */
+static size_t render_nodes(FILE *m, const char *const *addrs, int v6)
+{
+	char *list = NULL;
+	size_t len = 0;
+	FILE *l = xopen_memstream(&list, &len);
+	size_t n = print_addresses(l, addrs, v6);
+	if (fclose(l) != 0)
+		cp_oom();
+	if (n)
+		fprintf(m,
+		        "\t\t%s saddr { %s } ct state new fib daddr type local drop comment \"sandboxes on other "
+		        "nodes reach this host as their node's address\"\n",
+		        v6 ? "ip6" : "ip", list);
+	free(list);
+	return n ? 1 : 0;
+}
+
+static char *render(const char *prefix, char *const *legacy, const char *const *nodes, const char *fp, size_t *ret_edge,
+                    size_t *ret_sandbox)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -129,10 +160,10 @@ static char *render(const char *prefix, char *const *legacy, const char *fp, siz
 	        "\"loopback addresses arrive only on lo\"\n"
 	        "\t\tiifname \"%s*\" jump from_sandbox comment \"chat2sbx sandbox bridges\"\n"
 	        "\t\tiifname @legacy_bridges jump from_sandbox comment \"chat2sbx sandbox bridges (older "
-	        "networks)\"\n"
-	        "\t}\n\n",
+	        "networks)\"\n",
 	        prefix);
-	*ret_edge = 4;
+	*ret_edge = 4 + render_nodes(m, nodes, 0) + render_nodes(m, nodes, 1);
+	fprintf(m, "\t}\n\n");
 	/* Neighbour discovery is no service; without it the host could not
 	 * reach an IPv6 address on a bridge. (The engine turns IPv6 off in
 	 * containers on networks without it, as chat2sbx's are: these IPv6
@@ -171,17 +202,31 @@ int firewall_ruleset_build(const struct firewall_spec *spec, struct firewall_rul
 		                    "build the firewall ruleset: the bridge prefix '%s' is not 1-%d characters of "
 		                    "letters, digits, '_', '.', '-'",
 		                    prefix ? prefix : "", FIREWALL_IFNAME_MAX - 1);
+	for (size_t i = 0; spec->node_addresses && spec->node_addresses[i]; i++) {
+		const char *a = spec->node_addresses[i];
+		unsigned char buf[16];
+		if (inet_pton(strchr(a, ':') ? AF_INET6 : AF_INET, a, buf) != 1)
+			return cp_error_set(
+			    err, CP_ERR_INVALID_ARGUMENT,
+			    "build the firewall ruleset: the node address '%.64s' is not an IPv4 or IPv6 "
+			    "address",
+			    a);
+	}
 	struct firewall_ruleset rs = {0};
 	if (legacy_collect(spec, &rs.legacy, &rs.n_legacy, err) < 0)
 		return -1;
+	for (size_t i = 0; spec->node_addresses && spec->node_addresses[i]; i++)
+		rs.n_nodes++;
 	/* The fingerprint leaves out the legacy names (compared one by one in
 	 * firewall_listing_judge): a table that still names a bridge that is
 	 * gone protects as well as a current one. */
 	char *none[] = {NULL};
-	_cleanup_free_ char *unsigned_text = render(prefix, none, "", &rs.rules_edge, &rs.rules_sandbox);
+	/* The node addresses are in it: another set of nodes is another table. */
+	_cleanup_free_ char *unsigned_text =
+	    render(prefix, none, spec->node_addresses, "", &rs.rules_edge, &rs.rules_sandbox);
 	rs.fingerprint = xasprintf("chat2sbx host edge v%d %016llx", FIREWALL_RULESET_VERSION,
 	                           (unsigned long long)fnv1a(unsigned_text));
-	rs.text = render(prefix, rs.legacy, rs.fingerprint, &rs.rules_edge, &rs.rules_sandbox);
+	rs.text = render(prefix, rs.legacy, spec->node_addresses, rs.fingerprint, &rs.rules_edge, &rs.rules_sandbox);
 	*ret = rs;
 	return 0;
 }
@@ -308,7 +353,8 @@ int firewall_listing_judge(const char *json, const struct firewall_ruleset *rs, 
 		snprintf(detail, size, "the chains hold %zu and %zu rules, this chat2sbx writes %zu and %zu",
 		         s.rules_edge, s.rules_sandbox, rs->rules_edge, rs->rules_sandbox);
 	else if (!s.last_sandbox_comment || strcmp(s.last_sandbox_comment, rs->fingerprint))
-		snprintf(detail, size, "written by another version or for other bridges ('%s', this one writes '%s')",
+		snprintf(detail, size,
+		         "written by another version or for other bridges or nodes ('%s', this one writes '%s')",
 		         s.last_sandbox_comment ? s.last_sandbox_comment : "no fingerprint", rs->fingerprint);
 	else if (!s.set || s.elems_match != rs->n_legacy)
 		snprintf(detail, size, "set legacy_bridges lacks %zu of the %zu older bridges",

@@ -4,7 +4,9 @@
  * installed (serve as root at start and at every maintenance pass; setup
  * --install-firewall), how it is removed and what status says about it.
  * The rules and libnftables live in firewall/; this file only decides. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 
 #include "../base/cleanup.h"
 #include "../base/log.h"
+#include "../base/xalloc.h"
 #include "../lifecycle/lifecycle.h"
 #include "ops.h"
 
@@ -21,15 +24,81 @@
 	"chat2sbx-firewall unit does it at boot), or set CHAT2SBX_FIREWALL=0 "                                         \
 	"if this host's own firewall keeps the sandbox bridges (" POLICY_BRIDGE_PREFIX "*) off its services"
 
-int ops_firewall_build(struct docker_engine *engine, struct firewall_ruleset *ret, struct cp_error **err)
+/* Adds the addresses of host (an address, or a name resolved now) to *v
+ * (*n entries, NULL-terminated), skipping ones it holds. */
+static void add_host_addresses(const char *host, char ***v, size_t *n)
 {
-	char **legacy = NULL;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+	int rc = getaddrinfo(host, NULL, &hints, &res);
+	if (rc != 0) {
+		log_warn("firewall", "node host '%s' does not resolve (%s): sandboxes on it are not kept off this host",
+		         host, gai_strerror(rc));
+		return;
+	}
+	for (struct addrinfo *a = res; a; a = a->ai_next) {
+		char text[INET6_ADDRSTRLEN];
+		const void *bytes = a->ai_family == AF_INET6
+		                        ? (const void *)&((struct sockaddr_in6 *)a->ai_addr)->sin6_addr
+		                        : (const void *)&((struct sockaddr_in *)a->ai_addr)->sin_addr;
+		if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+		    !inet_ntop(a->ai_family, bytes, text, sizeof(text)))
+			continue;
+		int seen = 0;
+		for (size_t i = 0; i < *n && !seen; i++)
+			seen = !strcmp((*v)[i], text);
+		if (seen)
+			continue;
+		*v = xrealloc(*v, (*n + 2) * sizeof(**v));
+		(*v)[(*n)++] = xstrdup(text);
+		(*v)[*n] = NULL;
+	}
+	freeaddrinfo(res);
+}
+
+/* The addresses of every node's engine host (issue 28), from the registry
+ * when it exists; NULL-terminated into *ret (caller frees with
+ * docker_strv_free), NULL for none. */
+static int node_addresses(const struct config *cfg, char ***ret, struct cp_error **err)
+{
+	*ret = NULL;
+	if (!cfg || !cfg->database_path || access(cfg->database_path, F_OK) < 0)
+		return 0; /* no registry yet: no node */
+	struct store *store = NULL;
+	struct node_record *rows = NULL;
+	size_t n = 0, n_addrs = 0;
+	if (store_open(cfg->database_path, &store, err) < 0 || store_node_list(store, &rows, &n, err) < 0) {
+		store_free(store);
+		return cp_error_prefix(err, "read the nodes for the firewall");
+	}
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *host = NULL;
+		int port = 0;
+		_cleanup_error_ struct cp_error *e = NULL;
+		if (docker_endpoint_parse(rows[i].endpoint, 1, &host, &port, &e) == 0)
+			add_host_addresses(host, ret, &n_addrs);
+		node_record_clear(&rows[i]);
+	}
+	free(rows);
+	store_free(store);
+	return 0;
+}
+
+int ops_firewall_build(const struct config *cfg, struct docker_engine *engine, struct firewall_ruleset *ret,
+                       struct cp_error **err)
+{
+	char **legacy = NULL, **nodes = NULL;
 	if (engine && guard_legacy_bridges(engine, &legacy, err) < 0)
 		return cp_error_prefix(err, "find the bridges of chat2sbx's networks");
+	if (node_addresses(cfg, &nodes, err) < 0) {
+		docker_strv_free(legacy);
+		return -1;
+	}
 	struct firewall_spec spec = {.bridge_prefix = POLICY_BRIDGE_PREFIX,
-	                             .legacy_bridges = (const char *const *)legacy};
+	                             .legacy_bridges = (const char *const *)legacy,
+	                             .node_addresses = (const char *const *)nodes};
 	int r = firewall_ruleset_build(&spec, ret, err);
 	docker_strv_free(legacy);
+	docker_strv_free(nodes);
 	return r;
 }
 
@@ -43,15 +112,15 @@ void ops_firewall_describe(const struct firewall_ruleset *rs, const char *state,
 		snprintf(buf + n, size - (size_t)n, " send to this host's own addresses");
 }
 
-int ops_firewall_install(struct docker_engine *engine, int *ret_changed, enum firewall_state *ret_before, char *detail,
-                         size_t size, struct cp_error **err)
+int ops_firewall_install(const struct config *cfg, struct docker_engine *engine, int *ret_changed,
+                         enum firewall_state *ret_before, char *detail, size_t size, struct cp_error **err)
 {
 	struct firewall_ruleset rs = {0};
 	enum firewall_state st = FIREWALL_MISSING;
 	char was[512] = "";
 	int r = -1;
 	*ret_changed = 0;
-	if (ops_firewall_build(engine, &rs, err) < 0 || firewall_state_read(&rs, &st, was, sizeof(was), err) < 0)
+	if (ops_firewall_build(cfg, engine, &rs, err) < 0 || firewall_state_read(&rs, &st, was, sizeof(was), err) < 0)
 		goto out;
 	enum firewall_state before = st;
 	if (ret_before)
@@ -103,7 +172,7 @@ void ops_firewall_report(const struct config *cfg, struct docker_engine *engine,
 	char seen[512] = "";
 	if (!ret->permitted) {
 		char why[700];
-		if (ops_firewall_unprivileged_check(engine, why, sizeof(why)) == 1)
+		if (ops_firewall_unprivileged_check(cfg, engine, why, sizeof(why)) == 1)
 			snprintf(ret->detail, sizeof(ret->detail), "installed by root: %s", why);
 		else
 			snprintf(
@@ -111,7 +180,7 @@ void ops_firewall_report(const struct config *cfg, struct docker_engine *engine,
 			    "unknown: reading nftables needs root and %s (run 'sudo chat2sbx status', or 'chat2sbx "
 			    "doctor' to attack the edge)",
 			    why);
-	} else if (ops_firewall_build(engine, &rs, &e) < 0 ||
+	} else if (ops_firewall_build(cfg, engine, &rs, &e) < 0 ||
 	           firewall_state_read(&rs, &ret->state, seen, sizeof(seen), &e) < 0) {
 		snprintf(ret->detail, sizeof(ret->detail), "unknown: %s", e->message);
 	} else {
@@ -132,14 +201,14 @@ void ops_firewall_report(const struct config *cfg, struct docker_engine *engine,
 	firewall_ruleset_clear(&rs);
 }
 
-int ops_firewall_unprivileged_check(struct docker_engine *engine, char *detail, size_t size)
+int ops_firewall_unprivileged_check(const struct config *cfg, struct docker_engine *engine, char *detail, size_t size)
 {
 	struct firewall_ruleset rs = {0};
 	_cleanup_error_ struct cp_error *e = NULL;
 	enum firewall_state st = FIREWALL_MISSING;
 	char seen[512] = "";
 	int r = 0;
-	if (ops_firewall_build(engine, &rs, &e) < 0) {
+	if (ops_firewall_build(cfg, engine, &rs, &e) < 0) {
 		snprintf(detail, size, "cannot build the ruleset to compare: %s", e->message);
 	} else if (firewall_state_read(&rs, &st, seen, sizeof(seen), &e) == 0) {
 		/* This process may read nftables after all (a capability
@@ -168,7 +237,7 @@ int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *eng
 	}
 	if (!firewall_permitted()) {
 		char why[1024];
-		if (ops_firewall_unprivileged_check(engine, why, sizeof(why)) == 1) {
+		if (ops_firewall_unprivileged_check(cfg, engine, why, sizeof(why)) == 1) {
 			log_info("firewall",
 			         "serve is not root; the firewall that keeps sandboxes off this host's services "
 			         "is in place: %s",
@@ -182,7 +251,7 @@ int ops_firewall_serve_start(const struct config *cfg, struct docker_engine *eng
 	}
 	int changed = 0;
 	char detail[1024];
-	if (ops_firewall_install(engine, &changed, NULL, detail, sizeof(detail), err) < 0)
+	if (ops_firewall_install(cfg, engine, &changed, NULL, detail, sizeof(detail), err) < 0)
 		return cp_error_prefix(err,
 		                       "install the firewall that keeps sandboxes off this host's services (fix the "
 		                       "cause, or set CHAT2SBX_FIREWALL=0 if this host's own firewall does it)");
@@ -198,7 +267,7 @@ void ops_firewall_maintain(const struct config *cfg, struct docker_engine *engin
 	enum firewall_state before = FIREWALL_MISSING;
 	char detail[1024];
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (ops_firewall_install(engine, &changed, &before, detail, sizeof(detail), &e) < 0)
+	if (ops_firewall_install(cfg, engine, &changed, &before, detail, sizeof(detail), &e) < 0)
 		cp_error_log_free(LOG_LEVEL_WARN, "firewall", &e, "keep the firewall in place");
 	else if (changed && before == FIREWALL_COVERS)
 		log_info("firewall", "a network of an older chat2sbx is gone; %s", detail);

@@ -218,8 +218,12 @@ int ops_template_retag(const struct config *cfg, char *detail, size_t size, stru
 
 /* Builds the firewall for this machine: the bridges POLICY_BRIDGE_PREFIX*
  * and the older ones the engine has (guard_legacy_bridges; none when
- * engine is NULL). *ret: caller clears. Engine errors pass through. */
-int ops_firewall_build(struct docker_engine *engine, struct firewall_ruleset *ret, struct cp_error **err);
+ * engine is NULL), and the addresses of every node's engine host (issue
+ * 28: the registry at cfg->database_path when it exists; a name is
+ * resolved now, one that does not resolve is logged and left out).
+ * *ret: caller clears. Engine and registry errors pass through. */
+int ops_firewall_build(const struct config *cfg, struct docker_engine *engine, struct firewall_ruleset *ret,
+                       struct cp_error **err);
 
 /* One line about rs ("<state>: table inet chat2sbx drops what the bridges
  * c2s-* and br-… send to this host's own addresses") into buf. Pure. */
@@ -231,8 +235,8 @@ void ops_firewall_describe(const struct firewall_ruleset *rs, const char *state,
  * it found; detail (size bytes) says what is in place now. DENIED without CAP_NET_ADMIN; UNAVAILABLE when the
  * kernel refuses; engine errors pass through. Blocks on two engine calls
  * and netlink. Idempotent. */
-int ops_firewall_install(struct docker_engine *engine, int *ret_changed, enum firewall_state *ret_before, char *detail,
-                         size_t size, struct cp_error **err);
+int ops_firewall_install(const struct config *cfg, struct docker_engine *engine, int *ret_changed,
+                         enum firewall_state *ret_before, char *detail, size_t size, struct cp_error **err);
 
 /* Removes table inet chat2sbx (firewall_remove). */
 int ops_firewall_uninstall(int *ret_removed, struct cp_error **err);
@@ -272,7 +276,7 @@ int ops_firewall_note_check(const char *path, const char *fingerprint, uid_t tru
  * process may after all, else root's note), 0 when not or not known;
  * detail (size bytes) says which and why. Never fails. Blocks like
  * ops_firewall_build plus a netlink read. */
-int ops_firewall_unprivileged_check(struct docker_engine *engine, char *detail, size_t size);
+int ops_firewall_unprivileged_check(const struct config *cfg, struct docker_engine *engine, char *detail, size_t size);
 
 /* serve's start: with CHAT2SBX_FIREWALL=0 logs a warning and returns 0;
  * without CAP_NET_ADMIN reads the table if it can, else trusts only root's

@@ -2,12 +2,11 @@
 // attacks a probe sandbox on another machine's engine and says which node
 // each result is from. engine.sh starts a second dockerd in a network
 // namespace and loads the template image into it; the CLI adds it as node
-// n1 and runs the doctor there. What it shows about that node today is
-// asserted as it is, including the gap docs/nodes.md names: serve's
-// host-edge firewall covers this machine's own bridges, so a sandbox on
-// another node can open a connection to serve's machine (host_services
-// fails there, from the node's address). Needs root (namespaces) and the
-// template image.
+// n1 and runs the doctor there. A sandbox on another node reaches serve's
+// machine as the node's own address, which no rule for this machine's
+// bridges stops: `node add` (as root) puts that address into the
+// host-edge firewall, host_services passes there, and `node remove` takes
+// the address out again. Needs root (namespaces) and the template image.
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -46,6 +45,22 @@ before(() => {
   }
   const r = cli(['node', 'add', 'n1', node.ENDPOINT, '--tls-ca', node.CA, '--tls-cert', node.CERT, '--tls-key', node.KEY]);
   assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /chat2sbx: firewall (installed|in place)/, r.stderr);
+});
+
+// The firewall's state in `status --json` (its exit status is 6 without a serve).
+function firewallState() {
+  return JSON.parse(cli(['status', '--json']).stdout).firewall.state;
+}
+
+const nodeAddress = () => node.ENDPOINT.replace(/^tcp:\/\/|:\d+$/g, '');
+
+test('the host-edge firewall names the node\'s address', () => {
+  const print = cli(['setup', '--print-firewall']);
+  assert.equal(print.status, 0, print.stderr);
+  assert.match(print.stdout, new RegExp(`ip saddr \\{ ${nodeAddress().replace(/\./g, '\\.')} \\} ct state new fib daddr type local drop`));
+  // The kernel's table is this build's, node rule included (status compares them).
+  assert.equal(firewallState(), 'installed');
 });
 
 after(() => {
@@ -66,12 +81,11 @@ test('doctor --node n1 attacks a probe on that node, and every result names it',
   assert.match(by.memory_limit.detail, /ceiling \d+ MiB, oom_score_adj 500/);
   assert.equal(by.this_machine_only.result, 'skipped');
   assert.match(by.this_machine_only.detail, /node 'local'/);
-  // The known gap (docs/nodes.md, "What is not built yet"): the probe on
-  // n1 reaches a listener on serve's machine, as the node's address.
-  assert.equal(by.host_services.result, 'failed', JSON.stringify(by.host_services));
-  assert.match(by.host_services.detail, new RegExp(`from ${node.ENDPOINT.replace(/^tcp:\/\/|:\d+$/g, '').replace(/\./g, '\\.')}`));
-  assert.equal(report.passed, false);
-  assert.equal(r.status, 1, 'an attack that succeeded is exit 1');
+  // `node add` (as root) put the node's address into the host-edge
+  // firewall: the probe on n1 cannot reach a listener on serve's machine.
+  assert.equal(by.host_services.result, 'passed', JSON.stringify(by.host_services));
+  assert.equal(report.passed, true, r.stdout);
+  assert.equal(r.status, 0, r.stderr);
   // The probes are gone from the node: no container, no volume.
   assert.equal(onNode(['ps', '-aq']), '');
   assert.equal(onNode(['volume', 'ls', '-q']), '');
@@ -81,4 +95,12 @@ test('doctor --node with a name that is no node says so', () => {
   const r = cli(['doctor', '--node', 'nope']);
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /node 'nope' does not exist; see 'chat2sbx node list'/);
+});
+
+test('node remove takes the node\'s address out of the firewall', () => {
+  const r = cli(['node', 'remove', 'n1']);
+  assert.equal(r.status, 0, r.stderr);
+  const print = cli(['setup', '--print-firewall']);
+  assert.ok(!print.stdout.includes(nodeAddress()), print.stdout);
+  assert.equal(firewallState(), 'installed', 'the table was written again without the node');
 });

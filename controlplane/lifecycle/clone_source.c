@@ -216,8 +216,21 @@ int lifecycle_clone_source_make(struct lifecycle *lc, const struct workspace_rec
 	if (open_tmp(lc, &src.fd, err) < 0)
 		return -1;
 	int64_t t0 = clock_monotonic_ms();
+	/* As the copy command's [ -e "$src/.git" ], but never through a link:
+	 * a .git that is a symbolic link or a gitfile names a repository
+	 * elsewhere on this machine, which is not what was approved (on
+	 * 'local' it is not reachable from the mount either, and the clone
+	 * fails there). */
 	struct stat g;
-	int git = fstatat(dirfd, ".git", &g, 0) == 0; /* as the copy command's [ -e "$src/.git" ] */
+	int git = fstatat(dirfd, ".git", &g, AT_SYMLINK_NOFOLLOW) == 0;
+	if (git && !S_ISDIR(g.st_mode)) {
+		lifecycle_clone_source_clear(&src);
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "'%s/.git' is %s, which names a repository outside the approved directory; a "
+		                    "clone on another node takes a repository whose .git is a directory in it; use "
+		                    "the repository itself",
+		                    w->path, S_ISLNK(g.st_mode) ? "a symbolic link" : "not a directory (a gitfile)");
+	}
 	if ((git ? make_bundle(w, cwd, ceiling, &src, err) : make_tar(w, cwd, ceiling, &src, err)) < 0) {
 		lifecycle_clone_source_clear(&src);
 		return -1;

@@ -126,7 +126,8 @@ struct lifecycle_clone_source {
  * (5 min) and in what it may write (CHAT2SBX_MAX_EXPORT_BYTES + 1). *ret
  * (caller clears) on success. LIMIT over that ceiling, naming it;
  * INVALID_ARGUMENT for a repository with no branch or tag; DENIED for a
- * device or socket in the directory, or a directory that is no longer the
+ * device or socket in the directory, a .git that is a symbolic link or a
+ * gitfile (a repository elsewhere), or a directory that is no longer the
  * one checked; UNAVAILABLE without git or tar; INTERNAL or TIMEOUT when
  * git or tar fail. The temporary file is gone whatever happens (it never
  * has a name). Blocks while git or tar run. */

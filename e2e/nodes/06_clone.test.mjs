@@ -12,7 +12,9 @@
 // link in it to a file outside stays a link: the outside bytes never reach
 // the node. A source over the ceiling (CHAT2SBX_MAX_EXPORT_BYTES, 1 MiB
 // here) is refused naming it and leaves nothing: no container, no volume,
-// no row, no temporary file. A direct workspace stays on local. Needs root.
+// no row, no temporary file. A .git that is a link to a repository
+// elsewhere is refused, not followed. A direct workspace stays on local.
+// Needs root.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -157,6 +159,21 @@ ctx.test('a source over the ceiling is refused naming it and leaves nothing on n
   assert.equal(res2.isError, true, resultText(res2));
   assert.match(resultText(res2), /a bundle of the repository .* is larger than CHAT2SBX_MAX_EXPORT_BYTES/);
   assert.deepEqual(await ours(), before);
+});
+
+ctx.test('a .git that links to a repository elsewhere is refused, not followed', async () => {
+  const tools = await ctx.tools();
+  const other = hostRepo('elsewhere');
+  const dir = path.join(reposRoot(), 'linked');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.symlinkSync(path.join(other, '.git'), path.join(dir, '.git'));
+  const r = cli(['workspace', 'add', dir, '--mode', 'clone']);
+  assert.equal(r.status, 0, r.desc);
+  const before = await ours();
+  const res = await tools.call('sandbox_create', { workspace_path: dir, workspace_mode: 'clone', node: 'n1' });
+  assert.equal(res.isError, true, resultText(res));
+  assert.match(resultText(res), /\.git' is a symbolic link, which names a repository outside the approved directory/);
+  assert.deepEqual(await ours(), before, 'nothing was made on n1');
 });
 
 ctx.test('a direct workspace stays on local: another node is refused', async () => {

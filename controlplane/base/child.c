@@ -107,7 +107,8 @@ static void pipes_close(struct pipes *p)
 static int pipes_open(const struct child_spec *s, struct pipes *p)
 {
 	*p = (struct pipes){{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}, -1};
-	if (pipe2(p->out, O_CLOEXEC) < 0 || pipe2(p->err, O_CLOEXEC) < 0 || pipe2(p->report, O_CLOEXEC) < 0)
+	if ((s->out_fd <= 0 && pipe2(p->out, O_CLOEXEC) < 0) || pipe2(p->err, O_CLOEXEC) < 0 ||
+	    pipe2(p->report, O_CLOEXEC) < 0)
 		return -1;
 	if (s->in_fd < 0 && s->in && s->in_len) {
 		/* A socket, so a child that exits unread is EPIPE (MSG_NOSIGNAL),
@@ -163,7 +164,8 @@ static void pump(const struct child_spec *s, pid_t pid, struct pipes *p, struct 
 	cp_buf_init(&errb, CHILD_ERR_TAIL);
 	size_t in_off = 0;
 	int reaped = 0;
-	fcntl(p->out[0], F_SETFL, O_NONBLOCK);
+	if (p->out[0] >= 0)
+		fcntl(p->out[0], F_SETFL, O_NONBLOCK);
 	fcntl(p->err[0], F_SETFL, O_NONBLOCK);
 	while (p->out[0] >= 0 || p->err[0] >= 0 || !reaped) {
 		if (!reaped) {
@@ -237,13 +239,14 @@ int child_run(const struct child_spec *s, struct child_result *ret, struct cp_er
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0)
-		child_exec(s, parent, in, p.out[1], p.err[1], p.report[1]);
+		child_exec(s, parent, in, s->out_fd > 0 ? s->out_fd : p.out[1], p.err[1], p.report[1]);
 	int fork_errno = errno;
 	if (pid > 0)
 		setpgid(pid, pid); /* also here, so the group exists before anything below kills it */
 	if (p.in[0] >= 0)
 		close(p.in[0]), p.in[0] = -1;
-	close(p.out[1]), p.out[1] = -1;
+	if (p.out[1] >= 0)
+		close(p.out[1]), p.out[1] = -1;
 	close(p.err[1]), p.err[1] = -1;
 	close(p.report[1]), p.report[1] = -1;
 	if (pid < 0) {

@@ -29,6 +29,11 @@ struct child_spec {
 	size_t in_len;
 	int in_fd;      /* >= 0: stdin is this descriptor (borrowed, from its offset) */
 	size_t out_max; /* stdout kept up to this many bytes; more sets out_over */
+	/* > 0: stdout is written to this descriptor (borrowed; a file opened
+	 * for writing) instead of collected, so it is bounded by
+	 * limits.file_bytes, not out_max, and the result's out is empty. 0
+	 * (never a target: it is stdin) = collected. */
+	int out_fd;
 	struct child_limits limits;
 	/* NULL = none. Once fired (from another thread), the child's whole
 	 * process group is killed as at the deadline, within 200 ms; the
@@ -62,7 +67,7 @@ void child_result_clear(struct child_result *r);
  * process it starts inherits them; rlimits are the floor that works
  * everywhere: cgroup v1 is all some hosts have, and serve may run without
  * systemd to give it a scope. stdout is collected (bounded), stderr's tail
- * kept, stdin written from spec->in or spec->in_fd. At limits.wall_ms the
+ * kept (or written to spec->out_fd), stdin written from spec->in or spec->in_fd. At limits.wall_ms the
  * whole process group is killed (and when spec->cancel fires); once the
  * child has exited its group is killed too, so nothing it left behind runs
  * on. Blocks until then.

@@ -165,7 +165,8 @@ static const struct setting settings[] = {
      NULL, "a sandbox with no tool call for this long is removed (ms; default 24 h)"},
     {"CHAT2SBX_MAX_EXPORT_BYTES", "maxExportBytes", SETTING_INT64, OFF(max_export_bytes), "2147483648", 65536,
      1099511627776L, NULL,
-     "largest bundle or archive of a clone sandbox's work that is saved (bytes, 64 KiB-1 TiB; default 2 GiB)"},
+     "largest bundle or archive of a clone sandbox's work that is saved, and of a clone's source sent to "
+     "another node (bytes, 64 KiB-1 TiB; default 2 GiB)"},
     {"CHAT2SBX_MAX_EXPORTS_PER_SANDBOX", "maxExportsPerSandbox", SETTING_INT, OFF(max_exports_per_sandbox), "100", 1,
      1000000, NULL,
      "most exports one sandbox keeps outside the trash (1-1000000); a save past it is refused and the sandbox "

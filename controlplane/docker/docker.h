@@ -442,6 +442,39 @@ int docker_tar_file(const char *dir, const char *name, unsigned mode, const void
 int docker_container_put_archive(struct docker_engine *engine, const char *id, const char *path, const void *tar,
                                  size_t len, long timeout_ms, struct cp_error **err);
 
+/* A tar's block: every header, and every file's bytes padded to a multiple. */
+#define DOCKER_TAR_BLOCK 512
+/* The ustar header (DOCKER_TAR_BLOCK bytes into ret) of a regular file at
+ * path (relative, at most 99 bytes; borrowed), mode, owner root, mtime 0,
+ * holding size bytes that follow it in the stream, then
+ * docker_tar_padding(size) zero bytes. Sizes of 8 GiB and over use the
+ * base-256 size field (GNU tar's; the engine's reader takes it).
+ * INVALID_ARGUMENT for an absolute, empty or long path. Pure. */
+int docker_tar_file_header(const char *path, unsigned mode, uint64_t size, unsigned char ret[DOCKER_TAR_BLOCK],
+                           struct cp_error **err);
+/* The zero bytes after a file of size bytes up to the next block. Pure. */
+size_t docker_tar_padding(uint64_t size);
+/* A request body sent in pieces, never whole in memory: head's bytes, then
+ * fd_len bytes of fd read from offset fd_offset (pread: the descriptor's own
+ * offset is not used), then tail's. All borrowed for the call. */
+struct docker_upload {
+	const void *head;
+	size_t head_len;
+	int fd;
+	uint64_t fd_offset;
+	uint64_t fd_len;
+	const void *tail;
+	size_t tail_len;
+};
+/* docker_container_put_archive with the tar streamed from up (a file too
+ * large to hold in memory: a clone's source on another node, issue 28).
+ * The tar must be whole and valid; nothing here parses it. A file that
+ * ends before fd_len or fails to read: INTERNAL, the request abandoned
+ * (the engine extracts nothing of a tar it did not get to its end).
+ * Otherwise as docker_container_put_archive. Blocks at most timeout_ms. */
+int docker_container_put_archive_stream(struct docker_engine *engine, const char *id, const char *path,
+                                        const struct docker_upload *up, long timeout_ms, struct cp_error **err);
+
 /* ---- volumes (docker/volumes.c) ---- */
 
 /* POST /volumes/create: a volume of the "local" driver named name

@@ -253,6 +253,9 @@ struct http_exchange {
 	long status;
 	struct cp_buf body;
 	int overflow;
+	const struct docker_upload *up; /* a streamed request body, or NULL */
+	uint64_t up_pos;                /* bytes of it sent */
+	int up_errno;                   /* its file failed to read (EIO: it ended early) */
 };
 static void cleanup_exchangep(struct http_exchange *x)
 {
@@ -308,6 +311,44 @@ static int socket_error(CURL *h, const char *socket_path, const char *what, CURL
  * serialized JSON text, or a tar for the archive API) or NULL. what may be
  * NULL (engine_new). Fills x on any HTTP answer; transport failures fill
  * *err. */
+/* libcurl's read callback for x->up: head, the file's bytes, tail. */
+static size_t on_upload(char *buf, size_t size, size_t nmemb, void *userdata)
+{
+	struct http_exchange *x = userdata;
+	const struct docker_upload *u = x->up;
+	size_t room = size * nmemb, done = 0;
+	while (done < room) {
+		uint64_t pos = x->up_pos;
+		size_t n = 0;
+		if (pos < u->head_len) {
+			n = u->head_len - (size_t)pos;
+			n = n < room - done ? n : room - done;
+			memcpy(buf + done, (const char *)u->head + pos, n);
+		} else if (pos - u->head_len < u->fd_len) {
+			uint64_t off = pos - u->head_len, left = u->fd_len - off;
+			size_t want = left < room - done ? (size_t)left : room - done;
+			ssize_t got = pread(u->fd, buf + done, want, (off_t)(u->fd_offset + off));
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0) {
+				x->up_errno = got < 0 ? errno : EIO;
+				return CURL_READFUNC_ABORT;
+			}
+			n = (size_t)got;
+		} else {
+			uint64_t off = pos - u->head_len - u->fd_len;
+			if (off >= u->tail_len)
+				break; /* the end of the body */
+			n = u->tail_len - (size_t)off;
+			n = n < room - done ? n : room - done;
+			memcpy(buf + done, (const char *)u->tail + off, n);
+		}
+		x->up_pos += n;
+		done += n;
+	}
+	return done;
+}
+
 static int http_exchange(const struct docker_engine *e, const char *method, const char *url, const char *body,
                          size_t body_len, const char *content_type, long timeout_ms, const char *what,
                          struct http_exchange *x, struct cp_error **err)
@@ -338,7 +379,7 @@ static int http_exchange(const struct docker_engine *e, const char *method, cons
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
 	/* Expect: 100-continue would stall bodies over 1 KiB for a second. */
 	headers = curl_slist_append(headers, "Expect:");
-	if (body) {
+	if (body || x->up) {
 		char ct[128];
 		snprintf(ct, sizeof(ct), "Content-Type: %s", content_type ? content_type : "application/json");
 		headers = curl_slist_append(headers, ct);
@@ -347,7 +388,14 @@ static int http_exchange(const struct docker_engine *e, const char *method, cons
 		cp_oom(); /* curl_slist_append fails only when it cannot allocate */
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 
-	if (strcmp(method, "GET") == 0) {
+	if (x->up) {
+		/* PUT with the body from on_upload, its length known up front. */
+		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_upload);
+		curl_easy_setopt(h, CURLOPT_READDATA, x);
+		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE,
+		                 (curl_off_t)(x->up->head_len + x->up->fd_len + x->up->tail_len));
+	} else if (strcmp(method, "GET") == 0) {
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	} else {
 		if (body || strcmp(method, "POST") == 0) {
@@ -361,6 +409,10 @@ static int http_exchange(const struct docker_engine *e, const char *method, cons
 	CURLcode rc = curl_easy_perform(h);
 	if (rc != CURLE_OK) {
 		const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+		if (rc == CURLE_ABORTED_BY_CALLBACK && x->up_errno)
+			return cp_error_set_errno(err, CP_ERR_INTERNAL, x->up_errno,
+			                          "%s%sread the file being sent (it ended early or failed)",
+			                          what ? what : "", what ? ": " : "");
 		if (rc == CURLE_WRITE_ERROR && x->overflow)
 			return cp_error_set(err, CP_ERR_INTERNAL, "%s%sthe engine's response exceeds %u MiB",
 			                    what ? what : "", what ? ": " : "", DOCKER_MAX_RESPONSE >> 20);
@@ -579,18 +631,19 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 	return 0;
 }
 
-/* PUT /containers/{id}/archive?path=PATH with a tar body (docker.h). */
-int docker_container_put_archive(struct docker_engine *engine, const char *id, const char *path, const void *tar,
-                                 size_t len, long timeout_ms, struct cp_error **err)
+/* PUT /containers/{id}/archive?path=PATH with the tar in memory (tar, len)
+ * or streamed (up). */
+static int put_archive(struct docker_engine *engine, const char *id, const char *path, const void *tar, size_t len,
+                       const struct docker_upload *up, long timeout_ms, struct cp_error **err)
 {
 	_cleanup_free_ char *what = xasprintf("copy files into container '%s'", id ? id : "");
-	if (!id || !*id || !path || path[0] != '/' || !tar || !len || timeout_ms <= 0)
+	if (!id || !*id || !path || path[0] != '/' || (!up && (!tar || !len)) || timeout_ms <= 0)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: bad request arguments", what);
 	_cleanup_free_ char *eid = docker_escape(id, NULL);
 	_cleanup_free_ char *epath = docker_escape(path, "/");
 	_cleanup_free_ char *url =
 	    xasprintf("%s/v%s/containers/%s/archive?path=%s", engine->base_url, engine->api_version, eid, epath);
-	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
+	_cleanup_(cleanup_exchangep) struct http_exchange x = {.up = up};
 	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
 	if (http_exchange(engine, "PUT", url, tar, len, "application/x-tar", timeout_ms, what, &x, err) < 0)
 		return -1;
@@ -600,4 +653,21 @@ int docker_container_put_archive(struct docker_engine *engine, const char *id, c
 		return docker_error_status(err, x.status, m, what);
 	}
 	return 0;
+}
+
+/* PUT /containers/{id}/archive?path=PATH with a tar body (docker.h). */
+int docker_container_put_archive(struct docker_engine *engine, const char *id, const char *path, const void *tar,
+                                 size_t len, long timeout_ms, struct cp_error **err)
+{
+	return put_archive(engine, id, path, tar, len, NULL, timeout_ms, err);
+}
+
+/* The same with the tar streamed from a file (docker.h). */
+int docker_container_put_archive_stream(struct docker_engine *engine, const char *id, const char *path,
+                                        const struct docker_upload *up, long timeout_ms, struct cp_error **err)
+{
+	if (!up || (up->fd_len && up->fd < 0) || (up->head_len && !up->head) || (up->tail_len && !up->tail))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "copy files into container '%s': bad upload",
+		                    id ? id : "");
+	return put_archive(engine, id, path, NULL, 0, up, timeout_ms, err);
 }

@@ -144,6 +144,16 @@ int export_git_run_fd(const char *cwd, const char *home, const char *const *args
 int export_git_run_fd_limited(const char *cwd, const char *home, const char *const *args, int in_fd,
                               const struct child_limits *limits, struct cp_error **err);
 
+/* export_git_run with the child's stdout written to out_fd (borrowed, a
+ * file open for writing; > 0) instead of collected, under limits (their
+ * file_bytes bounds what it writes there: a bundle made on the host, `git
+ * bundle create -`, lifecycle/clone_source.c). stdin is /dev/null, HOME
+ * /nonexistent. Errors as export_git_run's (a non-zero exit: INTERNAL with
+ * git's message); INVALID_ARGUMENT without out_fd. Blocks at most
+ * limits->wall_ms. */
+int export_git_run_to_fd(const char *cwd, const char *const *args, int out_fd, const struct child_limits *limits,
+                         struct cp_error **err);
+
 /* The object directory of the git repository at dir (its .git/objects, or
  * objects of a bare one) into *ret (caller frees). NOT_FOUND when dir is
  * not a git repository's top level (or is gone). */
@@ -256,6 +266,15 @@ struct archive *export_archive_open(const char *path, struct cp_error **err);
 /* Reads the tar at path through (a saved export): every header must parse;
  * *ret_entries counts them. INVALID_ARGUMENT naming the problem. */
 int export_archive_check(const char *path, int64_t *ret_entries, struct cp_error **err);
+/* Reads the tar in fd (borrowed; read from its start, its offset left at
+ * the end) made of a plain directory for a clone on another node
+ * (lifecycle/clone_source.c): every entry must be named prefix or below it
+ * (no "..") and be a regular file, a directory, a symbolic link (kept as a
+ * link, never followed) or a FIFO; *ret_entries counts them. DENIED naming a
+ * device or socket found in the directory (what to do instead), INTERNAL
+ * for a tar that does not parse or an entry outside prefix. Blocks while it
+ * reads the file. */
+int export_archive_check_source(int fd, const char *prefix, int64_t *ret_entries, struct cp_error **err);
 
 /* ---- `export apply --to DIR` (export_extract.c) ---- */
 

@@ -165,8 +165,8 @@ static int judge(const char *verb, const struct child_result *c, const struct ch
 }
 
 static int run(const char *cwd, const char *home, const char *const *args, const char *in, size_t in_len, int in_fd,
-               size_t out_max, long timeout_ms, const struct child_limits *limits, char **ret_out, size_t *ret_len,
-               int *ret_status, struct cp_error **err)
+               int out_fd, size_t out_max, long timeout_ms, const struct child_limits *limits, char **ret_out,
+               size_t *ret_len, int *ret_status, struct cp_error **err)
 {
 	const char *git = git_binary();
 	char verb[64];
@@ -214,6 +214,7 @@ static int run(const char *cwd, const char *home, const char *const *args, const
 	                          .in = in,
 	                          .in_len = in_len,
 	                          .in_fd = in_fd,
+	                          .out_fd = out_fd,
 	                          .out_max = out_max,
 	                          .limits = lim};
 	struct child_result c = {0};
@@ -260,19 +261,27 @@ int export_git_run(const char *cwd, const char *home, const char *const *args, c
                    size_t out_max, long timeout_ms, char **ret_out, size_t *ret_len, int *ret_status,
                    struct cp_error **err)
 {
-	return run(cwd, home, args, in, in_len, -1, out_max, timeout_ms, NULL, ret_out, ret_len, ret_status, err);
+	return run(cwd, home, args, in, in_len, -1, 0, out_max, timeout_ms, NULL, ret_out, ret_len, ret_status, err);
 }
 
 int export_git_run_fd(const char *cwd, const char *home, const char *const *args, int in_fd, size_t out_max,
                       long timeout_ms, char **ret_out, size_t *ret_len, struct cp_error **err)
 {
-	return run(cwd, home, args, NULL, 0, in_fd, out_max, timeout_ms, NULL, ret_out, ret_len, NULL, err);
+	return run(cwd, home, args, NULL, 0, in_fd, 0, out_max, timeout_ms, NULL, ret_out, ret_len, NULL, err);
 }
 
 int export_git_run_fd_limited(const char *cwd, const char *home, const char *const *args, int in_fd,
                               const struct child_limits *limits, struct cp_error **err)
 {
-	return run(cwd, home, args, NULL, 0, in_fd, 65536, limits->wall_ms, limits, NULL, NULL, NULL, err);
+	return run(cwd, home, args, NULL, 0, in_fd, 0, 65536, limits->wall_ms, limits, NULL, NULL, NULL, err);
+}
+
+int export_git_run_to_fd(const char *cwd, const char *const *args, int out_fd, const struct child_limits *limits,
+                         struct cp_error **err)
+{
+	if (out_fd <= 0)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "run git: no file for its output");
+	return run(cwd, NULL, args, NULL, 0, -1, out_fd, 65536, limits->wall_ms, limits, NULL, NULL, NULL, err);
 }
 
 int export_git_objects_dir(const char *dir, const char *home, char **ret, struct cp_error **err)

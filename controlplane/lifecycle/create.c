@@ -26,19 +26,31 @@
 #include "lifecycle_internal.h"
 #include "proto.h" /* template/helper/proto.h: the helper's environment */
 
-/* Copies the read-only source into the container's own /workspace: a git
+/* Copies the source into the container's own /workspace: a git
  * repository is cloned (every branch becomes a local branch), anything else
- * is copied as it is. Runs inside the sandbox as a bash session. */
+ * is copied as it is. The source is the read-only mount of the approved
+ * directory on this machine; on another node (clone_source.c) a bundle of
+ * its branches and tags at the same path, cloned the same way (the origin
+ * then names that path on both), with the branch HEAD names beside it, or
+ * the directory's entries unpacked there. Runs inside the sandbox as a bash
+ * session. */
 static const char copy_command[] =
     "set -e\n"
     "src=" POLICY_SOURCE_TARGET "\n"
-    "if [ -e \"$src/.git\" ]; then\n"
+    "if [ -f \"$src\" ] || [ -e \"$src/.git\" ]; then\n"
     "  git clone --quiet --no-hardlinks \"$src\" " POLICY_WORKSPACE_TARGET "\n"
     "  cd " POLICY_WORKSPACE_TARGET "\n"
     "  git for-each-ref --format='%(refname:strip=3)' refs/remotes/origin | while read -r b; do\n"
     "    [ \"$b\" = HEAD ] && continue\n"
     "    git show-ref --quiet --verify \"refs/heads/$b\" || git branch --quiet --track \"$b\" \"origin/$b\"\n"
     "  done\n"
+    "  if [ -f " POLICY_SOURCE_HEAD_TARGET " ]; then\n"
+    "    b=$(head -n 1 " POLICY_SOURCE_HEAD_TARGET ")\n"
+    "    if [ \"$(git symbolic-ref -q --short HEAD || true)\" != \"$b\" ] && git show-ref --quiet --verify "
+    "\"refs/heads/$b\"; then\n"
+    "      git checkout --quiet \"$b\"\n"
+    "    fi\n"
+    "  fi\n"
     "else\n"
     "  cp -a \"$src/.\" " POLICY_WORKSPACE_TARGET "/\n"
     "fi\n";
@@ -192,8 +204,9 @@ static void report_step(const struct lifecycle_create_options *opts, const char 
 
 static int start_container(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
                            const struct guard_git *guard, uint64_t mount_dev, uint64_t mount_ino,
-                           char **ret_container_id, struct helper_channel **ret_channel,
-                           const struct lifecycle_create_options *opts, struct cp_error **err)
+                           const struct lifecycle_clone_source *source, char **ret_container_id,
+                           struct helper_channel **ret_channel, const struct lifecycle_create_options *opts,
+                           struct cp_error **err)
 {
 	char sandbox_env[64];
 	snprintf(sandbox_env, sizeof(sandbox_env), PROTO_HELPER_ENV_SANDBOX_ID "=%s", s->id);
@@ -211,20 +224,21 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	/* managed and direct: the directory is /workspace. clone: it is a
 	 * read-only source, and /workspace stays on the container's own disk. */
 	int clone = !strcmp(w->mode, "clone");
-	/* Another node (issue 28): its managed workspace is a volume of its
-	 * engine named after the sandbox (docs/nodes.md), and no path of this
-	 * machine but the helper's is mounted (the channel directory is not:
-	 * calls use the attach stream). */
+	/* Another node (issue 28): its managed workspace, and a clone's
+	 * /workspace, is a volume of its engine named after the sandbox
+	 * (docs/nodes.md), and no path of this machine is mounted (the helper
+	 * and a clone's source are copied in, the channel directory is not
+	 * needed: calls use the attach stream). */
 	const char *remote = lifecycle_node_is_local(s->node) ? NULL : s->node;
 	struct docker_engine *engine = NULL;
 	char volume[128] = "";
 	if (lifecycle_node_engine(lc, s->node, &engine, err) < 0)
 		return -1;
 	if (remote) {
-		if (strcmp(w->mode, "managed"))
+		if (strcmp(w->mode, "managed") && !(clone && source && source->fd >= 0))
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-			                    "a %s workspace cannot go to node '%s': host directories stay on this "
-			                    "machine (not built yet, docs/nodes.md)",
+			                    "a %s workspace cannot go to node '%s': a direct workspace's directory "
+			                    "exists on this machine only (docs/nodes.md)",
 			                    w->mode, remote);
 		const char *vlabels[] = {
 		    POLICY_LABEL_SANDBOX,   s->id, POLICY_LABEL_WORKSPACE, w->id, POLICY_LABEL_REGISTRY,
@@ -243,10 +257,11 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	if (!remote)
 		mounts[n_mounts++] = (struct docker_mount){
 		    .source = lc->cfg->helper_path, .target = POLICY_HELPER_TARGET, .read_only = 1};
-	mounts[n_mounts++] = (struct docker_mount){.source = remote ? volume : w->path,
-	                                           .target = clone ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET,
-	                                           .read_only = clone,
-	                                           .volume = remote != NULL};
+	mounts[n_mounts++] =
+	    (struct docker_mount){.source = remote ? volume : w->path,
+	                          .target = clone && !remote ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET,
+	                          .read_only = clone && !remote,
+	                          .volume = remote != NULL};
 	for (size_t i = 0; i < guard->n; i++)
 		mounts[n_mounts++] = (struct docker_mount){.source = guard->mounts[i].source,
 		                                           .target = guard->mounts[i].target,
@@ -304,6 +319,8 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	_cleanup_(helper_channel_unrefp) struct helper_channel *ch = NULL;
 	int r = 0;
 	if (remote && lifecycle_helper_upload(lc, engine, container_id, err) < 0)
+		r = -1;
+	if (r == 0 && remote && clone && lifecycle_clone_source_put(lc, engine, container_id, source, err) < 0)
 		r = -1;
 	if (r == 0 && lifecycle_attach(lc, s->id, s->node, container_id, &ch, err) < 0)
 		r = -1;
@@ -388,7 +405,9 @@ static int verify_host_mount(struct lifecycle *lc, const struct sandbox_record *
                              struct helper_channel *ch, const char *container, uint64_t dev, uint64_t ino,
                              const struct guard_git *guard, struct cp_error **err)
 {
-	if (!strcmp(w->mode, "managed"))
+	/* Another node mounts no path of this machine (a clone's source was
+	 * copied in, clone_source.c). */
+	if (!strcmp(w->mode, "managed") || !lifecycle_node_is_local(s->node))
 		return 0;
 	if (policy_runtime_is_vm(s->runtime)) {
 		/* From the container's side, where the host's numbers show. */
@@ -489,6 +508,55 @@ static int place_new(struct lifecycle *lc, const struct lifecycle_create_options
 	return lifecycle_place(lc, lim, pinned, tries, ret_node, err);
 }
 
+/* The node of a sandbox for an existing workspace w (borrowed) into
+ * *ret_node (caller frees): a clone's is placed as a new managed one's
+ * (its source can be sent to another node, clone_source.c), *ret_placed
+ * then naming a choice among several; a direct or managed workspace's
+ * files are on this machine: 'local', and any other node asked is refused. */
+static int place_existing(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                          const struct workspace_record *w, const struct lifecycle_limits *lim,
+                          const struct policy_placement_tries *tries, char **ret_node, char **ret_placed,
+                          struct cp_error **err)
+{
+	if (!strcmp(w->mode, "clone")) {
+		int placed = place_new(lc, opts, 0, lim, tries, ret_node, err);
+		if (placed == 1)
+			*ret_placed = xstrdup(*ret_node);
+		return placed < 0 ? -1 : 0;
+	}
+	if (opts->node && !lifecycle_node_is_local(opts->node))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "a %s workspace stays on this machine (node 'local'): its files are here; another "
+		                    "node takes a new managed workspace or a clone (docs/nodes.md)",
+		                    w->mode);
+	*ret_node = xstrdup(STORE_NODE_LOCAL);
+	return 0;
+}
+
+/* A clone placed on another node: its source made here (clone_source.c)
+ * into *source. When placement chose the node (not the caller) and the
+ * source cannot go there for its size (LIMIT), the sandbox goes to 'local'
+ * instead, where the directory is mounted: *ret_node becomes 'local' and
+ * *ret_placed is dropped. */
+static int clone_source_or_local(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+                                 const struct workspace_record *w, uint64_t dev, uint64_t ino, char **ret_node,
+                                 char **ret_placed, struct lifecycle_clone_source *source, struct cp_error **err)
+{
+	if (lifecycle_clone_source_make(lc, w, dev, ino, source, err) == 0)
+		return 0;
+	int pinned = opts->node && !lifecycle_node_is_local(opts->node);
+	if (pinned || (*err)->code != CP_ERR_LIMIT)
+		return cp_error_prefix(err, "on node '%s'", *ret_node);
+	log_info("lifecycle", "clone of workspace %s goes to node local instead of %s: %s", w->id, *ret_node,
+	         (*err)->message);
+	cp_error_freep(err);
+	free(*ret_node);
+	*ret_node = xstrdup(STORE_NODE_LOCAL);
+	free(*ret_placed);
+	*ret_placed = NULL;
+	return 0;
+}
+
 /* lifecycle_sandbox_create; pool_member: lifecycle_pool_member_create.
  * *ret_placed (caller frees; NULL when none) names the node placement chose
  * among several, for another try after a capacity failure. */
@@ -506,6 +574,8 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	uint64_t mount_dev = 0, mount_ino = 0; /* host identity of a host workspace (mount_verify.c) */
 	_cleanup_(guard_git_clear) struct guard_git guard = {0}; /* direct mode (git_guard.c) */
 	_cleanup_free_ char *node = NULL;                        /* where it goes (issue 28) */
+	/* a clone's source on another node (clone_source.c) */
+	_cleanup_(lifecycle_clone_source_clear) struct lifecycle_clone_source source = {.fd = -1};
 	*ret = (struct lifecycle_create_result){0};
 	*ret_placed = NULL;
 
@@ -526,10 +596,6 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 		                    "workspace_mode '%s' only applies with workspace_path (a host directory)",
 		                    opts->workspace_mode);
-	if ((opts->workspace_path || opts->workspace_id) && opts->node && !lifecycle_node_is_local(opts->node))
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "a host directory or an existing workspace stays on this machine (node 'local'); "
-		                    "another node takes only a new managed workspace (docs/nodes.md)");
 	report_step(opts, "options checked", 1);
 
 	if (opts->workspace_path) {
@@ -575,9 +641,12 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 			             ws.id, ws.path);
 			goto fail_workspace;
 		}
-		if (check_limit(lc, NULL, err) < 0 ||
+		if (place_existing(lc, opts, &ws, &lim, tries, &node, ret_placed, err) < 0 ||
 		    (strcmp(ws.mode, "managed") &&
-		     recheck_host_workspace(lc, &ws, &mount_dev, &mount_ino, &guard, err) < 0))
+		     recheck_host_workspace(lc, &ws, &mount_dev, &mount_ino, &guard, err) < 0) ||
+		    (!lifecycle_node_is_local(node) &&
+		     clone_source_or_local(lc, opts, &ws, mount_dev, mount_ino, &node, ret_placed, &source, err) < 0) ||
+		    check_limit(lc, node, err) < 0)
 			goto fail_workspace;
 	}
 
@@ -620,7 +689,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	if (!strcmp(ws.mode, "clone")) /* what its saves compare with (export_apply.c) */
 		export_source_record(lc->store, id, &ws);
 	report_step(opts, "workspace ready", 2);
-	if (start_container(lc, &row, &ws, &guard, mount_dev, mount_ino, &container_id, &ch, opts, err) < 0 ||
+	if (start_container(lc, &row, &ws, &guard, mount_dev, mount_ino, &source, &container_id, &ch, opts, err) < 0 ||
 	    verify_host_mount(lc, &row, &ws, ch, container_id, mount_dev, mount_ino, &guard, err) < 0 ||
 	    (!strcmp(ws.mode, "clone") && copy_into_workspace(lc, ch, id, &ret->copy_session_id, opts, err) < 0)) {
 		cp_error_prefix(err, "create sandbox '%s'", id);

@@ -396,7 +396,10 @@ static int save_channel(struct lifecycle *lc, const struct sandbox_record *s, st
 		                    sandbox_status_to_string(s->status));
 	const char *container = s->container_id ? s->container_id : s->container_name;
 	struct docker_container_state st = {0};
-	if (docker_container_inspect(lc->engine, container, &st, err) < 0) {
+	struct docker_engine *engine = NULL; /* its node's (a clone may run on another, issue 28) */
+	if (lifecycle_node_engine(lc, s->node, &engine, err) < 0)
+		return -1;
+	if (docker_container_inspect(engine, container, &st, err) < 0) {
 		if ((*err)->code == CP_ERR_NOT_FOUND) {
 			cp_error_freep(err);
 			return cp_error_set(
@@ -408,7 +411,7 @@ static int save_channel(struct lifecycle *lc, const struct sandbox_record *s, st
 	int running = st.status && !strcmp(st.status, "running");
 	docker_container_state_clear(&st);
 	if (!running) {
-		if (docker_container_start(lc->engine, container, err) < 0)
+		if (docker_container_start(engine, container, err) < 0)
 			return cp_error_prefix(err, "start sandbox '%s' to save its work", s->id);
 		*ret_started = 1;
 	}
@@ -416,7 +419,7 @@ static int save_channel(struct lifecycle *lc, const struct sandbox_record *s, st
 	if (lifecycle_sandbox_reattach(lc, s, ret, err) < 0) {
 		if (*ret_started) {
 			_cleanup_error_ struct cp_error *e = NULL;
-			docker_container_stop(lc->engine, container, &e);
+			docker_container_stop(engine, container, &e);
 			lifecycle_channel_drop(lc, s->id);
 		}
 		return cp_error_prefix(err, "reach the helper of sandbox '%s' to save its work", s->id);
@@ -689,7 +692,9 @@ done:
 	if (r < 0 && started) {
 		/* Started for the save: stopped again, as it was. */
 		_cleanup_error_ struct cp_error *e = NULL;
-		docker_container_stop(lc->engine, s.container_id ? s.container_id : s.container_name, &e);
+		struct docker_engine *engine = NULL;
+		if (lifecycle_node_engine(lc, s.node, &engine, &e) == 0)
+			docker_container_stop(engine, s.container_id ? s.container_id : s.container_name, &e);
 		lifecycle_channel_drop(lc, s.id);
 	}
 	if (!ret->not_clone) {

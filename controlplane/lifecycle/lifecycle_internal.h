@@ -131,6 +131,42 @@ void lifecycle_relay_stop(struct lifecycle *lc, const char *sandbox_id, int cont
 /* Stops every relay and waits (at most about 25 s) until no connection
  * uses a node's engine (lifecycle_free, before the engines go). */
 void lifecycle_relays_stop_all(struct lifecycle *lc);
+/* The source of a clone on another node (clone_source.c), made on this
+ * machine before its container exists. */
+struct lifecycle_clone_source {
+	int fd;         /* the bundle or tar: a file with no name, 0600 (owned; -1 none) */
+	uint64_t size;  /* its bytes, at most CHAT2SBX_MAX_EXPORT_BYTES */
+	int bundle;     /* 1: a git bundle of branches, tags and HEAD; 0: a tar of the directory */
+	char head[256]; /* bundle: the branch HEAD names, or "" (detached, or not trusted) */
+};
+/* Makes the source of clone workspace w (borrowed; its path approved and
+ * just re-checked, with identity dev/ino, 0/0 = not checked): a directory
+ * holding .git gets `git bundle create - --branches --tags HEAD`, run by
+ * export/'s git runner (fixed settings: no hooks, no fsmonitor, no
+ * transports; its memory and CPU bounds); anything else a GNU tar that
+ * keeps symbolic links as links, every entry then judged
+ * (export_archive_check_source: no devices, nothing outside). Both run in
+ * the directory opened once without following links, each bounded in time
+ * (5 min) and in what it may write (CHAT2SBX_MAX_EXPORT_BYTES + 1). *ret
+ * (caller clears) on success. LIMIT over that ceiling, naming it;
+ * INVALID_ARGUMENT for a repository with no branch or tag; DENIED for a
+ * device or socket in the directory, a .git that is a symbolic link or a
+ * gitfile (a repository elsewhere), or a directory that is no longer the
+ * one checked; UNAVAILABLE without git or tar; INTERNAL or TIMEOUT when
+ * git or tar fail. The temporary file is gone whatever happens (it never
+ * has a name). Blocks while git or tar run. */
+int lifecycle_clone_source_make(struct lifecycle *lc, const struct workspace_record *w, uint64_t dev, uint64_t ino,
+                                struct lifecycle_clone_source *ret, struct cp_error **err);
+/* Puts src (borrowed) into container (created, not started, with its
+ * helper already copied in; borrowed) on engine, streamed with the archive
+ * API: a bundle as POLICY_SOURCE_TARGET (a file, mode 0444) with the branch
+ * of HEAD at POLICY_SOURCE_HEAD_TARGET, a tar's entries below
+ * POLICY_SOURCE_TARGET. The engine's codes, prefixed. Blocks at most a
+ * minute plus a second per 4 MiB. */
+int lifecycle_clone_source_put(struct lifecycle *lc, struct docker_engine *engine, const char *container,
+                               const struct lifecycle_clone_source *src, struct cp_error **err);
+/* Closes src's file (so it is gone) and resets it; accepts NULL. */
+void lifecycle_clone_source_clear(struct lifecycle_clone_source *src);
 /* Frees the remote engines (lifecycle_free). */
 void lifecycle_node_engines_clear(struct lifecycle *lc);
 /* A managed workspace on a remote node is an engine volume there named

@@ -35,6 +35,9 @@
 #define POLICY_NETWORK_BRIDGE POLICY_BRIDGE_PREFIX "sandboxes"
 /* Where clone mode mounts the approved host directory (read-only). */
 #define POLICY_SOURCE_TARGET "/.chat2sbx/source"
+/* On another node, beside a clone's bundle at POLICY_SOURCE_TARGET: the
+ * branch its HEAD names, one line (lifecycle/clone_source.c). */
+#define POLICY_SOURCE_HEAD_TARGET "/.chat2sbx/source-head"
 /* Every sandbox process (and forwarder) is the kernel's first choice when
  * memory runs out, before serve, the engine or anything else of the host
  * (issue 13; oom_score_adj is -1000..1000). */
@@ -382,6 +385,15 @@ enum policy_ref_kind {
  * POLICY_SNAPSHOT_REF. *ret_kind (may be NULL) says which. DENIED with the
  * name shown safely (control bytes escaped) and the rule it broke. Pure. */
 int policy_ref_name_check(const char *name, size_t len, enum policy_ref_kind *ret_kind, struct cp_error **err);
+
+/* The branch HEAD names, from len bytes of `git symbolic-ref -q HEAD`'s
+ * output (out, borrowed: "refs/heads/<x>" and a newline): 1 with <x> in buf
+ * (size bytes) when it is one line naming a branch that passes
+ * policy_ref_name_check and fits; 0 with buf "" otherwise (a detached or
+ * unborn HEAD prints nothing; anything else is not trusted). A clone on
+ * another node checks that branch out, as a clone of the directory would
+ * (lifecycle/clone_source.c). Pure. */
+int policy_clone_head_branch(const char *out, size_t len, char *buf, size_t size);
 
 /* The host ref an accepted ref of sandbox_id's export is fetched into: all
  * under refs/remotes/chat2sbx/<sandbox_id>/: a branch <x> as <x>, a tag <t>

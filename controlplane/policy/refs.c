@@ -180,3 +180,23 @@ int policy_ref_map(const char *name, const char *sandbox_id, char *buf, size_t s
 		return cp_error_set(err, CP_ERR_LIMIT, "the host name of ref '%s' is too long", name);
 	return 0;
 }
+
+int policy_clone_head_branch(const char *out, size_t len, char *buf, size_t size)
+{
+	if (size)
+		buf[0] = '\0';
+	if (!out)
+		return 0;
+	while (len && out[len - 1] == '\n')
+		len--; /* git's one line */
+	enum policy_ref_kind kind;
+	struct cp_error *e = NULL;
+	if (len <= 11 || strncmp(out, "refs/heads/", 11) || memchr(out, '\n', len) ||
+	    policy_ref_name_check(out, len, &kind, &e) < 0 || kind != POLICY_REF_BRANCH || len - 11 >= size) {
+		cp_error_free(e);
+		return 0;
+	}
+	memcpy(buf, out + 11, len - 11);
+	buf[len - 11] = '\0';
+	return 1;
+}

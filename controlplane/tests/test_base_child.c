@@ -188,3 +188,32 @@ Test(base_child, a_cancel_kills_the_group_before_the_deadline)
 	child_result_clear(&r);
 	cp_cancel_destroy(&c);
 }
+
+Test(base_child, stdout_into_a_file_is_bounded_by_the_file_bound)
+{
+	char path[] = "/tmp/chat2sbx-child-out-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	const char *argv[] = {"/bin/sh", "-c", "printf 'abc'; head -c 100000 /dev/zero", NULL};
+	struct child_spec s = {.path = "/bin/sh",
+	                       .argv = argv,
+	                       .envp = env,
+	                       .in_fd = -1,
+	                       .out_fd = fd,
+	                       .out_max = 16,
+	                       .limits = {.file_bytes = 4096, .wall_ms = 10000}};
+	struct child_result r;
+	struct cp_error *err = NULL;
+	cr_assert_eq(child_run(&s, &r, &err), 0, "%s", err ? err->message : "");
+	/* The file holds the bound and no more; head met SIGXFSZ (or EFBIG). */
+	cr_expect_eq(lseek(fd, 0, SEEK_END), 4096);
+	cr_expect(!(r.exited && r.code == 0), "the writer did not finish");
+	cr_expect_eq(r.out_len, 0, "nothing is collected");
+	cr_expect_eq(r.out_over, 0);
+	char head[4] = "";
+	cr_expect_eq(pread(fd, head, 3, 0), 3);
+	cr_expect_str_eq(head, "abc");
+	child_result_clear(&r);
+	close(fd);
+}

@@ -850,3 +850,69 @@ Test(docker_engine, access_hint_from_the_socket_group)
 	unlink(path);
 	rmdir(dir);
 }
+
+/* ---- a tar streamed into a container (a clone's source on another node) ---- */
+
+/* A file with no name holding len bytes of data (an upload's source). */
+static int unnamed_file(const void *data, size_t len)
+{
+	char path[] = "/tmp/chat2sbx-upload-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(write(fd, data, len), (ssize_t)len);
+	return fd;
+}
+
+/* The engine's version, then one 204 for the PUT; up sent to sbx_a's path. */
+static int put_stream(struct fake_engine **ret_fe, const char *path, const struct docker_upload *up,
+                      struct cp_error **err)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.fixture = "start_ok.http"}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = fake_engine_open(fe);
+	int rc = docker_container_put_archive_stream(e, "sbx_a", path, up, 10000, err);
+	docker_engine_free(e);
+	fake_stop(fe);
+	*ret_fe = fe;
+	return rc;
+}
+
+Test(docker_engine, put_archive_stream_sends_head_file_and_tail_as_one_body)
+{
+	/* 200 KiB: several read callbacks; the file's own offset is not used. */
+	size_t n = 200 * 1024;
+	char *data = malloc(n + 4);
+	memcpy(data, "skip", 4);
+	for (size_t i = 0; i < n; i++)
+		data[4 + i] = (char)('a' + i % 26);
+	int fd = unnamed_file(data, n + 4);
+	struct docker_upload up = {
+	    .head = "HEAD", .head_len = 4, .fd = fd, .fd_offset = 4, .fd_len = n, .tail = "TAIL", .tail_len = 4};
+	struct cp_error *err = NULL;
+	struct fake_engine *fe = NULL;
+	cr_assert_eq(put_stream(&fe, "/.chat2sbx", &up, &err), 0, "%s", err ? err->message : "");
+	cr_expect_str_eq(fe->req[1].line, "PUT /v1.41/containers/sbx_a/archive?path=/.chat2sbx HTTP/1.1");
+	cr_expect(strcasestr(fe->req[1].head, "Content-Type: application/x-tar") != NULL, "%s", fe->req[1].head);
+	cr_expect(strcasestr(fe->req[1].head, "Content-Length: 204808") != NULL, "%s", fe->req[1].head);
+	const char *b = fe->req[1].body;
+	cr_expect_eq(memcmp(b, "HEAD", 4), 0);
+	cr_expect_eq(memcmp(b + 4, data + 4, n), 0);
+	cr_expect_eq(memcmp(b + 4 + n, "TAIL", 4), 0);
+	free(data);
+	close(fd);
+}
+
+Test(docker_engine, put_archive_stream_of_a_file_that_ends_early_is_abandoned)
+{
+	int fd = unnamed_file("short", 5);
+	struct docker_upload up = {.fd = fd, .fd_len = 4096};
+	struct cp_error *err = NULL;
+	struct fake_engine *fe = NULL;
+	cr_expect_eq(put_stream(&fe, "/", &up, &err), -1);
+	cr_assert_not_null(err);
+	cr_expect_eq(err->code, CP_ERR_INTERNAL);
+	cr_expect(strstr(err->message, "ended early") != NULL, "%s", err->message);
+	cp_error_freep(&err);
+	close(fd);
+}

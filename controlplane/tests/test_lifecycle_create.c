@@ -339,6 +339,36 @@ Test(lifecycle_create, mount_mismatch_is_refused_before_anything_runs)
 	cr_expect_eq(count_rows("SELECT count(*) FROM audit WHERE action = 'sandbox.mount_refused'"), 1);
 }
 
+/* ---- which workspaces may go to another node (issue 28) ---- */
+
+/* A create on workspace_id asked for node: refused with code and words,
+ * before any engine call, nothing made. */
+static void node_refused(const char *workspace_id, const char *node, enum cp_error_code code, const char *words)
+{
+	struct lifecycle_create_options o = {.workspace_id = workspace_id, .node = node};
+	struct lifecycle_create_result res = {0};
+	struct cp_error *err = NULL;
+	cr_assert_eq(create(&o, &res, &err), -1);
+	assert_undone(err, code, words, 1, NULL);
+	cr_expect_eq(fake_count("POST", "/containers/create"), 0, "no container was asked for");
+	cp_error_free(err);
+}
+
+Test(lifecycle_create, a_direct_workspace_stays_on_local)
+{
+	start(NULL, 0);
+	lc_fixture_workspace("ws_direct", "direct", repo, 1);
+	node_refused("ws_direct", "n1", CP_ERR_INVALID_ARGUMENT, "a direct workspace stays on this machine");
+}
+
+Test(lifecycle_create, a_clone_goes_through_placement)
+{
+	start(NULL, 0);
+	clone_workspace();
+	/* Placed, not pinned to local: the node asked is looked up. */
+	node_refused("ws_clone", "n1", CP_ERR_NOT_FOUND, "'n1'");
+}
+
 /* ---- the warm pool, reuse, approvals ---- */
 
 static void warm_member(const char *id, const char *ws, int64_t at_ms)

@@ -159,3 +159,35 @@ Test(policy_refs, bidi_and_invisible_characters_are_shown_escaped)
 	                   &k, msg, sizeof msg),
 	             0);
 }
+
+/* The branch a clone on another node checks out comes from the host's
+ * `git symbolic-ref -q HEAD`: only one line naming a valid branch counts. */
+Test(policy_refs, clone_head_branch_from_symbolic_ref)
+{
+	static const struct {
+		const char *out;
+		const char *want; /* NULL: refused, buf "" */
+	} rows[] = {
+	    {"refs/heads/main\n", "main"},
+	    {"refs/heads/feature/x\n", "feature/x"},
+	    {"refs/heads/main", "main"},
+	    {"", NULL},                             /* detached or unborn: nothing printed */
+	    {"refs/heads/\n", NULL},                /* no name */
+	    {"refs/tags/v1\n", NULL},               /* not a branch */
+	    {"refs/heads/a..b\n", NULL},            /* check-ref-format */
+	    {"refs/heads/-x y\n", NULL},            /* a space */
+	    {"refs/heads/a\nrefs/heads/b\n", NULL}, /* two lines */
+	    {"refs/heads/a\x1b[31m\n", NULL},       /* a control byte */
+	    {"HEAD\n", NULL},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char buf[64] = "junk";
+		int r = policy_clone_head_branch(rows[i].out, strlen(rows[i].out), buf, sizeof(buf));
+		cr_expect_eq(r, rows[i].want != NULL, "row %zu '%s'", i, rows[i].out);
+		cr_expect_str_eq(buf, rows[i].want ? rows[i].want : "", "row %zu", i);
+	}
+	char tiny[4];
+	cr_expect_eq(policy_clone_head_branch("refs/heads/longer\n", 18, tiny, sizeof(tiny)), 0, "does not fit");
+	cr_expect_str_eq(tiny, "");
+	cr_expect_eq(policy_clone_head_branch(NULL, 0, tiny, sizeof(tiny)), 0);
+}

@@ -125,7 +125,8 @@ static const struct mcp_arg sandbox_create_args[] = {
      .type = MCP_ARG_STRING,
      .min_length = 1,
      .description = "The machine to create it on: local, or a node the operator added (default: chosen by "
-                    "free memory; only a new managed workspace goes to another node)"},
+                    "free memory; a new managed workspace or a clone may go to another node, a direct workspace stays "
+                    "on local)"},
     {0}};
 static const char *const UNSAVED_UNKNOWN[] = {"unknown", NULL};
 

@@ -61,25 +61,21 @@ static void add_host_addresses(const char *host, char ***v, size_t *n)
 static int node_addresses(const struct config *cfg, char ***ret, struct cp_error **err)
 {
 	*ret = NULL;
-	if (!cfg || !cfg->database_path || access(cfg->database_path, F_OK) < 0)
-		return 0; /* no registry yet: no node */
-	struct store *store = NULL;
-	struct node_record *rows = NULL;
-	size_t n = 0, n_addrs = 0;
-	if (store_open(cfg->database_path, &store, err) < 0 || store_node_list(store, &rows, &n, err) < 0) {
-		store_free(store);
+	if (!cfg || !cfg->database_path)
+		return 0;
+	char **endpoints = NULL;
+	if (store_node_endpoints_read(cfg->database_path, &endpoints, err) < 0)
 		return cp_error_prefix(err, "read the nodes for the firewall");
-	}
-	for (size_t i = 0; i < n; i++) {
+	size_t n_addrs = 0;
+	for (size_t i = 0; endpoints && endpoints[i]; i++) {
 		_cleanup_free_ char *host = NULL;
 		int port = 0;
 		_cleanup_error_ struct cp_error *e = NULL;
-		if (docker_endpoint_parse(rows[i].endpoint, 1, &host, &port, &e) == 0)
+		if (docker_endpoint_parse(endpoints[i], 1, &host, &port, &e) == 0)
 			add_host_addresses(host, ret, &n_addrs);
-		node_record_clear(&rows[i]);
+		free(endpoints[i]);
 	}
-	free(rows);
-	store_free(store);
+	free(endpoints);
 	return 0;
 }
 

@@ -255,3 +255,48 @@ int store_node_delete(struct store *store, const char *name, struct node_record 
 		return node_not_found(err, "remove node", name);
 	return STORE_TRANSACTION(store, "remove node", err, delete_locked(store, name, ret, err));
 }
+
+int store_node_endpoints_read(const char *path, char ***ret, struct cp_error **err)
+{
+	*ret = NULL;
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
+		int absent = sqlite3_extended_errcode(db) == SQLITE_CANTOPEN;
+		if (!absent)
+			cp_error_set(err, CP_ERR_UNAVAILABLE, "read the nodes from '%s': %s", path,
+			             db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return absent ? 0 : -1;
+	}
+	sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, "SELECT endpoint FROM nodes ORDER BY name", -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		int no_table = strstr(sqlite3_errmsg(db), "no such table") != NULL;
+		if (!no_table)
+			cp_error_set(err, CP_ERR_UNAVAILABLE, "read the nodes from '%s': %s", path, sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return no_table ? 0 : -1;
+	}
+	char **v = NULL;
+	size_t n = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const unsigned char *e = sqlite3_column_text(st, 0);
+		if (!e)
+			continue;
+		v = xrealloc(v, (n + 2) * sizeof(*v));
+		v[n++] = xstrdup((const char *)e);
+		v[n] = NULL;
+	}
+	if (rc != SQLITE_DONE) {
+		cp_error_set(err, CP_ERR_UNAVAILABLE, "read the nodes from '%s': %s", path, sqlite3_errmsg(db));
+		for (size_t i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+		v = NULL;
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	*ret = v;
+	return v || rc == SQLITE_DONE ? 0 : -1;
+}

@@ -537,6 +537,14 @@ int store_node_get(struct store *store, const char *name, struct node_record *re
 /* Every node, by name. *ret (caller clears each and frees; NULL when none)
  * and *ret_n. */
 int store_node_list(struct store *store, struct node_record **ret, size_t *ret_n, struct cp_error **err);
+/* Every node's endpoint, read from the registry file at path without a
+ * store: SQLite opened read-only, no migration, no file opened by hand, so
+ * a process that holds the registry open already loses none of its locks
+ * (a close(2) of another descriptor of the file would drop them: the
+ * firewall asks from serve and the CLI). NULL-terminated into *ret
+ * (caller frees each and the array; NULL for none, also when the file does
+ * not exist or has no nodes table yet). UNAVAILABLE when it cannot be read. */
+int store_node_endpoints_read(const char *path, char ***ret, struct cp_error **err);
 /* Sets a node's state; *ret_before (may be NULL) gets the state it had.
  * NOT_FOUND for an unknown name. One transaction; blocks up to the busy
  * timeout. */

@@ -330,3 +330,36 @@ Test(store_nodes, each_node_counts_its_own_live_sandboxes)
 	cr_expect_eq(n1, 2);
 	cr_expect_eq(all, 3);
 }
+
+/* The firewall reads the endpoints from serve and the CLI, which hold the
+ * registry open: the read must leave that store working, its later writes
+ * seen by another connection (no lock of it dropped). */
+Test(store_nodes, endpoints_are_read_beside_an_open_store)
+{
+	open_store();
+	char **v = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_node_endpoints_read(db, &v, &err), 0, "%s", err ? err->message : "");
+	cr_assert_null(v, "no node, no endpoint");
+	insert_ok("n1", "tcp://10.0.0.2:2376");
+	insert_ok("n2", "tcp://[fd00::2]:2376");
+	cr_assert_eq(store_node_endpoints_read(db, &v, &err), 0, "%s", err ? err->message : "");
+	cr_assert(v && v[0] && v[1] && !v[2]);
+	cr_expect_str_eq(v[0], "tcp://10.0.0.2:2376");
+	cr_expect_str_eq(v[1], "tcp://[fd00::2]:2376");
+	for (size_t i = 0; v[i]; i++)
+		free(v[i]);
+	free(v);
+	insert_ok("n3", "tcp://10.0.0.3:2376");
+	struct store *other = NULL;
+	cr_assert_eq(store_open(db, &other, &err), 0, "%s", err ? err->message : "");
+	struct node_record got = {0};
+	cr_assert_eq(store_node_get(other, "n3", &got, &err), 0, "a write after the read is seen: %s",
+	             err ? err->message : "");
+	node_record_clear(&got);
+	store_free(other);
+	char absent[160];
+	snprintf(absent, sizeof(absent), "%s/none.sqlite", dir);
+	cr_assert_eq(store_node_endpoints_read(absent, &v, &err), 0, "a registry not made yet has no node");
+	cr_assert_null(v);
+}

@@ -105,7 +105,10 @@ static size_t print_addresses(FILE *m, const char *const *addrs, int v6)
 	return n;
 }
 
-/* The host_edge rules for the nodes' addresses of one family. */
+/* The host_edge rules for the nodes' addresses of one family. Never on lo:
+ * a node whose address is this host's own (127.0.0.1, or its LAN address:
+ * another engine on this machine) must not cut this host's own loopback
+ * traffic, which passes prerouting with that source. */
 static size_t render_nodes(FILE *m, const char *const *addrs, int v6)
 {
 	char *list = NULL;
@@ -116,8 +119,8 @@ static size_t render_nodes(FILE *m, const char *const *addrs, int v6)
 		cp_oom();
 	if (n)
 		fprintf(m,
-		        "\t\t%s saddr { %s } ct state new fib daddr type local drop comment \"sandboxes on other "
-		        "nodes reach this host as their node's address\"\n",
+		        "\t\tiifname != \"lo\" %s saddr { %s } ct state new fib daddr type local drop comment "
+		        "\"sandboxes on other nodes reach this host as their node's address\"\n",
 		        v6 ? "ip6" : "ip", list);
 	free(list);
 	return n ? 1 : 0;

@@ -301,6 +301,7 @@ Test(firewall, node_addresses_get_a_rule_per_family_and_change_the_fingerprint)
 	struct firewall_ruleset plain = build_ok("c2s-", NULL), rs = build_nodes(v4);
 	cr_assert(strstr(rs.text, "ip saddr { 10.0.0.2, 192.168.1.9 } ct state new fib daddr type local drop"), "%s",
 	          rs.text);
+	cr_assert(strstr(rs.text, "iifname != \"lo\" ip saddr { 10.0.0.2"), "never on lo: %s", rs.text);
 	cr_assert_null(strstr(rs.text, "ip6 saddr"), "no IPv6 node, no IPv6 rule");
 	cr_assert_eq(rs.rules_edge, 5);
 	cr_assert_eq(rs.n_nodes, 2);

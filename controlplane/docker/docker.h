@@ -105,7 +105,9 @@ void docker_socket_access_hint(const char *socket_path, char *buf, size_t size);
  * the whole transfer. On an HTTP status < 400, *ret_status gets the status and
  * *ret_body (may be NULL for an empty body; caller puts) the parsed JSON, or a
  * JSON string for a non-JSON body. On >= 400 it fails with the mapped code and
- * "<what>: <engine message>". Response bodies over 16 MiB fail with INTERNAL. */
+ * "<what>: <engine message>". A response body longer than its call's bound
+ * (docker_response_max in engine_internal.h: 1 KiB for /_ping to 16 MiB for
+ * an exec's output) fails with INTERNAL, read no further. */
 int docker_request(struct docker_engine *engine, const char *method, const char *path, struct json_object *body,
                    long timeout_ms, const char *what, long *ret_status, struct json_object **ret_body,
                    struct cp_error **err);
@@ -114,7 +116,8 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 
 /* Whether the engine has the OCI runtime name registered (GET /info
  * Runtimes), and whether it runs with runtimeArgs "--network=none". *ret_names
- * (may be NULL; caller frees) lists the registered runtimes, comma-separated.
+ * (may be NULL; caller frees) lists the registered runtimes, comma-separated
+ * (bounded: DOCKER_RUNTIMES_MAX).
  * UNAVAILABLE when the engine does not answer. Blocks at most 10 s. */
 int docker_engine_runtime(struct docker_engine *engine, const char *name, int *ret_found, int *ret_no_network,
                           char **ret_names, struct cp_error **err);
@@ -135,12 +138,21 @@ void docker_runtime_info_clear(struct docker_runtime_info *r);
 int docker_engine_runtime_info(struct docker_engine *engine, const char *name, struct docker_runtime_info *ret,
                                struct cp_error **err);
 
+/* Bounds on what is read of GET /info's Runtimes: at most this many names,
+ * each 1 to DOCKER_RUNTIME_NAME_MAX characters of [A-Za-z0-9._+-]; other
+ * names are left out of every list (another machine's engine writes it). */
+#define DOCKER_RUNTIMES_MAX 64
+#define DOCKER_RUNTIME_NAME_MAX 64
+/* Longest ServerVersion kept (characters). */
+#define DOCKER_ENGINE_VERSION_MAX 64
+
 /* What GET /info says about the machine (issue 28: a node's labels). */
 struct docker_engine_facts {
-	char *runtimes;       /* owned: registered OCI runtime names, comma-separated */
+	char *runtimes;       /* owned: registered OCI runtime names, comma-separated, bounded as above */
 	int64_t memory_bytes; /* MemTotal (0 when absent) */
 	int64_t cpus;         /* NCPU (0 when absent) */
-	char *engine_version; /* owned: ServerVersion; NULL when absent */
+	char *engine_version; /* owned: ServerVersion; NULL when absent, longer than
+	                       * DOCKER_ENGINE_VERSION_MAX or not printable ASCII */
 };
 void docker_engine_facts_clear(struct docker_engine_facts *f);
 /* Reads the facts of a GET /info answer (info borrowed) into *ret (caller

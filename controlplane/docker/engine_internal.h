@@ -22,8 +22,24 @@ int docker_network_bridge_of(struct json_object *network, char *buf, size_t size
  * or '&'. Caller frees; never NULL. */
 char *docker_filtered_path(const char *base, const char *key, const char *value);
 
-/* Largest engine response body accepted (bytes). */
+/* Largest engine response body accepted (bytes): an exec's raw output
+ * stream; every other answer has a smaller bound (docker_response_max). */
 #define DOCKER_MAX_RESPONSE (16u * 1024 * 1024)
+
+/* The largest body (bytes) accepted in answer to method and path (below
+ * the version prefix, query included): /_ping 1 KiB; /version 64 KiB;
+ * /info and one object's inspect (container, image, network, exec) 1 MiB;
+ * the lists (/containers/json, /networks?) 4 MiB; an exec's start
+ * DOCKER_MAX_RESPONSE (the command's output, demultiplexed and bounded
+ * again by exec.c); anything else (creates, removals, errors) 256 KiB.
+ * Another machine's engine writes these bodies, and json-c takes about 40
+ * times a body's size to hold it, so each call reads no more than its
+ * answer can need. Pure. */
+size_t docker_response_max(const char *method, const char *path);
+
+/* Whether s is 1 to max printable ASCII characters (0x20-0x7e): text from
+ * an engine kept or shown as it is (a version). Pure. */
+int docker_text_printable(const char *s, size_t max);
 
 /* What the user is told when the socket does not answer. */
 #define DOCKER_START_HINT "start it with 'sudo systemctl start docker' or 'dockerd &'"

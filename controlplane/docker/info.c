@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/buf.h"
 #include "../base/cleanup.h"
 #include "../base/xalloc.h"
 
@@ -67,24 +68,43 @@ static int runtime_ignores_seccomp(const char *name, struct json_object *rt)
 	return !on;
 }
 
-/* The registered runtime names, comma-separated (caller frees). */
+/* Whether name may appear in the list: 1 to DOCKER_RUNTIME_NAME_MAX
+ * characters of [A-Za-z0-9._+-], so a name can neither hold the list's
+ * separator nor a terminal control sequence. Pure. */
+static int runtime_name_listed(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > DOCKER_RUNTIME_NAME_MAX)
+		return 0;
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		      strchr("._+-", *c)))
+			return 0;
+	return 1;
+}
+
+/* The registered runtime names, comma-separated (caller frees): built in
+ * one pass, the first DOCKER_RUNTIMES_MAX names that runtime_name_listed
+ * takes; others are left out (another machine's engine writes /info, so a
+ * forged answer with a million keys costs one walk, not a quadratic join). */
 static char *runtime_names(struct json_object *runtimes)
 {
-	size_t len = 1;
+	struct cp_buf b;
+	cp_buf_init(&b, DOCKER_RUNTIMES_MAX * (DOCKER_RUNTIME_NAME_MAX + 2) + 1);
+	size_t listed = 0;
 	json_object_object_foreach(runtimes, key, val)
 	{
 		(void)val;
-		len += strlen(key) + 2;
+		if (listed == DOCKER_RUNTIMES_MAX)
+			break;
+		if (!runtime_name_listed(key))
+			continue;
+		if ((listed && cp_buf_append(&b, ", ", 2) < 0) || cp_buf_append(&b, key, strlen(key)) < 0)
+			break; /* not reached: the maximum fits DOCKER_RUNTIMES_MAX names */
+		listed++;
 	}
-	char *names = xcalloc(1, len);
-	json_object_object_foreach(runtimes, k2, v2)
-	{
-		(void)v2;
-		if (*names)
-			strcat(names, ", ");
-		strcat(names, k2);
-	}
-	return names;
+	char *names = cp_buf_steal(&b);
+	return names ? names : xstrdup("");
 }
 
 /* GET /info (Docker Engine API v1.41, "Get system information"): looks
@@ -212,7 +232,8 @@ int docker_engine_facts_parse(struct json_object *info, struct docker_engine_fac
 		f.memory_bytes = json_object_get_int64(v);
 	if (json_object_object_get_ex(info, "NCPU", &v) && json_object_is_type(v, json_type_int))
 		f.cpus = json_object_get_int64(v);
-	if (json_object_object_get_ex(info, "ServerVersion", &v) && json_object_is_type(v, json_type_string))
+	if (json_object_object_get_ex(info, "ServerVersion", &v) && json_object_is_type(v, json_type_string) &&
+	    docker_text_printable(json_object_get_string(v), DOCKER_ENGINE_VERSION_MAX))
 		f.engine_version = xstrdup(json_object_get_string(v));
 	if (f.memory_bytes < 0)
 		f.memory_bytes = 0;

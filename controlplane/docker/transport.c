@@ -414,8 +414,11 @@ static int http_exchange(const struct docker_engine *e, const char *method, cons
 			                          "%s%sread the file being sent (it ended early or failed)",
 			                          what ? what : "", what ? ": " : "");
 		if (rc == CURLE_WRITE_ERROR && x->overflow)
-			return cp_error_set(err, CP_ERR_INTERNAL, "%s%sthe engine's response exceeds %u MiB",
-			                    what ? what : "", what ? ": " : "", DOCKER_MAX_RESPONSE >> 20);
+			return cp_error_set(err, CP_ERR_INTERNAL,
+			                    "%s%sthe engine's answer is longer than the %zu KiB this call reads; the "
+			                    "engine at '%s' is not behaving as a Docker Engine",
+			                    what ? what : "", what ? ": " : "", x->body.max >> 10,
+			                    docker_engine_socket(e));
 		if (!e->endpoint)
 			return socket_error(h, e->socket_path, what, rc, detail, timeout_ms, err);
 		long os_errno = 0;
@@ -490,7 +493,7 @@ static int engine_negotiate(struct docker_engine *e, struct cp_error **err)
 {
 	const char *where = docker_engine_socket(e);
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
-	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
+	cp_buf_init(&x.body, docker_response_max("GET", "/version"));
 	_cleanup_free_ char *url = xasprintf("%s/version", e->base_url);
 	if (http_exchange(e, "GET", url, NULL, 0, NULL, DOCKER_VERSION_TIMEOUT_MS, NULL, &x, err) < 0)
 		return -1;
@@ -516,7 +519,8 @@ static int engine_negotiate(struct docker_engine *e, struct cp_error **err)
 		                    where, engine_api, DOCKER_API_MIN);
 	const char *chosen = api_number(engine_api) < api_number(DOCKER_API_MAX) ? engine_api : DOCKER_API_MAX;
 	const char *version = "unknown";
-	if (json_object_object_get_ex(v, "Version", &ver) && json_object_is_type(ver, json_type_string))
+	if (json_object_object_get_ex(v, "Version", &ver) && json_object_is_type(ver, json_type_string) &&
+	    docker_text_printable(json_object_get_string(ver), DOCKER_ENGINE_VERSION_MAX))
 		version = json_object_get_string(ver);
 	e->api_version = xstrdup(chosen);
 	e->engine_version = xstrdup(version);
@@ -595,7 +599,7 @@ int docker_engine_is_remote(const struct docker_engine *engine)
 /* One engine call at the negotiated version (docker.h has the contract).
  * The URL is http://localhost/v<api><path> (the host name is ignored by the
  * engine on its Unix socket), or https://HOST:PORT/v<api><path>. Blocks at most timeout_ms (ms). The response
- * body is bounded by DOCKER_MAX_RESPONSE. Thread-safe. */
+ * body is bounded by docker_response_max(method, path) (bounds.c). Thread-safe. */
 int docker_request(struct docker_engine *engine, const char *method, const char *path, struct json_object *body,
                    long timeout_ms, const char *what, long *ret_status, struct json_object **ret_body,
                    struct cp_error **err)
@@ -609,7 +613,7 @@ int docker_request(struct docker_engine *engine, const char *method, const char 
 	const char *text = body ? xjson_text(body, JSON_C_TO_STRING_PLAIN) : NULL;
 
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {0};
-	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
+	cp_buf_init(&x.body, docker_response_max(method, path));
 	int64_t start = clock_monotonic_ms();
 	if (http_exchange(engine, method, url, text, text ? strlen(text) : 0, NULL, timeout_ms, what, &x, err) < 0) {
 		log_debug("docker", "%s %s failed after %lld ms", method, path,
@@ -644,7 +648,7 @@ static int put_archive(struct docker_engine *engine, const char *id, const char 
 	_cleanup_free_ char *url =
 	    xasprintf("%s/v%s/containers/%s/archive?path=%s", engine->base_url, engine->api_version, eid, epath);
 	_cleanup_(cleanup_exchangep) struct http_exchange x = {.up = up};
-	cp_buf_init(&x.body, DOCKER_MAX_RESPONSE);
+	cp_buf_init(&x.body, docker_response_max("PUT", "/containers/x/archive"));
 	if (http_exchange(engine, "PUT", url, tar, len, "application/x-tar", timeout_ms, what, &x, err) < 0)
 		return -1;
 	if (x.status >= 400) {

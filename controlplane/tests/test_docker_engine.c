@@ -21,6 +21,7 @@
 
 #include "base/error.h"
 #include "docker/docker.h"
+#include "docker/engine_internal.h"
 #include "lifecycle/lifecycle.h"
 
 #include "fake_engine.h"
@@ -530,19 +531,81 @@ Test(docker_engine, request_timeout_maps_to_timeout)
 
 Test(docker_engine, oversized_response_is_refused)
 {
-	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.big_body = (16u << 20) + 10}};
+	/* A list is read up to 4 MiB; one byte more is refused. */
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.big_body = (4u << 20) + 1}};
 	struct fake_engine *fe = fake_start(r, N(r));
 	struct docker_engine *e = fake_engine_open(fe);
 	struct json_object *body = NULL;
 	struct cp_error *err = NULL;
-	cr_assert_lt(docker_request(e, "GET", "/containers/json", NULL, 10000, "list containers", NULL, &body, &err),
-	             0);
+	cr_assert_lt(
+	    docker_request(e, "GET", "/containers/json?all=1", NULL, 10000, "list containers", NULL, &body, &err), 0);
 	cr_assert_eq(err->code, CP_ERR_INTERNAL);
-	cr_assert_not_null(strstr(err->message, "16 MiB"), "%s", err->message);
+	cr_assert_not_null(strstr(err->message, "4096 KiB"), "%s", err->message);
 	cr_assert_null(body);
 	cp_error_free(err);
 	docker_engine_free(e);
 	fake_stop(fe);
+}
+
+Test(docker_engine, a_ping_answer_past_a_kib_is_refused)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.big_body = 1025}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = fake_engine_open(fe);
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_engine_ping(e, 5000, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_INTERNAL);
+	cr_expect_not_null(strstr(err->message, "1 KiB this call reads"), "%s", err->message);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, an_info_answer_past_a_mib_is_refused)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"}, {.big_body = (1u << 20) + 1}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = fake_engine_open(fe);
+	struct docker_engine_facts f = {0};
+	struct cp_error *err = NULL;
+	cr_assert_lt(docker_engine_facts(e, &f, &err), 0);
+	cr_assert_eq(err->code, CP_ERR_INTERNAL);
+	cr_expect_not_null(strstr(err->message, "1024 KiB"), "%s", err->message);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+}
+
+Test(docker_engine, each_call_reads_what_its_answer_can_need)
+{
+	cr_expect_eq(docker_response_max("GET", "/_ping"), 1024);
+	cr_expect_eq(docker_response_max("GET", "/version"), 64 * 1024);
+	cr_expect_eq(docker_response_max("GET", "/info"), 1 << 20);
+	cr_expect_eq(docker_response_max("GET", "/containers/json?all=1&filters=x"), 4 << 20);
+	cr_expect_eq(docker_response_max("GET", "/networks?filters=x"), 4 << 20);
+	cr_expect_eq(docker_response_max("GET", "/containers/abc/json?size=1"), 1 << 20);
+	cr_expect_eq(docker_response_max("GET", "/images/chat2sbx-template%3A1/json"), 1 << 20);
+	cr_expect_eq(docker_response_max("GET", "/exec/e1/json"), 1 << 20);
+	cr_expect_eq(docker_response_max("GET", "/networks/n1"), 1 << 20);
+	cr_expect_eq(docker_response_max("POST", "/exec/e1/start"), DOCKER_MAX_RESPONSE);
+	cr_expect_eq(docker_response_max("POST", "/containers/create?name=x"), 256 * 1024);
+	cr_expect_eq(docker_response_max("POST", "/containers/x/exec/start"), 256 * 1024);
+	cr_expect_eq(docker_response_max("DELETE", "/volumes/v?force=1"), 256 * 1024);
+	cr_expect_eq(docker_response_max("GET", "/_ping/more"), 256 * 1024);
+	cr_expect_eq(docker_response_max(NULL, NULL), 256 * 1024);
+}
+
+Test(docker_engine, only_short_printable_text_is_kept)
+{
+	cr_expect(docker_text_printable("20.10.24+dfsg1", 64));
+	cr_expect(!docker_text_printable("", 64));
+	cr_expect(!docker_text_printable(NULL, 64));
+	cr_expect(!docker_text_printable("20.10.24", 3));
+	cr_expect(!docker_text_printable("20.10\033[2J", 64));
+	cr_expect(!docker_text_printable("tab\tx", 64));
+	cr_expect(!docker_text_printable("line\nbreak", 64));
+	cr_expect(!docker_text_printable("\xc3\xa9", 64));
+	cr_expect(!docker_text_printable("del\x7f", 64));
 }
 
 /* ---- attach ---- */

@@ -172,3 +172,41 @@ Test(docker_tls, the_facts_of_info)
 	cp_error_freep(&err);
 	json_object_put(info);
 }
+
+Test(docker_tls, a_forged_info_gives_a_bounded_runtime_list)
+{
+	/* Another machine writes /info: a hundred thousand runtimes, names
+	 * with the list's separator or a terminal escape, and a version that
+	 * would repaint a terminal. */
+	struct json_object *info = json_object_new_object();
+	struct json_object *rts = json_object_new_object();
+	json_object_object_add(rts, "x, runsc", json_object_new_object());
+	json_object_object_add(rts, "\033[2Jrunc", json_object_new_object());
+	json_object_object_add(rts, "", json_object_new_object());
+	char name[80];
+	memset(name, 'n', 65);
+	name[65] = '\0';
+	json_object_object_add(rts, name, json_object_new_object());
+	for (int i = 0; i < 100000; i++) {
+		snprintf(name, sizeof(name), "rt%d", i);
+		json_object_object_add(rts, name, json_object_new_object());
+	}
+	json_object_object_add(info, "Runtimes", rts);
+	json_object_object_add(info, "ServerVersion", json_object_new_string("20.10\033]0;owned\007"));
+	struct docker_engine_facts f = {0};
+	struct cp_error *err = NULL;
+	cr_assert_eq(docker_engine_facts_parse(info, &f, &err), 0);
+	size_t names = 1;
+	for (const char *c = f.runtimes; *c; c++) {
+		names += *c == ',';
+		cr_assert(*c == ',' || *c == ' ' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z'), "%s",
+		          f.runtimes);
+	}
+	cr_expect_eq(names, DOCKER_RUNTIMES_MAX, "%zu names", names);
+	cr_expect_null(strstr(f.runtimes, "runsc"));
+	cr_expect_null(strstr(f.runtimes, "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"));
+	cr_expect(!strncmp(f.runtimes, "rt0, rt1, ", 10), "%.40s", f.runtimes);
+	cr_expect_null(f.engine_version);
+	docker_engine_facts_clear(&f);
+	json_object_put(info);
+}

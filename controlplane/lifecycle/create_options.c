@@ -140,23 +140,46 @@ char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifec
 	                 buf);
 }
 
+/* The sandbox limit of the sandbox's node into *ret_max (<= 0: none):
+ * this machine's setting for 'local', another node's from its memory as
+ * placement reckons it (policy_placement_node_limit). */
+static int node_limit(struct lifecycle *lc, const char *node, int *ret_max, struct cp_error **err)
+{
+	if (lifecycle_node_is_local(node)) {
+		*ret_max = lc->limits.max_active;
+		return 0;
+	}
+	struct node_record n = {0};
+	if (store_node_get(lc->store, node, &n, err) < 0)
+		return -1;
+	*ret_max = policy_placement_node_limit(n.labels.memory_bytes);
+	node_record_clear(&n);
+	return 0;
+}
+
 int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err)
 {
 	/* Count and insert under one lock: two creates cannot both see the
-	 * last free place. (Only one serve uses a registry: serve.c's lock.) */
+	 * last free place on a node, this machine or another (placement's
+	 * count, create_place.c, was taken before the lock). (Only one serve
+	 * uses a registry: serve.c's lock.) */
 	pthread_mutex_lock(&lc->create_lock);
-	int r = 0;
-	int max = lc->limits.max_active;
-	/* This machine's limit counts this machine's sandboxes; a remote
-	 * node's was checked by placement (create_place.c). */
-	if (max > 0 && !row->pooled && lifecycle_node_is_local(row->node)) {
+	int max = 0;
+	int r = row->pooled ? 0 : node_limit(lc, row->node, &max, err);
+	if (r == 0 && max > 0) {
+		const char *node = lifecycle_node_is_local(row->node) ? STORE_NODE_LOCAL : row->node;
 		int live = 0;
-		r = store_sandbox_count_live_on(lc->store, STORE_NODE_LOCAL, &live, err);
-		if (r == 0 && live >= max)
+		r = store_sandbox_count_live_on(lc->store, node, &live, err);
+		if (r == 0 && live >= max && !strcmp(node, STORE_NODE_LOCAL))
 			r = cp_error_set(err, CP_ERR_LIMIT,
 			                 "the sandbox limit is reached: %d of %d active; destroy a sandbox you no "
 			                 "longer need (sandbox_list, sandbox_destroy) and try again",
 			                 live, max);
+		else if (r == 0 && live >= max)
+			r = cp_error_set(err, CP_ERR_LIMIT,
+			                 "node '%s' has no room: %d of its %d sandboxes are active; create without "
+			                 "'node' to let placement choose, or destroy a sandbox there",
+			                 node, live, max);
 	}
 	if (r == 0)
 		r = store_sandbox_insert(lc->store, row, err);

@@ -215,10 +215,12 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
 /* What differs between a live sandbox and the limits asked for, as a
  * sentence for the model (caller frees), or NULL when nothing differs. */
 char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifecycle_limits *want);
-/* store_sandbox_insert after checking CHAT2SBX_MAX_ACTIVE_SANDBOXES (LIMIT
- * when reached; pooled rows and other nodes' sandboxes are not counted, a
- * row on another node is not checked: placement did), both under
- * create_lock. */
+/* store_sandbox_insert after checking the sandbox limit of row's node
+ * (CHAT2SBX_MAX_ACTIVE_SANDBOXES on 'local'; another node's from its
+ * memory, policy_placement_node_limit), both under create_lock. LIMIT when
+ * the node is full (placement then tries another when it chose this one);
+ * NOT_FOUND when the node was removed meanwhile. Pooled rows are neither
+ * checked nor counted, nor are other nodes' sandboxes. */
 int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err);
 
 /* Undoes a failed create (undo_later.c): removes container (an id or the

@@ -96,6 +96,18 @@ void lc_fixture_sandbox(const char *id, const char *workspace_id, const char *st
 	cr_assert_eq(store_sandbox_insert(fx.store, &s, &err), 0, "%s", err ? err->message : "");
 }
 
+struct sandbox_record lc_fixture_running_row(const char *id, const char *ws, const char *node)
+{
+	return (struct sandbox_record){.id = (char *)id,
+	                               .workspace_id = (char *)ws,
+	                               .status = SANDBOX_RUNNING,
+	                               .container_name = (char *)id,
+	                               .image = "img",
+	                               .network = 1,
+	                               .created_at_ms = 1,
+	                               .node = (char *)node};
+}
+
 int lc_fixture_sandbox_exists(const char *id)
 {
 	struct sandbox_record s = {0};

@@ -41,6 +41,10 @@ void lc_fixture_teardown(void);
  * named as its container, image "img", network on. */
 void lc_fixture_workspace(const char *id, const char *mode, const char *path, int64_t at_ms);
 void lc_fixture_sandbox(const char *id, const char *workspace_id, const char *status, int64_t at_ms);
+/* A running sandbox row id of workspace ws on node (NULL = local), named as
+ * its container, image "img", network on, created at 1 ms; every string
+ * borrowed, nothing inserted. */
+struct sandbox_record lc_fixture_running_row(const char *id, const char *ws, const char *node);
 /* A node row whose TLS files do not exist (its engine never opens):
  * runtimes "runc", kvm not known, memory_bytes and cpus as given, last
  * contact and creation at 1000 ms. */

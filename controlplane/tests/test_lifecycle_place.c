@@ -5,6 +5,7 @@
  * draining one is never chosen, so 'local' wins; a pin to such a node is
  * refused with the reasons; each node's sandbox count is its own. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,4 +83,48 @@ Test(lifecycle_place, an_engine_of_no_row_is_not_found)
 	cr_assert_eq(lifecycle_node_engine(fx.lc, "n9", &engine, &err), -1);
 	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
 	cp_error_freep(&err);
+}
+
+/* A row on node (NULL: local) for workspace ws, inserted through the
+ * limit check; returns its result, the error's code into *ret_code. */
+static int insert_on(const char *id, const char *ws, const char *node, int pooled, enum cp_error_code *ret_code,
+                     char **ret_message)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/nonexistent/workspaces/%s", ws);
+	lc_fixture_workspace(ws, "managed", path, 1000);
+	struct sandbox_record s = lc_fixture_running_row(id, ws, node);
+	s.pooled = pooled;
+	struct cp_error *err = NULL;
+	int r = lifecycle_sandbox_insert_limited(fx.lc, &s, &err);
+	if (err) {
+		*ret_code = err->code;
+		*ret_message = strdup(err->message);
+	}
+	cp_error_free(err);
+	return r;
+}
+
+Test(lifecycle_place, a_nodes_sandbox_limit_holds_under_the_create_lock)
+{
+	/* 4 GiB: a limit of 2 (one per 2 GiB, policy_placement_node_limit). */
+	lc_fixture_node("n1", "tcp://127.0.0.1:9", NODE_READY, 4LL << 30, 2);
+	enum cp_error_code code = CP_ERR_INTERNAL;
+	char *msg = NULL;
+	cr_assert_eq(insert_on("s1", "w1", "n1", 0, &code, &msg), 0, "%s", msg ? msg : "");
+	cr_assert_eq(insert_on("s2", "w2", "n1", 0, &code, &msg), 0, "%s", msg ? msg : "");
+	/* The third is refused, naming the node and its count. */
+	cr_assert_eq(insert_on("s3", "w3", "n1", 0, &code, &msg), -1);
+	cr_expect_eq(code, CP_ERR_LIMIT);
+	cr_expect(strstr(msg, "node 'n1' has no room: 2 of its 2") != NULL, "%s", msg);
+	free(msg);
+	msg = NULL;
+	cr_expect(!lc_fixture_sandbox_exists("s3"));
+	/* A warm-pool member is not counted against it, and local is its own. */
+	cr_expect_eq(insert_on("p1", "w4", "n1", 1, &code, &msg), 0, "%s", msg ? msg : "");
+	cr_expect_eq(insert_on("l1", "w5", NULL, 0, &code, &msg), 0, "%s", msg ? msg : "");
+	/* A node removed meanwhile is not found. */
+	cr_assert_eq(insert_on("s4", "w6", "gone", 0, &code, &msg), -1);
+	cr_expect_eq(code, CP_ERR_NOT_FOUND, "%s", msg);
+	free(msg);
 }

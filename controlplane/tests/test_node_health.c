@@ -52,14 +52,7 @@ static void on_event(void *ctx, const char *node, enum policy_node_health_event 
 static void running_sandbox(const char *id, const char *ws, const char *node, int slot)
 {
 	lc_fixture_workspace(ws, "managed", fx.ws_root, 1);
-	struct sandbox_record s = {.id = (char *)id,
-	                           .workspace_id = (char *)ws,
-	                           .status = SANDBOX_RUNNING,
-	                           .container_name = (char *)id,
-	                           .image = "img",
-	                           .network = 1,
-	                           .created_at_ms = 1,
-	                           .node = (char *)node};
+	struct sandbox_record s = lc_fixture_running_row(id, ws, node);
 	struct cp_error *err = NULL;
 	cr_assert_eq(store_sandbox_insert(fx.store, &s, &err), 0, "%s", err ? err->message : "");
 	int sv[2];

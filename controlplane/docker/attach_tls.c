@@ -108,7 +108,8 @@ static int relay_step(struct relay *r)
 	return moved;
 }
 
-/* The relay thread: steps until the stream is over, sleeping in poll only
+/* The relay thread: steps until the stream is over (the caller hung up
+ * or closed its end, or the TLS connection failed), sleeping in poll only
  * when every direction waits. A TLS record libcurl holds decrypted is never
  * stranded: the engine side is read (curl_easy_recv) at every step whose
  * downward buffer is empty, before any poll. */
@@ -130,7 +131,15 @@ static void *relay_run(void *arg)
 			p[1].events |= POLLOUT;
 		if (r->up.len)
 			p[0].events &= (short)~POLLIN;
+		/* The caller's end is always watched: its hang-up ends the stream
+		 * even while the engine reads nothing (up full), where a poll that
+		 * kept reporting it unhandled would spin. The engine's side is
+		 * watched only for what a step can act on. */
+		if (!p[1].events)
+			p[1].fd = -1;
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents & (POLLHUP | POLLERR | POLLNVAL))
 			break;
 	}
 	log_debug("docker", "TLS attach stream closed");

@@ -13,8 +13,12 @@
  * Every byte from the sandbox is untrusted: the exec's stream is parsed by
  * the engine-format demultiplexer (docker/demux.c), only its stdout frames
  * reach the person, and nothing buffers more than RELAY_BUF bytes per
- * direction. At most RELAY_MAX_CONNS connections per preview run at once;
- * more wait in the listen backlog. */
+ * direction. At most RELAY_MAX_CONNS connections per preview and
+ * RELAY_MAX_TOTAL over all previews run at once; more wait in the listen
+ * backlog. A connection that moves no byte either way for RELAY_IDLE_MS is
+ * closed. A stop (destroy, unexpose, serve's stop) reaches every connection
+ * at once through the relay's cut eventfd, whatever it waits for, and
+ * serve's stop waits until every connection's thread has ended. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -34,13 +38,21 @@
 #include "lifecycle_internal.h"
 
 #define RELAY_MAX_CONNS 64
+#define RELAY_MAX_TOTAL 256
+/* A connection with no byte moved either way for this long is closed
+ * (a dev server's live-reload socket pings well within it). */
+#define RELAY_IDLE_MS (30 * 60 * 1000)
+/* How often a listener held back by RELAY_MAX_TOTAL looks again. */
+#define RELAY_FULL_RECHECK_MS 1000
 #define RELAY_BUF (64 * 1024)
 /* The exec's create and start (the node's engine answering). */
 #define RELAY_EXEC_TIMEOUT_MS 10000L
 /* After the person's side ended, how long the sandbox may take to finish. */
 #define RELAY_LINGER_MS 60000
-/* How long serve's stop waits for connections to end (they are cut first). */
-#define RELAY_STOP_WAIT_MS 25000
+/* After this long, serve's stop says what it still waits for (every step
+ * a connection's thread can block in is bounded: the exec's create and
+ * start by RELAY_EXEC_TIMEOUT_MS, the copy by the cut). */
+#define RELAY_STOP_SAY_MS 25000
 
 struct lifecycle_relay {
 	struct lifecycle *lc;
@@ -49,9 +61,10 @@ struct lifecycle_relay {
 	char *container;
 	int container_port;
 	int listen_fd;
-	int stop_fd; /* eventfd: the listener's wake-up */
+	int stop_fd; /* eventfd: the listener's wake-up (read by it) */
+	int cut_fd;  /* eventfd: written once by relay_stop, never read: every pump's poll sees it */
 	pthread_t thread;
-	int stopping;                 /* set under lc->relay_lock; pumps read it atomically */
+	int stopping;                 /* set under lc->relay_lock (pumps see cut_fd instead) */
 	int refs;                     /* the list's, one per connection; under lc->relay_lock */
 	int clients[RELAY_MAX_CONNS]; /* client sockets of live connections, -1 = free slot */
 	int n_conns;
@@ -73,6 +86,8 @@ static void relay_unref_locked(struct lifecycle_relay *r)
 		close(r->listen_fd);
 	if (r->stop_fd >= 0)
 		close(r->stop_fd);
+	if (r->cut_fd >= 0)
+		close(r->cut_fd);
 	free(r->sandbox_id);
 	free(r->node);
 	free(r->container);
@@ -112,24 +127,28 @@ static int drain(int fd, struct dir *d)
 	return 1;
 }
 
-/* Copies client ↔ stream (the exec's multiplexed stream) until one ends or
- * *stop (the relay's, read atomically) is set; a stop also shuts client down,
- * which wakes the poll. */
-static void pump(int client, int stream, const int *stop)
+/* Copies client ↔ stream (the exec's multiplexed stream) until one ends,
+ * cut_fd (the relay's, never read) becomes readable, nothing moves for
+ * RELAY_IDLE_MS, or, once the person's side ended, RELAY_LINGER_MS passed.
+ * Every state polls cut_fd, so a stop is seen at once even while the
+ * sandbox reads nothing and the person's side is quiet. */
+static void pump(int client, int stream, int cut_fd)
 {
 	struct dir *up = xcalloc(1, sizeof(*up)), *down = xcalloc(1, sizeof(*down));
 	char *raw = xmalloc(RELAY_BUF);
 	struct docker_demux d;
 	docker_demux_init(&d, on_frame, down);
-	int64_t linger_until = 0;
+	int64_t linger_until = 0, idle_until = clock_monotonic_ms() + RELAY_IDLE_MS;
 	for (;;) {
-		if (__atomic_load_n(stop, __ATOMIC_SEQ_CST))
-			break;
 		if (down->eof && !down->len)
 			break; /* the sandbox's side ended and all of it reached the person */
+		int64_t now = clock_monotonic_ms();
 		if (up->eof && !up->len && !linger_until)
-			linger_until = clock_monotonic_ms() + RELAY_LINGER_MS;
-		struct pollfd p[2] = {{.fd = client}, {.fd = stream}};
+			linger_until = now + RELAY_LINGER_MS;
+		int64_t until = linger_until && linger_until < idle_until ? linger_until : idle_until;
+		if (until <= now)
+			break;
+		struct pollfd p[3] = {{.fd = client}, {.fd = stream}, {.fd = cut_fd, .events = POLLIN}};
 		if (!up->len && !up->eof)
 			p[0].events |= POLLIN;
 		if (down->len)
@@ -141,15 +160,11 @@ static void pump(int client, int stream, const int *stop)
 		for (int i = 0; i < 2; i++)
 			if (!p[i].events)
 				p[i].fd = -1;
-		int timeout = -1;
-		if (linger_until) {
-			int64_t left = linger_until - clock_monotonic_ms();
-			if (left <= 0)
-				break;
-			timeout = (int)left;
-		}
-		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+		if (poll(p, 3, (int)(until - now)) < 0 && errno != EINTR)
 			break;
+		if (p[2].revents)
+			break;  /* cut */
+		int active = 0; /* a byte read or written, or an end seen */
 		if (p[0].revents & (POLLIN | POLLHUP | POLLERR) && !up->len && !up->eof) {
 			ssize_t n = recv(client, up->data, sizeof(up->data), MSG_DONTWAIT);
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
@@ -158,6 +173,7 @@ static void pump(int client, int stream, const int *stop)
 				up->eof = 1; /* no half-close over TLS: the stream stays open for the answer */
 			if (n > 0)
 				up->len = (size_t)n, up->off = 0;
+			active |= n >= 0;
 		}
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR) && !down->len && !down->eof) {
 			ssize_t n = recv(stream, raw, RELAY_BUF, MSG_DONTWAIT);
@@ -169,10 +185,14 @@ static void pump(int client, int stream, const int *stop)
 				log_debug("lifecycle", "preview relay: the exec stream is malformed; closing");
 				break;
 			}
+			active |= n >= 0;
 		}
-		if ((p[1].revents & POLLOUT && drain(stream, up) < 0) ||
-		    (p[0].revents & POLLOUT && drain(client, down) < 0))
+		int w_up = p[1].revents & POLLOUT ? drain(stream, up) : 0;
+		int w_down = p[0].revents & POLLOUT ? drain(client, down) : 0;
+		if (w_up < 0 || w_down < 0)
 			break;
+		if (active || w_up > 0 || w_down > 0)
+			idle_until = clock_monotonic_ms() + RELAY_IDLE_MS;
 	}
 	free(raw);
 	free(up);
@@ -198,7 +218,7 @@ static void *conn_run(void *arg)
 		log_warn("lifecycle", "preview of port %d of sandbox %s (node '%s'): %s", r->container_port,
 		         r->sandbox_id, r->node, e->message);
 	else if (fcntl(stream, F_SETFL, fcntl(stream, F_GETFL) | O_NONBLOCK) == 0)
-		pump(c->client, stream, &r->stopping);
+		pump(c->client, stream, r->cut_fd);
 	if (stream >= 0)
 		close(stream);
 	pthread_mutex_lock(&lc->relay_lock);
@@ -248,12 +268,15 @@ static void *listen_run(void *arg)
 	for (;;) {
 		pthread_mutex_lock(&lc->relay_lock);
 		int stopping = r->stopping, full = r->n_conns >= RELAY_MAX_CONNS;
+		/* Another preview's connection ending does not wake this one:
+		 * held back by the total, it looks again every second. */
+		int all_full = lc->relay_conns >= RELAY_MAX_TOTAL;
 		pthread_mutex_unlock(&lc->relay_lock);
 		if (stopping)
 			break;
 		struct pollfd p[2] = {{.fd = r->stop_fd, .events = POLLIN},
-		                      {.fd = full ? -1 : r->listen_fd, .events = POLLIN}};
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		                      {.fd = full || all_full ? -1 : r->listen_fd, .events = POLLIN}};
+		if (poll(p, 2, all_full && !full ? RELAY_FULL_RECHECK_MS : -1) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents) {
 			uint64_t v;
@@ -328,10 +351,11 @@ int lifecycle_relay_start(struct lifecycle *lc, const struct sandbox_record *s, 
 	                              .container_port = container_port,
 	                              .listen_fd = fd,
 	                              .stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK),
+	                              .cut_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK),
 	                              .refs = 1};
 	for (int i = 0; i < RELAY_MAX_CONNS; i++)
 		r->clients[i] = -1;
-	if (r->stop_fd < 0 || pthread_create(&r->thread, NULL, listen_run, r) != 0) {
+	if (r->stop_fd < 0 || r->cut_fd < 0 || pthread_create(&r->thread, NULL, listen_run, r) != 0) {
 		int saved = errno;
 		pthread_mutex_lock(&lc->relay_lock);
 		relay_unref_locked(r);
@@ -348,16 +372,20 @@ int lifecycle_relay_start(struct lifecycle *lc, const struct sandbox_record *s, 
 	return 0;
 }
 
-/* Stops r (taken off the list): no more accepts, live connections cut. */
+/* Stops r (taken off the list): no more accepts, live connections cut
+ * (each pump sees cut_fd and closes the exec stream; the person's side is
+ * shut down as well). */
 static void relay_stop(struct lifecycle *lc, struct lifecycle_relay *r)
 {
+	uint64_t one = 1;
 	pthread_mutex_lock(&lc->relay_lock);
-	__atomic_store_n(&r->stopping, 1, __ATOMIC_SEQ_CST);
+	r->stopping = 1;
+	if (write(r->cut_fd, &one, sizeof(one)) < 0)
+		log_warn("lifecycle", "cut the preview connections of sandbox %s: %s", r->sandbox_id, strerror(errno));
 	for (int i = 0; i < RELAY_MAX_CONNS; i++)
 		if (r->clients[i] >= 0)
-			shutdown(r->clients[i], SHUT_RDWR); /* its pump sees the end and closes the exec stream */
+			shutdown(r->clients[i], SHUT_RDWR);
 	pthread_mutex_unlock(&lc->relay_lock);
-	uint64_t one = 1;
 	if (write(r->stop_fd, &one, sizeof(one)) < 0)
 		log_debug("lifecycle", "stop the preview listener: %s", strerror(errno));
 	pthread_join(r->thread, NULL);
@@ -399,10 +427,17 @@ void lifecycle_relays_stop_all(struct lifecycle *lc)
 			break;
 		relay_stop(lc, r);
 	}
-	/* Connections still in an exec's start use the node's engine: wait. */
-	int64_t deadline = clock_monotonic_ms() + RELAY_STOP_WAIT_MS;
+	/* Connections still in an exec's create or start use the node's engine
+	 * and the lifecycle, which the caller frees next: wait for every one
+	 * (each such step is bounded by RELAY_EXEC_TIMEOUT_MS; a pump ends at
+	 * the cut). */
+	int64_t say_at = clock_monotonic_ms() + RELAY_STOP_SAY_MS;
 	pthread_mutex_lock(&lc->relay_lock);
-	while (lc->relay_conns > 0 && clock_monotonic_ms() < deadline) {
+	while (lc->relay_conns > 0) {
+		if (say_at && clock_monotonic_ms() >= say_at) {
+			log_warn("lifecycle", "waiting for %d preview connection(s) to end", lc->relay_conns);
+			say_at = 0;
+		}
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 100 * 1000000L;
@@ -410,8 +445,5 @@ void lifecycle_relays_stop_all(struct lifecycle *lc)
 			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
 		pthread_cond_timedwait(&lc->relay_cond, &lc->relay_lock, &ts);
 	}
-	if (lc->relay_conns > 0)
-		log_warn("lifecycle", "%d preview connection(s) did not end in %d s", lc->relay_conns,
-		         RELAY_STOP_WAIT_MS / 1000);
 	pthread_mutex_unlock(&lc->relay_lock);
 }

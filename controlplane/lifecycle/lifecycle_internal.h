@@ -119,7 +119,9 @@ int lifecycle_helper_upload(struct lifecycle *lc, struct docker_engine *engine, 
  * *io_host_port (0 = any free one, then set) and relays each connection to
  * container_port inside sandbox s (borrowed; its id, node and container are
  * copied) through an exec of the helper's connect mode on s's node's
- * engine. Listening already for that sandbox and port: 0, nothing changes.
+ * engine. At most 64 connections per preview and 256 over all run at once
+ * (more wait in the backlog); one idle for 30 minutes is closed.
+ * Listening already for that sandbox and port: 0, nothing changes.
  * UNAVAILABLE when the port cannot be bound (taken), INVALID_ARGUMENT for
  * a host that is not an address, INTERNAL when no thread starts. */
 int lifecycle_relay_start(struct lifecycle *lc, const struct sandbox_record *s, int container_port, const char *host,
@@ -128,8 +130,9 @@ int lifecycle_relay_start(struct lifecycle *lc, const struct sandbox_record *s, 
  * them for container_port <= 0. The port is free at return; live
  * connections are cut and end in their own threads. */
 void lifecycle_relay_stop(struct lifecycle *lc, const char *sandbox_id, int container_port);
-/* Stops every relay and waits (at most about 25 s) until no connection
- * uses a node's engine (lifecycle_free, before the engines go). */
+/* Stops every relay and waits until no connection's thread runs (they
+ * use a node's engine and lc: lifecycle_free, before those go). A thread
+ * in an exec's create or start ends within about 25 s; a copy at once. */
 void lifecycle_relays_stop_all(struct lifecycle *lc);
 /* The source of a clone on another node (clone_source.c), made on this
  * machine before its container exists. */

@@ -7,7 +7,8 @@
 // ten fetches at once all answer, nothing is published on the node's engine
 // and no forwarder exists on either engine; the URL answers again after a
 // restart of serve; a hostile sandbox that writes endlessly to the relay
-// does not grow serve; destroy closes the port. Needs root.
+// does not grow serve; a connection stuck on a sandbox that reads nothing
+// does not hold serve's stop; destroy closes the port. Needs root.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -129,6 +130,44 @@ ctx.test('a sandbox that writes endlessly to a preview connection does not grow 
   s.destroy();
   assert.ok(during - before < 16 * 1024, `serve grew ${during - before} KiB while a sandbox flooded a paused client`);
   // serve still answers, and the other preview still works.
+  const page = await fetchUrl(url);
+  assert.equal(page.status, 200);
+});
+
+ctx.test('a connection to a sandbox that reads nothing does not hold serve\'s stop', async () => {
+  const tools = await ctx.tools();
+  // A server that accepts and never reads: the relay's upward buffer fills
+  // and its exec stream stops taking bytes; the person's side goes quiet.
+  const script = [
+    'import socket, time',
+    's = socket.socket()',
+    's.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)',
+    "s.bind(('127.0.0.1', 8002))",
+    's.listen()',
+    'held = []',
+    'while True:',
+    '    c, _ = s.accept()',
+    '    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)',
+    '    held.append(c)',
+    '',
+  ].join('\n');
+  await tools.ok('write', { sandbox_id: id, path: '/tmp/deaf.py', content: script });
+  const deaf = await tools.ok('bash', { sandbox_id: id, command: 'exec python3 /tmp/deaf.py', yield_time_ms: 500 });
+  assert.equal(deaf.status, 'running', JSON.stringify(deaf));
+  const x = await tools.ok('sandbox_expose', { sandbox_id: id, port: 8002 });
+  const s = net.connect({ host: '127.0.0.1', port: x.host_port });
+  await new Promise((r) => s.once('connect', r));
+  const closed = new Promise((r) => s.once('close', r));
+  s.on('error', () => {});
+  s.write(Buffer.alloc(64 * 1024 * 1024, 0x61)); // far more than every buffer on the way
+  await new Promise((r) => setTimeout(r, 3000));
+  // serve's stop cuts the stuck connection at once (it used to wait 25 s
+  // for it, then free what its thread still used).
+  const t0 = Date.now();
+  await ctx.restart('SIGTERM');
+  const took = Date.now() - t0;
+  await closed;
+  assert.ok(took < 15_000, `serve's restart took ${took} ms with a stuck preview connection`);
   const page = await fetchUrl(url);
   assert.equal(page.status, 200);
 });

@@ -27,6 +27,7 @@ int lifecycle_new(const struct config *cfg, struct store *store, struct docker_e
 	export_git_configure((uint64_t)cfg->save_memory_bytes, (uint64_t)cfg->max_export_bytes);
 	pthread_mutex_init(&lc->lock, NULL);
 	pthread_mutex_init(&lc->attach_lock, NULL);
+	pthread_cond_init(&lc->attach_cond, NULL);
 	pthread_mutex_init(&lc->create_lock, NULL);
 	pthread_mutex_init(&lc->node_lock, NULL);
 	pthread_mutex_init(&lc->relay_lock, NULL);
@@ -57,6 +58,7 @@ void lifecycle_free(struct lifecycle *lc)
 	pthread_mutex_destroy(&lc->node_lock);
 	pthread_mutex_destroy(&lc->lock);
 	pthread_mutex_destroy(&lc->attach_lock);
+	pthread_cond_destroy(&lc->attach_cond);
 	pthread_mutex_destroy(&lc->create_lock);
 	free(lc);
 }

@@ -41,7 +41,13 @@ struct lifecycle {
 	/* Given to every channel opened (borrowed, static; NULL = none). */
 	const struct helper_receipts *receipts;
 	int network_ready;           /* POLICY_NETWORK exists (under attach_lock) */
-	pthread_mutex_t attach_lock; /* one (re-)attach at a time, so a sandbox never gets two channels */
+	pthread_mutex_t attach_lock; /* guards network_ready and reattaching */
+	/* Re-attaches under way, one per sandbox at a time so a sandbox never
+	 * gets two channels (recovery.c); others wait on attach_cond. A
+	 * re-attach of one sandbox never waits for another's, which may be on
+	 * a node that answers slowly. Entries live on their callers' stacks. */
+	struct lifecycle_reattaching *reattaching;
+	pthread_cond_t attach_cond;
 	struct guard_host host;      /* cfg, store and engine again, for the guards (guard/) */
 	struct lifecycle_pool *pool; /* warm pool (pool.c); NULL = none */
 	int pool_deferred;           /* size of a pool that starts at the first create (stdio) */
@@ -332,7 +338,8 @@ int lifecycle_attach_unlisted(struct lifecycle *lc, const char *sandbox_id, cons
                               struct helper_channel **ret_channel, struct cp_error **err);
 
 /* Brings back the channel of s, a row loaded as "running", whose channel is
- * missing or closed (recovery.c), under attach_lock: the container is
+ * missing or closed (recovery.c), one re-attach of s at a time (another
+ * caller waits for it; other sandboxes' re-attaches run beside): the container is
  * inspected; running → attach + hello (the helper's boot id is recorded, a
  * restarted helper logged); gone or stopped → the row becomes failed with
  * the reason and CONFLICT says to destroy it; restarting → UNAVAILABLE; the

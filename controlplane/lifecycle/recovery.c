@@ -142,8 +142,8 @@ static int recheck_mount(struct lifecycle *lc, const struct sandbox_record *s, s
 	return failed_error(err, s->id, reason);
 }
 
-/* Under attach_lock: inspect, decide, attach, greet. *engine_down is set
- * when the engine itself did not answer. */
+/* With s's re-attach claimed (reattach): inspect, decide, attach, greet.
+ * *engine_down is set when the engine itself did not answer. */
 static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel **ret_channel,
                            int *engine_down, struct cp_error **err)
 {
@@ -202,7 +202,7 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 	(void)lifecycle_channel_own(lc, s->id); /* when it can (another process may use it) */
 	/* Not in the table until the mount checks passed: no call may use it
 	 * before (a concurrent call meanwhile finds the old, closed channel
-	 * and waits for attach_lock). */
+	 * and waits for this re-attach to end). */
 	if (lifecycle_attach_unlisted(lc, s->id, s->node, container, &ch, err) < 0) {
 		if ((*err)->code == CP_ERR_UNAVAILABLE || (*err)->code == CP_ERR_TIMEOUT) {
 			*engine_down = 1;
@@ -256,11 +256,41 @@ static int reattach_locked(struct lifecycle *lc, const struct sandbox_record *s,
 	return 0;
 }
 
+/* One re-attach under way (lifecycle_internal.h: reattaching). */
+struct lifecycle_reattaching {
+	const char *sandbox_id; /* borrowed from the caller's row */
+	struct lifecycle_reattaching *next;
+};
+
+static int reattaching(const struct lifecycle *lc, const char *id)
+{
+	for (const struct lifecycle_reattaching *r = lc->reattaching; r; r = r->next)
+		if (!strcmp(r->sandbox_id, id))
+			return 1;
+	return 0;
+}
+
+/* Re-attaches s with no other re-attach of s at the same time (a second
+ * caller waits, then finds the first one's channel); re-attaches of other
+ * sandboxes run beside it. */
 static int reattach(struct lifecycle *lc, const struct sandbox_record *s, struct helper_channel **ret_channel,
                     int *engine_down, struct cp_error **err)
 {
+	struct lifecycle_reattaching me = {.sandbox_id = s->id};
 	pthread_mutex_lock(&lc->attach_lock);
+	while (reattaching(lc, s->id))
+		pthread_cond_wait(&lc->attach_cond, &lc->attach_lock);
+	me.next = lc->reattaching;
+	lc->reattaching = &me;
+	pthread_mutex_unlock(&lc->attach_lock);
 	int r = reattach_locked(lc, s, ret_channel, engine_down, err);
+	pthread_mutex_lock(&lc->attach_lock);
+	for (struct lifecycle_reattaching **p = &lc->reattaching; *p; p = &(*p)->next)
+		if (*p == &me) {
+			*p = me.next;
+			break;
+		}
+	pthread_cond_broadcast(&lc->attach_cond);
 	pthread_mutex_unlock(&lc->attach_lock);
 	return r;
 }

@@ -5,6 +5,7 @@
  * lets policy_placement_choose decide, with getrandom as the random
  * source. With no node row it answers 'local' without asking any engine,
  * so a single machine's create is what it was. Creates nothing. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -92,6 +93,44 @@ static void probe_remote(struct lifecycle *lc, struct policy_node *p)
 	p->state = POLICY_NODE_DOWN;
 }
 
+struct probe {
+	struct lifecycle *lc;
+	struct policy_node *node;
+	pthread_t thread;
+	int started;
+};
+
+static void *probe_run(void *arg)
+{
+	struct probe *pr = arg;
+	probe_remote(pr->lc, pr->node);
+	return NULL;
+}
+
+/* probe_remote for nodes[1..n) (those of pinned only, when set), all at
+ * once: a create waits for the slowest node's answer, not for their sum
+ * (a node that answers its ping and then stalls costs its inspect's
+ * timeout once). A thread that cannot start probes in this one. */
+static void probe_remotes(struct lifecycle *lc, struct policy_node *nodes, size_t n, const char *pinned)
+{
+	struct probe *pr = xcalloc(n, sizeof(*pr));
+	size_t asked = 0;
+	for (size_t i = 1; i < n; i++)
+		asked += nodes[i].state == POLICY_NODE_READY && (!pinned || !strcmp(pinned, nodes[i].name));
+	for (size_t i = 1; i < n; i++) {
+		if (nodes[i].state != POLICY_NODE_READY || (pinned && strcmp(pinned, nodes[i].name)))
+			continue;
+		pr[i] = (struct probe){.lc = lc, .node = &nodes[i]};
+		pr[i].started = asked > 1 && pthread_create(&pr[i].thread, NULL, probe_run, &pr[i]) == 0;
+		if (!pr[i].started)
+			probe_remote(lc, &nodes[i]);
+	}
+	for (size_t i = 1; i < n; i++)
+		if (pr[i].started)
+			pthread_join(pr[i].thread, NULL);
+	free(pr);
+}
+
 int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, const char *pinned,
                     const struct policy_placement_tries *tries, char **ret_node, struct cp_error **err)
 {
@@ -123,9 +162,8 @@ int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, co
 		                                .max_sandboxes = policy_placement_node_limit(r->labels.memory_bytes)};
 	}
 	int rc = count_live(lc, nodes, n, err);
-	for (size_t i = 1; rc == 0 && i < n; i++)
-		if (!pinned || !strcmp(pinned, nodes[i].name))
-			probe_remote(lc, &nodes[i]);
+	if (rc == 0)
+		probe_remotes(lc, nodes, n, pinned);
 	struct policy_placement_request req = {
 	    .runtime = lim->runtime,
 	    .memory_bytes = lim->memory_bytes > 0 ? lim->memory_bytes : lc->limits.default_memory_bytes,

@@ -44,21 +44,39 @@ int docker_text_printable(const char *s, size_t max);
 /* What the user is told when the socket does not answer. */
 #define DOCKER_START_HINT "start it with 'sudo systemctl start docker' or 'dockerd &'"
 
+/* One PEM file's bytes, owned (never logged or put in a message). */
+struct docker_pem {
+	char *data;
+	size_t len;
+};
+
+/* Reads the three files of tls into e's tls_ca, tls_cert and tls_key, each
+ * opened once without following a symbolic link and taken only when it is
+ * a regular file of this user that no other user can read or write (mode
+ * & 077 == 0; node add's copies are 0600) of 1 to DOCKER_TLS_FILE_MAX
+ * bytes. So a file swapped or loosened later is refused at the next open,
+ * never read by path at each call. UNAVAILABLE naming the option and the
+ * file's path, never its bytes. */
+int docker_tls_load(struct docker_engine *e, const struct docker_tls_files *tls, struct cp_error **err);
+/* Wipes and frees the three (accepts an engine without them). */
+void docker_tls_clear(struct docker_engine *e);
+#define DOCKER_TLS_FILE_MAX (64 * 1024)
+
 /* One engine: this machine's on its Unix socket, or another machine's at
  * tcp://HOST:PORT with mutual TLS (issue 28; tls.c). */
 struct docker_engine {
-	char *socket_path;    /* owned; NULL for a remote engine */
-	char *endpoint;       /* owned; "tcp://HOST:PORT" of a remote engine, else NULL */
-	char *base_url;       /* owned: "http://localhost", or "https://HOST:PORT" */
-	char *tls_ca;         /* owned paths of a remote engine's PEM files (never their bytes) */
-	char *tls_cert;       /* ... */
-	char *tls_key;        /* ... */
-	char *api_version;    /* owned, negotiated "1.41" */
-	char *engine_version; /* owned, "20.10.24+dfsg1" */
+	char *socket_path;          /* owned; NULL for a remote engine */
+	char *endpoint;             /* owned; "tcp://HOST:PORT" of a remote engine, else NULL */
+	char *base_url;             /* owned: "http://localhost", or "https://HOST:PORT" */
+	struct docker_pem tls_ca;   /* a remote engine's PEM files, read once when it opens */
+	struct docker_pem tls_cert; /* (docker_tls_load); the key's bytes are wiped when */
+	struct docker_pem tls_key;  /* the engine is freed */
+	char *api_version;          /* owned, negotiated "1.41" */
+	char *engine_version;       /* owned, "20.10.24+dfsg1" */
 };
 
 /* Sets the libcurl options of an exchange with a remote engine (curl is a
- * CURL *; e borrowed, its strings must outlive the handle's use): https
+ * CURL *; e borrowed; libcurl copies the PEM bytes, CURL_BLOB_COPY): https
  * only, e's CA as the only trust anchor, e's client certificate and key,
  * peer and host verified, TLS 1.2 or newer, no proxy. Pure apart from the
  * handle. */

@@ -3,17 +3,23 @@
  * (tcp://HOST:PORT, only with a CA, a client certificate and its key), the
  * libcurl options that make every exchange with it verify the engine and
  * show our certificate, and the words for what went wrong on the way.
- * Never reads, logs or returns a certificate's or key's bytes: libcurl
- * reads the files; messages name the option to check, not the file. */
+ * The three files are read once when an engine opens, each checked on the
+ * descriptor it was read from (this user's, private, not a link), and
+ * handed to libcurl as bytes; they are never logged or returned, and
+ * libcurl's words (which may name a file) are not passed on. */
 #include "engine_internal.h"
 
 #include <curl/curl.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "../base/cleanup.h"
 #include "../base/xalloc.h"
 
 /* Why a plain-TCP engine is refused, for messages. */
@@ -110,16 +116,87 @@ int docker_endpoint_parse(const char *endpoint, int has_tls, char **ret_host, in
 	return 0;
 }
 
+/* Reads one file (docker_tls_load's rules) into *ret. */
+static int load_one(const char *endpoint, const char *path, const char *option, struct docker_pem *ret,
+                    struct cp_error **err)
+{
+	_cleanup_free_ char *what = xasprintf("read the TLS files of the Docker Engine at '%s'", endpoint);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno,
+		                          "%s: cannot open the %s copy '%s' (a symbolic link is refused); add the node "
+		                          "again with 'chat2sbx node add'",
+		                          what, option, path);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return cp_error_set_errno(err, CP_ERR_UNAVAILABLE, errno, "%s: stat '%s'", what, path);
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return cp_error_set(err, CP_ERR_UNAVAILABLE,
+		                    "%s: the %s copy '%s' is not a private file of this user (mode %04o, uid %u); "
+		                    "another user may have changed it: add the node again with 'chat2sbx node add'",
+		                    what, option, path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+	if (st.st_size <= 0 || st.st_size > DOCKER_TLS_FILE_MAX)
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s: the %s copy '%s' has %lld bytes (1 to %d are read)",
+		                    what, option, path, (long long)st.st_size, DOCKER_TLS_FILE_MAX);
+	size_t len = (size_t)st.st_size, got = 0;
+	char *buf = xmalloc(len);
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got < len) {
+		explicit_bzero(buf, len);
+		free(buf);
+		return cp_error_set(err, CP_ERR_UNAVAILABLE, "%s: the %s copy '%s' could not be read whole", what,
+		                    option, path);
+	}
+	*ret = (struct docker_pem){.data = buf, .len = len};
+	return 0;
+}
+
+/* engine_internal.h. */
+int docker_tls_load(struct docker_engine *e, const struct docker_tls_files *tls, struct cp_error **err)
+{
+	const char *at = e->endpoint ? e->endpoint : "";
+	if (load_one(at, tls->ca, "--tls-ca", &e->tls_ca, err) < 0 ||
+	    load_one(at, tls->cert, "--tls-cert", &e->tls_cert, err) < 0 ||
+	    load_one(at, tls->key, "--tls-key", &e->tls_key, err) < 0) {
+		docker_tls_clear(e);
+		return -1;
+	}
+	return 0;
+}
+
+/* engine_internal.h. */
+void docker_tls_clear(struct docker_engine *e)
+{
+	struct docker_pem *all[3] = {&e->tls_ca, &e->tls_cert, &e->tls_key};
+	for (size_t i = 0; i < 3; i++) {
+		if (all[i]->data)
+			explicit_bzero(all[i]->data, all[i]->len);
+		free(all[i]->data);
+		*all[i] = (struct docker_pem){0};
+	}
+}
+
 /* The libcurl options of an exchange with a remote engine (engine_internal.h). */
 void docker_tls_setopt(void *curl, const struct docker_engine *e)
 {
 	CURL *h = curl;
+	struct curl_blob ca = {.data = e->tls_ca.data, .len = e->tls_ca.len, .flags = CURL_BLOB_COPY};
+	struct curl_blob cert = {.data = e->tls_cert.data, .len = e->tls_cert.len, .flags = CURL_BLOB_COPY};
+	struct curl_blob key = {.data = e->tls_key.data, .len = e->tls_key.len, .flags = CURL_BLOB_COPY};
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(h, CURLOPT_CAINFO, e->tls_ca);
-	curl_easy_setopt(h, CURLOPT_CAPATH, NULL); /* only the node's CA, never the system's */
-	curl_easy_setopt(h, CURLOPT_SSLCERT, e->tls_cert);
+	curl_easy_setopt(h, CURLOPT_CAINFO, NULL); /* only the node's CA, never the system's */
+	curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+	curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca);
+	curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
 	curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
-	curl_easy_setopt(h, CURLOPT_SSLKEY, e->tls_key);
+	curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
 	curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
 	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);

@@ -473,9 +473,7 @@ static void engine_destroy(struct docker_engine *e)
 	free(e->socket_path);
 	free(e->endpoint);
 	free(e->base_url);
-	free(e->tls_ca);
-	free(e->tls_cert);
-	free(e->tls_key);
+	docker_tls_clear(e);
 	free(e->api_version);
 	free(e->engine_version);
 	free(e);
@@ -556,10 +554,7 @@ int docker_engine_new_tls(const char *endpoint, const struct docker_tls_files *t
 	e->endpoint = xstrdup(endpoint);
 	e->base_url =
 	    strchr(host, ':') ? xasprintf("https://[%s]:%d", host, port) : xasprintf("https://%s:%d", host, port);
-	e->tls_ca = xstrdup(tls->ca);
-	e->tls_cert = xstrdup(tls->cert);
-	e->tls_key = xstrdup(tls->key);
-	if (engine_negotiate(e, err) < 0)
+	if (docker_tls_load(e, tls, err) < 0 || engine_negotiate(e, err) < 0)
 		return -1;
 	*ret_engine = TAKE_PTR(e);
 	return 0;

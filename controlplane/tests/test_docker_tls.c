@@ -4,6 +4,11 @@
  * to codes that say which side refused a certificate, never with a file's
  * bytes; an engine that does not answer; the facts of GET /info. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <curl/curl.h>
 #include <json-c/json.h>
 #include <stdlib.h>
@@ -129,18 +134,78 @@ Test(docker_tls, failures_say_which_side_refused_and_never_a_file)
 	}
 }
 
+/* Writes a file of mode under dir; returns its path (static buffer i). */
+static const char *tls_file(const char *dir, const char *name, mode_t mode)
+{
+	static char paths[4][256];
+	static int next;
+	char *p = paths[next++ % 4];
+	snprintf(p, 256, "%s/%s", dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0, "%s: %s", p, strerror(errno));
+	cr_assert_eq(write(fd, "-----BEGIN X-----\n", 18), 18);
+	close(fd);
+	cr_assert_eq(chmod(p, mode), 0);
+	return p;
+}
+
 Test(docker_tls, an_engine_that_does_not_answer_is_unavailable)
 {
-	/* 127.0.0.1:1: nothing listens there; the files are never read. */
-	struct docker_tls_files tls = {
-	    .ca = "/nonexistent/ca.pem", .cert = "/nonexistent/cert.pem", .key = "/nonexistent/key.pem"};
+	/* 127.0.0.1:1: nothing listens there. Private files are read, then the
+	 * connection fails, naming the engine. */
+	char dir[] = "/tmp/cp-tls-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	struct docker_tls_files tls = {.ca = tls_file(dir, "ca.pem", 0600),
+	                               .cert = tls_file(dir, "cert.pem", 0600),
+	                               .key = tls_file(dir, "key.pem", 0600)};
 	struct docker_engine *e = NULL;
 	struct cp_error *err = NULL;
 	cr_assert_eq(docker_engine_new_tls("tcp://127.0.0.1:1", &tls, &e, &err), -1);
 	cr_expect_null(e);
 	cr_expect(err->code == CP_ERR_UNAVAILABLE || err->code == CP_ERR_INVALID_ARGUMENT, "%s", err->message);
 	cr_expect(strstr(err->message, "tcp://127.0.0.1:1") != NULL, "%s", err->message);
+	cr_expect(strstr(err->message, "TLS files") == NULL, "the files were refused: %s", err->message);
 	cp_error_freep(&err);
+	unlink(tls.ca);
+	unlink(tls.cert);
+	unlink(tls.key);
+	rmdir(dir);
+}
+
+Test(docker_tls, a_loosened_missing_or_linked_tls_file_is_refused_before_any_connection)
+{
+	char dir[] = "/tmp/cp-tls-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	const char *ca = tls_file(dir, "ca.pem", 0600), *cert = tls_file(dir, "cert.pem", 0600);
+	const char *loose = tls_file(dir, "key.pem", 0640);
+	char link[300];
+	snprintf(link, sizeof(link), "%s/link.pem", dir);
+	cr_assert_eq(symlink(ca, link), 0);
+	struct {
+		const char *key;
+		const char *words;
+	} rows[] = {
+	    {loose, "is not a private file of this user (mode 0640"},
+	    {link, "a symbolic link is refused"},
+	    {"/nonexistent/key.pem", "cannot open the --tls-key copy"},
+	};
+	for (size_t i = 0; i < N(rows); i++) {
+		struct docker_tls_files tls = {.ca = ca, .cert = cert, .key = rows[i].key};
+		struct docker_engine *e = NULL;
+		struct cp_error *err = NULL;
+		cr_assert_eq(docker_engine_new_tls("tcp://127.0.0.1:1", &tls, &e, &err), -1);
+		cr_expect_eq(err->code, CP_ERR_UNAVAILABLE);
+		cr_expect(strstr(err->message, rows[i].words) != NULL, "row %zu: %s", i, err->message);
+		cr_expect(strstr(err->message, "TLS files of the Docker Engine at 'tcp://127.0.0.1:1'") != NULL,
+		          "row %zu: %s", i, err->message);
+		cr_expect(strstr(err->message, "BEGIN") == NULL, "row %zu shows bytes: %s", i, err->message);
+		cp_error_freep(&err);
+	}
+	unlink(link);
+	unlink(loose);
+	unlink(ca);
+	unlink(cert);
+	rmdir(dir);
 }
 
 Test(docker_tls, the_facts_of_info)

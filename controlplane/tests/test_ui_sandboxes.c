@@ -282,3 +282,36 @@ Test(ui_destroy, a_cross_origin_post_changes_nothing)
 	cr_expect_eq(fake_count("DELETE", "/containers/"), 0);
 	cr_expect_str_eq(lc_fixture_status(SBX), "running");
 }
+
+Test(ui_sandbox_render, the_node_is_shown_with_its_state)
+{
+	struct ui_sandbox_view v = {
+	    .s = {.id = "sbx_1", .workspace_id = "ws_1", .status = SANDBOX_RUNNING, .node = "n1", .created_at_ms = 1},
+	    .ws_mode = "managed",
+	    .node_endpoint = "tcp://10.0.0.2:2376" HOSTILE,
+	    .node_state = NODE_DOWN,
+	    .node_contact_ms = 1700000000000 - 60000};
+	struct ui_req r = req();
+	ui_sandbox_view_render(&r, &v);
+	cr_assert_not_null(r.html);
+	cr_expect(strstr(r.html, "<dt>Node</dt><dd class=\"node\" data-node=\"n1\"><code>n1</code>, the engine at "
+	                         "<code>tcp://10.0.0.2:2376&lt;script&gt;"),
+	          "%s", r.html);
+	cr_expect(strstr(r.html, "data-node-state=\"down\">down</span>; it last answered"), "%s", r.html);
+	cr_expect(strstr(r.html, "answer UNAVAILABLE until it answers again"), "%s", r.html);
+	cr_expect_null(strstr(r.html, "<script"), "%s", r.html);
+	free(r.html);
+
+	/* A row on this machine, and one whose node was removed. */
+	v.s.node = NULL;
+	r = req();
+	ui_sandbox_view_render(&r, &v);
+	cr_expect(strstr(r.html, "data-node=\"local\">local (this machine's engine)</dd>"), "%s", r.html);
+	free(r.html);
+	v.s.node = "gone";
+	v.node_endpoint = NULL;
+	r = req();
+	ui_sandbox_view_render(&r, &v);
+	cr_expect(strstr(r.html, "<code>gone</code>: no longer registered"), "%s", r.html);
+	free(r.html);
+}

@@ -1,10 +1,11 @@
 /* page_sandboxes.c: the sandboxes on the page (docs/ui.md, "Sandboxes"):
  * the table of live and failed ones from the registry, each with its
- * status, runtime, workspace and mode, limits, times, idle expiry,
+ * status, runtime, node, workspace and mode, limits, times, idle expiry,
  * paused-for-disk state and unsaved clone work, as lifecycle knows them;
  * and the words the detail page shares for those facts. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../base/xalloc.h"
 #include "../lifecycle/lifecycle.h"
@@ -51,6 +52,32 @@ static void put_expiry(struct ui_req *r, int64_t at)
 		ui_put_time(r, at);
 }
 
+/* The sandbox's node as a <dt>/<dd> pair: 'local', or another machine's
+ * engine with its endpoint, state and last answer (docs/nodes.md). */
+static void put_node(struct ui_req *r, const struct ui_sandbox_view *v)
+{
+	const char *node = v->s.node && *v->s.node ? v->s.node : STORE_NODE_LOCAL;
+	ui_put(r, "<dt>Node</dt><dd class=\"node\" data-node=\"%s\">", node);
+	if (!strcmp(node, STORE_NODE_LOCAL)) {
+		ui_put(r, "local (this machine's engine)</dd>");
+		return;
+	}
+	if (!v->node_endpoint) {
+		ui_put(r, "<code>%s</code>: no longer registered (node list)</dd>", node);
+		return;
+	}
+	ui_put(r, "<code>%s</code>, the engine at <code>%s</code>: <span data-node-state=\"%s\">%s</span>", node,
+	       v->node_endpoint, node_state_to_string(v->node_state), node_state_to_string(v->node_state));
+	if (v->node_contact_ms) {
+		ui_put(r, "; it last answered ");
+		ui_put_time(r, v->node_contact_ms);
+	}
+	if (v->node_state == NODE_DOWN)
+		ui_put(r, "<br><span class=\"note\">Its sandboxes answer UNAVAILABLE until it answers again; their "
+		          "rows and files are kept.</span>");
+	ui_put(r, "</dd>");
+}
+
 void ui_put_sandbox_facts(struct ui_req *r, const struct ui_sandbox_view *v)
 {
 	const struct sandbox_record *s = &v->s;
@@ -66,6 +93,7 @@ void ui_put_sandbox_facts(struct ui_req *r, const struct ui_sandbox_view *v)
 		ui_put(r, "no");
 	ui_put(r, "</dd><dt>Runtime</dt><dd>%s%R%s</dd>", s->runtime ? s->runtime : "runc (the engine's default)",
 	       s->vm_accel ? ", " : "", s->vm_accel);
+	put_node(r, v);
 	ui_put(r, "<dt>Workspace</dt><dd><code>%s</code> (%s)", s->workspace_id, v->ws_mode ? v->ws_mode : "unknown");
 	if (v->ws_host_path)
 		ui_put(r, " of <code>%s</code>", v->ws_host_path);
@@ -115,7 +143,8 @@ void ui_put_sandboxes(struct ui_req *r)
 		ui_put(r, "<p class=\"note\">No sandbox. The model makes one with sandbox_create.</p>");
 	else
 		ui_put(r, "<table class=\"sandboxes\"><thead><tr><th>Sandbox</th><th>Status</th><th>Runtime</th>"
-		          "<th>Workspace</th><th>Limits</th><th>Created</th><th>Last activity</th><th>Idle expiry</th>"
+		          "<th>Node</th><th>Workspace</th><th>Limits</th><th>Created</th><th>Last "
+		          "activity</th><th>Idle expiry</th>"
 		          "<th>Unsaved work</th></tr></thead><tbody>");
 	for (size_t i = 0; i < n; i++) {
 		const struct sandbox_record *s = &rows[i];
@@ -127,10 +156,12 @@ void ui_put_sandboxes(struct ui_req *r)
 		int paused = lc && lifecycle_disk_paused(lc, s->id, NULL, 0);
 		ui_put(r,
 		       "<tr data-sandbox=\"%s\"><td><a href=\"/ui/sandboxes/%s\"><code>%s</code></a></td>"
-		       "<td data-status=\"%s\">%s%R</td><td>%s</td><td><code>%s</code> (%s)</td><td>",
+		       "<td data-status=\"%s\">%s%R</td><td>%s</td><td data-node=\"%s\">%s</td><td><code>%s</code> "
+		       "(%s)</td><td>",
 		       s->id, s->id, s->id, sandbox_status_to_string(s->status), sandbox_status_to_string(s->status),
 		       paused ? ", <strong class=\"paused\">paused for disk</strong>" : "",
-		       s->runtime ? s->runtime : "runc", s->workspace_id ? s->workspace_id : "—",
+		       s->runtime ? s->runtime : "runc", s->node && *s->node ? s->node : STORE_NODE_LOCAL,
+		       s->node && *s->node ? s->node : STORE_NODE_LOCAL, s->workspace_id ? s->workspace_id : "—",
 		       w.mode ? w.mode : "unknown");
 		put_limits(r, s, default_memory);
 		ui_put(r, "</td><td>");

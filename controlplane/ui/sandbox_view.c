@@ -29,6 +29,7 @@ void ui_sandbox_view_clear(struct ui_sandbox_view *v)
 	sandbox_record_clear(&v->s);
 	free(v->ws_mode);
 	free(v->ws_host_path);
+	free(v->node_endpoint);
 	for (size_t i = 0; i < v->n_sessions; i++) {
 		struct ui_bash_session *b = &v->sessions[i];
 		free(b->id);
@@ -296,6 +297,16 @@ int ui_sandbox_view_gather(struct ui_req *r, const char *id, struct ui_sandbox_v
 		v->ws_host_path = w.host_path ? xstrdup(w.host_path) : NULL;
 		workspace_record_clear(&w);
 	}
+	cp_error_free(e);
+	e = NULL;
+	struct node_record n = {0};
+	if (v->s.node && strcmp(v->s.node, STORE_NODE_LOCAL) &&
+	    store_node_get(r->ui->deps.store, v->s.node, &n, &e) == 0) {
+		v->node_endpoint = n.endpoint ? xstrdup(n.endpoint) : NULL;
+		v->node_state = n.state;
+		v->node_contact_ms = n.last_contact_ms;
+	}
+	node_record_clear(&n);
 	cp_error_free(e);
 	int64_t unwritten = lifecycle_activity_unwritten(lc, id);
 	v->last_activity_ms = unwritten > v->s.last_activity_ms ? unwritten : v->s.last_activity_ms;

@@ -142,9 +142,15 @@ struct ui_preview {
  * (ui_sandbox_view_gather) and written after (ui_sandbox_view_render), so
  * that the writing can be tested on plain data. */
 struct ui_sandbox_view {
-	struct sandbox_record s;  /* the registry's row */
-	char *ws_mode;            /* managed | clone | direct; NULL when unknown */
-	char *ws_host_path;       /* the host folder behind it; NULL for a managed one */
+	struct sandbox_record s; /* the registry's row */
+	char *ws_mode;           /* managed | clone | direct; NULL when unknown */
+	char *ws_host_path;      /* the host folder behind it; NULL for a managed one */
+	/* Its node (issue 28) when it is not 'local': the registry's row of it
+	 * (endpoint, state, last contact); node_endpoint NULL when the row is
+	 * gone or could not be read. */
+	char *node_endpoint;
+	enum node_state node_state;
+	int64_t node_contact_ms;
 	int64_t last_activity_ms; /* the row's, or newer in memory */
 	int64_t expiry_at_ms;     /* lifecycle_idle_expiry_at: 0 none, 1 due now */
 	int64_t idle_timeout_ms;

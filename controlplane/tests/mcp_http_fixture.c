@@ -39,6 +39,8 @@ static int htool_echo(const struct mcp_call *call, const struct mcp_args *margs,
 		tool_test_wait_cancel(call, json_object_get_int(ms), &waits_cancelled, &waits_completed);
 	struct json_object *copy = NULL;
 	json_object_deep_copy(args, &copy, NULL);
+	if (json_object_object_get_ex(args, "meet", &ms))
+		json_object_object_add(copy, "met", json_object_new_boolean(tool_test_meet(json_object_get_int(ms))));
 	*ret_result = copy;
 	return 0;
 }

@@ -235,23 +235,26 @@ Test(mcp_http, bad_content_type_and_bad_json)
 	free_reply(&r);
 }
 
+/* POSTs tools/call of echo with the arguments args (a JSON object's text) into *r. */
+static void call_echo(struct hreply *r, const char *args)
+{
+	char body[256];
+	snprintf(body, sizeof(body),
+	         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+	         "\"arguments\":%s}}",
+	         args);
+	hreq(r, "POST", "/mcp", body, NULL);
+}
+
 static void *echo_slow(void *arg)
 {
-	struct hreply *r = arg;
-	hreq(r, "POST", "/mcp",
-	     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"
-	     "{\"sleep_ms\":300}}}",
-	     NULL);
+	call_echo(arg, "{\"sleep_ms\":300}");
 	return NULL;
 }
 
 static void *echo_meet(void *arg)
 {
-	struct hreply *r = arg;
-	hreq(r, "POST", "/mcp",
-	     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"
-	     "{\"meet\":2}}}",
-	     NULL);
+	call_echo(arg, "{\"meet\":2}");
 	return NULL;
 }
 

@@ -5,23 +5,28 @@
 // listing. A create pinned to n1 claims it (the same sandbox, fast, and it
 // answers bash) and n1's pool is refilled; draining n1 removes its member
 // from n1's engine (the claimed sandbox keeps working) and resuming it
-// brings one back; SIGTERM of serve removes the members it made on n1 and
-// on local, and leaves the claimed sandbox; at the end `node remove` of the
-// drained node goes through and nothing of ours is left on n1's engine.
-// A stalled n1 (its dockerd stopped with SIGSTOP while its refill makes a
-// member) holds up neither a claim on local nor local's refill. Notes
-// create latency on n1 with a warm member and without. Needs root.
+// brings one back. A stalled n1 (its dockerd stopped with SIGSTOP while its
+// refill makes a member) holds up neither a claim on local nor local's
+// refill. Cut off the network, n1 hands out nothing and keeps its member,
+// which answers once n1 is back; a member killed during a cut is removed
+// and made again. SIGTERM of serve removes the members it made on n1 and
+// on local and leaves the claimed sandboxes; at the end `node remove` of
+// the drained node goes through and nothing of ours is left on n1's
+// engine. Notes create latency on n1 with a warm member and without.
+// Needs root.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { runCli } from '../lib/clones.mjs';
-import { useNodeEngine } from '../lib/nodes.mjs';
+import { runCli, runCliJson } from '../lib/clones.mjs';
+import { ENGINE, useNodeEngine } from '../lib/nodes.mjs';
 import { DOCKER_SOCKET, dockerRequest, LABEL_REGISTRY, LABEL_SANDBOX, median, useServer } from '../lib/server.mjs';
 
 const POOL_LABEL = 'org.chat2sbx.pool';
 const POOL_ENV = { CHAT2SBX_RUNTIME: 'runc', CHAT2SBX_WARM_POOL: '1' };
-const node = useNodeEngine(process.env.E2E_POOL_NODE_NUMBER || '68');
+const N = process.env.E2E_POOL_NODE_NUMBER || '68';
+const node = useNodeEngine(N);
 const ctx = useServer({ env: POOL_ENV });
 const claimed = new Set(); // handed out on n1: their containers keep the pool label
 const claimedLocal = new Set(); // handed out on local
@@ -29,6 +34,16 @@ const made = [];
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const cli = (args) => runCli(ctx.srv, args);
+const n1State = () => runCliJson(ctx.srv, ['node', 'show', 'n1', '--json']).state;
+
+async function waitState(want, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (n1State() !== want && Date.now() < deadline) await sleep(250);
+  assert.equal(n1State(), want);
+}
+
+// How many times serve logged that n1 answers again (its reconcile ran).
+const reconciles = () => (fs.readFileSync(ctx.srv.stderrPath, 'utf8').match(/node n1 answers again:/g) || []).length;
 
 ctx.onCleanup(async () => {
   const tools = await ctx.tools();
@@ -197,6 +212,52 @@ ctx.test('a stalled n1 (its dockerd stopped) holds up neither a create on local 
     process.kill(pid, 'SIGCONT');
   }
   await waitMembers(1, 'n1', node.SOCK, 120_000);
+});
+
+ctx.test('n1 cut off hands out nothing; back, its member is re-attached and claimed; one killed meanwhile is made again', async () => {
+  const tools = await ctx.tools();
+  const [member] = await waitMembers(1);
+  let before = reconciles();
+  execFileSync(ENGINE, ['cut', N]);
+  try {
+    await waitState('down');
+    const res = await tools.call('sandbox_create', { node: 'n1' });
+    assert.equal(res.isError, true, 'a node that is down takes no sandbox, warm or not');
+    const elsewhere = await tools.create({});
+    made.push(elsewhere.sandbox_id);
+    claimedLocal.add(elsewhere.sandbox_id);
+    assert.equal(elsewhere.node, 'local');
+    assert.deepEqual([...(await members())], [member], 'the member stays on n1 through the cut');
+  } finally {
+    execFileSync(ENGINE, ['heal', N]);
+  }
+  await waitState('ready');
+  for (const until = Date.now() + 20_000; reconciles() === before && Date.now() < until; ) await sleep(250);
+  const { id } = await claim(tools, new Set([member]));
+  const r = await tools.ok('bash', { sandbox_id: id, command: 'echo back', yield_time_ms: 10_000 });
+  assert.equal(r.output, 'back\n', 'the member kept through the cut answers once claimed');
+
+  // A member whose container dies while n1 is cut off: marked failed by
+  // n1's reconcile when it answers, then removed and made again.
+  const [dying] = await waitMembers(1);
+  before = reconciles();
+  execFileSync(ENGINE, ['cut', N]);
+  try {
+    await waitState('down');
+    execFileSync('docker', ['-H', `unix://${node.SOCK}`, 'kill', dying], { stdio: 'ignore' });
+  } finally {
+    execFileSync(ENGINE, ['heal', N]);
+  }
+  await waitState('ready');
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const now = await members();
+    const gone = !(await ours()).containers.some((c) => c.Labels[LABEL_SANDBOX] === dying);
+    if (gone && now.size === 1 && !now.has(dying)) break;
+    if (Date.now() > deadline) throw new Error(`n1's dead member ${dying} was not replaced: ${[...now]}, gone ${gone}`);
+    await sleep(500);
+  }
+  assert.ok(reconciles() > before);
 });
 
 ctx.test('SIGTERM of serve removes the members it made on n1 and on local; claimed sandboxes stay', async () => {

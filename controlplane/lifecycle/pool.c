@@ -205,6 +205,10 @@ void lifecycle_pool_stop(struct lifecycle *lc)
 		return;
 	struct lifecycle_pool *p = lc->pool;
 	periodic_stop(p->sync); /* no refill starts from here on */
+	/* Every node's refill asked first: a create under way on a slow node
+	 * ends alongside the others' instead of after them. */
+	for (size_t i = 0; i < p->n_nodes; i++)
+		lifecycle_pool_node_stop_ask(p->nodes[i]);
 	for (size_t i = 0; i < p->n_nodes; i++)
 		lifecycle_pool_node_stop(p->nodes[i]);
 	free(p->nodes);

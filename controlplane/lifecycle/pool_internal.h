@@ -70,8 +70,12 @@ struct lifecycle_pool_node *lifecycle_pool_node_start(struct lifecycle_pool *p, 
  * step waits a moment before making the next, as the claimed sandbox's
  * first calls follow). Accepts NULL; never blocks long. */
 void lifecycle_pool_node_wake(struct lifecycle_pool_node *n, int claimed);
+/* Asks node's refill to stop without waiting (periodic_stop_ask), so that
+ * the steps under way on several nodes end together. Accepts NULL. */
+void lifecycle_pool_node_stop_ask(struct lifecycle_pool_node *n);
 /* Stops node's refill (waits for a step under way: at most one member's
- * create or removal on that node) and frees n. Accepts NULL. */
+ * create or removal on that node, bounded by that engine's timeouts) and
+ * frees n. Accepts NULL. */
 void lifecycle_pool_node_stop(struct lifecycle_pool_node *n);
 
 #endif

@@ -181,6 +181,12 @@ void lifecycle_pool_node_wake(struct lifecycle_pool_node *n, int claimed)
 	periodic_wake(n->worker);
 }
 
+void lifecycle_pool_node_stop_ask(struct lifecycle_pool_node *n)
+{
+	if (n)
+		periodic_stop_ask(n->worker);
+}
+
 void lifecycle_pool_node_stop(struct lifecycle_pool_node *n)
 {
 	if (!n)

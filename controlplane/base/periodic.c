@@ -78,7 +78,7 @@ int periodic_stopping(struct periodic *p)
 	return s;
 }
 
-void periodic_stop(struct periodic *p)
+void periodic_stop_ask(struct periodic *p)
 {
 	if (!p)
 		return;
@@ -86,6 +86,13 @@ void periodic_stop(struct periodic *p)
 	p->stop = 1;
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
+}
+
+void periodic_stop(struct periodic *p)
+{
+	if (!p)
+		return;
+	periodic_stop_ask(p);
 	pthread_join(p->thread, NULL);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);

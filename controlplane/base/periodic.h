@@ -17,6 +17,11 @@ struct periodic *periodic_start(const char *name, long first_ms, long interval_m
 /* Runs the next call now instead of at its time (a call under way runs on;
  * the next starts when it ends). Accepts NULL. Never blocks long. */
 void periodic_wake(struct periodic *p);
+/* Asks the thread to stop without waiting: a call under way finishes, no
+ * new one starts. periodic_stop must still follow (it waits and frees);
+ * asking several first lets their last calls end together. Accepts NULL;
+ * never blocks long. */
+void periodic_stop_ask(struct periodic *p);
 /* Stops the thread: a call under way finishes, no new one starts; waits
  * for it, then frees p. Accepts NULL. Blocks for at most one fn call. */
 void periodic_stop(struct periodic *p);

@@ -198,7 +198,8 @@ static const struct setting settings[] = {
      "be seen failing",
      .flags = SETTING_ENV_ONLY | SETTING_TEST},
     {"CHAT2SBX_WARM_POOL", "warmPool", SETTING_INT, OFF(warm_pool), "1", 0, 64, NULL,
-     "started sandboxes kept ready for sandbox_create (0-64; 0 = create every sandbox cold)"},
+     "started sandboxes kept ready for sandbox_create on each node (0-64 per node, at most its sandbox limit; "
+     "0 = create every sandbox cold)"},
     {"CHAT2SBX_MAX_EXPOSURES", "maxExposures", SETTING_INT, OFF(max_exposures), "24", 1, 1024, NULL,
      "most sandbox_expose ports at once across all sandboxes (1-1024; each is one forwarder container)"},
 };

@@ -496,12 +496,13 @@ static int place_new(struct lifecycle *lc, const struct lifecycle_create_options
 		if (store_node_get(lc->store, opts->node, &n, err) < 0)
 			return -1; /* NOT_FOUND naming it and how to list nodes */
 		node_record_clear(&n);
-		if (pool_member || policy_runtime_is_vm(lim->runtime))
+		if (policy_runtime_is_vm(lim->runtime))
 			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
 			                    "the vm runtime runs on this machine only (node 'local'), not on node '%s'",
 			                    opts->node);
 	}
-	/* The warm pool and the vm runtime are this machine's (docs/nodes.md). */
+	/* The vm runtime is this machine's (docs/nodes.md); a pool member is
+	 * made where its refill asks (opts->node), 'local' when none. */
 	const char *pinned = opts->node                                          ? opts->node
 	                     : pool_member || policy_runtime_is_vm(lim->runtime) ? STORE_NODE_LOCAL
 	                                                                         : NULL;
@@ -579,7 +580,9 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	*ret = (struct lifecycle_create_result){0};
 	*ret_placed = NULL;
 
-	lifecycle_undo_run(lc); /* earlier failed creates first: they hold a place until undone */
+	/* Earlier failed creates on this machine first: they hold a place
+	 * under its limit until undone (another node's: the maintenance pass). */
+	lifecycle_undo_run_on(lc, STORE_NODE_LOCAL);
 	if (lifecycle_create_limits(lc, opts, &lim, err) < 0)
 		return -1; /* nothing created yet */
 	if (opts->workspace_id && opts->workspace_path)
@@ -611,9 +614,8 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 			return -1; /* nothing created yet */
 		if (placed == 1)
 			*ret_placed = xstrdup(node);
-		/* Warm pool (pool.c, this machine's only): a ready member answers at once. */
-		int claimed =
-		    pool_member || !lifecycle_node_is_local(node) ? 0 : lifecycle_pool_claim(lc, opts, ret, err);
+		/* Warm pool (pool.c): a ready member of the chosen node answers at once. */
+		int claimed = pool_member ? 0 : lifecycle_pool_claim(lc, node, opts, ret, err);
 		if (claimed != 0)
 			return claimed < 0 ? -1 : 0;
 		if (check_limit(lc, node, err) < 0 || make_managed_workspace(lc, &ws, err) < 0)
@@ -755,9 +757,10 @@ int lifecycle_sandbox_create(struct lifecycle *lc, const struct lifecycle_create
 	return r;
 }
 
-int lifecycle_pool_member_create(struct lifecycle *lc, struct lifecycle_create_result *ret, struct cp_error **err)
+int lifecycle_pool_member_create(struct lifecycle *lc, const char *node, struct lifecycle_create_result *ret,
+                                 struct cp_error **err)
 {
-	static const struct lifecycle_create_options defaults = {0};
+	const struct lifecycle_create_options defaults = {.node = node};
 	_cleanup_free_ char *placed = NULL;
 	return create_sandbox(lc, &defaults, 1, NULL, &placed, ret, err);
 }

@@ -178,10 +178,15 @@ int64_t lifecycle_idle_timeout_ms(const struct lifecycle *lc);
 /* Finishes the undos of failed creates that could not be finished when
  * they failed (lifecycle/undo_later.c: a full disk, the engine away): each
  * container removed, its row deleted, a managed workspace made for it
- * deleted. Returns how many still wait (each failure logged). Blocks for the
- * engine removals. Run by the maintenance pass and at the start of every
- * create. */
+ * deleted; one on a node the health loop says is not answering waits.
+ * Returns how many still wait (each failure logged). Blocks for the engine
+ * removals. Run by the maintenance pass. */
 size_t lifecycle_undo_run(struct lifecycle *lc);
+/* As lifecycle_undo_run, for the undos on node only (borrowed; NULL = every
+ * node). Run at the start of every create for 'local': a node that stalls
+ * must not hold up creates elsewhere (issue 28), and another node's undos
+ * wait for the maintenance pass, at most a minute. */
+size_t lifecycle_undo_run_on(struct lifecycle *lc, const char *node);
 
 /* Finishes the removals put on record whose final write failed (rows left
  * 'removing': a full disk between the engine's removal and the registry's
@@ -471,18 +476,25 @@ int lifecycle_container_remove_guarded(struct lifecycle *lc, const struct sandbo
                                        const struct lifecycle_destroy_options *o, struct lifecycle_destroy_result *ret,
                                        struct cp_error **err);
 
-/* ---- warm pool (lifecycle/pool.c, issue 8) ---- */
+/* ---- warm pool (lifecycle/pool.c, issue 8; per node, issue 28) ---- */
 
 /* Starts the warm pool after lifecycle_reconcile: pool members of this
- * registry that failed (their container died while serve was away) or do
- * not match what a default create gets now are removed with their rows and
- * empty workspaces, the others adopted (removed at this serve's clean stop
- * unless claimed; with size <= 0 all are removed); then, when size > 0, a
- * background thread keeps size running members with their helper attached,
- * refilling after each claim and retrying failed creates with a growing
- * delay (up to a minute). Members re-attached by reconcile count toward
- * size. Returns 0; a failure to list the members is logged, not fatal.
- * Call lifecycle_pool_stop before lifecycle_free. */
+ * registry that failed (their container died while serve was away), do
+ * not match what a default create gets now, or sit on a drained or removed
+ * node are removed with their rows, containers and empty workspaces (a
+ * member on a node that does not answer is left for a later start), the
+ * others adopted (removed at this serve's clean stop unless claimed; with
+ * size <= 0 all are removed); then, when size > 0, one background thread
+ * per node keeps size running members there with their helper attached
+ * (policy_pool_decide: at most the node's sandbox limit; none on a node
+ * that is not ready; every member of a drained node removed), refilling
+ * after each claim and retrying failed creates with a growing delay (up to
+ * a minute), and one more thread follows the node rows every 2 s (a node
+ * added gets a refill, a node removed loses it; none but 'local' with the
+ * vm runtime). Members re-attached by reconcile count toward size.
+ * Returns 0; a failure to list the members is logged, not fatal. Blocks on
+ * the engines of the members it removes. Call lifecycle_pool_stop before
+ * lifecycle_free. */
 int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err);
 
 /* As lifecycle_pool_start, later: the pool starts at the first
@@ -491,9 +503,11 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err);
  * not block. */
 void lifecycle_pool_defer(struct lifecycle *lc, int size);
 
-/* Stops the pool thread (waits for a create in progress, at most its helper
- * hello timeout) and removes the members nobody claimed that this process
- * created or adopted at start: container, row and empty workspace. Safe
+/* Stops the pool's threads (waits for each node's create in progress, at
+ * most its helper hello timeout) and removes the members nobody claimed
+ * that this process created or adopted at start, on every node: container,
+ * rows, a remote node's volume and the empty workspace. A member on a node
+ * that does not answer is left (logged; the next start removes it). Safe
  * when the pool never started. */
 void lifecycle_pool_stop(struct lifecycle *lc);
 

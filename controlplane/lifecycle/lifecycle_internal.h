@@ -51,9 +51,11 @@ struct lifecycle {
 	struct guard_host host;      /* cfg, store and engine again, for the guards (guard/) */
 	struct lifecycle_pool *pool; /* warm pool (pool.c); NULL = none */
 	int pool_deferred;           /* size of a pool that starts at the first create (stdio) */
-	/* How the pool makes a member (lifecycle_pool_member_create, set by
-	 * lifecycle_new), so pool.c never calls create.c, which claims from it. */
-	int (*pool_member_create)(struct lifecycle *lc, struct lifecycle_create_result *ret, struct cp_error **err);
+	/* How the pool makes a member on a node (lifecycle_pool_member_create,
+	 * set by lifecycle_new), so pool_node.c never calls create.c, which
+	 * claims from the pool. */
+	int (*pool_member_create)(struct lifecycle *lc, const char *node, struct lifecycle_create_result *ret,
+	                          struct cp_error **err);
 	/* Calls holding a sandbox (activity.c), under lock: expiry never removes
 	 * a sandbox a call holds, and a sandbox being expired takes no new call. */
 	struct lifecycle_hold *holds;
@@ -387,22 +389,28 @@ void lifecycle_sandbox_fail_hook(void *ctx, const char *id, const char *reason);
  * only). UNAVAILABLE when kvm is asked for and not usable. */
 int lifecycle_vm_select(struct lifecycle *lc, struct cp_error **err);
 
-/* The claim hook of lifecycle_sandbox_create: when opts ask for a new
- * managed workspace with default options (no workspace, memory, cpus, pids
- * or network option) and a member made from the configured image and
+/* The claim hook of lifecycle_sandbox_create, after placement chose node
+ * (borrowed; NULL = 'local'): when opts ask for a new managed workspace
+ * with default options (no workspace, memory, cpus, pids or network
+ * option) and a member of that node made from the configured image and
  * runtime is ready, claims it atomically (store_sandbox_pool_claim) and
  * fills *ret with it (a user sandbox from now on, created and active now),
- * then wakes the refill. Returns 1 when claimed, 0 when the caller must
- * create cold (no pool, no member ready, the sandbox limit is reached — the
- * cold path reports that — or the claimed member's helper no longer answers:
- * it is removed), -1 with *err on a registry failure. */
-int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+ * then wakes that node's refill. Returns 1 when claimed, 0 when the caller
+ * must create cold (no pool, no member ready there, the node not answering,
+ * 'local' at its sandbox limit — the cold path reports that — or the
+ * claimed member's helper no longer answers: it is removed), -1 with *err
+ * on a registry failure. Blocks only on a claimed member's re-attach. */
+int lifecycle_pool_claim(struct lifecycle *lc, const char *node, const struct lifecycle_create_options *opts,
                          struct lifecycle_create_result *ret, struct cp_error **err);
 
-/* The cold path of lifecycle_sandbox_create, for the warm pool (pool.c):
- * never a claim; a new managed workspace with default options, and the row
- * pooled (hidden from listings, limits and expiry) with POLICY_LABEL_POOL
- * on its container. Contract otherwise as lifecycle_sandbox_create. */
-int lifecycle_pool_member_create(struct lifecycle *lc, struct lifecycle_create_result *ret, struct cp_error **err);
+/* The cold path of lifecycle_sandbox_create, for the warm pool
+ * (pool_node.c): never a claim; a new managed workspace with default
+ * options pinned to node (borrowed; NULL = 'local': placement still
+ * refuses a node that is not ready, lacks the template image or has no
+ * room, with the reason), and the row pooled (hidden from listings, limits
+ * and expiry) with POLICY_LABEL_POOL on its container. Contract otherwise
+ * as lifecycle_sandbox_create. */
+int lifecycle_pool_member_create(struct lifecycle *lc, const char *node, struct lifecycle_create_result *ret,
+                                 struct cp_error **err);
 
 #endif

@@ -1,206 +1,170 @@
-/* pool.c: the warm pool (issue 8). Keeps CHAT2SBX_WARM_POOL started managed
- * sandboxes with their helper attached, so that sandbox_create for a new
- * managed workspace with default options answers in milliseconds instead of
- * the engine's create+start. Members are ordinary sandboxes rows with
- * pooled = 1 (migration 0006): hidden from listings, limits and expiry,
- * reconciled at start like any sandbox. One background thread refills; it
- * never runs inside a tool call. Removes only members this process made. */
-#include <errno.h>
-#include <stdio.h>
+/* pool.c: the warm pool (issue 8), per node (issue 28). Keeps
+ * CHAT2SBX_WARM_POOL started managed sandboxes with their helper attached
+ * on each node, so that sandbox_create for a new managed workspace with
+ * default options answers in milliseconds instead of the engine's
+ * create+start. Members are ordinary sandboxes rows with pooled = 1
+ * (migration 0006): hidden from listings, limits and expiry, reconciled
+ * like any sandbox. This file starts and stops the pool, keeps one refill
+ * per node (pool_node.c) in line with the node rows, and claims; it
+ * removes only members this process made or adopted. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "../base/xalloc.h"
 #include "../base/cleanup.h"
 #include "../base/clock.h"
 #include "../base/log.h"
 #include "../base/periodic.h"
-#include "lifecycle_internal.h"
+#include "../base/xalloc.h"
+#include "pool_internal.h"
 
-/* How long the refill thread sleeps when the pool is full (it is woken at
- * once by a claim), and the bounds of its back-off after a failed create. */
-#define POOL_IDLE_CHECK_MS 30000
-#define POOL_RETRY_MIN_MS 2000
-#define POOL_RETRY_MAX_MS 60000
-/* After a claim the refill waits this long before it starts a member: a
- * container start keeps both cores of a small machine busy for about a
- * second, and the claimed sandbox's first calls usually follow at once
- * (issue 27: warm create → first bash). */
-#define POOL_CLAIM_QUIET_MS 500
+/* How often the node rows are read: a node added gets its refill, a node
+ * removed loses it, and a node drained or back from an outage has its
+ * refill woken, within this long. */
+#define POOL_SYNC_MS 2000
 
-struct lifecycle_pool {
-	struct lifecycle *lc; /* borrowed */
-	int size;
-	pthread_mutex_t lock;          /* guards created */
-	struct periodic *worker;       /* the refill (base/periodic.c); a claim wakes it; NULL = none */
-	long delay_ms;                 /* back-off after a failed create (the refill's own) */
-	_Atomic int64_t claimed_at_ms; /* clock_monotonic_ms() of the last claim, 0 = none */
-	char **created;                /* ids of members made by this process (owned) */
-	size_t n_created;
-};
-
-static const char *pool_runtime(const struct lifecycle *lc)
+/* Whether another node than 'local' can have members at all: the vm
+ * runtime is this machine's (docs/nodes.md). */
+static int remote_pools(const struct lifecycle *lc)
 {
-	return lifecycle_runtime(lc, NULL);
+	return !policy_runtime_is_vm(lifecycle_runtime(lc, NULL));
 }
 
-/* A member this serve can hand out: running, from today's image and runtime. */
-static int member_usable(const struct lifecycle *lc, const struct sandbox_record *s)
+static struct lifecycle_pool_node *find_locked(struct lifecycle_pool *p, const char *name)
 {
-	const char *rt = pool_runtime(lc);
-	/* A member is what a create with no options gets now: the default
-	 * memory ceiling and disk size in force (host_limits.c, disk_guard.c). */
-	return s->status == SANDBOX_RUNNING && !strcmp(s->image, lifecycle_sandbox_image(lc)) &&
-	       !strcmp(s->runtime ? s->runtime : "", rt ? rt : "") &&
-	       s->memory_bytes == lc->limits.default_memory_bytes && s->disk_bytes == lc->storage.default_bytes &&
-	       s->nano_cpus == 0 && s->network == 1;
+	for (size_t i = 0; i < p->n_nodes; i++)
+		if (lifecycle_node_same(p->nodes[i]->name, name))
+			return p->nodes[i];
+	return NULL;
 }
 
-/* Removes one member entirely: channel, container, rows, empty workspace
- * directory. A member claimed in the meantime is left alone. */
-static void remove_member(struct lifecycle *lc, const struct sandbox_record *s)
+/* One sync pass: a refill for every node row (none for a vm runtime),
+ * none for a row gone; a refill whose node's state or health changed is
+ * woken. A refill is stopped outside the lock (it may be finishing a step
+ * on a slow engine), so claims never wait for it. */
+static long sync_nodes(void *arg)
 {
+	struct lifecycle_pool *p = arg;
+	struct lifecycle *lc = p->lc;
+	struct node_record *rows = NULL;
+	size_t n_rows = 0;
 	_cleanup_error_ struct cp_error *e = NULL;
-	struct workspace_record w = {0};
-	if (store_workspace_get(lc->store, s->workspace_id, &w, &e) < 0)
-		cp_error_freep(&e);
-	if (store_sandbox_pool_forget(lc->store, s->id, &e) < 0) {
-		if (e->code != CP_ERR_CONFLICT)
-			log_warn("lifecycle", "remove warm sandbox %s: %s", s->id, e->message);
-		workspace_record_clear(&w);
-		return;
+	if (store_node_list(lc->store, &rows, &n_rows, &e) < 0) {
+		log_warn("lifecycle", "warm pool: list the nodes: %s", e->message);
+		return -1;
 	}
-	/* A member was never claimed and its (managed) workspace row is gone
-	 * already, so the guard could not tell: the removal is explicit. */
-	struct lifecycle_destroy_options o = {.force = 1, .reason = "cleanup", .actor = "serve"};
-	struct lifecycle_destroy_result dr = {0};
-	if (lifecycle_container_remove_guarded(lc, s, &o, &dr, &e) < 0)
-		log_warn("lifecycle", "remove the container of warm sandbox %s: %s", s->id, e->message);
-	lifecycle_destroy_result_clear(&dr);
-	if (w.path && !strcmp(w.mode, "managed") && rmdir(w.path) < 0 && errno != ENOENT)
-		log_warn("lifecycle", "remove the workspace directory '%s' of warm sandbox %s: %s", w.path, s->id,
-		         strerror(errno));
-	log_debug("lifecycle", "removed warm sandbox %s", s->id);
-	workspace_record_clear(&w);
+	if (!remote_pools(lc))
+		n_rows = 0; /* the rows are still cleared below */
+	struct lifecycle_pool_node **gone = NULL;
+	size_t n_gone = 0;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n_nodes; i++)
+		p->nodes[i]->seen = lifecycle_node_is_local(p->nodes[i]->name);
+	for (size_t r = 0; r < n_rows; r++) {
+		struct lifecycle_pool_node *n = find_locked(p, rows[r].name);
+		if (!n) {
+			n = lifecycle_pool_node_start(p, rows[r].name);
+			p->nodes = xrealloc(p->nodes, (p->n_nodes + 1) * sizeof(*p->nodes));
+			p->nodes[p->n_nodes++] = n;
+		}
+		n->seen = 1;
+		int answering = node_health_answering(lc->health, n->name, NULL);
+		if (n->seen_state != (int)rows[r].state || n->seen_answering != answering) {
+			if (n->seen_state >= 0)
+				lifecycle_pool_node_wake(n, 0);
+			n->seen_state = (int)rows[r].state;
+			n->seen_answering = answering;
+		}
+	}
+	size_t kept = 0;
+	for (size_t i = 0; i < p->n_nodes; i++) {
+		if (p->nodes[i]->seen) {
+			p->nodes[kept++] = p->nodes[i];
+		} else {
+			gone = xrealloc(gone, (n_gone + 1) * sizeof(*gone));
+			gone[n_gone++] = p->nodes[i];
+		}
+	}
+	p->n_nodes = kept;
+	pthread_mutex_unlock(&p->lock);
+	for (size_t i = 0; i < n_gone; i++) {
+		log_info("lifecycle", "warm pool: node %s was removed; its refill stops", gone[i]->name);
+		lifecycle_pool_node_stop(gone[i]);
+	}
+	free(gone);
+	for (size_t i = 0; i < n_rows; i++)
+		node_record_clear(&rows[i]);
+	free(rows);
+	return -1;
 }
 
-/* Members ready to be claimed, and in *ret_all every member row; -1 when
- * the registry cannot be read. */
-static int count_ready(struct lifecycle *lc, int *ret_all)
+/* Whether a member on node may be adopted at start: its node is 'local' or
+ * a row that is not drained (a down one's members wait for its reconcile). */
+static int node_keeps_members(struct lifecycle *lc, const char *node)
+{
+	if (lifecycle_node_is_local(node))
+		return 1;
+	if (!remote_pools(lc))
+		return 0;
+	struct node_record row = {0};
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_node_get(lc->store, node, &row, &e) < 0)
+		return 0;
+	int keeps = row.state != NODE_DRAINING;
+	node_record_clear(&row);
+	return keeps;
+}
+
+/* Members of an earlier serve: those that cannot be handed out (failed
+ * while serve was away, another image, runtime or default, a drained or
+ * removed node) are removed now, the others adopted into *ret (caller
+ * frees), so this serve's clean stop removes them if nobody claims them
+ * (issue 18: a serve killed now and then must not leave members forever).
+ * With no pool (size <= 0), all go. */
+static void adopt_or_remove(struct lifecycle *lc, int size, char ***ret, size_t *ret_n)
 {
 	struct sandbox_record *rows = NULL;
 	size_t n = 0;
 	_cleanup_error_ struct cp_error *e = NULL;
+	*ret = NULL;
+	*ret_n = 0;
 	if (store_sandbox_pool_list(lc->store, &rows, &n, &e) < 0) {
 		log_warn("lifecycle", "warm pool: %s", e->message);
-		return -1;
+		return;
 	}
-	int ready = 0;
+	char **adopt = xcalloc(n ? n : 1, sizeof(*adopt));
+	size_t n_adopt = 0;
+	int removed = 0, left = 0;
 	for (size_t i = 0; i < n; i++) {
-		ready += member_usable(lc, &rows[i]) || rows[i].status == SANDBOX_CREATING;
+		const struct sandbox_record *s = &rows[i];
+		int usable = lifecycle_pool_member_usable(lc, s) || s->status == SANDBOX_CREATING;
+		if (size > 0 && usable && node_keeps_members(lc, s->node)) {
+			adopt[n_adopt++] = xstrdup(s->id);
+		} else {
+			int r = lifecycle_pool_member_remove(lc, s);
+			removed += r == 0;
+			left += r == 1;
+		}
 		sandbox_record_clear(&rows[i]);
 	}
 	free(rows);
-	*ret_all = (int)n;
-	return ready;
-}
-
-static void remember_created(struct lifecycle_pool *p, const char *id)
-{
-	char *copy = xstrdup(id);
-	pthread_mutex_lock(&p->lock);
-	p->created = xrealloc(p->created, (p->n_created + 1) * sizeof(*p->created));
-	p->created[p->n_created++] = copy;
-	pthread_mutex_unlock(&p->lock);
-}
-
-/* Makes one member. Returns 0 or -1 (logged). */
-static int create_member(struct lifecycle_pool *p)
-{
-	struct lifecycle_create_result res = {0};
-	_cleanup_error_ struct cp_error *e = NULL;
-	int64_t t0 = clock_monotonic_ms();
-	if (p->lc->pool_member_create(p->lc, &res, &e) < 0) {
-		log_warn("lifecycle", "warm pool: %s (retrying later)", e->message);
-		return -1;
-	}
-	remember_created(p, res.sandbox.id);
-	log_info("lifecycle", "warm pool: sandbox %s ready in %lld ms", res.sandbox.id,
-	         (long long)(clock_monotonic_ms() - t0));
-	lifecycle_create_result_clear(&res);
-	return 0;
-}
-
-/* One refill step: a member made when one is missing. Returns the wait
- * before the next step (0 after a success, a doubling back-off after a
- * failure, POOL_IDLE_CHECK_MS when the pool is full; a claim wakes it). */
-static long pool_refill(void *arg)
-{
-	struct lifecycle_pool *p = arg;
-	int all = 0;
-	int ready = count_ready(p->lc, &all);
-	/* A member that never counts as ready (a bug, a row that cannot be
-	 * handed out) must not make the pool grow without end. */
-	if (ready >= 0 && ready < p->size && all >= 2 * p->size + 2) {
-		log_warn("lifecycle",
-		         "warm pool: %d members but only %d ready; not making more until they are "
-		         "claimed or removed",
-		         all, ready);
-		ready = p->size;
-	}
-	if (ready < 0)
-		return POOL_RETRY_MIN_MS;
-	if (ready >= p->size)
-		return POOL_IDLE_CHECK_MS;
-	int64_t quiet = p->claimed_at_ms + POOL_CLAIM_QUIET_MS - clock_monotonic_ms();
-	if (p->claimed_at_ms && quiet > 0)
-		return (long)quiet;
-	if (create_member(p) == 0) {
-		p->delay_ms = 0;
-		return 0;
-	}
-	p->delay_ms = p->delay_ms ? p->delay_ms * 2 : POOL_RETRY_MIN_MS;
-	if (p->delay_ms > POOL_RETRY_MAX_MS)
-		p->delay_ms = POOL_RETRY_MAX_MS;
-	return p->delay_ms;
+	if (n)
+		log_info("lifecycle",
+		         "warm pool: %zu member(s) from an earlier start adopted, %d removed, %d left on nodes that "
+		         "do not answer",
+		         n_adopt, removed, left);
+	*ret = adopt;
+	*ret_n = n_adopt;
 }
 
 int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 {
 	(void)err;
-	/* Members of an earlier serve: those that cannot be handed out (failed
-	 * while serve was away, another image, runtime or default) are removed
-	 * now, the others adopted, so this serve's clean stop removes them if
-	 * nobody claims them (issue 18: a serve killed now and then must not
-	 * leave members forever). With no pool, all go. */
-	struct sandbox_record *rows = NULL;
-	size_t n = 0;
-	_cleanup_error_ struct cp_error *e = NULL;
 	char **adopt = NULL;
 	size_t n_adopt = 0;
-	if (store_sandbox_pool_list(lc->store, &rows, &n, &e) < 0) {
-		log_warn("lifecycle", "warm pool: %s", e->message);
-	} else {
-		int removed = 0;
-		adopt = xcalloc(n ? n : 1, sizeof(*adopt));
-		for (size_t i = 0; i < n; i++) {
-			if (size > 0 && adopt && member_usable(lc, &rows[i]) &&
-			    (adopt[n_adopt] = xstrdup(rows[i].id))) {
-				n_adopt++;
-			} else {
-				remove_member(lc, &rows[i]);
-				removed++;
-			}
-			sandbox_record_clear(&rows[i]);
-		}
-		free(rows);
-		if (n)
-			log_info("lifecycle", "warm pool: %zu member(s) from an earlier start adopted, %d removed",
-			         n_adopt, removed);
-	}
+	adopt_or_remove(lc, size, &adopt, &n_adopt);
 	if (size <= 0) {
+		for (size_t i = 0; i < n_adopt; i++)
+			free(adopt[i]);
 		free(adopt);
 		return 0;
 	}
@@ -210,12 +174,12 @@ int lifecycle_pool_start(struct lifecycle *lc, int size, struct cp_error **err)
 	p->created = adopt; /* taken over: removed at stop like those made here */
 	p->n_created = n_adopt;
 	pthread_mutex_init(&p->lock, NULL);
-	lc->pool = p; /* before the thread: a claim may come at once */
-	p->worker = periodic_start("warm pool", 0, POOL_IDLE_CHECK_MS, pool_refill, p);
-	if (!p->worker)
-		log_warn("lifecycle", "warm pool: cannot start its thread; sandboxes are created cold");
-	else
-		log_info("lifecycle", "warm pool: keeping %d sandbox(es) ready", size);
+	p->nodes = xcalloc(1, sizeof(*p->nodes));
+	p->nodes[p->n_nodes++] = lifecycle_pool_node_start(p, STORE_NODE_LOCAL);
+	lc->pool = p; /* before the threads: a claim may come at once */
+	p->sync = periodic_start("warm pool nodes", 0, POOL_SYNC_MS, sync_nodes, p);
+	if (!p->sync)
+		log_warn("lifecycle", "warm pool: cannot follow the nodes; only node local keeps members");
 	return 0;
 }
 
@@ -240,23 +204,34 @@ void lifecycle_pool_stop(struct lifecycle *lc)
 	if (!lc->pool)
 		return;
 	struct lifecycle_pool *p = lc->pool;
-	periodic_stop(p->worker);
+	periodic_stop(p->sync); /* no refill starts from here on */
+	/* Every node's refill asked first: a create under way on a slow node
+	 * ends alongside the others' instead of after them. */
+	for (size_t i = 0; i < p->n_nodes; i++)
+		lifecycle_pool_node_stop_ask(p->nodes[i]);
+	for (size_t i = 0; i < p->n_nodes; i++)
+		lifecycle_pool_node_stop(p->nodes[i]);
+	free(p->nodes);
 	lc->pool = NULL;
-	int removed = 0;
+	int removed = 0, left = 0;
 	for (size_t i = 0; i < p->n_created; i++) {
 		struct sandbox_record s = {0};
 		_cleanup_error_ struct cp_error *e = NULL;
 		if (store_sandbox_get(lc->store, p->created[i], &s, &e) == 0 && s.pooled &&
 		    s.status != SANDBOX_REMOVED) {
-			remove_member(lc, &s);
-			removed++;
+			int r = lifecycle_pool_member_remove(lc, &s);
+			removed += r == 0;
+			left += r == 1;
 		}
 		sandbox_record_clear(&s);
 		free(p->created[i]);
 	}
 	free(p->created);
-	if (removed)
-		log_info("lifecycle", "warm pool: removed %d unclaimed sandbox(es) made by this serve", removed);
+	if (removed || left)
+		log_info("lifecycle",
+		         "warm pool: removed %d unclaimed sandbox(es) made by this serve; %d left on nodes that do "
+		         "not answer (the next start removes them)",
+		         removed, left);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -269,7 +244,34 @@ static int wants_default(const struct lifecycle_create_options *o)
 	       o->pids_limit <= 0 && !o->network_off && !o->disk;
 }
 
-int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_options *opts,
+/* Takes a member of node from the registry into *ret_id: 1 taken, 0 none
+ * (or 'local' at its sandbox limit: the cold path refuses with its
+ * message), -1 on a registry failure. Counts and claims under the create
+ * lock (as lifecycle_sandbox_insert_limited does), so a claim racing a cold
+ * create cannot overshoot the limit; another node's limit was checked by
+ * placement. */
+static int take_member(struct lifecycle *lc, const char *node, char **ret_id, struct cp_error **err)
+{
+	int local = lifecycle_node_is_local(node);
+	pthread_mutex_lock(&lc->create_lock);
+	int r = 0;
+	if (local && lc->limits.max_active > 0) {
+		int live = 0;
+		r = store_sandbox_count_live_on(lc->store, STORE_NODE_LOCAL, &live, err);
+		if (r == 0 && live >= lc->limits.max_active)
+			r = 1;
+	}
+	if (r == 0)
+		r = store_sandbox_pool_claim(lc->store, local ? STORE_NODE_LOCAL : node, lifecycle_sandbox_image(lc),
+		                             lifecycle_runtime(lc, NULL), lc->limits.default_memory_bytes,
+		                             lifecycle_pool_disk_bytes(lc, node), clock_now_ms(), ret_id, err);
+	else if (r == 1)
+		r = 0;
+	pthread_mutex_unlock(&lc->create_lock);
+	return r;
+}
+
+int lifecycle_pool_claim(struct lifecycle *lc, const char *node, const struct lifecycle_create_options *opts,
                          struct lifecycle_create_result *ret, struct cp_error **err)
 {
 	/* A deferred pool (stdio) starts with the first create that could use
@@ -286,28 +288,17 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 	struct lifecycle_pool *p = lc->pool;
 	if (!p || !wants_default(opts))
 		return 0;
-	/* Count and claim under the create lock (as lifecycle_sandbox_insert_limited
-	 * does), so a claim racing a cold create cannot overshoot the limit. */
+	/* A node that stopped answering hands nothing out: its members wait
+	 * for its reconcile (placement skips it anyway once it is down). */
+	if (!lifecycle_node_is_local(node) && !node_health_answering(lc->health, node, NULL))
+		return 0;
 	_cleanup_free_ char *id = NULL;
-	pthread_mutex_lock(&lc->create_lock);
-	int r = 0;
-	if (lc->limits.max_active > 0) {
-		int live = 0;
-		r = store_sandbox_count_live_on(lc->store, STORE_NODE_LOCAL, &live, err); /* the pool is local */
-		if (r == 0 && live >= lc->limits.max_active)
-			r = 1; /* the cold path refuses with the limit's message */
-	}
-	if (r == 0)
-		r = store_sandbox_pool_claim(lc->store, lifecycle_sandbox_image(lc), pool_runtime(lc),
-		                             lc->limits.default_memory_bytes, lc->storage.default_bytes, clock_now_ms(),
-		                             &id, err);
-	else if (r == 1)
-		r = 0;
-	pthread_mutex_unlock(&lc->create_lock);
+	int r = take_member(lc, node, &id, err);
 	if (r <= 0)
 		return r;
-	p->claimed_at_ms = clock_monotonic_ms();
-	periodic_wake(p->worker); /* refill in the background, after POOL_CLAIM_QUIET_MS */
+	pthread_mutex_lock(&p->lock);
+	lifecycle_pool_node_wake(find_locked(p, node), 1); /* refill in the background, after a quiet moment */
+	pthread_mutex_unlock(&p->lock);
 
 	struct helper_channel *ch = lifecycle_channel_get(lc, id);
 	int alive = ch && helper_channel_alive(ch);
@@ -329,6 +320,7 @@ int lifecycle_pool_claim(struct lifecycle *lc, const struct lifecycle_create_opt
 		opts->progress(opts->progress_userdata, "claim a warm sandbox", 1, 1);
 	if (store_sandbox_get(lc->store, id, &ret->sandbox, err) < 0)
 		return -1;
-	log_info("lifecycle", "claimed warm sandbox %s (workspace %s)", id, ret->sandbox.workspace_id);
+	log_info("lifecycle", "claimed warm sandbox %s on node %s (workspace %s)", id,
+	         lifecycle_node_is_local(node) ? STORE_NODE_LOCAL : node, ret->sandbox.workspace_id);
 	return 1;
 }

@@ -91,7 +91,22 @@ int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const ch
 	return 1;
 }
 
+/* Whether u waits for another run: not of node (NULL = every node), or on
+ * a node the health loop says is not answering (its engine's timeouts
+ * would hold up the run, and a create with it, for nothing). */
+static int undo_later(struct lifecycle *lc, const struct lifecycle_undo *u, const char *node)
+{
+	if (node && !lifecycle_node_same(node, u->node))
+		return 1;
+	return !lifecycle_node_is_local(u->node) && !node_health_answering(lc->health, u->node, NULL);
+}
+
 size_t lifecycle_undo_run(struct lifecycle *lc)
+{
+	return lifecycle_undo_run_on(lc, NULL);
+}
+
+size_t lifecycle_undo_run_on(struct lifecycle *lc, const char *node)
 {
 	/* Taken off the list while they run, so two runs never share one. */
 	pthread_mutex_lock(&lc->lock);
@@ -103,7 +118,7 @@ size_t lifecycle_undo_run(struct lifecycle *lc)
 	while (todo) {
 		struct lifecycle_undo *u = todo;
 		todo = u->next;
-		if (undo_step(lc, u) == 0) {
+		if (!undo_later(lc, u, node) && undo_step(lc, u) == 0) {
 			log_info("lifecycle", "the failed create of sandbox %s is undone", u->sandbox_id);
 			undo_free(u);
 			continue;

@@ -701,4 +701,39 @@ enum policy_node_health_event policy_node_health_step(struct policy_node_health 
  * undoes a drain) and anything else stays as it is. Pure. */
 enum policy_node_state policy_node_state_after(enum policy_node_state row, enum policy_node_health_event event);
 
+/* ---- warm pools per node (issue 28; policy/pool.c) ---- */
+
+/* One node as the warm pool sees it at a refill step (name borrowed). */
+struct policy_pool_node {
+	const char *name;
+	enum policy_node_state state; /* the registry's: ready, draining or down */
+	int answering;                /* the health loop's: 1 answers (always for 'local') */
+	int max_sandboxes;            /* its sandbox limit; -1 = unlimited */
+	int ready;                    /* its members that can be handed out, or are being made */
+	int unusable;                 /* its members that never can (failed, another image or default) */
+	int all;                      /* every member row on it, in any state but removed */
+};
+/* What one node's refill does now. */
+enum policy_pool_action {
+	POLICY_POOL_IDLE,            /* nothing: full, or not its turn (why says which) */
+	POLICY_POOL_CREATE,          /* make one member */
+	POLICY_POOL_REMOVE_UNUSABLE, /* remove the members that can never be handed out */
+	POLICY_POOL_REMOVE_ALL,      /* remove every member (drained; or the pool is off) */
+};
+/* The members node keeps for a pool of size per node: size, and never
+ * more than its sandbox limit (a member waits to become one of its
+ * sandboxes; more than it may ever run would only hold its memory); 0 for
+ * size <= 0. Pure. */
+int policy_pool_target(const struct policy_pool_node *node, int size);
+/* One refill decision for node, in this order: not answering → IDLE (its
+ * members are kept and not handed out: its reconcile decides when it
+ * answers again); draining → REMOVE_ALL while it has members (drain means
+ * no new sandboxes, and `node remove` counts members); the row still down
+ * → IDLE (the health loop and reconcile go first); unusable members →
+ * REMOVE_UNUSABLE; all at or above 2 × target + 2 → IDLE (the flood bound:
+ * rows that never count as ready must not grow without end); ready below
+ * the target → CREATE; else IDLE. *ret_why (static text, may be NULL) says
+ * why for IDLE. Pure; every row has a unit test (tests/test_policy_pool.c). */
+enum policy_pool_action policy_pool_decide(const struct policy_pool_node *node, int size, const char **ret_why);
+
 #endif

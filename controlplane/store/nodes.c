@@ -34,7 +34,12 @@ void node_record_clear(struct node_record *n)
 	"engine_version, state, COALESCE(last_contact_ms, 0), created_at_ms"
 
 /* Sandbox rows on a node that still hold a container there (?1 = node). */
-#define NODE_SANDBOXES_SQL "SELECT COUNT(*) FROM sandboxes WHERE node = ?1 AND status NOT IN ('removed', 'failed')"
+/* Column 0: the sandboxes holding a container there; column 1: how many
+ * of them are warm-pool members (pool_node.c removes those of a drained
+ * node while serve runs). */
+#define NODE_SANDBOXES_SQL                                                                                             \
+	"SELECT COUNT(*), COALESCE(SUM(pooled), 0) FROM sandboxes WHERE node = ?1 AND status NOT IN ('removed', "      \
+	"'failed')"
 
 static void read_row(sqlite3_stmt *st, void *row)
 {
@@ -230,16 +235,24 @@ static int delete_locked(struct store *store, const char *name, struct node_reco
 		return -1;
 	}
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	int64_t count = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	int row = sqlite3_step(st) == SQLITE_ROW;
+	int64_t count = row ? sqlite3_column_int64(st, 0) : -1;
+	int64_t pooled = row ? sqlite3_column_int64(st, 1) : 0;
 	int r = 0;
 	if (count < 0)
 		r = store_fail(store, err, what);
+	else if (count > 0 && pooled == count)
+		r = cp_error_set(err, CP_ERR_CONFLICT,
+		                 "%s '%s': it still has %lld warm-pool sandbox%s; drain it ('chat2sbx node drain "
+		                 "%s'): a running serve then removes them within seconds, or the next serve to "
+		                 "start does; then remove it",
+		                 what, name, (long long)count, count == 1 ? "" : "es", name);
 	else if (count > 0)
 		r = cp_error_set(
 		    err, CP_ERR_CONFLICT,
 		    "%s '%s': it still has %lld sandbox%s; drain it ('chat2sbx node drain %s'), "
 		    "destroy them ('chat2sbx sandbox list', 'chat2sbx sandbox destroy ID'), then remove it",
-		    what, name, (long long)count, count == 1 ? "" : "es", name);
+		    what, name, (long long)(count - pooled), count - pooled == 1 ? "" : "es", name);
 	else
 		r = store_exec_arg(store, "DELETE FROM nodes WHERE name = ?1", name, what, err);
 	if (r == 0 && ret)

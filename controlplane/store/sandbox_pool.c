@@ -7,8 +7,9 @@
 
 #include "store_internal.h"
 
-int store_sandbox_pool_claim(struct store *store, const char *image, const char *runtime, int64_t memory_bytes,
-                             int64_t disk_bytes, int64_t now_ms, char **ret_id, struct cp_error **err)
+int store_sandbox_pool_claim(struct store *store, const char *node, const char *image, const char *runtime,
+                             int64_t memory_bytes, int64_t disk_bytes, int64_t now_ms, char **ret_id,
+                             struct cp_error **err)
 {
 	const char *what = "claim a warm sandbox";
 	_cleanup_store_unlock_ struct store *locked = store_lock(store);
@@ -21,7 +22,7 @@ int store_sandbox_pool_claim(struct store *store, const char *image, const char 
 	                  "last_activity_ms = ?1 WHERE pooled = 1 AND id = (SELECT id FROM sandboxes WHERE "
 	                  "pooled = 1 AND status = 'running' AND image = ?2 AND COALESCE(runtime, '') = ?3 AND "
 	                  "COALESCE(memory_bytes, 0) = ?4 AND disk_bytes = ?5 AND COALESCE(nano_cpus, 0) = 0 AND "
-	                  "network = 1 ORDER BY created_at_ms, id LIMIT 1) RETURNING id",
+	                  "network = 1 AND node = ?6 ORDER BY created_at_ms, id LIMIT 1) RETURNING id",
 	                  what, err) < 0)
 		return -1;
 	sqlite3_bind_int64(st, 1, now_ms);
@@ -29,6 +30,7 @@ int store_sandbox_pool_claim(struct store *store, const char *image, const char 
 	sqlite3_bind_text(st, 3, runtime ? runtime : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, memory_bytes);
 	sqlite3_bind_int64(st, 5, disk_bytes);
+	sqlite3_bind_text(st, 6, node ? node : STORE_NODE_LOCAL, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE)
 		return 0;

@@ -433,13 +433,15 @@ int store_export_count_unapplied(struct store *store, int64_t *ret_count, struct
 
 /* ---- warm pool (store/sandbox_pool.c, issue 8) ---- */
 
-/* Claims one running warm-pool member made from image and runtime (NULL =
- * engine default) with memory_bytes and disk_bytes (the defaults a create
- * without options gets) with one UPDATE: pooled 1 → 0, created, updated and
+/* Claims one running warm-pool member on node (NULL = 'local'; issue 28:
+ * each node keeps its own) made from image and runtime (NULL = engine
+ * default) with memory_bytes and disk_bytes (the defaults a create without
+ * options gets there) with one UPDATE: pooled 1 → 0, created, updated and
  * activity times = now_ms. Two racing claims never get the same row.
  * Returns 1 with *ret_id (caller frees) set, 0 when no member is ready. */
-int store_sandbox_pool_claim(struct store *store, const char *image, const char *runtime, int64_t memory_bytes,
-                             int64_t disk_bytes, int64_t now_ms, char **ret_id, struct cp_error **err);
+int store_sandbox_pool_claim(struct store *store, const char *node, const char *image, const char *runtime,
+                             int64_t memory_bytes, int64_t disk_bytes, int64_t now_ms, char **ret_id,
+                             struct cp_error **err);
 /* Warm-pool members (pooled = 1) in any status but removed, oldest first.
  * Caller clears each and frees the array. */
 int store_sandbox_pool_list(struct store *store, struct sandbox_record **ret, size_t *ret_n, struct cp_error **err);
@@ -559,8 +561,10 @@ int store_node_set_contact(struct store *store, const char *name, const struct n
  * status but removed and failed (creating, running, expired, removing). */
 int store_node_count_sandboxes(struct store *store, const char *name, int64_t *ret_count, struct cp_error **err);
 /* Deletes node name in one transaction with the check that no sandbox row
- * on it holds a container (store_node_count_sandboxes): CONFLICT "node
- * 'NAME' still has N sandboxes; ..." otherwise. *ret (may be NULL; caller
+ * on it holds a container (store_node_count_sandboxes, warm-pool members
+ * included: their containers are there too): CONFLICT "node 'NAME' still
+ * has N sandboxes; ..." otherwise, saying so when all of them are warm-pool
+ * members (serve removes those from a drained node, issue 28). *ret (may be NULL; caller
  * clears) gets the deleted row, so the caller can remove its TLS files.
  * NOT_FOUND for an unknown name. */
 int store_node_delete(struct store *store, const char *name, struct node_record *ret, struct cp_error **err);

@@ -327,3 +327,38 @@ Test(base_periodic, runs_at_first_then_on_a_wake_and_stops_promptly)
 	cr_assert_lt(clock_monotonic_ms() - t0, 1000);
 	periodic_stop(NULL);
 }
+
+/* A call that takes 300 ms and asks to run again at once (a refill that
+ * makes one member after another). */
+static long periodic_slow_fn(void *ctx)
+{
+	periodic_count_fn(ctx);
+	usleep(300 * 1000);
+	return 0;
+}
+
+/* Asking several to stop first lets their last calls end together: the
+ * warm pool's refills on several nodes (lifecycle/pool.c). */
+Test(base_periodic, several_asked_to_stop_first_end_together)
+{
+	struct periodic_count c[3] = {0};
+	struct periodic *p[3];
+	for (int i = 0; i < 3; i++)
+		cr_assert_not_null(p[i] = periodic_start("test", 0, 60000, periodic_slow_fn, &c[i]));
+	for (int i = 0; i < 3; i++)
+		for (int k = 0; k < 200 && __atomic_load_n(&c[i].calls, __ATOMIC_SEQ_CST) < 1; k++)
+			usleep(5000);
+	int64_t t0 = clock_monotonic_ms();
+	int asked_at[3];
+	for (int i = 0; i < 3; i++) {
+		periodic_stop_ask(p[i]);
+		asked_at[i] = __atomic_load_n(&c[i].calls, __ATOMIC_SEQ_CST);
+	}
+	for (int i = 0; i < 3; i++)
+		periodic_stop(p[i]);
+	cr_assert_lt(clock_monotonic_ms() - t0, 600, "the three 300 ms calls ended together, not one after another");
+	for (int i = 0; i < 3; i++)
+		cr_expect_leq(__atomic_load_n(&c[i].calls, __ATOMIC_SEQ_CST), asked_at[i] + 1,
+		              "no call starts once asked (one may have been starting as it was asked)");
+	periodic_stop_ask(NULL);
+}

@@ -89,3 +89,19 @@ Test(lifecycle_undo, left_to_the_next_start_when_serve_stops)
 	cr_assert_eq(lifecycle_undo_create(fx.lc, "sbx_a", NULL, NULL, NULL), 1);
 	/* teardown's lifecycle_free drops the waiting undo without a leak (ASan) */
 }
+
+/* Issue 28: a create runs only this machine's undos (another node's wait
+ * for the maintenance pass, so a node that stalls holds up no create
+ * here); a run for another node leaves a local undo waiting. */
+Test(lifecycle_undo, a_run_for_one_node_leaves_the_others_waiting)
+{
+	struct workspace_record w = {.id = "ws_a", .path = ws_dir};
+	lc_fixture_read_only(1);
+	cr_assert_eq(lifecycle_undo_create(fx.lc, "sbx_a", NULL, NULL, &w), 1);
+	lc_fixture_read_only(0);
+	cr_assert_eq(lifecycle_undo_run_on(fx.lc, "n1"), 1, "not n1's: it waits");
+	cr_assert(sandbox_exists());
+	cr_assert_eq(lifecycle_undo_run_on(fx.lc, STORE_NODE_LOCAL), 0);
+	cr_assert_not(sandbox_exists());
+	cr_assert_not(workspace_exists());
+}

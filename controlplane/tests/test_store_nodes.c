@@ -286,6 +286,35 @@ Test(store_nodes, removal_waits_until_no_sandbox_holds_a_container_there)
 	cp_error_freep(&err);
 }
 
+/* Issue 28: warm-pool members hold containers on the node too, so they
+ * count; when they are all that is left, the refusal says serve removes
+ * them from a drained node (pool_node.c), not to destroy them by hand. */
+Test(store_nodes, removal_names_warm_pool_members_left_on_the_node)
+{
+	open_store();
+	insert_ok("n1", "tcp://10.0.0.2:2376");
+	struct cp_error *err = NULL;
+	struct workspace_record w = {.id = "ws_p", .mode = "managed", .path = "/tmp/w", .created_at_ms = 1};
+	cr_assert_eq(store_workspace_insert(store, &w, &err), 0, "%s", err ? err->message : "");
+	struct sandbox_record s = {.id = "sbx_p",
+	                           .workspace_id = "ws_p",
+	                           .status = SANDBOX_RUNNING,
+	                           .container_name = "sbx_p",
+	                           .image = "img",
+	                           .network = 1,
+	                           .created_at_ms = 5,
+	                           .pooled = 1,
+	                           .node = "n1"};
+	cr_assert_eq(store_sandbox_insert(store, &s, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(store_node_delete(store, "n1", NULL, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_CONFLICT);
+	cr_expect(strstr(err->message, "1 warm-pool sandbox;") != NULL, "%s", err->message);
+	cr_expect(strstr(err->message, "a running serve then removes them") != NULL, "%s", err->message);
+	cp_error_freep(&err);
+	cr_assert_eq(store_sandbox_pool_forget(store, "sbx_p", &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(store_node_delete(store, "n1", NULL, &err), 0, "%s", err ? err->message : "");
+}
+
 Test(store_nodes, an_export_is_on_its_sandboxs_node)
 {
 	open_store();

@@ -103,11 +103,11 @@ Test(store_pool, claim_takes_one_matching_member_once)
 	add(s, "sbx_b", 1, "img:1", 2000);
 	struct cp_error *err = NULL;
 	char *id = NULL;
-	cr_expect_eq(store_sandbox_pool_claim(s, "img:1", NULL, 512LL << 20, 0, 9000, &id, &err), 0,
+	cr_expect_eq(store_sandbox_pool_claim(s, NULL, "img:1", NULL, 512LL << 20, 0, 9000, &id, &err), 0,
 	             "a member made with another memory ceiling is not what a default create gets");
-	cr_expect_eq(store_sandbox_pool_claim(s, "img:1", NULL, 0, 20LL << 30, 9000, &id, &err), 0,
+	cr_expect_eq(store_sandbox_pool_claim(s, NULL, "img:1", NULL, 0, 20LL << 30, 9000, &id, &err), 0,
 	             "nor one with another disk size");
-	cr_assert_eq(store_sandbox_pool_claim(s, "img:1", NULL, 0, 0, 9000, &id, &err), 1);
+	cr_assert_eq(store_sandbox_pool_claim(s, NULL, "img:1", NULL, 0, 0, 9000, &id, &err), 1);
 	cr_expect_str_eq(id, "sbx_a", "the oldest member goes first");
 	struct sandbox_record r = {0};
 	cr_assert_eq(store_sandbox_get(s, id, &r, &err), 0);
@@ -117,13 +117,14 @@ Test(store_pool, claim_takes_one_matching_member_once)
 	sandbox_record_clear(&r);
 	free(id);
 	id = NULL;
-	cr_assert_eq(store_sandbox_pool_claim(s, "img:1", NULL, 0, 0, 9100, &id, &err), 1);
+	cr_assert_eq(store_sandbox_pool_claim(s, NULL, "img:1", NULL, 0, 0, 9100, &id, &err), 1);
 	cr_expect_str_eq(id, "sbx_b");
 	free(id);
 	id = NULL;
-	cr_expect_eq(store_sandbox_pool_claim(s, "img:1", NULL, 0, 0, 9200, &id, &err), 0);
+	cr_expect_eq(store_sandbox_pool_claim(s, NULL, "img:1", NULL, 0, 0, 9200, &id, &err), 0);
 	cr_expect_null(id);
-	cr_expect_eq(store_sandbox_pool_claim(s, "img:1", "runsc", 0, 0, 9200, &id, &err), 0, "runtime must match");
+	cr_expect_eq(store_sandbox_pool_claim(s, NULL, "img:1", "runsc", 0, 0, 9200, &id, &err), 0,
+	             "runtime must match");
 	cr_expect_eq(count_list(s, 0), 2, "claimed members are user sandboxes");
 	store_free(s);
 }
@@ -140,7 +141,7 @@ Test(store_pool, forget_deletes_a_member_but_never_a_claimed_one)
 	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
 	cp_error_freep(&err);
 	char *id = NULL;
-	cr_assert_eq(store_sandbox_pool_claim(s, "img:1", NULL, 0, 0, 5000, &id, &err), 1);
+	cr_assert_eq(store_sandbox_pool_claim(s, NULL, "img:1", NULL, 0, 0, 5000, &id, &err), 1);
 	cr_expect_eq(store_sandbox_pool_forget(s, id, &err), -1);
 	cr_expect_eq(err->code, CP_ERR_CONFLICT);
 	cp_error_freep(&err);
@@ -149,5 +150,37 @@ Test(store_pool, forget_deletes_a_member_but_never_a_claimed_one)
 	cp_error_freep(&err);
 	free(id);
 	cr_expect_eq(count_list(s, 0), 1);
+	store_free(s);
+}
+
+/* Issue 28: each node keeps its own members; a claim for a node takes only
+ * that node's, and a remote member is never what a create on 'local' gets. */
+Test(store_pool, claim_takes_a_member_of_the_node_asked_only)
+{
+	struct store *s = open_ok();
+	struct cp_error *err = NULL;
+	struct workspace_record w = {.id = "ws_n1", .mode = "managed", .path = "/tmp/y", .created_at_ms = 100};
+	cr_assert_eq(store_workspace_insert(s, &w, &err), 0, "%s", err ? err->message : "");
+	struct sandbox_record r = {.id = "sbx_n1",
+	                           .workspace_id = "ws_n1",
+	                           .status = SANDBOX_RUNNING,
+	                           .container_name = "sbx_n1",
+	                           .image = "img:1",
+	                           .network = 1,
+	                           .created_at_ms = 100,
+	                           .pooled = 1,
+	                           .node = "n1"};
+	cr_assert_eq(store_sandbox_insert(s, &r, &err), 0, "%s", err ? err->message : "");
+	add(s, "sbx_local", 1, "img:1", 200);
+	char *id = NULL;
+	cr_expect_eq(store_sandbox_pool_claim(s, "n2", "img:1", NULL, 0, 0, 9000, &id, &err), 0, "n2 has none");
+	cr_assert_eq(store_sandbox_pool_claim(s, NULL, "img:1", NULL, 0, 0, 9000, &id, &err), 1);
+	cr_expect_str_eq(id, "sbx_local", "local's own, though n1's is older");
+	free(id);
+	id = NULL;
+	cr_expect_eq(store_sandbox_pool_claim(s, STORE_NODE_LOCAL, "img:1", NULL, 0, 0, 9000, &id, &err), 0);
+	cr_assert_eq(store_sandbox_pool_claim(s, "n1", "img:1", NULL, 0, 0, 9000, &id, &err), 1);
+	cr_expect_str_eq(id, "sbx_n1");
+	free(id);
 	store_free(s);
 }

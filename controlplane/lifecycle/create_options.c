@@ -140,10 +140,7 @@ char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifec
 	                 buf);
 }
 
-/* The sandbox limit of the sandbox's node into *ret_max (<= 0: none):
- * this machine's setting for 'local', another node's from its memory as
- * placement reckons it (policy_placement_node_limit). */
-static int node_limit(struct lifecycle *lc, const char *node, int *ret_max, struct cp_error **err)
+int lifecycle_node_sandbox_limit(struct lifecycle *lc, const char *node, int *ret_max, struct cp_error **err)
 {
 	if (lifecycle_node_is_local(node)) {
 		*ret_max = lc->limits.max_active;
@@ -165,7 +162,7 @@ int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_
 	 * uses a registry: serve.c's lock.) */
 	pthread_mutex_lock(&lc->create_lock);
 	int max = 0;
-	int r = row->pooled ? 0 : node_limit(lc, row->node, &max, err);
+	int r = row->pooled ? 0 : lifecycle_node_sandbox_limit(lc, row->node, &max, err);
 	if (r == 0 && max > 0) {
 		const char *node = lifecycle_node_is_local(row->node) ? STORE_NODE_LOCAL : row->node;
 		int live = 0;

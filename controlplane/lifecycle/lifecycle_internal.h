@@ -233,6 +233,12 @@ char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifec
  * NOT_FOUND when the node was removed meanwhile. Pooled rows are neither
  * checked nor counted, nor are other nodes' sandboxes. */
 int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err);
+/* The sandbox limit of node (NULL or "local": this machine) into *ret_max
+ * (<= 0: none): CHAT2SBX_MAX_ACTIVE_SANDBOXES for 'local', another node's
+ * from its memory as placement reckons it (policy_placement_node_limit,
+ * from the registry's row). NOT_FOUND when the node has no row. The
+ * caller holds create_lock when it counts against it. */
+int lifecycle_node_sandbox_limit(struct lifecycle *lc, const char *node, int *ret_max, struct cp_error **err);
 
 /* Undoes a failed create (undo_later.c): removes container (an id or the
  * name; NULL = none), deletes the sandbox row, then new_workspace (may be

@@ -245,20 +245,24 @@ static int wants_default(const struct lifecycle_create_options *o)
 }
 
 /* Takes a member of node from the registry into *ret_id: 1 taken, 0 none
- * (or 'local' at its sandbox limit: the cold path refuses with its
- * message), -1 on a registry failure. Counts and claims under the create
- * lock (as lifecycle_sandbox_insert_limited does), so a claim racing a cold
- * create cannot overshoot the limit; another node's limit was checked by
- * placement. */
+ * (or the node at its sandbox limit: the cold path refuses with its
+ * message), -1 on a registry failure or a node removed meanwhile. Counts
+ * and claims under the create lock (as lifecycle_sandbox_insert_limited
+ * does), so a claim racing a cold create cannot overshoot the node's
+ * limit, on this machine or another. */
 static int take_member(struct lifecycle *lc, const char *node, char **ret_id, struct cp_error **err)
 {
 	int local = lifecycle_node_is_local(node);
 	pthread_mutex_lock(&lc->create_lock);
-	int r = 0;
-	if (local && lc->limits.max_active > 0) {
+	/* The node's limit, counted under the create lock as a cold create's
+	 * insert is (lifecycle_sandbox_insert_limited): full, the create goes
+	 * cold and gets LIMIT there, so placement may try another node. */
+	int max = 0;
+	int r = lifecycle_node_sandbox_limit(lc, node, &max, err);
+	if (r == 0 && max > 0) {
 		int live = 0;
-		r = store_sandbox_count_live_on(lc->store, STORE_NODE_LOCAL, &live, err);
-		if (r == 0 && live >= lc->limits.max_active)
+		r = store_sandbox_count_live_on(lc->store, local ? STORE_NODE_LOCAL : node, &live, err);
+		if (r == 0 && live >= max)
 			r = 1;
 	}
 	if (r == 0)

@@ -13,14 +13,39 @@
 #include "base/xjson.h"
 #include "cli.h"
 #include "controlplane.h"
+#include "guard/guard.h"
 #include "node/node.h"
+#include "policy/policy.h"
 
 #define NODE_USAGE                                                                                                     \
 	"usage: chat2sbx node add NAME tcp://HOST:PORT --tls-ca FILE --tls-cert FILE --tls-key FILE\n"                 \
 	"       chat2sbx node list [--json] | node show NAME [--json] | node drain NAME | node resume NAME |\n"        \
 	"       node remove NAME\n"
 
-static struct json_object *node_json(const struct node_record *n, int64_t sandboxes, const char *state_dir)
+/* What sandboxes get on node n (the row; NULL: this machine, from its own
+ * /proc and settings, as `status` says): the sandbox limit, the default
+ * memory ceiling and the process limits (policy_node_sandbox_limits). */
+static struct json_object *limits_json(const struct config *cfg, const struct node_record *n)
+{
+	struct policy_sandbox_limits l = {0};
+	if (n) {
+		policy_node_sandbox_limits(n->labels.memory_bytes, cfg->default_memory_bytes, cfg->pids_limit,
+		                           cfg->warm_pool, &l);
+	} else {
+		_cleanup_error_ struct cp_error *e = NULL;
+		if (guard_host_limits(cfg, NULL, &l, &e) < 0)
+			return xjson_string(e->message);
+	}
+	struct json_object *o = xjson_object();
+	xjson_add(o, "sandbox_limit", l.max_active > 0 ? json_object_new_int(l.max_active) : NULL);
+	xjson_add(o, "default_memory_bytes", json_object_new_int64(l.default_memory_bytes));
+	xjson_add(o, "pids_default", json_object_new_int64(l.pids_default));
+	xjson_add(o, "pids_cap", json_object_new_int64(l.pids_cap));
+	return o;
+}
+
+static struct json_object *node_json(const struct config *cfg, const struct node_record *n, int64_t sandboxes,
+                                     const char *state_dir)
 {
 	char when[40];
 	struct json_object *o = xjson_object();
@@ -36,6 +61,7 @@ static struct json_object *node_json(const struct node_record *n, int64_t sandbo
 	          n->last_contact_ms ? xjson_string(clock_format_rfc3339(n->last_contact_ms, when, sizeof(when)))
 	                             : NULL);
 	xjson_add(o, "sandboxes", json_object_new_int64(sandboxes));
+	xjson_add(o, "limits", limits_json(cfg, state_dir ? n : NULL));
 	if (state_dir) {
 		char dir[4096];
 		snprintf(dir, sizeof(dir), "%s/nodes/%s", state_dir, n->name);
@@ -87,7 +113,7 @@ static int list(struct cli *cli, struct store *store)
 		const struct node_record *r = i == 0 ? &local : &rows[i - 1];
 		int64_t count = sandboxes_on(store, r->name);
 		if (cli->json)
-			xjson_append(arr, node_json(r, count, i == 0 ? NULL : cli->cfg->state_dir));
+			xjson_append(arr, node_json(cli->cfg, r, count, i == 0 ? NULL : cli->cfg->state_dir));
 		else
 			node_line(r, count);
 	}
@@ -112,7 +138,7 @@ static int show(struct cli *cli, struct store *store, const char *name)
 	int local = !strcmp(name, STORE_NODE_LOCAL);
 	if ((local ? node_local_record(cli->cfg, clock_now_ms(), &n, &err) : store_node_get(store, name, &n, &err)) < 0)
 		return cli_fail(err);
-	struct json_object *o = node_json(&n, sandboxes_on(store, name), local ? NULL : cli->cfg->state_dir);
+	struct json_object *o = node_json(cli->cfg, &n, sandboxes_on(store, name), local ? NULL : cli->cfg->state_dir);
 	if (cli->json) {
 		cli_print_json(o);
 	} else {
@@ -168,7 +194,7 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 	if (r < 0)
 		return cli_fail(err);
 	if (cli->json)
-		cli_print_json(node_json(&n, 0, cli->cfg->state_dir));
+		cli_print_json(node_json(cli->cfg, &n, 0, cli->cfg->state_dir));
 	else
 		printf("added node %s at %s: engine %s, %lld CPUs, %.1f GiB, runtimes %s; its TLS files are in "
 		       "%s/nodes/%s (0600)\n",

@@ -456,7 +456,7 @@ static int answer_reused(struct lifecycle *lc, const char *workspace_id, const s
 		return -1;
 	}
 	ret->reused = 1;
-	ret->options_note = lifecycle_limits_differ(&ret->sandbox, want);
+	ret->options_note = lifecycle_limits_differ_on_node(lc, &ret->sandbox, want);
 	return 0;
 }
 
@@ -610,7 +610,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 			return -1;
 	} else {
 		int placed = place_new(lc, opts, pool_member, &lim, tries, &node, err);
-		if (placed < 0)
+		if (placed < 0 || lifecycle_limits_on_node(lc, node, &lim, err) < 0)
 			return -1; /* nothing created yet */
 		if (placed == 1)
 			*ret_placed = xstrdup(node);
@@ -648,7 +648,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 		     recheck_host_workspace(lc, &ws, &mount_dev, &mount_ino, &guard, err) < 0) ||
 		    (!lifecycle_node_is_local(node) &&
 		     clone_source_or_local(lc, opts, &ws, mount_dev, mount_ino, &node, ret_placed, &source, err) < 0) ||
-		    check_limit(lc, node, err) < 0)
+		    lifecycle_limits_on_node(lc, node, &lim, err) < 0 || check_limit(lc, node, err) < 0)
 			goto fail_workspace;
 	}
 
@@ -670,10 +670,6 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	    .pooled = pool_member,
 	    .node = node, /* recorded by the insert that creates the row; NULL = local */
 	};
-	/* The writable layer's size is this machine's storage's option: another
-	 * node's engine is not asked (not built yet, docs/nodes.md). */
-	if (!lifecycle_node_is_local(node))
-		row.disk_bytes = 0;
 	if (lifecycle_sandbox_insert_limited(lc, &row, err) < 0) {
 		if ((*err)->code == CP_ERR_CONFLICT && !new_workspace) {
 			/* A concurrent create won the race for this workspace: reuse its sandbox. */

@@ -17,24 +17,79 @@
 #include "../policy/policy.h"
 #include "lifecycle_internal.h"
 
+void lifecycle_node_row_limits(struct lifecycle *lc, const struct node_record *r, struct policy_sandbox_limits *ret)
+{
+	policy_node_sandbox_limits(r->labels.memory_bytes, lc->cfg->default_memory_bytes, lc->cfg->pids_limit,
+	                           lc->cfg->warm_pool, ret);
+}
+
+int lifecycle_node_limits(struct lifecycle *lc, const char *node, struct policy_sandbox_limits *ret, int64_t *ret_cpus,
+                          struct cp_error **err)
+{
+	if (lifecycle_node_is_local(node)) {
+		*ret = lc->limits;
+		if (ret_cpus)
+			*ret_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		return 0;
+	}
+	struct node_record n = {0};
+	if (store_node_get(lc->store, node, &n, err) < 0)
+		return -1;
+	lifecycle_node_row_limits(lc, &n, ret);
+	if (ret_cpus)
+		*ret_cpus = n.labels.cpus;
+	node_record_clear(&n);
+	return 0;
+}
+
+/* The most memory (bytes) and CPUs any node offers, 'local' included, into
+ * *mem and *cpus: what a create may ask before placement picks a node. A
+ * registry that cannot be read leaves this machine's. */
+static void largest_node(struct lifecycle *lc, int64_t *mem, int64_t *cpus)
+{
+	*mem = lc->limits.max_memory_bytes;
+	*cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct node_record *rows = NULL;
+	size_t n = 0;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_node_list(lc->store, &rows, &n, &e) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].labels.memory_bytes > *mem)
+			*mem = rows[i].labels.memory_bytes;
+		if (rows[i].labels.cpus > *cpus)
+			*cpus = rows[i].labels.cpus;
+		node_record_clear(&rows[i]);
+	}
+	free(rows);
+}
+
 int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                             struct lifecycle_limits *ret, struct cp_error **err)
 {
-	/* Every sandbox has a memory ceiling and a process limit (issue 13). */
+	/* Every sandbox has a memory ceiling and a process limit (issue 13),
+	 * this machine's defaults until a node is chosen
+	 * (lifecycle_limits_on_node). */
 	struct lifecycle_limits lim = {.network = !opts->network_off,
 	                               .pids_limit = lc->limits.pids_default,
-	                               .memory_bytes = lc->limits.default_memory_bytes};
+	                               .memory_bytes = lc->limits.default_memory_bytes,
+	                               .memory_asked = opts->memory != NULL,
+	                               .pids_asked = opts->pids_limit != 0};
+	int64_t max_memory = lc->limits.max_memory_bytes, max_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (opts->memory || opts->cpus) /* another node may have more than this machine */
+		largest_node(lc, &max_memory, &max_cpus);
 	if (opts->memory && policy_memory_parse(opts->memory, &lim.memory_bytes, err) < 0)
 		return -1;
-	if (opts->memory && lc->limits.max_memory_bytes > 0 && lim.memory_bytes > lc->limits.max_memory_bytes)
-		return cp_error_set(
-		    err, CP_ERR_INVALID_ARGUMENT,
-		    "memory '%s' is more than this machine has (%lld MiB); ask for less, or leave it out "
-		    "for the default ceiling of %lld MiB",
-		    opts->memory, (long long)(lc->limits.max_memory_bytes >> 20),
-		    (long long)(lc->limits.default_memory_bytes >> 20));
-	/* The engine is on this machine (a Unix socket), so its CPUs are ours. */
-	if (opts->cpus && policy_cpus_parse(opts->cpus, sysconf(_SC_NPROCESSORS_ONLN), &lim.nano_cpus, err) < 0)
+	if (opts->memory && max_memory > 0 && lim.memory_bytes > max_memory)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "memory '%s' is more than %s has (%lld MiB); ask for less, or leave it out "
+		                    "for the default ceiling of %lld MiB",
+		                    opts->memory,
+		                    max_memory > lc->limits.max_memory_bytes ? "any node" : "this machine",
+		                    (long long)(max_memory >> 20), (long long)(lc->limits.default_memory_bytes >> 20));
+	/* Which node's CPUs count is placement's (a node with fewer is left out)
+	 * and lifecycle_limits_on_node's. */
+	if (opts->cpus && policy_cpus_parse(opts->cpus, max_cpus, &lim.nano_cpus, err) < 0)
 		return -1;
 	if (opts->pids_limit != 0) {
 		if (policy_pids_check(opts->pids_limit, lc->limits.pids_cap, err) < 0)
@@ -97,6 +152,39 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
 	return 0;
 }
 
+int lifecycle_limits_on_node(struct lifecycle *lc, const char *node, struct lifecycle_limits *lim,
+                             struct cp_error **err)
+{
+	if (lifecycle_node_is_local(node))
+		return 0;
+	struct policy_sandbox_limits nl;
+	int64_t cpus = 0;
+	if (lifecycle_node_limits(lc, node, &nl, &cpus, err) < 0)
+		return -1;
+	if (!lim->memory_asked)
+		lim->memory_bytes = nl.default_memory_bytes;
+	else if (nl.max_memory_bytes > 0 && lim->memory_bytes > nl.max_memory_bytes)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "memory %lld MiB is more than node '%s' has (%lld MiB); ask for less, or create "
+		                    "without 'node' to let placement choose a node with enough",
+		                    (long long)(lim->memory_bytes >> 20), node, (long long)(nl.max_memory_bytes >> 20));
+	if (!lim->pids_asked)
+		lim->pids_limit = nl.pids_default;
+	else if (policy_pids_check(lim->pids_limit, nl.pids_cap, err) < 0)
+		return cp_error_prefix(err, "on node '%s'", node);
+	if (lim->nano_cpus > 0 && cpus > 0 && lim->nano_cpus > cpus * 1000000000LL)
+		return cp_error_set(
+		    err, CP_ERR_INVALID_ARGUMENT,
+		    "cpus %lld.%03lld is more than the %lld CPU(s) of node '%s'; ask for at most \"%lld\", "
+		    "or create without 'node' to let placement choose",
+		    (long long)(lim->nano_cpus / 1000000000LL), (long long)(lim->nano_cpus % 1000000000LL / 1000000),
+		    (long long)cpus, node, (long long)cpus);
+	/* The writable layer's size is this machine's storage's option: another
+	 * node's engine is not asked (docs/nodes.md). */
+	lim->disk_bytes = 0;
+	return 0;
+}
+
 /* A memory size (bytes) or CPU count (nano-CPUs, cpus = 1) as a person
  * reads it, "no limit" for 0: "512 MiB", "1.5", never "memory_bytes 0". */
 static const char *limit_text(int64_t v, int cpus, char *buf, size_t size)
@@ -146,11 +234,10 @@ int lifecycle_node_sandbox_limit(struct lifecycle *lc, const char *node, int *re
 		*ret_max = lc->limits.max_active;
 		return 0;
 	}
-	struct node_record n = {0};
-	if (store_node_get(lc->store, node, &n, err) < 0)
+	struct policy_sandbox_limits nl;
+	if (lifecycle_node_limits(lc, node, &nl, NULL, err) < 0)
 		return -1;
-	*ret_max = policy_placement_node_limit(n.labels.memory_bytes);
-	node_record_clear(&n);
+	*ret_max = nl.max_active;
 	return 0;
 }
 
@@ -193,4 +280,14 @@ void lifecycle_create_result_clear(struct lifecycle_create_result *r)
 	free(r->copy_session_id);
 	free(r->options_note);
 	*r = (struct lifecycle_create_result){0};
+}
+
+char *lifecycle_limits_differ_on_node(struct lifecycle *lc, const struct sandbox_record *s,
+                                      const struct lifecycle_limits *want)
+{
+	struct lifecycle_limits w = *want;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (lifecycle_limits_on_node(lc, s->node, &w, &e) < 0)
+		w = *want; /* a node removed meanwhile: compare with what was asked */
+	return lifecycle_limits_differ(s, &w);
 }

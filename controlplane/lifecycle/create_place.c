@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "../base/cleanup.h"
 #include "../base/log.h"
@@ -32,17 +33,6 @@ static uint32_t random_u32(void *ctx)
 	return v;
 }
 
-/* What a sandbox with this memory ceiling counts against its node's
- * memory: a ceiling is a limit, not a reservation, so placement counts what
- * one machine's sandbox limit assumes a sandbox uses (one per
- * POLICY_ACTIVE_PER_BYTES), or less when the ceiling is lower. Without it a
- * 24 GiB node would take three sandboxes of the default 8 GiB ceiling where
- * one machine alone takes eleven. */
-static int64_t expected_use(int64_t ceiling)
-{
-	return ceiling < POLICY_ACTIVE_PER_BYTES ? ceiling : POLICY_ACTIVE_PER_BYTES;
-}
-
 /* Live user sandboxes and the memory live ones were given (pool members'
  * too: they hold it), added to the node among nodes[0..n) each is on. */
 static int count_live(struct lifecycle *lc, struct policy_node *nodes, size_t n, struct cp_error **err)
@@ -56,9 +46,9 @@ static int count_live(struct lifecycle *lc, struct policy_node *nodes, size_t n,
 			for (size_t j = 0; j < n; j++)
 				if (lifecycle_node_same(nodes[j].name, rows[i].node)) {
 					nodes[j].sandboxes += !rows[i].pooled; /* the limit counts user sandboxes */
-					nodes[j].memory_used +=
-					    expected_use(rows[i].memory_bytes > 0 ? rows[i].memory_bytes
-					                                          : lc->limits.default_memory_bytes);
+					nodes[j].memory_used += policy_placement_expected_use(
+					    rows[i].memory_bytes > 0 ? rows[i].memory_bytes
+					                             : nodes[j].default_memory_bytes);
 					break;
 				}
 		sandbox_record_clear(&rows[i]);
@@ -151,23 +141,32 @@ int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, co
 	                                .kvm = -1,
 	                                .has_image = 1,
 	                                .memory_bytes = lc->limits.max_memory_bytes,
+	                                .default_memory_bytes = lc->limits.default_memory_bytes,
+	                                .cpus = sysconf(_SC_NPROCESSORS_ONLN),
 	                                .max_sandboxes = lc->limits.max_active > 0 ? lc->limits.max_active : -1};
 	for (size_t i = 1; i < n; i++) {
 		const struct node_record *r = &rows[i - 1];
+		struct policy_sandbox_limits nl;
+		lifecycle_node_row_limits(lc, r, &nl);
 		nodes[i] = (struct policy_node){.name = r->name,
 		                                .state = node_state_to_policy(r->state),
 		                                .runtimes = r->labels.runtimes ? r->labels.runtimes : "",
 		                                .kvm = r->labels.kvm,
 		                                .memory_bytes = r->labels.memory_bytes,
-		                                .max_sandboxes = policy_placement_node_limit(r->labels.memory_bytes)};
+		                                .default_memory_bytes = nl.default_memory_bytes,
+		                                .cpus = r->labels.cpus,
+		                                .max_sandboxes = r->labels.memory_bytes > 0 ? nl.max_active : -1};
 	}
 	int rc = count_live(lc, nodes, n, err);
 	if (rc == 0)
 		probe_remotes(lc, nodes, n, pinned);
+	/* A ceiling not asked is each node's own default (it fits that node). */
+	int64_t ceiling = lim->memory_asked ? lim->memory_bytes : 0;
 	struct policy_placement_request req = {
 	    .runtime = lim->runtime,
-	    .memory_bytes = lim->memory_bytes > 0 ? lim->memory_bytes : lc->limits.default_memory_bytes,
-	    .memory_counted = expected_use(lim->memory_bytes > 0 ? lim->memory_bytes : lc->limits.default_memory_bytes),
+	    .memory_bytes = ceiling,
+	    .memory_counted = ceiling > 0 ? policy_placement_expected_use(ceiling) : 0,
+	    .nano_cpus = lim->nano_cpus,
 	    .pinned = pinned,
 	};
 	size_t chosen = 0;

@@ -25,18 +25,22 @@ int lifecycle_expired_revive(struct lifecycle *lc, const struct workspace_record
 	/* Expiry may be saving it right now: then it is not ours to start. */
 	if (lifecycle_hold_begin(lc, id, err) < 0)
 		goto out;
-	/* The limit in force (host_limits.c: configured or derived from this
-	 * machine), as for any create. */
-	if (lc->limits.max_active > 0 && lifecycle_node_is_local(s.node)) {
-		int live = 0;
-		if (store_sandbox_count_live_on(lc->store, STORE_NODE_LOCAL, &live, err) < 0)
+	/* The limit in force on its node (this machine's: host_limits.c,
+	 * configured or derived; another node's: from its memory), as for any
+	 * create. */
+	int max = 0, live = 0;
+	if (lifecycle_node_sandbox_limit(lc, s.node, &max, err) < 0)
+		goto held;
+	if (max > 0) {
+		if (store_sandbox_count_live_on(lc->store, lifecycle_node_is_local(s.node) ? STORE_NODE_LOCAL : s.node,
+		                                &live, err) < 0)
 			goto held;
-		if (live >= lc->limits.max_active) {
-			cp_error_set(
-			    err, CP_ERR_LIMIT,
-			    "the sandbox limit is reached: %d of %d active; sandbox '%s' of workspace '%s' stays "
-			    "expired until one is destroyed",
-			    live, lc->limits.max_active, s.id, w->id);
+		if (live >= max) {
+			cp_error_set(err, CP_ERR_LIMIT,
+			             "the sandbox limit %sis reached: %d of %d active; sandbox '%s' of workspace '%s' "
+			             "stays expired until one %sis destroyed",
+			             lifecycle_node_is_local(s.node) ? "" : "of its node ", live, max, s.id, w->id,
+			             lifecycle_node_is_local(s.node) ? "" : "there ");
 			goto held;
 		}
 	}
@@ -61,7 +65,7 @@ int lifecycle_expired_revive(struct lifecycle *lc, const struct workspace_record
 	if (store_sandbox_get_live_for_workspace(lc->store, w->id, &ret->sandbox, err) < 0)
 		goto held;
 	ret->reused = 1;
-	char *note = lifecycle_limits_differ(&ret->sandbox, lim);
+	char *note = lifecycle_limits_differ_on_node(lc, &ret->sandbox, lim);
 	ret->options_note =
 	    xasprintf("this sandbox had expired after its idle timeout and was started again with its clone as it "
 	              "was; bash sessions from before are gone%s%s",

@@ -216,16 +216,44 @@ struct lifecycle_limits {
 	int64_t pids_limit;   /* > 0 */
 	int64_t disk_bytes;   /* writable layer size; 0 = none (the engine cannot, or none asked) */
 	int network;          /* 0 = NetworkMode none (asked, or the runtime has --network=none) */
-	const char *runtime;  /* borrowed from cfg; NULL = engine default */
+	/* Which of memory_bytes and pids_limit the create asked for: the others
+	 * are a node's defaults, taken again for the node the sandbox goes to
+	 * (lifecycle_limits_on_node). */
+	int memory_asked, pids_asked;
+	const char *runtime; /* borrowed from cfg; NULL = engine default */
 };
 /* Validates opts' memory, cpus, pids_limit and the configured runtime (GET
  * /info) before anything is created; INVALID_ARGUMENT naming the value, or
  * UNAVAILABLE when the engine lacks the runtime. */
 int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                             struct lifecycle_limits *ret, struct cp_error **err);
+/* The limits sandboxes get on node (borrowed; NULL = 'local') into *ret:
+ * this machine's (lc->limits) on 'local', else derived from the node row's
+ * labels by policy_node_sandbox_limits with this machine's settings. Its
+ * CPUs into *ret_cpus (may be NULL; <= 0 = not known). NOT_FOUND naming a
+ * node without row. Reads the registry only. */
+int lifecycle_node_limits(struct lifecycle *lc, const char *node, struct policy_sandbox_limits *ret, int64_t *ret_cpus,
+                          struct cp_error **err);
+/* The same from a node row r (borrowed) already read. */
+void lifecycle_node_row_limits(struct lifecycle *lc, const struct node_record *r, struct policy_sandbox_limits *ret);
+/* *lim (checked against this machine and the largest node by
+ * lifecycle_create_limits) made the limits of a sandbox on node (borrowed;
+ * NULL or 'local': left as it is): a memory ceiling or process limit not
+ * asked becomes that node's default; one asked, and a CPU limit, are
+ * checked against that node (INVALID_ARGUMENT naming the node, what it has
+ * and what to do); the writable layer's size is not asked of another node
+ * (disk_bytes 0). NOT_FOUND for a node without row. Reads the registry only. */
+int lifecycle_limits_on_node(struct lifecycle *lc, const char *node, struct lifecycle_limits *lim,
+                             struct cp_error **err);
 /* What differs between a live sandbox and the limits asked for, as a
  * sentence for the model (caller frees), or NULL when nothing differs. */
 char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifecycle_limits *want);
+/* lifecycle_limits_differ with want's defaults (what was not asked) taken
+ * as those of s's node (lifecycle_limits_on_node): a sandbox on another
+ * node is not said to differ for having that node's default ceiling. A
+ * limit asked beyond that node still reads as a difference. */
+char *lifecycle_limits_differ_on_node(struct lifecycle *lc, const struct sandbox_record *s,
+                                      const struct lifecycle_limits *want);
 /* store_sandbox_insert after checking the sandbox limit of row's node
  * (CHAT2SBX_MAX_ACTIVE_SANDBOXES on 'local'; another node's from its
  * memory, policy_placement_node_limit), both under create_lock. LIMIT when
@@ -235,8 +263,8 @@ char *lifecycle_limits_differ(const struct sandbox_record *s, const struct lifec
 int lifecycle_sandbox_insert_limited(struct lifecycle *lc, const struct sandbox_record *row, struct cp_error **err);
 /* The sandbox limit of node (NULL or "local": this machine) into *ret_max
  * (<= 0: none): CHAT2SBX_MAX_ACTIVE_SANDBOXES for 'local', another node's
- * from its memory as placement reckons it (policy_placement_node_limit,
- * from the registry's row). NOT_FOUND when the node has no row. The
+ * from its memory as placement reckons it (lifecycle_node_limits, from the
+ * registry's row). NOT_FOUND when the node has no row. The
  * caller holds create_lock when it counts against it. */
 int lifecycle_node_sandbox_limit(struct lifecycle *lc, const char *node, int *ret_max, struct cp_error **err);
 

@@ -173,3 +173,33 @@ int policy_sandbox_limits(const struct policy_host *h, int64_t want_memory, int 
 	*ret = l;
 	return 0;
 }
+
+void policy_node_sandbox_limits(int64_t mem_total_bytes, int64_t want_memory, int64_t want_pids, int warm_pool,
+                                struct policy_sandbox_limits *ret)
+{
+	struct policy_host h = {.mem_total_bytes = mem_total_bytes > 0 ? mem_total_bytes : 0,
+	                        .pid_max = POLICY_NODE_PROCS_ASSUMED,
+	                        .threads_max = POLICY_NODE_PROCS_ASSUMED};
+	if (want_memory > 0 && h.mem_total_bytes > 0 && want_memory > h.mem_total_bytes)
+		want_memory = h.mem_total_bytes;
+	int max_active = policy_placement_node_limit(h.mem_total_bytes);
+	struct policy_sandbox_limits l = {0};
+	struct cp_error *e = NULL;
+	int active = max_active > 0 ? max_active : POLICY_ACTIVE_MIN;
+	if (policy_sandbox_limits(&h, want_memory, active, -1, warm_pool > 0 ? warm_pool : 0, &l, &e) < 0) {
+		/* Only a warm pool so large that each sandbox's share would be
+		 * below POLICY_PIDS_MIN (without it, at most POLICY_ACTIVE_MAX
+		 * share the assumed budget): each gets that least. */
+		cp_error_freep(&e);
+		if (policy_sandbox_limits(&h, want_memory, active, -1, 0, &l, &e) < 0)
+			cp_error_freep(&e);
+		l.pids_cap = l.pids_default = POLICY_PIDS_MIN;
+	}
+	if (h.mem_total_bytes <= 0) /* not known: placement refuses the node (no memory) */
+		l.default_memory_bytes = POLICY_MEMORY_MIN_BYTES;
+	if (want_pids > 0)
+		l.pids_default = want_pids < l.pids_cap ? want_pids : l.pids_cap;
+	l.max_active = active;
+	l.max_memory_bytes = h.mem_total_bytes;
+	*ret = l;
+}

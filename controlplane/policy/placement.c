@@ -34,10 +34,17 @@ static int tried(const struct policy_placement_tries *t, const char *name)
 	return 0;
 }
 
-/* What the request counts against a node's memory. */
-static int64_t counted(const struct policy_placement_request *req)
+int64_t policy_placement_expected_use(int64_t ceiling)
 {
-	return req->memory_counted > 0 ? req->memory_counted : req->memory_bytes;
+	return ceiling < POLICY_ACTIVE_PER_BYTES ? ceiling : POLICY_ACTIVE_PER_BYTES;
+}
+
+/* What the request counts against node's memory. */
+static int64_t counted(const struct policy_node *node, const struct policy_placement_request *req)
+{
+	if (req->memory_counted > 0)
+		return req->memory_counted;
+	return req->memory_bytes > 0 ? req->memory_bytes : policy_placement_expected_use(node->default_memory_bytes);
 }
 
 const char *policy_placement_refusal(const struct policy_node *node, const struct policy_placement_request *req,
@@ -54,6 +61,8 @@ const char *policy_placement_refusal(const struct policy_node *node, const struc
 		return "does not offer the runtime";
 	if (req->need_kvm && node->kvm != 1)
 		return "has no usable KVM";
+	if (req->nano_cpus > 0 && node->cpus > 0 && req->nano_cpus > node->cpus * 1000000000LL)
+		return "has fewer CPUs than the sandbox's limit";
 	if (!node->has_image)
 		return "does not have the template image";
 	*ret_capacity = 1;
@@ -61,7 +70,7 @@ const char *policy_placement_refusal(const struct policy_node *node, const struc
 		return "at its sandbox limit";
 	if (node->memory_bytes <= 0 || req->memory_bytes > node->memory_bytes)
 		return "has less memory than the sandbox's ceiling";
-	if (node->memory_used + counted(req) > node->memory_bytes)
+	if (node->memory_used + counted(node, req) > node->memory_bytes)
 		return "has no room under its memory ceiling";
 	*ret_capacity = 0;
 	return NULL;
@@ -69,7 +78,7 @@ const char *policy_placement_refusal(const struct policy_node *node, const struc
 
 int64_t policy_placement_score(const struct policy_node *node, const struct policy_placement_request *req)
 {
-	int64_t free_after = node->memory_bytes - node->memory_used - counted(req);
+	int64_t free_after = node->memory_bytes - node->memory_used - counted(node, req);
 	int64_t mem = node->memory_bytes > 0 ? free_after * 1000 / node->memory_bytes : 0;
 	int64_t slots = node->max_sandboxes > 0
 	                    ? (int64_t)(node->max_sandboxes - node->sandboxes - 1) * 1000 / node->max_sandboxes

@@ -161,6 +161,25 @@ struct policy_sandbox_limits {
 int policy_sandbox_limits(const struct policy_host *h, int64_t want_memory, int want_active, int64_t want_pids,
                           int warm_pool, struct policy_sandbox_limits *ret, struct cp_error **err);
 
+/* What GET /info does not tell of another node (issue 28): its kernel's
+ * process limits. A node's budget assumes the kernel's own default pid_max
+ * (32768), the lowest a Linux machine runs with, so that its sandboxes
+ * together can never take its last processes whatever a distribution set. */
+#define POLICY_NODE_PROCS_ASSUMED 32768
+/* The limits of one sandbox on another node with mem_total_bytes of memory
+ * (its /info MemTotal; <= 0: not known) into *ret, by this machine's rules
+ * (policy_sandbox_limits) applied to that node: the sandbox count derived
+ * from its memory (policy_placement_node_limit), the process budget from
+ * POLICY_NODE_PROCS_ASSUMED, and the operator's settings want_memory
+ * (CHAT2SBX_DEFAULT_MEMORY bytes; <= 0 = derived: half the node's memory,
+ * at most 8 GiB) and want_pids (CHAT2SBX_PIDS_LIMIT; <= 0 = derived) held to
+ * the node: a default ceiling above its memory becomes its memory, a
+ * process limit above its share for one sandbox becomes that share (those
+ * settings were checked against this machine, not against every node).
+ * warm_pool counts as on one machine. Never fails. Pure. */
+void policy_node_sandbox_limits(int64_t mem_total_bytes, int64_t want_memory, int64_t want_pids, int warm_pool,
+                                struct policy_sandbox_limits *ret);
+
 /* Clamps a requested yield (ms; negative = absent) to [0, max_ms], default_ms
  * when absent. DESIGN.md, Bash contract. */
 int64_t policy_yield_clamp(int64_t requested_ms, int64_t default_ms, int64_t max_ms);
@@ -606,19 +625,28 @@ struct policy_node {
 	int has_image;        /* holds the template image */
 	int64_t memory_bytes; /* its memory ceiling for sandboxes; <= 0: not known (no room) */
 	int64_t memory_used;  /* the memory its live sandboxes were given */
-	int sandboxes;        /* its live sandboxes */
-	int max_sandboxes;    /* its sandbox limit; -1 = unlimited */
+	/* The ceiling a sandbox that asks for none gets there
+	 * (policy_node_sandbox_limits; 'local': this machine's). */
+	int64_t default_memory_bytes;
+	int64_t cpus;      /* its CPUs; <= 0: not known (any CPU limit fits) */
+	int sandboxes;     /* its live sandboxes */
+	int max_sandboxes; /* its sandbox limit; -1 = unlimited */
 };
 /* What the new sandbox needs. */
 struct policy_placement_request {
-	const char *runtime;  /* runtime asked or chosen; NULL or "" = the engine's default */
-	int need_kvm;         /* the vm runtime with KVM */
-	int64_t memory_bytes; /* the memory it will be given (its ceiling) */
-	/* What it counts against a node's memory (0 = memory_bytes): a ceiling
-	 * is a limit, not a reservation, so the caller counts what one machine's
-	 * sandbox limit assumes a sandbox uses (at most POLICY_ACTIVE_PER_BYTES);
-	 * nodes' memory_used must be counted the same way. */
+	const char *runtime; /* runtime asked or chosen; NULL or "" = the engine's default */
+	int need_kvm;        /* the vm runtime with KVM */
+	/* The memory ceiling it asks for; 0 = none asked: each node's own
+	 * default_memory_bytes, which fits that node by construction. */
+	int64_t memory_bytes;
+	/* What it counts against a node's memory (0 = memory_bytes, or with
+	 * none asked policy_placement_expected_use of the node's default): a
+	 * ceiling is a limit, not a reservation, so the caller counts what one
+	 * machine's sandbox limit assumes a sandbox uses
+	 * (policy_placement_expected_use); nodes' memory_used must be counted
+	 * the same way. */
 	int64_t memory_counted;
+	int64_t nano_cpus;  /* the CPU limit asked (cpus = 1e9); 0 = none */
 	const char *pinned; /* direct workspace: the only node that holds its path; NULL = any */
 };
 /* The nodes a create tried already (names borrowed), at most
@@ -667,6 +695,12 @@ int policy_placement_choose(const struct policy_node *nodes, size_t n, const str
  * tried. 0: give the error to the caller. Pure. */
 int policy_placement_retry(struct policy_placement_tries *tries, const char *failed_node, enum cp_error_code code,
                            enum cp_error_detail detail);
+/* What a sandbox with a memory ceiling of ceiling bytes counts against
+ * its node's memory: what one machine's sandbox limit assumes a sandbox
+ * uses (POLICY_ACTIVE_PER_BYTES, one per that much memory), or its ceiling
+ * when lower. Without it a 24 GiB node would take three sandboxes of the
+ * default 8 GiB ceiling where one machine alone takes eleven. Pure. */
+int64_t policy_placement_expected_use(int64_t ceiling);
 /* The sandbox limit of a node with memory_bytes of memory (its /info
  * MemTotal), by this machine's default rule: one per
  * POLICY_ACTIVE_PER_BYTES, POLICY_ACTIVE_MIN to POLICY_ACTIVE_MAX; -1

@@ -128,3 +128,70 @@ Test(lifecycle_place, a_nodes_sandbox_limit_holds_under_the_create_lock)
 	cr_expect_eq(code, CP_ERR_NOT_FOUND, "%s", msg);
 	free(msg);
 }
+
+/* A sandbox's limits on another node are that node's (issue 28): what was
+ * not asked becomes its default, what was asked is held to what it has. */
+Test(lifecycle_place, limits_not_asked_are_the_nodes_and_asked_ones_are_held_to_it)
+{
+	lc_fixture_node("n1", "tcp://127.0.0.1:9", NODE_READY, 4LL << 30, 2);
+	lc_fixture_node("big", "tcp://127.0.0.2:9", NODE_READY, 128LL << 30, 64);
+	struct lifecycle_limits l = {.memory_bytes = 8LL << 30, .pids_limit = 4096, .disk_bytes = 1LL << 30};
+	struct cp_error *err = NULL;
+	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "n1", &l, &err), 0, "%s", err ? err->message : "");
+	cr_expect_eq(l.memory_bytes, 2LL << 30, "half the node's 4 GiB, not this machine's default");
+	cr_expect_eq(l.pids_limit, 4096);
+	cr_expect_eq(l.disk_bytes, 0, "another node's storage is not asked for a size");
+	l = (struct lifecycle_limits){.memory_bytes = 8LL << 30, .pids_limit = 4096};
+	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "big", &l, &err), 0);
+	cr_expect_eq(l.pids_limit, 24576 / 32, "32 sandboxes share the node's assumed budget");
+	/* 'local' is left as lifecycle_create_limits made it. */
+	l = (struct lifecycle_limits){.memory_bytes = 8LL << 30, .pids_limit = 4096, .disk_bytes = 1LL << 30};
+	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "local", &l, &err), 0);
+	cr_expect(l.memory_bytes == 8LL << 30 && l.pids_limit == 4096 && l.disk_bytes == 1LL << 30);
+
+	/* Asked beyond the node: refused naming it and what it has. */
+	l = (struct lifecycle_limits){.memory_bytes = 6LL << 30, .memory_asked = 1, .pids_limit = 100};
+	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "n1", &l, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_INVALID_ARGUMENT);
+	cr_expect(strstr(err->message, "more than node 'n1' has (4096 MiB)") != NULL, "%s", err->message);
+	cp_error_freep(&err);
+	l = (struct lifecycle_limits){.nano_cpus = 3000000000LL, .pids_limit = 100};
+	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "n1", &l, &err), -1);
+	cr_expect(strstr(err->message, "more than the 2 CPU(s) of node 'n1'") != NULL, "%s", err->message);
+	cp_error_freep(&err);
+	l = (struct lifecycle_limits){.pids_limit = 5000, .pids_asked = 1};
+	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "big", &l, &err), -1);
+	cr_expect(strstr(err->message, "on node 'big'") && strstr(err->message, "16-768"), "%s", err->message);
+	cp_error_freep(&err);
+	/* Asked within: kept. */
+	l = (struct lifecycle_limits){.memory_bytes = 3LL << 30, .memory_asked = 1, .pids_limit = 64, .pids_asked = 1};
+	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "n1", &l, &err), 0);
+	cr_expect(l.memory_bytes == 3LL << 30 && l.pids_limit == 64);
+	/* A node removed meanwhile. */
+	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "gone", &l, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
+	cp_error_freep(&err);
+	/* Its sandbox limit is the same rule's. */
+	int max = 0;
+	cr_assert_eq(lifecycle_node_sandbox_limit(fx.lc, "big", &max, &err), 0);
+	cr_expect_eq(max, 32);
+}
+
+/* A reused sandbox on another node is not said to differ for having that
+ * node's default ceiling; one asked otherwise still is. */
+Test(lifecycle_place, a_reused_sandbox_on_a_node_is_compared_with_that_nodes_defaults)
+{
+	lc_fixture_node("n1", "tcp://127.0.0.1:9", NODE_READY, 4LL << 30, 2);
+	struct sandbox_record s = lc_fixture_running_row("s1", "w1", "n1");
+	s.memory_bytes = 2LL << 30;
+	s.network = 1;
+	struct lifecycle_limits want = {.memory_bytes = 8LL << 30, .pids_limit = 2000, .network = 1};
+	char *note = lifecycle_limits_differ_on_node(fx.lc, &s, &want);
+	cr_expect_null(note, "%s", note ? note : "");
+	free(note);
+	want.memory_bytes = 1LL << 30;
+	want.memory_asked = 1;
+	note = lifecycle_limits_differ_on_node(fx.lc, &s, &want);
+	cr_expect(note && strstr(note, "memory"), "%s", note ? note : "(none)");
+	free(note);
+}

@@ -127,6 +127,49 @@ Test(policy_host_limits, settings_that_do_not_fit_are_refused_with_the_numbers)
 	cr_expect_eq(l.pids_default, 6000);
 }
 
+/* Another node's limits (issue 28): its memory's, this machine's settings
+ * held to it, its process budget from the assumed kernel default. */
+Test(policy_node_limits, derived_from_the_nodes_memory_and_held_to_it)
+{
+	struct policy_sandbox_limits l;
+	policy_node_sandbox_limits(4 * (1LL << 30), 0, 0, 0, &l);
+	cr_expect_eq(l.default_memory_bytes, 2LL << 30, "half of 4 GiB");
+	cr_expect_eq(l.max_memory_bytes, 4LL << 30);
+	cr_expect_eq(l.max_active, 2, "one per 2 GiB");
+	cr_expect_eq(l.pids_budget, POLICY_NODE_PROCS_ASSUMED * 3 / 4);
+	cr_expect_eq(l.pids_cap, 24576 / 2);
+	cr_expect_eq(l.pids_default, 4096);
+
+	/* A large node: 8 GiB ceiling, 32 sandboxes share the budget. */
+	policy_node_sandbox_limits(128 * (1LL << 30), 0, 0, 1, &l);
+	cr_expect_eq(l.default_memory_bytes, 8LL << 30);
+	cr_expect_eq(l.max_active, 32);
+	cr_expect_eq(l.pids_cap, 24576 / 33, "32 + 1 warm");
+	cr_expect_eq(l.pids_default, 24576 / 33);
+	cr_expect_leq(33 * l.pids_cap, l.pids_budget, "all together stay within the budget");
+
+	/* This machine's settings, held to the node rather than refused. */
+	policy_node_sandbox_limits(4 * (1LL << 30), 16LL << 30, 100000, 0, &l);
+	cr_expect_eq(l.default_memory_bytes, 4LL << 30, "a 16 GiB setting becomes the node's 4 GiB");
+	cr_expect_eq(l.pids_default, 12288, "a pids setting above the share becomes the share");
+	policy_node_sandbox_limits(4 * (1LL << 30), 1LL << 30, 500, 0, &l);
+	cr_expect_eq(l.default_memory_bytes, 1LL << 30);
+	cr_expect_eq(l.pids_default, 500);
+
+	/* A warm pool too large for the budget: each gets the least, and the
+	 * memory is still the node's. */
+	policy_node_sandbox_limits(64 * (1LL << 30), 0, 0, 5000, &l);
+	cr_expect_eq(l.pids_cap, POLICY_PIDS_MIN);
+	cr_expect_eq(l.pids_default, POLICY_PIDS_MIN);
+	cr_expect_eq(l.default_memory_bytes, 8LL << 30);
+
+	/* Memory not known: the least, and a limit (placement refuses it). */
+	policy_node_sandbox_limits(0, 0, 0, 0, &l);
+	cr_expect_eq(l.default_memory_bytes, POLICY_MEMORY_MIN_BYTES);
+	cr_expect_eq(l.max_memory_bytes, 0);
+	cr_expect_eq(l.max_active, POLICY_ACTIVE_MIN);
+}
+
 /* Security review, defect 5: a negative count is a number, just too small. */
 Test(policy_cpus, negative_says_greater_than_zero)
 {

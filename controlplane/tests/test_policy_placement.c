@@ -33,7 +33,9 @@ static struct policy_node ready(const char *name)
 	                            .memory_bytes = 16 * GIB,
 	                            .memory_used = 4 * GIB,
 	                            .sandboxes = 2,
-	                            .max_sandboxes = 10};
+	                            .max_sandboxes = 10,
+	                            .default_memory_bytes = 8 * GIB,
+	                            .cpus = 8};
 }
 
 static const struct policy_placement_request one_gib = {.memory_bytes = GIB};
@@ -67,6 +69,14 @@ Test(policy_placement, each_filter_refuses_alone_and_says_why)
 	     {.memory_bytes = 13 * GIB, .memory_counted = 13 * GIB},
 	     1},
 	    {"not the node that holds the direct workspace", ready("a"), {.pinned = "b", .memory_bytes = GIB}, 0},
+	    /* A CPU limit above the node's CPUs (8), and one that fits. */
+	    {"has fewer CPUs than the sandbox's limit", ready("a"), {.nano_cpus = 9000000000LL}, 0},
+	    {NULL, ready("a"), {.nano_cpus = 8000000000LL}, 0},
+	    /* No ceiling asked: the node's own default (8 GiB here), counted
+	     * as it is expected to use (2 GiB), fits beside the 4 GiB used;
+	     * counted whole (13 GiB) it would not. */
+	    {NULL, ready("a"), {.memory_bytes = 0}, 0},
+	    {"has no room under its memory ceiling", ready("a"), {.memory_counted = 13 * GIB}, 1},
 	};
 	rows[1].node.state = POLICY_NODE_DRAINING;
 	rows[2].node.state = POLICY_NODE_DOWN;

@@ -126,6 +126,16 @@ test('node add proves the engine over mutual TLS and records its labels from /in
   assert.doesNotMatch(JSON.stringify(list), /BEGIN/, 'never a file\'s bytes');
   const show = JSON.parse(cli(['node', 'show', 'n1', '--json']).stdout);
   assert.equal(show.name, 'n1');
+  // What one sandbox gets there, derived from the node's own memory
+  // (one per 2 GiB, 2 to 32; half its memory, at most 8 GiB), and its
+  // sandboxes' processes together within 3/4 of the assumed pid_max 32768.
+  const GIB = 2 ** 30;
+  const limit = Math.min(32, Math.max(2, Math.floor(n1.memory_bytes / (2 * GIB))));
+  assert.equal(show.limits.sandbox_limit, limit, JSON.stringify(show.limits));
+  assert.equal(show.limits.default_memory_bytes,
+    Math.min(8 * GIB, Math.floor(n1.memory_bytes / 2 / 2 ** 20) * 2 ** 20));
+  assert.ok(show.limits.pids_cap * limit <= 24576, JSON.stringify(show.limits));
+  assert.ok(show.limits.pids_default >= 16 && show.limits.pids_default <= show.limits.pids_cap);
 
   const again = cli(['node', 'add', 'n1', node.ENDPOINT, ...tls()]);
   assert.equal(again.status, 4, 'a duplicate name: CONFLICT');

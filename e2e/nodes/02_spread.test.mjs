@@ -110,11 +110,15 @@ ctx.test('six sandboxes are spread over more than one node and each runs bash, w
   assert.ok(made.some((s) => s.node !== 'local'), 'at least one on another node');
 
   const bashMs = {};
+  const limitsOf = Object.fromEntries(runCliJson(ctx.srv, ['node', 'list', '--json']).map((n) => [n.name, n.limits]));
   for (const s of made) {
     // The container is on its node's engine and not on another's.
     const info = await dockerInspect(s.id, engineSock(s.node));
     assert.ok(info, `${s.id} has no container on ${s.node}`);
     assert.equal(info.State?.Running, true, JSON.stringify(info.State));
+    // Its memory ceiling and process limit are its node's defaults.
+    assert.equal(info.HostConfig?.Memory, limitsOf[s.node].default_memory_bytes, `${s.id} on ${s.node}`);
+    assert.equal(info.HostConfig?.PidsLimit, limitsOf[s.node].pids_default, `${s.id} on ${s.node}`);
     if (s.node !== 'local') {
       assert.equal(await dockerInspect(s.id), null, `${s.id} is on ${s.node}, not on this machine's engine`);
       const ws = (info.Mounts || []).find((m) => m.Destination === '/workspace');

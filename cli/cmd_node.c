@@ -206,6 +206,29 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 	return 0;
 }
 
+/* After node name is removed: its managed workspaces kept there (their
+ * volumes stay on its engine, as their rows stay here) are said, with how
+ * to use them again. */
+static void say_kept_workspaces(struct store *store, const char *name)
+{
+	struct workspace_record *rows = NULL;
+	size_t n = 0, kept = 0;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_workspace_list(store, &rows, &n, &e) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].volume && rows[i].node && !strcmp(rows[i].node, name) && rows[i].trashed_at_ms <= 0)
+			printf("%s %s (volume %s)", kept++ ? "," : "  kept there:", rows[i].id, rows[i].volume);
+		workspace_record_clear(&rows[i]);
+	}
+	free(rows);
+	if (kept)
+		printf("\n%zu workspace%s kept on node %s stay%s there as volumes of its engine; add the node again as "
+		       "'%s' to use %s, or remove %s there (docker volume rm)\n",
+		       kept, kept == 1 ? "" : "s", name, kept == 1 ? "s" : "", name, kept == 1 ? "it" : "them",
+		       kept == 1 ? "it" : "them");
+}
+
 /* drain, resume, remove. */
 static int change(struct cli *cli, struct store *store, const char *verb, const char *name)
 {
@@ -235,6 +258,7 @@ static int change(struct cli *cli, struct store *store, const char *verb, const 
 		return cli_fail(err);
 	if (!strcmp(verb, "remove")) {
 		printf("removed node %s and its TLS files\n", name);
+		say_kept_workspaces(store, name);
 		cli_firewall_follow_nodes(cli, name);
 	} else if (!strcmp(verb, "drain"))
 		printf("node %s is draining: no new sandbox is placed on it; its %lld sandbox%s keep%s working\n", name,

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/xalloc.h"
 #include "base/xjson.h"
 #include "cli.h"
 #include "controlplane.h"
@@ -37,8 +39,11 @@ static int list(struct cli *cli, struct store *store)
 			char when[40] = "-";
 			if (trash_at)
 				clock_format_rfc3339(trash_at, when, sizeof(when));
+			/* A workspace kept on another node: its files are a volume there. */
+			_cleanup_free_ char *where =
+			    w->volume ? xasprintf("%s on node %s", w->volume, w->node) : xstrdup(w->path);
 			printf("%-25s %-8s %-9s %-26s %-24s %s\n", w->id, w->mode, state,
-			       w->sandbox_id ? w->sandbox_id : "-", when, w->path);
+			       w->sandbox_id ? w->sandbox_id : "-", when, where);
 		}
 		workspace_record_clear(w);
 	}

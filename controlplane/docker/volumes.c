@@ -2,7 +2,7 @@
  * workspace on another machine's engine, issue 28: its files live in a
  * volume of that node's engine). Decides nothing about names or labels; the
  * caller does. Docker Engine API v1.41, "Volume": POST /volumes/create,
- * DELETE /volumes/{name}. */
+ * GET /volumes/{name}, DELETE /volumes/{name}. */
 #include "engine_internal.h"
 
 #include <json-c/json.h>
@@ -37,16 +37,34 @@ int docker_volume_create(struct docker_engine *engine, const char *name, const c
 	           : 0;
 }
 
-int docker_volume_remove(struct docker_engine *engine, const char *name, struct cp_error **err)
+/* method on /volumes/{name}suffix (name escaped), what the call is for
+ * messages ("remove", "inspect"); the engine's answer is not kept. */
+static int volume_call(struct docker_engine *engine, const char *method, const char *name, const char *suffix,
+                       const char *verb, struct cp_error **err)
 {
 	if (!name || !*name)
-		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "remove volume: empty name");
-	_cleanup_free_ char *what = xasprintf("remove volume '%s'", name);
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s volume: empty name", verb);
+	_cleanup_free_ char *what = xasprintf("%s volume '%s'", verb, name);
 	_cleanup_free_ char *esc = docker_escape(name, NULL);
-	_cleanup_free_ char *path = xasprintf("/volumes/%s?force=1", esc);
+	_cleanup_free_ char *path = xasprintf("/volumes/%s%s", esc, suffix);
 	long status = 0;
 	_cleanup_json_ struct json_object *reply = NULL;
-	return docker_request(engine, "DELETE", path, NULL, DOCKER_VOLUME_TIMEOUT_MS, what, &status, &reply, err) < 0
+	return docker_request(engine, method, path, NULL, DOCKER_VOLUME_TIMEOUT_MS, what, &status, &reply, err) < 0
 	           ? -1
 	           : 0;
+}
+
+int docker_volume_remove(struct docker_engine *engine, const char *name, struct cp_error **err)
+{
+	return volume_call(engine, "DELETE", name, "?force=1", "remove", err);
+}
+
+int docker_volume_exists(struct docker_engine *engine, const char *name, struct cp_error **err)
+{
+	if (volume_call(engine, "GET", name, "", "inspect", err) < 0) {
+		if ((*err)->code == CP_ERR_NOT_FOUND)
+			cp_error_prefix(err, "the volume '%s' is gone", name);
+		return -1;
+	}
+	return 0;
 }

@@ -55,7 +55,8 @@ static const char copy_command[] =
     "  cp -a \"$src/.\" " POLICY_WORKSPACE_TARGET "/\n"
     "fi\n";
 
-static int make_managed_workspace(struct lifecycle *lc, struct workspace_record *ret, struct cp_error **err)
+static int make_managed_workspace(struct lifecycle *lc, const char *node, struct workspace_record *ret,
+                                  struct cp_error **err)
 {
 	_cleanup_free_ char *id = NULL;
 	if (id_new("ws_", &id, err) < 0)
@@ -67,6 +68,14 @@ static int make_managed_workspace(struct lifecycle *lc, struct workspace_record 
 	if (mkdir(path, 0755) < 0)
 		return cp_error_set_errno(err, CP_ERR_INTERNAL, errno, "create workspace directory '%s'", path);
 	struct workspace_record w = {.id = id, .mode = "managed", .path = path, .created_at_ms = clock_now_ms()};
+	/* On another node its files are a volume there, kept with the row
+	 * (migration 0015); the directory here stays empty. */
+	char volume[128];
+	if (!lifecycle_node_is_local(node)) {
+		lifecycle_workspace_volume_name(id, volume, sizeof(volume));
+		w.node = (char *)node;
+		w.volume = volume;
+	}
 	if (store_workspace_insert(lc->store, &w, err) < 0) {
 		rmdir(path);
 		return -1;
@@ -235,15 +244,29 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	if (lifecycle_node_engine(lc, s->node, &engine, err) < 0)
 		return -1;
 	if (remote) {
-		if (strcmp(w->mode, "managed") && !(clone && source && source->fd >= 0))
-			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-			                    "a %s workspace cannot go to node '%s': a direct workspace's directory "
-			                    "exists on this machine only (docs/nodes.md)",
-			                    w->mode, remote);
-		const char *vlabels[] = {
-		    POLICY_LABEL_SANDBOX,   s->id, POLICY_LABEL_WORKSPACE, w->id, POLICY_LABEL_REGISTRY,
-		    lc->cfg->database_path, NULL};
-		lifecycle_workspace_volume_name(s->id, volume, sizeof(volume));
+		if ((strcmp(w->mode, "managed") && !(clone && source && source->fd >= 0)) ||
+		    (!strcmp(w->mode, "managed") && (!w->volume || !lifecycle_node_same(w->node, remote))))
+			return cp_error_set(
+			    err, CP_ERR_INVALID_ARGUMENT,
+			    "a %s workspace of node '%s' cannot go to node '%s': its files are not there "
+			    "(docs/nodes.md)",
+			    w->mode, w->node ? w->node : STORE_NODE_LOCAL, remote);
+		/* A managed workspace's own volume (made now, or there already:
+		 * lifecycle_workspace_volume_check), or a clone's, named after
+		 * its sandbox and labelled with it. */
+		const char *vlabels[] = {POLICY_LABEL_WORKSPACE,
+		                         w->id,
+		                         POLICY_LABEL_REGISTRY,
+		                         lc->cfg->database_path,
+		                         POLICY_LABEL_SANDBOX,
+		                         s->id,
+		                         NULL};
+		if (w->volume) {
+			snprintf(volume, sizeof(volume), "%s", w->volume);
+			vlabels[4] = NULL;
+		} else {
+			lifecycle_workspace_volume_name(s->id, volume, sizeof(volume));
+		}
 		if (docker_volume_create(engine, volume, vlabels, err) < 0)
 			return cp_error_prefix(err, "on node '%s'", remote);
 	}
@@ -512,8 +535,10 @@ static int place_new(struct lifecycle *lc, const struct lifecycle_create_options
 /* The node of a sandbox for an existing workspace w (borrowed) into
  * *ret_node (caller frees): a clone's is placed as a new managed one's
  * (its source can be sent to another node, clone_source.c), *ret_placed
- * then naming a choice among several; a direct or managed workspace's
- * files are on this machine: 'local', and any other node asked is refused. */
+ * then naming a choice among several; a direct or managed workspace goes
+ * where its files are: 'local', or the node whose volume holds a managed
+ * workspace kept there (refused with why when that node cannot take it
+ * now); any other node asked is refused. */
 static int place_existing(struct lifecycle *lc, const struct lifecycle_create_options *opts,
                           const struct workspace_record *w, const struct lifecycle_limits *lim,
                           const struct policy_placement_tries *tries, char **ret_node, char **ret_placed,
@@ -525,11 +550,18 @@ static int place_existing(struct lifecycle *lc, const struct lifecycle_create_op
 			*ret_placed = xstrdup(*ret_node);
 		return placed < 0 ? -1 : 0;
 	}
-	if (opts->node && !lifecycle_node_is_local(opts->node))
+	const char *home = w->node ? w->node : STORE_NODE_LOCAL; /* where its files are */
+	if (opts->node && !lifecycle_node_same(opts->node, home))
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "a %s workspace stays on this machine (node 'local'): its files are here; another "
-		                    "node takes a new managed workspace or a clone (docs/nodes.md)",
-		                    w->mode);
+		                    "%s workspace '%s' stays on node '%s': its files are there; create without 'node' "
+		                    "(another node takes a new managed workspace or a clone, docs/nodes.md)",
+		                    w->mode, w->id, home);
+	if (!lifecycle_node_is_local(home)) {
+		/* A managed workspace kept on its node: back there, if it can. */
+		if (lifecycle_place(lc, lim, home, tries, ret_node, err) < 0)
+			return cp_error_prefix(err, "workspace '%s' has its files on node '%s'", w->id, home);
+		return 0;
+	}
 	*ret_node = xstrdup(STORE_NODE_LOCAL);
 	return 0;
 }
@@ -618,7 +650,7 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 		int claimed = pool_member ? 0 : lifecycle_pool_claim(lc, node, opts, ret, err);
 		if (claimed != 0)
 			return claimed < 0 ? -1 : 0;
-		if (check_limit(lc, node, err) < 0 || make_managed_workspace(lc, &ws, err) < 0)
+		if (check_limit(lc, node, err) < 0 || make_managed_workspace(lc, node, &ws, err) < 0)
 			return -1;
 		new_workspace = 1;
 	}
@@ -636,7 +668,14 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 			workspace_record_clear(&ws);
 			return revived < 0 ? -1 : 0;
 		}
-		if (ws.trashed_at_ms > 0) {
+		if (ws.trashed_at_ms > 0 && ws.volume) {
+			cp_error_set(err, CP_ERR_CONFLICT,
+			             "workspace '%s' was retired after 30 days without a sandbox; its files are in the "
+			             "volume '%s' of node '%s' (docker volume ls there); create a sandbox without "
+			             "workspace_id for a new one",
+			             ws.id, ws.volume, ws.node);
+			goto fail_workspace;
+		} else if (ws.trashed_at_ms > 0) {
 			cp_error_set(err, CP_ERR_CONFLICT,
 			             "workspace '%s' was moved to the trash after 30 days without a sandbox; its files "
 			             "are in '%s' on the host; create a sandbox without workspace_id for a new one",
@@ -648,7 +687,8 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 		     recheck_host_workspace(lc, &ws, &mount_dev, &mount_ino, &guard, err) < 0) ||
 		    (!lifecycle_node_is_local(node) &&
 		     clone_source_or_local(lc, opts, &ws, mount_dev, mount_ino, &node, ret_placed, &source, err) < 0) ||
-		    lifecycle_limits_on_node(lc, node, &lim, err) < 0 || check_limit(lc, node, err) < 0)
+		    lifecycle_limits_on_node(lc, node, &lim, err) < 0 || check_limit(lc, node, err) < 0 ||
+		    lifecycle_workspace_volume_check(lc, &ws, err) < 0)
 			goto fail_workspace;
 	}
 

@@ -394,6 +394,14 @@ enum lifecycle_unsaved {
  * LIFECYCLE_UNSAVED_WAIT_MS plus one registry read per row. */
 void lifecycle_sandboxes_unsaved(struct lifecycle *lc, const struct sandbox_record *rows, size_t n, int *ret);
 
+/* Removes the volume of managed workspace w (borrowed) kept on another
+ * node (migration 0015), for a caller that deletes the workspace itself
+ * after its sandbox is destroyed (doctor's probes); nothing for a
+ * workspace of this machine (its directory is the caller's). A volume
+ * already gone is fine; the codes of the node's engine otherwise. Blocks
+ * at most 15 s. */
+int lifecycle_workspace_volume_drop(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err);
+
 struct lifecycle_destroy_options {
 	int force;          /* the person's force: remove even when the save fails; the answer says what is lost */
 	int keep_unsaved;   /* the model's force: a clone whose save fails is stopped and kept for the person */

@@ -180,23 +180,33 @@ int lifecycle_clone_source_put(struct lifecycle *lc, struct docker_engine *engin
 void lifecycle_clone_source_clear(struct lifecycle_clone_source *src);
 /* Frees the remote engines (lifecycle_free). */
 void lifecycle_node_engines_clear(struct lifecycle *lc);
-/* A managed workspace on a remote node is an engine volume there named
- * LIFECYCLE_VOLUME_PREFIX + the sandbox's id (docs/nodes.md says why); it
- * lives and goes with its sandbox. */
+/* On a remote node a managed workspace is an engine volume there named
+ * LIFECYCLE_VOLUME_PREFIX + the workspace's id, recorded in its row and
+ * kept after its sandbox (migration 0015); a clone's /workspace is one
+ * named after its sandbox, which goes with it (docs/nodes.md says why). */
 #define LIFECYCLE_VOLUME_PREFIX "chat2sbx-ws-"
-/* The volume's name for sandbox_id (borrowed) into buf. Pure. */
-void lifecycle_workspace_volume_name(const char *sandbox_id, char *buf, size_t size);
-/* Removes sandbox_id's workspace volume on node (after its container):
+/* The volume's name for owner_id (borrowed: a workspace's id, or a
+ * clone's sandbox's) into buf. Pure. */
+void lifecycle_workspace_volume_name(const char *owner_id, char *buf, size_t size);
+/* Removes the volume name (borrowed) on node (after its container):
  * nothing to do on 'local', a volume already gone is fine. The codes of
  * lifecycle_node_engine and of the engine (CONFLICT while a container uses
  * it) otherwise. Blocks at most 15 s. */
-int lifecycle_workspace_volume_remove(struct lifecycle *lc, const char *node, const char *sandbox_id,
-                                      struct cp_error **err);
-/* After the container of s (borrowed) is removed: on a remote node its
- * workspace volume goes too and its managed workspace row is marked
- * trashed (its files were in the volume). Nothing on 'local'. Failures are
- * logged (a volume left is named by its label). Blocks at most 15 s. */
+int lifecycle_workspace_volume_remove(struct lifecycle *lc, const char *node, const char *name, struct cp_error **err);
+/* After the container of s (borrowed) is removed, on a remote node: a
+ * clone's volume (named after s) goes too; a managed workspace with its
+ * own volume keeps it, as this machine keeps a released workspace's
+ * directory; a managed workspace of an older release, whose volume was
+ * named after s, loses it and its row is marked trashed. Nothing on
+ * 'local'. Failures are logged (a volume left is named by its label).
+ * Blocks at most 15 s. */
 void lifecycle_workspace_gone(struct lifecycle *lc, const struct sandbox_record *s);
+/* Before a sandbox is made for the existing workspace w (borrowed) on
+ * another node: its volume must still be there (GET /volumes/{name}), or
+ * a create would mount an empty one. NOT_FOUND naming the workspace, the
+ * volume and the node when it is gone; the engine's codes otherwise.
+ * Nothing to check for a workspace of this machine. */
+int lifecycle_workspace_volume_check(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err);
 
 /* The unsaved-work probe table (unsaved.c). free fires the probes' cancel
  * token and waits for their threads (each ends at once on the cancel). */
@@ -271,7 +281,8 @@ int lifecycle_node_sandbox_limit(struct lifecycle *lc, const char *node, int *re
 /* Undoes a failed create (undo_later.c): removes container (an id or the
  * name; NULL = none), deletes the sandbox row, then new_workspace (may be
  * NULL: a managed workspace made for this create; its row, then its empty
- * directory). All strings copied. Returns 0 when done, 1 when a step failed
+ * directory; on another node its volume, after the container). All
+ * strings copied. Returns 0 when done, 1 when a step failed
  * and the rest waits for lifecycle_undo_run (logged). */
 int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const char *node, const char *container,
                           const struct workspace_record *new_workspace);

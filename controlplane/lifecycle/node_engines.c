@@ -110,28 +110,41 @@ void lifecycle_node_engines_clear(struct lifecycle *lc)
 	lc->n_node_engines = 0;
 }
 
-void lifecycle_workspace_volume_name(const char *sandbox_id, char *buf, size_t size)
+void lifecycle_workspace_volume_name(const char *owner_id, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s%s", LIFECYCLE_VOLUME_PREFIX, sandbox_id);
+	snprintf(buf, size, "%s%s", LIFECYCLE_VOLUME_PREFIX, owner_id);
 }
 
-int lifecycle_workspace_volume_remove(struct lifecycle *lc, const char *node, const char *sandbox_id,
-                                      struct cp_error **err)
+int lifecycle_workspace_volume_remove(struct lifecycle *lc, const char *node, const char *name, struct cp_error **err)
 {
 	if (lifecycle_node_is_local(node))
 		return 0;
 	struct docker_engine *engine = NULL;
 	if (lifecycle_node_engine(lc, node, &engine, err) < 0)
 		return -1;
-	char name[128];
-	lifecycle_workspace_volume_name(sandbox_id, name, sizeof(name));
 	if (docker_volume_remove(engine, name, err) < 0) {
 		if ((*err)->code != CP_ERR_NOT_FOUND)
-			return cp_error_prefix(err, "remove the workspace of sandbox '%s' on node '%s'", sandbox_id,
-			                       node);
+			return cp_error_prefix(err, "remove the volume '%s' on node '%s'", name, node);
 		cp_error_freep(err);
 	}
 	return 0;
+}
+
+int lifecycle_workspace_volume_check(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err)
+{
+	if (lifecycle_node_is_local(w->node) || !w->volume)
+		return 0;
+	struct docker_engine *engine = NULL;
+	if (lifecycle_node_engine(lc, w->node, &engine, err) < 0 || docker_volume_exists(engine, w->volume, err) < 0)
+		return cp_error_prefix(err, "check the files of workspace '%s' on node '%s'", w->id, w->node);
+	return 0;
+}
+
+int lifecycle_workspace_volume_drop(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err)
+{
+	if (lifecycle_node_is_local(w->node) || !w->volume)
+		return 0;
+	return lifecycle_workspace_volume_remove(lc, w->node, w->volume, err);
 }
 
 void lifecycle_workspace_gone(struct lifecycle *lc, const struct sandbox_record *s)
@@ -139,15 +152,28 @@ void lifecycle_workspace_gone(struct lifecycle *lc, const struct sandbox_record 
 	if (lifecycle_node_is_local(s->node))
 		return;
 	_cleanup_error_ struct cp_error *e = NULL;
-	if (lifecycle_workspace_volume_remove(lc, s->node, s->id, &e) < 0) {
-		log_warn("lifecycle", "sandbox %s: %s (the volume stays on the node)", s->id, e->message);
+	struct workspace_record w = {0};
+	if (store_workspace_get(lc->store, s->workspace_id, &w, &e) < 0)
+		cp_error_freep(&e); /* a warm member's row goes first: its own volume is removed by pool_member.c */
+	if (w.volume && !strcmp(w.mode, "managed")) {
+		/* Kept with its workspace, released like a directory here. */
+		log_debug("lifecycle", "sandbox %s: workspace %s keeps its volume %s on node %s", s->id, w.id, w.volume,
+		          s->node);
+		workspace_record_clear(&w);
 		return;
 	}
-	/* The workspace's files went with the volume: the row says so, so no
-	 * later create reuses it empty (its local directory was never used). */
-	struct workspace_record w = {0};
-	if (store_workspace_get(lc->store, s->workspace_id, &w, &e) == 0 && !strcmp(w.mode, "managed") &&
-	    w.trashed_at_ms <= 0 && store_workspace_set_trashed(lc->store, w.id, w.path, clock_now_ms(), &e) < 0)
+	char name[128];
+	lifecycle_workspace_volume_name(s->id, name, sizeof(name));
+	if (lifecycle_workspace_volume_remove(lc, s->node, name, &e) < 0) {
+		log_warn("lifecycle", "sandbox %s: %s (the volume stays on the node)", s->id, e->message);
+		workspace_record_clear(&w);
+		return;
+	}
+	/* An older release's managed workspace: its files went with the volume
+	 * named after the sandbox, so the row says so and no later create
+	 * reuses it empty. */
+	if (w.id && !strcmp(w.mode, "managed") && w.trashed_at_ms <= 0 &&
+	    store_workspace_set_trashed(lc->store, w.id, w.path, clock_now_ms(), &e) < 0)
 		log_warn("lifecycle", "workspace %s of sandbox %s: %s", w.id, s->id, e->message);
 	workspace_record_clear(&w);
 }

@@ -57,6 +57,12 @@ int lifecycle_pool_member_remove(struct lifecycle *lc, const struct sandbox_reco
 		log_warn("lifecycle", "remove the container of warm sandbox %s on node %s: %s", s->id,
 		         s->node ? s->node : STORE_NODE_LOCAL, e->message);
 	lifecycle_destroy_result_clear(&dr);
+	cp_error_freep(&e);
+	/* Its workspace's own volume on another node (lifecycle_workspace_gone
+	 * found no row to tell it is the member's alone). */
+	if (w.volume && lifecycle_workspace_volume_remove(lc, s->node, w.volume, &e) < 0)
+		log_warn("lifecycle", "warm sandbox %s: %s (the volume stays on the node)", s->id, e->message);
+	cp_error_freep(&e);
 	if (w.path && !strcmp(w.mode, "managed") && rmdir(w.path) < 0 && errno != ENOENT)
 		log_warn("lifecycle", "remove the workspace directory '%s' of warm sandbox %s: %s", w.path, s->id,
 		         strerror(errno));

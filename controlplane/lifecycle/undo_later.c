@@ -3,9 +3,10 @@
  * finished at the next maintenance pass or create, so a failed create never
  * leaves a row 'creating' (counted as active) for as long as serve runs
  * (issue 13). At the next start reconcile.c finishes any that remain. Each
- * entry goes in order: the container, the sandbox row, then a managed
- * workspace made for the create (its row first, then its directory, so a row
- * never names a missing directory). */
+ * entry goes in order: the container (and on another node the volumes made
+ * for the create), the sandbox row, then a managed workspace made for the
+ * create (its row first, then its directory, so a row never names a missing
+ * directory). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,11 +18,12 @@
 
 struct lifecycle_undo {
 	struct lifecycle_undo *next;
-	char *sandbox_id;     /* owned */
-	char *node;           /* owned; NULL = local */
-	char *container;      /* owned; id or name; NULL = none was made */
-	char *workspace_id;   /* owned; a managed workspace made for the create, or NULL */
-	char *workspace_path; /* owned, with workspace_id */
+	char *sandbox_id;       /* owned */
+	char *node;             /* owned; NULL = local */
+	char *container;        /* owned; id or name; NULL = none was made */
+	char *workspace_id;     /* owned; a managed workspace made for the create, or NULL */
+	char *workspace_path;   /* owned, with workspace_id */
+	char *workspace_volume; /* owned, with workspace_id on another node: its volume there */
 	int container_done, row_done;
 };
 
@@ -32,6 +34,7 @@ static void undo_free(struct lifecycle_undo *u)
 	free(u->container);
 	free(u->workspace_id);
 	free(u->workspace_path);
+	free(u->workspace_volume);
 	free(u);
 }
 
@@ -47,8 +50,13 @@ static int undo_step(struct lifecycle *lc, struct lifecycle_undo *u)
 		     e->code != CP_ERR_NOT_FOUND))
 			goto failed;
 		cp_error_freep(&e);
-		/* A remote node's managed workspace: its volume, after the container. */
-		if (lifecycle_workspace_volume_remove(lc, u->node, u->sandbox_id, &e) < 0)
+		/* On a remote node, after the container: a clone's volume, and the
+		 * volume of a managed workspace made for this create. */
+		char clone_volume[128];
+		lifecycle_workspace_volume_name(u->sandbox_id, clone_volume, sizeof(clone_volume));
+		if (lifecycle_workspace_volume_remove(lc, u->node, clone_volume, &e) < 0 ||
+		    (u->workspace_volume &&
+		     lifecycle_workspace_volume_remove(lc, u->node, u->workspace_volume, &e) < 0))
 			goto failed;
 		u->container_done = 1;
 	}
@@ -79,6 +87,7 @@ int lifecycle_undo_create(struct lifecycle *lc, const char *sandbox_id, const ch
 	if (new_workspace) {
 		u->workspace_id = xstrdup(new_workspace->id);
 		u->workspace_path = xstrdup(new_workspace->path);
+		u->workspace_volume = new_workspace->volume ? xstrdup(new_workspace->volume) : NULL;
 	}
 	if (undo_step(lc, u) == 0) {
 		undo_free(u);

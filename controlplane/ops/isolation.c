@@ -264,7 +264,8 @@ static void probe_remove(struct lifecycle *lc, const struct sandbox_record *s)
 	cp_error_freep(&e);
 	if (lifecycle_sandbox_destroy(lc, s->id, NULL, &e) < 0)
 		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "remove probe %s", s->id);
-	else if (store_sandbox_delete(store, s->id, &e) < 0 ||
+	else if ((have_ws && lifecycle_workspace_volume_drop(lc, &w, &e) < 0) ||
+	         store_sandbox_delete(store, s->id, &e) < 0 ||
 	         (have_ws && !strcmp(w.mode, "managed") && store_workspace_delete(store, w.id, &e) < 0))
 		cp_error_log_free(LOG_LEVEL_WARN, "doctor", &e, "forget probe %s", s->id);
 	else if (have_ws && !strcmp(w.mode, "managed") && w.path)

@@ -56,6 +56,12 @@ struct workspace_record {
 	int64_t released_at_ms; /* 0 = in use or never released */
 	int64_t trashed_at_ms;  /* 0 = not in the trash */
 	char *sandbox_id;       /* live sandbox using it (filled by get/list), may be NULL */
+	/* Where its files are (migration 0015, issue 28): node NULL or "local"
+	 * and volume NULL on this machine (path); a managed workspace of
+	 * another node is that node's engine volume named volume, kept after
+	 * its sandbox as path is on this machine. */
+	char *node;
+	char *volume;
 };
 void workspace_record_clear(struct workspace_record *w);
 

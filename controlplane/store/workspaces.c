@@ -15,6 +15,8 @@ void workspace_record_clear(struct workspace_record *w)
 	free(w->path);
 	free(w->host_path);
 	free(w->sandbox_id);
+	free(w->node);
+	free(w->volume);
 	*w = (struct workspace_record){0};
 }
 
@@ -22,7 +24,7 @@ void workspace_record_clear(struct workspace_record *w)
 	"w.id, w.mode, w.path, w.host_path, w.created_at_ms, COALESCE(w.released_at_ms, 0), "                          \
 	"(SELECT s.id FROM sandboxes s WHERE s.workspace_id = w.id AND " STORE_SANDBOX_LIVE(                           \
 	    "s.") "), "                                                                                                \
-	          "COALESCE(w.trashed_at_ms, 0)"
+	          "COALESCE(w.trashed_at_ms, 0), w.node, w.volume"
 
 static void read_row(sqlite3_stmt *st, void *row)
 {
@@ -35,6 +37,8 @@ static void read_row(sqlite3_stmt *st, void *row)
 	w->released_at_ms = sqlite3_column_int64(st, 5);
 	w->sandbox_id = store_column_strdup(st, 6);
 	w->trashed_at_ms = sqlite3_column_int64(st, 7);
+	w->node = store_column_strdup(st, 8);
+	w->volume = store_column_strdup(st, 9);
 }
 
 STORE_ROW_TYPE(rows, struct workspace_record, read_row, workspace_record_clear);
@@ -43,7 +47,8 @@ int store_workspace_insert_locked(struct store *store, const struct workspace_re
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (store_prepare(store, &st,
-	                  "INSERT INTO workspaces (id, mode, path, host_path, created_at_ms) VALUES (?,?,?,?,?)",
+	                  "INSERT INTO workspaces (id, mode, path, host_path, created_at_ms, node, volume) "
+	                  "VALUES (?,?,?,?,?,COALESCE(?, 'local'),?)",
 	                  "insert workspace", err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 1, w->id, -1, SQLITE_STATIC);
@@ -51,6 +56,8 @@ int store_workspace_insert_locked(struct store *store, const struct workspace_re
 	sqlite3_bind_text(st, 3, w->path, -1, SQLITE_STATIC);
 	store_bind_text_opt(st, 4, w->host_path);
 	sqlite3_bind_int64(st, 5, w->created_at_ms);
+	store_bind_text_opt(st, 6, w->node);
+	store_bind_text_opt(st, 7, w->volume);
 	if (sqlite3_step(st) != SQLITE_DONE) {
 		store_fail(store, err, "insert workspace");
 		return cp_error_prefix(err, "workspace '%s'", w->id);

@@ -358,7 +358,28 @@ Test(lifecycle_create, a_direct_workspace_stays_on_local)
 {
 	start(NULL, 0);
 	lc_fixture_workspace("ws_direct", "direct", repo, 1);
-	node_refused("ws_direct", "n1", CP_ERR_INVALID_ARGUMENT, "a direct workspace stays on this machine");
+	node_refused("ws_direct", "n1", CP_ERR_INVALID_ARGUMENT, "direct workspace 'ws_direct' stays on node 'local'");
+}
+
+/* A managed workspace kept on another node (its files a volume there)
+ * goes back to that node only: another node asked is refused, and a node
+ * that cannot take it now (here: its engine cannot be opened) refuses it
+ * naming the workspace and the node, with nothing asked of this machine's
+ * engine. */
+Test(lifecycle_create, a_managed_workspace_kept_on_a_node_goes_back_there_only)
+{
+	start(NULL, 0);
+	lc_fixture_node("n1", "tcp://127.0.0.1:9", NODE_READY, 8LL << 30, 2);
+	struct cp_error *err = NULL;
+	struct workspace_record w = {.id = "ws_far",
+	                             .mode = "managed",
+	                             .path = "/nonexistent/ws_far",
+	                             .created_at_ms = 1,
+	                             .node = "n1",
+	                             .volume = "chat2sbx-ws-ws_far"};
+	cr_assert_eq(store_workspace_insert(fx.store, &w, &err), 0, "%s", err ? err->message : "");
+	node_refused("ws_far", "local", CP_ERR_INVALID_ARGUMENT, "managed workspace 'ws_far' stays on node 'n1'");
+	node_refused("ws_far", NULL, CP_ERR_UNAVAILABLE, "workspace 'ws_far' has its files on node 'n1'");
 }
 
 Test(lifecycle_create, a_clone_goes_through_placement)

@@ -9,30 +9,15 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store_fixture.h"
 
-static char dir[64], db[128];
-
-static void setup(void)
-{
-	snprintf(dir, sizeof(dir), "/tmp/c2s-store-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(db, sizeof(db), "%s/reg.sqlite", dir);
-}
-
-static void teardown(void)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(store, .init = setup, .fini = teardown);
+TestSuite(store, .init = store_fx_setup, .fini = store_fx_teardown);
 
 static struct store *open_ok(void)
 {
 	struct store *s = NULL;
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_open(db, &s, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(store_open(store_fx_db, &s, &err), 0, "%s", err ? err->message : "");
 	return s;
 }
 
@@ -66,7 +51,7 @@ Test(store, migrations_applied_once_and_file_is_private)
 	cr_expect_eq(v, store_migrations[store_migrations_count - 1].version);
 	store_free(s);
 	struct stat st;
-	cr_assert_eq(stat(db, &st), 0);
+	cr_assert_eq(stat(store_fx_db, &st), 0);
 	cr_expect_eq(st.st_mode & 0777, 0600);
 }
 
@@ -177,24 +162,24 @@ Test(store, two_handles_share_the_database)
 Test(store, a_planted_registry_is_refused)
 {
 	char target[160];
-	snprintf(target, sizeof(target), "%s/theirs.sqlite", dir);
-	cr_assert_eq(symlink(target, db), 0);
+	snprintf(target, sizeof(target), "%s/theirs.sqlite", store_fx_dir);
+	cr_assert_eq(symlink(target, store_fx_db), 0);
 	struct store *s = NULL;
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_open(db, &s, &err), -1);
+	cr_assert_eq(store_open(store_fx_db, &s, &err), -1);
 	cr_assert(strstr(err->message, "symbolic link"), "%s", err->message);
 	cp_error_free(err);
 	err = NULL;
 	struct stat st;
 	cr_assert_eq(stat(target, &st), -1, "nothing was created through the link");
-	cr_assert_eq(unlink(db), 0);
+	cr_assert_eq(unlink(store_fx_db), 0);
 	if (geteuid() != 0)
 		return; /* only root can give a file to another uid */
-	FILE *f = fopen(db, "w");
+	FILE *f = fopen(store_fx_db, "w");
 	cr_assert_not_null(f);
 	fclose(f);
-	cr_assert_eq(chown(db, 4321, 4321), 0);
-	cr_assert_eq(store_open(db, &s, &err), -1);
+	cr_assert_eq(chown(store_fx_db, 4321, 4321), 0);
+	cr_assert_eq(store_open(store_fx_db, &s, &err), -1);
 	cr_assert(strstr(err->message, "belongs to uid 4321"), "%s", err->message);
 	cp_error_free(err);
 }

@@ -11,60 +11,31 @@
 #include <string.h>
 
 #include "store/store.h"
+#include "store_fixture.h"
 
-static char dir[64], db[128];
-
-static void setup(void)
-{
-	snprintf(dir, sizeof(dir), "/tmp/c2s-exports-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(db, sizeof(db), "%s/reg.sqlite", dir);
-}
-
-static void teardown(void)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(store_exports, .init = setup, .fini = teardown);
-
-static void exec(sqlite3 *d, const char *sql)
-{
-	char *msg = NULL;
-	cr_assert_eq(sqlite3_exec(d, sql, NULL, NULL, &msg), SQLITE_OK, "%s: %s", sql, msg ? msg : "");
-}
+TestSuite(store_exports, .init = store_fx_setup, .fini = store_fx_teardown);
 
 Test(store_exports, rebuild_keeps_rows_and_exposures_of_an_older_registry)
 {
 	/* A registry at version 9 with a sandbox, an exposure and an extra
 	 * mount, as an older chat2sbx left it. */
-	sqlite3 *d = NULL;
-	cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-	exec(d, "PRAGMA foreign_keys=ON");
-	exec(d, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms "
-	        "INTEGER NOT NULL)");
-	for (size_t i = 0; i < store_migrations_count && store_migrations[i].version <= 9; i++) {
-		exec(d, store_migrations[i].sql);
-		char ins[200];
-		snprintf(ins, sizeof ins, "INSERT INTO schema_migrations VALUES (%d, '%s', 1)",
-		         store_migrations[i].version, store_migrations[i].name);
-		exec(d, ins);
-	}
-	exec(d, "INSERT INTO workspaces (id, mode, path, created_at_ms) VALUES ('ws_a', 'managed', '/tmp/a', 1)");
-	exec(d,
-	     "INSERT INTO sandboxes (id, workspace_id, status, container_name, image, created_at_ms, updated_at_ms, "
-	     "last_activity_ms, mount_dev, mount_ino, disk_bytes) VALUES ('sbx_a', 'ws_a', 'running', 'sbx_a', 'img', "
-	     "5, 6, 7, 11, 12, 4096)");
-	exec(d, "INSERT INTO sandbox_mounts VALUES ('sbx_a', '/workspace/.git/config', '/tmp/a/.git/config', 1, 3, 4)");
-	exec(d,
-	     "INSERT INTO exposures VALUES ('sbx_a', 8000, '127.0.0.1', 40000, 'sbx_a-expose-8000', NULL, 'net', 9)");
+	sqlite3 *d = store_fx_at_version(9);
+	store_fx_exec(d,
+	              "INSERT INTO workspaces (id, mode, path, created_at_ms) VALUES ('ws_a', 'managed', '/tmp/a', 1)");
+	store_fx_exec(
+	    d,
+	    "INSERT INTO sandboxes (id, workspace_id, status, container_name, image, created_at_ms, updated_at_ms, "
+	    "last_activity_ms, mount_dev, mount_ino, disk_bytes) VALUES ('sbx_a', 'ws_a', 'running', 'sbx_a', 'img', "
+	    "5, 6, 7, 11, 12, 4096)");
+	store_fx_exec(
+	    d, "INSERT INTO sandbox_mounts VALUES ('sbx_a', '/workspace/.git/config', '/tmp/a/.git/config', 1, 3, 4)");
+	store_fx_exec(
+	    d, "INSERT INTO exposures VALUES ('sbx_a', 8000, '127.0.0.1', 40000, 'sbx_a-expose-8000', NULL, 'net', 9)");
 	sqlite3_close(d);
 
 	struct store *st = NULL;
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_open(db, &st, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(store_open(store_fx_db, &st, &err), 0, "%s", err ? err->message : "");
 	struct sandbox_record s = {0};
 	cr_assert_eq(store_sandbox_get(st, "sbx_a", &s, &err), 0);
 	cr_assert_str_eq(sandbox_status_to_string(s.status), "running");
@@ -106,7 +77,7 @@ static struct store *open_with_sandbox(void)
 {
 	struct store *st = NULL;
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_open(db, &st, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(store_open(store_fx_db, &st, &err), 0, "%s", err ? err->message : "");
 	struct workspace_record w = {
 	    .id = "ws_c", .mode = "clone", .path = "/tmp/c", .host_path = "/tmp/c", .created_at_ms = 1};
 	cr_assert_eq(store_workspace_insert(st, &w, &err), 0);

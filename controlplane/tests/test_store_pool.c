@@ -8,30 +8,15 @@
 #include <string.h>
 
 #include "store/store.h"
+#include "store_fixture.h"
 
-static char dir[64], db[128];
-
-static void setup(void)
-{
-	snprintf(dir, sizeof(dir), "/tmp/c2s-pool-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(db, sizeof(db), "%s/reg.sqlite", dir);
-}
-
-static void teardown(void)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(store_pool, .init = setup, .fini = teardown);
+TestSuite(store_pool, .init = store_fx_setup, .fini = store_fx_teardown);
 
 static struct store *open_ok(void)
 {
 	struct store *s = NULL;
 	struct cp_error *err = NULL;
-	cr_assert_eq(store_open(db, &s, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(store_open(store_fx_db, &s, &err), 0, "%s", err ? err->message : "");
 	return s;
 }
 

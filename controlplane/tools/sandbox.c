@@ -64,6 +64,7 @@ struct json_object *tools_sandbox_json(struct tools_app *app, const struct sandb
 		/* On another node a managed workspace is a volume there, not this path. */
 		if (!remote)
 			add_str(o, "workspace_path", w.path);
+		add_str(o, "workspace_volume", w.volume); /* kept with the workspace (migration 0015) */
 		add_str(o, "host_path", w.host_path);
 		workspace_record_clear(&w);
 	}
@@ -352,6 +353,10 @@ void tools_workspace_fill(struct json_object *o, const struct workspace_record *
 	add_str(o, "state", state);
 	add_str(o, "path", w->path);
 	add_str(o, "host_path", w->host_path);
+	if (w->volume) { /* kept on another node (migration 0015): its files are there */
+		add_str(o, "node", w->node);
+		add_str(o, "volume", w->volume);
+	}
 	add_str(o, "sandbox_id", w->sandbox_id);
 	add_time(o, "created_at", w->created_at_ms);
 	add_time(o, "released_at", w->released_at_ms);

@@ -63,6 +63,9 @@ ctx.onCleanup(async () => {
   for (const s of made) await tools.destroyQuietly(s.id);
 });
 
+// User sandboxes destroyed along the way: their managed workspaces are kept.
+const destroyed = [];
+
 function engineSock(node) {
   return node === 'local' ? undefined : nodes[node].SOCK;
 }
@@ -93,7 +96,7 @@ ctx.test('six sandboxes are spread over more than one node and each runs bash, w
   for (let i = 0; i < SANDBOXES; i++) {
     const t0 = Date.now();
     const sc = await tools.create({});
-    made.push({ id: sc.sandbox_id, node: sc.node, createMs: Date.now() - t0 });
+    made.push({ id: sc.sandbox_id, ws: sc.workspace_id, node: sc.node, createMs: Date.now() - t0 });
     assert.equal(sc.status, 'running', JSON.stringify(sc));
     assert.ok(['local', 'n1', 'n2'].includes(sc.node), `node: ${JSON.stringify(sc)}`);
   }
@@ -123,7 +126,7 @@ ctx.test('six sandboxes are spread over more than one node and each runs bash, w
       assert.equal(await dockerInspect(s.id), null, `${s.id} is on ${s.node}, not on this machine's engine`);
       const ws = (info.Mounts || []).find((m) => m.Destination === '/workspace');
       assert.equal(ws?.Type, 'volume', `a remote workspace is a volume: ${JSON.stringify(info.Mounts)}`);
-      assert.equal(ws?.Name, `chat2sbx-ws-${s.id}`);
+      assert.equal(ws?.Name, `chat2sbx-ws-${s.ws}`, 'the volume is the workspace\'s');
       // No path of this machine is mounted there: the helper was copied in.
       assert.deepEqual((info.Mounts || []).filter((m) => m.Type === 'bind'), [], JSON.stringify(info.Mounts));
     }
@@ -187,6 +190,7 @@ ctx.test('sandbox_create with node puts it there; an unknown or badly named node
     assert.ok(await dockerInspect(p.sandbox_id, nodes.n2.SOCK), 'on n2\'s engine');
   } finally {
     await tools.ok('sandbox_destroy', { sandbox_id: p.sandbox_id });
+    destroyed.push({ node: p.node, ws: p.workspace_id }); // its workspace is kept
   }
   const unknown = await tools.call('sandbox_create', { node: 'nope' });
   assert.equal(unknown.isError, true);
@@ -208,7 +212,10 @@ ctx.test('a node cut off the network is passed over by placement; its sandboxes 
     assert.notEqual(extra.node, 'n1');
   } finally {
     spawnSync(ENGINE, ['heal', NUMBERS.n1], { stdio: 'inherit' });
-    if (extra) await tools.ok('sandbox_destroy', { sandbox_id: extra.sandbox_id });
+    if (extra) {
+      await tools.ok('sandbox_destroy', { sandbox_id: extra.sandbox_id });
+      destroyed.push({ node: extra.node, ws: extra.workspace_id });
+    }
   }
   for (const s of made.filter((x) => x.node === 'n1')) {
     const b = await tools.ok('bash', { sandbox_id: s.id, command: 'cat notes.txt' });
@@ -226,16 +233,44 @@ ctx.test('after serve crashes, its reconcile re-attaches the sandboxes on every 
   assert.match(ctx.srv.stderrTail(200), /reconciled: \d+ sandbox\(es\) re-attached/);
 });
 
-ctx.test('destroying them leaves no container or volume of ours on the nodes', async () => {
+ctx.test('a managed workspace on a node outlives its sandbox and its next sandbox goes back there', async () => {
+  const tools = await ctx.tools();
+  const i = made.findIndex((x) => x.node !== 'local');
+  const s = made[i];
+  assert.ok(s.ws, JSON.stringify(s));
+  const d = await tools.ok('sandbox_destroy', { sandbox_id: s.id });
+  assert.equal(d.status, 'removed', JSON.stringify(d));
+  const after = await ours(s.node);
+  assert.ok(!after.containers.includes(`/${s.id}`), JSON.stringify(after));
+  assert.ok(after.volumes.includes(`chat2sbx-ws-${s.ws}`), `its files are kept on ${s.node}: ${JSON.stringify(after)}`);
+  // Another node cannot take it: its files are where they are.
+  const elsewhere = await tools.call('sandbox_create', { workspace_id: s.ws, node: 'local' });
+  assert.equal(elsewhere.isError, true);
+  assert.match(resultText(elsewhere), new RegExp(`stays on node '${s.node}'`));
+  const t0 = Date.now();
+  const again = await tools.create({ workspace_id: s.ws });
+  console.log(`# sandbox_create of a kept workspace on ${s.node}: ${Date.now() - t0} ms`);
+  assert.equal(again.node, s.node);
+  assert.equal(again.workspace_id, s.ws);
+  assert.notEqual(again.sandbox_id, s.id);
+  const r = await tools.ok('read', { sandbox_id: again.sandbox_id, path: 'notes.txt', line_numbers: false });
+  assert.equal(r.content, `written to ${s.id} on ${s.node}\n`, 'the files written by its first sandbox');
+  made[i] = { ...s, id: again.sandbox_id };
+});
+
+ctx.test('destroying them leaves no container of ours on the nodes, and each workspace\'s volume', async () => {
   const tools = await ctx.tools();
   for (const s of made) {
     const d = await tools.ok('sandbox_destroy', { sandbox_id: s.id });
     assert.equal(d.status, 'removed', JSON.stringify(d));
   }
   for (const node of Object.keys(nodes)) {
-    assert.deepEqual(await ours(node), { containers: [], volumes: [] }, `node ${node}`);
+    const kept = [...made, ...destroyed].filter((x) => x.node === node).map((x) => `chat2sbx-ws-${x.ws}`).sort();
+    const left = await ours(node);
+    assert.deepEqual({ ...left, volumes: left.volumes.sort() }, { containers: [], volumes: kept }, `node ${node}`);
     const r = runCli(ctx.srv, ['node', 'remove', node]);
     assert.equal(r.status, 0, r.desc);
+    if (kept.length) assert.match(r.stdout, new RegExp(`${kept.length} workspace`), r.stdout);
   }
   made.length = 0;
 });

@@ -21,7 +21,7 @@ import path from 'node:path';
 
 import { runCli, runCliJson } from '../lib/clones.mjs';
 import { ENGINE, useNodeEngine } from '../lib/nodes.mjs';
-import { DOCKER_SOCKET, dockerRequest, LABEL_REGISTRY, LABEL_SANDBOX, median, useServer } from '../lib/server.mjs';
+import { DOCKER_SOCKET, dockerRequest, LABEL_REGISTRY, LABEL_SANDBOX, LABEL_WORKSPACE, median, useServer } from '../lib/server.mjs';
 
 const POOL_LABEL = 'org.chat2sbx.pool';
 const POOL_ENV = { CHAT2SBX_RUNTIME: 'runc', CHAT2SBX_WARM_POOL: '1' };
@@ -121,6 +121,7 @@ async function claim(tools, pool) {
 }
 
 const warmMs = [];
+const keptVolumes = []; // the workspaces of user sandboxes destroyed on n1
 const coldMs = [];
 
 ctx.test('node n1 added while serve runs gets its own warm member, on its engine, in no listing', async () => {
@@ -130,7 +131,7 @@ ctx.test('node n1 added while serve runs gets its own warm member, on its engine
   const [id] = [...pool];
   const c = (await ours()).containers.find((x) => x.Labels[LABEL_SANDBOX] === id);
   assert.equal(c.Labels[LABEL_REGISTRY], `${ctx.srv.dataRoot}/state/chat2sbx.sqlite`, 'labelled this registry\'s');
-  assert.ok((await ours()).volumes.includes(`chat2sbx-ws-${id}`), 'its workspace is a volume on n1');
+  assert.ok((await ours()).volumes.includes(`chat2sbx-ws-${c.Labels[LABEL_WORKSPACE]}`), 'its workspace is a volume on n1');
   // local keeps its own member on this machine's engine.
   await waitMembers(1, 'local', DOCKER_SOCKET);
   const tools = await ctx.tools();
@@ -161,6 +162,7 @@ ctx.test('create latency on n1: with a warm member and cold (no member: the same
     assert.equal(cold.node, 'n1');
     assert.equal((await members()).has(cold.sandbox_id), false);
     await tools.ok('sandbox_destroy', { sandbox_id: cold.sandbox_id });
+    keptVolumes.push(`chat2sbx-ws-${cold.workspace_id}`); // a managed workspace outlives its sandbox
     const { ms } = await claim(tools, await waitMembers(1));
     warmMs.push(ms);
     await waitMembers(1);
@@ -271,22 +273,28 @@ ctx.test('SIGTERM of serve removes the members it made on n1 and on local; claim
   const left = (await ours()).containers.map((c) => c.Labels[LABEL_SANDBOX]).sort();
   assert.deepEqual(left, [...claimed].sort(), 'the claimed sandboxes are kept');
   const vols = (await ours()).volumes.sort();
-  assert.deepEqual(vols, [...claimed].map((id) => `chat2sbx-ws-${id}`).sort(), 'members\' volumes went with them');
+  const claimedVolumes = (await ours()).containers
+    .filter((c) => claimed.has(c.Labels[LABEL_SANDBOX]))
+    .map((c) => `chat2sbx-ws-${c.Labels[LABEL_WORKSPACE]}`);
+  assert.deepEqual(vols, [...claimedVolumes, ...keptVolumes].sort(), 'members\' volumes went with them');
   const tools = await ctx.tools();
   const [id] = claimed;
   const b = await tools.ok('bash', { sandbox_id: id, command: 'cat /workspace/w', yield_time_ms: 10_000 });
   assert.equal(b.output, 'warm on n1\n', 'a claimed sandbox answers after the restart');
 });
 
-ctx.test('a drained n1 with its sandboxes destroyed is removed; nothing of ours is left on n1', async () => {
+ctx.test('a drained n1 with its sandboxes destroyed is removed; only their workspaces\' volumes are left on n1', async () => {
   const tools = await ctx.tools();
+  // A managed workspace outlives its sandbox, on a node as on local.
+  const kept = [...(await ours()).containers.map((c) => `chat2sbx-ws-${c.Labels[LABEL_WORKSPACE]}`), ...keptVolumes].sort();
   for (const id of made) await tools.destroyQuietly(id);
   made.length = 0;
   const d = cli(['node', 'drain', 'n1']);
   assert.equal(d.status, 0, d.desc);
   const r = cli(['node', 'remove', 'n1']);
   assert.equal(r.status, 0, r.desc);
-  assert.deepEqual(await ours(), { containers: [], volumes: [] });
+  const left = await ours();
+  assert.deepEqual({ containers: left.containers, volumes: left.volumes.sort() }, { containers: [], volumes: kept });
 });
 
 ctx.finish();

@@ -81,6 +81,15 @@ static void node_line(const struct node_record *n, int64_t sandboxes)
 	       n->labels.runtimes ? n->labels.runtimes : "");
 }
 
+/* n is node 'local' as its engine answered: draining when recorded so. */
+static void local_drained(struct store *store, struct node_record *n)
+{
+	enum node_state st = NODE_READY;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_node_local_state(store, &st, &e) == 0 && st == NODE_DRAINING)
+		n->state = NODE_DRAINING;
+}
+
 static int64_t sandboxes_on(struct store *store, const char *name)
 {
 	int64_t count = 0;
@@ -104,6 +113,8 @@ static int list(struct cli *cli, struct store *store)
 		/* This machine's engine does not answer: say so in its row. */
 		local = (struct node_record){.name = xstrdup(STORE_NODE_LOCAL), .state = NODE_DOWN};
 		local.endpoint = xasprintf("unix://%s", cli->cfg->docker_socket);
+	} else {
+		local_drained(store, &local);
 	}
 	struct json_object *arr = xjson_array();
 	if (!cli->json)
@@ -138,6 +149,8 @@ static int show(struct cli *cli, struct store *store, const char *name)
 	int local = !strcmp(name, STORE_NODE_LOCAL);
 	if ((local ? node_local_record(cli->cfg, clock_now_ms(), &n, &err) : store_node_get(store, name, &n, &err)) < 0)
 		return cli_fail(err);
+	if (local)
+		local_drained(store, &n);
 	struct json_object *o = node_json(cli->cfg, &n, sandboxes_on(store, name), local ? NULL : cli->cfg->state_dir);
 	if (cli->json) {
 		cli_print_json(o);
@@ -234,11 +247,11 @@ static int change(struct cli *cli, struct store *store, const char *verb, const 
 {
 	struct cp_error *err = NULL;
 	_cleanup_free_ char *action = xasprintf("node.%s", verb);
-	if (!strcmp(name, STORE_NODE_LOCAL)) {
-		cp_error_set(
-		    &err, CP_ERR_INVALID_ARGUMENT,
-		    "node 'local' is this machine's engine: it cannot be removed, and draining it is not built "
-		    "yet");
+	int local = !strcmp(name, STORE_NODE_LOCAL);
+	if (local && !strcmp(verb, "remove")) {
+		cp_error_set(&err, CP_ERR_INVALID_ARGUMENT,
+		             "node 'local' is this machine's engine: it cannot be removed ('chat2sbx node drain local' "
+		             "stops new sandboxes here)");
 		cli_audit(store, action, name, NULL, err);
 		return cli_fail(err);
 	}
@@ -261,8 +274,11 @@ static int change(struct cli *cli, struct store *store, const char *verb, const 
 		say_kept_workspaces(store, name);
 		cli_firewall_follow_nodes(cli, name);
 	} else if (!strcmp(verb, "drain"))
-		printf("node %s is draining: no new sandbox is placed on it; its %lld sandbox%s keep%s working\n", name,
-		       (long long)count, count == 1 ? "" : "es", count == 1 ? "s" : "");
+		printf("node %s is draining: no new sandbox is placed on it; its %lld sandbox%s keep%s working%s\n",
+		       name, (long long)count, count == 1 ? "" : "es", count == 1 ? "s" : "",
+		       local ? " (with no other node ready, sandbox_create is refused until 'chat2sbx node resume "
+		               "local')"
+		             : "");
 	else
 		printf("node %s is ready: new sandboxes may be placed on it\n", name);
 	return 0;

@@ -44,7 +44,7 @@ const struct cli_help cli_help[] = {
              "                             add another machine's engine over mutual TLS (plain TCP is refused);\n"
              "                             the files are copied into STATE_DIR/nodes/NAME/ (0600)\n"
              "  node show NAME [--json]    one node\n"
-             "  node drain NAME            place no new sandbox on it; its sandboxes keep working\n"
+             "  node drain NAME            place no new sandbox on it ('local' too); its sandboxes keep working\n"
              "  node resume NAME           place sandboxes on it again\n"
              "  node remove NAME           forget it and its TLS files (refused while it has sandboxes)"},
     {"version", "version                    print the version"},

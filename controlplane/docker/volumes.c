@@ -49,9 +49,8 @@ static int volume_call(struct docker_engine *engine, const char *method, const c
 	_cleanup_free_ char *path = xasprintf("/volumes/%s%s", esc, suffix);
 	long status = 0;
 	_cleanup_json_ struct json_object *reply = NULL;
-	return docker_request(engine, method, path, NULL, DOCKER_VOLUME_TIMEOUT_MS, what, &status, &reply, err) < 0
-	           ? -1
-	           : 0;
+	return docker_request(engine, method, path, NULL, DOCKER_VOLUME_TIMEOUT_MS, what, &status, &reply, err) < 0 ? -1
+	                                                                                                            : 0;
 }
 
 int docker_volume_remove(struct docker_engine *engine, const char *name, struct cp_error **err)

@@ -562,6 +562,16 @@ static int place_existing(struct lifecycle *lc, const struct lifecycle_create_op
 			return cp_error_prefix(err, "workspace '%s' has its files on node '%s'", w->id, home);
 		return 0;
 	}
+	enum node_state local_state = NODE_READY;
+	if (store_node_local_state(lc->store, &local_state, err) < 0)
+		return -1;
+	if (local_state == NODE_DRAINING)
+		return cp_error_set(
+		    err, CP_ERR_UNAVAILABLE,
+		    "node 'local' is draining (chat2sbx node drain local): no new sandbox is made on this "
+		    "machine, and %s workspace '%s' has its files here; the person can run "
+		    "'chat2sbx node resume local'",
+		    w->mode, w->id);
 	*ret_node = xstrdup(STORE_NODE_LOCAL);
 	return 0;
 }

@@ -3,8 +3,9 @@
  * row, memory from its labels, live sandboxes and the memory they were
  * given from the registry, the template image asked of its engine) and
  * lets policy_placement_choose decide, with getrandom as the random
- * source. With no node row it answers 'local' without asking any engine,
- * so a single machine's create is what it was. Creates nothing. */
+ * source. With no node row (and 'local' not drained) it answers 'local'
+ * without asking any engine, so a single machine's create is what it was.
+ * Creates nothing. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,9 +127,11 @@ int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, co
 {
 	struct node_record *rows = NULL;
 	size_t n_rows = 0;
-	if (store_node_list(lc->store, &rows, &n_rows, err) < 0)
+	enum node_state local_state = NODE_READY; /* `node drain local` (migration 0016) */
+	if (store_node_local_state(lc->store, &local_state, err) < 0 ||
+	    store_node_list(lc->store, &rows, &n_rows, err) < 0)
 		return cp_error_prefix(err, "place the sandbox");
-	if (n_rows == 0 && lifecycle_node_is_local(pinned)) {
+	if (n_rows == 0 && lifecycle_node_is_local(pinned) && local_state == NODE_READY) {
 		*ret_node = xstrdup(STORE_NODE_LOCAL); /* one machine: nothing to ask */
 		return 0;
 	}
@@ -136,7 +139,7 @@ int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, co
 	struct policy_node *nodes = xcalloc(n, sizeof(*nodes));
 	/* 'local': its runtime was checked by lifecycle_create_limits. */
 	nodes[0] = (struct policy_node){.name = STORE_NODE_LOCAL,
-	                                .state = POLICY_NODE_READY,
+	                                .state = node_state_to_policy(local_state),
 	                                .runtimes = lim->runtime ? lim->runtime : "",
 	                                .kvm = -1,
 	                                .has_image = 1,

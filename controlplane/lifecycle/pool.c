@@ -97,16 +97,18 @@ static long sync_nodes(void *arg)
 	return -1;
 }
 
-/* Whether a member on node may be adopted at start: its node is 'local' or
- * a row that is not drained (a down one's members wait for its reconcile). */
+/* Whether a member on node may be adopted at start: its node ('local' or a
+ * row) is not drained (a down one's members wait for its reconcile). */
 static int node_keeps_members(struct lifecycle *lc, const char *node)
 {
-	if (lifecycle_node_is_local(node))
-		return 1;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (lifecycle_node_is_local(node)) {
+		enum node_state st = NODE_READY;
+		return store_node_local_state(lc->store, &st, &e) < 0 || st != NODE_DRAINING;
+	}
 	if (!remote_pools(lc))
 		return 0;
 	struct node_record row = {0};
-	_cleanup_error_ struct cp_error *e = NULL;
 	if (store_node_get(lc->store, node, &row, &e) < 0)
 		return 0;
 	int keeps = row.state != NODE_DRAINING;

@@ -39,6 +39,12 @@ static int gather(struct lifecycle_pool_node *n, struct policy_pool_node *ret, s
 	*ret = (struct policy_pool_node){.name = n->name, .state = POLICY_NODE_READY, .answering = 1};
 	if (lifecycle_node_is_local(n->name)) {
 		ret->max_sandboxes = lc->limits.max_active > 0 ? lc->limits.max_active : -1;
+		enum node_state st = NODE_READY; /* `node drain local` (migration 0016) */
+		if (store_node_local_state(lc->store, &st, &e) < 0) {
+			log_warn("lifecycle", "warm pool on node local: %s", e->message);
+			return -1;
+		}
+		ret->state = node_state_to_policy(st);
 	} else {
 		struct node_record row = {0};
 		if (store_node_get(lc->store, n->name, &row, &e) < 0) {

@@ -159,10 +159,52 @@ int store_node_list(struct store *store, struct node_record **ret, size_t *ret_n
 }
 
 /* The body of store_node_set_state, under its transaction. */
+static int local_state_locked(struct store *store, enum node_state *ret, struct cp_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *q = NULL;
+	if (store_prepare(store, &q, "SELECT state FROM node_local WHERE id = 1", "read node local's state", err) < 0)
+		return -1;
+	int rc = sqlite3_step(q);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store_fail(store, err, "read node local's state");
+	*ret = rc == SQLITE_ROW ? node_state_from_string((const char *)sqlite3_column_text(q, 0)) : NODE_READY;
+	return 0;
+}
+
+int store_node_local_state(struct store *store, enum node_state *ret, struct cp_error **err)
+{
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	return local_state_locked(locked, ret, err);
+}
+
+static int set_local_state_locked(struct store *store, const char *text, enum node_state *ret_before,
+                                  struct cp_error **err)
+{
+	const char *what = "change node local's state";
+	if (strcmp(text, "ready") && strcmp(text, "draining"))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s: node 'local' is ready or draining, not %s", what,
+		                    text);
+	enum node_state before = NODE_READY;
+	if (local_state_locked(store, &before, err) < 0)
+		return -1;
+	if (ret_before)
+		*ret_before = before;
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(store, &st,
+	                  "INSERT INTO node_local (id, state) VALUES (1, ?1) "
+	                  "ON CONFLICT (id) DO UPDATE SET state = excluded.state",
+	                  what, err) < 0)
+		return -1;
+	sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, what);
+}
+
 static int set_state_locked(struct store *store, const char *name, const char *text, enum node_state *ret_before,
                             struct cp_error **err)
 {
 	const char *what = "change the node's state";
+	if (!strcmp(name, STORE_NODE_LOCAL))
+		return set_local_state_locked(store, text, ret_before, err);
 	_cleanup_stmt_ sqlite3_stmt *q = NULL;
 	if (store_prepare(store, &q, "SELECT state FROM nodes WHERE name = ?1", what, err) < 0)
 		return -1;

@@ -554,10 +554,14 @@ int store_node_list(struct store *store, struct node_record **ret, size_t *ret_n
  * not exist or has no nodes table yet). UNAVAILABLE when it cannot be read. */
 int store_node_endpoints_read(const char *path, char ***ret, struct cp_error **err);
 /* Sets a node's state; *ret_before (may be NULL) gets the state it had.
- * NOT_FOUND for an unknown name. One transaction; blocks up to the busy
- * timeout. */
+ * NOT_FOUND for an unknown name. 'local' (no row: migration 0016's
+ * node_local) takes ready or draining only (INVALID_ARGUMENT for down).
+ * One transaction; blocks up to the busy timeout. */
 int store_node_set_state(struct store *store, const char *name, enum node_state state, enum node_state *ret_before,
                          struct cp_error **err);
+/* The state of node 'local' into *ret: NODE_DRAINING once `node drain
+ * local` was recorded, NODE_READY otherwise (migration 0016). */
+int store_node_local_state(struct store *store, enum node_state *ret, struct cp_error **err);
 /* Records a contact: the labels (borrowed) and last_contact_ms = now_ms.
  * The state is left as it is (a drained node stays draining). NOT_FOUND for
  * an unknown name. */

@@ -382,6 +382,17 @@ Test(lifecycle_create, a_managed_workspace_kept_on_a_node_goes_back_there_only)
 	node_refused("ws_far", NULL, CP_ERR_UNAVAILABLE, "workspace 'ws_far' has its files on node 'n1'");
 }
 
+/* With node 'local' drained, an existing workspace of this machine gets no
+ * new sandbox: refused saying how to resume, nothing asked of the engine. */
+Test(lifecycle_create, a_drained_local_makes_no_sandbox_for_its_workspaces)
+{
+	start(NULL, 0);
+	lc_fixture_workspace("ws_direct", "direct", repo, 1);
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_node_set_state(fx.store, "local", NODE_DRAINING, NULL, &err), 0);
+	node_refused("ws_direct", NULL, CP_ERR_UNAVAILABLE, "node 'local' is draining");
+}
+
 Test(lifecycle_create, a_clone_goes_through_placement)
 {
 	start(NULL, 0);

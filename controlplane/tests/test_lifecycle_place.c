@@ -195,3 +195,33 @@ Test(lifecycle_place, a_reused_sandbox_on_a_node_is_compared_with_that_nodes_def
 	cr_expect(note && strstr(note, "memory"), "%s", note ? note : "(none)");
 	free(note);
 }
+
+/* Node 'local' drained (migration 0016): no new sandbox is placed on it,
+ * even with no other node (then nothing can take it, saying why), and a
+ * resume places there again; 'down' is not a state it can be given. */
+Test(lifecycle_place, a_drained_local_takes_no_new_sandbox)
+{
+	struct cp_error *err = NULL;
+	enum node_state before = NODE_DOWN, now = NODE_DOWN;
+	cr_assert_eq(store_node_local_state(fx.store, &now, &err), 0);
+	cr_expect_eq(now, NODE_READY, "no row: ready");
+	cr_assert_eq(store_node_set_state(fx.store, "local", NODE_DRAINING, &before, &err), 0, "%s",
+	             err ? err->message : "");
+	cr_expect_eq(before, NODE_READY);
+	cr_assert_eq(store_node_local_state(fx.store, &now, &err), 0);
+	cr_expect_eq(now, NODE_DRAINING);
+	char *node = NULL;
+	cr_assert_eq(lifecycle_place(fx.lc, &lim, NULL, NULL, &node, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_UNAVAILABLE);
+	cr_expect(strstr(err->message, "local: draining") != NULL, "%s", err->message);
+	cp_error_freep(&err);
+	cr_expect_null(node);
+	cr_assert_eq(store_node_set_state(fx.store, "local", NODE_DOWN, NULL, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_INVALID_ARGUMENT);
+	cp_error_freep(&err);
+	cr_assert_eq(store_node_set_state(fx.store, "local", NODE_READY, &before, &err), 0);
+	cr_expect_eq(before, NODE_DRAINING);
+	cr_assert_eq(lifecycle_place(fx.lc, &lim, NULL, NULL, &node, &err), 0, "%s", err ? err->message : "");
+	cr_expect_str_eq(node, "local");
+	free(node);
+}

@@ -155,9 +155,19 @@ test('drain, resume and remove; remove takes the TLS files', () => {
   r = cli(['node', 'resume', 'n1']);
   assert.equal(r.status, 0, r.stderr);
   assert.equal(JSON.parse(cli(['node', 'show', 'n1', '--json']).stdout).state, 'ready');
+  // 'local' drains and resumes like any node (its state is kept in the
+  // registry); it cannot be removed.
   r = cli(['node', 'drain', 'local']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /node local is draining/);
+  assert.equal(JSON.parse(cli(['node', 'show', 'local', '--json']).stdout).state, 'draining');
+  assert.equal(JSON.parse(cli(['node', 'list', '--json']).stdout).find((n) => n.name === 'local').state, 'draining');
+  r = cli(['node', 'resume', 'local']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(cli(['node', 'show', 'local', '--json']).stdout).state, 'ready');
+  r = cli(['node', 'remove', 'local']);
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /this machine's engine/);
+  assert.match(r.stderr, /this machine's engine: it cannot be removed/);
   r = cli(['node', 'remove', 'n1']);
   assert.equal(r.status, 0, r.stderr);
   assert.ok(!fs.existsSync(path.join(nodesDir(), 'n1')), 'its TLS files are gone');

@@ -223,6 +223,34 @@ ctx.test('a node cut off the network is passed over by placement; its sandboxes 
   }
 });
 
+ctx.test('with local drained, new sandboxes go to the other nodes and local\'s keep working', async () => {
+  const tools = await ctx.tools();
+  let r = runCli(ctx.srv, ['node', 'drain', 'local']);
+  assert.equal(r.status, 0, r.desc);
+  const got = [];
+  try {
+    for (let i = 0; i < 2; i++) {
+      const sc = await tools.create({ memory: '256m' }); // the nodes are full at the default ceiling
+      got.push(sc);
+      assert.notEqual(sc.node, 'local', JSON.stringify(sc));
+    }
+    const pinned = await tools.call('sandbox_create', { node: 'local' });
+    assert.equal(pinned.isError, true);
+    assert.match(resultText(pinned), /local: draining/);
+    for (const s of made.filter((x) => x.node === 'local')) {
+      const b = await tools.ok('bash', { sandbox_id: s.id, command: 'cat notes.txt' });
+      assert.equal(b.output, `written to ${s.id} on local\n`);
+    }
+  } finally {
+    r = runCli(ctx.srv, ['node', 'resume', 'local']);
+    assert.equal(r.status, 0, r.desc);
+    for (const sc of got) {
+      await tools.ok('sandbox_destroy', { sandbox_id: sc.sandbox_id });
+      destroyed.push({ node: sc.node, ws: sc.workspace_id });
+    }
+  }
+});
+
 ctx.test('after serve crashes, its reconcile re-attaches the sandboxes on every node', async () => {
   await ctx.restart('SIGKILL');
   const tools = await ctx.tools();

@@ -524,11 +524,12 @@ static int place_new(struct lifecycle *lc, const struct lifecycle_create_options
 			                    "the vm runtime runs on this machine only (node 'local'), not on node '%s'",
 			                    opts->node);
 	}
-	/* The vm runtime is this machine's (docs/nodes.md); a pool member is
-	 * made where its refill asks (opts->node), 'local' when none. */
-	const char *pinned = opts->node                                          ? opts->node
-	                     : pool_member || policy_runtime_is_vm(lim->runtime) ? STORE_NODE_LOCAL
-	                                                                         : NULL;
+	/* The vm runtime and a disk size are this machine's (docs/nodes.md); a
+	 * pool member is made where its refill asks (opts->node), 'local' when
+	 * none. */
+	const char *pinned = opts->node                                                             ? opts->node
+	                     : pool_member || policy_runtime_is_vm(lim->runtime) || lim->disk_asked ? STORE_NODE_LOCAL
+	                                                                                            : NULL;
 	return lifecycle_place(lc, lim, pinned, tries, ret_node, err);
 }
 

@@ -74,7 +74,8 @@ int lifecycle_create_limits(struct lifecycle *lc, const struct lifecycle_create_
 	                               .pids_limit = lc->limits.pids_default,
 	                               .memory_bytes = lc->limits.default_memory_bytes,
 	                               .memory_asked = opts->memory != NULL,
-	                               .pids_asked = opts->pids_limit != 0};
+	                               .pids_asked = opts->pids_limit != 0,
+	                               .disk_asked = opts->disk != NULL};
 	int64_t max_memory = lc->limits.max_memory_bytes, max_cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (opts->memory || opts->cpus) /* another node may have more than this machine */
 		largest_node(lc, &max_memory, &max_cpus);
@@ -180,7 +181,15 @@ int lifecycle_limits_on_node(struct lifecycle *lc, const char *node, struct life
 		    (long long)(lim->nano_cpus / 1000000000LL), (long long)(lim->nano_cpus % 1000000000LL / 1000000),
 		    (long long)cpus, node, (long long)cpus);
 	/* The writable layer's size is this machine's storage's option: another
-	 * node's engine is not asked (docs/nodes.md). */
+	 * node's engine is not asked (docs/nodes.md), and a size asked is not
+	 * dropped without a word. */
+	if (lim->disk_asked)
+		return cp_error_set(
+		    err, CP_ERR_INVALID_ARGUMENT,
+		    "disk cannot be given on node '%s': a sandbox's disk size is given by this machine's "
+		    "storage only (node 'local'); create without disk there, or without 'node' (a "
+		    "sandbox that asks for disk stays on this machine)",
+		    node);
 	lim->disk_bytes = 0;
 	return 0;
 }

@@ -230,6 +230,7 @@ struct lifecycle_limits {
 	 * are a node's defaults, taken again for the node the sandbox goes to
 	 * (lifecycle_limits_on_node). */
 	int memory_asked, pids_asked;
+	int disk_asked;      /* a writable layer's size asked: this machine's storage gives it (not another node's) */
 	const char *runtime; /* borrowed from cfg; NULL = engine default */
 };
 /* Validates opts' memory, cpus, pids_limit and the configured runtime (GET
@@ -252,7 +253,9 @@ void lifecycle_node_row_limits(struct lifecycle *lc, const struct node_record *r
  * asked becomes that node's default; one asked, and a CPU limit, are
  * checked against that node (INVALID_ARGUMENT naming the node, what it has
  * and what to do); the writable layer's size is not asked of another node
- * (disk_bytes 0). NOT_FOUND for a node without row. Reads the registry only. */
+ * (disk_bytes 0, and a size asked is INVALID_ARGUMENT: placement keeps such
+ * a sandbox on 'local'). NOT_FOUND for a node without row. Reads the
+ * registry only. */
 int lifecycle_limits_on_node(struct lifecycle *lc, const char *node, struct lifecycle_limits *lim,
                              struct cp_error **err);
 /* What differs between a live sandbox and the limits asked for, as a

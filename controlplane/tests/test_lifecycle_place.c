@@ -163,6 +163,12 @@ Test(lifecycle_place, limits_not_asked_are_the_nodes_and_asked_ones_are_held_to_
 	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "big", &l, &err), -1);
 	cr_expect(strstr(err->message, "on node 'big'") && strstr(err->message, "16-768"), "%s", err->message);
 	cp_error_freep(&err);
+	/* A disk size is this machine's storage's: never dropped on a node. */
+	l = (struct lifecycle_limits){.disk_bytes = 1LL << 30, .disk_asked = 1, .pids_limit = 100};
+	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "n1", &l, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_INVALID_ARGUMENT);
+	cr_expect(strstr(err->message, "disk cannot be given on node 'n1'") != NULL, "%s", err->message);
+	cp_error_freep(&err);
 	/* Asked within: kept. */
 	l = (struct lifecycle_limits){.memory_bytes = 3LL << 30, .memory_asked = 1, .pids_limit = 64, .pids_asked = 1};
 	cr_assert_eq(lifecycle_limits_on_node(fx.lc, "n1", &l, &err), 0);

@@ -269,7 +269,7 @@ static int take_member(struct lifecycle *lc, const char *node, char **ret_id, st
 	}
 	if (r == 0)
 		r = store_sandbox_pool_claim(lc->store, local ? STORE_NODE_LOCAL : node, lifecycle_sandbox_image(lc),
-		                             lifecycle_runtime(lc, NULL), lc->limits.default_memory_bytes,
+		                             lifecycle_runtime(lc, NULL), lifecycle_pool_default_memory(lc, node),
 		                             lifecycle_pool_disk_bytes(lc, node), clock_now_ms(), ret_id, err);
 	else if (r == 1)
 		r = 0;

@@ -38,12 +38,16 @@ struct lifecycle_pool_node {
 
 /* Whether member s (borrowed) can be handed out on its node: running,
  * from today's image and runtime, and made with what a create without
- * options gets there now (the default memory ceiling; on 'local' the
- * default disk size, elsewhere none: docs/nodes.md). Pure over lc's
- * settings. */
-int lifecycle_pool_member_usable(const struct lifecycle *lc, const struct sandbox_record *s);
+ * options gets there now (that node's default memory ceiling,
+ * lifecycle_pool_default_memory; on 'local' the default disk size,
+ * elsewhere none: docs/nodes.md). Reads the node's row for another node. */
+int lifecycle_pool_member_usable(struct lifecycle *lc, const struct sandbox_record *s);
 /* The writable layer's size a member on node gets (0 on another node). */
 int64_t lifecycle_pool_disk_bytes(const struct lifecycle *lc, const char *node);
+/* The memory ceiling a create without options gets on node (its own
+ * default, lifecycle_node_limits); -1 when the node's row cannot be read
+ * (no member matches it). */
+int64_t lifecycle_pool_default_memory(struct lifecycle *lc, const char *node);
 /* Removes member s (borrowed) entirely: its rows first (a member claimed
  * meanwhile is left alone), then its channel, its container and, on
  * another node, its volume on that node's engine, then its empty workspace

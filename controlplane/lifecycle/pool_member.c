@@ -20,14 +20,21 @@ int64_t lifecycle_pool_disk_bytes(const struct lifecycle *lc, const char *node)
 	return lifecycle_node_is_local(node) ? lc->storage.default_bytes : 0;
 }
 
-int lifecycle_pool_member_usable(const struct lifecycle *lc, const struct sandbox_record *s)
+int64_t lifecycle_pool_default_memory(struct lifecycle *lc, const char *node)
+{
+	struct policy_sandbox_limits nl;
+	_cleanup_error_ struct cp_error *e = NULL;
+	return lifecycle_node_limits(lc, node, &nl, NULL, &e) < 0 ? -1 : nl.default_memory_bytes;
+}
+
+int lifecycle_pool_member_usable(struct lifecycle *lc, const struct sandbox_record *s)
 {
 	const char *rt = lifecycle_runtime(lc, NULL);
 	/* A member is what a create with no options gets now: the default
 	 * memory ceiling and disk size in force (host_limits.c, disk_guard.c). */
 	return s->status == SANDBOX_RUNNING && !strcmp(s->image, lifecycle_sandbox_image(lc)) &&
 	       !strcmp(s->runtime ? s->runtime : "", rt ? rt : "") &&
-	       s->memory_bytes == lc->limits.default_memory_bytes &&
+	       s->memory_bytes == lifecycle_pool_default_memory(lc, s->node) &&
 	       s->disk_bytes == lifecycle_pool_disk_bytes(lc, s->node) && s->nano_cpus == 0 && s->network == 1;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "lifecycle/pool_internal.h"
 #include "lifecycle_fixture.h"
 
 static void setup(void)
@@ -230,4 +231,21 @@ Test(lifecycle_place, a_drained_local_takes_no_new_sandbox)
 	cr_assert_eq(lifecycle_place(fx.lc, &lim, NULL, NULL, &node, &err), 0, "%s", err ? err->message : "");
 	cr_expect_str_eq(node, "local");
 	free(node);
+}
+
+/* A warm member on another node is made with that node's default memory
+ * ceiling, and is usable (and claimed) with it, not with this machine's. */
+Test(lifecycle_place, a_members_default_is_its_nodes)
+{
+	lc_fixture_node("n1", "tcp://127.0.0.1:9", NODE_READY, 4LL << 30, 2);
+	cr_expect_eq(lifecycle_pool_default_memory(fx.lc, "n1"), 2LL << 30, "half of the node's 4 GiB");
+	cr_expect_eq(lifecycle_pool_default_memory(fx.lc, "local"), fx.lc->limits.default_memory_bytes);
+	cr_expect_eq(lifecycle_pool_default_memory(fx.lc, "gone"), -1);
+	fx.cfg.template_image = "img"; /* the row's (borrowed by lc) */
+	struct sandbox_record s = lc_fixture_running_row("p1", "w1", "n1");
+	s.runtime = (char *)lifecycle_runtime(fx.lc, NULL);
+	s.memory_bytes = 2LL << 30;
+	cr_expect(lifecycle_pool_member_usable(fx.lc, &s), "made with n1's default");
+	s.memory_bytes = fx.lc->limits.default_memory_bytes;
+	cr_expect(!lifecycle_pool_member_usable(fx.lc, &s), "this machine's default is not n1's");
 }

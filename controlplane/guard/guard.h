@@ -408,6 +408,11 @@ int guard_disk_check_create(struct guard_disk *g, struct cp_error **err);
 /* 1 when g paused sandbox_id, with why in reason (may be NULL; size
  * bytes); 0 otherwise or when g is NULL. */
 int guard_disk_paused(struct guard_disk *g, const char *sandbox_id, char *reason, size_t size);
+/* Appends the audit row of a free-space guard's act on sandbox_id
+ * (action "sandbox.pause" or "sandbox.unpause", actor serve, status ok,
+ * message why; all borrowed); a row that cannot be written is logged.
+ * Blocks on the registry only. */
+void guard_disk_audit(const struct guard_host *h, const char *action, const char *sandbox_id, const char *message);
 /* At start, before reconcile: unpauses this registry's containers an
  * earlier serve paused (a paused helper would not answer its re-attach). */
 void guard_disk_unpause_leftovers(const struct guard_host *h);

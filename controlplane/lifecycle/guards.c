@@ -81,4 +81,5 @@ int lifecycle_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *re
 void lifecycle_disk_unpause_leftovers(struct lifecycle *lc)
 {
 	guard_disk_unpause_leftovers(&lc->host);
+	lifecycle_node_disk_unpause_leftovers(lc); /* and on every node */
 }

@@ -113,10 +113,18 @@ int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set
 void lifecycle_node_disk_start(struct lifecycle *lc);
 /* Stops every node's thread at once (a look under way ends first: at
  * most about 25 s for an exec on a node that stalls, once) and removes
- * each node's disk probe; sandboxes it paused stay paused (the next
- * serve unpauses them at its first look). Accepts NULL and a lifecycle
- * without the watch. */
+ * the disk probe of each node that answers _ping within 1.5 s;
+ * sandboxes it paused stay paused (the next serve unpauses them at
+ * start). Accepts NULL and a lifecycle without the watch. */
 void lifecycle_node_disk_stop(struct lifecycle *lc);
+/* At start, before reconcile (lifecycle_disk_unpause_leftovers): on each
+ * node row that is not down and answers _ping within 1.5 s, unpauses this
+ * registry's containers an earlier serve paused for a low disk there (a
+ * paused helper would not answer its re-attach); the node's first look
+ * pauses them again if its disk is still low. Blocks about 1.5 s per node
+ * that does not answer, more for one that answers and then stalls (its
+ * list's and unpauses' timeouts). */
+void lifecycle_node_disk_unpause_leftovers(struct lifecycle *lc);
 /* 0 when a sandbox may be created on node (borrowed; 'local' and a node
  * whose disk is not known always may); LIMIT naming the node, its free
  * space, the watermark and what to do while its disk is low. Never

@@ -27,6 +27,9 @@
 #define NODE_DISK_PERIOD_MS 10000L
 #define NODE_DISK_SYNC_MS 2000L
 #define NODE_DISK_EXEC_MS 5000L
+/* How long a node may take to answer _ping before its probe's removal
+ * at stop, or the unpause of its leftovers at start, is skipped (ms). */
+#define NODE_DISK_PING_MS 1500L
 /* Where the probe's volume is mounted in it, and what the probe runs. */
 #define NODE_DISK_TARGET "/df"
 /* The volume is the same on every node and for every registry: it holds
@@ -41,9 +44,10 @@ struct node_disk_watch {
 	/* The worker's own (no lock): */
 	struct docker_engine *engine; /* borrowed from node_engines.c once opened */
 	char *probe;                  /* owned: the probe container's id; NULL none made yet */
-	int looked;                   /* a pass reached the engine: leftovers were unpaused */
+	int looked;                   /* a pass reached the engine (leftovers unpaused: a node down at start) */
 	int image_missing;            /* the lack of the template image was logged */
 	int gone;                     /* the row is gone and the probe removed */
+	int unknown_logged;           /* the last look failed and that was logged */
 	/* Under all->lock: */
 	struct node_disk disk; /* what the last look found; total_bytes -1 unknown */
 	char reason[400];      /* while low: why, with the numbers */
@@ -163,9 +167,10 @@ static int probe_look(struct node_disk_watch *w, int64_t *ret_total, int64_t *re
 		}
 		int ok = r == 0 && res.exit_code == 0 && !res.truncated && res.out &&
 		         guard_node_disk_parse(res.out, strlen(res.out), ret_total, ret_avail) == 0;
-		if (!ok)
+		if (!ok && !w->unknown_logged) /* once until a look succeeds again */
 			log_warn("lifecycle", "disk of node %s: not known: %s", w->name,
 			         r < 0 ? e->message : "its disk probe's answer is not three numbers");
+		w->unknown_logged = !ok;
 		docker_exec_result_clear(&res);
 		return ok ? 0 : -1;
 	}
@@ -173,19 +178,6 @@ static int probe_look(struct node_disk_watch *w, int64_t *ret_total, int64_t *re
 }
 
 /* ---- pausing the node's sandboxes ---- */
-
-static void audit_row(struct lifecycle *lc, const char *action, const char *id, const char *message)
-{
-	struct audit_record a = {.at_ms = clock_now_ms(),
-	                         .actor = "serve",
-	                         .action = action,
-	                         .sandbox_id = id,
-	                         .status = "ok",
-	                         .message = message};
-	_cleanup_error_ struct cp_error *e = NULL;
-	if (store_audit_insert(lc->store, &a, &e) < 0)
-		log_warn("lifecycle", "audit %s of %s: %s", action, id, e->message);
-}
 
 static int paused_has(const struct node_disk_watch *w, const char *id)
 {
@@ -224,7 +216,7 @@ static void pause_running(struct node_disk_watch *w, const char *reason)
 			w->paused[w->n_paused++] = xstrdup(s->id);
 			pthread_mutex_unlock(&w->all->lock);
 			log_warn("lifecycle", "paused sandbox %s: %s", s->id, reason);
-			audit_row(lc, "sandbox.pause", s->id, reason);
+			guard_disk_audit(&lc->host, "sandbox.pause", s->id, reason);
 		}
 		sandbox_record_clear(&rows[i]);
 	}
@@ -248,7 +240,7 @@ static void unpause_all(struct node_disk_watch *w)
 		if (store_sandbox_get(lc->store, ids[i], &s, &e) == 0 && s.container_id &&
 		    docker_container_unpause(w->engine, s.container_id, &e) == 0) {
 			log_info("lifecycle", "unpaused sandbox %s: node %s has disk space again", ids[i], w->name);
-			audit_row(lc, "sandbox.unpause", ids[i], "its node has disk space again");
+			guard_disk_audit(&lc->host, "sandbox.unpause", ids[i], "its node has disk space again");
 		} else if (e && e->code != CP_ERR_NOT_FOUND && e->code != CP_ERR_CONFLICT) {
 			log_warn("lifecycle", "disk of node %s: unpause sandbox %s: %s", w->name, ids[i], e->message);
 		}
@@ -311,15 +303,18 @@ static long node_pass(void *arg)
 		w->looked = 1;
 	}
 	struct node_disk d = {.total_bytes = -1, .free_bytes = -1, .watermark_bytes = -1, .checked_ms = clock_now_ms()};
-	if (probe_look(w, &d.total_bytes, &d.free_bytes) < 0) {
-		d.total_bytes = d.free_bytes = -1;
-		remember(w, &d, NULL); /* not known: creates are not refused for that alone */
-		unpause_all(w);
-		return NODE_DISK_PERIOD_MS;
-	}
 	pthread_mutex_lock(&w->all->lock);
 	int was_low = w->disk.low;
 	pthread_mutex_unlock(&w->all->lock);
+	if (probe_look(w, &d.total_bytes, &d.free_bytes) < 0) {
+		/* A disk that was low stays so (a full disk can fail the exec
+		 * itself); otherwise it is not known, which refuses nothing. */
+		if (!was_low) {
+			d.total_bytes = d.free_bytes = -1;
+			remember(w, &d, NULL);
+		}
+		return NODE_DISK_PERIOD_MS;
+	}
 	d.watermark_bytes =
 	    policy_min_free_bytes(lc->cfg->min_free_disk_bytes, lc->cfg->min_free_disk_percent, d.total_bytes);
 	d.low = guard_disk_low_after(was_low, d.free_bytes, d.watermark_bytes);
@@ -366,12 +361,16 @@ static struct node_disk_watch *watch_start(struct lifecycle_node_disks *all, con
 }
 
 /* Stops w's thread (a look under way ends first: at most an exec's bound)
- * and frees it; with remove_probe, the probe goes too (serve's stop). */
+ * and frees it; with remove_probe, the probe container goes too (serve's
+ * stop; its empty volume is kept for the next serve's probe). */
 static void watch_stop(struct node_disk_watch *w, int remove_probe)
 {
 	periodic_stop(w->worker);
-	if (remove_probe && w->engine && !w->gone)
-		probe_remove(w, 1);
+	_cleanup_error_ struct cp_error *e = NULL;
+	/* A node that does not answer keeps its probe (the next serve
+	 * replaces it) rather than hold the stop up for a removal's timeout. */
+	if (remove_probe && w->engine && !w->gone && docker_engine_ping(w->engine, NODE_DISK_PING_MS, &e) == 0)
+		probe_remove(w, 0); /* the volume stays for the next serve's probe */
 	for (size_t i = 0; i < w->n_paused; i++)
 		free(w->paused[i]); /* stay paused across a stop: the next serve unpauses them */
 	free(w->paused);
@@ -467,6 +466,24 @@ void lifecycle_node_disk_stop(struct lifecycle *lc)
 	free(all->nodes);
 	pthread_mutex_destroy(&all->lock);
 	free(all);
+}
+
+void lifecycle_node_disk_unpause_leftovers(struct lifecycle *lc)
+{
+	struct node_record *rows = NULL;
+	size_t n = 0;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (store_node_list(lc->store, &rows, &n, &e) < 0)
+		return; /* reconcile reports the registry */
+	for (size_t i = 0; i < n; i++) {
+		struct guard_host h = {.cfg = lc->cfg, .store = lc->store};
+		if (rows[i].state != NODE_DOWN && lifecycle_node_engine(lc, rows[i].name, &h.engine, &e) == 0 &&
+		    docker_engine_ping(h.engine, NODE_DISK_PING_MS, &e) == 0)
+			guard_disk_unpause_leftovers(&h);
+		cp_error_freep(&e); /* a node that does not answer: reconcile says so */
+		node_record_clear(&rows[i]);
+	}
+	free(rows);
 }
 
 int lifecycle_node_disk_check(struct lifecycle *lc, const char *node, struct cp_error **err)

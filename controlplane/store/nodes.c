@@ -1,7 +1,8 @@
-/* nodes.c: rows of the nodes table (migration 0014, issue 28): other
- * machines' engines, their TLS file paths, what their GET /info said and
- * their state. This machine's engine, node 'local', has no row. Knows no
- * engine and no file: the TLS files are node/'s. */
+/* nodes.c: rows of the nodes table (migrations 0014 and 0015, issue 28):
+ * other machines' engines, their TLS file paths, what their GET /info
+ * said, their state and their free disk as serve last found it. This
+ * machine's engine, node 'local', has no row. Knows no engine and no
+ * file: the TLS files are node/'s. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -65,7 +66,8 @@ static void read_row(sqlite3_stmt *st, void *row)
 	                             .low = sqlite3_column_int(st, 16),
 	                             .checked_ms = sqlite3_column_int64(st, 17)};
 	if (n->disk.total_bytes < 0 || n->disk.free_bytes < 0 || n->disk.watermark_bytes < 0)
-		n->disk = (struct node_disk){.total_bytes = -1, .free_bytes = -1, .watermark_bytes = -1};
+		n->disk = (struct node_disk){
+		    .total_bytes = -1, .free_bytes = -1, .watermark_bytes = -1, .checked_ms = n->disk.checked_ms};
 }
 
 STORE_ROW_TYPE(rows, struct node_record, read_row, node_record_clear);

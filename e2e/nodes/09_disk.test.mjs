@@ -9,7 +9,9 @@
 // 5 % of 64 MiB), a create pinned to n1 is refused naming the node and
 // the numbers, an unpinned one goes to local, the sandbox already on n1
 // is paused on n1's engine and its calls answer the paused message
-// naming n1; with the file removed, it is unpaused and answers again.
+// naming n1; a clean restart of serve makes the probe again, re-attaches
+// that sandbox (unpaused at start) and pauses it again; with the file
+// removed, it is unpaused and answers again.
 // `node list` and `node show --json` show the free disk; `node remove` is
 // not held up by the probe, which serve removes from n1 right after.
 // Needs root.
@@ -83,6 +85,20 @@ ctx.test('n1 added while serve runs gets a disk probe, and node show tells its f
     node.SOCK,
   );
   assert.ok(v.status < 300, JSON.stringify(v.body));
+  // A tmpfs volume loses its files once no container mounts it (serve's
+  // stop removes the probe): a holder keeps it mounted for the file.
+  const h = await dockerRequest(
+    'POST',
+    '/containers/create?name=c2s-e2e-df-holder',
+    {
+      Image: IMAGE,
+      Entrypoint: ['sleep', 'infinity'],
+      NetworkDisabled: true,
+      HostConfig: { Mounts: [{ Type: 'volume', Source: VOLUME, Target: '/df', ReadOnly: true }], NetworkMode: 'none' },
+    },
+    node.SOCK,
+  );
+  await dockerRequest('POST', `/containers/${h.body.Id}/start`, undefined, node.SOCK);
   const add = cli(['node', 'add', 'n1', node.ENDPOINT, '--tls-ca', node.CA, '--tls-cert', node.CERT, '--tls-key', node.KEY]);
   assert.equal(add.status, 0, add.desc);
   const shown = await waitFor(() => n1().disk_total_bytes && n1(), 'n1 disk known');
@@ -144,6 +160,24 @@ ctx.test('n1 short of disk: a pinned create is refused naming n1, an unpinned on
   assert.match(list.stdout, /^n1 .* LOW 0\.0 GiB /m, list.stdout);
 });
 
+ctx.test('a clean restart of serve while n1 is low: its probe is made again, its sandbox re-attached and paused again', async () => {
+  const [old] = await probes();
+  await ctx.restart('SIGTERM');
+  const [made] = await waitFor(async () => {
+    const p = await probes();
+    return p.length === 1 && p[0].Id !== old.Id && p[0].State === 'running' && p;
+  }, 'a new probe on n1', 20_000);
+  assert.ok(made);
+  const tools = await ctx.tools();
+  const call = await waitFor(async () => {
+    const r = await tools.call('bash', { sandbox_id: onN1.sandbox_id, command: 'true', yield_time_ms: 5_000 });
+    return r.isError && /is paused because the disk of node 'n1'/.test(resultText(r)) && r;
+  }, 'the sandbox on n1 paused again', 20_000);
+  assert.ok(call);
+  const got = await tools.ok('sandbox_get', { sandbox_id: onN1.sandbox_id });
+  assert.equal(got.status, 'running', 'the restart did not fail it: ' + JSON.stringify(got));
+});
+
 ctx.test('space back on n1: its sandbox is unpaused and answers with its files; creates go there again', async () => {
   const t0 = Date.now();
   await onVolume('rm /df/fill');
@@ -163,6 +197,7 @@ ctx.test('space back on n1: its sandbox is unpaused and answers with its files; 
 ctx.test('node remove is not held up by the probe, which serve then removes from n1', async () => {
   const tools = await ctx.tools();
   for (const id of made.splice(0)) await tools.destroyQuietly(id);
+  await dockerRequest('DELETE', '/containers/c2s-e2e-df-holder?force=1', undefined, node.SOCK);
   const r = cli(['node', 'remove', 'n1']);
   assert.equal(r.status, 0, r.desc);
   await waitFor(async () => (await probes()).length === 0, 'the probe removed from n1', 20_000);

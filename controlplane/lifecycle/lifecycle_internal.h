@@ -100,6 +100,15 @@ int lifecycle_node_engine(struct lifecycle *lc, const char *node, struct docker_
  * it made); -1 for 'local' (lc->network_ready holds that). Thread-safe. */
 int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set);
 
+/* The fields of a container of serve's own that runs no model code (a
+ * preview's forwarder, a node's disk probe), inside a struct
+ * docker_container_spec initializer: it comes back after an engine
+ * restart, keeps no capability, has a read-only root, runs as nobody,
+ * gets no stdin and is the kernel's first choice when memory runs out. */
+#define LIFECYCLE_SERVICE_CONTAINER                                                                                    \
+	.restart_policy = "unless-stopped", .cap_drop_all = 1, .read_only_rootfs = 1, .user = "65534:65534",           \
+	.no_stdin = 1, .oom_score_adj = POLICY_OOM_SCORE_ADJ
+
 /* ---- other nodes' disks (node_disk.c, issue 28 item 3) ---- */
 /* Starts watching the free space of every node row's engine storage: a
  * thread reads the rows every 2 s and each node gets a thread of its own

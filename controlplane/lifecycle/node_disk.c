@@ -127,12 +127,7 @@ static int probe_make(struct node_disk_watch *w)
 	    .memory_bytes = 16LL * 1024 * 1024,
 	    .pids_limit = 8,
 	    .network_disabled = 1,
-	    .restart_policy = "unless-stopped",
-	    .cap_drop_all = 1,
-	    .read_only_rootfs = 1,
-	    .user = "65534:65534",
-	    .no_stdin = 1,
-	    .oom_score_adj = POLICY_OOM_SCORE_ADJ,
+	    LIFECYCLE_SERVICE_CONTAINER,
 	};
 	char *id = NULL;
 	if (docker_container_create(w->engine, &spec, &id, &e) < 0)
@@ -143,7 +138,9 @@ static int probe_make(struct node_disk_watch *w)
 	log_info("lifecycle", "disk of node %s: its disk probe %s is running", w->name, w->all->probe_name);
 	return 0;
 fail:
-	log_warn("lifecycle", "disk of node %s: not known: make its disk probe: %s", w->name, e->message);
+	if (!w->unknown_logged) /* once until a look succeeds again */
+		log_warn("lifecycle", "disk of node %s: not known: make its disk probe: %s", w->name, e->message);
+	w->unknown_logged = 1;
 	probe_remove(w, 0);
 	return -1;
 }

@@ -246,7 +246,10 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err);
  * stream and its bash sessions lived on); one whose channel closed is
  * re-attached; one whose container died with the node's engine is marked
  * failed with the reason. Rows in any other state (a create or a removal
- * under way owns them) and containers without a row are left alone. The node's engine's errors, prefixed, when it
+ * under way owns them) and containers without a row are left alone;
+ * sandboxes paused there for a low disk are unpaused first and paused
+ * again by the node's next look (lifecycle/node_disk.c). The node's
+ * engine's errors, prefixed, when it
  * does not answer after all (rows left as they are). Blocks for one
  * container list and an attach per re-attached sandbox. */
 int lifecycle_node_reconcile(struct lifecycle *lc, const char *node, struct cp_error **err);

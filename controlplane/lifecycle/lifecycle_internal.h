@@ -134,6 +134,16 @@ void lifecycle_node_disk_stop(struct lifecycle *lc);
  * that does not answer, more for one that answers and then stalls (its
  * list's and unpauses' timeouts). */
 void lifecycle_node_disk_unpause_leftovers(struct lifecycle *lc);
+/* Around the reconcile of a node that answers again
+ * (lifecycle_node_reconcile): _back forgets which of its sandboxes this
+ * guard paused, unpauses every paused container of this registry there
+ * (a paused helper would not answer its re-attach, and reconcile would
+ * take it for stopped) and holds the node's looks off; _back_done lets
+ * them go on with a look at once, which pauses them again if its disk
+ * is still low. node borrowed; 'local' is ignored. _back blocks on the
+ * node's engine (a list and an unpause each); _back_done never blocks. */
+void lifecycle_node_disk_back(struct lifecycle *lc, const char *node);
+void lifecycle_node_disk_back_done(struct lifecycle *lc, const char *node);
 /* 0 when a sandbox may be created on node (borrowed; 'local' and a node
  * whose disk is not known always may); LIMIT naming the node, its free
  * space, the watermark and what to do while its disk is low. Never

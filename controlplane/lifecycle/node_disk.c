@@ -48,6 +48,7 @@ struct node_disk_watch {
 	int image_missing;            /* the lack of the template image was logged */
 	int gone;                     /* the row is gone and the probe removed */
 	int unknown_logged;           /* the last look failed and that was logged */
+	int reconciling;              /* under all->lock: the node's reconcile runs; no pause meanwhile */
 	/* Under all->lock: */
 	struct node_disk disk; /* what the last look found; total_bytes -1 unknown */
 	char reason[400];      /* while low: why, with the numbers */
@@ -284,6 +285,11 @@ static long node_pass(void *arg)
 	}
 	int down = row.state == NODE_DOWN;
 	node_record_clear(&row);
+	pthread_mutex_lock(&w->all->lock);
+	int reconciling = w->reconciling;
+	pthread_mutex_unlock(&w->all->lock);
+	if (reconciling)
+		return NODE_DISK_SYNC_MS; /* lifecycle_node_disk_back_done wakes it sooner */
 	/* A node that does not answer keeps what was last known (and its
 	 * paused sandboxes paused) until it does. */
 	if (w->gone || down || !node_health_answering(lc->health, w->name, NULL))
@@ -481,6 +487,43 @@ void lifecycle_node_disk_unpause_leftovers(struct lifecycle *lc)
 		node_record_clear(&rows[i]);
 	}
 	free(rows);
+}
+
+void lifecycle_node_disk_back(struct lifecycle *lc, const char *node)
+{
+	struct lifecycle_node_disks *all = lc->node_disks;
+	struct guard_host h = {.cfg = lc->cfg, .store = lc->store};
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (lifecycle_node_is_local(node) || lifecycle_node_engine(lc, node, &h.engine, &e) < 0)
+		return; /* reconcile says why */
+	if (all) {
+		pthread_mutex_lock(&all->lock);
+		struct node_disk_watch *w = find_locked(all, node);
+		if (w) {
+			w->reconciling = 1;
+			for (size_t i = 0; i < w->n_paused; i++)
+				free(w->paused[i]);
+			free(w->paused);
+			w->paused = NULL;
+			w->n_paused = 0;
+		}
+		pthread_mutex_unlock(&all->lock);
+	}
+	guard_disk_unpause_leftovers(&h);
+}
+
+void lifecycle_node_disk_back_done(struct lifecycle *lc, const char *node)
+{
+	struct lifecycle_node_disks *all = lc->node_disks;
+	if (!all || lifecycle_node_is_local(node))
+		return;
+	pthread_mutex_lock(&all->lock);
+	struct node_disk_watch *w = find_locked(all, node);
+	if (w)
+		w->reconciling = 0;
+	pthread_mutex_unlock(&all->lock);
+	if (w)
+		periodic_wake(w->worker); /* a look at once: paused again if still low */
 }
 
 int lifecycle_node_disk_check(struct lifecycle *lc, const char *node, struct cp_error **err)

@@ -10,15 +10,17 @@
 // the numbers, an unpinned one goes to local, the sandbox already on n1
 // is paused on n1's engine and its calls answer the paused message
 // naming n1; a clean restart of serve makes the probe again, re-attaches
-// that sandbox (unpaused at start) and pauses it again; with the file
+// that sandbox (unpaused at start) and pauses it again, as does n1's
+// reconcile after a network cut; with the file
 // removed, it is unpaused and answers again.
 // `node list` and `node show --json` show the free disk; `node remove` is
 // not held up by the probe, which serve removes from n1 right after.
 // Needs root.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 
 import { runCli, runCliJson } from '../lib/clones.mjs';
-import { IMAGE, useNodeEngine } from '../lib/nodes.mjs';
+import { ENGINE, IMAGE, useNodeEngine } from '../lib/nodes.mjs';
 import { dockerInspect, dockerRequest, LABEL_REGISTRY, LABEL_SANDBOX, resultText, useServer } from '../lib/server.mjs';
 
 const N = process.env.E2E_DISK_NODE_NUMBER || '69';
@@ -176,6 +178,21 @@ ctx.test('a clean restart of serve while n1 is low: its probe is made again, its
   assert.ok(call);
   const got = await tools.ok('sandbox_get', { sandbox_id: onN1.sandbox_id });
   assert.equal(got.status, 'running', 'the restart did not fail it: ' + JSON.stringify(got));
+});
+
+ctx.test('n1 cut off and back while low: its paused sandbox is re-attached (not failed) and paused again', async () => {
+  execFileSync(ENGINE, ['cut', N]);
+  await waitFor(() => n1().state === 'down', 'n1 down', 20_000);
+  execFileSync(ENGINE, ['heal', N]);
+  await waitFor(() => n1().state === 'ready', 'n1 ready', 20_000);
+  const tools = await ctx.tools();
+  const call = await waitFor(async () => {
+    const r = await tools.call('bash', { sandbox_id: onN1.sandbox_id, command: 'true', yield_time_ms: 5_000 });
+    return r.isError && /is paused because the disk of node 'n1'/.test(resultText(r)) && r;
+  }, 'the sandbox on n1 paused again', 20_000);
+  assert.ok(call);
+  const got = await tools.ok('sandbox_get', { sandbox_id: onN1.sandbox_id });
+  assert.equal(got.status, 'running', 'the node\'s reconcile did not fail it: ' + JSON.stringify(got));
 });
 
 ctx.test('space back on n1: its sandbox is unpaused and answers with its files; creates go there again', async () => {

@@ -113,7 +113,9 @@ static int probe_make(struct node_disk_watch *w)
 	w->image_missing = 0;
 	probe_remove(w, 0);
 	const char *labels[] = {POLICY_LABEL_DISK_PROBE, w->all->label_value, NULL};
-	const char *entrypoint[] = {"sleep", "infinity", NULL};
+	/* PID 1 has no default action for SIGTERM: a bare sleep would hold the
+	 * node's engine stop (and restart) up for its 10 s grace. */
+	const char *entrypoint[] = {"sh", "-c", "trap 'exit 0' TERM; sleep infinity & wait", NULL};
 	if (docker_volume_create(w->engine, NODE_DISK_VOLUME, labels, &e) < 0)
 		goto fail;
 	struct docker_mount mount = {

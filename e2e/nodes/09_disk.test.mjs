@@ -162,6 +162,18 @@ ctx.test('n1 short of disk: a pinned create is refused naming n1, an unpinned on
   assert.match(list.stdout, /^n1 .* LOW 0\.0 GiB /m, list.stdout);
 });
 
+// n1's sandbox answers the paused message again after what (a restart, a
+// reconcile), and that did not fail it.
+async function pausedAgain(what) {
+  const tools = await ctx.tools();
+  await waitFor(async () => {
+    const r = await tools.call('bash', { sandbox_id: onN1.sandbox_id, command: 'true', yield_time_ms: 5_000 });
+    return r.isError && /is paused because the disk of node 'n1'/.test(resultText(r));
+  }, `the sandbox on n1 paused again after ${what}`, 20_000);
+  const got = await tools.ok('sandbox_get', { sandbox_id: onN1.sandbox_id });
+  assert.equal(got.status, 'running', `${what} did not fail it: ${JSON.stringify(got)}`);
+}
+
 ctx.test('a clean restart of serve while n1 is low: its probe is made again, its sandbox re-attached and paused again', async () => {
   const [old] = await probes();
   await ctx.restart('SIGTERM');
@@ -170,14 +182,7 @@ ctx.test('a clean restart of serve while n1 is low: its probe is made again, its
     return p.length === 1 && p[0].Id !== old.Id && p[0].State === 'running' && p;
   }, 'a new probe on n1', 20_000);
   assert.ok(made);
-  const tools = await ctx.tools();
-  const call = await waitFor(async () => {
-    const r = await tools.call('bash', { sandbox_id: onN1.sandbox_id, command: 'true', yield_time_ms: 5_000 });
-    return r.isError && /is paused because the disk of node 'n1'/.test(resultText(r)) && r;
-  }, 'the sandbox on n1 paused again', 20_000);
-  assert.ok(call);
-  const got = await tools.ok('sandbox_get', { sandbox_id: onN1.sandbox_id });
-  assert.equal(got.status, 'running', 'the restart did not fail it: ' + JSON.stringify(got));
+  await pausedAgain('the restart');
 });
 
 ctx.test('n1 cut off and back while low: its paused sandbox is re-attached (not failed) and paused again', async () => {
@@ -185,14 +190,7 @@ ctx.test('n1 cut off and back while low: its paused sandbox is re-attached (not 
   await waitFor(() => n1().state === 'down', 'n1 down', 20_000);
   execFileSync(ENGINE, ['heal', N]);
   await waitFor(() => n1().state === 'ready', 'n1 ready', 20_000);
-  const tools = await ctx.tools();
-  const call = await waitFor(async () => {
-    const r = await tools.call('bash', { sandbox_id: onN1.sandbox_id, command: 'true', yield_time_ms: 5_000 });
-    return r.isError && /is paused because the disk of node 'n1'/.test(resultText(r)) && r;
-  }, 'the sandbox on n1 paused again', 20_000);
-  assert.ok(call);
-  const got = await tools.ok('sandbox_get', { sandbox_id: onN1.sandbox_id });
-  assert.equal(got.status, 'running', 'the node\'s reconcile did not fail it: ' + JSON.stringify(got));
+  await pausedAgain('the node\'s reconcile');
 });
 
 ctx.test('space back on n1: its sandbox is unpaused and answers with its files; creates go there again', async () => {

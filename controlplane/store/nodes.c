@@ -1,4 +1,4 @@
-/* nodes.c: rows of the nodes table (migrations 0014 and 0015, issue 28):
+/* nodes.c: rows of the nodes table (migrations 0014 and 0017, issue 28):
  * other machines' engines, their TLS file paths, what their GET /info
  * said, their state and their free disk as serve last found it. This
  * machine's engine, node 'local', has no row. Knows no engine and no

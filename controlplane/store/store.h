@@ -517,7 +517,7 @@ struct node_labels {
 void node_labels_clear(struct node_labels *l);
 
 /* What serve's node disk guard last found of a node's engine storage
- * (migration 0015; lifecycle/node_disk.c): -1 in the three sizes when not
+ * (migration 0017; lifecycle/node_disk.c): -1 in the three sizes when not
  * known. */
 struct node_disk {
 	int64_t total_bytes;     /* the filesystem of the engine's data */

@@ -1,4 +1,4 @@
--- 0015: the free space of each node's engine storage (issue 28, item 3:
+-- 0017: the free space of each node's engine storage (issue 28, item 3:
 -- the disk guard works per node). serve's node disk guard
 -- (controlplane/lifecycle/node_disk.c) asks a small probe container on the
 -- node for the filesystem of the engine's data and writes here what it

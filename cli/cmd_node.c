@@ -62,6 +62,17 @@ static struct json_object *node_json(const struct config *cfg, const struct node
 	                             : NULL);
 	xjson_add(o, "sandboxes", json_object_new_int64(sandboxes));
 	xjson_add(o, "limits", limits_json(cfg, state_dir ? n : NULL));
+	/* What serve's node disk guard found (lifecycle/node_disk.c); 'local'
+	 * is this machine's guard's, and a node never looked at is not known. */
+	int disk = state_dir && n->disk.checked_ms && n->disk.total_bytes >= 0;
+	xjson_add(o, "disk_free_bytes", disk ? json_object_new_int64(n->disk.free_bytes) : NULL);
+	xjson_add(o, "disk_total_bytes", disk ? json_object_new_int64(n->disk.total_bytes) : NULL);
+	xjson_add(o, "disk_watermark_bytes", disk ? json_object_new_int64(n->disk.watermark_bytes) : NULL);
+	xjson_add(o, "disk_low", disk ? json_object_new_boolean(n->disk.low) : NULL);
+	xjson_add(o, "disk_checked_at",
+	          state_dir && n->disk.checked_ms
+	              ? xjson_string(clock_format_rfc3339(n->disk.checked_ms, when, sizeof(when)))
+	              : NULL);
 	if (state_dir) {
 		char dir[4096];
 		snprintf(dir, sizeof(dir), "%s/nodes/%s", state_dir, n->name);
@@ -73,10 +84,15 @@ static struct json_object *node_json(const struct config *cfg, const struct node
 	return o;
 }
 
-static void node_line(const struct node_record *n, int64_t sandboxes)
+static void node_line(const struct node_record *n, int64_t sandboxes, int remote)
 {
-	printf("%-16s %-9s %9lld %4lld %8.1f GiB  %-16s %-30s %s\n", n->name, node_state_to_string(n->state),
-	       (long long)sandboxes, (long long)n->labels.cpus, (double)n->labels.memory_bytes / (1 << 30),
+	/* "12.0 GiB", "LOW 0.4 GiB" (below its watermark) or "-" (not known). */
+	char disk[40] = "-";
+	if (remote && n->disk.checked_ms && n->disk.total_bytes >= 0)
+		snprintf(disk, sizeof(disk), "%s%.1f GiB", n->disk.low ? "LOW " : "",
+		         (double)n->disk.free_bytes / (1 << 30));
+	printf("%-16s %-9s %9lld %4lld %8.1f GiB  %-13s %-16s %-30s %s\n", n->name, node_state_to_string(n->state),
+	       (long long)sandboxes, (long long)n->labels.cpus, (double)n->labels.memory_bytes / (1 << 30), disk,
 	       n->labels.engine_version ? n->labels.engine_version : "-", n->endpoint,
 	       n->labels.runtimes ? n->labels.runtimes : "");
 }
@@ -118,15 +134,15 @@ static int list(struct cli *cli, struct store *store)
 	}
 	struct json_object *arr = xjson_array();
 	if (!cli->json)
-		printf("%-16s %-9s %9s %4s %12s  %-16s %-30s %s\n", "NODE", "STATE", "SANDBOXES", "CPUS", "MEMORY",
-		       "ENGINE", "ENDPOINT", "RUNTIMES");
+		printf("%-16s %-9s %9s %4s %12s  %-13s %-16s %-30s %s\n", "NODE", "STATE", "SANDBOXES", "CPUS",
+		       "MEMORY", "DISK FREE", "ENGINE", "ENDPOINT", "RUNTIMES");
 	for (size_t i = 0; i <= n; i++) {
 		const struct node_record *r = i == 0 ? &local : &rows[i - 1];
 		int64_t count = sandboxes_on(store, r->name);
 		if (cli->json)
 			xjson_append(arr, node_json(cli->cfg, r, count, i == 0 ? NULL : cli->cfg->state_dir));
 		else
-			node_line(r, count);
+			node_line(r, count, i > 0);
 	}
 	if (!local_up && !cli->json)
 		printf("\nnode 'local': %s\n", err->message);

@@ -3,7 +3,10 @@
  * and why, and when the disk fills faster than the measured growth
  * explains. Pure: no I/O, no clock, no engine; disk_guard.c gathers the
  * numbers and acts. */
+#include <string.h>
+
 #include "disk_internal.h"
+#include "guard.h"
 
 #define MIB ((int64_t)1024 * 1024)
 
@@ -30,10 +33,7 @@ int64_t disk_watch_band(const struct disk_fs *f)
 
 void disk_fs_judge(struct disk_fs *f)
 {
-	if (f->avail < f->watermark)
-		f->low = 1;
-	else if (f->avail >= f->watermark + disk_resume_room(f->watermark))
-		f->low = 0;
+	f->low = guard_disk_low_after(f->low, f->avail, f->watermark);
 	if (!f->low)
 		f->unexplained = 0;
 	f->watch = f->low || f->avail < f->watermark + disk_watch_band(f);
@@ -102,4 +102,58 @@ int disk_unexplained_add(struct disk_fs *f, int64_t explained, int64_t *ret_lost
 	*ret_lost = f->unexplained;
 	f->unexplained = 0;
 	return 1;
+}
+
+/* One unsigned decimal of at most 18 digits (below 10^18, so no product
+ * of two checked below can wrap unseen) starting at *p, which moves past
+ * it; -1 for anything else (a sign, a blank, no digit at all). */
+static int64_t parse_count(const char **p)
+{
+	const char *s = *p;
+	int64_t v = 0;
+	int digits = 0;
+	while (*s >= '0' && *s <= '9') {
+		if (++digits > 18)
+			return -1;
+		v = v * 10 + (*s++ - '0');
+	}
+	if (!digits)
+		return -1;
+	*p = s;
+	return v;
+}
+
+int guard_node_disk_parse(const char *out, size_t len, int64_t *ret_total, int64_t *ret_avail)
+{
+	if (!out || len == 0 || len > GUARD_NODE_DISK_OUTPUT_MAX || memchr(out, '\0', len))
+		return -1;
+	const char *p = out;
+	int64_t v[3];
+	for (int i = 0; i < 3; i++) {
+		if (i && *p++ != ' ')
+			return -1;
+		if ((v[i] = parse_count(&p)) < 0)
+			return -1;
+	}
+	if (*p == '\n')
+		p++;
+	if ((size_t)(p - out) != len)
+		return -1; /* a second line, a blank, anything after the numbers */
+	int64_t frsize = v[0], blocks = v[1], avail = v[2];
+	/* A block size a filesystem can have, and counts that make a size a
+	 * disk can have (below 2^62 bytes: about 4.6 EB). */
+	if (frsize < 512 || frsize > (1 << 24) || avail > blocks || blocks > (INT64_C(1) << 62) / frsize)
+		return -1;
+	*ret_total = blocks * frsize;
+	*ret_avail = avail * frsize;
+	return 0;
+}
+
+int guard_disk_low_after(int was_low, int64_t avail, int64_t watermark)
+{
+	if (avail < watermark)
+		return 1;
+	if (avail >= watermark + disk_resume_room(watermark))
+		return 0;
+	return was_low;
 }

@@ -178,7 +178,7 @@ static int measure_layer(struct guard_disk *g, const struct disk_fs *fs, int eng
 
 /* ---- acting ---- */
 
-static void audit(const struct guard_host *h, const char *action, const char *sandbox_id, const char *message)
+void guard_disk_audit(const struct guard_host *h, const char *action, const char *sandbox_id, const char *message)
 {
 	struct audit_record a = {.at_ms = clock_now_ms(),
 	                         .actor = "serve",
@@ -226,7 +226,7 @@ static void pause_sandbox(struct guard_disk *g, const struct sandbox_record *s, 
 	snprintf(m->reason, sizeof(m->reason), "%s", reason);
 	pthread_mutex_unlock(&g->lock);
 	log_warn("guard", "paused sandbox %s: %s while %s", s->id, did, reason);
-	audit(g->host, "sandbox.pause", s->id, reason);
+	guard_disk_audit(g->host, "sandbox.pause", s->id, reason);
 }
 
 void disk_unpause_all(struct guard_disk *g)
@@ -246,7 +246,7 @@ void disk_unpause_all(struct guard_disk *g)
 		if (store_sandbox_get(h->store, marks[i].id, &s, &e) == 0 && s.container_id &&
 		    docker_container_unpause(h->engine, s.container_id, &e) == 0) {
 			log_info("guard", "unpaused sandbox %s: the disk has room again", marks[i].id);
-			audit(h, "sandbox.unpause", marks[i].id, "the disk has room again");
+			guard_disk_audit(h, "sandbox.unpause", marks[i].id, "the disk has room again");
 		} else if (e && e->code != CP_ERR_NOT_FOUND) {
 			log_warn("guard", "disk guard: unpause %s: %s", marks[i].id, e->message);
 		}

@@ -408,6 +408,11 @@ int guard_disk_check_create(struct guard_disk *g, struct cp_error **err);
 /* 1 when g paused sandbox_id, with why in reason (may be NULL; size
  * bytes); 0 otherwise or when g is NULL. */
 int guard_disk_paused(struct guard_disk *g, const char *sandbox_id, char *reason, size_t size);
+/* Appends the audit row of a free-space guard's act on sandbox_id
+ * (action "sandbox.pause" or "sandbox.unpause", actor serve, status ok,
+ * message why; all borrowed); a row that cannot be written is logged.
+ * Blocks on the registry only. */
+void guard_disk_audit(const struct guard_host *h, const char *action, const char *sandbox_id, const char *message);
 /* At start, before reconcile: unpauses this registry's containers an
  * earlier serve paused (a paused helper would not answer its re-attach). */
 void guard_disk_unpause_leftovers(const struct guard_host *h);
@@ -415,5 +420,28 @@ void guard_disk_unpause_leftovers(const struct guard_host *h);
  * text (thread-local, valid until the next call) naming the engine's
  * storage and that the free-space guard protects the disk instead. */
 const char *guard_disk_note(const struct guard_storage *st);
+
+/* ---- another node's disk (decisions for lifecycle/node_disk.c; pure) ---- */
+
+/* The most a node's probe may print: three numbers and a newline. */
+#define GUARD_NODE_DISK_OUTPUT_MAX 64
+/* Reads what `stat -f -c '%S %b %a' DIR` printed in a node's disk probe
+ * (out, len bytes, borrowed; bytes from another machine): exactly three
+ * unsigned decimals of at most 18 digits (fragment size, total blocks,
+ * blocks available to unprivileged users), one space between them, and
+ * at most one newline after. The block size must be 512 B to 16 MiB,
+ * the available blocks no more than the total, and the size below
+ * 2^62 bytes. Sets *ret_total and *ret_avail (bytes) and returns 0; -1
+ * for anything else (signs, blanks, a second line, a NUL, a longer
+ * output), the outputs then untouched. stat(1)'s %S/%b/%a: coreutils
+ * "stat --file-system"; the numbers of statfs(2). */
+int guard_node_disk_parse(const char *out, size_t len, int64_t *ret_total, int64_t *ret_avail);
+/* Whether a disk (this machine's or a node's) is low after a look, from whether it was
+ * (was_low), its free bytes and its watermark: below the watermark it
+ * is; it stops being low only once free space is back above the
+ * watermark plus the local guard's resume room (a tenth of the
+ * watermark, 1 to 64 MiB), so a disk hovering at the line does not
+ * pause and unpause every pass. */
+int guard_disk_low_after(int was_low, int64_t avail, int64_t watermark);
 
 #endif

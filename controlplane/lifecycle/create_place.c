@@ -163,6 +163,13 @@ int lifecycle_place(struct lifecycle *lc, const struct lifecycle_limits *lim, co
 	int rc = count_live(lc, nodes, n, err);
 	if (rc == 0)
 		probe_remotes(lc, nodes, n, pinned);
+	/* A node short of disk takes nothing (node_disk.c); pinned there: why. */
+	for (size_t i = 1; rc == 0 && i < n; i++)
+		if ((!pinned || !strcmp(pinned, nodes[i].name)) &&
+		    lifecycle_node_disk_check(lc, nodes[i].name, pinned ? err : NULL) < 0) {
+			nodes[i].state = POLICY_NODE_DRAINING;
+			rc = pinned ? -1 : 0;
+		}
 	/* A ceiling not asked is each node's own default (it fits that node). */
 	int64_t ceiling = lim->memory_asked ? lim->memory_bytes : 0;
 	struct policy_placement_request req = {

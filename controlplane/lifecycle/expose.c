@@ -142,12 +142,7 @@ static int forwarder_create(struct lifecycle *lc, const char *image, struct expo
 		    .network = x->network,
 		    .port_bindings = &binding,
 		    .n_port_bindings = 1,
-		    .restart_policy = "unless-stopped",
-		    .cap_drop_all = 1,
-		    .read_only_rootfs = 1,
-		    .user = "65534:65534",
-		    .no_stdin = 1,
-		    .oom_score_adj = POLICY_OOM_SCORE_ADJ,
+		    LIFECYCLE_SERVICE_CONTAINER,
 		};
 		_cleanup_free_ char *id = NULL;
 		if (docker_container_create(lc->engine, &spec, &id, err) < 0)

@@ -47,13 +47,17 @@ const struct policy_sandbox_limits *lifecycle_limits_in_force(const struct lifec
 
 int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err)
 {
-	return guard_disk_start(&lc->host, &lc->storage, &lc->disk, err);
+	if (guard_disk_start(&lc->host, &lc->storage, &lc->disk, err) < 0)
+		return -1;
+	lifecycle_node_disk_start(lc); /* other nodes' disks (node_disk.c) */
+	return 0;
 }
 
 void lifecycle_disk_guard_stop(struct lifecycle *lc)
 {
 	if (!lc)
 		return;
+	lifecycle_node_disk_stop(lc);
 	guard_disk_stop(lc->disk);
 	lc->disk = NULL;
 }
@@ -70,10 +74,12 @@ const char *lifecycle_disk_note(struct lifecycle *lc)
 
 int lifecycle_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *reason, size_t size)
 {
-	return guard_disk_paused(lc->disk, sandbox_id, reason, size);
+	return guard_disk_paused(lc->disk, sandbox_id, reason, size) ||
+	       lifecycle_node_disk_paused(lc, sandbox_id, reason, size);
 }
 
 void lifecycle_disk_unpause_leftovers(struct lifecycle *lc)
 {
 	guard_disk_unpause_leftovers(&lc->host);
+	lifecycle_node_disk_unpause_leftovers(lc); /* and on every node */
 }

@@ -246,7 +246,10 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err);
  * stream and its bash sessions lived on); one whose channel closed is
  * re-attached; one whose container died with the node's engine is marked
  * failed with the reason. Rows in any other state (a create or a removal
- * under way owns them) and containers without a row are left alone. The node's engine's errors, prefixed, when it
+ * under way owns them) and containers without a row are left alone;
+ * sandboxes paused there for a low disk are unpaused first and paused
+ * again by the node's next look (lifecycle/node_disk.c). The node's
+ * engine's errors, prefixed, when it
  * does not answer after all (rows left as they are). Blocks for one
  * container list and an attach per re-attached sandbox. */
 int lifecycle_node_reconcile(struct lifecycle *lc, const char *node, struct cp_error **err);
@@ -271,7 +274,9 @@ const struct config *lifecycle_config(const struct lifecycle *lc);
  * refused and sandboxes writing to that disk (writable layer, workspace)
  * are paused, unpaused when space is back. Makes a 16 MiB reserve in STATE_DIR it gives up when
  * the disk is all but full. Looks once before returning. INVALID_ARGUMENT
- * for a CHAT2SBX_MIN_FREE_DISK that is neither 'auto', a size nor "N%". */
+ * for a CHAT2SBX_MIN_FREE_DISK that is neither 'auto', a size nor "N%".
+ * Also starts the guard of other nodes' disks (node_disk.c: creates there
+ * refused and their sandboxes paused below the same watermark). */
 int lifecycle_disk_guard_start(struct lifecycle *lc, struct cp_error **err);
 /* Stops the thread (paused sandboxes stay paused). NULL-safe, idempotent. */
 void lifecycle_disk_guard_stop(struct lifecycle *lc);
@@ -287,10 +292,12 @@ const char *lifecycle_disk_note(struct lifecycle *lc);
  * epoch), or 0 when there is none: what the registry's last_activity_ms
  * does not show yet. Never blocks but on the lifecycle's lock. */
 int64_t lifecycle_activity_unwritten(struct lifecycle *lc, const char *id);
-/* 1 when the guard paused sandbox_id, with why in reason (may be NULL). */
+/* 1 when the guard (this machine's, or a node's: the reason names the
+ * node) paused sandbox_id, with why in reason (may be NULL). */
 int lifecycle_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *reason, size_t size);
 /* At start, before reconcile: unpauses this registry's containers an
- * earlier serve paused (a paused helper would not answer its re-attach). */
+ * earlier serve paused (a paused helper would not answer its re-attach),
+ * on this machine's engine and on every node's that answers. */
 void lifecycle_disk_unpause_leftovers(struct lifecycle *lc);
 
 /* The limits computed at lifecycle_new (borrowed, lives as long as lc). */

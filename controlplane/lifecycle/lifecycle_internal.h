@@ -60,10 +60,11 @@ struct lifecycle {
 	 * a sandbox a call holds, and a sandbox being expired takes no new call. */
 	struct lifecycle_hold *holds;
 	size_t n_holds;
-	pthread_mutex_t create_lock;         /* the sandbox limit check and the row insert, as one step */
-	struct policy_sandbox_limits limits; /* in force on this machine (host_limits.c) */
-	struct guard_disk *disk;             /* the free-space guard (guard/disk_guard.c); NULL until started */
-	struct guard_storage storage;        /* what the engine's storage allows (asked when the guard starts) */
+	pthread_mutex_t create_lock;             /* the sandbox limit check and the row insert, as one step */
+	struct policy_sandbox_limits limits;     /* in force on this machine (host_limits.c) */
+	struct guard_disk *disk;                 /* the free-space guard (guard/disk_guard.c); NULL until started */
+	struct lifecycle_node_disks *node_disks; /* other nodes' disks (node_disk.c); NULL until started */
+	struct guard_storage storage;            /* what the engine's storage allows (asked when the guard starts) */
 	/* The runtime sandboxes get (guards.c, decided at lifecycle_new): NULL
 	 * = the engine's default, "vm", or an OCI runtime's name; for vm its
 	 * accelerator; why auto or tcg was chosen. */
@@ -98,6 +99,60 @@ int lifecycle_node_engine(struct lifecycle *lc, const char *node, struct docker_
 /* Whether POLICY_NETWORK was made on a remote node's engine (1/0; set: mark
  * it made); -1 for 'local' (lc->network_ready holds that). Thread-safe. */
 int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set);
+
+/* The fields of a container of serve's own that runs no model code (a
+ * preview's forwarder, a node's disk probe), inside a struct
+ * docker_container_spec initializer: it comes back after an engine
+ * restart, keeps no capability, has a read-only root, runs as nobody,
+ * gets no stdin and is the kernel's first choice when memory runs out. */
+#define LIFECYCLE_SERVICE_CONTAINER                                                                                    \
+	.restart_policy = "unless-stopped", .cap_drop_all = 1, .read_only_rootfs = 1, .user = "65534:65534",           \
+	.no_stdin = 1, .oom_score_adj = POLICY_OOM_SCORE_ADJ
+
+/* ---- other nodes' disks (node_disk.c, issue 28 item 3) ---- */
+/* Starts watching the free space of every node row's engine storage: a
+ * thread reads the rows every 2 s and each node gets a thread of its own
+ * that asks its disk probe every 10 s (made on the node when missing;
+ * lc->health borrowed to skip a node that does not answer). Below
+ * CHAT2SBX_MIN_FREE_DISK of that filesystem the node's running sandboxes
+ * are paused through its engine, unpaused above the resume room
+ * (guard_disk_low_after); what was found goes into the node's row
+ * (store_node_set_disk). Never fails: a thread that cannot start is
+ * logged and that disk is not watched. Stop with lifecycle_node_disk_stop. */
+void lifecycle_node_disk_start(struct lifecycle *lc);
+/* Stops every node's thread at once (a look under way ends first: at
+ * most about 25 s for an exec on a node that stalls, once) and removes
+ * the disk probe of each node that answers _ping within 1.5 s;
+ * sandboxes it paused stay paused (the next serve unpauses them at
+ * start). Accepts NULL and a lifecycle without the watch. */
+void lifecycle_node_disk_stop(struct lifecycle *lc);
+/* At start, before reconcile (lifecycle_disk_unpause_leftovers): on each
+ * node row that is not down and answers _ping within 1.5 s, unpauses this
+ * registry's containers an earlier serve paused for a low disk there (a
+ * paused helper would not answer its re-attach); the node's first look
+ * pauses them again if its disk is still low. Blocks about 1.5 s per node
+ * that does not answer, more for one that answers and then stalls (its
+ * list's and unpauses' timeouts). */
+void lifecycle_node_disk_unpause_leftovers(struct lifecycle *lc);
+/* Around the reconcile of a node that answers again
+ * (lifecycle_node_reconcile): _back forgets which of its sandboxes this
+ * guard paused, unpauses every paused container of this registry there
+ * (a paused helper would not answer its re-attach, and reconcile would
+ * take it for stopped) and holds the node's looks off; _back_done lets
+ * them go on with a look at once, which pauses them again if its disk
+ * is still low. node borrowed; 'local' is ignored. _back blocks on the
+ * node's engine (a list and an unpause each); _back_done never blocks. */
+void lifecycle_node_disk_back(struct lifecycle *lc, const char *node);
+void lifecycle_node_disk_back_done(struct lifecycle *lc, const char *node);
+/* 0 when a sandbox may be created on node (borrowed; 'local' and a node
+ * whose disk is not known always may); LIMIT naming the node, its free
+ * space, the watermark and what to do while its disk is low. Never
+ * blocks on an engine. */
+int lifecycle_node_disk_check(struct lifecycle *lc, const char *node, struct cp_error **err);
+/* 1 when the node disk guard paused sandbox_id (borrowed), with why,
+ * naming the node, in reason (may be NULL; size bytes); else 0. Never
+ * blocks on an engine. */
+int lifecycle_node_disk_paused(struct lifecycle *lc, const char *sandbox_id, char *reason, size_t size);
 /* The node a new sandbox with limits lim goes to (create_place.c): with no
  * node row and no pin, 'local' at once (no engine asked); otherwise
  * policy_placement_choose over 'local' and every node row, pinned (borrowed;

@@ -188,7 +188,9 @@ int lifecycle_node_reconcile(struct lifecycle *lc, const char *node, struct cp_e
 	    0)
 		return -1;
 	struct reconcile_counts n = {.keep_live = 1};
+	lifecycle_node_disk_back(lc, node); /* paused for its low disk: unpaused to be re-attached */
 	int r = reconcile_node(lc, node, rows, n_rows, &n, err);
+	lifecycle_node_disk_back_done(lc, node);
 	free_rows(rows, n_rows);
 	if (r < 0)
 		return cp_error_prefix(err, "reconcile node '%s'", node);

@@ -58,6 +58,11 @@
  * are fixed at create, so a claimed sandbox keeps it: whether a sandbox is
  * still a member is the registry's pooled column, never the label. */
 #define POLICY_LABEL_POOL "org.chat2sbx.pool"
+/* Label on each node's disk probe container and its volume
+ * (lifecycle/node_disk.c; value: the registry's database path). Distinct
+ * from POLICY_LABEL_REGISTRY, so reconcile never takes the probe for a
+ * sandbox and `node remove` never waits for it. */
+#define POLICY_LABEL_DISK_PROBE "org.chat2sbx.diskprobe.registry"
 /* Labels on forwarder containers and their per-sandbox networks. Distinct
  * from POLICY_LABEL_REGISTRY, so sandbox reconcile never takes a
  * forwarder for a sandbox. */

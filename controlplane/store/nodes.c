@@ -1,7 +1,8 @@
-/* nodes.c: rows of the nodes table (migration 0014, issue 28): other
- * machines' engines, their TLS file paths, what their GET /info said and
- * their state. This machine's engine, node 'local', has no row. Knows no
- * engine and no file: the TLS files are node/'s. */
+/* nodes.c: rows of the nodes table (migrations 0014 and 0017, issue 28):
+ * other machines' engines, their TLS file paths, what their GET /info
+ * said, their state and their free disk as serve last found it. This
+ * machine's engine, node 'local', has no row. Knows no engine and no
+ * file: the TLS files are node/'s. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,7 +32,9 @@ void node_record_clear(struct node_record *n)
 
 #define NODE_COLUMNS                                                                                                   \
 	"name, endpoint, tls_ca, tls_cert, tls_key, runtimes, COALESCE(kvm, -1), memory_bytes, cpus, "                 \
-	"engine_version, state, COALESCE(last_contact_ms, 0), created_at_ms"
+	"engine_version, state, COALESCE(last_contact_ms, 0), created_at_ms, COALESCE(disk_total_bytes, -1), "         \
+	"COALESCE(disk_free_bytes, -1), COALESCE(disk_watermark_bytes, -1), COALESCE(disk_low, 0), "                   \
+	"COALESCE(disk_checked_ms, 0)"
 
 /* Sandbox rows on a node that still hold a container there (?1 = node). */
 /* Column 0: the sandboxes holding a container there; column 1: how many
@@ -57,6 +60,14 @@ static void read_row(sqlite3_stmt *st, void *row)
 	n->state = node_state_from_string((const char *)sqlite3_column_text(st, 10));
 	n->last_contact_ms = sqlite3_column_int64(st, 11);
 	n->created_at_ms = sqlite3_column_int64(st, 12);
+	n->disk = (struct node_disk){.total_bytes = sqlite3_column_int64(st, 13),
+	                             .free_bytes = sqlite3_column_int64(st, 14),
+	                             .watermark_bytes = sqlite3_column_int64(st, 15),
+	                             .low = sqlite3_column_int(st, 16),
+	                             .checked_ms = sqlite3_column_int64(st, 17)};
+	if (n->disk.total_bytes < 0 || n->disk.free_bytes < 0 || n->disk.watermark_bytes < 0)
+		n->disk = (struct node_disk){
+		    .total_bytes = -1, .free_bytes = -1, .watermark_bytes = -1, .checked_ms = n->disk.checked_ms};
 }
 
 STORE_ROW_TYPE(rows, struct node_record, read_row, node_record_clear);
@@ -250,6 +261,32 @@ int store_node_set_contact(struct store *store, const char *name, const struct n
 	sqlite3_bind_text(st, 1, name ? name : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, now_ms);
 	bind_labels(st, labels);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(locked, err, what);
+	return sqlite3_changes(locked->db) ? 0 : node_not_found(err, what, name);
+}
+
+int store_node_set_disk(struct store *store, const char *name, const struct node_disk *d, struct cp_error **err)
+{
+	const char *what = "record the node's free disk";
+	int known = d && d->total_bytes >= 0 && d->free_bytes >= 0 && d->watermark_bytes >= 0;
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st,
+	                  "UPDATE nodes SET disk_total_bytes = ?2, disk_free_bytes = ?3, disk_watermark_bytes = ?4, "
+	                  "disk_low = ?5, disk_checked_ms = NULLIF(?6, 0) WHERE name = ?1",
+	                  what, err) < 0)
+		return -1;
+	sqlite3_bind_text(st, 1, name ? name : "", -1, SQLITE_STATIC);
+	for (int i = 2; i <= 5 && !known; i++)
+		sqlite3_bind_null(st, i);
+	if (known) {
+		sqlite3_bind_int64(st, 2, d->total_bytes);
+		sqlite3_bind_int64(st, 3, d->free_bytes);
+		sqlite3_bind_int64(st, 4, d->watermark_bytes);
+		sqlite3_bind_int(st, 5, d->low ? 1 : 0);
+	}
+	sqlite3_bind_int64(st, 6, d ? d->checked_ms : 0);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return store_fail(locked, err, what);
 	return sqlite3_changes(locked->db) ? 0 : node_not_found(err, what, name);

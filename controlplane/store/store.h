@@ -522,6 +522,17 @@ struct node_labels {
 };
 void node_labels_clear(struct node_labels *l);
 
+/* What serve's node disk guard last found of a node's engine storage
+ * (migration 0017; lifecycle/node_disk.c): -1 in the three sizes when not
+ * known. */
+struct node_disk {
+	int64_t total_bytes;     /* the filesystem of the engine's data */
+	int64_t free_bytes;      /* available to unprivileged users */
+	int64_t watermark_bytes; /* CHAT2SBX_MIN_FREE_DISK applied to total_bytes */
+	int low;                 /* 1: creates there refused, its sandboxes paused */
+	int64_t checked_ms;      /* wall clock of the look; 0 = never */
+};
+
 struct node_record {
 	char *name;     /* [a-z0-9][a-z0-9-]*, never "local" (policy_node_name_check) */
 	char *endpoint; /* tcp://HOST:PORT */
@@ -532,6 +543,7 @@ struct node_record {
 	enum node_state state;   /* read from the registry's text */
 	int64_t last_contact_ms; /* 0 = never */
 	int64_t created_at_ms;
+	struct node_disk disk; /* read only; written by store_node_set_disk */
 };
 void node_record_clear(struct node_record *n);
 
@@ -567,6 +579,10 @@ int store_node_local_state(struct store *store, enum node_state *ret, struct cp_
  * an unknown name. */
 int store_node_set_contact(struct store *store, const char *name, const struct node_labels *labels, int64_t now_ms,
                            struct cp_error **err);
+/* Records d (borrowed; NULL or a size below 0: not known, the sizes
+ * cleared, checked_ms still written) as node name's free disk. NOT_FOUND
+ * for a name without a row. */
+int store_node_set_disk(struct store *store, const char *name, const struct node_disk *d, struct cp_error **err);
 /* How many sandbox rows on node name still hold a container there: every
  * status but removed and failed (creating, running, expired, removing). */
 int store_node_count_sandboxes(struct store *store, const char *name, int64_t *ret_count, struct cp_error **err);

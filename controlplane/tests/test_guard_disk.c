@@ -498,3 +498,85 @@ Test(disk_guard, measured_growth_explains_the_loss)
 	pass_at(70, 70); /* 10 more: not past the limit */
 	cr_expect_eq(pauses("sbx_b"), 0);
 }
+
+/* ---- another node's disk: the probe's answer and the hysteresis ---- */
+
+TestSuite(node_disk, .timeout = 10);
+
+static int parse(const char *s, int64_t *total, int64_t *avail)
+{
+	return guard_node_disk_parse(s, strlen(s), total, avail);
+}
+
+Test(node_disk, parses_three_numbers)
+{
+	int64_t total = 0, avail = 0;
+	cr_assert_eq(parse("4096 1000 250\n", &total, &avail), 0);
+	cr_expect_eq(total, 4096 * 1000);
+	cr_expect_eq(avail, 4096 * 250);
+	cr_expect_eq(parse("512 1 0", &total, &avail), 0, "no newline: fine");
+	cr_expect_eq(total, 512);
+	cr_expect_eq(avail, 0);
+	/* The biggest accepted: just under 2^62 bytes. */
+	cr_expect_eq(parse("4096 1125899906842624 1\n", &total, &avail), 0);
+	cr_expect_eq(total, (int64_t)1 << 62);
+}
+
+Test(node_disk, refuses_anything_else)
+{
+	const char *bad[] = {
+	    "",                             /* nothing */
+	    "\n",                           /* an empty line */
+	    "4096 1000\n",                  /* two numbers */
+	    "4096 1000 250 7\n",            /* four */
+	    "4096 1000 250\n\n",            /* a second line */
+	    "4096 1000 250\nrm -rf /\n",    /* more after the line */
+	    "4096  1000 250\n",             /* two blanks */
+	    " 4096 1000 250\n",             /* a leading blank */
+	    "4096 1000 250 \n",             /* a trailing blank */
+	    "4096\t1000\t250\n",            /* tabs */
+	    "-4096 1000 250\n",             /* negative */
+	    "4096 -1 250\n",                /* negative */
+	    "4096 1000 +250\n",             /* a sign */
+	    "4096 1000 25O\n",              /* a letter */
+	    "0x1000 1000 250\n",            /* hex */
+	    "4096 1000 250.5\n",            /* a fraction */
+	    "4096 1000 250\r\n",            /* CR */
+	    "4096 1000 2500\n",             /* more free than the whole */
+	    "4096 1000000000000000000 1\n", /* 19 digits */
+	    "4096 999999999999999999 1\n",  /* 18 digits but past 2^62 bytes */
+	    "0 1000 250\n",                 /* block size 0 */
+	    "511 1000 250\n",               /* too small a block */
+	    "33554432 1000 250\n",          /* 32 MiB blocks */
+	    "99999999999999999999999999999999 1 1\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		int64_t total = -7, avail = -7;
+		cr_expect_eq(parse(bad[i], &total, &avail), -1, "refused: '%s'", bad[i]);
+		cr_expect(total == -7 && avail == -7, "outputs untouched for '%s'", bad[i]);
+	}
+	int64_t total, avail;
+	const char nul[] = "4096 1000 250\0\n";
+	cr_expect_eq(guard_node_disk_parse(nul, sizeof(nul) - 1, &total, &avail), -1, "a NUL inside");
+	char longer[GUARD_NODE_DISK_OUTPUT_MAX + 2];
+	memset(longer, '1', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	cr_expect_eq(parse(longer, &total, &avail), -1, "longer than the bound");
+	cr_expect_eq(guard_node_disk_parse(NULL, 0, &total, &avail), -1);
+}
+
+Test(node_disk, low_until_back_above_the_resume_room)
+{
+	int64_t wm = 100 * MIB; /* resume room: 10 MiB */
+	cr_expect(!guard_disk_low_after(0, 100 * MIB, wm), "at the watermark: not low");
+	cr_expect(guard_disk_low_after(0, 100 * MIB - 1, wm), "one byte below: low");
+	cr_expect(guard_disk_low_after(1, 100 * MIB, wm), "back at the watermark: still low");
+	cr_expect(guard_disk_low_after(1, 110 * MIB - 1, wm), "not yet by the room: still low");
+	cr_expect(!guard_disk_low_after(1, 110 * MIB, wm), "above by the room: not low");
+	cr_expect(!guard_disk_low_after(0, 105 * MIB, wm), "in the room, never low: stays not low");
+	/* A huge watermark's room is at most 64 MiB; a tiny one's at least 1 MiB. */
+	cr_expect(guard_disk_low_after(1, 1000 * MIB + 63 * MIB, 1000 * MIB));
+	cr_expect(!guard_disk_low_after(1, 1000 * MIB + 64 * MIB, 1000 * MIB));
+	cr_expect(guard_disk_low_after(1, 2 * MIB + MIB - 1, 2 * MIB));
+	cr_expect(!guard_disk_low_after(1, 3 * MIB, 2 * MIB));
+}

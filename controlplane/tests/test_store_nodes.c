@@ -392,3 +392,45 @@ Test(store_nodes, endpoints_are_read_beside_an_open_store)
 	cr_assert_eq(store_node_endpoints_read(absent, &v, &err), 0, "a registry not made yet has no node");
 	cr_assert_null(v);
 }
+
+Test(store_nodes, a_nodes_free_disk_is_not_known_until_recorded_and_can_be_forgotten)
+{
+	open_store();
+	insert_ok("n1", "tcp://10.0.0.2:2376");
+	struct cp_error *err = NULL;
+	struct node_record got = {0};
+	cr_assert_eq(store_node_get(store, "n1", &got, &err), 0);
+	cr_expect_eq(got.disk.total_bytes, -1, "a new node's disk is not known");
+	cr_expect_eq(got.disk.checked_ms, 0);
+	node_record_clear(&got);
+	struct node_disk d = {.total_bytes = 64LL << 20,
+	                      .free_bytes = 1LL << 20,
+	                      .watermark_bytes = 3LL << 20,
+	                      .low = 1,
+	                      .checked_ms = 77};
+	cr_assert_eq(store_node_set_disk(store, "n1", &d, &err), 0);
+	cr_assert_eq(store_node_get(store, "n1", &got, &err), 0);
+	cr_expect_eq(got.disk.total_bytes, 64LL << 20);
+	cr_expect_eq(got.disk.free_bytes, 1LL << 20);
+	cr_expect_eq(got.disk.watermark_bytes, 3LL << 20);
+	cr_expect_eq(got.disk.low, 1);
+	cr_expect_eq(got.disk.checked_ms, 77);
+	cr_expect_eq(got.state, NODE_READY, "the state is not touched");
+	node_record_clear(&got);
+	/* The probe failed: the sizes are forgotten, the time of the look kept. */
+	struct node_disk unknown = {.total_bytes = -1, .free_bytes = -1, .watermark_bytes = -1, .checked_ms = 88};
+	cr_assert_eq(store_node_set_disk(store, "n1", &unknown, &err), 0);
+	struct node_record *rows = NULL;
+	size_t n = 0;
+	cr_assert_eq(store_node_list(store, &rows, &n, &err), 0);
+	cr_assert_eq(n, 1);
+	cr_expect_eq(rows[0].disk.total_bytes, -1);
+	cr_expect_eq(rows[0].disk.free_bytes, -1);
+	cr_expect_eq(rows[0].disk.low, 0);
+	cr_expect_eq(rows[0].disk.checked_ms, 88);
+	node_record_clear(&rows[0]);
+	free(rows);
+	cr_assert_eq(store_node_set_disk(store, "nope", &d, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
+	cp_error_freep(&err);
+}

@@ -10,8 +10,9 @@
 -- this migration but those below); volume is NULL there (path holds the
 -- files). A managed workspace made on a node before this migration had a
 -- volume named after its sandbox ('chat2sbx-ws-' || sandbox id): a row
--- whose sandbox on a node still holds its container is given that node and
--- that name, so the volume is kept from now on too. Rows whose volume went
+-- whose newest sandbox still holding its container is on a node is given
+-- that node and that name, so the volume is kept from now on too (one whose
+-- newest is on 'local' has its files here). Rows whose volume went
 -- with their sandbox were marked trashed then and stay so.
 
 ALTER TABLE workspaces ADD COLUMN node TEXT NOT NULL DEFAULT 'local';
@@ -19,11 +20,12 @@ ALTER TABLE workspaces ADD COLUMN volume TEXT;
 
 UPDATE workspaces
    SET node = (SELECT s.node FROM sandboxes s
-                WHERE s.workspace_id = workspaces.id AND s.node <> 'local' AND s.status <> 'removed'
+                WHERE s.workspace_id = workspaces.id AND s.status <> 'removed'
                 ORDER BY s.created_at_ms DESC LIMIT 1),
        volume = 'chat2sbx-ws-' || (SELECT s.id FROM sandboxes s
-                WHERE s.workspace_id = workspaces.id AND s.node <> 'local' AND s.status <> 'removed'
+                WHERE s.workspace_id = workspaces.id AND s.status <> 'removed'
                 ORDER BY s.created_at_ms DESC LIMIT 1)
  WHERE mode = 'managed' AND trashed_at_ms IS NULL
-   AND EXISTS (SELECT 1 FROM sandboxes s
-                WHERE s.workspace_id = workspaces.id AND s.node <> 'local' AND s.status <> 'removed');
+   AND (SELECT s.node FROM sandboxes s
+         WHERE s.workspace_id = workspaces.id AND s.status <> 'removed'
+         ORDER BY s.created_at_ms DESC LIMIT 1) <> 'local';

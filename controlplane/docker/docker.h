@@ -145,6 +145,10 @@ int docker_engine_runtime_info(struct docker_engine *engine, const char *name, s
 #define DOCKER_RUNTIME_NAME_MAX 64
 /* Longest ServerVersion kept (characters). */
 #define DOCKER_ENGINE_VERSION_MAX 64
+/* The most memory (bytes: 1 PiB) and CPUs a machine's /info is believed
+ * for; more reads as not known (0). */
+#define DOCKER_MEMORY_MAX (1LL << 50)
+#define DOCKER_CPUS_MAX 65536
 
 /* What GET /info says about the machine (issue 28: a node's labels). */
 struct docker_engine_facts {

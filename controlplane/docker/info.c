@@ -228,10 +228,16 @@ int docker_engine_facts_parse(struct json_object *info, struct docker_engine_fac
 		                    "Runtimes");
 	struct docker_engine_facts f = {0};
 	f.runtimes = runtime_names(runtimes);
+	/* Another machine's numbers, held to what a machine can have (a larger
+	 * one is not known: 0), so no arithmetic on them can overflow. */
 	if (json_object_object_get_ex(info, "MemTotal", &v) && json_object_is_type(v, json_type_int))
 		f.memory_bytes = json_object_get_int64(v);
+	if (f.memory_bytes < 0 || f.memory_bytes > DOCKER_MEMORY_MAX)
+		f.memory_bytes = 0;
 	if (json_object_object_get_ex(info, "NCPU", &v) && json_object_is_type(v, json_type_int))
 		f.cpus = json_object_get_int64(v);
+	if (f.cpus < 0 || f.cpus > DOCKER_CPUS_MAX)
+		f.cpus = 0;
 	if (json_object_object_get_ex(info, "ServerVersion", &v) && json_object_is_type(v, json_type_string) &&
 	    docker_text_printable(json_object_get_string(v), DOCKER_ENGINE_VERSION_MAX))
 		f.engine_version = xstrdup(json_object_get_string(v));

@@ -583,14 +583,22 @@ static int place_existing(struct lifecycle *lc, const struct lifecycle_create_op
  * instead, where the directory is mounted: *ret_node becomes 'local' and
  * *ret_placed is dropped. */
 static int clone_source_or_local(struct lifecycle *lc, const struct lifecycle_create_options *opts,
-                                 const struct workspace_record *w, uint64_t dev, uint64_t ino, char **ret_node,
-                                 char **ret_placed, struct lifecycle_clone_source *source, struct cp_error **err)
+                                 const struct lifecycle_limits *lim, const struct workspace_record *w, uint64_t dev,
+                                 uint64_t ino, char **ret_node, char **ret_placed,
+                                 struct lifecycle_clone_source *source, struct cp_error **err)
 {
 	if (lifecycle_clone_source_make(lc, w, dev, ino, source, err) == 0)
 		return 0;
 	int pinned = opts->node && !lifecycle_node_is_local(opts->node);
 	if (pinned || (*err)->code != CP_ERR_LIMIT)
 		return cp_error_prefix(err, "on node '%s'", *ret_node);
+	/* 'local' as placement would take it: not drained, room, memory. */
+	_cleanup_free_ char *local = NULL;
+	_cleanup_error_ struct cp_error *why = NULL;
+	if (lifecycle_place(lc, lim, STORE_NODE_LOCAL, NULL, &local, &why) < 0)
+		return cp_error_prefix(err,
+		                       "on node '%s', and node 'local', where the directory is, cannot take it (%s)",
+		                       *ret_node, why->message);
 	log_info("lifecycle", "clone of workspace %s goes to node local instead of %s: %s", w->id, *ret_node,
 	         (*err)->message);
 	cp_error_freep(err);
@@ -696,8 +704,8 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 		if (place_existing(lc, opts, &ws, &lim, tries, &node, ret_placed, err) < 0 ||
 		    (strcmp(ws.mode, "managed") &&
 		     recheck_host_workspace(lc, &ws, &mount_dev, &mount_ino, &guard, err) < 0) ||
-		    (!lifecycle_node_is_local(node) &&
-		     clone_source_or_local(lc, opts, &ws, mount_dev, mount_ino, &node, ret_placed, &source, err) < 0) ||
+		    (!lifecycle_node_is_local(node) && clone_source_or_local(lc, opts, &lim, &ws, mount_dev, mount_ino,
+		                                                             &node, ret_placed, &source, err) < 0) ||
 		    lifecycle_limits_on_node(lc, node, &lim, err) < 0 || check_limit(lc, node, err) < 0 ||
 		    lifecycle_workspace_volume_check(lc, &ws, err) < 0)
 			goto fail_workspace;

@@ -44,6 +44,9 @@ int lifecycle_expired_revive(struct lifecycle *lc, const struct workspace_record
 			goto held;
 		}
 	}
+	/* A node short of disk would pause it again at once (node_disk.c). */
+	if (lifecycle_node_disk_check(lc, s.node, err) < 0)
+		goto held;
 	const char *container = s.container_id ? s.container_id : s.container_name;
 	struct docker_engine *engine = NULL;
 	if (lifecycle_node_engine(lc, s.node, &engine, err) < 0 || docker_container_start(engine, container, err) < 0) {

@@ -202,9 +202,18 @@ static void pause_running(struct node_disk_watch *w, const char *reason)
 	for (size_t i = 0; i < n; i++) {
 		const struct sandbox_record *s = &rows[i];
 		pthread_mutex_lock(&w->all->lock);
-		int skip = s->status != SANDBOX_RUNNING || !s->container_id || !lifecycle_node_same(w->name, s->node) ||
-		           paused_has(w, s->id);
+		/* The node's reconcile began meanwhile: it re-attaches what it
+		 * finds, so nothing is paused under it (the pass after it looks
+		 * again). */
+		int stop = w->reconciling;
+		int skip = stop || s->status != SANDBOX_RUNNING || !s->container_id ||
+		           !lifecycle_node_same(w->name, s->node) || paused_has(w, s->id);
 		pthread_mutex_unlock(&w->all->lock);
+		if (stop) {
+			for (size_t j = i; j < n; j++)
+				sandbox_record_clear(&rows[j]);
+			break;
+		}
 		if (!skip && docker_container_pause(w->engine, s->container_id, &e) < 0 && e->code != CP_ERR_CONFLICT) {
 			log_warn("lifecycle", "disk of node %s: pause sandbox %s: %s", w->name, s->id, e->message);
 			skip = 1;
@@ -224,7 +233,9 @@ static void pause_running(struct node_disk_watch *w, const char *reason)
 }
 
 /* Space is back: unpauses what this guard paused (a sandbox removed since
- * is NOT_FOUND, which is fine) and forgets it. */
+ * is NOT_FOUND, which is fine) and forgets it. One whose unpause failed
+ * otherwise (the engine did not answer in time) is kept for the next
+ * pass, never left paused with nothing to undo it. */
 static void unpause_all(struct node_disk_watch *w)
 {
 	pthread_mutex_lock(&w->all->lock);
@@ -234,18 +245,31 @@ static void unpause_all(struct node_disk_watch *w)
 	w->n_paused = 0;
 	pthread_mutex_unlock(&w->all->lock);
 	struct lifecycle *lc = w->all->lc;
+	size_t kept = 0;
 	for (size_t i = 0; i < n; i++) {
+		char *id = ids[i];
 		struct sandbox_record s = {0};
 		_cleanup_error_ struct cp_error *e = NULL;
-		if (store_sandbox_get(lc->store, ids[i], &s, &e) == 0 && s.container_id &&
+		if (store_sandbox_get(lc->store, id, &s, &e) == 0 && s.container_id &&
 		    docker_container_unpause(w->engine, s.container_id, &e) == 0) {
-			log_info("lifecycle", "unpaused sandbox %s: node %s has disk space again", ids[i], w->name);
-			guard_disk_audit(&lc->host, "sandbox.unpause", ids[i], "its node has disk space again");
+			log_info("lifecycle", "unpaused sandbox %s: node %s has disk space again", id, w->name);
+			guard_disk_audit(&lc->host, "sandbox.unpause", id, "its node has disk space again");
+			free(id);
 		} else if (e && e->code != CP_ERR_NOT_FOUND && e->code != CP_ERR_CONFLICT) {
-			log_warn("lifecycle", "disk of node %s: unpause sandbox %s: %s", w->name, ids[i], e->message);
+			log_warn("lifecycle", "disk of node %s: unpause sandbox %s: %s (tried again at the next pass)",
+			         w->name, id, e->message);
+			ids[kept++] = id; /* kept <= i: a slot already read */
+		} else {
+			free(id);
 		}
 		sandbox_record_clear(&s);
-		free(ids[i]);
+	}
+	if (kept) {
+		pthread_mutex_lock(&w->all->lock);
+		w->paused = xrealloc(w->paused, (w->n_paused + kept) * sizeof(*w->paused));
+		memcpy(w->paused + w->n_paused, ids, kept * sizeof(*ids));
+		w->n_paused += kept;
+		pthread_mutex_unlock(&w->all->lock);
 	}
 	free(ids);
 }
@@ -287,6 +311,17 @@ static long node_pass(void *arg)
 	}
 	int down = row.state == NODE_DOWN;
 	node_record_clear(&row);
+	if (w->gone) {
+		/* Removed and added again under its name before the watch was
+		 * reaped: watched afresh (a new probe, nothing known yet). */
+		w->gone = 0;
+		w->looked = 0;
+		free(w->probe);
+		w->probe = NULL;
+		pthread_mutex_lock(&w->all->lock);
+		w->disk = (struct node_disk){.total_bytes = -1, .free_bytes = -1, .watermark_bytes = -1};
+		pthread_mutex_unlock(&w->all->lock);
+	}
 	pthread_mutex_lock(&w->all->lock);
 	int reconciling = w->reconciling;
 	pthread_mutex_unlock(&w->all->lock);

@@ -153,8 +153,15 @@ void lifecycle_workspace_gone(struct lifecycle *lc, const struct sandbox_record 
 		return;
 	_cleanup_error_ struct cp_error *e = NULL;
 	struct workspace_record w = {0};
-	if (store_workspace_get(lc->store, s->workspace_id, &w, &e) < 0)
+	if (store_workspace_get(lc->store, s->workspace_id, &w, &e) < 0) {
+		if (e->code != CP_ERR_NOT_FOUND) {
+			/* Not knowing whether the volume is a kept workspace's, keep it. */
+			log_warn("lifecycle", "sandbox %s: %s (any volume of its workspace stays on node %s)", s->id,
+			         e->message, s->node);
+			return;
+		}
 		cp_error_freep(&e); /* a warm member's row goes first: its own volume is removed by pool_member.c */
+	}
 	if (w.volume && !strcmp(w.mode, "managed")) {
 		/* Kept with its workspace, released like a directory here. */
 		log_debug("lifecycle", "sandbox %s: workspace %s keeps its volume %s on node %s", s->id, w.id, w.volume,

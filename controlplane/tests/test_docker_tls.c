@@ -258,9 +258,14 @@ Test(docker_tls, a_forged_info_gives_a_bounded_runtime_list)
 	}
 	json_object_object_add(info, "Runtimes", rts);
 	json_object_object_add(info, "ServerVersion", json_object_new_string("20.10\033]0;owned\007"));
+	/* Sizes no machine has, which placement would multiply (overflow). */
+	json_object_object_add(info, "NCPU", json_object_new_int64(INT64_MAX / 2));
+	json_object_object_add(info, "MemTotal", json_object_new_int64(INT64_MAX));
 	struct docker_engine_facts f = {0};
 	struct cp_error *err = NULL;
 	cr_assert_eq(docker_engine_facts_parse(info, &f, &err), 0);
+	cr_expect_eq(f.cpus, 0, "not believed: not known");
+	cr_expect_eq(f.memory_bytes, 0);
 	size_t names = 1;
 	for (const char *c = f.runtimes; *c; c++) {
 		names += *c == ',';

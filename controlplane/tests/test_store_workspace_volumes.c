@@ -54,7 +54,7 @@ Test(store_workspace_volumes, an_older_registrys_live_remote_workspace_keeps_its
 	store_fx_exec(d,
 	              "INSERT INTO workspaces (id, mode, path, created_at_ms) VALUES ('ws_r', 'managed', '/tmp/r', 1), "
 	              "('ws_g', 'managed', '/tmp/g', 1), ('ws_l', 'managed', '/tmp/l', 1), "
-	              "('ws_c', 'clone', '/tmp/c', 1)");
+	              "('ws_c', 'clone', '/tmp/c', 1), ('ws_m', 'managed', '/tmp/m', 1)");
 	store_fx_exec(d, "UPDATE workspaces SET trashed_at_ms = 9 WHERE id = 'ws_g'");
 	store_fx_exec(
 	    d, "INSERT INTO sandboxes (id, workspace_id, status, container_name, image, created_at_ms, updated_at_ms, "
@@ -62,7 +62,9 @@ Test(store_workspace_volumes, an_older_registrys_live_remote_workspace_keeps_its
 	       "('sbx_r', 'ws_r', 'running', 'sbx_r', 'img', 2, 2, 2, 'n1'), "
 	       "('sbx_g', 'ws_g', 'removed', 'sbx_g', 'img', 2, 2, 2, 'n1'), "
 	       "('sbx_l', 'ws_l', 'running', 'sbx_l', 'img', 2, 2, 2, 'local'), "
-	       "('sbx_c', 'ws_c', 'running', 'sbx_c', 'img', 2, 2, 2, 'n1')");
+	       "('sbx_c', 'ws_c', 'running', 'sbx_c', 'img', 2, 2, 2, 'n1'), "
+	       "('sbx_m1', 'ws_m', 'failed', 'sbx_m1', 'img', 1, 1, 1, 'n1'), "
+	       "('sbx_m2', 'ws_m', 'running', 'sbx_m2', 'img', 3, 3, 3, 'local')");
 	sqlite3_close(d);
 
 	struct store *st = NULL;
@@ -72,5 +74,7 @@ Test(store_workspace_volumes, an_older_registrys_live_remote_workspace_keeps_its
 	expect_where(st, "ws_g", "local", NULL);
 	expect_where(st, "ws_l", "local", NULL);
 	expect_where(st, "ws_c", "local", NULL);
+	/* Its newest sandbox is here (an older one on n1 failed): its files are here. */
+	expect_where(st, "ws_m", "local", NULL);
 	store_free(st);
 }

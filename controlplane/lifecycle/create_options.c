@@ -166,8 +166,8 @@ int lifecycle_limits_on_node(struct lifecycle *lc, const char *node, struct life
 		lim->memory_bytes = nl.default_memory_bytes;
 	else if (nl.max_memory_bytes > 0 && lim->memory_bytes > nl.max_memory_bytes)
 		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
-		                    "memory %lld MiB is more than node '%s' has (%lld MiB); ask for less, or create "
-		                    "without 'node' to let placement choose a node with enough",
+		                    "memory %lld MiB is more than node '%s' has (%lld MiB); ask for less (for a new "
+		                    "workspace, leaving out 'node' lets placement choose a node with enough)",
 		                    (long long)(lim->memory_bytes >> 20), node, (long long)(nl.max_memory_bytes >> 20));
 	if (!lim->pids_asked)
 		lim->pids_limit = nl.pids_default;
@@ -176,8 +176,8 @@ int lifecycle_limits_on_node(struct lifecycle *lc, const char *node, struct life
 	if (lim->nano_cpus > 0 && cpus > 0 && lim->nano_cpus > cpus * 1000000000LL)
 		return cp_error_set(
 		    err, CP_ERR_INVALID_ARGUMENT,
-		    "cpus %lld.%03lld is more than the %lld CPU(s) of node '%s'; ask for at most \"%lld\", "
-		    "or create without 'node' to let placement choose",
+		    "cpus %lld.%03lld is more than the %lld CPU(s) of node '%s'; ask for at most \"%lld\" "
+		    "(for a new workspace, leaving out 'node' lets placement choose)",
 		    (long long)(lim->nano_cpus / 1000000000LL), (long long)(lim->nano_cpus % 1000000000LL / 1000000),
 		    (long long)cpus, node, (long long)cpus);
 	/* The writable layer's size is this machine's storage's option: another
@@ -187,8 +187,8 @@ int lifecycle_limits_on_node(struct lifecycle *lc, const char *node, struct life
 		return cp_error_set(
 		    err, CP_ERR_INVALID_ARGUMENT,
 		    "disk cannot be given on node '%s': a sandbox's disk size is given by this machine's "
-		    "storage only (node 'local'); create without disk there, or without 'node' (a "
-		    "sandbox that asks for disk stays on this machine)",
+		    "storage only (node 'local'); leave disk out there (a new workspace that asks for "
+		    "disk, without 'node', stays on this machine)",
 		    node);
 	lim->disk_bytes = 0;
 	return 0;

@@ -579,8 +579,9 @@ int lifecycle_node_disk_check(struct lifecycle *lc, const char *node, struct cp_
 		return 0;
 	return cp_error_set(err, CP_ERR_LIMIT,
 	                    "no sandbox is created on node '%s' while %s; create it on another node (leave out "
-	                    "'node'), or ask the person who runs node '%s' to free space there (sandbox_destroy "
-	                    "what you no longer need on it), then try again",
+	                    "'node'), or ask the person who runs node '%s' to free space there (what its engine "
+	                    "keeps: images, and the volumes of workspaces kept there, which 'chat2sbx workspace "
+	                    "list' names; sandbox_destroy frees only a sandbox's own layer), then try again",
 	                    node, reason, node);
 }
 

@@ -23,6 +23,8 @@ static struct json_object *approval_json(const struct approval_record *a)
 	xjson_add(o, "mode", xjson_string(a->mode));
 	xjson_add(o, "host_path", xjson_string(a->host_path));
 	xjson_add(o, "real_path", xjson_string(a->real_path));
+	/* The machine whose directory it is (migration 0018). */
+	xjson_add(o, "node", xjson_string(a->node ? a->node : STORE_NODE_LOCAL));
 	xjson_add(o, "requested_by", xjson_string(a->requested_by));
 	xjson_add(o, "requested_at", xjson_string(clock_format_rfc3339(a->requested_at_ms, when, sizeof(when))));
 	if (a->decided_at_ms)
@@ -44,16 +46,17 @@ static int list(struct cli *cli, struct store *store)
 	struct json_object *arr = xjson_array();
 	int direct = 0;
 	if (!cli->json)
-		printf("%-30s %-9s %-7s %-24s %s\n", "APPROVAL", "STATUS", "MODE", "REQUESTED", "PATH");
+		printf("%-30s %-9s %-7s %-10s %-24s %s\n", "APPROVAL", "STATUS", "MODE", "NODE", "REQUESTED", "PATH");
 	for (size_t i = 0; i < n; i++) {
 		char when[40];
 		direct |= !strcmp(rows[i].mode, "direct");
 		if (cli->json)
 			xjson_append(arr, approval_json(&rows[i]));
 		else
-			printf("%-30s %-9s %-7s %-24s %s\n", rows[i].id, approval_status_to_string(rows[i].status),
-			       rows[i].mode, clock_format_rfc3339(rows[i].requested_at_ms, when, sizeof(when)),
-			       rows[i].real_path);
+			printf("%-30s %-9s %-7s %-10s %-24s %s\n", rows[i].id,
+			       approval_status_to_string(rows[i].status), rows[i].mode,
+			       rows[i].node ? rows[i].node : STORE_NODE_LOCAL,
+			       clock_format_rfc3339(rows[i].requested_at_ms, when, sizeof(when)), rows[i].real_path);
 		approval_record_clear(&rows[i]);
 	}
 	free(rows);

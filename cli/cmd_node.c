@@ -19,6 +19,7 @@
 
 #define NODE_USAGE                                                                                                     \
 	"usage: chat2sbx node add NAME tcp://HOST:PORT --tls-ca FILE --tls-cert FILE --tls-key FILE\n"                 \
+	"                [--host-root DIR]...\n"                                                                       \
 	"       chat2sbx node list [--json] | node show NAME [--json] | node drain NAME | node resume NAME |\n"        \
 	"       node remove NAME\n"
 
@@ -62,6 +63,16 @@ static struct json_object *node_json(const struct config *cfg, const struct node
 	                             : NULL);
 	xjson_add(o, "sandboxes", json_object_new_int64(sandboxes));
 	xjson_add(o, "limits", limits_json(cfg, state_dir ? n : NULL));
+	/* Where direct workspaces may be asked for: a node's --host-root
+	 * (migration 0018), this machine's CHAT2SBX_ALLOWED_HOST_ROOTS. */
+	size_t n_roots = 0;
+	char **roots =
+	    policy_roots_split(state_dir ? (n->host_roots ? n->host_roots : "") : cfg->allowed_host_roots, &n_roots);
+	struct json_object *arr = xjson_array();
+	for (size_t i = 0; i < n_roots; i++)
+		xjson_append(arr, xjson_string(roots[i]));
+	policy_roots_free(roots);
+	xjson_add(o, "host_roots", arr);
 	/* What serve's node disk guard found (lifecycle/node_disk.c); 'local'
 	 * is this machine's guard's, and a node never looked at is not known. */
 	int disk = state_dir && n->disk.checked_ms && n->disk.total_bytes >= 0;
@@ -197,9 +208,17 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 	struct docker_tls_files tls = {0};
 	const char *pos[2] = {NULL, NULL};
 	size_t npos = 0;
+	_cleanup_free_ char *roots = NULL; /* ':'-separated, as the row keeps them */
 	for (int i = 1; i < argc; i++) {
 		const char *v;
-		if ((v = option(argc, argv, &i, "--tls-ca")))
+		if ((v = option(argc, argv, &i, "--host-root"))) {
+			struct cp_error *e = NULL;
+			if (policy_node_path_shape(v, "--host-root", &e) < 0)
+				return cli_fail(e);
+			char *joined = roots ? xasprintf("%s:%s", roots, v) : xstrdup(v);
+			free(roots);
+			roots = joined;
+		} else if ((v = option(argc, argv, &i, "--tls-ca")))
 			tls.ca = v;
 		else if ((v = option(argc, argv, &i, "--tls-cert")))
 			tls.cert = v;
@@ -218,7 +237,7 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 	}
 	struct node_record n = {0};
 	struct cp_error *err = NULL;
-	int r = node_add(cli->cfg, store, pos[0], pos[1], &tls, clock_now_ms(), &n, &err);
+	int r = node_add(cli->cfg, store, pos[0], pos[1], &tls, roots, clock_now_ms(), &n, &err);
 	cli_audit(store, "node.add", pos[0], NULL, err);
 	if (r < 0)
 		return cli_fail(err);

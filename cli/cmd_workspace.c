@@ -1,5 +1,5 @@
 /* cmd_workspace.c: `chat2sbx workspace list [--json]` and `workspace add PATH
- * --mode clone|direct` (operator registration under the same policy as an
+ * --mode clone|direct [--node NODE]` (operator registration under the same policy as an
  * approval). Reads and writes the registry directly, so it works with or
  * without serve running. */
 #include <json-c/json.h>
@@ -39,9 +39,12 @@ static int list(struct cli *cli, struct store *store)
 			char when[40] = "-";
 			if (trash_at)
 				clock_format_rfc3339(trash_at, when, sizeof(when));
-			/* A workspace kept on another node: its files are a volume there. */
-			_cleanup_free_ char *where =
-			    w->volume ? xasprintf("%s on node %s", w->volume, w->node) : xstrdup(w->path);
+			/* A workspace kept on another node: its files are a volume there;
+			 * a direct one of another node is that node's directory. */
+			int remote = w->node && strcmp(w->node, STORE_NODE_LOCAL) != 0;
+			_cleanup_free_ char *where = w->volume ? xasprintf("%s on node %s", w->volume, w->node)
+			                             : remote  ? xasprintf("%s on node %s", w->path, w->node)
+			                                       : xstrdup(w->path);
 			printf("%-25s %-8s %-9s %-26s %-24s %s\n", w->id, w->mode, state,
 			       w->sandbox_id ? w->sandbox_id : "-", when, where);
 		}
@@ -57,9 +60,13 @@ static int list(struct cli *cli, struct store *store)
 
 static int add(struct cli *cli, struct store *store, int argc, char **argv)
 {
-	const char *path = NULL, *mode = NULL;
+	const char *path = NULL, *mode = NULL, *node = NULL;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+		if (!strcmp(argv[i], "--node") && i + 1 < argc)
+			node = argv[++i];
+		else if (!strncmp(argv[i], "--node=", 7))
+			node = argv[i] + 7;
+		else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
 			mode = argv[++i];
 		else if (!strncmp(argv[i], "--mode=", 7))
 			mode = argv[i] + 7;
@@ -71,13 +78,13 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 		}
 	}
 	if (!path || !mode) {
-		fprintf(stderr, "usage: chat2sbx workspace add PATH --mode clone|direct [--json]\n");
+		fprintf(stderr, "usage: chat2sbx workspace add PATH --mode clone|direct [--node NODE] [--json]\n");
 		return 2;
 	}
 	struct workspace_record w = {0};
 	int created = 0;
 	struct cp_error *err = NULL;
-	int r = workspace_register(cli->cfg, store, path, mode, &w, &created, &err);
+	int r = workspace_register_on(cli->cfg, store, node, path, mode, &w, &created, &err);
 	cli_audit(store, "workspace.add", path, NULL, err);
 	if (r < 0)
 		return cli_fail(err);
@@ -87,9 +94,11 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 		xjson_add(o, "created", xjson_bool(created));
 		cli_print_json(o);
 	} else {
-		printf("%s workspace %s (%s) for %s\nThe model can use it with sandbox_create {\"workspace_id\": "
+		int remote = w.node && strcmp(w.node, STORE_NODE_LOCAL) != 0;
+		printf("%s workspace %s (%s) for %s%s%s\nThe model can use it with sandbox_create {\"workspace_id\": "
 		       "\"%s\"}.\n",
-		       created ? "registered" : "already registered:", w.id, w.mode, w.path, w.id);
+		       created ? "registered" : "already registered:", w.id, w.mode, w.path, remote ? " on node " : "",
+		       remote ? w.node : "", w.id);
 		if (!strcmp(w.mode, "direct"))
 			printf("%s\n", policy_direct_mode_note);
 	}
@@ -102,7 +111,8 @@ int cmd_workspace(struct cli *cli, int argc, char **argv)
 	int is_list = argc == 1 && !strcmp(argv[0], "list");
 	int is_add = argc >= 1 && !strcmp(argv[0], "add");
 	if (!is_list && !is_add) {
-		fprintf(stderr, "usage: chat2sbx workspace list [--json] | workspace add PATH --mode clone|direct\n");
+		fprintf(stderr, "usage: chat2sbx workspace list [--json] | workspace add PATH --mode clone|direct "
+		                "[--node NODE]\n");
 		return 2;
 	}
 	struct store *store = NULL;

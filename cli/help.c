@@ -34,7 +34,9 @@ const struct cli_help cli_help[] = {
      "                             (never its working tree, branches or config); --to DIR: a plain copy\n"
      "  export delete ID           move it to DATA_ROOT/trash (it no longer counts against the caps)"},
     {"workspace", "workspace list [--json]    list workspaces, their state and sandbox\n"
-                  "  workspace add PATH --mode clone|direct   register an approved host directory"},
+                  "  workspace add PATH --mode clone|direct   register an approved host directory\n"
+                  "  workspace add PATH --mode direct --node NAME   a directory of that node, below a host root\n"
+                  "                             it was added with"},
     {"approval", "approval list [--json]     host-directory requests and decisions\n"
                  "  approval approve ID        allow the directory (checked against the policy again)\n"
                  "  approval reject ID         refuse it; the decision is kept"},
@@ -42,7 +44,9 @@ const struct cli_help cli_help[] = {
              "                             nodes added, with their state, labels from /info and sandboxes\n"
              "  node add NAME tcp://HOST:PORT --tls-ca FILE --tls-cert FILE --tls-key FILE\n"
              "                             add another machine's engine over mutual TLS (plain TCP is refused);\n"
-             "                             the files are copied into STATE_DIR/nodes/NAME/ (0600)\n"
+             "                             the files are copied into STATE_DIR/nodes/NAME/ (0600);\n"
+             "                             [--host-root DIR]... the node's directories direct workspaces may be\n"
+             "                             asked for below (none: no path of it)\n"
              "  node show NAME [--json]    one node\n"
              "  node drain NAME            place no new sandbox on it ('local' too); its sandboxes keep working\n"
              "  node resume NAME           place sandboxes on it again\n"

@@ -516,6 +516,11 @@ void guard_git_watch_free(struct guard_git_watch *w)
 int guard_git_check(struct guard_git_watch *w, const struct sandbox_record *s, const struct sandbox_mount_record *m,
                     size_t n, struct cp_error **err)
 {
+	/* Another node's direct workspace: its paths are that machine's, not
+	 * this one's (the same path here is another directory), and its whole
+	 * .git is mounted read-only (lifecycle/create.c): nothing to watch. */
+	if (s->node && strcmp(s->node, STORE_NODE_LOCAL) != 0)
+		return 0;
 	char reason[1500];
 	int lost = guard_git_host_lost(m, n, reason, sizeof(reason));
 	if (lost)

@@ -93,14 +93,22 @@ int guard_legacy_bridges(struct docker_engine *engine, char ***ret, struct cp_er
 /* ---- mount verification (mount_verify.c) ---- */
 
 /* The nesting rule (policy_host_nesting_check) for resolved host path real
- * in mode (clone | direct) against every workspace in store except self_id
- * (may be NULL) and any with the same directory. DENIED naming the other
+ * in mode (clone | direct) against every workspace of this machine in store
+ * (not another node's host workspaces) except self_id (may be NULL) and any
+ * with the same directory. DENIED naming the other
  * workspace; store errors as they come. Direct mode first: DENIED when real
  * is a git directory itself (a ".git" component, or a bare repository with
  * HEAD, objects/ and refs/), whose config and hooks the sandbox would own.
  * Called at registration, approval and create alike. */
 int guard_host_nesting_check(struct store *store, const char *real, const char *mode, const char *self_id,
                              struct cp_error **err);
+/* The same rule for path (as written; policy_node_path_check passed) on
+ * another node, against that node's host workspaces only (the same path on
+ * two machines is two directories; migration 0018). The .git shape is the
+ * node check's (lifecycle/node_path.c). DENIED naming the other workspace;
+ * store errors as they come. */
+int guard_node_nesting_check(struct store *store, const char *node, const char *path, const char *mode,
+                             const char *self_id, struct cp_error **err);
 
 /* Opens the resolved directory real with openat2(RESOLVE_NO_SYMLINKS |
  * RESOLVE_NO_MAGICLINKS, O_PATH | O_DIRECTORY) and returns its st_dev (the
@@ -219,6 +227,8 @@ int guard_git_host_lost(const struct sandbox_mount_record *m, size_t n, char *re
  * (guard_git_tree_check). Lost: a security warning, an audit row
  * (sandbox.git_guard_lost), the container stopped, w's fail function
  * called with the reason, and CONFLICT "sandbox ... has failed (...)".
+ * A sandbox of another node (s->node not 'local') answers 0 at once: its
+ * paths are that machine's and its whole .git is read-only inside.
  * Store errors as they come. Blocks on the file system, and on the engine
  * (stop, up to 30 s) only when the protection was lost. */
 int guard_git_check(struct guard_git_watch *w, const struct sandbox_record *s, const struct sandbox_mount_record *m,

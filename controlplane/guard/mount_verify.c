@@ -19,6 +19,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,11 +70,22 @@ static int git_dir_refused(const char *real, struct cp_error **err)
 	return 0;
 }
 
-int guard_host_nesting_check(struct store *store, const char *real, const char *mode, const char *self_id,
-                             struct cp_error **err)
+/* Whether w is a directory of node (NULL: this machine's): a host
+ * workspace of another node is that node's path; every other row (a
+ * managed workspace of another node is a volume there, its directory here
+ * empty) is this machine's, as before migration 0018. */
+static bool on_machine(const struct workspace_record *w, const char *node)
 {
-	if (mode && !strcmp(mode, "direct") && git_dir_refused(real, err) < 0)
-		return -1;
+	bool remote_host = w->node && strcmp(w->node, STORE_NODE_LOCAL) != 0 && strcmp(w->mode, "managed") != 0;
+	if (!node)
+		return !remote_host;
+	return remote_host && !strcmp(w->node, node);
+}
+
+/* The nesting rule against the workspaces of node (NULL: this machine). */
+static int nesting_on(struct store *store, const char *node, const char *real, const char *mode, const char *self_id,
+                      struct cp_error **err)
+{
 	struct workspace_record *rows = NULL;
 	size_t n = 0;
 	if (store_workspace_list(store, &rows, &n, err) < 0)
@@ -82,8 +94,9 @@ int guard_host_nesting_check(struct store *store, const char *real, const char *
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct workspace_record *w = &rows[i];
-		if ((self_id && !strcmp(w->id, self_id)) || w->trashed_at_ms > 0 || !w->path || !strcmp(w->path, real))
-			continue; /* itself, or the same directory (reused) */
+		if ((self_id && !strcmp(w->id, self_id)) || w->trashed_at_ms > 0 || !w->path ||
+		    !strcmp(w->path, real) || !on_machine(w, node))
+			continue; /* itself, the same directory (reused), or another machine's */
 		others[k++] = (struct policy_host_workspace){.id = w->id, .path = w->path, .mode = w->mode};
 	}
 	int r = policy_host_nesting_check(real, mode, others, k, err);
@@ -92,6 +105,22 @@ int guard_host_nesting_check(struct store *store, const char *real, const char *
 		workspace_record_clear(&rows[i]);
 	free(rows);
 	return r;
+}
+
+int guard_host_nesting_check(struct store *store, const char *real, const char *mode, const char *self_id,
+                             struct cp_error **err)
+{
+	if (mode && !strcmp(mode, "direct") && git_dir_refused(real, err) < 0)
+		return -1;
+	return nesting_on(store, NULL, real, mode, self_id, err);
+}
+
+int guard_node_nesting_check(struct store *store, const char *node, const char *path, const char *mode,
+                             const char *self_id, struct cp_error **err)
+{
+	if (nesting_on(store, node, path, mode, self_id, err) < 0)
+		return cp_error_prefix(err, "on node '%s'", node);
+	return 0;
 }
 
 int guard_mount_open(const char *real, int *ret_fd, uint64_t *ret_dev, uint64_t *ret_ino, struct cp_error **err)
@@ -343,7 +372,9 @@ int guard_mounts_judge(const struct guard_host *h, const struct sandbox_record *
 	int clone = !strcmp(mode, "clone");
 	_cleanup_free_ struct guard_mount_want *want = xcalloc(n + 6, sizeof(*want));
 	size_t k = 0;
-	want[k++] = (struct guard_mount_want){.target = POLICY_HELPER_TARGET, .read_only = 1};
+	/* On another node the helper is copied in, not mounted (lifecycle/create.c). */
+	if (!s->node || !strcmp(s->node, STORE_NODE_LOCAL))
+		want[k++] = (struct guard_mount_want){.target = POLICY_HELPER_TARGET, .read_only = 1};
 	want[k++] = (struct guard_mount_want){.target = clone ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET,
 	                                      .read_only = clone};
 	for (size_t i = 0; i < n; i++)

@@ -83,6 +83,23 @@ static int make_managed_workspace(struct lifecycle *lc, const char *node, struct
 	return store_workspace_get(lc->store, id, ret, err);
 }
 
+/* A directory of node (not 'local'), as written: the node's host roots
+ * (policy_node_path_check), the nesting rule among that node's host
+ * workspaces (self_id left out; may be NULL), then the path itself looked
+ * at on the node without following links (node_path.c), *ret its identity. */
+static int node_host_path(struct lifecycle *lc, const char *node, const char *path, const char *mode,
+                          const char *self_id, struct policy_node_path_facts *ret, struct cp_error **err)
+{
+	struct node_record n = {0};
+	if (store_node_get(lc->store, node, &n, err) < 0)
+		return -1; /* NOT_FOUND naming it and how to list nodes */
+	int r = policy_node_path_check(node, n.host_roots, path, mode, err);
+	node_record_clear(&n);
+	if (r < 0 || guard_node_nesting_check(lc->store, node, path, mode, self_id, err) < 0)
+		return -1;
+	return lifecycle_node_path_check(lc, node, path, ret, err);
+}
+
 /* A host path: policy (request time), then its approval. Returns 0 with *ret
  * loaded when approved, 1 with ret->approval when a person must decide. */
 static int resolve_host_path(struct lifecycle *lc, const struct lifecycle_create_options *opts,
@@ -97,15 +114,28 @@ static int resolve_host_path(struct lifecycle *lc, const struct lifecycle_create
 		                    mode);
 	_cleanup_free_ char *real = NULL;
 	_cleanup_free_ char *approval_id = NULL;
-	if (workspace_host_path_check(lc->cfg, opts->workspace_path, &real, err) < 0 ||
-	    id_new("approval_", &approval_id, err) < 0)
+	/* Direct mode with another node: that machine's directory (migration
+	 * 0018). A clone's path is always this machine's (node then says where
+	 * its sandbox runs). */
+	const char *on =
+	    opts->node && !lifecycle_node_is_local(opts->node) && !strcmp(mode, "direct") ? opts->node : NULL;
+	if (on) {
+		struct policy_node_path_facts facts;
+		if (node_host_path(lc, on, opts->workspace_path, mode, NULL, &facts, err) < 0)
+			return -1;
+		real = xstrdup(opts->workspace_path); /* taken as written: no link on it (node_path.c) */
+	} else if (workspace_host_path_check(lc->cfg, opts->workspace_path, &real, err) < 0) {
+		return -1;
+	}
+	if (id_new("approval_", &approval_id, err) < 0)
 		return -1;
 	struct approval_record want = {.id = approval_id,
 	                               .host_path = (char *)opts->workspace_path,
 	                               .real_path = real,
 	                               .mode = (char *)mode,
 	                               .requested_by = "mcp",
-	                               .requested_at_ms = clock_now_ms()};
+	                               .requested_at_ms = clock_now_ms(),
+	                               .node = (char *)on};
 	struct approval_record a = {0};
 	int created = 0;
 	if (store_approval_request(lc->store, &want, &a, &created, err) < 0)
@@ -131,15 +161,54 @@ static int resolve_host_path(struct lifecycle *lc, const struct lifecycle_create
 	return r;
 }
 
+/* Mount time for a direct workspace of another node: its roots, the
+ * nesting rule and the path on the node again (node_host_path), *ret_dev
+ * and *ret_ino the directory's identity there; its .git, when it has one,
+ * goes to *ret_guard as one mount, the whole .git read-only: serve cannot
+ * watch another machine's .git (git_watch.c), so the sandbox may change
+ * nothing in it. The helper verifies both identities from inside before
+ * anything runs (verify_host_mount), which needs a runtime that shows the
+ * node's numbers (runc). */
+static int recheck_node_workspace(struct lifecycle *lc, const struct workspace_record *w, const char *runtime,
+                                  uint64_t *ret_dev, uint64_t *ret_ino, struct guard_git *ret_guard,
+                                  struct cp_error **err)
+{
+	if (!guard_mount_runtime_verifiable(runtime) || policy_runtime_is_vm(runtime))
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "mount workspace '%s': a directory of node '%s' is mounted only under the runc "
+		                    "runtime, where chat2sbx can verify from inside that the engine mounted the "
+		                    "directory it checked; '%s' does not show that (set CHAT2SBX_RUNTIME=runc)",
+		                    w->id, w->node, runtime ? runtime : "");
+	struct policy_node_path_facts facts;
+	if (node_host_path(lc, w->node, w->path, w->mode, w->id, &facts, err) < 0)
+		return cp_error_prefix(err, "mount workspace '%s'", w->id);
+	*ret_dev = facts.dev;
+	*ret_ino = facts.ino;
+	if (facts.git == POLICY_NODE_GIT_NONE)
+		return 0;
+	ret_guard->shape = facts.git == POLICY_NODE_GIT_DIR ? POLICY_GIT_DIRECTORY : POLICY_GIT_GITFILE;
+	ret_guard->mounts = xcalloc(1, sizeof(*ret_guard->mounts));
+	ret_guard->mounts[0] = (struct sandbox_mount_record){.source = xasprintf("%s/.git", w->path),
+	                                                     .target = xstrdup(POLICY_WORKSPACE_TARGET "/.git"),
+	                                                     .read_only = 1,
+	                                                     .dev = facts.git_dev,
+	                                                     .ino = facts.git_ino};
+	ret_guard->n = 1;
+	return 0;
+}
+
 /* Mount time: the approved directory must still pass the policy and resolve
  * where it did when it was approved (it may have become a symlink), must not
  * nest with a direct-mode workspace, and is then opened without following
  * symlinks: *ret_dev and *ret_ino are what the container must see
  * (mount_verify.c). A direct workspace's .git protection goes to *ret_guard
  * (caller clears). */
-static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_record *w, uint64_t *ret_dev,
-                                  uint64_t *ret_ino, struct guard_git *ret_guard, struct cp_error **err)
+static int recheck_host_workspace(struct lifecycle *lc, const struct workspace_record *w, const char *runtime,
+                                  uint64_t *ret_dev, uint64_t *ret_ino, struct guard_git *ret_guard,
+                                  struct cp_error **err)
 {
+	if (!lifecycle_node_is_local(w->node))
+		return recheck_node_workspace(lc, w, runtime, ret_dev, ret_ino, ret_guard, err);
 	_cleanup_free_ char *real = NULL;
 	if (workspace_host_path_check(lc->cfg, w->host_path, &real, err) < 0)
 		return cp_error_prefix(err, "mount workspace '%s'", w->id);
@@ -243,7 +312,9 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	char volume[128] = "";
 	if (lifecycle_node_engine(lc, s->node, &engine, err) < 0)
 		return -1;
-	if (remote) {
+	/* A direct workspace of that node: its own directory, bind-mounted. */
+	int node_dir = remote && !strcmp(w->mode, "direct") && lifecycle_node_same(w->node, remote);
+	if (remote && !node_dir) {
 		if ((strcmp(w->mode, "managed") && !(clone && source && source->fd >= 0)) ||
 		    (!strcmp(w->mode, "managed") && (!w->volume || !lifecycle_node_same(w->node, remote))))
 			return cp_error_set(
@@ -281,10 +352,10 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 		mounts[n_mounts++] = (struct docker_mount){
 		    .source = lc->cfg->helper_path, .target = POLICY_HELPER_TARGET, .read_only = 1};
 	mounts[n_mounts++] =
-	    (struct docker_mount){.source = remote ? volume : w->path,
+	    (struct docker_mount){.source = remote && !node_dir ? volume : w->path,
 	                          .target = clone && !remote ? POLICY_SOURCE_TARGET : POLICY_WORKSPACE_TARGET,
 	                          .read_only = clone && !remote,
-	                          .volume = remote != NULL};
+	                          .volume = remote != NULL && !node_dir};
 	for (size_t i = 0; i < guard->n; i++)
 		mounts[n_mounts++] = (struct docker_mount){.source = guard->mounts[i].source,
 		                                           .target = guard->mounts[i].target,
@@ -429,8 +500,10 @@ static int verify_host_mount(struct lifecycle *lc, const struct sandbox_record *
                              const struct guard_git *guard, struct cp_error **err)
 {
 	/* Another node mounts no path of this machine (a clone's source was
-	 * copied in, clone_source.c). */
-	if (!strcmp(w->mode, "managed") || !lifecycle_node_is_local(s->node))
+	 * copied in, clone_source.c), only a direct workspace's own directory
+	 * there, verified as here against what the node's check found
+	 * (node_path.c). */
+	if (!strcmp(w->mode, "managed") || (!lifecycle_node_is_local(s->node) && strcmp(w->mode, "direct")))
 		return 0;
 	if (policy_runtime_is_vm(s->runtime)) {
 		/* From the container's side, where the host's numbers show. */
@@ -703,9 +776,10 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 		}
 		if (place_existing(lc, opts, &ws, &lim, tries, &node, ret_placed, err) < 0 ||
 		    (strcmp(ws.mode, "managed") &&
-		     recheck_host_workspace(lc, &ws, &mount_dev, &mount_ino, &guard, err) < 0) ||
-		    (!lifecycle_node_is_local(node) && clone_source_or_local(lc, opts, &lim, &ws, mount_dev, mount_ino,
-		                                                             &node, ret_placed, &source, err) < 0) ||
+		     recheck_host_workspace(lc, &ws, lim.runtime, &mount_dev, &mount_ino, &guard, err) < 0) ||
+		    (!lifecycle_node_is_local(node) && !strcmp(ws.mode, "clone") &&
+		     clone_source_or_local(lc, opts, &lim, &ws, mount_dev, mount_ino, &node, ret_placed, &source, err) <
+		         0) ||
 		    lifecycle_limits_on_node(lc, node, &lim, err) < 0 || check_limit(lc, node, err) < 0 ||
 		    lifecycle_workspace_volume_check(lc, &ws, err) < 0)
 			goto fail_workspace;

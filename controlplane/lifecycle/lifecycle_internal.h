@@ -109,6 +109,19 @@ int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set
 	.restart_policy = "unless-stopped", .cap_drop_all = 1, .read_only_rootfs = 1, .user = "65534:65534",           \
 	.no_stdin = 1, .oom_score_adj = POLICY_OOM_SCORE_ADJ
 
+/* ---- a directory of another node (node_path.c, issue 28 item 4) ---- */
+/* Looks at path (policy_node_path_check passed) on node's engine, from a
+ * short-lived container of ours there with the node's root read-only,
+ * walking it without following any link: *ret gets the identity of the
+ * directory and of its .git. UNAVAILABLE when the node lacks the template
+ * image or its check misbehaves; the refusals of policy_node_path_answer
+ * (a link on the way, missing, not a directory, a bare repository, a .git
+ * link); engine errors as they come, each prefixed with the path and node.
+ * Blocks on the node's engine: about 0.5 s, at most the transport's bound
+ * per call plus 10 s for the program. */
+int lifecycle_node_path_check(struct lifecycle *lc, const char *node, const char *path,
+                              struct policy_node_path_facts *ret, struct cp_error **err);
+
 /* ---- other nodes' disks (node_disk.c, issue 28 item 3) ---- */
 /* Starts watching the free space of every node row's engine storage: a
  * thread reads the rows every 2 s and each node gets a thread of its own

@@ -49,13 +49,16 @@ int node_files_remove(const char *state_dir, const char *name, struct cp_error *
  * TCP refused), refuses a name or endpoint taken (CONFLICT), copies the
  * files (node_files_install), opens the engine over mutual TLS with the
  * copies, asks GET /_ping and GET /info, and inserts the row (state ready,
- * the labels from /info, last contact now_ms). *ret (caller clears) is the
- * row. Any failure leaves no row and no files, with the engine's reason
+ * the labels from /info, last contact now_ms, and host_roots: NULL or the
+ * ':'-separated directories of the node under which direct workspaces may
+ * be asked for, each policy_node_path_shape's, else INVALID_ARGUMENT).
+ * *ret (caller clears) is the row. Any failure leaves no row and no files, with the engine's reason
  * (docker_engine_new_tls's codes: DENIED for a certificate either side
  * refused, UNAVAILABLE for an engine that does not answer). Blocks up to
  * about 25 s (three engine calls). */
 int node_add(const struct config *cfg, struct store *store, const char *name, const char *endpoint,
-             const struct docker_tls_files *tls, int64_t now_ms, struct node_record *ret, struct cp_error **err);
+             const struct docker_tls_files *tls, const char *host_roots, int64_t now_ms, struct node_record *ret,
+             struct cp_error **err);
 
 /* `chat2sbx node remove`: deletes the row (store_node_delete: CONFLICT while
  * a sandbox on it holds a container) and then its TLS files. *ret (may be

@@ -69,13 +69,27 @@ static int add_with_files(struct store *store, struct node_record *n, struct cp_
 	return store_node_insert(store, n, err);
 }
 
+/* Each of the ':'-separated roots (NULL or "" none) shaped as a node path. */
+static int roots_check(const char *host_roots, struct cp_error **err)
+{
+	size_t n = 0;
+	char **roots = policy_roots_split(host_roots ? host_roots : "", &n);
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = policy_node_path_shape(roots[i], "--host-root", err);
+	policy_roots_free(roots);
+	return r;
+}
+
 int node_add(const struct config *cfg, struct store *store, const char *name, const char *endpoint,
-             const struct docker_tls_files *tls, int64_t now_ms, struct node_record *ret, struct cp_error **err)
+             const struct docker_tls_files *tls, const char *host_roots, int64_t now_ms, struct node_record *ret,
+             struct cp_error **err)
 {
 	int has_tls = tls && tls->ca && *tls->ca && tls->cert && *tls->cert && tls->key && *tls->key;
 	_cleanup_free_ char *host = NULL;
 	int port = 0;
-	if (policy_node_name_check(name, err) < 0 || docker_endpoint_parse(endpoint, has_tls, &host, &port, err) < 0)
+	if (policy_node_name_check(name, err) < 0 || docker_endpoint_parse(endpoint, has_tls, &host, &port, err) < 0 ||
+	    roots_check(host_roots, err) < 0)
 		return cp_error_prefix(err, "add node '%s'", name ? name : "");
 
 	struct node_record n = {0};
@@ -100,6 +114,7 @@ int node_add(const struct config *cfg, struct store *store, const char *name, co
 	    .state = NODE_READY,
 	    .last_contact_ms = now_ms,
 	    .created_at_ms = now_ms,
+	    .host_roots = host_roots && *host_roots ? xstrdup(host_roots) : NULL,
 	};
 	if (node_files_install(cfg->state_dir, name, tls, &n.tls_ca, &n.tls_cert, &n.tls_key, err) < 0) {
 		node_record_clear(&n);

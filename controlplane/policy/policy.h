@@ -63,6 +63,10 @@
  * from POLICY_LABEL_REGISTRY, so reconcile never takes the probe for a
  * sandbox and `node remove` never waits for it. */
 #define POLICY_LABEL_DISK_PROBE "org.chat2sbx.diskprobe.registry"
+/* Label on the short-lived container that checks a node's directory
+ * (lifecycle/node_path.c; value: the registry's database path); distinct
+ * from POLICY_LABEL_REGISTRY for the same reason. */
+#define POLICY_LABEL_PATH_CHECK "org.chat2sbx.pathcheck.registry"
 /* Labels on forwarder containers and their per-sandbox networks. Distinct
  * from POLICY_LABEL_REGISTRY, so sandbox reconcile never takes a
  * forwarder for a sandbox. */
@@ -376,6 +380,47 @@ int policy_gitfile_parse(const char *dir, const char *content, size_t len, char 
 /* The sentence sandbox_create, `approval list`/`approve` and
  * docs/workspaces.md give about what a direct-mode sandbox can still do to the owner. */
 extern const char policy_direct_mode_note[];
+
+/* ---- directories of another node (node_path.c, issue 28) ---- */
+
+/* The longest node path passed to a node (bytes, without the NUL). */
+#define POLICY_NODE_PATH_MAX 1024
+/* Whether path (what: "host path", "--host-root", for the message) is a
+ * node path chat2sbx can pass on as written: absolute, at most
+ * POLICY_NODE_PATH_MAX bytes of printable ASCII without ':', ',' or '\\',
+ * not '/', no empty, '.' or '..' component, no trailing '/', and no
+ * credential directory component (policy_credential_dirs).
+ * INVALID_ARGUMENT or DENIED naming what is wrong. Pure. */
+int policy_node_path_shape(const char *path, const char *what, struct cp_error **err);
+/* Whether path may be asked for as a workspace in mode on node (its
+ * ':'-separated host_roots, NULL for none): the shape above, mode
+ * "direct" (clone copies a directory of this machine), no ".git"
+ * component, and strictly below one of the roots (compared as written:
+ * the node's check refuses any symbolic link on the way). DENIED or
+ * INVALID_ARGUMENT saying which rule and what to do. Pure. */
+int policy_node_path_check(const char *node, const char *host_roots, const char *path, const char *mode,
+                           struct cp_error **err);
+
+/* What the check of a node path found (lifecycle/node_path.c): the
+ * directory's identity as the node's kernel gives it, and its .git. */
+enum { POLICY_NODE_GIT_NONE = 0, POLICY_NODE_GIT_DIR = 1, POLICY_NODE_GIT_FILE = 2 };
+struct policy_node_path_facts {
+	uint64_t dev, ino; /* st_dev, st_ino of the directory */
+	int git;           /* POLICY_NODE_GIT_* */
+	uint64_t git_dev, git_ino;
+};
+/* The longest answer the check may give (bytes, its newline included). */
+#define POLICY_NODE_PATH_ANSWER_MAX 128
+/* Reads the node check's answer (len bytes, another machine's: read
+ * strictly) about path on node into *ret: exactly one line, "ok DEV INO
+ * none", "ok DEV INO dir|file GDEV GINO" (decimal, no leading zero, at most
+ * 20 digits), or a refusal: "link K", "missing K", "notdir K", "denied K"
+ * (K the index of path's component where the walk stopped), "bare",
+ * "gitlink", "gitother". A refusal is DENIED, NOT_FOUND or
+ * INVALID_ARGUMENT naming the path on the node and what to do; anything
+ * else UNAVAILABLE. Pure. */
+int policy_node_path_answer(const char *node, const char *path, const char *answer, size_t len,
+                            struct policy_node_path_facts *ret, struct cp_error **err);
 
 /* Splits a colon-separated root list (CHAT2SBX_ALLOWED_HOST_ROOTS) into a
  * NULL-terminated array (caller frees with policy_roots_free); empty entries

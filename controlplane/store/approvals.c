@@ -1,5 +1,5 @@
-/* approvals.c: rows of the approvals table. A decision is kept per resolved
- * path and mode (a unique index), and every change that touches an approval
+/* approvals.c: rows of the approvals table. A decision is kept per node,
+ * resolved path and mode (a unique index, migration 0018), and every change that touches an approval
  * and a workspace together runs in one BEGIN IMMEDIATE transaction, so the
  * CLI and serve can decide and request at the same time without a lost
  * update. No policy here: callers check the path first. */
@@ -20,12 +20,13 @@ void approval_record_clear(struct approval_record *a)
 	free(a->mode);
 	free(a->workspace_id);
 	free(a->requested_by);
+	free(a->node);
 	*a = (struct approval_record){0};
 }
 
 #define AP_COLUMNS                                                                                                     \
 	"id, host_path, real_path, mode, status, workspace_id, requested_by, requested_at_ms, "                        \
-	"COALESCE(decided_at_ms, 0)"
+	"COALESCE(decided_at_ms, 0), node"
 
 static void read_row(sqlite3_stmt *st, void *row)
 {
@@ -39,6 +40,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	a->requested_by = store_column_strdup(st, 6);
 	a->requested_at_ms = sqlite3_column_int64(st, 7);
 	a->decided_at_ms = sqlite3_column_int64(st, 8);
+	a->node = store_column_strdup(st, 9);
 }
 
 STORE_ROW_TYPE(rows, struct approval_record, read_row, approval_record_clear);
@@ -55,12 +57,16 @@ static int get_by_id_locked(struct store *store, const char *id, struct approval
 	return 0;
 }
 
-static int get_by_path_locked(struct store *store, const char *real_path, const char *mode, struct approval_record *ret,
-                              int *ret_found, struct cp_error **err)
+/* The approval of (node, real_path, mode); node NULL is 'local'. */
+static int get_by_path_locked(struct store *store, const char *node, const char *real_path, const char *mode,
+                              struct approval_record *ret, int *ret_found, struct cp_error **err)
 {
+	char key[STORE_NODE_MODE_KEY_MAX];
+	store_node_mode_key(node, mode, key, sizeof(key));
 	return store_get_row_locked(store, &rows,
-	                            "SELECT " AP_COLUMNS " FROM approvals WHERE real_path = ? AND mode = ?", real_path,
-	                            mode, "load approval", ret, ret_found, err);
+	                            "SELECT " AP_COLUMNS " FROM approvals WHERE real_path = ?1 AND "
+	                            "node || '/' || mode = ?2",
+	                            real_path, key, "load approval", ret, ret_found, err);
 }
 
 static int insert_locked(struct store *store, const struct approval_record *a, struct cp_error **err)
@@ -68,7 +74,7 @@ static int insert_locked(struct store *store, const struct approval_record *a, s
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (store_prepare(store, &st,
 	                  "INSERT INTO approvals (id, host_path, real_path, mode, status, workspace_id, "
-	                  "requested_by, requested_at_ms, decided_at_ms) VALUES (?,?,?,?,?,?,?,?,?)",
+	                  "requested_by, requested_at_ms, decided_at_ms, node) VALUES (?,?,?,?,?,?,?,?,?,?)",
 	                  "insert approval", err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
@@ -81,6 +87,7 @@ static int insert_locked(struct store *store, const struct approval_record *a, s
 	sqlite3_bind_int64(st, 8, a->requested_at_ms);
 	if (a->decided_at_ms)
 		sqlite3_bind_int64(st, 9, a->decided_at_ms);
+	sqlite3_bind_text(st, 10, a->node ? a->node : STORE_NODE_LOCAL, -1, SQLITE_STATIC);
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : store_fail(store, err, "insert approval");
 }
 
@@ -104,7 +111,7 @@ static int request_body(struct store *store, const struct approval_record *want,
                         int *ret_created, struct cp_error **err)
 {
 	int found = 0;
-	if (get_by_path_locked(store, want->real_path, want->mode, ret, &found, err) < 0)
+	if (get_by_path_locked(store, want->node, want->real_path, want->mode, ret, &found, err) < 0)
 		return -1;
 	*ret_created = !found;
 	if (found)
@@ -145,7 +152,7 @@ static int workspace_for_locked(struct store *store, const struct workspace_reco
 {
 	struct workspace_record found = {0};
 	int exists = 0;
-	if (store_workspace_find_host_locked(store, ws->path, ws->mode, &found, &exists, err) < 0)
+	if (store_workspace_find_host_locked(store, ws->node, ws->path, ws->mode, &found, &exists, err) < 0)
 		return -1;
 	if (ret_created)
 		*ret_created = !exists;
@@ -178,6 +185,7 @@ static int approve_body(struct store *store, const char *id, const struct worksp
 		char *workspace_id = NULL;
 		struct workspace_record w = *ws;
 		w.mode = a.mode;
+		w.node = a.node; /* the machine whose directory it is */
 		r = workspace_for_locked(store, &w, &workspace_id, NULL, err);
 		if (r == 0)
 			r = decide_locked(store, id, APPROVAL_APPROVED, workspace_id, now_ms, err);
@@ -225,7 +233,7 @@ static int register_body(struct store *store, const struct workspace_record *ws,
 		return -1;
 	struct approval_record a = {0};
 	int found = 0;
-	int r = get_by_path_locked(store, ws->path, ws->mode, &a, &found, err);
+	int r = get_by_path_locked(store, ws->node, ws->path, ws->mode, &a, &found, err);
 	if (r == 0 && found)
 		r = decide_locked(store, a.id, APPROVAL_APPROVED, workspace_id, now_ms, err);
 	else if (r == 0) {
@@ -236,6 +244,7 @@ static int register_body(struct store *store, const struct workspace_record *ws,
 		                              .status = APPROVAL_APPROVED,
 		                              .workspace_id = workspace_id,
 		                              .requested_by = "cli",
+		                              .node = ws->node,
 		                              .requested_at_ms = now_ms,
 		                              .decided_at_ms = now_ms};
 		r = insert_locked(store, &row, err);
@@ -243,7 +252,7 @@ static int register_body(struct store *store, const struct workspace_record *ws,
 	approval_record_clear(&a);
 	if (r == 0) {
 		int got = 0;
-		r = store_workspace_find_host_locked(store, ws->path, ws->mode, ret, &got, err);
+		r = store_workspace_find_host_locked(store, ws->node, ws->path, ws->mode, ret, &got, err);
 		if (r == 0 && !got)
 			r = cp_error_set(err, CP_ERR_INTERNAL, "register workspace: it vanished");
 	}

@@ -1,4 +1,4 @@
-/* nodes.c: rows of the nodes table (migrations 0014 and 0017, issue 28):
+/* nodes.c: rows of the nodes table (migrations 0014, 0017 and 0018, issue 28):
  * other machines' engines, their TLS file paths, what their GET /info
  * said, their state and their free disk as serve last found it. This
  * machine's engine, node 'local', has no row. Knows no engine and no
@@ -26,6 +26,7 @@ void node_record_clear(struct node_record *n)
 	free(n->tls_ca);
 	free(n->tls_cert);
 	free(n->tls_key);
+	free(n->host_roots);
 	node_labels_clear(&n->labels);
 	*n = (struct node_record){0};
 }
@@ -34,7 +35,7 @@ void node_record_clear(struct node_record *n)
 	"name, endpoint, tls_ca, tls_cert, tls_key, runtimes, COALESCE(kvm, -1), memory_bytes, cpus, "                 \
 	"engine_version, state, COALESCE(last_contact_ms, 0), created_at_ms, COALESCE(disk_total_bytes, -1), "         \
 	"COALESCE(disk_free_bytes, -1), COALESCE(disk_watermark_bytes, -1), COALESCE(disk_low, 0), "                   \
-	"COALESCE(disk_checked_ms, 0)"
+	"COALESCE(disk_checked_ms, 0), host_roots"
 
 /* Sandbox rows on a node that still hold a container there (?1 = node). */
 /* Column 0: the sandboxes holding a container there; column 1: how many
@@ -65,6 +66,7 @@ static void read_row(sqlite3_stmt *st, void *row)
 	                             .watermark_bytes = sqlite3_column_int64(st, 15),
 	                             .low = sqlite3_column_int(st, 16),
 	                             .checked_ms = sqlite3_column_int64(st, 17)};
+	n->host_roots = store_column_strdup(st, 18);
 	if (n->disk.total_bytes < 0 || n->disk.free_bytes < 0 || n->disk.watermark_bytes < 0)
 		n->disk = (struct node_disk){
 		    .total_bytes = -1, .free_bytes = -1, .watermark_bytes = -1, .checked_ms = n->disk.checked_ms};
@@ -127,8 +129,8 @@ int store_node_insert(struct store *store, const struct node_record *n, struct c
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (store_prepare(locked, &st,
 	                  "INSERT INTO nodes (name, endpoint, tls_ca, tls_cert, tls_key, runtimes, kvm, memory_bytes, "
-	                  "cpus, engine_version, state, last_contact_ms, created_at_ms) VALUES "
-	                  "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,NULLIF(?12,0),?13)",
+	                  "cpus, engine_version, state, last_contact_ms, created_at_ms, host_roots) VALUES "
+	                  "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,NULLIF(?12,0),?13,NULLIF(?14,''))",
 	                  what, err) < 0)
 		return -1;
 	sqlite3_bind_text(st, 1, n->name, -1, SQLITE_STATIC);
@@ -141,6 +143,7 @@ int store_node_insert(struct store *store, const struct node_record *n, struct c
 	sqlite3_bind_text(st, 11, state ? state : "ready", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 12, n->last_contact_ms);
 	sqlite3_bind_int64(st, 13, n->created_at_ms);
+	store_bind_text_opt(st, 14, n->host_roots);
 	if (sqlite3_step(st) == SQLITE_DONE)
 		return 0;
 	if ((sqlite3_extended_errcode(locked->db) & 0xff) == SQLITE_CONSTRAINT) {

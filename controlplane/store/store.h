@@ -127,10 +127,12 @@ struct approval_record {
 	char *requested_by;          /* mcp | cli */
 	int64_t requested_at_ms;
 	int64_t decided_at_ms; /* 0 while pending */
+	char *node;            /* the machine whose directory it is: 'local' or a node's name (migration 0018) */
 };
 void approval_record_clear(struct approval_record *a);
 
-/* The approval for (want->real_path, want->mode) when one exists, else a new
+/* The approval for (want->node, want->real_path, want->mode; node NULL is
+ * 'local') when one exists, else a new
  * pending one made from want (its id, host_path, requested_by,
  * requested_at_ms). *ret (caller clears) is the row; *ret_created says which.
  * One transaction: two racing requests get the same row. */
@@ -544,6 +546,10 @@ struct node_record {
 	int64_t last_contact_ms; /* 0 = never */
 	int64_t created_at_ms;
 	struct node_disk disk; /* read only; written by store_node_set_disk */
+	/* The node's directories under which a direct workspace may be asked
+	 * for, ':'-separated absolute paths as CHAT2SBX_ALLOWED_HOST_ROOTS;
+	 * NULL: none (migration 0018, `node add --host-root`). */
+	char *host_roots;
 };
 void node_record_clear(struct node_record *n);
 

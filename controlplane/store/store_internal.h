@@ -57,10 +57,15 @@ int store_fail(struct store *store, struct cp_error **err, const char *what);
 int store_exec(struct store *store, const char *sql, const char *what, struct cp_error **err);
 
 /* Workspace helpers for callers that already hold store->lock (and run a
- * transaction): insert, and lookup by host path and mode. */
+ * transaction): insert, and lookup by node (NULL: 'local'), host path and
+ * mode (migration 0018: the same path on two machines is two directories). */
 int store_workspace_insert_locked(struct store *store, const struct workspace_record *w, struct cp_error **err);
-int store_workspace_find_host_locked(struct store *store, const char *real_path, const char *mode,
+int store_workspace_find_host_locked(struct store *store, const char *node, const char *real_path, const char *mode,
                                      struct workspace_record *ret, int *ret_found, struct cp_error **err);
+/* "NODE/MODE" into buf (node NULL: 'local'), the key the lookups above
+ * compare with `node || '/' || mode` (a node name has no '/'). */
+#define STORE_NODE_MODE_KEY_MAX 96
+void store_node_mode_key(const char *node, const char *mode, char *buf, size_t size);
 
 /* How one table's rows become records (one per file that reads a table):
  * the record's size, read (fills a zeroed record from the current row;

@@ -65,12 +65,20 @@ int store_workspace_insert_locked(struct store *store, const struct workspace_re
 	return 0;
 }
 
-int store_workspace_find_host_locked(struct store *store, const char *real_path, const char *mode,
+void store_node_mode_key(const char *node, const char *mode, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/%s", node ? node : STORE_NODE_LOCAL, mode ? mode : "");
+}
+
+int store_workspace_find_host_locked(struct store *store, const char *node, const char *real_path, const char *mode,
                                      struct workspace_record *ret, int *ret_found, struct cp_error **err)
 {
+	char key[STORE_NODE_MODE_KEY_MAX];
+	store_node_mode_key(node, mode, key, sizeof(key));
 	return store_get_row_locked(store, &rows,
-	                            "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.path = ? AND w.mode = ?",
-	                            real_path, mode, "load workspace", ret, ret_found, err);
+	                            "SELECT " WS_COLUMNS " FROM workspaces w WHERE w.path = ?1 AND "
+	                            "w.node || '/' || w.mode = ?2",
+	                            real_path, key, "load workspace", ret, ret_found, err);
 }
 
 int store_workspace_insert(struct store *store, const struct workspace_record *w, struct cp_error **err)
@@ -96,7 +104,7 @@ int store_workspace_find_host(struct store *store, const char *real_path, const 
 {
 	_cleanup_store_unlock_ struct store *locked = store_lock(store);
 	int found = 0;
-	if (store_workspace_find_host_locked(locked, real_path, mode, ret, &found, err) < 0)
+	if (store_workspace_find_host_locked(locked, NULL, real_path, mode, ret, &found, err) < 0)
 		return -1;
 	if (!found)
 		return cp_error_set(err, CP_ERR_NOT_FOUND, "no %s workspace for '%s'", mode, real_path);

@@ -641,6 +641,27 @@ static int guard_check(const struct sandbox_record *s, struct cp_error **err)
 	return r;
 }
 
+/* A direct workspace of another node (issue 28): its path names that
+ * machine's directory, so this machine's directory of the same path is
+ * never judged, quarantined or taken for its .git. */
+Test(git_tree, another_nodes_sandbox_leaves_this_machines_path_alone)
+{
+	repo();
+	struct sandbox_record s = {0};
+	running_sandbox(&s);
+	link_at("/tmp/c2s-victim/.bashrc", ".git/logs/refs/stash");
+	char *node = s.node;
+	s.node = "n1";
+	struct cp_error *err = NULL;
+	cr_assert_eq(guard_check(&s, &err), 0, "%s", err ? err->message : "");
+	s.node = node;
+	cr_assert_str_eq(lc_fixture_status("sbx_d"), "running");
+	struct stat st;
+	cr_assert_eq(lstat(at(".git/logs/refs/stash"), &st), 0, "not moved to the quarantine");
+	cr_assert(S_ISLNK(st.st_mode));
+	sandbox_record_clear(&s);
+}
+
 Test(git_tree, a_call_stops_a_sandbox_whose_git_holds_a_link)
 {
 	repo();

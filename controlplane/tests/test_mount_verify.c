@@ -4,6 +4,7 @@
  * registry), the openat2 identity check (guard_mount_identity: a
  * symlink component is refused), and the stored identity (migration 0007). */
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,4 +237,86 @@ Test(mount_verify, direct_mode_on_a_git_directory_is_refused)
 	snprintf(sub, sizeof(sub), "%s/proj/.github", dir);
 	cr_assert_eq(guard_host_nesting_check(s, sub, "direct", NULL, &err), 0, "a lookalike name is fine");
 	store_free(s);
+}
+
+static void add_ws_on(struct store *s, const char *node, const char *id, const char *path, const char *mode)
+{
+	struct workspace_record w = {
+	    .id = (char *)id, .mode = (char *)mode, .path = (char *)path, .created_at_ms = 1, .node = (char *)node};
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_workspace_insert(s, &w, &err), 0, "%s", err ? err->message : "");
+}
+
+/* Migration 0018: the nesting rule compares directories of one machine;
+ * another node's /r/proj is not this machine's. */
+Test(mount_verify, nesting_is_per_machine)
+{
+	char db[128];
+	snprintf(db, sizeof(db), "%s/reg.sqlite", dir);
+	struct store *s = NULL;
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_open(db, &s, &err), 0, "%s", err ? err->message : "");
+	add_ws_on(s, "n1", "ws_n1", "/r/proj", "direct");
+	add_ws_on(s, "n1", "ws_kept", "/r/kept", "managed"); /* a volume there; its directory here */
+	cr_expect_eq(guard_host_nesting_check(s, "/r/proj/sub", "direct", NULL, &err), 0,
+	             "this machine's /r/proj/sub: %s", err ? err->message : "");
+	cr_expect_eq(guard_node_nesting_check(s, "n1", "/r/proj/sub", "direct", NULL, &err), -1);
+	cr_expect(err && strstr(err->message, "ws_n1") && strstr(err->message, "node 'n1'"), "%s",
+	          err ? err->message : "");
+	cp_error_freep(&err);
+	cr_expect_eq(guard_node_nesting_check(s, "n2", "/r/proj/sub", "direct", NULL, &err), 0,
+	             "n2 is another machine");
+	cr_expect_eq(guard_node_nesting_check(s, "n1", "/r", "direct", NULL, &err), -1, "around n1's workspace");
+	cp_error_freep(&err);
+	cr_expect_eq(guard_node_nesting_check(s, "n1", "/r/proj", "direct", "ws_n1", &err), 0, "itself");
+	/* A managed workspace kept on n1 is a volume there: its directory is
+	 * this machine's, as before. */
+	add_ws_on(s, "local", "ws_here", "/q/proj", "direct");
+	cr_expect_eq(guard_host_nesting_check(s, "/r/kept/x", "clone", NULL, &err), 0, "%s", err ? err->message : "");
+	cr_expect_eq(guard_host_nesting_check(s, "/q/proj/x", "clone", NULL, &err), -1);
+	cp_error_freep(&err);
+	cr_expect_eq(guard_node_nesting_check(s, "n1", "/q/proj/x", "direct", NULL, &err), 0);
+	store_free(s);
+}
+
+/* Another node's sandbox has no helper mount (it is copied in); the judge
+ * wants its workspace and the read-only .git only. */
+Test(mount_verify, remote_mount_table_has_no_helper_mount)
+{
+	char db[128];
+	snprintf(db, sizeof(db), "%s/reg.sqlite", dir);
+	struct cp_error *err = NULL;
+	struct config cfg = {0};
+	struct guard_host h = {.cfg = &cfg};
+	cr_assert_eq(store_open(db, &h.store, &err), 0, "%s", err ? err->message : "");
+	struct sandbox_record s = {.id = "sbx_r", .node = "n1", .runtime = "runc"};
+	struct sandbox_mount_record m = {.target = "/workspace/.git", .read_only = 1};
+	const char *info = "1 0 8:1 / / rw - overlay overlay rw\n"
+	                   "2 1 8:2 /srv/w/proj /workspace rw,relatime - ext4 /dev/sdb rw\n"
+	                   "3 2 8:2 /srv/w/proj/.git /workspace/.git ro,relatime - ext4 /dev/sdb rw\n"
+	                   "4 1 0:5 / /proc rw - proc proc rw\n";
+	struct json_object *reply = json_object_new_object();
+	json_object_object_add(reply, "mountinfo", json_object_new_string(info));
+	cr_expect_eq(guard_mounts_judge(&h, &s, "direct", &m, 1, reply, &err), 0, "%s", err ? err->message : "");
+	json_object_put(reply);
+	/* The same table on this machine lacks the helper's mount. */
+	s.node = "local";
+	reply = json_object_new_object();
+	json_object_object_add(reply, "mountinfo", json_object_new_string(info));
+	cr_expect_eq(guard_mounts_judge(&h, &s, "direct", &m, 1, reply, &err), -1);
+	cr_expect(err && strstr(err->message, "not a mount point"), "%s", err ? err->message : "");
+	cp_error_freep(&err);
+	json_object_put(reply);
+	/* A read-write .git is refused on a node too. */
+	s.node = "n1";
+	const char *rw = "1 0 8:1 / / rw - overlay overlay rw\n"
+	                 "2 1 8:2 /srv/w/proj /workspace rw - ext4 /dev/sdb rw\n"
+	                 "3 2 8:2 /srv/w/proj/.git /workspace/.git rw - ext4 /dev/sdb rw\n";
+	reply = json_object_new_object();
+	json_object_object_add(reply, "mountinfo", json_object_new_string(rw));
+	cr_expect_eq(guard_mounts_judge(&h, &s, "direct", &m, 1, reply, &err), -1);
+	cr_expect(err && strstr(err->message, "read-write"), "%s", err ? err->message : "");
+	cp_error_freep(&err);
+	json_object_put(reply);
+	store_free(h.store);
 }

@@ -180,14 +180,14 @@ Test(node_files, add_refuses_bad_names_and_plain_tcp_before_any_file)
 	cr_assert_eq(store_open(db, &store, &err), 0);
 	struct config cfg = {.state_dir = state};
 	struct node_record n = {0};
-	cr_assert_eq(node_add(&cfg, store, "Bad", "tcp://10.0.0.2:2376", &tls, 1, &n, &err), -1);
+	cr_assert_eq(node_add(&cfg, store, "Bad", "tcp://10.0.0.2:2376", &tls, NULL, 1, &n, &err), -1);
 	cr_expect_eq(err->code, CP_ERR_INVALID_ARGUMENT);
 	cp_error_freep(&err);
-	cr_assert_eq(node_add(&cfg, store, "n1", "tcp://10.0.0.2:2376", &none, 1, &n, &err), -1);
+	cr_assert_eq(node_add(&cfg, store, "n1", "tcp://10.0.0.2:2376", &none, NULL, 1, &n, &err), -1);
 	cr_expect(strstr(err->message, "plain TCP without TLS is refused") != NULL, "%s", err->message);
 	cp_error_freep(&err);
 	/* An engine that does not answer: no row, no files. */
-	cr_assert_eq(node_add(&cfg, store, "n1", "tcp://127.0.0.1:1", &tls, 1, &n, &err), -1);
+	cr_assert_eq(node_add(&cfg, store, "n1", "tcp://127.0.0.1:1", &tls, NULL, 1, &n, &err), -1);
 	cr_expect(strstr(err->message, "add node 'n1'") == err->message, "%s", err->message);
 	cp_error_freep(&err);
 	char d[256];

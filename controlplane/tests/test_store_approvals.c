@@ -171,3 +171,80 @@ Test(store_approvals, trashed_workspace_is_recorded)
 	cr_expect_eq(got.trashed_at_ms, 99);
 	workspace_record_clear(&got);
 }
+
+static struct approval_record request_on(struct store *s, const char *node, const char *id, const char *path,
+                                         int *created)
+{
+	struct approval_record want = {.id = (char *)id,
+	                               .host_path = (char *)path,
+	                               .real_path = (char *)path,
+	                               .mode = "direct",
+	                               .requested_by = "mcp",
+	                               .requested_at_ms = 100,
+	                               .node = (char *)node};
+	struct approval_record got = {0};
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_approval_request(s, &want, &got, created, &err), 0, "%s", err ? err->message : "");
+	return got;
+}
+
+/* Migration 0018: the same path on two machines is two directories, so two
+ * approvals and two workspaces; the workspace an approval makes records
+ * the approval's node. */
+Test(store_approvals, the_same_path_on_another_node_is_another_directory)
+{
+	int created = 0;
+	struct approval_record here = request_on(s1, NULL, "approval_here", "/r/p", &created);
+	cr_expect(created);
+	cr_expect_str_eq(here.node, "local", "no node is this machine's");
+	struct approval_record there = request_on(s2, "n1", "approval_n1", "/r/p", &created);
+	cr_expect(created, "n1's /r/p is another approval");
+	cr_expect_str_eq(there.node, "n1");
+	struct approval_record again = request_on(s1, "n1", "approval_x", "/r/p", &created);
+	cr_expect_not(created);
+	cr_expect_str_eq(again.id, "approval_n1");
+	approval_record_clear(&again);
+
+	struct workspace_record ws = {
+	    .id = "ws_n1", .mode = "direct", .path = "/r/p", .host_path = "/r/p", .created_at_ms = 5};
+	struct approval_record d = {0};
+	struct cp_error *err = NULL;
+	cr_assert_eq(store_approval_approve(s1, "approval_n1", &ws, 200, &d, &err), 0, "%s", err ? err->message : "");
+	cr_expect_str_eq(d.workspace_id, "ws_n1");
+	approval_record_clear(&d);
+	ws.id = "ws_here";
+	cr_assert_eq(store_approval_approve(s2, "approval_here", &ws, 210, &d, &err), 0, "%s", err ? err->message : "");
+	cr_expect_str_eq(d.workspace_id, "ws_here", "not n1's workspace of the same path");
+	approval_record_clear(&d);
+	struct workspace_record w = {0};
+	cr_assert_eq(store_workspace_get(s1, "ws_n1", &w, &err), 0);
+	cr_expect_str_eq(w.node, "n1", "the workspace records whose directory it is");
+	workspace_record_clear(&w);
+	cr_assert_eq(store_workspace_get(s1, "ws_here", &w, &err), 0);
+	cr_expect_str_eq(w.node, "local");
+	workspace_record_clear(&w);
+
+	/* Operator registration on n1 reuses n1's workspace, not this machine's. */
+	struct workspace_record reg = {
+	    .id = "ws_other", .mode = "direct", .path = "/r/p", .host_path = "/r/p", .created_at_ms = 6, .node = "n1"};
+	cr_assert_eq(store_workspace_register_host(s2, &reg, "/r/p", "approval_y", 300, &w, &created, &err), 0, "%s",
+	             err ? err->message : "");
+	cr_expect_not(created);
+	cr_expect_str_eq(w.id, "ws_n1");
+	workspace_record_clear(&w);
+	reg.node = "n2";
+	cr_assert_eq(store_workspace_register_host(s2, &reg, "/r/p", "approval_z", 300, &w, &created, &err), 0, "%s",
+	             err ? err->message : "");
+	cr_expect(created, "n2's /r/p is a third directory");
+	cr_expect_str_eq(w.node, "n2");
+	workspace_record_clear(&w);
+	struct approval_record *rows = NULL;
+	size_t n = 0;
+	cr_assert_eq(store_approval_list(s1, &rows, &n, &err), 0);
+	cr_expect_eq(n, 3);
+	for (size_t i = 0; i < n; i++)
+		approval_record_clear(&rows[i]);
+	free(rows);
+	approval_record_clear(&here);
+	approval_record_clear(&there);
+}

@@ -192,13 +192,20 @@ int tool_sandbox_create(const struct mcp_call *call, const struct mcp_args *args
 		char page[300], rest[100];
 		snprintf(rest, sizeof(rest), "#/approvals/%s", res.approval.id);
 		mcp_page_url(app->cfg->host, (unsigned)app->cfg->port, rest, page, sizeof(page));
-		_cleanup_free_ char *msg =
-		    xasprintf("The host directory '%s' (%s mode) needs the approval of the person at this machine. Ask "
-		              "them to approve it on their chat2sbx page, %s (after 'chat2sbx ui' logs them in), or to "
-		              "run: chat2sbx approval approve %s ; then call sandbox_create again with the "
-		              "same workspace_path and workspace_mode. Nothing was mounted.%s%s",
-		              res.approval.host_path, res.approval.mode, page, res.approval.id,
-		              direct ? " Tell them before they decide: " : "", direct ? policy_direct_mode_note : "");
+		/* A directory of another node (migration 0018) says whose. */
+		const char *on =
+		    res.approval.node && strcmp(res.approval.node, STORE_NODE_LOCAL) ? res.approval.node : NULL;
+		if (on)
+			add_str(o, "node", on);
+		_cleanup_free_ char *whose = on ? xasprintf(" of node '%s'", on) : xstrdup("");
+		_cleanup_free_ char *msg = xasprintf(
+		    "The host directory '%s'%s (%s mode) needs the approval of the person at this machine. "
+		    "Ask them to approve it on their chat2sbx page, %s (after 'chat2sbx ui' logs them in), or "
+		    "to run: chat2sbx approval approve %s ; then call sandbox_create again with the "
+		    "same workspace_path%s. Nothing was mounted.%s%s",
+		    res.approval.host_path, whose, res.approval.mode, page, res.approval.id,
+		    on ? ", workspace_mode and node" : " and workspace_mode",
+		    direct ? " Tell them before they decide: " : "", direct ? policy_direct_mode_note : "");
 		add_str(o, "message", msg);
 	} else {
 		o = tools_sandbox_json(app, &res.sandbox);

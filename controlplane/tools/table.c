@@ -125,8 +125,10 @@ static const struct mcp_arg sandbox_create_args[] = {
      .type = MCP_ARG_STRING,
      .min_length = 1,
      .description = "The machine to create it on: local, or a node the operator added (default: chosen by "
-                    "free memory; a new managed workspace or a clone may go to another node, a direct workspace stays "
-                    "on local)"},
+                    "free memory; a new managed workspace or a clone may go to another node). With workspace_mode "
+                    "direct it names whose directory workspace_path is (default local): a directory of a node "
+                    "must lie below a host root its operator gave, needs an approval like one of this machine, "
+                    "and its sandbox runs on that node with the directory's .git read-only"},
     {0}};
 static const char *const UNSAVED_UNKNOWN[] = {"unknown", NULL};
 

@@ -21,6 +21,12 @@ static const char *asked_by(const char *requested_by)
 	                                                      : requested_by;
 }
 
+/* Whose folder it is (migration 0018): this machine, or a node's name. */
+static const char *machine_of(const struct approval_record *a)
+{
+	return !a->node || !strcmp(a->node, STORE_NODE_LOCAL) ? "this machine" : a->node;
+}
+
 static const char *mode_words(const char *mode)
 {
 	return mode && !strcmp(mode, "direct")
@@ -46,16 +52,18 @@ void ui_put_approvals(struct ui_req *r, int pending_only)
 		ui_put(r, "<p class=\"note\">No approval is waiting. When the model asks for a folder of this machine, "
 		          "it shows up here.</p>");
 	else
-		ui_put(r, "<table class=\"approvals\"><thead><tr><th>Folder as asked</th><th>Resolved to</th>"
-		          "<th>Mode</th><th>Asked by</th><th>When</th><th>Decide</th></tr></thead><tbody>");
+		ui_put(
+		    r,
+		    "<table class=\"approvals\"><thead><tr><th>Folder as asked</th><th>Resolved to</th>"
+		    "<th>Machine</th><th>Mode</th><th>Asked by</th><th>When</th><th>Decide</th></tr></thead><tbody>");
 	for (size_t i = 0; i < n; i++) {
 		const struct approval_record *a = &rows[i];
 		if (a->status != APPROVAL_PENDING)
 			continue;
 		ui_put(r,
 		       "<tr id=\"%s\" data-status=\"pending\"><td><code>%s</code></td><td><code>%s</code></td>"
-		       "<td>%s</td><td>%s</td><td>",
-		       a->id, a->host_path, a->real_path, a->mode, asked_by(a->requested_by));
+		       "<td>%s</td><td>%s</td><td>%s</td><td>",
+		       a->id, a->host_path, a->real_path, machine_of(a), a->mode, asked_by(a->requested_by));
 		ui_put_time(r, a->requested_at_ms);
 		ui_put(
 		    r,
@@ -145,8 +153,9 @@ void ui_view_approval_confirm(struct ui_req *r, const char *id)
 	ui_page_begin(r, 200, approve ? "Approve a folder?" : "Reject a folder?", "approvals", 0);
 	ui_put(r,
 	       "<dl class=\"facts\"><dt>Folder as asked</dt><dd><code>%s</code></dd><dt>Resolved to</dt>"
-	       "<dd><code>%s</code></dd><dt>Mode</dt><dd>%s</dd><dt>Asked by</dt><dd>%s</dd><dt>When</dt><dd>",
-	       a.host_path, a.real_path, mode_words(a.mode), asked_by(a.requested_by));
+	       "<dd><code>%s</code></dd><dt>Machine</dt><dd>%s</dd><dt>Mode</dt><dd>%s</dd><dt>Asked by</dt>"
+	       "<dd>%s</dd><dt>When</dt><dd>",
+	       a.host_path, a.real_path, machine_of(&a), mode_words(a.mode), asked_by(a.requested_by));
 	ui_put_time(r, a.requested_at_ms);
 	ui_put(r, "</dd></dl>");
 	if (approve && !strcmp(a.mode, "direct"))

@@ -91,6 +91,43 @@ int workspace_register(const struct config *cfg, struct store *store, const char
 	return store_workspace_register_host(store, &ws, path, approval_id, now, ret, ret_created, err);
 }
 
+/* A directory of another node (migration 0018), as written: that node's
+ * host roots (policy_node_path_check) and the nesting rule among its host
+ * workspaces (self_id left out). The path itself is looked at on the node
+ * at every create (lifecycle/node_path.c): nothing here reaches an engine. */
+static int node_path_check(struct store *store, const char *node, const char *path, const char *mode,
+                           const char *self_id, struct cp_error **err)
+{
+	struct node_record n = {0};
+	if (store_node_get(store, node, &n, err) < 0)
+		return -1;
+	int r = policy_node_path_check(node, n.host_roots, path, mode, err);
+	node_record_clear(&n);
+	if (r < 0 || guard_node_nesting_check(store, node, path, mode, self_id, err) < 0)
+		return -1;
+	return 0;
+}
+
+int workspace_register_on(const struct config *cfg, struct store *store, const char *node, const char *path,
+                          const char *mode, struct workspace_record *ret, int *ret_created, struct cp_error **err)
+{
+	if (!node || !strcmp(node, STORE_NODE_LOCAL))
+		return workspace_register(cfg, store, path, mode, ret, ret_created, err);
+	if (check_mode(mode, err) < 0 || node_path_check(store, node, path, mode, NULL, err) < 0)
+		return -1;
+	_cleanup_free_ char *ws_id = NULL;
+	_cleanup_free_ char *approval_id = NULL;
+	if (id_new("ws_", &ws_id, err) < 0 || id_new("approval_", &approval_id, err) < 0)
+		return -1;
+	struct workspace_record ws = {.id = ws_id,
+	                              .mode = (char *)mode,
+	                              .path = (char *)path,
+	                              .host_path = (char *)path,
+	                              .created_at_ms = clock_now_ms(),
+	                              .node = (char *)node};
+	return store_workspace_register_host(store, &ws, path, approval_id, clock_now_ms(), ret, ret_created, err);
+}
+
 int workspace_approval_approve(const struct config *cfg, struct store *store, const char *id,
                                struct approval_record *ret, struct cp_error **err)
 {
@@ -100,7 +137,15 @@ int workspace_approval_approve(const struct config *cfg, struct store *store, co
 	_cleanup_free_ char *real = NULL;
 	_cleanup_free_ char *ws_id = NULL;
 	int r = -1;
-	if (a.status == APPROVAL_PENDING) {
+	int remote = a.node && strcmp(a.node, STORE_NODE_LOCAL) != 0;
+	if (a.status == APPROVAL_PENDING && remote) {
+		/* Another node's directory: its roots and nesting now; the path
+		 * itself on the node at every create. */
+		if (node_path_check(store, a.node, a.real_path, a.mode, NULL, err) < 0) {
+			cp_error_prefix(err, "approve '%s'", id);
+			goto out;
+		}
+	} else if (a.status == APPROVAL_PENDING) {
 		/* Approval time: the path may have changed since it was requested. */
 		if (workspace_host_path_check(cfg, a.host_path, &real, err) < 0) {
 			cp_error_prefix(err, "approve '%s'", id);
@@ -124,7 +169,8 @@ int workspace_approval_approve(const struct config *cfg, struct store *store, co
 	                              .mode = a.mode,
 	                              .path = a.real_path,
 	                              .host_path = a.real_path,
-	                              .created_at_ms = clock_now_ms()};
+	                              .created_at_ms = clock_now_ms(),
+	                              .node = a.node};
 	r = store_approval_approve(store, id, &ws, clock_now_ms(), ret, err);
 out:
 	approval_record_clear(&a);

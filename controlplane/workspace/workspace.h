@@ -32,8 +32,18 @@ int workspace_host_path_check(const struct config *cfg, const char *path, char *
 int workspace_register(const struct config *cfg, struct store *store, const char *path, const char *mode,
                        struct workspace_record *ret, int *ret_created, struct cp_error **err);
 
+/* `chat2sbx workspace add PATH --mode M --node NODE`: workspace_register
+ * for node NULL or 'local'; for another node (issue 28, migration 0018) the
+ * path as written under that node's host roots (policy_node_path_check,
+ * mode direct only) and the nesting rule among its host workspaces, then
+ * the same registration recording the node. NOT_FOUND for an unknown node.
+ * Reaches no engine: the path is looked at on the node at every create. */
+int workspace_register_on(const struct config *cfg, struct store *store, const char *node, const char *path,
+                          const char *mode, struct workspace_record *ret, int *ret_created, struct cp_error **err);
+
 /* `chat2sbx approval approve ID`: checks the approval's path with the policy
- * again (approval time), then approves it (store_approval_approve). */
+ * again (approval time; another node's: its roots and nesting, as
+ * workspace_register_on), then approves it (store_approval_approve). */
 int workspace_approval_approve(const struct config *cfg, struct store *store, const char *id,
                                struct approval_record *ret, struct cp_error **err);
 

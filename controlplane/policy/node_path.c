@@ -1,0 +1,233 @@
+/* node_path.c: which directory of another node may become a direct
+ * workspace (issue 28, item 4; docs/nodes.md "A direct workspace on another
+ * node"). serve cannot resolve another machine's path, so the path is taken
+ * as written and must already be the one the node's check will walk
+ * component by component without following any symbolic link
+ * (lifecycle/node_path.c): absolute, normalized, below one of the roots the
+ * operator gave that node (`node add --host-root`). Pure. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/xalloc.h"
+#include "policy.h"
+
+/* A character a node path may hold: printable, not the bind-list
+ * separators an engine splits on (':' and ','), not a backslash. */
+static bool path_char_ok(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7f && c != ':' && c != ',' && c != '\\';
+}
+
+int policy_node_path_shape(const char *path, const char *what, struct cp_error **err)
+{
+	size_t len = path ? strlen(path) : 0;
+	if (len == 0 || path[0] != '/')
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "%s '%s' is not an absolute path; give it as it is on the node, starting with '/'",
+		                    what, path ? path : "");
+	if (len > POLICY_NODE_PATH_MAX)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT, "%s '%.80s…' is longer than %d bytes", what, path,
+		                    POLICY_NODE_PATH_MAX);
+	for (size_t i = 0; i < len; i++)
+		if (!path_char_ok((unsigned char)path[i]))
+			return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+			                    "%s '%s' holds a character chat2sbx does not pass to another node's engine "
+			                    "(a control character, non-ASCII, ':', ',' or '\\' at byte %zu); rename it "
+			                    "or use a directory whose path has none",
+			                    what, path, i);
+	if (len == 1)
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "%s '/' is the node's whole file system; give a directory below it", what);
+	for (const char *p = path + 1;;) {
+		size_t n = strcspn(p, "/");
+		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return cp_error_set(
+			    err, CP_ERR_INVALID_ARGUMENT,
+			    "%s '%s' is not normalized (an empty, '.' or '..' component, or a trailing "
+			    "'/'); chat2sbx cannot resolve another machine's path: write it as the node's "
+			    "own absolute path with none of those",
+			    what, path);
+		for (size_t i = 0; policy_credential_dirs[i]; i++)
+			if (strlen(policy_credential_dirs[i]) == n && !memcmp(policy_credential_dirs[i], p, n))
+				return cp_error_set(
+				    err, CP_ERR_DENIED,
+				    "%s '%s' runs through '%s', a credential directory; those are never "
+				    "mounted into a sandbox",
+				    what, path, policy_credential_dirs[i]);
+		if (p[n] == '\0')
+			break;
+		p += n + 1;
+	}
+	return 0;
+}
+
+/* Whether path lies strictly below dir (whole components). */
+static bool strictly_below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && path[n] == '/' && path[n + 1] != '\0';
+}
+
+int policy_node_path_check(const char *node, const char *host_roots, const char *path, const char *mode,
+                           struct cp_error **err)
+{
+	if (policy_node_path_shape(path, "host path", err) < 0)
+		return cp_error_prefix(err, "node '%s'", node);
+	if (!mode || strcmp(mode, "direct") != 0)
+		return cp_error_set(
+		    err, CP_ERR_INVALID_ARGUMENT,
+		    "a directory of node '%s' can only be a direct workspace (workspace_mode "
+		    "\"direct\"): clone mode copies a directory of this machine, the one serve runs on; "
+		    "leave out 'node' to clone '%s' from here",
+		    node, path);
+	for (const char *p = path; (p = strstr(p, "/.git")); p += 5)
+		if (p[5] == '\0' || p[5] == '/')
+			return cp_error_set(
+			    err, CP_ERR_DENIED,
+			    "host path '%s' of node '%s' is inside a repository's .git directory; direct "
+			    "mode would let the sandbox rewrite its configuration and hooks; give the "
+			    "working tree that holds the .git",
+			    path, node);
+	size_t n = 0;
+	char **roots = policy_roots_split(host_roots ? host_roots : "", &n);
+	bool below = false;
+	for (size_t i = 0; i < n && !below; i++)
+		below = strictly_below(path, roots[i]);
+	policy_roots_free(roots);
+	if (below)
+		return 0;
+	if (n == 0)
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "node '%s' offers no host directory: it was added without --host-root, so no "
+		                    "path of it may become a workspace; the person who runs chat2sbx can remove it "
+		                    "and add it again with '--host-root DIR' (docs/nodes.md)",
+		                    node);
+	return cp_error_set(err, CP_ERR_DENIED,
+	                    "host path '%s' is not below a host root of node '%s' (%s, from 'chat2sbx node add "
+	                    "--host-root'); use a directory below one of them",
+	                    path, node, host_roots);
+}
+
+/* The first k + 1 components of path into buf ("/a/b" for k 1 of /a/b/c). */
+static void prefix_of(const char *path, unsigned long k, char *buf, size_t size)
+{
+	const char *p = path + 1;
+	for (unsigned long i = 0; i <= k && *p; i++) {
+		const char *slash = strchr(p, '/');
+		p = slash ? slash + 1 : p + strlen(p);
+	}
+	size_t n = (size_t)(p - path);
+	if (n > 1 && path[n - 1] == '/')
+		n--;
+	snprintf(buf, size, "%.*s", (int)n, path);
+}
+
+/* Reads one decimal number of at most 20 digits at *p; advances past it. */
+static int read_number(const char **p, uint64_t *ret)
+{
+	const char *s = *p;
+	size_t n = 0;
+	uint64_t v = 0;
+	while (s[n] >= '0' && s[n] <= '9') {
+		if (n == 20 || v > (UINT64_MAX - (uint64_t)(s[n] - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[n] - '0');
+		n++;
+	}
+	if (n == 0 || (n > 1 && s[0] == '0'))
+		return -1;
+	*p = s + n;
+	*ret = v;
+	return 0;
+}
+
+static unsigned long components_of(const char *path)
+{
+	unsigned long n = 0;
+	for (const char *p = path; *p; p++)
+		n += *p == '/';
+	return n;
+}
+
+int policy_node_path_answer(const char *node, const char *path, const char *answer, size_t len,
+                            struct policy_node_path_facts *ret, struct cp_error **err)
+{
+	*ret = (struct policy_node_path_facts){0};
+	char line[POLICY_NODE_PATH_ANSWER_MAX + 1];
+	if (len == 0 || len > POLICY_NODE_PATH_ANSWER_MAX || answer[len - 1] != '\n' || memchr(answer, '\n', len - 1) ||
+	    memchr(answer, '\0', len))
+		goto garbled;
+	memcpy(line, answer, len - 1);
+	line[len - 1] = '\0';
+	const char *p = line;
+	char at[POLICY_NODE_PATH_MAX + 1];
+	uint64_t k = 0;
+	if (!strncmp(p, "ok ", 3)) {
+		p += 3;
+		if (read_number(&p, &ret->dev) < 0 || *p++ != ' ' || read_number(&p, &ret->ino) < 0 || *p++ != ' ')
+			goto garbled;
+		if (!strcmp(p, "none"))
+			return 0;
+		if (!strncmp(p, "dir ", 4) || !strncmp(p, "file ", 5)) {
+			ret->git = p[0] == 'd' ? POLICY_NODE_GIT_DIR : POLICY_NODE_GIT_FILE;
+			p += ret->git == POLICY_NODE_GIT_DIR ? 4 : 5;
+			if (read_number(&p, &ret->git_dev) < 0 || *p++ != ' ' || read_number(&p, &ret->git_ino) < 0 ||
+			    *p != '\0')
+				goto garbled;
+			return 0;
+		}
+		goto garbled;
+	}
+	if (!strcmp(p, "bare"))
+		return cp_error_set(
+		    err, CP_ERR_DENIED,
+		    "host path '%s' of node '%s' is a git directory (a bare repository: HEAD, objects/, "
+		    "refs/); direct mode would let the sandbox rewrite its configuration and hooks; "
+		    "give a working tree",
+		    path, node);
+	if (!strcmp(p, "gitlink") || !strcmp(p, "gitother"))
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "'%s/.git' on node '%s' is %s; chat2sbx never mounts what a link points to, and "
+		                    "a .git is a directory or a gitfile; look at it there, remove it or make it one, "
+		                    "and try again; nothing was created",
+		                    path, node, p[3] == 'l' ? "a symbolic link" : "neither a directory nor a file");
+	const char *kinds[] = {"link ", "missing ", "notdir ", "denied "};
+	size_t which = 0;
+	for (; which < 4; which++)
+		if (!strncmp(p, kinds[which], strlen(kinds[which])))
+			break;
+	if (which == 4)
+		goto garbled;
+	p += strlen(kinds[which]);
+	if (read_number(&p, &k) < 0 || *p != '\0' || k >= components_of(path))
+		goto garbled;
+	prefix_of(path, (unsigned long)k, at, sizeof(at));
+	switch (which) {
+	case 0:
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "'%s' on node '%s' is a symbolic link; chat2sbx follows none on the way to a "
+		                    "directory of another node (it cannot verify where one leads there); give the "
+		                    "path with no link on it; nothing was created",
+		                    at, node);
+	case 1:
+		return cp_error_set(err, CP_ERR_NOT_FOUND,
+		                    "host path '%s' does not exist on node '%s' ('%s' is missing there); check the "
+		                    "path on that machine",
+		                    path, node, at);
+	case 2:
+		return cp_error_set(err, CP_ERR_INVALID_ARGUMENT,
+		                    "host path '%s' is not a directory on node '%s' ('%s' is not one)", path, node, at);
+	default:
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "chat2sbx's check on node '%s' may not read '%s' (permission refused); check "
+		                    "the path's permissions on that machine",
+		                    node, at);
+	}
+garbled:
+	return cp_error_set(err, CP_ERR_UNAVAILABLE,
+	                    "the check of host path '%s' on node '%s' answered something chat2sbx does not read "
+	                    "(%zu bytes); nothing was created; is the node's template image chat2sbx's?",
+	                    path, node, len);
+}

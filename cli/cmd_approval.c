@@ -32,7 +32,7 @@ static struct json_object *approval_json(const struct approval_record *a)
 	if (a->workspace_id)
 		xjson_add(o, "workspace_id", xjson_string(a->workspace_id));
 	if (!strcmp(a->mode, "direct"))
-		xjson_add(o, "note", xjson_string(policy_direct_mode_note));
+		xjson_add(o, "note", xjson_string(policy_direct_note_for(a->node)));
 	return o;
 }
 
@@ -44,12 +44,15 @@ static int list(struct cli *cli, struct store *store)
 	if (store_approval_list(store, &rows, &n, &err) < 0)
 		return cli_fail(err);
 	struct json_object *arr = xjson_array();
-	int direct = 0;
+	int direct = 0, direct_node = 0;
 	if (!cli->json)
 		printf("%-30s %-9s %-7s %-10s %-24s %s\n", "APPROVAL", "STATUS", "MODE", "NODE", "REQUESTED", "PATH");
 	for (size_t i = 0; i < n; i++) {
 		char when[40];
-		direct |= !strcmp(rows[i].mode, "direct");
+		direct |=
+		    !strcmp(rows[i].mode, "direct") && policy_direct_note_for(rows[i].node) == policy_direct_mode_note;
+		direct_node |=
+		    !strcmp(rows[i].mode, "direct") && policy_direct_note_for(rows[i].node) != policy_direct_mode_note;
 		if (cli->json)
 			xjson_append(arr, approval_json(&rows[i]));
 		else
@@ -66,6 +69,8 @@ static int list(struct cli *cli, struct store *store)
 		json_object_put(arr);
 	if (!cli->json && direct)
 		printf("\n%s\n", policy_direct_mode_note);
+	if (!cli->json && direct_node)
+		printf("\n%s\n", policy_direct_node_note);
 	return 0;
 }
 
@@ -88,11 +93,13 @@ static int decide(struct cli *cli, struct store *store, const char *verb, const 
 	if (cli->json) {
 		cli_print_json(approval_json(&a));
 	} else if (a.status == APPROVAL_APPROVED) {
-		printf("approved %s: workspace %s (%s) for %s\nThe model can now call sandbox_create with the same "
-		       "workspace_path and workspace_mode, or with workspace_id %s.\n",
-		       a.id, a.workspace_id, a.mode, a.real_path, a.workspace_id);
+		int remote = a.node && strcmp(a.node, STORE_NODE_LOCAL) != 0;
+		printf("approved %s: workspace %s (%s) for %s%s%s\nThe model can now call sandbox_create with the same "
+		       "workspace_path and workspace_mode%s, or with workspace_id %s.\n",
+		       a.id, a.workspace_id, a.mode, a.real_path, remote ? " on node " : "", remote ? a.node : "",
+		       remote ? " and node" : "", a.workspace_id);
 		if (!strcmp(a.mode, "direct"))
-			printf("%s\n", policy_direct_mode_note);
+			printf("%s\n", policy_direct_note_for(a.node));
 	} else {
 		printf("rejected %s: %s (%s) will not be mounted; the decision is kept\n", a.id, a.real_path, a.mode);
 	}

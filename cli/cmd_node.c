@@ -264,11 +264,19 @@ static void say_kept_workspaces(struct store *store, const char *name)
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (store_workspace_list(store, &rows, &n, &e) < 0)
 		return;
+	size_t direct = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (rows[i].volume && rows[i].node && !strcmp(rows[i].node, name) && rows[i].trashed_at_ms <= 0)
+		int there = rows[i].node && !strcmp(rows[i].node, name) && rows[i].trashed_at_ms <= 0;
+		if (there && rows[i].volume)
 			printf("%s %s (volume %s)", kept++ ? "," : "  kept there:", rows[i].id, rows[i].volume);
+		else if (there && !strcmp(rows[i].mode, "direct"))
+			direct++;
 		workspace_record_clear(&rows[i]);
 	}
+	if (direct)
+		printf("%s%zu direct workspace%s of node %s (its own directories, untouched) can be used again once "
+		       "the node is added again as '%s'\n",
+		       kept ? "\n" : "", direct, direct == 1 ? "" : "s", name, name);
 	free(rows);
 	if (kept)
 		printf("\n%zu workspace%s kept on node %s stay%s there as volumes of its engine; add the node again as "

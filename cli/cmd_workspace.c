@@ -100,7 +100,7 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 		       created ? "registered" : "already registered:", w.id, w.mode, w.path, remote ? " on node " : "",
 		       remote ? w.node : "", w.id);
 		if (!strcmp(w.mode, "direct"))
-			printf("%s\n", policy_direct_mode_note);
+			printf("%s\n", policy_direct_note_for(w.node));
 	}
 	workspace_record_clear(&w);
 	return 0;

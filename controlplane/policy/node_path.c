@@ -13,6 +13,20 @@
 #include "../base/xalloc.h"
 #include "policy.h"
 
+const char policy_direct_node_note[] =
+    "Direct mode on another node: the sandbox works on that node's directory itself, as root, and can change "
+    "or delete every file in it but its .git: chat2sbx cannot watch another machine's .git, so the whole .git "
+    "is read-only inside the sandbox (git there reads history and status but cannot commit; commit on the "
+    "node). Build files and scripts that run when you next build or test there (Makefile, package.json "
+    "scripts, .envrc, tests, CI configuration) and repositories nested in the directory, whose own git "
+    "configuration your git runs when it enters them, are the sandbox's to change. Look at what changed "
+    "before you build, test or run git there; clone mode keeps the sandbox's edits in the sandbox.";
+
+const char *policy_direct_note_for(const char *node)
+{
+	return node && strcmp(node, "local") != 0 ? policy_direct_node_note : policy_direct_mode_note;
+}
+
 /* A character a node path may hold: printable, not the bind-list
  * separators an engine splits on (':' and ','), not a backslash. */
 static bool path_char_ok(unsigned char c)

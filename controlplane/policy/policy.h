@@ -380,6 +380,11 @@ int policy_gitfile_parse(const char *dir, const char *content, size_t len, char 
 /* The sentence sandbox_create, `approval list`/`approve` and
  * docs/workspaces.md give about what a direct-mode sandbox can still do to the owner. */
 extern const char policy_direct_mode_note[];
+/* The same for a direct workspace of another node (node_path.c; docs/nodes.md
+ * "A direct workspace on another node"): its whole .git is read-only. */
+extern const char policy_direct_node_note[];
+/* The note for a direct workspace of node (NULL or "local": this machine's). */
+const char *policy_direct_note_for(const char *node);
 
 /* ---- directories of another node (node_path.c, issue 28) ---- */
 

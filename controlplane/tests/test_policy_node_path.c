@@ -149,3 +149,11 @@ Test(policy_node_path, answer_read_strictly)
 	cr_expect_eq(policy_node_path_answer("n1", "/srv/work/proj", big, sizeof(big), &f, &err), -1, "too long");
 	cp_error_free(err);
 }
+
+Test(policy_node_path, the_note_says_whose_git_is_read_only)
+{
+	cr_expect_eq(policy_direct_note_for(NULL), policy_direct_mode_note);
+	cr_expect_eq(policy_direct_note_for("local"), policy_direct_mode_note);
+	cr_expect_eq(policy_direct_note_for("n1"), policy_direct_node_note);
+	cr_expect(strstr(policy_direct_node_note, "whole .git is read-only"));
+}

@@ -205,7 +205,7 @@ int tool_sandbox_create(const struct mcp_call *call, const struct mcp_args *args
 		    "same workspace_path%s. Nothing was mounted.%s%s",
 		    res.approval.host_path, whose, res.approval.mode, page, res.approval.id,
 		    on ? ", workspace_mode and node" : " and workspace_mode",
-		    direct ? " Tell them before they decide: " : "", direct ? policy_direct_mode_note : "");
+		    direct ? " Tell them before they decide: " : "", direct ? policy_direct_note_for(on) : "");
 		add_str(o, "message", msg);
 	} else {
 		o = tools_sandbox_json(app, &res.sandbox);
@@ -360,10 +360,11 @@ void tools_workspace_fill(struct json_object *o, const struct workspace_record *
 	add_str(o, "state", state);
 	add_str(o, "path", w->path);
 	add_str(o, "host_path", w->host_path);
-	if (w->volume) { /* kept on another node (migration 0015): its files are there */
+	/* Another node's (migrations 0015 and 0018): a managed workspace kept
+	 * there as a volume, or a direct workspace of its own directory. */
+	if (w->node && strcmp(w->node, STORE_NODE_LOCAL) != 0)
 		add_str(o, "node", w->node);
-		add_str(o, "volume", w->volume);
-	}
+	add_str(o, "volume", w->volume);
 	add_str(o, "sandbox_id", w->sandbox_id);
 	add_time(o, "created_at", w->created_at_ms);
 	add_time(o, "released_at", w->released_at_ms);

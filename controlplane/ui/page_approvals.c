@@ -159,7 +159,7 @@ void ui_view_approval_confirm(struct ui_req *r, const char *id)
 	ui_put_time(r, a.requested_at_ms);
 	ui_put(r, "</dd></dl>");
 	if (approve && !strcmp(a.mode, "direct"))
-		ui_put(r, "<p class=\"warning\">%s</p>", policy_direct_mode_note);
+		ui_put(r, "<p class=\"warning\">%s</p>", policy_direct_note_for(a.node));
 	char action[160];
 	snprintf(action, sizeof(action), "/ui/approvals/%s/%s", a.id, approve ? "approve" : "reject");
 	ui_form_begin(r, action);

@@ -13,7 +13,8 @@
 // the node. A source over the ceiling (CHAT2SBX_MAX_EXPORT_BYTES, 1 MiB
 // here) is refused naming it and leaves nothing: no container, no volume,
 // no row, no temporary file. A .git that is a link to a repository
-// elsewhere is refused, not followed. A direct workspace stays on local.
+// elsewhere is refused, not followed. A direct workspace of this machine stays
+// on local (a directory of n1 is 10_direct's).
 // Needs root.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -180,11 +181,17 @@ ctx.test('a direct workspace stays on local: another node is refused', async () 
   const tools = await ctx.tools();
   const dir = path.join(reposRoot(), 'direct');
   fs.mkdirSync(dir, { recursive: true });
-  const r = cli(['workspace', 'add', dir, '--mode', 'direct']);
+  const r = cli(['workspace', 'add', dir, '--mode', 'direct', '--json']);
   assert.equal(r.status, 0, r.desc);
-  const res = await tools.call('sandbox_create', { workspace_path: dir, workspace_mode: 'direct', node: 'n1' });
+  const ws = JSON.parse(r.stdout).workspace_id;
+  const res = await tools.call('sandbox_create', { workspace_id: ws, node: 'n1' });
   assert.equal(res.isError, true, resultText(res));
   assert.match(resultText(res), /direct workspace 'ws_[^']+' stays on node 'local'/);
+  // With a path, node names whose directory it is (10_direct): n1 was
+  // added without --host-root, so none of its paths may be asked for.
+  const other = await tools.call('sandbox_create', { workspace_path: dir, workspace_mode: 'direct', node: 'n1' });
+  assert.equal(other.isError, true, resultText(other));
+  assert.match(resultText(other), /node 'n1' offers no host directory/);
 });
 
 ctx.test('destroying the clones leaves nothing of ours on n1', async () => {

@@ -30,8 +30,8 @@ static struct json_object *limits_json(const struct config *cfg, const struct no
 {
 	struct policy_sandbox_limits l = {0};
 	if (n) {
-		policy_node_sandbox_limits(n->labels.memory_bytes, cfg->default_memory_bytes, cfg->pids_limit,
-		                           cfg->warm_pool, &l);
+		policy_node_sandbox_limits(n->labels.memory_bytes, n->pid_max, n->threads_max,
+		                           cfg->default_memory_bytes, cfg->pids_limit, cfg->warm_pool, &l);
 	} else {
 		_cleanup_error_ struct cp_error *e = NULL;
 		if (guard_host_limits(cfg, NULL, &l, &e) < 0)
@@ -42,6 +42,14 @@ static struct json_object *limits_json(const struct config *cfg, const struct no
 	xjson_add(o, "default_memory_bytes", json_object_new_int64(l.default_memory_bytes));
 	xjson_add(o, "pids_default", json_object_new_int64(l.pids_default));
 	xjson_add(o, "pids_cap", json_object_new_int64(l.pids_cap));
+	/* A node's budget: read by its disk probe (migration 0019), or the
+	 * kernel's default assumed until then. */
+	if (n) {
+		int known = n->pid_max > 0 && n->threads_max > 0;
+		xjson_add(o, "pid_max", json_object_new_int64(known ? n->pid_max : POLICY_NODE_PROCS_ASSUMED));
+		xjson_add(o, "threads_max", json_object_new_int64(known ? n->threads_max : POLICY_NODE_PROCS_ASSUMED));
+		xjson_add(o, "procs_assumed", json_object_new_boolean(!known));
+	}
 	return o;
 }
 

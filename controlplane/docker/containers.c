@@ -75,10 +75,10 @@ static void port_key(char *buf, size_t size, int port)
 	snprintf(buf, size, "%d/tcp", port);
 }
 
-/* The HostConfig fields only forwarder containers set: PortBindings
+/* The HostConfig fields only forwarder and service containers set: PortBindings
  * ({"8000/tcp":[{"HostIp":"127.0.0.1","HostPort":"49153"}]}, HostPort ""
- * for an engine-chosen port), RestartPolicy, ReadonlyRootfs (Docker Engine
- * API v1.41, "Create a container", HostConfig). */
+ * for an engine-chosen port), RestartPolicy, ReadonlyRootfs, PidMode "host"
+ * (Docker Engine API v1.41, "Create a container", HostConfig). */
 static void build_forwarder_host_config(struct json_object *hc, const struct docker_container_spec *spec)
 {
 	if (spec->n_port_bindings) {
@@ -100,6 +100,8 @@ static void build_forwarder_host_config(struct json_object *hc, const struct doc
 		add_string(add_object(hc, "RestartPolicy"), "Name", spec->restart_policy);
 	if (spec->read_only_rootfs)
 		add_bool(hc, "ReadonlyRootfs", 1);
+	if (spec->pid_host)
+		add_string(hc, "PidMode", "host");
 }
 
 /* HostConfig.Devices: each host device at the same path, read, write and

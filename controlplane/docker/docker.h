@@ -243,6 +243,7 @@ struct docker_container_spec {
 	int read_only_rootfs;       /* 1 = ReadonlyRootfs */
 	const char *user;           /* "65534:65534"; NULL = the image's user */
 	int no_stdin;               /* 1 = no stdin and no attach (nobody talks to it) */
+	int pid_host;               /* 1 = PidMode "host" (the engine host's pid namespace); never a sandbox's */
 	int oom_score_adj;          /* HostConfig.OomScoreAdj, -1000..1000; 0 = engine default */
 	int64_t disk_bytes;         /* HostConfig.StorageOpt size of the writable layer; 0 = none */
 	/* The vm runtime (issue 15); NULL keeps the sandbox defaults. */

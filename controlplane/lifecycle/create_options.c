@@ -19,8 +19,8 @@
 
 void lifecycle_node_row_limits(struct lifecycle *lc, const struct node_record *r, struct policy_sandbox_limits *ret)
 {
-	policy_node_sandbox_limits(r->labels.memory_bytes, lc->cfg->default_memory_bytes, lc->cfg->pids_limit,
-	                           lc->cfg->warm_pool, ret);
+	policy_node_sandbox_limits(r->labels.memory_bytes, r->pid_max, r->threads_max, lc->cfg->default_memory_bytes,
+	                           lc->cfg->pids_limit, lc->cfg->warm_pool, ret);
 }
 
 int lifecycle_node_limits(struct lifecycle *lc, const char *node, struct policy_sandbox_limits *ret, int64_t *ret_cpus,

@@ -109,10 +109,30 @@ int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set
 	.restart_policy = "unless-stopped", .cap_drop_all = 1, .read_only_rootfs = 1, .user = "65534:65534",           \
 	.no_stdin = 1, .oom_score_adj = POLICY_OOM_SCORE_ADJ
 
+/* ---- short-lived check containers on another node (node_check.c) ---- */
+struct lifecycle_node_check {
+	const char *const *argv;           /* NULL-terminated: the fixed program run in it */
+	const struct docker_mount *mounts; /* borrowed; may be NULL */
+	size_t n_mounts;
+	const char *const *cap_add; /* NULL-terminated capabilities kept; NULL: none */
+	const char *user;           /* NULL: 65534:65534 */
+	int pid_host;               /* 1: the node's pid namespace (what its kernel says of itself) */
+};
+/* Makes a check container on node (the template image, no network, a
+ * read-only root, every capability dropped but check->cap_add, 64 MiB, 16
+ * processes, label POLICY_LABEL_PATH_CHECK), runs check->argv in it
+ * through the exec API (up to 10 s), removes it and gives its standard
+ * output in *ret_out (caller frees; at most 64 KiB, another machine's
+ * bytes). UNAVAILABLE when the node lacks the template image or the
+ * program failed (its stderr in the message); engine errors as they come.
+ * Blocks on the node's engine: about 0.5 s. */
+int lifecycle_node_check_run(struct lifecycle *lc, const char *node, const struct lifecycle_node_check *check,
+                             char **ret_out, struct cp_error **err);
+
 /* ---- a directory of another node (node_path.c, issue 28 item 4) ---- */
 /* Looks at path (policy_node_path_check passed) on node's engine, from a
- * short-lived container of ours there with the node's root read-only,
- * walking it without following any link: *ret gets the identity of the
+ * check container of ours there (node_check.c) with the node's root
+ * read-only, walking it without following any link: *ret gets the identity of the
  * directory and of its .git. UNAVAILABLE when the node lacks the template
  * image or its check misbehaves; the refusals of policy_node_path_answer
  * (a link on the way, missing, not a directory, a bare repository, a .git
@@ -148,10 +168,11 @@ void lifecycle_node_disk_stop(struct lifecycle *lc);
  * list's and unpauses' timeouts). */
 void lifecycle_node_disk_unpause_leftovers(struct lifecycle *lc);
 /* Around the reconcile of a node that answers again
- * (lifecycle_node_reconcile): _back forgets which of its sandboxes this
- * guard paused, unpauses every paused container of this registry there
- * (a paused helper would not answer its re-attach, and reconcile would
- * take it for stopped) and holds the node's looks off; _back_done lets
+ * (lifecycle_node_reconcile): _back holds the node's looks off, unpauses
+ * every paused container of this registry there (a paused helper would
+ * not answer its re-attach, and reconcile would take it for stopped) and
+ * only then forgets which of its sandboxes this guard paused (a call
+ * meanwhile is told it is paused, not re-attached to a frozen one); _back_done lets
  * them go on with a look at once, which pauses them again if its disk
  * is still low. node borrowed; 'local' is ignored. _back blocks on the
  * node's engine (a list and an unpause each); _back_done never blocks. */

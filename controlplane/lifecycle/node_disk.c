@@ -49,6 +49,7 @@ struct node_disk_watch {
 	int gone;                     /* the row is gone and the probe removed */
 	int unknown_logged;           /* the last look failed and that was logged */
 	int reconciling;              /* under all->lock: the node's reconcile runs; no pause meanwhile */
+	char *procs_read;             /* owned: the probe whose /proc gave the node's process limits */
 	/* Under all->lock: */
 	struct node_disk disk; /* what the last look found; total_bytes -1 unknown */
 	char reason[400];      /* while low: why, with the numbers */
@@ -175,6 +176,39 @@ static int probe_look(struct node_disk_watch *w, int64_t *ret_total, int64_t *re
 		return ok ? 0 : -1;
 	}
 	return -1;
+}
+
+/* The node's kernel.pid_max and kernel.threads-max, read once per probe
+ * made, into its row (migration 0019) for its process budget
+ * (policy_node_sandbox_limits). Not in the probe: on kernels from 6.14 a
+ * pid namespace has a pid_max of its own (a container's shows 4194304 on
+ * a host with 32768, measured on 6.18), so they are read in a check
+ * container in the node's pid namespace (node_check.c; nobody, no
+ * capability, it only reads /proc/sys/kernel). A failure is logged and
+ * tried again with the next probe; the assumed default holds meanwhile. */
+static void probe_procs(struct node_disk_watch *w)
+{
+	if (!w->probe || (w->procs_read && !strcmp(w->procs_read, w->probe)))
+		return;
+	const char *argv[] = {"cat", "/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max", NULL};
+	struct lifecycle_node_check check = {.argv = argv, .pid_host = 1};
+	_cleanup_free_ char *out = NULL;
+	_cleanup_error_ struct cp_error *e = NULL;
+	int64_t pid_max = 0, threads_max = 0;
+	int r = lifecycle_node_check_run(w->all->lc, w->name, &check, &out, &e);
+	int ok = r == 0 && policy_node_procs_parse(out, strlen(out), &pid_max, &threads_max) == 0;
+	if (!ok) {
+		log_info("lifecycle", "node %s: its process limits are not known (%s); its budget assumes %d", w->name,
+		         r < 0 ? e->message : "the answer is not two numbers", POLICY_NODE_PROCS_ASSUMED);
+	} else if (store_node_set_procs(w->all->lc->store, w->name, pid_max, threads_max, &e) < 0) {
+		log_info("lifecycle", "node %s: %s", w->name, e->message);
+		return;
+	} else {
+		log_debug("lifecycle", "node %s: kernel.pid_max %lld, threads-max %lld", w->name, (long long)pid_max,
+		          (long long)threads_max);
+	}
+	free(w->procs_read);
+	w->procs_read = xstrdup(w->probe);
 }
 
 /* ---- pausing the node's sandboxes ---- */
@@ -355,6 +389,7 @@ static long node_pass(void *arg)
 		}
 		return NODE_DISK_PERIOD_MS;
 	}
+	probe_procs(w);
 	d.watermark_bytes =
 	    policy_min_free_bytes(lc->cfg->min_free_disk_bytes, lc->cfg->min_free_disk_percent, d.total_bytes);
 	d.low = guard_disk_low_after(was_low, d.free_bytes, d.watermark_bytes);
@@ -415,6 +450,7 @@ static void watch_stop(struct node_disk_watch *w, int remove_probe)
 		free(w->paused[i]); /* stay paused across a stop: the next serve unpauses them */
 	free(w->paused);
 	free(w->probe);
+	free(w->procs_read);
 	free(w->name);
 	free(w);
 }
@@ -536,8 +572,18 @@ void lifecycle_node_disk_back(struct lifecycle *lc, const char *node)
 	if (all) {
 		pthread_mutex_lock(&all->lock);
 		struct node_disk_watch *w = find_locked(all, node);
-		if (w) {
+		if (w)
 			w->reconciling = 1;
+		pthread_mutex_unlock(&all->lock);
+	}
+	guard_disk_unpause_leftovers(&h);
+	/* Forgotten only once they run again: until then a call on one is
+	 * told it is paused (lifecycle_node_disk_paused), never re-attached to
+	 * a frozen container and marked failed for it. */
+	if (all) {
+		pthread_mutex_lock(&all->lock);
+		struct node_disk_watch *w = find_locked(all, node);
+		if (w) {
 			for (size_t i = 0; i < w->n_paused; i++)
 				free(w->paused[i]);
 			free(w->paused);
@@ -546,7 +592,6 @@ void lifecycle_node_disk_back(struct lifecycle *lc, const char *node)
 		}
 		pthread_mutex_unlock(&all->lock);
 	}
-	guard_disk_unpause_leftovers(&h);
 }
 
 void lifecycle_node_disk_back_done(struct lifecycle *lc, const char *node)

@@ -174,12 +174,13 @@ int policy_sandbox_limits(const struct policy_host *h, int64_t want_memory, int 
 	return 0;
 }
 
-void policy_node_sandbox_limits(int64_t mem_total_bytes, int64_t want_memory, int64_t want_pids, int warm_pool,
-                                struct policy_sandbox_limits *ret)
+void policy_node_sandbox_limits(int64_t mem_total_bytes, int64_t pid_max, int64_t threads_max, int64_t want_memory,
+                                int64_t want_pids, int warm_pool, struct policy_sandbox_limits *ret)
 {
+	int known = pid_max > 0 && threads_max > 0;
 	struct policy_host h = {.mem_total_bytes = mem_total_bytes > 0 ? mem_total_bytes : 0,
-	                        .pid_max = POLICY_NODE_PROCS_ASSUMED,
-	                        .threads_max = POLICY_NODE_PROCS_ASSUMED};
+	                        .pid_max = known ? pid_max : POLICY_NODE_PROCS_ASSUMED,
+	                        .threads_max = known ? threads_max : POLICY_NODE_PROCS_ASSUMED};
 	if (want_memory > 0 && h.mem_total_bytes > 0 && want_memory > h.mem_total_bytes)
 		want_memory = h.mem_total_bytes;
 	int max_active = policy_placement_node_limit(h.mem_total_bytes);
@@ -202,4 +203,38 @@ void policy_node_sandbox_limits(int64_t mem_total_bytes, int64_t want_memory, in
 	l.max_active = active;
 	l.max_memory_bytes = h.mem_total_bytes;
 	*ret = l;
+}
+
+/* One line of at most 10 digits, no sign, no leading zero, at *p; advances. */
+static int64_t procs_line(const char **p, const char *end)
+{
+	const char *s = *p;
+	int64_t v = 0;
+	size_t n = 0;
+	while (s + n < end && s[n] >= '0' && s[n] <= '9' && n < 11) {
+		v = v * 10 + (s[n] - '0');
+		n++;
+	}
+	if (n == 0 || n > 10 || (n > 1 && s[0] == '0') || s + n >= end || s[n] != '\n')
+		return -1;
+	*p = s + n + 1;
+	return v;
+}
+
+int policy_node_procs_parse(const char *out, size_t len, int64_t *ret_pid_max, int64_t *ret_threads_max)
+{
+	if (!out || len == 0 || len > POLICY_NODE_PROCS_OUTPUT_MAX || memchr(out, '\0', len))
+		return -1;
+	const char *p = out, *end = out + len;
+	int64_t pid_max = procs_line(&p, end);
+	int64_t threads_max = pid_max < 0 ? -1 : procs_line(&p, end);
+	if (threads_max < 0 || p != end)
+		return -1;
+	/* What a kernel accepts: pid_max from RESERVED_PIDS + 1 to PID_MAX_LIMIT
+	 * (4194304 on 64-bit), threads-max from 20 (MIN_THREADS) to FUTEX_TID_MASK. */
+	if (pid_max < 301 || pid_max > 4194304 || threads_max < 20 || threads_max > 0x3fffffff)
+		return -1;
+	*ret_pid_max = pid_max;
+	*ret_threads_max = threads_max;
+	return 0;
 }

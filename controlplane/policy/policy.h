@@ -179,15 +179,26 @@ int policy_sandbox_limits(const struct policy_host *h, int64_t want_memory, int 
  * (its /info MemTotal; <= 0: not known) into *ret, by this machine's rules
  * (policy_sandbox_limits) applied to that node: the sandbox count derived
  * from its memory (policy_placement_node_limit), the process budget from
- * POLICY_NODE_PROCS_ASSUMED, and the operator's settings want_memory
+ * its pid_max and threads_max (as its disk probe read them; either <= 0:
+ * not known, POLICY_NODE_PROCS_ASSUMED for both), and the operator's
+ * settings want_memory
  * (CHAT2SBX_DEFAULT_MEMORY bytes; <= 0 = derived: half the node's memory,
  * at most 8 GiB) and want_pids (CHAT2SBX_PIDS_LIMIT; <= 0 = derived) held to
  * the node: a default ceiling above its memory becomes its memory, a
  * process limit above its share for one sandbox becomes that share (those
  * settings were checked against this machine, not against every node).
  * warm_pool counts as on one machine. Never fails. Pure. */
-void policy_node_sandbox_limits(int64_t mem_total_bytes, int64_t want_memory, int64_t want_pids, int warm_pool,
-                                struct policy_sandbox_limits *ret);
+void policy_node_sandbox_limits(int64_t mem_total_bytes, int64_t pid_max, int64_t threads_max, int64_t want_memory,
+                                int64_t want_pids, int warm_pool, struct policy_sandbox_limits *ret);
+/* The most a node's probe may print for its process limits (bytes). */
+#define POLICY_NODE_PROCS_OUTPUT_MAX 32
+/* Reads what `cat /proc/sys/kernel/pid_max /proc/sys/kernel/threads-max`
+ * printed in a node's disk probe (out, len bytes, borrowed; another
+ * machine's bytes): exactly two lines, each an unsigned decimal of at most
+ * 10 digits without a leading zero and a newline; pid_max 301 to 4194304,
+ * threads-max 20 to 2^30 - 1 (what a kernel accepts, proc(5)). Sets both
+ * and returns 0; -1 for anything else, the outputs then untouched. Pure. */
+int policy_node_procs_parse(const char *out, size_t len, int64_t *ret_pid_max, int64_t *ret_threads_max);
 
 /* Clamps a requested yield (ms; negative = absent) to [0, max_ms], default_ms
  * when absent. DESIGN.md, Bash contract. */

@@ -35,7 +35,7 @@ void node_record_clear(struct node_record *n)
 	"name, endpoint, tls_ca, tls_cert, tls_key, runtimes, COALESCE(kvm, -1), memory_bytes, cpus, "                 \
 	"engine_version, state, COALESCE(last_contact_ms, 0), created_at_ms, COALESCE(disk_total_bytes, -1), "         \
 	"COALESCE(disk_free_bytes, -1), COALESCE(disk_watermark_bytes, -1), COALESCE(disk_low, 0), "                   \
-	"COALESCE(disk_checked_ms, 0), host_roots"
+	"COALESCE(disk_checked_ms, 0), host_roots, COALESCE(pid_max, 0), COALESCE(threads_max, 0)"
 
 /* Sandbox rows on a node that still hold a container there (?1 = node). */
 /* Column 0: the sandboxes holding a container there; column 1: how many
@@ -67,6 +67,8 @@ static void read_row(sqlite3_stmt *st, void *row)
 	                             .low = sqlite3_column_int(st, 16),
 	                             .checked_ms = sqlite3_column_int64(st, 17)};
 	n->host_roots = store_column_strdup(st, 18);
+	n->pid_max = sqlite3_column_int64(st, 19);
+	n->threads_max = sqlite3_column_int64(st, 20);
 	if (n->disk.total_bytes < 0 || n->disk.free_bytes < 0 || n->disk.watermark_bytes < 0)
 		n->disk = (struct node_disk){
 		    .total_bytes = -1, .free_bytes = -1, .watermark_bytes = -1, .checked_ms = n->disk.checked_ms};
@@ -264,6 +266,24 @@ int store_node_set_contact(struct store *store, const char *name, const struct n
 	sqlite3_bind_text(st, 1, name ? name : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, now_ms);
 	bind_labels(st, labels);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return store_fail(locked, err, what);
+	return sqlite3_changes(locked->db) ? 0 : node_not_found(err, what, name);
+}
+
+int store_node_set_procs(struct store *store, const char *name, int64_t pid_max, int64_t threads_max,
+                         struct cp_error **err)
+{
+	const char *what = "record the node's process limits";
+	_cleanup_store_unlock_ struct store *locked = store_lock(store);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (store_prepare(locked, &st,
+	                  "UPDATE nodes SET pid_max = NULLIF(?2, 0), threads_max = NULLIF(?3, 0) WHERE name = ?1", what,
+	                  err) < 0)
+		return -1;
+	sqlite3_bind_text(st, 1, name ? name : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, pid_max > 0 ? pid_max : 0);
+	sqlite3_bind_int64(st, 3, threads_max > 0 ? threads_max : 0);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return store_fail(locked, err, what);
 	return sqlite3_changes(locked->db) ? 0 : node_not_found(err, what, name);

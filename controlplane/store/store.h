@@ -550,6 +550,9 @@ struct node_record {
 	 * for, ':'-separated absolute paths as CHAT2SBX_ALLOWED_HOST_ROOTS;
 	 * NULL: none (migration 0018, `node add --host-root`). */
 	char *host_roots;
+	/* Its kernel.pid_max and kernel.threads-max as its disk probe read
+	 * them (migration 0019); 0 until read. */
+	int64_t pid_max, threads_max;
 };
 void node_record_clear(struct node_record *n);
 
@@ -585,6 +588,10 @@ int store_node_local_state(struct store *store, enum node_state *ret, struct cp_
  * an unknown name. */
 int store_node_set_contact(struct store *store, const char *name, const struct node_labels *labels, int64_t now_ms,
                            struct cp_error **err);
+/* Records node name's kernel.pid_max and kernel.threads-max (<= 0: not
+ * known, stored NULL). NOT_FOUND when the row is gone. */
+int store_node_set_procs(struct store *store, const char *name, int64_t pid_max, int64_t threads_max,
+                         struct cp_error **err);
 /* Records d (borrowed; NULL or a size below 0: not known, the sizes
  * cleared, checked_ms still written) as node name's free disk. NOT_FOUND
  * for a name without a row. */

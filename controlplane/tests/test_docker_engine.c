@@ -775,6 +775,7 @@ Test(docker_engine, create_forwarder_publishes_a_port)
 	spec.read_only_rootfs = 1;
 	spec.user = "65534:65534";
 	spec.no_stdin = 1;
+	spec.pid_host = 1; /* a node's check of its kernel limits (lifecycle/node_disk.c) */
 	char *id = NULL;
 	struct cp_error *err = NULL;
 	cr_assert_eq(docker_container_create(e, &spec, &id, &err), 0, "%s", err ? err->message : "");
@@ -782,6 +783,7 @@ Test(docker_engine, create_forwarder_publishes_a_port)
 	docker_engine_free(e);
 	fake_stop(fe);
 	struct json_object *b = json_tokener_parse(fe->req[1].body), *hc = fake_json_member(b, "HostConfig");
+	cr_assert_str_eq(json_object_get_string(fake_json_member(hc, "PidMode")), "host");
 	cr_assert_str_eq(json_object_to_json_string_ext(fake_json_member(hc, "PortBindings"), JSON_C_TO_STRING_PLAIN),
 	                 "{\"8000\\/tcp\":[{\"HostIp\":\"127.0.0.1\",\"HostPort\":\"49160\"}]}");
 	cr_assert_str_eq(json_object_to_json_string_ext(fake_json_member(b, "ExposedPorts"), JSON_C_TO_STRING_PLAIN),
@@ -828,6 +830,7 @@ Test(docker_engine, create_engine_chosen_port_and_defaults_unchanged)
 	cr_assert_not(json_object_object_get_ex(hc, "PortBindings", &v));
 	cr_assert_not(json_object_object_get_ex(hc, "RestartPolicy", &v));
 	cr_assert_not(json_object_object_get_ex(hc, "ReadonlyRootfs", &v));
+	cr_assert_not(json_object_object_get_ex(hc, "PidMode", &v), "a sandbox never shares a pid namespace");
 	cr_assert_not(json_object_object_get_ex(b, "ExposedPorts", &v));
 	cr_assert_not(json_object_object_get_ex(b, "User", &v));
 	fake_json_bool(b, "OpenStdin", 1);

@@ -132,7 +132,7 @@ Test(policy_host_limits, settings_that_do_not_fit_are_refused_with_the_numbers)
 Test(policy_node_limits, derived_from_the_nodes_memory_and_held_to_it)
 {
 	struct policy_sandbox_limits l;
-	policy_node_sandbox_limits(4 * (1LL << 30), 0, 0, 0, &l);
+	policy_node_sandbox_limits(4 * (1LL << 30), 0, 0, 0, 0, 0, &l);
 	cr_expect_eq(l.default_memory_bytes, 2LL << 30, "half of 4 GiB");
 	cr_expect_eq(l.max_memory_bytes, 4LL << 30);
 	cr_expect_eq(l.max_active, 2, "one per 2 GiB");
@@ -141,7 +141,7 @@ Test(policy_node_limits, derived_from_the_nodes_memory_and_held_to_it)
 	cr_expect_eq(l.pids_default, 4096);
 
 	/* A large node: 8 GiB ceiling, 32 sandboxes share the budget. */
-	policy_node_sandbox_limits(128 * (1LL << 30), 0, 0, 1, &l);
+	policy_node_sandbox_limits(128 * (1LL << 30), 0, 0, 0, 0, 1, &l);
 	cr_expect_eq(l.default_memory_bytes, 8LL << 30);
 	cr_expect_eq(l.max_active, 32);
 	cr_expect_eq(l.pids_cap, 24576 / 33, "32 + 1 warm");
@@ -149,22 +149,22 @@ Test(policy_node_limits, derived_from_the_nodes_memory_and_held_to_it)
 	cr_expect_leq(33 * l.pids_cap, l.pids_budget, "all together stay within the budget");
 
 	/* This machine's settings, held to the node rather than refused. */
-	policy_node_sandbox_limits(4 * (1LL << 30), 16LL << 30, 100000, 0, &l);
+	policy_node_sandbox_limits(4 * (1LL << 30), 0, 0, 16LL << 30, 100000, 0, &l);
 	cr_expect_eq(l.default_memory_bytes, 4LL << 30, "a 16 GiB setting becomes the node's 4 GiB");
 	cr_expect_eq(l.pids_default, 12288, "a pids setting above the share becomes the share");
-	policy_node_sandbox_limits(4 * (1LL << 30), 1LL << 30, 500, 0, &l);
+	policy_node_sandbox_limits(4 * (1LL << 30), 0, 0, 1LL << 30, 500, 0, &l);
 	cr_expect_eq(l.default_memory_bytes, 1LL << 30);
 	cr_expect_eq(l.pids_default, 500);
 
 	/* A warm pool too large for the budget: each gets the least, and the
 	 * memory is still the node's. */
-	policy_node_sandbox_limits(64 * (1LL << 30), 0, 0, 5000, &l);
+	policy_node_sandbox_limits(64 * (1LL << 30), 0, 0, 0, 0, 5000, &l);
 	cr_expect_eq(l.pids_cap, POLICY_PIDS_MIN);
 	cr_expect_eq(l.pids_default, POLICY_PIDS_MIN);
 	cr_expect_eq(l.default_memory_bytes, 8LL << 30);
 
 	/* Memory not known: the least, and a limit (placement refuses it). */
-	policy_node_sandbox_limits(0, 0, 0, 0, &l);
+	policy_node_sandbox_limits(0, 0, 0, 0, 0, 0, &l);
 	cr_expect_eq(l.default_memory_bytes, POLICY_MEMORY_MIN_BYTES);
 	cr_expect_eq(l.max_memory_bytes, 0);
 	cr_expect_eq(l.max_active, POLICY_ACTIVE_MIN);
@@ -195,4 +195,52 @@ Test(policy_memory, fraction_of_a_byte_says_what_to_use)
 	cp_error_freep(&err);
 	cr_expect_eq(policy_memory_parse("1.5g", &got, &err), 0);
 	cr_expect_eq(got, 1536LL << 20);
+}
+
+/* A node's real process limits, once its probe read them (migration 0019). */
+Test(policy_node_limits, from_the_nodes_own_pid_max_when_known)
+{
+	struct policy_sandbox_limits l;
+	policy_node_sandbox_limits(128 * (1LL << 30), 4194304, 1000000, 0, 0, 0, &l);
+	cr_expect_eq(l.pids_budget, 1000000LL * 3 / 4, "the smaller of pid_max and threads-max");
+	cr_expect_eq(l.pids_cap, 750000 / 32);
+	policy_node_sandbox_limits(4 * (1LL << 30), 4194304, 0, 0, 0, 0, &l);
+	cr_expect_eq(l.pids_budget, POLICY_NODE_PROCS_ASSUMED * 3 / 4, "half known is not known");
+	policy_node_sandbox_limits(4 * (1LL << 30), 4096, 100000, 0, 0, 0, &l);
+	cr_expect_eq(l.pids_budget, 3072, "a node with fewer processes than assumed gives fewer");
+}
+
+static int procs(const char *text, int64_t *pid_max, int64_t *threads_max)
+{
+	return policy_node_procs_parse(text, strlen(text), pid_max, threads_max);
+}
+
+Test(policy_node_limits, the_probes_answer_is_read_strictly)
+{
+	int64_t p = -7, t = -7;
+	cr_assert_eq(procs("4194304\n254397\n", &p, &t), 0);
+	cr_expect_eq(p, 4194304);
+	cr_expect_eq(t, 254397);
+	const char *bad[] = {"4194304\n254397",
+	                     "4194304 254397\n",
+	                     "4194304\n",
+	                     "4194304\n254397\n\n",
+	                     "04194304\n254397\n",
+	                     "-1\n254397\n",
+	                     "4194305\n254397\n",
+	                     "300\n254397\n",
+	                     "32768\n19\n",
+	                     "32768\n1073741824\n",
+	                     "32768\n99999999999\n",
+	                     "",
+	                     "\n\n",
+	                     "32768\n254397\n32768\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = t = -7;
+		cr_expect_eq(procs(bad[i], &p, &t), -1, "[%zu] %s", i, bad[i]);
+		cr_expect_eq(p, -7, "untouched");
+	}
+	char nul[] = "32768\n254397\n";
+	nul[3] = '\0';
+	cr_expect_eq(policy_node_procs_parse(nul, sizeof(nul) - 1, &p, &t), -1);
 }

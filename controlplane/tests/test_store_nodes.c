@@ -434,3 +434,30 @@ Test(store_nodes, a_nodes_free_disk_is_not_known_until_recorded_and_can_be_forgo
 	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
 	cp_error_freep(&err);
 }
+
+/* Migration 0019: a node's process limits are not known until its probe
+ * read them; then they round-trip, and a read that failed forgets them. */
+Test(store_nodes, a_nodes_process_limits_round_trip)
+{
+	open_store();
+	insert_ok("n1", "tcp://10.0.0.2:2376");
+	struct cp_error *err = NULL;
+	struct node_record got = {0};
+	cr_assert_eq(store_node_get(store, "n1", &got, &err), 0);
+	cr_expect_eq(got.pid_max, 0);
+	cr_expect_eq(got.threads_max, 0);
+	node_record_clear(&got);
+	cr_assert_eq(store_node_set_procs(store, "n1", 4194304, 254397, &err), 0);
+	cr_assert_eq(store_node_get(store, "n1", &got, &err), 0);
+	cr_expect_eq(got.pid_max, 4194304);
+	cr_expect_eq(got.threads_max, 254397);
+	node_record_clear(&got);
+	cr_assert_eq(store_node_set_procs(store, "n1", 0, -3, &err), 0);
+	cr_assert_eq(store_node_get(store, "n1", &got, &err), 0);
+	cr_expect_eq(got.pid_max, 0);
+	cr_expect_eq(got.threads_max, 0);
+	node_record_clear(&got);
+	cr_assert_eq(store_node_set_procs(store, "nope", 1, 1, &err), -1);
+	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
+	cp_error_freep(&err);
+}

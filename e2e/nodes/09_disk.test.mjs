@@ -18,6 +18,7 @@
 // Needs root.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 
 import { runCli, runCliJson } from '../lib/clones.mjs';
 import { ENGINE, IMAGE, useNodeEngine } from '../lib/nodes.mjs';
@@ -109,6 +110,13 @@ ctx.test('n1 added while serve runs gets a disk probe, and node show tells its f
   const fivePercent = (64 * 1024 * 1024 * 5) / 100;
   assert.ok(Math.abs(shown.disk_watermark_bytes - fivePercent) < 1024, `auto: 5 % of the disk: ${shown.disk_watermark_bytes}`);
   assert.equal(shown.disk_low, false);
+  // Its probe read n1's process limits (migration 0019): n1 shares this
+  // machine's kernel, so they are this machine's.
+  const pidMax = Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8'));
+  const threadsMax = Number(fs.readFileSync('/proc/sys/kernel/threads-max', 'utf8'));
+  const limits = await waitFor(() => !n1().limits.procs_assumed && n1().limits, 'n1 process limits read');
+  assert.equal(limits.pid_max, pidMax, JSON.stringify(limits));
+  assert.equal(limits.threads_max, threadsMax, JSON.stringify(limits));
   const [p] = await probes();
   assert.ok(p, 'a probe container of this registry on n1');
   assert.equal(p.State, 'running');

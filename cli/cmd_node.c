@@ -264,33 +264,49 @@ static int add(struct cli *cli, struct store *store, int argc, char **argv)
 
 /* After node name is removed: its managed workspaces kept there (their
  * volumes stay on its engine, as their rows stay here) are said, with how
- * to use them again. */
+ * to use them again, and those retired after 30 days without a sandbox
+ * (workspace.c: their volumes are never removed either), as files left
+ * there for the person. */
 static void say_kept_workspaces(struct store *store, const char *name)
 {
 	struct workspace_record *rows = NULL;
-	size_t n = 0, kept = 0;
+	size_t n = 0, count[2] = {0, 0}; /* kept, retired */
 	_cleanup_error_ struct cp_error *e = NULL;
 	if (store_workspace_list(store, &rows, &n, &e) < 0)
 		return;
-	size_t direct = 0;
+	size_t direct = 0; /* direct workspaces of the node: its own directories */
+	for (int retired = 0; retired < 2; retired++) {
+		for (size_t i = 0; i < n; i++)
+			if (rows[i].volume && rows[i].node && !strcmp(rows[i].node, name) &&
+			    (rows[i].trashed_at_ms > 0) == retired)
+				printf("%s %s (volume %s)",
+				       count[retired]++ ? ","
+				       : retired        ? "  retired there, files kept:"
+				                        : "  kept there:",
+				       rows[i].id, rows[i].volume);
+		if (count[retired])
+			printf("\n");
+	}
 	for (size_t i = 0; i < n; i++) {
-		int there = rows[i].node && !strcmp(rows[i].node, name) && rows[i].trashed_at_ms <= 0;
-		if (there && rows[i].volume)
-			printf("%s %s (volume %s)", kept++ ? "," : "  kept there:", rows[i].id, rows[i].volume);
-		else if (there && !strcmp(rows[i].mode, "direct"))
+		if (rows[i].node && !strcmp(rows[i].node, name) && !strcmp(rows[i].mode, "direct"))
 			direct++;
 		workspace_record_clear(&rows[i]);
 	}
 	if (direct)
-		printf("%s%zu direct workspace%s of node %s (its own directories, untouched) can be used again once "
+		printf("%zu direct workspace%s of node %s (its own directories, untouched) can be used again once "
 		       "the node is added again as '%s'\n",
-		       kept ? "\n" : "", direct, direct == 1 ? "" : "s", name, name);
+		       direct, direct == 1 ? "" : "s", name, name);
 	free(rows);
+	size_t kept = count[0], retired = count[1];
 	if (kept)
-		printf("\n%zu workspace%s kept on node %s stay%s there as volumes of its engine; add the node again as "
+		printf("%zu workspace%s kept on node %s stay%s there as volumes of its engine; add the node again as "
 		       "'%s' to use %s, or remove %s there (docker volume rm)\n",
 		       kept, kept == 1 ? "" : "s", name, kept == 1 ? "s" : "", name, kept == 1 ? "it" : "them",
 		       kept == 1 ? "it" : "them");
+	if (retired)
+		printf("%zu retired workspace%s (30 days without a sandbox) keep%s files in volumes of node %s; "
+		       "remove them there when they are no longer needed (docker volume rm)\n",
+		       retired, retired == 1 ? "" : "s", retired == 1 ? "s its" : " their", name);
 }
 
 /* drain, resume, remove. */

@@ -50,7 +50,10 @@ size_t docker_response_max(const char *method, const char *path)
 	if ((len == 16 && !strncmp(path, "/containers/json", 16)) || (len == 9 && !strncmp(path, "/networks", 9)) ||
 	    (len == 8 && !strncmp(path, "/volumes", 8)))
 		return 4 * MIB;
-	if (path_ends(path, len, "/json") || one_below(path, len, "/networks/") || one_below(path, len, "/volumes/"))
+	/* One volume: its name, driver, mount point, labels and options. */
+	if (one_below(path, len, "/volumes/"))
+		return 64 * KIB;
+	if (path_ends(path, len, "/json") || one_below(path, len, "/networks/"))
 		return 1 * MIB;
 	return 256 * KIB;
 }

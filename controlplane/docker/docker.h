@@ -501,10 +501,16 @@ int docker_container_put_archive_stream(struct docker_engine *engine, const char
  * at most 15 s. Docker Engine API v1.41, VolumeCreate. */
 int docker_volume_create(struct docker_engine *engine, const char *name, const char *const *labels,
                          struct cp_error **err);
-/* GET /volumes/{name} (VolumeInspect): 0 when the volume exists, NOT_FOUND
- * saying it is gone when not; UNAVAILABLE when the engine does not answer.
- * Blocks at most 15 s. */
-int docker_volume_exists(struct docker_engine *engine, const char *name, struct cp_error **err);
+/* GET /volumes/{name} (VolumeInspect): 1 when the volume exists and its
+ * Labels hold key (borrowed) with exactly value (borrowed), 0 when it
+ * exists without that label or with another value (an answer without a
+ * Labels object, as a volume the engine made by itself has, included);
+ * NOT_FOUND saying it is gone when there is no such volume; UNAVAILABLE
+ * when the engine does not answer. The answer is read up to 64 KiB and
+ * nothing of it is kept. Blocks at most 15 s. Docker Engine API v1.41,
+ * VolumeInspect. */
+int docker_volume_has_label(struct docker_engine *engine, const char *name, const char *key, const char *value,
+                            struct cp_error **err);
 /* DELETE /volumes/{name}?force=1: NOT_FOUND when absent; CONFLICT while a
  * container still uses it. Blocks at most 15 s. */
 int docker_volume_remove(struct docker_engine *engine, const char *name, struct cp_error **err);

@@ -27,8 +27,9 @@ char *docker_filtered_path(const char *base, const char *key, const char *value)
 #define DOCKER_MAX_RESPONSE (16u * 1024 * 1024)
 
 /* The largest body (bytes) accepted in answer to method and path (below
- * the version prefix, query included): /_ping 1 KiB; /version 64 KiB;
- * /info and one object's inspect (container, image, network, exec) 1 MiB;
+ * the version prefix, query included): /_ping 1 KiB; /version and one
+ * volume's inspect 64 KiB; /info and one object's inspect (container,
+ * image, network, exec) 1 MiB;
  * the lists (/containers/json, /networks?) 4 MiB; an exec's start
  * DOCKER_MAX_RESPONSE (the command's output, demultiplexed and bounded
  * again by exec.c); anything else (creates, removals, errors) 256 KiB.

@@ -280,8 +280,10 @@ static void report_step(const struct lifecycle_create_options *opts, const char 
 		opts->progress(opts->progress_userdata, step, done, CREATE_STEPS);
 }
 
+/* kept: w is a managed workspace kept on s's node from an earlier sandbox
+ * (its volume there is checked, never made again). */
 static int start_container(struct lifecycle *lc, const struct sandbox_record *s, const struct workspace_record *w,
-                           const struct guard_git *guard, uint64_t mount_dev, uint64_t mount_ino,
+                           int kept, const struct guard_git *guard, uint64_t mount_dev, uint64_t mount_ino,
                            const struct lifecycle_clone_source *source, char **ret_container_id,
                            struct helper_channel **ret_channel, const struct lifecycle_create_options *opts,
                            struct cp_error **err)
@@ -322,9 +324,11 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 			    "a %s workspace of node '%s' cannot go to node '%s': its files are not there "
 			    "(docs/nodes.md)",
 			    w->mode, w->node ? w->node : STORE_NODE_LOCAL, remote);
-		/* A managed workspace's own volume (made now, or there already:
-		 * lifecycle_workspace_volume_check), or a clone's, named after
-		 * its sandbox and labelled with it. */
+		/* A new managed workspace's own volume, or a clone's, named after
+		 * its sandbox and labelled with it. A kept workspace's is never
+		 * asked for again: the engine would make one of that name, with
+		 * the very labels its check looks for, if it was removed since
+		 * (lifecycle_workspace_volume_check). */
 		const char *vlabels[] = {POLICY_LABEL_WORKSPACE,
 		                         w->id,
 		                         POLICY_LABEL_REGISTRY,
@@ -338,7 +342,7 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 		} else {
 			lifecycle_workspace_volume_name(s->id, volume, sizeof(volume));
 		}
-		if (docker_volume_create(engine, volume, vlabels, err) < 0)
+		if (!kept && docker_volume_create(engine, volume, vlabels, err) < 0)
 			return cp_error_prefix(err, "on node '%s'", remote);
 	}
 	/* helper, workspace, the .git protection (direct mode, parents first;
@@ -412,7 +416,12 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 		return -1;
 	_cleanup_(helper_channel_unrefp) struct helper_channel *ch = NULL;
 	int r = 0;
-	if (remote && lifecycle_helper_upload(lc, engine, container_id, err) < 0)
+	/* The container holds the volume now (no removal while it exists):
+	 * a kept workspace's must still be the one made for it, or the engine
+	 * just made it empty. */
+	if (remote && kept && lifecycle_workspace_volume_check(lc, w, err) < 0)
+		r = -1;
+	if (r == 0 && remote && lifecycle_helper_upload(lc, engine, container_id, err) < 0)
 		r = -1;
 	if (r == 0 && remote && clone && lifecycle_clone_source_put(lc, engine, container_id, source, err) < 0)
 		r = -1;
@@ -820,7 +829,9 @@ static int create_sandbox(struct lifecycle *lc, const struct lifecycle_create_op
 	if (!strcmp(ws.mode, "clone")) /* what its saves compare with (export_apply.c) */
 		export_source_record(lc->store, id, &ws);
 	report_step(opts, "workspace ready", 2);
-	if (start_container(lc, &row, &ws, &guard, mount_dev, mount_ino, &source, &container_id, &ch, opts, err) < 0 ||
+	int kept = !new_workspace && !strcmp(ws.mode, "managed") && ws.volume;
+	if (start_container(lc, &row, &ws, kept, &guard, mount_dev, mount_ino, &source, &container_id, &ch, opts, err) <
+	        0 ||
 	    verify_host_mount(lc, &row, &ws, ch, container_id, mount_dev, mount_ino, &guard, err) < 0 ||
 	    (!strcmp(ws.mode, "clone") && copy_into_workspace(lc, ch, id, &ret->copy_session_id, opts, err) < 0)) {
 		cp_error_prefix(err, "create sandbox '%s'", id);

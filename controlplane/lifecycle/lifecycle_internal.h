@@ -269,6 +269,12 @@ int lifecycle_clone_source_put(struct lifecycle *lc, struct docker_engine *engin
 void lifecycle_clone_source_clear(struct lifecycle_clone_source *src);
 /* Frees the remote engines (lifecycle_free). */
 void lifecycle_node_engines_clear(struct lifecycle *lc);
+/* Puts engine (ownership moves to lc; freed by lifecycle_free) behind the
+ * remote node name (borrowed) as if lifecycle_node_engine had opened it:
+ * the unit tests' way to a node (the fake engine on a Unix socket, where a
+ * node's own is mutual TLS). Nothing else calls it. 0, or -1 (engine
+ * freed) when node is 'local' or already has one. Does not block. */
+int lifecycle_node_engine_adopt(struct lifecycle *lc, const char *node, struct docker_engine *engine);
 /* On a remote node a managed workspace is an engine volume there named
  * LIFECYCLE_VOLUME_PREFIX + the workspace's id, recorded in its row and
  * kept after its sandbox (migration 0015); a clone's /workspace is one
@@ -290,11 +296,17 @@ int lifecycle_workspace_volume_remove(struct lifecycle *lc, const char *node, co
  * 'local'. Failures are logged (a volume left is named by its label).
  * Blocks at most 15 s. */
 void lifecycle_workspace_gone(struct lifecycle *lc, const struct sandbox_record *s);
-/* Before a sandbox is made for the existing workspace w (borrowed) on
- * another node: its volume must still be there (GET /volumes/{name}), or
- * a create would mount an empty one. NOT_FOUND naming the workspace, the
- * volume and the node when it is gone; the engine's codes otherwise.
- * Nothing to check for a workspace of this machine. */
+/* Whether the volume of the managed workspace w (borrowed) on another node
+ * is the one chat2sbx made for it (GET /volumes/{name}: it exists and is
+ * labelled POLICY_LABEL_WORKSPACE=w->id), or a create would mount an
+ * empty one. create.c asks before a sandbox is made for an existing
+ * workspace and again right after its container is created, before it
+ * starts: the engine makes a missing named volume, unlabelled and empty,
+ * at a container's create, so a volume removed by hand between the two
+ * shows there. NOT_FOUND naming the workspace, the volume and the node
+ * when it is gone or not that one (the volume found is left as it is);
+ * the engine's codes otherwise. Nothing to check for a workspace of this
+ * machine. Blocks at most 15 s (a node's engine opened first: 5 s more). */
 int lifecycle_workspace_volume_check(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err);
 
 /* The unsaved-work probe table (unsaved.c). free fires the probes' cancel

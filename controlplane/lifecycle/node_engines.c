@@ -86,6 +86,21 @@ int lifecycle_node_engine(struct lifecycle *lc, const char *node, struct docker_
 	return 0;
 }
 
+int lifecycle_node_engine_adopt(struct lifecycle *lc, const char *node, struct docker_engine *engine)
+{
+	int r = -1;
+	pthread_mutex_lock(&lc->node_lock);
+	if (!lifecycle_node_is_local(node) && !find(lc, node)) {
+		lc->node_engines = xrealloc(lc->node_engines, (lc->n_node_engines + 1) * sizeof(*lc->node_engines));
+		lc->node_engines[lc->n_node_engines++] =
+		    (struct lifecycle_node_engine){.name = xstrdup(node), .engine = TAKE_PTR(engine)};
+		r = 0;
+	}
+	pthread_mutex_unlock(&lc->node_lock);
+	docker_engine_free(engine);
+	return r;
+}
+
 int lifecycle_node_network_ready(struct lifecycle *lc, const char *node, int set)
 {
 	if (lifecycle_node_is_local(node))
@@ -130,13 +145,36 @@ int lifecycle_workspace_volume_remove(struct lifecycle *lc, const char *node, co
 	return 0;
 }
 
+/* A volume's identity is its label POLICY_LABEL_WORKSPACE=<workspace id>,
+ * compared with the row's id; nothing more is recorded. Why that is
+ * enough: the id is random (id_new), the engine labels a volume only when
+ * its maker asks, and chat2sbx asks once, at the POST /volumes/create of
+ * a new workspace (create.c never sends it again for a kept one, so a
+ * volume removed by hand is not made again by us); the volume the engine
+ * makes by itself for a container naming a missing one has no labels.
+ * Volumes of the release before 0015 carry the same label, so they pass
+ * with no backfill. Not chosen: the engine's CreatedAt (whole seconds: a
+ * volume removed and made again inside the second between the check and
+ * the container's create, which is this race, looks the same) and a
+ * random token in a new workspace column (a migration and a store change
+ * for no case the label misses: only a person re-creating the volume by
+ * hand with our labels, a restore, passes, and a restore is meant to). */
 int lifecycle_workspace_volume_check(struct lifecycle *lc, const struct workspace_record *w, struct cp_error **err)
 {
 	if (lifecycle_node_is_local(w->node) || !w->volume)
 		return 0;
 	struct docker_engine *engine = NULL;
-	if (lifecycle_node_engine(lc, w->node, &engine, err) < 0 || docker_volume_exists(engine, w->volume, err) < 0)
+	int same = -1;
+	if (lifecycle_node_engine(lc, w->node, &engine, err) < 0 ||
+	    (same = docker_volume_has_label(engine, w->volume, POLICY_LABEL_WORKSPACE, w->id, err)) < 0)
 		return cp_error_prefix(err, "check the files of workspace '%s' on node '%s'", w->id, w->node);
+	if (same == 0)
+		return cp_error_set(err, CP_ERR_NOT_FOUND,
+		                    "the files of workspace '%s' are gone from node '%s': the volume '%s' there is "
+		                    "not the one chat2sbx made for it (it lacks the label %s=%s; the engine makes an "
+		                    "empty, unlabelled one when a container names a volume that was removed) and is "
+		                    "left as it is; create a sandbox without workspace_id for a new workspace",
+		                    w->id, w->node, w->volume, POLICY_LABEL_WORKSPACE, w->id);
 	return 0;
 }
 

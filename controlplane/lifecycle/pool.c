@@ -316,8 +316,7 @@ int lifecycle_pool_claim(struct lifecycle *lc, const char *node, const struct li
 		if (lifecycle_sandbox_channel(lc, id, &ch, &e) < 0) {
 			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e,
 			                  "warm sandbox %s cannot be used; creating cold", id);
-			if (lifecycle_sandbox_destroy(lc, id, NULL, &e) < 0)
-				log_warn("lifecycle", "remove warm sandbox %s: %s", id, e->message);
+			lifecycle_pool_member_discard(lc, id); /* with its empty workspace */
 			return 0;
 		}
 		lifecycle_sandbox_release(lc, id, ch); /* ends the hold lifecycle_sandbox_channel took */

@@ -56,6 +56,16 @@ int64_t lifecycle_pool_default_memory(struct lifecycle *lc, const char *node);
  * the rows could not go (logged). Blocks on the node's engine (its
  * timeouts bound it). */
 int lifecycle_pool_member_remove(struct lifecycle *lc, const struct sandbox_record *s);
+/* A member id (borrowed) this create claimed a moment ago and found it
+ * cannot use (its container gone, its helper not answering): never handed
+ * out, so it goes as a failed create's undo does (undo_later.c): its
+ * container, on another node its workspace's volume, its row, then its
+ * managed workspace's row and empty directory; what its node cannot do now
+ * is finished by the maintenance pass. Unlike a destroy, no empty
+ * workspace nobody used is kept (on a node: a volume kept for 30 days and
+ * then forever). Failures are logged. Blocks on the node's engine (its
+ * timeouts bound it). */
+void lifecycle_pool_member_discard(struct lifecycle *lc, const char *id);
 /* Notes id (copied) as made or adopted by this process: lifecycle_pool_stop
  * removes it unless claimed. Takes the pool's lock. */
 void lifecycle_pool_remember(struct lifecycle_pool *p, const char *id);

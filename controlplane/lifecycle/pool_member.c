@@ -78,6 +78,27 @@ int lifecycle_pool_member_remove(struct lifecycle *lc, const struct sandbox_reco
 	return 0;
 }
 
+void lifecycle_pool_member_discard(struct lifecycle *lc, const char *id)
+{
+	_cleanup_error_ struct cp_error *e = NULL;
+	struct sandbox_record s = {0};
+	struct workspace_record w = {0};
+	if (store_sandbox_get(lc->store, id, &s, &e) < 0 ||
+	    store_workspace_get(lc->store, s.workspace_id, &w, &e) < 0) {
+		log_warn("lifecycle", "remove warm sandbox %s: %s", id, e->message);
+		goto out;
+	}
+	lifecycle_call_state_forget(lc, id);
+	lifecycle_channel_drop(lc, id);
+	lifecycle_channel_dir_remove(lc, id);
+	/* A member's workspace is always a managed one made for it. */
+	lifecycle_undo_create(lc, id, s.node, s.container_id ? s.container_id : s.container_name,
+	                      !strcmp(w.mode, "managed") ? &w : NULL);
+out:
+	sandbox_record_clear(&s);
+	workspace_record_clear(&w);
+}
+
 void lifecycle_pool_remember(struct lifecycle_pool *p, const char *id)
 {
 	char *copy = xstrdup(id);

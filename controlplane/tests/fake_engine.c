@@ -317,8 +317,13 @@ static int serve_route(struct fake_engine *fe, int cfd)
 	const struct fake_route *hit = NULL;
 	for (size_t i = 0; i < fe->n_routes && !hit; i++)
 		if (!strncmp(rq.line, fe->routes[i].method, strlen(fe->routes[i].method)) &&
-		    rq.line[strlen(fe->routes[i].method)] == ' ' && strstr(rq.line, fe->routes[i].path_part))
+		    rq.line[strlen(fe->routes[i].method)] == ' ' && strstr(rq.line, fe->routes[i].path_part) &&
+		    (!fe->routes[i].reply.times || (i < sizeof(fe->route_uses) / sizeof(fe->route_uses[0]) &&
+		                                    fe->route_uses[i] < fe->routes[i].reply.times))) {
 			hit = &fe->routes[i];
+			if (i < sizeof(fe->route_uses) / sizeof(fe->route_uses[0]))
+				fe->route_uses[i]++;
+		}
 	int taken = 0;
 	if (hit && hit->reply.delay_ms)
 		usleep((useconds_t)hit->reply.delay_ms * 1000);

@@ -32,6 +32,8 @@ struct fake_reply {
 	                        * one connection at a time, so the others wait too) */
 	size_t big_body;       /* instead of a fixture: 200 with a body of this many bytes */
 	fake_helper_fn helper; /* route mode, after a 101: a scripted helper serves the stream */
+	unsigned times;        /* route mode: its route answers this many requests, then the
+	                        * routes after it do (0: every one) */
 };
 
 struct fake_request {
@@ -53,7 +55,8 @@ struct fake_engine {
 	const struct fake_route *routes;
 	size_t n_routes;
 	volatile int stopping;
-	char lines[512][256]; /* every request line seen; helper requests as "HELPER <method>" */
+	unsigned route_uses[32]; /* requests each route answered (times) */
+	char lines[512][256];    /* every request line seen; helper requests as "HELPER <method>" */
 	size_t n_lines;
 	pthread_mutex_t lock;
 	pthread_t helpers[16]; /* scripted helper threads, joined by fake_stop_routes */

@@ -493,6 +493,41 @@ Test(docker_engine, image_inspect)
 	cr_assert_str_eq(fe->req[2].line, "GET /v1.41/images/ghcr.io/x/chat2sbx-template:9.9.9/json HTTP/1.1");
 }
 
+/* A kept workspace's volume is known by its label (lifecycle/node_engines.c):
+ * the labelled one is it; one without labels (as the engine makes a missing
+ * named volume at a container's create), a label of another type or value,
+ * and a volume that is gone are not; a longer answer than one volume needs
+ * is refused, not read. */
+Test(docker_engine, volume_label_tells_the_volume_chat2sbx_made)
+{
+	static const struct fake_reply r[] = {{.fixture = "version.http"},
+	                                      {.fixture = "volume_labelled.http"},
+	                                      {.fixture = "volume_labelled.http"},
+	                                      {.fixture = "volume_unlabelled.http"},
+	                                      {.fixture = "volume_other_label.http"},
+	                                      {.fixture = "volume_missing.http"},
+	                                      {.big_body = 64 * 1024 + 1}};
+	struct fake_engine *fe = fake_start(r, N(r));
+	struct docker_engine *e = fake_engine_open(fe);
+	struct cp_error *err = NULL;
+	const char *key = "org.chat2sbx.workspace", *name = "chat2sbx-ws-ws_far";
+	cr_expect_eq(docker_volume_has_label(e, name, key, "ws_far", &err), 1);
+	cr_expect_eq(docker_volume_has_label(e, name, key, "ws_other", &err), 0, "another workspace's value");
+	cr_expect_eq(docker_volume_has_label(e, name, key, "ws_far", &err), 0, "Labels null: the engine made it");
+	cr_expect_eq(docker_volume_has_label(e, name, key, "ws_far", &err), 0, "a label that is not text");
+	cr_assert_lt(docker_volume_has_label(e, name, key, "ws_far", &err), 0);
+	cr_expect_eq(err->code, CP_ERR_NOT_FOUND);
+	cr_expect_not_null(strstr(err->message, "the volume 'chat2sbx-ws-ws_far' is gone"), "%s", err->message);
+	cp_error_free(err);
+	err = NULL;
+	cr_assert_lt(docker_volume_has_label(e, name, key, "ws_far", &err), 0);
+	cr_expect_eq(err->code, CP_ERR_INTERNAL, "%s", err->message);
+	cp_error_free(err);
+	docker_engine_free(e);
+	fake_stop(fe);
+	cr_expect_str_eq(fe->req[1].line, "GET /v1.41/volumes/chat2sbx-ws-ws_far HTTP/1.1");
+}
+
 /* ---- the transport itself ---- */
 
 Test(docker_engine, request_text_body_becomes_json_string)
@@ -591,6 +626,7 @@ Test(docker_engine, each_call_reads_what_its_answer_can_need)
 	cr_expect_eq(docker_response_max("POST", "/containers/create?name=x"), 256 * 1024);
 	cr_expect_eq(docker_response_max("POST", "/containers/x/exec/start"), 256 * 1024);
 	cr_expect_eq(docker_response_max("DELETE", "/volumes/v?force=1"), 256 * 1024);
+	cr_expect_eq(docker_response_max("GET", "/volumes/chat2sbx-ws-ws_a"), 64 * 1024);
 	cr_expect_eq(docker_response_max("GET", "/_ping/more"), 256 * 1024);
 	cr_expect_eq(docker_response_max(NULL, NULL), 256 * 1024);
 }

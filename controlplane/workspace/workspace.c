@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../base/xalloc.h"
 #include "../base/cleanup.h"
@@ -177,6 +178,32 @@ out:
 	return r;
 }
 
+/* Retention of a managed workspace kept on another node (migration 0015,
+ * docs/nodes.md): its files are a volume of that node's engine. The rule
+ * here is DESIGN.md's "Sandboxes: lifetime" (moved to the trash, the trash
+ * never emptied automatically), so the volume is not removed: on its node
+ * it is what the trash directory is here, and this layer has no engine to
+ * move it with anyway. The row is marked trashed (a later create is refused
+ * naming the volume and the node, create.c; `workspace list` names them)
+ * and this one line says where the files are, once. The directory this
+ * machine made for it holds nothing of it: removed when empty, moved to the
+ * trash otherwise, and not needed at all (a missing one would otherwise
+ * fail the move at every pass, for ever). */
+static int retire_on_node(const struct config *cfg, struct store *store, const struct workspace_record *w,
+                          int64_t now_ms, struct cp_error **err)
+{
+	_cleanup_free_ char *dest = NULL;
+	if (rmdir(w->path) < 0 && errno != ENOENT && export_trash_move(cfg, w->path, w->id, &dest, err) < 0)
+		return -1;
+	if (store_workspace_set_trashed(store, w->id, dest ? dest : w->path, now_ms, err) < 0)
+		return -1;
+	log_info("lifecycle",
+	         "workspace %s retired after 30 days without a sandbox: its files stay in the volume %s on node %s, "
+	         "never removed by chat2sbx (docker volume rm there frees the space)",
+	         w->id, w->volume, w->node);
+	return 0;
+}
+
 int workspace_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err)
 {
 	struct workspace_record *rows = NULL;
@@ -188,7 +215,14 @@ int workspace_retention_run(const struct config *cfg, struct store *store, int64
 		struct workspace_record *w = &rows[i];
 		int64_t trash_at = 0;
 		const char *state = workspace_state(w, &trash_at);
-		if (!strcmp(state, "retained") && trash_at <= now_ms) {
+		if (!strcmp(state, "retained") && trash_at <= now_ms && w->volume && w->node &&
+		    strcmp(w->node, STORE_NODE_LOCAL)) {
+			struct cp_error *e = NULL;
+			if (retire_on_node(cfg, store, w, now_ms, &e) < 0)
+				cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e, "retention of workspace %s", w->id);
+			else
+				moved++;
+		} else if (!strcmp(state, "retained") && trash_at <= now_ms) {
 			char *dest = NULL;
 			struct cp_error *e = NULL;
 			if (export_trash_move(cfg, w->path, w->id, &dest, &e) < 0 ||

@@ -49,8 +49,12 @@ int workspace_approval_approve(const struct config *cfg, struct store *store, co
 
 /* Moves every managed workspace released more than WORKSPACE_RETENTION_MS
  * before now_ms, and without a live sandbox, to DATA_ROOT/trash/<id> (never
- * deletes; host workspaces are never touched). Returns how many moved, or -1
- * when the registry cannot be read. */
+ * deletes; host workspaces are never touched). One kept on another node
+ * (its files a volume there) is marked trashed in place: its volume stays
+ * on the node, named in an info line, and its empty directory here goes.
+ * A failure is logged and retried at the next run. Returns how many moved
+ * or retired, or -1 when the registry cannot be read. Does not block
+ * beyond the file system and the registry. */
 int workspace_retention_run(const struct config *cfg, struct store *store, int64_t now_ms, struct cp_error **err);
 
 #endif

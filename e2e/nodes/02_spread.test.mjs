@@ -8,8 +8,10 @@
 // the network is passed over by placement and answers again once healed,
 // sandbox_create's node argument pins a sandbox to a node, sandbox_list,
 // `sandbox list` and `status` name each one's node; after a crash of serve
-// its reconcile re-attaches them on every node; destroying them leaves
-// neither container nor volume of ours on the nodes. Needs root.
+// its reconcile re-attaches them on every node; a kept workspace whose
+// volume was removed on its node and made again empty is NOT_FOUND, not an
+// empty workspace; destroying them leaves no container of ours on the
+// nodes, only their workspaces' volumes. Needs root.
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -65,6 +67,9 @@ ctx.onCleanup(async () => {
 
 // User sandboxes destroyed along the way: their managed workspaces are kept.
 const destroyed = [];
+// Workspaces whose volume was removed on their node: their rows stay (a
+// create for them is NOT_FOUND), and `node remove` counts them.
+const gone = [];
 
 function engineSock(node) {
   return node === 'local' ? undefined : nodes[node].SOCK;
@@ -286,6 +291,35 @@ ctx.test('a managed workspace on a node outlives its sandbox and its next sandbo
   made[i] = { ...s, id: again.sandbox_id };
 });
 
+// The engine makes a missing named volume, empty and unlabelled, when a
+// container names it: a kept workspace's volume removed by hand and made
+// again that way (by hand here; by the engine when the removal falls
+// between chat2sbx's check and the container's create) is not its files.
+ctx.test('a kept workspace whose volume was removed on its node is NOT_FOUND, never an empty one', async () => {
+  const tools = await ctx.tools();
+  const sc = await tools.create({ node: 'n1', memory: '256m' }); // the nodes are full at the default ceiling
+  await tools.ok('write', { sandbox_id: sc.sandbox_id, path: 'notes.txt', content: 'first\n' });
+  await tools.ok('sandbox_destroy', { sandbox_id: sc.sandbox_id });
+  const volume = `chat2sbx-ws-${sc.workspace_id}`;
+  const sock = nodes.n1.SOCK;
+  const rm = await dockerRequest('DELETE', `/volumes/${volume}`, undefined, sock);
+  assert.equal(rm.status, 204, JSON.stringify(rm));
+  const mk = await dockerRequest('POST', '/volumes/create', { Name: volume }, sock);
+  assert.equal(mk.status, 201, JSON.stringify(mk));
+  try {
+    const before = await ours('n1');
+    const again = await tools.call('sandbox_create', { workspace_id: sc.workspace_id });
+    assert.equal(again.isError, true, resultText(again));
+    assert.match(resultText(again), new RegExp(`files of workspace '${sc.workspace_id}' are gone from node 'n1'`));
+    assert.deepEqual((await ours('n1')).containers.sort(), before.containers.sort(), 'no container is left');
+    const still = await dockerRequest('GET', `/volumes/${volume}`, undefined, sock);
+    assert.equal(still.status, 200, 'the volume found there is left as it is');
+    gone.push({ node: 'n1', ws: sc.workspace_id });
+  } finally {
+    await dockerRequest('DELETE', `/volumes/${volume}`, undefined, sock);
+  }
+});
+
 ctx.test('destroying them leaves no container of ours on the nodes, and each workspace\'s volume', async () => {
   const tools = await ctx.tools();
   for (const s of made) {
@@ -298,7 +332,8 @@ ctx.test('destroying them leaves no container of ours on the nodes, and each wor
     assert.deepEqual({ ...left, volumes: left.volumes.sort() }, { containers: [], volumes: kept }, `node ${node}`);
     const r = runCli(ctx.srv, ['node', 'remove', node]);
     assert.equal(r.status, 0, r.desc);
-    if (kept.length) assert.match(r.stdout, new RegExp(`${kept.length} workspace`), r.stdout);
+    const rows = kept.length + gone.filter((x) => x.node === node).length;
+    if (rows) assert.match(r.stdout, new RegExp(`${rows} workspace`), r.stdout);
   }
   made.length = 0;
 });

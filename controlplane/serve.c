@@ -190,7 +190,9 @@ static int check_working_directory(struct store *store, struct cp_error **err)
 	int r = 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		size_t len = strlen(ws[i].path);
-		if (strcmp(ws[i].mode, "direct") == 0 && strncmp(cwd, ws[i].path, len) == 0 &&
+		/* Another node's directory is not this machine's (migration 0018). */
+		int here = !ws[i].node || !strcmp(ws[i].node, STORE_NODE_LOCAL);
+		if (here && strcmp(ws[i].mode, "direct") == 0 && strncmp(cwd, ws[i].path, len) == 0 &&
 		    (cwd[len] == '\0' || cwd[len] == '/'))
 			r = cp_error_set(
 			    err, CP_ERR_DENIED,

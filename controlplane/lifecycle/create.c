@@ -186,7 +186,7 @@ static int recheck_node_workspace(struct lifecycle *lc, const struct workspace_r
 	*ret_ino = facts.ino;
 	if (facts.git == POLICY_NODE_GIT_NONE)
 		return 0;
-	ret_guard->shape = facts.git == POLICY_NODE_GIT_DIR ? POLICY_GIT_DIRECTORY : POLICY_GIT_GITFILE;
+	ret_guard->shape = POLICY_GIT_DIRECTORY; /* a gitfile is refused on a node (policy_node_path_answer) */
 	ret_guard->mounts = xcalloc(1, sizeof(*ret_guard->mounts));
 	ret_guard->mounts[0] = (struct sandbox_mount_record){.source = xasprintf("%s/.git", w->path),
 	                                                     .target = xstrdup(POLICY_WORKSPACE_TARGET "/.git"),
@@ -402,8 +402,13 @@ static int start_container(struct lifecycle *lc, const struct sandbox_record *s,
 	    .network = POLICY_NETWORK,
 	    .runtime = s->runtime,
 	    /* An engine restart (no live-restore) starts it again; the helper
-	     * then reports the sessions it was running as lost (recovery.c). */
-	    .restart_policy = "unless-stopped",
+	     * then reports the sessions it was running as lost (recovery.c).
+	     * Not a direct workspace of another node: there the helper is a file
+	     * of the container's own layer, which the sandbox can replace, and
+	     * after a restart it would answer the mount checks of the re-attach
+	     * (the engine resolves the bind sources again); stopped, it is
+	     * marked failed instead, its directory untouched. */
+	    .restart_policy = node_dir ? NULL : "unless-stopped",
 	};
 	struct guard_vm_parts vm_parts;
 	if (vm)

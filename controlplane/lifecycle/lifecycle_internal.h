@@ -128,6 +128,11 @@ struct lifecycle_node_check {
  * Blocks on the node's engine: about 0.5 s. */
 int lifecycle_node_check_run(struct lifecycle *lc, const char *node, const struct lifecycle_node_check *check,
                              char **ret_out, struct cp_error **err);
+/* Removes the check containers of this registry left on node (serve died
+ * or a removal failed during a check: each holds a mount of the node's
+ * root). Called by reconcile at start, before any check runs; failures
+ * are logged. Blocks on the node's engine. */
+void lifecycle_node_check_sweep(struct lifecycle *lc, const char *node);
 
 /* ---- a directory of another node (node_path.c, issue 28 item 4) ---- */
 /* Looks at path (policy_node_path_check passed) on node's engine, from a

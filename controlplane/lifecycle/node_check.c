@@ -82,3 +82,28 @@ int lifecycle_node_check_run(struct lifecycle *lc, const char *node, const struc
 		log_warn("lifecycle", "node %s: remove the check container %s: %s", node, name, e->message);
 	return r;
 }
+
+void lifecycle_node_check_sweep(struct lifecycle *lc, const char *node)
+{
+	struct docker_engine *engine = NULL;
+	_cleanup_error_ struct cp_error *e = NULL;
+	if (lifecycle_node_engine(lc, node, &engine, &e) < 0)
+		return; /* reconcile says why */
+	_cleanup_free_ char *label = xasprintf("%s=%s", POLICY_LABEL_PATH_CHECK, lc->cfg->database_path);
+	struct docker_container_state *cs = NULL;
+	size_t n = 0;
+	if (docker_container_list(engine, label, &cs, &n, &e) < 0) {
+		log_info("lifecycle", "node %s: list leftover check containers: %s", node, e->message);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		cp_error_freep(&e);
+		if (docker_container_remove(engine, cs[i].id, &e) < 0 && e->code != CP_ERR_NOT_FOUND)
+			log_warn("lifecycle", "node %s: remove the leftover check container %s: %s", node, cs[i].name,
+			         e->message);
+		else
+			log_info("lifecycle", "node %s: removed the leftover check container %s", node, cs[i].name);
+		docker_container_state_clear(&cs[i]);
+	}
+	free(cs);
+}

@@ -20,11 +20,17 @@
 
 /* Where the node's root is mounted in the checker. */
 #define NODE_PATH_ROOT "/host"
+/* The bounds of the .git walk, as the walk here has them (policy.h). */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define GIT_TREE_MAX_ENTRIES STR(POLICY_GIT_TREE_MAX_ENTRIES)
+#define GIT_TREE_MAX_DEPTH STR(POLICY_GIT_TREE_MAX_DEPTH)
+#define GIT_TREE_MAX_S "5"
 
 /* argv[1] is the path on the node; one line out, as
  * policy_node_path_answer reads it. -I -S: no environment, no site. */
 static const char node_path_program[] =
-    "import errno,os,stat,sys\n"
+    "import errno,os,stat,sys,time\n"
     "def out(s):\n"
     "    sys.stdout.write(s+'\\n');sys.stdout.flush();os._exit(0)\n"
     "def lst(name,fd):\n"
@@ -54,9 +60,40 @@ static const char node_path_program[] =
     "    out('ok %d %d none'%(st.st_dev,st.st_ino))\n"
     "gs=os.fstat(g)\n"
     "if stat.S_ISLNK(gs.st_mode): out('gitlink')\n"
-    "k='dir' if stat.S_ISDIR(gs.st_mode) else 'file' if stat.S_ISREG(gs.st_mode) else None\n"
-    "if k is None: out('gitother')\n"
-    "out('ok %d %d %s %d %d'%(st.st_dev,st.st_ino,k,gs.st_dev,gs.st_ino))\n";
+    "if stat.S_ISREG(gs.st_mode): out('gitfile')\n"
+    "if not stat.S_ISDIR(gs.st_mode): out('gitother')\n"
+    /* The owner's git follows links in .git and takes its configuration
+     * from the directory commondir names: nothing but regular files and
+     * directories, commondir "." (policy_git_tree_judge's and
+     * policy_git_commondir_check's rules), walked without following a
+     * link, bounded as POLICY_GIT_TREE_MAX_* bound it here. */
+    "gd=os.open('.git',os.O_RDONLY|os.O_DIRECTORY|os.O_NOFOLLOW|os.O_CLOEXEC,dir_fd=fd)\n"
+    "gds=os.fstat(gd)\n"
+    "if gds.st_ino!=gs.st_ino or gds.st_dev!=gs.st_dev: out('gitother')\n"
+    "t0=time.monotonic();seen=[0]\n"
+    "def bad(k,r): out('gitbad '+k+' '+r.encode('utf-8','surrogateescape')[:400].hex())\n"
+    "def walk(d,rel,depth):\n"
+    "    with os.scandir(d) as it:\n"
+    "        for e in it:\n"
+    "            seen[0]+=1\n"
+    "            if seen[0]>" GIT_TREE_MAX_ENTRIES " or depth>" GIT_TREE_MAX_DEPTH " or "
+    "time.monotonic()-t0>" GIT_TREE_MAX_S ": out('gitbig')\n"
+    "            r=rel+e.name\n"
+    "            m=e.stat(follow_symlinks=False).st_mode\n"
+    "            if stat.S_ISDIR(m):\n"
+    "                try:\n"
+    "                    n=os.open(e.name,os.O_RDONLY|os.O_DIRECTORY|os.O_NOFOLLOW|os.O_CLOEXEC,dir_fd=d)\n"
+    "                except OSError:\n"
+    "                    bad('other',r)\n"
+    "                walk(n,r+'/',depth+1);os.close(n)\n"
+    "            elif not stat.S_ISREG(m):\n"
+    "                bad('link' if stat.S_ISLNK(m) else 'fifo' if stat.S_ISFIFO(m) else 'socket' if "
+    "stat.S_ISSOCK(m) else 'device' if stat.S_ISCHR(m) or stat.S_ISBLK(m) else 'other',r)\n"
+    "            elif r=='commondir':\n"
+    "                c=os.open('commondir',os.O_RDONLY|os.O_NOFOLLOW|os.O_NONBLOCK|os.O_CLOEXEC,dir_fd=d)\n"
+    "                if os.read(c,4096).rstrip(b'\\r\\n')!=b'.': out('gitcommondir')\n"
+    "walk(gd,'',0)\n"
+    "out('ok %d %d dir %d %d'%(st.st_dev,st.st_ino,gs.st_dev,gs.st_ino))\n";
 
 int lifecycle_node_path_check(struct lifecycle *lc, const char *node, const char *path,
                               struct policy_node_path_facts *ret, struct cp_error **err)

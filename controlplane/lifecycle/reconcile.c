@@ -222,6 +222,8 @@ int lifecycle_reconcile(struct lifecycle *lc, struct cp_error **err)
 		if (reconcile_node(lc, nodes[i].name, rows, n_rows, &n, &e) < 0)
 			cp_error_log_free(LOG_LEVEL_WARN, "lifecycle", &e,
 			                  "reconcile node %s: its sandboxes' rows are left as they are", nodes[i].name);
+		else
+			lifecycle_node_check_sweep(lc, nodes[i].name); /* an earlier serve's, if it died mid-check */
 		node_record_clear(&nodes[i]);
 	}
 	free(nodes);

@@ -192,8 +192,18 @@ void policy_node_sandbox_limits(int64_t mem_total_bytes, int64_t pid_max, int64_
 		 * below POLICY_PIDS_MIN (without it, at most POLICY_ACTIVE_MAX
 		 * share the assumed budget): each gets that least. */
 		cp_error_freep(&e);
-		if (policy_sandbox_limits(&h, want_memory, active, -1, 0, &l, &e) < 0)
+		if (policy_sandbox_limits(&h, want_memory, active, -1, 0, &l, &e) < 0) {
+			/* A node whose own process limits are smaller still (its
+			 * probe read them): the memory rules as with the assumed
+			 * budget, never a zeroed ceiling (which means none). */
 			cp_error_freep(&e);
+			struct policy_host assumed = {.mem_total_bytes = h.mem_total_bytes,
+			                              .pid_max = POLICY_NODE_PROCS_ASSUMED,
+			                              .threads_max = POLICY_NODE_PROCS_ASSUMED};
+			if (policy_sandbox_limits(&assumed, want_memory, active, -1, 0, &l, &e) < 0)
+				cp_error_freep(&e);
+			l.pids_budget = (known ? (pid_max < threads_max ? pid_max : threads_max) : 0) * 3 / 4;
+		}
 		l.pids_cap = l.pids_default = POLICY_PIDS_MIN;
 	}
 	if (h.mem_total_bytes <= 0) /* not known: placement refuses the node (no memory) */

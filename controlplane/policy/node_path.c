@@ -17,10 +17,12 @@ const char policy_direct_node_note[] =
     "Direct mode on another node: the sandbox works on that node's directory itself, as root, and can change "
     "or delete every file in it but its .git: chat2sbx cannot watch another machine's .git, so the whole .git "
     "is read-only inside the sandbox (git there reads history and status but cannot commit; commit on the "
-    "node). Build files and scripts that run when you next build or test there (Makefile, package.json "
-    "scripts, .envrc, tests, CI configuration) and repositories nested in the directory, whose own git "
-    "configuration your git runs when it enters them, are the sandbox's to change. Look at what changed "
-    "before you build, test or run git there; clone mode keeps the sandbox's edits in the sandbox.";
+    "node; its .git may hold nothing but regular files and directories). Build files and scripts that run "
+    "when you next build or test there (Makefile, package.json scripts, .envrc, tests, CI configuration, "
+    "hook scripts that core.hooksPath points to inside the directory, files include.path names there) and "
+    "repositories nested in the directory, whose own git configuration your git runs when it enters them, "
+    "are the sandbox's to change. Look at what changed before you build, test or run git there; clone mode "
+    "keeps the sandbox's edits in the sandbox.";
 
 const char *policy_direct_note_for(const char *node)
 {
@@ -165,6 +167,55 @@ static unsigned long components_of(const char *path)
 	return n;
 }
 
+/* "KIND HEX" of a gitbad answer: what was found in the node's .git and
+ * where (its path below .git, hex-encoded there, at most 400 bytes),
+ * shown with anything not printable as '?'. */
+static int gitbad(const char *node, const char *path, const char *p, struct cp_error **err)
+{
+	static const char *const kinds[][2] = {{"link ", "a symbolic link"},
+	                                       {"fifo ", "a FIFO"},
+	                                       {"socket ", "a socket"},
+	                                       {"device ", "a device node"},
+	                                       {"other ", "neither a file nor a directory"}};
+	size_t k = 0;
+	for (; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		if (!strncmp(p, kinds[k][0], strlen(kinds[k][0])))
+			break;
+	if (k == sizeof(kinds) / sizeof(kinds[0]))
+		goto garbled;
+	p += strlen(kinds[k][0]);
+	size_t n = strlen(p);
+	if (n == 0 || n % 2 || n > 800)
+		goto garbled;
+	char rel[401];
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v = 0;
+		for (int h = 0; h < 2; h++) {
+			char c = p[2 * i + (size_t)h];
+			unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+			             : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+			                                    : 16;
+			if (d == 16)
+				goto garbled;
+			v = v * 16 + d;
+		}
+		rel[i] = v >= 0x20 && v < 0x7f ? (char)v : '?';
+	}
+	rel[n / 2] = '\0';
+	return cp_error_set(err, CP_ERR_DENIED,
+	                    "'%s/.git/%s' on node '%s' is %s; your git on the node follows links in .git (and a "
+	                    "FIFO or device takes what it writes), and chat2sbx cannot watch another machine's "
+	                    ".git, so a .git of another node may hold regular files and directories only; look "
+	                    "at it there, remove it (a hook: copy the script in) and try again; nothing was "
+	                    "created",
+	                    path, rel, node, kinds[k][1]);
+garbled:
+	return cp_error_set(err, CP_ERR_UNAVAILABLE,
+	                    "the check of host path '%s' on node '%s' answered something chat2sbx does not read; "
+	                    "nothing was created",
+	                    path, node);
+}
+
 int policy_node_path_answer(const char *node, const char *path, const char *answer, size_t len,
                             struct policy_node_path_facts *ret, struct cp_error **err)
 {
@@ -184,9 +235,9 @@ int policy_node_path_answer(const char *node, const char *path, const char *answ
 			goto garbled;
 		if (!strcmp(p, "none"))
 			return 0;
-		if (!strncmp(p, "dir ", 4) || !strncmp(p, "file ", 5)) {
-			ret->git = p[0] == 'd' ? POLICY_NODE_GIT_DIR : POLICY_NODE_GIT_FILE;
-			p += ret->git == POLICY_NODE_GIT_DIR ? 4 : 5;
+		if (!strncmp(p, "dir ", 4)) {
+			ret->git = POLICY_NODE_GIT_DIR;
+			p += 4;
 			if (read_number(&p, &ret->git_dev) < 0 || *p++ != ' ' || read_number(&p, &ret->git_ino) < 0 ||
 			    *p != '\0')
 				goto garbled;
@@ -201,6 +252,29 @@ int policy_node_path_answer(const char *node, const char *path, const char *answ
 		    "refs/); direct mode would let the sandbox rewrite its configuration and hooks; "
 		    "give a working tree",
 		    path, node);
+	if (!strcmp(p, "gitfile"))
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "'%s/.git' on node '%s' is a file (a linked worktree or a submodule: it names a "
+		                    "git directory elsewhere, whose configuration and hooks the sandbox could reach); "
+		                    "a direct workspace of another node must hold its repository's own .git "
+		                    "directory; give the main working tree, or clone it; nothing was created",
+		                    path, node);
+	if (!strcmp(p, "gitcommondir"))
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "'%s/.git/commondir' on node '%s' names another directory, from which git would "
+		                    "take the repository's configuration and hooks; chat2sbx mounts only a .git "
+		                    "that is its own (commondir '.' or none); look at it there; nothing was created",
+		                    path, node);
+	if (!strcmp(p, "gitbig"))
+		return cp_error_set(err, CP_ERR_DENIED,
+		                    "'%s/.git' on node '%s' holds more than %d files and directories, a directory "
+		                    "more than %d levels deep, or took longer than %d s to check: a link could hide "
+		                    "in what was not seen; run 'git gc' there (it packs loose objects and refs), or "
+		                    "use clone mode; nothing was created",
+		                    path, node, POLICY_GIT_TREE_MAX_ENTRIES, POLICY_GIT_TREE_MAX_DEPTH,
+		                    POLICY_GIT_TREE_MAX_MS / 1000);
+	if (!strncmp(p, "gitbad ", 7))
+		return gitbad(node, path, p + 7, err);
 	if (!strcmp(p, "gitlink") || !strcmp(p, "gitother"))
 		return cp_error_set(err, CP_ERR_DENIED,
 		                    "'%s/.git' on node '%s' is %s; chat2sbx never mounts what a link points to, and "

@@ -419,20 +419,24 @@ int policy_node_path_check(const char *node, const char *host_roots, const char 
 
 /* What the check of a node path found (lifecycle/node_path.c): the
  * directory's identity as the node's kernel gives it, and its .git. */
-enum { POLICY_NODE_GIT_NONE = 0, POLICY_NODE_GIT_DIR = 1, POLICY_NODE_GIT_FILE = 2 };
+enum { POLICY_NODE_GIT_NONE = 0, POLICY_NODE_GIT_DIR = 1 };
 struct policy_node_path_facts {
 	uint64_t dev, ino; /* st_dev, st_ino of the directory */
 	int git;           /* POLICY_NODE_GIT_* */
 	uint64_t git_dev, git_ino;
 };
 /* The longest answer the check may give (bytes, its newline included). */
-#define POLICY_NODE_PATH_ANSWER_MAX 128
+#define POLICY_NODE_PATH_ANSWER_MAX 1024
 /* Reads the node check's answer (len bytes, another machine's: read
  * strictly) about path on node into *ret: exactly one line, "ok DEV INO
- * none", "ok DEV INO dir|file GDEV GINO" (decimal, no leading zero, at most
+ * none" or "ok DEV INO dir GDEV GINO" (decimal, no leading zero, at most
  * 20 digits), or a refusal: "link K", "missing K", "notdir K", "denied K"
  * (K the index of path's component where the walk stopped), "bare",
- * "gitlink", "gitother". A refusal is DENIED, NOT_FOUND or
+ * "gitlink", "gitother", "gitfile" (a gitfile names a git directory
+ * elsewhere: refused on a node), "gitcommondir" (.git/commondir other than
+ * "."), "gitbig" (.git over POLICY_GIT_TREE_MAX_*), "gitbad KIND HEX"
+ * (KIND link|fifo|socket|device|other, HEX the entry's path below .git,
+ * at most 400 bytes hex-encoded). A refusal is DENIED, NOT_FOUND or
  * INVALID_ARGUMENT naming the path on the node and what to do; anything
  * else UNAVAILABLE. Pure. */
 int policy_node_path_answer(const char *node, const char *path, const char *answer, size_t len,

@@ -208,6 +208,13 @@ Test(policy_node_limits, from_the_nodes_own_pid_max_when_known)
 	cr_expect_eq(l.pids_budget, POLICY_NODE_PROCS_ASSUMED * 3 / 4, "half known is not known");
 	policy_node_sandbox_limits(4 * (1LL << 30), 4096, 100000, 0, 0, 0, &l);
 	cr_expect_eq(l.pids_budget, 3072, "a node with fewer processes than assumed gives fewer");
+	/* So few that not even the least fits each sandbox: the least each,
+	 * and the memory rules as ever (a zero ceiling would be none). */
+	policy_node_sandbox_limits(4 * (1LL << 30), 301, 20, 0, 0, 0, &l);
+	cr_expect_eq(l.pids_default, POLICY_PIDS_MIN);
+	cr_expect_eq(l.default_memory_bytes, 2LL << 30);
+	cr_expect_eq(l.max_memory_bytes, 4LL << 30);
+	cr_expect_eq(l.max_active, 2);
 }
 
 static int procs(const char *text, int64_t *pid_max, int64_t *threads_max)

@@ -2,6 +2,7 @@
  * the shape chat2sbx passes on as written, the node's host roots, and the
  * node check's answer read strictly (another machine's bytes). */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,9 +92,40 @@ Test(policy_node_path, answer_ok)
 	cr_assert_eq(answer("ok 2049 131 dir 2049 18446744073709551615\n", &f, 0, NULL), 0);
 	cr_expect_eq(f.git, POLICY_NODE_GIT_DIR);
 	cr_expect_eq(f.git_ino, UINT64_MAX);
-	cr_assert_eq(answer("ok 1 2 file 3 4\n", &f, 0, NULL), 0);
-	cr_expect_eq(f.git, POLICY_NODE_GIT_FILE);
+	cr_assert_eq(answer("ok 1 2 dir 3 4\n", &f, 0, NULL), 0);
 	cr_expect_eq(f.git_dev, 3);
+}
+
+/* What the owner's git on the node would follow or run: refused, named. */
+Test(policy_node_path, answer_refuses_a_git_the_owners_git_would_follow)
+{
+	struct policy_node_path_facts f;
+	cr_expect_eq(answer("gitfile\n", &f, CP_ERR_DENIED, "'/srv/work/proj/.git' on node 'n1' is a file"), -1);
+	cr_expect_eq(answer("gitcommondir\n", &f, CP_ERR_DENIED, ".git/commondir' on node 'n1' names another"), -1);
+	cr_expect_eq(answer("gitbig\n", &f, CP_ERR_DENIED, "more than 200000 files"), -1);
+	/* hooks/pre-commit, hex-encoded by the node's program */
+	cr_expect_eq(answer("gitbad link 686f6f6b732f7072652d636f6d6d6974\n", &f, CP_ERR_DENIED,
+	                    "'/srv/work/proj/.git/hooks/pre-commit' on node 'n1' is a symbolic link"),
+	             -1);
+	cr_expect_eq(
+	    answer("gitbad fifo 6c6f67732f48454144\n", &f, CP_ERR_DENIED, ".git/logs/HEAD' on node 'n1' is a FIFO"),
+	    -1);
+	/* A byte that is not printable is shown as '?', never passed on. */
+	cr_expect_eq(answer("gitbad device 611b5b3263\n", &f, CP_ERR_DENIED, ".git/a?[2c' on node 'n1' is a device"),
+	             -1);
+	cr_expect_eq(answer("ok 1 2 file 3 4\n", &f, CP_ERR_UNAVAILABLE, "does not read"), -1,
+	             "a gitfile is never mounted on a node, whatever the node says");
+	const char *bad[] = {"gitbad link\n",    "gitbad link 6\n", "gitbad link 6G\n", "gitbad link 6A\n",
+	                     "gitbad pipe 61\n", "gitbad  61\n",    "gitbad link 61 \n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(answer(bad[i], &f, CP_ERR_UNAVAILABLE, "does not read"), -1, "[%zu] %s", i, bad[i]);
+	char big[POLICY_NODE_PATH_ANSWER_MAX];
+	snprintf(big, sizeof(big), "gitbad link ");
+	size_t n = strlen(big);
+	memset(big + n, '6', 802);
+	big[n + 802] = '\n';
+	big[n + 803] = '\0';
+	cr_expect_eq(answer(big, &f, CP_ERR_UNAVAILABLE, "does not read"), -1, "over 400 bytes of path");
 }
 
 Test(policy_node_path, answer_refusals_name_the_component)
@@ -156,4 +188,5 @@ Test(policy_node_path, the_note_says_whose_git_is_read_only)
 	cr_expect_eq(policy_direct_note_for("local"), policy_direct_mode_note);
 	cr_expect_eq(policy_direct_note_for("n1"), policy_direct_node_note);
 	cr_expect(strstr(policy_direct_node_note, "whole .git is read-only"));
+	cr_expect(strstr(policy_direct_node_note, "core.hooksPath"), "what the read-only .git does not cover");
 }

@@ -14,13 +14,17 @@
 // mv .git all fail) while git log and git status work. Refused, leaving no
 // container on n1 and no sandbox row, each with its reason: a path outside
 // n1's host roots, a path through a symbolic link, a .git that is a
-// symbolic link, a path that does not exist on n1. A clean restart of serve
+// symbolic link, a path that does not exist on n1, a gitfile, a link or a
+// FIFO inside .git, a commondir naming another directory. The container
+// is not restarted by its engine (RestartPolicy no: its helper is a file
+// the sandbox could replace, which would answer the re-attach's checks). A clean restart of serve
 // re-attaches the sandbox; after destroy the files stay, the workspace's
 // next sandbox goes back to n1 and 'local' is refused for it; P swapped for
 // a symbolic link after the approval is refused and works again once put
 // back; `workspace add --node n1` registers another directory (no .git: one
 // bind) whose sandbox runs on n1. Needs root.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,7 +32,7 @@ import { after } from 'node:test';
 
 import { runCli, runCliJson } from '../lib/clones.mjs';
 import { hostGitOk, run, sh } from '../lib/direct_git.mjs';
-import { useNodeEngine } from '../lib/nodes.mjs';
+import { IMAGE, useNodeEngine } from '../lib/nodes.mjs';
 import { CREATE_TIMEOUT, WORKSPACE_ID_RE, dockerInspect, dockerRequest, resultText, useServer } from '../lib/server.mjs';
 
 const N = process.env.E2E_DIRECT_NODE_NUMBER || '70';
@@ -203,6 +207,8 @@ async function assertDirectOnN1(sandboxId, dir, withGit) {
   assert.equal(binds.length, withGit ? 2 : 1, `no other bind mount (the helper is copied in): ${mounts}`);
   const wsMount = (info.Mounts || []).find((m) => m.Destination === '/workspace');
   assert.equal(wsMount?.Type, 'bind', `the workspace is the directory, not a volume: ${mounts}`);
+  // Never restarted by n1's engine: its helper is a file of its own layer.
+  assert.ok(['', 'no'].includes(info.HostConfig?.RestartPolicy?.Name || ''), JSON.stringify(info.HostConfig?.RestartPolicy));
 }
 
 ctx.test('a node added without --host-root: node show has no host roots and a direct workspace there is refused naming --host-root', async () => {
@@ -332,13 +338,43 @@ ctx.test('refused on n1, leaving no container and no row: outside the host roots
   await refusedOnN1(tools, path.join(ROOT, 'gitlink'), /symbolic link/, '.git is a symbolic link');
   // Not there at all.
   await refusedOnN1(tools, path.join(ROOT, 'missing'), /does not exist on node 'n1'/, 'a path that does not exist on n1');
+  // What the owner's git on n1 would follow or run (serve cannot watch a
+  // node's .git): a gitfile naming a git directory inside the workspace,
+  // a symbolic link anywhere in .git (a linked hook), a FIFO there, and a
+  // commondir naming another directory.
+  const gitfile = path.join(ROOT, 'gitfile');
+  fs.mkdirSync(path.join(gitfile, '.repo'), { recursive: true });
+  fs.writeFileSync(path.join(gitfile, '.git'), 'gitdir: .repo\n');
+  await refusedOnN1(tools, gitfile, /\.git' on node 'n1' is a file/, 'a gitfile');
+  const hooked = makeRepo(path.join(ROOT, 'hooked'));
+  fs.mkdirSync(path.join(hooked, 'scripts'));
+  fs.writeFileSync(path.join(hooked, 'scripts', 'pre-commit'), '#!/bin/sh\n');
+  fs.symlinkSync('../../scripts/pre-commit', path.join(hooked, '.git', 'hooks', 'pre-commit'));
+  await refusedOnN1(tools, hooked, /\.git\/hooks\/pre-commit' on node 'n1' is a symbolic link/, 'a linked hook in .git');
+  const fifo = makeRepo(path.join(ROOT, 'fifo'));
+  execFileSync('mkfifo', [path.join(fifo, '.git', 'logs-fifo')]);
+  await refusedOnN1(tools, fifo, /\.git\/logs-fifo' on node 'n1' is a FIFO/, 'a FIFO in .git');
+  const common = makeRepo(path.join(ROOT, 'common'));
+  fs.writeFileSync(path.join(common, '.git', 'commondir'), '../elsewhere\n');
+  await refusedOnN1(tools, common, /commondir' on node 'n1' names another directory/, 'a commondir elsewhere');
   // The running sandbox was not touched.
   assert.equal((await sh(tools, state.sbx, 'cat /workspace/from-n1.txt')), 'from n1\n');
 });
 
-ctx.test('a clean restart of serve re-attaches the direct sandbox on n1', async () => {
+ctx.test('a clean restart of serve re-attaches the direct sandbox on n1 and sweeps a leftover check container', async () => {
   assert.ok(state.ws && state.sbx, 'the approval test made the workspace and its sandbox');
+  // A check container an earlier serve left (it died mid-check): this
+  // registry's label, a stopped container of the template image.
+  const registry = (await dockerInspect(state.sbx, node.SOCK)).Config.Labels['org.chat2sbx.registry'];
+  const left = await dockerRequest(
+    'POST',
+    '/containers/create?name=chat2sbx-check-leftover-e2e',
+    { Image: IMAGE, Entrypoint: ['true'], Labels: { 'org.chat2sbx.pathcheck.registry': registry }, HostConfig: { NetworkMode: 'none' } },
+    node.SOCK,
+  );
+  assert.equal(left.status, 201, JSON.stringify(left.body));
   await ctx.restart('SIGTERM');
+  assert.equal(await dockerInspect('chat2sbx-check-leftover-e2e', node.SOCK), null, 'swept by reconcile at start');
   const tools = await ctx.tools();
   const got = await tools.ok('sandbox_get', { sandbox_id: state.sbx });
   assert.equal(got.status, 'running', JSON.stringify(got));

@@ -349,6 +349,7 @@ ctx.test('refused on n1, leaving no container and no row: outside the host roots
   const hooked = makeRepo(path.join(ROOT, 'hooked'));
   fs.mkdirSync(path.join(hooked, 'scripts'));
   fs.writeFileSync(path.join(hooked, 'scripts', 'pre-commit'), '#!/bin/sh\n');
+  fs.rmSync(path.join(hooked, '.git', 'hooks', 'pre-commit'), { force: true });
   fs.symlinkSync('../../scripts/pre-commit', path.join(hooked, '.git', 'hooks', 'pre-commit'));
   await refusedOnN1(tools, hooked, /\.git\/hooks\/pre-commit' on node 'n1' is a symbolic link/, 'a linked hook in .git');
   const fifo = makeRepo(path.join(ROOT, 'fifo'));

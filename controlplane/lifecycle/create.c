@@ -83,19 +83,14 @@ static int make_managed_workspace(struct lifecycle *lc, const char *node, struct
 	return store_workspace_get(lc->store, id, ret, err);
 }
 
-/* A directory of node (not 'local'), as written: the node's host roots
- * (policy_node_path_check), the nesting rule among that node's host
- * workspaces (self_id left out; may be NULL), then the path itself looked
+/* A directory of node (not 'local'), as written: the node's host roots and
+ * the nesting rule among its host workspaces (workspace_node_path_check;
+ * self_id left out, may be NULL), then the path itself looked
  * at on the node without following links (node_path.c), *ret its identity. */
 static int node_host_path(struct lifecycle *lc, const char *node, const char *path, const char *mode,
                           const char *self_id, struct policy_node_path_facts *ret, struct cp_error **err)
 {
-	struct node_record n = {0};
-	if (store_node_get(lc->store, node, &n, err) < 0)
-		return -1; /* NOT_FOUND naming it and how to list nodes */
-	int r = policy_node_path_check(node, n.host_roots, path, mode, err);
-	node_record_clear(&n);
-	if (r < 0 || guard_node_nesting_check(lc->store, node, path, mode, self_id, err) < 0)
+	if (workspace_node_path_check(lc->store, node, path, mode, self_id, err) < 0)
 		return -1;
 	return lifecycle_node_path_check(lc, node, path, ret, err);
 }

@@ -92,12 +92,8 @@ int workspace_register(const struct config *cfg, struct store *store, const char
 	return store_workspace_register_host(store, &ws, path, approval_id, now, ret, ret_created, err);
 }
 
-/* A directory of another node (migration 0018), as written: that node's
- * host roots (policy_node_path_check) and the nesting rule among its host
- * workspaces (self_id left out). The path itself is looked at on the node
- * at every create (lifecycle/node_path.c): nothing here reaches an engine. */
-static int node_path_check(struct store *store, const char *node, const char *path, const char *mode,
-                           const char *self_id, struct cp_error **err)
+int workspace_node_path_check(struct store *store, const char *node, const char *path, const char *mode,
+                              const char *self_id, struct cp_error **err)
 {
 	struct node_record n = {0};
 	if (store_node_get(store, node, &n, err) < 0)
@@ -114,7 +110,7 @@ int workspace_register_on(const struct config *cfg, struct store *store, const c
 {
 	if (!node || !strcmp(node, STORE_NODE_LOCAL))
 		return workspace_register(cfg, store, path, mode, ret, ret_created, err);
-	if (check_mode(mode, err) < 0 || node_path_check(store, node, path, mode, NULL, err) < 0)
+	if (check_mode(mode, err) < 0 || workspace_node_path_check(store, node, path, mode, NULL, err) < 0)
 		return -1;
 	_cleanup_free_ char *ws_id = NULL;
 	_cleanup_free_ char *approval_id = NULL;
@@ -142,7 +138,7 @@ int workspace_approval_approve(const struct config *cfg, struct store *store, co
 	if (a.status == APPROVAL_PENDING && remote) {
 		/* Another node's directory: its roots and nesting now; the path
 		 * itself on the node at every create. */
-		if (node_path_check(store, a.node, a.real_path, a.mode, NULL, err) < 0) {
+		if (workspace_node_path_check(store, a.node, a.real_path, a.mode, NULL, err) < 0) {
 			cp_error_prefix(err, "approve '%s'", id);
 			goto out;
 		}

@@ -32,6 +32,16 @@ int workspace_host_path_check(const struct config *cfg, const char *path, char *
 int workspace_register(const struct config *cfg, struct store *store, const char *path, const char *mode,
                        struct workspace_record *ret, int *ret_created, struct cp_error **err);
 
+/* Whether path (as written) of node (not 'local') may be a workspace in
+ * mode, by what the registry knows (migration 0018): the node's host roots
+ * (policy_node_path_check) and the nesting rule among its host workspaces
+ * (self_id left out; may be NULL). NOT_FOUND for an unknown node; DENIED
+ * or INVALID_ARGUMENT saying which rule. The path itself is looked at on
+ * the node at every request and create (lifecycle/node_path.c): nothing
+ * here reaches an engine. */
+int workspace_node_path_check(struct store *store, const char *node, const char *path, const char *mode,
+                              const char *self_id, struct cp_error **err);
+
 /* `chat2sbx workspace add PATH --mode M --node NODE`: workspace_register
  * for node NULL or 'local'; for another node (issue 28, migration 0018) the
  * path as written under that node's host roots (policy_node_path_check,
